@@ -1,0 +1,169 @@
+"""Caches of generated derivatives: in memory (per process) and on disk.
+
+The disk cache lets a fresh process skip the transformation.  An entry is
+found by a hash of astad's version, the function's file, name and source, and
+the abstract argument signature; it records every global the transformation
+read (the functions it inlined, by a hash of their source; constants, by
+their abstract type; numpy objects, by name) and is used only if all of them
+still match.  Entries are written atomically; anything unreadable, stale or
+unwritable is ignored and the derivative is recomputed — never a crash.
+
+Environment: ``ASTAD_CACHE_DIR`` sets the directory (default: the user's
+cache directory, e.g. ``~/.cache/astad``); ``ASTAD_DISK_CACHE=0`` turns the
+disk cache off (as does ``astad.config.disk_cache = False``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import inspect
+import json
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import ir
+from .frontend import Parsed, abstract
+from .pipeline import Derivative, compile_source
+
+
+class Config:
+    """Switches; ``astad.config.disk_cache = False`` turns the disk cache off."""
+
+    disk_cache: bool = True
+
+
+config = Config()
+
+FORMAT = 1
+
+
+def cache_dir() -> Path | None:
+    """Where derivatives are cached on disk, or None when the disk cache is off."""
+    if not config.disk_cache or os.environ.get("ASTAD_DISK_CACHE", "1").lower() in ("0", "false", "no", "off"):
+        return None
+    if os.environ.get("ASTAD_CACHE_DIR"):
+        return Path(os.environ["ASTAD_CACHE_DIR"])
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "astad"
+
+
+def fingerprint(obj: Any) -> str:
+    """What must not change for a cached derivative to stay valid."""
+    inner = getattr(obj, "__astad_function__", obj)
+    if isinstance(inner, types.FunctionType):
+        try:
+            src = inspect.getsource(inner)
+        except (OSError, TypeError):
+            src = repr(inner.__code__.co_code)
+        return "fn:" + hashlib.sha256((src + repr(inner.__defaults__)).encode()).hexdigest()
+    if isinstance(obj, types.ModuleType):
+        return "module:" + obj.__name__
+    if isinstance(obj, (bool, int, float, np.ndarray, np.generic)):
+        try:
+            t = abstract(obj, "constant")
+        except Exception:
+            return "other:" + type(obj).__qualname__
+        if isinstance(obj, (bool, int)):
+            return f"const:{t}:{obj!r}"
+        return f"const:{t}"
+    return "obj:" + getattr(obj, "__module__", "") + "." + getattr(obj, "__qualname__", type(obj).__qualname__)
+
+
+def resolve(root: Any, path: Sequence[str]) -> Any:
+    """The object a path of global names leads to, from ``root``'s globals."""
+    obj: Any = root
+    for name in path:
+        fn = getattr(obj, "__astad_function__", obj)
+        g = fn.__globals__
+        if name in g:
+            obj = g[name]
+        else:
+            obj = getattr(builtins, name)
+    return obj
+
+
+def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type]) -> str:
+    from . import __version__
+
+    text = "\n".join([str(FORMAT), __version__, parsed.file, parsed.name, parsed.source, repr(tuple(arg_types))])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _path(parsed: Parsed, arg_types: Sequence[ir.Type]) -> Path | None:
+    d = cache_dir()
+    if d is None:
+        return None
+    return d / f"{parsed.name}-{entry_key(parsed, arg_types)[:32]}.json"
+
+
+_TYPE_NAMES = {"Num": ir.Num, "TupleT": ir.TupleT, "NoneT": ir.NoneT}
+
+
+def load(parsed: Parsed, arg_types: Sequence[ir.Type]) -> Derivative | None:
+    path = _path(parsed, arg_types)
+    if path is None:
+        return None
+    try:
+        entry = json.loads(path.read_text())
+        if entry["key"] != entry_key(parsed, arg_types) or entry["format"] != FORMAT:
+            return None
+        for dep_path, fp in entry["deps"]:
+            if fingerprint(resolve(parsed.fn, dep_path)) != fp:
+                return None
+        constants = {name: tuple(p) for name, p in entry["constants"].items()}
+        values = {name: resolve(parsed.fn, p) for name, p in constants.items()}
+        forward, backward = compile_source(parsed.name, entry["source"], values)
+        out_type = eval(entry["out_type"], {"__builtins__": {}}, dict(_TYPE_NAMES))  # noqa: S307 - our own repr
+        deps = [(tuple(p), resolve(parsed.fn, p)) for p, _ in entry["deps"]]
+        return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), deps, constants)
+    except Exception:
+        return None  # missing, corrupted, truncated or stale: recompute
+
+
+def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
+    path = _path(parsed, arg_types)
+    if path is None:
+        return
+    entry = {
+        "format": FORMAT,
+        "key": entry_key(parsed, arg_types),
+        "source": d.source,
+        "out_type": repr(d.out_type),
+        "constants": {name: list(p) for name, p in d.constants.items()},
+        "deps": [[list(p), fingerprint(obj)] for p, obj in d.deps],
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(entry, f)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError:
+        pass  # read-only or full: the cache is an optimisation only
+
+
+def clear_disk() -> None:
+    d = cache_dir()
+    if d is None or not d.is_dir():
+        return
+    for f in d.glob("*.json"):
+        try:
+            f.unlink()
+        except OSError:
+            pass

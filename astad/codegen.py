@@ -1,0 +1,162 @@
+"""Codegen: target IR -> Python source, built as a libcst tree.
+
+The reverse program becomes a pair of plain functions: ``<name>_forward``
+computes the value and returns it with the residuals the backward pass needs;
+``<name>_backward`` takes the residuals and the output cotangent and returns one
+cotangent per parameter.  Temporaries used once are inlined into the
+expression that reads them, so the code reads like the user's; every group of
+statements is headed by the line of the user's source it comes from.
+Deterministic: the same program always prints to the same text.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+import libcst as cst
+
+from . import primitives as prims
+from . import pyexpr as px
+from .errors import InternalError
+from .frontend import Namer
+from .ir import (Atom, Bind, Block, Const, Loc, MakeTuple, Num, Plus, Prim, ReverseProgram, Unpack, Var, Zero,
+                 vars_of)
+
+Expr = cst.BaseExpression
+
+
+def _zero(t: object) -> Expr:
+    if isinstance(t, Num) and None not in t.shape:
+        if not t.shape:
+            return px.literal(0.0)
+        kw = {"dtype": px.name(f"np.{t.dtype}")} if t.dtype != "float64" else {}
+        return px.call("np.zeros", [px.literal(tuple(t.shape))], **kw)
+    raise InternalError(f"codegen: cannot materialise a zero of type {t}")
+
+
+class _Function:
+    """Prints one block as the body of one Python function."""
+
+    def __init__(self, block: Block, extra_uses: Sequence[Atom] = ()) -> None:
+        self.uses: Counter = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+        for a in (block.result, *extra_uses):
+            if isinstance(a, Var):
+                self.uses[a.name] += 1
+        self.inlined: dict[str, Expr] = {}
+        self.lines: list[cst.SimpleStatementLine] = []
+        self.last_loc: tuple | None = None
+
+    def atom(self, a: Atom) -> Expr:
+        if isinstance(a, Var):
+            return self.inlined.pop(a.name, None) or cst.Name(a.name)
+        if isinstance(a, Const):
+            return px.name(a.name) if a.name is not None else px.literal(a.value)
+        return _zero(a.type)
+
+    def comment(self, loc: Loc | None) -> list[cst.EmptyLine]:
+        if loc is None or (loc.file, loc.line) == self.last_loc:
+            return []
+        self.last_loc = (loc.file, loc.line)
+        return [cst.EmptyLine(comment=cst.Comment(f"# line {loc.line}: {loc.text.strip()}"))]
+
+    def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
+        self.lines.append(cst.SimpleStatementLine(body=[small], leading_lines=self.comment(loc)))
+
+    def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
+        target: Expr = cst.Name(targets[0].name) if len(targets) == 1 else px.tuple_([cst.Name(t.name) for t in targets])
+        if len(targets) > 1:
+            target = target.with_changes(lpar=[], rpar=[])
+        self.emit(cst.Assign(targets=[cst.AssignTarget(target)], value=value), loc)
+
+    def bind(self, b: Bind) -> None:
+        rhs = b.rhs
+        if isinstance(rhs, Prim):
+            entry = prims.TABLE[rhs.op]
+            args = [self.atom(a) for a in rhs.args]
+            params = dict(rhs.params)
+            if entry.stmts is not None:
+                for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
+                    self.emit(small, b.loc)
+                return
+            if entry.emit is None:
+                raise InternalError(f"codegen: no printer for {rhs.op}")
+            value = entry.emit(args, params)
+            (target,) = b.targets
+            if Namer.is_temp(target.name) and self.uses[target.name] == 1:
+                self.inlined[target.name] = value
+                return
+            self.assign(b.targets, value, b.loc)
+        elif isinstance(rhs, MakeTuple):
+            self.assign(b.targets, px.tuple_([self.atom(a) for a in rhs.items]), b.loc)
+        elif isinstance(rhs, Unpack):
+            self.assign(b.targets, self.atom(rhs.tup), b.loc)
+        elif isinstance(rhs, Plus):
+            value = self.atom(rhs.items[0])
+            for a in rhs.items[1:]:
+                value = px.binop("+", value, self.atom(a))
+            self.assign(b.targets, value, b.loc)
+        else:
+            raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def returns(self, value: Expr) -> None:
+        self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
+
+
+def _funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
+    docline = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(f'"""{doc}"""'))])
+    return cst.FunctionDef(
+        name=cst.Name(name),
+        params=cst.Parameters(params=[cst.Param(cst.Name(p)) for p in params]),
+        body=cst.IndentedBlock(body=[docline, *body]),
+        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+    )
+
+
+def _tuple_of(names: Sequence[Var]) -> Expr:
+    return px.tuple_([cst.Name(v.name) for v in names])
+
+
+def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
+    """The generated module's source text."""
+    fwd = _Function(prog.forward, residuals)
+    for b in prog.forward.binds:
+        fwd.bind(b)
+    fwd.returns(px.tuple_([fwd.atom(prog.forward.result), _tuple_of(residuals)]).with_changes(lpar=[], rpar=[]))
+
+    bwd = _Function(prog.backward)
+    if residuals:
+        unpack = _tuple_of(residuals)
+        if len(residuals) > 1:
+            unpack = unpack.with_changes(lpar=[], rpar=[])
+        bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
+    for b in prog.backward.binds:
+        bwd.bind(b)
+    result = prog.backward.result
+    final = prog.backward.binds[-1] if prog.backward.binds else None
+    if final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple) and bwd.lines:
+        last = bwd.lines.pop()  # return the tuple directly rather than naming it
+        value = last.body[0].value  # type: ignore[union-attr]
+        bwd.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value.with_changes(lpar=[], rpar=[]))],
+                                                 leading_lines=last.leading_lines))
+    else:
+        bwd.returns(bwd.atom(result))
+
+    ps = [p.name for p in prog.params]
+    imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
+    module = cst.Module(
+        header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
+        body=[
+            *imports,
+            _funcdef(f"{prog.name}_forward", ps, fwd.lines,
+                     f"Primal of {prog.name}: returns (value, residuals for {prog.name}_backward)."),
+            _funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
+                     f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
+        ],
+    )
+    code = module.code
+    helpers = sorted(name for name in prims.RUNTIME if f"{name}(" in code)
+    if helpers:
+        line = cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}")
+        code = module.with_changes(body=[*imports, line, *module.body[1:]]).code
+    return code

@@ -1,0 +1,817 @@
+"""Frontend: Python source (via libcst) -> typed core IR in A-normal form.
+
+Two steps.  :func:`parse` reads and parses a function's source and checks it
+against the supported subset (done at decoration time).  :func:`lower` turns
+the parsed function, given the abstract types of its arguments (known at the
+first call), into a :class:`~astad.ir.Function`: every intermediate value gets
+a ``let``, reassignment makes a new variable, calls to the user's other
+functions are inlined, and every primitive's type is inferred from the table.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+import libcst as cst
+import numpy as np
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from . import primitives as prims
+from .errors import (AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
+                     UnsupportedSyntaxError)
+from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, Loc, MakeTuple, Num,
+                 NoneT, Prim, TupleT, Type, Var, vars_of)
+from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
+
+# --------------------------------------------------------------------------- parsing
+
+
+@dataclass
+class Parsed:
+    """A function's source, parsed, with what is needed to point at its lines."""
+
+    fn: Callable[..., Any]
+    file: str
+    funcdef: cst.FunctionDef
+    positions: Any
+    line_offset: int
+    col_offset: int
+    lines: list[str]
+    source: str
+
+    @property
+    def name(self) -> str:
+        return self.funcdef.name.value
+
+    @property
+    def funcdef_line(self) -> int:
+        return self.positions[self.funcdef].start.line + self.line_offset
+
+    def loc(self, node: cst.CSTNode) -> Loc:
+        try:
+            pos = self.positions[node].start
+        except KeyError:
+            pos = self.positions[self.funcdef].start
+        line = pos.line + self.line_offset
+        text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
+        return Loc(self.file, line, pos.column + self.col_offset + 1, text)
+
+
+_PARSED: dict[Any, Parsed] = {}
+
+
+def clear_parse_cache() -> None:
+    _PARSED.clear()
+
+
+def parse(fn: Callable[..., Any]) -> Parsed:
+    """Read, parse and check ``fn``'s source (cached per code object)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise SourceUnavailableError(
+            f"cannot differentiate {fn!r}: it is not a Python function with source code",
+            hint="a function defined with `def` in a .py file (or a notebook cell)")
+    key = (code, code.co_filename, code.co_firstlineno)
+    if key in _PARSED:
+        return _PARSED[key]
+    if fn.__name__ == "<lambda>":
+        raise SourceUnavailableError(
+            f"cannot differentiate a lambda ({code.co_filename}:{code.co_firstlineno})",
+            hint="define the function with `def` at module level")
+    try:
+        lines, start = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn) or code.co_filename
+    except (OSError, TypeError) as e:
+        raise SourceUnavailableError(
+            f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
+            hint="define the function in a .py file or a notebook cell, not with exec() or in an interactive prompt "
+                 "that keeps no source") from None
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
+    try:
+        module = cst.parse_module(dedented)
+    except cst.ParserSyntaxError as e:
+        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}: {e.message}") from None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
+    if funcdef is None:
+        raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
+    parsed = Parsed(fn, file, funcdef, positions, start - 1, col_offset, lines, source)
+    check_subset(parsed)
+    _PARSED[key] = parsed
+    return parsed
+
+
+# What each unsupported construct is called and what to write instead.
+_UNSUPPORTED: dict[type, tuple[str, str]] = {
+    cst.If: ("`if` statements are not supported yet", "np.where(condition, a, b) for elementwise choices"),
+    cst.For: ("`for` loops are not supported yet", "vectorised numpy operations (sum, matmul, broadcasting)"),
+    cst.While: ("`while` loops are not supported yet", "vectorised numpy operations"),
+    cst.Try: ("`try` is not supported", "straight-line code without exception handling"),
+    cst.With: ("`with` is not supported", "straight-line code"),
+    cst.FunctionDef: ("nested functions are not supported yet", "a module-level function, called by name"),
+    cst.ClassDef: ("class definitions are not supported", "module-level functions"),
+    cst.Lambda: ("lambdas are not supported yet", "a module-level function, called by name"),
+    cst.ListComp: ("list comprehensions are not supported yet", "vectorised numpy operations"),
+    cst.GeneratorExp: ("generator expressions are not supported", "vectorised numpy operations"),
+    cst.DictComp: ("dict comprehensions are not supported", "arrays and tuples"),
+    cst.SetComp: ("set comprehensions are not supported", "arrays and tuples"),
+    cst.Dict: ("dicts are not supported yet", "arrays and tuples"),
+    cst.Set: ("sets are not supported", "arrays and tuples"),
+    cst.Yield: ("generators are not supported", "a function that returns its result"),
+    cst.Await: ("`await` is not supported", "plain synchronous numpy code"),
+    cst.Global: ("`global` is not supported", "module-level constants are read as constants; pass values as arguments"),
+    cst.Nonlocal: ("`nonlocal` is not supported", "pass values as arguments and return results"),
+    cst.Del: ("`del` is not supported", "simply stop using the variable"),
+    cst.Raise: ("`raise` is not supported", "straight-line numpy code"),
+    cst.Assert: ("`assert` is not supported", "check inputs before calling the differentiated function"),
+    cst.Import: ("imports inside the function are not supported", "import at module level"),
+    cst.ImportFrom: ("imports inside the function are not supported", "import at module level"),
+    cst.BooleanOperation: ("`and`/`or` are not supported yet", "`&` and `|` on boolean arrays inside np.where"),
+    cst.IfExp: ("conditional expressions are not supported yet", "np.where(condition, a, b)"),
+    cst.NamedExpr: ("`:=` is not supported", "a separate assignment"),
+    cst.FormattedString: ("strings are not supported", "numbers and arrays"),
+    cst.ConcatenatedString: ("strings are not supported", "numbers and arrays"),
+    cst.Imaginary: ("complex numbers are not supported", "real floats and arrays"),
+    cst.StarredElement: ("`*` unpacking is not supported", "explicit arguments"),
+}
+
+
+class _SubsetChecker(cst.CSTVisitor):
+    def __init__(self, parsed: Parsed) -> None:
+        self.parsed = parsed
+        self.depth = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.FunctionDef):
+            self.depth += 1
+            if self.depth == 1:
+                self._check_signature(node)
+                return True
+        entry = _UNSUPPORTED.get(type(node))
+        if entry is not None:
+            raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            raise UnsupportedSyntaxError("`not` is not supported yet", self.parsed.loc(node), "np.logical_not on arrays")
+        if isinstance(node, cst.Comparison) and len(node.comparisons) > 1:
+            raise UnsupportedSyntaxError("chained comparisons are not supported yet", self.parsed.loc(node),
+                                         "(a < b) & (b < c) inside np.where")
+        if isinstance(node, cst.Comparison) and not isinstance(
+                node.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                                               cst.GreaterThanEqual, cst.Equal, cst.NotEqual)):
+            raise UnsupportedSyntaxError("only the comparisons < <= > >= == != are supported",
+                                         self.parsed.loc(node), "< <= > >= == !=")
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.FunctionDef):
+            self.depth -= 1
+
+    def _check_signature(self, node: cst.FunctionDef) -> None:
+        ps = node.params
+        extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
+        for bad, what in ((extra, "*args"), (ps.star_kwarg, "**kwargs"),
+                          (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters")):
+            if bad is not None:
+                raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
+                                             "positional parameters (with constant defaults)")
+        body = node.body.body
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Return) and (i != len(body) - 1 or small is not stmt.body[-1]):
+                        raise UnsupportedSyntaxError("`return` must be the last statement of the function",
+                                                     self.parsed.loc(small), "a single `return` at the end")
+
+
+def check_subset(parsed: Parsed) -> None:
+    parsed.funcdef.visit(_SubsetChecker(parsed))
+
+
+# --------------------------------------------------------------------------- abstract values
+
+
+@dataclass(frozen=True)
+class PyTuple:
+    """A tuple or list known statically, element by element (removed by lowering)."""
+
+    items: tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A reference to something that is not a value: a module, a numpy function,
+    a user function, a builtin, or a method bound to an array."""
+
+    kind: str  # "module", "numpy", "user", "builtin", "method", "dtype"
+    obj: Any
+    self_value: Any = None
+    path: tuple[str, ...] = ()  # how a user function is reached from the root function's globals
+
+
+Value = Union[Atom, PyTuple, Ref]
+
+
+def abstract(value: Any, what: str) -> Type:
+    """The abstract type of a run-time argument value (part of the cache key)."""
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT
+    if isinstance(value, float) and not isinstance(value, np.floating):
+        return FLOAT
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "fbiu":
+        return Num(tuple(int(d) for d in value.shape), value.dtype.name)
+    raise AstadTypeError(
+        f"{what} is a {type(value).__name__}; astad differentiates functions of floats, ints and numpy arrays",
+        hint="float, int, bool, or a numpy array of a float, int or bool dtype")
+
+
+def literal_type(value: Any) -> Type:
+    """The type of a Python literal (discrete values keep their value, for shapes)."""
+    if value is None:
+        return NoneT()
+    if isinstance(value, float):
+        return FLOAT
+    return Num((), "bool" if isinstance(value, bool) else "int64", py=True, value=value)
+
+
+# --------------------------------------------------------------------------- naming
+
+
+class Namer:
+    """Deterministic, readable names: the user's own name for its first
+    binding, then ``name_2``, ``name_3``; temporaries ``t1, t2, ...``.  Names
+    the user's code mentions anywhere are reserved so temporaries never clash."""
+
+    def __init__(self, reserved: set[str]) -> None:
+        self.used = set(reserved) | {"np"} | set(prims.RUNTIME)
+        self.taken: set[str] = set()
+        self.temps = 0
+
+    def fresh(self, base: str) -> str:
+        if base not in self.taken:
+            self.taken.add(base)
+            self.used.add(base)
+            return base
+        n = 2
+        while f"{base}_{n}" in self.used or f"{base}_{n}" in self.taken:
+            n += 1
+        name = f"{base}_{n}"
+        self.taken.add(name)
+        self.used.add(name)
+        return name
+
+    def temp(self) -> str:
+        while True:
+            self.temps += 1
+            name = f"t{self.temps}"
+            if name not in self.used:
+                self.used.add(name)
+                self.taken.add(name)
+                return name
+
+    @staticmethod
+    def is_temp(name: str) -> bool:
+        return name[:1] == "t" and name[1:].isdigit()
+
+
+def _user_names(node: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.add(n.value)
+
+    node.visit(V())
+    return names
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+@dataclass
+class _Scope:
+    parsed: Parsed
+    path: tuple[str, ...] = ()
+    env: dict[str, Value] = field(default_factory=dict)
+
+
+class Lowerer:
+    """Lowers one function (and, inlined, the user functions it calls)."""
+
+    def __init__(self, parsed: Parsed) -> None:
+        self.root = parsed
+        self.namer = Namer(_user_names(parsed.funcdef))
+        self.binds: list[Bind] = []
+        self.stack: list[_Scope] = []
+        self.node: cst.CSTNode = parsed.funcdef
+        self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
+        self.const_names: dict[int, str] = {}
+        self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object)
+
+    # ----------------------------------------------------------------- helpers
+
+    @property
+    def scope(self) -> _Scope:
+        return self.stack[-1]
+
+    def loc(self, node: cst.CSTNode | None = None) -> Loc:
+        return self.scope.parsed.loc(node if node is not None else self.node)
+
+    def syntax_error(self, message: str, hint: str, node: cst.CSTNode | None = None) -> UnsupportedSyntaxError:
+        return UnsupportedSyntaxError(message, self.loc(node), hint)
+
+    def type_error(self, message: str, node: cst.CSTNode | None = None, hint: str | None = None) -> AstadTypeError:
+        return AstadTypeError(message, self.loc(node), hint)
+
+    def emit(self, op: str, args: list[Atom], params: dict | None = None) -> Atom:
+        """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
+        params = params or {}
+        try:
+            t = prims.infer(op, [a.type for a in args], params)
+        except prims.ShapeError as e:
+            raise self.type_error(f"{_describe(op)}: {e}") from None
+        if _foldable(op, args):
+            with np.errstate(all="ignore"):
+                value = prims.TABLE[op].impl(*[a.value for a in args], **params)
+            if isinstance(value, (int, float, bool)) and np.isfinite(value):
+                return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
+        var = Var(self.namer.temp(), t)
+        self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc()))
+        return var
+
+    def name_result(self, value: Value, name: str) -> Value:
+        """Give the user's name to the value just computed for an assignment."""
+        if not (isinstance(value, Var) and Namer.is_temp(value.name)):
+            return value
+        for i in range(len(self.binds) - 1, -1, -1):
+            bind = self.binds[i]
+            if bind.targets == (value,):
+                new = Var(self.namer.fresh(name), value.type)
+                self.binds[i] = Bind((new,), bind.rhs, bind.loc)
+                return new
+            if value in vars_of(bind.rhs):
+                break
+        return value
+
+    def atom(self, value: Value, node: cst.CSTNode) -> Atom:
+        if isinstance(value, (Var, Const)):
+            return value
+        if isinstance(value, PyTuple):
+            raise self.type_error("a tuple is used where a number or an array is expected", node,
+                                  "np.stack or np.concatenate to make an array from several")
+        raise self.type_error(f"{_ref_name(value)} is used as a value", node, "numbers and arrays as values")
+
+    def static(self, value: Value, node: cst.CSTNode, what: str) -> Any:
+        """A compile-time constant (axis, keepdims, k, dtype, ...)."""
+        if isinstance(value, PyTuple):
+            return tuple(self.static(v, node, what) for v in value.items)
+        if isinstance(value, Const) and isinstance(value.value, (int, bool, float, type(None))):
+            return value.value
+        if isinstance(value, Var) and isinstance(value.type, Num) and value.type.value is not None:
+            return value.type.value
+        if isinstance(value, Ref) and value.kind == "dtype":
+            return value.obj
+        raise self.type_error(f"`{what}` must be a constant known when the function is transformed", node,
+                              "an integer literal or a module-level constant")
+
+    # ----------------------------------------------------------------- functions
+
+    def lower_function(self, arg_types: list[Type]) -> Function:
+        fd = self.root.funcdef
+        self.stack.append(_Scope(self.root))
+        params = []
+        for p, t in zip(fd.params.params, arg_types):
+            v = Var(self.namer.fresh(p.name.value), t)
+            self.scope.env[p.name.value] = v
+            params.append(v)
+        result = self.lower_body(fd)
+        atom = self.result_atom(result, self.node)
+        return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
+
+    def result_atom(self, value: Value, node: cst.CSTNode) -> Atom:
+        if isinstance(value, PyTuple):
+            items = tuple(self.result_atom(v, node) for v in value.items)
+            var = Var(self.namer.temp(), TupleT(tuple(i.type for i in items)))
+            self.binds.append(Bind((var,), MakeTuple(items), self.loc(node)))
+            return var
+        return self.atom(value, node)
+
+    def lower_body(self, fd: cst.FunctionDef) -> Value:
+        body = fd.body.body
+        for stmt in body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                raise self.syntax_error(f"`{type(stmt).__name__}` statements are not supported",
+                                        "assignments and a final `return`", stmt)
+            for small in stmt.body:
+                self.node = small
+                if isinstance(small, cst.Return):
+                    if small.value is None:
+                        break
+                    return self.expr(small.value)
+                self.statement(small)
+        raise self.syntax_error("the function must end with `return <value>`", "return a float, an array or a tuple",
+                                body[-1] if body else fd)
+
+    def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
+                    node: cst.CSTNode) -> Value:
+        if any(s.parsed.fn is fn for s in self.stack):
+            raise self.syntax_error(f"recursive call to {fn.__name__} is not supported yet",
+                                    "a non-recursive formulation", node)
+        parsed = parse(fn)
+        sig = inspect.signature(fn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.type_error(f"call to {fn.__name__}: {e}", node) from None
+        scope = _Scope(parsed, path)
+        for pname, param in sig.parameters.items():
+            if pname in bound.arguments:
+                scope.env[pname] = bound.arguments[pname]
+            else:
+                scope.env[pname] = self.constant(param.default, f"default of {pname}", node)
+        self.namer.used |= _user_names(parsed.funcdef)
+        saved = self.node
+        self.stack.append(scope)
+        try:
+            return self.lower_body(parsed.funcdef)
+        finally:
+            self.stack.pop()
+            self.node = saved
+
+    # ----------------------------------------------------------------- statements
+
+    def statement(self, node: cst.BaseSmallStatement) -> None:
+        if isinstance(node, cst.Assign):
+            value = self.expr(node.value)
+            for target in node.targets:
+                self.assign(target.target, value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is None:
+                return
+            self.assign(node.target, self.expr(node.value))
+        elif isinstance(node, cst.AugAssign):
+            self.aug_assign(node)
+        elif isinstance(node, cst.Expr) and isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString)):
+            return  # docstring
+        elif isinstance(node, cst.Pass):
+            return
+        elif isinstance(node, cst.Expr):
+            raise self.syntax_error("an expression statement has no effect astad can differentiate",
+                                    "assign the value to a name, or remove the statement", node)
+        else:
+            raise self.syntax_error(f"`{type(node).__name__}` statements are not supported",
+                                    "assignments and a final `return`", node)
+
+    def assign(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            self.scope.env[target.value] = self.name_result(value, target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            if not isinstance(value, PyTuple) or len(value.items) != len(target.elements):
+                n = len(value.items) if isinstance(value, PyTuple) else "a non-tuple"
+                raise self.type_error(f"cannot unpack {n} values into {len(target.elements)} names", target)
+            for el, v in zip(target.elements, value.items):
+                if isinstance(el, cst.StarredElement):
+                    raise self.syntax_error("`*` in unpacking is not supported", "name each element", el)
+                self.assign(el.value, v)
+        elif isinstance(target, cst.Subscript):
+            raise self.syntax_error("assigning to an element (`x[i] = v`) mutates an array, which is not supported",
+                                    "build the array functionally: np.where, np.concatenate, np.stack", target)
+        else:
+            raise self.syntax_error("only names and tuples of names can be assigned to",
+                                    "`name = ...` or `a, b = ...`", target)
+
+    def aug_assign(self, node: cst.AugAssign) -> None:
+        target = node.target
+        if not isinstance(target, cst.Name):
+            raise self.syntax_error("augmented assignment to an element mutates an array, which is not supported",
+                                    "x = x + ... on a whole name", target)
+        old = self.expr(target)
+        op = _AUG_OPS.get(type(node.operator))
+        if op is None:
+            raise self.syntax_error("this augmented assignment is not supported", "+= -= *= /=", node)
+        old_atom = self.atom(old, target)
+        if isinstance(old_atom.type, Num) and old_atom.type.shape:
+            aliases = [k for k, v in self.scope.env.items() if v == old_atom and k != target.value]
+            if aliases:
+                raise self.syntax_error(
+                    f"`{target.value} {_AUG_SYMBOL[op]}= ...` would change the array in place, and it is also named "
+                    f"`{aliases[0]}`", f"{target.value} = {target.value} {_AUG_SYMBOL[op]} ...", node)
+        value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
+        if isinstance(old_atom.type, Num) and old_atom.type.shape and (
+                value.type.shape != old_atom.type.shape or value.type.dtype != old_atom.type.dtype):  # type: ignore[union-attr]
+            raise self.type_error(f"in-place `{_AUG_SYMBOL[op]}=` cannot change {old_atom.type} into {value.type}", node,
+                                  f"{target.value} = {target.value} {_AUG_SYMBOL[op]} ...")
+        self.scope.env[target.value] = self.name_result(value, target.value)
+
+    # ----------------------------------------------------------------- expressions
+
+    def expr(self, node: cst.BaseExpression) -> Value:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            entry = _UNSUPPORTED.get(type(node))
+            message, hint = entry if entry else (f"`{type(node).__name__}` expressions are not supported",
+                                                 "arithmetic, numpy calls, indexing")
+            raise self.syntax_error(message, hint, node)
+        saved = self.node
+        self.node = node
+        try:
+            return method(node)
+        finally:
+            self.node = saved
+
+    def expr_Integer(self, node: cst.Integer) -> Value:
+        v = int(node.evaluated_value)
+        return Const.literal(v, literal_type(v))
+
+    def expr_Float(self, node: cst.Float) -> Value:
+        return Const.literal(float(node.evaluated_value), FLOAT)
+
+    def expr_Tuple(self, node: cst.Tuple) -> Value:
+        return PyTuple(tuple(self.element(e) for e in node.elements))
+
+    expr_List = expr_Tuple
+
+    def element(self, e: cst.BaseElement) -> Value:
+        if isinstance(e, cst.StarredElement):
+            raise self.syntax_error("`*` unpacking is not supported", "explicit elements", e)
+        return self.expr(e.value)
+
+    def expr_SimpleString(self, node: cst.SimpleString) -> Value:
+        raise self.syntax_error("strings are not supported", "numbers and arrays", node)
+
+    def expr_Name(self, node: cst.Name) -> Value:
+        for_name = node.value
+        if for_name in self.scope.env:
+            return self.scope.env[for_name]
+        if for_name in ("True", "False", "None"):
+            v = {"True": True, "False": False, "None": None}[for_name]
+            return Const.literal(v, literal_type(v))
+        g = self.scope.parsed.fn.__globals__
+        if for_name in g:
+            obj = g[for_name]
+        elif hasattr(builtins, for_name):
+            obj = getattr(builtins, for_name)
+        else:
+            raise self.type_error(f"name `{for_name}` is not defined", node)
+        path = self.scope.path + (for_name,)
+        self.deps.append((path, obj))
+        value = self.global_value(for_name, obj, node, path)
+        return value
+
+    def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
+        if obj is np:
+            return Ref("module", np)
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__.startswith("numpy"):
+                return Ref("module", obj)
+            raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
+                                           "numpy (import numpy as np) and your own functions")
+        if obj in BUILTINS:
+            return Ref("builtin", obj)
+        if numpy_name(obj) is not None:
+            return Ref("numpy", obj)
+        inner = getattr(obj, "__astad_function__", None)
+        if inner is not None:
+            return Ref("user", inner, path=path)
+        if isinstance(obj, types.FunctionType):
+            return Ref("user", obj, path=path)
+        if obj in _PY_DTYPES:
+            return Ref("dtype", _PY_DTYPES[obj])
+        return self.constant(obj, f"`{name}`", node, name, path)
+
+    def const_or(self, value: Any) -> Value:
+        """A call argument's value, or a Python default from a signature table as a literal."""
+        if isinstance(value, (Var, Const, PyTuple, Ref)):
+            return value
+        return Const.literal(value, literal_type(value))
+
+    def constant(self, obj: Any, what: str, node: cst.CSTNode, name: str | None = None,
+                 path: tuple[str, ...] = ()) -> Const:
+        """A module-level constant (or a default value) read as a constant."""
+        if isinstance(obj, (bool, int, float, np.ndarray, np.generic)) and not isinstance(obj, complex):
+            try:
+                t = abstract(obj, what)
+            except AstadTypeError as e:
+                raise self.type_error(e.message, node, e.hint) from None
+            if isinstance(t, Num) and t.py and t.dtype != "float64":
+                t = Num((), t.dtype, py=True, value=obj)
+            if name is None or not path:
+                return Const.literal(obj, t)
+            code_name = self.const_names.get(id(obj))
+            if code_name is None:
+                code_name = self.const_names[id(obj)] = self.namer.fresh(name)
+                self.constants[code_name] = (path, obj)
+            return Const(obj, t, code_name, ("global", code_name))
+        if obj is None:
+            return Const.literal(None, NoneT())
+        raise UnsupportedFunctionError(
+            f"{what} is a {type(obj).__name__}, which astad cannot use", self.loc(node),
+            "numbers and numpy arrays as constants, numpy functions, and your own functions")
+
+    def expr_Attribute(self, node: cst.Attribute) -> Value:
+        base = self.expr(node.value)
+        attr = node.attr.value
+        if isinstance(base, Ref) and base.kind == "module":
+            if not hasattr(base.obj, attr):
+                raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` does not exist", self.loc(node))
+            obj = getattr(base.obj, attr)
+            if isinstance(obj, type) and issubclass(obj, np.generic):
+                return Ref("dtype", np.dtype(obj).name)
+            if isinstance(obj, float):
+                return Const(obj, FLOAT, f"np.{attr}", ("np", attr))
+            return self.global_value(f"np.{attr}", obj, node)
+        if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
+            return self.array_attribute(base, attr, node)
+        raise self.syntax_error(f"attribute `.{attr}` is not supported here", "array attributes .T .shape .ndim .size",
+                                node)
+
+    def array_attribute(self, x: Atom, attr: str, node: cst.CSTNode) -> Value:
+        t = x.type
+        assert isinstance(t, Num)
+        if attr == "T":
+            return self.emit("transpose", [x])
+        if attr == "shape":
+            return self.shape_of(x)
+        if attr == "ndim":
+            return Const.literal(t.ndim, Num((), "int64", py=True, value=t.ndim))
+        if attr == "size":
+            return self.emit("size", [x])
+        if attr in METHODS:
+            return Ref("method", METHODS[attr], x)
+        raise self.syntax_error(f"array attribute `.{attr}` is not supported",
+                                "attributes .T .shape .ndim .size and methods " + ", ".join(sorted(METHODS)), node)
+
+    def shape_of(self, x: Atom) -> PyTuple:
+        t = x.type
+        assert isinstance(t, Num)
+        return PyTuple(tuple(self.emit("dim", [x], {"axis": i}) for i in range(t.ndim)))
+
+    def expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
+        operand = self.atom(self.expr(node.expression), node.expression)
+        if isinstance(node.operator, cst.Minus):
+            return self.emit("neg", [operand])
+        if isinstance(node.operator, cst.Plus):
+            return operand
+        raise self.syntax_error("this unary operator is not supported", "unary - and +", node)
+
+    def expr_BinaryOperation(self, node: cst.BinaryOperation) -> Value:
+        op = _BIN_OPS.get(type(node.operator))
+        if op is None:
+            raise self.syntax_error("this operator is not supported", "+ - * / // % ** @ & |", node)
+        left = self.atom(self.expr(node.left), node.left)
+        right = self.atom(self.expr(node.right), node.right)
+        return self.emit(op, [left, right])
+
+    def expr_Comparison(self, node: cst.Comparison) -> Value:
+        comp = node.comparisons[0]
+        op = _CMP_OPS.get(type(comp.operator))
+        if op is None or len(node.comparisons) != 1:
+            raise self.syntax_error("this comparison is not supported", "a single < <= > >= == !=", node)
+        left = self.atom(self.expr(node.left), node.left)
+        return self.emit(op, [left, self.atom(self.expr(comp.comparator), comp.comparator)])
+
+    def expr_Subscript(self, node: cst.Subscript) -> Value:
+        base = self.expr(node.value)
+        if isinstance(base, PyTuple):
+            return self.tuple_subscript(base, node)
+        x = self.atom(base, node.value)
+        index: list[Any] = []
+        args: list[Atom] = [x]
+        for el in node.slice:
+            index.append(self.index_item(el.slice, args))
+        return self.emit("getitem", args, {"index": tuple(index)})
+
+    def tuple_subscript(self, base: PyTuple, node: cst.Subscript) -> Value:
+        if len(node.slice) != 1:
+            raise self.syntax_error("a tuple takes a single index", "t[i] or t[a:b]", node)
+        s = node.slice[0].slice
+        if isinstance(s, cst.Slice):
+            bounds = [None if b is None else self.static(self.expr(b), b, "slice bound") for b in (s.lower, s.upper, s.step)]
+            return PyTuple(base.items[slice(*bounds)])
+        i = self.static(self.expr(s.value), s.value, "tuple index")
+        if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
+            raise self.type_error(f"tuple index {i!r} is out of range for a tuple of {len(base.items)}", node)
+        return base.items[i]
+
+    def index_item(self, s: cst.BaseSlice, args: list[Atom]) -> Any:
+        if isinstance(s, cst.Slice):
+            return ("slice", *(self.index_int(b, args) for b in (s.lower, s.upper, s.step)))
+        v = s.value
+        if isinstance(v, cst.Name) and v.value == "None":
+            return None
+        if isinstance(v, cst.Ellipsis):
+            return Ellipsis
+        return self.index_int(v, args)
+
+    def index_int(self, node: cst.BaseExpression | None, args: list[Atom]) -> Any:
+        if node is None:
+            return None
+        a = self.atom(self.expr(node), node)
+        t = a.type
+        if not (isinstance(t, Num) and t.shape == () and np.dtype(t.dtype).kind in "iu"):
+            raise self.type_error(f"indices must be integers, not {t}", node,
+                                  "integer indices and slices (indexing with arrays is not supported)")
+        if isinstance(a, Const) and a.name is None:
+            return int(a.value)
+        args.append(a)
+        return ("arg", len(args) - 1)
+
+    def expr_Call(self, node: cst.Call) -> Value:
+        func = self.expr(node.func)
+        args: list[Value] = []
+        kwargs: dict[str, Value] = {}
+        for arg in node.args:
+            if arg.star:
+                raise self.syntax_error("`*args`/`**kwargs` in calls are not supported", "explicit arguments", arg)
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = self.expr(arg.value)
+            else:
+                args.append(self.expr(arg.value))
+        if not isinstance(func, Ref):
+            raise self.type_error("this value is not callable", node.func)
+        if func.kind == "user":
+            return self.inline_call(func.obj, func.path, args, kwargs, node)
+        if func.kind == "method":
+            return self.apply(func.obj, [func.self_value, *args], kwargs, node)
+        if func.kind == "builtin":
+            return self.apply(BUILTINS[func.obj], args, kwargs, node)
+        if func.kind == "numpy":
+            spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
+            if spec is None:
+                raise UnsupportedFunctionError(
+                    f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
+                    "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
+            return self.apply(spec, args, kwargs, node)
+        raise self.type_error(f"{_ref_name(func)} is not callable", node.func)
+
+    def apply(self, spec: ApiSpec, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
+        """Bind a call's arguments to a numpy function's signature and lower it."""
+        try:
+            bound = spec.bind(args, kwargs)
+        except TypeError as e:
+            raise self.type_error(f"{spec.title}: {e}", node) from None
+        return spec.lower(self, bound, node)
+
+
+def _foldable(op: str, args: list[Atom]) -> bool:
+    return (op in _FOLDABLE and all(isinstance(a, Const) and a.name is None and isinstance(a.type, Num)
+                                    and a.type.py for a in args))
+
+
+_PY_DTYPES = {builtins.float: "float64", builtins.int: "int64", builtins.bool: "bool"}
+
+_FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}
+
+
+def _describe(op: str) -> str:
+    return {"matmul": "@", "getitem": "indexing", "add": "+", "sub": "-", "mul": "*", "div": "/"}.get(op, op)
+
+
+def _ref_name(ref: Ref) -> str:
+    return getattr(ref.obj, "__name__", repr(ref.obj))
+
+
+_BIN_OPS: dict[type, str] = {
+    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div", cst.FloorDivide: "floordiv",
+    cst.Modulo: "mod", cst.Power: "pow", cst.MatrixMultiply: "matmul", cst.BitAnd: "and_", cst.BitOr: "or_",
+}
+_AUG_OPS: dict[type, str] = {
+    cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssign: "mul", cst.DivideAssign: "div",
+    cst.PowerAssign: "pow", cst.MatrixMultiplyAssign: "matmul",
+}
+_AUG_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
+_CMP_OPS: dict[type, str] = {
+    cst.LessThan: "lt", cst.LessThanEqual: "le", cst.GreaterThan: "gt", cst.GreaterThanEqual: "ge",
+    cst.Equal: "eq", cst.NotEqual: "ne",
+}
+
+
+def lower(parsed: Parsed, arg_types: list[Type]) -> tuple[Function, dict[str, Any]]:
+    """Lower a parsed function at the given argument types.  Returns the core
+    IR and the module-level constants it reads (name -> value)."""
+    lowerer = Lowerer(parsed)
+    fn = lowerer.lower_function(arg_types)
+    return drop_dead_temporaries(fn), {n: obj for n, (_, obj) in lowerer.constants.items()}
+
+
+def drop_dead_temporaries(fn: Function) -> Function:
+    """Remove bindings of temporaries the lowering made and nothing reads
+    (e.g. the dimensions of ``x.shape`` that are not used).  Unused *user*
+    variables stay: the structural pass ends them with an explicit ``drop``."""
+    used = {fn.body.result.name} if isinstance(fn.body.result, Var) else set()
+    kept = []
+    for b in reversed(fn.body.binds):
+        if all(Namer.is_temp(t.name) and t.name not in used for t in b.targets):
+            continue
+        kept.append(b)
+        used.update(v.name for v in vars_of(b.rhs))
+    return Function(fn.name, fn.params, Block(tuple(reversed(kept)), fn.body.result))

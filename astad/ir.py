@@ -1,0 +1,344 @@
+"""The IR shared by every stage: types, atoms, computations, blocks.
+
+A small typed λ-calculus in A-normal form.  A :class:`Block` is a sequence of
+:class:`Bind` (``let targets = rhs``) followed by a result atom.  The same
+data structures carry the core IR (from the frontend), the core IR with
+explicit ``dup``/``drop`` (structural pass), and the target IR produced by the
+AD macro, which adds linear operations (cotangent ``zero``, ``plus``) as
+ordinary primitives from the same table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Union
+
+import numpy as np
+
+Dim = Union[int, None]  # None: not known statically
+
+
+# --------------------------------------------------------------------------- types
+
+
+@dataclass(frozen=True)
+class Num:
+    """Numbers: a scalar (``shape == ()``) or an array.
+
+    ``dtype`` is a numpy dtype name.  Float dtypes are differentiable (real
+    scalars and arrays); integer and boolean ones are discrete.  ``py`` marks a
+    Python scalar (``float``/``int``/``bool``) rather than a numpy value; it
+    matters for numpy's promotion rules (Python scalars are "weak").  ``value``
+    is a statically known value of a discrete scalar (used for shapes).
+    """
+
+    shape: tuple[Dim, ...]
+    dtype: str
+    py: bool = False
+    value: Any = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def differentiable(self) -> bool:
+        return np.dtype(self.dtype).kind in "fc"
+
+    @property
+    def known_shape(self) -> bool:
+        return all(d is not None for d in self.shape)
+
+    def __str__(self) -> str:
+        base = {"float64": "f64", "float32": "f32", "int64": "int", "bool": "bool"}.get(self.dtype, self.dtype)
+        if self.py and not self.shape:
+            base = {"f64": "float", "int": "int", "bool": "bool"}.get(base, base)
+        if self.value is not None:
+            return f"{base}={self.value}"
+        if not self.shape:
+            return base
+        return f"{base}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
+
+
+@dataclass(frozen=True)
+class TupleT:
+    items: tuple["Type", ...]
+
+    @property
+    def differentiable(self) -> bool:
+        return any(t.differentiable for t in self.items)
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(map(str, self.items)) + ("," if len(self.items) == 1 else "") + ")"
+
+
+@dataclass(frozen=True)
+class NoneT:
+    differentiable = False
+
+    def __str__(self) -> str:
+        return "None"
+
+
+Type = Union[Num, TupleT, NoneT]
+
+FLOAT = Num((), "float64", py=True)
+INT = Num((), "int64", py=True)
+BOOL = Num((), "bool", py=True)
+
+
+def is_scalar(t: Type) -> bool:
+    return isinstance(t, Num) and t.shape == ()
+
+
+# --------------------------------------------------------------------------- atoms
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    type: Type = field(compare=False)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const:
+    """A constant.  ``name`` is set for a module-level constant of the user's,
+    which generated code refers to by that name; otherwise it is a literal."""
+
+    value: Any = field(compare=False)
+    type: Type = field(compare=False)
+    name: str | None = None
+    key: Any = None  # identity for comparison of literals
+
+    @staticmethod
+    def literal(value: Any, type: Type) -> "Const":
+        return Const(value, type, None, ("lit", repr(value), str(type)))
+
+    def __str__(self) -> str:
+        return self.name if self.name is not None else repr(self.value)
+
+
+@dataclass(frozen=True)
+class Zero:
+    """The statically-zero cotangent of a type: never materialised unless it
+    has to be returned or combined with something non-zero."""
+
+    type: Type
+
+    def __str__(self) -> str:
+        return f"zero[{self.type}]"
+
+
+Atom = Union[Var, Const, Zero]
+
+
+# --------------------------------------------------------------------------- computations
+
+
+@dataclass(frozen=True)
+class Prim:
+    """An application of a primitive from the table in :mod:`astad.primitives`.
+    ``params`` are static (hashable) parameters such as ``axis``."""
+
+    op: str
+    args: tuple[Atom, ...]
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def param(self, name: str, default: Any = None) -> Any:
+        for k, v in self.params:
+            if k == name:
+                return v
+        return default
+
+    def __str__(self) -> str:
+        ps = "".join(f", {k}={v!r}" for k, v in self.params)
+        return f"{self.op}({', '.join(map(str, self.args))}{ps})"
+
+
+@dataclass(frozen=True)
+class MakeTuple:
+    items: tuple[Atom, ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(map(str, self.items)) + ("," if len(self.items) == 1 else "") + ")"
+
+
+@dataclass(frozen=True)
+class Unpack:
+    """``let (a, b, ...) = t``: split a tuple into its components."""
+
+    tup: Atom
+
+    def __str__(self) -> str:
+        return f"unpack {self.tup}"
+
+
+@dataclass(frozen=True)
+class Dup:
+    """Contraction made explicit: ``let (x_1, ..., x_n) = dup x``."""
+
+    var: Var
+
+    def __str__(self) -> str:
+        return f"dup {self.var}"
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Weakening made explicit: ``drop x`` ends a variable that is not used."""
+
+    var: Var
+
+    def __str__(self) -> str:
+        return f"drop {self.var}"
+
+
+@dataclass(frozen=True)
+class Plus:
+    """Cotangent addition (the monoid that ``dup`` is mapped to)."""
+
+    items: tuple[Atom, ...]
+
+    def __str__(self) -> str:
+        return "plus(" + ", ".join(map(str, self.items)) + ")"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """``let y = x``: an alias (produced by the AD macro, removed by the optimiser)."""
+
+    atom: Atom
+
+    def __str__(self) -> str:
+        return str(self.atom)
+
+
+Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy]
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in the user's source: file, 1-based line and column."""
+
+    file: str
+    line: int
+    col: int
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Bind:
+    targets: tuple[Var, ...]
+    rhs: Comp
+    loc: Loc | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        if not self.targets:
+            return str(self.rhs)
+        lhs = self.targets[0].name if len(self.targets) == 1 and not isinstance(self.rhs, (Unpack, Dup)) else (
+            "(" + ", ".join(t.name for t in self.targets) + ")"
+        )
+        return f"let {lhs} = {self.rhs}"
+
+
+@dataclass(frozen=True)
+class Block:
+    binds: tuple[Bind, ...]
+    result: Atom
+
+    def pretty(self, indent: str = "  ") -> str:
+        lines = [indent + str(b) for b in self.binds]
+        lines.append(indent + f"in {self.result}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function in the IR: parameters and a body."""
+
+    name: str
+    params: tuple[Var, ...]
+    body: Block
+
+    def pretty(self) -> str:
+        ps = ", ".join(f"{p.name}: {p.type}" for p in self.params)
+        return f"{self.name}({ps}) =\n{self.body.pretty()}"
+
+
+@dataclass(frozen=True)
+class ReverseProgram:
+    """The target IR of the reverse macro: CHAD's pair of a primal and a
+    linear backward map, defunctionalised into two blocks.  ``forward``
+    computes the primal value; ``backward`` takes the output cotangent
+    ``ct_in`` and returns a tuple of one cotangent per parameter.  The backward
+    block may read any variable the forward block binds (these become the
+    residuals)."""
+
+    name: str
+    params: tuple[Var, ...]
+    forward: Block
+    ct_in: Var
+    backward: Block
+
+    def pretty(self) -> str:
+        ps = ", ".join(f"{p.name}: {p.type}" for p in self.params)
+        return (
+            f"{self.name}_forward({ps}) =\n{self.forward.pretty()}\n\n"
+            f"{self.name}_backward({self.ct_in.name}: {self.ct_in.type}) =\n{self.backward.pretty()}"
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
+    """The atoms a computation reads."""
+    if isinstance(rhs, Prim):
+        return rhs.args
+    if isinstance(rhs, (MakeTuple, Plus)):
+        return rhs.items
+    if isinstance(rhs, Unpack):
+        return (rhs.tup,)
+    if isinstance(rhs, (Dup, Drop)):
+        return (rhs.var,)
+    if isinstance(rhs, Copy):
+        return (rhs.atom,)
+    raise TypeError(rhs)
+
+
+def vars_of(rhs: Comp) -> Iterator[Var]:
+    return (a for a in atoms_of(rhs) if isinstance(a, Var))
+
+
+def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
+    """The same computation with every atom it reads replaced by ``f(atom)``, in order."""
+    if isinstance(rhs, Prim):
+        return Prim(rhs.op, tuple(f(a) for a in rhs.args), rhs.params)
+    if isinstance(rhs, MakeTuple):
+        return MakeTuple(tuple(f(a) for a in rhs.items))
+    if isinstance(rhs, Plus):
+        return Plus(tuple(f(a) for a in rhs.items))
+    if isinstance(rhs, Unpack):
+        return Unpack(f(rhs.tup))
+    if isinstance(rhs, Copy):
+        return Copy(f(rhs.atom))
+    if isinstance(rhs, (Dup, Drop)):
+        a = f(rhs.var)
+        if not isinstance(a, Var):
+            raise TypeError("dup/drop of a non-variable")
+        return type(rhs)(a)
+    raise TypeError(rhs)
+
+
+def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
+    """Replace variables read by ``rhs`` according to ``env`` (name -> atom)."""
+    return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
+
+
+def tuple_items(t: Type) -> tuple[Type, ...]:
+    if not isinstance(t, TupleT):
+        raise TypeError(f"not a tuple type: {t}")
+    return t.items

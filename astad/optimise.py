@@ -1,0 +1,232 @@
+"""The simplifier for the target IR of the reverse macro.
+
+Passes, each a function from program to program:
+
+- ``forget_structure``: ``dup`` copies become aliases of the original, ``drop``
+  disappears (the primal needs neither; they were there for the macro);
+- ``fold``: the zero/plus algebra — a statically-zero cotangent is never
+  materialised: ``plus`` drops zeros, a primitive that is zero-preserving in
+  a zero argument is zero, tuples of zeros are zero, ``unpack`` of a known
+  tuple is its items, copies are propagated;
+- ``dce``: bindings nothing reads are removed (backward first, then forward,
+  keeping what the backward reads: the residuals);
+- ``name_cotangents``: a cotangent computed into a temporary and then named
+  ``x_ct`` is computed straight into ``x_ct``;
+- ``finish``: parameter cotangents that are statically zero become real
+  zeros, and read-only broadcast views returned to the user become arrays.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from . import primitives as prims
+from .frontend import Namer
+from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, MakeTuple, Num, Plus, Prim, ReverseProgram, Unpack, Var,
+                 Zero, substitute, vars_of)
+
+
+def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
+    return env.get(a.name, a) if isinstance(a, Var) else a
+
+
+def forget_structure(prog: ReverseProgram) -> ReverseProgram:
+    env: dict[str, Atom] = {}
+    binds = []
+    for b in prog.forward.binds:
+        rhs = substitute(b.rhs, env)
+        if isinstance(rhs, Dup):
+            for t in b.targets:
+                env[t.name] = rhs.var
+        elif not isinstance(rhs, Drop):
+            binds.append(Bind(b.targets, rhs, b.loc))
+    forward = Block(tuple(binds), _subst_atom(prog.forward.result, env))
+    backward = Block(tuple(Bind(b.targets, substitute(b.rhs, env), b.loc) for b in prog.backward.binds),
+                     _subst_atom(prog.backward.result, env))
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
+
+
+def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
+    return all(isinstance(a, Zero) for a in items)
+
+
+def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
+              result: Atom) -> Bind | None:
+    """Simplify one binding; returns None when it was absorbed into ``env``."""
+    if isinstance(rhs, Plus):
+        items = tuple(a for a in rhs.items if not isinstance(a, Zero))
+        if len(items) <= 1:
+            env[b.targets[0].name] = items[0] if items else Zero(b.targets[0].type)
+            return None
+        return Bind(b.targets, Plus(items), b.loc)
+    if isinstance(rhs, Prim):
+        zero_in = prims.TABLE[rhs.op].zero_in
+        if any(isinstance(rhs.args[i], Zero) for i in zero_in):
+            env[b.targets[0].name] = Zero(b.targets[0].type)
+            return None
+        return Bind(b.targets, rhs, b.loc)
+    if isinstance(rhs, MakeTuple):
+        if _is_zero_tuple(rhs.items) and b.targets[0] != result:
+            env[b.targets[0].name] = Zero(b.targets[0].type)
+            return None
+        tuples[b.targets[0].name] = rhs.items
+        return Bind(b.targets, rhs, b.loc)
+    if isinstance(rhs, Unpack):
+        src = rhs.tup
+        items = None
+        if isinstance(src, Zero):
+            items = tuple(Zero(t.type) for t in b.targets)
+        elif isinstance(src, Var) and src.name in tuples:
+            items = tuples[src.name]
+        if items is None:
+            return Bind(b.targets, rhs, b.loc)
+        for t, a in zip(b.targets, items):
+            env[t.name] = a
+        return None
+    if isinstance(rhs, Copy):
+        if keep_copies and not isinstance(rhs.atom, (Zero, Const)):
+            return Bind(b.targets, rhs, b.loc)
+        env[b.targets[0].name] = rhs.atom
+        return None
+    return Bind(b.targets, rhs, b.loc)  # type: ignore[arg-type]
+
+
+def fold(block: Block, keep_copies: bool = True) -> Block:
+    env: dict[str, Atom] = {}
+    tuples: dict[str, tuple[Atom, ...]] = {}
+    out = []
+    for b in block.binds:
+        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result)
+        if new is not None:
+            out.append(new)
+    return Block(tuple(out), _subst_atom(block.result, env))
+
+
+def _atom_key(a: Atom) -> object:
+    if isinstance(a, Var):
+        return ("v", a.name)
+    if isinstance(a, Const):
+        return ("c", a.key if a.name is None else a.name)
+    return ("z", str(a.type))
+
+
+def cse(prog: ReverseProgram) -> ReverseProgram:
+    """Common subexpressions: a primitive applied again to the same atoms is the
+    earlier result (the backward pass reuses forward values as residuals)."""
+    seen: dict[object, Var] = {}
+    env: dict[str, Atom] = {}
+
+    def run(block: Block) -> Block:
+        out = []
+        for b in block.binds:
+            rhs = substitute(b.rhs, env)
+            if isinstance(rhs, Prim) and prims.TABLE[rhs.op].stmts is None:
+                key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
+                if key in seen:
+                    env[b.targets[0].name] = seen[key]
+                    continue
+                seen[key] = b.targets[0]
+            out.append(Bind(b.targets, rhs, b.loc))
+        return Block(tuple(out), _subst_atom(block.result, env))
+
+    forward = run(prog.forward)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, run(prog.backward))
+
+
+def _dce(block: Block, live: set[str]) -> Block:
+    kept = []
+    for b in reversed(block.binds):
+        if not any(t.name in live for t in b.targets):
+            continue
+        kept.append(b)
+        live.update(v.name for v in vars_of(b.rhs))
+    return Block(tuple(reversed(kept)), block.result)
+
+
+def _reads(block: Block) -> set[str]:
+    names = {v.name for b in block.binds for v in vars_of(b.rhs)}
+    if isinstance(block.result, Var):
+        names.add(block.result.name)
+    return names
+
+
+def dce(prog: ReverseProgram) -> ReverseProgram:
+    backward = _dce(prog.backward, set(_reads(Block((), prog.backward.result))))
+    live = _reads(Block((), prog.forward.result)) | _reads(backward)
+    forward = _dce(prog.forward, live)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
+
+
+def name_cotangents(block: Block) -> Block:
+    """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``."""
+    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    if isinstance(block.result, Var):
+        uses[block.result.name] += 1
+    defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets if len(b.targets) == 1}
+    binds: list[Bind | None] = list(block.binds)
+    env: dict[str, Atom] = {}
+    for i, b in enumerate(block.binds):
+        if not isinstance(b.rhs, Copy):
+            continue
+        src = b.rhs.atom
+        target = b.targets[0]
+        if (isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in defined_at
+                and binds[defined_at[src.name]] is not None):
+            j = defined_at[src.name]
+            old = binds[j]
+            assert old is not None
+            binds[j] = Bind((target,), old.rhs, old.loc)
+            binds[i] = None
+        else:
+            env[target.name] = src
+            binds[i] = None
+    out = tuple(Bind(b.targets, substitute(b.rhs, env), b.loc) for b in binds if b is not None)
+    return Block(out, _subst_atom(block.result, env))
+
+
+def finish(prog: ReverseProgram) -> ReverseProgram:
+    """Materialise zero parameter cotangents; return writable arrays, not broadcast views."""
+    backward = prog.backward
+    result = backward.result
+    binds = list(backward.binds)
+    producers = {b.targets[0].name: i for i, b in enumerate(binds) if len(b.targets) == 1}
+    final = next((b for b in binds if isinstance(result, Var) and b.targets == (result,)), None)
+    if final is None or not isinstance(final.rhs, MakeTuple):
+        return prog
+    items = []
+    for p, a in zip(prog.params, final.rhs.items):
+        if isinstance(a, Zero):
+            t = p.type
+            if isinstance(t, Num) and t.py:
+                a = Const.literal(0.0, t)
+            else:
+                zv = Var(f"{p.name}_ct", t)
+                binds.insert(binds.index(final), Bind((zv,), Prim("zeros_like", (p,))))
+                a = zv
+        elif isinstance(a, Var) and a.name in producers:
+            k = producers[a.name]
+            src = binds[k].rhs
+            if isinstance(src, Prim) and src.op == "broadcast_to":
+                binds[k] = Bind(binds[k].targets, Prim("full", src.args, src.params), binds[k].loc)
+        items.append(a)
+    binds[binds.index(final)] = Bind(final.targets, MakeTuple(tuple(items)), final.loc)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(tuple(binds), result))
+
+
+def optimise(prog: ReverseProgram) -> ReverseProgram:
+    prog = forget_structure(prog)
+    prog = ReverseProgram(prog.name, prog.params, fold(prog.forward, keep_copies=False), prog.ct_in,
+                          fold(prog.backward))
+    prog = dce(cse(prog))
+    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
+    prog = dce(prog)
+    return finish(prog)
+
+
+def residuals(prog: ReverseProgram) -> tuple[Var, ...]:
+    """The forward variables (and parameters) the backward block reads, in forward order."""
+    bound_back = {t.name for b in prog.backward.binds for t in b.targets} | {prog.ct_in.name}
+    read = _reads(prog.backward) - bound_back
+    order = [p for p in prog.params] + [t for b in prog.forward.binds for t in b.targets]
+    return tuple(v for v in order if v.name in read)
+

@@ -1,0 +1,143 @@
+"""The CHAD reverse macro: core IR (with explicit dup/drop) -> target IR.
+
+For ``Γ ⊢ t : σ`` it produces the primal and a linear backward map
+``D2(σ) ⊸ D2(Γ)``, defunctionalised into a :class:`ReverseProgram`: the
+forward block is the primal itself, and the backward block mirrors the
+``let``s in reverse, one rule per construct.  Because the structural pass made
+every variable used exactly once, each variable's cotangent is produced by
+exactly one place — its single use — so no run-time accumulation map is
+needed: ``dup`` becomes ``plus`` and ``drop`` becomes ``zero``, statically.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import primitives as prims
+from .errors import InternalError
+from .frontend import Namer, literal_type
+from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, Loc, MakeTuple, Plus, Prim,
+                 ReverseProgram, TupleT, Type, Unpack, Var, Zero)
+
+
+def differentiable(t: Type) -> bool:
+    return bool(t.differentiable)
+
+
+class Builder:
+    """Appends target-IR bindings; what the VJP rules in the table call."""
+
+    def __init__(self, namer: Namer) -> None:
+        self.namer = namer
+        self.binds: list[Bind] = []
+        self.loc: Loc | None = None  # the source line whose backward pass is being built
+
+    def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
+        t = prims.infer(op, [a.type for a in args], params)
+        var = Var(self.namer.temp(), t)
+        self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items()))), self.loc))
+        return var
+
+    def const(self, value: Any) -> Const:
+        if isinstance(value, tuple):
+            return Const.literal(value, TupleT(tuple(literal_type(v) for v in value)))
+        return Const.literal(value, literal_type(value))
+
+    def bind(self, targets: tuple[Var, ...], rhs: Comp) -> None:
+        self.binds.append(Bind(targets, rhs, self.loc))
+
+
+class _Macro:
+    def __init__(self, fn: Function) -> None:
+        names = {p.name for p in fn.params} | {t.name for b in fn.body.binds for t in b.targets}
+        self.namer = Namer(names)
+        self.b = Builder(self.namer)
+        self.cts: dict[str, Atom] = {}
+
+    def ct_of(self, v: Var) -> Atom:
+        return self.cts.get(v.name, Zero(v.type))
+
+    def give(self, a: Atom, ct: Atom | None) -> None:
+        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
+        if not isinstance(a, Var) or not differentiable(a.type):
+            return
+        if ct is None or isinstance(ct, Zero):
+            self.cts[a.name] = Zero(a.type)
+            return
+        named = Var(self.namer.fresh(f"{a.name}_ct"), a.type)
+        self.b.bind((named,), Copy(ct))
+        self.cts[a.name] = named
+
+    # one rule per construct -------------------------------------------------
+
+    def rule_Prim(self, bind: Bind, rhs: Prim) -> None:
+        (out,) = bind.targets
+        ct = self.ct_of(out)
+        entry = prims.TABLE[rhs.op]
+        if not differentiable(out.type) or isinstance(ct, Zero) or entry.vjp is None:
+            for a in rhs.args:
+                self.give(a, None)
+            return
+        try:
+            arg_cts = entry.vjp(self.b, rhs, out, ct)
+        except prims.ShapeError as e:
+            from .errors import AstadTypeError
+            raise AstadTypeError(f"cannot differentiate {rhs.op}: {e}", bind.loc) from None
+        for a, c in zip(rhs.args, arg_cts):
+            self.give(a, c)
+
+    def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
+        items = tuple(self.ct_of(t) for t in bind.targets)
+        if differentiable(rhs.var.type):
+            total = Var(self.namer.temp(), rhs.var.type)
+            self.b.bind((total,), Plus(items))
+            self.give(rhs.var, total)
+
+    def rule_Drop(self, bind: Bind, rhs: Drop) -> None:
+        self.give(rhs.var, None)
+
+    def rule_MakeTuple(self, bind: Bind, rhs: MakeTuple) -> None:
+        (out,) = bind.targets
+        ct = self.ct_of(out)
+        if isinstance(ct, Zero):
+            for a in rhs.items:
+                self.give(a, None)
+            return
+        parts = tuple(Var(self.namer.temp(), a.type) for a in rhs.items)
+        self.b.bind(parts, Unpack(ct))
+        for a, p in zip(rhs.items, parts):
+            self.give(a, p)
+
+    def rule_Unpack(self, bind: Bind, rhs: Unpack) -> None:
+        tup = Var(self.namer.temp(), rhs.tup.type)
+        self.b.bind((tup,), MakeTuple(tuple(self.ct_of(t) for t in bind.targets)))
+        self.give(rhs.tup, tup)
+
+    def rule_Copy(self, bind: Bind, rhs: Copy) -> None:
+        self.give(rhs.atom, self.ct_of(bind.targets[0]))
+
+    def run(self, fn: Function) -> ReverseProgram:
+        result = fn.body.result
+        ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
+        ct_in = Var(self.namer.fresh(ct_name), result.type)
+        if isinstance(result, Var):
+            self.cts[result.name] = ct_in
+        for bind in reversed(fn.body.binds):
+            rule: Callable[[Bind, Any], None] | None = getattr(self, "rule_" + type(bind.rhs).__name__, None)
+            if rule is None:
+                raise InternalError(f"reverse macro: no rule for {type(bind.rhs).__name__}")
+            self.b.loc = bind.loc
+            rule(bind, bind.rhs)
+        self.b.loc = None
+        param_cts = tuple(
+            self.ct_of(p) if differentiable(p.type) else Const.literal(None, literal_type(None)) for p in fn.params
+        )
+        grads = Var(self.namer.temp(), TupleT(tuple(a.type for a in param_cts)))
+        self.b.bind((grads,), MakeTuple(param_cts))
+        return ReverseProgram(fn.name, fn.params, fn.body, ct_in, Block(tuple(self.b.binds), grads))
+
+
+def reverse(fn: Function) -> ReverseProgram:
+    """Apply the reverse macro to a function whose variables are each used exactly once."""
+    return _Macro(fn).run(fn)
+
