@@ -168,7 +168,7 @@ def name_cotangents(block: Block) -> Block:
     for i, b in enumerate(block.binds):
         if not isinstance(b.rhs, Copy):
             continue
-        src = b.rhs.atom
+        src = _subst_atom(b.rhs.atom, env)
         target = b.targets[0]
         if (isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in defined_at
                 and binds[defined_at[src.name]] is not None):
@@ -217,9 +217,8 @@ def optimise(prog: ReverseProgram) -> ReverseProgram:
     prog = forget_structure(prog)
     prog = ReverseProgram(prog.name, prog.params, fold(prog.forward, keep_copies=False), prog.ct_in,
                           fold(prog.backward))
-    prog = dce(cse(prog))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
-    prog = dce(prog)
+    prog = dce(cse(prog))
     return finish(prog)
 
 

@@ -411,8 +411,10 @@ def sum_to(b: Any, ct: Atom, like: Atom) -> Atom:
     if None in cs or None in ls:
         return b.prim("sum_to", ct, like)
     lead = len(cs) - len(ls)
-    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(ls) if d == 1 and cs[lead + i] != 1)
-    out = b.prim("sum", ct, axis=axes if len(axes) != 1 else axes[0]) if axes else ct
+    ones = tuple(lead + i for i, d in enumerate(ls) if d == 1 and cs[lead + i] != 1)
+    axes = tuple(range(lead)) + ones
+    keep = not lead and bool(ones)  # only size-1 axes to sum: keep them, no reshape needed
+    out = b.prim("sum", ct, axis=axes if len(axes) != 1 else axes[0], keepdims=keep) if axes else ct
     if _num(out.type).shape != ls:
         out = b.prim("reshape", out, *[b.const(d) for d in ls])
     return out
@@ -839,7 +841,7 @@ _register(
     Primitive("or_", operator.or_, elementwise(operator.or_), _bin("|"), _vjp_zero),
     # elementwise numpy functions: f'(x) written with x and, where cheaper, out = f(x)
     _unary_entry("exp", np.exp, lambda b, x, out: out),
-    _unary_entry("log", np.log, lambda b, x, out: b.prim("div", b.const(1.0), x)),
+    Primitive("log", np.log, elementwise(np.log), _np("log"), lambda b, p, out, ct: [b.prim("div", ct, p.args[0])], zero_in=(0,)),
     _unary_entry("sin", np.sin, lambda b, x, out: b.prim("cos", x)),
     _unary_entry("cos", np.cos, lambda b, x, out: b.prim("neg", b.prim("sin", x))),
     _unary_entry("tan", np.tan, lambda b, x, out: b.prim("add", b.const(1.0), b.prim("mul", out, out))),
