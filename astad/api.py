@@ -95,20 +95,21 @@ class Reverse:
         if kwargs:
             raise AstadTypeError(f"{self._parsed.name}: pass arguments by position (keyword arguments: "
                                  f"{', '.join(kwargs)})")
-        key = tuple(map(_arg_key, args))
-        found = self._derivatives.get(key)
-        if found is None or not all(g.get(n) is o for g, n, o in found[1]):
-            found = self._transform(args, key)
-        d = found[0]
+        d = self.derivative(args)
         value, residuals = d.forward(*args)
         return value, Pullback(d.backward, residuals, d.out_type)
 
     def transform(self, *args: Any) -> Derivative:
         """The derivative for arguments like ``args`` (generated code, functions, IR)."""
-        key = tuple(map(_arg_key, args))
+        return self.derivative(args)
+
+    def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> Derivative:
+        """The derivative at the abstract signature of ``args``, computing the
+        cotangents of the parameters in ``wrt`` (all when None)."""
+        key = (tuple(map(_arg_key, args)), wrt)
         found = self._derivatives.get(key)
         if found is None or not all(g.get(n) is o for g, n, o in found[1]):
-            found = self._transform(args, key)
+            found = self._transform(args, key, wrt)
         return found[0]
 
     def _types(self, args: Sequence[Any]) -> tuple[Type, ...]:
@@ -118,22 +119,23 @@ class Reverse:
                                  "(pass every parameter, by position)")
         return tuple(frontend.abstract(a, f"argument `{p.name.value}`") for a, p in zip(args, params))
 
-    def _transform(self, args: Sequence[Any], key: tuple) -> tuple[Derivative, tuple]:
+    def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Derivative, tuple]:
         types = self._types(args)
         fn = self.__astad_function__
-        mkey = (fn.__code__, types)
+        mkey = (fn.__code__, types, wrt)
         d = _MEMORY.get(mkey)
         if d is not None and not _deps_unchanged(fn, d):
             d = None
         if d is None:
-            d = cache.load(self._parsed, types)
+            d = cache.load(self._parsed, types, wrt)
         if d is None:
-            d = pipeline.transform(self._parsed, types)
+            d = pipeline.transform(self._parsed, types, wrt)
             cache.store(self._parsed, types, d)
         _MEMORY[mkey] = d
         found = (d, _dep_checks(fn, d.deps))
         self._derivatives[key] = found
-        self._last = d
+        if wrt is None:
+            self._last = d
         return found
 
     # ----------------------------------------------------------------- inspection
@@ -155,7 +157,7 @@ class Reverse:
         """The IR after a stage: 'core', 'structural' (with dup/drop), 'ad', or 'optimised'."""
         d = self._current(args)
         if d.stages is None:
-            d.stages = pipeline.run_stages(self._parsed, d.arg_types)[0]
+            d.stages = pipeline.run_stages(self._parsed, d.arg_types, d.wrt)[0]
         return d.stages.text(stage)
 
     def _repr_markdown_(self) -> str:
@@ -210,13 +212,13 @@ def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[...
     @functools.wraps(rev.__astad_function__)
     def wrapper(*args: Any) -> tuple[Any, Any]:
         nums, single = _argnums(argnums, len(args), rev._parsed.name)
-        d = rev.transform(*args)
+        d = rev.derivative(args, frozenset(nums))
         if not pipeline.is_real_scalar(d.out_type):
             raise NonScalarOutputError(
                 f"grad of {rev._parsed.name} needs a real scalar output, but it returns {d.out_type}",
                 hint="astad.vjp(fn, *args) for a non-scalar output, or reduce it (e.g. np.sum)")
         for i in nums:
-            if d.arg_types[i].differentiable is False:
+            if not d.arg_types[i].differentiable:
                 raise AstadTypeError(f"argument {i} of {rev._parsed.name} is {d.arg_types[i]}, which has no gradient",
                                      hint="differentiate with respect to float arguments (argnums)")
         value, residuals = d.forward(*args)

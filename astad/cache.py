@@ -94,30 +94,31 @@ def resolve(root: Any, path: Sequence[str]) -> Any:
     return obj
 
 
-def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type]) -> str:
+def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None) -> str:
     from . import __version__
 
-    text = "\n".join([str(FORMAT), __version__, parsed.file, parsed.name, parsed.source, repr(tuple(arg_types))])
+    text = "\n".join([str(FORMAT), __version__, parsed.file, parsed.name, parsed.source, repr(tuple(arg_types)),
+                      repr(sorted(wrt) if wrt is not None else None)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _path(parsed: Parsed, arg_types: Sequence[ir.Type]) -> Path | None:
+def _path(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None) -> Path | None:
     d = cache_dir()
     if d is None:
         return None
-    return d / f"{parsed.name}-{entry_key(parsed, arg_types)[:32]}.json"
+    return d / f"{parsed.name}-{entry_key(parsed, arg_types, wrt)[:32]}.json"
 
 
 _TYPE_NAMES = {"Num": ir.Num, "TupleT": ir.TupleT, "NoneT": ir.NoneT}
 
 
-def load(parsed: Parsed, arg_types: Sequence[ir.Type]) -> Derivative | None:
-    path = _path(parsed, arg_types)
+def load(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None = None) -> Derivative | None:
+    path = _path(parsed, arg_types, wrt)
     if path is None:
         return None
     try:
         entry = json.loads(path.read_text())
-        if entry["key"] != entry_key(parsed, arg_types) or entry["format"] != FORMAT:
+        if entry["key"] != entry_key(parsed, arg_types, wrt) or entry["format"] != FORMAT:
             return None
         for dep_path, fp in entry["deps"]:
             if fingerprint(resolve(parsed.fn, dep_path)) != fp:
@@ -127,18 +128,19 @@ def load(parsed: Parsed, arg_types: Sequence[ir.Type]) -> Derivative | None:
         forward, backward = compile_source(parsed.name, entry["source"], values)
         out_type = eval(entry["out_type"], {"__builtins__": {}}, dict(_TYPE_NAMES))  # noqa: S307 - our own repr
         deps = [(tuple(p), resolve(parsed.fn, p)) for p, _ in entry["deps"]]
-        return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), deps, constants)
+        return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt, deps,
+                          constants)
     except Exception:
         return None  # missing, corrupted, truncated or stale: recompute
 
 
 def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
-    path = _path(parsed, arg_types)
+    path = _path(parsed, arg_types, d.wrt)
     if path is None:
         return
     entry = {
         "format": FORMAT,
-        "key": entry_key(parsed, arg_types),
+        "key": entry_key(parsed, arg_types, d.wrt),
         "source": d.source,
         "out_type": repr(d.out_type),
         "constants": {name: list(p) for name, p in d.constants.items()},

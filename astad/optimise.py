@@ -22,7 +22,8 @@ from collections import Counter
 
 from . import primitives as prims
 from .frontend import Namer
-from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, MakeTuple, Num, Plus, Prim, ReverseProgram, Unpack, Var,
+from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram, TupleT,
+                 Unpack, Var,
                  Zero, substitute, vars_of)
 
 
@@ -100,6 +101,44 @@ def fold(block: Block, keep_copies: bool = True) -> Block:
         if new is not None:
             out.append(new)
     return Block(tuple(out), _subst_atom(block.result, env))
+
+
+_ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "select"}
+
+
+def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
+    """Push ``broadcast_to`` down through elementwise operations: ``mul(broadcast_to(s,
+    S), y)`` with ``y`` of shape ``S`` is ``mul(s, y)``, and an operation on
+    broadcasts of small values is done on the small values, then broadcast.  A
+    cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
+    materialised as a full array unless it has to be."""
+    names = {p.name for p in prog.params} | {t.name for blk in (prog.forward, prog.backward)
+                                              for b in blk.binds for t in b.targets}
+    namer = Namer(names)
+    small: dict[str, Atom] = {}  # variable bound to broadcast_to(src, shape) -> src
+    out: list[Bind] = []
+    for b in prog.backward.binds:
+        rhs = b.rhs
+        if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
+            small[b.targets[0].name] = rhs.args[0]
+        elif isinstance(rhs, Prim) and rhs.op in _ELEMENTWISE and any(isinstance(a, Var) and a.name in small
+                                                                       for a in rhs.args):
+            args = tuple(small.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args)
+            target = b.targets[0]
+            t = prims.infer(rhs.op, [a.type for a in args], dict(rhs.params))
+            if t.shape == target.type.shape:  # type: ignore[union-attr]
+                out.append(Bind(b.targets, Prim(rhs.op, args, rhs.params), b.loc))
+                continue
+            reduced = Var(namer.temp(), t)
+            out.append(Bind((reduced,), Prim(rhs.op, args, rhs.params), b.loc))
+            shape = Const.literal(tuple(target.type.shape), TupleT(tuple(Num((), "int64", True, d)  # type: ignore[union-attr]
+                                                                         for d in target.type.shape)))  # type: ignore[union-attr]
+            out.append(Bind(b.targets, Prim("broadcast_to", (reduced, shape)), b.loc))
+            small[target.name] = reduced
+            continue
+        out.append(b)
+    backward = Block(tuple(out), prog.backward.result)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
 
 
 def _atom_key(a: Atom) -> object:
@@ -213,12 +252,24 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(tuple(binds), result))
 
 
-def optimise(prog: ReverseProgram) -> ReverseProgram:
-    prog = forget_structure(prog)
+def restrict(prog: ReverseProgram, wrt: frozenset[int] | None) -> ReverseProgram:
+    """Keep only the cotangents of the parameters in ``wrt`` (all when None): what
+    ``grad(f, argnums)`` needs, so the others are never computed."""
+    if wrt is None:
+        return prog
+    final = prog.backward.binds[-1]
+    assert isinstance(final.rhs, MakeTuple) and final.targets == (prog.backward.result,)
+    items = tuple(a if i in wrt else Const.literal(None, NoneT()) for i, a in enumerate(final.rhs.items))
+    binds = prog.backward.binds[:-1] + (Bind(final.targets, MakeTuple(items), final.loc),)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(binds, prog.backward.result))
+
+
+def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
+    prog = forget_structure(restrict(prog, wrt))
     prog = ReverseProgram(prog.name, prog.params, fold(prog.forward, keep_copies=False), prog.ct_in,
                           fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
-    prog = dce(cse(prog))
+    prog = dce(cse(sink_broadcasts(prog)))
     return finish(prog)
 
 

@@ -42,17 +42,19 @@ class Derivative:
     backward: Callable[..., Any]
     out_type: Type
     arg_types: tuple[Type, ...]
+    wrt: frozenset[int] | None = None  # the parameters whose cotangents are computed (None: all)
     deps: list[tuple[tuple[str, ...], Any]] = field(default_factory=list)
     constants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stages: Stages | None = None
 
 
-def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type]) -> tuple[Stages, frontend.Lowerer]:
+def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
+               wrt: frozenset[int] | None = None) -> tuple[Stages, frontend.Lowerer]:
     lowerer = frontend.Lowerer(parsed)
     core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
     linear = structural.make_explicit(core)
     ad = reverse.reverse(linear)
-    return Stages(core, linear, ad, optimise.optimise(ad)), lowerer
+    return Stages(core, linear, ad, optimise.optimise(ad, wrt)), lowerer
 
 
 def header(parsed: frontend.Parsed, arg_types: Sequence[Type], constants: Sequence[str]) -> str:
@@ -75,10 +77,10 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
     return namespace[f"{name}_forward"], namespace[f"{name}_backward"]
 
 
-def transform(parsed: frontend.Parsed, arg_types: Sequence[Type]) -> Derivative:
+def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None = None) -> Derivative:
     """Run every stage on ``parsed`` at ``arg_types`` and compile the result."""
     try:
-        stages, lowerer = run_stages(parsed, arg_types)
+        stages, lowerer = run_stages(parsed, arg_types, wrt)
         prog = stages.optimised
         source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)))
         values = {name: obj for name, (path, obj) in lowerer.constants.items()}
@@ -90,7 +92,7 @@ def transform(parsed: frontend.Parsed, arg_types: Sequence[Type]) -> Derivative:
     except Exception as e:  # a bug of ours must not surface as a bare traceback
         raise InternalError(f"internal error while transforming {parsed.name}: {type(e).__name__}: {e}. "
                             "This is a bug in astad; please report it with the function.") from e
-    return Derivative(parsed.name, source, forward, backward, prog.forward.result.type, tuple(arg_types),
+    return Derivative(parsed.name, source, forward, backward, prog.forward.result.type, tuple(arg_types), wrt,
                       lowerer.deps, {n: p for n, (p, _) in lowerer.constants.items()}, stages)
 
 

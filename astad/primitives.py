@@ -445,7 +445,7 @@ def _vjp_add(b, p, out, ct):
 
 def _vjp_sub(b, p, out, ct):
     x, y = p.args
-    return [sum_to(b, ct, x), sum_to(b, b.prim("neg", ct), y)]
+    return [sum_to(b, ct, x), b.prim("neg", sum_to(b, ct, y))]
 
 
 def _vjp_mul(b, p, out, ct):
@@ -463,11 +463,9 @@ def _vjp_pow(b, p, out, ct):
     x, y = p.args
     if isinstance(y, Const) and y.name is None and np.ndim(y.value) == 0:
         n = y.value
-        if n == 2:
-            dx = b.prim("mul", b.const(2 * type(n)(1)), x)
-        else:
-            dx = b.prim("mul", y, b.prim("pow", x, b.const(n - 1)))
-        return [sum_to(b, b.prim("mul", ct, dx), x), None]
+        scaled = b.prim("mul", ct, y)  # the scalar factor first: ct is often a broadcast scalar
+        dx = x if n == 2 else b.prim("pow", x, b.const(n - 1))
+        return [sum_to(b, b.prim("mul", scaled, dx), x), None]
     dx = b.prim("mul", y, b.prim("pow", x, b.prim("sub", y, b.const(1))))
     dy = b.prim("mul", out, b.prim("log", x))
     return [sum_to(b, b.prim("mul", ct, dx), x), sum_to(b, b.prim("mul", ct, dy), y)]
@@ -522,7 +520,7 @@ def _vjp_maxmin(b, p, out, ct):
     x = p.args[0]
     mask = b.prim("eq", x, expand_reduced(b, out, p))
     count = b.prim("sum", mask, axis=p.param("axis"), keepdims=True)
-    return [b.prim("div", b.prim("mul", expand_reduced(b, ct, p), mask), count)]
+    return [b.prim("mul", mask, b.prim("div", expand_reduced(b, ct, p), count))]  # ties share the cotangent
 
 
 def _vjp_prod(b, p, out, ct):
