@@ -122,7 +122,8 @@ class Reverse:
     def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Derivative, tuple]:
         types = self._types(args)
         fn = self.__astad_function__
-        mkey = (fn.__code__, types, wrt)
+        code = fn.__code__
+        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt)  # equal code objects may live in two files
         d = _MEMORY.get(mkey)
         if d is not None and not _deps_unchanged(fn, d):
             d = None

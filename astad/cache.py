@@ -67,7 +67,8 @@ def fingerprint(obj: Any) -> str:
             src = inspect.getsource(inner)
         except (OSError, TypeError):
             src = repr(inner.__code__.co_code)
-        return "fn:" + hashlib.sha256((src + repr(inner.__defaults__)).encode()).hexdigest()
+        text = f"{src}{inner.__defaults__!r}{inner.__code__.co_filename}:{inner.__code__.co_firstlineno}"
+        return "fn:" + hashlib.sha256(text.encode()).hexdigest()
     if isinstance(obj, types.ModuleType):
         return "module:" + obj.__name__
     if isinstance(obj, (bool, int, float, np.ndarray, np.generic)):
@@ -97,7 +98,8 @@ def resolve(root: Any, path: Sequence[str]) -> Any:
 def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None) -> str:
     from . import __version__
 
-    text = "\n".join([str(FORMAT), __version__, parsed.file, parsed.name, parsed.source, repr(tuple(arg_types)),
+    text = "\n".join([str(FORMAT), __version__, parsed.file, str(parsed.funcdef_line), parsed.name, parsed.source,
+                      repr(tuple(arg_types)),
                       repr(sorted(wrt) if wrt is not None else None)])
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -106,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AstadError, CliError) as e:
         print(f"astad: {e}", file=sys.stderr)
         return 1
-    except ImportError as e:
-        print(f"astad: cannot import {ns.target}: {e}", file=sys.stderr)
+    except Exception as e:  # the user's module failed to import (syntax error, exception at import, ...)
+        print(f"astad: cannot import {ns.target}: {type(e).__name__}: {e}".splitlines()[0], file=sys.stderr)
         return 2
     return 0
 

@@ -338,7 +338,9 @@ class Lowerer:
         try:
             t = prims.infer(op, [a.type for a in args], params)
         except prims.ShapeError as e:
-            raise self.type_error(f"{_describe(op)}: {e}") from None
+            raise self.type_error(f"{_describe(op)}: {e}",
+                                  hint="operands whose shapes fit numpy's rules (reshape, transpose or index one "
+                                       "of them)") from None
         if _foldable(op, args):
             with np.errstate(all="ignore"):
                 value = prims.TABLE[op].impl(*[a.value for a in args], **params)
@@ -431,7 +433,8 @@ class Lowerer:
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise self.type_error(f"call to {fn.__name__}: {e}", node) from None
+            raise self.type_error(f"call to {fn.__name__}: {e}", node,
+                                  hint=f"call {fn.__name__}{sig} with the parameters it declares") from None
         scope = _Scope(parsed, path)
         for pname, param in sig.parameters.items():
             if pname in bound.arguments:
@@ -555,13 +558,19 @@ class Lowerer:
         if for_name in ("True", "False", "None"):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
-        g = self.scope.parsed.fn.__globals__
+        fn = self.scope.parsed.fn
+        if for_name in fn.__code__.co_freevars:
+            raise self.syntax_error(f"`{for_name}` is captured from an enclosing function; closures are not "
+                                    "supported yet", "pass the value as an argument, or define it at module level",
+                                    node)
+        g = fn.__globals__
         if for_name in g:
             obj = g[for_name]
         elif hasattr(builtins, for_name):
             obj = getattr(builtins, for_name)
         else:
-            raise self.type_error(f"name `{for_name}` is not defined", node)
+            raise self.type_error(f"name `{for_name}` is not defined", node,
+                                  hint="a parameter, a variable assigned earlier, or a module-level name")
         path = self.scope.path + (for_name,)
         self.deps.append((path, obj))
         value = self.global_value(for_name, obj, node, path)
@@ -575,7 +584,7 @@ class Lowerer:
                 return Ref("module", obj)
             raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
                                            "numpy (import numpy as np) and your own functions")
-        if obj in BUILTINS:
+        if _builtin(obj) is not None:
             return Ref("builtin", obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
@@ -584,7 +593,7 @@ class Lowerer:
             return Ref("user", inner, path=path)
         if isinstance(obj, types.FunctionType):
             return Ref("user", obj, path=path)
-        if obj in _PY_DTYPES:
+        if any(obj is k for k in _PY_DTYPES):
             return Ref("dtype", _PY_DTYPES[obj])
         return self.constant(obj, f"`{name}`", node, name, path)
 
@@ -743,7 +752,7 @@ class Lowerer:
         if func.kind == "method":
             return self.apply(func.obj, [func.self_value, *args], kwargs, node)
         if func.kind == "builtin":
-            return self.apply(BUILTINS[func.obj], args, kwargs, node)
+            return self.apply(_builtin(func.obj), args, kwargs, node)  # type: ignore[arg-type]
         if func.kind == "numpy":
             spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
             if spec is None:
@@ -760,6 +769,11 @@ class Lowerer:
         except TypeError as e:
             raise self.type_error(f"{spec.title}: {e}", node) from None
         return spec.lower(self, bound, node)
+
+
+def _builtin(obj: Any) -> ApiSpec | None:
+    """The spec of a supported builtin (looked up by identity: ``obj`` may be an array)."""
+    return next((spec for k, spec in BUILTINS.items() if k is obj), None)
 
 
 def _foldable(op: str, args: list[Atom]) -> bool:

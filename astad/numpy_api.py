@@ -134,12 +134,23 @@ def _lower_reshape_method(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     return lw.emit("reshape", [lw.atom(b["a"], node), *[lw.atom(d, node) for d in dims]])
 
 
+def _transpose(lw: "Lowerer", x: Atom, params: dict) -> "Value":
+    if isinstance(x.type, Num) and x.type.ndim < 2 and params.get("axes") is None:
+        return x  # the identity (and a Python float has no `.T`)
+    return lw.emit("transpose", [x], params)
+
+
+def _lower_transpose(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    axes = lw.static(lw.const_or(b["axes"]), node, "axes")
+    return _transpose(lw, lw.atom(b["a"], node), {"axes": axes} if axes is not None else {})
+
+
 def _lower_transpose_method(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     axes = b["axes"]
     if len(axes) == 1 and hasattr(axes[0], "items"):
         axes = axes[0].items
     params = {"axes": tuple(lw.static(a, node, "axes") for a in axes)} if axes else {}
-    return lw.emit("transpose", [lw.atom(b["a"], node)], params)
+    return _transpose(lw, lw.atom(b["a"], node), params)
 
 
 def _lower_shape(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
@@ -207,7 +218,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "matmul": elementwise("matmul", "a, b"),
     "dot": _spec("a, b", _lower_dot),
     "outer": elementwise("outer", "a, b"),
-    "transpose": static_params("transpose", "a, axes=None", ("a",), ("axes",)),
+    "transpose": _spec("a, axes=None", _lower_transpose),
     "reshape": _spec("a, shape", _lower_reshape),
     "ravel": elementwise("ravel", "a"),
     "expand_dims": static_params("expand_dims", "a, axis", ("a",), ("axis",)),

@@ -28,7 +28,7 @@ class Stages:
 
     def text(self, stage: str) -> str:
         if stage not in STAGES:
-            raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
+            raise AstadError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
         return getattr(self, stage).pretty()
 
 

@@ -380,8 +380,14 @@ def _select_infer(ts: list[Type], params: dict) -> Type:
 
 
 def _clip_infer(ts: list[Type], params: dict) -> Type:
-    bounds = [t for t in ts[1:] if isinstance(t, Num)]
-    return elementwise(np.maximum)([ts[0], *bounds], params) if bounds else _num(ts[0])
+    given = [isinstance(t, Num) for t in ts[1:]]  # a bound may be None
+
+    def clip(x: Any, *bounds: Any) -> Any:
+        it = iter(bounds)
+        lo, hi = (next(it) if g else None for g in given)
+        return np.clip(x, lo, hi)
+
+    return elementwise(clip)([ts[0], *(t for t, g in zip(ts[1:], given) if g)], params)
 
 
 def _where_infer(ts: list[Type], params: dict) -> Type:
@@ -427,6 +433,15 @@ def expand_reduced(b: Any, r: Atom, p: Prim) -> Atom:
         return r
     axes = _norm_axes(p.param("axis"), x.ndim)
     return b.prim("expand_dims", r, axis=axes if len(axes) != 1 else axes[0])
+
+
+def like_scalar(b: Any, v: Atom, like: Atom) -> Atom:
+    """The cotangent ``v`` of ``like`` as a Python float when ``like`` is one
+    (np.where, np.reshape and np.broadcast_to give 0-d arrays)."""
+    t = _num(like.type)
+    if t.py and not t.shape and not _num(v.type).py:
+        return b.prim("to_float", v)
+    return v
 
 
 def _swap_last(b: Any, x: Atom) -> Atom:
@@ -492,8 +507,8 @@ def _vjp_extremum(cmp_first: str, cmp_second: str) -> VjpRule:
     def rule(b, p, out, ct):
         x, y = p.args
         return [
-            sum_to(b, b.prim("select", b.prim(cmp_first, x, y), ct, branch=True), x),
-            sum_to(b, b.prim("select", b.prim(cmp_second, x, y), ct, branch=True), y),
+            like_scalar(b, sum_to(b, b.prim("select", b.prim(cmp_first, x, y), ct, branch=True), x), x),
+            like_scalar(b, sum_to(b, b.prim("select", b.prim(cmp_second, x, y), ct, branch=True), y), y),
         ]
 
     return rule
@@ -501,6 +516,8 @@ def _vjp_extremum(cmp_first: str, cmp_second: str) -> VjpRule:
 
 def _vjp_sum(b, p, out, ct):
     x = p.args[0]
+    if _num(x.type).py:
+        return [like_scalar(b, ct, x)]
     return [b.prim("broadcast_to", expand_reduced(b, ct, p), shape_atom(b, x))]
 
 
@@ -513,6 +530,8 @@ def _vjp_mean(b, p, out, ct):
         count: Atom = b.prim("div", b.prim("size", x), b.prim("size", out))
     else:
         count = b.const(int(np.prod(counts, dtype=int)))
+    if xt.py:
+        return [like_scalar(b, b.prim("div", ct, count), x)]
     return [b.prim("broadcast_to", expand_reduced(b, b.prim("div", ct, count), p), shape_atom(b, x))]
 
 
@@ -570,14 +589,16 @@ def _vjp_outer(b, p, out, ct):
 def _reshape_like(b: Any, v: Atom, like: Atom) -> Atom:
     lt = _num(like.type)
     if _num(v.type).shape == lt.shape and lt.known_shape:
-        return v
+        return like_scalar(b, v, like)
     if lt.known_shape:
-        return b.prim("reshape", v, *[b.const(d) for d in lt.shape])
+        return like_scalar(b, b.prim("reshape", v, *[b.const(d) for d in lt.shape]), like)
     return b.prim("reshape_like", v, like)
 
 
 def _vjp_transpose(b, p, out, ct):
     axes = p.param("axes")
+    if _num(p.args[0].type).ndim < 2:
+        return [like_scalar(b, ct, p.args[0])]
     if axes is None:
         return [b.prim("transpose", ct)]
     nd = len(axes)
@@ -619,16 +640,20 @@ def _vjp_getitem(b, p, out, ct):
 
 def _vjp_where(b, p, out, ct):
     c, x, y = p.args
-    return [None, sum_to(b, b.prim("select", c, ct, branch=True), x), sum_to(b, b.prim("select", c, ct, branch=False), y)]
+    return [None, like_scalar(b, sum_to(b, b.prim("select", c, ct, branch=True), x), x),
+            like_scalar(b, sum_to(b, b.prim("select", c, ct, branch=False), y), y)]
 
 
 def _vjp_clip(b, p, out, ct):
     x, lo, hi = p.args
-    below, above = b.prim("lt", x, lo), b.prim("gt", x, hi)
-    inside = b.prim("select", below, b.prim("select", above, ct, branch=False), branch=False)
-    result = [sum_to(b, inside, x)]
-    for bound, mask in ((lo, below), (hi, above)):
-        result.append(None if _is_none(bound) else sum_to(b, b.prim("select", mask, ct, branch=True), bound))
+    masks = [None if _is_none(bound) else b.prim(cmp, x, bound) for bound, cmp in ((lo, "lt"), (hi, "gt"))]
+    inside = ct
+    for mask in masks:
+        if mask is not None:
+            inside = b.prim("select", mask, inside, branch=False)
+    result = [like_scalar(b, sum_to(b, inside, x), x)]
+    for bound, mask in zip((lo, hi), masks):
+        result.append(None if mask is None else like_scalar(b, sum_to(b, b.prim("select", mask, ct, branch=True), bound), bound))
     return result
 
 
@@ -652,7 +677,7 @@ def _vjp_tri(name: str) -> VjpRule:
 
 
 def _vjp_expand(b, p, out, ct):
-    return [b.prim("reshape_like", ct, p.args[0])]
+    return [_reshape_like(b, ct, p.args[0])]
 
 
 def _vjp_broadcast_to(b, p, out, ct):
@@ -703,7 +728,8 @@ def _emit_transpose(a: list[Expr], ps: dict) -> Expr:
 
 
 def _emit_reshape(a: list[Expr], ps: dict) -> Expr:
-    return px.method(a[0], "reshape", [px.tuple_(a[1:])] if len(a) != 2 else a[1:])
+    # np.reshape, not the method: the argument may be a Python float (a scalar cotangent)
+    return px.call("np.reshape", [a[0], px.tuple_(a[1:]) if len(a) != 2 else a[1]])
 
 
 def index_exprs(index: tuple, args: list[Expr]) -> list[Any]:
@@ -890,6 +916,8 @@ _register(
     Primitive("select", lambda c, v, branch: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select, None, zero_in=(1,)),
     Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, _np("broadcast_to"), _vjp_broadcast_to, zero_in=(0,)),
     Primitive("full", lambda x, shape: np.full(shape, x), lambda ts, ps: _broadcast_to_infer(ts, ps), lambda a, ps: px.call("np.full", [a[1], a[0]]), None, zero_in=(0,)),
+    Primitive("to_float", float, lambda ts, ps: Num((), _num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
+              lambda b, p, out, ct: [ct], zero_in=(0,)),
     Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,)),
     Primitive("scatter", lambda ct, x, *ix, index: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter),
     Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,)),

@@ -1,0 +1,187 @@
+"""``astad show-derivative``: the generated code from the shell."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+MODULE = """\
+import numpy as np
+
+
+def loss(w, x):
+    h = np.tanh(x @ w)
+    return np.sum(h * h)
+
+
+def annotated(x: float, n: int):
+    return x * x * n
+
+
+def half_annotated(x: float, y):
+    return x * y
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    (tmp_path / "cli_target_mod.py").write_text(MODULE)
+    return tmp_path
+
+
+def run(workdir, *args, command=None):
+    env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONDONTWRITEBYTECODE="1")
+    cmd = command or [sys.executable, "-m", "astad.cli"]
+    return subprocess.run([*cmd, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def check_source(out, name):
+    compile(out, f"<show-derivative {name}>", "exec")
+    ns = {}
+    exec(out, ns)  # noqa: S102 - the generated code defines two functions, nothing else runs
+    assert callable(ns[f"{name}_forward"]) and callable(ns[f"{name}_backward"])
+    assert f"def {name}_forward(" in out and f"def {name}_backward(" in out
+
+
+def check_failure(proc):
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    lines = proc.stderr.strip("\n").splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("astad: ") and len(lines[0]) > len("astad: ")
+    assert "Traceback" not in proc.stderr
+
+
+def test_module_target(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:loss", "--arg", "f64[3,4]", "--arg", "f64[2,3]")
+    assert proc.returncode == 0, proc.stderr
+    check_source(proc.stdout, "loss")
+    assert "f64[3,4]" in proc.stdout and "f64[2,3]" in proc.stdout  # the signature in the header
+
+
+def test_file_target(workdir):
+    for target in ("cli_target_mod.py:loss", "./cli_target_mod.py:loss", f"{workdir}/cli_target_mod.py:loss"):
+        proc = run(workdir, "show-derivative", target, "--arg", "f32[5,2]", "--arg", "f32[3,5]")
+        assert proc.returncode == 0, proc.stderr
+        check_source(proc.stdout, "loss")
+
+
+def test_file_target_from_another_directory(workdir, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    proc = run(elsewhere, "show-derivative", f"{workdir / 'cli_target_mod.py'}:loss", "--arg", "f64[3,4]",
+               "--arg", "f64[2,3]")
+    assert proc.returncode == 0, proc.stderr
+    check_source(proc.stdout, "loss")
+
+
+def test_annotated_parameters_need_no_arg(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:annotated")
+    assert proc.returncode == 0, proc.stderr
+    check_source(proc.stdout, "annotated")
+
+
+def test_scalar_arg_specs(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:half_annotated", "--arg", "float", "--arg", "f64[4]")
+    assert proc.returncode == 0, proc.stderr
+    check_source(proc.stdout, "half_annotated")
+
+
+def test_structural_stage_shows_dup(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:annotated", "--stage", "structural")
+    assert proc.returncode == 0, proc.stderr
+    assert "dup" in proc.stdout
+    proc = run(workdir, "show-derivative", "cli_target_mod:loss", "--stage", "structural",
+               "--arg", "f64[3,4]", "--arg", "f64[2,3]")
+    assert proc.returncode == 0, proc.stderr
+    assert "dup h" in proc.stdout
+
+
+@pytest.mark.parametrize("stage", ["core", "ad", "optimised", "source"])
+def test_other_stages(workdir, stage):
+    proc = run(workdir, "show-derivative", "cli_target_mod:annotated", "--stage", stage)
+    assert proc.returncode == 0, proc.stderr
+    assert "annotated" in proc.stdout
+    if stage == "source":
+        check_source(proc.stdout, "annotated")
+
+
+@pytest.mark.parametrize("target", [
+    "cli_target_mod:no_such_function",
+    "no_such_module_anywhere:loss",
+    "cli_target_mod",
+    "missing_file.py:loss",
+    ":loss",
+], ids=["no attribute", "no module", "no colon", "no file", "empty module"])
+def test_bad_target(workdir, target):
+    check_failure(run(workdir, "show-derivative", target, "--arg", "float"))
+
+
+def test_missing_arg(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:loss")
+    check_failure(proc)
+    assert "--arg" in proc.stderr
+    check_failure(run(workdir, "show-derivative", "cli_target_mod:half_annotated"))
+
+
+def test_too_few_args(workdir):
+    check_failure(run(workdir, "show-derivative", "cli_target_mod:loss", "--arg", "f64[3,4]"))
+
+
+def test_unreadable_arg_spec(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:loss", "--arg", "matrix", "--arg", "f64[2,3]")
+    check_failure(proc)
+    assert "matrix" in proc.stderr
+
+
+def test_shape_error_points_at_the_source(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:loss", "--arg", "f64[3,4]", "--arg", "f64[5,6]")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("astad: ") and "cli_target_mod.py:5:17: " in first
+
+
+def test_console_script(workdir):
+    exe = shutil.which("astad")
+    if exe is None:
+        pytest.skip("the `astad` console script is not on PATH")
+    proc = run(workdir, "show-derivative", "cli_target_mod:annotated", command=[exe])
+    assert proc.returncode == 0, proc.stderr
+    check_source(proc.stdout, "annotated")
+    check_failure(run(workdir, "show-derivative", "cli_target_mod:nothing_here", command=[exe]))
+
+
+def test_same_output_as_the_api(workdir, monkeypatch):
+    import importlib.util
+
+    import numpy as np
+
+    import astad
+
+    proc = run(workdir, "show-derivative", "cli_target_mod:loss", "--arg", "f64[3,4]", "--arg", "f64[2,3]")
+    assert proc.returncode == 0, proc.stderr
+    spec = importlib.util.spec_from_file_location("cli_target_mod_api", workdir / "cli_target_mod.py")
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "cli_target_mod_api", mod)
+    spec.loader.exec_module(mod)
+    assert astad.reverse(mod.loss).transform(np.ones((3, 4)), np.ones((2, 3))).source == proc.stdout
+
+
+def test_help():
+    proc = subprocess.run([sys.executable, "-m", "astad.cli", "show-derivative", "--help"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0
+    assert "--stage" in proc.stdout and "--arg" in proc.stdout
+
+
+def test_module_that_fails_to_import_gives_a_one_line_message(tmp_path):
+    (tmp_path / "badsyn.py").write_text("def f(x:\n    return x\n")
+    (tmp_path / "boom.py").write_text("raise RuntimeError('no')\n")
+    for target in ("badsyn:f", "boom:f"):
+        proc = subprocess.run([sys.executable, "-m", "astad.cli", "show-derivative", target, "--arg", "float"],
+                              cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode != 0
+        assert proc.stderr.startswith("astad: cannot import") and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
