@@ -185,10 +185,21 @@ class Reverse:
         return f"<astad.reverse of {self._parsed.name} at {self._parsed.file}:{self._parsed.funcdef_line}>"
 
 
+_REVERSED: "weakref.WeakKeyDictionary[Callable, Reverse]" = weakref.WeakKeyDictionary()
+
+
 def reverse(fn: Callable[..., Any]) -> Reverse:
     """Transform ``fn`` by reverse-mode AD: the result, called with the same
-    arguments, returns ``(value, pullback)``."""
-    return fn if isinstance(fn, Reverse) else Reverse(fn)
+    arguments, returns ``(value, pullback)``.  The same function gives the same object."""
+    if isinstance(fn, Reverse):
+        return fn
+    try:
+        found = _REVERSED.get(fn)
+    except TypeError:  # not weak-referenceable: Reverse() explains what is wrong with it
+        return Reverse(fn)
+    if found is None or found.__astad_function__.__code__ is not fn.__code__:
+        found = _REVERSED[fn] = Reverse(fn)
+    return found
 
 
 def vjp(fn: Callable[..., Any], *args: Any) -> tuple[Any, Pullback]:

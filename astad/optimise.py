@@ -246,7 +246,8 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
             k = producers[a.name]
             src = binds[k].rhs
             if isinstance(src, Prim) and src.op == "broadcast_to":
-                binds[k] = Bind(binds[k].targets, Prim("full", src.args, src.params), binds[k].loc)
+                dtype = (("dtype", p.type.dtype),) if isinstance(p.type, Num) else ()
+                binds[k] = Bind(binds[k].targets, Prim("full", src.args, dtype), binds[k].loc)
         items.append(a)
     binds[binds.index(final)] = Bind(final.targets, MakeTuple(tuple(items)), final.loc)
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(tuple(binds), result))

@@ -130,7 +130,7 @@ def reduction(dtype_rule: Callable[[str], str] = lambda d: d) -> Callable[[list[
         axes = _norm_axes(params.get("axis"), x.ndim)
         keep = params.get("keepdims", False)
         shape = tuple((1 if i in axes else d) for i, d in enumerate(x.shape) if keep or i not in axes)
-        return Num(shape, dtype_rule(x.dtype))
+        return Num(shape, params.get("dtype") or dtype_rule(x.dtype))
 
     return infer
 
@@ -538,7 +538,7 @@ def _vjp_mean(b, p, out, ct):
 def _vjp_maxmin(b, p, out, ct):
     x = p.args[0]
     mask = b.prim("eq", x, expand_reduced(b, out, p))
-    count = b.prim("sum", mask, axis=p.param("axis"), keepdims=True)
+    count = b.prim("sum", mask, axis=p.param("axis"), keepdims=True, dtype=_num(x.type).dtype)
     return [b.prim("mul", mask, b.prim("div", expand_reduced(b, ct, p), count))]  # ties share the cotangent
 
 
@@ -716,6 +716,8 @@ def _emit_reduction(fn: str) -> Callable[[list[Expr], dict], Expr]:
             kw["axis"] = px.literal(ps["axis"])
         if ps.get("keepdims"):
             kw["keepdims"] = px.literal(True)
+        if ps.get("dtype"):
+            kw["dtype"] = px.name(f"np.{ps['dtype']}")
         return px.call(f"np.{fn}", a, **kw)
 
     return emit
@@ -879,7 +881,7 @@ _register(
     Primitive("where", np.where, _where_infer, _np("where"), _vjp_where),
     Primitive("clip", np.clip, _clip_infer, _np("clip"), _vjp_clip),
     # reductions
-    Primitive("sum", np.sum, reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,)),
+    Primitive("sum", lambda x, axis=None, keepdims=False, dtype=None: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,)),
     Primitive("mean", np.mean, reduction(_mean_dtype), _emit_reduction("mean"), _vjp_mean, zero_in=(0,)),
     Primitive("max", np.max, reduction(), _emit_reduction("max"), _vjp_maxmin),
     Primitive("min", np.min, reduction(), _emit_reduction("min"), _vjp_maxmin),
@@ -915,7 +917,8 @@ _register(
     # linear operations that only the AD macro introduces
     Primitive("select", lambda c, v, branch: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select, None, zero_in=(1,)),
     Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, _np("broadcast_to"), _vjp_broadcast_to, zero_in=(0,)),
-    Primitive("full", lambda x, shape: np.full(shape, x), lambda ts, ps: _broadcast_to_infer(ts, ps), lambda a, ps: px.call("np.full", [a[1], a[0]]), None, zero_in=(0,)),
+    Primitive("full", lambda x, shape, dtype=None: np.full(shape, x, dtype), lambda ts, ps: Num(_broadcast_to_infer(ts, ps).shape, ps.get("dtype") or _num(ts[0]).dtype),
+              lambda a, ps: px.call("np.full", [a[1], a[0]], **({"dtype": px.name(f"np.{ps['dtype']}")} if ps.get("dtype") not in (None, "float64") else {})), None, zero_in=(0,)),
     Primitive("to_float", float, lambda ts, ps: Num((), _num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
               lambda b, p, out, ct: [ct], zero_in=(0,)),
     Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,)),

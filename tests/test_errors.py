@@ -506,7 +506,7 @@ def test_argument_of_an_unsupported_type(bad):
 
 
 def test_inspecting_before_the_first_call():
-    rev = astad.reverse(scaled)  # a new object has no argument types yet
+    rev = astad.Reverse(scaled)  # a new object has no argument types yet
     for look in (lambda: rev.source, lambda: rev.ir("core")):
         with pytest.raises(astad.AstadError) as info:
             look()
