@@ -70,8 +70,11 @@ def _check_cotangent(t: Type, ct: Any, what: str) -> None:
             raise AstadTypeError(f"the cotangent of {what} must be a tuple of {len(t.items)}, got {type(ct).__name__}")
         for i, (ti, ci) in enumerate(zip(t.items, ct)):
             _check_cotangent(ti, ci, f"{what}[{i}]")
-    elif isinstance(t, Num) and t.differentiable and np.shape(ct) != t.shape:
-        raise AstadTypeError(f"the cotangent of {what} must have shape {t.shape}, got shape {np.shape(ct)}")
+    elif isinstance(t, Num) and t.differentiable:
+        shape = np.shape(ct)
+        if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
+            expected = tuple("?" if d is None else d for d in t.shape)
+            raise AstadTypeError(f"the cotangent of {what} must have shape {expected}, got shape {shape}")
 
 
 class Reverse:

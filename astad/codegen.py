@@ -40,9 +40,11 @@ class _Function:
 
     def __init__(self, block: Block, extra_uses: Sequence[Atom] = ()) -> None:
         self.uses: Counter = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
-        for a in (block.result, *extra_uses):
+        if isinstance(block.result, Var):
+            self.uses[block.result.name] += 1
+        for a in extra_uses:  # residuals are returned by name: never inline them
             if isinstance(a, Var):
-                self.uses[a.name] += 1
+                self.uses[a.name] += 2
         self.inlined: dict[str, Expr] = {}
         self.lines: list[cst.SimpleStatementLine] = []
         self.last_loc: tuple | None = None

@@ -316,6 +316,8 @@ class Lowerer:
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
         self.const_names: dict[int, str] = {}
         self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object)
+        self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
+        self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
 
     # ----------------------------------------------------------------- helpers
 
@@ -348,6 +350,9 @@ class Lowerer:
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc()))
+        self.bound.add(var.name)
+        if op in _VIEWS and isinstance(args[0], Var):
+            self.viewed.add(args[0].name)
         return var
 
     def name_result(self, value: Value, name: str) -> Value:
@@ -359,6 +364,9 @@ class Lowerer:
             if bind.targets == (value,):
                 new = Var(self.namer.fresh(name), value.type)
                 self.binds[i] = Bind((new,), bind.rhs, bind.loc)
+                self.bound.add(new.name)
+                if value.name in self.viewed:
+                    self.viewed.add(new.name)
                 return new
             if value in vars_of(bind.rhs):
                 break
@@ -503,17 +511,31 @@ class Lowerer:
             raise self.syntax_error("this augmented assignment is not supported", "+= -= *= /=", node)
         old_atom = self.atom(old, target)
         if isinstance(old_atom.type, Num) and old_atom.type.shape:
-            aliases = [k for k, v in self.scope.env.items() if v == old_atom and k != target.value]
-            if aliases:
-                raise self.syntax_error(
-                    f"`{target.value} {_AUG_SYMBOL[op]}= ...` would change the array in place, and it is also named "
-                    f"`{aliases[0]}`", f"{target.value} = {target.value} {_AUG_SYMBOL[op]} ...", node)
+            self.check_in_place(old_atom, target.value, _AUG_SYMBOL[op], node)
         value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
         if isinstance(old_atom.type, Num) and old_atom.type.shape and (
                 value.type.shape != old_atom.type.shape or value.type.dtype != old_atom.type.dtype):  # type: ignore[union-attr]
             raise self.type_error(f"in-place `{_AUG_SYMBOL[op]}=` cannot change {old_atom.type} into {value.type}", node,
                                   f"{target.value} = {target.value} {_AUG_SYMBOL[op]} ...")
         self.scope.env[target.value] = self.name_result(value, target.value)
+
+    def check_in_place(self, x: Atom, name: str, symbol: str, node: cst.CSTNode) -> None:
+        """``x += v`` on an array changes it in place: the functional reading is
+        only right when nothing else can see that array (another name, a view
+        of it, the caller's argument, a module constant)."""
+        why = None
+        if not isinstance(x, Var) or x.name not in self.bound:
+            why = "it is an argument or a constant, which would change for the caller too"
+        elif x.name in self.viewed:
+            why = "a view of it (a slice, reshape or transpose) would change too"
+        else:
+            others = [k for s in self.stack for k, v in s.env.items() if _mentions(v, x) and
+                      not (s is self.scope and k == name)]
+            if others:
+                why = f"it is also named `{others[0]}`"
+        if why:
+            raise self.syntax_error(f"`{name} {symbol}= ...` changes the array in place, and {why}",
+                                    f"{name} = {name} {symbol} ...", node)
 
     # ----------------------------------------------------------------- expressions
 
@@ -769,6 +791,18 @@ class Lowerer:
         except TypeError as e:
             raise self.type_error(f"{spec.title}: {e}", node) from None
         return spec.lower(self, bound, node)
+
+
+#: primitives whose numpy result can be a view of their first argument
+_VIEWS = {"getitem", "reshape", "transpose", "expand_dims", "ravel", "diag", "broadcast_to"}
+
+
+def _mentions(value: Value, x: Atom) -> bool:
+    if isinstance(value, PyTuple):
+        return any(_mentions(v, x) for v in value.items)
+    if isinstance(value, Ref):
+        return value.self_value == x
+    return value == x
 
 
 def _builtin(obj: Any) -> ApiSpec | None:

@@ -66,6 +66,8 @@ def run_block(block: Block, env: dict[str, Any]) -> Any:
         if isinstance(bind.rhs, Dup):
             for t in bind.targets:
                 env[t.name] = value
+        elif not bind.targets:
+            continue
         elif len(bind.targets) == 1 and not isinstance(bind.rhs, Unpack):
             env[bind.targets[0].name] = value
         else:

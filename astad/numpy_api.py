@@ -64,12 +64,20 @@ def elementwise(op: str, sig: str = "x") -> Callable[[str], ApiSpec]:
 
 
 def reduction(op: str) -> Callable[[str], ApiSpec]:
+    # numpy's positional order: np.sum(a, axis, dtype, out, keepdims); np.max(a, axis, out, keepdims)
+    sig = "a, axis=None, out=None, keepdims=False" if op in ("max", "min") else "a, axis=None, dtype=None, out=None, keepdims=False"
+
     def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+        for unsupported in ("dtype", "out"):
+            if unsupported in b and lw.static(lw.const_or(b[unsupported]), node, unsupported) is not None:
+                raise lw.type_error(f"`{unsupported}=` is not supported in reductions", node,
+                                    "leave it out (a positional argument after `axis` is numpy's `dtype`/`out`; "
+                                    "pass keepdims=... by keyword)")
         axis = lw.static(lw.const_or(b["axis"]), node, "axis")
         keep = bool(lw.static(lw.const_or(b["keepdims"]), node, "keepdims"))
         return lw.emit(op, _atoms(lw, b, node, "a"), {"axis": axis, "keepdims": keep})
 
-    return lambda title: ApiSpec(title, _sig("a, axis=None, keepdims=False"), lower)
+    return lambda title: ApiSpec(title, _sig(sig), lower)
 
 
 def static_params(op: str, sig: str, values: tuple[str, ...], statics: tuple[str, ...]) -> Callable[[str], ApiSpec]:

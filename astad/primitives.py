@@ -478,11 +478,14 @@ def _vjp_pow(b, p, out, ct):
     x, y = p.args
     if isinstance(y, Const) and y.name is None and np.ndim(y.value) == 0:
         n = y.value
+        if n == 0:
+            return [None, None]  # x ** 0 is constant (n * x ** -1 would be nan at x = 0)
         scaled = b.prim("mul", ct, y)  # the scalar factor first: ct is often a broadcast scalar
         dx = x if n == 2 else b.prim("pow", x, b.const(n - 1))
         return [sum_to(b, b.prim("mul", scaled, dx), x), None]
     dx = b.prim("mul", y, b.prim("pow", x, b.prim("sub", y, b.const(1))))
-    dy = b.prim("mul", out, b.prim("log", x))
+    # d(x ** y)/dy = x ** y * log(x), and 0 where x = 0 (not 0 * -inf)
+    dy = b.prim("select", b.prim("ne", x, b.const(0.0)), b.prim("mul", out, b.prim("log", x)), branch=True)
     return [sum_to(b, b.prim("mul", ct, dx), x), sum_to(b, b.prim("mul", ct, dy), y)]
 
 

@@ -328,8 +328,6 @@ def test_supported_numpy_functions_are_listed_in_the_hint():
 
 
 # --------------------------------------------------------------------------- types and shapes
-# (the `supported instead:` hint is not asserted for these three: astad gives
-# none yet — reported as a bug)
 
 
 def test_undefined_name():
@@ -511,3 +509,50 @@ def test_inspecting_before_the_first_call():
         with pytest.raises(astad.AstadError) as info:
             look()
         not_internal(info.value)
+
+
+# --------------------------------------------------------------------------- in-place updates
+
+
+def p_inplace_view(x):
+    v = x * 2.0
+    w = v[1:]
+    v += 1.0
+    return np.sum(w)
+
+
+def p_inplace_alias(x):
+    v = x * 2.0
+    u = v
+    v *= 3.0
+    return np.sum(u)
+
+
+def p_inplace_argument(x):
+    x -= 1.0
+    return np.sum(x)
+
+
+def p_inplace_fresh(x):
+    v = x * 2.0
+    v += 1.0
+    v /= 4.0
+    return np.sum(v * v)
+
+
+@pytest.mark.parametrize("fn, snippet", [
+    (p_inplace_view, "v += 1.0"), (p_inplace_alias, "v *= 3.0"), (p_inplace_argument, "x -= 1.0"),
+])
+def test_in_place_update_that_others_could_see_is_refused(fn, snippet):
+    # numpy would change the array in place, visible through the view/alias/caller:
+    # astad's functional reading would silently differ, so it refuses.
+    e = raise_on_use(fn, np.arange(3.0))
+    assert isinstance(e, astad.UnsupportedSyntaxError), f"{type(e).__name__}: {e}"
+    check_located(e, fn, snippet)
+
+
+def test_in_place_update_of_a_fresh_array_is_fine():
+    x = np.array([0.5, -1.0, 2.0])
+    value, pullback = astad.reverse(p_inplace_fresh)(x)
+    assert value == pytest.approx(p_inplace_fresh(x.copy()))
+    np.testing.assert_allclose(pullback(1.0)[0], 2 * ((2 * x + 1) / 4) * 0.5)
