@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Sequence
 
 import libcst as cst
+import numpy as np
 
 from . import primitives as prims
 from . import pyexpr as px
@@ -38,7 +39,7 @@ def _zero(t: object) -> Expr:
 class _Function:
     """Prints one block as the body of one Python function."""
 
-    def __init__(self, block: Block, extra_uses: Sequence[Atom] = ()) -> None:
+    def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False) -> None:
         self.uses: Counter = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
         if isinstance(block.result, Var):
             self.uses[block.result.name] += 1
@@ -48,6 +49,8 @@ class _Function:
         self.inlined: dict[str, Expr] = {}
         self.lines: list[cst.SimpleStatementLine] = []
         self.last_loc: tuple | None = None
+        self.in_place = in_place
+        self.fresh: set[str] = set()  # variables holding an array this function allocated
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
@@ -75,16 +78,22 @@ class _Function:
         rhs = b.rhs
         if isinstance(rhs, Prim):
             entry = prims.TABLE[rhs.op]
-            args = [self.atom(a) for a in rhs.args]
             params = dict(rhs.params)
+            if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
+                return
+            args = [self.atom(a) for a in rhs.args]
             if entry.stmts is not None:
                 for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
                     self.emit(small, b.loc)
                 return
             if entry.emit is None:
                 raise InternalError(f"codegen: no printer for {rhs.op}")
-            value = entry.emit(args, params)
             (target,) = b.targets
+            if rhs.op in _FRESH and isinstance(target.type, Num) and target.type.shape:
+                self.fresh.add(target.name)
+            if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
+                return
+            value = entry.emit(args, params)
             if Namer.is_temp(target.name) and self.uses[target.name] == 1:
                 self.inlined[target.name] = value
                 return
@@ -94,6 +103,9 @@ class _Function:
         elif isinstance(rhs, Unpack):
             self.assign(b.targets, self.atom(rhs.tup), b.loc)
         elif isinstance(rhs, Plus):
+            self.fresh.add(b.targets[0].name)
+            if self.accumulate(b, list(rhs.items), "+"):
+                return
             value = self.atom(rhs.items[0])
             for a in rhs.items[1:]:
                 value = px.binop("+", value, self.atom(a))
@@ -101,8 +113,45 @@ class _Function:
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
 
+    def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
+        """``t = a + b`` with ``a`` an array this function allocated and reads only
+        here becomes ``t = a; t += b``: the cotangent is accumulated in place,
+        without allocating another array."""
+        if not self.in_place:
+            return False
+        target = b.targets[0]
+        candidates = range(len(items)) if op in "+*" else range(1)
+        base = next((i for i in candidates if self._reusable(items[i], target)), None)
+        if base is None:
+            return False
+        rest = [a for i, a in enumerate(items) if i != base]
+        self.fresh.add(target.name)
+        self.assign(b.targets, self.atom(items[base]), b.loc)
+        for a in rest:
+            self.emit(cst.AugAssign(target=cst.Name(target.name), operator=_AUG[op](), value=self.atom(a)), b.loc)
+        return True
+
+    def _reusable(self, a: Atom, target: Var) -> bool:
+        return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
+                and isinstance(a.type, Num) and None not in a.type.shape
+                and int(np.prod(a.type.shape)) >= IN_PLACE_MIN_SIZE)
+
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
+
+
+#: arrays at least this large are updated in place (below, a new array costs
+#: little and ``t = a + b`` reads better than ``t = a; t += b``)
+IN_PLACE_MIN_SIZE = 4096
+
+#: operations whose result is a new array (not a view of an argument)
+_FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs",
+          "sign", "maximum", "minimum", "select", "where", "clip", "matmul", "dot", "outer", "sum", "mean",
+          "prod_vjp", "diag_embed", "scatter", "full", "zeros", "ones", "zeros_like", "ones_like", "concatenate",
+          "stack", "tril", "triu"}
+#: operations that can update their first (for + and *, either) operand in place
+_IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
+_AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
 
 
 def _funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
@@ -121,12 +170,12 @@ def _tuple_of(names: Sequence[Var]) -> Expr:
 
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
     """The generated module's source text."""
-    fwd = _Function(prog.forward, residuals)
+    fwd = _Function(prog.forward, residuals, in_place=True)
     for b in prog.forward.binds:
         fwd.bind(b)
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), _tuple_of(residuals)]).with_changes(lpar=[], rpar=[]))
 
-    bwd = _Function(prog.backward)
+    bwd = _Function(prog.backward, in_place=True)
     if residuals:
         unpack = _tuple_of(residuals)
         if len(residuals) > 1:
