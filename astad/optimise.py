@@ -120,7 +120,15 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     for b in prog.backward.binds:
         rhs = b.rhs
         if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
-            small[b.targets[0].name] = rhs.args[0]
+            src = rhs.args[0]
+            small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
+        elif (isinstance(rhs, Prim) and rhs.op == "expand_dims" and isinstance(rhs.args[0], Var)
+              and rhs.args[0].name in small and _is_scalar(small[rhs.args[0].name])):
+            # a broadcast scalar with an axis inserted is the scalar broadcast to the new shape
+            src, target = small[rhs.args[0].name], b.targets[0]
+            out.append(Bind(b.targets, Prim("broadcast_to", (src, _shape_const(target))), b.loc))
+            small[target.name] = src
+            continue
         elif isinstance(rhs, Prim) and rhs.op in _ELEMENTWISE and any(isinstance(a, Var) and a.name in small
                                                                        for a in rhs.args):
             args = tuple(small.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args)
@@ -131,14 +139,21 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
                 continue
             reduced = Var(namer.temp(), t)
             out.append(Bind((reduced,), Prim(rhs.op, args, rhs.params), b.loc))
-            shape = Const.literal(tuple(target.type.shape), TupleT(tuple(Num((), "int64", True, d)  # type: ignore[union-attr]
-                                                                         for d in target.type.shape)))  # type: ignore[union-attr]
-            out.append(Bind(b.targets, Prim("broadcast_to", (reduced, shape)), b.loc))
+            out.append(Bind(b.targets, Prim("broadcast_to", (reduced, _shape_const(target))), b.loc))
             small[target.name] = reduced
             continue
         out.append(b)
     backward = Block(tuple(out), prog.backward.result)
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
+
+
+def _is_scalar(a: Atom) -> bool:
+    return isinstance(a.type, Num) and a.type.shape == ()
+
+
+def _shape_const(v: Var) -> Const:
+    shape = tuple(v.type.shape)  # type: ignore[union-attr]
+    return Const.literal(shape, TupleT(tuple(Num((), "int64", True, d) for d in shape)))
 
 
 def _atom_key(a: Atom) -> object:
