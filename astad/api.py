@@ -223,24 +223,31 @@ def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[...
     """A function returning ``(value, gradient)``; ``argnums`` as in JAX (an
     int gives one gradient, a tuple a tuple of gradients)."""
     rev = reverse(fn)
+    checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
 
     @functools.wraps(rev.__astad_function__)
     def wrapper(*args: Any) -> tuple[Any, Any]:
         nums, single = _argnums(argnums, len(args), rev._parsed.name)
         d = rev.derivative(args, frozenset(nums))
-        if not pipeline.is_real_scalar(d.out_type):
-            raise NonScalarOutputError(
-                f"grad of {rev._parsed.name} needs a real scalar output, but it returns {d.out_type}",
-                hint="astad.vjp(fn, *args) for a non-scalar output, or reduce it (e.g. np.sum)")
-        for i in nums:
-            if not d.arg_types[i].differentiable:
-                raise AstadTypeError(f"argument {i} of {rev._parsed.name} is {d.arg_types[i]}, which has no gradient",
-                                     hint="differentiate with respect to float arguments (argnums)")
+        if d not in checked:
+            _check_grad_types(rev, d, nums)
+            checked.add(d)
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, 1.0)
         return value, (cts[nums[0]] if single else tuple(cts[i] for i in nums))
 
     return wrapper
+
+
+def _check_grad_types(rev: Reverse, d: Derivative, nums: Sequence[int]) -> None:
+    if not pipeline.is_real_scalar(d.out_type):
+        raise NonScalarOutputError(
+            f"grad of {rev._parsed.name} needs a real scalar output, but it returns {d.out_type}",
+            hint="astad.vjp(fn, *args) for a non-scalar output, or reduce it (e.g. np.sum)")
+    for i in nums:
+        if not d.arg_types[i].differentiable:
+            raise AstadTypeError(f"argument {i} of {rev._parsed.name} is {d.arg_types[i]}, which has no gradient",
+                                 hint="differentiate with respect to float arguments (argnums)")
 
 
 def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., Any]:

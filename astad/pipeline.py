@@ -32,7 +32,7 @@ class Stages:
         return getattr(self, stage).pretty()
 
 
-@dataclass
+@dataclass(eq=False)
 class Derivative:
     """The generated code for one function at one signature."""
 
