@@ -21,8 +21,9 @@ from . import primitives as prims
 from . import pyexpr as px
 from .errors import InternalError
 from .frontend import Namer
-from .ir import (Atom, Bind, Block, Const, Loc, MakeTuple, Num, Plus, Prim, ReverseProgram, Unpack, Var, Zero,
-                 vars_of)
+from .ir import (Atom, Bind, Block, Const, If, Loc, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram, Unpack, Var,
+                 Zero, bound_vars, vars_of)
+from .optimise import result_items
 
 Expr = cst.BaseExpression
 
@@ -40,7 +41,8 @@ class _Function:
     """Prints one block as the body of one Python function."""
 
     def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False) -> None:
-        self.uses: Counter = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+        self.uses: Counter = Counter()
+        _count_uses(block, self.uses)
         if isinstance(block.result, Var):
             self.uses[block.result.name] += 1
         for a in extra_uses:  # residuals are returned by name: never inline them
@@ -51,6 +53,7 @@ class _Function:
         self.last_loc: tuple | None = None
         self.in_place = in_place
         self.fresh: set[str] = set()  # variables holding an array this function allocated
+        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)}
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
@@ -102,6 +105,8 @@ class _Function:
             self.assign(b.targets, px.tuple_([self.atom(a) for a in rhs.items]), b.loc)
         elif isinstance(rhs, Unpack):
             self.assign(b.targets, self.atom(rhs.tup), b.loc)
+        elif isinstance(rhs, If):
+            self.emit_if(b, rhs)
         elif isinstance(rhs, Plus):
             self.fresh.add(b.targets[0].name)
             if self.accumulate(b, list(rhs.items), "+"):
@@ -112,6 +117,31 @@ class _Function:
             self.assign(b.targets, value, b.loc)
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def emit_if(self, b: Bind, rhs: If) -> None:
+        """``if c:`` with each branch assigning the joined variables at its end.  A
+        residual bound in one branch is set to None in the other, so the forward
+        pass can always return every residual."""
+        test = self.atom(rhs.cond)
+        leading = self.comment(b.loc)
+        own = [{v.name for v in bound_vars(blk)} & self.residuals for blk in (rhs.then, rhs.orelse)]
+        bodies = []
+        for block, other in ((rhs.then, own[1] - own[0]), (rhs.orelse, own[0] - own[1])):
+            saved, self.lines = self.lines, []
+            items = result_items(block)
+            if items is None:
+                raise InternalError("codegen: a branch must end with the tuple of its joined values")
+            for inner in block.binds[:-1]:
+                self.bind(inner)
+            for t, a in zip(b.targets, items):
+                self.assign((t,), self.atom(a), None)
+            for name in sorted(other):
+                self.assign((Var(name, NoneT()),), px.name("None"), None)
+            lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
+            self.lines = saved
+            bodies.append(cst.IndentedBlock(body=lines))
+        self.lines.append(cst.If(test=test, body=bodies[0], orelse=cst.Else(body=bodies[1]),  # type: ignore[arg-type]
+                                 leading_lines=leading))
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
         """``t = a + b`` with ``a`` an array this function allocated and reads only
@@ -152,6 +182,17 @@ _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", 
 #: operations that can update their first (for + and *, either) operand in place
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
+
+
+def _count_uses(block: Block, uses: Counter) -> None:
+    for b in block.binds:
+        if isinstance(b.rhs, If):
+            if isinstance(b.rhs.cond, Var):
+                uses[b.rhs.cond.name] += 1
+            _count_uses(b.rhs.then, uses)
+            _count_uses(b.rhs.orelse, uses)
+        else:
+            uses.update(v.name for v in vars_of(b.rhs))
 
 
 def _funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:

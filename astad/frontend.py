@@ -15,7 +15,7 @@ import inspect
 import textwrap
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Sequence, Union
 
 import libcst as cst
 import numpy as np
@@ -25,7 +25,7 @@ from . import primitives as prims
 from .errors import (AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, Loc, MakeTuple, Num,
-                 NoneT, Prim, TupleT, Type, Var, vars_of)
+                 NoneT, Prim, TupleT, Type, Var, If, vars_of)
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -111,7 +111,6 @@ def parse(fn: Callable[..., Any]) -> Parsed:
 
 # What each unsupported construct is called and what to write instead.
 _UNSUPPORTED: dict[type, tuple[str, str]] = {
-    cst.If: ("`if` statements are not supported yet", "np.where(condition, a, b) for elementwise choices"),
     cst.For: ("`for` loops are not supported yet", "vectorised numpy operations (sum, matmul, broadcasting)"),
     cst.While: ("`while` loops are not supported yet", "vectorised numpy operations"),
     cst.Try: ("`try` is not supported", "straight-line code without exception handling"),
@@ -134,8 +133,6 @@ _UNSUPPORTED: dict[type, tuple[str, str]] = {
     cst.Assert: ("`assert` is not supported", "check inputs before calling the differentiated function"),
     cst.Import: ("imports inside the function are not supported", "import at module level"),
     cst.ImportFrom: ("imports inside the function are not supported", "import at module level"),
-    cst.BooleanOperation: ("`and`/`or` are not supported yet", "`&` and `|` on boolean arrays inside np.where"),
-    cst.IfExp: ("conditional expressions are not supported yet", "np.where(condition, a, b)"),
     cst.NamedExpr: ("`:=` is not supported", "a separate assignment"),
     cst.FormattedString: ("strings are not supported", "numbers and arrays"),
     cst.ConcatenatedString: ("strings are not supported", "numbers and arrays"),
@@ -158,16 +155,12 @@ class _SubsetChecker(cst.CSTVisitor):
         entry = _UNSUPPORTED.get(type(node))
         if entry is not None:
             raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            raise UnsupportedSyntaxError("`not` is not supported yet", self.parsed.loc(node), "np.logical_not on arrays")
-        if isinstance(node, cst.Comparison) and len(node.comparisons) > 1:
-            raise UnsupportedSyntaxError("chained comparisons are not supported yet", self.parsed.loc(node),
-                                         "(a < b) & (b < c) inside np.where")
-        if isinstance(node, cst.Comparison) and not isinstance(
-                node.comparisons[0].operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
-                                               cst.GreaterThanEqual, cst.Equal, cst.NotEqual)):
-            raise UnsupportedSyntaxError("only the comparisons < <= > >= == != are supported",
-                                         self.parsed.loc(node), "< <= > >= == !=")
+        if isinstance(node, cst.Comparison):
+            for comp in node.comparisons:
+                if not isinstance(comp.operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                                                  cst.GreaterThanEqual, cst.Equal, cst.NotEqual)):
+                    raise UnsupportedSyntaxError("only the comparisons < <= > >= == != are supported",
+                                                 self.parsed.loc(comp), "< <= > >= == !=")
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
@@ -182,13 +175,24 @@ class _SubsetChecker(cst.CSTVisitor):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
                                              "positional parameters (with constant defaults)")
-        body = node.body.body
-        for i, stmt in enumerate(body):
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Return) and (i != len(body) - 1 or small is not stmt.body[-1]):
-                        raise UnsupportedSyntaxError("`return` must be the last statement of the function",
-                                                     self.parsed.loc(small), "a single `return` at the end")
+        _check_returns_last(node.body.body, self.parsed)
+
+
+def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:
+    """A ``return`` ends its block: nothing may follow it there (dead code is
+    more likely a mistake than intended)."""
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Return) and (i != len(body) - 1 or small is not stmt.body[-1]):
+                    raise UnsupportedSyntaxError("code after `return` is never run", parsed.loc(small),
+                                                 "end the block with its `return`")
+        elif isinstance(stmt, cst.If):
+            _check_returns_last(stmt.body.body, parsed)
+            if isinstance(stmt.orelse, cst.If):
+                _check_returns_last([stmt.orelse], parsed)
+            elif stmt.orelse is not None:
+                _check_returns_last(stmt.orelse.body.body, parsed)
 
 
 def check_subset(parsed: Parsed) -> None:
@@ -416,20 +420,131 @@ class Lowerer:
         return self.atom(value, node)
 
     def lower_body(self, fd: cst.FunctionDef) -> Value:
-        body = fd.body.body
-        for stmt in body:
+        body = list(fd.body.body)
+        value = self.lower_stmts(body)
+        if value is None:
+            raise self.syntax_error("the function must end with `return <value>`",
+                                    "return a float, an array or a tuple on every path", body[-1] if body else fd)
+        return value
+
+    def lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
+        """Lower statements in order; the returned value if they return, else None."""
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, cst.If):
+                if _returns(stmt):  # the rest of the function continues each branch that does not return
+                    return self.lower_if(stmt, stmts[i + 1:])
+                self.lower_if(stmt, None)
+                continue
             if not isinstance(stmt, cst.SimpleStatementLine):
-                raise self.syntax_error(f"`{type(stmt).__name__}` statements are not supported",
-                                        "assignments and a final `return`", stmt)
+                entry = _UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
+                raise self.syntax_error(entry[0], entry[1] or "assignments, `if` and `return`", stmt)
             for small in stmt.body:
                 self.node = small
                 if isinstance(small, cst.Return):
                     if small.value is None:
-                        break
+                        raise self.syntax_error("`return` without a value", "return a float, an array or a tuple",
+                                                small)
                     return self.expr(small.value)
                 self.statement(small)
-        raise self.syntax_error("the function must end with `return <value>`", "return a float, an array or a tuple",
-                                body[-1] if body else fd)
+        return None
+
+    # ----------------------------------------------------------------- conditionals
+
+    def condition(self, node: cst.BaseExpression) -> Atom | bool:
+        """A branch condition: a scalar boolean atom, or a bool known statically
+        (constants and shapes), in which case only the branch taken is lowered."""
+        a = self.atom(self.expr(node), node)
+        t = a.type
+        if not (isinstance(t, Num) and t.shape == ()):
+            raise self.type_error(f"a condition must be a scalar, not {t}", node,
+                                  "np.where(condition, a, b) for elementwise choices on arrays")
+        if isinstance(a, Const) and a.name is None:
+            return bool(a.value)
+        if t.value is not None:
+            return bool(t.value)
+        if t.dtype != "bool":
+            zero = Const.literal(0, literal_type(0))
+            a = self.emit("ne", [a, zero])
+        return a
+
+    def branch(self, lower: Callable[[], Any]) -> tuple[list[Bind], dict[str, Value], Any]:
+        """Lower one branch into bindings of its own, starting from the current names."""
+        saved_binds, saved_env = self.binds, self.scope.env
+        self.binds, self.scope.env = [], dict(saved_env)
+        try:
+            out = lower()
+            return self.binds, self.scope.env, out
+        finally:
+            self.binds, self.scope.env = saved_binds, saved_env
+
+    def lower_if(self, stmt: cst.If, rest: list[cst.BaseStatement] | None) -> Value | None:
+        """``if``/``elif``/``else``.  Without ``rest``, the names the branches assign are
+        joined after it; with ``rest`` (a branch returns), the rest of the function
+        continues each branch and the joined value is what the function returns."""
+        then_stmts = list(stmt.body.body) + (rest or [])
+        else_stmts = _else_stmts(stmt) + (rest or [])
+        self.node = stmt
+        c = self.condition(stmt.test)
+        if isinstance(c, bool):
+            return self.lower_stmts(then_stmts if c else else_stmts)
+        t_binds, t_env, t_val = self.branch(lambda: self.lower_stmts(then_stmts))
+        e_binds, e_env, e_val = self.branch(lambda: self.lower_stmts(else_stmts))
+        self.node = stmt
+        if rest is not None:
+            if t_val is None or e_val is None:
+                raise self.syntax_error("not every path through this `if` returns a value",
+                                        "return a value on every path", stmt)
+            return self.join(c, [("the returned value", t_val, e_val)], t_binds, e_binds)[0]
+        before = self.scope.env
+        names = [k for k in list(t_env) + [k for k in e_env if k not in t_env]
+                 if k in t_env and k in e_env and not (t_env[k] is before.get(k) and e_env[k] is before.get(k))]
+        joined = self.join(c, [(k, t_env[k], e_env[k]) for k in names], t_binds, e_binds)
+        for k, v in zip(names, joined):
+            self.scope.env[k] = v
+        return None
+
+    def join(self, cond: Atom, values: list[tuple[str, Value, Value]], t_binds: list[Bind],
+             e_binds: list[Bind]) -> list[Value]:
+        """Bind ``if cond`` with the two branches' values joined into new variables."""
+        pairs: list[tuple[str, Atom, Atom]] = []
+        rebuilt = [self._pair_up(name, tv, ev, pairs) for name, tv, ev in values]
+        outs = [Var(self.namer.fresh(name) if name.isidentifier() else self.namer.temp(),
+                    self.join_type(name, a.type, b.type)) for name, a, b in pairs]
+
+        def block(binds: list[Bind], atoms: list[Atom]) -> Block:
+            tup = Var(self.namer.temp(), TupleT(tuple(a.type for a in atoms)))
+            return Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(atoms)), self.loc()),), tup)
+
+        self.binds.append(Bind(tuple(outs), If(cond, block(t_binds, [a for _, a, _ in pairs]),
+                                                block(e_binds, [b for _, _, b in pairs])), self.loc()))
+        self.bound.update(o.name for o in outs)
+        it = iter(outs)
+        return [_rebuild(r, it) for r in rebuilt]
+
+    def _pair_up(self, name: str, tv: Value, ev: Value, pairs: list) -> Any:
+        """Match the structure of two branches' values; collect the atom pairs to join."""
+        if isinstance(tv, PyTuple) and isinstance(ev, PyTuple) and len(tv.items) == len(ev.items):
+            return tuple(self._pair_up(name, a, b, pairs) for a, b in zip(tv.items, ev.items))
+        if isinstance(tv, Ref) or isinstance(ev, Ref):
+            if tv == ev:
+                return ("same", tv)
+            raise self.type_error(f"`{name}` is a different kind of value in each branch", None,
+                                  "the same kind of value (number, array or tuple) in both branches")
+        if isinstance(tv, PyTuple) or isinstance(ev, PyTuple):
+            raise self.type_error(f"`{name}` is a tuple in one branch and not in the other (or of another length)",
+                                  None, "values of the same structure in both branches")
+        pairs.append((name, self.atom(tv, self.node), self.atom(ev, self.node)))
+        return ("atom",)
+
+    def join_type(self, name: str, a: Type, b: Type) -> Type:
+        if a == b:
+            return a
+        if isinstance(a, Num) and isinstance(b, Num):
+            if a.shape == b.shape and (a.dtype == b.dtype or not a.shape):
+                dtype = np.result_type(a.dtype, b.dtype).name
+                return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
+        raise self.type_error(f"`{name}` is {a} in one branch and {b} in the other", None,
+                              "the same shape and dtype in both branches")
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
                     node: cst.CSTNode) -> Value:
@@ -687,6 +802,9 @@ class Lowerer:
         return PyTuple(tuple(self.emit("dim", [x], {"axis": i}) for i in range(t.ndim)))
 
     def expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
+        if isinstance(node.operator, cst.Not):
+            c = self.bool_atom(self.expr(node.expression), node)
+            return Const.literal(not c, literal_type(not c)) if isinstance(c, bool) else self.emit("not_", [c])
         operand = self.atom(self.expr(node.expression), node.expression)
         if isinstance(node.operator, cst.Minus):
             return self.emit("neg", [operand])
@@ -703,12 +821,60 @@ class Lowerer:
         return self.emit(op, [left, right])
 
     def expr_Comparison(self, node: cst.Comparison) -> Value:
-        comp = node.comparisons[0]
-        op = _CMP_OPS.get(type(comp.operator))
-        if op is None or len(node.comparisons) != 1:
-            raise self.syntax_error("this comparison is not supported", "a single < <= > >= == !=", node)
+        """``a < b``; a chain ``a < b < c`` means ``a < b and b < c`` (``b`` evaluated once)."""
         left = self.atom(self.expr(node.left), node.left)
-        return self.emit(op, [left, self.atom(self.expr(comp.comparator), comp.comparator)])
+        result: Value | None = None
+        for comp in node.comparisons:
+            op = _CMP_OPS.get(type(comp.operator))
+            if op is None:
+                raise self.syntax_error("this comparison is not supported", "< <= > >= == !=", comp)
+            right = self.atom(self.expr(comp.comparator), comp.comparator)
+            test = self.emit(op, [left, right])
+            result = test if result is None else self.short_circuit(result, lambda t=test: t, is_and=True)
+            left = right
+        assert result is not None
+        return result
+
+    def expr_IfExp(self, node: cst.IfExp) -> Value:
+        c = self.condition(node.test)
+        if isinstance(c, bool):
+            return self.expr(node.body if c else node.orelse)
+        t_binds, _, t_val = self.branch(lambda: self.expr(node.body))
+        e_binds, _, e_val = self.branch(lambda: self.expr(node.orelse))
+        return self.join(c, [("the value of the conditional expression", t_val, e_val)], t_binds, e_binds)[0]
+
+    def expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
+        is_and = isinstance(node.operator, cst.And)
+        left = self.expr(node.left)
+        return self.short_circuit(left, lambda: self.expr(node.right), is_and, node)
+
+    def short_circuit(self, left: Value, right: Callable[[], Value], is_and: bool,
+                      node: cst.CSTNode | None = None) -> Value:
+        """``a and b`` / ``a or b`` on booleans, evaluating ``b`` only when Python would."""
+        c = self.bool_atom(left, node)
+        if isinstance(c, bool):
+            if c != is_and:
+                return Const.literal(c, literal_type(c))
+            r = self.bool_atom(right(), node)
+            return Const.literal(r, literal_type(r)) if isinstance(r, bool) else r
+        r_binds, _, r_val = self.branch(lambda: self.bool_atom(right(), node))
+        fixed = Const.literal(not is_and, literal_type(not is_and))
+        t_binds, e_binds = (r_binds, []) if is_and else ([], r_binds)
+        if isinstance(r_val, bool):
+            r_val = Const.literal(r_val, literal_type(r_val))
+        t_val, e_val = (r_val, fixed) if is_and else (fixed, r_val)
+        return self.join(c, [("the value of `and`/`or`", t_val, e_val)], t_binds, e_binds)[0]
+
+    def bool_atom(self, value: Value, node: cst.CSTNode | None) -> Atom | bool:
+        a = self.atom(value, node or self.node)
+        if not (isinstance(a.type, Num) and a.type.shape == () and a.type.dtype == "bool"):
+            raise self.type_error(f"`and`/`or`/`not` need booleans, not {a.type}", node,
+                                  "comparisons combined with and/or/not; `&`/`|` on boolean arrays")
+        if isinstance(a, Const) and a.name is None:
+            return bool(a.value)
+        if a.type.value is not None:
+            return bool(a.type.value)
+        return a
 
     def expr_Subscript(self, node: cst.Subscript) -> Value:
         base = self.expr(node.value)
@@ -805,6 +971,34 @@ def _mentions(value: Value, x: Atom) -> bool:
     return value == x
 
 
+def _returns(stmt: cst.CSTNode) -> bool:
+    """Whether a statement contains a ``return``."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            found.append(node)
+
+    stmt.visit(V())
+    return bool(found)
+
+
+def _else_stmts(stmt: cst.If) -> list[cst.BaseStatement]:
+    if stmt.orelse is None:
+        return []
+    if isinstance(stmt.orelse, cst.If):  # elif
+        return [stmt.orelse]
+    return list(stmt.orelse.body.body)
+
+
+def _rebuild(shape: Any, outs: Any) -> Value:
+    if shape[:1] == ("atom",):
+        return next(outs)
+    if shape[:1] == ("same",):
+        return shape[1]
+    return PyTuple(tuple(_rebuild(s, outs) for s in shape))
+
+
 def _builtin(obj: Any) -> ApiSpec | None:
     """The spec of a supported builtin (looked up by identity: ``obj`` may be an array)."""
     return next((spec for k, spec in BUILTINS.items() if k is obj), None)
@@ -855,11 +1049,17 @@ def drop_dead_temporaries(fn: Function) -> Function:
     """Remove bindings of temporaries the lowering made and nothing reads
     (e.g. the dimensions of ``x.shape`` that are not used).  Unused *user*
     variables stay: the structural pass ends them with an explicit ``drop``."""
-    used = {fn.body.result.name} if isinstance(fn.body.result, Var) else set()
+    return Function(fn.name, fn.params, _drop_dead(fn.body))
+
+
+def _drop_dead(block: Block) -> Block:
+    used = {block.result.name} if isinstance(block.result, Var) else set()
     kept = []
-    for b in reversed(fn.body.binds):
-        if all(Namer.is_temp(t.name) and t.name not in used for t in b.targets):
+    for b in reversed(block.binds):
+        if b.targets and all(Namer.is_temp(t.name) and t.name not in used for t in b.targets):
             continue
+        if isinstance(b.rhs, If):
+            b = Bind(b.targets, If(b.rhs.cond, _drop_dead(b.rhs.then), _drop_dead(b.rhs.orelse)), b.loc)
         kept.append(b)
         used.update(v.name for v in vars_of(b.rhs))
-    return Function(fn.name, fn.params, Block(tuple(reversed(kept)), fn.body.result))
+    return Block(tuple(reversed(kept)), block.result)

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .ir import (Atom, Block, Comp, Const, Copy, Drop, Dup, Function, MakeTuple, Num, Plus, Prim,
+from .ir import (Atom, Block, Comp, Const, Copy, Drop, Dup, Function, If, MakeTuple, Num, Plus, Prim,
                  ReverseProgram, TupleT, Type, Unpack, Var, Zero)
 from .primitives import TABLE
 
@@ -57,6 +57,8 @@ def _comp(rhs: Comp, env: dict[str, Any]) -> Any:
         return env[rhs.var.name]
     if isinstance(rhs, Drop):
         return None
+    if isinstance(rhs, If):
+        return run_block(rhs.then if _atom(rhs.cond, env) else rhs.orelse, env)
     raise TypeError(rhs)
 
 
@@ -68,7 +70,7 @@ def run_block(block: Block, env: dict[str, Any]) -> Any:
                 env[t.name] = value
         elif not bind.targets:
             continue
-        elif len(bind.targets) == 1 and not isinstance(bind.rhs, Unpack):
+        elif len(bind.targets) == 1 and not isinstance(bind.rhs, (Unpack, If)):
             env[bind.targets[0].name] = value
         else:
             for t, v in zip(bind.targets, value):

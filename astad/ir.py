@@ -216,7 +216,21 @@ class Copy:
         return str(self.atom)
 
 
-Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy]
+@dataclass(frozen=True)
+class If:
+    """``let (y_1, ..., y_k) = if cond then A else B``: CHAD's sum-type
+    elimination on a boolean.  Each branch block ends in a tuple of the k joined
+    values; the variables a branch reads from outside are its free variables."""
+
+    cond: Atom
+    then: "Block"
+    orelse: "Block"
+
+    def __str__(self) -> str:
+        return f"if {self.cond}"
+
+
+Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy, If]
 
 
 @dataclass(frozen=True)
@@ -238,7 +252,7 @@ class Bind:
     def __str__(self) -> str:
         if not self.targets:
             return str(self.rhs)
-        lhs = self.targets[0].name if len(self.targets) == 1 and not isinstance(self.rhs, (Unpack, Dup)) else (
+        lhs = self.targets[0].name if len(self.targets) == 1 and not isinstance(self.rhs, (Unpack, Dup, If)) else (
             "(" + ", ".join(t.name for t in self.targets) + ")"
         )
         return f"let {lhs} = {self.rhs}"
@@ -250,7 +264,12 @@ class Block:
     result: Atom
 
     def pretty(self, indent: str = "  ") -> str:
-        lines = [indent + str(b) for b in self.binds]
+        lines = []
+        for b in self.binds:
+            lines.append(indent + str(b))
+            if isinstance(b.rhs, If):
+                lines += [indent + "then", b.rhs.then.pretty(indent + "  "),
+                          indent + "else", b.rhs.orelse.pretty(indent + "  ")]
         lines.append(indent + f"in {self.result}")
         return "\n".join(lines)
 
@@ -294,8 +313,78 @@ class ReverseProgram:
 # --------------------------------------------------------------------------- helpers
 
 
+def free_vars(block: Block) -> tuple[Var, ...]:
+    """The variables a block reads and does not bind, in order of first use."""
+    bound: set[str] = set()
+    seen: dict[str, Var] = {}
+    for b in block.binds:
+        for v in vars_of(b.rhs):
+            if v.name not in bound and v.name not in seen:
+                seen[v.name] = v
+        bound.update(t.name for t in b.targets)
+    r = block.result
+    if isinstance(r, Var) and r.name not in bound and r.name not in seen:
+        seen[r.name] = r
+    return tuple(seen.values())
+
+
+def bound_names(block: Block) -> Iterator[str]:
+    """Every name a block binds, also inside its branches."""
+    for b in block.binds:
+        yield from (t.name for t in b.targets)
+        if isinstance(b.rhs, If):
+            yield from bound_names(b.rhs.then)
+            yield from bound_names(b.rhs.orelse)
+
+
+def bound_vars(block: Block) -> Iterator[Var]:
+    """Every variable a block binds, also inside its branches, in order."""
+    for b in block.binds:
+        yield from b.targets
+        if isinstance(b.rhs, If):
+            yield from bound_vars(b.rhs.then)
+            yield from bound_vars(b.rhs.orelse)
+
+
+def read_names(block: Block) -> set[str]:
+    """Every name a block reads, also inside its branches."""
+    names = {block.result.name} if isinstance(block.result, Var) else set()
+    for b in block.binds:
+        if isinstance(b.rhs, If):
+            names.add(b.rhs.cond.name) if isinstance(b.rhs.cond, Var) else None
+            names |= read_names(b.rhs.then) | read_names(b.rhs.orelse)
+        else:
+            names.update(v.name for v in vars_of(b.rhs))
+    return names
+
+
+def if_free_vars(rhs: If) -> tuple[Var, ...]:
+    """The variables the branches of an ``if`` read from outside, in order."""
+    seen: dict[str, Var] = {}
+    for v in free_vars(rhs.then) + free_vars(rhs.orelse):
+        seen.setdefault(v.name, v)
+    return tuple(seen.values())
+
+
+def map_block(block: Block, f: Callable[[Atom], Atom]) -> Block:
+    """A block with every free occurrence of a variable replaced by ``f``
+    (variables the block binds itself are left alone)."""
+    bound: set[str] = set()
+
+    def g(a: Atom) -> Atom:
+        return a if isinstance(a, Var) and a.name in bound else f(a)
+
+    binds = []
+    for b in block.binds:
+        binds.append(Bind(b.targets, map_atoms(b.rhs, g), b.loc))
+        bound.update(t.name for t in b.targets)
+    return Block(tuple(binds), g(block.result))
+
+
 def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
     """The atoms a computation reads."""
+    if isinstance(rhs, If):
+        return (rhs.cond, *if_free_vars(rhs))
     if isinstance(rhs, Prim):
         return rhs.args
     if isinstance(rhs, (MakeTuple, Plus)):
@@ -325,6 +414,8 @@ def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
         return Unpack(f(rhs.tup))
     if isinstance(rhs, Copy):
         return Copy(f(rhs.atom))
+    if isinstance(rhs, If):
+        return If(f(rhs.cond), map_block(rhs.then, f), map_block(rhs.orelse, f))
     if isinstance(rhs, (Dup, Drop)):
         a = f(rhs.var)
         if not isinstance(a, Var):

@@ -19,41 +19,93 @@ Passes, each a function from program to program:
 from __future__ import annotations
 
 from collections import Counter
+from typing import Callable
 
 from . import primitives as prims
 from .frontend import Namer
-from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram, TupleT,
-                 Unpack, Var,
-                 Zero, substitute, vars_of)
+from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
+                 TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, vars_of)
 
 
 def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
     return env.get(a.name, a) if isinstance(a, Var) else a
 
 
+def _subst_block(block: Block, env: dict[str, Atom]) -> Block:
+    return map_block(block, lambda a: _subst_atom(a, env))
+
+
+def _with_branches(b: Bind, rhs: If, f: Callable[[Block], Block]) -> Bind:
+    return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
+
+
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
-    env: dict[str, Atom] = {}
-    binds = []
-    for b in prog.forward.binds:
-        rhs = substitute(b.rhs, env)
-        if isinstance(rhs, Dup):
-            for t in b.targets:
-                env[t.name] = rhs.var
-        elif not isinstance(rhs, Drop):
-            binds.append(Bind(b.targets, rhs, b.loc))
-    forward = Block(tuple(binds), _subst_atom(prog.forward.result, env))
-    backward = Block(tuple(Bind(b.targets, substitute(b.rhs, env), b.loc) for b in prog.backward.binds),
-                     _subst_atom(prog.backward.result, env))
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
+    env: dict[str, Atom] = {}  # names are unique in a program, so one map serves every block
+
+    def run(block: Block) -> Block:
+        binds = []
+        for b in block.binds:
+            rhs = substitute(b.rhs, env)
+            if isinstance(rhs, Dup):
+                for t in b.targets:
+                    env[t.name] = rhs.var
+            elif isinstance(rhs, If):
+                binds.append(_with_branches(b, rhs, run))
+            elif not isinstance(rhs, Drop):
+                binds.append(Bind(b.targets, rhs, b.loc))
+        return Block(tuple(binds), _subst_atom(block.result, env))
+
+    forward = run(prog.forward)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _subst_block(prog.backward, env))
 
 
 def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
     return all(isinstance(a, Zero) for a in items)
 
 
+def result_items(block: Block) -> tuple[Atom, ...] | None:
+    """The items of the tuple a branch ends with."""
+    last = block.binds[-1] if block.binds else None
+    if last is not None and last.targets == (block.result,) and isinstance(last.rhs, MakeTuple):
+        return last.rhs.items
+    return None
+
+
+def _select(block: Block, keep: list[int]) -> Block:
+    items = result_items(block)
+    assert items is not None and isinstance(block.result, Var)
+    chosen = tuple(items[i] for i in keep)
+    tup = Var(block.result.name, TupleT(tuple(a.type for a in chosen)))
+    return Block(block.binds[:-1] + (Bind((tup,), MakeTuple(chosen), block.binds[-1].loc),), tup)
+
+
+def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind | None:
+    """Fold both branches; a joined value that is zero in both, or the same
+    outside value in both, needs no ``if``: it is that value."""
+    then, orelse = fold(rhs.then, keep_copies), fold(rhs.orelse, keep_copies)
+    ti, ei = result_items(then), result_items(orelse)
+    if ti is None or ei is None:
+        return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
+    inside = set(bound_names(then)) | set(bound_names(orelse))
+    kept = []
+    for i, t in enumerate(b.targets):
+        a, c = ti[i], ei[i]
+        if isinstance(a, Zero) and isinstance(c, Zero):
+            env[t.name] = Zero(t.type)
+        elif a == c and not isinstance(a, Zero) and not (isinstance(a, Var) and a.name in inside):
+            env[t.name] = a
+        else:
+            kept.append(i)
+    if not kept:
+        return None
+    return Bind(tuple(b.targets[i] for i in kept), If(rhs.cond, _select(then, kept), _select(orelse, kept)), b.loc)
+
+
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
               result: Atom) -> Bind | None:
     """Simplify one binding; returns None when it was absorbed into ``env``."""
+    if isinstance(rhs, If):
+        return _fold_if(b, rhs, env, keep_copies)
     if isinstance(rhs, Plus):
         items = tuple(a for a in rhs.items if not isinstance(a, Zero))
         if len(items) <= 1:
@@ -112,13 +164,19 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     broadcasts of small values is done on the small values, then broadcast.  A
     cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
     materialised as a full array unless it has to be."""
-    names = {p.name for p in prog.params} | {t.name for blk in (prog.forward, prog.backward)
-                                              for b in blk.binds for t in b.targets}
+    names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
     namer = Namer(names)
-    small: dict[str, Atom] = {}  # variable bound to broadcast_to(src, shape) -> src
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, namer))
+
+
+def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
+    small = dict(small)  # variable bound to broadcast_to(src, shape) -> src
     out: list[Bind] = []
-    for b in prog.backward.binds:
+    for b in block.binds:
         rhs = b.rhs
+        if isinstance(rhs, If):
+            out.append(_with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
+            continue
         if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
             src = rhs.args[0]
             small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
@@ -143,8 +201,7 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
             small[target.name] = reduced
             continue
         out.append(b)
-    backward = Block(tuple(out), prog.backward.result)
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
+    return Block(tuple(out), block.result)
 
 
 def _is_scalar(a: Atom) -> bool:
@@ -166,14 +223,18 @@ def _atom_key(a: Atom) -> object:
 
 def cse(prog: ReverseProgram) -> ReverseProgram:
     """Common subexpressions: a primitive applied again to the same atoms is the
-    earlier result (the backward pass reuses forward values as residuals)."""
-    seen: dict[object, Var] = {}
+    earlier result (the backward pass reuses forward values as residuals).  A
+    branch sees what was computed before its ``if``, not the other way round."""
     env: dict[str, Atom] = {}
 
-    def run(block: Block) -> Block:
+    def run(block: Block, seen: dict[object, Var]) -> Block:
+        seen = dict(seen)
         out = []
         for b in block.binds:
             rhs = substitute(b.rhs, env)
+            if isinstance(rhs, If):
+                out.append(_with_branches(b, rhs, lambda blk: run(blk, seen)))
+                continue
             if isinstance(rhs, Prim) and prims.TABLE[rhs.op].stmts is None:
                 key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
                 if key in seen:
@@ -181,16 +242,31 @@ def cse(prog: ReverseProgram) -> ReverseProgram:
                     continue
                 seen[key] = b.targets[0]
             out.append(Bind(b.targets, rhs, b.loc))
+        if block is prog.forward:
+            top.update(seen)
         return Block(tuple(out), _subst_atom(block.result, env))
 
-    forward = run(prog.forward)
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, run(prog.backward))
+    top: dict[object, Var] = {}
+    forward = run(prog.forward, {})
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, run(prog.backward, top))
 
 
-def _dce(block: Block, live: set[str]) -> Block:
+def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
+    """Remove bindings nothing reads; ``keep`` are names read from elsewhere (the
+    residuals, which may be bound inside branches)."""
+    live = set(live)
     kept = []
     for b in reversed(block.binds):
-        if not any(t.name in live for t in b.targets):
+        if isinstance(b.rhs, If):
+            alive = [i for i, t in enumerate(b.targets) if t.name in live]
+            inner = set(bound_names(b.rhs.then)) | set(bound_names(b.rhs.orelse))
+            if not alive and not (keep & inner):
+                continue
+            then, orelse = _select(b.rhs.then, alive), _select(b.rhs.orelse, alive)
+            then = _dce(then, _reads(Block((), then.result)), keep)
+            orelse = _dce(orelse, _reads(Block((), orelse.result)), keep)
+            b = Bind(tuple(b.targets[i] for i in alive), If(b.rhs.cond, then, orelse), b.loc)
+        elif not any(t.name in live or t.name in keep for t in b.targets):
             continue
         kept.append(b)
         live.update(v.name for v in vars_of(b.rhs))
@@ -198,16 +274,13 @@ def _dce(block: Block, live: set[str]) -> Block:
 
 
 def _reads(block: Block) -> set[str]:
-    names = {v.name for b in block.binds for v in vars_of(b.rhs)}
-    if isinstance(block.result, Var):
-        names.add(block.result.name)
-    return names
+    return read_names(block)
 
 
 def dce(prog: ReverseProgram) -> ReverseProgram:
-    backward = _dce(prog.backward, set(_reads(Block((), prog.backward.result))))
-    live = _reads(Block((), prog.forward.result)) | _reads(backward)
-    forward = _dce(prog.forward, live)
+    backward = _dce(prog.backward, _reads(Block((), prog.backward.result)), set())
+    needed = _reads(backward) - set(bound_names(backward))
+    forward = _dce(prog.forward, _reads(Block((), prog.forward.result)), needed)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 
@@ -216,8 +289,10 @@ def name_cotangents(block: Block) -> Block:
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
-    defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets if len(b.targets) == 1}
-    binds: list[Bind | None] = list(block.binds)
+    defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets
+                  if len(b.targets) == 1 and not isinstance(b.rhs, If)}
+    binds: list[Bind | None] = [_with_branches(b, b.rhs, name_cotangents) if isinstance(b.rhs, If) else b
+                                for b in block.binds]
     env: dict[str, Atom] = {}
     for i, b in enumerate(block.binds):
         if not isinstance(b.rhs, Copy):
@@ -243,7 +318,6 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     backward = prog.backward
     result = backward.result
     binds = list(backward.binds)
-    producers = {b.targets[0].name: i for i, b in enumerate(binds) if len(b.targets) == 1}
     final = next((b for b in binds if isinstance(result, Var) and b.targets == (result,)), None)
     if final is None or not isinstance(final.rhs, MakeTuple):
         return prog
@@ -257,15 +331,40 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
                 zv = Var(f"{p.name}_ct", t)
                 binds.insert(binds.index(final), Bind((zv,), Prim("zeros_like", (p,))))
                 a = zv
-        elif isinstance(a, Var) and a.name in producers:
-            k = producers[a.name]
-            src = binds[k].rhs
-            if isinstance(src, Prim) and src.op == "broadcast_to":
-                dtype = (("dtype", p.type.dtype),) if isinstance(p.type, Num) else ()
-                binds[k] = Bind(binds[k].targets, Prim("full", src.args, dtype), binds[k].loc)
         items.append(a)
     binds[binds.index(final)] = Bind(final.targets, MakeTuple(tuple(items)), final.loc)
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(tuple(binds), result))
+    returned = _flowing_into(Block(tuple(binds), result), {a.name for a in items if isinstance(a, Var)})
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                          _materialise(Block(tuple(binds), result), returned))
+
+
+def _flowing_into(block: Block, names: set[str]) -> set[str]:
+    """The variables whose values can be returned as one of ``names`` (through
+    the branches of an ``if`` too)."""
+    names = set(names)
+    for b in reversed(block.binds):
+        if isinstance(b.rhs, If) and any(t.name in names for t in b.targets):
+            for branch in (b.rhs.then, b.rhs.orelse):
+                items = result_items(branch) or ()
+                picked = {a.name for t, a in zip(b.targets, items) if t.name in names and isinstance(a, Var)}
+                names |= _flowing_into(branch, picked)
+                names |= picked
+    return names
+
+
+def _materialise(block: Block, returned: set[str]) -> Block:
+    """A read-only broadcast view that would be returned to the user becomes an array."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, If):
+            b = _with_branches(b, rhs, lambda blk: _materialise(blk, returned))
+        elif isinstance(rhs, Prim) and rhs.op == "broadcast_to" and b.targets[0].name in returned:
+            t = b.targets[0].type
+            dtype = (("dtype", t.dtype),) if isinstance(t, Num) else ()
+            b = Bind(b.targets, Prim("full", rhs.args, dtype), b.loc)
+        binds.append(b)
+    return Block(tuple(binds), block.result)
 
 
 def restrict(prog: ReverseProgram, wrt: frozenset[int] | None) -> ReverseProgram:
@@ -291,8 +390,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
 
 def residuals(prog: ReverseProgram) -> tuple[Var, ...]:
     """The forward variables (and parameters) the backward block reads, in forward order."""
-    bound_back = {t.name for b in prog.backward.binds for t in b.targets} | {prog.ct_in.name}
-    read = _reads(prog.backward) - bound_back
-    order = [p for p in prog.params] + [t for b in prog.forward.binds for t in b.targets]
+    read = _reads(prog.backward) - set(bound_names(prog.backward)) - {prog.ct_in.name}
+    order = list(prog.params) + list(bound_vars(prog.forward))
     return tuple(v for v in order if v.name in read)
 

@@ -866,6 +866,9 @@ _register(
         ("lt", operator.lt, "<"), ("le", operator.le, "<="), ("gt", operator.gt, ">"),
         ("ge", operator.ge, ">="), ("eq", operator.eq, "=="), ("ne", operator.ne, "!="),
     ]),
+    Primitive("not_", operator.not_, elementwise(operator.not_),
+              lambda a, ps: cst.UnaryOperation(operator=cst.Not(), expression=px.paren(a[0]) if px.precedence(a[0]) < 5 else a[0]),
+              _vjp_zero),
     Primitive("and_", operator.and_, elementwise(operator.and_), _bin("&"), _vjp_zero),
     Primitive("or_", operator.or_, elementwise(operator.or_), _bin("|"), _vjp_zero),
     # elementwise numpy functions: f'(x) written with x and, where cheaper, out = f(x)

@@ -16,8 +16,8 @@ from typing import Any, Callable
 from . import primitives as prims
 from .errors import InternalError
 from .frontend import Namer, literal_type
-from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, Loc, MakeTuple, Plus, Prim,
-                 ReverseProgram, TupleT, Type, Unpack, Var, Zero)
+from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, If, Loc, MakeTuple, Plus, Prim,
+                 ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, if_free_vars)
 
 
 def differentiable(t: Type) -> bool:
@@ -49,7 +49,7 @@ class Builder:
 
 class _Macro:
     def __init__(self, fn: Function) -> None:
-        names = {p.name for p in fn.params} | {t.name for b in fn.body.binds for t in b.targets}
+        names = {p.name for p in fn.params} | set(bound_names(fn.body))
         self.namer = Namer(names)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
@@ -116,19 +116,50 @@ class _Macro:
     def rule_Copy(self, bind: Bind, rhs: Copy) -> None:
         self.give(rhs.atom, self.ct_of(bind.targets[0]))
 
+    def rule_If(self, bind: Bind, rhs: If) -> None:
+        """The backward pass of an ``if`` is an ``if`` on the same condition: each
+        branch runs its own backward pass from the cotangents of the joined
+        values to those of the variables the branches read."""
+        out_cts = tuple(self.ct_of(o) for o in bind.targets)
+        inputs = [v for v in if_free_vars(rhs) if differentiable(v.type)]
+        if not inputs or all(isinstance(c, Zero) for c in out_cts):
+            for v in inputs:
+                self.give(v, None)
+            return
+        branches = []
+        for block in (rhs.then, rhs.orelse):
+            saved = self.b.binds, self.cts
+            self.b.binds, self.cts = [], {}
+            start = Var(self.namer.temp(), block.result.type)
+            self.b.bind((start,), MakeTuple(out_cts))
+            self.block(block, start)
+            end = Var(self.namer.temp(), TupleT(tuple(v.type for v in inputs)))
+            self.b.bind((end,), MakeTuple(tuple(self.ct_of(v) for v in inputs)))
+            branches.append(Block(tuple(self.b.binds), end))
+            self.b.binds, self.cts = saved
+        joined = tuple(Var(self.namer.fresh(f"{v.name}_ct"), v.type) for v in inputs)
+        self.b.bind(joined, If(rhs.cond, branches[0], branches[1]))
+        for v, j in zip(inputs, joined):
+            self.cts[v.name] = j
+
+    def block(self, block: Block, result_ct: Atom) -> None:
+        """The backward pass of a block, given the cotangent of its result: the
+        bindings in reverse, each by the rule for its construct."""
+        if isinstance(block.result, Var):
+            self.cts[block.result.name] = result_ct
+        for bind in reversed(block.binds):
+            rule: Callable[[Bind, Any], None] | None = getattr(self, "rule_" + type(bind.rhs).__name__, None)
+            if rule is None:
+                raise InternalError(f"reverse macro: no rule for {type(bind.rhs).__name__}")
+            saved, self.b.loc = self.b.loc, bind.loc
+            rule(bind, bind.rhs)
+            self.b.loc = saved
+
     def run(self, fn: Function) -> ReverseProgram:
         result = fn.body.result
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
-        if isinstance(result, Var):
-            self.cts[result.name] = ct_in
-        for bind in reversed(fn.body.binds):
-            rule: Callable[[Bind, Any], None] | None = getattr(self, "rule_" + type(bind.rhs).__name__, None)
-            if rule is None:
-                raise InternalError(f"reverse macro: no rule for {type(bind.rhs).__name__}")
-            self.b.loc = bind.loc
-            rule(bind, bind.rhs)
-        self.b.loc = None
+        self.block(fn.body, ct_in)
         param_cts = tuple(
             self.ct_of(p) if differentiable(p.type) else Const.literal(None, literal_type(None)) for p in fn.params
         )

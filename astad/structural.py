@@ -5,19 +5,25 @@ times is split by ``let (x_1, ..., x_n) = dup x`` right after it is bound,
 and a variable never read is ended by ``drop x``.  The reverse macro maps
 ``dup`` to cotangent addition and ``drop`` to a zero cotangent (CHAD: the
 comonoid of contraction/weakening becomes the monoid ``(+, 0)``).
+
+An ``if`` is one use of each variable its branches read from outside; inside
+each branch those variables are the branch's inputs, dropped in a branch that
+does not read them and split there if it reads them more than once.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Iterable
 
 from .errors import InternalError
-from .ir import Atom, Bind, Block, Comp, Drop, Dup, Function, Var, map_atoms, vars_of
+from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Loc, Var, atoms_of, bound_names, if_free_vars,
+                 map_atoms, map_block)
 
 
 class _Fresh:
     def __init__(self, fn: Function) -> None:
-        self.used = {p.name for p in fn.params} | {t.name for b in fn.body.binds for t in b.targets}
+        self.used = {p.name for p in fn.params} | set(bound_names(fn.body))
 
     def copies(self, v: Var, n: int) -> tuple[Var, ...]:
         out, i = [], 1
@@ -31,7 +37,8 @@ class _Fresh:
 
 
 def _use_counts(block: Block) -> Counter:
-    counts: Counter = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    """Uses in this block; an ``if`` uses each variable its branches read once."""
+    counts: Counter = Counter(a.name for b in block.binds for a in atoms_of(b.rhs) if isinstance(a, Var))
     if isinstance(block.result, Var):
         counts[block.result.name] += 1
     return counts
@@ -39,52 +46,77 @@ def _use_counts(block: Block) -> Counter:
 
 def make_explicit(fn: Function) -> Function:
     """Insert ``dup`` and ``drop`` so that every variable is used exactly once."""
-    counts = _use_counts(fn.body)
-    fresh = _Fresh(fn)
-    pending: dict[str, list[Var]] = {}  # variable -> its copies not yet consumed, in order of use
-
-    def introduce(v: Var, loc: object) -> list[Bind]:
-        n = counts[v.name]
-        if n == 0:
-            return [Bind((), Drop(v), loc)]  # type: ignore[arg-type]
-        if n == 1:
-            return []
-        copies = fresh.copies(v, n)
-        pending[v.name] = list(copies)
-        return [Bind(copies, Dup(v), loc)]  # type: ignore[arg-type]
-
-    binds: list[Bind] = []
-    for p in fn.params:
-        binds += introduce(p, None)
-    for b in fn.body.binds:
-        binds.append(Bind(b.targets, _rename_occurrences(b.rhs, pending), b.loc))
-        for t in b.targets:
-            binds += introduce(t, b.loc)
-    result = fn.body.result
-    if isinstance(result, Var) and result.name in pending:
-        result = pending[result.name].pop(0)
-    out = Function(fn.name, fn.params, Block(tuple(binds), result))
+    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, _Fresh(fn)))
     check_linear(out)
     return out
 
 
+def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
+    counts = _use_counts(block)
+    pending: dict[str, list[Var]] = {}  # variable -> its copies not yet consumed, in order of use
+
+    def introduce(v: Var, loc: Loc | None) -> list[Bind]:
+        n = counts[v.name]
+        if n == 0:
+            return [Bind((), Drop(v), loc)]
+        if n == 1:
+            return []
+        copies = fresh.copies(v, n)
+        pending[v.name] = list(copies)
+        return [Bind(copies, Dup(v), loc)]
+
+    binds: list[Bind] = []
+    for v in inputs:
+        binds += introduce(v, None)
+    for b in block.binds:
+        rhs = _rename_occurrences(b.rhs, pending)
+        if isinstance(rhs, If):
+            fv = if_free_vars(rhs)
+            rhs = If(rhs.cond, _linearize(rhs.then, fv, fresh), _linearize(rhs.orelse, fv, fresh))
+        binds.append(Bind(b.targets, rhs, b.loc))
+        for t in b.targets:
+            binds += introduce(t, b.loc)
+    result = block.result
+    if isinstance(result, Var) and result.name in pending:
+        result = pending[result.name].pop(0)
+    return Block(tuple(binds), result)
+
+
 def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
     """Replace each occurrence of a duplicated variable by its next unused copy
-    (occurrences are visited left to right, so ``mul(h, h)`` becomes ``mul(h_1, h_2)``)."""
+    (occurrences are visited left to right, so ``mul(h, h)`` becomes ``mul(h_1, h_2)``;
+    an ``if`` takes one copy for all the reads of its branches)."""
 
     def take(a: Atom) -> Atom:
         if isinstance(a, Var) and a.name in pending:
             return pending[a.name].pop(0)
         return a
 
+    if isinstance(rhs, If):
+        cond = take(rhs.cond)
+        env = {v.name: take(v) for v in if_free_vars(rhs)}
+
+        def sub(a: Atom) -> Atom:
+            return env.get(a.name, a) if isinstance(a, Var) else a
+
+        return If(cond, map_block(rhs.then, sub), map_block(rhs.orelse, sub))
     return map_atoms(rhs, take)
 
 
 def check_linear(fn: Function) -> None:
-    """Every variable bound (or a parameter) is used exactly once."""
-    counts = _use_counts(fn.body)
-    bound = [p.name for p in fn.params] + [t.name for b in fn.body.binds for t in b.targets]
+    """Every variable bound (or a parameter, or an input of a branch) is used exactly once."""
+    _check_block(fn.body, [p.name for p in fn.params], fn.name)
+
+
+def _check_block(block: Block, inputs: list[str], where: str) -> None:
+    counts = _use_counts(block)
+    bound = inputs + [t.name for b in block.binds for t in b.targets]
     bad = {name: counts[name] for name in bound if counts[name] != 1}
     unbound = set(counts) - set(bound)
     if bad or unbound:
-        raise InternalError(f"structural pass: not linear in {fn.name}: uses {bad}, unbound {sorted(unbound)}")
+        raise InternalError(f"structural pass: not linear in {where}: uses {bad}, unbound {sorted(unbound)}")
+    for b in block.binds:
+        if isinstance(b.rhs, If):
+            fv = [v.name for v in if_free_vars(b.rhs)]
+            _check_block(b.rhs.then, fv, where)
+            _check_block(b.rhs.orelse, fv, where)

@@ -1,17 +1,27 @@
 """Benchmark programs for astad, written in plain numpy.
 
-Program bodies are straight-line code only: no loops, if, comprehensions,
-closures or in-place mutation; only ``+ - * / ** @``, unary minus,
+The first programs (mlp, logsumexp, least_squares) are straight-line code:
+no loops, if, comprehensions, closures or in-place mutation; only
+``+ - * / ** @``, unary minus,
 ``np.exp/log/tanh/sum/mean/max/maximum/matmul/dot/transpose/reshape``,
 ``.T``, ``.shape``, ``axis=`` and ``keepdims=``.
 
+The control-flow programs after them (scalar_loop_*, huber, newton, gmm, lstm,
+rk4) add explicit Python ``for``/``while`` loops, ``if``/``elif``/``else`` on
+values, scalar indexing ``x[i]``, slices, and lists built with ``.append``
+and read by ``np.stack`` or ``[i]``. They still never mutate an array in place
+(no ``x[i] = v``).
+
 ``bench/run.py`` execs this module's source a second time with ``np`` rebound
 to ``autograd.numpy`` or ``jax.numpy``, so the very same functions run under
-autograd and JAX. Always refer to numpy as ``np.<name>`` in program bodies.
+autograd and JAX. Always refer to numpy as ``np.<name>`` in program bodies,
+and only call ``np`` functions that autograd.numpy and jax.numpy have too.
 
 To add a program: define it and a ``make_*_inputs(rng)`` returning float64
 inputs, then add a ``PROGRAMS`` entry ``name: (fn, make_inputs, argnums)``.
 """
+
+from functools import partial
 
 import numpy as np
 
@@ -60,6 +70,160 @@ def least_squares(w, A, b):
 def make_least_squares_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     n, d = 1000, 100
     return rng.standard_normal(d), rng.standard_normal((n, d)), rng.standard_normal(n)
+
+
+# --- control flow -------------------------------------------------------------
+# Explicit Python loops and branches, on purpose: they are what astad has to
+# handle here. Sizes are fixed so that JAX's jit can unroll them too.
+
+
+# --- scalar_loop: a scalar loop over n = 1000, 4000, 16000 elements ------------
+
+
+def scalar_loop(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.sin(x[i]) * y[i] + 0.5 * x[i] * x[i]
+    return s
+
+
+def make_scalar_loop_inputs(rng: np.random.Generator, n: int = 1000) -> tuple[np.ndarray, ...]:
+    return rng.standard_normal(n), rng.standard_normal(n)
+
+
+# --- huber: Huber loss, if/elif/else per element of 1000 residuals --------------
+
+
+def huber_loss(pred, target, delta):
+    r = pred - target
+    total = 0.0
+    for i in range(r.shape[0]):
+        a = r[i]
+        if a < -delta:
+            total = total + delta * (-a - 0.5 * delta)
+        elif a > delta:
+            total = total + delta * (a - 0.5 * delta)
+        else:
+            total = total + 0.5 * a * a
+    return total / r.shape[0]
+
+
+def make_huber_inputs(rng: np.random.Generator) -> tuple[np.ndarray | float, ...]:
+    n = 1000  # residuals have std sqrt(2): about 48% of them are beyond delta = 1
+    return rng.standard_normal(n), rng.standard_normal(n), 1.0
+
+
+# --- newton: cube root of a by Newton's method, a while loop -----------------
+
+
+def newton_cbrt(a):
+    x = a  # from above for a > 1: Newton on x**3 - a decreases monotonically
+    step = 1.0
+    it = 0
+    while np.abs(step) > 1e-12 and it < 50:
+        step = (x * x * x - a) / (3.0 * x * x)
+        x = x - step
+        it = it + 1
+    return x
+
+
+def make_newton_inputs(rng: np.random.Generator) -> tuple[float, ...]:
+    return (7.3,)  # 9 iterations; d root / d a = 1 / (3 * 7.3 ** (2/3)) = 0.0889
+
+
+# --- gmm: GMM log-likelihood, a loop over k = 25 components (d = 10, n = 1000) ---
+
+
+def gmm_loglik(means, log_stds, logits, x):
+    d = x.shape[1]
+    lmax = np.max(logits)
+    log_w = logits - (lmax + np.log(np.sum(np.exp(logits - lmax))))
+    cols = []
+    for j in range(means.shape[0]):
+        z = (x - means[j]) * np.exp(-log_stds[j])
+        log_norm = np.sum(log_stds[j]) + 0.5 * d * 1.8378770664093453  # log(2 pi)
+        cols.append(log_w[j] - log_norm - 0.5 * np.sum(z * z, axis=1))
+    L = np.stack(cols, axis=1)  # (n, k): log(w_j N(x_i | mean_j, std_j))
+    m = np.max(L, axis=1, keepdims=True)
+    return np.sum(m + np.log(np.sum(np.exp(L - m), axis=1, keepdims=True)))
+
+
+def make_gmm_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    n, d, k = 1000, 10, 25
+    means = rng.standard_normal((k, d))
+    log_stds = 0.1 * rng.standard_normal((k, d))
+    logits = 0.1 * rng.standard_normal(k)
+    x = rng.standard_normal((n, d))
+    return means, log_stds, logits, x
+
+
+# --- lstm: two-layer LSTM, 20 steps, hidden = input = 32, batch 1 (ADBench) ----
+
+
+def lstm_loss(Wx, Wh, b, Wout, bout, h0, c0, seq):
+    # Layer l: gates = x @ Wx[l] + h @ Wh[l] + b[l], in the order
+    # input, forget, output (sigmoids), then the candidate (tanh).
+    # seq: (steps + 1, batch, n_in); step t reads seq[t] and predicts seq[t + 1].
+    H = Wh.shape[1]
+    hs = []
+    cs = []
+    for l in range(Wx.shape[0]):
+        hs.append(h0[l])
+        cs.append(c0[l])
+    total = 0.0
+    for t in range(seq.shape[0] - 1):
+        x = seq[t]
+        new_hs = []
+        new_cs = []
+        for l in range(Wx.shape[0]):
+            gates = x @ Wx[l] + hs[l] @ Wh[l] + b[l]
+            ifo = 1.0 / (1.0 + np.exp(-gates[:, : 3 * H]))
+            c = ifo[:, H : 2 * H] * cs[l] + ifo[:, :H] * np.tanh(gates[:, 3 * H :])
+            h = ifo[:, 2 * H : 3 * H] * np.tanh(c)
+            new_hs.append(h)
+            new_cs.append(c)
+            x = h
+        hs = new_hs
+        cs = new_cs
+        ypred = x @ Wout + bout
+        logp = ypred - np.log(np.sum(np.exp(ypred), axis=1, keepdims=True))
+        total = total + np.sum(seq[t + 1] * logp)
+    return -total / ((seq.shape[0] - 1) * seq.shape[1])
+
+
+def make_lstm_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    layers, steps, batch, n_in, H = 2, 20, 1, 32, 32
+    Wx = rng.standard_normal((layers, n_in, 4 * H)) / np.sqrt(n_in)
+    Wh = rng.standard_normal((layers, H, 4 * H)) / np.sqrt(H)
+    b = 0.1 * rng.standard_normal((layers, 4 * H))
+    Wout = rng.standard_normal((H, n_in)) / np.sqrt(H)
+    bout = 0.1 * rng.standard_normal(n_in)
+    h0 = np.zeros((layers, batch, H))
+    c0 = np.zeros((layers, batch, H))
+    seq = rng.random((steps + 1, batch, n_in))
+    return Wx, Wh, b, Wout, bout, h0, c0, seq
+
+
+# --- rk4: 10 RK4 steps of dy/dt = -k * y + sin(y), 1000 states ----------------
+
+
+def rk4_loss(y0, k, dt):
+    y = y0
+    for step in range(10):
+        k1 = -k * y + np.sin(y)
+        y2 = y + 0.5 * dt * k1
+        k2 = -k * y2 + np.sin(y2)
+        y3 = y + 0.5 * dt * k2
+        k3 = -k * y3 + np.sin(y3)
+        y4 = y + dt * k3
+        k4 = -k * y4 + np.sin(y4)
+        y = y + dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return np.sum(y**2)
+
+
+def make_rk4_inputs(rng: np.random.Generator) -> tuple[np.ndarray | float, ...]:
+    n = 1000
+    return rng.standard_normal(n), rng.uniform(0.5, 2.0, n), 0.05
 
 
 # --- astad-only measurements --------------------------------------------------
@@ -117,6 +281,14 @@ PROGRAMS = {
     "mlp": (mlp_loss, make_mlp_inputs, (0, 1, 2, 3)),
     "logsumexp": (logsumexp, make_logsumexp_inputs, 0),
     "least_squares": (least_squares, make_least_squares_inputs, 0),
+    "scalar_loop_1000": (scalar_loop, partial(make_scalar_loop_inputs, n=1000), (0, 1)),
+    "scalar_loop_4000": (scalar_loop, partial(make_scalar_loop_inputs, n=4000), (0, 1)),
+    "scalar_loop_16000": (scalar_loop, partial(make_scalar_loop_inputs, n=16000), (0, 1)),
+    "huber": (huber_loss, make_huber_inputs, 0),
+    "newton": (newton_cbrt, make_newton_inputs, 0),
+    "gmm": (gmm_loglik, make_gmm_inputs, (0, 1, 2)),
+    "lstm": (lstm_loss, make_lstm_inputs, (0, 1, 2, 3, 4)),
+    "rk4": (rk4_loss, make_rk4_inputs, (0, 1)),
 }
 TRANSFORM_COLD = (thirty_lines, make_thirty_lines_inputs)
 CALL_OVERHEAD = (tiny, make_tiny_inputs)

@@ -27,14 +27,6 @@ G = 1.0
 # --------------------------------------------------------------------------- programs
 
 
-def p_if(x):
-    if x > 0.0:
-        y = x
-    else:
-        y = -x
-    return y
-
-
 def p_for(x):
     for i in range(3):
         x = x * 2.0
@@ -94,16 +86,6 @@ def p_or(x, y):
 
 def p_not(x):
     z = not x
-    return x
-
-
-def p_ifexp(x):
-    z = x if x > 0.0 else -x
-    return z
-
-
-def p_chained(x):
-    z = 0.0 < x < 1.0
     return x
 
 
@@ -252,7 +234,6 @@ def raise_on_use(fn, *args):
 # --------------------------------------------------------------------------- unsupported syntax
 
 SYNTAX_CASES = [
-    (p_if, (1.0,), "if x > 0.0:"),
     (p_for, (1.0,), "for i in range(3):"),
     (p_while, (1.0,), "while x > 0.0:"),
     (p_try, (1.0,), "try:"),
@@ -261,11 +242,6 @@ SYNTAX_CASES = [
     (p_lambda, (1.0,), "lambda y: y * 2.0"),
     (p_listcomp, (1.0,), "[x * 2.0 for i in range(3)]"),
     (p_dict, (1.0,), '{"a": x}'),
-    (p_and, (1.0, 2.0), "x and y"),
-    (p_or, (1.0, 2.0), "x or y"),
-    (p_not, (1.0,), "not x"),
-    (p_ifexp, (1.0,), "x if x > 0.0 else -x"),
-    (p_chained, (1.0,), "0.0 < x < 1.0"),
     (p_global, (1.0,), "global G"),
     (p_mutation, (np.ones(3),), "x[0] = 1.0"),
     (p_expression_statement, (1.0,), "print(x)"),
@@ -276,6 +252,20 @@ SYNTAX_CASES = [
     (p_star_args, (1.0,), "*args"),
     (p_kwonly, (1.0, 2.0), "y):"),
 ]
+
+
+BOOLEAN_CASES = [
+    (p_and, (1.0, 2.0), "x and y"),
+    (p_or, (1.0, 2.0), "x or y"),
+    (p_not, (1.0,), "not x"),
+]
+
+
+@pytest.mark.parametrize("fn, args, snippet", BOOLEAN_CASES, ids=[c[0].__name__ for c in BOOLEAN_CASES])
+def test_and_or_not_need_booleans(fn, args, snippet):
+    e = raise_on_use(fn, *args)
+    assert isinstance(e, astad.AstadTypeError), f"{type(e).__name__}: {e}"
+    check_located(e, fn, snippet)
 
 
 @pytest.mark.parametrize("fn, args, snippet", SYNTAX_CASES, ids=[c[0].__name__ for c in SYNTAX_CASES])

@@ -1,0 +1,206 @@
+"""Conditionals: ``if``/``elif``/``else`` (joins and early returns), conditional
+expressions, ``and``/``or``/``not`` and chained comparisons.  Gradients are
+checked against central finite differences at points away from the branch
+boundaries; at a boundary the derivative is that of the branch Python takes."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import astad
+from astad import interp
+from conftest import check_grad
+
+
+def piecewise(x, y):
+    if x > 0.0:
+        z = x * y
+        w = np.sin(z)
+    elif x > -1.0:
+        z = y
+        w = x * x
+    else:
+        z = 2.0 * y
+        w = 0.0
+    return z + w
+
+
+def early_return(x, a):
+    if np.sum(x) > a:
+        return np.sum(x * x)
+    s = np.sum(np.exp(x))
+    return s * a
+
+
+def nested(x, y):
+    r = x
+    if x > 0.0:
+        if y > 0.0:
+            r = x * y
+        else:
+            r = x - y
+        r = r * r
+    return r + y
+
+
+def ternary_and_logic(x, y):
+    t = x if x > y else y * 2.0
+    ok = x > 0.0 and y > 0.0 or not x < -5.0
+    u = 1.0 if 0.0 < x < 1.0 else 3.0
+    return t * u + (x if ok else y)
+
+
+def arrays_in_branches(x, w, c):
+    h = x @ w
+    if c > 0.0:
+        h = np.tanh(h)
+        extra = np.sum(w * w)
+    else:
+        extra = c * c
+    return np.sum(h * h) + extra
+
+
+def one_sided(x, y, flag):
+    v = y
+    if flag > 0:
+        v = np.exp(x) * y
+    return np.sum(v)
+
+
+def tuple_join(x):
+    if x[0] > 0.0:
+        a, b = x * 2.0, np.sum(x)
+    else:
+        a, b = x - 1.0, 0.5
+    return np.sum(a * b)
+
+
+def static_shape_branch(x):
+    if x.shape[0] > 2:
+        return np.sum(x[:2] * x[1:3])
+    return np.sum(x * x)
+
+
+def int_condition(x, n):
+    if n:
+        x = x * n
+    if n % 2 == 0:
+        return np.sum(x)
+    return np.sum(np.sin(x))
+
+
+def kink(x):
+    if x >= 0.0:
+        return x * 3.0
+    return -x
+
+
+CASES = [
+    (piecewise, (0.7, 1.3)),
+    (piecewise, (-0.4, 1.3)),
+    (piecewise, (-2.5, 1.3)),
+    (early_return, (np.array([0.3, -0.2, 0.5]), -1.0)),
+    (early_return, (np.array([0.3, -0.2, 0.5]), 2.0)),
+    (nested, (0.8, 0.5)),
+    (nested, (0.8, -0.5)),
+    (nested, (-0.8, -0.5)),
+    (ternary_and_logic, (0.5, 0.2)),
+    (ternary_and_logic, (0.1, 0.9)),
+    (ternary_and_logic, (-6.5, 0.4)),
+    (ternary_and_logic, (2.0, -1.0)),
+    (arrays_in_branches, (np.arange(6.0).reshape(2, 3) / 6, np.ones((3, 4)) * 0.3, 0.5)),
+    (arrays_in_branches, (np.arange(6.0).reshape(2, 3) / 6, np.ones((3, 4)) * 0.3, -0.5)),
+    (one_sided, (np.array([0.1, 0.2]), np.array([1.0, -2.0]), 1)),
+    (one_sided, (np.array([0.1, 0.2]), np.array([1.0, -2.0]), 0)),
+    (tuple_join, (np.array([0.5, -1.0, 2.0]),)),
+    (tuple_join, (np.array([-0.5, -1.0, 2.0]),)),
+    (static_shape_branch, (np.array([0.5, -1.0, 2.0, 0.1]),)),
+    (static_shape_branch, (np.array([0.5, -1.0]),)),
+    (int_condition, (np.array([0.5, -1.0]), 2)),
+    (int_condition, (np.array([0.5, -1.0]), 3)),
+    (int_condition, (np.array([0.5, -1.0]), 0)),
+]
+
+
+@pytest.mark.parametrize("fn, args", CASES, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(CASES)])
+def test_gradient_of_the_branch_taken(fn, args):
+    check_grad(fn, list(args))
+
+
+@pytest.mark.parametrize("fn, args", CASES, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(CASES)])
+def test_every_stage_evaluates_like_python(fn, args):
+    d = astad.reverse(fn).transform(*args)
+    want = fn(*args)
+    for stage in (d.stages.core, d.stages.structural):
+        np.testing.assert_allclose(interp.run(stage, *args), want, rtol=1e-12)
+    value, residuals = d.forward(*args)
+    cts = d.backward(residuals, 1.0)
+    for prog in (d.stages.ad, d.stages.optimised):
+        v, c = interp.run_reverse(prog, args, 1.0)
+        np.testing.assert_allclose(v, value, rtol=1e-12)
+        for got, expected in zip(c, cts):
+            if expected is None:
+                assert got is None
+            else:
+                np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_at_a_kink_the_branch_python_takes_decides():
+    # x >= 0 is True at 0, so the derivative there is that of `x * 3.0`
+    assert astad.grad(kink)(0.0) == 3.0
+    assert astad.grad(kink)(-1e-9) == -1.0
+
+
+def test_the_structural_stage_drops_what_a_branch_does_not_read():
+    text = astad.reverse(piecewise).ir("structural", 0.7, 1.3)
+    assert "if " in text and "drop" in text and "dup" in text
+
+
+def test_generated_code_has_if_statements_in_both_passes():
+    src = astad.reverse(piecewise).transform(0.7, 1.3).source
+    forward, backward = src.split("def piecewise_backward")
+    assert "if " in forward and "if " in backward
+    compile(src, "<test>", "exec")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(-3.0, 3.0), st.floats(-3.0, 3.0))
+def test_piecewise_gradient_everywhere_off_the_boundaries(x, y):
+    if min(abs(x), abs(x + 1.0)) < 1e-3:
+        return  # the finite difference would straddle a branch boundary
+    check_grad(piecewise, [x, y])
+    check_grad(nested, [x, y]) if min(abs(x), abs(y)) > 1e-3 else None
+
+
+def bad_join(x):
+    if x[0] > 0.0:
+        y = x
+    else:
+        y = x[:2]
+    return np.sum(y)
+
+
+def array_condition(x):
+    if x > 0.0:
+        return np.sum(x)
+    return np.sum(-x)
+
+
+def test_branches_of_different_shapes_are_a_clear_error():
+    with pytest.raises(astad.AstadTypeError) as info:
+        astad.reverse(bad_join)(np.ones(3))
+    assert "one branch" in str(info.value) and "test_conditionals.py" in str(info.value)
+
+
+def test_a_condition_on_an_array_is_a_clear_error():
+    with pytest.raises(astad.AstadTypeError) as info:
+        astad.reverse(array_condition)(np.ones(3))
+    assert "np.where" in str(info.value)
+
+
+def test_gradients_returned_through_a_branch_are_writable_arrays():
+    for flag in (0, 1):
+        _, pullback = astad.reverse(one_sided)(np.array([0.1, 0.2]), np.array([1.0, -2.0]), flag)
+        for g in pullback(1.0)[:2]:
+            assert isinstance(g, np.ndarray) and g.flags.writeable
