@@ -21,8 +21,8 @@ from . import primitives as prims
 from . import pyexpr as px
 from .errors import InternalError
 from .frontend import Namer
-from .ir import (Atom, Bind, Block, Const, If, Loc, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram, Unpack, Var,
-                 Zero, bound_vars, vars_of)
+from .ir import (Atom, Bind, Block, Const, If, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
+                 Unpack, Var, Zero, bound_vars, nested_blocks, vars_of)
 from .optimise import result_items
 
 Expr = cst.BaseExpression
@@ -53,7 +53,8 @@ class _Function:
         self.last_loc: tuple | None = None
         self.in_place = in_place
         self.fresh: set[str] = set()  # variables holding an array this function allocated
-        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)}
+        # what must be bound whichever branch ran: the residuals and what loops record on tapes
+        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | _taped(block)
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
@@ -107,6 +108,8 @@ class _Function:
             self.assign(b.targets, self.atom(rhs.tup), b.loc)
         elif isinstance(rhs, If):
             self.emit_if(b, rhs)
+        elif isinstance(rhs, (Loop, LoopBack)):
+            self.emit_loop(b, rhs)
         elif isinstance(rhs, Plus):
             self.fresh.add(b.targets[0].name)
             if self.accumulate(b, list(rhs.items), "+"):
@@ -142,6 +145,55 @@ class _Function:
             bodies.append(cst.IndentedBlock(body=lines))
         self.lines.append(cst.If(test=test, body=bodies[0], orelse=cst.Else(body=bodies[1]),  # type: ignore[arg-type]
                                  leading_lines=leading))
+
+    def flush(self) -> None:
+        """Assign the pending inlined expressions: nothing computed before a loop
+        may be moved into it (it would be computed on every iteration)."""
+        pending, self.inlined = self.inlined, {}
+        for name, value in pending.items():
+            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+
+    def emit_loop(self, b: Bind, rhs: Loop | LoopBack) -> None:
+        """A forward loop (recording its tape) or a backward loop (over the tape in reverse)."""
+        leading = self.comment(b.loc)
+        inits = [self.atom(a) for a in rhs.init]
+        self.flush()
+        params = rhs.carried if isinstance(rhs, Loop) else rhs.params
+        for p, value in zip(params, inits):
+            self.assign((p,), value, None)
+        if isinstance(rhs, Loop):
+            bounds = [self.atom(a) for a in rhs.bounds]
+            if rhs.tape is not None:
+                self.assign((rhs.tape,), cst.List([]), None)
+            target: cst.BaseExpression = cst.Name(rhs.index.name)
+            iterable = px.call("range", bounds)
+        else:
+            names = [cst.Name(v.name) for v in rhs.saved]
+            target = px.tuple_(names) if names else cst.Name("_")
+            iterable = px.call("reversed", [cst.Name(rhs.tape.name)])
+        saved, self.lines = self.lines, []
+        items = result_items(rhs.body)
+        if items is None:
+            raise InternalError("codegen: a loop body must end with the tuple of its next values")
+        for inner in rhs.body.binds[:-1]:
+            self.bind(inner)
+        if isinstance(rhs, Loop) and rhs.tape is not None:
+            entry = px.tuple_([cst.Name(v.name) for v in rhs.save])
+            self.lines.append(cst.SimpleStatementLine(body=[cst.Expr(px.method(cst.Name(rhs.tape.name), "append",
+                                                                                [entry]))]))
+        values = [self.atom(a) for a in items]
+        self.flush()
+        if params:
+            lhs = px.tuple_([cst.Name(p.name) for p in params]).with_changes(lpar=[], rpar=[]) if len(params) > 1 \
+                else cst.Name(params[0].name)
+            rhs_value = px.tuple_(values).with_changes(lpar=[], rpar=[]) if len(values) > 1 else values[0]
+            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(lhs)], rhs_value)]))
+        body = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
+        self.lines = saved
+        self.lines.append(cst.For(target=target, iter=iterable, body=cst.IndentedBlock(body=body),
+                                  leading_lines=leading))
+        for t, p in zip(b.targets, params):
+            self.assign((t,), cst.Name(p.name), None)
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
         """``t = a + b`` with ``a`` an array this function allocated and reads only
@@ -184,15 +236,31 @@ _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
 
 
+def _taped(block: Block) -> set[str]:
+    names: set[str] = set()
+    for b in block.binds:
+        if isinstance(b.rhs, Loop):
+            names.update(v.name for v in b.rhs.save)
+        for inner in nested_blocks(b.rhs):
+            names |= _taped(inner)
+    return names
+
+
 def _count_uses(block: Block, uses: Counter) -> None:
     for b in block.binds:
-        if isinstance(b.rhs, If):
-            if isinstance(b.rhs.cond, Var):
-                uses[b.rhs.cond.name] += 1
-            _count_uses(b.rhs.then, uses)
-            _count_uses(b.rhs.orelse, uses)
+        rhs = b.rhs
+        if isinstance(rhs, If):
+            direct: tuple[Atom, ...] = (rhs.cond,)
+        elif isinstance(rhs, Loop):
+            direct = (*rhs.bounds, *rhs.init, *rhs.save)
+        elif isinstance(rhs, LoopBack):
+            direct = (rhs.tape, *rhs.init)
         else:
-            uses.update(v.name for v in vars_of(b.rhs))
+            uses.update(v.name for v in vars_of(rhs))
+            continue
+        uses.update(a.name for a in direct if isinstance(a, Var))
+        for inner in nested_blocks(rhs):
+            _count_uses(inner, uses)
 
 
 def _funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:

@@ -22,10 +22,10 @@ import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import primitives as prims
-from .errors import (AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
+from .errors import (AstadTypeError, InternalError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, Loc, MakeTuple, Num,
-                 NoneT, Prim, TupleT, Type, Var, If, vars_of)
+                 NoneT, Prim, TupleT, Type, Var, If, Loop, vars_of)
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -111,7 +111,6 @@ def parse(fn: Callable[..., Any]) -> Parsed:
 
 # What each unsupported construct is called and what to write instead.
 _UNSUPPORTED: dict[type, tuple[str, str]] = {
-    cst.For: ("`for` loops are not supported yet", "vectorised numpy operations (sum, matmul, broadcasting)"),
     cst.While: ("`while` loops are not supported yet", "vectorised numpy operations"),
     cst.Try: ("`try` is not supported", "straight-line code without exception handling"),
     cst.With: ("`with` is not supported", "straight-line code"),
@@ -382,6 +381,9 @@ class Lowerer:
         if isinstance(value, PyTuple):
             raise self.type_error("a tuple is used where a number or an array is expected", node,
                                   "np.stack or np.concatenate to make an array from several")
+        if isinstance(value, Ref) and value.kind == "after_loop":
+            raise self.syntax_error(f"the loop variable `{value.obj}` is used after its loop", 
+                                    "keep what you need in a variable assigned before the loop", node)
         raise self.type_error(f"{_ref_name(value)} is used as a value", node, "numbers and arrays as values")
 
     def static(self, value: Value, node: cst.CSTNode, what: str) -> Any:
@@ -435,6 +437,9 @@ class Lowerer:
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
                 continue
+            if isinstance(stmt, cst.For):
+                self.lower_for(stmt)
+                continue
             if not isinstance(stmt, cst.SimpleStatementLine):
                 entry = _UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
                 raise self.syntax_error(entry[0], entry[1] or "assignments, `if` and `return`", stmt)
@@ -447,6 +452,66 @@ class Lowerer:
                     return self.expr(small.value)
                 self.statement(small)
         return None
+
+    # ----------------------------------------------------------------- loops
+
+    def lower_for(self, stmt: cst.For) -> None:
+        """``for i in range(...)``: the names the body assigns that exist before the
+        loop are carried from one iteration to the next and joined after it."""
+        self.node = stmt
+        if stmt.orelse is not None or stmt.asynchronous is not None:
+            raise self.syntax_error("`for ... else` and `async for` are not supported", "a plain `for` loop", stmt)
+        if not isinstance(stmt.target, cst.Name):
+            raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
+        if _returns(stmt):
+            raise self.syntax_error("`return` inside a loop is not supported yet", "return after the loop", stmt)
+        bounds = self.range_bounds(stmt.iter)
+        before = self.scope.env
+        carried = [n for n in _assigned_names(stmt.body) if n in before and n != stmt.target.value]
+        init = [self.atom(before[n], stmt) for n in carried]
+        types = [_forget_value(a.type) for a in init]
+        for _ in range(3):  # until the carried types are stable (e.g. a Python float becoming np.float64)
+            index = Var(self.namer.fresh(stmt.target.value), INT)
+            params = [Var(self.namer.fresh(n), t) for n, t in zip(carried, types)]
+
+            def body() -> list[Atom]:
+                self.scope.env[stmt.target.value] = index
+                self.scope.env.update(zip(carried, params))
+                self.bound.update(v.name for v in (index, *params))
+                if self.lower_stmts(list(stmt.body.body)) is not None:
+                    raise InternalError("a loop body returned")
+                return [self.atom(self.scope.env[n], stmt) for n in carried]
+
+            binds, _, outs = self.branch(body)
+            new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(carried, types, outs)]
+            if new == types:
+                break
+            types = new
+        else:
+            raise self.type_error("the types of the loop's variables do not settle", stmt)
+        tup = Var(self.namer.temp(), TupleT(tuple(o.type for o in outs)))
+        block = Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(outs)), self.loc(stmt)),), tup)
+        self.node = stmt
+        finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(carried, types))
+        self.binds.append(Bind(finals, Loop(tuple(bounds), index, tuple(params), tuple(init), block), self.loc(stmt)))
+        self.bound.update(v.name for v in finals)
+        self.scope.env.update(zip(carried, finals))
+        self.scope.env[stmt.target.value] = Ref("after_loop", stmt.target.value)
+
+    def range_bounds(self, node: cst.BaseExpression) -> list[Atom]:
+        func = self.expr(node.func) if isinstance(node, cst.Call) else None
+        if not (isinstance(func, Ref) and func.obj is builtins.range):
+            raise self.syntax_error("only `for ... in range(...)` loops are supported yet", "for i in range(n):",
+                                    node)
+        assert isinstance(node, cst.Call)
+        if not 1 <= len(node.args) <= 3 or any(a.keyword or a.star for a in node.args):
+            raise self.type_error("range() takes one to three positional arguments", node)
+        bounds = [self.atom(self.expr(a.value), a.value) for a in node.args]
+        for a, arg in zip(bounds, node.args):
+            if not (isinstance(a.type, Num) and a.type.shape == () and a.type.dtype in ("int64", "int32")):
+                raise self.type_error(f"range() needs integers, not {a.type}", arg.value,
+                                      "integers, e.g. from len(x) or x.shape[0]")
+        return bounds
 
     # ----------------------------------------------------------------- conditionals
 
@@ -723,6 +788,8 @@ class Lowerer:
                                            "numpy (import numpy as np) and your own functions")
         if _builtin(obj) is not None:
             return Ref("builtin", obj)
+        if obj is builtins.range:
+            return Ref("range", obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
         inner = getattr(obj, "__astad_function__", None)
@@ -971,6 +1038,40 @@ def _mentions(value: Value, x: Atom) -> bool:
     return value == x
 
 
+def _forget_value(t: Type) -> Type:
+    """A loop-carried value changes between iterations: its static value is unknown."""
+    return Num(t.shape, t.dtype, t.py) if isinstance(t, Num) and t.value is not None else t
+
+
+def _assigned_names(node: cst.CSTNode) -> list[str]:
+    """Names assigned anywhere in a statement block, in order of first assignment."""
+    names: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def _add(self, target: cst.BaseExpression) -> None:
+            if isinstance(target, cst.Name):
+                if target.value not in names:
+                    names.append(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for el in target.elements:
+                    self._add(el.value)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._add(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._add(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            self._add(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            self._add(n.target)
+
+    node.visit(V())
+    return names
+
+
 def _returns(stmt: cst.CSTNode) -> bool:
     """Whether a statement contains a ``return``."""
     found = []
@@ -1060,6 +1161,9 @@ def _drop_dead(block: Block) -> Block:
             continue
         if isinstance(b.rhs, If):
             b = Bind(b.targets, If(b.rhs.cond, _drop_dead(b.rhs.then), _drop_dead(b.rhs.orelse)), b.loc)
+        elif isinstance(b.rhs, Loop):
+            r = b.rhs
+            b = Bind(b.targets, Loop(r.bounds, r.index, r.carried, r.init, _drop_dead(r.body)), b.loc)
         kept.append(b)
         used.update(v.name for v in vars_of(b.rhs))
     return Block(tuple(reversed(kept)), block.result)

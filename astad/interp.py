@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .ir import (Atom, Block, Comp, Const, Copy, Drop, Dup, Function, If, MakeTuple, Num, Plus, Prim,
+from .ir import (Atom, Block, Comp, Const, Copy, Drop, Dup, Function, If, Loop, LoopBack, MakeTuple, Num, Plus, Prim,
                  ReverseProgram, TupleT, Type, Unpack, Var, Zero)
 from .primitives import TABLE
 
@@ -59,6 +59,22 @@ def _comp(rhs: Comp, env: dict[str, Any]) -> Any:
         return None
     if isinstance(rhs, If):
         return run_block(rhs.then if _atom(rhs.cond, env) else rhs.orelse, env)
+    if isinstance(rhs, Loop):
+        state = tuple(_atom(a, env) for a in rhs.init)
+        tape = []
+        for i in range(*[_atom(a, env) for a in rhs.bounds]):
+            env[rhs.index.name] = i
+            env.update((c.name, v) for c, v in zip(rhs.carried, state))
+            state = run_block(rhs.body, env)
+            tape.append(tuple(env.get(v.name) for v in rhs.save))  # None: bound in a branch not taken
+        return state + ((tape,) if rhs.tape is not None else ())
+    if isinstance(rhs, LoopBack):
+        state = tuple(_atom(a, env) for a in rhs.init)
+        for saved in reversed(env[rhs.tape.name]):
+            env.update((v.name, x) for v, x in zip(rhs.saved, saved))
+            env.update((c.name, v) for c, v in zip(rhs.params, state))
+            state = run_block(rhs.body, env)
+        return state
     raise TypeError(rhs)
 
 
@@ -70,7 +86,7 @@ def run_block(block: Block, env: dict[str, Any]) -> Any:
                 env[t.name] = value
         elif not bind.targets:
             continue
-        elif len(bind.targets) == 1 and not isinstance(bind.rhs, (Unpack, If)):
+        elif len(bind.targets) == 1 and not isinstance(bind.rhs, (Unpack, If, Loop, LoopBack)):
             env[bind.targets[0].name] = value
         else:
             for t, v in zip(bind.targets, value):

@@ -230,7 +230,61 @@ class If:
         return f"if {self.cond}"
 
 
-Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy, If]
+@dataclass(frozen=True)
+class Loop:
+    """``let (c_1, ..., c_k) = for index in range(*bounds) from init: body``:
+    iteration with loop-carried state.  The body's inputs are ``index`` and the
+    ``carried`` variables; it ends in the tuple of their next values.  In the
+    target IR a loop also records, per iteration, the values its backward pass
+    needs (``save``) on a ``tape``, bound as its last target."""
+
+    bounds: tuple[Atom, ...]
+    index: Var
+    carried: tuple[Var, ...]
+    init: tuple[Atom, ...]
+    body: "Block"
+    save: tuple[Var, ...] = ()
+    tape: Var | None = None
+
+    def __str__(self) -> str:
+        saved = f" saving ({', '.join(v.name for v in self.save)}) on {self.tape}" if self.tape else ""
+        return (f"for {self.index} in range({', '.join(map(str, self.bounds))}) from "
+                f"({', '.join(f'{c}={i}' for c, i in zip(self.carried, self.init))}){saved}")
+
+
+@dataclass(frozen=True)
+class LoopBack:
+    """The backward pass of a loop: over the ``tape`` in reverse, each
+    iteration's ``saved`` values bound again; ``params`` (cotangents of the
+    carried values, and accumulators for the cotangents of what the body reads
+    from outside) start from ``init`` and are updated by ``body``."""
+
+    tape: Var
+    saved: tuple[Var, ...]
+    params: tuple[Var, ...]
+    init: tuple[Atom, ...]
+    body: "Block"
+
+    def __str__(self) -> str:
+        return (f"for ({', '.join(v.name for v in self.saved)}) in reversed({self.tape}) from "
+                f"({', '.join(f'{c}={i}' for c, i in zip(self.params, self.init))})")
+
+
+Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy, If, Loop, LoopBack]
+
+
+def nested_blocks(rhs: Comp) -> tuple["Block", ...]:
+    if isinstance(rhs, If):
+        return (rhs.then, rhs.orelse)
+    if isinstance(rhs, (Loop, LoopBack)):
+        return (rhs.body,)
+    return ()
+
+
+def loop_free_vars(rhs: "Loop | LoopBack") -> tuple[Var, ...]:
+    """What a loop body reads from outside (not its own inputs)."""
+    own = {v.name for v in (rhs.saved + rhs.params if isinstance(rhs, LoopBack) else (rhs.index, *rhs.carried))}
+    return tuple(v for v in free_vars(rhs.body) if v.name not in own)
 
 
 @dataclass(frozen=True)
@@ -252,7 +306,7 @@ class Bind:
     def __str__(self) -> str:
         if not self.targets:
             return str(self.rhs)
-        lhs = self.targets[0].name if len(self.targets) == 1 and not isinstance(self.rhs, (Unpack, Dup, If)) else (
+        lhs = self.targets[0].name if len(self.targets) == 1 and not isinstance(self.rhs, (Unpack, Dup, If, Loop, LoopBack)) else (
             "(" + ", ".join(t.name for t in self.targets) + ")"
         )
         return f"let {lhs} = {self.rhs}"
@@ -270,6 +324,8 @@ class Block:
             if isinstance(b.rhs, If):
                 lines += [indent + "then", b.rhs.then.pretty(indent + "  "),
                           indent + "else", b.rhs.orelse.pretty(indent + "  ")]
+            elif isinstance(b.rhs, (Loop, LoopBack)):
+                lines += [indent + "do", b.rhs.body.pretty(indent + "  ")]
         lines.append(indent + f"in {self.result}")
         return "\n".join(lines)
 
@@ -332,29 +388,31 @@ def bound_names(block: Block) -> Iterator[str]:
     """Every name a block binds, also inside its branches."""
     for b in block.binds:
         yield from (t.name for t in b.targets)
-        if isinstance(b.rhs, If):
-            yield from bound_names(b.rhs.then)
-            yield from bound_names(b.rhs.orelse)
+        if isinstance(b.rhs, Loop):
+            yield from (v.name for v in (b.rhs.index, *b.rhs.carried))
+        if isinstance(b.rhs, LoopBack):
+            yield from (v.name for v in b.rhs.saved + b.rhs.params)
+        for inner in nested_blocks(b.rhs):
+            yield from bound_names(inner)
 
 
 def bound_vars(block: Block) -> Iterator[Var]:
     """Every variable a block binds, also inside its branches, in order."""
     for b in block.binds:
         yield from b.targets
-        if isinstance(b.rhs, If):
-            yield from bound_vars(b.rhs.then)
-            yield from bound_vars(b.rhs.orelse)
+        if isinstance(b.rhs, Loop):
+            yield from (b.rhs.index, *b.rhs.carried)
+        for inner in nested_blocks(b.rhs):
+            yield from bound_vars(inner)
 
 
 def read_names(block: Block) -> set[str]:
     """Every name a block reads, also inside its branches."""
     names = {block.result.name} if isinstance(block.result, Var) else set()
     for b in block.binds:
-        if isinstance(b.rhs, If):
-            names.add(b.rhs.cond.name) if isinstance(b.rhs.cond, Var) else None
-            names |= read_names(b.rhs.then) | read_names(b.rhs.orelse)
-        else:
-            names.update(v.name for v in vars_of(b.rhs))
+        names.update(v.name for v in vars_of(b.rhs))
+        for inner in nested_blocks(b.rhs):
+            names |= read_names(inner)
     return names
 
 
@@ -382,9 +440,13 @@ def map_block(block: Block, f: Callable[[Atom], Atom]) -> Block:
 
 
 def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
-    """The atoms a computation reads."""
+    """The atoms a computation reads (for a branch or a loop: what it reads from outside)."""
     if isinstance(rhs, If):
         return (rhs.cond, *if_free_vars(rhs))
+    if isinstance(rhs, Loop):
+        return (*rhs.bounds, *rhs.init, *loop_free_vars(rhs))
+    if isinstance(rhs, LoopBack):
+        return (rhs.tape, *rhs.init, *loop_free_vars(rhs))
     if isinstance(rhs, Prim):
         return rhs.args
     if isinstance(rhs, (MakeTuple, Plus)):
@@ -416,6 +478,17 @@ def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
         return Copy(f(rhs.atom))
     if isinstance(rhs, If):
         return If(f(rhs.cond), map_block(rhs.then, f), map_block(rhs.orelse, f))
+    if isinstance(rhs, Loop):
+        own = {v.name for v in (rhs.index, *rhs.carried)}
+        body = map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a))
+        return Loop(tuple(f(a) for a in rhs.bounds), rhs.index, rhs.carried, tuple(f(a) for a in rhs.init), body,
+                    rhs.save, rhs.tape)
+    if isinstance(rhs, LoopBack):
+        own = {v.name for v in rhs.saved + rhs.params}
+        body = map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a))
+        tape = f(rhs.tape)
+        assert isinstance(tape, Var)
+        return LoopBack(tape, rhs.saved, rhs.params, tuple(f(a) for a in rhs.init), body)
     if isinstance(rhs, (Dup, Drop)):
         a = f(rhs.var)
         if not isinstance(a, Var):

@@ -19,11 +19,13 @@ Passes, each a function from program to program:
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Callable
 
 from . import primitives as prims
 from .frontend import Namer
-from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
+from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, If, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim,
+                 ReverseProgram, nested_blocks,
                  TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, vars_of)
 
 
@@ -35,8 +37,15 @@ def _subst_block(block: Block, env: dict[str, Atom]) -> Block:
     return map_block(block, lambda a: _subst_atom(a, env))
 
 
-def _with_branches(b: Bind, rhs: If, f: Callable[[Block], Block]) -> Bind:
-    return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
+def _with_branches(b: Bind, rhs: Comp, f: Callable[[Block], Block]) -> Bind:
+    """The binding with ``f`` applied to the blocks nested in it (branches, loop bodies)."""
+    if isinstance(rhs, If):
+        return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
+    if isinstance(rhs, Loop):
+        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
+    if isinstance(rhs, LoopBack):
+        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
+    return Bind(b.targets, rhs, b.loc)
 
 
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
@@ -49,14 +58,44 @@ def forget_structure(prog: ReverseProgram) -> ReverseProgram:
             if isinstance(rhs, Dup):
                 for t in b.targets:
                     env[t.name] = rhs.var
-            elif isinstance(rhs, If):
+            elif isinstance(rhs, Loop):
+                body = run(rhs.body)
+                binds.append(Bind(b.targets, replace(rhs, body=body, save=_renamed(rhs.save, env)), b.loc))
+            elif isinstance(rhs, (If, LoopBack)):
                 binds.append(_with_branches(b, rhs, run))
             elif not isinstance(rhs, Drop):
                 binds.append(Bind(b.targets, rhs, b.loc))
         return Block(tuple(binds), _subst_atom(block.result, env))
 
     forward = run(prog.forward)
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _subst_block(prog.backward, env))
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _rename_deep(prog.backward, env))
+
+
+def _renamed(vs: tuple[Var, ...], env: dict[str, Atom]) -> tuple[Var, ...]:
+    """Variables renamed by ``env`` (copies become their original), each once."""
+    out: dict[str, Var] = {}
+    for v in vs:
+        r = env.get(v.name, v)
+        if isinstance(r, Var):
+            out.setdefault(r.name, r)
+    return tuple(out.values())
+
+
+def _rename_deep(block: Block, env: dict[str, Atom]) -> Block:
+    """``env`` applied to every occurrence, also to the values a backward loop
+    binds from its tape (they are the forward loop's, renamed the same way)."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, LoopBack):
+            rhs = replace(rhs, init=tuple(_subst_atom(a, env) for a in rhs.init), saved=_renamed(rhs.saved, env),
+                          body=_rename_deep(rhs.body, env))
+        elif isinstance(rhs, If):
+            rhs = If(_subst_atom(rhs.cond, env), _rename_deep(rhs.then, env), _rename_deep(rhs.orelse, env))
+        else:
+            rhs = substitute(rhs, env)
+        binds.append(Bind(b.targets, rhs, b.loc))
+    return Block(tuple(binds), _subst_atom(block.result, env))
 
 
 def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
@@ -106,6 +145,8 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
     """Simplify one binding; returns None when it was absorbed into ``env``."""
     if isinstance(rhs, If):
         return _fold_if(b, rhs, env, keep_copies)
+    if isinstance(rhs, (Loop, LoopBack)):
+        return _with_branches(b, rhs, lambda blk: fold(blk, keep_copies))
     if isinstance(rhs, Plus):
         items = tuple(a for a in rhs.items if not isinstance(a, Zero))
         if len(items) <= 1:
@@ -174,7 +215,7 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
     out: list[Bind] = []
     for b in block.binds:
         rhs = b.rhs
-        if isinstance(rhs, If):
+        if isinstance(rhs, (If, Loop, LoopBack)):
             out.append(_with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
             continue
         if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
@@ -221,6 +262,10 @@ def _atom_key(a: Atom) -> object:
     return ("z", str(a.type))
 
 
+#: new arrays that may be written into (accumulators): each must stay its own
+_BUFFERS = {"zeros", "zeros_like", "ones", "ones_like", "full", "eye"}
+
+
 def cse(prog: ReverseProgram) -> ReverseProgram:
     """Common subexpressions: a primitive applied again to the same atoms is the
     earlier result (the backward pass reuses forward values as residuals).  A
@@ -232,10 +277,10 @@ def cse(prog: ReverseProgram) -> ReverseProgram:
         out = []
         for b in block.binds:
             rhs = substitute(b.rhs, env)
-            if isinstance(rhs, If):
+            if isinstance(rhs, (If, Loop, LoopBack)):
                 out.append(_with_branches(b, rhs, lambda blk: run(blk, seen)))
                 continue
-            if isinstance(rhs, Prim) and prims.TABLE[rhs.op].stmts is None:
+            if isinstance(rhs, Prim) and prims.TABLE[rhs.op].stmts is None and rhs.op not in _BUFFERS:
                 key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
                 if key in seen:
                     env[b.targets[0].name] = seen[key]
@@ -266,6 +311,15 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
             then = _dce(then, _reads(Block((), then.result)), keep)
             orelse = _dce(orelse, _reads(Block((), orelse.result)), keep)
             b = Bind(tuple(b.targets[i] for i in alive), If(b.rhs.cond, then, orelse), b.loc)
+        elif isinstance(b.rhs, Loop):
+            if not any(t.name in live or t.name in keep for t in b.targets):
+                continue
+            body_live = _reads(Block((), b.rhs.body.result)) | {v.name for v in b.rhs.save}
+            b = _with_branches(b, b.rhs, lambda blk: _dce(blk, body_live, keep))
+        elif isinstance(b.rhs, LoopBack):
+            if not any(t.name in live for t in b.targets):
+                continue
+            b = _with_branches(b, b.rhs, lambda blk: _dce(blk, _reads(Block((), blk.result)), keep))
         elif not any(t.name in live or t.name in keep for t in b.targets):
             continue
         kept.append(b)
@@ -279,9 +333,119 @@ def _reads(block: Block) -> set[str]:
 
 def dce(prog: ReverseProgram) -> ReverseProgram:
     backward = _dce(prog.backward, _reads(Block((), prog.backward.result)), set())
+    prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
+    backward = prog.backward
     needed = _reads(backward) - set(bound_names(backward))
     forward = _dce(prog.forward, _reads(Block((), prog.forward.result)), needed)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
+
+
+def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
+    """Each loop records on its tape only what its backward pass reads."""
+    keep: dict[str, tuple[Var, ...]] = {}
+    inside: dict[str, set[str]] = {}  # tape -> what its loop binds (outer values are not taped)
+
+    def scan(block: Block) -> None:
+        for b in block.binds:
+            if isinstance(b.rhs, Loop) and b.rhs.tape is not None:
+                r = b.rhs
+                inside[r.tape.name] = {r.index.name, *(c.name for c in r.carried), *bound_names(r.body)}
+            for inner in nested_blocks(b.rhs):
+                scan(inner)
+
+    scan(prog.forward)
+
+    def back(block: Block) -> Block:
+        binds = []
+        for b in block.binds:
+            b = _with_branches(b, b.rhs, back)
+            if isinstance(b.rhs, LoopBack):
+                read = read_names(b.rhs.body) & inside.get(b.rhs.tape.name, set())
+                saved = tuple(v for v in b.rhs.saved if v.name in read)
+                keep[b.rhs.tape.name] = saved
+                b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
+            binds.append(b)
+        return Block(tuple(binds), block.result)
+
+    def fwd(block: Block) -> Block:
+        binds = []
+        for b in block.binds:
+            b = _with_branches(b, b.rhs, fwd)
+            if isinstance(b.rhs, Loop) and b.rhs.tape is not None:
+                if b.rhs.tape.name in keep:
+                    b = Bind(b.targets, replace(b.rhs, save=keep[b.rhs.tape.name]), b.loc)
+                else:  # no backward pass reads this tape
+                    b = Bind(b.targets[:-1], replace(b.rhs, save=(), tape=None), b.loc)
+            binds.append(b)
+        return Block(tuple(binds), block.result)
+
+    backward = back(prog.backward)
+    return ReverseProgram(prog.name, prog.params, fwd(prog.forward), prog.ct_in, backward)
+
+
+def accumulate_in_loops(block: Block) -> Block:
+    """In a loop's backward pass, ``acc_new = acc + scatter(v, x, i)`` (the
+    cotangent of reading ``x[i]``) becomes ``acc[i] += v``: O(1) per read
+    instead of a one-hot array the size of ``x``."""
+    binds = []
+    for b in block.binds:
+        if isinstance(b.rhs, LoopBack):
+            params = {p.name for p in b.rhs.params}
+            b = Bind(b.targets, replace(b.rhs, body=_scatter_adds(accumulate_in_loops(b.rhs.body), params)), b.loc)
+        else:
+            b = _with_branches(b, b.rhs, accumulate_in_loops)
+        binds.append(b)
+    return Block(tuple(binds), block.result)
+
+
+def _scatter_adds(block: Block, accumulators: set[str]) -> Block:
+    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    if isinstance(block.result, Var):
+        uses[block.result.name] += 1
+    defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
+    dropped: set[str] = set()
+
+    def leaves(a: Atom) -> list[Atom]:
+        d = defs.get(a.name) if isinstance(a, Var) else None
+        if d is not None and isinstance(d.rhs, Plus) and uses[a.name] == 1:
+            dropped.add(a.name)
+            return [leaf for item in d.rhs.items for leaf in leaves(item)]
+        return [a]
+
+    rewritten: dict[int, list[Bind]] = {}
+    for i, b in enumerate(block.binds):
+        rhs = b.rhs
+        if isinstance(rhs, Plus) and isinstance(rhs.items[0], Var) and rhs.items[0].name in accumulators:
+            acc: Atom = rhs.items[0]
+            rest = [leaf for item in rhs.items[1:] for leaf in leaves(item)]
+            new: list[Bind] = []
+            others = []
+            for leaf in rest:
+                d = defs.get(leaf.name) if isinstance(leaf, Var) else None
+                if d is not None and isinstance(d.rhs, Prim) and d.rhs.op == "scatter" and uses[leaf.name] == 1:
+                    dropped.add(leaf.name)
+                    nxt = Var(f"{b.targets[0].name}_{len(new) + 1}", b.targets[0].type)
+                    new.append(Bind((nxt,), Prim("scatter_add", (acc, *d.rhs.args), d.rhs.params), d.loc))
+                    acc = nxt
+                else:
+                    others.append(leaf)
+            if not new:
+                continue
+            last = new[-1]
+            if others:
+                new.append(Bind(b.targets, Plus((acc, *others)), b.loc))
+            else:
+                new[-1] = Bind(b.targets, last.rhs, last.loc)
+            rewritten[i] = new
+    final: list[Bind] = []
+    for i, b in enumerate(block.binds):
+        if i in rewritten:
+            final.extend(rewritten[i])
+        elif b.targets and all(t.name in dropped for t in b.targets):
+            continue
+        else:
+            final.append(b)
+    return Block(tuple(final), block.result)
 
 
 def name_cotangents(block: Block) -> Block:
@@ -290,9 +454,8 @@ def name_cotangents(block: Block) -> Block:
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
     defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets
-                  if len(b.targets) == 1 and not isinstance(b.rhs, If)}
-    binds: list[Bind | None] = [_with_branches(b, b.rhs, name_cotangents) if isinstance(b.rhs, If) else b
-                                for b in block.binds]
+                  if len(b.targets) == 1 and not nested_blocks(b.rhs)}
+    binds: list[Bind | None] = [_with_branches(b, b.rhs, name_cotangents) for b in block.binds]
     env: dict[str, Atom] = {}
     for i, b in enumerate(block.binds):
         if not isinstance(b.rhs, Copy):
@@ -385,6 +548,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
                           fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(sink_broadcasts(prog)))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, accumulate_in_loops(prog.backward)))
     return finish(prog)
 
 

@@ -774,6 +774,21 @@ def _stmts_scatter(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallS
     ]
 
 
+def _stmts_scatter_add(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``acc[index] += ct``: a read ``x[index]`` inside a loop, accumulated in place."""
+    acc, ct, x, *rest = a
+    index = index_exprs(ps["index"], [x, *rest])
+    return [
+        cst.Assign(targets=[cst.AssignTarget(target)], value=acc),
+        cst.AugAssign(target=px.subscript(target, index), operator=cst.AddAssign(), value=ct),
+    ]
+
+
+def _scatter_add_value(acc: Any, ct: Any, x: Any, *args: Any, index: tuple) -> Any:
+    acc[_index_value(index, (x, *args))] += ct
+    return acc
+
+
 def _emit_select(a: list[Expr], ps: dict) -> Expr:
     zero = px.literal(0.0)
     return px.call("np.where", [a[0], a[1], zero] if ps["branch"] else [a[0], zero, a[1]])
@@ -929,6 +944,7 @@ _register(
               lambda b, p, out, ct: [ct], zero_in=(0,)),
     Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,)),
     Primitive("scatter", lambda ct, x, *ix, index: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter),
+    Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_scatter_add),
     Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,)),
     Primitive("diag_embed", diag_embed, lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), _emit_runtime("diag_embed", "k"), None, zero_in=(0,)),
 )

@@ -16,8 +16,10 @@ from typing import Any, Callable
 from . import primitives as prims
 from .errors import InternalError
 from .frontend import Namer, literal_type
-from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, If, Loc, MakeTuple, Plus, Prim,
-                 ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, if_free_vars)
+from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, If, Loc, Loop, LoopBack, MakeTuple, Num,
+                 Plus, Prim,
+                 ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars, if_free_vars,
+                 loop_free_vars)
 
 
 def differentiable(t: Type) -> bool:
@@ -45,6 +47,23 @@ class Builder:
 
     def bind(self, targets: tuple[Var, ...], rhs: Comp) -> None:
         self.binds.append(Bind(targets, rhs, self.loc))
+
+
+def with_tapes(block: Block, namer: Namer) -> Block:
+    """Give every loop a tape on which it records, per iteration, what its body
+    binds (the optimiser keeps only what the backward pass reads)."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, If):
+            b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer), with_tapes(rhs.orelse, namer)), b.loc)
+        elif isinstance(rhs, Loop):
+            body = with_tapes(rhs.body, namer)
+            save = (rhs.index, *rhs.carried, *bound_vars(body))
+            tape = Var(namer.fresh(f"{rhs.index.name}_tape"), TupleT(()))
+            b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
+        binds.append(b)
+    return Block(tuple(binds), block.result)
 
 
 class _Macro:
@@ -142,6 +161,51 @@ class _Macro:
         for v, j in zip(inputs, joined):
             self.cts[v.name] = j
 
+    def rule_Loop(self, bind: Bind, rhs: Loop) -> None:
+        """CHAD's iteration: the backward pass runs the iterations in reverse over the
+        tape the forward pass recorded, carrying the cotangents of the loop's
+        variables and accumulating those of what the body reads from outside."""
+        outs = bind.targets[:len(rhs.carried)]
+        carried = [i for i, c in enumerate(rhs.carried) if differentiable(c.type)]
+        inputs = [v for v in loop_free_vars(rhs) if differentiable(v.type)]
+        out_cts = [self.ct_of(outs[i]) for i in carried]
+        if (not carried and not inputs) or all(isinstance(c, Zero) for c in out_cts):
+            for a in (*rhs.init, *inputs):
+                self.give(a, None)
+            return
+        assert rhs.tape is not None
+        saved = self.b.binds, self.cts
+        self.b.binds, self.cts = [], {}
+        ct_params = [Var(self.namer.fresh(f"{rhs.carried[i].name}_ct"), rhs.carried[i].type) for i in carried]
+        accs = [Var(self.namer.fresh(f"{v.name}_ct_sum"), v.type) for v in inputs]
+        by_index = dict(zip(carried, ct_params))
+        start = Var(self.namer.temp(), rhs.body.result.type)
+        self.b.bind((start,), MakeTuple(tuple(by_index.get(i, Zero(c.type)) for i, c in enumerate(rhs.carried))))
+        self.block(rhs.body, start)
+        new = [self.ct_of(rhs.carried[i]) for i in carried]
+        for acc, v in zip(accs, inputs):
+            total = Var(self.namer.temp(), v.type)
+            self.b.bind((total,), Plus((acc, self.ct_of(v))))
+            new.append(total)
+        end = Var(self.namer.temp(), TupleT(tuple(a.type for a in new)))
+        self.b.bind((end,), MakeTuple(tuple(new)))
+        body = Block(tuple(self.b.binds), end)
+        self.b.binds, self.cts = saved
+        init = [*out_cts, *(self.zeros(v) for v in inputs)]
+        targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), p.type) for p in ct_params) + tuple(
+            Var(self.namer.fresh(f"{v.name}_ct"), v.type) for v in inputs)
+        self.b.bind(targets, LoopBack(rhs.tape, rhs.save, tuple(ct_params + accs), tuple(init), body))
+        for i, t in zip(carried, targets):
+            self.give(rhs.init[i], t)
+        for v, t in zip(inputs, targets[len(carried):]):
+            self.cts[v.name] = t
+
+    def zeros(self, v: Var) -> Atom:
+        """A real zero to start accumulating a cotangent in."""
+        if isinstance(v.type, Num) and not v.type.shape:
+            return Const.literal(0.0, v.type)
+        return self.b.prim("zeros_like", v)
+
     def block(self, block: Block, result_ct: Atom) -> None:
         """The backward pass of a block, given the cotangent of its result: the
         bindings in reverse, each by the rule for its construct."""
@@ -159,6 +223,7 @@ class _Macro:
         result = fn.body.result
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
+        fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer))
         self.block(fn.body, ct_in)
         param_cts = tuple(
             self.ct_of(p) if differentiable(p.type) else Const.literal(None, literal_type(None)) for p in fn.params

@@ -17,8 +17,8 @@ from collections import Counter
 from typing import Iterable
 
 from .errors import InternalError
-from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Loc, Var, atoms_of, bound_names, if_free_vars,
-                 map_atoms, map_block)
+from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Loc, Loop, Var, atoms_of, bound_names,
+                 if_free_vars, loop_free_vars, map_atoms, map_block)
 
 
 class _Fresh:
@@ -73,6 +73,9 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
         if isinstance(rhs, If):
             fv = if_free_vars(rhs)
             rhs = If(rhs.cond, _linearize(rhs.then, fv, fresh), _linearize(rhs.orelse, fv, fresh))
+        elif isinstance(rhs, Loop):
+            inputs_ = (rhs.index, *rhs.carried, *loop_free_vars(rhs))
+            rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
         binds.append(Bind(b.targets, rhs, b.loc))
         for t in b.targets:
             binds += introduce(t, b.loc)
@@ -100,6 +103,12 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
             return env.get(a.name, a) if isinstance(a, Var) else a
 
         return If(cond, map_block(rhs.then, sub), map_block(rhs.orelse, sub))
+    if isinstance(rhs, Loop):
+        bounds = tuple(take(a) for a in rhs.bounds)
+        init = tuple(take(a) for a in rhs.init)
+        env = {v.name: take(v) for v in loop_free_vars(rhs)}
+        body = map_block(rhs.body, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
+        return Loop(bounds, rhs.index, rhs.carried, init, body)
     return map_atoms(rhs, take)
 
 
@@ -120,3 +129,6 @@ def _check_block(block: Block, inputs: list[str], where: str) -> None:
             fv = [v.name for v in if_free_vars(b.rhs)]
             _check_block(b.rhs.then, fv, where)
             _check_block(b.rhs.orelse, fv, where)
+        elif isinstance(b.rhs, Loop):
+            r = b.rhs
+            _check_block(r.body, [v.name for v in (r.index, *r.carried, *loop_free_vars(r))], where)

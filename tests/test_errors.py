@@ -30,6 +30,8 @@ G = 1.0
 def p_for(x):
     for i in range(3):
         x = x * 2.0
+    else:
+        x = x + 1.0
     return x
 
 
@@ -234,7 +236,7 @@ def raise_on_use(fn, *args):
 # --------------------------------------------------------------------------- unsupported syntax
 
 SYNTAX_CASES = [
-    (p_for, (1.0,), "for i in range(3):"),
+    (p_for, (1.0,), "for i in range(3):"),  # for ... else
     (p_while, (1.0,), "while x > 0.0:"),
     (p_try, (1.0,), "try:"),
     (p_with, (1.0,), "with open("),
