@@ -165,8 +165,9 @@ class _Function:
             bounds = [self.atom(a) for a in rhs.bounds]
             if rhs.tape is not None:
                 self.assign((rhs.tape,), cst.List([]), None)
-            target: cst.BaseExpression = cst.Name(rhs.index.name)
-            iterable = px.call("range", bounds)
+            if rhs.index is not None:
+                target: cst.BaseExpression = cst.Name(rhs.index.name)
+                iterable = px.call("range", bounds)
         else:
             names = [cst.Name(v.name) for v in rhs.saved]
             target = px.tuple_(names) if names else cst.Name("_")
@@ -190,8 +191,12 @@ class _Function:
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(lhs)], rhs_value)]))
         body = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
         self.lines = saved
-        self.lines.append(cst.For(target=target, iter=iterable, body=cst.IndentedBlock(body=body),
-                                  leading_lines=leading))
+        if isinstance(rhs, Loop) and rhs.index is None:  # while: the last carried value says whether to go on
+            self.lines.append(cst.While(test=cst.Name(rhs.carried[-1].name), body=cst.IndentedBlock(body=body),
+                                        leading_lines=leading))
+        else:
+            self.lines.append(cst.For(target=target, iter=iterable, body=cst.IndentedBlock(body=body),
+                                      leading_lines=leading))
         for t, p in zip(b.targets, params):
             self.assign((t,), cst.Name(p.name), None)
 

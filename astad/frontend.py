@@ -111,7 +111,6 @@ def parse(fn: Callable[..., Any]) -> Parsed:
 
 # What each unsupported construct is called and what to write instead.
 _UNSUPPORTED: dict[type, tuple[str, str]] = {
-    cst.While: ("`while` loops are not supported yet", "vectorised numpy operations"),
     cst.Try: ("`try` is not supported", "straight-line code without exception handling"),
     cst.With: ("`with` is not supported", "straight-line code"),
     cst.FunctionDef: ("nested functions are not supported yet", "a module-level function, called by name"),
@@ -154,6 +153,9 @@ class _SubsetChecker(cst.CSTVisitor):
         entry = _UNSUPPORTED.get(type(node))
         if entry is not None:
             raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
+        if isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
+            raise UnsupportedSyntaxError("a loop with an `else` block is not supported", self.parsed.loc(node),
+                                         "a plain loop, followed by the code of the `else` block")
         if isinstance(node, cst.Comparison):
             for comp in node.comparisons:
                 if not isinstance(comp.operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
@@ -440,6 +442,9 @@ class Lowerer:
             if isinstance(stmt, cst.For):
                 self.lower_for(stmt)
                 continue
+            if isinstance(stmt, cst.While):
+                self.lower_while(stmt)
+                continue
             if not isinstance(stmt, cst.SimpleStatementLine):
                 entry = _UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
                 raise self.syntax_error(entry[0], entry[1] or "assignments, `if` and `return`", stmt)
@@ -463,40 +468,66 @@ class Lowerer:
             raise self.syntax_error("`for ... else` and `async for` are not supported", "a plain `for` loop", stmt)
         if not isinstance(stmt.target, cst.Name):
             raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
+        bounds = self.range_bounds(stmt.iter)
+        self.lower_loop(stmt, stmt.target.value, tuple(bounds), None)
+
+    def lower_while(self, stmt: cst.While) -> None:
+        """``while cond:``: a loop whose last carried value is the condition,
+        computed before the loop and again at the end of each iteration."""
+        self.node = stmt
+        if stmt.orelse is not None:
+            raise self.syntax_error("`while ... else` is not supported", "a plain `while` loop", stmt)
+        go = self.condition(stmt.test)
+        if go is False:
+            return
+        self.lower_loop(stmt, None, (), stmt.test, Const.literal(True, BOOL) if go is True else go)
+
+    def lower_loop(self, stmt: cst.For | cst.While, index_name: str | None, bounds: tuple[Atom, ...],
+                   test: cst.BaseExpression | None, go: Atom | None = None) -> None:
         if _returns(stmt):
             raise self.syntax_error("`return` inside a loop is not supported yet", "return after the loop", stmt)
-        bounds = self.range_bounds(stmt.iter)
         before = self.scope.env
-        carried = [n for n in _assigned_names(stmt.body) if n in before and n != stmt.target.value]
-        init = [self.atom(before[n], stmt) for n in carried]
+        carried = [n for n in _assigned_names(stmt.body) if n in before and n != index_name]
+        init = [self.atom(before[n], stmt) for n in carried] + ([go] if go is not None else [])
+        names = carried + (["go"] if go is not None else [])
         types = [_forget_value(a.type) for a in init]
         for _ in range(3):  # until the carried types are stable (e.g. a Python float becoming np.float64)
-            index = Var(self.namer.fresh(stmt.target.value), INT)
-            params = [Var(self.namer.fresh(n), t) for n, t in zip(carried, types)]
+            index = Var(self.namer.fresh(index_name), INT) if index_name is not None else None
+            params = [Var(self.namer.fresh(n), t) for n, t in zip(names, types)]
 
             def body() -> list[Atom]:
-                self.scope.env[stmt.target.value] = index
+                if index is not None:
+                    self.scope.env[index_name] = index  # type: ignore[index]
+                    self.bound.add(index.name)
                 self.scope.env.update(zip(carried, params))
-                self.bound.update(v.name for v in (index, *params))
-                if self.lower_stmts(list(stmt.body.body)) is not None:
-                    raise InternalError("a loop body returned")
-                return [self.atom(self.scope.env[n], stmt) for n in carried]
+                self.bound.update(v.name for v in params)
+                self.lower_stmts(list(stmt.body.body))
+                outs = [self.atom(self.scope.env[n], stmt) for n in carried]
+                if test is not None:
+                    c = self.condition(test)
+                    if c is True:
+                        raise self.syntax_error("this `while` loop never ends: its condition is always true",
+                                                "a condition on the values the loop changes (`break` is not "
+                                                "supported yet)", test)
+                    outs.append(Const.literal(c, BOOL) if isinstance(c, bool) else c)
+                return outs
 
             binds, _, outs = self.branch(body)
-            new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(carried, types, outs)]
+            new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(names, types, outs)]
             if new == types:
                 break
             types = new
         else:
             raise self.type_error("the types of the loop's variables do not settle", stmt)
+        self.node = stmt
         tup = Var(self.namer.temp(), TupleT(tuple(o.type for o in outs)))
         block = Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(outs)), self.loc(stmt)),), tup)
-        self.node = stmt
-        finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(carried, types))
-        self.binds.append(Bind(finals, Loop(tuple(bounds), index, tuple(params), tuple(init), block), self.loc(stmt)))
+        finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(names, types))
+        self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init), block), self.loc(stmt)))
         self.bound.update(v.name for v in finals)
         self.scope.env.update(zip(carried, finals))
-        self.scope.env[stmt.target.value] = Ref("after_loop", stmt.target.value)
+        if index_name is not None:
+            self.scope.env[index_name] = Ref("after_loop", index_name)
 
     def range_bounds(self, node: cst.BaseExpression) -> list[Atom]:
         func = self.expr(node.func) if isinstance(node, cst.Call) else None

@@ -62,8 +62,10 @@ def _comp(rhs: Comp, env: dict[str, Any]) -> Any:
     if isinstance(rhs, Loop):
         state = tuple(_atom(a, env) for a in rhs.init)
         tape = []
-        for i in range(*[_atom(a, env) for a in rhs.bounds]):
-            env[rhs.index.name] = i
+        steps = range(*[_atom(a, env) for a in rhs.bounds]) if rhs.index is not None else _while(lambda: state[-1])
+        for i in steps:
+            if rhs.index is not None:
+                env[rhs.index.name] = i
             env.update((c.name, v) for c, v in zip(rhs.carried, state))
             state = run_block(rhs.body, env)
             tape.append(tuple(env.get(v.name) for v in rhs.save))  # None: bound in a branch not taken
@@ -76,6 +78,11 @@ def _comp(rhs: Comp, env: dict[str, Any]) -> Any:
             state = run_block(rhs.body, env)
         return state
     raise TypeError(rhs)
+
+
+def _while(go: Any) -> Any:
+    while go():
+        yield None
 
 
 def run_block(block: Block, env: dict[str, Any]) -> Any:

@@ -239,17 +239,23 @@ class Loop:
     needs (``save``) on a ``tape``, bound as its last target."""
 
     bounds: tuple[Atom, ...]
-    index: Var
+    index: Var | None  # None: a ``while`` loop, which runs while its last carried value is true
     carried: tuple[Var, ...]
     init: tuple[Atom, ...]
     body: "Block"
     save: tuple[Var, ...] = ()
     tape: Var | None = None
 
+    @property
+    def inputs(self) -> tuple[Var, ...]:
+        """The body's inputs: the index (for ``for``) and the carried variables."""
+        return self.carried if self.index is None else (self.index, *self.carried)
+
     def __str__(self) -> str:
         saved = f" saving ({', '.join(v.name for v in self.save)}) on {self.tape}" if self.tape else ""
-        return (f"for {self.index} in range({', '.join(map(str, self.bounds))}) from "
-                f"({', '.join(f'{c}={i}' for c, i in zip(self.carried, self.init))}){saved}")
+        head = f"while {self.carried[-1]}" if self.index is None else \
+            f"for {self.index} in range({', '.join(map(str, self.bounds))})"
+        return f"{head} from ({', '.join(f'{c}={i}' for c, i in zip(self.carried, self.init))}){saved}"
 
 
 @dataclass(frozen=True)
@@ -283,7 +289,7 @@ def nested_blocks(rhs: Comp) -> tuple["Block", ...]:
 
 def loop_free_vars(rhs: "Loop | LoopBack") -> tuple[Var, ...]:
     """What a loop body reads from outside (not its own inputs)."""
-    own = {v.name for v in (rhs.saved + rhs.params if isinstance(rhs, LoopBack) else (rhs.index, *rhs.carried))}
+    own = {v.name for v in (rhs.saved + rhs.params if isinstance(rhs, LoopBack) else rhs.inputs)}
     return tuple(v for v in free_vars(rhs.body) if v.name not in own)
 
 
@@ -389,7 +395,7 @@ def bound_names(block: Block) -> Iterator[str]:
     for b in block.binds:
         yield from (t.name for t in b.targets)
         if isinstance(b.rhs, Loop):
-            yield from (v.name for v in (b.rhs.index, *b.rhs.carried))
+            yield from (v.name for v in b.rhs.inputs)
         if isinstance(b.rhs, LoopBack):
             yield from (v.name for v in b.rhs.saved + b.rhs.params)
         for inner in nested_blocks(b.rhs):
@@ -401,7 +407,7 @@ def bound_vars(block: Block) -> Iterator[Var]:
     for b in block.binds:
         yield from b.targets
         if isinstance(b.rhs, Loop):
-            yield from (b.rhs.index, *b.rhs.carried)
+            yield from b.rhs.inputs
         for inner in nested_blocks(b.rhs):
             yield from bound_vars(inner)
 
@@ -479,7 +485,7 @@ def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
     if isinstance(rhs, If):
         return If(f(rhs.cond), map_block(rhs.then, f), map_block(rhs.orelse, f))
     if isinstance(rhs, Loop):
-        own = {v.name for v in (rhs.index, *rhs.carried)}
+        own = {v.name for v in rhs.inputs}
         body = map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a))
         return Loop(tuple(f(a) for a in rhs.bounds), rhs.index, rhs.carried, tuple(f(a) for a in rhs.init), body,
                     rhs.save, rhs.tape)

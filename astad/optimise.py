@@ -349,7 +349,7 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
         for b in block.binds:
             if isinstance(b.rhs, Loop) and b.rhs.tape is not None:
                 r = b.rhs
-                inside[r.tape.name] = {r.index.name, *(c.name for c in r.carried), *bound_names(r.body)}
+                inside[r.tape.name] = {*(v.name for v in r.inputs), *bound_names(r.body)}
             for inner in nested_blocks(b.rhs):
                 scan(inner)
 

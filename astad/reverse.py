@@ -59,8 +59,8 @@ def with_tapes(block: Block, namer: Namer) -> Block:
             b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer), with_tapes(rhs.orelse, namer)), b.loc)
         elif isinstance(rhs, Loop):
             body = with_tapes(rhs.body, namer)
-            save = (rhs.index, *rhs.carried, *bound_vars(body))
-            tape = Var(namer.fresh(f"{rhs.index.name}_tape"), TupleT(()))
+            save = (*rhs.inputs, *bound_vars(body))
+            tape = Var(namer.fresh(f"{(rhs.index or rhs.carried[-1]).name}_tape"), TupleT(()))
             b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
         binds.append(b)
     return Block(tuple(binds), block.result)

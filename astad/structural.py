@@ -74,7 +74,7 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
             fv = if_free_vars(rhs)
             rhs = If(rhs.cond, _linearize(rhs.then, fv, fresh), _linearize(rhs.orelse, fv, fresh))
         elif isinstance(rhs, Loop):
-            inputs_ = (rhs.index, *rhs.carried, *loop_free_vars(rhs))
+            inputs_ = (*rhs.inputs, *loop_free_vars(rhs))
             rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
         binds.append(Bind(b.targets, rhs, b.loc))
         for t in b.targets:
@@ -131,4 +131,4 @@ def _check_block(block: Block, inputs: list[str], where: str) -> None:
             _check_block(b.rhs.orelse, fv, where)
         elif isinstance(b.rhs, Loop):
             r = b.rhs
-            _check_block(r.body, [v.name for v in (r.index, *r.carried, *loop_free_vars(r))], where)
+            _check_block(r.body, [v.name for v in (*r.inputs, *loop_free_vars(r))], where)

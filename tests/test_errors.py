@@ -38,6 +38,8 @@ def p_for(x):
 def p_while(x):
     while x > 0.0:
         x = x - 1.0
+    else:
+        x = x + 1.0
     return x
 
 
@@ -395,6 +397,8 @@ def test_helper_file_with_known_line_numbers(tmp_path):
             y = np.tanh(x)
             while y > 0.0:
                 y = y - 1.0
+            else:
+                y = y + 1.0
             return y
         """))
     spec = importlib.util.spec_from_file_location("errors_helper_mod", path)

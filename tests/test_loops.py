@@ -152,3 +152,55 @@ def test_the_loop_variable_after_its_loop_is_a_clear_error():
     with pytest.raises(astad.UnsupportedSyntaxError) as info:
         astad.reverse(loop_variable_after)(1.0)
     assert "after its loop" in str(info.value)
+
+
+def newton_sqrt(a):
+    x = a
+    step = 1.0
+    k = 0
+    while abs(step) > 1e-12 and k < 50:
+        step = (x * x - a) / (2.0 * x)
+        x = x - step
+        k = k + 1
+    return x
+
+
+def halve_until_small(x, y):
+    s = x
+    while s > 1.0:
+        s = s * 0.5 + y * 0.1
+    return s * s
+
+
+def never_runs(x):
+    s = x
+    while s < 0.0:
+        s = s * 2.0
+    return s * 3.0
+
+
+def forever(x):
+    while True:
+        x = x * 0.5
+    return x
+
+
+@pytest.mark.parametrize("a", [2.0, 9.0, 0.3])
+def test_newton_while_loop_differentiates_the_iteration(a):
+    value, grad = astad.value_and_grad(newton_sqrt)(a)
+    assert value == pytest.approx(np.sqrt(a), rel=1e-12)
+    assert grad == pytest.approx(0.5 / np.sqrt(a), rel=1e-9)
+
+
+@pytest.mark.parametrize("fn, args", [(halve_until_small, (5.0, 0.3)), (halve_until_small, (0.5, 0.3)),
+                                      (never_runs, (2.0,))])
+def test_while_loop_gradients(fn, args):
+    check_grad(fn, list(args))
+    d = astad.reverse(fn).transform(*args)
+    np.testing.assert_allclose(interp.run(d.stages.structural, *args), fn(*args))
+
+
+def test_a_while_loop_that_never_ends_is_a_clear_error():
+    with pytest.raises(astad.UnsupportedSyntaxError) as info:
+        astad.reverse(forever)(1.0)
+    assert "never ends" in str(info.value)
