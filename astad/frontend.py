@@ -466,10 +466,56 @@ class Lowerer:
         self.node = stmt
         if stmt.orelse is not None or stmt.asynchronous is not None:
             raise self.syntax_error("`for ... else` and `async for` are not supported", "a plain `for` loop", stmt)
-        if not isinstance(stmt.target, cst.Name):
-            raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
-        bounds = self.range_bounds(stmt.iter)
-        self.lower_loop(stmt, stmt.target.value, tuple(bounds), None)
+        it = stmt.iter
+        func = self.expr(it.func) if isinstance(it, cst.Call) else None
+        kind = func.obj if isinstance(func, Ref) and func.kind == "iterator" else None
+        if kind is builtins.range:
+            if not isinstance(stmt.target, cst.Name):
+                raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
+            self.lower_loop(stmt, stmt.target.value, tuple(self.range_bounds(it)), None)
+            return
+        # over arrays (first axis), enumerate(...) or zip(...): a loop over the index
+        if kind is None:
+            seqs, names, index_target = [it], [stmt.target], None
+        else:
+            assert isinstance(it, cst.Call)
+            targets = _target_names(stmt.target)
+            if kind is builtins.enumerate:
+                if len(it.args) != 1 or len(targets) != 2:
+                    raise self.syntax_error("use `for i, v in enumerate(x):`", "for i, v in enumerate(x):", it)
+                seqs, names, index_target = [it.args[0].value], [targets[1]], targets[0]
+            else:
+                if len(targets) != len(it.args):
+                    raise self.syntax_error("name one loop variable per zipped array", "for a, b in zip(x, y):", it)
+                seqs, names, index_target = [a.value for a in it.args], targets, None
+        arrays = [self.atom(self.expr(s), s) for s in seqs]
+        for a, s in zip(arrays, seqs):
+            if not (isinstance(a.type, Num) and a.type.ndim >= 1):
+                raise self.type_error(f"a `for` loop runs over arrays (their first axis), not {a.type}", s,
+                                      "for i in range(n), for row in x, enumerate(x), zip(x, y)")
+        lengths = [self.shape_of(a).items[0] for a in arrays]
+        bound = lengths[0]
+        for other in lengths[1:]:
+            bound = self.emit_call_min(bound, other)
+        for n in names:
+            if not isinstance(n, cst.Name):
+                raise self.syntax_error("the loop variables must be names", "for a, b in zip(x, y):", n)
+        index_name = index_target.value if isinstance(index_target, cst.Name) else f"{names[0].value}_index"
+
+        def elements(index: Var) -> None:
+            for n, a in zip(names, arrays):
+                self.scope.env[n.value] = self.name_result(self.emit("getitem", [a, index], {"index": (("arg", 1),)}),
+                                                           n.value)
+
+        self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
+                        hidden=index_target is None, element_names=[n.value for n in names])
+
+    def emit_call_min(self, a: Value, b: Value) -> Atom:
+        x, y = self.atom(a, self.node), self.atom(b, self.node)
+        if isinstance(x.type, Num) and isinstance(y.type, Num) and x.type.value is not None and y.type.value is not None:
+            v = min(x.type.value, y.type.value)
+            return x if v == x.type.value else y
+        return self.emit("minimum", [x, y])
 
     def lower_while(self, stmt: cst.While) -> None:
         """``while cond:``: a loop whose last carried value is the condition,
@@ -483,11 +529,14 @@ class Lowerer:
         self.lower_loop(stmt, None, (), stmt.test, Const.literal(True, BOOL) if go is True else go)
 
     def lower_loop(self, stmt: cst.For | cst.While, index_name: str | None, bounds: tuple[Atom, ...],
-                   test: cst.BaseExpression | None, go: Atom | None = None) -> None:
+                   test: cst.BaseExpression | None, go: Atom | None = None,
+                   prelude: Callable[[Var], None] | None = None, hidden: bool = False,
+                   element_names: Sequence[str] = ()) -> None:
         if _returns(stmt):
             raise self.syntax_error("`return` inside a loop is not supported yet", "return after the loop", stmt)
         before = self.scope.env
-        carried = [n for n in _assigned_names(stmt.body) if n in before and n != index_name]
+        carried = [n for n in _assigned_names(stmt.body) if n in before and n != index_name
+                   and n not in element_names]
         init = [self.atom(before[n], stmt) for n in carried] + ([go] if go is not None else [])
         names = carried + (["go"] if go is not None else [])
         types = [_forget_value(a.type) for a in init]
@@ -499,6 +548,9 @@ class Lowerer:
                 if index is not None:
                     self.scope.env[index_name] = index  # type: ignore[index]
                     self.bound.add(index.name)
+                if prelude is not None:
+                    assert index is not None
+                    prelude(index)
                 self.scope.env.update(zip(carried, params))
                 self.bound.update(v.name for v in params)
                 self.lower_stmts(list(stmt.body.body))
@@ -526,8 +578,8 @@ class Lowerer:
         self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init), block), self.loc(stmt)))
         self.bound.update(v.name for v in finals)
         self.scope.env.update(zip(carried, finals))
-        if index_name is not None:
-            self.scope.env[index_name] = Ref("after_loop", index_name)
+        for name in ([] if hidden or index_name is None else [index_name]) + list(element_names):
+            self.scope.env[name] = Ref("after_loop", name)
 
     def range_bounds(self, node: cst.BaseExpression) -> list[Atom]:
         func = self.expr(node.func) if isinstance(node, cst.Call) else None
@@ -819,8 +871,8 @@ class Lowerer:
                                            "numpy (import numpy as np) and your own functions")
         if _builtin(obj) is not None:
             return Ref("builtin", obj)
-        if obj is builtins.range:
-            return Ref("range", obj)
+        if any(obj is it for it in _ITERATORS):
+            return Ref("iterator", obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
         inner = getattr(obj, "__astad_function__", None)
@@ -1067,6 +1119,15 @@ def _mentions(value: Value, x: Atom) -> bool:
     if isinstance(value, Ref):
         return value.self_value == x
     return value == x
+
+
+_ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [el.value for el in target.elements]
+    return [target]
 
 
 def _forget_value(t: Type) -> Type:

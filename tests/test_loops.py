@@ -204,3 +204,35 @@ def test_a_while_loop_that_never_ends_is_a_clear_error():
     with pytest.raises(astad.UnsupportedSyntaxError) as info:
         astad.reverse(forever)(1.0)
     assert "never ends" in str(info.value)
+
+
+def over_rows(m, v):
+    total = 0.0
+    for row in m:
+        total = total + np.sum(np.tanh(row * v))
+    return total
+
+
+def with_enumerate(x):
+    s = 0.0
+    for i, xi in enumerate(x):
+        s = s + (i + 1.0) * np.sin(xi)
+    return s
+
+
+def with_zip(x, y, z):
+    s = 0.0
+    for a, b in zip(x, y):
+        s = s + a * b * z
+    return s
+
+
+@pytest.mark.parametrize("fn, args", [
+    (over_rows, (RNG.standard_normal((4, 3)), RNG.standard_normal(3))),
+    (with_enumerate, (RNG.standard_normal(5),)),
+    (with_zip, (RNG.standard_normal(5), RNG.standard_normal(4), 0.7)),
+])
+def test_loops_over_arrays_enumerate_and_zip(fn, args):
+    check_grad(fn, list(args))
+    d = astad.reverse(fn).transform(*args)
+    np.testing.assert_allclose(interp.run(d.stages.structural, *args), fn(*args), rtol=1e-12)
