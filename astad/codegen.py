@@ -21,7 +21,7 @@ from . import primitives as prims
 from . import pyexpr as px
 from .errors import InternalError
 from .frontend import Namer
-from .ir import (Atom, Bind, Block, Const, If, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
+from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, Zero, bound_vars, nested_blocks, vars_of)
 from .optimise import result_items
 
@@ -116,7 +116,8 @@ class _Function:
                 return
             value = self.atom(rhs.items[0])
             for a in rhs.items[1:]:
-                value = px.binop("+", value, self.atom(a))
+                value = (px.call("list_add", [value, self.atom(a)]) if isinstance(b.targets[0].type, ListT)
+                         else px.binop("+", value, self.atom(a)))
             self.assign(b.targets, value, b.loc)
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")

@@ -24,7 +24,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from . import primitives as prims
 from .errors import (AstadTypeError, InternalError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
-from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, Loc, MakeTuple, Num,
+from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, ListT, Loc, MakeTuple, Num,
                  NoneT, Prim, TupleT, Type, Var, If, Loop, vars_of)
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
@@ -208,6 +208,7 @@ class PyTuple:
     """A tuple or list known statically, element by element (removed by lowering)."""
 
     items: tuple["Value", ...]
+    is_list: bool = False
 
 
 @dataclass(frozen=True)
@@ -537,7 +538,8 @@ class Lowerer:
         before = self.scope.env
         carried = [n for n in _assigned_names(stmt.body) if n in before and n != index_name
                    and n not in element_names]
-        init = [self.atom(before[n], stmt) for n in carried] + ([go] if go is not None else [])
+        init = [self.dynamic_list(before[n], stmt) if isinstance(before[n], PyTuple) and before[n].is_list
+                else self.atom(before[n], stmt) for n in carried] + ([go] if go is not None else [])
         names = carried + (["go"] if go is not None else [])
         types = [_forget_value(a.type) for a in init]
         for _ in range(3):  # until the carried types are stable (e.g. a Python float becoming np.float64)
@@ -687,6 +689,10 @@ class Lowerer:
     def join_type(self, name: str, a: Type, b: Type) -> Type:
         if a == b:
             return a
+        if isinstance(a, ListT) and isinstance(b, ListT):
+            if a.elem is None or b.elem is None:
+                return ListT(a.elem if b.elem is None else b.elem)
+            return ListT(self.join_type(name, a.elem, b.elem))
         if isinstance(a, Num) and isinstance(b, Num):
             if a.shape == b.shape and (a.dtype == b.dtype or not a.shape):
                 dtype = np.result_type(a.dtype, b.dtype).name
@@ -736,6 +742,8 @@ class Lowerer:
             self.aug_assign(node)
         elif isinstance(node, cst.Expr) and isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString)):
             return  # docstring
+        elif isinstance(node, cst.Expr) and _is_append(node.value):
+            self.append(node.value)
         elif isinstance(node, cst.Pass):
             return
         elif isinstance(node, cst.Expr):
@@ -782,6 +790,29 @@ class Lowerer:
                                   f"{target.value} = {target.value} {_AUG_SYMBOL[op]} ...")
         self.scope.env[target.value] = self.name_result(value, target.value)
 
+    def append(self, call: cst.Call) -> None:
+        """``xs.append(v)``: the list named ``xs`` is rebound to the longer list."""
+        assert isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+        name = call.func.value.value
+        if len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+            raise self.type_error("list.append takes one argument", call)
+        old = self.expr(call.func.value)
+        others = [k for s in self.stack for k, v in s.env.items() if v is old and not (s is self.scope and k == name)]
+        if others:
+            raise self.syntax_error(f"`{name}.append` changes a list that is also named `{others[0]}`",
+                                    f"build a new list: {name} = {name} + [v]", call)
+        v = self.atom(self.expr(call.args[0].value), call.args[0].value)
+        if isinstance(old, PyTuple) and old.is_list:
+            self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
+        elif isinstance(old, Var) and isinstance(old.type, ListT):
+            self.scope.env[name] = self.name_result(self.emit("append", [old, v]), name)
+        else:
+            raise self.type_error(f"`{name}` is not a list", call, "append to a list made by [] or [a, b]")
+
+    def dynamic_list(self, value: PyTuple, node: cst.CSTNode) -> Atom:
+        """A list known element by element, as a run-time list (to carry it through a loop)."""
+        return self.emit("list", [self.atom(v, node) for v in value.items])
+
     def check_in_place(self, x: Atom, name: str, symbol: str, node: cst.CSTNode) -> None:
         """``x += v`` on an array changes it in place: the functional reading is
         only right when nothing else can see that array (another name, a view
@@ -826,7 +857,8 @@ class Lowerer:
     def expr_Tuple(self, node: cst.Tuple) -> Value:
         return PyTuple(tuple(self.element(e) for e in node.elements))
 
-    expr_List = expr_Tuple
+    def expr_List(self, node: cst.List) -> Value:
+        return PyTuple(tuple(self.element(e) for e in node.elements), is_list=True)
 
     def element(self, e: cst.BaseElement) -> Value:
         if isinstance(e, cst.StarredElement):
@@ -1031,6 +1063,11 @@ class Lowerer:
         if isinstance(base, PyTuple):
             return self.tuple_subscript(base, node)
         x = self.atom(base, node.value)
+        if isinstance(x.type, ListT):
+            if len(node.slice) != 1 or isinstance(node.slice[0].slice, cst.Slice):
+                raise self.type_error("a list takes a single integer index", node, "xs[i]")
+            i = self.atom(self.expr(node.slice[0].slice.value), node)
+            return self.emit("list_get", [x, i])
         index: list[Any] = []
         args: list[Atom] = [x]
         for el in node.slice:
@@ -1044,7 +1081,10 @@ class Lowerer:
         if isinstance(s, cst.Slice):
             bounds = [None if b is None else self.static(self.expr(b), b, "slice bound") for b in (s.lower, s.upper, s.step)]
             return PyTuple(base.items[slice(*bounds)])
-        i = self.static(self.expr(s.value), s.value, "tuple index")
+        index_value = self.expr(s.value)
+        if base.is_list and isinstance(index_value, Var):
+            return self.emit("list_get", [self.dynamic_list(base, node), index_value])
+        i = self.static(index_value, s.value, "tuple index")
         if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
             raise self.type_error(f"tuple index {i!r} is out of range for a tuple of {len(base.items)}", node)
         return base.items[i]
@@ -1124,6 +1164,11 @@ def _mentions(value: Value, x: Atom) -> bool:
 _ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)
 
 
+def _is_append(value: cst.BaseExpression) -> bool:
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "append" and isinstance(value.func.value, cst.Name))
+
+
 def _target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [el.value for el in target.elements]
@@ -1159,6 +1204,10 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
 
         def visit_For(self, n: cst.For) -> None:
             self._add(n.target)
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if _is_append(n):
+                self._add(n.func.value)  # type: ignore[attr-defined]
 
     node.visit(V())
     return names

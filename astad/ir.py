@@ -80,7 +80,22 @@ class NoneT:
         return "None"
 
 
-Type = Union[Num, TupleT, NoneT]
+@dataclass(frozen=True)
+class ListT:
+    """A Python list whose length is known only at run time (built by
+    ``append`` in a loop); ``elem`` is None until the first append is seen."""
+
+    elem: "Type | None"
+
+    @property
+    def differentiable(self) -> bool:
+        return self.elem is not None and bool(self.elem.differentiable)
+
+    def __str__(self) -> str:
+        return f"list[{self.elem if self.elem is not None else '?'}]"
+
+
+Type = Union[Num, TupleT, NoneT, ListT]
 
 FLOAT = Num((), "float64", py=True)
 INT = Num((), "int64", py=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import libcst as cst
 import numpy as np
 
-from .ir import Atom, Const, Num
+from .ir import Atom, Const, ListT, Num, Var
 
 if TYPE_CHECKING:
     from .frontend import Lowerer, Value
@@ -91,6 +91,9 @@ def static_params(op: str, sig: str, values: tuple[str, ...], statics: tuple[str
 def sequence(op: str) -> Callable[[str], ApiSpec]:
     def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
         seq = b["arrays"]
+        if isinstance(seq, Var) and isinstance(seq.type, ListT):
+            axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+            return lw.emit(f"{op}_list", [seq], {"axis": axis})
         if not hasattr(seq, "items"):
             raise lw.type_error(f"np.{op} needs a list or tuple of arrays", node)
         axis = lw.static(lw.const_or(b["axis"]), node, "axis")
@@ -167,6 +170,8 @@ def _lower_shape(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 def _lower_len(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     x = b["a"]
+    if isinstance(x, Var) and isinstance(x.type, ListT):
+        return lw.emit("list_len", [x])
     if hasattr(x, "items"):
         n = len(x.items)
         return Const.literal(n, Num((), "int64", py=True, value=n))
@@ -242,6 +247,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "eye": _spec("N, M=None, dtype=None", _lower_eye),
     "arange": _spec("start, stop=None, step=None", _lower_arange),
     "shape": _spec("a", _lower_shape),
+    "array": _spec("object", lambda lw, b, node: sequence("stack")("np.array").lower(lw, {"arrays": b["object"], "axis": 0}, node)),
 }
 
 #: numpy functions by name.

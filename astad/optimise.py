@@ -405,11 +405,11 @@ def _scatter_adds(block: Block, accumulators: set[str]) -> Block:
     defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
     dropped: set[str] = set()
 
-    def leaves(a: Atom) -> list[Atom]:
+    def leaves(a: Atom, visited: set[str]) -> list[Atom]:
         d = defs.get(a.name) if isinstance(a, Var) else None
         if d is not None and isinstance(d.rhs, Plus) and uses[a.name] == 1:
-            dropped.add(a.name)
-            return [leaf for item in d.rhs.items for leaf in leaves(item)]
+            visited.add(a.name)
+            return [leaf for item in d.rhs.items for leaf in leaves(item, visited)]
         return [a]
 
     rewritten: dict[int, list[Bind]] = {}
@@ -417,13 +417,15 @@ def _scatter_adds(block: Block, accumulators: set[str]) -> Block:
         rhs = b.rhs
         if isinstance(rhs, Plus) and isinstance(rhs.items[0], Var) and rhs.items[0].name in accumulators:
             acc: Atom = rhs.items[0]
-            rest = [leaf for item in rhs.items[1:] for leaf in leaves(item)]
+            visited: set[str] = set()
+            rest = [leaf for item in rhs.items[1:] for leaf in leaves(item, visited)]
             new: list[Bind] = []
             others = []
+            scattered: set[str] = set()
             for leaf in rest:
                 d = defs.get(leaf.name) if isinstance(leaf, Var) else None
                 if d is not None and isinstance(d.rhs, Prim) and d.rhs.op == "scatter" and uses[leaf.name] == 1:
-                    dropped.add(leaf.name)
+                    scattered.add(leaf.name)
                     nxt = Var(f"{b.targets[0].name}_{len(new) + 1}", b.targets[0].type)
                     new.append(Bind((nxt,), Prim("scatter_add", (acc, *d.rhs.args), d.rhs.params), d.loc))
                     acc = nxt
@@ -431,6 +433,7 @@ def _scatter_adds(block: Block, accumulators: set[str]) -> Block:
                     others.append(leaf)
             if not new:
                 continue
+            dropped.update(visited | scattered)
             last = new[-1]
             if others:
                 new.append(Bind(b.targets, Plus((acc, *others)), b.loc))

@@ -802,6 +802,16 @@ def _emit_stack(fn: str) -> Callable[[list[Expr], dict], Expr]:
     return emit
 
 
+def _emit_stack_seq(fn: str) -> Callable[[list[Expr], dict], Expr]:
+    """``np.stack(xs, axis=...)`` of a run-time list."""
+
+    def emit(a: list[Expr], ps: dict) -> Expr:
+        kw = {"axis": px.literal(ps["axis"])} if ps.get("axis", 0) != 0 else {}
+        return px.call(f"np.{fn}", a, **kw)
+
+    return emit
+
+
 def _emit_constructor(fn: str) -> Callable[[list[Expr], dict], Expr]:
     def emit(a: list[Expr], ps: dict) -> Expr:
         kw = {"dtype": px.name(f"np.{ps['dtype']}")} if ps.get("dtype") not in (None, "float64") else {}
@@ -971,8 +981,143 @@ def _scatter_value(ct: Any, x: Any, args: Sequence[Any], index: tuple) -> Any:
     return out
 
 
+# --------------------------------------------------------------------------- lists
+
+
+def list_onehot(like: list, i: int, ct: Any) -> list:
+    """Cotangent of ``xs[i]``: zeros like each element, ``ct`` at ``i``."""
+    out = [np.zeros_like(e) if np.ndim(e) else 0.0 for e in like]
+    out[i] = ct
+    return out
+
+
+def list_add(a: list, b: list) -> list:
+    """Cotangents of a list, added element by element."""
+    return [x + y for x, y in zip(a, b)]
+
+
+def list_zeros_like(like: list) -> list:
+    return [np.zeros_like(e) if np.ndim(e) else 0.0 for e in like]
+
+
+def unstack(ct: Any, axis: int) -> list:
+    """Cotangent of ``np.stack(xs, axis)``: one slice per element."""
+    return list(np.moveaxis(ct, axis, 0))
+
+
+def split_like(ct: Any, like: list, axis: int) -> list:
+    """Cotangent of ``np.concatenate(xs, axis)``: ``ct`` cut at the elements' sizes."""
+    cuts = np.cumsum([np.shape(e)[axis] for e in like])[:-1]
+    return list(np.split(ct, cuts, axis=axis))
+
+
+def _list_t(t: Type) -> Any:
+    from .ir import ListT
+
+    if not isinstance(t, ListT):
+        raise ShapeError(f"expected a list, got {t}")
+    return t
+
+
+def _list_infer(ts: list[Type], params: dict) -> Type:
+    from .ir import ListT
+
+    elem = ts[0] if ts else None
+    for t in ts[1:]:
+        if t != elem:
+            raise ShapeError("the elements of a list that is built in a loop must have one type")
+    return ListT(elem)
+
+
+def _append_infer(ts: list[Type], params: dict) -> Type:
+    from .ir import ListT
+
+    l, v = _list_t(ts[0]), ts[1]
+    if l.elem is not None and l.elem != v:
+        if isinstance(l.elem, Num) and isinstance(v, Num) and l.elem.shape == v.shape:
+            return ListT(Num(v.shape, np.result_type(l.elem.dtype, v.dtype).name))
+        raise ShapeError(f"appending {v} to a list of {l.elem}")
+    return ListT(v)
+
+
+def _list_elem(ts: list[Type], params: dict) -> Type:
+    l = _list_t(ts[0])
+    if l.elem is None:
+        raise ShapeError("reading an element of a list nothing has been appended to")
+    return l.elem
+
+
+def _stack_list_infer(ts: list[Type], params: dict) -> Type:
+    e = _num(_list_elem(ts, params))
+    nd = e.ndim + 1
+    axis = _norm_axes(params.get("axis", 0), nd)[0]
+    shape = list(e.shape)
+    shape.insert(axis, None)
+    return Num(tuple(shape), e.dtype)
+
+
+def _concat_list_infer(ts: list[Type], params: dict) -> Type:
+    e = _num(_list_elem(ts, params))
+    axis = _norm_axes(params.get("axis", 0), e.ndim)[0]
+    return Num(tuple(None if i == axis else d for i, d in enumerate(e.shape)), e.dtype)
+
+
+def _vjp_list(b, p, out, ct):
+    return [b.prim("list_get", ct, b.const(k)) for k in range(len(p.args))]
+
+
+def _vjp_append(b, p, out, ct):
+    return [b.prim("list_init", ct), b.prim("list_get", ct, b.const(-1))]
+
+
+def _vjp_list_get(b, p, out, ct):
+    return [b.prim("list_onehot", p.args[0], p.args[1], ct), None]
+
+
+def _vjp_stack_list(b, p, out, ct):
+    return [b.prim("unstack", ct, axis=_norm_axes(p.param("axis", 0), _num(out.type).ndim)[0])]
+
+
+def _vjp_concat_list(b, p, out, ct):
+    return [b.prim("split_like", ct, p.args[0], axis=_norm_axes(p.param("axis", 0), _num(out.type).ndim)[0])]
+
+
+def _emit_list(a: list[Expr], ps: dict) -> Expr:
+    return cst.List([cst.Element(e) for e in a])
+
+
+_register(
+    Primitive("list", lambda *xs: list(xs), _list_infer, _emit_list, _vjp_list),
+    Primitive("append", lambda l, v: l + [v], _append_infer, lambda a, ps: px.binop("+", a[0], _emit_list([a[1]], ps)),
+              _vjp_append),
+    Primitive("list_get", lambda l, i: l[i], _list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), _vjp_list_get),
+    Primitive("list_init", lambda l: l[:-1], lambda ts, ps: ts[0],
+              lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,)),
+    Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), _vjp_zero),
+    Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, _emit_stack_seq("stack"),
+              _vjp_stack_list),
+    Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
+              _emit_stack_seq("concatenate"), _vjp_concat_list),
+    Primitive("list_onehot", list_onehot, lambda ts, ps: ts[0], _emit_runtime("list_onehot"), None, zero_in=(2,)),
+    Primitive("unstack", unstack, lambda ts, ps: _unstack_infer(ts, ps), _emit_runtime("unstack", "axis"), None,
+              zero_in=(0,)),
+    Primitive("split_like", split_like, lambda ts, ps: ts[1], _emit_runtime("split_like", "axis"), None, zero_in=(0,)),
+    Primitive("list_zeros_like", list_zeros_like, lambda ts, ps: ts[0], _emit_runtime("list_zeros_like"), None),
+)
+
+
+def _unstack_infer(ts: list[Type], params: dict) -> Type:
+    from .ir import ListT
+
+    x = _num(ts[0])
+    shape = list(x.shape)
+    del shape[params["axis"]]
+    return ListT(Num(tuple(shape), x.dtype))
+
+
 #: Names the generated code may use besides ``np``: runtime helpers.
-RUNTIME = {"sum_to_shape": sum_to_shape, "prod_vjp": prod_vjp, "diag_embed": diag_embed}
+RUNTIME = {"sum_to_shape": sum_to_shape, "prod_vjp": prod_vjp, "diag_embed": diag_embed, "list_onehot": list_onehot,
+           "list_add": list_add, "list_zeros_like": list_zeros_like, "unstack": unstack, "split_like": split_like}
 
 
 def infer(op: str, arg_types: list[Type], params: dict) -> Type:

@@ -16,7 +16,8 @@ from typing import Any, Callable
 from . import primitives as prims
 from .errors import InternalError
 from .frontend import Namer, literal_type
-from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, If, Loc, Loop, LoopBack, MakeTuple, Num,
+from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, If, ListT, Loc, Loop, LoopBack, MakeTuple,
+                 Num,
                  Plus, Prim,
                  ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars, if_free_vars,
                  loop_free_vars)
@@ -191,7 +192,8 @@ class _Macro:
         self.b.bind((end,), MakeTuple(tuple(new)))
         body = Block(tuple(self.b.binds), end)
         self.b.binds, self.cts = saved
-        init = [*out_cts, *(self.zeros(v) for v in inputs)]
+        init = [self.zeros(outs[i]) if isinstance(c, Zero) and isinstance(c.type, ListT) else c
+                for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
         targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), p.type) for p in ct_params) + tuple(
             Var(self.namer.fresh(f"{v.name}_ct"), v.type) for v in inputs)
         self.b.bind(targets, LoopBack(rhs.tape, rhs.save, tuple(ct_params + accs), tuple(init), body))
@@ -204,6 +206,8 @@ class _Macro:
         """A real zero to start accumulating a cotangent in."""
         if isinstance(v.type, Num) and not v.type.shape:
             return Const.literal(0.0, v.type)
+        if isinstance(v.type, ListT):
+            return self.b.prim("list_zeros_like", v)
         return self.b.prim("zeros_like", v)
 
     def block(self, block: Block, result_ct: Atom) -> None:

@@ -236,3 +236,67 @@ def test_loops_over_arrays_enumerate_and_zip(fn, args):
     check_grad(fn, list(args))
     d = astad.reverse(fn).transform(*args)
     np.testing.assert_allclose(interp.run(d.stages.structural, *args), fn(*args), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- lists
+
+
+def columns(x, w):
+    out = []
+    for j in range(w.shape[0]):
+        out.append(np.sum(x * w[j], axis=1))
+    big = np.stack(out, axis=1)
+    return np.sum(np.tanh(big))
+
+
+def static_list(x):
+    xs = [x, x * 2.0]
+    xs.append(np.sin(x))
+    return np.sum(np.stack(xs)) + len(xs)
+
+
+def list_reads(x):
+    hs = []
+    for i in range(3):
+        hs.append(x * (i + 1.0))
+    s = 0.0
+    for i in range(len(hs)):
+        s = s + np.sum(hs[i] * hs[i])
+    return s + np.sum(np.array(hs)) + np.sum(np.concatenate(hs))
+
+
+def list_of_scalars(x):
+    vals = []
+    for i in range(x.shape[0]):
+        vals.append(np.sin(x[i]) * x[i])
+    return np.sum(np.array(vals) ** 2)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (columns, (RNG.standard_normal((4, 3)), RNG.standard_normal((5, 3)))),
+    (static_list, (RNG.standard_normal(3),)),
+    (list_reads, (RNG.standard_normal(3),)),
+    (list_of_scalars, (RNG.standard_normal(6),)),
+])
+def test_lists_built_by_append(fn, args):
+    check_grad(fn, list(args))
+    d = astad.reverse(fn).transform(*args)
+    np.testing.assert_allclose(interp.run(d.stages.structural, *args), fn(*args), rtol=1e-12)
+    value, residuals = d.forward(*args)
+    cts = d.backward(residuals, 1.0)
+    v, c = interp.run_reverse(d.stages.ad, args, 1.0)
+    for got, expected in zip(c, cts):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+def aliased_append(x):
+    a = [x]
+    b = a
+    a.append(x * 2.0)
+    return np.sum(np.stack(b))
+
+
+def test_append_to_a_list_with_two_names_is_refused():
+    with pytest.raises(astad.UnsupportedSyntaxError) as info:
+        astad.reverse(aliased_append)(np.ones(2))
+    assert "also named `b`" in str(info.value)
