@@ -537,7 +537,7 @@ class Lowerer:
             raise self.syntax_error("`return` inside a loop is not supported yet", "return after the loop", stmt)
         before = self.scope.env
         carried = [n for n in _assigned_names(stmt.body) if n in before and n != index_name
-                   and n not in element_names]
+                   and n not in element_names and not isinstance(before[n], Ref)]
         init = [self.dynamic_list(before[n], stmt) if isinstance(before[n], PyTuple) and before[n].is_list
                 else self.atom(before[n], stmt) for n in carried] + ([go] if go is not None else [])
         names = carried + (["go"] if go is not None else [])

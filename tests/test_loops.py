@@ -300,3 +300,17 @@ def test_append_to_a_list_with_two_names_is_refused():
     with pytest.raises(astad.UnsupportedSyntaxError) as info:
         astad.reverse(aliased_append)(np.ones(2))
     assert "also named `b`" in str(info.value)
+
+
+def reused_loop_variable(x):
+    s = 0.0
+    for i in range(2):
+        s = s + x[i]
+    for t in range(3):
+        for i in range(2):
+            s = s + x[i] * t
+    return s * s
+
+
+def test_a_loop_variable_name_reused_by_later_loops():
+    check_grad(reused_loop_variable, [RNG.standard_normal(3)])
