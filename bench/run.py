@@ -13,6 +13,7 @@ import os
 os.environ["ASTAD_DISK_CACHE"] = "0"
 
 import argparse
+import dataclasses
 import importlib
 import importlib.metadata
 import inspect
@@ -93,14 +94,19 @@ class Timer:
     min_sample: float  # seconds; fast calls are looped so one sample lasts this long
 
     def median(self, call: Callable[[], Any]) -> float:
-        """Median seconds per call over `repeat` samples, after `warmup` calls."""
+        """Median seconds per call over `repeat` samples, after `warmup` calls.
+
+        The call that measures how many calls make one sample is a sample
+        itself when one call is long enough, so slow cells cost no extra call.
+        """
         for _ in range(self.warmup):
             call()
         start = time.perf_counter()
         call()
-        number = max(1, int(self.min_sample / max(time.perf_counter() - start, 1e-9)))
-        samples = []
-        for _ in range(self.repeat):
+        first = time.perf_counter() - start
+        number = max(1, int(self.min_sample / max(first, 1e-9)))
+        samples = [first] if number == 1 else []
+        while len(samples) < self.repeat:
             start = time.perf_counter()
             for _ in range(number):
                 call()
@@ -127,6 +133,42 @@ class Row:
     name: str
     times: dict[str, float] = field(default_factory=dict)  # column key -> seconds
     notes: list[str] = field(default_factory=list)
+    skipped: set[str] = field(default_factory=set)  # tool keys not run (see LIMITS)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps for the cells of one program that are too slow for the default run.
+
+    repeat: tool key -> at most this many timed samples, after a single
+    warm-up call; skip: tool key -> why that tool is not run at all. Both are
+    ignored with --no-limits.
+    """
+
+    repeat: dict[str, int] = field(default_factory=dict)
+    skip: dict[str, str] = field(default_factory=dict)
+
+
+# LIMITS keep the default run within ~5 minutes. The comments give seconds per
+# call, measured on a 2-core x86 CPU. The loops cost autograd and JAX
+# eager one operation per scalar op (~0.4 ms each for JAX eager here), and the
+# first JAX eager call also compiles each x[i] separately (~40 s for 1000
+# reads). jax.jit unrolls a Python loop: compiling scalar_loop_1000 takes ~90 s,
+# scalar_loop_4000 over 400 s. huber and newton branch on values, which jax.jit
+# refuses (TracerBoolConversionError, in the notes).
+JIT_UNROLLED = "compiling the unrolled loop takes minutes"
+LIMITS: dict[str, Limits] = {
+    "scalar_loop_1000": Limits(repeat={"autograd": 5, "jax_eager": 1},  # 0.3 s; 8 s (first call 40 s)
+                               skip={"jax_jit": JIT_UNROLLED}),
+    "scalar_loop_4000": Limits(repeat={"autograd": 3},  # 1.6 s; JAX eager 32 s (first call 200 s)
+                               skip={"jax_eager": "one call takes half a minute, the first minutes",
+                                     "jax_jit": JIT_UNROLLED}),
+    "scalar_loop_16000": Limits(repeat={"autograd": 1},  # 7 s
+                                skip={"jax_eager": "one call takes minutes", "jax_jit": JIT_UNROLLED}),
+    "huber": Limits(repeat={"jax_eager": 3}),  # 3 s
+    "gmm": Limits(repeat={"jax_eager": 10}),  # 0.4 s
+    "lstm": Limits(repeat={"jax_eager": 10}),  # 0.8 s
+}
 
 
 def prepare_primal(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
@@ -202,7 +244,7 @@ def check_gradient(name: str, args: Args, argnums: Argnums) -> str | None:
     return None
 
 
-def bench_program(name: str, timer: Timer) -> Row:
+def bench_program(name: str, timer: Timer, limits: Limits) -> Row:
     _, make_inputs, argnums = PROGRAMS[name]
     args = make_inputs(np.random.default_rng(0))
     row = Row(name)
@@ -212,8 +254,16 @@ def bench_program(name: str, timer: Timer) -> Row:
     for tool in TOOLS:
         if not tool.available:
             continue
+        if tool.key in limits.skip:
+            row.skipped.add(tool.key)
+            row.notes.append(f"{name}: {tool.label}: skipped, {limits.skip[tool.key]} (--no-limits runs it)")
+            continue
+        cell_timer = timer
+        if tool.key in limits.repeat:
+            cell_timer = dataclasses.replace(timer, repeat=min(timer.repeat, limits.repeat[tool.key]),
+                                             warmup=min(timer.warmup, 1))
         try:
-            row.times[tool.key] = timer.median(tool.prepare(name, args, argnums, row))
+            row.times[tool.key] = cell_timer.median(tool.prepare(name, args, argnums, row))
         except Exception as e:
             row.notes.append(f"{name}: {tool.label}: {describe(e)}")
     return row
@@ -294,8 +344,9 @@ def speedup(other: str) -> Callable[[Row], str]:
     return lambda row: fmt_ratio(ratio(row, other, "astad"))
 
 
-def time_of(key: str) -> Callable[[Row], str]:
-    return lambda row: fmt_time(row.times.get(key))
+def time_of(key: str, tool: str | None = None) -> Callable[[Row], str]:
+    """The time in row.times[key]; "skip" if `tool` (default: key) was skipped."""
+    return lambda row: "skip" if (tool or key) in row.skipped else fmt_time(row.times.get(key))
 
 
 # (header, cell) -- the main table, one row per program
@@ -310,7 +361,7 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("jax eager", time_of("jax_eager")),
     ("vs eager", speedup("jax_eager")),
     ("jax jit", time_of("jax_jit")),
-    ("jit compile", time_of("jit_compile")),
+    ("jit compile", time_of("jit_compile", tool="jax_jit")),
     ("vs jit", speedup("jax_jit")),
 ]
 
@@ -354,10 +405,13 @@ def astad_only_row(measurement: tuple[str, Callable[[Timer], float], Target, flo
 def main(argv: list[str] | None = None) -> int:
     extras = [name for name, *_ in ASTAD_ONLY]
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, help="timed samples per cell (default 25; 5 with --quick)")
+    parser.add_argument("--repeat", type=int,
+                        help="timed samples per cell (default 25; 5 with --quick; LIMITS caps slow cells)")
     parser.add_argument("--only", action="append", choices=[*PROGRAMS, *extras],
                         metavar="NAME", help=f"run only NAME (repeatable): {', '.join([*PROGRAMS, *extras])}")
     parser.add_argument("--quick", action="store_true", help="few, short samples: a smoke test")
+    parser.add_argument("--no-limits", action="store_true",
+                        help="ignore the per-program caps on slow cells (LIMITS): every tool, full repeat; slow")
     opts = parser.parse_args(argv)
     timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25),
                   warmup=1 if opts.quick else 3, min_sample=0.001 if opts.quick else 0.01)
@@ -367,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
           f"autograd {version(autograd)}, jax {version(jax)}"
           f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples\n")
 
-    rows = [bench_program(name, timer) for name in PROGRAMS if name in selected]
+    rows = [bench_program(name, timer, Limits() if opts.no_limits else LIMITS.get(name, Limits()))
+            for name in PROGRAMS if name in selected]
     if rows:
         print_table([h for h, _ in COLUMNS], [[cell(row) for _, cell in COLUMNS] for row in rows])
         print("speedups are other tool's time / astad's time; jit compile = first call\n")
