@@ -401,8 +401,14 @@ def test_random_program(program_dir, program):
 
     # (a) the pullback against central finite differences
     check_grad(fn, args, seed=seed % 1000)
-
     # (b) every stage's IR, interpreted, against direct execution and the generated code
+    check_stages(fn, args, seed)
+
+
+def check_stages(fn, args, seed):
+    """The core and structural IR, interpreted, give what ``fn`` returns; the AD
+    and optimised reverse programs, interpreted, give the generated code's value
+    and cotangents for a random output cotangent."""
     d = astad.reverse(fn).transform(*args)
     want = fn(*args)
     _assert_equal(interp.run(d.stages.core, *args), want, "core IR")
