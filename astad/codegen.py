@@ -22,7 +22,7 @@ from . import pyexpr as px
 from .errors import InternalError
 from .frontend import Namer
 from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
-                 Unpack, Var, Zero, bound_vars, nested_blocks, vars_of)
+                 Unpack, Var, bound_vars, nested_blocks, vars_of)
 from .optimise import result_items
 
 Expr = cst.BaseExpression

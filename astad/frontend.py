@@ -22,7 +22,7 @@ import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import primitives as prims
-from .errors import (AstadTypeError, InternalError, SourceUnavailableError, UnsupportedFunctionError,
+from .errors import (AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, ListT, Loc, MakeTuple, Num,
                  NoneT, Prim, TupleT, Type, Var, If, Loop, vars_of)

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .ir import (Atom, Block, Comp, Const, Copy, Drop, Dup, Function, If, Loop, LoopBack, MakeTuple, Num, Plus, Prim,
-                 ReverseProgram, TupleT, Type, Unpack, Var, Zero)
+                 ReverseProgram, TupleT, Type, Unpack, Var)
 from .primitives import TABLE
 
 

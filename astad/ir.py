@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Union
 
-import numpy as np
-
 Dim = Union[int, None]  # None: not known statically
 
 

@@ -14,14 +14,14 @@ cotangents and unused results are folded away by the optimiser.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 import libcst as cst
 import numpy as np
 
 from . import pyexpr as px
-from .ir import INT, Atom, Const, Num, Prim, TupleT, Type, Var
+from .ir import Atom, Const, Num, Prim, TupleT, Type, Var
 
 
 class ShapeError(Exception):

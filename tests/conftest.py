@@ -96,3 +96,26 @@ def load_program(source, directory, stem="prog"):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def check_stages(fn, args):
+    """The IR of every stage, interpreted, agrees with Python and the generated code:
+    the core and structural IR evaluate to ``fn(*args)``; the AD and optimised
+    reverse programs give the generated code's value and cotangents (output
+    cotangent 1.0, so ``fn`` returns a scalar)."""
+    from astad import interp
+
+    d = astad.reverse(fn).transform(*args)
+    want = fn(*args)
+    for stage in (d.stages.core, d.stages.structural):
+        np.testing.assert_allclose(interp.run(stage, *args), want, rtol=1e-12)
+    value, residuals = d.forward(*args)
+    cts = d.backward(residuals, 1.0)
+    for prog in (d.stages.ad, d.stages.optimised):
+        v, c = interp.run_reverse(prog, args, 1.0)
+        np.testing.assert_allclose(v, value, rtol=1e-12)
+        for got, expected in zip(c, cts):
+            if expected is None:
+                assert got is None
+            else:
+                np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)

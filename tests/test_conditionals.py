@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import astad
-from astad import interp
-from conftest import check_grad
+from conftest import check_grad, check_stages
 
 
 def piecewise(x, y):
@@ -130,20 +129,7 @@ def test_gradient_of_the_branch_taken(fn, args):
 
 @pytest.mark.parametrize("fn, args", CASES, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(CASES)])
 def test_every_stage_evaluates_like_python(fn, args):
-    d = astad.reverse(fn).transform(*args)
-    want = fn(*args)
-    for stage in (d.stages.core, d.stages.structural):
-        np.testing.assert_allclose(interp.run(stage, *args), want, rtol=1e-12)
-    value, residuals = d.forward(*args)
-    cts = d.backward(residuals, 1.0)
-    for prog in (d.stages.ad, d.stages.optimised):
-        v, c = interp.run_reverse(prog, args, 1.0)
-        np.testing.assert_allclose(v, value, rtol=1e-12)
-        for got, expected in zip(c, cts):
-            if expected is None:
-                assert got is None
-            else:
-                np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+    check_stages(fn, args)
 
 
 def test_at_a_kink_the_branch_python_takes_decides():

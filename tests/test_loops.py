@@ -8,7 +8,7 @@ import pytest
 
 import astad
 from astad import interp
-from conftest import check_grad
+from conftest import check_grad, check_stages
 
 
 def scalar_loop(x, y):
@@ -110,20 +110,7 @@ def test_loop_gradients(fn, args):
 
 @pytest.mark.parametrize("fn, args", CASES, ids=IDS)
 def test_every_stage_evaluates_like_python(fn, args):
-    d = astad.reverse(fn).transform(*args)
-    want = fn(*args)
-    for stage in (d.stages.core, d.stages.structural):
-        np.testing.assert_allclose(interp.run(stage, *args), want, rtol=1e-12)
-    value, residuals = d.forward(*args)
-    cts = d.backward(residuals, 1.0)
-    for prog in (d.stages.ad, d.stages.optimised):
-        v, c = interp.run_reverse(prog, args, 1.0)
-        np.testing.assert_allclose(v, value, rtol=1e-12)
-        for got, expected in zip(c, cts):
-            if expected is None:
-                assert got is None
-            else:
-                np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+    check_stages(fn, args)
 
 
 def test_reads_in_a_loop_accumulate_in_place():
