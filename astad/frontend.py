@@ -323,6 +323,7 @@ class Lowerer:
         self.const_names: dict[int, str] = {}
         self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object)
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
+        self.exits: list[Callable[[bool], Value]] = []  # per enclosing loop: the value of leaving its body
         self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
 
     # ----------------------------------------------------------------- helpers
@@ -436,7 +437,7 @@ class Lowerer:
         """Lower statements in order; the returned value if they return, else None."""
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
-                if _returns(stmt):  # the rest of the function continues each branch that does not return
+                if _exits(stmt):  # the rest of the block continues each branch that does not return/break/continue
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
                 continue
@@ -451,6 +452,8 @@ class Lowerer:
                 raise self.syntax_error(entry[0], entry[1] or "assignments, `if` and `return`", stmt)
             for small in stmt.body:
                 self.node = small
+                if isinstance(small, (cst.Break, cst.Continue)):
+                    return self.exits[-1](isinstance(small, cst.Break))
                 if isinstance(small, cst.Return):
                     if small.value is None:
                         raise self.syntax_error("`return` without a value", "return a float, an array or a tuple",
@@ -540,7 +543,11 @@ class Lowerer:
                    and n not in element_names and not isinstance(before[n], Ref)]
         init = [self.dynamic_list(before[n], stmt) if isinstance(before[n], PyTuple) and before[n].is_list
                 else self.atom(before[n], stmt) for n in carried] + ([go] if go is not None else [])
-        names = carried + (["go"] if go is not None else [])
+        has_break = _breaks(stmt.body)
+        running = has_break and test is None  # a `for` with `break` carries whether it still runs
+        if running:
+            init.append(Const.literal(True, BOOL))
+        names = carried + (["go"] if go is not None else []) + (["running"] if running else [])
         types = [_forget_value(a.type) for a in init]
         for _ in range(3):  # until the carried types are stable (e.g. a Python float becoming np.float64)
             index = Var(self.namer.fresh(index_name), INT) if index_name is not None else None
@@ -555,15 +562,30 @@ class Lowerer:
                     prelude(index)
                 self.scope.env.update(zip(carried, params))
                 self.bound.update(v.name for v in params)
-                self.lower_stmts(list(stmt.body.body))
-                outs = [self.atom(self.scope.env[n], stmt) for n in carried]
+                if not running:
+                    return iteration()
+                t_binds, _, t_outs = self.branch(iteration)  # `if running:` the body, else nothing changes
+                return [self.atom(v, stmt) for v in self.join(params[-1], [
+                    (n, t, e) for n, t, e in zip(names, t_outs, params)], t_binds, [])]
+
+            def iteration() -> list[Atom]:
+                def leave(stop: bool) -> Value:
+                    values = tuple(self.scope.env[n] for n in carried)
+                    return PyTuple(values + ((Const.literal(stop, BOOL),) if has_break else ()))
+
+                self.exits.append(leave)
+                try:
+                    ended = self.lower_stmts(list(stmt.body.body))
+                finally:
+                    self.exits.pop()
+                items = list((ended if isinstance(ended, PyTuple) else leave(False)).items)
+                stop = self.atom(items.pop(), stmt) if has_break else Const.literal(False, BOOL)
+                outs = [self.atom(v, stmt) for v in items]
                 if test is not None:
-                    c = self.condition(test)
-                    if c is True:
-                        raise self.syntax_error("this `while` loop never ends: its condition is always true",
-                                                "a condition on the values the loop changes (`break` is not "
-                                                "supported yet)", test)
-                    outs.append(Const.literal(c, BOOL) if isinstance(c, bool) else c)
+                    outs.append(self.go_on(stop, test))
+                elif running:
+                    outs.append(Const.literal(not stop.value, BOOL) if isinstance(stop, Const) else
+                                self.emit("not_", [stop]))
                 return outs
 
             binds, _, outs = self.branch(body)
@@ -583,6 +605,20 @@ class Lowerer:
         for name in ([] if hidden or index_name is None else [index_name]) + list(element_names):
             self.scope.env[name] = Ref("after_loop", name)
 
+    def go_on(self, stop: Atom, test: cst.BaseExpression) -> Atom:
+        """Whether a ``while`` loop runs again: not after a ``break``, else its condition."""
+        def condition() -> Atom:
+            c = self.condition(test)
+            if c is True and not (isinstance(stop, Var)):
+                raise self.syntax_error("this `while` loop never ends: its condition is always true",
+                                        "a condition on the values the loop changes, or a `break`", test)
+            return Const.literal(c, BOOL) if isinstance(c, bool) else c
+
+        if isinstance(stop, Const):
+            return Const.literal(False, BOOL) if stop.value else condition()
+        c_binds, _, c_val = self.branch(condition)
+        return self.atom(self.join(stop, [("go", Const.literal(False, BOOL), c_val)], [], c_binds)[0], test)
+
     def range_bounds(self, node: cst.BaseExpression) -> list[Atom]:
         func = self.expr(node.func) if isinstance(node, cst.Call) else None
         if not (isinstance(func, Ref) and func.obj is builtins.range):
@@ -599,6 +635,13 @@ class Lowerer:
         return bounds
 
     # ----------------------------------------------------------------- conditionals
+
+    def lower_block(self, stmts: list[cst.BaseStatement], to_the_end: bool) -> Value | None:
+        """A branch; when it runs to the end of a loop body, that is a ``continue``."""
+        value = self.lower_stmts(stmts)
+        if value is None and to_the_end and self.exits:
+            return self.exits[-1](False)
+        return value
 
     def condition(self, node: cst.BaseExpression) -> Atom | bool:
         """A branch condition: a scalar boolean atom, or a bool known statically
@@ -637,8 +680,8 @@ class Lowerer:
         c = self.condition(stmt.test)
         if isinstance(c, bool):
             return self.lower_stmts(then_stmts if c else else_stmts)
-        t_binds, t_env, t_val = self.branch(lambda: self.lower_stmts(then_stmts))
-        e_binds, e_env, e_val = self.branch(lambda: self.lower_stmts(else_stmts))
+        t_binds, t_env, t_val = self.branch(lambda: self.lower_block(then_stmts, rest is not None))
+        e_binds, e_env, e_val = self.branch(lambda: self.lower_block(else_stmts, rest is not None))
         self.node = stmt
         if rest is not None:
             if t_val is None or e_val is None:
@@ -1211,6 +1254,30 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
 
     node.visit(V())
     return names
+
+
+def _breaks(body: cst.CSTNode) -> bool:
+    """Whether a loop body has a ``break`` of its own (not of a loop nested in it)."""
+    return _loop_exit_found(body, (cst.Break,))
+
+
+def _exits(stmt: cst.CSTNode) -> bool:
+    """Whether a statement can leave its block: ``return``, or ``break``/``continue``
+    of the enclosing loop."""
+    return _returns(stmt) or _loop_exit_found(stmt, (cst.Break, cst.Continue))
+
+
+def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            if isinstance(n, kinds):
+                found.append(n)
+            return not isinstance(n, (cst.For, cst.While)) or n is node
+
+    node.visit(V())
+    return bool(found)
 
 
 def _returns(stmt: cst.CSTNode) -> bool:

@@ -301,3 +301,57 @@ def reused_loop_variable(x):
 
 def test_a_loop_variable_name_reused_by_later_loops():
     check_grad(reused_loop_variable, [RNG.standard_normal(3)])
+
+
+# --------------------------------------------------------------------------- break and continue
+
+
+def first_big(x, t):
+    s = 0.0
+    for i in range(x.shape[0]):
+        if x[i] > t:
+            break
+        s = s + x[i] * x[i]
+    return s
+
+
+def skip_negative(x):
+    s = 0.0
+    for i in range(len(x)):
+        if x[i] < 0.0:
+            continue
+        s = s + np.sin(x[i])
+    return s
+
+
+def while_with_break(a):
+    x = a
+    k = 0
+    while k < 100:
+        x = x * 0.5 + 1.0
+        if abs(x - 2.0) < 1e-3:
+            break
+        k = k + 1
+    return x * a
+
+
+def nested_break(m):
+    total = 0.0
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            if m[i, j] < -1.0:
+                break
+            total = total + m[i, j] * (i + 1.0)
+    return total
+
+
+X = np.array([0.3, -0.5, 0.8, 2.5, 0.1])
+
+
+@pytest.mark.parametrize("fn, args", [
+    (first_big, (X, 1.0)), (first_big, (X, 5.0)), (skip_negative, (X,)), (while_with_break, (3.0,)),
+    (nested_break, (np.array([[0.5, -1.5, 0.3], [0.2, 0.4, -2.0], [-3.0, 1.0, 1.0]]),)),
+])
+def test_break_and_continue(fn, args):
+    check_grad(fn, list(args))
+    check_stages(fn, args)
