@@ -303,7 +303,7 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     kept = []
     for b in reversed(block.binds):
         if isinstance(b.rhs, If):
-            alive = [i for i, t in enumerate(b.targets) if t.name in live]
+            alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
             inner = set(bound_names(b.rhs.then)) | set(bound_names(b.rhs.orelse))
             if not alive and not (keep & inner):
                 continue
@@ -360,7 +360,8 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
         for b in block.binds:
             b = _with_branches(b, b.rhs, back)
             if isinstance(b.rhs, LoopBack):
-                read = read_names(b.rhs.body) & inside.get(b.rhs.tape.name, set())
+                # what the body reads from this loop's iteration (not what nested loops bind themselves)
+                read = (read_names(b.rhs.body) - set(bound_names(b.rhs.body))) & inside.get(b.rhs.tape.name, set())
                 saved = tuple(v for v in b.rhs.saved if v.name in read)
                 keep[b.rhs.tape.name] = saved
                 b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
@@ -489,6 +490,11 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
         return prog
     items = []
     for p, a in zip(prog.params, final.rhs.items):
+        if isinstance(p.type, Num) and p.type.py and not p.type.shape and p.type.differentiable \
+                and isinstance(a, Var) and not (isinstance(a.type, Num) and a.type.py):
+            v = Var(f"{p.name}_ct_float", p.type)  # a float for a float argument
+            binds.insert(binds.index(final), Bind((v,), Prim("to_float", (a,))))
+            a = v
         if isinstance(a, Zero):
             t = p.type
             if isinstance(t, Num) and t.py:

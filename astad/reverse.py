@@ -67,6 +67,12 @@ def with_tapes(block: Block, namer: Namer) -> Block:
     return Block(tuple(binds), block.result)
 
 
+def _joined_ct_type(t: Type) -> Type:
+    """The cotangent of a Python float that comes out of a branch or a loop may
+    be a numpy scalar (from one path): typed so, it is made a float when returned."""
+    return Num((), t.dtype, py=False) if isinstance(t, Num) and t.py and not t.shape else t
+
+
 class _Macro:
     def __init__(self, fn: Function) -> None:
         names = {p.name for p in fn.params} | set(bound_names(fn.body))
@@ -157,7 +163,7 @@ class _Macro:
             self.b.bind((end,), MakeTuple(tuple(self.ct_of(v) for v in inputs)))
             branches.append(Block(tuple(self.b.binds), end))
             self.b.binds, self.cts = saved
-        joined = tuple(Var(self.namer.fresh(f"{v.name}_ct"), v.type) for v in inputs)
+        joined = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
         self.b.bind(joined, If(rhs.cond, branches[0], branches[1]))
         for v, j in zip(inputs, joined):
             self.cts[v.name] = j
@@ -194,8 +200,8 @@ class _Macro:
         self.b.binds, self.cts = saved
         init = [self.zeros(outs[i]) if isinstance(c, Zero) and isinstance(c.type, ListT) else c
                 for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
-        targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), p.type) for p in ct_params) + tuple(
-            Var(self.namer.fresh(f"{v.name}_ct"), v.type) for v in inputs)
+        targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), _joined_ct_type(p.type)) for p in ct_params) + tuple(
+            Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
         self.b.bind(targets, LoopBack(rhs.tape, rhs.save, tuple(ct_params + accs), tuple(init), body))
         for i, t in zip(carried, targets):
             self.give(rhs.init[i], t)

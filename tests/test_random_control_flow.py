@@ -59,7 +59,7 @@ MAX_DEPTH = 3
 # once per loop body (its nested blocks included).
 INVARIANT_READ_ONCE = False
 
-# astad bug: a loop nested in another loop that runs zero times in some
+# (fixed; the switch stays as a regression check) a loop nested in another loop that runs zero times in some
 # iteration of the outer one: the outer loop's tape saves the inner body's
 # temporaries, unbound then (UnboundLocalError in the generated forward code):
 #     def f(x, n):
@@ -68,10 +68,10 @@ INVARIANT_READ_ONCE = False
 #                 x = x * np.cos(x)
 #         return x
 #     f(0.5, 0)
-# While it stands, nested loops run at least once.
-ZERO_TRIP_NESTED_LOOPS = False
+# False: nested loops run at least once.
+ZERO_TRIP_NESTED_LOOPS = True
 
-# astad bug: a value defined by an `if` (or `a if c else b`) outside a loop and
+# (fixed; the switch stays as a regression check) a value defined by an `if` (or `a if c else b`) outside a loop and
 # read only by dead code inside it: the backward pass starts its (zero)
 # cotangent accumulator with np.zeros_like(v), but the forward pass no longer
 # computes v (NameError in the generated backward code):
@@ -82,12 +82,12 @@ ZERO_TRIP_NESTED_LOOPS = False
 #             x = x * z
 #         return x
 #     f(np.ones(2), -0.2)
-# While it stands, loop bodies have no dead code: a value computed in a block
+# False: loop bodies have no dead code: a value computed in a block
 # inside a loop is read before the block ends (by an update of a carried name
 # if nothing else), and no name is overwritten there before it is read.
-DEAD_CODE_IN_LOOPS = False
+DEAD_CODE_IN_LOOPS = True
 
-# astad bug: a float parameter whose value is joined (by an `if` or a loop) with
+# (fixed; the switch stays as a regression check) a float parameter whose value is joined (by an `if` or a loop) with
 # a numpy scalar, then given to np.maximum/np.minimum/np.where: its cotangent
 # comes back as a 0-d array, not a float, e.g.
 #     def f(y, z):
@@ -95,9 +95,9 @@ DEAD_CODE_IN_LOOPS = False
 #             y = np.sum(z)
 #         return np.minimum(0.3, y)
 #     f(1.45, np.array([0.9, 0.2]))  # pullback(1.0)[0] is array(0.)
-# While it stands, a name that may hold a Python float or a numpy scalar
-# ("mixed") is not given to those functions.
-MIXED_SCALARS_INTO_WHERE = False
+# False: a name that may hold a Python float or a numpy scalar ("mixed") is
+# not given to those functions.
+MIXED_SCALARS_INTO_WHERE = True
 _WHERE_LIKE = re.compile(r"np\.(maximum|minimum|where)\(")
 
 MARGIN_HELPERS = '''
