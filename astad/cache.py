@@ -111,7 +111,7 @@ def _path(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | No
     return d / f"{parsed.name}-{entry_key(parsed, arg_types, wrt)[:32]}.json"
 
 
-_TYPE_NAMES = {"Num": ir.Num, "TupleT": ir.TupleT, "NoneT": ir.NoneT}
+_TYPE_NAMES = {"Num": ir.Num, "TupleT": ir.TupleT, "NoneT": ir.NoneT, "ListT": ir.ListT}
 
 
 def load(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None = None) -> Derivative | None:

@@ -12,7 +12,7 @@ Deterministic: the same program always prints to the same text.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from typing import Callable, Sequence
 
 import libcst as cst
 import numpy as np
@@ -129,21 +129,14 @@ class _Function:
         test = self.atom(rhs.cond)
         leading = self.comment(b.loc)
         own = [{v.name for v in bound_vars(blk)} & self.residuals for blk in (rhs.then, rhs.orelse)]
-        bodies = []
-        for block, other in ((rhs.then, own[1] - own[0]), (rhs.orelse, own[0] - own[1])):
-            saved, self.lines = self.lines, []
-            items = result_items(block)
-            if items is None:
-                raise InternalError("codegen: a branch must end with the tuple of its joined values")
-            for inner in block.binds[:-1]:
-                self.bind(inner)
+        def tail(items: tuple[Atom, ...], other: set[str]) -> None:
             for t, a in zip(b.targets, items):
                 self.assign((t,), self.atom(a), None)
             for name in sorted(other):
                 self.assign((Var(name, NoneT()),), px.name("None"), None)
-            lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
-            self.lines = saved
-            bodies.append(cst.IndentedBlock(body=lines))
+
+        bodies = [self.nested(rhs.then, lambda items: tail(items, own[1] - own[0])),
+                  self.nested(rhs.orelse, lambda items: tail(items, own[0] - own[1]))]
         self.lines.append(cst.If(test=test, body=bodies[0], orelse=cst.Else(body=bodies[1]),  # type: ignore[arg-type]
                                  leading_lines=leading))
 
@@ -173,33 +166,43 @@ class _Function:
             names = [cst.Name(v.name) for v in rhs.saved]
             target = px.tuple_(names) if names else cst.Name("_")
             iterable = px.call("reversed", [cst.Name(rhs.tape.name)])
-        saved, self.lines = self.lines, []
-        items = result_items(rhs.body)
-        if items is None:
-            raise InternalError("codegen: a loop body must end with the tuple of its next values")
-        for inner in rhs.body.binds[:-1]:
-            self.bind(inner)
-        if isinstance(rhs, Loop) and rhs.tape is not None:
-            entry = px.tuple_([cst.Name(v.name) for v in rhs.save])
-            self.lines.append(cst.SimpleStatementLine(body=[cst.Expr(px.method(cst.Name(rhs.tape.name), "append",
-                                                                                [entry]))]))
-        values = [self.atom(a) for a in items]
-        self.flush()
-        if params:
-            lhs = px.tuple_([cst.Name(p.name) for p in params]).with_changes(lpar=[], rpar=[]) if len(params) > 1 \
-                else cst.Name(params[0].name)
-            rhs_value = px.tuple_(values).with_changes(lpar=[], rpar=[]) if len(values) > 1 else values[0]
-            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(lhs)], rhs_value)]))
-        body = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
-        self.lines = saved
+        def tail(items: tuple[Atom, ...]) -> None:
+            if isinstance(rhs, Loop) and rhs.tape is not None:
+                entry = px.tuple_([cst.Name(v.name) for v in rhs.save])
+                self.lines.append(cst.SimpleStatementLine(body=[cst.Expr(px.method(
+                    cst.Name(rhs.tape.name), "append", [entry]))]))
+            # the next values of the loop's variables (one that does not change is not reassigned)
+            changed = [(p, self.atom(a)) for p, a in zip(params, items) if not (isinstance(a, Var) and a.name == p.name)]
+            self.flush()
+            if changed:
+                lhs = px.tuple_([cst.Name(p.name) for p, _ in changed]).with_changes(lpar=[], rpar=[])
+                value = px.tuple_([v for _, v in changed]).with_changes(lpar=[], rpar=[])
+                if len(changed) == 1:
+                    lhs, value = cst.Name(changed[0][0].name), changed[0][1]
+                self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(lhs)], value)]))
+
+        body = self.nested(rhs.body, tail)
         if isinstance(rhs, Loop) and rhs.index is None:  # while: the last carried value says whether to go on
-            self.lines.append(cst.While(test=cst.Name(rhs.carried[-1].name), body=cst.IndentedBlock(body=body),
-                                        leading_lines=leading))
+            self.lines.append(cst.While(test=cst.Name(rhs.carried[-1].name), body=body, leading_lines=leading))
         else:
-            self.lines.append(cst.For(target=target, iter=iterable, body=cst.IndentedBlock(body=body),
-                                      leading_lines=leading))
+            self.lines.append(cst.For(target=target, iter=iterable, body=body, leading_lines=leading))
         for t, p in zip(b.targets, params):
-            self.assign((t,), cst.Name(p.name), None)
+            if self.uses[t.name]:  # a loop result nothing reads is not copied out
+                self.assign((t,), cst.Name(p.name), None)
+
+    def nested(self, block: Block, tail: Callable[[tuple[Atom, ...]], None]) -> cst.IndentedBlock:
+        """The lines of a branch or loop body: its bindings, then ``tail`` given the
+        tuple the block ends with (what it passes on)."""
+        saved, self.lines = self.lines, []
+        items = result_items(block)
+        if items is None:
+            raise InternalError("codegen: a branch or loop body must end with the tuple of what it passes on")
+        for inner in block.binds[:-1]:
+            self.bind(inner)
+        tail(items)
+        lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
+        self.lines = saved
+        return cst.IndentedBlock(body=lines)
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
         """``t = a + b`` with ``a`` an array this function allocated and reads only

@@ -308,18 +308,18 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
             if not alive and not (keep & inner):
                 continue
             then, orelse = _select(b.rhs.then, alive), _select(b.rhs.orelse, alive)
-            then = _dce(then, _reads(Block((), then.result)), keep)
-            orelse = _dce(orelse, _reads(Block((), orelse.result)), keep)
+            then = _dce(then, read_names(Block((), then.result)), keep)
+            orelse = _dce(orelse, read_names(Block((), orelse.result)), keep)
             b = Bind(tuple(b.targets[i] for i in alive), If(b.rhs.cond, then, orelse), b.loc)
         elif isinstance(b.rhs, Loop):
             if not any(t.name in live or t.name in keep for t in b.targets):
                 continue
-            body_live = _reads(Block((), b.rhs.body.result)) | {v.name for v in b.rhs.save}
+            body_live = read_names(Block((), b.rhs.body.result)) | {v.name for v in b.rhs.save}
             b = _with_branches(b, b.rhs, lambda blk: _dce(blk, body_live, keep))
         elif isinstance(b.rhs, LoopBack):
             if not any(t.name in live for t in b.targets):
                 continue
-            b = _with_branches(b, b.rhs, lambda blk: _dce(blk, _reads(Block((), blk.result)), keep))
+            b = _with_branches(b, b.rhs, lambda blk: _dce(blk, read_names(Block((), blk.result)), keep))
         elif not any(t.name in live or t.name in keep for t in b.targets):
             continue
         kept.append(b)
@@ -327,16 +327,12 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     return Block(tuple(reversed(kept)), block.result)
 
 
-def _reads(block: Block) -> set[str]:
-    return read_names(block)
-
-
 def dce(prog: ReverseProgram) -> ReverseProgram:
-    backward = _dce(prog.backward, _reads(Block((), prog.backward.result)), set())
+    backward = _dce(prog.backward, read_names(Block((), prog.backward.result)), set())
     prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
     backward = prog.backward
-    needed = _reads(backward) - set(bound_names(backward))
-    forward = _dce(prog.forward, _reads(Block((), prog.forward.result)), needed)
+    needed = read_names(backward) - set(bound_names(backward))
+    forward = _dce(prog.forward, read_names(Block((), prog.forward.result)), needed)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 
@@ -563,7 +559,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
 
 def residuals(prog: ReverseProgram) -> tuple[Var, ...]:
     """The forward variables (and parameters) the backward block reads, in forward order."""
-    read = _reads(prog.backward) - set(bound_names(prog.backward)) - {prog.ct_in.name}
+    read = read_names(prog.backward) - set(bound_names(prog.backward)) - {prog.ct_in.name}
     order = list(prog.params) + list(bound_vars(prog.forward))
     return tuple(v for v in order if v.name in read)
 

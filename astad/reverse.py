@@ -152,17 +152,8 @@ class _Macro:
             for v in inputs:
                 self.give(v, None)
             return
-        branches = []
-        for block in (rhs.then, rhs.orelse):
-            saved = self.b.binds, self.cts
-            self.b.binds, self.cts = [], {}
-            start = Var(self.namer.temp(), block.result.type)
-            self.b.bind((start,), MakeTuple(out_cts))
-            self.block(block, start)
-            end = Var(self.namer.temp(), TupleT(tuple(v.type for v in inputs)))
-            self.b.bind((end,), MakeTuple(tuple(self.ct_of(v) for v in inputs)))
-            branches.append(Block(tuple(self.b.binds), end))
-            self.b.binds, self.cts = saved
+        branches = [self.nested(block, out_cts, lambda: [self.ct_of(v) for v in inputs])
+                    for block in (rhs.then, rhs.orelse)]
         joined = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
         self.b.bind(joined, If(rhs.cond, branches[0], branches[1]))
         for v, j in zip(inputs, joined):
@@ -181,23 +172,20 @@ class _Macro:
                 self.give(a, None)
             return
         assert rhs.tape is not None
-        saved = self.b.binds, self.cts
-        self.b.binds, self.cts = [], {}
         ct_params = [Var(self.namer.fresh(f"{rhs.carried[i].name}_ct"), rhs.carried[i].type) for i in carried]
         accs = [Var(self.namer.fresh(f"{v.name}_ct_sum"), v.type) for v in inputs]
         by_index = dict(zip(carried, ct_params))
-        start = Var(self.namer.temp(), rhs.body.result.type)
-        self.b.bind((start,), MakeTuple(tuple(by_index.get(i, Zero(c.type)) for i, c in enumerate(rhs.carried))))
-        self.block(rhs.body, start)
-        new = [self.ct_of(rhs.carried[i]) for i in carried]
-        for acc, v in zip(accs, inputs):
-            total = Var(self.namer.temp(), v.type)
-            self.b.bind((total,), Plus((acc, self.ct_of(v))))
-            new.append(total)
-        end = Var(self.namer.temp(), TupleT(tuple(a.type for a in new)))
-        self.b.bind((end,), MakeTuple(tuple(new)))
-        body = Block(tuple(self.b.binds), end)
-        self.b.binds, self.cts = saved
+
+        def next_cts() -> list[Atom]:  # the carried cotangents, and the sums over iterations
+            new = [self.ct_of(rhs.carried[i]) for i in carried]
+            for acc, v in zip(accs, inputs):
+                total = Var(self.namer.temp(), v.type)
+                self.b.bind((total,), Plus((acc, self.ct_of(v))))
+                new.append(total)
+            return new
+
+        start = tuple(by_index.get(i, Zero(c.type)) for i, c in enumerate(rhs.carried))
+        body = self.nested(rhs.body, start, next_cts)
         init = [self.zeros(outs[i]) if isinstance(c, Zero) and isinstance(c.type, ListT) else c
                 for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
         targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), _joined_ct_type(p.type)) for p in ct_params) + tuple(
@@ -207,6 +195,22 @@ class _Macro:
             self.give(rhs.init[i], t)
         for v, t in zip(inputs, targets[len(carried):]):
             self.cts[v.name] = t
+
+    def nested(self, block: Block, result_cts: tuple[Atom, ...], inputs_cts: Callable[[], list[Atom]]) -> Block:
+        """The backward pass of a branch or loop body as a block of its own: from the
+        cotangents of the tuple it ends with to the tuple ``inputs_cts()`` builds."""
+        saved = self.b.binds, self.cts
+        self.b.binds, self.cts = [], {}
+        try:
+            start = Var(self.namer.temp(), block.result.type)
+            self.b.bind((start,), MakeTuple(result_cts))
+            self.block(block, start)
+            items = inputs_cts()
+            end = Var(self.namer.temp(), TupleT(tuple(a.type for a in items)))
+            self.b.bind((end,), MakeTuple(tuple(items)))
+            return Block(tuple(self.b.binds), end)
+        finally:
+            self.b.binds, self.cts = saved
 
     def zeros(self, v: Var) -> Atom:
         """A real zero to start accumulating a cotangent in."""
