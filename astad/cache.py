@@ -1,7 +1,7 @@
 """Caches of generated derivatives: in memory (per process) and on disk.
 
 The disk cache lets a fresh process skip the transformation.  An entry is
-found by a hash of astad's version, the function's file, name and source, and
+found by a hash of astad's version and its own source code, the function's file, name and source, and
 the abstract argument signature; it records every global the transformation
 read (the functions it inlined, by a hash of their source; constants, by
 their abstract type; numpy objects, by name) and is used only if all of them
@@ -95,10 +95,24 @@ def resolve(root: Any, path: Sequence[str]) -> Any:
     return obj
 
 
+_SELF: list[str] = []
+
+
+def astad_fingerprint() -> str:
+    """A hash of astad's own modules: an edited (e.g. editable-installed) astad
+    never reads entries an older one wrote under the same version number."""
+    if not _SELF:
+        h = hashlib.sha256()
+        for f in sorted(Path(__file__).parent.glob("*.py")):
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+        _SELF.append(h.hexdigest())
+    return _SELF[0]
+
+
 def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None) -> str:
     from . import __version__
 
-    text = "\n".join([str(FORMAT), __version__, parsed.file, str(parsed.funcdef_line), parsed.name, parsed.source,
+    text = "\n".join([str(FORMAT), __version__, astad_fingerprint(), parsed.file, str(parsed.funcdef_line), parsed.name, parsed.source,
                       repr(tuple(arg_types)),
                       repr(sorted(wrt) if wrt is not None else None)])
     return hashlib.sha256(text.encode()).hexdigest()

@@ -18,6 +18,7 @@ Passes, each a function from program to program:
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import replace
 from typing import Callable
@@ -485,10 +486,12 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     if final is None or not isinstance(final.rhs, MakeTuple):
         return prog
     items = []
+    taken = set(bound_names(prog.forward)) | set(bound_names(backward))
+    temps = (f"t{n}" for n in itertools.count(1) if f"t{n}" not in taken)
     for p, a in zip(prog.params, final.rhs.items):
         if isinstance(p.type, Num) and p.type.py and not p.type.shape and p.type.differentiable \
                 and isinstance(a, Var) and not (isinstance(a.type, Num) and a.type.py):
-            v = Var(f"{p.name}_ct_float", p.type)  # a float for a float argument
+            v = Var(next(temps), p.type)  # a float for a float argument: `return float(x_ct)`
             binds.insert(binds.index(final), Bind((v,), Prim("to_float", (a,))))
             a = v
         if isinstance(a, Zero):

@@ -481,12 +481,23 @@ def _vjp_pow(b, p, out, ct):
         if n == 0:
             return [None, None]  # x ** 0 is constant (n * x ** -1 would be nan at x = 0)
         scaled = b.prim("mul", ct, y)  # the scalar factor first: ct is often a broadcast scalar
-        dx = x if n == 2 else b.prim("pow", x, b.const(n - 1))
+        dx = x if n == 2 else b.prim(_pow_op(x, n < 1), x, b.const(n - 1))
         return [sum_to(b, b.prim("mul", scaled, dx), x), None]
-    dx = b.prim("mul", y, b.prim("pow", x, b.prim("sub", y, b.const(1))))
+    dx = b.prim("mul", y, b.prim(_pow_op(x, True), x, b.prim("sub", y, b.const(1))))
     # d(x ** y)/dy = x ** y * log(x), and 0 where x = 0 (not 0 * -inf)
     dy = b.prim("select", b.prim("ne", x, b.const(0.0)), b.prim("mul", out, b.prim("log", x)), branch=True)
     return [sum_to(b, b.prim("mul", ct, dx), x), sum_to(b, b.prim("mul", ct, dy), y)]
+
+
+def _pow_op(x: Atom, negative_exponent: bool) -> str:
+    """``np.power`` for a Python float base raised to a possibly negative power:
+    ``0.0 ** -0.5`` raises where numpy gives inf (the derivative of ``x ** 0.5`` at 0)."""
+    return "power" if negative_exponent and _num(x.type).py else "pow"
+
+
+def _vjp_log(b, p, out, ct):
+    x = p.args[0]  # ct / x, nan where x < 0 (where the primal is nan) and inf at 0, not finite values or an exception
+    return [b.prim("div", ct, b.prim("log_domain", x))]
 
 
 def _vjp_neg(b, p, out, ct):
@@ -859,6 +870,18 @@ def prod_vjp(x: Any, ct: Any, axis: Any) -> Any:
     return others * ct
 
 
+def log_domain(x: Any) -> Any:
+    """``x`` where ``log`` is defined (``x >= 0``), nan elsewhere, as numpy
+    floats: the derivative ``ct / x`` of ``log`` is then nan outside its domain,
+    as the primal is, and inf at 0 (a Python float would raise there)."""
+    if np.ndim(x) == 0:
+        x = x if isinstance(x, np.floating) else np.float64(x)
+        return x if x >= 0 else x.dtype.type(np.nan)
+    if (x < 0).any():
+        return np.where(x >= 0, x, np.nan)
+    return x
+
+
 def diag_embed(ct: Any, like: Any, k: int) -> Any:
     """Cotangent of ``np.diag(x, k)`` for a 2-D ``x``: ``ct`` put back on the k-th diagonal."""
     out = np.zeros_like(like, dtype=np.result_type(ct, like))
@@ -898,7 +921,7 @@ _register(
     Primitive("or_", operator.or_, elementwise(operator.or_), _bin("|"), _vjp_zero),
     # elementwise numpy functions: f'(x) written with x and, where cheaper, out = f(x)
     _unary_entry("exp", np.exp, lambda b, x, out: out),
-    Primitive("log", np.log, elementwise(np.log), _np("log"), lambda b, p, out, ct: [b.prim("div", ct, p.args[0])], zero_in=(0,)),
+    Primitive("log", np.log, elementwise(np.log), _np("log"), _vjp_log, zero_in=(0,)),
     _unary_entry("sin", np.sin, lambda b, x, out: b.prim("cos", x)),
     _unary_entry("cos", np.cos, lambda b, x, out: b.prim("neg", b.prim("sin", x))),
     _unary_entry("tan", np.tan, lambda b, x, out: b.prim("add", b.const(1.0), b.prim("mul", out, out))),
@@ -956,8 +979,15 @@ _register(
     Primitive("scatter", lambda ct, x, *ix, index: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter),
     Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_scatter_add),
     Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,)),
+    Primitive("log_domain", log_domain, lambda ts, ps: _log_domain_infer(ts[0]), _emit_runtime("log_domain"), None),
     Primitive("diag_embed", diag_embed, lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), _emit_runtime("diag_embed", "k"), None, zero_in=(0,)),
 )
+
+
+def _log_domain_infer(t: Type) -> Num:
+    """A float (numpy) with the shape of ``t``: ints become float64."""
+    x = _num(t)
+    return Num(x.shape, x.dtype if x.dtype in ("float32", "float64") else "float64")
 
 
 def _index_value(index: tuple, args: Sequence[Any]) -> Any:
@@ -1116,7 +1146,7 @@ def _unstack_infer(ts: list[Type], params: dict) -> Type:
 
 
 #: Names the generated code may use besides ``np``: runtime helpers.
-RUNTIME = {"sum_to_shape": sum_to_shape, "prod_vjp": prod_vjp, "diag_embed": diag_embed, "list_onehot": list_onehot,
+RUNTIME = {"sum_to_shape": sum_to_shape, "log_domain": log_domain, "prod_vjp": prod_vjp, "diag_embed": diag_embed, "list_onehot": list_onehot,
            "list_add": list_add, "list_zeros_like": list_zeros_like, "unstack": unstack, "split_like": split_like}
 
 

@@ -73,6 +73,13 @@ def _joined_ct_type(t: Type) -> Type:
     return Num((), t.dtype, py=False) if isinstance(t, Num) and t.py and not t.shape else t
 
 
+def _ct_type(t: Type, *cts: Atom) -> Type:
+    """The type of a cotangent of a ``t`` computed from ``cts``: a numpy scalar
+    flowing to a Python float stays one (``finish`` makes it a float when returned)."""
+    numpy_scalar = any(isinstance(c.type, Num) and not c.type.py for c in cts)
+    return _joined_ct_type(t) if numpy_scalar else t
+
+
 class _Macro:
     def __init__(self, fn: Function) -> None:
         names = {p.name for p in fn.params} | set(bound_names(fn.body))
@@ -90,7 +97,7 @@ class _Macro:
         if ct is None or isinstance(ct, Zero):
             self.cts[a.name] = Zero(a.type)
             return
-        named = Var(self.namer.fresh(f"{a.name}_ct"), a.type)
+        named = Var(self.namer.fresh(f"{a.name}_ct"), _ct_type(a.type, ct))
         self.b.bind((named,), Copy(ct))
         self.cts[a.name] = named
 
@@ -115,7 +122,7 @@ class _Macro:
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         items = tuple(self.ct_of(t) for t in bind.targets)
         if differentiable(rhs.var.type):
-            total = Var(self.namer.temp(), rhs.var.type)
+            total = Var(self.namer.temp(), _ct_type(rhs.var.type, *items))
             self.b.bind((total,), Plus(items))
             self.give(rhs.var, total)
 

@@ -27,4 +27,4 @@ def f_backward(residuals, out_ct):
     x1_ct = y_ct * x4
     x4_1_ct = y_ct * x1
     x4_ct = x4_1_ct + w_ct
-    return x1_ct, x2_ct, x3_ct, x4_ct
+    return float(x1_ct), float(x2_ct), float(x3_ct), float(x4_ct)

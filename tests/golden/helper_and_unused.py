@@ -22,4 +22,4 @@ def g_backward(residuals, out_ct):
     s_1_ct = np.sum(t1_ct * x, axis=0)
     s_ct = s_1_ct + out_ct
     unused_ct = np.zeros_like(unused)
-    return x_ct, unused_ct, s_ct
+    return x_ct, unused_ct, float(s_ct)
