@@ -53,6 +53,8 @@ class Parsed:
         return self.positions[self.funcdef].start.line + self.line_offset
 
     def loc(self, node: cst.CSTNode) -> Loc:
+        if isinstance(node, cst.SimpleStatementLine) and node not in self.positions and node.body:
+            node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
             pos = self.positions[node].start
         except KeyError:
@@ -176,7 +178,7 @@ class _SubsetChecker(cst.CSTVisitor):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
                                              "positional parameters (with constant defaults)")
-        _check_returns_last(node.body.body, self.parsed)
+        _check_returns_last(_stmts(node.body), self.parsed)
 
 
 def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:
@@ -189,11 +191,11 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
                     raise UnsupportedSyntaxError("code after `return` is never run", parsed.loc(small),
                                                  "end the block with its `return`")
         elif isinstance(stmt, cst.If):
-            _check_returns_last(stmt.body.body, parsed)
+            _check_returns_last(_stmts(stmt.body), parsed)
             if isinstance(stmt.orelse, cst.If):
                 _check_returns_last([stmt.orelse], parsed)
             elif stmt.orelse is not None:
-                _check_returns_last(stmt.orelse.body.body, parsed)
+                _check_returns_last(_stmts(stmt.orelse.body), parsed)
 
 
 def check_subset(parsed: Parsed) -> None:
@@ -426,7 +428,7 @@ class Lowerer:
         return self.atom(value, node)
 
     def lower_body(self, fd: cst.FunctionDef) -> Value:
-        body = list(fd.body.body)
+        body = _stmts(fd.body)
         value = self.lower_stmts(body)
         if value is None:
             raise self.syntax_error("the function must end with `return <value>`",
@@ -575,7 +577,7 @@ class Lowerer:
 
                 self.exits.append(leave)
                 try:
-                    ended = self.lower_stmts(list(stmt.body.body))
+                    ended = self.lower_stmts(_stmts(stmt.body))
                 finally:
                     self.exits.pop()
                 items = list((ended if isinstance(ended, PyTuple) else leave(False)).items)
@@ -674,7 +676,7 @@ class Lowerer:
         """``if``/``elif``/``else``.  Without ``rest``, the names the branches assign are
         joined after it; with ``rest`` (a branch returns), the rest of the function
         continues each branch and the joined value is what the function returns."""
-        then_stmts = list(stmt.body.body) + (rest or [])
+        then_stmts = _stmts(stmt.body) + (rest or [])
         else_stmts = _else_stmts(stmt) + (rest or [])
         self.node = stmt
         c = self.condition(stmt.test)
@@ -1292,12 +1294,19 @@ def _returns(stmt: cst.CSTNode) -> bool:
     return bool(found)
 
 
+def _stmts(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
+    """The statements of a block; a one-line block (``if c: return x``) as one line."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=suite.body)]
+    return list(suite.body)
+
+
 def _else_stmts(stmt: cst.If) -> list[cst.BaseStatement]:
     if stmt.orelse is None:
         return []
     if isinstance(stmt.orelse, cst.If):  # elif
         return [stmt.orelse]
-    return list(stmt.orelse.body.body)
+    return _stmts(stmt.orelse.body)
 
 
 def _rebuild(shape: Any, outs: Any) -> Value:

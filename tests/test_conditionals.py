@@ -190,3 +190,22 @@ def test_gradients_returned_through_a_branch_are_writable_arrays():
         _, pullback = astad.reverse(one_sided)(np.array([0.1, 0.2]), np.array([1.0, -2.0]), flag)
         for g in pullback(1.0)[:2]:
             assert isinstance(g, np.ndarray) and g.flags.writeable
+
+
+def one_line_def(x): return np.sum(np.sin(x) * x)  # noqa: E704
+
+
+def one_line_blocks(x, n):
+    s = 0.0
+    for i in range(n): s = s + np.sum(x) * i  # noqa: E701
+    while s > 10.0: s = s / 2.0  # noqa: E701
+    if s > 3.0: return s * s  # noqa: E701
+    else: y = s * 3.0; return y  # noqa: E701, E702
+
+
+@pytest.mark.parametrize("args", [(np.array([0.3, -1.2]), 4), (np.array([0.1, 0.2]), 2), (np.array([5.0, 1.0]), 3)])
+def test_one_line_blocks(args):
+    """``def f(x): return ...`` and ``if c: ...`` on one line are blocks like any other."""
+    check_grad(one_line_def, args[:1])
+    check_grad(one_line_blocks, args)
+    check_stages(one_line_blocks, args)
