@@ -325,7 +325,7 @@ class Lowerer:
         self.const_names: dict[int, str] = {}
         self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object)
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
-        self.exits: list[Callable[[bool], Value]] = []  # per enclosing loop: the value of leaving its body
+        self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
 
     # ----------------------------------------------------------------- helpers
@@ -443,11 +443,10 @@ class Lowerer:
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
                 continue
-            if isinstance(stmt, cst.For):
-                self.lower_for(stmt)
-                continue
-            if isinstance(stmt, cst.While):
-                self.lower_while(stmt)
+            if isinstance(stmt, (cst.For, cst.While)):
+                returned = self.lower_for(stmt) if isinstance(stmt, cst.For) else self.lower_while(stmt)
+                if returned is not None:  # `return` inside the loop: it or the rest of the block gives the value
+                    return self.after_return(stmt, *returned, stmts[i + 1:])
                 continue
             if not isinstance(stmt, cst.SimpleStatementLine):
                 entry = _UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
@@ -455,18 +454,36 @@ class Lowerer:
             for small in stmt.body:
                 self.node = small
                 if isinstance(small, (cst.Break, cst.Continue)):
-                    return self.exits[-1](isinstance(small, cst.Break))
+                    return self.exits[-1]("break" if isinstance(small, cst.Break) else "continue")
                 if isinstance(small, cst.Return):
                     if small.value is None:
                         raise self.syntax_error("`return` without a value", "return a float, an array or a tuple",
                                                 small)
-                    return self.expr(small.value)
+                    return self.give_back(self.expr(small.value))
                 self.statement(small)
         return None
 
+    def give_back(self, value: Value) -> Value:
+        """``return value``: the function's value, or, inside a loop body, leaving the loop with it."""
+        return self.exits[-1]("return", value) if self.exits else value
+
+    def after_return(self, stmt: cst.CSTNode, returned: Atom, value: Value,
+                     rest: list[cst.BaseStatement]) -> Value:
+        """After a loop that may have returned: its value if it did, else the rest of the block."""
+        self.node = stmt
+        if isinstance(returned, Const):  # `while True:` ends only by its `return`
+            return self.give_back(value)
+        t_binds, _, t_val = self.branch(lambda: self.give_back(value))
+        e_binds, _, e_val = self.branch(lambda: self.lower_block(rest, True))
+        self.node = stmt
+        if e_val is None:
+            raise self.syntax_error("not every path after this loop returns a value",
+                                    "return a value after the loop too", stmt)
+        return self.join(returned, [("the returned value", t_val, e_val)], t_binds, e_binds)[0]
+
     # ----------------------------------------------------------------- loops
 
-    def lower_for(self, stmt: cst.For) -> None:
+    def lower_for(self, stmt: cst.For) -> tuple[Atom, Value] | None:
         """``for i in range(...)``: the names the body assigns that exist before the
         loop are carried from one iteration to the next and joined after it."""
         self.node = stmt
@@ -478,8 +495,7 @@ class Lowerer:
         if kind is builtins.range:
             if not isinstance(stmt.target, cst.Name):
                 raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
-            self.lower_loop(stmt, stmt.target.value, tuple(self.range_bounds(it)), None)
-            return
+            return self.lower_loop(stmt, stmt.target.value, tuple(self.range_bounds(it)), None)
         # over arrays (first axis), enumerate(...) or zip(...): a loop over the index
         if kind is None:
             seqs, names, index_target = [it], [stmt.target], None
@@ -513,7 +529,7 @@ class Lowerer:
                 self.scope.env[n.value] = self.name_result(self.emit("getitem", [a, index], {"index": (("arg", 1),)}),
                                                            n.value)
 
-        self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
+        return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
                         hidden=index_target is None, element_names=[n.value for n in names])
 
     def emit_call_min(self, a: Value, b: Value) -> Atom:
@@ -523,7 +539,7 @@ class Lowerer:
             return x if v == x.type.value else y
         return self.emit("minimum", [x, y])
 
-    def lower_while(self, stmt: cst.While) -> None:
+    def lower_while(self, stmt: cst.While) -> tuple[Atom, Value] | None:
         """``while cond:``: a loop whose last carried value is the condition,
         computed before the loop and again at the end of each iteration."""
         self.node = stmt
@@ -531,29 +547,39 @@ class Lowerer:
             raise self.syntax_error("`while ... else` is not supported", "a plain `while` loop", stmt)
         go = self.condition(stmt.test)
         if go is False:
-            return
-        self.lower_loop(stmt, None, (), stmt.test, Const.literal(True, BOOL) if go is True else go)
+            return None
+        return self.lower_loop(stmt, None, (), stmt.test, Const.literal(True, BOOL) if go is True else go)
 
     def lower_loop(self, stmt: cst.For | cst.While, index_name: str | None, bounds: tuple[Atom, ...],
                    test: cst.BaseExpression | None, go: Atom | None = None,
                    prelude: Callable[[Var], None] | None = None, hidden: bool = False,
-                   element_names: Sequence[str] = ()) -> None:
-        if _returns(stmt):
-            raise self.syntax_error("`return` inside a loop is not supported yet", "return after the loop", stmt)
+                   element_names: Sequence[str] = ()) -> tuple[Atom, Value] | None:
+        """A loop: the names its body assigns that exist before it are carried
+        from one iteration to the next (a tuple as its items, a list as a run-time
+        list).  ``break`` stops it; ``return`` stops it too, carrying whether it
+        returned and the value, which it gives back as ``(returned, value)``."""
         before = self.scope.env
         carried = [n for n in _assigned_names(stmt.body) if n in before and n != index_name
                    and n not in element_names and not isinstance(before[n], Ref)]
-        init = [self.dynamic_list(before[n], stmt) if isinstance(before[n], PyTuple) and before[n].is_list
-                else self.atom(before[n], stmt) for n in carried] + ([go] if go is not None else [])
-        has_break = _breaks(stmt.body)
+        shapes, init, names = [], [], []
+        for n in carried:
+            shape, leaves = self.flatten(before[n], n, stmt)
+            shapes.append(shape)
+            init += leaves
+            names += _slot_names(n, len(leaves))
+        has_return = _returns(stmt)
+        has_break = _breaks(stmt.body) or has_return
         running = has_break and test is None  # a `for` with `break` carries whether it still runs
-        if running:
-            init.append(Const.literal(True, BOOL))
-        names = carried + (["go"] if go is not None else []) + (["running"] if running else [])
-        types = [_forget_value(a.type) for a in init]
-        for _ in range(3):  # until the carried types are stable (e.g. a Python float becoming np.float64)
+        ret_shape: Any = None
+        ret_slots = 0
+        extra = ([go] if go is not None else []) + ([Const.literal(True, BOOL)] if running else [])
+        extra_names = (["go"] if go is not None else []) + (["running"] if running else [])
+        types = [_forget_value(a.type) for a in init + extra]
+        for _ in range(4):  # until the carried types are stable (e.g. a Python float becoming np.float64)
             index = Var(self.namer.fresh(index_name), INT) if index_name is not None else None
-            params = [Var(self.namer.fresh(n), t) for n, t in zip(names, types)]
+            slot_names = names + (["returned"] + _slot_names("result", ret_slots) if ret_shape else []) + extra_names
+            params = [Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types)]
+            n_state = len(names) + (1 + ret_slots if ret_shape else 0)
 
             def body() -> list[Atom]:
                 if index is not None:
@@ -562,25 +588,40 @@ class Lowerer:
                 if prelude is not None:
                     assert index is not None
                     prelude(index)
-                self.scope.env.update(zip(carried, params))
+                it = iter(params)
+                for n, shape in zip(carried, shapes):
+                    self.scope.env[n] = _rebuild(shape, it)
                 self.bound.update(v.name for v in params)
                 if not running:
                     return iteration()
                 t_binds, _, t_outs = self.branch(iteration)  # `if running:` the body, else nothing changes
                 return [self.atom(v, stmt) for v in self.join(params[-1], [
-                    (n, t, e) for n, t, e in zip(names, t_outs, params)], t_binds, [])]
+                    (n, t, e) for n, t, e in zip(slot_names, t_outs, params)], t_binds, [])]
 
             def iteration() -> list[Atom]:
-                def leave(stop: bool) -> Value:
-                    values = tuple(self.scope.env[n] for n in carried)
-                    return PyTuple(values + ((Const.literal(stop, BOOL),) if has_break else ()))
+                def leave(kind: str, value: Value = None) -> Value:
+                    """The loop's state where the body is left: by its end or `continue`,
+                    `break`, or `return value`; and whether the loop stops."""
+                    state: list[Atom] = []
+                    for n, shape in zip(carried, shapes):
+                        state += self.flatten(self.scope.env[n], n, stmt, shape)[1]
+                    if kind == "return":
+                        if ret_shape is None:
+                            found, leaves = self.flatten(value, "the returned value", stmt)
+                            raise _ReturnSeen(found, [a.type for a in leaves])
+                        state += [Const.literal(True, BOOL)] + self.flatten(value, "the returned value", stmt,
+                                                                            ret_shape)[1]
+                    elif ret_shape is not None:
+                        state += params[len(names):n_state]
+                    stop = kind in ("break", "return")
+                    return PyTuple(tuple(state) + ((Const.literal(stop, BOOL),) if has_break else ()))
 
                 self.exits.append(leave)
                 try:
                     ended = self.lower_stmts(_stmts(stmt.body))
                 finally:
                     self.exits.pop()
-                items = list((ended if isinstance(ended, PyTuple) else leave(False)).items)
+                items = list((ended if isinstance(ended, PyTuple) else leave("end")).items)
                 stop = self.atom(items.pop(), stmt) if has_break else Const.literal(False, BOOL)
                 outs = [self.atom(v, stmt) for v in items]
                 if test is not None:
@@ -590,8 +631,17 @@ class Lowerer:
                                 self.emit("not_", [stop]))
                 return outs
 
-            binds, _, outs = self.branch(body)
-            new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(names, types, outs)]
+            snapshot = self.snapshot()
+            try:
+                binds, _, outs = self.branch(body)
+            except _ReturnSeen as seen:  # the returned value's structure is known now: carry it
+                self.restore(snapshot)
+                ret_shape, ret_slots = seen.shape, len(seen.types)
+                placeholders = [Const.literal(False, BOOL)] + [self.placeholder(t, stmt) for t in seen.types]
+                init += placeholders
+                types = types[:len(names)] + [_forget_value(a.type) for a in placeholders] + types[len(names):]
+                continue
+            new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
             if new == types:
                 break
             types = new
@@ -600,12 +650,63 @@ class Lowerer:
         self.node = stmt
         tup = Var(self.namer.temp(), TupleT(tuple(o.type for o in outs)))
         block = Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(outs)), self.loc(stmt)),), tup)
-        finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(names, types))
-        self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init), block), self.loc(stmt)))
+        finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types))
+        self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init + extra), block),
+                               self.loc(stmt)))
         self.bound.update(v.name for v in finals)
-        self.scope.env.update(zip(carried, finals))
+        it = iter(finals)
+        for n, shape in zip(carried, shapes):
+            self.scope.env[n] = _rebuild(shape, it)
         for name in ([] if hidden or index_name is None else [index_name]) + list(element_names):
             self.scope.env[name] = Ref("after_loop", name)
+        if ret_shape is None:
+            return None
+        returned = next(it)
+        only_by_return = isinstance(go, Const) and go.value is True and not _breaks(stmt.body)  # `while True:`
+        return (Const.literal(True, BOOL) if only_by_return else returned), _rebuild(ret_shape, it)
+
+    def flatten(self, value: Value, name: str, node: cst.CSTNode, shape: Any = None) -> tuple[Any, list[Atom]]:
+        """A value as the atoms a loop carries (a list as a run-time list) and its
+        structure; with ``shape``, the value must have that structure."""
+        leaves: list[Atom] = []
+
+        def walk(v: Value, want: Any) -> Any:
+            if isinstance(v, PyTuple) and not v.is_list and (want is None or (
+                    isinstance(want, tuple) and want[:1] not in (("atom",), ("same",)) and len(want) == len(v.items))):
+                return tuple(walk(x, None if want is None else w) for x, w in zip(v.items, want or [None] * len(v.items)))
+            if isinstance(v, Ref):
+                if want is None or want == ("same", v):
+                    return ("same", v)
+            elif want is None or want == ("atom",):
+                leaves.append(self.dynamic_list(v, node) if isinstance(v, PyTuple) else self.atom(v, node))
+                return ("atom",)
+            raise self.type_error(f"`{name}` changes structure in the loop (a tuple of another length, a tuple "
+                                  f"and a number, or another function)", node,
+                                  "values of the same structure in every iteration")
+
+        return walk(value, shape), leaves
+
+    def placeholder(self, t: Type, node: cst.CSTNode) -> Atom:
+        """A value of type ``t`` for a loop to carry before it has one (never read)."""
+        if isinstance(t, Num) and not t.shape:
+            value = np.zeros((), t.dtype).item()
+            return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))
+        if isinstance(t, Num) and all(isinstance(d, int) for d in t.shape):
+            return self.emit("zeros", [Const.literal(d, literal_type(d)) for d in t.shape], {"dtype": t.dtype})
+        if isinstance(t, ListT):
+            return self.emit("list", [])
+        if isinstance(t, NoneT):
+            return Const.literal(None, t)
+        raise self.type_error(f"a {t} returned from inside a loop is not supported", node,
+                              "assign the value to a variable, `break`, and return it after the loop")
+
+    def snapshot(self) -> tuple:
+        return set(self.namer.used), set(self.namer.taken), self.namer.temps, set(self.bound), set(self.viewed)
+
+    def restore(self, snapshot: tuple) -> None:
+        used, taken, temps, bound, viewed = snapshot
+        self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
+        self.bound, self.viewed = set(bound), set(viewed)
 
     def go_on(self, stop: Atom, test: cst.BaseExpression) -> Atom:
         """Whether a ``while`` loop runs again: not after a ``break``, else its condition."""
@@ -642,7 +743,7 @@ class Lowerer:
         """A branch; when it runs to the end of a loop body, that is a ``continue``."""
         value = self.lower_stmts(stmts)
         if value is None and to_the_end and self.exits:
-            return self.exits[-1](False)
+            return self.exits[-1]("end")
         return value
 
     def condition(self, node: cst.BaseExpression) -> Atom | bool:
@@ -764,13 +865,14 @@ class Lowerer:
             else:
                 scope.env[pname] = self.constant(param.default, f"default of {pname}", node)
         self.namer.used |= _user_names(parsed.funcdef)
-        saved = self.node
+        saved, saved_exits = self.node, self.exits
         self.stack.append(scope)
+        self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
             return self.lower_body(parsed.funcdef)
         finally:
             self.stack.pop()
-            self.node = saved
+            self.node, self.exits = saved, saved_exits
 
     # ----------------------------------------------------------------- statements
 
@@ -1307,6 +1409,21 @@ def _else_stmts(stmt: cst.If) -> list[cst.BaseStatement]:
     if isinstance(stmt.orelse, cst.If):  # elif
         return [stmt.orelse]
     return _stmts(stmt.orelse.body)
+
+
+class _ReturnSeen(Exception):
+    """Raised the first time a loop body is lowered, at a ``return``: the loop
+    then carries a value of this structure and types."""
+
+    def __init__(self, shape: Any, types: list[Type]) -> None:
+        super().__init__("return in a loop")
+        self.shape, self.types = shape, types
+
+
+def _slot_names(name: str, n: int) -> list[str]:
+    """The names of the atoms a loop carries for one variable (``state_0``,
+    ``state_1`` for a tuple)."""
+    return [name] if n == 1 else [f"{name}_{i}" for i in range(n)]
 
 
 def _rebuild(shape: Any, outs: Any) -> Value:

@@ -18,8 +18,8 @@ def zero_value(t: Type) -> Any:
     if isinstance(t, TupleT):
         return tuple(zero_value(i) for i in t.items)
     if isinstance(t, Num):
-        if None in t.shape:
-            raise ValueError(f"cannot materialise a zero of unknown shape {t}")
+        if None in t.shape:  # a length known only at run time: a scalar zero broadcasts like one
+            return np.zeros((), t.dtype)
         return 0.0 if not t.shape else np.zeros(t.shape, t.dtype)
     return None
 

@@ -355,3 +355,146 @@ X = np.array([0.3, -0.5, 0.8, 2.5, 0.1])
 def test_break_and_continue(fn, args):
     check_grad(fn, list(args))
     check_stages(fn, args)
+
+
+# --------------------------------------------------------------------------- return inside loops
+
+
+def first_above(x, t):
+    for i in range(len(x)):
+        if x[i] > t:
+            return x[i] * t
+    return t * 2.0
+
+
+def newton_until_converged(a):
+    y = a
+    for i in range(50):
+        y_next = y - (y * y - a) / (2.0 * y)
+        if abs(y_next - y) < 1e-12:
+            return y_next
+        y = y_next
+    return y
+
+
+def grow_forever(x):
+    s = x
+    while True:
+        s = s * 1.5
+        if s > 10.0:
+            return s + x
+
+
+def nested_return(x, n):
+    acc = 0.0
+    for i in range(n):
+        for j in range(n):
+            acc = acc + x[i] * x[j]
+            if acc > 3.0:
+                return acc * (i + 1.0)
+    return acc * 2.0
+
+
+def return_a_tuple(m):
+    for row in m:
+        if np.sum(row) > 0.5:
+            return row * 2.0, np.sum(row * row)
+    return m[0], 0.0
+
+
+def return_from_helper_in_loop(x):
+    s = 0.0
+    for i in range(len(x)):
+        s = s + _first_positive(x[i:])
+    return s
+
+
+def _first_positive(v):
+    for e in v:
+        if e > 0.0:
+            return e * e
+    return 0.0
+
+
+M = np.array([[0.1, 0.2], [0.5, 0.6], [0.9, 0.1]])
+
+
+@pytest.mark.parametrize("fn, args", [
+    (first_above, (X, 0.5)), (first_above, (X, 5.0)), (newton_until_converged, (2.0,)),
+    (newton_until_converged, (0.3,)), (grow_forever, (1.2,)), (grow_forever, (11.0,)),
+    (nested_return, (X, 3)), (nested_return, (X * 0.1, 3)), (return_a_tuple, (M,)), (return_a_tuple, (M * 0.1,)),
+    (return_from_helper_in_loop, (X,)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_return_inside_a_loop(fn, args):
+    """``return`` leaves the loop (and every loop around it) with its value; the
+    loop carries whether it returned and what."""
+    check_grad(fn, list(args))
+    if not isinstance(fn(*args), tuple):
+        check_stages(fn, args)
+
+
+def test_a_loop_that_can_return_records_the_flag_not_a_closure():
+    rev = astad.reverse(first_above)
+    rev(X, 0.5)
+    assert "returned" in rev.source and "for " in rev.source
+
+
+# --------------------------------------------------------------------------- loop-carried tuples
+
+
+def carried_tuple(x, n):
+    state = (x, 1.0)
+    for i in range(n):
+        a, b = state
+        state = (a * b + 0.1, np.sin(a))
+    return state[0] + state[1]
+
+
+def carried_nested_tuple(v, w):
+    pair = (v, (w, 0.5))
+    for k in range(3):
+        p, (q, c) = pair
+        pair = (np.tanh(p * c + q), (q * 0.9, c + np.sum(p)))
+    return np.sum(pair[0] * pair[1][0]) + pair[1][1]
+
+
+def carried_tuple_in_while(x):
+    st = (x, 0)
+    while st[1] < 5 and st[0] < 20.0:
+        st = (st[0] * 1.7, st[1] + 1)
+    return st[0] * x
+
+
+@pytest.mark.parametrize("fn, args", [
+    (carried_tuple, (0.7, 4)), (carried_tuple, (0.7, 0)),
+    (carried_nested_tuple, (np.array([0.1, 0.3]), np.array([0.5, -0.2]))),
+    (carried_tuple_in_while, (1.1,)), (carried_tuple_in_while, (0.01,)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_loop_carried_tuples(fn, args):
+    check_grad(fn, list(args))
+    check_stages(fn, args)
+
+
+def changes_structure(x):
+    st = (x, x)
+    for i in range(3):
+        st = (st[0] * 2.0, st[1], x)
+    return st[0]
+
+
+def test_a_carried_tuple_that_changes_length_is_a_clear_error():
+    with pytest.raises(astad.AstadTypeError, match="`st` changes structure in the loop"):
+        astad.reverse(changes_structure)(1.0)
+
+
+def falls_off_after_loop(x):
+    for i in range(3):
+        if x > 1.0:
+            return x
+    x = x * 2.0
+
+
+def test_a_function_that_returns_only_inside_its_loop_is_a_clear_error():
+    with pytest.raises(astad.UnsupportedSyntaxError, match="not every path after this loop returns a value") as e:
+        astad.reverse(falls_off_after_loop)(2.0)
+    assert "for i in range(3):" in str(e.value)
