@@ -98,6 +98,10 @@ class _Function:
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             value = entry.emit(args, params)
+            first = rhs.args[0].type if rhs.args else None
+            if entry.method and isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
+                value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
+                                  **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
             if Namer.is_temp(target.name) and self.uses[target.name] == 1:
                 self.inlined[target.name] = value
                 return

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Callable
 
 from . import primitives as prims
-from .frontend import Namer
+from .frontend import Namer, literal_type
 from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, If, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim,
                  ReverseProgram, nested_blocks,
                  TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, vars_of)
@@ -381,22 +381,68 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
     return ReverseProgram(prog.name, prog.params, fwd(prog.forward), prog.ct_in, backward)
 
 
-def accumulate_in_loops(block: Block) -> Block:
-    """In a loop's backward pass, ``acc_new = acc + scatter(v, x, i)`` (the
-    cotangent of reading ``x[i]``) becomes ``acc[i] += v``: O(1) per read
-    instead of a one-hot array the size of ``x``."""
+def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()) -> Block:
+    """One-hot cotangents (of reading ``x[i]``) are added in place: in a loop's
+    backward pass ``acc_new = acc + scatter(v, x, i)`` becomes ``acc[i] += v``,
+    O(1) per read instead of a one-hot array the size of ``x``; anywhere,
+    ``scatter(a, x, i) + scatter(b, x, j)`` fills one array of zeros.  An inner
+    loop's sums start from the outer loop's accumulators instead of zeros."""
+    block = _nested_sums(block, accumulators)
+    zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZEROS}
     binds = []
     for b in block.binds:
-        if isinstance(b.rhs, LoopBack):
-            params = {p.name for p in b.rhs.params}
-            b = Bind(b.targets, replace(b.rhs, body=_scatter_adds(accumulate_in_loops(b.rhs.body), params)), b.loc)
+        rhs = b.rhs
+        if isinstance(rhs, LoopBack):  # its accumulators: the sums that start from zeros (owned buffers)
+            inner = frozenset(p.name for p, i in zip(rhs.params, rhs.init)
+                              if isinstance(i, Var) and (i.name in zeros or i.name in accumulators))
+            b = Bind(b.targets, replace(rhs, body=accumulate_in_loops(rhs.body, inner)), b.loc)
         else:
-            b = _with_branches(b, b.rhs, accumulate_in_loops)
+            b = _with_branches(b, rhs, accumulate_in_loops)
         binds.append(b)
-    return Block(tuple(binds), block.result)
+    return _scatter_adds(Block(tuple(binds), block.result), accumulators)
 
 
-def _scatter_adds(block: Block, accumulators: set[str]) -> Block:
+_ZEROS = ("zeros_like", "zeros", "list_zeros_like")
+
+
+def _nested_sums(block: Block, accumulators: frozenset[str]) -> Block:
+    """``acc_new = acc + inner_sum`` where ``inner_sum`` is an inner loop's sum
+    started from zeros: the inner loop starts from ``acc`` instead."""
+    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    if isinstance(block.result, Var):
+        uses[block.result.name] += 1
+    binds = list(block.binds)
+    zeros = {b.targets[0].name for b in binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZEROS}
+    made_by_loop = {t.name: (j, k) for j, b in enumerate(binds) if isinstance(b.rhs, LoopBack)
+                    for k, t in enumerate(b.targets)}
+    for i, b in enumerate(binds):
+        rhs = b.rhs
+        if not (isinstance(rhs, Plus) and len(rhs.items) == 2 and all(isinstance(a, Var) for a in rhs.items)):
+            continue
+        acc, inner = rhs.items
+        if acc.name not in accumulators or uses[acc.name] != 1 or uses[inner.name] != 1 \
+                or inner.name not in made_by_loop:
+            continue
+        j, k = made_by_loop[inner.name]
+        loop = binds[j]
+        start = loop.rhs.init[k]  # type: ignore[union-attr]
+        if not (isinstance(start, Var) and start.name in zeros and uses[start.name] == 1):
+            continue
+        init = loop.rhs.init[:k] + (acc,) + loop.rhs.init[k + 1:]  # type: ignore[union-attr]
+        targets = loop.targets[:k] + (b.targets[0],) + loop.targets[k + 1:]
+        binds[j] = Bind(targets, replace(loop.rhs, init=init), loop.loc)  # type: ignore[arg-type]
+        binds[i] = None  # type: ignore[call-overload]
+    return Block(tuple(b for b in binds if b is not None), block.result)
+
+
+#: a one-hot cotangent (of reading ``x[i]`` or ``xs[i]``) added to an accumulator ``acc``: added in place
+_SCATTER_ADD: dict[str, Callable[[Atom, Prim], Prim]] = {
+    "scatter": lambda acc, p: Prim("scatter_add", (acc, *p.args), p.params),
+    "list_onehot": lambda acc, p: Prim("list_scatter_add", (acc, p.args[1], p.args[2])),
+}
+
+
+def _scatter_adds(block: Block, accumulators: frozenset[str]) -> Block:
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
@@ -413,31 +459,33 @@ def _scatter_adds(block: Block, accumulators: set[str]) -> Block:
     rewritten: dict[int, list[Bind]] = {}
     for i, b in enumerate(block.binds):
         rhs = b.rhs
-        if isinstance(rhs, Plus) and isinstance(rhs.items[0], Var) and rhs.items[0].name in accumulators:
-            acc: Atom = rhs.items[0]
-            visited: set[str] = set()
-            rest = [leaf for item in rhs.items[1:] for leaf in leaves(item, visited)]
-            new: list[Bind] = []
-            others = []
-            scattered: set[str] = set()
-            for leaf in rest:
-                d = defs.get(leaf.name) if isinstance(leaf, Var) else None
-                if d is not None and isinstance(d.rhs, Prim) and d.rhs.op == "scatter" and uses[leaf.name] == 1:
-                    scattered.add(leaf.name)
-                    nxt = Var(f"{b.targets[0].name}_{len(new) + 1}", b.targets[0].type)
-                    new.append(Bind((nxt,), Prim("scatter_add", (acc, *d.rhs.args), d.rhs.params), d.loc))
-                    acc = nxt
-                else:
-                    others.append(leaf)
-            if not new:
-                continue
-            dropped.update(visited | scattered)
-            last = new[-1]
-            if others:
-                new.append(Bind(b.targets, Plus((acc, *others)), b.loc))
+        if not isinstance(rhs, Plus) or b.targets[0].name in dropped:
+            continue
+        into_acc = isinstance(rhs.items[0], Var) and rhs.items[0].name in accumulators
+        acc: Atom | None = rhs.items[0] if into_acc else None
+        visited: set[str] = set()
+        rest = [leaf for item in rhs.items[int(into_acc):] for leaf in leaves(item, visited)]
+        new: list[Bind] = []
+        others = []
+        scattered: set[str] = set()
+        for leaf in rest:
+            d = defs.get(leaf.name) if isinstance(leaf, Var) else None
+            if d is not None and isinstance(d.rhs, Prim) and d.rhs.op in _SCATTER_ADD and uses[leaf.name] == 1:
+                scattered.add(leaf.name)
+                nxt = Var(f"{b.targets[0].name}_{len(new) + 1}", b.targets[0].type)
+                new.append(Bind((nxt,), d.rhs if acc is None else _SCATTER_ADD[d.rhs.op](acc, d.rhs), d.loc))
+                acc = nxt  # the first one-hot array is new: the others are added into it
             else:
-                new[-1] = Bind(b.targets, last.rhs, last.loc)
-            rewritten[i] = new
+                others.append(leaf)
+        if len(new) < (1 if into_acc else 2):
+            continue
+        dropped.update(visited | scattered)
+        last = new[-1]
+        if others:
+            new.append(Bind(b.targets, Plus((acc, *others)), b.loc))  # type: ignore[arg-type]
+        else:
+            new[-1] = Bind(b.targets, last.rhs, last.loc)
+        rewritten[i] = new
     final: list[Bind] = []
     for i, b in enumerate(block.binds):
         if i in rewritten:
@@ -550,6 +598,30 @@ def restrict(prog: ReverseProgram, wrt: frozenset[int] | None) -> ReverseProgram
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(binds, prog.backward.result))
 
 
+def static_zeros(block: Block) -> Block:
+    """Zeros of a shape known when transforming are made by ``np.zeros(shape)``,
+    not ``np.zeros_like(x)`` (a fifth of the cost for a small array)."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, Prim) and rhs.op in ("zeros_like", "scatter"):
+            like = rhs.args[0 if rhs.op == "zeros_like" else 1]
+            shape = _static_shape(like.type)
+            if shape is not None and rhs.op == "zeros_like":
+                dtype = rhs.param("dtype") or like.type.dtype  # type: ignore[union-attr]
+                rhs = Prim("zeros", tuple(Const.literal(d, literal_type(d)) for d in shape), (("dtype", dtype),))
+            elif shape is not None:
+                rhs = Prim(rhs.op, rhs.args, tuple(sorted(rhs.params + (("zeros", (shape, like.type.dtype)),))))  # type: ignore[union-attr]
+        binds.append(_with_branches(b, rhs, static_zeros))
+    return Block(tuple(binds), block.result)
+
+
+def _static_shape(t: object) -> tuple[int, ...] | None:
+    if isinstance(t, Num) and t.shape and all(isinstance(d, int) for d in t.shape):
+        return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+    return None
+
+
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
     prog = forget_structure(restrict(prog, wrt))
     prog = ReverseProgram(prog.name, prog.params, fold(prog.forward, keep_copies=False), prog.ct_in,
@@ -557,7 +629,8 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(sink_broadcasts(prog)))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, accumulate_in_loops(prog.backward)))
-    return finish(prog)
+    prog = finish(prog)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, static_zeros(prog.backward))
 
 
 def residuals(prog: ReverseProgram) -> tuple[Var, ...]:

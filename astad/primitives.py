@@ -41,6 +41,7 @@ class Primitive:
     vjp: VjpRule | None = None
     zero_in: tuple[int, ...] = ()  # arguments in which a zero gives a zero result
     stmts: Callable[[Expr, list[Expr], dict], list[cst.BaseSmallStatement]] | None = None
+    method: str | None = None  # the ndarray method computing the same from the first argument (no dispatch cost)
 
 
 TABLE: dict[str, Primitive] = {}
@@ -779,8 +780,10 @@ def _stmts_scatter(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallS
     """``x_ct = np.zeros_like(x); x_ct[index] = ct``: the transpose of basic indexing."""
     ct, x, *rest = a
     index = index_exprs(ps["index"], [x, *rest])
+    zeros = px.call("np.zeros_like", [x]) if ps.get("zeros") is None else _emit_constructor("zeros")(
+        [px.literal(d) for d in ps["zeros"][0]], {"dtype": ps["zeros"][1]})
     return [
-        cst.Assign(targets=[cst.AssignTarget(target)], value=px.call("np.zeros_like", [x])),
+        cst.Assign(targets=[cst.AssignTarget(target)], value=zeros),
         cst.Assign(targets=[cst.AssignTarget(px.subscript(target, index))], value=ct),
     ]
 
@@ -935,11 +938,11 @@ _register(
     Primitive("where", np.where, _where_infer, _np("where"), _vjp_where),
     Primitive("clip", np.clip, _clip_infer, _np("clip"), _vjp_clip),
     # reductions
-    Primitive("sum", lambda x, axis=None, keepdims=False, dtype=None: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,)),
-    Primitive("mean", np.mean, reduction(_mean_dtype), _emit_reduction("mean"), _vjp_mean, zero_in=(0,)),
-    Primitive("max", np.max, reduction(), _emit_reduction("max"), _vjp_maxmin),
-    Primitive("min", np.min, reduction(), _emit_reduction("min"), _vjp_maxmin),
-    Primitive("prod", np.prod, reduction(), _emit_reduction("prod"), _vjp_prod),
+    Primitive("sum", lambda x, axis=None, keepdims=False, dtype=None: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,), method="sum"),
+    Primitive("mean", np.mean, reduction(_mean_dtype), _emit_reduction("mean"), _vjp_mean, zero_in=(0,), method="mean"),
+    Primitive("max", np.max, reduction(), _emit_reduction("max"), _vjp_maxmin, method="max"),
+    Primitive("min", np.min, reduction(), _emit_reduction("min"), _vjp_maxmin, method="min"),
+    Primitive("prod", np.prod, reduction(), _emit_reduction("prod"), _vjp_prod, method="prod"),
     # linear algebra and shapes
     Primitive("dot", np.dot, _dot_infer, _np("dot"), _vjp_matmul, zero_in=(0, 1)),
     Primitive("outer", np.outer, _outer_infer, _np("outer"), _vjp_outer, zero_in=(0, 1)),
@@ -976,7 +979,7 @@ _register(
     Primitive("to_float", float, lambda ts, ps: Num((), _num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
               lambda b, p, out, ct: [ct], zero_in=(0,)),
     Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,)),
-    Primitive("scatter", lambda ct, x, *ix, index: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter),
+    Primitive("scatter", lambda ct, x, *ix, index, zeros=None: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter),
     Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_scatter_add),
     Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,)),
     Primitive("log_domain", log_domain, lambda ts, ps: _log_domain_infer(ts[0]), _emit_runtime("log_domain"), None),
@@ -1016,9 +1019,26 @@ def _scatter_value(ct: Any, x: Any, args: Sequence[Any], index: tuple) -> Any:
 
 def list_onehot(like: list, i: int, ct: Any) -> list:
     """Cotangent of ``xs[i]``: zeros like each element, ``ct`` at ``i``."""
-    out = [np.zeros_like(e) if np.ndim(e) else 0.0 for e in like]
+    out = list_zeros_like(like)
     out[i] = ct
     return out
+
+
+def _list_scatter_add_value(acc: list, i: int, ct: Any) -> list:
+    out = list(acc)
+    out[i] = out[i] + ct
+    return out
+
+
+def _stmts_list_scatter_add(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``acc[i] = acc[i] + ct``: a read ``xs[i]`` inside a loop, accumulated into
+    the loop's own list of cotangents (its elements are replaced, never changed)."""
+    acc, i, ct = a
+    item = px.subscript(target, [i])
+    return [
+        cst.Assign(targets=[cst.AssignTarget(target)], value=acc),
+        cst.Assign(targets=[cst.AssignTarget(item)], value=px.binop("+", item, ct)),
+    ]
 
 
 def list_add(a: list, b: list) -> list:
@@ -1027,7 +1047,7 @@ def list_add(a: list, b: list) -> list:
 
 
 def list_zeros_like(like: list) -> list:
-    return [np.zeros_like(e) if np.ndim(e) else 0.0 for e in like]
+    return [np.zeros(e.shape, e.dtype) if isinstance(e, np.ndarray) else 0.0 for e in like]
 
 
 def unstack(ct: Any, axis: int) -> list:
@@ -1129,6 +1149,7 @@ _register(
     Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
               _emit_stack_seq("concatenate"), _vjp_concat_list),
     Primitive("list_onehot", list_onehot, lambda ts, ps: ts[0], _emit_runtime("list_onehot"), None, zero_in=(2,)),
+    Primitive("list_scatter_add", _list_scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_list_scatter_add),
     Primitive("unstack", unstack, lambda ts, ps: _unstack_infer(ts, ps), _emit_runtime("unstack", "axis"), None,
               zero_in=(0,)),
     Primitive("split_like", split_like, lambda ts, ps: ts[1], _emit_runtime("split_like", "axis"), None, zero_in=(0,)),

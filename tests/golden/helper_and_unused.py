@@ -7,19 +7,19 @@ def g_forward(x, unused, s):
     """Primal of g: returns (value, residuals for g_backward)."""
     # line 9: e = np.exp(x * s)
     e = np.exp(x * s)
-    return np.sum(e * e) + s, (x, unused, s, e)
+    return (e * e).sum() + s, (x, s, e)
 
 
 def g_backward(residuals, out_ct):
     """Reverse pass of g: cotangent of the value -> one cotangent per parameter."""
-    x, unused, s, e = residuals
+    x, s, e = residuals
     # line 5: return v * v
     e_1_ct = out_ct * e
     # line 9: e = np.exp(x * s)
     e_ct = e_1_ct + e_1_ct
     t1_ct = e_ct * e
     x_ct = t1_ct * s
-    s_1_ct = np.sum(t1_ct * x, axis=0)
+    s_1_ct = (t1_ct * x).sum(axis=0)
     s_ct = s_1_ct + out_ct
-    unused_ct = np.zeros_like(unused)
+    unused_ct = np.zeros((2,))
     return x_ct, unused_ct, float(s_ct)

@@ -9,7 +9,7 @@ def loss_forward(w, b, x, n):
     h = np.tanh(x @ w + b)
     # line 6: return np.sum(h * h) / n
     t4 = h * h
-    return np.sum(t4) / n, (w, x, n, h, t4)
+    return t4.sum() / n, (w, x, n, h, t4)
 
 
 def loss_backward(residuals, out_ct):
@@ -20,7 +20,7 @@ def loss_backward(residuals, out_ct):
     # line 5: h = np.tanh(x @ w + b)
     h_ct = h_1_ct + h_1_ct
     t2_ct = h_ct * (1.0 - t4)
-    b_ct = np.sum(t2_ct, axis=0)
+    b_ct = t2_ct.sum(axis=0)
     x_ct = t2_ct @ w.T
     w_ct = x.T @ t2_ct
     return w_ct, b_ct, x_ct, None
