@@ -360,7 +360,7 @@ class Lowerer:
         var = Var(self.namer.temp(), t)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc()))
         self.bound.add(var.name)
-        if op in _VIEWS and isinstance(args[0], Var):
+        if op in _VIEWS and isinstance(args[0], Var) and not (isinstance(t, Num) and t.shape == ()):  # a scalar is a copy
             self.viewed.add(args[0].name)
         return var
 

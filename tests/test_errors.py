@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import astad
+from conftest import check_grad
 
 G = 1.0
 
@@ -552,3 +553,14 @@ def test_in_place_update_of_a_fresh_array_is_fine():
     value, pullback = astad.reverse(p_inplace_fresh)(x)
     assert value == pytest.approx(p_inplace_fresh(x.copy()))
     np.testing.assert_allclose(pullback(1.0)[0], 2 * ((2 * x + 1) / 4) * 0.5)
+
+
+def p_inplace_after_element_read(x):
+    a = x * 2.0
+    s = a[0] + a[1]  # elements are copies, not views
+    a += s
+    return np.sum(a * a)
+
+
+def test_in_place_update_after_reading_elements_is_fine():
+    check_grad(p_inplace_after_element_read, [np.array([0.3, 0.5, 0.7])])
