@@ -24,6 +24,10 @@ _LIVE: "weakref.WeakSet[Reverse]" = weakref.WeakSet()
 def _arg_key(a: Any) -> Any:
     if type(a) is np.ndarray:
         return (a.shape, a.dtype.num)
+    if isinstance(a, (tuple, list)):
+        return type(a), tuple(map(_arg_key, a))
+    if isinstance(a, dict):
+        return dict, tuple(a), tuple(map(_arg_key, a.values()))
     return type(a)
 
 

@@ -25,7 +25,7 @@ from . import primitives as prims
 from .errors import (AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, ListT, Loc, MakeTuple, Num,
-                 NoneT, Prim, TupleT, Type, Var, If, Loop, vars_of)
+                 NoneT, Prim, StructT, TupleT, Type, Var, If, Loop, vars_of)
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -211,6 +211,15 @@ class PyTuple:
 
     items: tuple["Value", ...]
     is_list: bool = False
+    fields: tuple[str, ...] | None = None  # a NamedTuple's field names
+
+
+@dataclass(frozen=True)
+class PyDict:
+    """A dict argument, known key by key (removed by lowering)."""
+
+    keys: tuple[Any, ...]
+    items: tuple["Value", ...]
 
 
 @dataclass(frozen=True)
@@ -224,11 +233,13 @@ class Ref:
     path: tuple[str, ...] = ()  # how a user function is reached from the root function's globals
 
 
-Value = Union[Atom, PyTuple, Ref]
+Value = Union[Atom, PyTuple, PyDict, Ref]
 
 
 def abstract(value: Any, what: str) -> Type:
     """The abstract type of a run-time argument value (part of the cache key)."""
+    if isinstance(value, (tuple, list, dict)):
+        return _abstract_struct(value, what)
     if isinstance(value, bool):
         return BOOL
     if isinstance(value, int):
@@ -240,6 +251,26 @@ def abstract(value: Any, what: str) -> Type:
     raise AstadTypeError(
         f"{what} is a {type(value).__name__}; astad differentiates functions of floats, ints and numpy arrays",
         hint="float, int, bool, or a numpy array of a float, int or bool dtype")
+
+
+def _abstract_struct(value: tuple | list | dict, what: str) -> StructT:
+    """A tuple, list, dict or NamedTuple argument: the types of its items."""
+    if isinstance(value, dict):
+        bad = next((k for k in value if not isinstance(k, (str, int))), None)
+        if bad is not None:
+            raise AstadTypeError(f"{what} is a dict with a key {bad!r}; astad reads dicts by string or integer keys",
+                                 hint="a dict with str keys, e.g. {'w': w, 'b': b}")
+        keys: tuple = tuple(value)
+        items = tuple(abstract(v, f"{what}[{k!r}]") for k, v in value.items())
+        return StructT("dict", keys, items)
+    fields = getattr(type(value), "_fields", None)
+    items = tuple(abstract(v, f"{what}[{i}]") for i, v in enumerate(value))
+    if isinstance(value, tuple) and fields is not None:
+        return StructT("namedtuple", tuple(fields), items, type(value).__qualname__, type(value))
+    if type(value) not in (tuple, list):
+        raise AstadTypeError(f"{what} is a {type(value).__name__}; astad takes tuples, lists, dicts and NamedTuples",
+                             hint="a plain tuple, list, dict or NamedTuple")
+    return StructT("tuple" if isinstance(value, tuple) else "list", (), items)
 
 
 def literal_type(value: Any) -> Type:
@@ -387,6 +418,11 @@ class Lowerer:
         if isinstance(value, PyTuple):
             raise self.type_error("a tuple is used where a number or an array is expected", node,
                                   "np.stack or np.concatenate to make an array from several")
+        if isinstance(value, PyDict):
+            raise self.type_error("a dict is used where a number or an array is expected", node,
+                                  "read its entries: d['w']")
+        if isinstance(value, Ref) and value.kind == "string":
+            raise self.syntax_error("strings are supported only as dict keys", "numbers and arrays", node)
         if isinstance(value, Ref) and value.kind == "after_loop":
             raise self.syntax_error(f"the loop variable `{value.obj}` is used after its loop", 
                                     "keep what you need in a variable assigned before the loop", node)
@@ -400,7 +436,7 @@ class Lowerer:
             return value.value
         if isinstance(value, Var) and isinstance(value.type, Num) and value.type.value is not None:
             return value.type.value
-        if isinstance(value, Ref) and value.kind == "dtype":
+        if isinstance(value, Ref) and value.kind in ("dtype", "string"):
             return value.obj
         raise self.type_error(f"`{what}` must be a constant known when the function is transformed", node,
                               "an integer literal or a module-level constant")
@@ -410,14 +446,26 @@ class Lowerer:
     def lower_function(self, arg_types: list[Type]) -> Function:
         fd = self.root.funcdef
         self.stack.append(_Scope(self.root))
-        params = []
+        params: list[Var] = []
         for p, t in zip(fd.params.params, arg_types):
-            v = Var(self.namer.fresh(p.name.value), t)
-            self.scope.env[p.name.value] = v
-            params.append(v)
+            self.scope.env[p.name.value] = self.parameter(p.name.value, t, params)
         result = self.lower_body(fd)
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
+
+    def parameter(self, name: str, t: Type, params: list[Var]) -> Value:
+        """A parameter; a structured one as its structure, with one parameter per
+        leaf (``params_w`` for ``params["w"]``)."""
+        if not isinstance(t, StructT):
+            v = Var(self.namer.fresh(name), t)
+            params.append(v)
+            return v
+        keys = t.keys or tuple(range(len(t.items)))
+        items = tuple(self.parameter(f"{name}_{k}" if str(k).isidentifier() or isinstance(k, int) else f"{name}_{i}",
+                                     it, params) for i, (k, it) in enumerate(zip(keys, t.items)))
+        if t.kind == "dict":
+            return PyDict(t.keys, items)
+        return PyTuple(items, is_list=t.kind == "list", fields=t.keys if t.kind == "namedtuple" else None)
 
     def result_atom(self, value: Value, node: cst.CSTNode) -> Atom:
         if isinstance(value, PyTuple):
@@ -510,7 +558,11 @@ class Lowerer:
                 if len(targets) != len(it.args):
                     raise self.syntax_error("name one loop variable per zipped array", "for a, b in zip(x, y):", it)
                 seqs, names, index_target = [a.value for a in it.args], targets, None
-        arrays = [self.atom(self.expr(s), s) for s in seqs]
+        values = [self.expr(s) for s in seqs]
+        if all(isinstance(v, (PyTuple, PyDict)) for v in values):
+            self.unroll(stmt, values, names, index_target)
+            return None
+        arrays = [self.atom(v, s) for v, s in zip(values, seqs)]
         for a, s in zip(arrays, seqs):
             if not (isinstance(a.type, Num) and a.type.ndim >= 1):
                 raise self.type_error(f"a `for` loop runs over arrays (their first axis), not {a.type}", s,
@@ -531,6 +583,24 @@ class Lowerer:
 
         return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
                         hidden=index_target is None, element_names=[n.value for n in names])
+
+    def unroll(self, stmt: cst.For, values: list[Value], names: list[cst.BaseExpression],
+               index_target: cst.BaseExpression | None) -> None:
+        """A loop over tuples, lists or dicts known element by element (structured
+        arguments): the body once per element (a dict gives its keys)."""
+        if _exits(stmt):
+            raise self.syntax_error("`break`, `continue` and `return` are not supported in a loop over a tuple, "
+                                    "list or dict (it is unrolled)", "a loop without them, or a loop over an array",
+                                    stmt)
+        elements = [list(v.items) if isinstance(v, PyTuple) else
+                    [Ref("string", k) if isinstance(k, str) else Const.literal(k, literal_type(k)) for k in v.keys]
+                    for v in values]
+        for k in range(min(map(len, elements))):
+            if index_target is not None:
+                self.assign(index_target, Const.literal(k, literal_type(k)))
+            for name, items in zip(names, elements):
+                self.assign(name, items[k])
+            self.lower_stmts(_stmts(stmt.body))
 
     def emit_call_min(self, a: Value, b: Value) -> Atom:
         x, y = self.atom(a, self.node), self.atom(b, self.node)
@@ -1013,7 +1083,7 @@ class Lowerer:
         return self.expr(e.value)
 
     def expr_SimpleString(self, node: cst.SimpleString) -> Value:
-        raise self.syntax_error("strings are not supported", "numbers and arrays", node)
+        return Ref("string", node.evaluated_value)  # only as a dict key
 
     def expr_Name(self, node: cst.Name) -> Value:
         for_name = node.value
@@ -1065,7 +1135,7 @@ class Lowerer:
 
     def const_or(self, value: Any) -> Value:
         """A call argument's value, or a Python default from a signature table as a literal."""
-        if isinstance(value, (Var, Const, PyTuple, Ref)):
+        if isinstance(value, (Var, Const, PyTuple, PyDict, Ref)):
             return value
         return Const.literal(value, literal_type(value))
 
@@ -1106,6 +1176,8 @@ class Lowerer:
             return self.global_value(f"np.{attr}", obj, node)
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
             return self.array_attribute(base, attr, node)
+        if isinstance(base, PyTuple) and base.fields is not None and attr in base.fields:
+            return base.items[base.fields.index(attr)]
         raise self.syntax_error(f"attribute `.{attr}` is not supported here", "array attributes .T .shape .ndim .size",
                                 node)
 
@@ -1209,6 +1281,8 @@ class Lowerer:
         base = self.expr(node.value)
         if isinstance(base, PyTuple):
             return self.tuple_subscript(base, node)
+        if isinstance(base, PyDict):
+            return self.dict_subscript(base, node)
         x = self.atom(base, node.value)
         if isinstance(x.type, ListT):
             if len(node.slice) != 1 or isinstance(node.slice[0].slice, cst.Slice):
@@ -1220,6 +1294,15 @@ class Lowerer:
         for el in node.slice:
             index.append(self.index_item(el.slice, args))
         return self.emit("getitem", args, {"index": tuple(index)})
+
+    def dict_subscript(self, base: PyDict, node: cst.Subscript) -> Value:
+        s = node.slice[0].slice if len(node.slice) == 1 else None
+        if not isinstance(s, cst.Index):
+            raise self.syntax_error("a dict takes a single key", "d['w']", node)
+        key = self.static(self.expr(s.value), s.value, "dict key")
+        if key not in base.keys:
+            raise self.type_error(f"the dict has no key {key!r}; its keys are {', '.join(map(repr, base.keys))}", node)
+        return base.items[base.keys.index(key)]
 
     def tuple_subscript(self, base: PyTuple, node: cst.Subscript) -> Value:
         if len(node.slice) != 1:

@@ -11,7 +11,7 @@ ordinary primitives from the same table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 Dim = Union[int, None]  # None: not known statically
 
@@ -93,7 +93,52 @@ class ListT:
         return f"list[{self.elem if self.elem is not None else '?'}]"
 
 
-Type = Union[Num, TupleT, NoneT, ListT]
+@dataclass(frozen=True)
+class StructT:
+    """A structured argument (a "pytree" in JAX's words): a tuple, list, dict or
+    NamedTuple of numbers, arrays and further structures.  It exists only at
+    the boundary: the function's parameters are its leaves, and the cotangent
+    comes back with the same structure.  ``keys`` are the dict's keys or the
+    NamedTuple's fields; ``name`` the NamedTuple class (``cls``, not compared)."""
+
+    kind: str  # "tuple", "list", "dict" or "namedtuple"
+    keys: tuple[Any, ...]
+    items: tuple["Type", ...]
+    name: str = ""
+    cls: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def differentiable(self) -> bool:
+        return any(t.differentiable for t in self.items)
+
+    def __str__(self) -> str:
+        if self.kind in ("tuple", "list"):
+            inner = ", ".join(map(str, self.items))
+            return f"({inner}{',' if len(self.items) == 1 else ''})" if self.kind == "tuple" else f"[{inner}]"
+        inner = ", ".join(f"{k}: {t}" if self.kind == "namedtuple" else f"{k!r}: {t}" for k, t in zip(self.keys, self.items))
+        return f"{self.name}({inner})" if self.kind == "namedtuple" else "{" + inner + "}"
+
+    def flatten(self, value: Any) -> list[Any]:
+        """The leaves of a value of this structure, in order."""
+        items = value.values() if self.kind == "dict" else value
+        return [leaf for t, v in zip(self.items, items) for leaf in (t.flatten(v) if isinstance(t, StructT) else [v])]
+
+    def unflatten(self, leaves: Iterator[Any]) -> Any:
+        """A value of this structure from its leaves (cotangents, say)."""
+        items = [t.unflatten(leaves) if isinstance(t, StructT) else next(leaves) for t in self.items]
+        if self.kind == "dict":
+            return dict(zip(self.keys, items))
+        if self.kind == "namedtuple":
+            return self.cls(*items)
+        return items if self.kind == "list" else tuple(items)
+
+
+def leaf_counts(types: Sequence["Type"]) -> list[int]:
+    """How many parameters each argument becomes (a structure: its leaves)."""
+    return [sum(leaf_counts(t.items)) if isinstance(t, StructT) else 1 for t in types]
+
+
+Type = Union[Num, TupleT, NoneT, ListT, StructT]
 
 FLOAT = Num((), "float64", py=True)
 INT = Num((), "int64", py=True)

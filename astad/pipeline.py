@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from . import codegen, frontend, optimise, primitives, reverse, structural
 from .errors import AstadError, InternalError
-from .ir import Function, Num, ReverseProgram, Type
+from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
 
 STAGES = ("core", "structural", "ad", "optimised")
 
@@ -47,6 +47,36 @@ class Derivative:
     constants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stages: Stages | None = None
 
+    def __post_init__(self) -> None:
+        if any(isinstance(t, StructT) for t in self.arg_types):  # the generated code takes and gives leaves
+            self.forward, self.backward = _structured(self.forward, self.backward, self.arg_types)
+
+
+def _structured(forward: Callable, backward: Callable, types: Sequence[Type]) -> tuple[Callable, Callable]:
+    """Forward and backward functions of structured arguments (tuples, lists,
+    dicts, NamedTuples) around generated code that takes their leaves."""
+
+    def structured_forward(*args: Any) -> Any:
+        leaves: list[Any] = []
+        for t, a in zip(types, args):
+            leaves.extend(t.flatten(a) if isinstance(t, StructT) else [a])
+        return forward(*leaves)
+
+    def structured_backward(residuals: Any, ct: Any) -> tuple:
+        cts = iter(backward(residuals, ct))
+        return tuple(t.unflatten(cts) if isinstance(t, StructT) else next(cts) for t in types)
+
+    return structured_forward, structured_backward
+
+
+def leaf_wrt(arg_types: Sequence[Type], wrt: frozenset[int] | None) -> frozenset[int] | None:
+    """The parameters (leaves of structured arguments) of the arguments ``wrt``."""
+    if wrt is None:
+        return None
+    counts = leaf_counts(arg_types)
+    starts = [sum(counts[:i]) for i in range(len(counts))]
+    return frozenset(j for i in wrt for j in range(starts[i], starts[i] + counts[i]))
+
 
 def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
                wrt: frozenset[int] | None = None) -> tuple[Stages, frontend.Lowerer]:
@@ -54,7 +84,7 @@ def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
     core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
     linear = structural.make_explicit(core)
     ad = reverse.reverse(linear)
-    return Stages(core, linear, ad, optimise.optimise(ad, wrt)), lowerer
+    return Stages(core, linear, ad, optimise.optimise(ad, leaf_wrt(arg_types, wrt))), lowerer
 
 
 def header(parsed: frontend.Parsed, arg_types: Sequence[Type], constants: Sequence[str]) -> str:

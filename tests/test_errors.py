@@ -120,8 +120,7 @@ def p_missing_return(x):
 
 
 def p_string(x):
-    s = "abc"
-    return x
+    return x * "abc"  # strings are only dict keys
 
 
 def p_inv(x):
@@ -490,14 +489,23 @@ def test_array_cotangent_of_a_scalar_output():
     not_internal(info.value)
 
 
-@pytest.mark.parametrize("bad", ["abc", [1.0, 2.0], {"x": 1.0}, None, np.ones(3, complex)],
-                         ids=["str", "list", "dict", "None", "complex array"])
+@pytest.mark.parametrize("bad", ["abc", {1.5: 1.0}, ["abc"], None, np.ones(3, complex)],
+                         ids=["str", "dict with a float key", "list of str", "None", "complex array"])
 def test_argument_of_an_unsupported_type(bad):
     with pytest.raises(astad.AstadTypeError) as info:
         astad.reverse(vector_out)(bad)
     not_internal(info.value)
     assert "`x`" in str(info.value)
     assert "supported instead: " in str(info.value)
+
+
+@pytest.mark.parametrize("structured", [[1.0, 2.0], {"x": 1.0}], ids=["list", "dict"])
+def test_a_structured_argument_used_as_a_number(structured):
+    with pytest.raises(astad.AstadTypeError) as info:
+        astad.reverse(vector_out)(structured)
+    not_internal(info.value)
+    assert "is used where a number or an array is expected" in str(info.value), str(info.value)
+    check_located(info.value, vector_out, "x * 2.0")
 
 
 def test_inspecting_before_the_first_call():
