@@ -43,6 +43,7 @@ class Parsed:
     col_offset: int
     lines: list[str]
     source: str
+    aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
 
     @property
     def name(self) -> str:
@@ -53,6 +54,7 @@ class Parsed:
         return self.positions[self.funcdef].start.line + self.line_offset
 
     def loc(self, node: cst.CSTNode) -> Loc:
+        node = self.aliases.get(node, node)
         if isinstance(node, cst.SimpleStatementLine) and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
@@ -115,11 +117,7 @@ def parse(fn: Callable[..., Any]) -> Parsed:
 _UNSUPPORTED: dict[type, tuple[str, str]] = {
     cst.Try: ("`try` is not supported", "straight-line code without exception handling"),
     cst.With: ("`with` is not supported", "straight-line code"),
-    cst.FunctionDef: ("nested functions are not supported yet", "a module-level function, called by name"),
     cst.ClassDef: ("class definitions are not supported", "module-level functions"),
-    cst.Lambda: ("lambdas are not supported yet", "a module-level function, called by name"),
-    cst.ListComp: ("list comprehensions are not supported yet", "vectorised numpy operations"),
-    cst.GeneratorExp: ("generator expressions are not supported", "vectorised numpy operations"),
     cst.DictComp: ("dict comprehensions are not supported", "arrays and tuples"),
     cst.SetComp: ("set comprehensions are not supported", "arrays and tuples"),
     cst.Dict: ("dicts are not supported yet", "arrays and tuples"),
@@ -149,9 +147,20 @@ class _SubsetChecker(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.FunctionDef):
             self.depth += 1
+            self._check_signature(node)
+            if node.decorators and self.depth > 1:
+                raise UnsupportedSyntaxError("decorators on nested functions are not supported",
+                                             self.parsed.loc(node.decorators[0]), "a plain nested `def`")
             if self.depth == 1:
-                self._check_signature(node)
                 return True
+        if isinstance(node, cst.Lambda):
+            self._check_params(node.params)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            f: Any = node.for_in
+            while f is not None:
+                if f.asynchronous is not None:
+                    raise UnsupportedSyntaxError("`async for` is not supported", self.parsed.loc(f), "a plain `for`")
+                f = f.inner_for_in
         entry = _UNSUPPORTED.get(type(node))
         if entry is not None:
             raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
@@ -171,14 +180,16 @@ class _SubsetChecker(cst.CSTVisitor):
             self.depth -= 1
 
     def _check_signature(self, node: cst.FunctionDef) -> None:
-        ps = node.params
+        self._check_params(node.params)
+        _check_returns_last(_stmts(node.body), self.parsed)
+
+    def _check_params(self, ps: cst.Parameters) -> None:
         extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
         for bad, what in ((extra, "*args"), (ps.star_kwarg, "**kwargs"),
                           (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters")):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
                                              "positional parameters (with constant defaults)")
-        _check_returns_last(_stmts(node.body), self.parsed)
 
 
 def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:
@@ -231,6 +242,19 @@ class Ref:
     obj: Any
     self_value: Any = None
     path: tuple[str, ...] = ()  # how a user function is reached from the root function's globals
+
+
+class Closure:
+    """A ``lambda`` or nested ``def``: its code, the scope whose variables it
+    reads when called (as Python does: their values at the call), and its
+    defaults (evaluated where it is defined).  Compared by identity."""
+
+    def __init__(self, node: cst.Lambda | cst.FunctionDef, scope: "_Scope", defaults: dict[str, "Value"]) -> None:
+        self.node, self.scope, self.defaults = node, scope, defaults
+
+    @property
+    def __name__(self) -> str:
+        return self.node.name.value if isinstance(self.node, cst.FunctionDef) else "<lambda>"
 
 
 Value = Union[Atom, PyTuple, PyDict, Ref]
@@ -341,6 +365,7 @@ class _Scope:
     parsed: Parsed
     path: tuple[str, ...] = ()
     env: dict[str, Value] = field(default_factory=dict)
+    closure: "Closure | None" = None  # the lambda or nested def this scope runs
 
 
 class Lowerer:
@@ -491,6 +516,9 @@ class Lowerer:
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
                 continue
+            if isinstance(stmt, cst.FunctionDef):
+                self.scope.env[stmt.name.value] = self.closure(stmt)
+                continue
             if isinstance(stmt, (cst.For, cst.While)):
                 returned = self.lower_for(stmt) if isinstance(stmt, cst.For) else self.lower_while(stmt)
                 if returned is not None:  # `return` inside the loop: it or the rest of the block gives the value
@@ -562,12 +590,13 @@ class Lowerer:
         if all(isinstance(v, (PyTuple, PyDict)) for v in values):
             self.unroll(stmt, values, names, index_target)
             return None
-        arrays = [self.atom(v, s) for v, s in zip(values, seqs)]
+        arrays = [self.dynamic_list(v, s) if isinstance(v, PyTuple) else self.atom(v, s) for v, s in zip(values, seqs)]
         for a, s in zip(arrays, seqs):
-            if not (isinstance(a.type, Num) and a.type.ndim >= 1):
-                raise self.type_error(f"a `for` loop runs over arrays (their first axis), not {a.type}", s,
+            if not (isinstance(a.type, Num) and a.type.ndim >= 1 or isinstance(a.type, ListT)):
+                raise self.type_error(f"a `for` loop runs over arrays (their first axis) and lists, not {a.type}", s,
                                       "for i in range(n), for row in x, enumerate(x), zip(x, y)")
-        lengths = [self.shape_of(a).items[0] for a in arrays]
+        lengths = [self.emit("list_len", [a]) if isinstance(a.type, ListT) else self.shape_of(a).items[0]
+                   for a in arrays]
         bound = lengths[0]
         for other in lengths[1:]:
             bound = self.emit_call_min(bound, other)
@@ -578,8 +607,9 @@ class Lowerer:
 
         def elements(index: Var) -> None:
             for n, a in zip(names, arrays):
-                self.scope.env[n.value] = self.name_result(self.emit("getitem", [a, index], {"index": (("arg", 1),)}),
-                                                           n.value)
+                element = (self.emit("list_get", [a, index]) if isinstance(a.type, ListT) else
+                           self.emit("getitem", [a, index], {"index": (("arg", 1),)}))
+                self.scope.env[n.value] = self.name_result(element, n.value)
 
         return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
                         hidden=index_target is None, element_names=[n.value for n in names])
@@ -1082,6 +1112,89 @@ class Lowerer:
             raise self.syntax_error("`*` unpacking is not supported", "explicit elements", e)
         return self.expr(e.value)
 
+    def expr_Lambda(self, node: cst.Lambda) -> Value:
+        return self.closure(node)
+
+    def closure(self, node: cst.Lambda | cst.FunctionDef) -> Ref:
+        defaults = {p.name.value: self.expr(p.default) for p in node.params.params if p.default is not None}
+        return Ref("closure", Closure(node, self.scope, defaults))
+
+    def call_closure(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
+        """A call of a lambda or nested def: its body, inlined, in a scope of its
+        own that reads the defining scope's variables as they are now."""
+        names = [p.name.value for p in c.node.params.params]
+        given = dict(zip(names, args))
+        if len(args) > len(names) or any(k not in names or k in given for k in kwargs):
+            raise self.type_error(f"call to {c.__name__}: the arguments do not match its parameters "
+                                  f"({', '.join(names)})", node)
+        given.update(kwargs)
+        missing = [n for n in names if n not in given and n not in c.defaults]
+        if missing:
+            raise self.type_error(f"call to {c.__name__}: missing argument `{missing[0]}`", node)
+        if any(s.closure is c for s in self.stack):
+            raise self.syntax_error(f"recursive call to {c.__name__} is not supported yet",
+                                    "a non-recursive formulation", node)
+        scope = _Scope(c.scope.parsed, c.scope.path, dict(c.scope.env), closure=c)
+        scope.env.update({n: given.get(n, c.defaults.get(n)) for n in names})  # type: ignore[misc]
+        saved, saved_exits = self.node, self.exits
+        self.stack.append(scope)
+        self.exits = []
+        try:
+            if isinstance(c.node, cst.Lambda):
+                return self.expr(c.node.body)
+            return self.lower_body(c.node)
+        finally:
+            self.stack.pop()
+            self.node, self.exits = saved, saved_exits
+
+    def expr_ListComp(self, node: cst.ListComp) -> Value:
+        return self.comprehension(node, node.elt, node.for_in)
+
+    def expr_GeneratorExp(self, node: cst.GeneratorExp) -> Value:
+        return self.comprehension(node, node.elt, node.for_in)  # consumed as a list
+
+    def comprehension(self, node: cst.CSTNode, elt: cst.BaseExpression, for_in: cst.CompFor) -> Value:
+        """``[e for x in xs if c]``: the loop ``items = []; for x in xs: if c:
+        items.append(e)`` (over ``range``, arrays, lists or structured values),
+        its names local to it as in Python."""
+        key = next(f"items{i or ''}" for i in range(1000) if f"items{i or ''}" not in self.namer.used)
+        self.namer.used.add(key)
+        body: cst.BaseStatement = cst.SimpleStatementLine([cst.Expr(cst.Call(
+            cst.Attribute(cst.Name(key), cst.Name("append")), [cst.Arg(elt)]))])
+        clauses = []
+        f: cst.CompFor | None = for_in
+        while f is not None:
+            clauses.append(f)
+            f = f.inner_for_in
+        for clause in reversed(clauses):
+            for cond in reversed(clause.ifs):
+                body = cst.If(test=cond.test, body=cst.IndentedBlock([body]))
+            body = cst.For(target=clause.target, iter=clause.iter, body=cst.IndentedBlock([body]))
+        self.alias(body, node)
+        local = [key] + [n.value for c in clauses for n in _name_nodes(c.target)]
+        env = self.scope.env
+        saved = {n: env[n] for n in local if n in env}
+        env[key] = PyTuple((), is_list=True)
+        self.lower_stmts([body])
+        result = self.scope.env.pop(key)
+        for n in local[1:]:
+            self.scope.env.pop(n, None)
+        self.scope.env.update(saved)
+        return result
+
+    def alias(self, made: cst.CSTNode, user: cst.CSTNode) -> None:
+        """Point errors and line comments of the nodes astad made at the user's node."""
+        positions, aliases = self.scope.parsed.positions, self.scope.parsed.aliases
+
+        class V(cst.CSTVisitor):
+            def on_visit(self, n: cst.CSTNode) -> bool:
+                if n not in positions:
+                    aliases[n] = user
+                    return True
+                return False
+
+        made.visit(V())
+
     def expr_SimpleString(self, node: cst.SimpleString) -> Value:
         return Ref("string", node.evaluated_value)  # only as a dict key
 
@@ -1122,6 +1235,8 @@ class Lowerer:
             return Ref("builtin", obj)
         if any(obj is it for it in _ITERATORS):
             return Ref("iterator", obj)
+        if obj is builtins.map or obj is builtins.list:
+            return Ref(obj.__name__, obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
         inner = getattr(obj, "__astad_function__", None)
@@ -1357,6 +1472,15 @@ class Lowerer:
             raise self.type_error("this value is not callable", node.func)
         if func.kind == "user":
             return self.inline_call(func.obj, func.path, args, kwargs, node)
+        if func.kind == "closure":
+            return self.call_closure(func.obj, args, kwargs, node)
+        if func.kind == "map":
+            return self.map_call(node)
+        if func.kind == "list":
+            if len(args) != 1 or kwargs or not (isinstance(args[0], PyTuple) or (
+                    isinstance(args[0], Var) and isinstance(args[0].type, ListT))):
+                raise self.type_error("list() takes one list, tuple or comprehension", node, "list(map(f, xs))")
+            return PyTuple(args[0].items, is_list=True) if isinstance(args[0], PyTuple) else args[0]
         if func.kind == "method":
             return self.apply(func.obj, [func.self_value, *args], kwargs, node)
         if func.kind == "builtin":
@@ -1369,6 +1493,26 @@ class Lowerer:
                     "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
             return self.apply(spec, args, kwargs, node)
         raise self.type_error(f"{_ref_name(func)} is not callable", node.func)
+
+    def map_call(self, node: cst.Call) -> Value:
+        """``map(f, xs, ...)``: the comprehension ``[f(x, ...) for x, ... in zip(xs, ...)]``."""
+        if len(node.args) < 2 or any(a.keyword or a.star for a in node.args):
+            raise self.type_error("map takes a function and one or more sequences", node, "map(f, xs)")
+        names = [cst.Name(n) for n in (f"element{i or ''}" for i in range(1000)) if n not in self.namer.used][
+            :len(node.args) - 1]
+        self.namer.used.update(n.value for n in names)
+        call = cst.Call(node.args[0].value, [cst.Arg(n) for n in names])
+        seqs = [a.value for a in node.args[1:]]
+        if len(seqs) == 1:
+            target: cst.BaseAssignTargetExpression = names[0]
+            it = seqs[0]
+        else:
+            target = cst.Tuple([cst.Element(n) for n in names])
+            it = cst.Call(cst.Name("zip"), [cst.Arg(s) for s in seqs])
+            self.scope.env.setdefault("zip", Ref("iterator", builtins.zip))
+        comp = cst.ListComp(call, cst.CompFor(target=target, iter=it))
+        self.alias(comp, node)
+        return self.comprehension(node, call, comp.for_in)
 
     def apply(self, spec: ApiSpec, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
         """Bind a call's arguments to a numpy function's signature and lower it."""
@@ -1397,6 +1541,15 @@ _ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)
 def _is_append(value: cst.BaseExpression) -> bool:
     return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
             and value.func.attr.value == "append" and isinstance(value.func.value, cst.Name))
+
+
+def _name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
+    """Every name a (possibly nested tuple) target binds."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _name_nodes(el.value)]
+    return []
 
 
 def _target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -1439,6 +1592,16 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
             if _is_append(n):
                 self._add(n.func.value)  # type: ignore[attr-defined]
 
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            self._add(n.name)
+            return False  # its assignments are its own
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_CompFor(self, n: cst.CompFor) -> bool:
+            return False  # a comprehension's variables are its own
+
     node.visit(V())
     return names
 
@@ -1461,7 +1624,7 @@ def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
         def on_visit(self, n: cst.CSTNode) -> bool:
             if isinstance(n, kinds):
                 found.append(n)
-            return not isinstance(n, (cst.For, cst.While)) or n is node
+            return not isinstance(n, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)) or n is node
 
     node.visit(V())
     return bool(found)
@@ -1474,6 +1637,9 @@ def _returns(stmt: cst.CSTNode) -> bool:
     class V(cst.CSTVisitor):
         def visit_Return(self, node: cst.Return) -> None:
             found.append(node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is stmt  # a nested def's `return` is its own
 
     stmt.visit(V())
     return bool(found)

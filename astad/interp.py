@@ -25,6 +25,8 @@ def zero_value(t: Type) -> Any:
 
 
 def plus_values(a: Any, b: Any) -> Any:
+    if b is None:  # the zero of a list, whose length is known only at run time
+        return a
     if isinstance(a, list):
         return [plus_values(x, y) for x, y in zip(a, b)]
     if isinstance(a, tuple):

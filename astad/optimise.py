@@ -264,7 +264,7 @@ def _atom_key(a: Atom) -> object:
 
 
 #: new arrays that may be written into (accumulators): each must stay its own
-_BUFFERS = {"zeros", "zeros_like", "ones", "ones_like", "full", "eye"}
+_BUFFERS = {"zeros", "zeros_like", "ones", "ones_like", "full", "eye", "list", "list_zeros_like", "list_onehot"}
 
 
 def cse(prog: ReverseProgram) -> ReverseProgram:

@@ -59,18 +59,19 @@ def p_with(x):
 
 
 def p_nested_def(x):
+    @staticmethod
     def g(y):
         return y * 2.0
     return g(x)
 
 
 def p_lambda(x):
-    g = lambda y: y * 2.0
-    return x
+    g = lambda *ys: ys[0] * 2.0
+    return g(x)
 
 
 def p_listcomp(x):
-    ys = [x * 2.0 for i in range(3)]
+    ys = {i: x * 2.0 for i in range(3)}
     return x
 
 
@@ -242,9 +243,9 @@ SYNTAX_CASES = [
     (p_while, (1.0,), "while x > 0.0:"),
     (p_try, (1.0,), "try:"),
     (p_with, (1.0,), "with open("),
-    (p_nested_def, (1.0,), "def g(y):"),
-    (p_lambda, (1.0,), "lambda y: y * 2.0"),
-    (p_listcomp, (1.0,), "[x * 2.0 for i in range(3)]"),
+    (p_nested_def, (1.0,), "@staticmethod"),
+    (p_lambda, (1.0,), "*ys: ys[0]"),
+    (p_listcomp, (1.0,), "{i: x * 2.0 for i in range(3)}"),
     (p_dict, (1.0,), '{"a": x}'),
     (p_global, (1.0,), "global G"),
     (p_mutation, (np.ones(3),), "x[0] = 1.0"),

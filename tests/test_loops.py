@@ -498,3 +498,25 @@ def test_a_function_that_returns_only_inside_its_loop_is_a_clear_error():
     with pytest.raises(astad.UnsupportedSyntaxError, match="not every path after this loop returns a value") as e:
         astad.reverse(falls_off_after_loop)(2.0)
     assert "for i in range(3):" in str(e.value)
+
+
+def list_read_by_two_loops(m):
+    rows = []
+    for r in m:
+        rows.append(r * 2.0)
+    s = 0.0
+    for k in range(len(rows)):
+        s = s + np.sum(rows[k])
+    t = 0.0
+    for r in rows:
+        t = t + np.sum(r) * 3.0
+    return s + t
+
+
+def test_a_list_read_by_two_loops():
+    """Each loop accumulates into a list of cotangents of its own (a shared one
+    was once updated in place by both: a gradient twice too large)."""
+    m = np.array([[0.5, -1.0], [2.0, 0.3], [1.0, 1.0]])
+    check_grad(list_read_by_two_loops, [m])
+    np.testing.assert_allclose(astad.grad(list_read_by_two_loops)(m), np.full((3, 2), 8.0))
+    check_stages(list_read_by_two_loops, (m,))
