@@ -365,7 +365,7 @@ class _Scope:
     parsed: Parsed
     path: tuple[str, ...] = ()
     env: dict[str, Value] = field(default_factory=dict)
-    closure: "Closure | None" = None  # the lambda or nested def this scope runs
+    call_key: Any = None  # the callee and what is known of the arguments when transforming
 
 
 class Lowerer:
@@ -474,6 +474,7 @@ class Lowerer:
         params: list[Var] = []
         for p, t in zip(fd.params.params, arg_types):
             self.scope.env[p.name.value] = self.parameter(p.name.value, t, params)
+        self.scope.call_key = _call_key(self.root.fn, self.scope.env)
         result = self.lower_body(fd)
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
@@ -948,9 +949,6 @@ class Lowerer:
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
                     node: cst.CSTNode) -> Value:
-        if any(s.parsed.fn is fn for s in self.stack):
-            raise self.syntax_error(f"recursive call to {fn.__name__} is not supported yet",
-                                    "a non-recursive formulation", node)
         parsed = parse(fn)
         sig = inspect.signature(fn)
         try:
@@ -965,11 +963,26 @@ class Lowerer:
             else:
                 scope.env[pname] = self.constant(param.default, f"default of {pname}", node)
         self.namer.used |= _user_names(parsed.funcdef)
+        return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
+
+    def run_call(self, callee: Any, name: str, scope: _Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
+        """Lower a call's body in the callee's scope.  A recursive call is unrolled:
+        each call must differ from the calls it is inside in what is known when
+        transforming (ints, shapes, the structure of tuples), so that the
+        recursion ends while transforming; else it would never end."""
+        scope.call_key = _call_key(callee, scope.env)
+        if any(s.call_key == scope.call_key for s in self.stack):
+            raise self.syntax_error(
+                f"recursive call to {name} with the same shapes and integers as the call it is in: its depth is "
+                "known only when running, which is not supported yet",
+                "recursion on an integer, a shape or a tuple's structure that changes at each call", node)
+        if len(self.stack) > MAX_CALL_DEPTH:
+            raise self.syntax_error(f"calls nested more than {MAX_CALL_DEPTH} deep", "a shallower recursion", node)
         saved, saved_exits = self.node, self.exits
         self.stack.append(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
-            return self.lower_body(parsed.funcdef)
+            return lower()
         finally:
             self.stack.pop()
             self.node, self.exits = saved, saved_exits
@@ -1131,21 +1144,11 @@ class Lowerer:
         missing = [n for n in names if n not in given and n not in c.defaults]
         if missing:
             raise self.type_error(f"call to {c.__name__}: missing argument `{missing[0]}`", node)
-        if any(s.closure is c for s in self.stack):
-            raise self.syntax_error(f"recursive call to {c.__name__} is not supported yet",
-                                    "a non-recursive formulation", node)
-        scope = _Scope(c.scope.parsed, c.scope.path, dict(c.scope.env), closure=c)
+        scope = _Scope(c.scope.parsed, c.scope.path, dict(c.scope.env))
         scope.env.update({n: given.get(n, c.defaults.get(n)) for n in names})  # type: ignore[misc]
-        saved, saved_exits = self.node, self.exits
-        self.stack.append(scope)
-        self.exits = []
-        try:
-            if isinstance(c.node, cst.Lambda):
-                return self.expr(c.node.body)
-            return self.lower_body(c.node)
-        finally:
-            self.stack.pop()
-            self.node, self.exits = saved, saved_exits
+        body = c.node.body
+        return self.run_call(c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
+                             else (lambda: self.lower_body(c.node)))  # type: ignore[arg-type]
 
     def expr_ListComp(self, node: cst.ListComp) -> Value:
         return self.comprehension(node, node.elt, node.for_in)
@@ -1235,8 +1238,10 @@ class Lowerer:
             return Ref("builtin", obj)
         if any(obj is it for it in _ITERATORS):
             return Ref("iterator", obj)
-        if obj is builtins.map or obj is builtins.list:
+        if obj is builtins.map or obj is builtins.list or obj is builtins.isinstance:
             return Ref(obj.__name__, obj)
+        if any(obj is t for t in _TYPES):
+            return Ref("type", obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
         inner = getattr(obj, "__astad_function__", None)
@@ -1476,6 +1481,8 @@ class Lowerer:
             return self.call_closure(func.obj, args, kwargs, node)
         if func.kind == "map":
             return self.map_call(node)
+        if func.kind == "isinstance":
+            return self.isinstance_call(args, node)
         if func.kind == "list":
             if len(args) != 1 or kwargs or not (isinstance(args[0], PyTuple) or (
                     isinstance(args[0], Var) and isinstance(args[0].type, ListT))):
@@ -1493,6 +1500,16 @@ class Lowerer:
                     "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
             return self.apply(spec, args, kwargs, node)
         raise self.type_error(f"{_ref_name(func)} is not callable", node.func)
+
+    def isinstance_call(self, args: list[Value], node: cst.Call) -> Value:
+        """``isinstance(v, tuple)``: known when transforming (for recursion over tuples)."""
+        classes = args[1] if len(args) == 2 else None
+        kinds = classes.items if isinstance(classes, PyTuple) else (classes,)
+        if not all(isinstance(k, Ref) and k.kind in ("type", "list") for k in kinds):
+            raise self.type_error("isinstance takes a value and a type (or a tuple of types)", node,
+                                  "isinstance(t, tuple), with tuple, list, dict, float, int, bool or np.ndarray")
+        result = isinstance(_sample_of(args[0]), tuple(k.obj for k in kinds))  # type: ignore[union-attr]
+        return Const.literal(result, literal_type(result))
 
     def map_call(self, node: cst.Call) -> Value:
         """``map(f, xs, ...)``: the comprehension ``[f(x, ...) for x, ... in zip(xs, ...)]``."""
@@ -1541,6 +1558,49 @@ _ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)
 def _is_append(value: cst.BaseExpression) -> bool:
     return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
             and value.func.attr.value == "append" and isinstance(value.func.value, cst.Name))
+
+
+#: how deep calls (recursion, unrolled) may nest
+MAX_CALL_DEPTH = 1000
+
+
+_TYPES = (tuple, list, dict, float, int, bool, np.ndarray)
+
+
+def _sample_of(v: Any) -> Any:
+    """A Python object of the kind ``v`` stands for (for ``isinstance``)."""
+    if isinstance(v, PyTuple):
+        return [] if v.is_list else ()
+    if isinstance(v, PyDict):
+        return {}
+    t = getattr(v, "type", None)
+    if isinstance(t, ListT):
+        return []
+    if isinstance(t, Num):
+        if t.shape:
+            return np.zeros(0)
+        return np.zeros((), t.dtype).item() if t.py else np.zeros((), t.dtype)[()]
+    return v
+
+
+def _call_key(callee: Any, env: dict[str, Any]) -> tuple:
+    return id(callee), tuple(sorted((k, _static_key(v)) for k, v in env.items()))
+
+
+def _static_key(v: Any) -> Any:
+    """What is known of a value when transforming: constants, types (with the
+    values of ints and shapes), the structure of tuples, which function."""
+    if isinstance(v, Const):
+        return "c", v.key if v.name is None else v.name
+    if isinstance(v, Var):
+        return "v", v.type
+    if isinstance(v, PyTuple):
+        return "t", v.is_list, tuple(_static_key(i) for i in v.items)
+    if isinstance(v, PyDict):
+        return "d", v.keys, tuple(_static_key(i) for i in v.items)
+    if isinstance(v, Ref):
+        return "r", v.kind, id(v.obj)
+    return "o", repr(v)
 
 
 def _name_nodes(target: cst.BaseExpression) -> list[cst.Name]:

@@ -126,11 +126,24 @@ def recursive_closure(x):
     def f(v, n):
         if n == 0:
             return v
-        return f(v * 2.0, n - 1)
+        return f(v * np.cos(v), n - 1)
     return f(x, 3)
 
 
-def test_recursion_through_a_closure_is_a_clear_error():
-    with pytest.raises(astad.UnsupportedSyntaxError, match="recursive call to f is not supported yet") as e:
-        astad.reverse(recursive_closure)(1.0)
-    assert "return f(v * 2.0, n - 1)" in str(e.value)
+def recursive_closure_on_a_value(x):
+    def f(v):
+        if v > 1.0:
+            return f(v / 2.0)
+        return v
+    return f(x)
+
+
+def test_recursion_through_a_closure_is_unrolled():
+    check_grad(recursive_closure, [0.7])
+    check_stages(recursive_closure, (0.7,))
+
+
+def test_recursion_on_a_run_time_value_is_a_clear_error():
+    with pytest.raises(astad.UnsupportedSyntaxError, match="recursive call to f with the same shapes") as e:
+        astad.reverse(recursive_closure_on_a_value)(3.0)
+    assert "return f(v / 2.0)" in str(e.value)
