@@ -12,6 +12,10 @@ values, scalar indexing ``x[i]``, slices, and lists built with ``.append``
 and read by ``np.stack`` or ``[i]``. They still never mutate an array in place
 (no ``x[i] = v``).
 
+The last programs (closure_map, horner, tree) use a lambda mapped by a list
+comprehension, recursion on a shrinking slice, and recursion over a tree of
+nested tuples with ``isinstance``.
+
 ``bench/run.py`` execs this module's source a second time with ``np`` rebound
 to ``autograd.numpy`` or ``jax.numpy``, so the very same functions run under
 autograd and JAX. Always refer to numpy as ``np.<name>`` in program bodies,
@@ -226,6 +230,51 @@ def make_rk4_inputs(rng: np.random.Generator) -> tuple[np.ndarray | float, ...]:
     return rng.standard_normal(n), rng.uniform(0.5, 2.0, n), 0.05
 
 
+# --- functions as values and recursion (issue 4) -------------------------------
+
+
+def closure_map(a, xs):
+    """A closure over a scalar, mapped over 500 elements by a comprehension."""
+    g = lambda z: a * np.sin(z) + z * z / (1.0 + a * a)  # noqa: E731
+    return np.sum(np.array([g(z) for z in xs]))
+
+
+def make_closure_map_inputs(rng: np.random.Generator) -> tuple[float | np.ndarray, ...]:
+    return 0.7, rng.standard_normal(500)
+
+
+def horner(cs, x):
+    """Horner's rule, recursively: cs[0] + x * (cs[1] + x * (...))."""
+    if len(cs) == 0:
+        return 0.0
+    return cs[0] + x * horner(cs[1:], x)
+
+
+def make_horner_inputs(rng: np.random.Generator) -> tuple[np.ndarray | float, ...]:
+    return rng.standard_normal(30) / 30.0, 0.9
+
+
+def tree_node(t, W, b):
+    """A tree of nested pairs, leaves 8-vectors: a dense layer at each node."""
+    if isinstance(t, tuple):
+        return np.tanh(W @ np.concatenate([tree_node(t[0], W, b), tree_node(t[1], W, b)]) + b)
+    return t
+
+
+def tree_loss(W, b, tree):
+    return np.sum(tree_node(tree, W, b))
+
+
+def _random_tree(rng: np.random.Generator, depth: int):
+    if depth == 0:
+        return rng.standard_normal(8)
+    return (_random_tree(rng, depth - 1), _random_tree(rng, depth - 1))
+
+
+def make_tree_inputs(rng: np.random.Generator) -> tuple:
+    return rng.standard_normal((8, 16)) * 0.3, 0.1 * rng.standard_normal(8), _random_tree(rng, 8)
+
+
 # --- astad-only measurements --------------------------------------------------
 
 
@@ -289,6 +338,9 @@ PROGRAMS = {
     "gmm": (gmm_loglik, make_gmm_inputs, (0, 1, 2)),
     "lstm": (lstm_loss, make_lstm_inputs, (0, 1, 2, 3, 4)),
     "rk4": (rk4_loss, make_rk4_inputs, (0, 1)),
+    "closure_map": (closure_map, make_closure_map_inputs, (0, 1)),
+    "horner": (horner, make_horner_inputs, (0, 1)),
+    "tree": (tree_loss, make_tree_inputs, (0, 1)),
 }
 TRANSFORM_COLD = (thirty_lines, make_thirty_lines_inputs)
 CALL_OVERHEAD = (tiny, make_tiny_inputs)
