@@ -715,22 +715,19 @@ class Lowerer:
                     elif ret_shape is not None:
                         state += params[len(names):n_state]
                     stop = kind in ("break", "return")
-                    return PyTuple(tuple(state) + ((Const.literal(stop, BOOL),) if has_break else ()))
+                    if test is not None:  # a `while` goes on unless it stops here, if its condition holds now
+                        state.append(Const.literal(False, BOOL) if stop else self.next_go(test, has_break))
+                    elif running:
+                        state.append(Const.literal(not stop, BOOL))
+                    return PyTuple(tuple(state))
 
                 self.exits.append(leave)
                 try:
                     ended = self.lower_stmts(_stmts(stmt.body))
                 finally:
                     self.exits.pop()
-                items = list((ended if isinstance(ended, PyTuple) else leave("end")).items)
-                stop = self.atom(items.pop(), stmt) if has_break else Const.literal(False, BOOL)
-                outs = [self.atom(v, stmt) for v in items]
-                if test is not None:
-                    outs.append(self.go_on(stop, test))
-                elif running:
-                    outs.append(Const.literal(not stop.value, BOOL) if isinstance(stop, Const) else
-                                self.emit("not_", [stop]))
-                return outs
+                items = (ended if isinstance(ended, PyTuple) else leave("end")).items
+                return [self.atom(v, stmt) for v in items]
 
             snapshot = self.snapshot()
             try:
@@ -809,19 +806,14 @@ class Lowerer:
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
         self.bound, self.viewed = set(bound), set(viewed)
 
-    def go_on(self, stop: Atom, test: cst.BaseExpression) -> Atom:
-        """Whether a ``while`` loop runs again: not after a ``break``, else its condition."""
-        def condition() -> Atom:
-            c = self.condition(test)
-            if c is True and not (isinstance(stop, Var)):
-                raise self.syntax_error("this `while` loop never ends: its condition is always true",
-                                        "a condition on the values the loop changes, or a `break`", test)
-            return Const.literal(c, BOOL) if isinstance(c, bool) else c
-
-        if isinstance(stop, Const):
-            return Const.literal(False, BOOL) if stop.value else condition()
-        c_binds, _, c_val = self.branch(condition)
-        return self.atom(self.join(stop, [("go", Const.literal(False, BOOL), c_val)], [], c_binds)[0], test)
+    def next_go(self, test: cst.BaseExpression, can_stop: bool) -> Atom:
+        """Whether a ``while`` loop runs again after an iteration that goes on: its
+        condition, on the values the names have where the iteration ends."""
+        c = self.condition(test)
+        if c is True and not can_stop:
+            raise self.syntax_error("this `while` loop never ends: its condition is always true",
+                                    "a condition on the values the loop changes, or a `break`", test)
+        return Const.literal(c, BOOL) if isinstance(c, bool) else c
 
     def range_bounds(self, node: cst.BaseExpression) -> list[Atom]:
         func = self.expr(node.func) if isinstance(node, cst.Call) else None

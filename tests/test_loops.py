@@ -520,3 +520,52 @@ def test_a_list_read_by_two_loops():
     check_grad(list_read_by_two_loops, [m])
     np.testing.assert_allclose(astad.grad(list_read_by_two_loops)(m), np.full((3, 2), 8.0))
     check_stages(list_read_by_two_loops, (m,))
+
+
+def while_break_before_update(x):
+    s = 0.0
+    k = 0
+    while k < 3:
+        if x > 0.0:
+            break
+        s = s + 1.0
+        k += 1
+    return s * x
+
+
+def while_continue_after_update(x):
+    s = 0.0
+    k = 0
+    while k < 3:
+        if x > 0.0:
+            k = k + 1
+            continue
+        k = k + 1
+        s = s + x
+    return x * k + s
+
+
+def while_condition_on_a_later_update(x):
+    s = 0.0
+    k = 0
+    while k < 4 and s < 2.0:
+        if x > 5.0:
+            break
+        s = s + x
+        k = k + 1
+    return s * x
+
+
+@pytest.mark.parametrize("fn, x", [
+    (while_break_before_update, -1.0), (while_break_before_update, 1.0), (while_continue_after_update, 0.5),
+    (while_continue_after_update, -0.5), (while_condition_on_a_later_update, 0.7),
+    (while_condition_on_a_later_update, 6.0),
+], ids=lambda a: getattr(a, "__name__", str(a)))
+def test_a_while_condition_sees_what_the_body_assigned_after_its_if(fn, x):
+    """The condition is evaluated where the iteration ends: after an `if` that
+    may `break`/`continue`, on the names as the rest of the body left them
+    (it once saw them as before that `if`: one trip too many)."""
+    value, _ = astad.reverse(fn)(x)
+    assert value == fn(x)
+    check_grad(fn, [x])
+    check_stages(fn, (x,))
