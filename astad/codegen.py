@@ -172,6 +172,7 @@ class _Function:
             iterable = px.call("reversed", [cst.Name(rhs.tape.name)])
         def tail(items: tuple[Atom, ...]) -> None:
             if isinstance(rhs, Loop) and rhs.tape is not None:
+                self.flush()  # what the tape records is computed first
                 entry = px.tuple_([cst.Name(v.name) for v in rhs.save])
                 self.lines.append(cst.SimpleStatementLine(body=[cst.Expr(px.method(
                     cst.Name(rhs.tape.name), "append", [entry]))]))

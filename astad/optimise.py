@@ -129,7 +129,7 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind 
     inside = set(bound_names(then)) | set(bound_names(orelse))
     kept = []
     for i, t in enumerate(b.targets):
-        a, c = ti[i], ei[i]
+        a, c = _through_copies(ti[i], then), _through_copies(ei[i], orelse)
         if isinstance(a, Zero) and isinstance(c, Zero):
             env[t.name] = Zero(t.type)
         elif a == c and not isinstance(a, Zero) and not (isinstance(a, Var) and a.name in inside):
@@ -139,6 +139,14 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind 
     if not kept:
         return None
     return Bind(tuple(b.targets[i] for i in kept), If(rhs.cond, _select(then, kept), _select(orelse, kept)), b.loc)
+
+
+def _through_copies(a: Atom, block: Block) -> Atom:
+    """The atom a branch's result item is a copy of (``let x_ct = y_ct``)."""
+    copies = {bd.targets[0].name: bd.rhs.atom for bd in block.binds if isinstance(bd.rhs, Copy)}
+    while isinstance(a, Var) and a.name in copies:
+        a = copies[a.name]
+    return a
 
 
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,

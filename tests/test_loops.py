@@ -569,3 +569,33 @@ def test_a_while_condition_sees_what_the_body_assigned_after_its_if(fn, x):
     assert value == fn(x)
     check_grad(fn, [x])
     check_stages(fn, (x,))
+
+
+def continue_at_the_end(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + np.sum(x * x)
+        if s > 100.0:
+            continue
+    return s
+
+
+def break_on_every_path(x):
+    s = 0.0
+    for k in range(3):
+        if k == 1:
+            if x > 0.5:
+                break
+            break
+        s = s + x
+    return s
+
+
+@pytest.mark.parametrize("fn, args", [
+    (continue_at_the_end, (np.array([1.0, 0.5]), 3)), (break_on_every_path, (1.0,)), (break_on_every_path, (0.2,)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_an_if_whose_branches_all_go_on_or_all_leave(fn, args):
+    """Such an `if` changes nothing: the forward pass drops it, and so must the
+    backward pass (it once read the condition the forward pass no longer computed)."""
+    check_grad(fn, list(args))
+    check_stages(fn, args)
