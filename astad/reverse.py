@@ -159,7 +159,7 @@ class _Macro:
             for v in inputs:
                 self.give(v, None)
             return
-        branches = [self.nested(block, out_cts, lambda: [self.ct_of(v) for v in inputs])
+        branches = [self.nested(block, out_cts, lambda: [self.ct_or_zeros(v) for v in inputs])
                     for block in (rhs.then, rhs.orelse)]
         joined = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
         self.b.bind(joined, If(rhs.cond, branches[0], branches[1]))
@@ -184,10 +184,10 @@ class _Macro:
         by_index = dict(zip(carried, ct_params))
 
         def next_cts() -> list[Atom]:  # the carried cotangents, and the sums over iterations
-            new = [self.ct_of(rhs.carried[i]) for i in carried]
+            new = [self.ct_or_zeros(rhs.carried[i]) for i in carried]
             for acc, v in zip(accs, inputs):
                 total = Var(self.namer.temp(), v.type)
-                self.b.bind((total,), Plus((acc, self.ct_of(v))))
+                self.b.bind((total,), Plus((acc, self.ct_or_zeros(v))))
                 new.append(total)
             return new
 
@@ -218,6 +218,16 @@ class _Macro:
             return Block(tuple(self.b.binds), end)
         finally:
             self.b.binds, self.cts = saved
+
+    def ct_or_zeros(self, v: Var) -> Atom:
+        """The cotangent of ``v`` leaving a branch or loop body: a zero whose size is
+        known only at run time (a list, an array of run-time length) is made
+        like ``v``; other zeros stay symbolic (and are folded away)."""
+        ct = self.ct_of(v)
+        t = v.type
+        if isinstance(ct, Zero) and (isinstance(t, ListT) or (isinstance(t, Num) and None in t.shape)):
+            return self.zeros(v)
+        return ct
 
     def zeros(self, v: Var) -> Atom:
         """A real zero to start accumulating a cotangent in."""

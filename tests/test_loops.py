@@ -599,3 +599,48 @@ def test_an_if_whose_branches_all_go_on_or_all_leave(fn, args):
     backward pass (it once read the condition the forward pass no longer computed)."""
     check_grad(fn, list(args))
     check_stages(fn, args)
+
+
+def list_read_in_one_branch(x, n):
+    acc = []
+    for i in range(n):
+        acc.append(x * i)
+    t = 0.0
+    if x > 0.0:
+        t = acc[1]
+    return t
+
+
+def run_time_length_read_in_one_branch(x, y):
+    acc = []
+    for i in range(2):
+        acc.append(np.tanh(x * i))
+    v = np.concatenate(acc)[:3]
+    t = 0.0
+    if y > 0.0:
+        t = np.sum(v)
+    return t * y
+
+
+def list_read_after_continue(x, n):
+    acc = []
+    s = 0.0
+    for i in range(n):
+        acc.append(x * i)
+        if i == 1:
+            continue
+        s = s + acc[i]
+    return s
+
+
+@pytest.mark.parametrize("fn, args", [
+    (list_read_in_one_branch, (0.3, 3)), (list_read_in_one_branch, (-0.3, 3)),
+    (run_time_length_read_in_one_branch, (np.array([0.2, 0.5]), 0.4)),
+    (run_time_length_read_in_one_branch, (np.array([0.2, 0.5]), -0.4)), (list_read_after_continue, (0.7, 4)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_a_branch_that_does_not_read_a_list_gives_it_zeros_of_its_length(fn, args):
+    """The zero cotangent of a list or of an array of run-time length, from a
+    branch that does not read it, is made like the value (it once could not be
+    made at all: InternalError)."""
+    check_grad(fn, list(args))
+    check_stages(fn, args)
