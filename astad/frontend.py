@@ -424,6 +424,8 @@ class Lowerer:
         """Give the user's name to the value just computed for an assignment."""
         if not (isinstance(value, Var) and Namer.is_temp(value.name)):
             return value
+        if any(_mentions(v, value) for s in self.stack for v in s.env.values()):
+            return value  # also an element of a tuple or list a name holds: keep its name
         for i in range(len(self.binds) - 1, -1, -1):
             bind = self.binds[i]
             if bind.targets == (value,):
@@ -1537,7 +1539,7 @@ _VIEWS = {"getitem", "reshape", "transpose", "expand_dims", "ravel", "diag", "br
 
 
 def _mentions(value: Value, x: Atom) -> bool:
-    if isinstance(value, PyTuple):
+    if isinstance(value, (PyTuple, PyDict)):
         return any(_mentions(v, x) for v in value.items)
     if isinstance(value, Ref):
         return value.self_value == x

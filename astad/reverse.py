@@ -121,7 +121,9 @@ class _Macro:
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         items = tuple(self.ct_of(t) for t in bind.targets)
-        if differentiable(rhs.var.type):
+        if differentiable(rhs.var.type) and all(isinstance(c, Zero) for c in items):
+            self.give(rhs.var, None)  # no use gives it a cotangent: a zero (made later if it must be)
+        elif differentiable(rhs.var.type):
             total = Var(self.namer.temp(), _ct_type(rhs.var.type, *items))
             self.b.bind((total,), Plus(items))
             self.give(rhs.var, total)

@@ -644,3 +644,38 @@ def test_a_branch_that_does_not_read_a_list_gives_it_zeros_of_its_length(fn, arg
     made at all: InternalError)."""
     check_grad(fn, list(args))
     check_stages(fn, args)
+
+
+def list_length_read_twice(x):
+    acc = []
+    for i in range(3):
+        acc.append(x * i)
+    return x * len(acc) + len(acc)
+
+
+def list_element_read_and_dropped(x, y):
+    acc = []
+    for i in range(3):
+        acc.append(x * i)
+    m = len(acc)
+    w = acc[0]
+    return y * m
+
+
+def element_named_and_read_again(x, y):
+    acc = [y * 2.0]
+    a = acc[0]
+    b = acc[0] * 1.0
+    return x * (a + b)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (list_length_read_twice, (0.5,)), (list_element_read_and_dropped, (0.5, 0.3)),
+    (element_named_and_read_again, (0.5, 0.3)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_lists_used_where_no_use_gives_a_cotangent(fn, args):
+    """Uses of a list that give it no cotangent (`len`, a dead read) sum to a
+    zero that need not be made (it once could not be: InternalError); an element
+    of a list given a name keeps the name the list knows it by."""
+    check_grad(fn, list(args))
+    check_stages(fn, args)
