@@ -1143,6 +1143,13 @@ _register(
     Primitive("list_get", lambda l, i: l[i], _list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), _vjp_list_get),
     Primitive("list_init", lambda l: l[:-1], lambda ts, ps: ts[0],
               lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,)),
+    # in place, where the optimiser proved the old list is read by nothing else (O(1), not O(length))
+    Primitive("append_in_place", lambda l, v: l + [v], lambda ts, ps: _append_infer(ts, ps), None, None,
+              stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], a[0]),
+                                      cst.Expr(px.method(t, "append", [a[1]]))]),
+    Primitive("list_pop", lambda l: l[-1], _list_elem, None, None, zero_in=(0,),
+              stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], px.method(a[0], "pop"))]),
+    Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: ts[0], lambda a, ps: a[0], None, zero_in=(0,)),
     Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), _vjp_zero),
     Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, _emit_stack_seq("stack"),
               _vjp_stack_list),

@@ -679,3 +679,34 @@ def test_lists_used_where_no_use_gives_a_cotangent(fn, args):
     of a list given a name keeps the name the list knows it by."""
     check_grad(fn, list(args))
     check_stages(fn, args)
+
+
+def appended_and_read_inside(x, n):
+    acc = [x]
+    for i in range(n):
+        acc.append(acc[-1] * 0.5 + np.sin(acc[i]))
+    return np.sum(np.stack(acc))
+
+
+def appended_only(x, n):
+    acc = []
+    for i in range(n):
+        acc.append(np.tanh(x * (i + 1.0)))
+    return np.sum(np.stack(acc) ** 2)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (appended_and_read_inside, (np.array([0.3, -0.2]), 4)), (appended_only, (np.array([0.3, -0.2]), 5)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_lists_appended_in_place(fn, args):
+    check_grad(fn, list(args))
+    check_stages(fn, args)
+
+
+def test_a_list_nothing_else_reads_is_appended_to_and_popped_in_place():
+    """O(1) per iteration: `acc.append(v)` forward, `ct.pop()` backward, not a
+    copy of the list each time."""
+    source = astad.reverse(appended_only).transform(np.ones(2), 3).source
+    forward, backward = source.split("def appended_only_backward")
+    assert ".append(" in forward and " + [" not in forward
+    assert ".pop()" in backward and "[:-1]" not in backward
