@@ -1407,7 +1407,35 @@ class Lowerer:
         args: list[Atom] = [x]
         for el in node.slice:
             index.append(self.index_item(el.slice, args))
+        if len(args) == 1:
+            composed = self.compose_index(x, tuple(index))
+            if composed is not None:
+                args, index = [composed[0]], list(composed[1])
         return self.emit("getitem", args, {"index": tuple(index)})
+
+    def compose_index(self, x: Atom, index: tuple) -> tuple[Atom, tuple] | None:
+        """``y[a:b][i]`` (first axis, constant bounds) as one index of ``y``: the
+        cotangent then goes to ``y`` in one step, not through a chain of slices."""
+        if len(index) != 1 or not isinstance(x, Var):
+            return None
+        d = next((b for b in reversed(self.binds) if b.targets == (x,)), None)
+        if d is None or not (isinstance(d.rhs, Prim) and d.rhs.op == "getitem" and len(d.rhs.args) == 1):
+            return None
+        inner = d.rhs.param("index")
+        y = d.rhs.args[0]
+        n = y.type.shape[0] if isinstance(y.type, Num) and y.type.shape else None
+        if not (isinstance(n, int) and len(inner) == 1 and isinstance(inner[0], tuple) and inner[0][0] == "slice"
+                and all(v is None or isinstance(v, int) for v in inner[0][1:])):
+            return None
+        outer = index[0]
+        rows = range(n)[slice(*inner[0][1:])]
+        if isinstance(outer, int) and not isinstance(outer, bool):
+            return (y, (rows[outer],)) if -len(rows) <= outer < len(rows) else None
+        if isinstance(outer, tuple) and outer[0] == "slice" and all(v is None or isinstance(v, int) for v in outer[1:]):
+            r = rows[slice(*outer[1:])]
+            stop = r.stop if r.stop >= 0 else None
+            return y, (("slice", r.start, stop, r.step if r.step != 1 else None),)
+        return None
 
     def dict_subscript(self, base: PyDict, node: cst.Subscript) -> Value:
         s = node.slice[0].slice if len(node.slice) == 1 else None
