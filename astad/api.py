@@ -22,13 +22,14 @@ _LIVE: "weakref.WeakSet[Reverse]" = weakref.WeakSet()
 
 
 def _arg_key(a: Any) -> Any:
-    if type(a) is np.ndarray:
-        return (a.shape, a.dtype.num)
-    if isinstance(a, (tuple, list)):
-        return type(a), tuple(map(_arg_key, a))
-    if isinstance(a, dict):
-        return dict, tuple(a), tuple(map(_arg_key, a.values()))
-    return type(a)
+    t = type(a)
+    if t is np.ndarray:
+        return a.shape, a.dtype.num
+    if t is tuple or t is list or isinstance(a, tuple):
+        return t, tuple([_arg_key(x) for x in a])
+    if t is dict:
+        return dict, tuple(a), tuple([_arg_key(x) for x in a.values()])
+    return t
 
 
 def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tuple:

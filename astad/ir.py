@@ -10,6 +10,7 @@ ordinary primitives from the same table.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
 
@@ -120,8 +121,13 @@ class StructT:
 
     def flatten(self, value: Any) -> list[Any]:
         """The leaves of a value of this structure, in order."""
-        items = value.values() if self.kind == "dict" else value
-        return [leaf for t, v in zip(self.items, items) for leaf in (t.flatten(v) if isinstance(t, StructT) else [v])]
+        return _flattener(self)(value)
+
+    def paths(self) -> list[str]:
+        """Where each leaf is, as Python subscripts (``["w"]``, ``[0][1]``)."""
+        keys = self.keys if self.kind == "dict" else range(len(self.items))
+        return [f"[{k!r}]{rest}" for k, t in zip(keys, self.items)
+                for rest in (t.paths() if isinstance(t, StructT) else [""])]
 
     def unflatten(self, leaves: Iterator[Any]) -> Any:
         """A value of this structure from its leaves (cotangents, say)."""
@@ -131,6 +137,13 @@ class StructT:
         if self.kind == "namedtuple":
             return self.cls(*items)
         return items if self.kind == "list" else tuple(items)
+
+
+@functools.lru_cache(maxsize=256)
+def _flattener(t: StructT) -> Callable[[Any], list[Any]]:
+    """A function returning the leaves of a value of structure ``t``, made from
+    their paths (one expression: no recursion per call)."""
+    return eval("lambda v: [" + ", ".join(f"v{p}" for p in t.paths()) + "]", {})  # noqa: S307 - our own text
 
 
 def leaf_counts(types: Sequence["Type"]) -> list[int]:
