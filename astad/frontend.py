@@ -366,6 +366,7 @@ class _Scope:
     path: tuple[str, ...] = ()
     env: dict[str, Value] = field(default_factory=dict)
     call_key: Any = None  # the callee and what is known of the arguments when transforming
+    parent: "_Scope | None" = None  # a nested function's: the scope it was defined in
 
 
 class Lowerer:
@@ -383,6 +384,7 @@ class Lowerer:
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
+        self.closures: list[Closure] = []  # every lambda and nested def made
 
     # ----------------------------------------------------------------- helpers
 
@@ -1081,6 +1083,8 @@ class Lowerer:
                       not (s is self.scope and k == name)]
             if others:
                 why = f"it is also named `{others[0]}`"
+            elif any(_mentions(v, x) for v in self.held_by_functions()):
+                why = "a function made earlier holds it (as a default, or as an argument of the function that made it)"
         if why:
             raise self.syntax_error(f"`{name} {symbol}= ...` changes the array in place, and {why}",
                                     f"{name} = {name} {symbol} ...", node)
@@ -1124,7 +1128,21 @@ class Lowerer:
 
     def closure(self, node: cst.Lambda | cst.FunctionDef) -> Ref:
         defaults = {p.name.value: self.expr(p.default) for p in node.params.params if p.default is not None}
-        return Ref("closure", Closure(node, self.scope, defaults))
+        c = Closure(node, self.scope, defaults)
+        self.closures.append(c)
+        return Ref("closure", c)
+
+    def held_by_functions(self) -> list[Value]:
+        """The values lambdas and nested defs hold apart from the running scopes:
+        their defaults, and the variables of the calls that made them."""
+        held: list[Value] = []
+        for c in self.closures:
+            held += c.defaults.values()
+            scope = c.scope
+            while scope is not None and all(scope is not s for s in self.stack):
+                held += scope.env.values()
+                scope = scope.parent
+        return held
 
     def call_closure(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
         """A call of a lambda or nested def: its body, inlined, in a scope of its
@@ -1138,8 +1156,8 @@ class Lowerer:
         missing = [n for n in names if n not in given and n not in c.defaults]
         if missing:
             raise self.type_error(f"call to {c.__name__}: missing argument `{missing[0]}`", node)
-        scope = _Scope(c.scope.parsed, c.scope.path, dict(c.scope.env))
-        scope.env.update({n: given.get(n, c.defaults.get(n)) for n in names})  # type: ignore[misc]
+        scope = _Scope(c.scope.parsed, c.scope.path, {n: given.get(n, c.defaults.get(n)) for n in names},  # type: ignore[misc]
+                       parent=c.scope)
         body = c.node.body
         return self.run_call(c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                              else (lambda: self.lower_body(c.node)))  # type: ignore[arg-type]
@@ -1197,8 +1215,11 @@ class Lowerer:
 
     def expr_Name(self, node: cst.Name) -> Value:
         for_name = node.value
-        if for_name in self.scope.env:
-            return self.scope.env[for_name]
+        scope: _Scope | None = self.scope
+        while scope is not None:  # a nested function reads its enclosing functions' names as they are now
+            if for_name in scope.env:
+                return scope.env[for_name]
+            scope = scope.parent
         if for_name in ("True", "False", "None"):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))

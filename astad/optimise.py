@@ -231,6 +231,8 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
         if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
             src = rhs.args[0]
             small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
+        elif not _known_shape(b.targets[0]):
+            pass  # a length known only at run time: no constant shape to broadcast to
         elif (isinstance(rhs, Prim) and rhs.op == "expand_dims" and isinstance(rhs.args[0], Var)
               and rhs.args[0].name in small and _is_scalar(small[rhs.args[0].name])):
             # a broadcast scalar with an axis inserted is the scalar broadcast to the new shape
@@ -253,6 +255,10 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             continue
         out.append(b)
     return Block(tuple(out), block.result)
+
+
+def _known_shape(v: Var) -> bool:
+    return not (isinstance(v.type, Num) and None in v.type.shape)
 
 
 def _is_scalar(a: Atom) -> bool:

@@ -147,3 +147,57 @@ def test_recursion_on_a_run_time_value_is_a_clear_error():
     with pytest.raises(astad.UnsupportedSyntaxError, match="recursive call to f with the same shapes") as e:
         astad.reverse(recursive_closure_on_a_value)(3.0)
     assert "return f(v / 2.0)" in str(e.value)
+
+
+def factory_late_binding(x):
+    def make():
+        return lambda t: t + x
+    g = make()
+    x = x * 3.0  # g reads x when it is called, from f's scope
+    return g(1.0)
+
+
+def stacked_rows_of_run_time_length(y):
+    return np.sum(np.stack([r for r in y]) * 2.0)
+
+
+def in_place_after_capture_by_default(x):
+    v = x * 2.0
+    g = lambda t, c=v: t * c
+    v += 1.0
+    return np.sum(g(x))
+
+
+def in_place_after_capture_by_a_factory(x):
+    def make(c):
+        return lambda t: t * c
+    v = x * 2.0
+    g = make(v)
+    v += 1.0
+    return np.sum(g(x))
+
+
+def in_place_after_capture_by_name(x):
+    v = x * 2.0
+    g = lambda t: t * v
+    v += 1.0  # g reads v when called: it sees the update, as in Python
+    return np.sum(g(x))
+
+
+@pytest.mark.parametrize("fn, args", [
+    (factory_late_binding, (0.5,)), (stacked_rows_of_run_time_length, (np.array([0.2, 0.4, -1.1]),)),
+    (in_place_after_capture_by_name, (np.array([0.3, -0.5, 0.9]),)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_functions_read_names_as_python_does(fn, args):
+    value, _ = astad.reverse(fn)(*args)
+    assert value == pytest.approx(fn(*args))
+    check_grad(fn, list(args))
+    check_stages(fn, args)
+
+
+@pytest.mark.parametrize("fn", [in_place_after_capture_by_default, in_place_after_capture_by_a_factory])
+def test_updating_in_place_an_array_a_function_holds_is_refused(fn):
+    """Python's function would see the update (it holds the same array); astad
+    reads `+=` as a new value, so it asks for `v = v + ...` instead."""
+    with pytest.raises(astad.UnsupportedSyntaxError, match="a function made earlier holds it"):
+        astad.reverse(fn)(np.array([0.3, -0.5, 0.9]))
