@@ -131,6 +131,7 @@ class _Function:
         residual bound in one branch is set to None in the other, so the forward
         pass can always return every residual."""
         test = self.atom(rhs.cond)
+        self.flush()  # what comes before the `if` is computed before it, not in one branch
         leading = self.comment(b.loc)
         own = [{v.name for v in bound_vars(blk)} & self.residuals for blk in (rhs.then, rhs.orelse)]
         def tail(items: tuple[Atom, ...], other: set[str]) -> None:

@@ -185,8 +185,11 @@ class _Macro:
         accs = [Var(self.namer.fresh(f"{v.name}_ct_sum"), v.type) for v in inputs]
         by_index = dict(zip(carried, ct_params))
 
+        never: set[str] = set()  # inputs no iteration gives a cotangent: their sums are zero
+
         def next_cts() -> list[Atom]:  # the carried cotangents, and the sums over iterations
             new = [self.ct_or_zeros(rhs.carried[i]) for i in carried]
+            never.update(v.name for v in inputs if isinstance(self.ct_of(v), Zero))
             for acc, v in zip(accs, inputs):
                 total = Var(self.namer.temp(), v.type)
                 self.b.bind((total,), Plus((acc, self.ct_or_zeros(v))))
@@ -203,7 +206,7 @@ class _Macro:
         for i, t in zip(carried, targets):
             self.give(rhs.init[i], t)
         for v, t in zip(inputs, targets[len(carried):]):
-            self.cts[v.name] = t
+            self.cts[v.name] = Zero(v.type) if v.name in never else t
 
     def nested(self, block: Block, result_cts: tuple[Atom, ...], inputs_cts: Callable[[], list[Atom]]) -> Block:
         """The backward pass of a branch or loop body as a block of its own: from the

@@ -710,3 +710,49 @@ def test_a_list_nothing_else_reads_is_appended_to_and_popped_in_place():
     forward, backward = source.split("def appended_only_backward")
     assert ".append(" in forward and " + [" not in forward
     assert ".pop()" in backward and "[:-1]" not in backward
+
+
+def dead_read_in_an_inner_loop(x):
+    s = 0.0
+    for i in range(2):
+        v = x[i] * (i + 1.0) if x[0] > 0.3 else 0.5
+        for j in range(2):
+            s = s + np.sum(x)
+            w = v + x  # dead
+    return s
+
+
+def list_element_used_in_a_branch(x):
+    acc = [x ** 2]
+    if x > 0.0:
+        s = 1.0
+    else:
+        for i in range(2):
+            x = 0.5 * x
+        s = 2.0
+    return acc[0] * s
+
+
+def list_element_read_by_an_elif(x, y):
+    acc = [x * 2.0]
+    if y < 0.0:
+        y = 1.0
+    elif acc[0] > 0.0:
+        return x
+    for k in range(2):
+        x = x * 0.7
+    return x
+
+
+@pytest.mark.parametrize("fn, args", [
+    (dead_read_in_an_inner_loop, (np.array([0.975, 0.902, 1.441, -0.972]),)),
+    (list_element_used_in_a_branch, (0.5,)), (list_element_used_in_a_branch, (-0.5,)),
+    (list_element_read_by_an_elif, (0.5, 0.2)), (list_element_read_by_an_elif, (-0.5, 0.2)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_values_computed_before_a_branch_or_read_by_dead_code(fn, args):
+    """What is computed before an `if` is assigned before it (the generated
+    code once computed it in one branch only); an inner loop's sum that no
+    iteration adds to is zero, not a product with values the forward pass
+    dropped."""
+    check_grad(fn, list(args))
+    check_stages(fn, args)
