@@ -384,7 +384,6 @@ class Lowerer:
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
-        self.closures: list[Closure] = []  # every lambda and nested def made
 
     # ----------------------------------------------------------------- helpers
 
@@ -1128,20 +1127,27 @@ class Lowerer:
 
     def closure(self, node: cst.Lambda | cst.FunctionDef) -> Ref:
         defaults = {p.name.value: self.expr(p.default) for p in node.params.params if p.default is not None}
-        c = Closure(node, self.scope, defaults)
-        self.closures.append(c)
-        return Ref("closure", c)
+        return Ref("closure", Closure(node, self.scope, defaults))
 
     def held_by_functions(self) -> list[Value]:
-        """The values lambdas and nested defs hold apart from the running scopes:
-        their defaults, and the variables of the calls that made them."""
+        """The values the lambdas and nested defs that can still be called hold
+        apart from the running scopes: their defaults, and the variables of the
+        calls that made them."""
         held: list[Value] = []
-        for c in self.closures:
-            held += c.defaults.values()
+        todo = [c for s in self.stack for v in s.env.values() for c in _closures_in(v)]  # reachable ones
+        seen: set[int] = set()
+        while todo:
+            c = todo.pop()
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            values = list(c.defaults.values())
             scope = c.scope
             while scope is not None and all(scope is not s for s in self.stack):
-                held += scope.env.values()
+                values += scope.env.values()
                 scope = scope.parent
+            held += values
+            todo += [d for v in values for d in _closures_in(v)]
         return held
 
     def call_closure(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
@@ -1186,16 +1192,14 @@ class Lowerer:
                 body = cst.If(test=cond.test, body=cst.IndentedBlock([body]))
             body = cst.For(target=clause.target, iter=clause.iter, body=cst.IndentedBlock([body]))
         self.alias(body, node)
-        local = [key] + [n.value for c in clauses for n in _name_nodes(c.target)]
-        env = self.scope.env
-        saved = {n: env[n] for n in local if n in env}
-        env[key] = PyTuple((), is_list=True)
-        self.lower_stmts([body])
-        result = self.scope.env.pop(key)
-        for n in local[1:]:
-            self.scope.env.pop(n, None)
-        self.scope.env.update(saved)
-        return result
+        # a scope of its own: its variables are not the enclosing function's (nor its functions')
+        scope = _Scope(self.scope.parsed, self.scope.path, {key: PyTuple((), is_list=True)}, parent=self.scope)
+        self.stack.append(scope)
+        try:
+            self.lower_stmts([body])
+        finally:
+            self.stack.pop()
+        return scope.env[key]
 
     def alias(self, made: cst.CSTNode, user: cst.CSTNode) -> None:
         """Point errors and line comments of the nodes astad made at the user's node."""
@@ -1585,6 +1589,14 @@ class Lowerer:
 
 #: primitives whose numpy result can be a view of their first argument
 _VIEWS = {"getitem", "reshape", "transpose", "expand_dims", "ravel", "diag", "broadcast_to"}
+
+
+def _closures_in(value: Any) -> list[Closure]:
+    if isinstance(value, (PyTuple, PyDict)):
+        return [c for v in value.items for c in _closures_in(v)]
+    if isinstance(value, Ref) and value.kind == "closure":
+        return [value.obj]
+    return []
 
 
 def _mentions(value: Value, x: Atom) -> bool:

@@ -201,3 +201,31 @@ def test_updating_in_place_an_array_a_function_holds_is_refused(fn):
     reads `+=` as a new value, so it asks for `v = v + ...` instead."""
     with pytest.raises(astad.UnsupportedSyntaxError, match="a function made earlier holds it"):
         astad.reverse(fn)(np.array([0.3, -0.5, 0.9]))
+
+
+def comprehension_shadows_a_capture(x):
+    g = lambda t: t * x
+    return np.sum(np.array([g(1.0) for x in [2.0, 3.0]])) + np.sum(np.stack([g(1.0) for x in [x, x]]))
+
+
+def in_place_after_a_call_that_made_a_function(x):
+    def h(t):
+        g = lambda w: w
+        return t * 2.0
+    v = x * 2.0
+    u = h(v)
+    v *= 0.5  # nothing that can still be called holds v
+    return np.sum(u * v)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (comprehension_shadows_a_capture, (0.5,)), (in_place_after_a_call_that_made_a_function, (np.array([0.3, -0.5, 0.9]),)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_comprehension_scopes_and_functions_that_are_gone(fn, args):
+    """A comprehension's variables are its own (a function it calls reads the
+    enclosing function's); an array is free to update once the functions that
+    held it can no longer be called."""
+    value, _ = astad.reverse(fn)(*args)
+    assert value == pytest.approx(fn(*args))
+    check_grad(fn, list(args))
+    check_stages(fn, args)
