@@ -237,11 +237,10 @@ EXIT_ON_EVERY_PATH = True
 LIST_READ_IN_BRANCH = True
 
 # astad bug (partly fixed in 915878d): a list built at run time used twice or
-# more where no use gives it
-# a cotangent: `len`, or a use whose result is dead (never reaches the
-# output), an element or an `append`.  Its cotangent is then a sum of zeros,
-# which codegen cannot make (InternalError: codegen: cannot materialise a zero
-# of type list[float]):
+# more where no use gives it a cotangent: `len`, or a use whose result is dead
+# (never reaches the output), an element or an `append`.  Its cotangent is
+# then a sum of zeros, which codegen cannot make (InternalError: codegen:
+# cannot materialise a zero of type list[float]):
 #     def f(x):
 #         acc = []
 #         for i in range(3):
@@ -343,7 +342,8 @@ LIST_ELEMENT_EXPRESSIONS = True
 #     f(0.3)  # pullback: name 'acc_5' is not defined
 # False: a list built at run time is appended to in a branch only inside the
 # loop that carries it (and a list carried by a loop appends only if the loop
-# starts outside any branch the list was not made in).
+# starts outside any branch the list was not made in).  (With LIST_DEAD_USES
+# False too, what is appended is read later anyway: flip both to see it.)
 LIST_APPEND_IN_BRANCH = False
 
 # astad bug (refuses a program in the subset): `a += v` on an array after a
