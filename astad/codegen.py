@@ -22,7 +22,7 @@ from . import pyexpr as px
 from .errors import InternalError
 from .frontend import Namer
 from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
-                 Unpack, Var, bound_vars, nested_blocks, vars_of)
+                 Unpack, Var, bound_vars, nested_blocks, use_counts, vars_of)
 from .optimise import result_items
 
 Expr = cst.BaseExpression
@@ -41,10 +41,7 @@ class _Function:
     """Prints one block as the body of one Python function."""
 
     def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False) -> None:
-        self.uses: Counter = Counter()
-        _count_uses(block, self.uses)
-        if isinstance(block.result, Var):
-            self.uses[block.result.name] += 1
+        self.uses: Counter = use_counts(block)
         for a in extra_uses:  # residuals are returned by name: never inline them
             if isinstance(a, Var):
                 self.uses[a.name] += 2
@@ -259,23 +256,6 @@ def _taped(block: Block) -> set[str]:
         for inner in nested_blocks(b.rhs):
             names |= _taped(inner)
     return names
-
-
-def _count_uses(block: Block, uses: Counter) -> None:
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, If):
-            direct: tuple[Atom, ...] = (rhs.cond,)
-        elif isinstance(rhs, Loop):
-            direct = (*rhs.bounds, *rhs.init, *rhs.save)
-        elif isinstance(rhs, LoopBack):
-            direct = (rhs.tape, *rhs.init)
-        else:
-            uses.update(v.name for v in vars_of(rhs))
-            continue
-        uses.update(a.name for a in direct if isinstance(a, Var))
-        for inner in nested_blocks(rhs):
-            _count_uses(inner, uses)
 
 
 def _funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:

@@ -11,6 +11,7 @@ ordinary primitives from the same table.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
 
@@ -539,6 +540,32 @@ def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
 
 def vars_of(rhs: Comp) -> Iterator[Var]:
     return (a for a in atoms_of(rhs) if isinstance(a, Var))
+
+
+def use_counts(block: Block) -> "Counter[str]":
+    """How often each variable is read: inside nested blocks, by loop bounds,
+    initial values and tapes too, and as the block's result."""
+    counts: Counter[str] = Counter()
+
+    def walk(blk: Block) -> None:
+        for b in blk.binds:
+            rhs = b.rhs
+            if isinstance(rhs, If):
+                direct: tuple[Atom, ...] = (rhs.cond,)
+            elif isinstance(rhs, Loop):
+                direct = (*rhs.bounds, *rhs.init, *rhs.save)
+            elif isinstance(rhs, LoopBack):
+                direct = (rhs.tape, *rhs.init)
+            else:
+                direct = tuple(vars_of(rhs))
+            counts.update(a.name for a in direct if isinstance(a, Var))
+            for inner in nested_blocks(rhs):
+                walk(inner)
+
+    walk(block)
+    if isinstance(block.result, Var):
+        counts[block.result.name] += 1
+    return counts
 
 
 def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:

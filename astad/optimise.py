@@ -28,7 +28,7 @@ from .frontend import Namer, literal_type
 from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks,
-                 TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, vars_of)
+                 TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, use_counts, vars_of)
 
 
 def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
@@ -642,33 +642,13 @@ def lists_in_place(prog: ReverseProgram) -> ReverseProgram:
     to in place; the backward loop taking the cotangents of those appends off
     the end of a list of its own pops them.  O(1) per step instead of a copy of
     the list."""
-    fwd_uses = _use_counts(prog.forward)
+    fwd_uses = use_counts(prog.forward)
     for name in read_names(prog.backward):
         fwd_uses[name] += 1  # residuals
-    back_uses = _use_counts(prog.backward)
+    back_uses = use_counts(prog.backward)
     forward = _lists_in_place(prog.forward, fwd_uses, _APPEND)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in,
                           _lists_in_place(prog.backward, back_uses, _POP))
-
-
-def _use_counts(block: Block, counts: Counter | None = None) -> Counter:
-    """How often each variable is read, inside nested blocks and loop tapes too."""
-    counts = Counter() if counts is None else counts
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, If):
-            counts.update(v.name for v in (rhs.cond,) if isinstance(v, Var))
-        elif isinstance(rhs, Loop):
-            counts.update(a.name for a in (*rhs.bounds, *rhs.init, *rhs.save) if isinstance(a, Var))
-        elif isinstance(rhs, LoopBack):
-            counts.update(a.name for a in (rhs.tape, *rhs.init) if isinstance(a, Var))
-        else:
-            counts.update(v.name for v in vars_of(rhs))
-        for inner in nested_blocks(rhs):
-            _use_counts(inner, counts)
-    if isinstance(block.result, Var):
-        counts[block.result.name] += 1
-    return counts
 
 
 #: (what makes a fresh list, the update of a loop's list that may be done in place)
