@@ -553,8 +553,8 @@ class Lowerer:
         self.node = stmt
         if isinstance(returned, Const):  # `while True:` ends only by its `return`
             return self.give_back(value)
-        t_binds, _, t_val = self.branch(lambda: self.give_back(value))
-        e_binds, _, e_val = self.branch(lambda: self.lower_block(rest, True))
+        (t_binds, _, t_val), (e_binds, _, e_val) = self.branches(lambda: self.give_back(value),
+                                                                 lambda: self.lower_block(rest, True))
         self.node = stmt
         if e_val is None:
             raise self.syntax_error("not every path after this loop returns a value",
@@ -869,6 +869,16 @@ class Lowerer:
         finally:
             self.binds, self.scope.env = saved_binds, saved_env
 
+    def branches(self, then: Callable[[], Any], orelse: Callable[[], Any]) -> tuple[tuple, tuple]:
+        """The two branches of an ``if``, each from the names (and views) there
+        are before it; after it, a view taken on either path may exist."""
+        before = set(self.viewed)
+        t = self.branch(then)
+        t_viewed, self.viewed = self.viewed, before
+        e = self.branch(orelse)
+        self.viewed |= t_viewed
+        return t, e
+
     def lower_if(self, stmt: cst.If, rest: list[cst.BaseStatement] | None) -> Value | None:
         """``if``/``elif``/``else``.  Without ``rest``, the names the branches assign are
         joined after it; with ``rest`` (a branch returns), the rest of the function
@@ -879,8 +889,8 @@ class Lowerer:
         c = self.condition(stmt.test)
         if isinstance(c, bool):
             return self.lower_stmts(then_stmts if c else else_stmts)
-        t_binds, t_env, t_val = self.branch(lambda: self.lower_block(then_stmts, rest is not None))
-        e_binds, e_env, e_val = self.branch(lambda: self.lower_block(else_stmts, rest is not None))
+        (t_binds, t_env, t_val), (e_binds, e_env, e_val) = self.branches(
+            lambda: self.lower_block(then_stmts, rest is not None), lambda: self.lower_block(else_stmts, rest is not None))
         self.node = stmt
         if rest is not None:
             if t_val is None or e_val is None:

@@ -91,7 +91,11 @@ def _while(go: Any) -> Any:
 
 def run_block(block: Block, env: dict[str, Any]) -> Any:
     for bind in block.binds:
-        value = _comp(bind.rhs, env)
+        rhs = bind.rhs
+        if isinstance(rhs, Prim) and any(_atom(rhs.args[i], env) is None for i in TABLE[rhs.op].zero_in):
+            value = zero_value(bind.targets[0].type)  # zero in a zero list (None): the zero algebra, at run time
+        else:
+            value = _comp(rhs, env)
         if isinstance(bind.rhs, Dup):
             for t in bind.targets:
                 env[t.name] = value

@@ -131,7 +131,7 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind 
     kept = []
     for i, t in enumerate(b.targets):
         a, c = _through_copies(ti[i], then), _through_copies(ei[i], orelse)
-        if isinstance(a, Zero) and isinstance(c, Zero):
+        if _zero_valued(a, then) and _zero_valued(c, orelse):
             env[t.name] = Zero(t.type)
         elif a == c and not isinstance(a, Zero) and not (isinstance(a, Var) and a.name in inside):
             env[t.name] = a
@@ -140,6 +140,54 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind 
     if not kept:
         return None
     return Bind(tuple(b.targets[i] for i in kept), If(rhs.cond, _select(then, kept), _select(orelse, kept)), b.loc)
+
+
+def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: bool,
+                    made_zero: set[str]) -> Bind | None:
+    """Fold the body.  A carried value that starts as zero and that the body
+    keeps zero (given that it is zero) is zero throughout, and one the body
+    passes on unchanged is its start throughout: neither is carried any more,
+    and the loop's result for it is that value.  The largest such set is found
+    by starting from every zero start and dropping the ones some iteration
+    changes."""
+    zero = {i for i, a in enumerate(rhs.init) if isinstance(a, Zero) or (isinstance(a, Var) and a.name in made_zero)}
+    while True:
+        body = fold(_subst_block(rhs.body, {rhs.params[i].name: Zero(rhs.params[i].type) for i in zero}),
+                    keep_copies)
+        items = result_items(body)
+        if items is None:
+            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies)), b.loc)
+        still = {i for i in zero if _zero_valued(_through_copies(items[i], body), body)}
+        if still == zero:
+            break
+        zero = still
+    fixed = {i: Zero(b.targets[i].type) for i in zero}
+    fixed.update({i: rhs.init[i] for i in range(len(rhs.params))
+                  if i not in zero and _through_copies(items[i], body) == rhs.params[i]})
+    if not fixed:
+        return Bind(b.targets, replace(rhs, body=body), b.loc)
+    for i, value in fixed.items():
+        env[b.targets[i].name] = value
+    kept = [i for i in range(len(rhs.params)) if i not in fixed]
+    if not kept:
+        return None
+    body = _subst_block(body, {rhs.params[i].name: rhs.init[i] for i in fixed if i not in zero})
+    return Bind(tuple(b.targets[i] for i in kept),
+                replace(rhs, params=tuple(rhs.params[i] for i in kept), init=tuple(rhs.init[i] for i in kept),
+                        body=_select(body, kept)), b.loc)
+
+
+#: primitives whose result is all zeros (made at run time, when its size is known only then)
+_ZERO_MAKERS = {"zeros", "zeros_like", "list_zeros_like"}
+
+
+def _zero_valued(a: Atom, block: Block) -> bool:
+    """Whether a branch's result item is zero: statically, or made by a zeros
+    primitive in the branch (needed only if the other branch is not zero)."""
+    if isinstance(a, Zero):
+        return True
+    return isinstance(a, Var) and any(bd.targets == (a,) and isinstance(bd.rhs, Prim) and bd.rhs.op in _ZERO_MAKERS
+                                      for bd in block.binds)
 
 
 def _through_copies(a: Atom, block: Block) -> Atom:
@@ -151,11 +199,13 @@ def _through_copies(a: Atom, block: Block) -> Atom:
 
 
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
-              result: Atom) -> Bind | None:
+              result: Atom, made_zero: set[str]) -> Bind | None:
     """Simplify one binding; returns None when it was absorbed into ``env``."""
     if isinstance(rhs, If):
         return _fold_if(b, rhs, env, keep_copies)
-    if isinstance(rhs, (Loop, LoopBack)):
+    if isinstance(rhs, LoopBack):
+        return _fold_loop_back(b, rhs, env, keep_copies, made_zero)
+    if isinstance(rhs, Loop):
         return _with_branches(b, rhs, lambda blk: fold(blk, keep_copies))
     if isinstance(rhs, Plus):
         items = tuple(a for a in rhs.items if not isinstance(a, Zero))
@@ -163,6 +213,12 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
             env[b.targets[0].name] = items[0] if items else Zero(b.targets[0].type)
             return None
         return Bind(b.targets, Plus(items), b.loc)
+    if isinstance(rhs, Prim) and rhs.op == "or_zeros_like":
+        ct, like = rhs.args
+        if not isinstance(ct, Zero):
+            env[b.targets[0].name] = ct
+            return None
+        return Bind(b.targets, Prim("list_zeros_like" if isinstance(like.type, ListT) else "zeros_like", (like,)), b.loc)
     if isinstance(rhs, Prim):
         zero_in = prims.TABLE[rhs.op].zero_in
         if any(isinstance(rhs.args[i], Zero) for i in zero_in):
@@ -198,11 +254,14 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
 def fold(block: Block, keep_copies: bool = True) -> Block:
     env: dict[str, Atom] = {}
     tuples: dict[str, tuple[Atom, ...]] = {}
+    made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
     for b in block.binds:
-        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result)
+        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero)
         if new is not None:
             out.append(new)
+            if isinstance(new.rhs, Prim) and new.rhs.op in _ZERO_MAKERS:
+                made_zero.add(new.targets[0].name)
     return Block(tuple(out), _subst_atom(block.result, env))
 
 

@@ -1050,6 +1050,13 @@ def list_zeros_like(like: list) -> list:
     return [np.zeros(e.shape, e.dtype) if isinstance(e, np.ndarray) else 0.0 for e in like]
 
 
+def or_zeros_like(ct: Any, like: Any) -> Any:
+    """``ct``, or zeros like ``like`` when ``ct`` is the zero of a list (None)."""
+    if ct is None:
+        return list_zeros_like(like) if isinstance(like, list) else np.zeros_like(like)
+    return ct
+
+
 def unstack(ct: Any, axis: int) -> list:
     """Cotangent of ``np.stack(xs, axis)``: one slice per element."""
     return list(np.moveaxis(ct, axis, 0))
@@ -1140,7 +1147,8 @@ _register(
     Primitive("list", lambda *xs: list(xs), _list_infer, _emit_list, _vjp_list),
     Primitive("append", lambda l, v: l + [v], _append_infer, lambda a, ps: px.binop("+", a[0], _emit_list([a[1]], ps)),
               _vjp_append),
-    Primitive("list_get", lambda l, i: l[i], _list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), _vjp_list_get),
+    Primitive("list_get", lambda l, i: l[i], _list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), _vjp_list_get,
+              zero_in=(0,)),
     Primitive("list_init", lambda l: l[:-1], lambda ts, ps: ts[0],
               lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,)),
     # in place, where the optimiser proved the old list is read by nothing else (O(1), not O(length))
@@ -1161,6 +1169,10 @@ _register(
               zero_in=(0,)),
     Primitive("split_like", split_like, lambda ts, ps: ts[1], _emit_runtime("split_like", "axis"), None, zero_in=(0,)),
     Primitive("list_zeros_like", list_zeros_like, lambda ts, ps: ts[0], _emit_runtime("list_zeros_like"), None),
+    # a cotangent leaving a branch or loop body whose zero is made at run time (a
+    # list, an array of run-time length): the simplifier turns it into the
+    # cotangent, or into zeros like the primal if the cotangent is zero
+    Primitive("or_zeros_like", or_zeros_like, lambda ts, ps: ts[1], None, None),
 )
 
 

@@ -198,8 +198,8 @@ class _Macro:
 
         start = tuple(by_index.get(i, Zero(c.type)) for i, c in enumerate(rhs.carried))
         body = self.nested(rhs.body, start, next_cts)
-        init = [self.zeros(outs[i]) if isinstance(c, Zero) and isinstance(c.type, ListT) else c
-                for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
+        init = [(self.zeros(outs[i]) if isinstance(c, Zero) else self.b.prim("or_zeros_like", c, outs[i]))
+                if isinstance(c.type, ListT) else c for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
         targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), _joined_ct_type(p.type)) for p in ct_params) + tuple(
             Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
         self.b.bind(targets, LoopBack(rhs.tape, rhs.save, tuple(ct_params + accs), tuple(init), body))
@@ -230,8 +230,8 @@ class _Macro:
         like ``v``; other zeros stay symbolic (and are folded away)."""
         ct = self.ct_of(v)
         t = v.type
-        if isinstance(ct, Zero) and (isinstance(t, ListT) or (isinstance(t, Num) and None in t.shape)):
-            return self.zeros(v)
+        if isinstance(t, ListT) or (isinstance(t, Num) and None in t.shape):
+            return self.zeros(v) if isinstance(ct, Zero) else self.b.prim("or_zeros_like", ct, v)
         return ct
 
     def zeros(self, v: Var) -> Atom:
