@@ -209,3 +209,53 @@ def test_one_line_blocks(args):
     check_grad(one_line_def, args[:1])
     check_grad(one_line_blocks, args)
     check_stages(one_line_blocks, args)
+
+
+def update_after_a_nested_return(x, y):
+    v = np.tanh(x)
+    if y < 0.0:
+        y = 1.0
+    else:
+        if y > 0.5:
+            return np.sum(x)
+        v += 0.25
+    return np.sum(v[0])
+
+
+def view_in_one_branch_update_in_the_other(x, y):
+    v = np.tanh(x)
+    if y > 0.0:
+        w = v[0]
+        return np.sum(w) * y
+    else:
+        v += 0.25
+    return np.sum(v[0] * v[1])
+
+
+@pytest.mark.parametrize("fn, args", [
+    (update_after_a_nested_return, (np.array([[0.5, -0.2], [0.1, 0.3]]), 0.3)),
+    (update_after_a_nested_return, (np.array([[0.5, -0.2], [0.1, 0.3]]), 0.7)),
+    (update_after_a_nested_return, (np.array([[0.5, -0.2], [0.1, 0.3]]), -0.3)),
+    (view_in_one_branch_update_in_the_other, (np.array([[0.5, -0.2], [0.1, 0.3]]), 0.3)),
+    (view_in_one_branch_update_in_the_other, (np.array([[0.5, -0.2], [0.1, 0.3]]), -0.3)),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_a_view_taken_on_one_path_does_not_refuse_an_update_on_another(fn, args):
+    """`v += ...` is refused when a view of `v` exists, but a view taken in one
+    branch (or in the code after an `if` that returns, which is lowered into
+    each branch) does not exist on the other path."""
+    check_grad(fn, list(args))
+    check_stages(fn, args)
+
+
+def test_an_update_after_a_view_taken_in_a_branch_is_still_refused():
+    def f(x, y):
+        v = np.tanh(x)
+        if y > 0.0:
+            w = v[0]
+        else:
+            w = v[1]
+        v += 0.25
+        return np.sum(w)
+
+    with pytest.raises(astad.UnsupportedSyntaxError, match="a view of it"):
+        astad.reverse(f)(np.ones((2, 2)), 0.3)

@@ -756,3 +756,75 @@ def test_values_computed_before_a_branch_or_read_by_dead_code(fn, args):
     dropped."""
     check_grad(fn, list(args))
     check_stages(fn, args)
+
+
+def appended_in_a_branch_and_dropped(x):
+    acc = []
+    for j in range(2):
+        acc.append(x * j)
+    if x < 1.0:
+        acc.append(x)
+    else:
+        x = x * 3.0
+    return x
+
+
+def remade_in_each_iteration_and_appended_after_break(x):
+    s = x
+    for i in range(3):
+        acc = []
+        for j in range(2):
+            acc.append(x * j)
+        if s > 1.0:
+            break
+        acc.append(x)
+        s = s * 2.0
+    return s
+
+
+def dead_read_of_a_list_in_a_nested_branch(x):
+    acc = []
+    for i in range(2):
+        acc.append(x * 2.0)
+    v = acc[0]
+    if x[1] > 0.0:
+        if x[2] > 0.0:
+            x = x * 0.5
+        if x[0] > 5.0:
+            w = 1.0
+        else:
+            v = v * 0.5  # dead
+    return x
+
+
+def list_read_in_one_branch_of_each_iteration(x, n):
+    sink = 0.0
+    for k in range(2):
+        acc = [np.sum(x * 2.0)]
+        for j in range(n):
+            acc.append(np.sum(np.sin(x)))
+        v = acc[-2]
+        if x >= 1.0:
+            sink = sink + np.sum(np.array(acc))
+            acc.append(np.sum(np.square(v)))
+    return sink
+
+
+@pytest.mark.parametrize("fn, args", [
+    (appended_in_a_branch_and_dropped, (0.3,)), (appended_in_a_branch_and_dropped, (1.3,)),
+    (remade_in_each_iteration_and_appended_after_break, (0.3,)),
+    (remade_in_each_iteration_and_appended_after_break, (1.5,)),
+    (dead_read_of_a_list_in_a_nested_branch, (np.array([-0.03, 0.8, 0.11]),)),
+    (dead_read_of_a_list_in_a_nested_branch, (np.array([6.0, 0.8, -0.11]),)),
+    (list_read_in_one_branch_of_each_iteration, (np.array(1.6479), np.int64(2))),
+    (list_read_in_one_branch_of_each_iteration, (np.array(0.6479), np.int64(2))),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_list_cotangents_that_are_zero_on_some_paths(fn, args):
+    """A list's cotangent that turns out zero only once the backward pass is
+    simplified (a list appended to in a branch and then dropped, a dead read in
+    a branch, a branch that reads the list and one that does not) is made as
+    zeros of the list's length where one path needs it, and not carried through
+    the backward loop at all where every path keeps it zero (it once could not
+    be made: InternalError, or a NameError in the backward code)."""
+    check_grad(fn, list(args))
+    check_stages(fn, args)
