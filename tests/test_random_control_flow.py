@@ -236,7 +236,8 @@ EXIT_ON_EVERY_PATH = True
 # of a `len(acc) > 0` guard.  (Appends: LIST_APPEND_IN_BRANCH.)
 LIST_READ_IN_BRANCH = True
 
-# astad bug (partly fixed in 915878d): a list built at run time used twice or
+# (fixed in 915878d and 98b1a60; the switch stays as a regression check) astad
+# bug: a list built at run time used twice or
 # more where no use gives it a cotangent: `len`, or a use whose result is dead
 # (never reaches the output), an element or an `append`.  Its cotangent is
 # then a sum of zeros, which codegen cannot make (InternalError: codegen:
@@ -272,7 +273,7 @@ LIST_READ_IN_BRANCH = True
 # result, and is not `len` alone (`acc[len(acc) - 1]` is fine); conditions do
 # not read lists; and one built at run time and read outside the loop that
 # builds it is not appended to again, except just before another read.
-LIST_DEAD_USES = False
+LIST_DEAD_USES = True
 
 # (fixed in 915878d and 1fda0df; the switch stays as a regression check) astad
 # bug up to 2770329: an element of a list known element by element (a literal, or
@@ -311,7 +312,8 @@ LIST_DEAD_USES = False
 # False: such elements are names (`v = e; acc = [v, x]`, `acc.append(v)`).
 LIST_ELEMENT_EXPRESSIONS = True
 
-# astad bug (at 1fda0df): a list built at run time appended to in a branch
+# (fixed in 98b1a60; the switch stays as a regression check) astad bug (at
+# 1fda0df): a list built at run time appended to in a branch
 # (an `if` block, or after `break`/`continue` in a loop body) where the result
 # is never read: the backward pass makes the zero cotangent of the dropped
 # list from the list itself, which the forward pass no longer computes
@@ -344,9 +346,10 @@ LIST_ELEMENT_EXPRESSIONS = True
 # loop that carries it (and a list carried by a loop appends only if the loop
 # starts outside any branch the list was not made in).  (With LIST_DEAD_USES
 # False too, what is appended is read later anyway: flip both to see it.)
-LIST_APPEND_IN_BRANCH = False
+LIST_APPEND_IN_BRANCH = True
 
-# astad bug (refuses a program in the subset): `a += v` on an array after a
+# (fixed in 98b1a60; the switch stays as a regression check) astad bug
+# (refused a program in the subset): `a += v` on an array after a
 # nested early `return` (or `break`) in a branch, with a view of `a` taken
 # after the `if`, is refused as if the view existed before the update
 # (UnsupportedSyntaxError: `a += ...` changes the array in place, and a view of
@@ -364,7 +367,7 @@ LIST_APPEND_IN_BRANCH = False
 # (the same with `break` for `return` in a loop body.)
 # False: arrays that exist when a `return`, `break` or `continue` is generated
 # are not updated in place after it.
-UPDATE_AFTER_EXIT = False
+UPDATE_AFTER_EXIT = True
 
 # Not generated (refused with an AstadError): appending to a list known element
 # by element (not yet carried through a loop) in only some branches ("`acc` is
