@@ -15,17 +15,17 @@ import inspect
 import textwrap
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 import libcst as cst
 import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import primitives as prims
-from .errors import (AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
+from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
-from .ir import (BOOL, FLOAT, INT, Atom, Bind, Block, Const, Function, ListT, Loc, MakeTuple, Num,
-                 NoneT, Prim, StructT, TupleT, Type, Var, If, Loop, vars_of)
+from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
+                 Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, vars_of)
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -249,8 +249,13 @@ class Closure:
     reads when called (as Python does: their values at the call), and its
     defaults (evaluated where it is defined).  Compared by identity."""
 
-    def __init__(self, node: cst.Lambda | cst.FunctionDef, scope: "_Scope", defaults: dict[str, "Value"]) -> None:
+    def __init__(self, node: cst.Lambda | cst.FunctionDef, scope: "_Scope", defaults: dict[str, "Value"],
+                 site: "tuple[list[Bind], Bind | None, set[str]] | None" = None) -> None:
         self.node, self.scope, self.defaults = node, scope, defaults
+        # where it was made: the bindings it is made among, the one before it, the
+        # variables its body could read there (see Lowerer.function_value)
+        self.site = site
+        self.values: dict[Any, Var] = {}  # the function values made of it: (argument types, captures) -> variable
 
     @property
     def __name__(self) -> str:
@@ -382,6 +387,7 @@ class Lowerer:
         self.const_names: dict[int, str] = {}
         self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object)
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
+        self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
 
@@ -863,11 +869,13 @@ class Lowerer:
         """Lower one branch into bindings of its own, starting from the current names."""
         saved_binds, saved_env = self.binds, self.scope.env
         self.binds, self.scope.env = [], dict(saved_env)
+        self.open_binds.append(saved_binds)
         try:
             out = lower()
             return self.binds, self.scope.env, out
         finally:
             self.binds, self.scope.env = saved_binds, saved_env
+            self.open_binds.pop()
 
     def branches(self, then: Callable[[], Any], orelse: Callable[[], Any]) -> tuple[tuple, tuple]:
         """The two branches of an ``if``, each from the names (and views) there
@@ -1137,7 +1145,74 @@ class Lowerer:
 
     def closure(self, node: cst.Lambda | cst.FunctionDef) -> Ref:
         defaults = {p.name.value: self.expr(p.default) for p in node.params.params if p.default is not None}
-        return Ref("closure", Closure(node, self.scope, defaults))
+        visible = {a.name for sc in self._chain() for v in sc.env.values() for a in _atoms_in(v)}
+        site = (self.binds, self.binds[-1] if self.binds else None, visible)
+        return Ref("closure", Closure(node, self.scope, defaults, site))
+
+    def _chain(self) -> Iterator["_Scope"]:
+        scope: _Scope | None = self.scope
+        while scope is not None:
+            yield scope
+            scope = scope.parent
+
+    def function_value(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value | None:
+        """A call of a lambda or nested def as a call of a function value in the IR
+        (CHAD's function types: the reverse pass gives it a copower cotangent,
+        which the optimiser removes), when the function is one the IR can hold:
+        called with numbers, its body straight-line code returning one number,
+        reading only variables that existed where it was made (made among
+        bindings still being lowered).  None: inline the call instead."""
+        names = [p.name.value for p in c.node.params.params]
+        live = c.site is not None and any(c.site[0] is lst for lst in [self.binds, *self.open_binds])
+        if (not live or c.defaults or kwargs or len(args) != len(names)
+                or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
+            return None
+        captures = tuple((n, _value_key(v)) for n in sorted(_user_names(c.node.body) - set(names))
+                         for v in [self._lookup(c.scope, n)] if v is not None)
+        key = (tuple(a.type for a in args), captures)  # type: ignore[union-attr]
+        f = c.values.get(key)
+        if f is None:
+            f = self._make_function_value(c, names, list(key[0]), node)
+            if f is None:
+                return None
+            c.values[key] = f
+        y = Var(self.namer.temp(), f.type.result)  # type: ignore[union-attr]
+        self.binds.append(Bind((y,), App(f, tuple(args)), self.loc(node)))  # type: ignore[arg-type]
+        return y
+
+    def _make_function_value(self, c: Closure, names: list[str], types: list[Type], node: cst.Call) -> Var | None:
+        params = tuple(Var(self.namer.fresh(n), _forget_value(t)) for n, t in zip(names, types))
+        scope = _Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
+        body = c.node.body
+        try:
+            binds, _, value = self.branch(lambda: self.run_call(
+                c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
+                else (lambda: self.lower_body(c.node))))  # type: ignore[arg-type]
+        except AstadError:
+            return None  # inlined, the call gives the error where it is made
+        assert c.site is not None
+        site, before, visible = c.site
+        block = Block(tuple(binds), value) if isinstance(value, Var) else None
+        if (block is None or not isinstance(value.type, Num)  # type: ignore[union-attr]
+                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) for b in binds)
+                or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))
+                or sum(bool(v.type.differentiable) for v in lam_free_vars(Lam(params, block))) > 1):
+            return None  # (the optimiser removes copowers of one captured variable at most)
+        name = next((k for sc in self._chain() for k, v in sc.env.items()
+                     if isinstance(v, Ref) and v.obj is c), c.__name__.strip("<>"))
+        fname = self.namer.fresh(name)
+        f = Var(fname, FunT(tuple(p.type for p in params), value.type, fname))  # type: ignore[union-attr]
+        at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
+        site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))
+        self.bound.add(f.name)
+        return f
+
+    def _lookup(self, scope: "_Scope | None", name: str) -> Value | None:
+        while scope is not None:
+            if name in scope.env:
+                return scope.env[name]
+            scope = scope.parent
+        return None
 
     def held_by_functions(self) -> list[Value]:
         """The values the lambdas and nested defs that can still be called hold
@@ -1161,8 +1236,12 @@ class Lowerer:
         return held
 
     def call_closure(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
-        """A call of a lambda or nested def: its body, inlined, in a scope of its
-        own that reads the defining scope's variables as they are now."""
+        """A call of a lambda or nested def: a call of a function value, or its
+        body, inlined, in a scope of its own that reads the defining scope's
+        variables as they are now."""
+        value = self.function_value(c, args, kwargs, node)
+        if value is not None:
+            return value
         names = [p.name.value for p in c.node.params.params]
         given = dict(zip(names, args))
         if len(args) > len(names) or any(k not in names or k in given for k in kwargs):
@@ -1607,6 +1686,28 @@ def _closures_in(value: Any) -> list[Closure]:
     if isinstance(value, Ref) and value.kind == "closure":
         return [value.obj]
     return []
+
+
+def _atoms_in(value: Any) -> list[Atom]:
+    """The atoms a value is made of (a tuple's items, a bound method's array)."""
+    if isinstance(value, (PyTuple, PyDict)):
+        return [a for v in value.items for a in _atoms_in(v)]
+    if isinstance(value, Ref):
+        return _atoms_in(value.self_value) if value.self_value is not None else []
+    return [value] if isinstance(value, Var) else []
+
+
+def _value_key(value: Any) -> Any:
+    """What identifies a value when transforming (variables by name, constants by value, the rest by identity)."""
+    if isinstance(value, (PyTuple, PyDict)):
+        return tuple(_value_key(v) for v in value.items)
+    if isinstance(value, Var):
+        return ("var", value.name)
+    if isinstance(value, Const):
+        return ("const", value.key if value.name is None else value.name)
+    if isinstance(value, Ref):
+        return ("ref", id(value.obj), _value_key(value.self_value))
+    return ("other", id(value))
 
 
 def _mentions(value: Value, x: Atom) -> bool:

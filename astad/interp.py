@@ -9,12 +9,40 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .ir import (Atom, Block, Comp, Const, Copy, Drop, Dup, Function, If, Loop, LoopBack, MakeTuple, Num, Plus, Prim,
-                 ReverseProgram, TupleT, Type, Unpack, Var)
+from .ir import (App, AppBack, Atom, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup, Function, If,
+                 Lam, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, TupleT, Type, Unpack, Var)
 from .primitives import TABLE
 
 
+class CopowerValue(list):
+    """A copower at run time: the (record, cotangent) pairs of the calls made to a function."""
+
+
+class FunctionValue:
+    """A function value at run time.  Names are unique in a program, so its body
+    runs in the environment it was made in (what it captures is there)."""
+
+    def __init__(self, lam: Lam, env: dict[str, Any]) -> None:
+        self.lam, self.env = lam, env
+
+    def __call__(self, *args: Any) -> tuple[Any, tuple]:
+        """The result, and the call's record."""
+        self.env.update((p.name, a) for p, a in zip(self.lam.params, args))
+        value = run_block(self.lam.body, self.env)
+        return value, tuple(self.env[v.name] for v in self.lam.save)
+
+    def back(self, record: tuple, ct: Any) -> tuple:
+        """The backward map of the call that recorded ``record``: the cotangents of
+        what the function captures, then of its parameters."""
+        assert self.lam.back is not None and self.lam.back_ct is not None
+        self.env.update((v.name, x) for v, x in zip(self.lam.save, record))
+        self.env[self.lam.back_ct.name] = ct
+        return run_block(self.lam.back, self.env)
+
+
 def zero_value(t: Type) -> Any:
+    if isinstance(t, CopowerT):
+        return CopowerValue()
     if isinstance(t, TupleT):
         return tuple(zero_value(i) for i in t.items)
     if isinstance(t, Num):
@@ -25,6 +53,8 @@ def zero_value(t: Type) -> Any:
 
 
 def plus_values(a: Any, b: Any) -> Any:
+    if isinstance(a, CopowerValue):
+        return CopowerValue(a + b)
     if b is None:  # the zero of a list, whose length is known only at run time
         return a
     if isinstance(a, list):
@@ -59,6 +89,12 @@ def _comp(rhs: Comp, env: dict[str, Any]) -> Any:
         return _atom(rhs.tup if isinstance(rhs, Unpack) else rhs.atom, env)
     if isinstance(rhs, Dup):
         return env[rhs.var.name]
+    if isinstance(rhs, Lam):
+        return FunctionValue(rhs, env)
+    if isinstance(rhs, AppBack):
+        return env[rhs.fn.name].back(env[rhs.record.name], _atom(rhs.ct, env))
+    if isinstance(rhs, Copower):
+        return CopowerValue([(env[rhs.record.name], _atom(rhs.ct, env))])
     if isinstance(rhs, Drop):
         return None
     if isinstance(rhs, If):
@@ -94,6 +130,11 @@ def run_block(block: Block, env: dict[str, Any]) -> Any:
         rhs = bind.rhs
         if isinstance(rhs, Prim) and any(_atom(rhs.args[i], env) is None for i in TABLE[rhs.op].zero_in):
             value = zero_value(bind.targets[0].type)  # zero in a zero list (None): the zero algebra, at run time
+        elif isinstance(rhs, App):
+            value, record = env[rhs.fn.name](*[_atom(a, env) for a in rhs.args])
+            value = (value, record) if len(bind.targets) == 2 else (value,)  # the target IR binds the record too
+        elif isinstance(rhs, CaseCopower):
+            value = _case_copower(rhs, bind.targets, env)
         else:
             value = _comp(rhs, env)
         if isinstance(bind.rhs, Dup):
@@ -101,12 +142,23 @@ def run_block(block: Block, env: dict[str, Any]) -> Any:
                 env[t.name] = value
         elif not bind.targets:
             continue
-        elif len(bind.targets) == 1 and not isinstance(bind.rhs, (Unpack, If, Loop, LoopBack)):
+        elif len(bind.targets) == 1 and not isinstance(bind.rhs, (Unpack, If, Loop, LoopBack, App, AppBack,
+                                                                   CaseCopower)):
             env[bind.targets[0].name] = value
         else:
             for t, v in zip(bind.targets, value):
                 env[t.name] = v
     return _atom(block.result, env)
+
+
+def _case_copower(rhs: CaseCopower, targets: tuple, env: dict[str, Any]) -> tuple:
+    """The captured part of each call's backward map, summed over the copower."""
+    total = tuple(zero_value(t.type) for t in targets)
+    fn = env[rhs.fn.name]
+    for record, ct in _atom(rhs.copower, env):
+        part = fn.back(record, ct)[:len(targets)]
+        total = tuple(plus_values(a, b) for a, b in zip(total, part))
+    return total
 
 
 def run(fn: Function, *args: Any) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence, Union
 
 Dim = Union[int, None]  # None: not known statically
@@ -152,7 +152,34 @@ def leaf_counts(types: Sequence["Type"]) -> list[int]:
     return [sum(leaf_counts(t.items)) if isinstance(t, StructT) else 1 for t in types]
 
 
-Type = Union[Num, TupleT, NoneT, ListT, StructT]
+@dataclass(frozen=True)
+class FunT:
+    """A function value (a ``lambda`` or nested ``def``) called with arguments of
+    types ``params``, returning a ``result``."""
+
+    params: tuple["Type", ...]
+    result: "Type"
+    name: str = ""  # the variable of the ``lam`` that made it: each function value has a type of its own
+    differentiable = True
+
+    def __str__(self) -> str:
+        return f"({', '.join(map(str, self.params))}) -> {self.result}"
+
+
+@dataclass(frozen=True)
+class CopowerT:
+    """The cotangent of a function value (CHAD: ``!D1(τ) ⊗ D2(σ)``): the
+    formal sum of the calls made to it, each the call's primal argument (here:
+    the residuals the call recorded) with the cotangent of its result."""
+
+    fn: FunT
+    differentiable = True
+
+    def __str__(self) -> str:
+        return f"!({', '.join(map(str, self.fn.params))}) ⊗ {self.fn.result}"
+
+
+Type = Union[Num, TupleT, NoneT, ListT, StructT, FunT, CopowerT]
 
 FLOAT = Num((), "float64", py=True)
 INT = Num((), "int64", py=True)
@@ -348,15 +375,93 @@ class LoopBack:
                 f"({', '.join(f'{c}={i}' for c, i in zip(self.params, self.init))})")
 
 
-Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy, If, Loop, LoopBack]
+@dataclass(frozen=True)
+class Lam:
+    """``let f = lam (z_1, ..., z_n) body``: a function value; the variables its
+    body reads from outside are what it captures.  In the target IR each call
+    records ``save`` (the values the backward map needs: residuals, not a
+    closure), and ``back`` is the backward map of one call: given those values
+    and the cotangent ``back_ct`` of the result, the cotangents of the captured
+    variables (``captured``) and of the parameters."""
+
+    params: tuple[Var, ...]
+    body: "Block"
+    save: tuple[Var, ...] = ()
+    back: "Block | None" = None
+    back_ct: Var | None = None
+    captured: tuple[Var, ...] = ()
+
+    def __str__(self) -> str:
+        saved = f" recording ({', '.join(v.name for v in self.save)})" if self.save else ""
+        return f"lam ({', '.join(f'{p.name}: {p.type}' for p in self.params)}){saved}"
+
+
+@dataclass(frozen=True)
+class App:
+    """``let y = f(a_1, ..., a_n)``: a call of a function value.  In the target IR
+    the call also binds its record (what its backward map needs) as its last target."""
+
+    fn: Var
+    args: tuple[Atom, ...]
+
+    def __str__(self) -> str:
+        return f"{self.fn}({', '.join(map(str, self.args))})"
+
+
+@dataclass(frozen=True)
+class AppBack:
+    """The backward map of one call of ``fn``, at the values the call recorded,
+    applied to the cotangent of its result: the cotangents of what ``fn``
+    captures, then of its arguments."""
+
+    fn: Var
+    record: Var
+    ct: Atom
+
+    def __str__(self) -> str:
+        return f"{self.fn}.back({self.record}, {self.ct})"
+
+
+@dataclass(frozen=True)
+class Copower:
+    """``!r ⊗ ct``: the cotangent of a function value from one call: the call's
+    record with the cotangent of its result.  Copowers add by concatenation."""
+
+    record: Var
+    ct: Atom
+
+    def __str__(self) -> str:
+        return f"!{self.record} ⊗ {self.ct}"
+
+
+@dataclass(frozen=True)
+class CaseCopower:
+    """``case c of !r ⊗ ct -> ...``: the cotangents of what ``fn`` captures, summed
+    over the calls in the copower ``c``: each call's backward map, at its record."""
+
+    copower: Atom
+    fn: Var
+
+    def __str__(self) -> str:
+        return f"case {self.copower} of !r ⊗ ct -> captured part of {self.fn}.back(r, ct), summed"
+
+
+Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy, If, Loop, LoopBack, Lam, App, AppBack, Copower,
+             CaseCopower]
 
 
 def nested_blocks(rhs: Comp) -> tuple["Block", ...]:
     if isinstance(rhs, If):
         return (rhs.then, rhs.orelse)
-    if isinstance(rhs, (Loop, LoopBack)):
+    if isinstance(rhs, (Loop, LoopBack, Lam)):
         return (rhs.body,)
     return ()
+
+
+def lam_free_vars(rhs: Lam) -> tuple[Var, ...]:
+    """What a function value captures: the variables its body reads from outside."""
+    own = {v.name for v in rhs.params}
+    return tuple(v for v in free_vars(rhs.body) if v.name not in own)
 
 
 def loop_free_vars(rhs: "Loop | LoopBack") -> tuple[Var, ...]:
@@ -384,7 +489,7 @@ class Bind:
     def __str__(self) -> str:
         if not self.targets:
             return str(self.rhs)
-        lhs = self.targets[0].name if len(self.targets) == 1 and not isinstance(self.rhs, (Unpack, Dup, If, Loop, LoopBack)) else (
+        lhs = self.targets[0].name if len(self.targets) == 1 and not isinstance(self.rhs, (Unpack, Dup, If, Loop, LoopBack, AppBack, CaseCopower)) else (
             "(" + ", ".join(t.name for t in self.targets) + ")"
         )
         return f"let {lhs} = {self.rhs}"
@@ -404,6 +509,10 @@ class Block:
                           indent + "else", b.rhs.orelse.pretty(indent + "  ")]
             elif isinstance(b.rhs, (Loop, LoopBack)):
                 lines += [indent + "do", b.rhs.body.pretty(indent + "  ")]
+            elif isinstance(b.rhs, Lam):
+                lines += [indent + "=", b.rhs.body.pretty(indent + "  ")]
+                if b.rhs.back is not None and b.rhs.back_ct is not None:
+                    lines += [indent + f"backward ({b.rhs.back_ct.name}) =", b.rhs.back.pretty(indent + "  ")]
         lines.append(indent + f"in {self.result}")
         return "\n".join(lines)
 
@@ -470,6 +579,8 @@ def bound_names(block: Block) -> Iterator[str]:
             yield from (v.name for v in b.rhs.inputs)
         if isinstance(b.rhs, LoopBack):
             yield from (v.name for v in b.rhs.saved + b.rhs.params)
+        if isinstance(b.rhs, Lam):
+            yield from (v.name for v in b.rhs.params)
         for inner in nested_blocks(b.rhs):
             yield from bound_names(inner)
 
@@ -480,6 +591,8 @@ def bound_vars(block: Block) -> Iterator[Var]:
         yield from b.targets
         if isinstance(b.rhs, Loop):
             yield from b.rhs.inputs
+        if isinstance(b.rhs, Lam):
+            yield from b.rhs.params
         for inner in nested_blocks(b.rhs):
             yield from bound_vars(inner)
 
@@ -525,6 +638,16 @@ def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
         return (*rhs.bounds, *rhs.init, *loop_free_vars(rhs))
     if isinstance(rhs, LoopBack):
         return (rhs.tape, *rhs.init, *loop_free_vars(rhs))
+    if isinstance(rhs, Lam):
+        return lam_free_vars(rhs)
+    if isinstance(rhs, App):
+        return (rhs.fn, *rhs.args)
+    if isinstance(rhs, AppBack):
+        return (rhs.fn, rhs.record, rhs.ct)
+    if isinstance(rhs, Copower):
+        return (rhs.record, rhs.ct)
+    if isinstance(rhs, CaseCopower):
+        return (rhs.copower, rhs.fn)
     if isinstance(rhs, Prim):
         return rhs.args
     if isinstance(rhs, (MakeTuple, Plus)):
@@ -556,6 +679,8 @@ def use_counts(block: Block) -> "Counter[str]":
                 direct = (*rhs.bounds, *rhs.init, *rhs.save)
             elif isinstance(rhs, LoopBack):
                 direct = (rhs.tape, *rhs.init)
+            elif isinstance(rhs, Lam):
+                direct = ()
             else:
                 direct = tuple(vars_of(rhs))
             counts.update(a.name for a in direct if isinstance(a, Var))
@@ -593,12 +718,29 @@ def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
         tape = f(rhs.tape)
         assert isinstance(tape, Var)
         return LoopBack(tape, rhs.saved, rhs.params, tuple(f(a) for a in rhs.init), body)
+    if isinstance(rhs, Lam):
+        own = {v.name for v in rhs.params}
+        return replace(rhs, body=map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a)))
+    if isinstance(rhs, App):
+        return App(_var(f(rhs.fn)), tuple(f(a) for a in rhs.args))
+    if isinstance(rhs, AppBack):
+        return AppBack(_var(f(rhs.fn)), _var(f(rhs.record)), f(rhs.ct))
+    if isinstance(rhs, Copower):
+        return Copower(_var(f(rhs.record)), f(rhs.ct))
+    if isinstance(rhs, CaseCopower):
+        return CaseCopower(f(rhs.copower), _var(f(rhs.fn)))
     if isinstance(rhs, (Dup, Drop)):
         a = f(rhs.var)
         if not isinstance(a, Var):
             raise TypeError("dup/drop of a non-variable")
         return type(rhs)(a)
     raise TypeError(rhs)
+
+
+def _var(a: Atom) -> Var:
+    if not isinstance(a, Var):
+        raise TypeError(f"expected a variable, got {a}")
+    return a
 
 
 def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:

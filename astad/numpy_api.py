@@ -279,8 +279,28 @@ METHODS["reshape"] = _VarArgs(".reshape()", _sig("a, shape"), _lower_reshape_met
 METHODS["transpose"] = _VarArgs(".transpose()", _sig("a, axes"), _lower_transpose_method)
 
 #: builtins the subset allows.
+def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    """Python's ``sum(xs, start=0)``: the items added in order (a list built at
+    run time, or an array: summed along its first axis), then ``start``."""
+    xs, start = b["iterable"], lw.atom(lw.const_or(b["start"]), node)
+    if hasattr(xs, "items"):
+        if not xs.items:
+            return start
+        total = lw.atom(xs.items[0], node)
+        for x in xs.items[1:]:
+            total = lw.emit("add", [total, lw.atom(x, node)])
+    else:
+        if isinstance(xs, Var) and isinstance(xs.type, ListT):
+            xs = sequence("stack")("sum").lower(lw, {"arrays": xs, "axis": 0}, node)
+        total = lw.emit("sum", [lw.atom(xs, node)], {"axis": 0, "keepdims": False})
+    if isinstance(start, Const) and start.value == 0 and not isinstance(start.value, bool):
+        return total
+    return lw.emit("add", [start, total])
+
+
 BUILTINS: dict[Any, ApiSpec] = {
     builtins.len: ApiSpec("len", _sig("a"), _lower_len),
+    builtins.sum: ApiSpec("sum", _sig("iterable, start=0"), _lower_builtin_sum),
     builtins.abs: elementwise("abs")("abs"),
 }
 

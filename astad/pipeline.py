@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, frontend, optimise, primitives, reverse, structural
+from . import codegen, copowers, frontend, optimise, primitives, reverse, structural
 from .errors import AstadError, InternalError
 from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
 
@@ -102,7 +102,7 @@ def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
         core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
     linear = structural.make_explicit(core)
     ad = reverse.reverse(linear)
-    return Stages(core, linear, ad, optimise.optimise(ad, leaf_wrt(arg_types, wrt))), lowerer
+    return Stages(core, linear, ad, optimise.optimise(copowers.remove_functions(ad), leaf_wrt(arg_types, wrt))), lowerer
 
 
 def header(parsed: frontend.Parsed, arg_types: Sequence[Type], constants: Sequence[str]) -> str:

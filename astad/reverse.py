@@ -16,11 +16,12 @@ from typing import Any, Callable
 from . import primitives as prims
 from .errors import InternalError
 from .frontend import Namer, literal_type
-from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, Function, If, ListT, Loc, Loop, LoopBack, MakeTuple,
-                 Num,
-                 Plus, Prim,
-                 ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars, if_free_vars,
-                 loop_free_vars)
+from dataclasses import replace
+
+from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
+                 FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
+                 TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars, if_free_vars, lam_free_vars,
+                 loop_free_vars, nested_blocks)
 
 
 def differentiable(t: Type) -> bool:
@@ -63,6 +64,12 @@ def with_tapes(block: Block, namer: Namer) -> Block:
             save = (*rhs.inputs, *bound_vars(body))
             tape = Var(namer.fresh(f"{(rhs.index or rhs.carried[-1]).name}_tape"), TupleT(()))
             b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
+        elif isinstance(rhs, Lam):  # each call records what the function's backward map needs
+            body = with_tapes(rhs.body, namer)
+            b = Bind(b.targets, replace(rhs, body=body, save=(*rhs.params, *bound_vars(body))), b.loc)
+        elif isinstance(rhs, App):
+            record = Var(namer.fresh(f"{rhs.fn.name}_record"), TupleT(()))
+            b = Bind(b.targets + (record,), rhs, b.loc)
         binds.append(b)
     return Block(tuple(binds), block.result)
 
@@ -70,14 +77,44 @@ def with_tapes(block: Block, namer: Namer) -> Block:
 def _joined_ct_type(t: Type) -> Type:
     """The cotangent of a Python float that comes out of a branch or a loop may
     be a numpy scalar (from one path): typed so, it is made a float when returned."""
-    return Num((), t.dtype, py=False) if isinstance(t, Num) and t.py and not t.shape else t
+    return Num((), t.dtype, py=False) if isinstance(t, Num) and t.py and not t.shape else _ct_type(t)
 
 
 def _ct_type(t: Type, *cts: Atom) -> Type:
     """The type of a cotangent of a ``t`` computed from ``cts``: a numpy scalar
-    flowing to a Python float stays one (``finish`` makes it a float when returned)."""
+    flowing to a Python float stays one (``finish`` makes it a float when returned);
+    that of a function value is a copower."""
+    if isinstance(t, FunT):
+        return CopowerT(t)
     numpy_scalar = any(isinstance(c.type, Num) and not c.type.py for c in cts)
     return _joined_ct_type(t) if numpy_scalar else t
+
+
+def _function_values(block: Block, found: dict[str, Lam]) -> dict[str, Lam]:
+    """The function value each variable holds (also its copies made by ``dup``)."""
+    for b in block.binds:
+        if isinstance(b.rhs, Lam):
+            found[b.targets[0].name] = b.rhs
+        elif isinstance(b.rhs, Dup) and b.rhs.var.name in found:
+            found.update((t.name, found[b.rhs.var.name]) for t in b.targets)
+        for inner in nested_blocks(b.rhs):
+            _function_values(inner, found)
+    return found
+
+
+def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
+    """The forward block with each function value's backward map attached."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, Lam):
+            rhs = backs.get(b.targets[0].name, rhs)
+        elif isinstance(rhs, If):
+            rhs = If(rhs.cond, _with_backs(rhs.then, backs), _with_backs(rhs.orelse, backs))
+        elif isinstance(rhs, Loop):
+            rhs = replace(rhs, body=_with_backs(rhs.body, backs))
+        binds.append(Bind(b.targets, rhs, b.loc))
+    return Block(tuple(binds), block.result)
 
 
 class _Macro:
@@ -86,9 +123,11 @@ class _Macro:
         self.namer = Namer(names)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
+        self.functions: dict[str, Lam] = {}  # variable -> the function value it holds
+        self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
 
     def ct_of(self, v: Var) -> Atom:
-        return self.cts.get(v.name, Zero(v.type))
+        return self.cts.get(v.name, Zero(_ct_type(v.type)))
 
     def give(self, a: Atom, ct: Atom | None) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
@@ -182,7 +221,7 @@ class _Macro:
             return
         assert rhs.tape is not None
         ct_params = [Var(self.namer.fresh(f"{rhs.carried[i].name}_ct"), rhs.carried[i].type) for i in carried]
-        accs = [Var(self.namer.fresh(f"{v.name}_ct_sum"), v.type) for v in inputs]
+        accs = [Var(self.namer.fresh(f"{v.name}_ct_sum"), _ct_type(v.type)) for v in inputs]
         by_index = dict(zip(carried, ct_params))
 
         never: set[str] = set()  # inputs no iteration gives a cotangent: their sums are zero
@@ -207,6 +246,55 @@ class _Macro:
             self.give(rhs.init[i], t)
         for v, t in zip(inputs, targets[len(carried):]):
             self.cts[v.name] = Zero(v.type) if v.name in never else t
+
+    def rule_Lam(self, bind: Bind, rhs: Lam) -> None:
+        """CHAD's λ (§7.2): the function's backward map, from the cotangent of its
+        result to those of what it captures and of its parameters, is attached
+        to it; the cotangent of what it captures is the sum, over the calls in
+        its copower, of the captured part of that call's backward map."""
+        (f,) = bind.targets
+        captured = _captured(rhs)
+        back_ct = Var(self.namer.fresh(f"{f.name}_out_ct"), _ct_type(rhs.body.result.type))
+        saved = self.b.binds, self.cts
+        self.b.binds, self.cts = [], {}
+        try:
+            self.block(rhs.body, back_ct)
+            items = [self.ct_or_zeros(v) for v in (*captured, *rhs.params)]
+            end = Var(self.namer.temp(), TupleT(tuple(a.type for a in items)))
+            self.b.bind((end,), MakeTuple(tuple(items)))
+            back = Block(tuple(self.b.binds), end)
+        finally:
+            self.b.binds, self.cts = saved
+        self.backs[f.name] = replace(rhs, back=back, back_ct=back_ct, captured=captured)
+        ct = self.ct_of(f)
+        if isinstance(ct, Zero) or not captured:
+            for v in lam_free_vars(rhs):
+                self.give(v, None)
+            return
+        targets = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in captured)
+        self.b.bind(targets, CaseCopower(ct, f))
+        for v, t in zip(captured, targets):
+            self.cts[v.name] = t
+
+    def rule_App(self, bind: Bind, rhs: App) -> None:
+        """CHAD's application (ev, §7.2): the argument's cotangent is the call's
+        backward map (at what the call recorded) applied to the result's; the
+        function's cotangent is the copower ``!record ⊗ ct`` of this call."""
+        y, record = bind.targets
+        ct = self.ct_of(y)
+        if isinstance(ct, Zero) or not differentiable(y.type):
+            for a in (rhs.fn, *rhs.args):
+                self.give(a, None)
+            return
+        lam = self.functions[rhs.fn.name]
+        captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in _captured(lam))
+        args = tuple(Var(self.namer.fresh(f"{p.name}_ct"), _ct_type(p.type)) for p in lam.params)
+        self.b.bind(captured + args, AppBack(rhs.fn, record, ct))
+        copower = Var(self.namer.fresh(f"{rhs.fn.name}_ct"), CopowerT(rhs.fn.type))  # type: ignore[arg-type]
+        self.b.bind((copower,), Copower(record, ct))
+        self.cts[rhs.fn.name] = copower
+        for a, c in zip(rhs.args, args):
+            self.give(a, c)
 
     def nested(self, block: Block, result_cts: tuple[Atom, ...], inputs_cts: Callable[[], list[Atom]]) -> Block:
         """The backward pass of a branch or loop body as a block of its own: from the
@@ -240,6 +328,8 @@ class _Macro:
             return Const.literal(0.0, v.type)
         if isinstance(v.type, ListT):
             return self.b.prim("list_zeros_like", v)
+        if isinstance(v.type, FunT):
+            return Zero(CopowerT(v.type))  # the empty copower
         return self.b.prim("zeros_like", v)
 
     def block(self, block: Block, result_ct: Atom) -> None:
@@ -260,13 +350,20 @@ class _Macro:
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer))
+        self.functions = _function_values(fn.body, {})
         self.block(fn.body, ct_in)
+        fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(
             self.ct_of(p) if differentiable(p.type) else Const.literal(None, literal_type(None)) for p in fn.params
         )
         grads = Var(self.namer.temp(), TupleT(tuple(a.type for a in param_cts)))
         self.b.bind((grads,), MakeTuple(param_cts))
         return ReverseProgram(fn.name, fn.params, fn.body, ct_in, Block(tuple(self.b.binds), grads))
+
+
+def _captured(lam: Lam) -> tuple[Var, ...]:
+    """What a function value captures that has a cotangent."""
+    return tuple(v for v in lam_free_vars(lam) if differentiable(v.type))
 
 
 def reverse(fn: Function) -> ReverseProgram:

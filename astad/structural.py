@@ -17,8 +17,8 @@ from collections import Counter
 from typing import Iterable
 
 from .errors import InternalError
-from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Loc, Loop, Var, atoms_of, bound_names,
-                 if_free_vars, loop_free_vars, map_atoms, map_block)
+from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Var, atoms_of, bound_names,
+                 if_free_vars, lam_free_vars, loop_free_vars, map_atoms, map_block)
 
 
 class _Fresh:
@@ -76,6 +76,8 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
         elif isinstance(rhs, Loop):
             inputs_ = (*rhs.inputs, *loop_free_vars(rhs))
             rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
+        elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
+            rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
         binds.append(Bind(b.targets, rhs, b.loc))
         for t in b.targets:
             binds += introduce(t, b.loc)
@@ -109,6 +111,9 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
         env = {v.name: take(v) for v in loop_free_vars(rhs)}
         body = map_block(rhs.body, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
         return Loop(bounds, rhs.index, rhs.carried, init, body)
+    if isinstance(rhs, Lam):
+        env = {v.name: take(v) for v in lam_free_vars(rhs)}
+        return Lam(rhs.params, map_block(rhs.body, lambda a: env.get(a.name, a) if isinstance(a, Var) else a))
     return map_atoms(rhs, take)
 
 
@@ -132,3 +137,5 @@ def _check_block(block: Block, inputs: list[str], where: str) -> None:
         elif isinstance(b.rhs, Loop):
             r = b.rhs
             _check_block(r.body, [v.name for v in (*r.inputs, *loop_free_vars(r))], where)
+        elif isinstance(b.rhs, Lam):
+            _check_block(b.rhs.body, [v.name for v in (*b.rhs.params, *lam_free_vars(b.rhs))], where)

@@ -5,11 +5,15 @@ comprehensions (with filters, nested, over ranges, arrays and lists) and
 variables' values at the call as Python does.  Gradients against central
 finite differences, every stage against Python."""
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import astad
 from conftest import check_grad, check_stages
+from paper_fig2 import fig2
 
 
 def closure_map(a, xs):
@@ -229,3 +233,48 @@ def test_comprehension_scopes_and_functions_that_are_gone(fn, args):
     assert value == pytest.approx(fn(*args))
     check_grad(fn, list(args))
     check_stages(fn, args)
+
+
+# --------------------------------------------------------------------------- CHAD's function types (Fig. 2)
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("ASTAD_UPDATE_GOLDEN") == "1"
+
+
+def _pinned(name, got):
+    golden = GOLDEN / name
+    if UPDATE:
+        golden.write_text(got)
+    assert golden.exists(), f"{golden} is missing: run with ASTAD_UPDATE_GOLDEN=1 to create it"
+    want = golden.read_text()
+    assert got == want, (f"{name} changed; if intended, regenerate with ASTAD_UPDATE_GOLDEN=1\n"
+                         f"--- golden\n{want}\n--- now\n{got}")
+
+
+def test_the_papers_fig2_copower_and_its_removal():
+    """CHAD's Fig. 2 (b)/(f): `f = λx2i. x1 * x2i; ys = map f x2; w = sum ys`.
+    The AD stage gives `f` a backward map and each call a copower cotangent
+    `!record ⊗ ct`, summed over the map's iterations and consumed by `case`
+    (Fig. 2 (f)'s `f' = zip x2 ys'; x1' = sum (map ... f')`); the optimiser
+    folds the copower where each call makes it and inlines the calls, so the
+    generated code accumulates x1's cotangent in the backward loop."""
+    astad.clear_caches(memory=True, disk=False)
+    x1, x2 = 0.7, np.array([1.0, -2.0, 3.0])
+    rev = astad.reverse(fig2)
+    w, pullback = rev(x1, x2)
+    assert w == pytest.approx(x1 * np.sum(x2))
+    g1, g2 = pullback(1.0)
+    assert g1 == pytest.approx(np.sum(x2)) and np.allclose(g2, x1)
+    check_grad(fig2, [x1, x2])
+    check_stages(fig2, (x1, x2))  # the AD stage, copowers and all, interpreted, against the generated code
+
+    ad, optimised = rev.ir("ad"), rev.ir("optimised")
+    assert "let f = lam (x2i: f64)" in ad and "backward (f_out_ct) =" in ad
+    assert "let f_ct = !f_record ⊗ t8_ct" in ad  # a call's copower
+    assert "f_ct_sum=zero[!(f64) ⊗ f64]" in ad  # summed over the iterations of `map`
+    assert "case f_ct_2 of !r ⊗ ct" in ad  # consumed by `case`: x1's cotangent
+    for gone in ("lam (", "⊗", "case", ".back("):
+        assert gone not in optimised and gone not in rev.source
+    assert "x1_ct_sum" in rev.source
+    _pinned("fig2_ad.txt", ad)
+    _pinned("fig2_source.py", rev.source.replace(str(Path(__file__).parent / "paper_fig2.py"), "<file>"))
