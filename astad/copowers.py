@@ -24,12 +24,10 @@ What is left is first-order code for the rest of the optimiser.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
-
 from .errors import InternalError
 from .frontend import Namer
 from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Const, Copower, CopowerT, Copy, Dup, FunT, If, Lam,
-                 Loop, LoopBack, MakeTuple, ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars,
+                 Loop, LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars,
                  lam_free_vars, map_atoms, nested_blocks)
 
 
@@ -69,15 +67,84 @@ def _lams(block: Block, found: dict[str, Lam]) -> dict[str, Lam]:
 # --------------------------------------------------------------------------- copowers
 
 
-def _folded_type(t: Type, lams: dict[str, Lam]) -> Type:
-    """What a copower becomes: the cotangent of what its function captures (one
-    variable), or the empty tuple (nothing)."""
-    if not isinstance(t, CopowerT):
-        return t
-    captured = lams[t.fn.name].captured
-    if len(captured) > 1:
-        raise InternalError("copowers of functions capturing two or more variables are not removed yet")
-    return captured[0].type if captured else TupleT(())
+class _Folder:
+    """Folds every copower where it is made (see the module's docstring): a
+    variable holding a copower of a function that captures ``x`` and ``y``
+    becomes two, holding cotangents of ``x`` and ``y`` (``f_ct_sum`` becomes
+    ``x_ct_sum`` and ``y_ct_sum``), and every construct that passes it on
+    (sums, copies, loops, branches, tuples) passes those on instead."""
+
+    def __init__(self, lams: dict[str, Lam], namer: Namer, captured_at: dict[str, tuple[Var, ...]]) -> None:
+        self.lams, self.namer, self.captured_at = lams, namer, captured_at
+        self.names: dict[str, tuple[Var, ...]] = {}
+
+    def captured(self, t: CopowerT) -> tuple[Var, ...]:
+        return self.lams[t.fn.name].captured
+
+    def types(self, t: Type) -> list[Type]:
+        if isinstance(t, CopowerT):
+            return [v.type for v in self.captured(t)]
+        if isinstance(t, TupleT):
+            return [TupleT(tuple(i for item in t.items for i in self.types(item)))]
+        return [t]
+
+    def vars(self, v: Var) -> list[Var]:
+        if isinstance(v.type, CopowerT):
+            if v.name not in self.names:
+                fn = v.type.fn.name
+                self.names[v.name] = tuple(Var(self.name(v.name, fn, c.name), c.type) for c in self.captured(v.type))
+            return list(self.names[v.name])
+        return [Var(v.name, self.types(v.type)[0])]
+
+    def name(self, name: str, fn: str, captured: str) -> str:
+        if Namer.is_temp(name):
+            return self.namer.temp()
+        return self.namer.fresh(captured + name[len(fn):] if name.startswith(fn + "_ct") else f"{name}_{captured}")
+
+    def atoms(self, a: Atom) -> list[Atom]:
+        if isinstance(a, Var):
+            return list(self.vars(a))
+        if isinstance(a, Zero):
+            return [Zero(t) for t in self.types(a.type)]
+        return [a]
+
+    def atom(self, a: Atom) -> Atom:
+        (one,) = self.atoms(a)
+        return one
+
+    def targets(self, ts: tuple[Var, ...]) -> tuple[Var, ...]:
+        return tuple(v for t in ts for v in self.vars(t))
+
+    def many(self, atoms: tuple[Atom, ...]) -> tuple[Atom, ...]:
+        return tuple(x for a in atoms for x in self.atoms(a))
+
+    def block(self, block: Block) -> Block:
+        binds: list[Bind] = []
+        for b in block.binds:
+            binds += self.bind(b)
+        return Block(tuple(binds), self.atom(block.result))
+
+    def bind(self, b: Bind) -> list[Bind]:
+        rhs, loc = b.rhs, b.loc
+        if isinstance(rhs, Copower):  # !record ⊗ ct: the captured part of that call's backward map
+            return [Bind((t,), Copy(c), loc) for t, c in zip(self.targets(b.targets), self.captured_at[rhs.record.name])]
+        if isinstance(rhs, CaseCopower):  # case of a folded copower: what it holds
+            return [Bind((t,), Copy(c), loc) for t, c in zip(b.targets, self.atoms(rhs.copower))]
+        if isinstance(rhs, (Plus, Copy)) and isinstance(b.targets[0].type, CopowerT):
+            parts = [self.atoms(a) for a in (rhs.items if isinstance(rhs, Plus) else (rhs.atom,))]
+            return [Bind((t,), Plus(tuple(p[i] for p in parts)) if isinstance(rhs, Plus) else Copy(parts[0][i]), loc)
+                    for i, t in enumerate(self.targets(b.targets))]
+        if isinstance(rhs, MakeTuple):
+            rhs = MakeTuple(self.many(rhs.items))
+        elif isinstance(rhs, If):
+            rhs = If(rhs.cond, self.block(rhs.then), self.block(rhs.orelse))
+        elif isinstance(rhs, LoopBack):
+            rhs = LoopBack(rhs.tape, rhs.saved, self.targets(rhs.params), self.many(rhs.init), self.block(rhs.body))
+        elif not isinstance(rhs, Unpack):
+            rhs = map_atoms(rhs, self.atom)
+        else:
+            rhs = Unpack(self.atom(rhs.tup))
+        return [Bind(self.targets(b.targets), rhs, loc)]
 
 
 def _fold_copowers(block: Block, lams: dict[str, Lam], namer: Namer) -> Block:
@@ -93,71 +160,7 @@ def _fold_copowers(block: Block, lams: dict[str, Lam], namer: Namer) -> Block:
                 find(inner)
 
     find(block)
-    names: dict[str, str] = {}
-
-    def name(v: Var) -> str:
-        """``f_ct_sum`` folded is the sum of cotangents of what ``f`` captures, ``x_ct_sum``."""
-        if not isinstance(v.type, CopowerT) or len(lams[v.type.fn.name].captured) != 1:
-            return v.name
-        fn, captured = v.type.fn.name, lams[v.type.fn.name].captured[0].name
-        if v.name not in names:
-            names[v.name] = namer.fresh(captured + v.name[len(fn):]) if v.name.startswith(fn + "_ct") else v.name
-        return names[v.name]
-
-    return _retype(_rewrite(block, captured_at), lambda t: _folded_type(t, lams), name)
-
-
-def _rewrite(block: Block, captured_at: dict[str, tuple[Var, ...]]) -> Block:
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, Copower):
-            part = captured_at[rhs.record.name]
-            rhs = Copy(part[0]) if part else MakeTuple(())
-        elif isinstance(rhs, CaseCopower):
-            if not b.targets:
-                continue
-            rhs = Copy(rhs.copower)
-        elif isinstance(rhs, If):
-            rhs = If(rhs.cond, _rewrite(rhs.then, captured_at), _rewrite(rhs.orelse, captured_at))
-        elif isinstance(rhs, LoopBack):
-            rhs = replace(rhs, body=_rewrite(rhs.body, captured_at))
-        binds.append(Bind(b.targets, rhs, b.loc))
-    return Block(tuple(binds), block.result)
-
-
-def _retype(block: Block, new: Callable[[Type], Type], name: Callable[[Var], str]) -> Block:
-    """Every variable and zero given the type ``new`` makes of its own (a tuple's
-    items too), and variables the name ``name`` gives them."""
-
-    def ty(t: Type) -> Type:
-        if isinstance(t, TupleT):
-            return TupleT(tuple(ty(i) for i in t.items))
-        return new(t)
-
-    def var(v: Var) -> Var:
-        return Var(name(v), ty(v.type))
-
-    def atom(a: Atom) -> Atom:
-        if isinstance(a, Var):
-            return var(a)
-        if isinstance(a, Zero):
-            return Zero(ty(a.type))
-        return a
-
-    def run(blk: Block) -> Block:
-        binds = []
-        for b in blk.binds:
-            rhs = map_atoms(b.rhs, atom) if not isinstance(b.rhs, (If, LoopBack)) else b.rhs
-            if isinstance(rhs, If):
-                rhs = If(atom(rhs.cond), run(rhs.then), run(rhs.orelse))
-            elif isinstance(rhs, LoopBack):
-                rhs = LoopBack(var(rhs.tape), tuple(map(var, rhs.saved)), tuple(map(var, rhs.params)),
-                               tuple(map(atom, rhs.init)), run(rhs.body))
-            binds.append(Bind(tuple(map(var, b.targets)), rhs, b.loc))
-        return Block(tuple(binds), atom(blk.result))
-
-    return run(block)
+    return _Folder(lams, namer, captured_at).block(block)
 
 
 # --------------------------------------------------------------------------- inlining

@@ -1195,9 +1195,8 @@ class Lowerer:
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
         if (block is None or not isinstance(value.type, Num)  # type: ignore[union-attr]
                 or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) for b in binds)
-                or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))
-                or sum(bool(v.type.differentiable) for v in lam_free_vars(Lam(params, block))) > 1):
-            return None  # (the optimiser removes copowers of one captured variable at most)
+                or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))):
+            return None
         name = next((k for sc in self._chain() for k, v in sc.env.items()
                      if isinstance(v, Ref) and v.obj is c), c.__name__.strip("<>"))
         fname = self.namer.fresh(name)

@@ -230,7 +230,7 @@ class _Macro:
             new = [self.ct_or_zeros(rhs.carried[i]) for i in carried]
             never.update(v.name for v in inputs if isinstance(self.ct_of(v), Zero))
             for acc, v in zip(accs, inputs):
-                total = Var(self.namer.temp(), v.type)
+                total = Var(self.namer.temp(), _ct_type(v.type))
                 self.b.bind((total,), Plus((acc, self.ct_or_zeros(v))))
                 new.append(total)
             return new

@@ -42,8 +42,8 @@ def fig2_backward(residuals, w_ct):
         # line 6: ys = map(f, x2)
         t16 = x2_2_ct_sum
         t16[element_index_2] += x2i_ct_2_2
-        t17 = x1_ct_sum + x1_ct_2_3
-        items_3_ct, x2_2_ct_sum, x1_ct_sum = items_3_ct_2, t16, t17
+        t26 = x1_ct_sum + x1_ct_2_3
+        items_3_ct, x2_2_ct_sum, x1_ct_sum = items_3_ct_2, t16, t26
     x2_2_ct_2 = x2_2_ct_sum
     x1_ct_2_2 = x1_ct_sum
     return x1_ct_2_2, x2_2_ct_2
