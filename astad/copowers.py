@@ -43,8 +43,8 @@ def remove_functions(prog: ReverseProgram) -> ReverseProgram:
     namer = Namer(names)
     namer.taken |= names  # every name is taken: new ones are fresh
     inliner = _Inliner(lams, namer)
-    forward = inliner.forward(prog.forward)
-    backward = inliner.backward(_fold_copowers(prog.backward, lams, namer))
+    forward = inliner.walk(prog.forward)  # first: the records and tapes the backward block reads
+    backward = inliner.walk(_fold_copowers(prog.backward, lams, namer))
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 
@@ -188,27 +188,35 @@ class _Inliner:
             env.update((t.name, n) for t, n in zip(b.targets, targets))
         return out
 
-    def forward(self, block: Block) -> Block:
+    def walk(self, block: Block) -> Block:
+        """The block with its calls inlined (the functions' definitions and copies gone)."""
         binds: list[Bind] = []
         for b in block.binds:
             rhs = b.rhs
             if isinstance(rhs, Lam) or (isinstance(rhs, Dup) and isinstance(rhs.var.type, FunT)):
                 continue
-            if isinstance(rhs, App):
-                binds += self.call(b, rhs)
+            if isinstance(rhs, (App, AppBack)):
+                binds += self.call(b, rhs) if isinstance(rhs, App) else self.call_back(b, rhs)
                 continue
             if isinstance(rhs, If):
-                rhs = If(rhs.cond, self.forward(rhs.then), self.forward(rhs.orelse))
+                rhs = If(rhs.cond, self.walk(rhs.then), self.walk(rhs.orelse))
             elif isinstance(rhs, Loop):
-                body = self.forward(rhs.body)
-                old = {v.name for v in bound_vars(rhs.body)}
-                made = [v for v in bound_vars(body) if v.name not in old]
-                save = tuple(v for v in rhs.save if v.name not in self.records) + tuple(made)
-                if rhs.tape is not None:
-                    self.tapes[rhs.tape.name] = save
-                rhs = replace(rhs, body=body, save=save)
+                rhs = self.loop(rhs)
+            elif isinstance(rhs, LoopBack):
+                rhs = replace(rhs, saved=self.tapes.get(rhs.tape.name, rhs.saved), body=self.walk(rhs.body))
             binds.append(Bind(b.targets, rhs, b.loc))
         return Block(tuple(binds), block.result)
+
+    def loop(self, rhs: Loop) -> Loop:
+        """A forward loop with its calls inlined: its tape saves what the inlined
+        bodies bind (the backward maps read it), not the calls' records."""
+        body = self.walk(rhs.body)
+        old = {v.name for v in bound_vars(rhs.body)}
+        made = [v for v in bound_vars(body) if v.name not in old]
+        save = tuple(v for v in rhs.save if v.name not in self.records) + tuple(made)
+        if rhs.tape is not None:
+            self.tapes[rhs.tape.name] = save
+        return replace(rhs, body=body, save=save)
 
     def call(self, b: Bind, rhs: App) -> list[Bind]:
         lam = self.lams[rhs.fn.type.name]  # type: ignore[union-attr]
@@ -222,20 +230,6 @@ class _Inliner:
         if len(b.targets) == 2:
             self.records[b.targets[1].name] = {v.name: env.get(v.name, v) for v in lam.save}
         return binds
-
-    def backward(self, block: Block) -> Block:
-        binds: list[Bind] = []
-        for b in block.binds:
-            rhs = b.rhs
-            if isinstance(rhs, AppBack):
-                binds += self.call_back(b, rhs)
-                continue
-            if isinstance(rhs, If):
-                rhs = If(rhs.cond, self.backward(rhs.then), self.backward(rhs.orelse))
-            elif isinstance(rhs, LoopBack):
-                rhs = replace(rhs, saved=self.tapes.get(rhs.tape.name, rhs.saved), body=self.backward(rhs.body))
-            binds.append(Bind(b.targets, rhs, b.loc))
-        return Block(tuple(binds), block.result)
 
     def call_back(self, b: Bind, rhs: AppBack) -> list[Bind]:
         lam = self.lams[rhs.fn.type.name]  # type: ignore[union-attr]
