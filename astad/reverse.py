@@ -134,7 +134,7 @@ class _Macro:
         if not isinstance(a, Var) or not differentiable(a.type):
             return
         if ct is None or isinstance(ct, Zero):
-            self.cts[a.name] = Zero(a.type)
+            self.cts[a.name] = Zero(_ct_type(a.type))
             return
         named = Var(self.namer.fresh(f"{a.name}_ct"), _ct_type(a.type, ct))
         self.b.bind((named,), Copy(ct))
@@ -245,7 +245,7 @@ class _Macro:
         for i, t in zip(carried, targets):
             self.give(rhs.init[i], t)
         for v, t in zip(inputs, targets[len(carried):]):
-            self.cts[v.name] = Zero(v.type) if v.name in never else t
+            self.cts[v.name] = Zero(_ct_type(v.type)) if v.name in never else t
 
     def rule_Lam(self, bind: Bind, rhs: Lam) -> None:
         """CHAD's λ (§7.2): the function's backward map, from the cotangent of its

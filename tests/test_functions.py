@@ -325,3 +325,17 @@ def test_function_values_get_copowers_which_the_optimiser_folds(fn, args, captur
     assert "⊗" not in rev.ir("optimised") and "lam (" not in rev.ir("optimised")
     for name in captured:
         assert f"{name}_ct_sum" in rev.source or f"{name}_ct" in rev.source
+
+
+def called_twice_one_call_dead(x, y):
+    fs = (np.cos, lambda t: np.tanh(t * y) + x)
+    v = fs[1](x)  # dead: its copower is zero
+    x = fs[1](x)
+    return x * x
+
+
+def test_a_function_value_whose_call_is_dead():
+    """A dead call's copower is zero (it was a zero of the function's type, which
+    the copower folding could not split: InternalError)."""
+    check_grad(called_twice_one_call_dead, [0.41, -0.69])
+    check_stages(called_twice_one_call_dead, (0.41, -0.69))
