@@ -1283,11 +1283,16 @@ class Lowerer:
         # a scope of its own: its variables are not the enclosing function's (nor its functions')
         scope = _Scope(self.scope.parsed, self.scope.path, {key: PyTuple((), is_list=True)}, parent=self.scope)
         self.stack.append(scope)
+        start = len(self.binds)
         try:
             self.lower_stmts([body])
         finally:
             self.stack.pop()
-        return scope.env[key]
+        items = scope.env[key]
+        n = _trip_count(self.binds[start:]) if len(clauses) == 1 and not clauses[0].ifs else None
+        if n is not None and isinstance(items, Var) and isinstance(items.type, ListT):
+            return self.emit("list_of_length", [items], {"n": n})  # np.stack of it has a known first axis
+        return items
 
     def alias(self, made: cst.CSTNode, user: cst.CSTNode) -> None:
         """Point errors and line comments of the nodes astad made at the user's node."""
@@ -1784,8 +1789,21 @@ def _target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _forget_value(t: Type) -> Type:
-    """A loop-carried value changes between iterations: its static value is unknown."""
+    """A loop-carried value changes between iterations: its static value (a list: its length) is unknown."""
+    if isinstance(t, ListT) and t.length is not None:
+        return ListT(t.elem)
     return Num(t.shape, t.dtype, t.py) if isinstance(t, Num) and t.value is not None else t
+
+
+def _trip_count(binds: list[Bind]) -> int | None:
+    """How often the ``for`` loop among ``binds`` (a comprehension's) runs, when its bounds are known."""
+    loops = [b.rhs for b in binds if isinstance(b.rhs, Loop)]
+    if len(loops) != 1 or loops[0].index is None:
+        return None
+    bounds = [a.value if isinstance(a, Const) else getattr(a.type, "value", None) for a in loops[0].bounds]
+    if any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in bounds):
+        return None
+    return len(range(*(int(v) for v in bounds)))
 
 
 def _assigned_names(node: cst.CSTNode) -> list[str]:

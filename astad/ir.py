@@ -86,13 +86,14 @@ class ListT:
     ``append`` in a loop); ``elem`` is None until the first append is seen."""
 
     elem: "Type | None"
+    length: int | None = None  # known when transforming (a comprehension over a range or an array)
 
     @property
     def differentiable(self) -> bool:
         return self.elem is not None and bool(self.elem.differentiable)
 
     def __str__(self) -> str:
-        return f"list[{self.elem if self.elem is not None else '?'}]"
+        return f"list[{self.elem if self.elem is not None else '?'}{'' if self.length is None else f'; {self.length}'}]"
 
 
 @dataclass(frozen=True)

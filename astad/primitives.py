@@ -1097,6 +1097,18 @@ def _append_infer(ts: list[Type], params: dict) -> Type:
     return ListT(v)
 
 
+def _unknown_length(t: Type) -> Type:
+    from .ir import ListT
+
+    return ListT(t.elem) if isinstance(t, ListT) else t
+
+
+def _list_of_length_infer(ts: list[Type], params: dict) -> Type:
+    from .ir import ListT
+
+    return ListT(_list_t(ts[0]).elem, params["n"])
+
+
 def _list_elem(ts: list[Type], params: dict) -> Type:
     l = _list_t(ts[0])
     if l.elem is None:
@@ -1109,14 +1121,16 @@ def _stack_list_infer(ts: list[Type], params: dict) -> Type:
     nd = e.ndim + 1
     axis = _norm_axes(params.get("axis", 0), nd)[0]
     shape = list(e.shape)
-    shape.insert(axis, None)
+    shape.insert(axis, _list_t(ts[0]).length)
     return Num(tuple(shape), e.dtype)
 
 
 def _concat_list_infer(ts: list[Type], params: dict) -> Type:
     e = _num(_list_elem(ts, params))
     axis = _norm_axes(params.get("axis", 0), e.ndim)[0]
-    return Num(tuple(None if i == axis else d for i, d in enumerate(e.shape)), e.dtype)
+    n = _list_t(ts[0]).length
+    size = None if n is None or e.shape[axis] is None else n * e.shape[axis]
+    return Num(tuple(size if i == axis else d for i, d in enumerate(e.shape)), e.dtype)
 
 
 def _vjp_list(b, p, out, ct):
@@ -1149,7 +1163,7 @@ _register(
               _vjp_append),
     Primitive("list_get", lambda l, i: l[i], _list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), _vjp_list_get,
               zero_in=(0,)),
-    Primitive("list_init", lambda l: l[:-1], lambda ts, ps: ts[0],
+    Primitive("list_init", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]),
               lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,)),
     # in place, where the optimiser proved the old list is read by nothing else (O(1), not O(length))
     Primitive("append_in_place", lambda l, v: l + [v], lambda ts, ps: _append_infer(ts, ps), None, None,
@@ -1157,7 +1171,10 @@ _register(
                                       cst.Expr(px.method(t, "append", [a[1]]))]),
     Primitive("list_pop", lambda l: l[-1], _list_elem, None, None, zero_in=(0,),
               stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], px.method(a[0], "pop"))]),
-    Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: ts[0], lambda a, ps: a[0], None, zero_in=(0,)),
+    Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]), lambda a, ps: a[0], None, zero_in=(0,)),
+    # a list whose length is known when transforming (a comprehension over a range or an array's rows)
+    Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0],
+              lambda b, p, out, ct: [ct], zero_in=(0,)),
     Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), _vjp_zero),
     Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, _emit_stack_seq("stack"),
               _vjp_stack_list),

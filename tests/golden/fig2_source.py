@@ -17,19 +17,19 @@ def fig2_forward(x1, x2):
         element_index_2_tape.append((element_index_2, element_2))
         items_3 = items_4
     items_5 = items_3
+    ys = items_5
     # line 7: w = sum(ys)
-    t11 = np.stack(items_5)
-    w = t11.sum(axis=0)
-    return w, (x1, x2, element_index_2_tape, t11)
+    w = np.stack(ys).sum(axis=0)
+    return w, (x1, x2, element_index_2_tape)
 
 
 def fig2_backward(residuals, w_ct):
     """Reverse pass of fig2: cotangent of the value -> one cotangent per parameter."""
-    x1, x2, element_index_2_tape, t11 = residuals
+    x1, x2, element_index_2_tape = residuals
     # line 7: w = sum(ys)
-    t11_ct = np.broadcast_to(w_ct, np.shape(t11))
-    items_5_ct = unstack(t11_ct, axis=0)
-    items_3_ct = items_5_ct
+    t12_ct = np.broadcast_to(w_ct, (3,))
+    ys_ct = unstack(t12_ct, axis=0)
+    items_3_ct = ys_ct
     x2_2_ct_sum = np.zeros((3,))
     x1_ct_sum = 0.0
     # line 6: ys = map(f, x2)
@@ -40,10 +40,10 @@ def fig2_backward(residuals, w_ct):
         x1_ct_2_3 = t8_ct * element_2
         x2i_ct_2_2 = t8_ct * x1
         # line 6: ys = map(f, x2)
-        t16 = x2_2_ct_sum
-        t16[element_index_2] += x2i_ct_2_2
-        t26 = x1_ct_sum + x1_ct_2_3
-        items_3_ct, x2_2_ct_sum, x1_ct_sum = items_3_ct_2, t16, t26
+        t15 = x2_2_ct_sum
+        t15[element_index_2] += x2i_ct_2_2
+        t25 = x1_ct_sum + x1_ct_2_3
+        items_3_ct, x2_2_ct_sum, x1_ct_sum = items_3_ct_2, t15, t25
     x2_2_ct_2 = x2_2_ct_sum
     x1_ct_2_2 = x1_ct_sum
     return x1_ct_2_2, x2_2_ct_2
