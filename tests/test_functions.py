@@ -339,3 +339,27 @@ def test_a_function_value_whose_call_is_dead():
     the copower folding could not split: InternalError)."""
     check_grad(called_twice_one_call_dead, [0.41, -0.69])
     check_stages(called_twice_one_call_dead, (0.41, -0.69))
+
+
+def stacked_next_to_its_rows(x):
+    return np.sum(np.stack([x, np.stack([np.sin(r) for r in x])]) ** 2)
+
+
+def stacked_then_updated(x):
+    v = np.stack([np.sin(r) for r in x])
+    v *= x
+    return np.sum(v)
+
+
+def concatenated_with_a_map(x):
+    return np.sum(np.concatenate([x, np.array(list(map(np.tanh, x)))]) * np.arange(6.0))
+
+
+@pytest.mark.parametrize("fn", [stacked_next_to_its_rows, stacked_then_updated, concatenated_with_a_map])
+def test_a_comprehension_over_known_rows_has_a_known_length(fn):
+    """`np.stack` of a comprehension or `map` over an array of known shape has a
+    known first axis: it fits next to arrays of that shape (it was refused:
+    "array shapes (3,), (?,) do not fit together")."""
+    x = np.array([0.3, -0.5, 0.9])
+    check_grad(fn, [x])
+    check_stages(fn, (x,))

@@ -60,7 +60,10 @@ INPUT_BOUND = 1.5
 # Switches that leave out what astad gets wrong, each with a reproducer; flip
 # one to True to generate the construct again.
 
-# astad bug: the array `np.stack`/`np.array` make of a comprehension, of
+# (fixed in 1d84b8a for comprehensions and `map` without `if` filters, which is
+# what this generator stacks; the switch stays as a regression check; a list
+# appended to in a loop still has a run-time length) astad bug: the array
+# `np.stack`/`np.array` make of a comprehension, of
 # `list(map(...))` or of a list appended to in a loop has a first axis of
 # run-time length (`?`) to astad, even over `range(3)` or the rows of a (3,)
 # array; combined with an array of known shape where numpy needs the sizes to
@@ -76,8 +79,9 @@ INPUT_BOUND = 1.5
 # (TypeError in `np.broadcast_to(out_ct * 2.0, (None,))`); fixed in cf1d310.)
 # False: the array a comprehension, `map` or a higher-order helper stacks is
 # reshaped to its shape right away (`np.stack([...]).reshape(3, 4)`), which
-# tells astad its length.
-RUNTIME_LENGTH = False
+# tells astad its length.  (A comprehension with an `if` filter has a length
+# known only at run time: the generator always reshapes what it stacks.)
+RUNTIME_LENGTH = True
 
 # (fixed in cf1d310; the switch stays as a regression check) a function
 # returned by a nested def (`return lambda t: ...`, or a nested `def inner`
@@ -536,9 +540,10 @@ class Gen:
         if self.mentions_maker(text):
             self.makers.add(name)
 
-    def known_length(self, expr):
-        """``expr`` stacks a list astad sees with a run-time length: reshape it (RUNTIME_LENGTH)."""
-        if RUNTIME_LENGTH:
+    def known_length(self, expr, filtered=False):
+        """``expr`` stacks a list: reshape it if astad sees it with a run-time length (a filtered
+        comprehension's always, RUNTIME_LENGTH)."""
+        if RUNTIME_LENGTH and not filtered:
             return expr, True
         return f"{expr}.reshape({', '.join(map(str, self.shape_of(expr)))})", False
 
@@ -915,7 +920,7 @@ class Gen:
         if not self.valid(expr):
             return None
         self.mark_called(expr)
-        expr, fresh = self.known_length(expr)
+        expr, fresh = self.known_length(expr, filtered=" if " in inner)
         # astad refuses `a += ...` once anything indexed `a` (iterating over its rows too)
         return (*self.squash(expr, bound), fresh, (a, b))
 
