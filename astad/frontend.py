@@ -412,9 +412,11 @@ class Lowerer:
         try:
             t = prims.infer(op, [a.type for a in args], params)
         except prims.ShapeError as e:
-            raise self.type_error(f"{_describe(op)}: {e}",
-                                  hint="operands whose shapes fit numpy's rules (reshape, transpose or index one "
-                                       "of them)") from None
+            empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
+            raise self.type_error(f"{_describe(op)}: {e}", hint=(
+                "an `append` to the list earlier in the code than this read (astad learns the elements' type "
+                "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
+                "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
         if _foldable(op, args):
             with np.errstate(all="ignore"):
                 value = prims.TABLE[op].impl(*[a.value for a in args], **params)
