@@ -394,7 +394,7 @@ class Lam:
 
     def __str__(self) -> str:
         saved = f" recording ({', '.join(v.name for v in self.save)})" if self.save else ""
-        return f"lam ({', '.join(f'{p.name}: {p.type}' for p in self.params)}){saved}"
+        return f"lam ({', '.join(f'{p.name}: {p.type}' for p in self.params)}){saved} ="
 
 
 @dataclass(frozen=True)
@@ -511,7 +511,7 @@ class Block:
             elif isinstance(b.rhs, (Loop, LoopBack)):
                 lines += [indent + "do", b.rhs.body.pretty(indent + "  ")]
             elif isinstance(b.rhs, Lam):
-                lines += [indent + "=", b.rhs.body.pretty(indent + "  ")]
+                lines += [b.rhs.body.pretty(indent + "  ")]
                 if b.rhs.back is not None and b.rhs.back_ct is not None:
                     lines += [indent + f"backward ({b.rhs.back_ct.name}) =", b.rhs.back.pretty(indent + "  ")]
         lines.append(indent + f"in {self.result}")
