@@ -844,6 +844,39 @@ def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Bloc
     return Block(tuple(binds), body.result)
 
 
+#: the fewest outer products a sum must have to be made one matrix product
+_OUTER_SUM_MIN = 4
+
+
+def outer_sums(block: Block, namer: Namer) -> Block:
+    """A sum of outer products is one matrix product: ``outer(u_1, v_1) + ... +
+    outer(u_n, v_n)`` is ``stack(u_1..u_n).T @ stack(v_1..v_n)`` (the cotangent of
+    a weight matrix applied at many places, as in a recursive model): two stacks
+    and one product instead of n products and n - 1 sums of matrices."""
+    outers = {b.targets[0].name: b.rhs for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "outer"
+              and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
+    uses = use_counts(block)
+    binds: list[Bind] = []
+    for b in block.binds:
+        b = _with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
+        rhs = b.rhs
+        found = [outers[a.name] for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
+            if isinstance(rhs, Plus) else []
+        if len(found) < _OUTER_SUM_MIN or len(found) != len(rhs.items):  # type: ignore[union-attr]
+            binds.append(b)
+            continue
+        us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
+        made = []
+        for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
+            v = Var(namer.temp(), prims.infer(op, [a.type for a in args], params))
+            made.append(v)
+            binds.append(Bind((v,), Prim(op, args, tuple(sorted(params.items()))), b.loc))
+        ut = Var(namer.temp(), prims.infer("transpose", [made[0].type], {}))
+        binds.append(Bind((ut,), Prim("transpose", (made[0],)), b.loc))
+        binds.append(Bind(b.targets, Prim("matmul", (ut, made[1])), b.loc))
+    return Block(tuple(binds), block.result)
+
+
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
     prog = forget_structure(restrict(prog, wrt))
     prog = ReverseProgram(prog.name, prog.params, fold(prog.forward, keep_copies=False), prog.ct_in,
@@ -851,6 +884,10 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, accumulate_in_loops(prog.backward)))
+    names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
+    namer = Namer(names)
+    namer.taken |= names
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, outer_sums(prog.backward, namer)))
     prog = finish(prog)
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))
