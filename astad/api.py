@@ -143,7 +143,7 @@ class Reverse:
         _MEMORY[mkey] = d
         found = (d, _dep_checks(fn, d.deps))
         self._derivatives[key] = found
-        if wrt is None:
+        if wrt is None or self._last is None:  # `.source` shows the full derivative once there is one
             self._last = d
         return found
 

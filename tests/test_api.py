@@ -4,6 +4,11 @@ argument's shape and dtype for an array), tuple outputs, and decorated
 functions calling each other.  Derivatives are checked against central finite
 differences, never against astad's own output."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -356,3 +361,25 @@ def test_grad_matches_pullback(fn, args):
         if isinstance(a, int):
             continue
         close(astad.grad(fn, argnums=i)(*args), cts[i])
+
+
+def test_the_readme_example_runs_and_shows_its_code():
+    """`python examples/mlp.py`, the README's first command: it trains with
+    `value_and_grad(..., argnums=...)` and then prints `loss.source` (which once
+    raised: only a derivative of every argument counted as "called")."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, str(root / "examples" / "mlp.py")], capture_output=True, text=True,
+                          timeout=300, cwd=root, env=dict(os.environ, ASTAD_DISK_CACHE="0"))
+    assert proc.returncode == 0, proc.stderr
+    losses = [float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("step")]
+    assert len(losses) == 5 and losses[-1] < losses[0] / 5
+    assert "def loss_backward(" in proc.stdout
+
+
+def test_source_after_only_a_restricted_gradient():
+    def f(x, y):
+        return np.sum(x * y)
+
+    rev = astad.reverse(f)
+    astad.grad(rev, argnums=0)(np.ones(2), np.ones(2))
+    assert "def f_backward(" in rev.source
