@@ -919,7 +919,7 @@ class Lowerer:
              e_binds: list[Bind]) -> list[Value]:
         """Bind ``if cond`` with the two branches' values joined into new variables."""
         pairs: list[tuple[str, Atom, Atom]] = []
-        rebuilt = [self._pair_up(name, tv, ev, pairs) for name, tv, ev in values]
+        rebuilt = [self._pair_up(name, tv, ev, pairs, (t_binds, e_binds)) for name, tv, ev in values]
         outs = [Var(self.namer.fresh(name) if name.isidentifier() else self.namer.temp(),
                     self.join_type(name, a.type, b.type)) for name, a, b in pairs]
 
@@ -933,10 +933,16 @@ class Lowerer:
         it = iter(outs)
         return [_rebuild(r, it) for r in rebuilt]
 
-    def _pair_up(self, name: str, tv: Value, ev: Value, pairs: list) -> Any:
-        """Match the structure of two branches' values; collect the atom pairs to join."""
+    def _pair_up(self, name: str, tv: Value, ev: Value, pairs: list, binds: tuple[list[Bind], list[Bind]]) -> Any:
+        """Match the structure of two branches' values; collect the atom pairs to
+        join.  A list of another length in each branch (appended to in one of
+        them) is joined as a list built at run time."""
         if isinstance(tv, PyTuple) and isinstance(ev, PyTuple) and len(tv.items) == len(ev.items):
-            return tuple(self._pair_up(name, a, b, pairs) for a, b in zip(tv.items, ev.items))
+            items = tuple(self._pair_up(name, a, b, pairs, binds) for a, b in zip(tv.items, ev.items))
+            return ("list", items) if tv.is_list and ev.is_list else items
+        if _is_list(tv) and _is_list(ev):
+            pairs.append((name, *(self._in_branch(v, b) for v, b in zip((tv, ev), binds))))
+            return ("atom",)
         if isinstance(tv, Ref) or isinstance(ev, Ref):
             if tv == ev:
                 return ("same", tv)
@@ -947,6 +953,16 @@ class Lowerer:
                                   None, "values of the same structure in both branches")
         pairs.append((name, self.atom(tv, self.node), self.atom(ev, self.node)))
         return ("atom",)
+
+    def _in_branch(self, value: Value, binds: list[Bind]) -> Atom:
+        """A list as a run-time list, made (if it must be) at the end of a branch's bindings."""
+        if not isinstance(value, PyTuple):
+            return self.atom(value, self.node)
+        saved, self.binds = self.binds, binds
+        try:
+            return self.dynamic_list(value, self.node)
+        finally:
+            self.binds = saved
 
     def join_type(self, name: str, a: Type, b: Type) -> Type:
         if a == b:
@@ -1694,6 +1710,10 @@ def _closures_in(value: Any) -> list[Closure]:
     return []
 
 
+def _is_list(value: Any) -> bool:
+    return (isinstance(value, PyTuple) and value.is_list) or (isinstance(value, Var) and isinstance(value.type, ListT))
+
+
 def _atoms_in(value: Any) -> list[Atom]:
     """The atoms a value is made of (a tuple's items, a bound method's array)."""
     if isinstance(value, (PyTuple, PyDict)):
@@ -1925,6 +1945,8 @@ def _rebuild(shape: Any, outs: Any) -> Value:
         return next(outs)
     if shape[:1] == ("same",):
         return shape[1]
+    if shape[:1] == ("list",):  # a list joined item by item stays a list
+        return PyTuple(tuple(_rebuild(s, outs) for s in shape[1]), is_list=True)
     return PyTuple(tuple(_rebuild(s, outs) for s in shape))
 
 

@@ -574,20 +574,3 @@ def p_inplace_after_element_read(x):
 def test_in_place_update_after_reading_elements_is_fine():
     check_grad(p_inplace_after_element_read, [np.array([0.3, 0.5, 0.7])])
 
-
-def p_read_before_any_append(x, n):
-    acc = []
-    s = 0.0
-    for i in range(n):
-        if len(acc) > 0:
-            s = s + acc[-1]
-        acc.append(x * i)
-    return s
-
-
-def test_reading_a_list_before_any_append_says_what_to_do():
-    """The hint is about the list, not about numpy's shape rules."""
-    e = raise_on_use(p_read_before_any_append, 0.5, np.int64(3))
-    assert isinstance(e, astad.AstadTypeError), f"{type(e).__name__}: {e}"
-    check_located(e, p_read_before_any_append, "acc[-1]")
-    assert "nothing has been appended" in e.message and "append" in e.hint and "numpy" not in e.hint

@@ -877,3 +877,57 @@ def test_an_invariant_is_computed_once():
     forward = "\n".join(ln for ln in forward.splitlines() if not ln.strip().startswith("#"))
     loop_at = forward.index("\n    for ")
     assert "a * a" in forward[:loop_at] and "a * a" not in forward[loop_at:]
+
+
+def read_under_a_length_guard_before_the_append(x, n):
+    acc = []
+    s = 0.0
+    for i in range(n):
+        if len(acc) > 0:
+            s = s + acc[-1] * x
+        acc.append(np.sin(x * i))
+    return s
+
+
+def lists_of_another_length_in_each_branch(x, y):
+    acc = [x * 2.0]
+    if y > 0.0:
+        acc.append(np.sin(x))
+    if y > 0.5:
+        acc.append(x * y)
+        acc.append(x)
+    else:
+        acc.append(x - y)
+        acc.append(x * x)
+    acc.append(x ** 2)
+    return np.sum(np.stack(acc)) + np.sum(acc[0] * acc[-1])
+
+
+def appended_only_in_dead_code(x, n):
+    acc = []
+    k = []
+    for i in range(n):
+        if len(k) > 1:
+            acc.append(x * i)
+        x = x * 0.9
+    v = 0.0
+    if len(acc) > 0:
+        v = np.sum(np.stack(acc))
+    return x + v
+
+
+@pytest.mark.parametrize("fn, args", [
+    (read_under_a_length_guard_before_the_append, (0.7, np.int64(4))),
+    (read_under_a_length_guard_before_the_append, (0.7, 4)),
+    (lists_of_another_length_in_each_branch, (np.array([0.7, -0.4]), 0.3)),
+    (lists_of_another_length_in_each_branch, (np.array([0.7, -0.4]), 0.8)),
+    (lists_of_another_length_in_each_branch, (np.array([0.7, -0.4]), -0.3)),
+    (appended_only_in_dead_code, (0.7, np.int64(3))),
+], ids=lambda a: getattr(a, "__name__", ""))
+def test_lists_whose_length_differs_between_paths(fn, args):
+    """A list read under `len(acc) > 0` before the `append` in the source; a list
+    of another length in each branch of an `if` (joined as a list built at run
+    time; of one length, it stays a list); a list nothing is ever appended to
+    has length 0 (these were refused)."""
+    check_grad(fn, list(args))
+    check_stages(fn, args)
