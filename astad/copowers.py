@@ -26,42 +26,25 @@ from __future__ import annotations
 from dataclasses import replace
 from .errors import InternalError
 from .frontend import Namer
-from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Const, Copower, CopowerT, Copy, Dup, FunT, If, Lam,
-                 Loop, LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars,
-                 lam_free_vars, map_atoms, nested_blocks)
+from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Dup, FunT, If, Lam, Loop,
+                 LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var, bound_names,
+                 bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
 
 
 def remove_functions(prog: ReverseProgram) -> ReverseProgram:
     """The program without ``lam``, calls, copowers and ``case``."""
-    lams = _lams(prog.forward, {})
+    lams = function_values(prog.forward)
     if not lams:
         return prog
     names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
     for lam in lams.values():
         if lam.back is not None:
             names |= set(bound_names(lam.back))
-    namer = Namer(names)
-    namer.taken |= names  # every name is taken: new ones are fresh
+    namer = Namer.adding_to(names)
     inliner = _Inliner(lams, namer)
     forward = inliner.walk(prog.forward)  # first: the records and tapes the backward block reads
     backward = inliner.walk(_fold_copowers(prog.backward, lams, namer))
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
-
-
-def _var(a: Atom) -> Var:
-    if not isinstance(a, Var):
-        raise InternalError("a function value returns a variable")
-    return a
-
-
-def _lams(block: Block, found: dict[str, Lam]) -> dict[str, Lam]:
-    """Each function value by the name its type carries (copies made by ``dup`` share it)."""
-    for b in block.binds:
-        if isinstance(b.rhs, Lam):
-            found[b.targets[0].name] = b.rhs
-        for inner in nested_blocks(b.rhs):
-            _lams(inner, found)
-    return found
 
 
 # --------------------------------------------------------------------------- copowers
@@ -224,7 +207,7 @@ class _Inliner:
         binds = self.rename(lam.body, env, b.targets[0])
         result = lam.body.result
         if isinstance(result, Var) and result.name in {p.name for p in lam.params} | {v.name for v in lam_free_vars(lam)}:
-            binds.append(Bind(b.targets[:1], Dup(_var(env.get(result.name, result))), b.loc))  # an alias
+            binds.append(Bind(b.targets[:1], Dup(as_var(env.get(result.name, result))), b.loc))  # an alias
         elif not isinstance(result, Var):
             raise InternalError("a function value returns a variable")
         if len(b.targets) == 2:

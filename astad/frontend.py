@@ -11,6 +11,7 @@ functions are inlined, and every primitive's type is inferred from the table.
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import textwrap
 import types
@@ -25,7 +26,7 @@ from . import primitives as prims
 from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
-                 Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, vars_of)
+                 Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, trip_count, vars_of)
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -261,6 +262,11 @@ class Closure:
     def __name__(self) -> str:
         return self.node.name.value if isinstance(self.node, cst.FunctionDef) else "<lambda>"
 
+    @functools.cached_property
+    def reads(self) -> list[str]:
+        """The names its body mentions that are not its parameters (what it may capture), sorted."""
+        return sorted(_user_names(self.node.body) - {p.name.value for p in self.node.params.params})
+
 
 Value = Union[Atom, PyTuple, PyDict, Ref]
 
@@ -323,6 +329,14 @@ class Namer:
         self.used = set(reserved) | {"np"} | set(prims.RUNTIME)
         self.taken: set[str] = set()
         self.temps = 0
+
+    @classmethod
+    def adding_to(cls, names: set[str]) -> "Namer":
+        """Names for a pass that adds bindings to a program: every name there is
+        taken, so ``fresh`` never hands one out again."""
+        namer = cls(names)
+        namer.taken |= names
+        return namer
 
     def fresh(self, base: str) -> str:
         if base not in self.taken:
@@ -1168,10 +1182,7 @@ class Lowerer:
         return Ref("closure", Closure(node, self.scope, defaults, site))
 
     def _chain(self) -> Iterator["_Scope"]:
-        scope: _Scope | None = self.scope
-        while scope is not None:
-            yield scope
-            scope = scope.parent
+        return _scopes(self.scope)
 
     def function_value(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value | None:
         """A call of a lambda or nested def as a call of a function value in the IR
@@ -1185,8 +1196,7 @@ class Lowerer:
         if (not live or c.defaults or kwargs or len(args) != len(names)
                 or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
             return None
-        captures = tuple((n, _value_key(v)) for n in sorted(_user_names(c.node.body) - set(names))
-                         for v in [self._lookup(c.scope, n)] if v is not None)
+        captures = tuple((n, _value_key(v)) for n in c.reads for v in [self._lookup(c.scope, n)] if v is not None)
         key = (tuple(a.type for a in args), captures)  # type: ignore[union-attr]
         f = c.values.get(key)
         if f is None:
@@ -1225,11 +1235,8 @@ class Lowerer:
         return f
 
     def _lookup(self, scope: "_Scope | None", name: str) -> Value | None:
-        while scope is not None:
-            if name in scope.env:
-                return scope.env[name]
-            scope = scope.parent
-        return None
+        """What ``name`` is in ``scope`` or the scopes around it (as a nested function reads it)."""
+        return next((s.env[name] for s in _scopes(scope) if name in s.env), None)
 
     def held_by_functions(self) -> list[Value]:
         """The values the lambdas and nested defs that can still be called hold
@@ -1330,11 +1337,9 @@ class Lowerer:
 
     def expr_Name(self, node: cst.Name) -> Value:
         for_name = node.value
-        scope: _Scope | None = self.scope
-        while scope is not None:  # a nested function reads its enclosing functions' names as they are now
-            if for_name in scope.env:
-                return scope.env[for_name]
-            scope = scope.parent
+        found = self._lookup(self.scope, for_name)  # a nested function reads its enclosing functions' names now
+        if found is not None:
+            return found
         if for_name in ("True", "False", "None"):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
@@ -1710,6 +1715,13 @@ def _closures_in(value: Any) -> list[Closure]:
     return []
 
 
+def _scopes(scope: "_Scope | None") -> Iterator["_Scope"]:
+    """A scope and the scopes it is nested in, innermost first."""
+    while scope is not None:
+        yield scope
+        scope = scope.parent
+
+
 def _is_list(value: Any) -> bool:
     return (isinstance(value, PyTuple) and value.is_list) or (isinstance(value, Var) and isinstance(value.type, ListT))
 
@@ -1820,12 +1832,7 @@ def _forget_value(t: Type) -> Type:
 def _trip_count(binds: list[Bind]) -> int | None:
     """How often the ``for`` loop among ``binds`` (a comprehension's) runs, when its bounds are known."""
     loops = [b.rhs for b in binds if isinstance(b.rhs, Loop)]
-    if len(loops) != 1 or loops[0].index is None:
-        return None
-    bounds = [a.value if isinstance(a, Const) else getattr(a.type, "value", None) for a in loops[0].bounds]
-    if any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in bounds):
-        return None
-    return len(range(*(int(v) for v in bounds)))
+    return trip_count(loops[0]) if len(loops) == 1 else None
 
 
 def _assigned_names(node: cst.CSTNode) -> list[str]:

@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence, Union
 
+import numpy as np
+
 Dim = Union[int, None]  # None: not known statically
 
 
@@ -459,10 +461,32 @@ def nested_blocks(rhs: Comp) -> tuple["Block", ...]:
     return ()
 
 
+def trip_count(loop: "Loop") -> int | None:
+    """How often a ``for`` loop runs, when its bounds are known when transforming."""
+    if loop.index is None:
+        return None
+    bounds = [a.value if isinstance(a, Const) else getattr(a.type, "value", None) for a in loop.bounds]
+    if any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in bounds):
+        return None
+    return len(range(*(int(v) for v in bounds)))
+
+
 def lam_free_vars(rhs: Lam) -> tuple[Var, ...]:
     """What a function value captures: the variables its body reads from outside."""
     own = {v.name for v in rhs.params}
     return tuple(v for v in free_vars(rhs.body) if v.name not in own)
+
+
+def function_values(block: "Block") -> dict[str, Lam]:
+    """Each ``lam`` of a block (also nested) by the variable it is bound to, which
+    its type names (copies made by ``dup`` have the same type)."""
+    found: dict[str, Lam] = {}
+    for b in block.binds:
+        if isinstance(b.rhs, Lam):
+            found[b.targets[0].name] = b.rhs
+        for inner in nested_blocks(b.rhs):
+            found.update(function_values(inner))
+    return found
 
 
 def loop_free_vars(rhs: "Loop | LoopBack") -> tuple[Var, ...]:
@@ -723,13 +747,13 @@ def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
         own = {v.name for v in rhs.params}
         return replace(rhs, body=map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a)))
     if isinstance(rhs, App):
-        return App(_var(f(rhs.fn)), tuple(f(a) for a in rhs.args))
+        return App(as_var(f(rhs.fn)), tuple(f(a) for a in rhs.args))
     if isinstance(rhs, AppBack):
-        return AppBack(_var(f(rhs.fn)), _var(f(rhs.record)), f(rhs.ct))
+        return AppBack(as_var(f(rhs.fn)), as_var(f(rhs.record)), f(rhs.ct))
     if isinstance(rhs, Copower):
-        return Copower(_var(f(rhs.record)), f(rhs.ct))
+        return Copower(as_var(f(rhs.record)), f(rhs.ct))
     if isinstance(rhs, CaseCopower):
-        return CaseCopower(f(rhs.copower), _var(f(rhs.fn)))
+        return CaseCopower(f(rhs.copower), as_var(f(rhs.fn)))
     if isinstance(rhs, (Dup, Drop)):
         a = f(rhs.var)
         if not isinstance(a, Var):
@@ -738,7 +762,7 @@ def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
     raise TypeError(rhs)
 
 
-def _var(a: Atom) -> Var:
+def as_var(a: Atom) -> Var:
     if not isinstance(a, Var):
         raise TypeError(f"expected a variable, got {a}")
     return a

@@ -27,7 +27,7 @@ from . import primitives as prims
 from .frontend import Namer, literal_type
 from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
-                 ReverseProgram, nested_blocks,
+                 ReverseProgram, nested_blocks, trip_count,
                  TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, use_counts, vars_of)
 
 
@@ -513,8 +513,7 @@ def _all_binds(block: Block) -> Iterator[Bind]:
 
 def _surely_runs(loop: Loop) -> bool:
     """A ``for`` loop over a range whose bounds are known statically and not empty."""
-    bounds = [a.value if isinstance(a, Const) else getattr(a.type, "value", None) for a in loop.bounds]
-    return loop.index is not None and all(isinstance(v, int) for v in bounds) and len(range(*bounds)) > 0
+    return (trip_count(loop) or 0) > 0
 
 
 def _hoist(block: Block, running: set[str]) -> Block:
@@ -545,7 +544,7 @@ def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()
     ``scatter(a, x, i) + scatter(b, x, j)`` fills one array of zeros.  An inner
     loop's sums start from the outer loop's accumulators instead of zeros."""
     block = _nested_sums(block, accumulators)
-    zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZEROS}
+    zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
     binds = []
     for b in block.binds:
         rhs = b.rhs
@@ -559,7 +558,6 @@ def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()
     return _scatter_adds(Block(tuple(binds), block.result), accumulators)
 
 
-_ZEROS = ("zeros_like", "zeros", "list_zeros_like")
 
 
 def _nested_sums(block: Block, accumulators: frozenset[str]) -> Block:
@@ -569,7 +567,7 @@ def _nested_sums(block: Block, accumulators: frozenset[str]) -> Block:
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
     binds = list(block.binds)
-    zeros = {b.targets[0].name for b in binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZEROS}
+    zeros = {b.targets[0].name for b in binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
     made_by_loop = {t.name: (j, k) for j, b in enumerate(binds) if isinstance(b.rhs, LoopBack)
                     for k, t in enumerate(b.targets)}
     for i, b in enumerate(binds):
@@ -885,8 +883,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, accumulate_in_loops(prog.backward)))
     names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
-    namer = Namer(names)
-    namer.taken |= names
+    namer = Namer.adding_to(names)
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, outer_sums(prog.backward, namer)))
     prog = finish(prog)
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,

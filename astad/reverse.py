@@ -20,8 +20,8 @@ from dataclasses import replace
 
 from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
-                 TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars, if_free_vars, lam_free_vars,
-                 loop_free_vars, nested_blocks)
+                 TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars, function_values, if_free_vars, lam_free_vars,
+                 loop_free_vars)
 
 
 def differentiable(t: Type) -> bool:
@@ -90,18 +90,6 @@ def _ct_type(t: Type, *cts: Atom) -> Type:
     return _joined_ct_type(t) if numpy_scalar else t
 
 
-def _function_values(block: Block, found: dict[str, Lam]) -> dict[str, Lam]:
-    """The function value each variable holds (also its copies made by ``dup``)."""
-    for b in block.binds:
-        if isinstance(b.rhs, Lam):
-            found[b.targets[0].name] = b.rhs
-        elif isinstance(b.rhs, Dup) and b.rhs.var.name in found:
-            found.update((t.name, found[b.rhs.var.name]) for t in b.targets)
-        for inner in nested_blocks(b.rhs):
-            _function_values(inner, found)
-    return found
-
-
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
     """The forward block with each function value's backward map attached."""
     binds = []
@@ -123,7 +111,7 @@ class _Macro:
         self.namer = Namer(names)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
-        self.functions: dict[str, Lam] = {}  # variable -> the function value it holds
+        self.functions: dict[str, Lam] = {}  # the variable a lam is bound to (its type's name) -> the lam
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
 
     def ct_of(self, v: Var) -> Atom:
@@ -237,8 +225,8 @@ class _Macro:
 
         start = tuple(by_index.get(i, Zero(c.type)) for i, c in enumerate(rhs.carried))
         body = self.nested(rhs.body, start, next_cts)
-        init = [(self.zeros(outs[i]) if isinstance(c, Zero) else self.b.prim("or_zeros_like", c, outs[i]))
-                if isinstance(c.type, ListT) else c for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
+        init = [self.ct_or_zeros(outs[i]) if isinstance(c.type, ListT) else c
+                for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
         targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), _joined_ct_type(p.type)) for p in ct_params) + tuple(
             Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
         self.b.bind(targets, LoopBack(rhs.tape, rhs.save, tuple(ct_params + accs), tuple(init), body))
@@ -255,16 +243,8 @@ class _Macro:
         (f,) = bind.targets
         captured = _captured(rhs)
         back_ct = Var(self.namer.fresh(f"{f.name}_out_ct"), _ct_type(rhs.body.result.type))
-        saved = self.b.binds, self.cts
-        self.b.binds, self.cts = [], {}
-        try:
-            self.block(rhs.body, back_ct)
-            items = [self.ct_or_zeros(v) for v in (*captured, *rhs.params)]
-            end = Var(self.namer.temp(), TupleT(tuple(a.type for a in items)))
-            self.b.bind((end,), MakeTuple(tuple(items)))
-            back = Block(tuple(self.b.binds), end)
-        finally:
-            self.b.binds, self.cts = saved
+        back = self.own_block(rhs.body, lambda: back_ct,
+                              lambda: [self.ct_or_zeros(v) for v in (*captured, *rhs.params)])
         self.backs[f.name] = replace(rhs, back=back, back_ct=back_ct, captured=captured)
         ct = self.ct_of(f)
         if isinstance(ct, Zero) or not captured:
@@ -286,7 +266,7 @@ class _Macro:
             for a in (rhs.fn, *rhs.args):
                 self.give(a, None)
             return
-        lam = self.functions[rhs.fn.name]
+        lam = self.functions[rhs.fn.type.name]  # type: ignore[union-attr]
         captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in _captured(lam))
         args = tuple(Var(self.namer.fresh(f"{p.name}_ct"), _ct_type(p.type)) for p in lam.params)
         self.b.bind(captured + args, AppBack(rhs.fn, record, ct))
@@ -299,12 +279,21 @@ class _Macro:
     def nested(self, block: Block, result_cts: tuple[Atom, ...], inputs_cts: Callable[[], list[Atom]]) -> Block:
         """The backward pass of a branch or loop body as a block of its own: from the
         cotangents of the tuple it ends with to the tuple ``inputs_cts()`` builds."""
+        def start() -> Atom:
+            tup = Var(self.namer.temp(), block.result.type)
+            self.b.bind((tup,), MakeTuple(result_cts))
+            return tup
+
+        return self.own_block(block, start, inputs_cts)
+
+    def own_block(self, block: Block, result_ct: Callable[[], Atom], inputs_cts: Callable[[], list[Atom]]) -> Block:
+        """The backward pass of ``block`` as a block of its own (a branch, a loop
+        body, a function's body): from the cotangent ``result_ct()`` makes there to
+        the tuple ``inputs_cts()`` builds."""
         saved = self.b.binds, self.cts
         self.b.binds, self.cts = [], {}
         try:
-            start = Var(self.namer.temp(), block.result.type)
-            self.b.bind((start,), MakeTuple(result_cts))
-            self.block(block, start)
+            self.block(block, result_ct())
             items = inputs_cts()
             end = Var(self.namer.temp(), TupleT(tuple(a.type for a in items)))
             self.b.bind((end,), MakeTuple(tuple(items)))
@@ -350,7 +339,7 @@ class _Macro:
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer))
-        self.functions = _function_values(fn.body, {})
+        self.functions = function_values(fn.body)
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(

@@ -927,12 +927,7 @@ class ControlFlowGen(Gen):
         at_body = self.depth == frame["body_depth"]
         if nested and self.draw(st.integers(0, 3)) == 0:
             return self.nested_exit()
-        cond = self.readable_condition()
-        self.header(f"if {self.token(cond)}:", render(cond, False))
-        before = copy.deepcopy(self.env)
-        lists = self.list_state()
-        self.depth += 1
-        level = self.enter()
+        before, lists, level = self.open_if()
         frame["in_exit"] += 1
         for _ in range(self.draw(st.integers(0, 2)) if self.depth <= MAX_DEPTH else 0):
             self.statement()
@@ -957,18 +952,22 @@ class ControlFlowGen(Gen):
         self.env = self.merge(before, outs)
         self.counts[f"{word} in {frame['kind']}" + ("" if at_body else " (nested if)")] += 1
 
+    def open_if(self):
+        """``if c:`` on a readable condition, entered: the names and lists before it, and its level."""
+        cond = self.readable_condition()
+        self.header(f"if {self.token(cond)}:", render(cond, False))
+        before = copy.deepcopy(self.env)
+        lists = self.list_state()
+        self.depth += 1
+        return before, lists, self.enter()
+
     def exit_ok(self):
         frame = self.frames[-1]
         return frame["exits_ok"] and (EXIT_ON_EVERY_PATH or not frame["in_exit"])
 
     def nested_exit(self):
         """``if c: [...] if d: break [...]``."""
-        cond = self.readable_condition()
-        self.header(f"if {self.token(cond)}:", render(cond, False))
-        before = copy.deepcopy(self.env)
-        lists = self.list_state()
-        self.depth += 1
-        level = self.enter()
+        before, lists, level = self.open_if()
         for _ in range(self.draw(st.integers(0, 1))):
             self.statement()
         self.s_exit(nested=False)
