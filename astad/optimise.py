@@ -18,13 +18,13 @@ Passes, each a function from program to program:
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from dataclasses import replace
 from typing import Callable, Iterator
 
 from . import primitives as prims
-from .frontend import Namer, literal_type
+from .frontend import literal_type
+from .names import Namer, program_names
 from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
@@ -274,9 +274,7 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     broadcasts of small values is done on the small values, then broadcast.  A
     cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
     materialised as a full array unless it has to be."""
-    names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
-    namer = Namer(names)
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, namer))
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, Namer.of(prog)))
 
 
 def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
@@ -537,12 +535,14 @@ def _hoist(block: Block, running: set[str]) -> Block:
     return Block(tuple(binds), block.result)
 
 
-def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()) -> Block:
+def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset(), namer: Namer | None = None) -> Block:
     """One-hot cotangents (of reading ``x[i]``) are added in place: in a loop's
     backward pass ``acc_new = acc + scatter(v, x, i)`` becomes ``acc[i] += v``,
     O(1) per read instead of a one-hot array the size of ``x``; anywhere,
     ``scatter(a, x, i) + scatter(b, x, j)`` fills one array of zeros.  An inner
-    loop's sums start from the outer loop's accumulators instead of zeros."""
+    loop's sums start from the outer loop's accumulators instead of zeros.
+    ``namer`` (by default one for ``block`` alone) names the partial sums."""
+    namer = namer or Namer.adding_to(program_names(block))
     block = _nested_sums(block, accumulators)
     zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
     binds = []
@@ -551,11 +551,11 @@ def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()
         if isinstance(rhs, LoopBack):  # its accumulators: the sums that start from zeros (owned buffers)
             inner = frozenset(p.name for p, i in zip(rhs.params, rhs.init)
                               if isinstance(i, Var) and (i.name in zeros or i.name in accumulators))
-            b = Bind(b.targets, replace(rhs, body=accumulate_in_loops(rhs.body, inner)), b.loc)
+            b = Bind(b.targets, replace(rhs, body=accumulate_in_loops(rhs.body, inner, namer)), b.loc)
         else:
-            b = _with_branches(b, rhs, accumulate_in_loops)
+            b = _with_branches(b, rhs, lambda blk: accumulate_in_loops(blk, frozenset(), namer))
         binds.append(b)
-    return _scatter_adds(Block(tuple(binds), block.result), accumulators)
+    return _scatter_adds(Block(tuple(binds), block.result), accumulators, namer)
 
 
 
@@ -597,7 +597,7 @@ _SCATTER_ADD: dict[str, Callable[[Atom, Prim], Prim]] = {
 }
 
 
-def _scatter_adds(block: Block, accumulators: frozenset[str]) -> Block:
+def _scatter_adds(block: Block, accumulators: frozenset[str], namer: Namer) -> Block:
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
@@ -627,7 +627,7 @@ def _scatter_adds(block: Block, accumulators: frozenset[str]) -> Block:
             d = defs.get(leaf.name) if isinstance(leaf, Var) else None
             if d is not None and isinstance(d.rhs, Prim) and d.rhs.op in _SCATTER_ADD and uses[leaf.name] == 1:
                 scattered.add(leaf.name)
-                nxt = Var(f"{b.targets[0].name}_{len(new) + 1}", b.targets[0].type)
+                nxt = Var(namer.fresh(f"{b.targets[0].name}_{len(new) + 1}"), b.targets[0].type)
                 new.append(Bind((nxt,), d.rhs if acc is None else _SCATTER_ADD[d.rhs.op](acc, d.rhs), d.loc))
                 acc = nxt  # the first one-hot array is new: the others are added into it
             else:
@@ -689,12 +689,11 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     if final is None or not isinstance(final.rhs, MakeTuple):
         return prog
     items = []
-    taken = set(bound_names(prog.forward)) | set(bound_names(backward))
-    temps = (f"t{n}" for n in itertools.count(1) if f"t{n}" not in taken)
+    namer = Namer.of(prog)
     for p, a in zip(prog.params, final.rhs.items):
         if isinstance(p.type, Num) and p.type.py and not p.type.shape and p.type.differentiable \
                 and isinstance(a, Var) and not (isinstance(a.type, Num) and a.type.py):
-            v = Var(next(temps), p.type)  # a float for a float argument: `return float(x_ct)`
+            v = Var(namer.temp(), p.type)  # a float for a float argument: `return float(x_ct)`
             binds.insert(binds.index(final), Bind((v,), Prim("to_float", (a,))))
             a = v
         if isinstance(a, Zero):
@@ -702,7 +701,7 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
             if isinstance(t, Num) and t.py:
                 a = Const.literal(0.0, t)
             else:
-                zv = Var(f"{p.name}_ct", t)
+                zv = Var(namer.fresh(f"{p.name}_ct"), t)
                 binds.insert(binds.index(final), Bind((zv,), Prim("zeros_like", (p,))))
                 a = zv
         items.append(a)
@@ -881,10 +880,9 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
                           fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, accumulate_in_loops(prog.backward)))
-    names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
-    namer = Namer.adding_to(names)
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, outer_sums(prog.backward, namer)))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              accumulate_in_loops(prog.backward, namer=Namer.of(prog))))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, outer_sums(prog.backward, Namer.of(prog))))
     prog = finish(prog)
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))

@@ -9,12 +9,13 @@ the generated functions, their source, and (on demand) every stage's IR.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, copowers, frontend, optimise, primitives, reverse, structural
+from . import codegen, copowers, frontend, names, optimise, primitives, reverse, structural
 from .errors import AstadError, InternalError
 from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
 
@@ -128,7 +129,9 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(primitives.RUNTIME)
     namespace.update(constants)
-    code = compile(source, f"<astad: {name}>", "exec")
+    tree = ast.parse(source, f"<astad: {name}>")
+    names.check_generated(tree, constants)
+    code = compile(tree, f"<astad: {name}>", "exec")
     exec(code, namespace)  # noqa: S102 - our own generated code
     return namespace[f"{name}_forward"], namespace[f"{name}_backward"]
 
