@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import functools
 from typing import Any, Iterable
 
 from .errors import InternalError
-from .ir import Block, Const, Function, ReverseProgram, Var
+from .ir import Block, Const, Function, Prim, ReverseProgram, Var
 from .primitives import RUNTIME
 
 #: the modules generated code reads
@@ -122,10 +121,18 @@ class Namer:
 # --------------------------------------------------------------------------- the names of a program
 
 
-@functools.lru_cache(maxsize=None)
+#: per IR node class, the fields that may hold atoms or blocks (not types,
+#: locations or a primitive's static parameters); () for anything else
+_FIELDS: dict[type, tuple[str, ...]] = {Prim: ("args",)}
+
+
 def _fields(cls: type) -> tuple[str, ...]:
-    """The fields of an IR node that may hold atoms or blocks (not its type or location)."""
-    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("type", "loc"))
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("type", "loc")) \
+            if dataclasses.is_dataclass(cls) else ()
+        _FIELDS[cls] = fields
+    return fields
 
 
 def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
@@ -136,15 +143,16 @@ def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
     stack: list[Any] = [prog]
     while stack:
         node = stack.pop()
-        if isinstance(node, Var):
+        cls = type(node)
+        if cls is Var:
             names.add(node.name)
-        elif isinstance(node, Const):
+        elif cls is Const:
             if node.name is not None:
                 names.add(node.name)
-        elif isinstance(node, (tuple, list)):
+        elif cls is tuple or cls is list:
             stack.extend(node)
-        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
-            stack.extend(getattr(node, f) for f in _fields(type(node)))
+        else:
+            stack.extend(getattr(node, f) for f in _fields(cls))
     return names
 
 
