@@ -8,7 +8,7 @@ A generated module holds three kinds of names:
 - the user's module-level constants, read as globals (named by the frontend);
 - ``OUTSIDE``: what generated code reads without binding it: ``np``, the
   runtime helpers, the builtins it calls; and what codegen binds itself
-  (``residuals``, ``_``).
+  (``residuals``, ``_``).  Python's keywords are never names either.
 
 Every name is made by a :class:`Namer`, which never hands out an outside name
 (a user's local ``np`` or ``reversed`` is ``np_2``, ``reversed_2`` in the
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import keyword
 from typing import Any, Iterable
 
 from .errors import InternalError
@@ -38,6 +39,8 @@ GLOBALS = MODULES | frozenset(RUNTIME) | BUILTINS
 #: parameter, the target of a loop over a tape with nothing saved
 CODEGEN = frozenset({"residuals", "_"})
 OUTSIDE = GLOBALS | CODEGEN
+#: never a name (a lambda is named after its ``__name__``, ``<lambda>``)
+KEYWORDS = frozenset(keyword.kwlist)
 
 
 def function_names(program: str) -> frozenset[str]:
@@ -52,7 +55,7 @@ class Namer:
     user's own name, outside names never."""
 
     def __init__(self, reserved: Iterable[str] = (), program: str | None = None) -> None:
-        never = OUTSIDE | (function_names(program) if program is not None else frozenset())
+        never = OUTSIDE | KEYWORDS | (function_names(program) if program is not None else frozenset())
         self.used = set(reserved) | never
         self.taken: set[str] = set(never)
         self.temps = 0

@@ -292,7 +292,11 @@ ISSUE = [
 ]
 
 
-@pytest.mark.parametrize("source,args", ISSUE, ids=[s.split("\n")[1].strip()[:40] for s, _ in ISSUE])
+ISSUE_IDS = ["out_ct", "x_ct", "x_ct_sum", "reversed", "log_domain", "i_tape", "param_np", "range", "param_float",
+             "zero_ct_x_ct", "param_zip", "constants_np_f_forward", "constant_x_1"]
+
+
+@pytest.mark.parametrize("source,args", ISSUE, ids=ISSUE_IDS)
 def test_issue_9_names(program_dir, source, args):
     _check(load_program(PRELUDE + source, program_dir, "issue").f, args)
 
@@ -311,3 +315,29 @@ def test_generated_code_is_checked(body):
     with pytest.raises(InternalError):
         names.check_generated(tree, ["W"])
 
+
+
+# --------------------------------------------------------------------------- the namer itself
+
+_bases = st.sampled_from(sorted(names.OUTSIDE | names.KEYWORDS | {"x", "x_2", "x_ct", "t1", "t2", "f_forward", "y"}))
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.sets(_bases), st.lists(st.one_of(_bases, st.just(None)), max_size=12), st.sets(_bases))
+def test_namer_hands_out_each_name_once(reserved, requests, program_has):
+    """A user's own name is kept unless it is an outside name, a keyword or the
+    name of a generated function; nothing is handed out twice; a namer for a
+    program never hands out a name the program has."""
+    for namer, have in ((names.Namer(reserved, "f"), set()), (names.Namer.adding_to(program_has, "f"), program_has)):
+        given_out = []
+        for base in requests:
+            name = namer.temp() if base is None else namer.fresh(base)
+            assert name.isidentifier() and not keyword.iskeyword(name)
+            assert name not in names.OUTSIDE | names.function_names("f") | have
+            if base is None or base != name:  # a temporary or a suffixed name: no name the user's code mentions
+                assert name not in reserved
+            if base is not None and base not in names.OUTSIDE | names.KEYWORDS | names.function_names("f") | have \
+                    and base not in given_out:
+                assert name == base
+            given_out.append(name)
+        assert len(set(given_out)) == len(given_out)
