@@ -785,6 +785,8 @@ class Lowerer:
     def restore(self, snapshot: tuple) -> None:
         used, taken, temps, bound, viewed = snapshot
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
+        self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
+        self.namer.used |= set(self.constants)
         self.bound, self.viewed = set(bound), set(viewed)
 
     def next_go(self, test: cst.BaseExpression, can_stop: bool) -> Atom:
