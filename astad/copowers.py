@@ -27,7 +27,7 @@ from dataclasses import replace
 from .errors import InternalError
 from .names import Namer
 from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Dup, FunT, If, Lam, Loop,
-                 LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var, bound_names,
+                 LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
                  bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
 
 

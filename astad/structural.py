@@ -18,7 +18,7 @@ from typing import Iterable
 
 from .errors import InternalError
 from .names import Namer
-from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Var, atoms_of, bound_names,
+from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Var, atoms_of,
                  if_free_vars, lam_free_vars, loop_free_vars, map_atoms, map_block)
 
 
