@@ -882,7 +882,8 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               accumulate_in_loops(prog.backward, namer=Namer.of(prog))))
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, outer_sums(prog.backward, Namer.of(prog))))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              outer_sums(prog.backward, Namer.of(prog))))
     prog = finish(prog)
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))
