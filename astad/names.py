@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import keyword
+import unicodedata
 from typing import Any, Iterable
 
 from .errors import InternalError
@@ -43,20 +44,26 @@ OUTSIDE = GLOBALS | CODEGEN
 KEYWORDS = frozenset(keyword.kwlist)
 
 
+def python_name(name: str) -> str:
+    """The identifier Python reads for ``name`` (NFKC: ``ﬁ`` is ``fi``)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
 def function_names(program: str) -> frozenset[str]:
     """The names of the generated functions of ``program``."""
-    return frozenset({f"{program}_forward", f"{program}_backward"})
+    return frozenset({python_name(f"{program}_forward"), python_name(f"{program}_backward")})
 
 
 class Namer:
     """Deterministic, readable names: the user's own name for its first
     binding, then ``name_2``, ``name_3``; temporaries ``t1, t2, ...``.  Names in
     ``reserved`` (the user's code mentions them) are handed out only as a
-    user's own name, outside names never."""
+    user's own name, outside names never.  Names are compared, and handed
+    out, as Python reads them (:func:`python_name`)."""
 
     def __init__(self, reserved: Iterable[str] = (), program: str | None = None) -> None:
         never = OUTSIDE | KEYWORDS | (function_names(program) if program is not None else frozenset())
-        self.used = set(reserved) | never
+        self.used = {python_name(n) for n in reserved} | never
         self.taken: set[str] = set(never)
         self.temps = 0
 
@@ -74,6 +81,7 @@ class Namer:
         return cls.adding_to(program_names(prog), prog.name)
 
     def fresh(self, base: str) -> str:
+        base = python_name(base)
         if base not in self.taken:
             self.taken.add(base)
             self.used.add(base)
@@ -99,6 +107,7 @@ class Namer:
         """``n`` names for the copies of ``base`` that ``dup`` makes: ``base_1``,
         ``base_2``, ... (those not taken)."""
         out: list[str] = []
+        base = python_name(base)
         i = 1
         while len(out) < n:
             name = f"{base}_{i}"

@@ -133,7 +133,7 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
     names.check_generated(tree, constants)
     code = compile(tree, f"<astad: {name}>", "exec")
     exec(code, namespace)  # noqa: S102 - our own generated code
-    return namespace[f"{name}_forward"], namespace[f"{name}_backward"]
+    return namespace[names.python_name(f"{name}_forward")], namespace[names.python_name(f"{name}_backward")]
 
 
 def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None = None) -> Derivative:
