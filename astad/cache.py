@@ -34,9 +34,12 @@ from .pipeline import Derivative, compile_source
 
 
 class Config:
-    """Switches; ``astad.config.disk_cache = False`` turns the disk cache off."""
+    """Switches; ``astad.config.disk_cache = False`` turns the disk cache off;
+    ``memory_cache_size`` is how many derivatives each in-memory cache keeps (the
+    least recently used are forgotten first)."""
 
     disk_cache: bool = True
+    memory_cache_size: int = 128
 
 
 config = Config()

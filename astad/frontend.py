@@ -11,7 +11,10 @@ functions are inlined, and every primitive's type is inferred from the table.
 from __future__ import annotations
 
 import builtins
+import collections
+import dataclasses
 import functools
+import unicodedata
 import inspect
 import textwrap
 import types
@@ -23,6 +26,7 @@ import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import primitives as prims
+from .source import check_not_wrapped, read as read_source, reversed_function
 from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
@@ -81,21 +85,16 @@ def parse(fn: Callable[..., Any]) -> Parsed:
         raise SourceUnavailableError(
             f"cannot differentiate {fn!r}: it is not a Python function with source code",
             hint="a function defined with `def` in a .py file (or a notebook cell)")
+    check_not_wrapped(fn)
     key = (code, code.co_filename, code.co_firstlineno)
-    if key in _PARSED:
-        return _PARSED[key]
+    found = _PARSED.get(key)
+    if found is not None:  # the same code; another function object may have other globals
+        return found if found.fn is fn else dataclasses.replace(found, fn=fn)
     if fn.__name__ == "<lambda>":
         raise SourceUnavailableError(
             f"cannot differentiate a lambda ({code.co_filename}:{code.co_firstlineno})",
             hint="define the function with `def` at module level")
-    try:
-        lines, start = inspect.getsourcelines(fn)
-        file = inspect.getsourcefile(fn) or code.co_filename
-    except (OSError, TypeError) as e:
-        raise SourceUnavailableError(
-            f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
-            hint="define the function in a .py file or a notebook cell, not with exec() or in an interactive prompt "
-                 "that keeps no source") from None
+    lines, start, file = read_source(fn)
     source = "".join(lines)
     dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
@@ -156,6 +155,11 @@ class _SubsetChecker(cst.CSTVisitor):
                 return True
         if isinstance(node, cst.Lambda):
             self._check_params(node.params)
+        if isinstance(node, cst.Name) and unicodedata.normalize("NFKC", node.value) != node.value:
+            plain = unicodedata.normalize("NFKC", node.value)
+            raise UnsupportedSyntaxError(f"the name `{node.value}` is `{plain}` to Python (it normalises names "
+                                         "to NFKC), so astad would read two names where Python reads one",
+                                         self.parsed.loc(node), f"write `{plain}`")
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             f: Any = node.for_in
             while f is not None:
@@ -271,41 +275,63 @@ class Closure:
 Value = Union[Atom, PyTuple, PyDict, Ref]
 
 
+#: numpy's scalar types of a float, int or bool dtype (an argument of one has that dtype)
+_NUMPY_SCALARS = frozenset(t for t in set(np.sctypeDict.values())
+                           if issubclass(t, np.generic) and np.dtype(t).kind in "fbiu")
+
+#: array types astad runs like np.ndarray (np.memmap only adds where the memory is); any other
+#: subclass may change what operators do (np.matrix: `*` is a matrix product; masked arrays skip
+#: masked entries), so it is refused rather than differentiated as an ndarray
+_ARRAY_TYPES = (np.ndarray, np.memmap)
+
+#: dict types read like dict (an OrderedDict's order is its keys' order, as dict's)
+_DICT_TYPES = (dict, collections.OrderedDict)
+
+
 def abstract(value: Any, what: str) -> Type:
-    """The abstract type of a run-time argument value (part of the cache key)."""
-    if isinstance(value, (tuple, list, dict)):
+    """The abstract type of a run-time argument value (part of the cache key).
+    Exact types only: a subclass of int, float, ndarray, tuple or dict may
+    change what its operators do, which the generated code would not do."""
+    t = type(value)
+    if t is tuple or t is list or t in _DICT_TYPES or (isinstance(value, tuple) and hasattr(t, "_fields")):
         return _abstract_struct(value, what)
-    if isinstance(value, bool):
+    if t is bool:
         return BOOL
-    if isinstance(value, int):
+    if t is int:
         return INT
-    if isinstance(value, float) and not isinstance(value, np.floating):
+    if t is float:
         return FLOAT
-    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "fbiu":
+    if (t in _ARRAY_TYPES or t in _NUMPY_SCALARS) and value.dtype.kind in "fbiu":
         return Num(tuple(int(d) for d in value.shape), value.dtype.name)
+    base = next((b for b in (bool, int, float, np.ndarray, tuple, list, dict) if isinstance(value, b)), None)
+    if base is not None:
+        plain = {np.ndarray: "np.asarray(x)", tuple: "tuple(x)", list: "list(x)", dict: "dict(x)"}.get(
+            base, f"{base.__name__}(x)")
+        raise AstadTypeError(
+            f"{what} is a {t.__name__}, a subclass of {base.__name__}: astad runs it as a plain {base.__name__}, "
+            "which its own operators and methods may not be (np.matrix multiplies with *, masked arrays skip "
+            "masked entries)", hint=f"pass a plain {base.__name__}: {plain}")
     raise AstadTypeError(
-        f"{what} is a {type(value).__name__}; astad differentiates functions of floats, ints and numpy arrays",
+        f"{what} is a {t.__name__}; astad differentiates functions of floats, ints and numpy arrays",
         hint="float, int, bool, or a numpy array of a float, int or bool dtype")
 
 
 def _abstract_struct(value: tuple | list | dict, what: str) -> StructT:
     """A tuple, list, dict or NamedTuple argument: the types of its items."""
     if isinstance(value, dict):
-        bad = next((k for k in value if not isinstance(k, (str, int))), None)
+        bad = next((k for k in value if type(k) is not str and type(k) is not int), None)
         if bad is not None:
-            raise AstadTypeError(f"{what} is a dict with a key {bad!r}; astad reads dicts by string or integer keys",
+            raise AstadTypeError(f"{what} is a dict with a key {bad!r} of type {type(bad).__name__}; astad reads "
+                                 "dicts by string or integer keys (exactly str or int: not enums or subclasses)",
                                  hint="a dict with str keys, e.g. {'w': w, 'b': b}")
         keys: tuple = tuple(value)
         items = tuple(abstract(v, f"{what}[{k!r}]") for k, v in value.items())
         return StructT("dict", keys, items)
-    fields = getattr(type(value), "_fields", None)
     items = tuple(abstract(v, f"{what}[{i}]") for i, v in enumerate(value))
-    if isinstance(value, tuple) and fields is not None:
-        return StructT("namedtuple", tuple(fields), items, type(value).__qualname__, type(value))
-    if type(value) not in (tuple, list):
-        raise AstadTypeError(f"{what} is a {type(value).__name__}; astad takes tuples, lists, dicts and NamedTuples",
-                             hint="a plain tuple, list, dict or NamedTuple")
-    return StructT("tuple" if isinstance(value, tuple) else "list", (), items)
+    if type(value) is tuple or type(value) is list:
+        return StructT("tuple" if type(value) is tuple else "list", (), items)
+    fields = type(value)._fields
+    return StructT("namedtuple", tuple(fields), items, type(value).__qualname__, type(value))
 
 
 def literal_type(value: Any) -> Type:
@@ -994,8 +1020,12 @@ class Lowerer:
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
                     node: cst.CSTNode) -> Value:
-        parsed = parse(fn)
-        sig = inspect.signature(fn)
+        try:
+            parsed = parse(fn)
+        except SourceUnavailableError as e:  # point at the call
+            raise SourceUnavailableError(f"cannot inline the call to {fn.__name__}: {e.message}", self.loc(node),
+                                         e.hint) from None
+        sig = inspect.signature(fn, follow_wrapped=False)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -1006,7 +1036,10 @@ class Lowerer:
             if pname in bound.arguments:
                 scope.env[pname] = bound.arguments[pname]
             else:
-                scope.env[pname] = self.constant(param.default, f"default of {pname}", node)
+                # a numpy default is named in the generated code like a module-level constant; its path
+                # starts with a name no namespace has, so the disk cache never resolves it to another object
+                scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
+                                                 ("<default>", fn.__qualname__, pname))
         self.namer.used |= _user_names(parsed.funcdef)
         return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
 
@@ -1379,7 +1412,7 @@ class Lowerer:
             return Ref("type", obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
-        inner = getattr(obj, "__astad_function__", None)
+        inner = reversed_function(obj)
         if inner is not None:
             return Ref("user", inner, path=path)
         if isinstance(obj, types.FunctionType):
@@ -1404,7 +1437,7 @@ class Lowerer:
                 raise self.type_error(e.message, node, e.hint) from None
             if isinstance(t, Num) and t.py and t.dtype != "float64":
                 t = Num((), t.dtype, py=True, value=obj)
-            if name is None or not path:
+            if name is None or not path or (type(obj) in (bool, int, float) and path[0] == "<default>"):
                 return Const.literal(obj, t)
             code_name = self.const_names.get(id(obj))
             if code_name is None:
