@@ -42,11 +42,11 @@ def _arg_key(a: Any) -> Any:
     if t in _SCALAR_KEYS:
         return t
     if t is tuple or t is list:
-        items = tuple([_arg_key(x) for x in a])
-        return None if any(k is None for k in items) else (t, items)
+        items = tuple(map(_arg_key, a))
+        return None if None in items else (t, items)
     if t is dict and all(type(k) is str or type(k) is int for k in a):
-        items = tuple([_arg_key(x) for x in a.values()])
-        return None if any(k is None for k in items) else (dict, tuple(a), items)
+        items = tuple(map(_arg_key, a.values()))
+        return None if None in items else (dict, tuple(a), items)
     return None
 
 
@@ -67,7 +67,10 @@ _MISSING = object()
 
 
 def _checks_hold(checks: tuple) -> bool:
-    return all((g[n] if n in g else b.get(n, _MISSING)) is o for g, b, n, o in checks)
+    for g, b, n, o in checks:
+        if (g[n] if n in g else b.get(n, _MISSING)) is not o:
+            return False
+    return True
 
 
 def _deps_unchanged(fn: Callable, d: Derivative) -> bool:
@@ -165,8 +168,8 @@ class Reverse:
     def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> Derivative:
         """The derivative at the abstract signature of ``args``, computing the
         cotangents of the parameters in ``wrt`` (all when None)."""
-        keys = tuple([_arg_key(a) for a in args])
-        key = (keys if all(k is not None for k in keys) else self._types(args), wrt)
+        keys = tuple(map(_arg_key, args))
+        key = (keys if None not in keys else self._types(args), wrt)
         found = self._derivatives.get(key)
         if found is None or not _checks_hold(found[1]):
             found = self._transform(args, key, wrt)

@@ -16,40 +16,43 @@ followed to its end), which is what is compared: one set lookup per array.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 
-def _owner(a: np.ndarray) -> Any:
-    """The object that owns an array's memory (the end of its ``.base`` chain)."""
-    while isinstance(a, np.ndarray) and a.base is not None:
-        a = a.base
-    return a
-
-
-def arrays(value: Any) -> Iterator[np.ndarray]:
-    """The arrays in a value (tuples, lists, dicts and NamedTuples walked)."""
-    if isinstance(value, np.ndarray):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from arrays(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from arrays(v)
+def _owner(a: np.ndarray) -> int:
+    """The id of the object that owns an array's memory (the end of its ``.base`` chain)."""
+    base = a.base
+    while base is not None:
+        a, base = base, getattr(base, "base", None) if isinstance(base, np.ndarray) else None
+    return id(a)
 
 
 def owners(*values: Any) -> set[int]:
-    """The ids of the owners of every array in ``values``."""
-    return {id(_owner(a)) for v in values for a in arrays(v)}
+    """The ids of the owners of every array in ``values`` (tuples, lists, dicts
+    and NamedTuples walked)."""
+    out: set[int] = set()
+    _add_owners(values, out)
+    return out
+
+
+def _add_owners(value: Any, out: set[int]) -> None:
+    if isinstance(value, np.ndarray):
+        out.add(id(value) if value.base is None else _owner(value))
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _add_owners(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _add_owners(v, out)
 
 
 def copy_shared(value: Any, held: set[int]) -> Any:
     """``value`` with each array whose memory is in ``held`` replaced by a copy
     (containers rebuilt only where something changed)."""
     if isinstance(value, np.ndarray):
-        return value.copy() if id(_owner(value)) in held else value
+        return value.copy() if _owner(value) in held else value
     if type(value) is tuple or type(value) is list:
         items = [copy_shared(v, held) for v in value]
         if all(a is b for a, b in zip(items, value)):
@@ -63,12 +66,24 @@ def distinct(cts: Any, held: set[int]) -> Any:
     structure), each array copied if its memory is in ``held`` or is that of an
     earlier one."""
     seen = set(held)
+    if type(cts) is tuple:  # the usual case, without the recursion: one array (or float, or None) per parameter
+        out = list(cts)
+        for i, c in enumerate(out):
+            if type(c) is np.ndarray:
+                owner = id(c) if c.base is None else _owner(c)
+                if owner in seen:
+                    out[i] = c = c.copy()
+                    owner = id(c)
+                seen.add(owner)
+            elif c is not None and type(c) is not float:
+                out[i] = _distinct(c, seen)
+        return tuple(out)
     return _distinct(cts, seen)
 
 
 def _distinct(value: Any, seen: set[int]) -> Any:
     if isinstance(value, np.ndarray):
-        owner = id(_owner(value))
+        owner = _owner(value)
         if owner in seen:
             value = value.copy()
             owner = id(value)

@@ -321,7 +321,8 @@ def _abstract_struct(value: tuple | list | dict, what: str) -> StructT:
     if isinstance(value, dict):
         bad = next((k for k in value if type(k) is not str and type(k) is not int), None)
         if bad is not None:
-            raise AstadTypeError(f"{what} is a dict with a key {bad!r} of type {type(bad).__name__}; astad reads "
+            shown = repr(bad) if type(bad) in (float, bool, complex, bytes) or bad is None else "of another type"
+            raise AstadTypeError(f"{what} is a dict with a key {shown} ({type(bad).__name__}); astad reads "
                                  "dicts by string or integer keys (exactly str or int: not enums or subclasses)",
                                  hint="a dict with str keys, e.g. {'w': w, 'b': b}")
         keys: tuple = tuple(value)
@@ -1023,7 +1024,8 @@ class Lowerer:
         try:
             parsed = parse(fn)
         except SourceUnavailableError as e:  # point at the call
-            raise SourceUnavailableError(f"cannot inline the call to {fn.__name__}: {e.message}", self.loc(node),
+            called = path[-1] if path else fn.__name__
+            raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
                                          e.hint) from None
         sig = inspect.signature(fn, follow_wrapped=False)
         try:

@@ -12,7 +12,8 @@ V = TypeVar("V")
 
 class LRU(Generic[V]):
     """A map of at most ``size()`` entries; putting one more forgets the least
-    recently used.  Every operation holds a lock: threads may share it."""
+    recently used.  Threads may share it: changes hold a lock, and a read is
+    made of single (atomic) OrderedDict operations."""
 
     def __init__(self, size: Callable[[], int]) -> None:
         self._size = size
@@ -20,11 +21,14 @@ class LRU(Generic[V]):
         self._lock = threading.Lock()
 
     def get(self, key: Hashable) -> V | None:
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
+        # no lock: each OrderedDict operation is atomic; an entry forgotten between the two is simply gone
+        value = self._entries.get(key)
+        if value is not None:
+            try:
                 self._entries.move_to_end(key)
-            return value
+            except KeyError:
+                pass
+        return value
 
     def put(self, key: Hashable, value: V) -> None:
         with self._lock:

@@ -128,9 +128,14 @@ def same_code(a: types.CodeType, b: types.CodeType) -> bool:
 
 def _instructions(code: types.CodeType) -> list[tuple[str, Any]]:
     """The instructions, each an operation and its argument: a name by its text,
-    a jump by the index of its target (offsets depend on inline caches)."""
-    found = list(dis.get_instructions(code))
-    index = {ins.offset: i for i, ins in enumerate(found)}
+    a jump by the index of its target (offsets depend on inline caches, and so
+    does where EXTENDED_ARG is needed)."""
+    index: dict[int, int] = {}
+    found = []
+    for ins in dis.get_instructions(code):
+        index[ins.offset] = len(found)  # an EXTENDED_ARG: the instruction it extends
+        if ins.opname != "EXTENDED_ARG":  # its value is in the next instruction's argument
+            found.append(ins)
     out = []
     for ins in found:
         op = _SAME_OP.get(ins.opname, ins.opname)
