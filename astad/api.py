@@ -168,8 +168,12 @@ class Reverse:
     def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> Derivative:
         """The derivative at the abstract signature of ``args``, computing the
         cotangents of the parameters in ``wrt`` (all when None)."""
-        keys = tuple(map(_arg_key, args))
-        key = (keys if None not in keys else self._types(args), wrt)
+        try:
+            keys = tuple(map(_arg_key, args))
+            key = (keys if None not in keys else self._types(args), wrt)
+        except RecursionError:
+            raise AstadTypeError(f"an argument of {self._parsed.name} is nested too deeply (or contains itself)",
+                                 hint="tuples, lists and dicts of arrays, a few levels deep") from None
         found = self._derivatives.get(key)
         if found is None or not _checks_hold(found[1]):
             found = self._transform(args, key, wrt)

@@ -105,7 +105,7 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
-    if funcdef is None:
+    if funcdef is None or funcdef.name.value != code.co_name:
         raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
     parsed = Parsed(fn, file, funcdef, positions, start - 1, col_offset, lines, source)
     check_subset(parsed)

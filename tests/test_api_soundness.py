@@ -588,3 +588,21 @@ def test_memory_caches_are_thread_safe(small_cache):
         t.join()
     assert not errors, errors
     assert len(api._MEMORY) <= 4
+
+
+def test_an_argument_that_contains_itself_is_refused():
+    loop = [np.ones(2)]
+    loop.append(loop)
+    with pytest.raises(astad.AstadTypeError):
+        astad.reverse(leaf_mean)(loop)
+
+
+def test_a_closure_is_refused_for_its_capture_not_its_source():
+    def make(c):
+        def scaled(x):
+            return np.sum(x * c)
+        return scaled
+
+    with pytest.raises(astad.UnsupportedSyntaxError) as info:
+        astad.grad(make(2.0))(X3)
+    assert "captured" in str(info.value)
