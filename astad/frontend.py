@@ -14,10 +14,10 @@ import builtins
 import collections
 import dataclasses
 import functools
-import unicodedata
 import inspect
 import textwrap
 import types
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
 
@@ -304,15 +304,16 @@ def abstract(value: Any, what: str) -> Type:
     if (t in _ARRAY_TYPES or t in _NUMPY_SCALARS) and value.dtype.kind in "fbiu":
         return Num(tuple(int(d) for d in value.shape), value.dtype.name)
     base = next((b for b in (bool, int, float, np.ndarray, tuple, list, dict) if isinstance(value, b)), None)
-    if base is not None:
+    if base is not None and t not in _ARRAY_TYPES and t not in _NUMPY_SCALARS:
         plain = {np.ndarray: "np.asarray(x)", tuple: "tuple(x)", list: "list(x)", dict: "dict(x)"}.get(
             base, f"{base.__name__}(x)")
         raise AstadTypeError(
             f"{what} is a {t.__name__}, a subclass of {base.__name__}: astad runs it as a plain {base.__name__}, "
             "which its own operators and methods may not be (np.matrix multiplies with *, masked arrays skip "
             "masked entries)", hint=f"pass a plain {base.__name__}: {plain}")
+    of = f" of dtype {value.dtype}" if t in _ARRAY_TYPES else ""
     raise AstadTypeError(
-        f"{what} is a {t.__name__}; astad differentiates functions of floats, ints and numpy arrays",
+        f"{what} is a {t.__name__}{of}; astad differentiates functions of floats, ints and numpy arrays",
         hint="float, int, bool, or a numpy array of a float, int or bool dtype")
 
 
