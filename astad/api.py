@@ -142,7 +142,9 @@ class Reverse:
         d = self.derivative(args)
         value, residuals = d.forward(*args)
         # the pullback may be called after the caller changed an argument or the value in place
-        residuals = fresh.copy_shared(residuals, fresh.owners(args, value))
+        held = fresh.owners(args, value)
+        if held:
+            residuals = fresh.copy_shared(residuals, held)
         return value, Pullback(d.backward, residuals, d.out_type)
 
     def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:

@@ -37,15 +37,22 @@ def owners(*values: Any) -> set[int]:
     return out
 
 
-def _add_owners(value: Any, out: set[int]) -> None:
-    if isinstance(value, np.ndarray):
-        out.add(id(value) if value.base is None else _owner(value))
-    elif isinstance(value, (tuple, list)):
-        for v in value:
+_SCALARS = (float, int, bool, type(None))
+
+
+def _add_owners(values: Any, out: set[int]) -> None:
+    for v in values:
+        t = type(v)
+        if t is np.ndarray:
+            out.add(id(v) if v.base is None else _owner(v))
+        elif t in _SCALARS:
+            continue
+        elif isinstance(v, np.ndarray):
+            out.add(_owner(v))
+        elif isinstance(v, (tuple, list)):
             _add_owners(v, out)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _add_owners(v, out)
+        elif isinstance(v, dict):
+            _add_owners(v.values(), out)
 
 
 def copy_shared(value: Any, held: set[int]) -> Any:

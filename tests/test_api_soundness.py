@@ -606,3 +606,10 @@ def test_a_closure_is_refused_for_its_capture_not_its_source():
     with pytest.raises(astad.UnsupportedSyntaxError) as info:
         astad.grad(make(2.0))(X3)
     assert "captured" in str(info.value)
+
+
+@pytest.mark.parametrize("make", [astad.reverse, astad.grad, astad.value_and_grad])
+def test_differentiating_a_gradient_is_refused(make):
+    with pytest.raises(astad.SourceUnavailableError) as info:
+        make(grad_of_square)(X3)
+    assert "higher-order" in str(info.value)
