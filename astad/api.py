@@ -13,7 +13,7 @@ import numpy as np
 
 from . import cache, fresh, frontend, pipeline
 from .memo import LRU
-from .errors import AstadError, AstadTypeError, NonScalarOutputError
+from .errors import AstadError, AstadTypeError, NonScalarOutputError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
 from .pipeline import Derivative
 from .source import reversed_function
@@ -132,6 +132,11 @@ class Reverse:
         fn = reversed_function(fn) or fn
         self.__astad_function__ = fn
         self._parsed = frontend.parse(fn)
+        if self._parsed.funcdef.params.posonly_params:
+            raise UnsupportedSyntaxError("positional-only parameters (before `/`) are not supported in the "
+                                         "function astad differentiates",
+                                         self._parsed.loc(self._parsed.funcdef.params.posonly_params[0]),
+                                         "plain positional parameters (a function it calls may have them)")
         self._derivatives: LRU[tuple[Derivative, tuple]] = LRU(_memory_size)
         self._last: Derivative | None = None
         functools.update_wrapper(self, fn)

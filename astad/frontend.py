@@ -185,13 +185,16 @@ class _SubsetChecker(cst.CSTVisitor):
             self.depth -= 1
 
     def _check_signature(self, node: cst.FunctionDef) -> None:
-        self._check_params(node.params)
+        self._check_params(node.params, module_level=self.depth == 1)
         _check_returns_last(_stmts(node.body), self.parsed)
 
-    def _check_params(self, ps: cst.Parameters) -> None:
+    def _check_params(self, ps: cst.Parameters, module_level: bool = False) -> None:
         extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
+        # positional-only parameters: a module-level function (inlined by its signature) may have them
+        posonly = ps.posonly_params[0] if ps.posonly_params and not module_level else None
         for bad, what in ((extra, "*args"), (ps.star_kwarg, "**kwargs"),
-                          (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters")):
+                          (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters"),
+                          (posonly, "positional-only parameters (before `/`)")):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
                                              "positional parameters (with constant defaults)")

@@ -613,3 +613,36 @@ def test_differentiating_a_gradient_is_refused(make):
     with pytest.raises(astad.SourceUnavailableError) as info:
         make(grad_of_square)(X3)
     assert "higher-order" in str(info.value)
+
+
+POSONLY = """
+import numpy as np
+
+def helper(a, b=2.0, /):
+    return a * b
+
+def calls_helper(x):
+    return np.sum(helper(x) + helper(x, 3.0))
+
+def top(x, /, y):
+    return np.sum(x * y)
+
+def nested(x):
+    def k(a, /, b):
+        return a * b
+    return np.sum(k(x, 3.0))
+
+def in_lambda(x):
+    k = lambda a, /, b: a * b
+    return np.sum(k(x, 3.0))
+"""
+
+
+def test_positional_only_parameters(write_module):
+    """A module-level helper is inlined by its signature; elsewhere `/` is refused, not misread."""
+    mod, _ = write_module(POSONLY)
+    close(astad.grad(mod.calls_helper)(X3), np.full(3, 5.0))
+    for fn, args in ((mod.top, (X3, X3)), (mod.nested, (X3,)), (mod.in_lambda, (X3,))):
+        with pytest.raises(astad.UnsupportedSyntaxError) as info:
+            astad.grad(fn)(*args)
+        assert "positional-only" in str(info.value)
