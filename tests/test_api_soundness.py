@@ -663,3 +663,14 @@ def test_positional_only_parameters(write_module):
         with pytest.raises(astad.UnsupportedSyntaxError) as info:
             astad.grad(fn)(*args)
         assert "positional-only" in str(info.value)
+
+
+def test_a_builtin_shadowed_in_a_helpers_module_is_seen(write_module):
+    lib, _ = write_module("def twice(v):\n    return v * 2.0\n\ndef helper(x):\n    return abs(x) * x\n")
+    main, _ = write_module(f"import numpy as np\nfrom {lib.__name__} import helper\n\n"
+                           "def f(x):\n    return np.sum(helper(x))\n")
+    g = astad.grad(main.f)
+    close(g(X3), fd(main.f, [X3], 0))
+    lib.abs = lib.twice
+    close(g(X3), 4.0 * X3)
+    close(astad.value_and_grad(main.f)(X3)[1], 4.0 * X3)
