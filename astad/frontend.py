@@ -443,6 +443,16 @@ class Lowerer:
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
 
+    def copy(self, x: Atom) -> Atom:
+        """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""
+        if not isinstance(x, Var) or (isinstance(x.type, Num) and x.type.py):
+            return x
+        var = Var(self.namer.temp(), x.type)
+        self.binds.append(Bind((var,), Copy(x), self.loc()))
+        self.bound.add(var.name)
+        self.aliases.made(var.name, self.aliases.fresh(var.name))
+        return var
+
     def name_result(self, value: Value, name: str) -> Value:
         """Give the user's name to the value just computed for an assignment."""
         if not (isinstance(value, Var) and Namer.is_temp(value.name)):
@@ -1743,10 +1753,6 @@ class Lowerer:
         except TypeError as e:
             raise self.type_error(f"{spec.title}: {e}", node) from None
         return spec.lower(self, bound, node)
-
-
-#: primitives whose numpy result can be a view of their first argument
-_VIEWS = {"getitem", "reshape", "transpose", "expand_dims", "ravel", "diag", "broadcast_to"}
 
 
 def _closures_in(value: Any) -> list[Closure]:

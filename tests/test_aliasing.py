@@ -315,7 +315,24 @@ def update_then_view(x):
     return np.sum(v * v)
 
 
-ACCEPTED = [fresh_update, view_dead_before_the_update, base_rebound_before_the_update, scalar_element_copy,
+def copy_of_an_argument(x):
+    y = x.copy()
+    y *= 2.0
+    z = np.copy(y)
+    z += x
+    w = x.flatten()   # flatten copies (ravel may not)
+    w -= 1.0
+    return np.sum(y * z) + np.sum(w * x)
+
+
+def copy_of_a_local(x):
+    y = x * 1.0
+    z = y.copy()
+    z += 1.0
+    return np.sum(y * z)
+
+
+ACCEPTED = [copy_of_an_argument, copy_of_a_local, fresh_update, view_dead_before_the_update, base_rebound_before_the_update, scalar_element_copy,
             accumulate_in_a_loop, fresh_each_iteration_and_kept, loop_over_a_copy_of_rows, scalar_accumulators,
             update_then_view]
 
