@@ -54,7 +54,7 @@ Roots = frozenset
 #: one more element (the same list object), "element" an element of the list.
 KIND: dict[str, str] = {
     **dict.fromkeys((
-        "abs", "add", "and_", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
+        "abs", "add", "and_", "copy", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
         "eye", "floordiv", "full", "ge", "gt", "le", "len", "list_len", "log", "log_domain", "lt", "matmul",
         "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "scatter", "scatter_add", "select", "shape", "sign",

@@ -447,11 +447,7 @@ class Lowerer:
         """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""
         if not isinstance(x, Var) or (isinstance(x.type, Num) and x.type.py):
             return x
-        var = Var(self.namer.temp(), x.type)
-        self.binds.append(Bind((var,), Copy(x), self.loc()))
-        self.bound.add(var.name)
-        self.aliases.made(var.name, self.aliases.fresh(var.name))
-        return var
+        return self.emit("copy", [x])
 
     def name_result(self, value: Value, name: str) -> Value:
         """Give the user's name to the value just computed for an assignment."""
