@@ -73,14 +73,23 @@ KIND: dict[str, str] = {
 ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like"}
 
 
-def is_storage(root: str) -> bool:
-    """Roots an in-place update of an array is about (its memory)."""
-    return not root.startswith("L:")
+def _kind_filter(drop: str, placeholder: str) -> Callable[[frozenset], frozenset]:
+    def only(roots: frozenset) -> frozenset:
+        out = set()
+        for r in roots:
+            if r.startswith("P:"):
+                out.add(placeholder + r[2:])  # the part of a carried value of this kind
+            elif not r.startswith((drop, "PA:", "PL:")) or r.startswith(placeholder):
+                out.add(r)
+        return frozenset(out)
+
+    return only
 
 
-def is_identity(root: str) -> bool:
-    """Roots an update of a list is about (which list object it is)."""
-    return not root.startswith("A:")
+#: the roots an in-place update of an array is about (its memory), and those
+#: an update of a list is about (which list object it is)
+storage = _kind_filter("L:", "PA:")
+identity = _kind_filter("A:", "PL:")
 
 
 @dataclass
@@ -93,7 +102,7 @@ class _Check:
     target: frozenset  # the updated value's own roots
     others: frozenset  # the roots of everything else that can be read
     fail: Callable[[str], Exception]
-    about: Callable[[str], bool]  # which of the target's roots the update changes (is_storage, is_identity)
+    about: Callable[[frozenset], frozenset]  # the target's roots the update changes (storage, identity)
 
 
 class Aliases:
@@ -150,8 +159,10 @@ class Aliases:
             roots = self.fresh(var.name, "L:").union(*[self.roots(a) for a in args])
         elif kind == "append":
             roots = self.roots(args[0]) | self.roots(args[1])
-        elif kind == "element":
+        elif kind == "element":  # an element of a list is not the list (unless it is a list itself)
             roots = self.roots(args[0])
+            if type(var.type).__name__ != "ListT":
+                roots = storage(roots)
         else:
             roots = frozenset((UNKNOWN,))
         self.of_var[var.name] = roots
@@ -208,7 +219,7 @@ class Aliases:
 
         if isinstance(value, PyTuple):
             return self.list_identity(value) if value.is_list else frozenset()
-        return frozenset(r for r in self.roots(value) if is_identity(r))
+        return identity(self.roots(value))
 
     # ----------------------------------------------------------------- reading
 
@@ -260,11 +271,11 @@ class Aliases:
     # ----------------------------------------------------------------- updates
 
     def check(self, target: frozenset, others: frozenset, fail: Callable[[str], Exception],
-              about: Callable[[str], bool]) -> None:
+              about: Callable[[frozenset], frozenset]) -> None:
         """Raise ``fail(why)`` unless updating what has roots ``target`` changes
         nothing in ``others``; keep the check for later if a loop's placeholder is in it."""
         target, others = _apply(target, self.subst), _apply(others, self.subst)
-        target = frozenset(r for r in target if about(r))
+        target = about(target)
         if UNKNOWN in target:
             raise fail("astad cannot tell what else shares its memory")
         if CALLER in target or CALLER_LIST in target:
@@ -272,25 +283,25 @@ class Aliases:
                        "change for the caller too")
         if UNKNOWN in others or target & others:
             raise fail("")
-        if any(r.startswith("P:") for r in target | others):
+        if any(r.startswith(("P:", "PA:", "PL:")) for r in target | others):
             self.pending.append(_Check(target, others, fail, about))
 
     def update_array(self, x: Any, others: list[tuple[str, Any]], fail: Callable[[str], Exception]) -> None:
-        self._update(self.roots(x), others, fail, is_storage)
+        self._update(self.roots(x), others, fail, storage)
 
     def update_list(self, xs: Any, others: list[tuple[str, Any]], fail: Callable[[str], Exception]) -> None:
-        self._update(self.identity_of(xs), others, fail, is_identity)
+        self._update(self.identity_of(xs), others, fail, identity)
 
     def _update(self, target: frozenset, others: list[tuple[str, Any]], fail: Callable[[str], Exception],
-                about: Callable[[str], bool]) -> None:
-        resolved = frozenset(r for r in _apply(target, self.subst) if about(r))
+                about: Callable[[frozenset], frozenset]) -> None:
+        resolved = about(_apply(target, self.subst))
 
         def why(reason: str) -> Exception:
             if reason:
                 return fail(reason)
             for label, v in others:  # say which value it would change
                 r = _apply(self.roots(v), self.subst)
-                if UNKNOWN in r or resolved & r or any(x.startswith("P:") for x in r):
+                if UNKNOWN in r or resolved & r:
                     return fail(label)
             return fail("another value that can still be read shares its memory")
 
@@ -308,18 +319,32 @@ def _apply(roots: frozenset, subst: dict[str, frozenset]) -> frozenset:
 
 
 def _close(flows: dict[str, frozenset], rename: Callable[[str], str]) -> dict[str, frozenset]:
-    """Each placeholder as everything that flows into it, through the other
-    placeholders of the same loop (transitively), allocations renamed."""
-    resolved = {}
-    for p in flows:
-        seen, todo, out = {p}, [p], set()
-        while todo:
-            for r in flows[todo.pop()]:
-                if r in flows:
-                    if r not in seen:
-                        seen.add(r)
-                        todo.append(r)
-                else:
-                    out.add(rename(r))
-        resolved[p] = frozenset(out)
-    return resolved
+    """Each placeholder (and its storage and identity parts) as everything that
+    flows into it, through the other placeholders of the same loop (a least
+    fixpoint), the body's allocations renamed."""
+    names = {p[2:] for p in flows}
+    parts = {"P:": lambda rs: rs, "PA:": storage, "PL:": identity}
+
+    def refers(r: str) -> tuple[str, str] | None:
+        for prefix in parts:
+            if r.startswith(prefix) and r[len(prefix):] in names:
+                return prefix, r[len(prefix):]
+        return None
+
+    res = {p[2:]: {rename(r) for r in rs if refers(r) is None} for p, rs in flows.items()}
+    changed = True
+    while changed:
+        changed = False
+        for p, rs in flows.items():
+            for r in rs:
+                ref = refers(r)
+                if ref is not None:
+                    new = parts[ref[0]](frozenset(res[ref[1]])) - res[p[2:]]
+                    if new:
+                        res[p[2:]] |= new
+                        changed = True
+    out: dict[str, frozenset] = {}
+    for name, rs in res.items():
+        for prefix, part in parts.items():
+            out[prefix + name] = part(frozenset(rs))
+    return out
