@@ -130,10 +130,6 @@ def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] 
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _entry_name(parsed: Parsed, key: str) -> str:
-    return f"{parsed.name[:40]}-{key[:32]}.json"
-
-
 # --------------------------------------------------------------------------- types as JSON data (never eval'd)
 
 
@@ -192,7 +188,7 @@ def load(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | Non
     try:
         with cachefiles.private_dir(base, create=False) as dfd:
             secret = None if dfd is None else cachefiles.key(dfd, create=False)
-            payload = None if secret is None else cachefiles.read(dfd, secret, _entry_name(parsed, key))
+            payload = None if secret is None else cachefiles.read(dfd, secret, cachefiles.entry_name(parsed.name, key))
         if payload is None:
             return None
         return _derivative(parsed, arg_types, wrt, key, json.loads(payload))
@@ -238,7 +234,7 @@ def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
         with cachefiles.private_dir(base, create=True) as dfd:
             secret = None if dfd is None else cachefiles.key(dfd, create=True)
             if secret is not None:
-                cachefiles.write(dfd, secret, _entry_name(parsed, key), payload)
+                cachefiles.write(dfd, secret, cachefiles.entry_name(parsed.name, key), payload)
                 cachefiles.evict(dfd, config.disk_cache_max_entries, config.disk_cache_max_bytes)
     except OSError:
         pass  # read-only or full: the cache is an optimisation only

@@ -43,7 +43,7 @@ from typing import Iterator
 
 SUBDIR = "astad-derivatives"
 KEY = "hmac-key"
-ENTRY = re.compile(r"\w{1,40}-[0-9a-f]{32}\.json\Z")
+ENTRY = re.compile(r"[A-Za-z0-9_]{1,40}-[0-9a-f]{32}\.json\Z")
 TEMP = re.compile(r"\.tmp-[0-9a-f]{16}\Z")
 MAGIC = b"astad-entry 2\n"
 MAX_ENTRY_BYTES = 64 * 2**20
@@ -100,7 +100,7 @@ def _open_dir(path: str | Path, dir_fd: int | None, create: bool, follow: bool) 
     try:
         fd = os.open(path, _DIR_FLAGS | (0 if follow else os.O_NOFOLLOW), dir_fd=dir_fd)
     except OSError as e:
-        if e.errno == errno.ELOOP:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode):
             raise _Untrusted("it is a symbolic link") from None
         raise
     reason = _unsafe(os.fstat(fd), is_dir=True)
@@ -110,13 +110,26 @@ def _open_dir(path: str | Path, dir_fd: int | None, create: bool, follow: bool) 
     return fd
 
 
+def entry_name(function_name: str, key: str) -> str:
+    """The file name of an entry (matches :data:`ENTRY`)."""
+    return f"{re.sub(r'[^A-Za-z0-9_]', '_', function_name)[:40]}-{key[:32]}.json"
+
+
+def _make_parents(base: Path) -> None:
+    """Create the missing directories above ``base``, private (0700) as ``mkdir -p -m 700`` would not."""
+    missing = [p for p in base.absolute().parents if not p.exists()]
+    for p in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(p, 0o700)
+
+
 def _open_private(base: Path, create: bool, fds: list[int]) -> int | None:
     if not supported():
         return None
     where = base
     try:
         if create:
-            base.parent.mkdir(parents=True, exist_ok=True)
+            _make_parents(base)
         fds.append(_open_dir(base, None, create, follow=True))
         where = base / SUBDIR
         fds.append(_open_dir(SUBDIR, fds[0], create, follow=False))

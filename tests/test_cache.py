@@ -58,7 +58,7 @@ def disk_cache(tmp_path, monkeypatch):
 
 def entries(d):
     """The entries astad wrote in cache directory ``d``."""
-    return sorted((d / cachefiles.SUBDIR).glob("*.json"))
+    return sorted(p for p in (d / cachefiles.SUBDIR).glob("*.json") if cachefiles.ENTRY.match(p.name))
 
 
 def forget_in_memory():

@@ -191,7 +191,7 @@ def test_module_that_fails_to_import_gives_a_one_line_message(tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1
 
 
-# --------------------------------------------------------------------------- types, not arrays (in process: this checkout)
+# --------------------------------------------------------------------------- types, not arrays (in process)
 
 
 @pytest.fixture
