@@ -1236,8 +1236,7 @@ class Lowerer:
         if (not live or c.defaults or kwargs or len(args) != len(names)
                 or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
             return None
-        captures = tuple((n, _value_key(v)) for n in c.reads for v in [self._lookup(c.scope, n)] if v is not None)
-        key = (tuple(a.type for a in args), captures)  # type: ignore[union-attr]
+        key = (tuple(a.type for a in args), self.captures(c))  # type: ignore[union-attr]
         f = c.values.get(key)
         if f is None:
             f = self._make_function_value(c, names, list(key[0]), node)
@@ -1248,6 +1247,26 @@ class Lowerer:
         self.binds.append(Bind((y,), App(f, tuple(args)), self.loc(node)))  # type: ignore[arg-type]
         self.aliases.call(y, f, args)
         return y
+
+    def captures(self, c: Closure) -> tuple:
+        """What a call of ``c`` reads from outside it, now: the variables it names
+        and, through the functions among them, what those read (their defaults
+        too), transitively.  Two calls that read the same may share a function value."""
+        found: list[tuple] = []
+        todo, seen = [c], {id(c)}
+        while todo:
+            fn = todo.pop()
+            found.append(("defaults", id(fn), tuple((k, _value_key(v)) for k, v in sorted(fn.defaults.items()))))
+            for n in fn.reads:
+                v = self._lookup(fn.scope, n)
+                if v is None:
+                    continue
+                found.append((id(fn), n, _value_key(v)))
+                for inner in _closures_in(v):
+                    if id(inner) not in seen:
+                        seen.add(id(inner))
+                        todo.append(inner)
+        return tuple(found)
 
     def _make_function_value(self, c: Closure, names: list[str], types: list[Type], node: cst.Call) -> Var | None:
         params = tuple(Var(self.namer.fresh(n), _forget_value(t)) for n, t in zip(names, types))
