@@ -12,7 +12,9 @@ constants, nested code, recursively) as the function's ``__code__``.
 from __future__ import annotations
 
 import __future__
+import ast
 import dis
+import functools
 import inspect
 import textwrap
 import types
@@ -64,34 +66,60 @@ def read(fn: Callable[..., Any]) -> tuple[list[str], int, str]:
     code = fn.__code__
     check_not_wrapped(fn)
     try:
-        lines, start = inspect.getsourcelines(code)  # the code object: inspect does not unwrap it
+        file_lines, start = inspect.findsource(code)  # the code object: inspect does not unwrap it
         file = inspect.getsourcefile(code) or code.co_filename
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
             hint="define the function in a .py file or a notebook cell, not with exec() or in an interactive prompt "
                  "that keeps no source") from None
-    check_matches(code, "".join(lines), fn.__qualname__, file)
-    return lines, start, file
+    lines = inspect.getblock(file_lines[start:])
+    check_matches(code, "".join(lines), fn.__qualname__, file, imported_names("".join(file_lines)))
+    return lines, start + 1, file
 
 
-def check_matches(code: types.CodeType, source: str, what: str, file: str) -> None:
+@functools.lru_cache(maxsize=64)
+def imported_names(text: str) -> frozenset[str]:
+    """The names a module's text binds by ``import`` outside functions and
+    classes.  CPython compiles ``name.attr(...)`` differently when ``name`` was
+    imported (it knows an attribute of a module is no method), so compiling a
+    function alone must be told which names those are."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
+
+
+def check_matches(code: types.CodeType, source: str, what: str, file: str,
+                  imported: frozenset[str] = frozenset()) -> None:
     """Refuse ``source`` unless, compiled, it gives ``code`` (up to line numbers)."""
-    compiled = _compile(code, textwrap.dedent(source))
+    compiled = _compile(code, textwrap.dedent(source), imported)
     if compiled is None or not same_code(compiled, code):
         raise SourceUnavailableError(
             f"the source of {what} in {file} is not the code Python runs: the file was edited since the module "
             "was imported (or the text at that line is another function)", hint=_RELOAD)
 
 
-def _compile(code: types.CodeType, source: str) -> types.CodeType | None:
+def _compile(code: types.CodeType, source: str, imported: frozenset[str]) -> types.CodeType | None:
     """The code object of the function ``source`` defines, compiled as ``code``
-    was: with the same ``__future__`` flags, and inside a function that binds its
-    free variables (so that they are read as closure cells, not globals)."""
+    was: with the same ``__future__`` flags, in a module that imports the same
+    names (compiled only: nothing is imported), and inside a function that binds
+    its free variables (so that they are read as closure cells, not globals)."""
     text = source
     if code.co_freevars:
         cells = "".join(f"    {n} = None\n" for n in code.co_freevars)
         text = "def __astad_enclosing__():\n" + cells + textwrap.indent(source, "    ")
+    if imported:
+        text = f"import {', '.join(sorted(imported))}\n" + text
     try:
         module = compile(text, "<astad: source check>", "exec", flags=code.co_flags & _FUTURE_FLAGS,
                          dont_inherit=True)
