@@ -5,8 +5,10 @@ decorator wrapped, not the wrapper) and re-reads a file edited since it was
 imported (so it may read another function, or the new text of this one).
 astad must differentiate exactly the code Python runs, so :func:`read` refuses
 wrapped functions, reads the text at the code object's own line, and checks
-it: the text, compiled again, must give the same code (bytecode, names,
-constants, nested code, recursively) as the function's ``__code__``.
+it: the text, compiled again as its module compiled it (same ``__future__``
+flags, same imported names, its free variables as cells), must give the same
+code (instructions, names, constants, nested code, recursively; line numbers
+aside) as the function's ``__code__``.
 """
 
 from __future__ import annotations
