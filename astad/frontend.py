@@ -10,6 +10,7 @@ functions are inlined, and every primitive's type is inferred from the table.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import inspect
@@ -22,6 +23,7 @@ import libcst as cst
 import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from . import deep
 from . import primitives as prims
 from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
@@ -100,11 +102,17 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     try:
-        module = cst.parse_module(dedented)
+        module, positions = deep.fresh(_parse_source, dedented)  # libcst recurses: give it a whole stack
     except cst.ParserSyntaxError as e:
         raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}: {e.message}") from None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    except RecursionError:
+        line, col = _deepest(dedented)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        raise UnsupportedSyntaxError(
+            f"{fn.__qualname__} is nested too deeply for astad's parser (libcst), here",
+            Loc(file, line + start - 1, col + col_offset + 1, text),
+            "name the inner parts: `a = np.sin(x)`, `b = np.sin(a)`, ... (up to about 100 levels of "
+            "calls inside calls are read)") from None
     funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
     if funcdef is None:
         raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
@@ -112,6 +120,24 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     check_subset(parsed)
     _PARSED[key] = parsed
     return parsed
+
+
+def _parse_source(source: str) -> tuple[cst.Module, Any]:
+    module = cst.parse_module(source)
+    return module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+def _deepest(source: str) -> tuple[int, int]:
+    """Line (1-based) and column (0-based) of the most deeply nested node of
+    ``source`` (Python's own parser; an explicit stack)."""
+    best, where = -1, (1, 0)
+    todo = [(ast.parse(source), 0)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > best and hasattr(node, "lineno"):
+            best, where = depth, (node.lineno, node.col_offset)
+        todo.extend((c, depth + 1) for c in ast.iter_child_nodes(node))
+    return where
 
 
 # What each unsupported construct is called and what to write instead.
@@ -211,7 +237,7 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
 
 
 def check_subset(parsed: Parsed) -> None:
-    parsed.funcdef.visit(_SubsetChecker(parsed))
+    deep.visit(parsed.funcdef, _SubsetChecker(parsed))
 
 
 # --------------------------------------------------------------------------- abstract values
@@ -372,7 +398,7 @@ def _user_names(node: cst.CSTNode) -> set[str]:
         def visit_Name(self, n: cst.Name) -> None:
             names.add(n.value)
 
-    node.visit(V())
+    deep.visit(node, V())
     return names
 
 
@@ -536,6 +562,9 @@ class Lowerer:
 
     def lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         """Lower statements in order; the returned value if they return, else None."""
+        return deep.call(self._lower_stmts, stmts)  # a block in a block in ...: on with a fresh stack
+
+    def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
                 if _exits(stmt):  # the rest of the block continues each branch that does not return/break/continue
@@ -1027,7 +1056,7 @@ class Lowerer:
         self.stack.append(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
-            return lower()
+            return deep.call(lower)  # a deep recursion goes on with a fresh stack
         finally:
             self.stack.pop()
             self.node, self.exits = saved, saved_exits
@@ -1150,7 +1179,7 @@ class Lowerer:
         saved = self.node
         self.node = node
         try:
-            return method(node)
+            return deep.call(method, node)  # a deeply nested expression goes on with a fresh stack
         finally:
             self.node = saved
 
@@ -1330,7 +1359,7 @@ class Lowerer:
                     return True
                 return False
 
-        made.visit(V())
+        deep.visit(made, V())
 
     def expr_SimpleString(self, node: cst.SimpleString) -> Value:
         return Ref("string", node.evaluated_value)  # only as a dict key
@@ -1874,7 +1903,7 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
         def visit_CompFor(self, n: cst.CompFor) -> bool:
             return False  # a comprehension's variables are its own
 
-    node.visit(V())
+    deep.visit(node, V())
     return names
 
 
@@ -1898,7 +1927,7 @@ def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
                 found.append(n)
             return not isinstance(n, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)) or n is node
 
-    node.visit(V())
+    deep.visit(node, V())
     return bool(found)
 
 
@@ -1913,7 +1942,7 @@ def _returns(stmt: cst.CSTNode) -> bool:
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return node is stmt  # a nested def's `return` is its own
 
-    stmt.visit(V())
+    deep.visit(stmt, V())
     return bool(found)
 
 
