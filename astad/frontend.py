@@ -282,7 +282,9 @@ class Closure:
         # where it was made: the bindings it is made among, the one before it, the
         # variables its body could read there (see Lowerer.function_value)
         self.site = site
-        self.values: dict[Any, Var] = {}  # the function values made of it: (argument types, captures) -> variable
+        # the function values made of it: (argument types, captures) -> variable, or None
+        # where its body could not be one (its calls with that key are inlined)
+        self.values: dict[Any, Var | None] = {}
 
     @property
     def __name__(self) -> str:
@@ -430,6 +432,7 @@ class Lowerer:
         self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
+        self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
 
     # ----------------------------------------------------------------- helpers
 
@@ -1222,17 +1225,16 @@ class Lowerer:
         bindings still being lowered).  None: inline the call instead."""
         names = [p.name.value for p in c.node.params.params]
         live = c.site is not None and any(c.site[0] is lst for lst in [self.binds, *self.open_binds])
-        if (not live or c.defaults or kwargs or len(args) != len(names)
+        if (not live or self.trying or c.defaults or kwargs or len(args) != len(names)
                 or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
             return None
         captures = tuple((n, _value_key(v)) for n in c.reads for v in [self._lookup(c.scope, n)] if v is not None)
         key = (tuple(a.type for a in args), captures)  # type: ignore[union-attr]
-        f = c.values.get(key)
+        if key not in c.values:  # tried once per key: a failed try is not repeated at every call
+            c.values[key] = self._make_function_value(c, names, list(key[0]), node)
+        f = c.values[key]
         if f is None:
-            f = self._make_function_value(c, names, list(key[0]), node)
-            if f is None:
-                return None
-            c.values[key] = f
+            return None
         y = Var(self.namer.temp(), f.type.result)  # type: ignore[union-attr]
         self.binds.append(Bind((y,), App(f, tuple(args)), self.loc(node)))  # type: ignore[arg-type]
         return y
@@ -1241,12 +1243,15 @@ class Lowerer:
         params = tuple(Var(self.namer.fresh(n), _forget_value(t)) for n, t in zip(names, types))
         scope = _Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
         body = c.node.body
+        self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
         try:
             binds, _, value = self.branch(lambda: self.run_call(
                 c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                 else (lambda: self.lower_body(c.node))))  # type: ignore[arg-type]
         except AstadError:
             return None  # inlined, the call gives the error where it is made
+        finally:
+            self.trying -= 1
         assert c.site is not None
         site, before, visible = c.site
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
