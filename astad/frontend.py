@@ -21,7 +21,6 @@ from typing import Any, Callable, Iterator, Sequence, Union
 
 import libcst as cst
 import numpy as np
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import deep
 from . import primitives as prims
@@ -29,6 +28,7 @@ from .errors import (AstadError, AstadTypeError, SourceUnavailableError, Unsuppo
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
                  Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, trip_count, vars_of)
+from .positions import resolve as resolve_positions
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -102,17 +102,19 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     try:
-        module, positions = deep.fresh(_parse_source, dedented)  # libcst recurses: give it a whole stack
+        module = deep.fresh(cst.parse_module, dedented)  # libcst recurses: give it a whole stack
     except cst.ParserSyntaxError as e:
         raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}: {e.message}") from None
     except RecursionError:
+        module = None
+    positions = None if module is None else resolve_positions(module, dedented)
+    if module is None or positions is None:
         line, col = _deepest(dedented)
         text = lines[line - 1] if 0 < line <= len(lines) else ""
         raise UnsupportedSyntaxError(
             f"{fn.__qualname__} is nested too deeply for astad's parser (libcst), here",
             Loc(file, line + start - 1, col + col_offset + 1, text),
-            "name the inner parts: `a = np.sin(x)`, `b = np.sin(a)`, ... (up to about 100 levels of "
-            "calls inside calls are read)") from None
+            "name the inner parts: `a = np.sin(x)`, `b = np.sin(a)`, ...")
     funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
     if funcdef is None:
         raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
@@ -120,11 +122,6 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     check_subset(parsed)
     _PARSED[key] = parsed
     return parsed
-
-
-def _parse_source(source: str) -> tuple[cst.Module, Any]:
-    module = cst.parse_module(source)
-    return module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def _deepest(source: str) -> tuple[int, int]:
@@ -393,7 +390,8 @@ class Namer:
         return name[:1] == "t" and name[1:].isdigit()
 
 
-def _user_names(node: cst.CSTNode) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
+def _user_names(node: cst.CSTNode) -> frozenset[str]:
     names: set[str] = set()
 
     class V(cst.CSTVisitor):
@@ -401,7 +399,7 @@ def _user_names(node: cst.CSTNode) -> set[str]:
             names.add(n.value)
 
     deep.visit(node, V())
-    return names
+    return frozenset(names)
 
 
 # --------------------------------------------------------------------------- lowering
@@ -1869,7 +1867,8 @@ def _trip_count(binds: list[Bind]) -> int | None:
     return trip_count(loops[0]) if len(loops) == 1 else None
 
 
-def _assigned_names(node: cst.CSTNode) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     """Names assigned anywhere in a statement block, in order of first assignment."""
     names: list[str] = []
 
@@ -1909,7 +1908,7 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
             return False  # a comprehension's variables are its own
 
     deep.visit(node, V())
-    return names
+    return tuple(names)
 
 
 def _breaks(body: cst.CSTNode) -> bool:
@@ -1923,6 +1922,7 @@ def _exits(stmt: cst.CSTNode) -> bool:
     return _returns(stmt) or _loop_exit_found(stmt, (cst.Break, cst.Continue))
 
 
+@functools.lru_cache(maxsize=4096)
 def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
     found = []
 
@@ -1936,6 +1936,7 @@ def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
     return bool(found)
 
 
+@functools.lru_cache(maxsize=4096)
 def _returns(stmt: cst.CSTNode) -> bool:
     """Whether a statement contains a ``return``."""
     found = []
