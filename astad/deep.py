@@ -96,3 +96,24 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         todo.append((n, True))
         if visitor.on_visit(n):
             todo.extend((c, False) for c in reversed(n.children))
+
+
+def found_below(node: cst.CSTNode, kinds: tuple[type, ...], stop: tuple[type, ...],
+                memo: dict[cst.CSTNode, bool]) -> bool:
+    """Whether ``node`` or a node under it is one of ``kinds``, not looking under
+    the nodes of ``stop`` below ``node``.  ``memo`` keeps the answer for every
+    node looked at, so that asking about each statement of a nest of blocks
+    costs time linear in the nest, not quadratic (one ``memo`` per ``kinds``
+    and ``stop``)."""
+    todo: list[tuple[cst.CSTNode, list[cst.CSTNode] | None]] = [(node, None)]
+    while todo:
+        n, kids = todo.pop()
+        if n in memo:
+            continue
+        if kids is None:
+            kids = [c for c in n.children if not isinstance(c, stop)]
+            todo.append((n, kids))
+            todo.extend((c, None) for c in kids if c not in memo)
+        else:
+            memo[n] = isinstance(n, kinds) or any(memo[c] for c in kids)
+    return memo[node]

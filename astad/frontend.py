@@ -74,6 +74,7 @@ _PARSED: dict[Any, Parsed] = {}
 
 def clear_parse_cache() -> None:
     _PARSED.clear()
+    _FOUND.clear()
 
 
 def parse(fn: Callable[..., Any]) -> Parsed:
@@ -1922,34 +1923,18 @@ def _exits(stmt: cst.CSTNode) -> bool:
     return _returns(stmt) or _loop_exit_found(stmt, (cst.Break, cst.Continue))
 
 
-@functools.lru_cache(maxsize=4096)
 def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, kinds):
-                found.append(n)
-            return not isinstance(n, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)) or n is node
-
-    deep.visit(node, V())
-    return bool(found)
+    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.Lambda),
+                            _FOUND.setdefault(kinds, {}))
 
 
-@functools.lru_cache(maxsize=4096)
 def _returns(stmt: cst.CSTNode) -> bool:
-    """Whether a statement contains a ``return``."""
-    found = []
+    """Whether a statement contains a ``return`` (a nested def's `return` is its own)."""
+    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), _FOUND.setdefault((cst.Return,), {}))
 
-    class V(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
 
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is stmt  # a nested def's `return` is its own
-
-    deep.visit(stmt, V())
-    return bool(found)
+#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache)
+_FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
 
 
 def _stmts(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
