@@ -1,5 +1,5 @@
 """Transform time over program size: how astad's time to transform a function
-grows with the function's size, for four kinds of growth.
+grows with the function's size, for five kinds of growth.
 
 Run from the repository root:  python bench/transform_time.py [--quick] [--repeat N]
 
@@ -52,6 +52,15 @@ def chain(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def nested_ifs(n: int) -> str:
+    lines = ["import numpy as np", "", "def f(x):", "    s = x * 1.0"]
+    for k in range(n):
+        indent = "    " * (k + 1)
+        lines += [f"{indent}if np.sum(s) > {-100 - k}.0:", f"{indent}    s = np.sin(s) + 0.1"]
+    lines.append("    return np.sum(s)")
+    return "\n".join(lines) + "\n"
+
+
 def loop_body(n: int) -> str:
     body = "\n".join(f"        s = s + np.sin(x[i] * {1 + k % 7 / 10}) * s" for k in range(n))
     return f"import numpy as np\n\ndef f(x):\n    s = 1.0\n    for i in range(x.shape[0]):\n{body}\n    return s\n"
@@ -60,7 +69,8 @@ def loop_body(n: int) -> str:
 #: family -> (program of size n, sizes, sizes with --quick)
 FAMILIES: dict[str, tuple[Callable[[int], str], list[int], list[int]]] = {
     "straight-line length": (straight_line, [25, 50, 100, 200, 400], [25, 50, 100, 200]),
-    "nesting depth": (nesting, [10, 20, 40, 80, 160], [10, 20, 40, 80]),
+    "nesting depth (calls)": (nesting, [10, 20, 40, 80, 160], [10, 20, 40, 80]),
+    "nesting depth (ifs)": (nested_ifs, [5, 10, 20, 40, 80], [5, 10, 20, 40]),
     "chain of local functions": (chain, [8, 16, 32, 64], [8, 16, 32]),
     "loop body size": (loop_body, [25, 50, 100, 200, 400], [25, 50, 100, 200]),
 }
