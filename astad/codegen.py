@@ -46,6 +46,8 @@ class _Function:
             if isinstance(a, Var):
                 self.uses[a.name] += 2
         self.inlined: dict[str, Expr] = {}
+        self.depth: dict[str, int] = {}  # an inlined temporary -> how many inlined ones it nests
+        self.reach = 0  # the deepest inlined temporary read since the last bind began
         self.lines: list[cst.SimpleStatementLine] = []
         self.last_loc: tuple | None = None
         self.in_place = in_place
@@ -55,7 +57,10 @@ class _Function:
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
-            return self.inlined.pop(a.name, None) or cst.Name(a.name)
+            if a.name in self.inlined:
+                self.reach = max(self.reach, self.depth.pop(a.name))
+                return self.inlined.pop(a.name)
+            return cst.Name(a.name)
         if isinstance(a, Const):
             return px.name(a.name) if a.name is not None else px.literal(a.value)
         return _zero(a.type)
@@ -77,6 +82,7 @@ class _Function:
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
+        self.reach = 0
         if isinstance(rhs, Prim):
             entry = prims.TABLE[rhs.op]
             params = dict(rhs.params)
@@ -100,8 +106,8 @@ class _Function:
             if entry.method and isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
                 value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
                                   **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
-            if Namer.is_temp(target.name) and self.uses[target.name] == 1:
-                self.inlined[target.name] = value
+            if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED:
+                self.inlined[target.name], self.depth[target.name] = value, self.reach + 1
                 return
             self.assign(b.targets, value, b.loc)
         elif isinstance(rhs, MakeTuple):
@@ -116,13 +122,22 @@ class _Function:
             self.fresh.add(b.targets[0].name)
             if self.accumulate(b, list(rhs.items), "+"):
                 return
-            value = self.atom(rhs.items[0])
-            for a in rhs.items[1:]:
-                value = (px.call("list_add", [value, self.atom(a)]) if isinstance(b.targets[0].type, ListT)
-                         else px.binop("+", value, self.atom(a)))
-            self.assign(b.targets, value, b.loc)
+            self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def sum(self, b: Bind, items: list[Atom]) -> None:
+        """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
+        each (``t = t + ...`` goes on), so that no expression nests deeply."""
+        target = b.targets[0]
+        value = self.atom(items[0])
+        for i, a in enumerate(items[1:], 1):
+            if i % MAX_TERMS == 0:
+                self.assign(b.targets, value, b.loc)
+                value = cst.Name(target.name)
+            value = (px.call("list_add", [value, self.atom(a)]) if isinstance(target.type, ListT)
+                     else px.binop("+", value, self.atom(a)))
+        self.assign(b.targets, value, b.loc)
 
     def emit_if(self, b: Bind, rhs: If) -> None:
         """``if c:`` with each branch assigning the joined variables at its end.  A
@@ -146,7 +161,7 @@ class _Function:
     def flush(self) -> None:
         """Assign the pending inlined expressions: nothing computed before a loop
         may be moved into it (it would be computed on every iteration)."""
-        pending, self.inlined = self.inlined, {}
+        pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
 
@@ -236,6 +251,14 @@ class _Function:
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
 
+
+#: generated expressions nest at most this many inlined temporaries (a deeper
+#: one is named by a statement of its own), so the text stays readable and
+#: libcst and Python's compiler never recurse deeply on it
+MAX_INLINED = 6
+
+#: terms of a sum of cotangents in one statement (more go on in the next)
+MAX_TERMS = 8
 
 #: arrays at least this large are updated in place (below, a new array costs
 #: little and ``t = a + b`` reads better than ``t = a; t += b``)

@@ -10,6 +10,7 @@ functions are inlined, and every primitive's type is inferred from the table.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import collections
 import dataclasses
@@ -23,8 +24,8 @@ from typing import Any, Callable, Iterator, Sequence, Union
 
 import libcst as cst
 import numpy as np
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from . import deep
 from . import primitives as prims
 from .aliases import CALLER, Aliases
 from .source import check_not_wrapped, read as read_source, reversed_function
@@ -32,6 +33,7 @@ from .errors import (AstadError, AstadTypeError, SourceUnavailableError, Unsuppo
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
                  Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, trip_count, vars_of)
+from .positions import resolve as resolve_positions
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -77,6 +79,7 @@ _PARSED: dict[Any, Parsed] = {}
 
 def clear_parse_cache() -> None:
     _PARSED.clear()
+    _FOUND.clear()
 
 
 def parse(fn: Callable[..., Any]) -> Parsed:
@@ -100,11 +103,19 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     try:
-        module = cst.parse_module(dedented)
+        module = deep.fresh(cst.parse_module, dedented)  # libcst recurses: give it a whole stack
     except cst.ParserSyntaxError as e:
         raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}: {e.message}") from None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    except RecursionError:
+        module = None
+    positions = None if module is None else resolve_positions(module, dedented)
+    if module is None or positions is None:
+        line, col = _deepest(dedented)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        raise UnsupportedSyntaxError(
+            f"{fn.__qualname__} is nested too deeply for astad's parser (libcst), here",
+            Loc(file, line + start - 1, col + col_offset + 1, text),
+            "name the inner parts: `a = np.sin(x)`, `b = np.sin(a)`, ...")
     funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
     if funcdef is None or funcdef.name.value != code.co_name:
         raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
@@ -112,6 +123,19 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     check_subset(parsed)
     _PARSED[key] = parsed
     return parsed
+
+
+def _deepest(source: str) -> tuple[int, int]:
+    """Line (1-based) and column (0-based) of the most deeply nested node of
+    ``source`` (Python's own parser; an explicit stack)."""
+    best, where = -1, (1, 0)
+    todo = [(ast.parse(source), 0)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > best and hasattr(node, "lineno"):
+            best, where = depth, (node.lineno, node.col_offset)
+        todo.extend((c, depth + 1) for c in ast.iter_child_nodes(node))
+    return where
 
 
 # What each unsupported construct is called and what to write instead.
@@ -219,7 +243,7 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
 
 
 def check_subset(parsed: Parsed) -> None:
-    parsed.funcdef.visit(_SubsetChecker(parsed))
+    deep.visit(parsed.funcdef, _SubsetChecker(parsed))
 
 
 # --------------------------------------------------------------------------- abstract values
@@ -264,7 +288,9 @@ class Closure:
         # where it was made: the bindings it is made among, the one before it, the
         # variables its body could read there (see Lowerer.function_value)
         self.site = site
-        self.values: dict[Any, Var] = {}  # the function values made of it: (argument types, captures) -> variable
+        # the function values made of it: (argument types, captures) -> variable, or None
+        # where its body could not be one (its calls with that key are inlined)
+        self.values: dict[Any, Var | None] = {}
 
     @property
     def __name__(self) -> str:
@@ -397,15 +423,16 @@ class Namer:
         return name[:1] == "t" and name[1:].isdigit()
 
 
-def _user_names(node: cst.CSTNode) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
+def _user_names(node: cst.CSTNode) -> frozenset[str]:
     names: set[str] = set()
 
     class V(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
             names.add(n.value)
 
-    node.visit(V())
-    return names
+    deep.visit(node, V())
+    return frozenset(names)
 
 
 # --------------------------------------------------------------------------- lowering
@@ -436,6 +463,7 @@ class Lowerer:
         self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
+        self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
 
     # ----------------------------------------------------------------- helpers
 
@@ -576,6 +604,9 @@ class Lowerer:
 
     def lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         """Lower statements in order; the returned value if they return, else None."""
+        return deep.call(self._lower_stmts, stmts)  # a block in a block in ...: on with a fresh stack
+
+    def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
                 if _exits(stmt):  # the rest of the block continues each branch that does not return/break/continue
@@ -1085,7 +1116,7 @@ class Lowerer:
         self.stack.append(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
-            return lower()
+            return deep.call(lower)  # a deep recursion goes on with a fresh stack
         finally:
             self.stack.pop()
             self.node, self.exits = saved, saved_exits
@@ -1227,7 +1258,7 @@ class Lowerer:
         saved = self.node
         self.node = node
         try:
-            return method(node)
+            return deep.call(method, node)  # a deeply nested expression goes on with a fresh stack
         finally:
             self.node = saved
 
@@ -1272,16 +1303,15 @@ class Lowerer:
         bindings still being lowered).  None: inline the call instead."""
         names = [p.name.value for p in c.node.params.params]
         live = c.site is not None and any(c.site[0] is lst for lst in [self.binds, *self.open_binds])
-        if (not live or c.defaults or kwargs or len(args) != len(names)
+        if (not live or self.trying or c.defaults or kwargs or len(args) != len(names)
                 or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
             return None
         key = (tuple(a.type for a in args), self.captures(c))  # type: ignore[union-attr]
-        f = c.values.get(key)
+        if key not in c.values:  # tried once per key: a failed try is not repeated at every call
+            c.values[key] = self._make_function_value(c, names, list(key[0]), node)
+        f = c.values[key]
         if f is None:
-            f = self._make_function_value(c, names, list(key[0]), node)
-            if f is None:
-                return None
-            c.values[key] = f
+            return None
         y = Var(self.namer.temp(), f.type.result)  # type: ignore[union-attr]
         self.binds.append(Bind((y,), App(f, tuple(args)), self.loc(node)))  # type: ignore[arg-type]
         self.aliases.call(y, f, args)
@@ -1313,14 +1343,17 @@ class Lowerer:
             self.aliases.made(p.name, ("F:" + p.name,))
         scope = _Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
         body = c.node.body
-        depth = len(self.aliases.loops)
+        depth, waiting = len(self.aliases.loops), len(self.aliases.pending)
+        self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
         try:
             binds, _, value = self.branch(lambda: self.run_call(
                 c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                 else (lambda: self.lower_body(c.node))))  # type: ignore[arg-type]
-        except AstadError:
-            del self.aliases.loops[depth:]
+        except AstadError:  # what this try left is dropped: the inlined call checks again
+            del self.aliases.loops[depth:], self.aliases.pending[waiting:]
             return None  # inlined, the call gives the error where it is made
+        finally:
+            self.trying -= 1
         assert c.site is not None
         site, before, visible = c.site
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
@@ -1436,7 +1469,7 @@ class Lowerer:
                     return True
                 return False
 
-        made.visit(V())
+        deep.visit(made, V())
 
     def expr_SimpleString(self, node: cst.SimpleString) -> Value:
         return Ref("string", node.evaluated_value)  # only as a dict key
@@ -1937,7 +1970,8 @@ def _trip_count(binds: list[Bind]) -> int | None:
     return trip_count(loops[0]) if len(loops) == 1 else None
 
 
-def _assigned_names(node: cst.CSTNode) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     """Names assigned anywhere in a statement block, in order of first assignment."""
     names: list[str] = []
 
@@ -1976,8 +2010,8 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
         def visit_CompFor(self, n: cst.CompFor) -> bool:
             return False  # a comprehension's variables are its own
 
-    node.visit(V())
-    return names
+    deep.visit(node, V())
+    return tuple(names)
 
 
 def _breaks(body: cst.CSTNode) -> bool:
@@ -1992,31 +2026,17 @@ def _exits(stmt: cst.CSTNode) -> bool:
 
 
 def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, kinds):
-                found.append(n)
-            return not isinstance(n, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)) or n is node
-
-    node.visit(V())
-    return bool(found)
+    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.Lambda),
+                            _FOUND.setdefault(kinds, {}))
 
 
 def _returns(stmt: cst.CSTNode) -> bool:
-    """Whether a statement contains a ``return``."""
-    found = []
+    """Whether a statement contains a ``return`` (a nested def's `return` is its own)."""
+    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), _FOUND.setdefault((cst.Return,), {}))
 
-    class V(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
 
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is stmt  # a nested def's `return` is its own
-
-    stmt.visit(V())
-    return bool(found)
+#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache)
+_FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
 
 
 def _stmts(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
