@@ -61,6 +61,11 @@ INPLACE_ON_ARGUMENTS = False
 # INPLACE_ON_VIEWS; reproducer in /work/repro/inplace_loop_alias.py).
 INPLACE_LOOP_ALIASES = False
 
+# In-place updates in straight-line code on an array another name holds or on an
+# argument (`w = y0; w *= 0.5`, `x += 1.0`): refused today (correct or refused
+# holds), and what makes the views test see refusals.
+INPLACE_ON_SHARED_NAMES = True
+
 # In-place updates that are sound: on a fresh local array nothing else shares
 # (the generator writes these even with the switches above off, so that some
 # in-place programs are accepted and checked).
@@ -354,6 +359,18 @@ class AliasGen:
         self.run([f"def {fname}(t):"] + [f"    {b}" for b in body] + [f"{name} = {fname}({a})"], "function")
         self.fresh.discard(a)
 
+    def s_shared(self):
+        """An in-place update on a second name of an array, or on an argument."""
+        if not INPLACE_ON_SHARED_NAMES:
+            return
+        a = self.pick(self.arrays(1))
+        op, rhs = self.pick(["*=", "+=", "-="]), self.pick(["0.5", "1.0", "2.0"])
+        if a in self.params and self.draw(st.booleans()):
+            self.run([f"{a} {op} {rhs}"], "inplace argument")
+            return
+        name = self.new_name()
+        self.run([f"{name} = {a}", f"{name} {op} {rhs}"], "inplace second name")
+
     def s_rebind(self):
         a = self.pick(self.arrays())
         self.run([f"{a} = np.tanh({a}) * 1.5"], "rebind")
@@ -361,7 +378,7 @@ class AliasGen:
 
     def statement(self):
         kinds = ["fresh", "view", "view", "view", "inplace", "inplace", "inplace", "rows", "alias", "loop_alias",
-                 "function", "rebind"]
+                 "function", "rebind", "shared"]
         getattr(self, "s_" + self.pick(kinds))()
 
     def ret(self):
@@ -440,7 +457,7 @@ def list_programs(draw):
         forms.append("dict")
     counts = Counter()
     holders = 0
-    for _ in range(draw(st.integers(1, 3))):
+    for _ in range(draw(st.integers(1, 2))):
         form = draw(st.sampled_from(forms))
         counts["list " + form] += 1
         e = draw(st.sampled_from(elems)).replace("i + 1.0", "2.0")
@@ -595,7 +612,8 @@ def test_tallies_show_both_outcomes():
     print(f"\nviews: {dict(views)}\nlists: {dict(lists)}\nbig: {dict(big)}")
     if not views:
         pytest.skip("run with the random tests of this module")
-    assert views["accepted inplace"] > 0 and views["refused"] > 0, views
     assert big["refused"] == 0, big
+    if views["accepted"] + views["refused"] >= 20:  # (not with --fuzz-examples 2)
+        assert views["accepted inplace"] > 0 and views["refused"] > 0, views
     if lists["accepted"] + lists["refused"] >= 20:
         assert lists["accepted"] > 0 and lists["refused"] > 0, lists
