@@ -195,7 +195,32 @@ class Refused(Exception):
     """``check_correct_or_refused`` found the program refused (an AstadError that is not an InternalError)."""
 
 
+class user_stack:
+    """The recursion limit a user calling from the top level has (Python's default 1000 frames
+    above this one): hypothesis raises the limit inside a test, which hid RecursionErrors."""
+
+    def __enter__(self):
+        import sys
+
+        self.old = sys.getrecursionlimit()
+        depth, frame = 0, sys._getframe()
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+        sys.setrecursionlimit(depth + 1000)
+
+    def __exit__(self, *exc):
+        import sys
+
+        sys.setrecursionlimit(self.old)
+
+
 def check_correct_or_refused(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5, stages=True):
+    """See ``_check_correct_or_refused``; runs with a user's recursion limit (``user_stack``)."""
+    with user_stack():
+        return _check_correct_or_refused(fn, args, seed, eps, rtol, atol, stages)
+
+
+def _check_correct_or_refused(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5, stages=True):
     """The oracle for a random program that may alias, update in place or be refused.
 
     Plain Python runs on deep copies of ``args``.  astad must either refuse, raising an

@@ -19,11 +19,11 @@ namespace of concrete values), so shapes fit and numpy's view rules are the
 real ones: nothing here models aliasing; the oracle does.
 
 Constructs astad gets wrong are left out by the switches below (each with a
-reproducer, a standalone script in /work/repro/), not skipped or marked xfail.  ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``)
-runs N examples per test instead of the small CI defaults."""
+reproducer, a standalone script in /work/repro/), not skipped or marked xfail.
+``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) runs N examples per
+test instead of the small CI defaults."""
 
 import copy
-import math
 import re
 from collections import Counter
 
@@ -32,8 +32,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-import astad
-from conftest import Refused, check_correct_or_refused, fuzz_examples, load_program
+from conftest import Refused, check_correct_or_refused, fuzz_examples, load_program, user_stack
 
 # ---------------------------------------------------------------- switches
 # True: the generator writes the construct.  "OPEN: ..." marks a switch turned
@@ -163,7 +162,6 @@ class AliasGen:
         self.counter = 0
         self.fresh: set[str] = set()  # arrays made by the program that nothing else shares
         self.counts = Counter()
-        self.indent = ""
 
     def pick(self, options):
         return self.draw(st.sampled_from(options))
@@ -199,7 +197,7 @@ class AliasGen:
             self.ns.clear()
             self.ns.update(saved)
             return False
-        self.lines += [self.indent + ln for ln in lines]
+        self.lines += lines
         self.counts[kind] += 1
         return True
 
@@ -403,9 +401,8 @@ def _render(lines, params, ret, np_alias):
 @st.composite
 def alias_programs(draw):
     n_params = draw(st.integers(1, 2))
-    pool = ["x", "y"]
-    if GENERATED_LOOKING_NAMES:
-        pool = ["x", "y", "x_ct", "out_ct", "x_1", "i_tape"] + (["P_np"] if NP_PARAMETER else [])  # P_np: np
+    pool = (["x", "y"] + (["x_ct", "out_ct", "x_1", "i_tape"] if GENERATED_LOOKING_NAMES else [])
+            + (["P_np"] if NP_PARAMETER else []))  # P_np: a parameter named np (numpy then is onp)
     names = draw(st.lists(st.sampled_from(pool), min_size=n_params, max_size=n_params, unique=True))
     params = [(n, draw(st.sampled_from(SHAPES))) for n in names]
     if draw(st.booleans()):
@@ -450,9 +447,9 @@ def list_programs(draw):
     acc = draw(st.sampled_from(["acc", "xs"] + (["x_ct", "i_tape", "out_ct"] if GENERATED_LOOKING_NAMES else [])))
     lines = [draw(st.sampled_from([f"{acc} = []", f"{acc} = [x * 1.0]", f"{acc} = [np.sin(x)]"]))]
     elems = ["x * 2.0", "np.sin(x) * s", "x * s", "np.tanh(x + s)", "x * (i + 1.0)"]
-    forms = ["tuple", "nested", "name", "helper", "plain", "plain", "plain", "plain"] + (["loop name"] if LIST_ALIAS_IN_LOOP else [])
+    forms = ["tuple", "nested", "name", "helper"] + ["plain"] * 4 + (["loop name"] * 2 if LIST_ALIAS_IN_LOOP else [])
     if LIST_DEFAULT_ARGUMENT:
-        forms.append("default")
+        forms += ["default"] * 2
     if dict_arg:
         forms.append("dict")
     counts = Counter()
@@ -497,7 +494,8 @@ def big_programs(draw):
     lines = []
     if form == "deep":
         depth = draw(st.integers(*DEEP_DEPTH))
-        ops = draw(st.lists(st.sampled_from(UNARY), min_size=depth, max_size=depth))
+        unary = draw(st.sampled_from([UNARY, UNARY[:1], UNARY[:3]]))  # all kinds, or only calls
+        ops = draw(st.lists(st.sampled_from(unary), min_size=depth, max_size=depth))
         expr = "x"
         for op in ops:
             expr = op.format(expr)
@@ -551,6 +549,25 @@ def program_dir(tmp_path_factory):
 TALLY: dict[str, Counter] = {}
 
 
+# Seconds a chain of at most 16 local functions may take to transform (9f1ba33: 14 functions 7 s,
+# 16 functions 133 s; linear would be well under a second).
+CHAIN_TRANSFORM_SECONDS = 5.0
+
+
+def _transform_seconds(fn, args):
+    import time
+
+    import astad
+
+    start = time.perf_counter()
+    with user_stack():
+        try:
+            astad.reverse(fn).transform(*copy.deepcopy(args))
+        except astad.AstadError:
+            pass
+    return time.perf_counter() - start
+
+
 def _check(program_dir, program, tally, stem):
     source, args, seed, counts = program
     note(source)
@@ -564,6 +581,9 @@ def _check(program_dir, program, tally, stem):
     except Exception:  # noqa: BLE001 - a program plain Python cannot run (the generator filters most)
         assume(False)
     t = TALLY.setdefault(tally, Counter())
+    if "chain" in counts:  # transform time must not grow exponentially with the chain (LONG_CHAINS)
+        seconds = _transform_seconds(fn, args)
+        assert seconds < CHAIN_TRANSFORM_SECONDS, f"transforming took {seconds:.1f}s"
     try:
         check_correct_or_refused(fn, args, seed)
     except Refused as e:
