@@ -235,7 +235,7 @@ class AliasGen:
                          for p in self.params)
             if of_arg and not INPLACE_ON_ARGUMENTS:
                 continue
-            if n in self.fresh or INPLACE_ON_VIEWS or (of_arg and INPLACE_ON_ARGUMENTS):
+            if (n in self.fresh and not self.shared(n)) or INPLACE_ON_VIEWS or (of_arg and INPLACE_ON_ARGUMENTS):
                 out.append(n)
         return out
 
