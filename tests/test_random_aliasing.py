@@ -42,7 +42,8 @@ from conftest import Refused, check_correct_or_refused, fuzz_examples, load_prog
 # In-place updates (`v *= 2.0`, `v += w`) on views of a local array: slices,
 # `[..., 0]`, `[:, None]`, `.T`, `.ravel()`, `.reshape`, `np.expand_dims`,
 # `np.transpose`, views of views, rows of `for row in y`, views made in a
-# lambda, aliases under a second name or through a tuple or list.
+# lambda, a view of a local function's argument, aliases under a second name or
+# through a tuple or list.
 # OPEN: an in-place update through a view (or a second name) is not seen by the
 # base array: value and gradient silently wrong (reproducer in
 # /work/repro/inplace_view.py).
@@ -70,12 +71,12 @@ INPLACE_ON_SHARED_NAMES = True
 # in-place programs are accepted and checked).
 INPLACE_ON_FRESH = True
 
-# `list.append` through an alias: a list held in a tuple (`t[0].append`), in
-# another list, as a local function's default argument (`def add(v, out=[])`),
-# under a second name, through a helper (`push(acc, v)`).
-# Refused today ("an expression statement has no effect", "changes a list that is
-# also named"): correct or refused holds.  The forms astad gets wrong have their
-# own switches below.
+# `list.append` through an alias (always generated): a list held in a tuple
+# (`t[0].append`), in another list, under a second name, through a helper
+# (`push(acc, v)`).  Refused today ("an expression statement has no effect",
+# "changes a list that is also named"): correct or refused holds.  The forms
+# astad gets wrong have their own switches:
+
 # A second name for a list appended to in a loop (`b = acc; for i in ...: b.append(v)`).
 # OPEN: not refused (the straight-line form is); `acc` keeps its old length and
 # the value and gradient are wrong (reproducer in /work/repro/list_alias_in_loop.py).
@@ -100,7 +101,7 @@ GENERATED_LOOKING_NAMES = False
 # 'numpy.ndarray' object has no attribute 'sin'; reproducer in /work/repro/np_parameter.py).
 NP_PARAMETER = False
 
-# Deep nesting: one expression 100-200 calls deep (`np.sin(np.tanh(...))`).
+# Deep nesting: one expression 140-180 calls deep (`np.sin(np.tanh(...))`).
 # OPEN: RecursionError from frontend.parse (libcst, outside the recursion guard)
 # from about 150 deep (reproducer in /work/repro/deep_nesting.py).
 DEEP_NESTING = False
