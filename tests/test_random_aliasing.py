@@ -44,22 +44,22 @@ from conftest import Refused, check_correct_or_refused, fuzz_examples, load_prog
 # `np.transpose`, views of views, rows of `for row in y`, views made in a
 # lambda, a view of a local function's argument, aliases under a second name or
 # through a tuple or list.
-# OPEN: an in-place update through a view (or a second name) is not seen by the
+# Fixed by the alias analysis (astad/aliases.py); was: an in-place update through a view (or a second name) is not seen by the
 # base array: value and gradient silently wrong (reproducer in
 # /work/repro/inplace_view.py).
-INPLACE_ON_VIEWS = False
+INPLACE_ON_VIEWS = True
 
 # In-place updates on the arguments themselves and on views of arguments
 # (`x *= 2.0`, `v = x[1:]; v += 2.0`): plain Python changes the caller's array.
-# OPEN: accepted, the value is right but the caller's array is left unchanged
+# Fixed by the alias analysis (astad/aliases.py); was: accepted, the value is right but the caller's array is left unchanged
 # (reproducer in /work/repro/inplace_argument.py).
-INPLACE_ON_ARGUMENTS = False
+INPLACE_ON_ARGUMENTS = True
 
 # In-place updates inside a loop on a loop-carried array that another name
 # (or a view, or a tuple) also holds.
-# OPEN: the other name keeps the value before the loop (same class as
+# Fixed by the alias analysis (astad/aliases.py); was: the other name keeps the value before the loop (same class as
 # INPLACE_ON_VIEWS; reproducer in /work/repro/inplace_loop_alias.py).
-INPLACE_LOOP_ALIASES = False
+INPLACE_LOOP_ALIASES = True
 
 # In-place updates in straight-line code on an array another name holds or on an
 # argument (`w = y0; w *= 0.5`, `x += 1.0`): refused today (correct or refused
@@ -78,13 +78,13 @@ INPLACE_ON_FRESH = True
 # astad gets wrong have their own switches:
 
 # A second name for a list appended to in a loop (`b = acc; for i in ...: b.append(v)`).
-# OPEN: not refused (the straight-line form is); `acc` keeps its old length and
+# Fixed by the alias analysis (astad/aliases.py); was: not refused (the straight-line form is); `acc` keeps its old length and
 # the value and gradient are wrong (reproducer in /work/repro/list_alias_in_loop.py).
-LIST_ALIAS_IN_LOOP = False
-# OPEN: a local function's mutable default (`def add(v, out=[])`) appended to
+LIST_ALIAS_IN_LOOP = True
+# Fixed by the alias analysis (a default a function holds); was: a local function's mutable default (`def add(v, out=[])`) appended to
 # by two calls: astad gives a fresh list per call, the value and gradient are
 # wrong (reproducer in /work/repro/list_default_argument.py).
-LIST_DEFAULT_ARGUMENT = False
+LIST_DEFAULT_ARGUMENT = True
 # A list inside a dict argument appended to (`d["xs"].append(v)`): plain
 # Python changes the caller's dict; refused today (correct or refused holds).
 LIST_IN_DICT_ARGUMENT = True
@@ -102,21 +102,21 @@ GENERATED_LOOKING_NAMES = False
 NP_PARAMETER = False
 
 # Deep nesting: one expression 140-180 calls deep (`np.sin(np.tanh(...))`).
-# OPEN: RecursionError from frontend.parse (libcst, outside the recursion guard)
+# Fixed by astad/deep.py and astad/positions.py; was: RecursionError from frontend.parse (libcst, outside the recursion guard)
 # from about 150 deep (reproducer in /work/repro/deep_nesting.py).
-DEEP_NESTING = False
+DEEP_NESTING = True
 DEEP_DEPTH = (140, 180)  # (Python's parser allows 200 nested parentheses)
 # Long programs: 300-600 flat statements; Horner with 500 coefficients;
 # an unrolled `for` over a list of 500 weights.
-# OPEN: "too deeply nested" InternalError (Horner, `v{i} = v{i-1} + ...`), a
+# Fixed by bounded nesting in codegen; was: "too deeply nested" InternalError (Horner, `v{i} = v{i-1} + ...`), a
 # RecursionError (a flat sum of 500 terms), 10 s to transform the unrolled loop
 # (reproducers in /work/repro/long_program.py, /work/repro/deep_nesting.py).
-LONG_PROGRAMS = False
+LONG_PROGRAMS = True
 LONG_LENGTH = (300, 600)
 # Chains of local functions f1..fn, each calling the previous one.
-# OPEN: transform time exponential in n (n = 12: 1.2 s, 14: 7 s)
+# Fixed by one try per function value; was: transform time exponential in n (n = 12: 1.2 s, 14: 7 s)
 # (reproducer in /work/repro/function_chain.py); while open, n <= 8.
-LONG_CHAINS = False
+LONG_CHAINS = True
 
 PROBLEM_NAMES = ["out_ct", "x_ct_sum", "x_ct", "reversed", "log_domain", "i_tape", "t3", "x_1", "y_ct", "v_ct",
                  "out", "ct", "tape", "res", "dx", "x_tape", "acc_ct", "s_ct"]
