@@ -15,6 +15,8 @@ Every value gets the set of *roots* it may share memory with:
   module constants, defaults;
 - ``UNKNOWN`` -- anything the analysis cannot place: it may share memory with
   everything;
+- ``F:name`` -- a function value's parameter: whatever a call passes (an
+  update of it changes the caller's object, so it is refused like an argument);
 - ``P:name`` -- a loop's carried variable ``name``: what it holds at the start
   of an iteration, resolved when the loop's body is known (see below).
 
@@ -278,7 +280,7 @@ class Aliases:
         target = about(target)
         if UNKNOWN in target:
             raise fail("astad cannot tell what else shares its memory")
-        if CALLER in target or CALLER_LIST in target:
+        if CALLER in target or CALLER_LIST in target or any(r.startswith("F:") for r in target):
             raise fail("it is (or shares memory with) an argument, a default or a module constant, which would "
                        "change for the caller too")
         if UNKNOWN in others or target & others:
