@@ -597,6 +597,20 @@ _SCATTER_ADD: dict[str, Callable[[Atom, Prim], Prim]] = {
 }
 
 
+#: primitives that make a new list object (elements shared, never changed in place)
+_FRESH_LISTS = {"list", "list_init", "list_onehot", "list_zeros_like", "list_add", "list_scatter_add", "unstack",
+                "split_like"}
+
+
+def _owned_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
+    """A list of cotangents that this block makes as a new list and reads once
+    (not a one-hot list, which is added into a list like this one): its
+    elements may be replaced in place (the list persists nowhere else)."""
+    d = defs.get(a.name) if isinstance(a, Var) else None
+    return (d is not None and isinstance(a.type, ListT) and isinstance(d.rhs, Prim) and d.rhs.op in _FRESH_LISTS
+            and d.rhs.op not in _SCATTER_ADD and uses[a.name] == 1)
+
+
 def _scatter_adds(block: Block, accumulators: frozenset[str]) -> Block:
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
@@ -620,6 +634,11 @@ def _scatter_adds(block: Block, accumulators: frozenset[str]) -> Block:
         acc: Atom | None = rhs.items[0] if into_acc else None
         visited: set[str] = set()
         rest = [leaf for item in rhs.items[int(into_acc):] for leaf in leaves(item, visited)]
+        if acc is None:  # a list of cotangents made here and read only here is added into in place
+            acc = next((leaf for leaf in rest if _owned_list(leaf, defs, uses)), None)
+            if acc is not None:
+                rest.remove(acc)
+                into_acc = True
         new: list[Bind] = []
         others = []
         scattered: set[str] = set()
@@ -793,7 +812,7 @@ def lists_in_place(prog: ReverseProgram) -> ReverseProgram:
 
 #: (what makes a fresh list, the update of a loop's list that may be done in place)
 _APPEND = (("list",), "append")
-_POP = (("unstack", "split_like", "list_zeros_like", "list"), "list_init")
+_POP = (tuple(_FRESH_LISTS), "list_init")
 
 
 def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
@@ -817,29 +836,47 @@ def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
     return Block(tuple(binds), block.result)
 
 
+#: reads of a list that make no new name for it: they may come before an append in place
+_LIST_READS = {"list_get", "list_len", "stack_list", "concatenate_list"}
+
+
 def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Block:
-    """In a loop body: ``out = append(p, v)`` with ``p`` read only there becomes an
-    append in place; ``out = list_init(p)`` with ``p`` read only there and by
-    ``list_get(p, -1)`` becomes ``list_pop``."""
+    """In a loop body: ``out = append(p, v)`` with ``p`` read only there, or also
+    by element reads before it, becomes an append in place; ``out = list_init(p)``
+    with ``p`` read only there and by ``list_get(p, -1)`` becomes ``list_pop``
+    (also when ``out`` is reached from it by adds of one-hot cotangents in
+    place, ``list_scatter_add``, after the pop)."""
     defs = {b.targets[0].name: i for i, b in enumerate(body.binds) if len(b.targets) == 1}
     i = defs.get(out.name)
+    chain: list[int] = []  # the adds in place between ``list_init(p)`` and ``out``
+    while update != "append" and i is not None and _prim_op(body.binds[i]) == "list_scatter_add" \
+            and uses[body.binds[i].targets[0].name] == 1:
+        chain.append(i)
+        acc = body.binds[i].rhs.args[0]  # type: ignore[union-attr]
+        i = defs.get(acc.name) if isinstance(acc, Var) else None
     d = body.binds[i].rhs if i is not None else None
-    if not (isinstance(d, Prim) and d.op == update and d.args[0] == p and uses[out.name] == 1):
+    end = body.binds[i].targets[0] if i is not None else None
+    if not (isinstance(d, Prim) and d.op == update and d.args[0] == p and uses[end.name] == 1):  # type: ignore[union-attr]
         return body
     binds = list(body.binds)
     if update == "append":
-        if uses[p.name] != 1:
+        reads = [j for j, b in enumerate(binds[:i]) if p in vars_of(b.rhs)]
+        if uses[p.name] != 1 + len(reads) or any(_prim_op(binds[j]) not in _LIST_READS for j in reads):
             return body
         binds[i] = Bind(body.binds[i].targets, Prim("append_in_place", d.args), body.binds[i].loc)
         return Block(tuple(binds), body.result)
     last = [j for j, b in enumerate(binds) if isinstance(b.rhs, Prim) and b.rhs.op == "list_get"
             and b.rhs.args[0] == p and isinstance(b.rhs.args[1], Const) and b.rhs.args[1].value == -1]
-    if uses[p.name] != 2 or len(last) != 1:
+    if uses[p.name] != 2 or len(last) != 1 or any(k < last[0] for k in chain):
         return body
     j = last[0]
     binds[i] = Bind(binds[i].targets, Prim("list_popped", (p,)), binds[i].loc)
     binds[j] = Bind(binds[j].targets, Prim("list_pop", (p,)), binds[j].loc)
     return Block(tuple(binds), body.result)
+
+
+def _prim_op(b: Bind) -> str | None:
+    return b.rhs.op if isinstance(b.rhs, Prim) else None
 
 
 #: the fewest outer products a sum must have to be made one matrix product
