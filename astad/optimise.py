@@ -120,10 +120,10 @@ def _select(block: Block, keep: list[int]) -> Block:
     return Block(block.binds[:-1] + (Bind((tup,), MakeTuple(chosen), block.binds[-1].loc),), tup)
 
 
-def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind | None:
+def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed: Renamed) -> Bind | None:
     """Fold both branches; a joined value that is zero in both, or the same
     outside value in both, needs no ``if``: it is that value."""
-    then, orelse = fold(rhs.then, keep_copies), fold(rhs.orelse, keep_copies)
+    then, orelse = fold(rhs.then, keep_copies, renamed), fold(rhs.orelse, keep_copies, renamed)
     ti, ei = result_items(then), result_items(orelse)
     if ti is None or ei is None:
         return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
@@ -143,7 +143,7 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind 
 
 
 def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: bool,
-                    made_zero: set[str]) -> Bind | None:
+                    made_zero: set[str], renamed: Renamed) -> Bind | None:
     """Fold the body.  A carried value that starts as zero and that the body
     keeps zero (given that it is zero) is zero throughout, and one the body
     passes on unchanged is its start throughout: neither is carried any more,
@@ -153,10 +153,10 @@ def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: b
     zero = {i for i, a in enumerate(rhs.init) if isinstance(a, Zero) or (isinstance(a, Var) and a.name in made_zero)}
     while True:
         body = fold(_subst_block(rhs.body, {rhs.params[i].name: Zero(rhs.params[i].type) for i in zero}),
-                    keep_copies)
+                    keep_copies, renamed)
         items = result_items(body)
         if items is None:
-            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies)), b.loc)
+            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies, renamed)), b.loc)
         still = {i for i in zero if _zero_valued(_through_copies(items[i], body), body)}
         if still == zero:
             break
@@ -199,14 +199,14 @@ def _through_copies(a: Atom, block: Block) -> Atom:
 
 
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
-              result: Atom, made_zero: set[str]) -> Bind | None:
+              result: Atom, made_zero: set[str], renamed: Renamed) -> Bind | None:
     """Simplify one binding; returns None when it was absorbed into ``env``."""
     if isinstance(rhs, If):
-        return _fold_if(b, rhs, env, keep_copies)
+        return _fold_if(b, rhs, env, keep_copies, renamed)
     if isinstance(rhs, LoopBack):
-        return _fold_loop_back(b, rhs, env, keep_copies, made_zero)
+        return _fold_loop_back(b, rhs, env, keep_copies, made_zero, renamed)
     if isinstance(rhs, Loop):
-        return _with_branches(b, rhs, lambda blk: fold(blk, keep_copies))
+        return _with_branches(b, rhs, lambda blk: fold(blk, keep_copies, renamed))
     if isinstance(rhs, Plus):
         items = tuple(a for a in rhs.items if not isinstance(a, Zero))
         if len(items) <= 1:
@@ -251,18 +251,57 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
     return Bind(b.targets, rhs, b.loc)  # type: ignore[arg-type]
 
 
-def fold(block: Block, keep_copies: bool = True) -> Block:
+#: where ``fold`` records every name it replaced (in every nested block) by what replaced it
+Renamed = "dict[str, Atom] | None"
+
+
+def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None) -> Block:
+    """The zero/plus algebra on ``block``; the names it replaces are added to
+    ``renamed`` (when given) with what replaced them."""
     env: dict[str, Atom] = {}
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
     for b in block.binds:
-        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero)
+        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero, renamed)
         if new is not None:
             out.append(new)
             if isinstance(new.rhs, Prim) and new.rhs.op in _ZERO_MAKERS:
                 made_zero.add(new.targets[0].name)
+    if renamed is not None:
+        renamed.update(env)
     return Block(tuple(out), _subst_atom(block.result, env))
+
+
+def fold_forward(prog: ReverseProgram) -> ReverseProgram:
+    """Fold the forward block (copies too).  A forward name the fold replaces (a
+    value an ``if`` joins that is the same in both branches, a copy) may be a
+    residual: the backward block and the tapes read what replaced it, so the
+    two blocks agree."""
+    renamed: dict[str, Atom] = {}
+    forward = fold(prog.forward, keep_copies=False, renamed=renamed)
+
+    def final(a: Atom) -> Atom:
+        while isinstance(a, Var) and a.name in renamed:
+            a = renamed[a.name]
+        return a
+
+    env = {name: final(a) for name, a in renamed.items()}
+    return ReverseProgram(prog.name, prog.params, _rename_saves(forward, env), prog.ct_in,
+                          _rename_deep(prog.backward, env))
+
+
+def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
+    """What each loop records on its tape, renamed by ``env``."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, Loop):
+            rhs = replace(rhs, save=_renamed(rhs.save, env), body=_rename_saves(rhs.body, env))
+        elif isinstance(rhs, If):
+            rhs = If(rhs.cond, _rename_saves(rhs.then, env), _rename_saves(rhs.orelse, env))
+        binds.append(Bind(b.targets, rhs, b.loc))
+    return Block(tuple(binds), block.result)
 
 
 _ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "select"}
@@ -914,8 +953,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
 
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
     prog = forget_structure(restrict(prog, wrt))
-    prog = ReverseProgram(prog.name, prog.params, fold(prog.forward, keep_copies=False), prog.ct_in,
-                          fold(prog.backward))
+    prog = fold_forward(prog)
+    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, accumulate_in_loops(prog.backward)))
