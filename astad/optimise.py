@@ -894,16 +894,18 @@ def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Bloc
         acc = body.binds[i].rhs.args[0]  # type: ignore[union-attr]
         i = defs.get(acc.name) if isinstance(acc, Var) else None
     d = body.binds[i].rhs if i is not None else None
-    end = body.binds[i].targets[0] if i is not None else None
-    if not (isinstance(d, Prim) and d.op == update and d.args[0] == p and uses[end.name] == 1):  # type: ignore[union-attr]
+    if not (isinstance(d, Prim) and d.op == update and d.args[0] == p):
         return body
+    end = body.binds[i].targets[0]  # type: ignore[index]
     binds = list(body.binds)
-    if update == "append":
-        reads = [j for j, b in enumerate(binds[:i]) if p in vars_of(b.rhs)]
-        if uses[p.name] != 1 + len(reads) or any(_prim_op(binds[j]) not in _LIST_READS for j in reads):
+    if update == "append":  # p may be read before the append, the new list after it (the body's last binding
+        # is its result tuple) by reads that name neither
+        if not (_only_read(binds[:i], p, uses[p.name] - 1) and _only_read(binds[i + 1:-1], end, uses[end.name] - 1)):
             return body
         binds[i] = Bind(body.binds[i].targets, Prim("append_in_place", d.args), body.binds[i].loc)
         return Block(tuple(binds), body.result)
+    if uses[end.name] != 1:
+        return body
     last = [j for j, b in enumerate(binds) if isinstance(b.rhs, Prim) and b.rhs.op == "list_get"
             and b.rhs.args[0] == p and isinstance(b.rhs.args[1], Const) and b.rhs.args[1].value == -1]
     if uses[p.name] != 2 or len(last) != 1 or any(k < last[0] for k in chain):
@@ -912,6 +914,13 @@ def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Bloc
     binds[i] = Bind(binds[i].targets, Prim("list_popped", (p,)), binds[i].loc)
     binds[j] = Bind(binds[j].targets, Prim("list_pop", (p,)), binds[j].loc)
     return Block(tuple(binds), body.result)
+
+
+def _only_read(binds: list[Bind], v: Var, n: int) -> bool:
+    """Whether the ``n`` other uses of ``v`` are all in ``binds``, each a read of
+    an element or the length (no other name for the list)."""
+    reads = [b for b in binds if v in vars_of(b.rhs)]
+    return len(reads) == n and all(_prim_op(b) in _LIST_READS for b in reads)
 
 
 def _prim_op(b: Bind) -> str | None:
