@@ -576,12 +576,14 @@ def _hoist(block: Block, running: set[str]) -> Block:
     return Block(tuple(binds), block.result)
 
 
-def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()) -> Block:
+def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset(),
+                        owned: frozenset[str] = frozenset()) -> Block:
     """One-hot cotangents (of reading ``x[i]``) are added in place: in a loop's
     backward pass ``acc_new = acc + scatter(v, x, i)`` becomes ``acc[i] += v``,
     O(1) per read instead of a one-hot array the size of ``x``; anywhere,
     ``scatter(a, x, i) + scatter(b, x, j)`` fills one array of zeros.  An inner
-    loop's sums start from the outer loop's accumulators instead of zeros."""
+    loop's sums start from the outer loop's accumulators instead of zeros.
+    ``owned``: the loop's carried lists of cotangents that it owns (``_owned_params``)."""
     block = _nested_sums(block, accumulators)
     zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
     binds = []
@@ -590,11 +592,31 @@ def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()
         if isinstance(rhs, LoopBack):  # its accumulators: the sums that start from zeros (owned buffers)
             inner = frozenset(p.name for p, i in zip(rhs.params, rhs.init)
                               if isinstance(i, Var) and (i.name in zeros or i.name in accumulators))
-            b = Bind(b.targets, replace(rhs, body=accumulate_in_loops(rhs.body, inner)), b.loc)
+            body = accumulate_in_loops(rhs.body, inner, _owned_params(rhs, block))
+            b = Bind(b.targets, replace(rhs, body=body), b.loc)
         else:
             b = _with_branches(b, rhs, accumulate_in_loops)
         binds.append(b)
-    return _scatter_adds(Block(tuple(binds), block.result), accumulators)
+    return _scatter_adds(Block(tuple(binds), block.result), accumulators, owned)
+
+
+def _owned_params(loop: LoopBack, block: Block) -> frozenset[str]:
+    """The carried lists of cotangents a backward loop owns: each starts as a new
+    list read nowhere else, and each iteration passes on a new list it made
+    (or the sum of such lists), so one that is read once in the body may be
+    added into in place."""
+    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
+    body_defs = {b.targets[0].name: b for b in loop.body.binds if len(b.targets) == 1}
+    body_uses = use_counts(loop.body)
+    items = result_items(loop.body) or ()
+    owned = set()
+    for p, start, nxt in zip(loop.params, loop.init, items):
+        made = body_defs.get(nxt.name) if isinstance(nxt, Var) else None
+        if _fresh_list(start, defs, uses) and body_uses[p.name] == 1 and made is not None \
+                and (isinstance(made.rhs, Plus) or _prim_op(made) in _FRESH_LISTS):
+            owned.add(p.name)
+    return frozenset(owned)
 
 
 
@@ -641,6 +663,12 @@ _FRESH_LISTS = {"list", "list_init", "list_onehot", "list_zeros_like", "list_add
                 "split_like"}
 
 
+def _fresh_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
+    """A list that this block makes as a new list and reads once."""
+    d = defs.get(a.name) if isinstance(a, Var) else None
+    return d is not None and isinstance(a.type, ListT) and _prim_op(d) in _FRESH_LISTS and uses[a.name] == 1
+
+
 def _owned_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
     """A list of cotangents that this block makes as a new list and reads once
     (not a one-hot list, which is added into a list like this one): its
@@ -650,7 +678,7 @@ def _owned_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
             and d.rhs.op not in _SCATTER_ADD and uses[a.name] == 1)
 
 
-def _scatter_adds(block: Block, accumulators: frozenset[str]) -> Block:
+def _scatter_adds(block: Block, accumulators: frozenset[str], owned: frozenset[str] = frozenset()) -> Block:
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
@@ -674,7 +702,8 @@ def _scatter_adds(block: Block, accumulators: frozenset[str]) -> Block:
         visited: set[str] = set()
         rest = [leaf for item in rhs.items[int(into_acc):] for leaf in leaves(item, visited)]
         if acc is None:  # a list of cotangents made here and read only here is added into in place
-            acc = next((leaf for leaf in rest if _owned_list(leaf, defs, uses)), None)
+            acc = next((leaf for leaf in rest if _owned_list(leaf, defs, uses)
+                        or (isinstance(leaf, Var) and leaf.name in owned and uses[leaf.name] == 1)), None)
             if acc is not None:
                 rest.remove(acc)
                 into_acc = True
@@ -894,7 +923,7 @@ def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Bloc
         acc = body.binds[i].rhs.args[0]  # type: ignore[union-attr]
         i = defs.get(acc.name) if isinstance(acc, Var) else None
     d = body.binds[i].rhs if i is not None else None
-    if not (isinstance(d, Prim) and d.op == update and d.args[0] == p):
+    if not (isinstance(d, Prim) and d.op == update and (d.args[0] == p or update != "append")):
         return body
     end = body.binds[i].targets[0]  # type: ignore[index]
     binds = list(body.binds)
@@ -906,14 +935,29 @@ def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Bloc
         return Block(tuple(binds), body.result)
     if uses[end.name] != 1:
         return body
+    q = d.args[0]  # p, or p after adds in place of one-hot cotangents (reads of the list after the append)
+    if not (isinstance(q, Var) and _added_into(q, p, body.binds, defs, uses)):
+        return body
     last = [j for j, b in enumerate(binds) if isinstance(b.rhs, Prim) and b.rhs.op == "list_get"
-            and b.rhs.args[0] == p and isinstance(b.rhs.args[1], Const) and b.rhs.args[1].value == -1]
-    if uses[p.name] != 2 or len(last) != 1 or any(k < last[0] for k in chain):
+            and b.rhs.args[0] == q and isinstance(b.rhs.args[1], Const) and b.rhs.args[1].value == -1]
+    if uses[q.name] != 2 or len(last) != 1 or any(k < last[0] for k in chain):
         return body
     j = last[0]
-    binds[i] = Bind(binds[i].targets, Prim("list_popped", (p,)), binds[i].loc)
-    binds[j] = Bind(binds[j].targets, Prim("list_pop", (p,)), binds[j].loc)
+    binds[i] = Bind(binds[i].targets, Prim("list_popped", (q,)), binds[i].loc)
+    binds[j] = Bind(binds[j].targets, Prim("list_pop", (q,)), binds[j].loc)
     return Block(tuple(binds), body.result)
+
+
+def _added_into(q: Var, p: Var, binds: tuple[Bind, ...], defs: dict[str, int], uses: Counter) -> bool:
+    """Whether ``q`` is ``p``, or ``p`` with one-hot cotangents added in place
+    (``list_scatter_add``), each step read only by the next."""
+    while q != p:
+        k = defs.get(q.name)
+        acc = binds[k].rhs.args[0] if k is not None and _prim_op(binds[k]) == "list_scatter_add" else None  # type: ignore[union-attr]
+        if not (isinstance(acc, Var) and uses[acc.name] == 1):
+            return False
+        q = acc
+    return True
 
 
 def _only_read(binds: list[Bind], v: Var, n: int) -> bool:
