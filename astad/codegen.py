@@ -24,7 +24,7 @@ from .errors import InternalError
 from .frontend import Namer
 from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, bound_vars, nested_blocks, use_counts)
-from .optimise import result_items
+from .blocks import result_items
 
 Expr = cst.BaseExpression
 

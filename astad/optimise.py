@@ -14,6 +14,10 @@ Passes, each a function from program to program:
   ``x_ct`` is computed straight into ``x_ct``;
 - ``finish``: parameter cotangents that are statically zero become real
   zeros, and read-only broadcast views returned to the user become arrays.
+
+Two passes live in modules of their own: ``accumulate.accumulate_in_loops``
+(one-hot cotangents added in place) and ``lists_in_place.lists_in_place``
+(lists appended to and popped in place); ``blocks`` holds the helpers they share.
 """
 
 from __future__ import annotations
@@ -21,14 +25,17 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import replace
-from typing import Callable, Iterator
+from typing import Iterator
 
 from . import primitives as prims
+from .accumulate import accumulate_in_loops
+from .blocks import ZERO_MAKERS as _ZERO_MAKERS, result_items, with_branches as _with_branches
 from .frontend import Namer, literal_type
-from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
+from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
                  TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, use_counts, vars_of)
+from .lists_in_place import lists_in_place
 
 
 def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
@@ -37,17 +44,6 @@ def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
 
 def _subst_block(block: Block, env: dict[str, Atom]) -> Block:
     return map_block(block, lambda a: _subst_atom(a, env))
-
-
-def _with_branches(b: Bind, rhs: Comp, f: Callable[[Block], Block]) -> Bind:
-    """The binding with ``f`` applied to the blocks nested in it (branches, loop bodies)."""
-    if isinstance(rhs, If):
-        return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
-    if isinstance(rhs, Loop):
-        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
-    if isinstance(rhs, LoopBack):
-        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
-    return Bind(b.targets, rhs, b.loc)
 
 
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
@@ -102,14 +98,6 @@ def _rename_deep(block: Block, env: dict[str, Atom]) -> Block:
 
 def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
     return all(isinstance(a, Zero) for a in items)
-
-
-def result_items(block: Block) -> tuple[Atom, ...] | None:
-    """The items of the tuple a branch ends with."""
-    last = block.binds[-1] if block.binds else None
-    if last is not None and last.targets == (block.result,) and isinstance(last.rhs, MakeTuple):
-        return last.rhs.items
-    return None
 
 
 def _select(block: Block, keep: list[int]) -> Block:
@@ -175,10 +163,6 @@ def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: b
     return Bind(tuple(b.targets[i] for i in kept),
                 replace(rhs, params=tuple(rhs.params[i] for i in kept), init=tuple(rhs.init[i] for i in kept),
                         body=_select(body, kept)), b.loc)
-
-
-#: primitives whose result is all zeros (made at run time, when its size is known only then)
-_ZERO_MAKERS = {"zeros", "zeros_like", "list_zeros_like"}
 
 
 def _zero_valued(a: Atom, block: Block) -> bool:
@@ -576,169 +560,6 @@ def _hoist(block: Block, running: set[str]) -> Block:
     return Block(tuple(binds), block.result)
 
 
-def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset(),
-                        owned: frozenset[str] = frozenset()) -> Block:
-    """One-hot cotangents (of reading ``x[i]``) are added in place: in a loop's
-    backward pass ``acc_new = acc + scatter(v, x, i)`` becomes ``acc[i] += v``,
-    O(1) per read instead of a one-hot array the size of ``x``; anywhere,
-    ``scatter(a, x, i) + scatter(b, x, j)`` fills one array of zeros.  An inner
-    loop's sums start from the outer loop's accumulators instead of zeros.
-    ``owned``: the loop's carried lists of cotangents that it owns (``_owned_params``)."""
-    block = _nested_sums(block, accumulators)
-    zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, LoopBack):  # its accumulators: the sums that start from zeros (owned buffers)
-            inner = frozenset(p.name for p, i in zip(rhs.params, rhs.init)
-                              if isinstance(i, Var) and (i.name in zeros or i.name in accumulators))
-            body = accumulate_in_loops(rhs.body, inner, _owned_params(rhs, block))
-            b = Bind(b.targets, replace(rhs, body=body), b.loc)
-        else:
-            b = _with_branches(b, rhs, accumulate_in_loops)
-        binds.append(b)
-    return _scatter_adds(Block(tuple(binds), block.result), accumulators, owned)
-
-
-def _owned_params(loop: LoopBack, block: Block) -> frozenset[str]:
-    """The carried lists of cotangents a backward loop owns: each starts as a new
-    list read nowhere else, and each iteration passes on a new list it made
-    (or the sum of such lists), so one that is read once in the body may be
-    added into in place."""
-    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
-    defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
-    body_defs = {b.targets[0].name: b for b in loop.body.binds if len(b.targets) == 1}
-    body_uses = use_counts(loop.body)
-    items = result_items(loop.body) or ()
-    owned = set()
-    for p, start, nxt in zip(loop.params, loop.init, items):
-        made = body_defs.get(nxt.name) if isinstance(nxt, Var) else None
-        if _fresh_list(start, defs, uses) and body_uses[p.name] == 1 and made is not None \
-                and (isinstance(made.rhs, Plus) or _prim_op(made) in _FRESH_LISTS):
-            owned.add(p.name)
-    return frozenset(owned)
-
-
-
-
-def _nested_sums(block: Block, accumulators: frozenset[str]) -> Block:
-    """``acc_new = acc + inner_sum`` where ``inner_sum`` is an inner loop's sum
-    started from zeros: the inner loop starts from ``acc`` instead."""
-    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
-    if isinstance(block.result, Var):
-        uses[block.result.name] += 1
-    binds = list(block.binds)
-    zeros = {b.targets[0].name for b in binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
-    made_by_loop = {t.name: (j, k) for j, b in enumerate(binds) if isinstance(b.rhs, LoopBack)
-                    for k, t in enumerate(b.targets)}
-    for i, b in enumerate(binds):
-        rhs = b.rhs
-        if not (isinstance(rhs, Plus) and len(rhs.items) == 2 and all(isinstance(a, Var) for a in rhs.items)):
-            continue
-        acc, inner = rhs.items
-        if acc.name not in accumulators or uses[acc.name] != 1 or uses[inner.name] != 1 \
-                or inner.name not in made_by_loop:
-            continue
-        j, k = made_by_loop[inner.name]
-        loop = binds[j]
-        start = loop.rhs.init[k]  # type: ignore[union-attr]
-        if not (isinstance(start, Var) and start.name in zeros and uses[start.name] == 1):
-            continue
-        init = loop.rhs.init[:k] + (acc,) + loop.rhs.init[k + 1:]  # type: ignore[union-attr]
-        targets = loop.targets[:k] + (b.targets[0],) + loop.targets[k + 1:]
-        binds[j] = Bind(targets, replace(loop.rhs, init=init), loop.loc)  # type: ignore[arg-type]
-        binds[i] = None  # type: ignore[call-overload]
-    return Block(tuple(b for b in binds if b is not None), block.result)
-
-
-#: a one-hot cotangent (of reading ``x[i]`` or ``xs[i]``) added to an accumulator ``acc``: added in place
-_SCATTER_ADD: dict[str, Callable[[Atom, Prim], Prim]] = {
-    "scatter": lambda acc, p: Prim("scatter_add", (acc, *p.args), p.params),
-    "list_onehot": lambda acc, p: Prim("list_scatter_add", (acc, p.args[1], p.args[2])),
-}
-
-
-#: primitives that make a new list object (elements shared, never changed in place)
-_FRESH_LISTS = {"list", "list_init", "list_onehot", "list_zeros_like", "list_add", "list_scatter_add", "unstack",
-                "split_like"}
-
-
-def _fresh_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
-    """A list that this block makes as a new list and reads once."""
-    d = defs.get(a.name) if isinstance(a, Var) else None
-    return d is not None and isinstance(a.type, ListT) and _prim_op(d) in _FRESH_LISTS and uses[a.name] == 1
-
-
-def _owned_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
-    """A list of cotangents that this block makes as a new list and reads once
-    (not a one-hot list, which is added into a list like this one): its
-    elements may be replaced in place (the list persists nowhere else)."""
-    d = defs.get(a.name) if isinstance(a, Var) else None
-    return (d is not None and isinstance(a.type, ListT) and isinstance(d.rhs, Prim) and d.rhs.op in _FRESH_LISTS
-            and d.rhs.op not in _SCATTER_ADD and uses[a.name] == 1)
-
-
-def _scatter_adds(block: Block, accumulators: frozenset[str], owned: frozenset[str] = frozenset()) -> Block:
-    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
-    if isinstance(block.result, Var):
-        uses[block.result.name] += 1
-    defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
-    dropped: set[str] = set()
-
-    def leaves(a: Atom, visited: set[str]) -> list[Atom]:
-        d = defs.get(a.name) if isinstance(a, Var) else None
-        if d is not None and isinstance(d.rhs, Plus) and uses[a.name] == 1:
-            visited.add(a.name)
-            return [leaf for item in d.rhs.items for leaf in leaves(item, visited)]
-        return [a]
-
-    rewritten: dict[int, list[Bind]] = {}
-    for i, b in enumerate(block.binds):
-        rhs = b.rhs
-        if not isinstance(rhs, Plus) or b.targets[0].name in dropped:
-            continue
-        into_acc = isinstance(rhs.items[0], Var) and rhs.items[0].name in accumulators
-        acc: Atom | None = rhs.items[0] if into_acc else None
-        visited: set[str] = set()
-        rest = [leaf for item in rhs.items[int(into_acc):] for leaf in leaves(item, visited)]
-        if acc is None:  # a list of cotangents made here and read only here is added into in place
-            acc = next((leaf for leaf in rest if _owned_list(leaf, defs, uses)
-                        or (isinstance(leaf, Var) and leaf.name in owned and uses[leaf.name] == 1)), None)
-            if acc is not None:
-                rest.remove(acc)
-                into_acc = True
-        new: list[Bind] = []
-        others = []
-        scattered: set[str] = set()
-        for leaf in rest:
-            d = defs.get(leaf.name) if isinstance(leaf, Var) else None
-            if d is not None and isinstance(d.rhs, Prim) and d.rhs.op in _SCATTER_ADD and uses[leaf.name] == 1:
-                scattered.add(leaf.name)
-                nxt = Var(f"{b.targets[0].name}_{len(new) + 1}", b.targets[0].type)
-                new.append(Bind((nxt,), d.rhs if acc is None else _SCATTER_ADD[d.rhs.op](acc, d.rhs), d.loc))
-                acc = nxt  # the first one-hot array is new: the others are added into it
-            else:
-                others.append(leaf)
-        if len(new) < (1 if into_acc else 2):
-            continue
-        dropped.update(visited | scattered)
-        last = new[-1]
-        if others:
-            new.append(Bind(b.targets, Plus((acc, *others)), b.loc))  # type: ignore[arg-type]
-        else:
-            new[-1] = Bind(b.targets, last.rhs, last.loc)
-        rewritten[i] = new
-    final: list[Bind] = []
-    for i, b in enumerate(block.binds):
-        if i in rewritten:
-            final.extend(rewritten[i])
-        elif b.targets and all(t.name in dropped for t in b.targets):
-            continue
-        else:
-            final.append(b)
-    return Block(tuple(final), block.result)
-
-
 def name_cotangents(block: Block) -> Block:
     """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``."""
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
@@ -862,113 +683,6 @@ def _static_shape(t: object) -> tuple[int, ...] | None:
     if isinstance(t, Num) and t.shape and all(isinstance(d, int) for d in t.shape):
         return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
     return None
-
-
-def lists_in_place(prog: ReverseProgram) -> ReverseProgram:
-    """A list a loop builds by appending, which nothing else reads, is appended
-    to in place; the backward loop taking the cotangents of those appends off
-    the end of a list of its own pops them.  O(1) per step instead of a copy of
-    the list."""
-    fwd_uses = use_counts(prog.forward)
-    for name in read_names(prog.backward):
-        fwd_uses[name] += 1  # residuals
-    back_uses = use_counts(prog.backward)
-    forward = _lists_in_place(prog.forward, fwd_uses, _APPEND)
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in,
-                          _lists_in_place(prog.backward, back_uses, _POP))
-
-
-#: (what makes a fresh list, the update of a loop's list that may be done in place)
-_APPEND = (("list",), "append")
-_POP = (tuple(_FRESH_LISTS), "list_init")
-
-
-def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
-    fresh_ops, update = rule
-    fresh = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in fresh_ops}
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, (Loop, LoopBack)):
-            params = rhs.carried if isinstance(rhs, Loop) else rhs.params
-            body = _lists_in_place(rhs.body, uses, rule)
-            items = result_items(body) or ()
-            for p, start, out in zip(params, rhs.init, items):
-                if isinstance(p.type, ListT) and isinstance(start, Var) and start.name in fresh \
-                        and uses[start.name] == 1 and isinstance(out, Var):
-                    body = _in_place(body, p, out, uses, update)
-            b = Bind(b.targets, replace(rhs, body=body), b.loc)
-        else:
-            b = _with_branches(b, rhs, lambda blk: _lists_in_place(blk, uses, rule))
-        binds.append(b)
-    return Block(tuple(binds), block.result)
-
-
-#: reads of a list that make no new name for it: they may come before an append in place
-_LIST_READS = {"list_get", "list_len", "stack_list", "concatenate_list"}
-
-
-def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Block:
-    """In a loop body: ``out = append(p, v)`` with ``p`` read only there, or also
-    by element reads before it, becomes an append in place; ``out = list_init(p)``
-    with ``p`` read only there and by ``list_get(p, -1)`` becomes ``list_pop``
-    (also when ``out`` is reached from it by adds of one-hot cotangents in
-    place, ``list_scatter_add``, after the pop)."""
-    defs = {b.targets[0].name: i for i, b in enumerate(body.binds) if len(b.targets) == 1}
-    i = defs.get(out.name)
-    chain: list[int] = []  # the adds in place between ``list_init(p)`` and ``out``
-    while update != "append" and i is not None and _prim_op(body.binds[i]) == "list_scatter_add" \
-            and uses[body.binds[i].targets[0].name] == 1:
-        chain.append(i)
-        acc = body.binds[i].rhs.args[0]  # type: ignore[union-attr]
-        i = defs.get(acc.name) if isinstance(acc, Var) else None
-    d = body.binds[i].rhs if i is not None else None
-    if not (isinstance(d, Prim) and d.op == update and (d.args[0] == p or update != "append")):
-        return body
-    end = body.binds[i].targets[0]  # type: ignore[index]
-    binds = list(body.binds)
-    if update == "append":  # p may be read before the append, the new list after it (the body's last binding
-        # is its result tuple) by reads that name neither
-        if not (_only_read(binds[:i], p, uses[p.name] - 1) and _only_read(binds[i + 1:-1], end, uses[end.name] - 1)):
-            return body
-        binds[i] = Bind(body.binds[i].targets, Prim("append_in_place", d.args), body.binds[i].loc)
-        return Block(tuple(binds), body.result)
-    if uses[end.name] != 1:
-        return body
-    q = d.args[0]  # p, or p after adds in place of one-hot cotangents (reads of the list after the append)
-    if not (isinstance(q, Var) and _added_into(q, p, body.binds, defs, uses)):
-        return body
-    last = [j for j, b in enumerate(binds) if isinstance(b.rhs, Prim) and b.rhs.op == "list_get"
-            and b.rhs.args[0] == q and isinstance(b.rhs.args[1], Const) and b.rhs.args[1].value == -1]
-    if uses[q.name] != 2 or len(last) != 1 or any(k < last[0] for k in chain):
-        return body
-    j = last[0]
-    binds[i] = Bind(binds[i].targets, Prim("list_popped", (q,)), binds[i].loc)
-    binds[j] = Bind(binds[j].targets, Prim("list_pop", (q,)), binds[j].loc)
-    return Block(tuple(binds), body.result)
-
-
-def _added_into(q: Var, p: Var, binds: tuple[Bind, ...], defs: dict[str, int], uses: Counter) -> bool:
-    """Whether ``q`` is ``p``, or ``p`` with one-hot cotangents added in place
-    (``list_scatter_add``), each step read only by the next."""
-    while q != p:
-        k = defs.get(q.name)
-        acc = binds[k].rhs.args[0] if k is not None and _prim_op(binds[k]) == "list_scatter_add" else None  # type: ignore[union-attr]
-        if not (isinstance(acc, Var) and uses[acc.name] == 1):
-            return False
-        q = acc
-    return True
-
-
-def _only_read(binds: list[Bind], v: Var, n: int) -> bool:
-    """Whether the ``n`` other uses of ``v`` are all in ``binds``, each a read of
-    an element or the length (no other name for the list)."""
-    reads = [b for b in binds if v in vars_of(b.rhs)]
-    return len(reads) == n and all(_prim_op(b) in _LIST_READS for b in reads)
-
-
-def _prim_op(b: Bind) -> str | None:
-    return b.rhs.op if isinstance(b.rhs, Prim) else None
 
 
 #: the fewest outer products a sum must have to be made one matrix product
