@@ -8,9 +8,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import astad
-from conftest import check_grad, check_stages
+from conftest import check_grad, check_stages, load_program
 
 
 def rnn(w, x, h0):
@@ -264,3 +266,56 @@ def test_the_tape_records_no_list_and_the_list_is_appended_to_and_popped_in_plac
     assert ".append(" in forward and " + [" not in forward
     loop = backward.split("in reversed(")[1]
     assert ".pop()" in loop and "list_onehot(" not in loop and "[:-1]" not in loop and "list_add(" not in loop
+
+
+# ---------------------------------------------------------------- random programs
+
+#: values a loop body appends, reading the lists as they grow (every index valid: each list starts with two elements)
+_READS = ["hs[-1]", "hs[-2]", "hs[0]", "hs[t % len(hs)]", "ys[-1]", "ys[len(ys) // 2]"]
+_MAKE = ["np.tanh({a} * 0.9 + {b} * 0.3)", "np.sin({a}) * {b}", "{a} * 0.5 + x", "np.cos({a} - {b})"]
+_INT_CONDS = ["t % 2 == 0", "t % 3 != 1", "t > 1", "len(hs) < 5"]
+
+
+def _indent_lines(lines, n):
+    return [" " * n + ln for ln in lines]
+
+
+@st.composite
+def growing_lists(draw):
+    def value():
+        a, b = draw(st.sampled_from(_READS)), draw(st.sampled_from(_READS))
+        return draw(st.sampled_from(_MAKE)).format(a=a, b=b)
+
+    def statement(depth):
+        kind = draw(st.sampled_from(["append", "append", "other", "sum", "if", "break"] if depth < 2
+                                    else ["append", "other", "sum"]))
+        if kind == "append":
+            return [f"hs.append({value()})"]
+        if kind == "other":
+            return [f"ys.append({value()})"]
+        if kind == "sum":
+            return [f"s = s + np.sum({draw(st.sampled_from(_READS))})"]
+        if kind == "break":
+            return [f"if {draw(st.sampled_from(_INT_CONDS))}:", "    break"]
+        then = [ln for _ in range(draw(st.integers(1, 2))) for ln in statement(depth + 1)]
+        lines = [f"if {draw(st.sampled_from(_INT_CONDS))}:", *_indent_lines(then, 4)]
+        if draw(st.booleans()):
+            lines += ["else:", *_indent_lines(statement(depth + 1), 4)]
+        return lines
+
+    body = [ln for _ in range(draw(st.integers(1, 4))) for ln in statement(0)]
+    result = draw(st.sampled_from(["np.sum(hs[-1])", "np.sum(hs[-1] * ys[-1])", "np.sum(np.stack(hs)) + np.sum(ys[-2])"]))
+    lines = ["def f(x, y, n):", "    hs = [x, x * 0.5]", "    ys = [y, y * y]", "    s = 0.0",
+             "    for t in range(n):", *_indent_lines(body, 8), f"    return s + {result}"]
+    return "import numpy as np\n\n\n" + "\n".join(lines) + "\n"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=growing_lists(), n=st.sampled_from([0, 1, 4, np.int64(5)]))
+def test_random_lists_read_while_they_grow(tmp_path, source, n):
+    """Against finite differences and every stage's IR: appends and reads at
+    several indices, under ifs, with breaks, in two lists."""
+    fn = load_program(source, tmp_path, "growing_lists").f
+    args = (np.array([0.3, -0.45]), np.array([0.5, 0.2]), n)
+    check_grad(fn, args)
+    check_stages(fn, args)
