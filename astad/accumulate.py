@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Callable
 
 from .blocks import ZERO_MAKERS, prim_op, result_items, with_branches
-from .ir import Atom, Bind, Block, ListT, LoopBack, Plus, Prim, Var, use_counts, vars_of
+from .ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Plus, Prim, Var, use_counts, vars_of
 from .lists_in_place import FRESH_LISTS, fresh_list
 
 
@@ -22,6 +22,7 @@ def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()
     loop's sums start from the outer loop's accumulators instead of zeros.
     ``owned``: the loop's carried lists of cotangents that it owns (``_owned_params``)."""
     block = _nested_sums(block, accumulators)
+    block, into_branches, sums = _sums_into_branches(block, accumulators | owned)
     zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in ZERO_MAKERS}
     binds = []
     for b in block.binds:
@@ -32,9 +33,85 @@ def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()
             body = accumulate_in_loops(rhs.body, inner, _owned_params(rhs, block))
             b = Bind(b.targets, replace(rhs, body=body), b.loc)
         else:
-            b = with_branches(b, rhs, accumulate_in_loops)
+            b = with_branches(b, rhs, lambda blk: accumulate_in_loops(blk, frozenset(), into_branches))
         binds.append(b)
-    return _scatter_adds(Block(tuple(binds), block.result), accumulators, owned)
+    return _scatter_adds(Block(tuple(binds), block.result), accumulators, owned | sums)
+
+
+def _sums_into_branches(block: Block, owned: frozenset[str]) -> tuple[Block, frozenset[str], frozenset[str]]:
+    """``t = j + acc`` where ``j`` is a list of cotangents an ``if`` joins (a read
+    ``xs[i]`` in one branch) and ``acc`` a list this block owns, read only
+    there: each branch adds its part into ``acc`` instead (a one-hot list
+    becomes an add in place, zeros become ``acc``), so ``j`` is the sum.
+    Returns the block, the lists the branches may now add into in place, and
+    the joined sums (lists this block owns)."""
+    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    if isinstance(block.result, Var):
+        uses[block.result.name] += 1
+    defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
+    at = {t.name: k for k, b in enumerate(block.binds) for t in b.targets}
+    binds: list[Bind | None] = list(block.binds)
+    moved: set[str] = set()  # the lists added into in the branches
+    sums: set[str] = set()  # the joined sums: owned here
+    for i, b in enumerate(block.binds):
+        rhs = b.rhs
+        if not (isinstance(rhs, Plus) and isinstance(b.targets[0].type, ListT)) or binds[i] is None:
+            continue
+        visited: set[str] = set()
+        items = [leaf for a in rhs.items for leaf in _leaves(a, defs, uses, visited)]
+        joined = [a for a in items if isinstance(a, Var) and isinstance(block.binds[at.get(a.name, i)].rhs, If)
+                  and uses[a.name] == 1]
+        accs = [a for a in items if isinstance(a, Var) and a not in joined and uses[a.name] == 1
+                and (a.name in owned or _owned_list(a, defs, uses)) and at.get(a.name, -1) < at[joined[0].name]] \
+            if joined else []
+        new_if = _add_in_branches(block.binds[at[joined[0].name]], joined[0], accs[0]) if accs else None
+        if new_if is None:
+            continue
+        binds[at[joined[0].name]] = new_if
+        for name in visited:  # the sums this one reads, now part of it
+            binds[at[name]] = None
+        binds[i] = Bind(b.targets, Plus(tuple(a for a in items if a != accs[0])), b.loc)
+        moved.add(accs[0].name)
+        sums.add(joined[0].name)
+    return Block(tuple(b for b in binds if b is not None), block.result), frozenset(moved), frozenset(sums)
+
+
+def _leaves(a: Atom, defs: dict[str, Bind], uses: Counter, visited: set[str]) -> list[Atom]:
+    """The items of the sum ``a`` is, through sums read only once."""
+    d = defs.get(a.name) if isinstance(a, Var) else None
+    if d is not None and isinstance(d.rhs, Plus) and uses[a.name] == 1:
+        visited.add(a.name)
+        return [leaf for item in d.rhs.items for leaf in _leaves(item, defs, uses, visited)]
+    return [a]
+
+
+def _add_in_branches(b: Bind, j: Var, acc: Var) -> Bind | None:
+    """The ``if`` at ``b`` with ``acc`` added, in each branch, to the part of ``j``
+    it makes (None where a branch makes it otherwise)."""
+    rhs = b.rhs
+    assert isinstance(rhs, If)
+    pos = b.targets.index(j)
+    branches = []
+    for branch in (rhs.then, rhs.orelse):
+        items = result_items(branch)
+        r = items[pos] if items is not None else None
+        k = next((n for n, d in enumerate(branch.binds) if d.targets == (r,)), None)
+        if k is None or use_counts(branch)[r.name] != 1:  # type: ignore[union-attr]
+            return None
+        d = branch.binds[k].rhs
+        binds = list(branch.binds)
+        if isinstance(d, Prim) and d.op == "list_onehot":
+            binds[k] = Bind(binds[k].targets, Prim("list_scatter_add", (acc, d.args[1], d.args[2])), binds[k].loc)
+        elif isinstance(d, Prim) and d.op in ZERO_MAKERS:  # the branch passes ``acc`` on
+            last = binds[-1]
+            binds[-1] = Bind(last.targets, MakeTuple(tuple(acc if a == r else a for a in items)), last.loc)
+            del binds[k]
+        elif isinstance(d, Plus):
+            binds[k] = Bind(binds[k].targets, Plus((acc, *d.items)), binds[k].loc)
+        else:
+            return None
+        branches.append(Block(tuple(binds), branch.result))
+    return Bind(b.targets, If(rhs.cond, branches[0], branches[1]), b.loc)
 
 
 def _owned_params(loop: LoopBack, block: Block) -> frozenset[str]:

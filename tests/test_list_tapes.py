@@ -243,7 +243,18 @@ def grows_two(w, x, h0, n):
     return np.sum(ys[-1])
 
 
-@pytest.mark.parametrize("fn", [grows, grows_in_a_branch, grows_until_a_break, grows_two])
+def read_in_a_branch_while_it_grows(w, x, h0, n):
+    hs = [h0]
+    for t in range(n):
+        v = hs[-1]
+        if t % 2 == 0:
+            v = v * hs[t // 2]
+        hs.append(np.tanh(w @ v + x))
+    return np.sum(hs[-1])
+
+
+@pytest.mark.parametrize("fn", [grows, grows_in_a_branch, grows_until_a_break, grows_two,
+                                read_in_a_branch_while_it_grows])
 def test_a_list_read_while_it_grows_costs_memory_linear_in_its_length(fn):
     """Four times the iterations: about four times the memory of the gradient
     (a tape of each iteration's list, or a one-hot list per read, is sixteen)."""
