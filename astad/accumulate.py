@@ -13,13 +13,14 @@ from .ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Plus, Prim, V
 from .lists_in_place import FRESH_LISTS, fresh_list
 
 
-def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset(),
+def accumulate_in_loops(block: Block, taken: set[str], accumulators: frozenset[str] = frozenset(),
                         owned: frozenset[str] = frozenset()) -> Block:
     """One-hot cotangents (of reading ``x[i]``) are added in place: in a loop's
     backward pass ``acc_new = acc + scatter(v, x, i)`` becomes ``acc[i] += v``,
     O(1) per read instead of a one-hot array the size of ``x``; anywhere,
     ``scatter(a, x, i) + scatter(b, x, j)`` fills one array of zeros.  An inner
     loop's sums start from the outer loop's accumulators instead of zeros.
+    ``taken``: every name in the program (the names this pass makes are added);
     ``owned``: the loop's carried lists of cotangents that it owns (``_owned_params``)."""
     block = _nested_sums(block, accumulators)
     block, into_branches, sums = _sums_into_branches(block, accumulators | owned)
@@ -30,12 +31,12 @@ def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset()
         if isinstance(rhs, LoopBack):  # its accumulators: the sums that start from zeros (owned buffers)
             inner = frozenset(p.name for p, i in zip(rhs.params, rhs.init)
                               if isinstance(i, Var) and (i.name in zeros or i.name in accumulators))
-            body = accumulate_in_loops(rhs.body, inner, _owned_params(rhs, block))
+            body = accumulate_in_loops(rhs.body, taken, inner, _owned_params(rhs, block))
             b = Bind(b.targets, replace(rhs, body=body), b.loc)
         else:
-            b = with_branches(b, rhs, lambda blk: accumulate_in_loops(blk, frozenset(), into_branches))
+            b = with_branches(b, rhs, lambda blk: accumulate_in_loops(blk, taken, frozenset(), into_branches))
         binds.append(b)
-    return _scatter_adds(Block(tuple(binds), block.result), accumulators, owned | sums)
+    return _scatter_adds(Block(tuple(binds), block.result), taken, accumulators, owned | sums)
 
 
 def _sums_into_branches(block: Block, owned: frozenset[str]) -> tuple[Block, frozenset[str], frozenset[str]]:
@@ -179,7 +180,8 @@ def _owned_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
             and d.rhs.op not in _SCATTER_ADD and uses[a.name] == 1)
 
 
-def _scatter_adds(block: Block, accumulators: frozenset[str], owned: frozenset[str] = frozenset()) -> Block:
+def _scatter_adds(block: Block, taken: set[str], accumulators: frozenset[str],
+                  owned: frozenset[str] = frozenset()) -> Block:
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
@@ -215,7 +217,7 @@ def _scatter_adds(block: Block, accumulators: frozenset[str], owned: frozenset[s
             d = defs.get(leaf.name) if isinstance(leaf, Var) else None
             if d is not None and isinstance(d.rhs, Prim) and d.rhs.op in _SCATTER_ADD and uses[leaf.name] == 1:
                 scattered.add(leaf.name)
-                nxt = Var(f"{b.targets[0].name}_{len(new) + 1}", b.targets[0].type)
+                nxt = Var(_fresh(f"{b.targets[0].name}_", len(new) + 1, taken), b.targets[0].type)
                 new.append(Bind((nxt,), d.rhs if acc is None else _SCATTER_ADD[d.rhs.op](acc, d.rhs), d.loc))
                 acc = nxt  # the first one-hot array is new: the others are added into it
             else:
@@ -238,3 +240,11 @@ def _scatter_adds(block: Block, accumulators: frozenset[str], owned: frozenset[s
         else:
             final.append(b)
     return Block(tuple(final), block.result)
+
+
+def _fresh(base: str, n: int, taken: set[str]) -> str:
+    """``base`` numbered from ``n`` on, skipping names the program has."""
+    while f"{base}{n}" in taken:
+        n += 1
+    taken.add(f"{base}{n}")
+    return f"{base}{n}"

@@ -724,8 +724,10 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, accumulate_in_loops(prog.backward)))
-    names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
+    names = ({p.name for p in prog.params} | {prog.ct_in.name} | set(bound_names(prog.forward))
+             | set(bound_names(prog.backward)))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              accumulate_in_loops(prog.backward, names)))
     namer = Namer.adding_to(names)
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, outer_sums(prog.backward, namer)))
     prog = finish(prog)

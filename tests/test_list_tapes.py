@@ -330,3 +330,35 @@ def test_random_lists_read_while_they_grow(tmp_path, source, n):
     args = (np.array([0.3, -0.45]), np.array([0.5, 0.2]), n)
     check_grad(fn, args)
     check_stages(fn, args)
+
+
+def hs_and_ys(x, y, n):
+    hs = [x, x * 0.5]
+    ys = [y, y * y]
+    s = 0.0
+    for t in range(n):
+        s = s + np.sum(hs[-2])
+        if t % 2 == 0:
+            ys.append(np.cos(hs[t % len(hs)] - hs[0]))
+            hs.append(np.cos(hs[-1] - hs[-1]))
+    return s + np.sum(np.stack(hs)) + np.sum(ys[-2])
+
+
+@pytest.mark.parametrize("fn, args", CASES + [(hs_and_ys, (_x, _x * 0.5, 5))], ids=lambda c: getattr(c, "__name__", ""))
+def test_every_name_is_bound_once(fn, args):
+    """The adds in place the optimiser makes have names of their own (a name
+    made twice reads the wrong value wherever the two differ)."""
+    from collections import Counter
+
+    from astad.ir import nested_blocks
+
+    def targets(block):
+        for b in block.binds:
+            yield from (t.name for t in b.targets)
+            for inner in nested_blocks(b.rhs):
+                yield from targets(inner)
+
+    prog = astad.reverse(fn).transform(*args).stages.optimised
+    names = Counter([p.name for p in prog.params] + list(targets(prog.forward)) + list(targets(prog.backward)))
+    assert not [n for n, k in names.items() if k > 1]
+    check_grad(hs_and_ys, (_x, _x * 0.5, 5)) if fn is hs_and_ys else None
