@@ -275,9 +275,9 @@ def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
 #: printers used instead of the table's where the argument types allow a cheaper call (None: they do not)
 _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": _array_of_list}
 
-#: operations that can update their first (for + and *, either) operand in place
 #: primitives that change the list they are given (its first operand) in place
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
+#: operations that can update their first (for + and *, either) operand in place
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
 
