@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 import numpy as np
 
 from . import primitives as prims
@@ -23,7 +24,7 @@ from .errors import InternalError
 from .frontend import Namer
 from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, bound_vars, nested_blocks, use_counts)
-from .optimise import result_items
+from .blocks import result_items
 
 Expr = cst.BaseExpression
 
@@ -89,6 +90,8 @@ class _Function:
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             args = [self.atom(a) for a in rhs.args]
+            if rhs.op in _LIST_IN_PLACE:
+                self.flush_reading(rhs.args[0])
             if entry.stmts is not None:
                 for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
                     self.emit(small, b.loc)
@@ -163,6 +166,15 @@ class _Function:
         may be moved into it (it would be computed on every iteration)."""
         pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
+            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+
+    def flush_reading(self, a: Atom) -> None:
+        """Assign the pending inlined expressions that read list ``a`` before it is
+        changed in place (an element read before an append stays that element)."""
+        if not isinstance(a, Var):
+            return
+        for name in [n for n, value in self.inlined.items() if cst_matchers.findall(value, cst_matchers.Name(a.name))]:
+            value = self.inlined.pop(name)
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
 
     def emit_loop(self, b: Bind, rhs: Loop | LoopBack) -> None:
@@ -286,6 +298,8 @@ def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
 #: printers used instead of the table's where the argument types allow a cheaper call (None: they do not)
 _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": _array_of_list}
 
+#: primitives that change the list they are given (its first operand) in place
+_LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
 #: operations that can update their first (for + and *, either) operand in place
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
