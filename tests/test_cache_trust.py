@@ -255,7 +255,7 @@ def test_bad_key_is_regenerated_and_old_entries_recomputed(tmp_path, cached, tra
 
 
 def _grad_under_umask_000(tmp_path, cache, monkeypatch):
-    """A gradient with the disk cache at ``cache``, under umask 000."""
+    """A gradient with the disk cache at ``cache``, under umask 000; the module it came from."""
     monkeypatch.setenv("ASTAD_DISK_CACHE", "1")
     monkeypatch.setenv("ASTAD_CACHE_DIR", str(cache))
     mod = load_module(tmp_path, LOSS, monkeypatch)
@@ -264,11 +264,12 @@ def _grad_under_umask_000(tmp_path, cache, monkeypatch):
         astad.grad(mod.loss)(X)
     finally:
         os.umask(old)
+    return mod
 
 
 def test_umask_000_still_makes_private_files(tmp_path, monkeypatch, transforms):
     cache = tmp_path / "fresh" / "cache"
-    _grad_under_umask_000(tmp_path, cache, monkeypatch)
+    mod = _grad_under_umask_000(tmp_path, cache, monkeypatch)
     (entry,) = entries(cache)
     assert mode(cache) == 0o700 and mode(sub(cache)) == 0o700
     assert mode(key_file(cache)) == 0o600 and mode(entry) == 0o600
