@@ -72,7 +72,7 @@ KIND: dict[str, str] = {
 }
 
 #: operations that give a 0-d array (mutable, unlike a numpy scalar) for a scalar result
-ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like"}
+ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like", "copy"}
 
 
 def _kind_filter(drop: str, placeholder: str) -> Callable[[frozenset], frozenset]:
