@@ -100,15 +100,20 @@ def like_scalar(b: Any, v: Atom, like: Atom) -> Atom:
     return v
 
 
+def _literal(a: Atom) -> bool:
+    return isinstance(a, Const) and a.name is None and a.value is not None
+
+
 def is_none(a: Atom) -> bool:
     return isinstance(a, Const) and a.value is None
 
 
 def _may_be_nan(a: Atom) -> bool:
-    """Whether ``a`` can hold a nan: a float that is not a constant free of nans."""
+    """Whether ``a`` can hold a nan: a float that is not a literal free of nans
+    (a module-level array may change after the transformation)."""
     if isinstance(a.type, Num) and np.dtype(a.type.dtype).kind != "f":
         return False
-    if isinstance(a, Const) and a.value is not None:
+    if _literal(a):
         with np.errstate(all="ignore"):
             return bool(np.isnan(np.asarray(a.value, dtype=float)).any())
     return True
@@ -186,7 +191,7 @@ def vjp_clip(b, p, out, ct):
     ``x`` gets the cotangent where it lies within them (and where it is nan);
     otherwise the rules of maximum and minimum in turn."""
     x, lo, hi = p.args
-    if not any(_may_be_nan(c) and not is_none(c) for c in (lo, hi)) and all(isinstance(c, Const) for c in (lo, hi)):
+    if all(is_none(c) or (_literal(c) and not _may_be_nan(c)) for c in (lo, hi)):
         inside = ct
         for bound, cmp in ((lo, "lt"), (hi, "gt")):
             if not is_none(bound):
