@@ -1,8 +1,11 @@
 """The one table of primitives: for each, its numpy implementation (used by the
-IR interpreter), its type/shape rule, the Python it is printed as, and its
-vector-Jacobian product (the transposed derivative used by the reverse macro),
-side by side.  Adding a numpy function is one entry here (plus its row in
-``NUMPY_API`` if users call it by a numpy name) and a test.
+IR interpreter), its type/shape rule, the Python it is printed as, the kind of
+its derivative (:class:`Derivative`: a rule, zero by truth, a discrete result,
+or never differentiated) and, for kind RULE, its vector-Jacobian product (the
+transposed derivative used by the reverse macro), side by side.  Adding a numpy
+function is one entry here (plus its row in ``NUMPY_API`` if users call it by a
+numpy name) and its sample arguments in tests/test_primitive_rules.py, which
+checks every entry's kind against finite differences.
 
 A VJP rule receives a builder ``b`` (see :class:`astad.reverse.Builder`), the
 primitive application ``p``, its output variable ``out`` and the output
