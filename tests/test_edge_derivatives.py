@@ -362,3 +362,12 @@ def test_module_constant_with_nan_takes_the_cotangent():
         np.testing.assert_array_equal(astad.grad(max_with_module_constant)(x), [0.0, 0.0, 1.0])
     finally:
         BOUND[0] = 0.0
+
+
+def nan_to_zero(x):
+    return np.sum(np.where(np.isnan(x), 0.0, x) * 2.0)
+
+
+def test_isnan_masks_the_cotangent():
+    np.testing.assert_array_equal(astad.grad(nan_to_zero)(np.array([1.0, np.nan, -3.0])), [2.0, 0.0, 2.0])
+    check_grad(nan_to_zero, [np.array([1.0, 0.5, -3.0])])
