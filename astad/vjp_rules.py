@@ -135,8 +135,10 @@ def vjp_pow(b, p, out, ct):
     # the exponent is 0 there, so the product is y * 1 = 0
     exponent = b.prim("where", b.prim("ne", y, b.const(0)), b.prim("sub", y, b.const(1)), b.const(0))
     dx = b.prim("mul", y, b.prim(_pow_op(x, True), x, exponent))
-    # d(x ** y)/dy = x ** y * log(x), and 0 where x = 0 (not 0 * -inf)
-    dy = b.prim("select", b.prim("ne", x, b.const(0.0)), b.prim("mul", out, b.prim("log", x)), branch=True)
+    # d(x ** y)/dy = x ** y * log(x), and 0 where x = 0 (not 0 * -inf; the log of 1 there, so that numpy does not warn)
+    nonzero = b.prim("ne", x, b.const(0.0))
+    log_x = b.prim("log", b.prim("where", nonzero, x, b.const(1.0)))
+    dy = b.prim("select", nonzero, b.prim("mul", out, log_x), branch=True)
     return [sum_to(b, b.prim("mul", ct, dx), x), sum_to(b, b.prim("mul", ct, dy), y)]
 
 
