@@ -1,6 +1,6 @@
 """The one table of primitives: for each, its numpy implementation (used by the
 IR interpreter), its type/shape rule, the Python it is printed as, the kind of
-its derivative (:class:`Derivative`: a rule, zero by truth, a discrete result,
+its derivative (:class:`DerivativeKind`: a rule, zero by truth, a discrete result,
 or never differentiated) and, for kind RULE, its vector-Jacobian product (the
 transposed derivative used by the reverse macro), side by side.  Adding a numpy
 function is one entry here (plus its row in ``NUMPY_API`` if users call it by a
@@ -31,13 +31,13 @@ from .vjp_rules import (ShapeError, VjpRule, expand_reduced, is_none, like_scala
                         vjp_clip, vjp_extremum, vjp_fmod, vjp_maxmin, vjp_mod, vjp_pow)
 from .vjp_rules import norm_axes as _norm_axes, num as _num
 
-__all__ = ["TABLE", "Derivative", "Primitive", "ShapeError", "infer", "RUNTIME", "sum_to", "shape_atom",
+__all__ = ["TABLE", "DerivativeKind", "Primitive", "ShapeError", "infer", "RUNTIME", "sum_to", "shape_atom",
            "expand_reduced", "like_scalar", "is_none"]
 
 Expr = cst.BaseExpression
 
 
-class Derivative(enum.Enum):
+class DerivativeKind(enum.Enum):
     """What an entry's derivative is: every entry states it (``kind=``), and
     tests/test_primitive_rules.py checks each against finite differences."""
 
@@ -57,7 +57,7 @@ class Primitive:
     zero_in: tuple[int, ...] = ()  # arguments in which a zero gives a zero result
     stmts: Callable[[Expr, list[Expr], dict], list[cst.BaseSmallStatement]] | None = None
     method: str | None = None  # the ndarray method computing the same from the first argument (no dispatch cost)
-    kind: Derivative = field(kw_only=True)
+    kind: DerivativeKind = field(kw_only=True)
 
 
 TABLE: dict[str, Primitive] = {}
@@ -70,11 +70,11 @@ def _register(*prims: Primitive) -> None:
 
 def _with_kind_rule(p: Primitive) -> Primitive:
     """The entry with the VJP its kind implies; a rule exactly for kind RULE."""
-    if not isinstance(p.kind, Derivative) or (p.vjp is not None) != (p.kind is Derivative.RULE):
-        raise InternalError(f"primitive {p.name}: kind {p.kind!r} needs a VJP rule exactly when it is Derivative.RULE")
-    if p.kind is Derivative.RULE:
+    if not isinstance(p.kind, DerivativeKind) or (p.vjp is not None) != (p.kind is DerivativeKind.RULE):
+        raise InternalError(f"primitive {p.name}: kind {p.kind!r} needs a VJP rule exactly when it is DerivativeKind.RULE")
+    if p.kind is DerivativeKind.RULE:
         return p
-    return replace(p, vjp=_vjp_never if p.kind is Derivative.BACKWARD_ONLY else _vjp_zero)
+    return replace(p, vjp=_vjp_never if p.kind is DerivativeKind.BACKWARD_ONLY else _vjp_zero)
 
 
 def _vjp_never(b, p, out, ct):
@@ -820,34 +820,34 @@ def diag_embed(ct: Any, like: Any, k: int) -> Any:
 
 def _unary_entry(name: str, impl: Callable, deriv: Callable | None) -> Primitive:
     return Primitive(name, impl, elementwise(impl), _np(name), _unary(deriv) if deriv else None, zero_in=(0,) if name != "sign" else (),
-                     kind=Derivative.RULE if deriv else Derivative.ZERO)
+                     kind=DerivativeKind.RULE if deriv else DerivativeKind.ZERO)
 
 
 _register(
     # arithmetic (Python operators)
-    Primitive("add", operator.add, elementwise(operator.add), _bin("+"), _vjp_add, kind=Derivative.RULE),
-    Primitive("sub", operator.sub, elementwise(operator.sub), _bin("-"), _vjp_sub, kind=Derivative.RULE),
-    Primitive("mul", operator.mul, elementwise(operator.mul), _bin("*"), _vjp_mul, zero_in=(0, 1), kind=Derivative.RULE),
-    Primitive("div", operator.truediv, elementwise(operator.truediv), _bin("/"), _vjp_div, zero_in=(0,), kind=Derivative.RULE),
-    Primitive("floordiv", operator.floordiv, elementwise(operator.floordiv), _bin("//"), None, kind=Derivative.ZERO),
-    Primitive("mod", operator.mod, elementwise(operator.mod), _bin("%"), vjp_mod, kind=Derivative.RULE),
-    Primitive("fmod", np.fmod, elementwise(np.fmod), _np("fmod"), vjp_fmod, kind=Derivative.RULE),
-    Primitive("pow", operator.pow, elementwise(operator.pow), _bin("**"), vjp_pow, kind=Derivative.RULE),
-    Primitive("neg", operator.neg, elementwise(operator.neg), lambda a, ps: px.neg(a[0]), _vjp_neg, zero_in=(0,), kind=Derivative.RULE),
-    Primitive("matmul", operator.matmul, _matmul_infer, _bin("@"), _vjp_matmul, zero_in=(0, 1), kind=Derivative.RULE),
+    Primitive("add", operator.add, elementwise(operator.add), _bin("+"), _vjp_add, kind=DerivativeKind.RULE),
+    Primitive("sub", operator.sub, elementwise(operator.sub), _bin("-"), _vjp_sub, kind=DerivativeKind.RULE),
+    Primitive("mul", operator.mul, elementwise(operator.mul), _bin("*"), _vjp_mul, zero_in=(0, 1), kind=DerivativeKind.RULE),
+    Primitive("div", operator.truediv, elementwise(operator.truediv), _bin("/"), _vjp_div, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("floordiv", operator.floordiv, elementwise(operator.floordiv), _bin("//"), None, kind=DerivativeKind.ZERO),
+    Primitive("mod", operator.mod, elementwise(operator.mod), _bin("%"), vjp_mod, kind=DerivativeKind.RULE),
+    Primitive("fmod", np.fmod, elementwise(np.fmod), _np("fmod"), vjp_fmod, kind=DerivativeKind.RULE),
+    Primitive("pow", operator.pow, elementwise(operator.pow), _bin("**"), vjp_pow, kind=DerivativeKind.RULE),
+    Primitive("neg", operator.neg, elementwise(operator.neg), lambda a, ps: px.neg(a[0]), _vjp_neg, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("matmul", operator.matmul, _matmul_infer, _bin("@"), _vjp_matmul, zero_in=(0, 1), kind=DerivativeKind.RULE),
     # comparisons (discrete results)
-    *(Primitive(n, f, elementwise(f), _cmp(s), None, kind=Derivative.DISCRETE) for n, f, s in [
+    *(Primitive(n, f, elementwise(f), _cmp(s), None, kind=DerivativeKind.DISCRETE) for n, f, s in [
         ("lt", operator.lt, "<"), ("le", operator.le, "<="), ("gt", operator.gt, ">"),
         ("ge", operator.ge, ">="), ("eq", operator.eq, "=="), ("ne", operator.ne, "!="),
     ]),
     Primitive("not_", operator.not_, elementwise(operator.not_),
               lambda a, ps: cst.UnaryOperation(operator=cst.Not(), expression=px.paren(a[0]) if px.precedence(a[0]) < 5 else a[0]),
-              None, kind=Derivative.DISCRETE),
-    Primitive("and_", operator.and_, elementwise(operator.and_), _bin("&"), None, kind=Derivative.DISCRETE),
-    Primitive("or_", operator.or_, elementwise(operator.or_), _bin("|"), None, kind=Derivative.DISCRETE),
+              None, kind=DerivativeKind.DISCRETE),
+    Primitive("and_", operator.and_, elementwise(operator.and_), _bin("&"), None, kind=DerivativeKind.DISCRETE),
+    Primitive("or_", operator.or_, elementwise(operator.or_), _bin("|"), None, kind=DerivativeKind.DISCRETE),
     # elementwise numpy functions: f'(x) written with x and, where cheaper, out = f(x)
     _unary_entry("exp", np.exp, lambda b, x, out: out),
-    Primitive("log", np.log, elementwise(np.log), _np("log"), _vjp_log, zero_in=(0,), kind=Derivative.RULE),
+    Primitive("log", np.log, elementwise(np.log), _np("log"), _vjp_log, zero_in=(0,), kind=DerivativeKind.RULE),
     _unary_entry("sin", np.sin, lambda b, x, out: b.prim("cos", x)),
     _unary_entry("cos", np.cos, lambda b, x, out: b.prim("neg", b.prim("sin", x))),
     _unary_entry("tan", np.tan, lambda b, x, out: b.prim("add", b.const(1.0), b.prim("mul", out, out))),
@@ -855,59 +855,59 @@ _register(
     _unary_entry("sqrt", np.sqrt, lambda b, x, out: b.prim("div", b.const(0.5), out)),
     _unary_entry("abs", np.abs, lambda b, x, out: b.prim("sign", x)),
     *(_unary_entry(name, getattr(np, name), None) for name in ("sign", "floor", "ceil", "trunc", "rint")),
-    Primitive("isnan", np.isnan, elementwise(np.isnan), _np("isnan"), None, kind=Derivative.DISCRETE),
-    Primitive("maximum", np.maximum, elementwise(np.maximum), _np("maximum"), vjp_extremum("ge", "lt"), kind=Derivative.RULE),
-    Primitive("minimum", np.minimum, elementwise(np.minimum), _np("minimum"), vjp_extremum("le", "gt"), kind=Derivative.RULE),
-    Primitive("power", np.power, elementwise(np.power), _np("power"), vjp_pow, kind=Derivative.RULE),
-    Primitive("where", np.where, _where_infer, _np("where"), _vjp_where, kind=Derivative.RULE),
-    Primitive("clip", np.clip, _clip_infer, _np("clip"), vjp_clip, kind=Derivative.RULE),
+    Primitive("isnan", np.isnan, elementwise(np.isnan), _np("isnan"), None, kind=DerivativeKind.DISCRETE),
+    Primitive("maximum", np.maximum, elementwise(np.maximum), _np("maximum"), vjp_extremum("ge", "lt"), kind=DerivativeKind.RULE),
+    Primitive("minimum", np.minimum, elementwise(np.minimum), _np("minimum"), vjp_extremum("le", "gt"), kind=DerivativeKind.RULE),
+    Primitive("power", np.power, elementwise(np.power), _np("power"), vjp_pow, kind=DerivativeKind.RULE),
+    Primitive("where", np.where, _where_infer, _np("where"), _vjp_where, kind=DerivativeKind.RULE),
+    Primitive("clip", np.clip, _clip_infer, _np("clip"), vjp_clip, kind=DerivativeKind.RULE),
     # reductions
-    Primitive("sum", lambda x, axis=None, keepdims=False, dtype=None: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,), method="sum", kind=Derivative.RULE),
-    Primitive("mean", np.mean, reduction(_mean_dtype), _emit_reduction("mean"), _vjp_mean, zero_in=(0,), method="mean", kind=Derivative.RULE),
-    Primitive("max", np.max, reduction(), _emit_reduction("max"), vjp_maxmin, method="max", kind=Derivative.RULE),
-    Primitive("min", np.min, reduction(), _emit_reduction("min"), vjp_maxmin, method="min", kind=Derivative.RULE),
-    Primitive("prod", np.prod, reduction(), _emit_reduction("prod"), _vjp_prod, method="prod", kind=Derivative.RULE),
+    Primitive("sum", lambda x, axis=None, keepdims=False, dtype=None: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,), method="sum", kind=DerivativeKind.RULE),
+    Primitive("mean", np.mean, reduction(_mean_dtype), _emit_reduction("mean"), _vjp_mean, zero_in=(0,), method="mean", kind=DerivativeKind.RULE),
+    Primitive("max", np.max, reduction(), _emit_reduction("max"), vjp_maxmin, method="max", kind=DerivativeKind.RULE),
+    Primitive("min", np.min, reduction(), _emit_reduction("min"), vjp_maxmin, method="min", kind=DerivativeKind.RULE),
+    Primitive("prod", np.prod, reduction(), _emit_reduction("prod"), _vjp_prod, method="prod", kind=DerivativeKind.RULE),
     # linear algebra and shapes
-    Primitive("dot", np.dot, _dot_infer, _np("dot"), _vjp_matmul, zero_in=(0, 1), kind=Derivative.RULE),
-    Primitive("outer", np.outer, _outer_infer, _np("outer"), _vjp_outer, zero_in=(0, 1), kind=Derivative.RULE),
-    Primitive("transpose", lambda x, axes=None: np.transpose(x, axes), _transpose_infer, _emit_transpose, _vjp_transpose, zero_in=(0,), kind=Derivative.RULE),
-    Primitive("reshape", lambda x, *dims: np.reshape(x, dims), _reshape_infer, _emit_reshape, _vjp_reshape, zero_in=(0,), kind=Derivative.RULE),
+    Primitive("dot", np.dot, _dot_infer, _np("dot"), _vjp_matmul, zero_in=(0, 1), kind=DerivativeKind.RULE),
+    Primitive("outer", np.outer, _outer_infer, _np("outer"), _vjp_outer, zero_in=(0, 1), kind=DerivativeKind.RULE),
+    Primitive("transpose", lambda x, axes=None: np.transpose(x, axes), _transpose_infer, _emit_transpose, _vjp_transpose, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("reshape", lambda x, *dims: np.reshape(x, dims), _reshape_infer, _emit_reshape, _vjp_reshape, zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("reshape_like", lambda x, like: np.reshape(x, np.shape(like)), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype),
-              lambda a, ps: px.call("np.reshape", [a[0], px.call("np.shape", [a[1]])]), None, zero_in=(0,), kind=Derivative.BACKWARD_ONLY),
-    Primitive("ravel", np.ravel, lambda ts, ps: Num((_size_infer(ts, ps).value,), _num(ts[0]).dtype), _np("ravel"), _vjp_ravel, zero_in=(0,), kind=Derivative.RULE),
+              lambda a, ps: px.call("np.reshape", [a[0], px.call("np.shape", [a[1]])]), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("ravel", np.ravel, lambda ts, ps: Num((_size_infer(ts, ps).value,), _num(ts[0]).dtype), _np("ravel"), _vjp_ravel, zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("expand_dims", lambda x, axis: np.expand_dims(x, axis), lambda ts, ps: _expand_infer(ts, {"axis": _norm_axes(ps["axis"], _num(ts[0]).ndim + (len(ps["axis"]) if isinstance(ps["axis"], tuple) else 1))}),
-              lambda a, ps: px.call("np.expand_dims", [a[0], px.literal(ps["axis"])]), _vjp_expand, zero_in=(0,), kind=Derivative.RULE),
-    Primitive("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concat_infer, _emit_stack("concatenate"), _vjp_concatenate, kind=Derivative.RULE),
-    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, _emit_stack("stack"), _vjp_stack, kind=Derivative.RULE),
-    Primitive("diag", lambda x, k=0: np.diag(x, k), _diag_infer, lambda a, ps: px.call("np.diag", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_diag, zero_in=(0,), kind=Derivative.RULE),
-    Primitive("tril", lambda x, k=0: np.tril(x, k), _tri_infer, lambda a, ps: px.call("np.tril", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("tril"), zero_in=(0,), kind=Derivative.RULE),
-    Primitive("triu", lambda x, k=0: np.triu(x, k), _tri_infer, lambda a, ps: px.call("np.triu", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("triu"), zero_in=(0,), kind=Derivative.RULE),
-    Primitive("getitem", lambda x, *ix, index: x[_index_value(index, (x, *ix))], _getitem_infer, _emit_getitem, _vjp_getitem, zero_in=(0,), kind=Derivative.RULE),
+              lambda a, ps: px.call("np.expand_dims", [a[0], px.literal(ps["axis"])]), _vjp_expand, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concat_infer, _emit_stack("concatenate"), _vjp_concatenate, kind=DerivativeKind.RULE),
+    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, _emit_stack("stack"), _vjp_stack, kind=DerivativeKind.RULE),
+    Primitive("diag", lambda x, k=0: np.diag(x, k), _diag_infer, lambda a, ps: px.call("np.diag", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_diag, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("tril", lambda x, k=0: np.tril(x, k), _tri_infer, lambda a, ps: px.call("np.tril", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("tril"), zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("triu", lambda x, k=0: np.triu(x, k), _tri_infer, lambda a, ps: px.call("np.triu", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("triu"), zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("getitem", lambda x, *ix, index: x[_index_value(index, (x, *ix))], _getitem_infer, _emit_getitem, _vjp_getitem, zero_in=(0,), kind=DerivativeKind.RULE),
     # discrete: shapes and constructors
-    Primitive("shape", np.shape, _shape_infer, lambda a, ps: px.call("np.shape", a), None, kind=Derivative.DISCRETE),
+    Primitive("shape", np.shape, _shape_infer, lambda a, ps: px.call("np.shape", a), None, kind=DerivativeKind.DISCRETE),
     Primitive("dim", lambda x, axis: np.shape(x)[axis], lambda ts, ps: Num((), "int64", py=True, value=_num(ts[0]).shape[ps["axis"]]),
-              lambda a, ps: px.subscript(px.attr(a[0], "shape"), [px.literal(ps["axis"])]), None, kind=Derivative.DISCRETE),
-    Primitive("len", len, _len_infer, lambda a, ps: px.call("len", a), None, kind=Derivative.DISCRETE),
-    Primitive("size", np.size, _size_infer, lambda a, ps: px.call("np.size", a), None, kind=Derivative.DISCRETE),
-    Primitive("zeros", lambda *d, dtype="float64": np.zeros(d, dtype), _constructor_infer, _emit_constructor("zeros"), None, kind=Derivative.ZERO),
-    Primitive("ones", lambda *d, dtype="float64": np.ones(d, dtype), _constructor_infer, _emit_constructor("ones"), None, kind=Derivative.ZERO),
-    Primitive("zeros_like", lambda x, dtype=None: np.zeros_like(x, dtype), _like_infer, _emit_like("zeros_like"), None, kind=Derivative.ZERO),
-    Primitive("ones_like", lambda x, dtype=None: np.ones_like(x, dtype), _like_infer, _emit_like("ones_like"), None, kind=Derivative.ZERO),
-    Primitive("eye", lambda *d, dtype="float64": np.eye(*d, dtype=dtype), _eye_infer, _emit_constructor("eye"), None, kind=Derivative.ZERO),
-    Primitive("arange", lambda *a: np.arange(*a), _arange_infer, _np("arange"), vjp_arange, kind=Derivative.RULE),
+              lambda a, ps: px.subscript(px.attr(a[0], "shape"), [px.literal(ps["axis"])]), None, kind=DerivativeKind.DISCRETE),
+    Primitive("len", len, _len_infer, lambda a, ps: px.call("len", a), None, kind=DerivativeKind.DISCRETE),
+    Primitive("size", np.size, _size_infer, lambda a, ps: px.call("np.size", a), None, kind=DerivativeKind.DISCRETE),
+    Primitive("zeros", lambda *d, dtype="float64": np.zeros(d, dtype), _constructor_infer, _emit_constructor("zeros"), None, kind=DerivativeKind.ZERO),
+    Primitive("ones", lambda *d, dtype="float64": np.ones(d, dtype), _constructor_infer, _emit_constructor("ones"), None, kind=DerivativeKind.ZERO),
+    Primitive("zeros_like", lambda x, dtype=None: np.zeros_like(x, dtype), _like_infer, _emit_like("zeros_like"), None, kind=DerivativeKind.ZERO),
+    Primitive("ones_like", lambda x, dtype=None: np.ones_like(x, dtype), _like_infer, _emit_like("ones_like"), None, kind=DerivativeKind.ZERO),
+    Primitive("eye", lambda *d, dtype="float64": np.eye(*d, dtype=dtype), _eye_infer, _emit_constructor("eye"), None, kind=DerivativeKind.ZERO),
+    Primitive("arange", lambda *a: np.arange(*a), _arange_infer, _np("arange"), vjp_arange, kind=DerivativeKind.RULE),
     # linear operations that only the AD macro introduces
-    Primitive("select", lambda c, v, branch: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select, None, zero_in=(1,), kind=Derivative.BACKWARD_ONLY),
-    Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, _np("broadcast_to"), _vjp_broadcast_to, zero_in=(0,), kind=Derivative.RULE),
+    Primitive("select", lambda c, v, branch: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select, None, zero_in=(1,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, _np("broadcast_to"), _vjp_broadcast_to, zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("full", lambda x, shape, dtype=None: np.full(shape, x, dtype), lambda ts, ps: Num(_broadcast_to_infer(ts, ps).shape, ps.get("dtype") or _num(ts[0]).dtype),
-              lambda a, ps: px.call("np.full", [a[1], a[0]], **({"dtype": px.name(f"np.{ps['dtype']}")} if ps.get("dtype") not in (None, "float64") else {})), None, zero_in=(0,), kind=Derivative.BACKWARD_ONLY),
+              lambda a, ps: px.call("np.full", [a[1], a[0]], **({"dtype": px.name(f"np.{ps['dtype']}")} if ps.get("dtype") not in (None, "float64") else {})), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
     Primitive("to_float", float, lambda ts, ps: Num((), _num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
-              lambda b, p, out, ct: [ct], zero_in=(0,), kind=Derivative.RULE),
-    Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,), kind=Derivative.RULE),
-    Primitive("scatter", lambda ct, x, *ix, index, zeros=None: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter, kind=Derivative.BACKWARD_ONLY),
-    Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_scatter_add, kind=Derivative.BACKWARD_ONLY),
-    Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,), kind=Derivative.BACKWARD_ONLY),
-    Primitive("log_domain", log_domain, lambda ts, ps: _log_domain_infer(ts[0]), _emit_runtime("log_domain"), None, kind=Derivative.BACKWARD_ONLY),
-    Primitive("diag_embed", diag_embed, lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), _emit_runtime("diag_embed", "k"), None, zero_in=(0,), kind=Derivative.BACKWARD_ONLY),
+              lambda b, p, out, ct: [ct], zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("scatter", lambda ct, x, *ix, index, zeros=None: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter, kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_scatter_add, kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("log_domain", log_domain, lambda ts, ps: _log_domain_infer(ts[0]), _emit_runtime("log_domain"), None, kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("diag_embed", diag_embed, lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), _emit_runtime("diag_embed", "k"), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
 )
 
 
@@ -1082,38 +1082,38 @@ def _emit_list(a: list[Expr], ps: dict) -> Expr:
 
 
 _register(
-    Primitive("list", lambda *xs: list(xs), _list_infer, _emit_list, _vjp_list, kind=Derivative.RULE),
+    Primitive("list", lambda *xs: list(xs), _list_infer, _emit_list, _vjp_list, kind=DerivativeKind.RULE),
     Primitive("append", lambda l, v: l + [v], _append_infer, lambda a, ps: px.binop("+", a[0], _emit_list([a[1]], ps)),
-              _vjp_append, kind=Derivative.RULE),
+              _vjp_append, kind=DerivativeKind.RULE),
     Primitive("list_get", lambda l, i: l[i], _list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), _vjp_list_get,
-              zero_in=(0,), kind=Derivative.RULE),
+              zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("list_init", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]),
-              lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,), kind=Derivative.BACKWARD_ONLY),
+              lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
     # in place, where the optimiser proved the old list is read by nothing else (O(1), not O(length))
     Primitive("append_in_place", lambda l, v: l + [v], lambda ts, ps: _append_infer(ts, ps), None, None,
               stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], a[0]),
-                                      cst.Expr(px.method(t, "append", [a[1]]))], kind=Derivative.BACKWARD_ONLY),
+                                      cst.Expr(px.method(t, "append", [a[1]]))], kind=DerivativeKind.BACKWARD_ONLY),
     Primitive("list_pop", lambda l: l[-1], _list_elem, None, None, zero_in=(0,),
-              stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], px.method(a[0], "pop"))], kind=Derivative.BACKWARD_ONLY),
-    Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]), lambda a, ps: a[0], None, zero_in=(0,), kind=Derivative.BACKWARD_ONLY),
+              stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], px.method(a[0], "pop"))], kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]), lambda a, ps: a[0], None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
     # a list whose length is known when transforming (a comprehension over a range or an array's rows)
     Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0],
-              lambda b, p, out, ct: [ct], zero_in=(0,), kind=Derivative.RULE),
-    Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), None, kind=Derivative.DISCRETE),
+              lambda b, p, out, ct: [ct], zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), None, kind=DerivativeKind.DISCRETE),
     Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, _emit_stack_seq("stack"),
-              _vjp_stack_list, kind=Derivative.RULE),
+              _vjp_stack_list, kind=DerivativeKind.RULE),
     Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
-              _emit_stack_seq("concatenate"), _vjp_concat_list, kind=Derivative.RULE),
-    Primitive("list_onehot", list_onehot, lambda ts, ps: ts[0], _emit_runtime("list_onehot"), None, zero_in=(2,), kind=Derivative.BACKWARD_ONLY),
-    Primitive("list_scatter_add", _list_scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_list_scatter_add, kind=Derivative.BACKWARD_ONLY),
+              _emit_stack_seq("concatenate"), _vjp_concat_list, kind=DerivativeKind.RULE),
+    Primitive("list_onehot", list_onehot, lambda ts, ps: ts[0], _emit_runtime("list_onehot"), None, zero_in=(2,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("list_scatter_add", _list_scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_list_scatter_add, kind=DerivativeKind.BACKWARD_ONLY),
     Primitive("unstack", unstack, lambda ts, ps: _unstack_infer(ts, ps), _emit_runtime("unstack", "axis"), None,
-              zero_in=(0,), kind=Derivative.BACKWARD_ONLY),
-    Primitive("split_like", split_like, lambda ts, ps: ts[1], _emit_runtime("split_like", "axis"), None, zero_in=(0,), kind=Derivative.BACKWARD_ONLY),
-    Primitive("list_zeros_like", list_zeros_like, lambda ts, ps: ts[0], _emit_runtime("list_zeros_like"), None, kind=Derivative.BACKWARD_ONLY),
+              zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("split_like", split_like, lambda ts, ps: ts[1], _emit_runtime("split_like", "axis"), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("list_zeros_like", list_zeros_like, lambda ts, ps: ts[0], _emit_runtime("list_zeros_like"), None, kind=DerivativeKind.BACKWARD_ONLY),
     # a cotangent leaving a branch or loop body whose zero is made at run time (a
     # list, an array of run-time length): the simplifier turns it into the
     # cotangent, or into zeros like the primal if the cotangent is zero
-    Primitive("or_zeros_like", or_zeros_like, lambda ts, ps: ts[1], None, None, kind=Derivative.BACKWARD_ONLY),
+    Primitive("or_zeros_like", or_zeros_like, lambda ts, ps: ts[1], None, None, kind=DerivativeKind.BACKWARD_ONLY),
 )
 
 

@@ -27,7 +27,7 @@ from astad import codegen, copowers, interp, optimise, primitives, structural
 from astad.errors import InternalError
 from astad.ir import Bind, Block, Const, Function, ListT, Num, Prim, Var
 from astad.pipeline import compile_source
-from astad.primitives import TABLE, Derivative
+from astad.primitives import TABLE, DerivativeKind
 from astad.reverse import Builder, reverse as reverse_macro
 
 
@@ -279,7 +279,7 @@ def _assert_matches_fd(op: str, specs: tuple, params: dict, args: list, u: Any, 
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{label}: argument {i} at {where}")
 
 
-def _cases(kind: Derivative) -> list:
+def _cases(kind: DerivativeKind) -> list:
     return [pytest.param(op, args, params, id=f"{op}-{k}") for op, cs in CASES.items() if TABLE[op].kind is kind
             for k, (args, params) in enumerate(cs)]
 
@@ -293,8 +293,8 @@ FEW = settings(max_examples=6, deadline=None)
 
 def test_every_entry_has_a_kind_and_samples():
     for name, entry in TABLE.items():
-        assert isinstance(entry.kind, Derivative), name
-        if entry.kind is not Derivative.BACKWARD_ONLY:
+        assert isinstance(entry.kind, DerivativeKind), name
+        if entry.kind is not DerivativeKind.BACKWARD_ONLY:
             assert CASES.get(name), f"primitive {name} has no sample arguments in CASES"
     assert set(CASES) <= set(TABLE)
 
@@ -303,13 +303,13 @@ def test_an_entry_must_state_its_kind():
     with pytest.raises(TypeError):
         primitives.Primitive("f", np.sin, primitives.elementwise(np.sin), None, None)  # type: ignore[call-arg]
     rule = TABLE["sin"].vjp
-    for kind, vjp in [(Derivative.RULE, None), (Derivative.ZERO, rule), (Derivative.DISCRETE, rule),
-                      (Derivative.BACKWARD_ONLY, rule), ("zero", None)]:
+    for kind, vjp in [(DerivativeKind.RULE, None), (DerivativeKind.ZERO, rule), (DerivativeKind.DISCRETE, rule),
+                      (DerivativeKind.BACKWARD_ONLY, rule), ("zero", None)]:
         with pytest.raises(InternalError):
             primitives._with_kind_rule(primitives.Primitive("f", np.sin, primitives.elementwise(np.sin), None, vjp, kind=kind))
 
 
-@pytest.mark.parametrize("op, specs, params", _cases(Derivative.RULE))
+@pytest.mark.parametrize("op, specs, params", _cases(DerivativeKind.RULE))
 @FEW
 @SEEDS
 def test_rule_matches_finite_differences(op, specs, params, seed):
@@ -329,7 +329,7 @@ def test_rule_matches_finite_differences(op, specs, params, seed):
     _assert_matches_fd(op, specs, params, args, u, backward(residuals, u), f"{op} (generated)")
 
 
-@pytest.mark.parametrize("op, specs, params", _cases(Derivative.ZERO))
+@pytest.mark.parametrize("op, specs, params", _cases(DerivativeKind.ZERO))
 @FEW
 @SEEDS
 def test_zero_derivative_is_the_truth(op, specs, params, seed):
@@ -345,7 +345,7 @@ def test_zero_derivative_is_the_truth(op, specs, params, seed):
     assert all(c is None or not np.any(c) for c in cts), f"{op}: cotangents {cts}"
 
 
-@pytest.mark.parametrize("op, specs, params", _cases(Derivative.DISCRETE))
+@pytest.mark.parametrize("op, specs, params", _cases(DerivativeKind.DISCRETE))
 def test_discrete_result_is_not_a_float(op, specs, params):
     rng = np.random.default_rng(0)
     fn, _ = _program(op, specs, params)
@@ -355,7 +355,7 @@ def test_discrete_result_is_not_a_float(op, specs, params):
     assert all(np.asarray(v).dtype.kind in "biu" for v in leaves), f"{op}: {out!r}"
 
 
-@pytest.mark.parametrize("op", [n for n, e in TABLE.items() if e.kind is Derivative.BACKWARD_ONLY])
+@pytest.mark.parametrize("op", [n for n, e in TABLE.items() if e.kind is DerivativeKind.BACKWARD_ONLY])
 def test_backward_only_entries_refuse_to_be_differentiated(op):
     with pytest.raises(InternalError):
         TABLE[op].vjp(None, Prim(op, ()), None, None)
