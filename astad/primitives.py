@@ -26,13 +26,12 @@ import numpy as np
 
 from . import pyexpr as px
 from .errors import InternalError
-from .ir import Atom, Const, Num, Prim, TupleT, Type, Var
-from .vjp_rules import (ShapeError, VjpRule, expand_reduced, is_none, like_scalar, shape_atom, sum_to, vjp_arange,
+from .ir import Atom, Num, Prim, TupleT, Type, Var
+from .vjp_rules import (ShapeError, VjpRule, expand_reduced, like_scalar, shape_atom, sum_to, vjp_arange,
                         vjp_clip, vjp_extremum, vjp_fmod, vjp_maxmin, vjp_mod, vjp_pow)
 from .vjp_rules import norm_axes as _norm_axes, num as _num
 
-__all__ = ["TABLE", "DerivativeKind", "Primitive", "ShapeError", "infer", "RUNTIME", "sum_to", "shape_atom",
-           "expand_reduced", "like_scalar", "is_none"]
+__all__ = ["TABLE", "DerivativeKind", "Primitive", "ShapeError", "infer", "RUNTIME"]
 
 Expr = cst.BaseExpression
 

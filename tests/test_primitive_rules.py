@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from astad import codegen, copowers, interp, optimise, primitives, structural
 from astad.errors import InternalError
-from astad.ir import Bind, Block, Const, Function, ListT, Num, Prim, Var
+from astad.ir import Bind, Block, Function, ListT, Num, Prim, Var
 from astad.pipeline import compile_source
 from astad.primitives import TABLE, DerivativeKind
 from astad.reverse import Builder, reverse as reverse_macro
