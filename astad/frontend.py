@@ -23,6 +23,7 @@ import numpy as np
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from . import primitives as prims
+from .aliases import CALLER, Aliases
 from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
@@ -403,7 +404,7 @@ class Lowerer:
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
         self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
-        self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
+        self.aliases = Aliases()  # which values may share memory (for in-place updates)
 
     # ----------------------------------------------------------------- helpers
 
@@ -439,9 +440,14 @@ class Lowerer:
         var = Var(self.namer.temp(), t)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc()))
         self.bound.add(var.name)
-        if op in _VIEWS and isinstance(args[0], Var) and not (isinstance(t, Num) and t.shape == ()):  # a scalar is a copy
-            self.viewed.add(args[0].name)
+        self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
+
+    def copy(self, x: Atom) -> Atom:
+        """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""
+        if not isinstance(x, Var) or (isinstance(x.type, Num) and x.type.py):
+            return x
+        return self.emit("copy", [x])
 
     def name_result(self, value: Value, name: str) -> Value:
         """Give the user's name to the value just computed for an assignment."""
@@ -455,8 +461,7 @@ class Lowerer:
                 new = Var(self.namer.fresh(name), value.type)
                 self.binds[i] = Bind((new,), bind.rhs, bind.loc)
                 self.bound.add(new.name)
-                if value.name in self.viewed:
-                    self.viewed.add(new.name)
+                self.aliases.same(new, value)
                 return new
             if value in vars_of(bind.rhs):
                 break
@@ -510,13 +515,17 @@ class Lowerer:
         if not isinstance(t, StructT):
             v = Var(self.namer.fresh(name), t)
             params.append(v)
+            self.aliases.made(v.name, () if isinstance(t, Num) and t.py else (CALLER,))
             return v
         keys = t.keys or tuple(range(len(t.items)))
         items = tuple(self.parameter(f"{name}_{k}" if str(k).isidentifier() or isinstance(k, int) else f"{name}_{i}",
                                      it, params) for i, (k, it) in enumerate(zip(keys, t.items)))
         if t.kind == "dict":
             return PyDict(t.keys, items)
-        return PyTuple(items, is_list=t.kind == "list", fields=t.keys if t.kind == "namedtuple" else None)
+        value = PyTuple(items, is_list=t.kind == "list", fields=t.keys if t.kind == "namedtuple" else None)
+        if value.is_list:
+            self.aliases.caller_list(value)
+        return value
 
     def result_atom(self, value: Value, node: cst.CSTNode) -> Atom:
         if isinstance(value, PyTuple):
@@ -707,6 +716,11 @@ class Lowerer:
             params = [Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types)]
             n_state = len(names) + (1 + ret_slots if ret_shape else 0)
 
+            for p, a in zip(params, init + extra):
+                self.aliases.carried(p, a)
+            if index is not None:
+                self.aliases.made(index.name, ())
+
             def body() -> list[Atom]:
                 if index is not None:
                     self.scope.env[index_name] = index  # type: ignore[index]
@@ -755,9 +769,11 @@ class Lowerer:
                 return [self.atom(v, stmt) for v in items]
 
             snapshot = self.snapshot()
+            self.aliases.enter_loop()
             try:
                 binds, _, outs = self.branch(body)
             except _ReturnSeen as seen:  # the returned value's structure is known now: carry it
+                self.aliases.loops.pop()
                 self.restore(snapshot)
                 ret_shape, ret_slots = seen.shape, len(seen.types)
                 placeholders = [Const.literal(False, BOOL)] + [self.placeholder(t, stmt) for t in seen.types]
@@ -767,6 +783,8 @@ class Lowerer:
             new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
             if new == types:
                 break
+            self.aliases.loops.pop()
+            self.aliases.restore(snapshot[-1])  # this pass's checks are made again by the next
             types = new
         else:
             raise self.type_error("the types of the loop's variables do not settle", stmt)
@@ -774,6 +792,7 @@ class Lowerer:
         tup = Var(self.namer.temp(), TupleT(tuple(o.type for o in outs)))
         block = Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(outs)), self.loc(stmt)),), tup)
         finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types))
+        self.aliases.exit_loop(params, outs, list(finals))
         self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init + extra), block),
                                self.loc(stmt)))
         self.bound.update(v.name for v in finals)
@@ -824,12 +843,13 @@ class Lowerer:
                               "assign the value to a variable, `break`, and return it after the loop")
 
     def snapshot(self) -> tuple:
-        return set(self.namer.used), set(self.namer.taken), self.namer.temps, set(self.bound), set(self.viewed)
+        return set(self.namer.used), set(self.namer.taken), self.namer.temps, set(self.bound), self.aliases.snapshot()
 
     def restore(self, snapshot: tuple) -> None:
-        used, taken, temps, bound, viewed = snapshot
+        used, taken, temps, bound, aliases = snapshot
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
-        self.bound, self.viewed = set(bound), set(viewed)
+        self.bound = set(bound)
+        self.aliases.restore(aliases)
 
     def next_go(self, test: cst.BaseExpression, can_stop: bool) -> Atom:
         """Whether a ``while`` loop runs again after an iteration that goes on: its
@@ -894,14 +914,8 @@ class Lowerer:
             self.open_binds.pop()
 
     def branches(self, then: Callable[[], Any], orelse: Callable[[], Any]) -> tuple[tuple, tuple]:
-        """The two branches of an ``if``, each from the names (and views) there
-        are before it; after it, a view taken on either path may exist."""
-        before = set(self.viewed)
-        t = self.branch(then)
-        t_viewed, self.viewed = self.viewed, before
-        e = self.branch(orelse)
-        self.viewed |= t_viewed
-        return t, e
+        """The two branches of an ``if``, each from the names there are before it."""
+        return self.branch(then), self.branch(orelse)
 
     def lower_if(self, stmt: cst.If, rest: list[cst.BaseStatement] | None) -> Value | None:
         """``if``/``elif``/``else``.  Without ``rest``, the names the branches assign are
@@ -944,8 +958,13 @@ class Lowerer:
         self.binds.append(Bind(tuple(outs), If(cond, block(t_binds, [a for _, a, _ in pairs]),
                                                 block(e_binds, [b for _, _, b in pairs])), self.loc()))
         self.bound.update(o.name for o in outs)
+        for out, (_, a, b) in zip(outs, pairs):
+            self.aliases.joined(out, a, b)
         it = iter(outs)
-        return [_rebuild(r, it) for r in rebuilt]
+        results = [_rebuild(r, it) for r in rebuilt]
+        for result, (_, tv, ev) in zip(results, values):
+            self.aliases.joined(result, tv, ev)
+        return results
 
     def _pair_up(self, name: str, tv: Value, ev: Value, pairs: list, binds: tuple[list[Bind], list[Bind]]) -> Any:
         """Match the structure of two branches' values; collect the atom pairs to
@@ -1086,7 +1105,7 @@ class Lowerer:
         if op is None:
             raise self.syntax_error("this augmented assignment is not supported", "+= -= *= /=", node)
         old_atom = self.atom(old, target)
-        if isinstance(old_atom.type, Num) and old_atom.type.shape:
+        if isinstance(old_atom.type, Num) and not old_atom.type.py:  # a 0-d array changes in place too
             self.check_in_place(old_atom, target.value, _AUG_SYMBOL[op], node)
         value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
         if isinstance(old_atom.type, Num) and old_atom.type.shape and (
@@ -1102,13 +1121,18 @@ class Lowerer:
         if len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
             raise self.type_error("list.append takes one argument", call)
         old = self.expr(call.func.value)
-        others = [k for s in self.stack for k, v in s.env.items() if v is old and not (s is self.scope and k == name)]
-        if others:
-            raise self.syntax_error(f"`{name}.append` changes a list that is also named `{others[0]}`",
-                                    f"build a new list: {name} = {name} + [v]", call)
+        loc = self.loc(call)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{name}.append` changes the list in place, and {why}", loc,
+                                          f"build a new list: {name} = {name} + [v]")
+
+        if _is_list(old):
+            self.aliases.update_list(old, self.readable_besides(name), fail)
         v = self.atom(self.expr(call.args[0].value), call.args[0].value)
         if isinstance(old, PyTuple) and old.is_list:
-            self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
+            new = self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
+            self.aliases.new_list(new, self.aliases.list_identity(old))
         elif isinstance(old, Var) and isinstance(old.type, ListT):
             self.scope.env[name] = self.name_result(self.emit("append", [old, v]), name)
         else:
@@ -1116,27 +1140,41 @@ class Lowerer:
 
     def dynamic_list(self, value: PyTuple, node: cst.CSTNode) -> Atom:
         """A list known element by element, as a run-time list (to carry it through a loop)."""
-        return self.emit("list", [self.atom(v, node) for v in value.items])
+        var = self.emit("list", [self.atom(v, node) for v in value.items])
+        if value.is_list:
+            self.aliases.converted(var, value)
+        return var
 
     def check_in_place(self, x: Atom, name: str, symbol: str, node: cst.CSTNode) -> None:
-        """``x += v`` on an array changes it in place: the functional reading is
-        only right when nothing else can see that array (another name, a view
-        of it, the caller's argument, a module constant)."""
-        why = None
-        if not isinstance(x, Var) or x.name not in self.bound:
-            why = "it is an argument or a constant, which would change for the caller too"
-        elif x.name in self.viewed:
-            why = "a view of it (a slice, reshape or transpose) would change too"
-        else:
-            others = [k for s in self.stack for k, v in s.env.items() if _mentions(v, x) and
-                      not (s is self.scope and k == name)]
-            if others:
-                why = f"it is also named `{others[0]}`"
-            elif any(_mentions(v, x) for v in self.held_by_functions()):
-                why = "a function made earlier holds it (as a default, or as an argument of the function that made it)"
-        if why:
-            raise self.syntax_error(f"`{name} {symbol}= ...` changes the array in place, and {why}",
-                                    f"{name} = {name} {symbol} ...", node)
+        """``x += v`` changes the array in place: the functional reading is only
+        right when nothing that can still be read shares its memory (another
+        name, a view, a list or tuple holding it, a function's default, the
+        caller's argument, a module constant): see :mod:`astad.aliases`."""
+        loc = self.loc(node)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{name} {symbol}= ...` changes the array in place, and {why}", loc,
+                                          f"{name} = {name} {symbol} ...")
+
+        self.aliases.update_array(x, self.readable_besides(name), fail)
+
+    def readable_besides(self, name: str) -> list[tuple[str, Value]]:
+        """Every value that can still be read, but the current scope's ``name``:
+        the names of the running scopes and of the scopes around them, and what
+        the functions that can still be called hold."""
+        seen: set[int] = set()
+        found: list[tuple[str, Value]] = []
+        for s in self.stack:
+            for sc in _scopes(s):
+                if id(sc) in seen:
+                    continue
+                seen.add(id(sc))
+                env = self.scope.env if sc is self.scope else sc.env
+                found += [(f"`{k}` shares its memory (the same object, a view of it, or a list or tuple holding it)", v)
+                          for k, v in env.items() if not (sc is self.scope and k == name)]
+        found += [("a function made earlier holds it (as a default, or as a variable it reads)", v)
+                  for v in self.held_by_functions()]
+        return found
 
     # ----------------------------------------------------------------- expressions
 
@@ -1165,7 +1203,9 @@ class Lowerer:
         return PyTuple(tuple(self.element(e) for e in node.elements))
 
     def expr_List(self, node: cst.List) -> Value:
-        return PyTuple(tuple(self.element(e) for e in node.elements), is_list=True)
+        value = PyTuple(tuple(self.element(e) for e in node.elements), is_list=True)
+        self.aliases.new_list(value)
+        return value
 
     def element(self, e: cst.BaseElement) -> Value:
         if isinstance(e, cst.StarredElement):
@@ -1196,8 +1236,7 @@ class Lowerer:
         if (not live or c.defaults or kwargs or len(args) != len(names)
                 or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
             return None
-        captures = tuple((n, _value_key(v)) for n in c.reads for v in [self._lookup(c.scope, n)] if v is not None)
-        key = (tuple(a.type for a in args), captures)  # type: ignore[union-attr]
+        key = (tuple(a.type for a in args), self.captures(c))  # type: ignore[union-attr]
         f = c.values.get(key)
         if f is None:
             f = self._make_function_value(c, names, list(key[0]), node)
@@ -1206,17 +1245,42 @@ class Lowerer:
             c.values[key] = f
         y = Var(self.namer.temp(), f.type.result)  # type: ignore[union-attr]
         self.binds.append(Bind((y,), App(f, tuple(args)), self.loc(node)))  # type: ignore[arg-type]
+        self.aliases.call(y, f, args)
         return y
+
+    def captures(self, c: Closure) -> tuple:
+        """What a call of ``c`` reads from outside it, now: the variables it names
+        and, through the functions among them, what those read (their defaults
+        too), transitively.  Two calls that read the same may share a function value."""
+        found: list[tuple] = []
+        todo, seen = [c], {id(c)}
+        while todo:
+            fn = todo.pop()
+            found.append(("defaults", id(fn), tuple((k, _value_key(v)) for k, v in sorted(fn.defaults.items()))))
+            for n in fn.reads:
+                v = self._lookup(fn.scope, n)
+                if v is None:
+                    continue
+                found.append((id(fn), n, _value_key(v)))
+                for inner in _closures_in(v):
+                    if id(inner) not in seen:
+                        seen.add(id(inner))
+                        todo.append(inner)
+        return tuple(found)
 
     def _make_function_value(self, c: Closure, names: list[str], types: list[Type], node: cst.Call) -> Var | None:
         params = tuple(Var(self.namer.fresh(n), _forget_value(t)) for n, t in zip(names, types))
+        for p in params:
+            self.aliases.made(p.name, ("F:" + p.name,))
         scope = _Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
         body = c.node.body
+        depth = len(self.aliases.loops)
         try:
             binds, _, value = self.branch(lambda: self.run_call(
                 c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                 else (lambda: self.lower_body(c.node))))  # type: ignore[arg-type]
         except AstadError:
+            del self.aliases.loops[depth:]
             return None  # inlined, the call gives the error where it is made
         assert c.site is not None
         site, before, visible = c.site
@@ -1232,6 +1296,7 @@ class Lowerer:
         at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
         site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))
         self.bound.add(f.name)
+        self.aliases.function(f, params, value)
         return f
 
     def _lookup(self, scope: "_Scope | None", name: str) -> Value | None:
@@ -1306,7 +1371,9 @@ class Lowerer:
             body = cst.For(target=clause.target, iter=clause.iter, body=cst.IndentedBlock([body]))
         self.alias(body, node)
         # a scope of its own: its variables are not the enclosing function's (nor its functions')
-        scope = _Scope(self.scope.parsed, self.scope.path, {key: PyTuple((), is_list=True)}, parent=self.scope)
+        items = PyTuple((), is_list=True)
+        self.aliases.new_list(items)
+        scope = _Scope(self.scope.parsed, self.scope.path, {key: items}, parent=self.scope)
         self.stack.append(scope)
         start = len(self.binds)
         try:
@@ -1701,10 +1768,6 @@ class Lowerer:
         except TypeError as e:
             raise self.type_error(f"{spec.title}: {e}", node) from None
         return spec.lower(self, bound, node)
-
-
-#: primitives whose numpy result can be a view of their first argument
-_VIEWS = {"getitem", "reshape", "transpose", "expand_dims", "ravel", "diag", "broadcast_to"}
 
 
 def _closures_in(value: Any) -> list[Closure]:

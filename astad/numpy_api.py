@@ -195,8 +195,8 @@ def _lower_square(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     return lw.emit("pow", [*_atoms(lw, b, node, "x"), two])
 
 
-def _lower_identity(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    return lw.atom(b["a"], node)
+def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    return lw.copy(lw.atom(b["a"], node))
 
 
 def _lower_arange(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
@@ -242,6 +242,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "transpose": _spec("a, axes=None", _lower_transpose),
     "reshape": _spec("a, shape", _lower_reshape),
     "ravel": elementwise("ravel", "a"),
+    "copy": _spec("a", _lower_copy),
     "expand_dims": static_params("expand_dims", "a, axis", ("a",), ("axis",)),
     "concatenate": sequence("concatenate"),
     "stack": sequence("stack"),
@@ -265,8 +266,8 @@ _METHODS: dict[str, Callable[[str], ApiSpec]] = {
     **{n: reduction(n) for n in ("sum", "mean", "max", "min", "prod")},
     "dot": _spec("a, b", _lower_dot),
     "ravel": elementwise("ravel", "a"),
-    "flatten": elementwise("ravel", "a"),
-    "copy": _spec("a", _lower_identity),
+    "flatten": _spec("a", lambda lw, b, node: lw.copy(lw.emit("ravel", [lw.atom(b["a"], node)]))),  # a copy
+    "copy": _spec("a", _lower_copy),
 }
 
 #: array methods (``x.sum(...)``); the array is bound to the first parameter.
