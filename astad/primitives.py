@@ -1136,4 +1136,4 @@ def infer(op: str, arg_types: list[Type], params: dict) -> Type:
 
 # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
 _register(Primitive("copy", np.copy, lambda ts, ps: ts[0], lambda a, ps: px.method(a[0], "copy", []),
-                    lambda b, p, out, ct: [ct], zero_in=(0,)))
+                    lambda b, p, out, ct: [ct], zero_in=(0,), kind=DerivativeKind.RULE))

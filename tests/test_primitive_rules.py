@@ -152,6 +152,7 @@ CASES: dict[str, list[tuple]] = {
     "transpose": [case(M), case(A((2, 3, 4)), axes=(1, 0, 2))],
     "reshape": [case(M, C(3), C(2)), case(A((6,)), C(-1), C(2))],
     "ravel": [case(M)],
+    "copy": [case(A()), case(M)],
     "expand_dims": [case(M, axis=1), case(M, axis=(0, 2))],
     "concatenate": [case(M, A((1, 3)), axis=0), case(A((2, 1)), M, axis=1)],
     "stack": [case(A(), A(), axis=0), case(A(), A(), axis=1)],
