@@ -487,7 +487,7 @@ class Lowerer:
             t = prims.infer(op, [a.type for a in args], params)
         except prims.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
-            raise self.type_error(f"{_describe(op)}: {e}", hint=(
+            raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
                 "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
