@@ -5,42 +5,72 @@ from __future__ import annotations
 import builtins
 import functools
 import html
+import inspect
 import weakref
 from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import cache, frontend, pipeline
-from .errors import AstadError, AstadTypeError, NonScalarOutputError
+from . import cache, fresh, frontend, pipeline
+from .memo import LRU
+from .errors import AstadError, AstadTypeError, NonScalarOutputError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
 from .pipeline import Derivative
+from .source import reversed_function
 
 ArgNums = Union[int, Sequence[int]]
 
-_MEMORY: dict[tuple, Derivative] = {}
+def _memory_size() -> int:
+    return cache.config.memory_cache_size
+
+
+#: derivatives by code object and argument types, shared by every Reverse (LRU: see memo.py)
+_MEMORY: "LRU[Derivative]" = LRU(_memory_size)
 _LIVE: "weakref.WeakSet[Reverse]" = weakref.WeakSet()
+
+#: scalar types whose type alone gives the abstract type (frontend.abstract)
+_SCALAR_KEYS = frozenset({float, int, bool}) | frontend._NUMPY_SCALARS
 
 
 def _arg_key(a: Any) -> Any:
+    """A cheap key of an argument of the common kinds (exact ndarray, scalar,
+    tuple, list, dict with str/int keys) that determines its abstract type; None
+    for any other kind (then the abstract type itself is the key)."""
     t = type(a)
     if t is np.ndarray:
         return a.shape, a.dtype.num
-    if t is tuple or t is list or isinstance(a, tuple):
-        return t, tuple([_arg_key(x) for x in a])
-    if t is dict:
-        return dict, tuple(a), tuple([_arg_key(x) for x in a.values()])
-    return t
+    if t in _SCALAR_KEYS:
+        return t
+    if t is tuple or t is list:
+        items = tuple(map(_arg_key, a))
+        return None if None in items else (t, items)
+    if t is dict and all(type(k) is str or type(k) is int for k in a):
+        items = tuple(map(_arg_key, a.values()))
+        return None if None in items else (dict, tuple(a), items)
+    return None
 
 
 def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tuple:
-    """(namespace, name, object) triples to check, on each call, that the globals a
-    derivative was built from are still the same objects (else: transform again)."""
+    """(globals, builtins, name, object) to check, on each call, that the globals a
+    derivative was built from are still the same objects (else: transform again).
+    A name is looked up as Python does: in the globals, then in the builtins (so a
+    global defined later that shadows a builtin is seen)."""
     checks = []
     for path, obj in deps:
         owner = cache.resolve(fn, path[:-1]) if len(path) > 1 else fn
-        g = getattr(owner, "__astad_function__", owner).__globals__
-        checks.append((g if path[-1] in g else builtins.__dict__, path[-1], obj))
+        owner = reversed_function(owner) or owner
+        checks.append((owner.__globals__, getattr(owner, "__builtins__", builtins.__dict__), path[-1], obj))
     return tuple(checks)
+
+
+_MISSING = object()
+
+
+def _checks_hold(checks: tuple) -> bool:
+    for g, b, n, o in checks:
+        if (g[n] if n in g else b.get(n, _MISSING)) is not o:
+            return False
+    return True
 
 
 def _deps_unchanged(fn: Callable, d: Derivative) -> bool:
@@ -52,18 +82,24 @@ def _deps_unchanged(fn: Callable, d: Derivative) -> bool:
 
 class Pullback:
     """The linear backward map of one call: ``pullback(ct)`` returns one
-    cotangent per positional parameter (``None`` for discrete ones)."""
+    cotangent per positional parameter (``None`` for discrete ones).  It holds
+    copies of the arguments and of the returned value where it needs them, and
+    each cotangent it returns is an array of its own (see :mod:`astad.fresh`)."""
 
-    __slots__ = ("_backward", "_residuals", "_out_type")
+    __slots__ = ("_backward", "_residuals", "_out_type", "_held")
 
     def __init__(self, backward: Callable, residuals: Any, out_type: Type) -> None:
         self._backward = backward
         self._residuals = residuals
         self._out_type = out_type
+        self._held: set[int] | None = None  # the owners of the residuals' memory, found at the first call
 
     def __call__(self, ct: Any) -> tuple:
         _check_cotangent(self._out_type, ct, "the output")
-        return self._backward(self._residuals, ct)
+        cts = self._backward(self._residuals, ct)
+        if self._held is None:
+            self._held = fresh.owners(self._residuals)
+        return fresh.distinct(cts, self._held | fresh.owners(ct))
 
     def __repr__(self) -> str:
         return f"<astad pullback: cotangent of type {self._out_type} -> cotangents of the arguments>"
@@ -90,22 +126,47 @@ class Reverse:
     shows its generated code.
     """
 
+    __astad_reverse__ = True  # see source.reversed_function
+
     def __init__(self, fn: Callable[..., Any]) -> None:
-        fn = getattr(fn, "__astad_function__", fn)
+        fn = reversed_function(fn) or fn
         self.__astad_function__ = fn
         self._parsed = frontend.parse(fn)
-        self._derivatives: dict[tuple, tuple[Derivative, tuple]] = {}
+        if self._parsed.funcdef.params.posonly_params:
+            raise UnsupportedSyntaxError("positional-only parameters (before `/`) are not supported in the "
+                                         "function astad differentiates",
+                                         self._parsed.loc(self._parsed.funcdef.params.posonly_params[0]),
+                                         "plain positional parameters (a function it calls may have them)")
+        self._derivatives: LRU[tuple[Derivative, tuple]] = LRU(_memory_size)
         self._last: Derivative | None = None
         functools.update_wrapper(self, fn)
         _LIVE.add(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
-        if kwargs:
-            raise AstadTypeError(f"{self._parsed.name}: pass arguments by position (keyword arguments: "
-                                 f"{', '.join(kwargs)})")
+        args = self.positional(args, kwargs)
         d = self.derivative(args)
         value, residuals = d.forward(*args)
+        # the pullback may be called after the caller changed an argument or the value in place
+        held = fresh.owners(args, value)
+        if held:
+            residuals = fresh.copy_shared(residuals, held)
         return value, Pullback(d.backward, residuals, d.out_type)
+
+    def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
+        """The arguments of a call, one per parameter in order: keyword arguments
+        placed by the signature, omitted ones by their defaults (as Python does)."""
+        params = self._parsed.funcdef.params.params
+        if not kwargs and len(args) == len(params):
+            return args
+        sig = inspect.signature(self.__astad_function__, follow_wrapped=False)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise AstadTypeError(f"{self._parsed.name} takes {len(params)} arguments, got {len(args)} by position "
+                                 f"and {len(kwargs)} by keyword: {e}",
+                                 hint=f"call {self._parsed.name}{sig} with the parameters it declares") from None
+        bound.apply_defaults()
+        return bound.args
 
     def transform(self, *args: Any) -> Derivative:
         """The derivative for arguments like ``args`` (generated code, functions, IR)."""
@@ -114,9 +175,14 @@ class Reverse:
     def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> Derivative:
         """The derivative at the abstract signature of ``args``, computing the
         cotangents of the parameters in ``wrt`` (all when None)."""
-        key = (tuple(map(_arg_key, args)), wrt)
+        try:
+            keys = tuple(map(_arg_key, args))
+            key = (keys if None not in keys else self._types(args), wrt)
+        except RecursionError:
+            raise AstadTypeError(f"an argument of {self._parsed.name} is nested too deeply (or contains itself)",
+                                 hint="tuples, lists and dicts of arrays, a few levels deep") from None
         found = self._derivatives.get(key)
-        if found is None or not all(g.get(n) is o for g, n, o in found[1]):
+        if found is None or not _checks_hold(found[1]):
             found = self._transform(args, key, wrt)
         return found[0]
 
@@ -140,9 +206,9 @@ class Reverse:
         if d is None:
             d = pipeline.transform(self._parsed, types, wrt)
             cache.store(self._parsed, types, d)
-        _MEMORY[mkey] = d
+        _MEMORY.put(mkey, d)
         found = (d, _dep_checks(fn, d.deps))
-        self._derivatives[key] = found
+        self._derivatives.put(key, found)
         if wrt is None or self._last is None:  # `.source` shows the full derivative once there is one
             self._last = d
         return found
@@ -210,28 +276,44 @@ def reverse(fn: Callable[..., Any]) -> Reverse:
     return found
 
 
-def vjp(fn: Callable[..., Any], *args: Any) -> tuple[Any, Pullback]:
+def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
     """``(value, pullback)`` of ``fn`` at ``args`` (as ``jax.vjp``)."""
-    return reverse(fn)(*args)
+    return reverse(fn)(*args, **kwargs)
+
+
+def _check_argnums(argnums: Any) -> None:
+    """``argnums`` must be an int or a sequence of ints (checked when ``grad`` is made)."""
+    def is_int(i: Any) -> bool:
+        return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+    if is_int(argnums):
+        return
+    if isinstance(argnums, (tuple, list)) and all(is_int(i) for i in argnums):
+        return
+    raise AstadTypeError(f"argnums must be an int or a tuple of ints, got {argnums!r}",
+                         hint="argnums=0, or argnums=(0, 2)")
 
 
 def _argnums(argnums: ArgNums, n: int, name: str) -> tuple[tuple[int, ...], bool]:
-    single = isinstance(argnums, int)
+    single = not isinstance(argnums, (tuple, list))
     nums = (argnums,) if single else tuple(argnums)  # type: ignore[arg-type]
     for i in nums:
-        if not isinstance(i, int) or not -n <= i < n:
+        if not -n <= i < n:
             raise AstadTypeError(f"argnums {argnums!r} is out of range for {name}, which takes {n} arguments")
-    return tuple(i % n for i in nums), single
+    return tuple(int(i) % n for i in nums), single
 
 
 def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., tuple[Any, Any]]:
     """A function returning ``(value, gradient)``; ``argnums`` as in JAX (an
-    int gives one gradient, a tuple a tuple of gradients)."""
+    int gives one gradient, a tuple a tuple of gradients).  Keyword arguments
+    are placed by ``fn``'s signature; the gradients are arrays of their own."""
+    _check_argnums(argnums)
     rev = reverse(fn)
     checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
 
     @functools.wraps(rev.__astad_function__)
-    def wrapper(*args: Any) -> tuple[Any, Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        args = rev.positional(args, kwargs)
         nums, single = _argnums(argnums, len(args), rev._parsed.name)
         d = rev.derivative(args, frozenset(nums))
         if d not in checked:
@@ -239,8 +321,10 @@ def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[...
             checked.add(d)
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, 1.0)
-        return value, (cts[nums[0]] if single else tuple(cts[i] for i in nums))
+        picked = fresh.distinct(tuple(cts[i] for i in nums), fresh.owners(args))
+        return value, (picked[0] if single else picked)
 
+    wrapper.__astad_derived__ = f"astad.value_and_grad({rev._parsed.name})"  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -260,9 +344,10 @@ def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., Any]:
     vg = value_and_grad(fn, argnums)
 
     @functools.wraps(vg)
-    def wrapper(*args: Any) -> Any:
-        return vg(*args)[1]
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return vg(*args, **kwargs)[1]
 
+    wrapper.__astad_derived__ = f"astad.grad({reverse(fn)._parsed.name})"  # type: ignore[attr-defined]
     return wrapper
 
 

@@ -8,6 +8,15 @@ their abstract type; numpy objects, by name) and is used only if all of them
 still match.  Entries are written atomically; anything unreadable, stale or
 unwritable is ignored and the derivative is recomputed — never a crash.
 
+An entry's generated code is compiled only if the entry is sealed with this
+user's secret key, in a directory only this user can write (the trust model
+is in :mod:`astad.cachefiles`).  Everything else in an entry is JSON data:
+nothing read from the cache is ``eval``'d.  Entries live in the subdirectory
+``astad-derivatives`` of the cache directory; the least recently used ones
+are deleted beyond ``config.disk_cache_max_entries`` entries or
+``config.disk_cache_max_bytes`` bytes, and ``astad.clear_caches()`` deletes
+them all (and nothing else).
+
 Environment: ``ASTAD_CACHE_DIR`` sets the directory (default: the user's
 cache directory, e.g. ``~/.cache/astad``); ``ASTAD_DISK_CACHE=0`` turns the
 disk cache off (as does ``astad.config.disk_cache = False``).
@@ -16,32 +25,38 @@ disk cache off (as does ``astad.config.disk_cache = False``).
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import inspect
 import json
 import os
 import sys
-import tempfile
 import types
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from . import ir
+from . import cachefiles, ir
 from .frontend import Parsed, abstract
 from .pipeline import Derivative, compile_source
 
 
 class Config:
-    """Switches; ``astad.config.disk_cache = False`` turns the disk cache off."""
+    """Switches; ``astad.config.disk_cache = False`` turns the disk cache off;
+    ``memory_cache_size`` is how many derivatives each in-memory cache keeps (the
+    least recently used are forgotten first)."""
 
     disk_cache: bool = True
+    memory_cache_size: int = 128
+    #: the disk cache keeps the most recently used entries within these bounds
+    disk_cache_max_entries: int = 2000
+    disk_cache_max_bytes: int = 256 * 2**20
 
 
 config = Config()
 
-FORMAT = 1
+FORMAT = 2
 
 
 def cache_dir() -> Path | None:
@@ -118,70 +133,121 @@ def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] 
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _path(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None) -> Path | None:
-    d = cache_dir()
-    if d is None:
-        return None
-    return d / f"{parsed.name}-{entry_key(parsed, arg_types, wrt)[:32]}.json"
+# --------------------------------------------------------------------------- types as JSON data (never eval'd)
 
 
-_TYPE_NAMES = {"Num": ir.Num, "TupleT": ir.TupleT, "NoneT": ir.NoneT, "ListT": ir.ListT}
+def type_data(t: ir.Type) -> Any:
+    """``t`` as JSON data; ValueError for a type an entry does not hold."""
+    if isinstance(t, ir.Num) and (t.value is None or type(t.value) in (bool, int, float, str)):
+        return ["num", list(t.shape), t.dtype, t.py, t.value]
+    if isinstance(t, ir.TupleT):
+        return ["tuple", [type_data(i) for i in t.items]]
+    if isinstance(t, ir.NoneT):
+        return ["none"]
+    if isinstance(t, ir.ListT):
+        return ["list", None if t.elem is None else type_data(t.elem), t.length]
+    raise ValueError(f"a cache entry does not hold the type {t}")
+
+
+def _dim(d: Any) -> int | None:
+    if d is None or type(d) is int:
+        return d
+    raise ValueError(f"bad dimension {d!r}")
+
+
+def type_from_data(data: Any) -> ir.Type:
+    """The type :func:`type_data` wrote; ValueError for anything else."""
+    tag, *rest = data
+    if tag == "num" and len(rest) == 4 and type(rest[1]) is str and type(rest[2]) is bool:
+        shape, dtype, py, value = rest
+        if value is not None and type(value) not in (bool, int, float, str):
+            raise ValueError(f"bad value {value!r}")
+        return ir.Num(tuple(_dim(d) for d in shape), np.dtype(dtype).name, py, value)
+    if tag == "tuple" and len(rest) == 1:
+        return ir.TupleT(tuple(type_from_data(i) for i in rest[0]))
+    if tag == "none" and not rest:
+        return ir.NoneT()
+    if tag == "list" and len(rest) == 2:
+        return ir.ListT(None if rest[0] is None else type_from_data(rest[0]), _dim(rest[1]))
+    raise ValueError(f"not a type: {data!r}")
+
+
+def _path_data(p: Any) -> tuple[str, ...]:
+    if not isinstance(p, list) or not all(type(n) is str for n in p):
+        raise ValueError(f"not a path of names: {p!r}")
+    return tuple(p)
+
+
+# --------------------------------------------------------------------------- load and store
 
 
 def load(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None = None) -> Derivative | None:
-    path = _path(parsed, arg_types, wrt)
-    if path is None:
+    """The derivative this user's disk cache holds for ``arg_types``, or None.
+    Nothing is compiled unless the entry's HMAC matches (see cachefiles)."""
+    base = cache_dir()
+    if base is None:
         return None
+    key = entry_key(parsed, arg_types, wrt)
     try:
-        entry = json.loads(path.read_text())
-        if entry["key"] != entry_key(parsed, arg_types, wrt) or entry["format"] != FORMAT:
+        with cachefiles.private_dir(base, create=False) as dfd:
+            secret = None if dfd is None else cachefiles.key(dfd, create=False)
+            payload = None if secret is None else cachefiles.read(dfd, secret, cachefiles.entry_name(parsed.name, key))
+        if payload is None:
             return None
-        for dep_path, fp in entry["deps"]:
-            if fingerprint(resolve(parsed.fn, dep_path)) != fp:
-                return None
-        constants = {name: tuple(p) for name, p in entry["constants"].items()}
-        values = {name: resolve(parsed.fn, p) for name, p in constants.items()}
-        forward, backward = compile_source(parsed.name, entry["source"], values)
-        out_type = eval(entry["out_type"], {"__builtins__": {}}, dict(_TYPE_NAMES))  # noqa: S307 - our own repr
-        deps = [(tuple(p), resolve(parsed.fn, p)) for p, _ in entry["deps"]]
-        return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt, deps,
-                          constants)
+        return _derivative(parsed, arg_types, wrt, key, json.loads(payload))
     except Exception:
-        return None  # missing, corrupted, truncated or stale: recompute
+        return None  # missing, corrupted, stale, or our own entry we cannot use: recompute
+
+
+def _derivative(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None, key: str,
+                entry: dict) -> Derivative | None:
+    """The derivative an authenticated entry describes, if it is still valid."""
+    if entry["format"] != FORMAT or entry["key"] != key or type(entry["source"]) is not str:
+        return None
+    deps = [(_path_data(p), fp) for p, fp in entry["deps"]]
+    if any(fingerprint(resolve(parsed.fn, p)) != fp for p, fp in deps):
+        return None
+    constants = {name: _path_data(p) for name, p in entry["constants"].items()}
+    out_type = type_from_data(entry["out_type"])
+    values = {name: resolve(parsed.fn, p) for name, p in constants.items()}
+    forward, backward = compile_source(parsed.name, entry["source"], values)
+    return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt,
+                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants)
 
 
 def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
-    path = _path(parsed, arg_types, d.wrt)
-    if path is None:
+    """Write ``d`` to this user's disk cache (nothing when it is off or not private)."""
+    base = cache_dir()
+    if base is None:
         return
-    entry = {
-        "format": FORMAT,
-        "key": entry_key(parsed, arg_types, d.wrt),
-        "source": d.source,
-        "out_type": repr(d.out_type),
-        "constants": {name: list(p) for name, p in d.constants.items()},
-        "deps": [[list(p), fingerprint(obj)] for p, obj in d.deps],
-    }
+    key = entry_key(parsed, arg_types, d.wrt)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(entry, f)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        entry = {
+            "format": FORMAT,
+            "key": key,
+            "source": d.source,
+            "out_type": type_data(d.out_type),
+            "constants": {name: list(p) for name, p in d.constants.items()},
+            "deps": [[list(p), fingerprint(obj)] for p, obj in d.deps],
+        }
+        payload = json.dumps(entry, allow_nan=False).encode()
+    except (ValueError, TypeError):
+        return  # a type or value an entry does not hold: not cached
+    try:
+        with cachefiles.private_dir(base, create=True) as dfd:
+            secret = None if dfd is None else cachefiles.key(dfd, create=True)
+            if secret is not None:
+                cachefiles.write(dfd, secret, cachefiles.entry_name(parsed.name, key), payload)
+                cachefiles.evict(dfd, config.disk_cache_max_entries, config.disk_cache_max_bytes)
     except OSError:
         pass  # read-only or full: the cache is an optimisation only
 
 
 def clear_disk() -> None:
-    d = cache_dir()
-    if d is None or not d.is_dir():
+    """Delete the entries astad wrote in the cache directory (nothing else)."""
+    base = cache_dir()
+    if base is None:
         return
-    for f in d.glob("*.json"):
-        try:
-            f.unlink()
-        except OSError:
-            pass
+    with contextlib.suppress(OSError), cachefiles.private_dir(base, create=False) as dfd:
+        if dfd is not None:
+            cachefiles.clear(dfd)

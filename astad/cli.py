@@ -11,31 +11,33 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
-from .api import Reverse, reverse
-from .errors import AstadError
-from .pipeline import STAGES
+from . import cache, pipeline
+from .api import reverse
+from .errors import AstadError, AstadTypeError
+from .frontend import Parsed
+from .ir import BOOL, FLOAT, INT, Num, Type
+from .pipeline import STAGES, Derivative
 
 _SPEC = re.compile(r"^(f64|f32|float64|float32|int|float|bool)(?:\[([0-9, ]*)\])?$")
 _DTYPES = {"f64": "float64", "float64": "float64", "f32": "float32", "float32": "float32", "float": "float64",
            "int": "int64", "bool": "bool"}
+_PYTHON = {"float": FLOAT, "int": INT, "bool": BOOL}  # Python scalars (numpy's "weak" types)
 
 
 class CliError(Exception):
     pass
 
 
-def example_arg(spec: str) -> Any:
-    """An example value of the type a spec names: ``float``, ``int``, ``f64[3,4]``, ``f32[10]``."""
+def arg_type(spec: str) -> Type:
+    """The type a spec names: ``float``, ``int``, ``bool``, ``f64``, ``f64[3,4]``, ``f32[10]`` (no array is made)."""
     m = _SPEC.match(spec.strip())
     if m is None:
         raise CliError(f"cannot read the argument type {spec!r}: write e.g. float, int, f64[256,64] or f32[10]")
     kind, dims = m.groups()
-    if dims is None:
-        return {"float": 0.5, "int": 1, "bool": True}.get(kind, np.ones((), _DTYPES[kind]))
-    shape = tuple(int(d) for d in dims.replace(" ", "").split(",") if d)
-    return np.ones(shape, _DTYPES[kind])
+    if dims is None and kind in _PYTHON:
+        return _PYTHON[kind]
+    shape = tuple(int(d) for d in (dims or "").replace(" ", "").split(",") if d)
+    return Num(shape, _DTYPES[kind])
 
 
 def load_target(target: str) -> Any:
@@ -61,32 +63,48 @@ def load_target(target: str) -> Any:
     return getattr(module, name)
 
 
-def _from_annotations(rev: Reverse) -> list[Any] | None:
-    args = []
-    for p in rev._parsed.funcdef.params.params:
+def _from_annotations(parsed: Parsed) -> list[Type] | None:
+    types = []
+    for p in parsed.funcdef.params.params:
         ann = p.annotation
         text = ann.annotation.value if ann is not None and hasattr(ann.annotation, "value") else None
-        if not isinstance(text, str) or text not in ("float", "int", "bool"):
+        if not isinstance(text, str) or text not in _PYTHON:
             return None
-        args.append(example_arg(text))
-    return args
+        types.append(_PYTHON[text])
+    return types
+
+
+def derivative(parsed: Parsed, types: Sequence[Type]) -> Derivative:
+    """The derivative at ``types`` (from the disk cache when it holds it), as
+    ``reverse(fn)(*args)`` builds it for arguments of these types."""
+    n = len(parsed.funcdef.params.params)
+    if len(types) != n:
+        raise AstadTypeError(f"{parsed.name} takes {n} positional arguments, got {len(types)} --arg")
+    d = cache.load(parsed, types)
+    if d is None:
+        d = pipeline.transform(parsed, types)
+        cache.store(parsed, types, d)
+    return d
 
 
 def show(target: str, stage: str, arg_specs: Sequence[str]) -> str:
     rev = reverse(load_target(target))
     if arg_specs:
-        args: list[Any] | None = [example_arg(s) for s in arg_specs]
-    elif rev._last is not None:
-        args = []
+        types: list[Type] | None = [arg_type(s) for s in arg_specs]
+    elif rev._last is not None:  # the module called it: its types are known
+        return rev.source if stage == "source" else rev.ir(stage) + "\n"
     else:
-        args = _from_annotations(rev)
-        if args is None:
-            n = len(rev._parsed.funcdef.params.params)
-            raise CliError(f"the argument types of {target} are not known: give one --arg per parameter ({n}), "
-                           "e.g. --arg f64[256,64] --arg float --arg int")
+        types = _from_annotations(rev._parsed)
+    if types is None:
+        n = len(rev._parsed.funcdef.params.params)
+        raise CliError(f"the argument types of {target} are not known: give one --arg per parameter ({n}), "
+                       "e.g. --arg f64[256,64] --arg float --arg int")
+    d = derivative(rev._parsed, types)
     if stage == "source":
-        return rev.transform(*args).source if args else rev.source
-    return rev.ir(stage, *args) + "\n"
+        return d.source
+    if d.stages is None:
+        d.stages = pipeline.run_stages(rev._parsed, d.arg_types, d.wrt)[0]
+    return d.stages.text(stage) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Callable, Sequence
 
 import libcst as cst
+import libcst.matchers as cst_matchers
 import numpy as np
 
 from . import primitives as prims
@@ -23,7 +24,7 @@ from .errors import InternalError
 from .names import Namer
 from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, bound_vars, nested_blocks, use_counts)
-from .optimise import result_items
+from .blocks import result_items
 
 Expr = cst.BaseExpression
 
@@ -46,6 +47,8 @@ class _Function:
             if isinstance(a, Var):
                 self.uses[a.name] += 2
         self.inlined: dict[str, Expr] = {}
+        self.depth: dict[str, int] = {}  # an inlined temporary -> how many inlined ones it nests
+        self.reach = 0  # the deepest inlined temporary read since the last bind began
         self.lines: list[cst.SimpleStatementLine] = []
         self.last_loc: tuple | None = None
         self.in_place = in_place
@@ -55,7 +58,10 @@ class _Function:
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
-            return self.inlined.pop(a.name, None) or cst.Name(a.name)
+            if a.name in self.inlined:
+                self.reach = max(self.reach, self.depth.pop(a.name))
+                return self.inlined.pop(a.name)
+            return cst.Name(a.name)
         if isinstance(a, Const):
             return px.name(a.name) if a.name is not None else px.literal(a.value)
         return _zero(a.type)
@@ -77,12 +83,15 @@ class _Function:
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
+        self.reach = 0
         if isinstance(rhs, Prim):
             entry = prims.TABLE[rhs.op]
             params = dict(rhs.params)
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             args = [self.atom(a) for a in rhs.args]
+            if rhs.op in _LIST_IN_PLACE:
+                self.flush_reading(rhs.args[0])
             if entry.stmts is not None:
                 for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
                     self.emit(small, b.loc)
@@ -100,8 +109,8 @@ class _Function:
             if entry.method and isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
                 value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
                                   **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
-            if Namer.is_temp(target.name) and self.uses[target.name] == 1:
-                self.inlined[target.name] = value
+            if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED:
+                self.inlined[target.name], self.depth[target.name] = value, self.reach + 1
                 return
             self.assign(b.targets, value, b.loc)
         elif isinstance(rhs, MakeTuple):
@@ -116,13 +125,22 @@ class _Function:
             self.fresh.add(b.targets[0].name)
             if self.accumulate(b, list(rhs.items), "+"):
                 return
-            value = self.atom(rhs.items[0])
-            for a in rhs.items[1:]:
-                value = (px.call("list_add", [value, self.atom(a)]) if isinstance(b.targets[0].type, ListT)
-                         else px.binop("+", value, self.atom(a)))
-            self.assign(b.targets, value, b.loc)
+            self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def sum(self, b: Bind, items: list[Atom]) -> None:
+        """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
+        each (``t = t + ...`` goes on), so that no expression nests deeply."""
+        target = b.targets[0]
+        value = self.atom(items[0])
+        for i, a in enumerate(items[1:], 1):
+            if i % MAX_TERMS == 0:
+                self.assign(b.targets, value, b.loc)
+                value = cst.Name(target.name)
+            value = (px.call("list_add", [value, self.atom(a)]) if isinstance(target.type, ListT)
+                     else px.binop("+", value, self.atom(a)))
+        self.assign(b.targets, value, b.loc)
 
     def emit_if(self, b: Bind, rhs: If) -> None:
         """``if c:`` with each branch assigning the joined variables at its end.  A
@@ -146,8 +164,17 @@ class _Function:
     def flush(self) -> None:
         """Assign the pending inlined expressions: nothing computed before a loop
         may be moved into it (it would be computed on every iteration)."""
-        pending, self.inlined = self.inlined, {}
+        pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
+            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+
+    def flush_reading(self, a: Atom) -> None:
+        """Assign the pending inlined expressions that read list ``a`` before it is
+        changed in place (an element read before an append stays that element)."""
+        if not isinstance(a, Var):
+            return
+        for name in [n for n, value in self.inlined.items() if cst_matchers.findall(value, cst_matchers.Name(a.name))]:
+            value = self.inlined.pop(name)
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
 
     def emit_loop(self, b: Bind, rhs: Loop | LoopBack) -> None:
@@ -237,6 +264,14 @@ class _Function:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
 
 
+#: generated expressions nest at most this many inlined temporaries (a deeper
+#: one is named by a statement of its own), so the text stays readable and
+#: libcst and Python's compiler never recurse deeply on it
+MAX_INLINED = 6
+
+#: terms of a sum of cotangents in one statement (more go on in the next)
+MAX_TERMS = 8
+
 #: arrays at least this large are updated in place (below, a new array costs
 #: little and ``t = a + b`` reads better than ``t = a; t += b``)
 IN_PLACE_MIN_SIZE = 4096
@@ -263,6 +298,8 @@ def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
 #: printers used instead of the table's where the argument types allow a cheaper call (None: they do not)
 _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": _array_of_list}
 
+#: primitives that change the list they are given (its first operand) in place
+_LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
 #: operations that can update their first (for + and *, either) operand in place
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}

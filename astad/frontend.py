@@ -10,24 +10,31 @@ functions are inlined, and every primitive's type is inferred from the table.
 
 from __future__ import annotations
 
+import ast
 import builtins
+import collections
+import dataclasses
 import functools
 import inspect
 import textwrap
 import types
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
 
 import libcst as cst
 import numpy as np
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from . import deep
 from . import primitives as prims
+from .aliases import CALLER, Aliases
+from .source import check_not_wrapped, read as read_source, reversed_function
 from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
                  Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, trip_count, vars_of)
 from .names import Namer
+from .positions import resolve as resolve_positions
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing
@@ -73,6 +80,7 @@ _PARSED: dict[Any, Parsed] = {}
 
 def clear_parse_cache() -> None:
     _PARSED.clear()
+    _FOUND.clear()
 
 
 def parse(fn: Callable[..., Any]) -> Parsed:
@@ -82,37 +90,53 @@ def parse(fn: Callable[..., Any]) -> Parsed:
         raise SourceUnavailableError(
             f"cannot differentiate {fn!r}: it is not a Python function with source code",
             hint="a function defined with `def` in a .py file (or a notebook cell)")
+    check_not_wrapped(fn)
     key = (code, code.co_filename, code.co_firstlineno)
-    if key in _PARSED:
-        return _PARSED[key]
+    found = _PARSED.get(key)
+    if found is not None:  # the same code; another function object may have other globals
+        return found if found.fn is fn else dataclasses.replace(found, fn=fn)
     if fn.__name__ == "<lambda>":
         raise SourceUnavailableError(
             f"cannot differentiate a lambda ({code.co_filename}:{code.co_firstlineno})",
             hint="define the function with `def` at module level")
-    try:
-        lines, start = inspect.getsourcelines(fn)
-        file = inspect.getsourcefile(fn) or code.co_filename
-    except (OSError, TypeError) as e:
-        raise SourceUnavailableError(
-            f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
-            hint="define the function in a .py file or a notebook cell, not with exec() or in an interactive prompt "
-                 "that keeps no source") from None
+    lines, start, file = read_source(fn)
     source = "".join(lines)
     dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     try:
-        module = cst.parse_module(dedented)
+        module = deep.fresh(cst.parse_module, dedented)  # libcst recurses: give it a whole stack
     except cst.ParserSyntaxError as e:
         raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}: {e.message}") from None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    except RecursionError:
+        module = None
+    positions = None if module is None else resolve_positions(module, dedented)
+    if module is None or positions is None:
+        line, col = _deepest(dedented)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        raise UnsupportedSyntaxError(
+            f"{fn.__qualname__} is nested too deeply for astad's parser (libcst), here",
+            Loc(file, line + start - 1, col + col_offset + 1, text),
+            "name the inner parts: `a = np.sin(x)`, `b = np.sin(a)`, ...")
     funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
-    if funcdef is None:
+    if funcdef is None or funcdef.name.value != code.co_name:
         raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
     parsed = Parsed(fn, file, funcdef, positions, start - 1, col_offset, lines, source)
     check_subset(parsed)
     _PARSED[key] = parsed
     return parsed
+
+
+def _deepest(source: str) -> tuple[int, int]:
+    """Line (1-based) and column (0-based) of the most deeply nested node of
+    ``source`` (Python's own parser; an explicit stack)."""
+    best, where = -1, (1, 0)
+    todo = [(ast.parse(source), 0)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > best and hasattr(node, "lineno"):
+            best, where = depth, (node.lineno, node.col_offset)
+        todo.extend((c, depth + 1) for c in ast.iter_child_nodes(node))
+    return where
 
 
 # What each unsupported construct is called and what to write instead.
@@ -157,6 +181,11 @@ class _SubsetChecker(cst.CSTVisitor):
                 return True
         if isinstance(node, cst.Lambda):
             self._check_params(node.params)
+        if isinstance(node, cst.Name) and unicodedata.normalize("NFKC", node.value) != node.value:
+            plain = unicodedata.normalize("NFKC", node.value)
+            raise UnsupportedSyntaxError(f"the name `{node.value}` is `{plain}` to Python (it normalises names "
+                                         "to NFKC), so astad would read two names where Python reads one",
+                                         self.parsed.loc(node), f"write `{plain}`")
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             f: Any = node.for_in
             while f is not None:
@@ -182,13 +211,16 @@ class _SubsetChecker(cst.CSTVisitor):
             self.depth -= 1
 
     def _check_signature(self, node: cst.FunctionDef) -> None:
-        self._check_params(node.params)
+        self._check_params(node.params, module_level=self.depth == 1)
         _check_returns_last(_stmts(node.body), self.parsed)
 
-    def _check_params(self, ps: cst.Parameters) -> None:
+    def _check_params(self, ps: cst.Parameters, module_level: bool = False) -> None:
         extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
+        # positional-only parameters: a module-level function (inlined by its signature) may have them
+        posonly = ps.posonly_params[0] if ps.posonly_params and not module_level else None
         for bad, what in ((extra, "*args"), (ps.star_kwarg, "**kwargs"),
-                          (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters")):
+                          (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters"),
+                          (posonly, "positional-only parameters (before `/`)")):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
                                              "positional parameters (with constant defaults)")
@@ -212,7 +244,7 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
 
 
 def check_subset(parsed: Parsed) -> None:
-    parsed.funcdef.visit(_SubsetChecker(parsed))
+    deep.visit(parsed.funcdef, _SubsetChecker(parsed))
 
 
 # --------------------------------------------------------------------------- abstract values
@@ -257,7 +289,9 @@ class Closure:
         # where it was made: the bindings it is made among, the one before it, the
         # variables its body could read there (see Lowerer.function_value)
         self.site = site
-        self.values: dict[Any, Var] = {}  # the function values made of it: (argument types, captures) -> variable
+        # the function values made of it: (argument types, captures) -> variable, or None
+        # where its body could not be one (its calls with that key are inlined)
+        self.values: dict[Any, Var | None] = {}
 
     @property
     def __name__(self) -> str:
@@ -272,41 +306,65 @@ class Closure:
 Value = Union[Atom, PyTuple, PyDict, Ref]
 
 
+#: numpy's scalar types of a float, int or bool dtype (an argument of one has that dtype)
+_NUMPY_SCALARS = frozenset(t for t in set(np.sctypeDict.values())
+                           if issubclass(t, np.generic) and np.dtype(t).kind in "fbiu")
+
+#: array types astad runs like np.ndarray (np.memmap only adds where the memory is); any other
+#: subclass may change what operators do (np.matrix: `*` is a matrix product; masked arrays skip
+#: masked entries), so it is refused rather than differentiated as an ndarray
+_ARRAY_TYPES = (np.ndarray, np.memmap)
+
+#: dict types read like dict (an OrderedDict's order is its keys' order, as dict's)
+_DICT_TYPES = (dict, collections.OrderedDict)
+
+
 def abstract(value: Any, what: str) -> Type:
-    """The abstract type of a run-time argument value (part of the cache key)."""
-    if isinstance(value, (tuple, list, dict)):
+    """The abstract type of a run-time argument value (part of the cache key).
+    Exact types only: a subclass of int, float, ndarray, tuple or dict may
+    change what its operators do, which the generated code would not do."""
+    t = type(value)
+    if t is tuple or t is list or t in _DICT_TYPES or (isinstance(value, tuple) and hasattr(t, "_fields")):
         return _abstract_struct(value, what)
-    if isinstance(value, bool):
+    if t is bool:
         return BOOL
-    if isinstance(value, int):
+    if t is int:
         return INT
-    if isinstance(value, float) and not isinstance(value, np.floating):
+    if t is float:
         return FLOAT
-    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "fbiu":
+    if (t in _ARRAY_TYPES or t in _NUMPY_SCALARS) and value.dtype.kind in "fbiu":
         return Num(tuple(int(d) for d in value.shape), value.dtype.name)
+    base = next((b for b in (bool, int, float, np.ndarray, tuple, list, dict) if isinstance(value, b)), None)
+    if base is not None and t not in _ARRAY_TYPES and t not in _NUMPY_SCALARS:
+        plain = {np.ndarray: "np.asarray(x)", tuple: "tuple(x)", list: "list(x)", dict: "dict(x)"}.get(
+            base, f"{base.__name__}(x)")
+        raise AstadTypeError(
+            f"{what} is a {t.__name__}, a subclass of {base.__name__}: astad runs it as a plain {base.__name__}, "
+            "which its own operators and methods may not be (np.matrix multiplies with *, masked arrays skip "
+            "masked entries)", hint=f"pass a plain {base.__name__}: {plain}")
+    of = f" of dtype {value.dtype}" if t in _ARRAY_TYPES else ""
     raise AstadTypeError(
-        f"{what} is a {type(value).__name__}; astad differentiates functions of floats, ints and numpy arrays",
+        f"{what} is a {t.__name__}{of}; astad differentiates functions of floats, ints and numpy arrays",
         hint="float, int, bool, or a numpy array of a float, int or bool dtype")
 
 
 def _abstract_struct(value: tuple | list | dict, what: str) -> StructT:
     """A tuple, list, dict or NamedTuple argument: the types of its items."""
     if isinstance(value, dict):
-        bad = next((k for k in value if not isinstance(k, (str, int))), None)
+        bad = next((k for k in value if type(k) is not str and type(k) is not int), None)
         if bad is not None:
-            raise AstadTypeError(f"{what} is a dict with a key {bad!r}; astad reads dicts by string or integer keys",
+            shown = repr(bad) if type(bad) in (float, bool, complex, bytes) or bad is None else "of another type"
+            raise AstadTypeError(f"{what} is a dict with a key {shown} ({type(bad).__name__}); astad reads "
+                                 "dicts by string or integer keys (exactly str or int: not enums or subclasses)",
                                  hint="a dict with str keys, e.g. {'w': w, 'b': b}")
         keys: tuple = tuple(value)
         items = tuple(abstract(v, f"{what}[{k!r}]") for k, v in value.items())
         return StructT("dict", keys, items)
-    fields = getattr(type(value), "_fields", None)
     items = tuple(abstract(v, f"{what}[{i}]") for i, v in enumerate(value))
-    if isinstance(value, tuple) and fields is not None:
-        return StructT("namedtuple", tuple(fields), items, type(value).__qualname__, type(value))
-    if type(value) not in (tuple, list):
-        raise AstadTypeError(f"{what} is a {type(value).__name__}; astad takes tuples, lists, dicts and NamedTuples",
-                             hint="a plain tuple, list, dict or NamedTuple")
-    return StructT("tuple" if isinstance(value, tuple) else "list", (), items)
+    if type(value) is tuple or type(value) is list:
+        return StructT("tuple" if type(value) is tuple else "list", (), items)
+    fields = type(value)._fields
+    return StructT("namedtuple", tuple(fields), items, type(value).__qualname__, type(value))
 
 
 def literal_type(value: Any) -> Type:
@@ -321,15 +379,16 @@ def literal_type(value: Any) -> Type:
 # --------------------------------------------------------------------------- naming
 
 
-def _user_names(node: cst.CSTNode) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
+def _user_names(node: cst.CSTNode) -> frozenset[str]:
     names: set[str] = set()
 
     class V(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
             names.add(n.value)
 
-    node.visit(V())
-    return names
+    deep.visit(node, V())
+    return frozenset(names)
 
 
 # --------------------------------------------------------------------------- lowering
@@ -359,7 +418,8 @@ class Lowerer:
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
         self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
-        self.viewed: set[str] = set()  # variables some view (slice, reshape, ...) was taken of
+        self.aliases = Aliases()  # which values may share memory (for in-place updates)
+        self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
 
     # ----------------------------------------------------------------- helpers
 
@@ -383,7 +443,7 @@ class Lowerer:
             t = prims.infer(op, [a.type for a in args], params)
         except prims.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
-            raise self.type_error(f"{_describe(op)}: {e}", hint=(
+            raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
                 "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
@@ -395,9 +455,14 @@ class Lowerer:
         var = Var(self.namer.temp(), t)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc()))
         self.bound.add(var.name)
-        if op in _VIEWS and isinstance(args[0], Var) and not (isinstance(t, Num) and t.shape == ()):  # a scalar is a copy
-            self.viewed.add(args[0].name)
+        self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
+
+    def copy(self, x: Atom) -> Atom:
+        """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""
+        if not isinstance(x, Var) or (isinstance(x.type, Num) and x.type.py):
+            return x
+        return self.emit("copy", [x])
 
     def name_result(self, value: Value, name: str) -> Value:
         """Give the user's name to the value just computed for an assignment."""
@@ -411,8 +476,7 @@ class Lowerer:
                 new = Var(self.namer.fresh(name), value.type)
                 self.binds[i] = Bind((new,), bind.rhs, bind.loc)
                 self.bound.add(new.name)
-                if value.name in self.viewed:
-                    self.viewed.add(new.name)
+                self.aliases.same(new, value)
                 return new
             if value in vars_of(bind.rhs):
                 break
@@ -466,13 +530,17 @@ class Lowerer:
         if not isinstance(t, StructT):
             v = Var(self.namer.fresh(name), t)
             params.append(v)
+            self.aliases.made(v.name, () if isinstance(t, Num) and t.py else (CALLER,))
             return v
         keys = t.keys or tuple(range(len(t.items)))
         items = tuple(self.parameter(f"{name}_{k}" if str(k).isidentifier() or isinstance(k, int) else f"{name}_{i}",
                                      it, params) for i, (k, it) in enumerate(zip(keys, t.items)))
         if t.kind == "dict":
             return PyDict(t.keys, items)
-        return PyTuple(items, is_list=t.kind == "list", fields=t.keys if t.kind == "namedtuple" else None)
+        value = PyTuple(items, is_list=t.kind == "list", fields=t.keys if t.kind == "namedtuple" else None)
+        if value.is_list:
+            self.aliases.caller_list(value)
+        return value
 
     def result_atom(self, value: Value, node: cst.CSTNode) -> Atom:
         if isinstance(value, PyTuple):
@@ -492,6 +560,9 @@ class Lowerer:
 
     def lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         """Lower statements in order; the returned value if they return, else None."""
+        return deep.call(self._lower_stmts, stmts)  # a block in a block in ...: on with a fresh stack
+
+    def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
                 if _exits(stmt):  # the rest of the block continues each branch that does not return/break/continue
@@ -663,6 +734,11 @@ class Lowerer:
             params = [Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types)]
             n_state = len(names) + (1 + ret_slots if ret_shape else 0)
 
+            for p, a in zip(params, init + extra):
+                self.aliases.carried(p, a)
+            if index is not None:
+                self.aliases.made(index.name, ())
+
             def body() -> list[Atom]:
                 if index is not None:
                     self.scope.env[index_name] = index  # type: ignore[index]
@@ -711,9 +787,11 @@ class Lowerer:
                 return [self.atom(v, stmt) for v in items]
 
             snapshot = self.snapshot()
+            self.aliases.enter_loop()
             try:
                 binds, _, outs = self.branch(body)
             except _ReturnSeen as seen:  # the returned value's structure is known now: carry it
+                self.aliases.loops.pop()
                 self.restore(snapshot)
                 ret_shape, ret_slots = seen.shape, len(seen.types)
                 placeholders = [Const.literal(False, BOOL)] + [self.placeholder(t, stmt) for t in seen.types]
@@ -723,6 +801,8 @@ class Lowerer:
             new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
             if new == types:
                 break
+            self.aliases.loops.pop()
+            self.aliases.restore(snapshot[-1])  # this pass's checks are made again by the next
             types = new
         else:
             raise self.type_error("the types of the loop's variables do not settle", stmt)
@@ -730,6 +810,7 @@ class Lowerer:
         tup = Var(self.namer.temp(), TupleT(tuple(o.type for o in outs)))
         block = Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(outs)), self.loc(stmt)),), tup)
         finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types))
+        self.aliases.exit_loop(params, outs, list(finals))
         self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init + extra), block),
                                self.loc(stmt)))
         self.bound.update(v.name for v in finals)
@@ -780,14 +861,15 @@ class Lowerer:
                               "assign the value to a variable, `break`, and return it after the loop")
 
     def snapshot(self) -> tuple:
-        return set(self.namer.used), set(self.namer.taken), self.namer.temps, set(self.bound), set(self.viewed)
+        return set(self.namer.used), set(self.namer.taken), self.namer.temps, set(self.bound), self.aliases.snapshot()
 
     def restore(self, snapshot: tuple) -> None:
-        used, taken, temps, bound, viewed = snapshot
+        used, taken, temps, bound, aliases = snapshot
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
         self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
         self.namer.used |= set(self.constants)
-        self.bound, self.viewed = set(bound), set(viewed)
+        self.bound = set(bound)
+        self.aliases.restore(aliases)
 
     def next_go(self, test: cst.BaseExpression, can_stop: bool) -> Atom:
         """Whether a ``while`` loop runs again after an iteration that goes on: its
@@ -852,14 +934,8 @@ class Lowerer:
             self.open_binds.pop()
 
     def branches(self, then: Callable[[], Any], orelse: Callable[[], Any]) -> tuple[tuple, tuple]:
-        """The two branches of an ``if``, each from the names (and views) there
-        are before it; after it, a view taken on either path may exist."""
-        before = set(self.viewed)
-        t = self.branch(then)
-        t_viewed, self.viewed = self.viewed, before
-        e = self.branch(orelse)
-        self.viewed |= t_viewed
-        return t, e
+        """The two branches of an ``if``, each from the names there are before it."""
+        return self.branch(then), self.branch(orelse)
 
     def lower_if(self, stmt: cst.If, rest: list[cst.BaseStatement] | None) -> Value | None:
         """``if``/``elif``/``else``.  Without ``rest``, the names the branches assign are
@@ -902,8 +978,13 @@ class Lowerer:
         self.binds.append(Bind(tuple(outs), If(cond, block(t_binds, [a for _, a, _ in pairs]),
                                                 block(e_binds, [b for _, _, b in pairs])), self.loc()))
         self.bound.update(o.name for o in outs)
+        for out, (_, a, b) in zip(outs, pairs):
+            self.aliases.joined(out, a, b)
         it = iter(outs)
-        return [_rebuild(r, it) for r in rebuilt]
+        results = [_rebuild(r, it) for r in rebuilt]
+        for result, (_, tv, ev) in zip(results, values):
+            self.aliases.joined(result, tv, ev)
+        return results
 
     def _pair_up(self, name: str, tv: Value, ev: Value, pairs: list, binds: tuple[list[Bind], list[Bind]]) -> Any:
         """Match the structure of two branches' values; collect the atom pairs to
@@ -952,8 +1033,13 @@ class Lowerer:
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
                     node: cst.CSTNode) -> Value:
-        parsed = parse(fn)
-        sig = inspect.signature(fn)
+        try:
+            parsed = parse(fn)
+        except SourceUnavailableError as e:  # point at the call
+            called = path[-1] if path else fn.__name__
+            raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
+                                         e.hint) from None
+        sig = inspect.signature(fn, follow_wrapped=False)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -964,8 +1050,11 @@ class Lowerer:
             if pname in bound.arguments:
                 scope.env[pname] = bound.arguments[pname]
             else:
-                scope.env[pname] = self.constant(param.default, f"default of {pname}", node)
-        self.namer.used |= _user_names(parsed.funcdef)
+                # a numpy default is named in the generated code like a module-level constant; its path
+                # starts with a name no namespace has, so the disk cache never resolves it to another object
+                scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
+                                                 ("<default>", fn.__qualname__, pname))
+        self.namer.mention(_user_names(parsed.funcdef))
         return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
 
     def run_call(self, callee: Any, name: str, scope: _Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
@@ -985,7 +1074,7 @@ class Lowerer:
         self.stack.append(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
-            return lower()
+            return deep.call(lower)  # a deep recursion goes on with a fresh stack
         finally:
             self.stack.pop()
             self.node, self.exits = saved, saved_exits
@@ -1044,7 +1133,7 @@ class Lowerer:
         if op is None:
             raise self.syntax_error("this augmented assignment is not supported", "+= -= *= /=", node)
         old_atom = self.atom(old, target)
-        if isinstance(old_atom.type, Num) and old_atom.type.shape:
+        if isinstance(old_atom.type, Num) and not old_atom.type.py:  # a 0-d array changes in place too
             self.check_in_place(old_atom, target.value, _AUG_SYMBOL[op], node)
         value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
         if isinstance(old_atom.type, Num) and old_atom.type.shape and (
@@ -1060,13 +1149,18 @@ class Lowerer:
         if len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
             raise self.type_error("list.append takes one argument", call)
         old = self.expr(call.func.value)
-        others = [k for s in self.stack for k, v in s.env.items() if v is old and not (s is self.scope and k == name)]
-        if others:
-            raise self.syntax_error(f"`{name}.append` changes a list that is also named `{others[0]}`",
-                                    f"build a new list: {name} = {name} + [v]", call)
+        loc = self.loc(call)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{name}.append` changes the list in place, and {why}", loc,
+                                          f"build a new list: {name} = {name} + [v]")
+
+        if _is_list(old):
+            self.aliases.update_list(old, self.readable_besides(name), fail)
         v = self.atom(self.expr(call.args[0].value), call.args[0].value)
         if isinstance(old, PyTuple) and old.is_list:
-            self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
+            new = self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
+            self.aliases.new_list(new, self.aliases.list_identity(old))
         elif isinstance(old, Var) and isinstance(old.type, ListT):
             self.scope.env[name] = self.name_result(self.emit("append", [old, v]), name)
         else:
@@ -1074,27 +1168,41 @@ class Lowerer:
 
     def dynamic_list(self, value: PyTuple, node: cst.CSTNode) -> Atom:
         """A list known element by element, as a run-time list (to carry it through a loop)."""
-        return self.emit("list", [self.atom(v, node) for v in value.items])
+        var = self.emit("list", [self.atom(v, node) for v in value.items])
+        if value.is_list:
+            self.aliases.converted(var, value)
+        return var
 
     def check_in_place(self, x: Atom, name: str, symbol: str, node: cst.CSTNode) -> None:
-        """``x += v`` on an array changes it in place: the functional reading is
-        only right when nothing else can see that array (another name, a view
-        of it, the caller's argument, a module constant)."""
-        why = None
-        if not isinstance(x, Var) or x.name not in self.bound:
-            why = "it is an argument or a constant, which would change for the caller too"
-        elif x.name in self.viewed:
-            why = "a view of it (a slice, reshape or transpose) would change too"
-        else:
-            others = [k for s in self.stack for k, v in s.env.items() if _mentions(v, x) and
-                      not (s is self.scope and k == name)]
-            if others:
-                why = f"it is also named `{others[0]}`"
-            elif any(_mentions(v, x) for v in self.held_by_functions()):
-                why = "a function made earlier holds it (as a default, or as an argument of the function that made it)"
-        if why:
-            raise self.syntax_error(f"`{name} {symbol}= ...` changes the array in place, and {why}",
-                                    f"{name} = {name} {symbol} ...", node)
+        """``x += v`` changes the array in place: the functional reading is only
+        right when nothing that can still be read shares its memory (another
+        name, a view, a list or tuple holding it, a function's default, the
+        caller's argument, a module constant): see :mod:`astad.aliases`."""
+        loc = self.loc(node)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{name} {symbol}= ...` changes the array in place, and {why}", loc,
+                                          f"{name} = {name} {symbol} ...")
+
+        self.aliases.update_array(x, self.readable_besides(name), fail)
+
+    def readable_besides(self, name: str) -> list[tuple[str, Value]]:
+        """Every value that can still be read, but the current scope's ``name``:
+        the names of the running scopes and of the scopes around them, and what
+        the functions that can still be called hold."""
+        seen: set[int] = set()
+        found: list[tuple[str, Value]] = []
+        for s in self.stack:
+            for sc in _scopes(s):
+                if id(sc) in seen:
+                    continue
+                seen.add(id(sc))
+                env = self.scope.env if sc is self.scope else sc.env
+                found += [(f"`{k}` shares its memory (the same object, a view of it, or a list or tuple holding it)", v)
+                          for k, v in env.items() if not (sc is self.scope and k == name)]
+        found += [("a function made earlier holds it (as a default, or as a variable it reads)", v)
+                  for v in self.held_by_functions()]
+        return found
 
     # ----------------------------------------------------------------- expressions
 
@@ -1108,7 +1216,7 @@ class Lowerer:
         saved = self.node
         self.node = node
         try:
-            return method(node)
+            return deep.call(method, node)  # a deeply nested expression goes on with a fresh stack
         finally:
             self.node = saved
 
@@ -1123,7 +1231,9 @@ class Lowerer:
         return PyTuple(tuple(self.element(e) for e in node.elements))
 
     def expr_List(self, node: cst.List) -> Value:
-        return PyTuple(tuple(self.element(e) for e in node.elements), is_list=True)
+        value = PyTuple(tuple(self.element(e) for e in node.elements), is_list=True)
+        self.aliases.new_list(value)
+        return value
 
     def element(self, e: cst.BaseElement) -> Value:
         if isinstance(e, cst.StarredElement):
@@ -1151,31 +1261,57 @@ class Lowerer:
         bindings still being lowered).  None: inline the call instead."""
         names = [p.name.value for p in c.node.params.params]
         live = c.site is not None and any(c.site[0] is lst for lst in [self.binds, *self.open_binds])
-        if (not live or c.defaults or kwargs or len(args) != len(names)
+        if (not live or self.trying or c.defaults or kwargs or len(args) != len(names)
                 or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
             return None
-        captures = tuple((n, _value_key(v)) for n in c.reads for v in [self._lookup(c.scope, n)] if v is not None)
-        key = (tuple(a.type for a in args), captures)  # type: ignore[union-attr]
-        f = c.values.get(key)
+        key = (tuple(a.type for a in args), self.captures(c))  # type: ignore[union-attr]
+        if key not in c.values:  # tried once per key: a failed try is not repeated at every call
+            c.values[key] = self._make_function_value(c, names, list(key[0]), node)
+        f = c.values[key]
         if f is None:
-            f = self._make_function_value(c, names, list(key[0]), node)
-            if f is None:
-                return None
-            c.values[key] = f
+            return None
         y = Var(self.namer.temp(), f.type.result)  # type: ignore[union-attr]
         self.binds.append(Bind((y,), App(f, tuple(args)), self.loc(node)))  # type: ignore[arg-type]
+        self.aliases.call(y, f, args)
         return y
+
+    def captures(self, c: Closure) -> tuple:
+        """What a call of ``c`` reads from outside it, now: the variables it names
+        and, through the functions among them, what those read (their defaults
+        too), transitively.  Two calls that read the same may share a function value."""
+        found: list[tuple] = []
+        todo, seen = [c], {id(c)}
+        while todo:
+            fn = todo.pop()
+            found.append(("defaults", id(fn), tuple((k, _value_key(v)) for k, v in sorted(fn.defaults.items()))))
+            for n in fn.reads:
+                v = self._lookup(fn.scope, n)
+                if v is None:
+                    continue
+                found.append((id(fn), n, _value_key(v)))
+                for inner in _closures_in(v):
+                    if id(inner) not in seen:
+                        seen.add(id(inner))
+                        todo.append(inner)
+        return tuple(found)
 
     def _make_function_value(self, c: Closure, names: list[str], types: list[Type], node: cst.Call) -> Var | None:
         params = tuple(Var(self.namer.fresh(n), _forget_value(t)) for n, t in zip(names, types))
+        for p in params:
+            self.aliases.made(p.name, ("F:" + p.name,))
         scope = _Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
         body = c.node.body
+        depth, waiting = len(self.aliases.loops), len(self.aliases.pending)
+        self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
         try:
             binds, _, value = self.branch(lambda: self.run_call(
                 c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                 else (lambda: self.lower_body(c.node))))  # type: ignore[arg-type]
-        except AstadError:
+        except AstadError:  # what this try left is dropped: the inlined call checks again
+            del self.aliases.loops[depth:], self.aliases.pending[waiting:]
             return None  # inlined, the call gives the error where it is made
+        finally:
+            self.trying -= 1
         assert c.site is not None
         site, before, visible = c.site
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
@@ -1190,6 +1326,7 @@ class Lowerer:
         at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
         site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))
         self.bound.add(f.name)
+        self.aliases.function(f, params, value)
         return f
 
     def _lookup(self, scope: "_Scope | None", name: str) -> Value | None:
@@ -1263,7 +1400,9 @@ class Lowerer:
             body = cst.For(target=clause.target, iter=clause.iter, body=cst.IndentedBlock([body]))
         self.alias(body, node)
         # a scope of its own: its variables are not the enclosing function's (nor its functions')
-        scope = _Scope(self.scope.parsed, self.scope.path, {key: PyTuple((), is_list=True)}, parent=self.scope)
+        items = PyTuple((), is_list=True)
+        self.aliases.new_list(items)
+        scope = _Scope(self.scope.parsed, self.scope.path, {key: items}, parent=self.scope)
         self.stack.append(scope)
         start = len(self.binds)
         try:
@@ -1287,7 +1426,7 @@ class Lowerer:
                     return True
                 return False
 
-        made.visit(V())
+        deep.visit(made, V())
 
     def expr_SimpleString(self, node: cst.SimpleString) -> Value:
         return Ref("string", node.evaluated_value)  # only as a dict key
@@ -1336,7 +1475,7 @@ class Lowerer:
             return Ref("type", obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
-        inner = getattr(obj, "__astad_function__", None)
+        inner = reversed_function(obj)
         if inner is not None:
             return Ref("user", inner, path=path)
         if isinstance(obj, types.FunctionType):
@@ -1361,7 +1500,7 @@ class Lowerer:
                 raise self.type_error(e.message, node, e.hint) from None
             if isinstance(t, Num) and t.py and t.dtype != "float64":
                 t = Num((), t.dtype, py=True, value=obj)
-            if name is None or not path:
+            if name is None or not path or (type(obj) in (bool, int, float) and path[0] == "<default>"):
                 return Const.literal(obj, t)
             code_name = self.const_names.get(id(obj))
             if code_name is None:
@@ -1659,10 +1798,6 @@ class Lowerer:
         return spec.lower(self, bound, node)
 
 
-#: primitives whose numpy result can be a view of their first argument
-_VIEWS = {"getitem", "reshape", "transpose", "expand_dims", "ravel", "diag", "broadcast_to"}
-
-
 def _closures_in(value: Any) -> list[Closure]:
     if isinstance(value, (PyTuple, PyDict)):
         return [c for v in value.items for c in _closures_in(v)]
@@ -1791,7 +1926,8 @@ def _trip_count(binds: list[Bind]) -> int | None:
     return trip_count(loops[0]) if len(loops) == 1 else None
 
 
-def _assigned_names(node: cst.CSTNode) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def _assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     """Names assigned anywhere in a statement block, in order of first assignment."""
     names: list[str] = []
 
@@ -1830,8 +1966,8 @@ def _assigned_names(node: cst.CSTNode) -> list[str]:
         def visit_CompFor(self, n: cst.CompFor) -> bool:
             return False  # a comprehension's variables are its own
 
-    node.visit(V())
-    return names
+    deep.visit(node, V())
+    return tuple(names)
 
 
 def _breaks(body: cst.CSTNode) -> bool:
@@ -1846,31 +1982,17 @@ def _exits(stmt: cst.CSTNode) -> bool:
 
 
 def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            if isinstance(n, kinds):
-                found.append(n)
-            return not isinstance(n, (cst.For, cst.While, cst.FunctionDef, cst.Lambda)) or n is node
-
-    node.visit(V())
-    return bool(found)
+    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.Lambda),
+                            _FOUND.setdefault(kinds, {}))
 
 
 def _returns(stmt: cst.CSTNode) -> bool:
-    """Whether a statement contains a ``return``."""
-    found = []
+    """Whether a statement contains a ``return`` (a nested def's `return` is its own)."""
+    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), _FOUND.setdefault((cst.Return,), {}))
 
-    class V(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            found.append(node)
 
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is stmt  # a nested def's `return` is its own
-
-    stmt.visit(V())
-    return bool(found)
+#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache)
+_FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
 
 
 def _stmts(suite: cst.BaseSuite) -> list[cst.BaseStatement]:

@@ -110,7 +110,7 @@ class StructT:
     keys: tuple[Any, ...]
     items: tuple["Type", ...]
     name: str = ""
-    cls: Any = field(default=None, compare=False, repr=False)
+    cls: Any = field(default=None, repr=False)  # compared: two classes of one name are two types
 
     @property
     def differentiable(self) -> bool:
@@ -145,9 +145,23 @@ class StructT:
 
 @functools.lru_cache(maxsize=256)
 def _flattener(t: StructT) -> Callable[[Any], list[Any]]:
-    """A function returning the leaves of a value of structure ``t``, made from
-    their paths (one expression: no recursion per call)."""
-    return eval("lambda v: [" + ", ".join(f"v{p}" for p in t.paths()) + "]", {})  # noqa: S307 - our own text
+    """A function returning the leaves of a value of structure ``t`` (one
+    expression: no recursion per call).  Its text is made of indices only: the
+    keys are read from a tuple, never written into the text (a key's repr is
+    the user's)."""
+    keys: list[Any] = []
+    return eval("lambda v: [" + ", ".join(f"v{p}" for p in _key_paths(t, keys)) + "]",  # noqa: S307 - our text
+                {"__builtins__": {}, "k": tuple(keys)})
+
+
+def _key_paths(t: StructT, keys: list[Any]) -> list[str]:
+    """The subscripts of each leaf as text (``[k[0]][k[3]]``), the keys appended to ``keys``."""
+    out = []
+    for key, item in zip(t.keys if t.kind == "dict" else range(len(t.items)), t.items):
+        keys.append(key)
+        here = f"[k[{len(keys) - 1}]]"
+        out += [here + rest for rest in _key_paths(item, keys)] if isinstance(item, StructT) else [here]
+    return out
 
 
 def leaf_counts(types: Sequence["Type"]) -> list[int]:

@@ -80,6 +80,10 @@ class Namer:
         """Names for a pass that adds bindings to ``prog``."""
         return cls.adding_to(program_names(prog), prog.name)
 
+    def mention(self, names: Iterable[str]) -> None:
+        """Names more code of the user's mentions (a helper it inlines)."""
+        self.used |= {python_name(n) for n in names}
+
     def fresh(self, base: str) -> str:
         base = python_name(base)
         if base not in self.taken:

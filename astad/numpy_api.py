@@ -195,8 +195,8 @@ def _lower_square(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     return lw.emit("pow", [*_atoms(lw, b, node, "x"), two])
 
 
-def _lower_identity(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    return lw.atom(b["a"], node)
+def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    return lw.copy(lw.atom(b["a"], node))
 
 
 def _lower_arange(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
@@ -214,7 +214,8 @@ def _spec(sig: str, lower: Lower) -> Callable[[str], ApiSpec]:
 
 
 _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
-    **{n: elementwise(n) for n in ("exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs", "sign")},
+    **{n: elementwise(n) for n in ("exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs", "sign", "floor", "ceil",
+                                   "trunc", "rint", "isnan")},
     "absolute": elementwise("abs"),
     "negative": elementwise("neg"),
     "square": _spec("x", _lower_square),
@@ -226,6 +227,10 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "multiply": elementwise("mul", "x1, x2"),
     "divide": elementwise("div", "x1, x2"),
     "true_divide": elementwise("div", "x1, x2"),
+    "floor_divide": elementwise("floordiv", "x1, x2"),
+    "mod": elementwise("mod", "x1, x2"),
+    "remainder": elementwise("mod", "x1, x2"),
+    "fmod": elementwise("fmod", "x1, x2"),
     "where": elementwise("where", "condition, x, y"),
     "clip": elementwise("clip", "a, a_min, a_max"),
     **{n: reduction(n) for n in ("sum", "mean", "max", "min", "prod")},
@@ -237,6 +242,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "transpose": _spec("a, axes=None", _lower_transpose),
     "reshape": _spec("a, shape", _lower_reshape),
     "ravel": elementwise("ravel", "a"),
+    "copy": _spec("a", _lower_copy),
     "expand_dims": static_params("expand_dims", "a, axis", ("a",), ("axis",)),
     "concatenate": sequence("concatenate"),
     "stack": sequence("stack"),
@@ -260,8 +266,8 @@ _METHODS: dict[str, Callable[[str], ApiSpec]] = {
     **{n: reduction(n) for n in ("sum", "mean", "max", "min", "prod")},
     "dot": _spec("a, b", _lower_dot),
     "ravel": elementwise("ravel", "a"),
-    "flatten": elementwise("ravel", "a"),
-    "copy": _spec("a", _lower_identity),
+    "flatten": _spec("a", lambda lw, b, node: lw.copy(lw.emit("ravel", [lw.atom(b["a"], node)]))),  # a copy
+    "copy": _spec("a", _lower_copy),
 }
 
 #: array methods (``x.sum(...)``); the array is bound to the first parameter.

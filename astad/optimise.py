@@ -14,21 +14,28 @@ Passes, each a function from program to program:
   ``x_ct`` is computed straight into ``x_ct``;
 - ``finish``: parameter cotangents that are statically zero become real
   zeros, and read-only broadcast views returned to the user become arrays.
+
+Two passes live in modules of their own: ``accumulate.accumulate_in_loops``
+(one-hot cotangents added in place) and ``lists_in_place.lists_in_place``
+(lists appended to and popped in place); ``blocks`` holds the helpers they share.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Callable, Iterator
+from typing import Iterator
 
 from . import primitives as prims
+from .accumulate import accumulate_in_loops
+from .blocks import ZERO_MAKERS as _ZERO_MAKERS, result_items, with_branches as _with_branches
 from .frontend import literal_type
-from .names import Namer, program_names
-from .ir import (Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
+from .names import Namer
+from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
                  TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, use_counts, vars_of)
+from .lists_in_place import lists_in_place
 
 
 def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
@@ -37,17 +44,6 @@ def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
 
 def _subst_block(block: Block, env: dict[str, Atom]) -> Block:
     return map_block(block, lambda a: _subst_atom(a, env))
-
-
-def _with_branches(b: Bind, rhs: Comp, f: Callable[[Block], Block]) -> Bind:
-    """The binding with ``f`` applied to the blocks nested in it (branches, loop bodies)."""
-    if isinstance(rhs, If):
-        return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
-    if isinstance(rhs, Loop):
-        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
-    if isinstance(rhs, LoopBack):
-        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
-    return Bind(b.targets, rhs, b.loc)
 
 
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
@@ -104,14 +100,6 @@ def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
     return all(isinstance(a, Zero) for a in items)
 
 
-def result_items(block: Block) -> tuple[Atom, ...] | None:
-    """The items of the tuple a branch ends with."""
-    last = block.binds[-1] if block.binds else None
-    if last is not None and last.targets == (block.result,) and isinstance(last.rhs, MakeTuple):
-        return last.rhs.items
-    return None
-
-
 def _select(block: Block, keep: list[int]) -> Block:
     items = result_items(block)
     assert items is not None and isinstance(block.result, Var)
@@ -120,10 +108,10 @@ def _select(block: Block, keep: list[int]) -> Block:
     return Block(block.binds[:-1] + (Bind((tup,), MakeTuple(chosen), block.binds[-1].loc),), tup)
 
 
-def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind | None:
+def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed: Renamed) -> Bind | None:
     """Fold both branches; a joined value that is zero in both, or the same
     outside value in both, needs no ``if``: it is that value."""
-    then, orelse = fold(rhs.then, keep_copies), fold(rhs.orelse, keep_copies)
+    then, orelse = fold(rhs.then, keep_copies, renamed), fold(rhs.orelse, keep_copies, renamed)
     ti, ei = result_items(then), result_items(orelse)
     if ti is None or ei is None:
         return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
@@ -143,7 +131,7 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool) -> Bind 
 
 
 def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: bool,
-                    made_zero: set[str]) -> Bind | None:
+                    made_zero: set[str], renamed: Renamed) -> Bind | None:
     """Fold the body.  A carried value that starts as zero and that the body
     keeps zero (given that it is zero) is zero throughout, and one the body
     passes on unchanged is its start throughout: neither is carried any more,
@@ -153,10 +141,10 @@ def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: b
     zero = {i for i, a in enumerate(rhs.init) if isinstance(a, Zero) or (isinstance(a, Var) and a.name in made_zero)}
     while True:
         body = fold(_subst_block(rhs.body, {rhs.params[i].name: Zero(rhs.params[i].type) for i in zero}),
-                    keep_copies)
+                    keep_copies, renamed)
         items = result_items(body)
         if items is None:
-            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies)), b.loc)
+            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies, renamed)), b.loc)
         still = {i for i in zero if _zero_valued(_through_copies(items[i], body), body)}
         if still == zero:
             break
@@ -177,10 +165,6 @@ def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: b
                         body=_select(body, kept)), b.loc)
 
 
-#: primitives whose result is all zeros (made at run time, when its size is known only then)
-_ZERO_MAKERS = {"zeros", "zeros_like", "list_zeros_like"}
-
-
 def _zero_valued(a: Atom, block: Block) -> bool:
     """Whether a branch's result item is zero: statically, or made by a zeros
     primitive in the branch (needed only if the other branch is not zero)."""
@@ -199,14 +183,14 @@ def _through_copies(a: Atom, block: Block) -> Atom:
 
 
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
-              result: Atom, made_zero: set[str]) -> Bind | None:
+              result: Atom, made_zero: set[str], renamed: Renamed) -> Bind | None:
     """Simplify one binding; returns None when it was absorbed into ``env``."""
     if isinstance(rhs, If):
-        return _fold_if(b, rhs, env, keep_copies)
+        return _fold_if(b, rhs, env, keep_copies, renamed)
     if isinstance(rhs, LoopBack):
-        return _fold_loop_back(b, rhs, env, keep_copies, made_zero)
+        return _fold_loop_back(b, rhs, env, keep_copies, made_zero, renamed)
     if isinstance(rhs, Loop):
-        return _with_branches(b, rhs, lambda blk: fold(blk, keep_copies))
+        return _with_branches(b, rhs, lambda blk: fold(blk, keep_copies, renamed))
     if isinstance(rhs, Plus):
         items = tuple(a for a in rhs.items if not isinstance(a, Zero))
         if len(items) <= 1:
@@ -251,18 +235,57 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
     return Bind(b.targets, rhs, b.loc)  # type: ignore[arg-type]
 
 
-def fold(block: Block, keep_copies: bool = True) -> Block:
+#: where ``fold`` records every name it replaced (in every nested block) by what replaced it
+Renamed = "dict[str, Atom] | None"
+
+
+def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None) -> Block:
+    """The zero/plus algebra on ``block``; the names it replaces are added to
+    ``renamed`` (when given) with what replaced them."""
     env: dict[str, Atom] = {}
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
     for b in block.binds:
-        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero)
+        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero, renamed)
         if new is not None:
             out.append(new)
             if isinstance(new.rhs, Prim) and new.rhs.op in _ZERO_MAKERS:
                 made_zero.add(new.targets[0].name)
+    if renamed is not None:
+        renamed.update(env)
     return Block(tuple(out), _subst_atom(block.result, env))
+
+
+def fold_forward(prog: ReverseProgram) -> ReverseProgram:
+    """Fold the forward block (copies too).  A forward name the fold replaces (a
+    value an ``if`` joins that is the same in both branches, a copy) may be a
+    residual: the backward block and the tapes read what replaced it, so the
+    two blocks agree."""
+    renamed: dict[str, Atom] = {}
+    forward = fold(prog.forward, keep_copies=False, renamed=renamed)
+
+    def final(a: Atom) -> Atom:
+        while isinstance(a, Var) and a.name in renamed:
+            a = renamed[a.name]
+        return a
+
+    env = {name: final(a) for name, a in renamed.items()}
+    return ReverseProgram(prog.name, prog.params, _rename_saves(forward, env), prog.ct_in,
+                          _rename_deep(prog.backward, env))
+
+
+def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
+    """What each loop records on its tape, renamed by ``env``."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, Loop):
+            rhs = replace(rhs, save=_renamed(rhs.save, env), body=_rename_saves(rhs.body, env))
+        elif isinstance(rhs, If):
+            rhs = If(rhs.cond, _rename_saves(rhs.then, env), _rename_saves(rhs.orelse, env))
+        binds.append(Bind(b.targets, rhs, b.loc))
+    return Block(tuple(binds), block.result)
 
 
 _ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "select"}
@@ -535,123 +558,6 @@ def _hoist(block: Block, running: set[str]) -> Block:
     return Block(tuple(binds), block.result)
 
 
-def accumulate_in_loops(block: Block, accumulators: frozenset[str] = frozenset(), namer: Namer | None = None) -> Block:
-    """One-hot cotangents (of reading ``x[i]``) are added in place: in a loop's
-    backward pass ``acc_new = acc + scatter(v, x, i)`` becomes ``acc[i] += v``,
-    O(1) per read instead of a one-hot array the size of ``x``; anywhere,
-    ``scatter(a, x, i) + scatter(b, x, j)`` fills one array of zeros.  An inner
-    loop's sums start from the outer loop's accumulators instead of zeros.
-    ``namer`` (by default one for ``block`` alone) names the partial sums."""
-    namer = namer or Namer.adding_to(program_names(block))
-    block = _nested_sums(block, accumulators)
-    zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, LoopBack):  # its accumulators: the sums that start from zeros (owned buffers)
-            inner = frozenset(p.name for p, i in zip(rhs.params, rhs.init)
-                              if isinstance(i, Var) and (i.name in zeros or i.name in accumulators))
-            b = Bind(b.targets, replace(rhs, body=accumulate_in_loops(rhs.body, inner, namer)), b.loc)
-        else:
-            b = _with_branches(b, rhs, lambda blk: accumulate_in_loops(blk, frozenset(), namer))
-        binds.append(b)
-    return _scatter_adds(Block(tuple(binds), block.result), accumulators, namer)
-
-
-
-
-def _nested_sums(block: Block, accumulators: frozenset[str]) -> Block:
-    """``acc_new = acc + inner_sum`` where ``inner_sum`` is an inner loop's sum
-    started from zeros: the inner loop starts from ``acc`` instead."""
-    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
-    if isinstance(block.result, Var):
-        uses[block.result.name] += 1
-    binds = list(block.binds)
-    zeros = {b.targets[0].name for b in binds if isinstance(b.rhs, Prim) and b.rhs.op in _ZERO_MAKERS}
-    made_by_loop = {t.name: (j, k) for j, b in enumerate(binds) if isinstance(b.rhs, LoopBack)
-                    for k, t in enumerate(b.targets)}
-    for i, b in enumerate(binds):
-        rhs = b.rhs
-        if not (isinstance(rhs, Plus) and len(rhs.items) == 2 and all(isinstance(a, Var) for a in rhs.items)):
-            continue
-        acc, inner = rhs.items
-        if acc.name not in accumulators or uses[acc.name] != 1 or uses[inner.name] != 1 \
-                or inner.name not in made_by_loop:
-            continue
-        j, k = made_by_loop[inner.name]
-        loop = binds[j]
-        start = loop.rhs.init[k]  # type: ignore[union-attr]
-        if not (isinstance(start, Var) and start.name in zeros and uses[start.name] == 1):
-            continue
-        init = loop.rhs.init[:k] + (acc,) + loop.rhs.init[k + 1:]  # type: ignore[union-attr]
-        targets = loop.targets[:k] + (b.targets[0],) + loop.targets[k + 1:]
-        binds[j] = Bind(targets, replace(loop.rhs, init=init), loop.loc)  # type: ignore[arg-type]
-        binds[i] = None  # type: ignore[call-overload]
-    return Block(tuple(b for b in binds if b is not None), block.result)
-
-
-#: a one-hot cotangent (of reading ``x[i]`` or ``xs[i]``) added to an accumulator ``acc``: added in place
-_SCATTER_ADD: dict[str, Callable[[Atom, Prim], Prim]] = {
-    "scatter": lambda acc, p: Prim("scatter_add", (acc, *p.args), p.params),
-    "list_onehot": lambda acc, p: Prim("list_scatter_add", (acc, p.args[1], p.args[2])),
-}
-
-
-def _scatter_adds(block: Block, accumulators: frozenset[str], namer: Namer) -> Block:
-    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
-    if isinstance(block.result, Var):
-        uses[block.result.name] += 1
-    defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
-    dropped: set[str] = set()
-
-    def leaves(a: Atom, visited: set[str]) -> list[Atom]:
-        d = defs.get(a.name) if isinstance(a, Var) else None
-        if d is not None and isinstance(d.rhs, Plus) and uses[a.name] == 1:
-            visited.add(a.name)
-            return [leaf for item in d.rhs.items for leaf in leaves(item, visited)]
-        return [a]
-
-    rewritten: dict[int, list[Bind]] = {}
-    for i, b in enumerate(block.binds):
-        rhs = b.rhs
-        if not isinstance(rhs, Plus) or b.targets[0].name in dropped:
-            continue
-        into_acc = isinstance(rhs.items[0], Var) and rhs.items[0].name in accumulators
-        acc: Atom | None = rhs.items[0] if into_acc else None
-        visited: set[str] = set()
-        rest = [leaf for item in rhs.items[int(into_acc):] for leaf in leaves(item, visited)]
-        new: list[Bind] = []
-        others = []
-        scattered: set[str] = set()
-        for leaf in rest:
-            d = defs.get(leaf.name) if isinstance(leaf, Var) else None
-            if d is not None and isinstance(d.rhs, Prim) and d.rhs.op in _SCATTER_ADD and uses[leaf.name] == 1:
-                scattered.add(leaf.name)
-                nxt = Var(namer.fresh(f"{b.targets[0].name}_{len(new) + 1}"), b.targets[0].type)
-                new.append(Bind((nxt,), d.rhs if acc is None else _SCATTER_ADD[d.rhs.op](acc, d.rhs), d.loc))
-                acc = nxt  # the first one-hot array is new: the others are added into it
-            else:
-                others.append(leaf)
-        if len(new) < (1 if into_acc else 2):
-            continue
-        dropped.update(visited | scattered)
-        last = new[-1]
-        if others:
-            new.append(Bind(b.targets, Plus((acc, *others)), b.loc))  # type: ignore[arg-type]
-        else:
-            new[-1] = Bind(b.targets, last.rhs, last.loc)
-        rewritten[i] = new
-    final: list[Bind] = []
-    for i, b in enumerate(block.binds):
-        if i in rewritten:
-            final.extend(rewritten[i])
-        elif b.targets and all(t.name in dropped for t in b.targets):
-            continue
-        else:
-            final.append(b)
-    return Block(tuple(final), block.result)
-
-
 def name_cotangents(block: Block) -> Block:
     """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``."""
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
@@ -776,71 +682,6 @@ def _static_shape(t: object) -> tuple[int, ...] | None:
     return None
 
 
-def lists_in_place(prog: ReverseProgram) -> ReverseProgram:
-    """A list a loop builds by appending, which nothing else reads, is appended
-    to in place; the backward loop taking the cotangents of those appends off
-    the end of a list of its own pops them.  O(1) per step instead of a copy of
-    the list."""
-    fwd_uses = use_counts(prog.forward)
-    for name in read_names(prog.backward):
-        fwd_uses[name] += 1  # residuals
-    back_uses = use_counts(prog.backward)
-    forward = _lists_in_place(prog.forward, fwd_uses, _APPEND)
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in,
-                          _lists_in_place(prog.backward, back_uses, _POP))
-
-
-#: (what makes a fresh list, the update of a loop's list that may be done in place)
-_APPEND = (("list",), "append")
-_POP = (("unstack", "split_like", "list_zeros_like", "list"), "list_init")
-
-
-def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
-    fresh_ops, update = rule
-    fresh = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in fresh_ops}
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, (Loop, LoopBack)):
-            params = rhs.carried if isinstance(rhs, Loop) else rhs.params
-            body = _lists_in_place(rhs.body, uses, rule)
-            items = result_items(body) or ()
-            for p, start, out in zip(params, rhs.init, items):
-                if isinstance(p.type, ListT) and isinstance(start, Var) and start.name in fresh \
-                        and uses[start.name] == 1 and isinstance(out, Var):
-                    body = _in_place(body, p, out, uses, update)
-            b = Bind(b.targets, replace(rhs, body=body), b.loc)
-        else:
-            b = _with_branches(b, rhs, lambda blk: _lists_in_place(blk, uses, rule))
-        binds.append(b)
-    return Block(tuple(binds), block.result)
-
-
-def _in_place(body: Block, p: Var, out: Var, uses: Counter, update: str) -> Block:
-    """In a loop body: ``out = append(p, v)`` with ``p`` read only there becomes an
-    append in place; ``out = list_init(p)`` with ``p`` read only there and by
-    ``list_get(p, -1)`` becomes ``list_pop``."""
-    defs = {b.targets[0].name: i for i, b in enumerate(body.binds) if len(b.targets) == 1}
-    i = defs.get(out.name)
-    d = body.binds[i].rhs if i is not None else None
-    if not (isinstance(d, Prim) and d.op == update and d.args[0] == p and uses[out.name] == 1):
-        return body
-    binds = list(body.binds)
-    if update == "append":
-        if uses[p.name] != 1:
-            return body
-        binds[i] = Bind(body.binds[i].targets, Prim("append_in_place", d.args), body.binds[i].loc)
-        return Block(tuple(binds), body.result)
-    last = [j for j, b in enumerate(binds) if isinstance(b.rhs, Prim) and b.rhs.op == "list_get"
-            and b.rhs.args[0] == p and isinstance(b.rhs.args[1], Const) and b.rhs.args[1].value == -1]
-    if uses[p.name] != 2 or len(last) != 1:
-        return body
-    j = last[0]
-    binds[i] = Bind(binds[i].targets, Prim("list_popped", (p,)), binds[i].loc)
-    binds[j] = Bind(binds[j].targets, Prim("list_pop", (p,)), binds[j].loc)
-    return Block(tuple(binds), body.result)
-
-
 #: the fewest outer products a sum must have to be made one matrix product
 _OUTER_SUM_MIN = 4
 
@@ -876,12 +717,13 @@ def outer_sums(block: Block, namer: Namer) -> Block:
 
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
     prog = forget_structure(restrict(prog, wrt))
-    prog = ReverseProgram(prog.name, prog.params, fold(prog.forward, keep_copies=False), prog.ct_in,
-                          fold(prog.backward))
+    prog = fold_forward(prog)
+    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
+    taken = Namer.of(prog).taken  # every name of the program and what generated code reads
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              accumulate_in_loops(prog.backward, namer=Namer.of(prog))))
+                              accumulate_in_loops(prog.backward, taken)))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               outer_sums(prog.backward, Namer.of(prog))))
     prog = finish(prog)

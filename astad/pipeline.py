@@ -10,10 +10,8 @@ the generated functions, their source, and (on demand) every stage's IR.
 from __future__ import annotations
 
 import ast
-import contextlib
-import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from . import codegen, copowers, frontend, names, optimise, primitives, reverse, structural
 from .errors import AstadError, InternalError
@@ -81,26 +79,10 @@ def leaf_wrt(arg_types: Sequence[Type], wrt: frozenset[int] | None) -> frozenset
     return frozenset(j for i in wrt for j in range(starts[i], starts[i] + counts[i]))
 
 
-#: Python frames the transformation may use: recursion in the user's code is
-#: unrolled by nested calls of the lowering (some 30 frames a level)
-RECURSION_LIMIT = 40_000
-
-
-@contextlib.contextmanager
-def _room_to_recurse() -> Iterator[None]:
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, RECURSION_LIMIT))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
-
 def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
                wrt: frozenset[int] | None = None) -> tuple[Stages, frontend.Lowerer]:
     lowerer = frontend.Lowerer(parsed)
-    with _room_to_recurse():
-        core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
+    core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
     linear = structural.make_explicit(core)
     ad = reverse.reverse(linear)
     return Stages(core, linear, ad, optimise.optimise(copowers.remove_functions(ad), leaf_wrt(arg_types, wrt))), lowerer

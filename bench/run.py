@@ -420,6 +420,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="few, short samples: a smoke test")
     parser.add_argument("--no-limits", action="store_true",
                         help="ignore the per-program caps on slow cells (LIMITS): every tool, full repeat; slow")
+    parser.add_argument("--transform-time", action="store_true",
+                        help="also time transformations over program size (bench/transform_time.py)")
     opts = parser.parse_args(argv)
     timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25),
                   warmup=1 if opts.quick else 3, min_sample=0.001 if opts.quick else 0.01)
@@ -445,6 +447,11 @@ def main(argv: list[str] | None = None) -> int:
         print("notes:")
         for note in notes:
             print(f"  {note}")
+    if opts.transform_time:
+        import transform_time
+
+        print("\ntransform time over program size (best of transformations from scratch):")
+        transform_time.run(quick=opts.quick, repeat=1 if opts.quick else 3)
     return 0
 
 

@@ -119,3 +119,205 @@ def check_stages(fn, args):
                 assert got is None
             else:
                 np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
+
+
+# ---------------------------------------------------------------- random-program budget
+
+FUZZ_EXAMPLES_ENV = "ASTAD_FUZZ_EXAMPLES"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-examples", type=int, default=None,
+                     help=f"examples per random-program test (the same as {FUZZ_EXAMPLES_ENV}=N); "
+                          "the defaults keep the suite within its CI budget")
+
+
+def pytest_configure(config):
+    n = config.getoption("--fuzz-examples", default=None)
+    if n is not None:  # before the test modules are imported: their @settings read it
+        os.environ[FUZZ_EXAMPLES_ENV] = str(n)
+
+
+def fuzz_examples(default: int) -> int:
+    """How many examples a random-program test runs: ``default`` (small, for CI) unless
+    ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) asks for a long run."""
+    value = os.environ.get(FUZZ_EXAMPLES_ENV, "").strip()
+    return int(value) if value else default
+
+
+# ---------------------------------------------------------------- correct or refused
+
+def _same_state(a, b):
+    """Do ``a`` and ``b`` (arguments after a call) hold the same values, structure included?"""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same_state, a, b))
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
+def _float_paths(a, path=()):
+    """Paths (tuples of keys) to the float leaves (Python floats, float arrays) of an argument."""
+    if isinstance(a, dict):
+        return [p for k in a for p in _float_paths(a[k], path + (k,))]
+    if isinstance(a, (tuple, list)):
+        return [p for i, x in enumerate(a) for p in _float_paths(x, path + (i,))]
+    if isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype.kind == "f"):
+        return [path]
+    return []
+
+
+def _get(a, path):
+    for k in path:
+        a = a[k]
+    return a
+
+
+def _replaced(a, path, leaf):
+    """A deep copy of ``a`` with the leaf at ``path`` replaced by ``leaf``."""
+    import copy
+
+    a = copy.deepcopy(a)
+    if not path:
+        return leaf
+    parent = _get(a, path[:-1])
+    if isinstance(parent, tuple):
+        items = list(parent)
+        items[path[-1]] = leaf
+        return _replaced(a, path[:-1], type(parent)(items) if type(parent) is tuple else type(parent)(*items))
+    parent[path[-1]] = leaf
+    return a
+
+
+class Refused(Exception):
+    """``check_correct_or_refused`` found the program refused (an AstadError that is not an InternalError)."""
+
+
+class user_stack:
+    """The recursion limit a user calling from the top level has (Python's default 1000 frames
+    above this one): hypothesis raises the limit inside a test, which hid RecursionErrors."""
+
+    def __enter__(self):
+        import sys
+
+        self.old = sys.getrecursionlimit()
+        depth, frame = 0, sys._getframe()
+        while frame is not None:
+            depth, frame = depth + 1, frame.f_back
+        sys.setrecursionlimit(depth + 1000)
+
+    def __exit__(self, *exc):
+        import sys
+
+        sys.setrecursionlimit(self.old)
+
+
+def check_correct_or_refused(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5, stages=True):
+    """See ``_check_correct_or_refused``; runs with a user's recursion limit (``user_stack``)."""
+    with user_stack():
+        return _check_correct_or_refused(fn, args, seed, eps, rtol, atol, stages)
+
+
+def _check_correct_or_refused(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5, stages=True):
+    """The oracle for a random program that may alias, update in place or be refused.
+
+    Plain Python runs on deep copies of ``args``.  astad must either refuse, raising an
+    ``astad.AstadError`` that is not an ``InternalError`` (then ``Refused`` is raised here), or,
+    on other deep copies: give the same value, leave the arguments exactly as plain Python
+    leaves them (changed in place, or not), and a pullback that agrees, for a random output
+    cotangent, with central finite differences in float64 (each evaluation on fresh copies) and
+    with the IR interpreter at every stage (``stages``).  Any other exception (NameError,
+    TypeError, RecursionError from astad or its generated code) fails."""
+    import copy
+
+    from astad import interp
+
+    plain_args = copy.deepcopy(args)
+    want = fn(*plain_args)
+    ad_args = copy.deepcopy(args)
+    try:
+        d = astad.reverse(fn).transform(*copy.deepcopy(args))
+        value, pullback = astad.reverse(fn)(*ad_args)
+    except astad.InternalError:
+        raise
+    except astad.AstadError as e:
+        raise Refused(str(e)) from None
+    _assert_same_value(value, want)
+    for i, (got, expected) in enumerate(zip(ad_args, plain_args)):
+        assert _same_state(got, expected), (
+            f"argument {i} after the call: astad leaves {got!r}, plain Python {expected!r}")
+    rng = np.random.default_rng(seed)
+    u = _random_like(rng, want)
+    cts = pullback(u)
+    assert isinstance(cts, tuple) and len(cts) == len(args)
+
+    def g(i, x):
+        shifted = copy.deepcopy(args)
+        shifted[i] = x
+        return _inner(u, fn(*shifted))
+
+    for i, (a, ct) in enumerate(zip(args, cts)):
+        paths = _float_paths(a)
+        if not paths:
+            continue
+        for path in paths:
+            leaf, leaf_ct = _get(a, path), _get(ct, path)
+            if isinstance(leaf, float):
+                fd = (g(i, _replaced(a, path, leaf + eps)) - g(i, _replaced(a, path, leaf - eps))) / (2 * eps)
+                np.testing.assert_allclose(leaf_ct, fd, rtol=rtol, atol=atol, err_msg=f"argument {i}{list(path)}")
+                continue
+            assert np.shape(leaf_ct) == np.shape(leaf), f"argument {i}{list(path)}: cotangent shape"
+            fd = np.zeros(np.shape(leaf))
+            for idx in np.ndindex(*np.shape(leaf)):
+                plus, minus = np.array(leaf, dtype=float), np.array(leaf, dtype=float)
+                plus[idx] += eps
+                minus[idx] -= eps
+                fd[idx] = (g(i, _replaced(a, path, plus)) - g(i, _replaced(a, path, minus))) / (2 * eps)
+            np.testing.assert_allclose(leaf_ct, fd, rtol=rtol, atol=atol, err_msg=f"argument {i}{list(path)}")
+    if stages:
+        _check_stages_on_copies(d, interp, args, want, u, copy)
+    return value, cts
+
+
+def _check_stages_on_copies(d, interp, args, want, u, copy):
+    """Every stage's IR, interpreted on copies of ``args``: the core and structural IR give the
+    plain value; the AD and optimised reverse programs give the generated code's value and
+    cotangents for the output cotangent ``u``."""
+    leaves = _leaves(args)  # the IR's parameters: the leaves of structured arguments
+    for stage in (d.stages.core, d.stages.structural):
+        _assert_close_tree(_leaves(interp.run(stage, *copy.deepcopy(leaves))), _leaves(want), "core/structural IR")
+    value, residuals = d.forward(*copy.deepcopy(args))
+    cts = d.backward(residuals, u)
+    for prog in (d.stages.ad, d.stages.optimised):
+        v, c = interp.run_reverse(prog, copy.deepcopy(leaves), u)
+        _assert_close_tree(_leaves(v), _leaves(value), "reverse program's value")
+        _assert_close_tree(_leaves(c), _leaves(cts), "reverse program's cotangents")
+
+
+def _leaves(tree):
+    """The leaves of a cotangent, in order (the interpreter gives a structured argument's flat)."""
+    if isinstance(tree, dict):
+        return [x for v in tree.values() for x in _leaves(v)]
+    if isinstance(tree, (tuple, list)):
+        return [x for v in tree for x in _leaves(v)]
+    return [tree]
+
+
+def _assert_close_tree(got, want, what):
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), what
+        for k in want:
+            _assert_close_tree(got[k], want[k], what)
+        return
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), f"{what}: {got!r} vs {want!r}"
+        for g_, w in zip(got, want):
+            _assert_close_tree(g_, w, what)
+        return
+    if want is None:
+        assert got is None, f"{what}: {got!r} is not None"
+        return
+    assert np.shape(got) == np.shape(want), f"{what}: shape {np.shape(got)} != {np.shape(want)}"
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=what)

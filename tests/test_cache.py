@@ -15,7 +15,9 @@ import pytest
 
 import astad
 import astad.pipeline
+from astad import cachefiles
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(astad.__file__)))  # this checkout, for subprocesses
 _ids = itertools.count()
 
 
@@ -52,6 +54,11 @@ def disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ASTAD_CACHE_DIR", str(d))
     monkeypatch.setattr(astad.config, "disk_cache", True)
     return d
+
+
+def entries(d):
+    """The entries astad wrote in cache directory ``d``."""
+    return sorted(p for p in (d / cachefiles.SUBDIR).glob("*.json") if cachefiles.ENTRY.match(p.name))
 
 
 def forget_in_memory():
@@ -142,7 +149,7 @@ def test_disk_hit_after_forgetting_memory(tmp_path, monkeypatch, transforms, dis
     check_loss(*astad.value_and_grad(rev)(X))
     source = rev.source
     n = len(transforms)
-    assert len(list(disk_cache.glob("*.json"))) == n
+    assert len(entries(disk_cache)) == n
     forget_in_memory()
     rev2 = astad.reverse(mod.loss)
     value, pullback = rev2(X)
@@ -154,37 +161,51 @@ def test_disk_hit_after_forgetting_memory(tmp_path, monkeypatch, transforms, dis
     assert "dup" in rev2.ir("structural")
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "wrong json"])
+def sign(cache, entry, payload):
+    """Seal ``payload`` as ``entry`` with the cache's own key, as astad would."""
+    secret = bytes.fromhex((cache / cachefiles.SUBDIR / cachefiles.KEY).read_text().strip())
+    entry.write_bytes(cachefiles.seal(secret, entry.name, payload))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "wrong json", "signed wrong json",
+                                    "signed bad type", "signed non-json"])
 def test_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, transforms, disk_cache, damage):
     mod = load_module(tmp_path, LOSS, monkeypatch)
     astad.grad(mod.loss)(X)
-    (entry,) = disk_cache.glob("*.json")
-    good = entry.read_text()
-    json.loads(good)
-    entry.write_text({
-        "garbage": "\x00\xff not json at all {{{",
-        "truncated": good[: len(good) // 2],
-        "empty": "",
-        "wrong json": json.dumps({"format": 1, "key": 42}),
-    }[damage], encoding="latin-1")
+    (entry,) = entries(disk_cache)
+    good = entry.read_bytes()
+    data = json.loads(good.split(b"\n", 2)[2])
+    if damage.startswith("signed"):
+        sign(disk_cache, entry, {
+            "signed wrong json": json.dumps({"format": 2, "key": 42}).encode(),
+            "signed bad type": json.dumps({**data, "out_type": "Num((), 'float64')"}).encode(),
+            "signed non-json": b"\x00\xff not json",
+        }[damage])
+    else:
+        entry.write_bytes({
+            "garbage": b"\x00\xff not json at all {{{",
+            "truncated": good[: len(good) // 2],
+            "empty": b"",
+            "wrong json": json.dumps({"format": 2, "key": 42}).encode(),
+        }[damage])
     forget_in_memory()
     check_loss(*astad.value_and_grad(mod.loss)(X))
     assert transforms == ["loss", "loss"]
     # rewritten, valid, and used next time
-    assert json.loads(entry.read_text()) == json.loads(good)
+    assert entry.read_bytes() == good
     forget_in_memory()
     check_loss(*astad.value_and_grad(mod.loss)(X))
     assert transforms == ["loss", "loss"]
-    assert not list(disk_cache.glob(".tmp-*"))
+    assert not list((disk_cache / cachefiles.SUBDIR).glob(".tmp-*"))
 
 
 def test_entry_whose_source_does_not_compile_is_recomputed(tmp_path, monkeypatch, transforms, disk_cache):
     mod = load_module(tmp_path, LOSS, monkeypatch)
     astad.grad(mod.loss)(X)
-    (entry,) = disk_cache.glob("*.json")
-    data = json.loads(entry.read_text())
+    (entry,) = entries(disk_cache)
+    data = json.loads(entry.read_bytes().split(b"\n", 2)[2])
     data["source"] = data["source"].replace("def ", "df ", 1)
-    entry.write_text(json.dumps(data))
+    sign(disk_cache, entry, json.dumps(data).encode())
     forget_in_memory()
     check_loss(*astad.value_and_grad(mod.loss)(X))
     assert transforms == ["loss", "loss"]
@@ -210,16 +231,17 @@ def test_unwritable_cache_dir(tmp_path, monkeypatch, transforms):
     forget_in_memory()
     astad.grad(mod.loss)(X)
     calls = len(transforms)
-    ro.chmod(0o500)
+    sub = ro / cachefiles.SUBDIR
+    sub.chmod(0o500)
     try:
         forget_in_memory()
         check_loss(*astad.value_and_grad(mod.loss)(X))
         assert len(transforms) == calls  # loaded
         forget_in_memory()
         astad.grad(mod.loss)(np.ones((2, 3)))  # a new entry cannot be written: no crash
-        assert list(ro.glob("*.json")) and not list(ro.glob(".tmp-*"))
+        assert entries(ro) and not list(sub.glob(".tmp-*"))
     finally:
-        ro.chmod(0o700)
+        sub.chmod(0o700)
 
 
 def test_disk_cache_off_writes_nothing(tmp_path, monkeypatch, transforms):
@@ -243,9 +265,9 @@ def test_disk_cache_off_writes_nothing(tmp_path, monkeypatch, transforms):
 def test_clear_caches_disk(tmp_path, monkeypatch, transforms, disk_cache):
     mod = load_module(tmp_path, LOSS, monkeypatch)
     astad.grad(mod.loss)(X)
-    assert list(disk_cache.glob("*.json"))
+    assert entries(disk_cache)
     astad.clear_caches(memory=True, disk=True)
-    assert not list(disk_cache.glob("*.json"))
+    assert not entries(disk_cache)
     check_loss(*astad.value_and_grad(mod.loss)(X))
     assert len(transforms) == 2
 
@@ -340,7 +362,8 @@ def run_fresh(tmp_path, module_path, name, cache_dir, disk="1"):
     runner = tmp_path / "cache_runner.py"
     if not runner.exists():
         runner.write_text(RUNNER)
-    env = dict(os.environ, ASTAD_DISK_CACHE=disk, ASTAD_CACHE_DIR=str(cache_dir), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, ASTAD_DISK_CACHE=disk, ASTAD_CACHE_DIR=str(cache_dir), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, str(runner), str(module_path), name], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -356,7 +379,7 @@ def test_disk_hit_in_a_fresh_process(tmp_path):
     cache = tmp_path / "cache"
     first = run_fresh(tmp_path, module, "loss", cache)
     assert first["transforms"] >= 1
-    assert len(list(cache.glob("*.json"))) == first["transforms"]
+    assert len(entries(cache)) == first["transforms"]
     second = run_fresh(tmp_path, module, "loss", cache)
     assert second["transforms"] == 0  # loaded from disk, not transformed
     assert second["value"] == first["value"]
@@ -457,7 +480,8 @@ def test_moving_a_function_in_its_file_refreshes_line_numbers(tmp_path, disk_cac
     body = "import numpy as np\n\ndef f(x):\n    return np.sin(x) * x\n"
     script = ("import sys; sys.path.insert(0, %r); import astad, moved_mod; r = astad.reverse(moved_mod.f); "
               "r(1.0); print(r.source)" % str(tmp_path))
-    env = {**os.environ, "ASTAD_DISK_CACHE": "1", "ASTAD_CACHE_DIR": str(disk_cache)}
+    env = {**os.environ, "ASTAD_DISK_CACHE": "1", "ASTAD_CACHE_DIR": str(disk_cache),
+           "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
     path.write_text(body)
     first = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True).stdout
     assert "moved_mod.py:3." in first

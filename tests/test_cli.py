@@ -31,8 +31,12 @@ def workdir(tmp_path):
     return tmp_path
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout's astad, in subprocesses too
+
+
 def run(workdir, *args, command=None):
-    env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     cmd = command or [sys.executable, "-m", "astad.cli"]
     return subprocess.run([*cmd, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=120, check=False)
 
@@ -185,3 +189,92 @@ def test_module_that_fails_to_import_gives_a_one_line_message(tmp_path):
         assert proc.returncode != 0
         assert proc.stderr.startswith("astad: cannot import") and "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- types, not arrays (in process)
+
+
+@pytest.fixture
+def in_process(workdir, monkeypatch):
+    """Runs ``astad.cli.main`` here; returns (exit status, stdout, stderr)."""
+    from astad import cli
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setitem(sys.modules, "cli_target_mod", None)
+    monkeypatch.setenv("ASTAD_DISK_CACHE", "0")
+
+    def main(capsys, *argv):
+        status = cli.main(["show-derivative", f"{workdir / 'cli_target_mod.py'}:{argv[0]}", *argv[1:]])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return main
+
+
+def load_mod(workdir, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cli_target_mod_api", workdir / "cli_target_mod.py")
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "cli_target_mod_api", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("spec, example", [
+    ("float", 0.5), ("int", 1), ("bool", True),
+    ("f64", "np.ones((), 'float64')"), ("float64", "np.float64(2.0)"), ("f32", "np.ones((), 'float32')"),
+    ("f64[3,4]", "np.ones((3, 4))"), ("f32[ 10 ]", "np.ones(10, 'float32')"), ("int[2,3]", "np.ones((2, 3), int)"),
+    ("bool[5]", "np.ones(5, bool)"), ("float[7]", "np.ones(7)"), ("f64[]", "np.ones(())"),
+])
+def test_arg_type_is_the_type_of_an_example_value(spec, example):
+    import numpy as np
+
+    from astad import cli, frontend
+
+    value = eval(example, {"np": np}) if isinstance(example, str) else example  # noqa: S307 - test table
+    assert cli.arg_type(spec) == frontend.abstract(value, "x")
+
+
+def test_huge_arg_builds_no_array(workdir, monkeypatch, capsys, in_process):
+    import tracemalloc
+
+    import numpy as np
+
+    import astad
+
+    tracemalloc.start()
+    try:
+        status, out, err = in_process(capsys, "half_annotated", "--arg", "float", "--arg", "f64[200000,1000]")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert status == 0, err
+    assert peak < 64 * 2**20  # a 1.6 GB example array would be traced (numpy reports its data to tracemalloc)
+    check_source(out, "half_annotated")
+    # the same code as the API makes for a real array of that shape (a broadcast view: no 1.6 GB either)
+    mod = load_mod(workdir, monkeypatch)
+    big = np.broadcast_to(np.float64(1.0), (200000, 1000))
+    assert type(big) is np.ndarray
+    assert astad.reverse(mod.half_annotated).transform(0.5, big).source == out
+
+
+@pytest.mark.parametrize("stage", ["source", "core", "optimised"])
+def test_in_process_same_output_as_the_api(workdir, monkeypatch, capsys, in_process, stage):
+    import numpy as np
+
+    import astad
+
+    status, out, err = in_process(capsys, "loss", "--arg", "f64[3,4]", "--arg", "f64[2,3]", "--stage", stage)
+    assert status == 0, err
+    rev = astad.reverse(load_mod(workdir, monkeypatch).loss)
+    args = (np.ones((3, 4)), np.ones((2, 3)))
+    assert out == (rev.transform(*args).source if stage == "source" else rev.ir(stage, *args) + "\n")
+    status, out, err = in_process(capsys, "annotated")  # types from the annotations
+    assert status == 0, err
+    assert out == astad.reverse(load_mod(workdir, monkeypatch).annotated).transform(0.5, 1).source
+
+
+def test_in_process_wrong_number_of_args(workdir, capsys, in_process):
+    status, out, err = in_process(capsys, "loss", "--arg", "f64[3,4]")
+    assert status == 1 and out == "" and "takes 2 positional arguments" in err

@@ -461,9 +461,18 @@ def test_wrong_number_of_arguments(args):
 
 
 def test_keyword_arguments():
-    with pytest.raises(astad.AstadTypeError) as info:
-        astad.reverse(scaled)(np.ones(3), n=2)
-    not_internal(info.value)
+    """Keyword arguments are placed by the signature (as Python does); unknown ones are refused."""
+    x = np.array([0.5, -1.0, 2.0])
+    for call in (astad.reverse(scaled), lambda *a, **k: astad.vjp(scaled, *a, **k)):
+        (v1, p1), (v2, p2) = call(x, 3), call(x, n=3)
+        assert v1 == v2 == scaled(x, 3)
+        np.testing.assert_array_equal(p1(1.0)[0], p2(1.0)[0])
+    np.testing.assert_allclose(astad.grad(scaled)(x=x, n=3), [3.0, 3.0, 3.0])
+    np.testing.assert_allclose(astad.value_and_grad(scaled)(n=3, x=x)[1], [3.0, 3.0, 3.0])
+    for bad in ({"m": 2}, {"x": x, "n": 2}):
+        with pytest.raises(astad.AstadTypeError) as info:
+            astad.reverse(scaled)(x, **bad)
+        not_internal(info.value)
 
 
 @pytest.mark.parametrize("ct", [np.ones(4), np.ones((3, 1)), 1.0], ids=["(4,)", "(3,1)", "scalar"])

@@ -363,3 +363,24 @@ def test_a_comprehension_over_known_rows_has_a_known_length(fn):
     x = np.array([0.3, -0.5, 0.9])
     check_grad(fn, [x])
     check_stages(fn, (x,))
+
+
+def function_value_reads_a_name_through_another_function(x):
+    def h3(t, c=2.0):
+        return t * c + x
+
+    def compose(p, q):
+        return lambda v: p(q(v))
+
+    cm = compose(h3, h3)
+    a = cm(x)
+    x = x * 0.5 + 0.25      # h3 reads the new x at the second call, through cm
+    b = cm(x)
+    return np.sum(a * b)
+
+
+def test_a_function_value_is_not_reused_when_what_it_reads_through_a_function_changed():
+    """A call of `cm` reads `x` through `h3`: the function value made for the
+    first call must not serve the second (found by the random program generator:
+    a wrong value, not a refusal)."""
+    check_grad(function_value_reads_a_name_through_another_function, [np.array([0.3, -0.5, 0.9])])

@@ -286,7 +286,7 @@ def aliased_append(x):
 def test_append_to_a_list_with_two_names_is_refused():
     with pytest.raises(astad.UnsupportedSyntaxError) as info:
         astad.reverse(aliased_append)(np.ones(2))
-    assert "also named `b`" in str(info.value)
+    assert "`b` shares its memory" in str(info.value)
 
 
 def reused_loop_variable(x):

@@ -56,9 +56,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from conftest import check_grad, load_program
+from conftest import check_grad, fuzz_examples, load_program
 from test_random_programs import (HELPERS, INPUT_BOUND, LIMIT, Gen, _arguments, _assert_equal, _bshape, _nd,
-                                  _shape_of, check_stages)
+                                  _shape_of, check_stages, lookalike_names, renamed)
 
 PARAM_SHAPES = ["f", "f", (), (3,), (4,), (2, 3), (3, 1)]
 MARGIN = 1e-3  # smallest |a - b| allowed for a comparison of reals evaluated at the test point
@@ -1562,7 +1562,9 @@ def programs(draw):
         return ("import numpy as np\n" + HELPERS + (MARGIN_HELPERS if instrumented else "") + "\n\n" + signature
                 + "\n".join(body) + "\n")
 
-    return source(False), source(True), g.params, dynamic, draw(st.integers(0, 2 ** 32 - 1))
+    renaming = lookalike_names(draw, source(False))
+    return (renamed(source(False), renaming), renamed(source(True), renaming), g.params, dynamic,
+            draw(st.integers(0, 2 ** 32 - 1)))
 
 
 @pytest.fixture(scope="module")
@@ -1570,7 +1572,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("random_control_flow")
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=fuzz_examples(40), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(programs())
 def test_random_control_flow(program_dir, program):

@@ -51,7 +51,7 @@ from hypothesis import strategies as st
 
 import astad
 from astad import interp
-from conftest import check_grad, load_program
+from conftest import check_grad, fuzz_examples, load_program
 
 PARAM_SHAPES = ["f", (), (3,), (4,), (3, 4), (4, 3), (2, 3, 4), (3, 1), (1, 4), (2, 3)]
 LIMIT = 4.0  # larger possible values are squashed with np.tanh
@@ -142,6 +142,34 @@ AUG_AFTER_CALL_OF_A_MAKER = True
 # silently kept the old value): `v += ...` on an array a function holds by
 # value, as a lambda's default (`lambda t, c=v: ...`) or as the argument of the
 # function that made it (`make(v)`); the generator writes `v = v + ...` then.
+
+# Names that look like the ones astad generates: some of the program's variables
+# (v12, acc3) are renamed to these (``lookalike_names``; the control-flow
+# generator too).
+# OPEN: such names collide with astad's generated names: a dead local
+# `out_ct = x * 1.0` gives a wrong gradient, a local `x_ct` an UnboundLocalError
+# in the generated code (reproducer in /work/repro/generated_names.py, and
+# test_random_aliasing.GENERATED_LOOKING_NAMES).
+# False: the program's variables keep the generator's names.
+GENERATED_LOOKING_NAMES = False
+LOOKALIKE_NAMES = ["out_ct", "x_ct_sum", "x_ct", "reversed", "log_domain", "i_tape", "t3", "x_1", "y_ct", "v_ct",
+                   "out_tape", "s_ct"]
+
+
+def lookalike_names(draw, source):
+    """A renaming (old name -> new) of some of ``source``'s variables to names that look generated."""
+    names = sorted(set(re.findall(r"\b(?:v|acc)\d+\b", source)))
+    if not GENERATED_LOOKING_NAMES or not names:
+        return {}
+    k = draw(st.integers(0, min(len(names), len(LOOKALIKE_NAMES))))
+    return dict(zip(draw(st.permutations(names))[:k], draw(st.permutations(LOOKALIKE_NAMES))[:k]))
+
+
+def renamed(source, renaming):
+    for old, new in renaming.items():
+        source = re.sub(rf"\b{old}\b", new, source)
+    return source
+
 
 # Bodies of the lambdas (and one-line nested defs) the generator writes: {t}, {s}
 # the parameters, {a}, {b} captured names; with a bound on the result from the
@@ -1113,7 +1141,7 @@ def programs(draw):
     body = "\n".join(f"    {line}" for line in g.lines + [f"return {g.ret()}"])
     source = ("import numpy as np\n" + HELPERS + "\n\ndef f(" + ", ".join(n for n, _ in g.params) + "):\n"
               + body + "\n")
-    return source, g.params, draw(st.integers(0, 2 ** 32 - 1))
+    return renamed(source, lookalike_names(draw, source)), g.params, draw(st.integers(0, 2 ** 32 - 1))
 
 
 def _arguments(params, seed):
@@ -1148,7 +1176,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("random_programs")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_random_program(program_dir, program):
     source, params, seed = program

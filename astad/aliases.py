@@ -1,0 +1,353 @@
+"""Which values may share memory: the alias analysis behind in-place updates.
+
+numpy views (``y[1:]``, ``y.T``, ``y.reshape(...)``, ``for row in y``) share
+memory with their base, and a list is one object however many names, tuples or
+lists hold it.  The IR is functional, so an in-place update (``x += v``,
+``xs.append(v)``) reads correctly only when nothing that can still be read sees
+the object it changes.  The frontend asks this module before it accepts one.
+
+Every value gets the set of *roots* it may share memory with:
+
+- ``A:name`` -- the storage of an array allocated by the binding ``name``
+  (an operation whose result is always a new array);
+- ``L:name`` -- the identity of a list made by the function;
+- ``A:caller``, ``L:caller`` -- the caller's arrays and lists: arguments,
+  module constants, defaults;
+- ``UNKNOWN`` -- anything the analysis cannot place: it may share memory with
+  everything;
+- ``F:name`` -- a function value's parameter: whatever a call passes (an
+  update of it changes the caller's object, so it is refused like an argument);
+- ``P:name`` -- a loop's carried variable ``name``: what it holds at the start
+  of an iteration, resolved when the loop's body is known (see below).
+
+A view has the roots of its base, a list the roots of its elements besides
+its own identity, a join (``if``, loop) the union of what flows into it.  An
+update of ``x`` is accepted when its own roots (``A:`` for an array, ``L:`` for
+a list) are all made by the function and no other value that can still be read
+(a name in any running scope, what the closures hold) has one of them.
+
+Loops: a carried variable's roots depend on the values the body gives it, which
+are known only after the body is lowered.  The body is lowered with one
+placeholder per carried variable; checks that mention a placeholder are kept
+and checked again when the loop ends, with each placeholder replaced by what
+flows into it.  An array the body allocates is a new object in each iteration:
+in those checks, what the previous iteration allocated is named apart (``'``).
+Conservative everywhere: an operation missing from :data:`KIND` is UNKNOWN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+CALLER = "A:caller"  # the caller's arrays (arguments, module constants, defaults)
+CALLER_LIST = "L:caller"  # the caller's lists
+UNKNOWN = "UNKNOWN"
+
+Roots = frozenset
+
+#: how each primitive's result relates to its arguments' memory:
+#: "fresh" a new object (or an immutable scalar), "view" may share the first
+#: argument's memory (numpy may return a view, or the argument itself),
+#: "getitem" a view unless every index is an integer (then a scalar copy),
+#: "list" a new list holding the arguments, "append" the list argument with
+#: one more element (the same list object), "element" an element of the list.
+KIND: dict[str, str] = {
+    **dict.fromkeys((
+        "abs", "add", "and_", "copy", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
+        "eye", "floordiv", "full", "ge", "gt", "le", "len", "list_len", "log", "log_domain", "lt", "matmul",
+        "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
+        "or_", "outer", "pow", "power", "prod", "prod_vjp", "scatter", "scatter_add", "select", "shape", "sign",
+        "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
+        "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
+        "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
+    **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
+                     "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
+    "getitem": "getitem",
+    "list": "list",
+    **dict.fromkeys(("append", "append_in_place"), "append"),
+    **dict.fromkeys(("list_get", "list_pop"), "element"),
+    **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
+}
+
+#: operations that give a 0-d array (mutable, unlike a numpy scalar) for a scalar result
+ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like", "copy"}
+
+
+def _kind_filter(drop: str, placeholder: str) -> Callable[[frozenset], frozenset]:
+    def only(roots: frozenset) -> frozenset:
+        out = set()
+        for r in roots:
+            if r.startswith("P:"):
+                out.add(placeholder + r[2:])  # the part of a carried value of this kind
+            elif not r.startswith((drop, "PA:", "PL:")) or r.startswith(placeholder):
+                out.add(r)
+        return frozenset(out)
+
+    return only
+
+
+#: the roots an in-place update of an array is about (its memory), and those
+#: an update of a list is about (which list object it is)
+storage = _kind_filter("L:", "PA:")
+identity = _kind_filter("A:", "PL:")
+
+
+@dataclass
+class _Loop:
+    made: set[str] = field(default_factory=set)  # roots allocated while lowering the body
+
+
+@dataclass
+class _Check:
+    target: frozenset  # the updated value's own roots
+    others: frozenset  # the roots of everything else that can be read
+    fail: Callable[[str], Exception]
+    about: Callable[[frozenset], frozenset]  # the target's roots the update changes (storage, identity)
+
+
+class Aliases:
+    """The roots of the values of one lowering, and the checks waiting for loops to end."""
+
+    def __init__(self) -> None:
+        self.of_var: dict[str, frozenset] = {}
+        self.of_list: dict[int, tuple[Any, frozenset]] = {}  # id(PyTuple list) -> (the list, its identity roots)
+        self.loops: list[_Loop] = []
+        self.pending: list[_Check] = []
+        self.subst: dict[str, frozenset] = {}  # placeholder -> what flows into it (all iterations merged)
+        self.lists = 0
+        self.functions: dict[str, tuple[list[str], frozenset]] = {}
+
+    # ----------------------------------------------------------------- state
+
+    def snapshot(self) -> tuple:
+        return dict(self.of_var), len(self.pending), dict(self.subst), [set(lp.made) for lp in self.loops]
+
+    def restore(self, snap: tuple) -> None:
+        of_var, n, subst, made = snap
+        self.of_var, self.subst = dict(of_var), dict(subst)
+        del self.pending[n:]
+        for lp, m in zip(self.loops, made):
+            lp.made = set(m)
+
+    # ----------------------------------------------------------------- making values
+
+    def made(self, name: str, roots: Iterable[str]) -> None:
+        self.of_var[name] = frozenset(roots)
+
+    def fresh(self, name: str, prefix: str = "A:") -> frozenset:
+        root = prefix + name
+        for lp in self.loops:
+            lp.made.add(root)
+        return frozenset((root,))
+
+    def prim(self, var: Any, op: str, args: list, params: dict, immutable: bool) -> None:
+        """The roots of ``var = op(args)``."""
+        kind = KIND.get(op)
+        scalar_result = getattr(var.type, "shape", None) == ()
+        if immutable or (kind == "fresh" and scalar_result and op not in ZERO_D_ARRAYS):
+            roots: frozenset = frozenset()  # a Python or numpy scalar, which nothing can change
+        elif kind == "fresh":
+            roots = self.fresh(var.name)
+        elif kind == "getitem":
+            scalar = getattr(var.type, "shape", None) == () and all(
+                isinstance(i, (int, np.integer)) or (isinstance(i, tuple) and i[:1] == ("arg",))
+                for i in params.get("index", ()))
+            roots = self.fresh(var.name) if scalar else self.roots(args[0])
+        elif kind == "view":
+            roots = self.roots(args[0])
+        elif kind == "list":
+            roots = self.fresh(var.name, "L:").union(*[self.roots(a) for a in args])
+        elif kind == "append":
+            roots = self.roots(args[0]) | self.roots(args[1])
+        elif kind == "element":  # an element of a list is not the list (unless it is a list itself)
+            roots = self.roots(args[0])
+            if type(var.type).__name__ != "ListT":
+                roots = storage(roots)
+        else:
+            roots = frozenset((UNKNOWN,))
+        self.of_var[var.name] = roots
+
+    def same(self, new: Any, old: Any) -> None:
+        """``new`` is ``old`` under another name."""
+        self.of_var[new.name] = self.roots(old)
+
+    def new_list(self, value: Any, identity: frozenset | None = None) -> None:
+        """A list known element by element that the function made (``[]``, ``[a, b]``);
+        ``identity``: the list object it is (after an append), else a new one."""
+        if identity is None:
+            self.lists += 1
+            identity = self.fresh(f"list{self.lists}", "L:")
+        ident = identity
+        self.of_list[id(value)] = (value, ident)
+
+    def converted(self, var: Any, value: Any) -> None:
+        """``var`` is the run-time list made of the list ``value`` known element by element: the same object."""
+        self.of_var[var.name] = self.roots(value)
+
+    def function(self, f: Any, params: Any, value: Any) -> None:
+        """A function value (a ``lam``): what its result shares memory with, in terms of its parameters."""
+        self.functions[f.name] = ([p.name for p in params], self.roots(value))
+
+    def call(self, y: Any, f: Any, args: list) -> None:
+        """``y = f(args)`` for a function value ``f``."""
+        names, roots = self.functions.get(f.name, ([], frozenset((UNKNOWN,))))
+        self.of_var[y.name] = _apply(roots, {"F:" + n: self.roots(a) for n, a in zip(names, args)})
+
+    def caller_list(self, value: Any) -> None:
+        self.of_list[id(value)] = (value, frozenset((CALLER_LIST,)))
+
+    def list_identity(self, value: Any) -> frozenset:
+        found = self.of_list.get(id(value))
+        return found[1] if found is not None and found[0] is value else frozenset((UNKNOWN,))
+
+    def joined(self, result: Any, a: Any, b: Any) -> None:
+        """``result`` is ``a`` on one path and ``b`` on the other (an ``if``)."""
+        from .frontend import PyTuple  # the frontend's structure of known values
+
+        if isinstance(result, PyTuple):
+            if result.is_list:
+                self.new_list(result, self.identity_of(a) | self.identity_of(b))
+            for i, r in enumerate(result.items):
+                ai = a.items[i] if isinstance(a, PyTuple) and i < len(a.items) else a
+                bi = b.items[i] if isinstance(b, PyTuple) and i < len(b.items) else b
+                self.joined(r, ai, bi)
+        elif hasattr(result, "name") and hasattr(result, "type"):
+            self.of_var[result.name] = self.roots(a) | self.roots(b)
+
+    def identity_of(self, value: Any) -> frozenset:
+        from .frontend import PyTuple
+
+        if isinstance(value, PyTuple):
+            return self.list_identity(value) if value.is_list else frozenset()
+        return identity(self.roots(value))
+
+    # ----------------------------------------------------------------- reading
+
+    def roots(self, value: Any) -> frozenset:
+        """Everything ``value`` may share memory with (through its elements too)."""
+        from .frontend import PyDict, PyTuple, Ref
+        from .ir import Const, Var
+
+        if isinstance(value, Var):
+            return self.of_var.get(value.name, frozenset((UNKNOWN,)))
+        if isinstance(value, Const):
+            return frozenset((CALLER,)) if isinstance(value.value, np.ndarray) else frozenset()
+        if isinstance(value, PyTuple):
+            own = self.list_identity(value) if value.is_list else frozenset()
+            return own.union(*[self.roots(v) for v in value.items])
+        if isinstance(value, PyDict):
+            return frozenset().union(*[self.roots(v) for v in value.items])
+        if isinstance(value, Ref):
+            return self.roots(value.self_value) if value.self_value is not None else frozenset()
+        return frozenset()
+
+    # ----------------------------------------------------------------- loops
+
+    def enter_loop(self) -> None:
+        self.loops.append(_Loop())
+
+    def carried(self, param: Any, init: Any) -> None:
+        """A loop's carried variable: its initial value, or what the body passes on."""
+        self.of_var[param.name] = self.roots(init) | {"P:" + param.name}
+
+    def exit_loop(self, params: list, outs: list, finals: list) -> None:
+        """The body is lowered: resolve its placeholders, check again what waited
+        for them, and give the loop's results their roots."""
+        lp = self.loops.pop()
+        flows = {"P:" + p.name: self.roots(o) for p, o in zip(params, outs)}
+        merged = _close(flows, lambda r: r)
+        previous = _close(flows, lambda r: r + "'" if r in lp.made else r)
+        self.subst.update(merged)
+        waiting = self.pending
+        self.pending = []
+        for check in waiting:
+            target, others = _apply(check.target, previous), _apply(check.others, previous)
+            self.check(target, others, check.fail, check.about)
+        for p, f in zip(params, finals):
+            self.of_var[f.name] = _apply(self.of_var.get(p.name, frozenset((UNKNOWN,))), merged)
+        for lp_outer in self.loops:
+            lp_outer.made |= lp.made
+
+    # ----------------------------------------------------------------- updates
+
+    def check(self, target: frozenset, others: frozenset, fail: Callable[[str], Exception],
+              about: Callable[[frozenset], frozenset]) -> None:
+        """Raise ``fail(why)`` unless updating what has roots ``target`` changes
+        nothing in ``others``; keep the check for later if a loop's placeholder is in it."""
+        target, others = _apply(target, self.subst), _apply(others, self.subst)
+        target = about(target)
+        if UNKNOWN in target:
+            raise fail("astad cannot tell what else shares its memory")
+        if CALLER in target or CALLER_LIST in target or any(r.startswith("F:") for r in target):
+            raise fail("it is (or shares memory with) an argument, a default or a module constant, which would "
+                       "change for the caller too")
+        if UNKNOWN in others or target & others:
+            raise fail("")
+        if any(r.startswith(("P:", "PA:", "PL:")) for r in target | others):
+            self.pending.append(_Check(target, others, fail, about))
+
+    def update_array(self, x: Any, others: list[tuple[str, Any]], fail: Callable[[str], Exception]) -> None:
+        self._update(self.roots(x), others, fail, storage)
+
+    def update_list(self, xs: Any, others: list[tuple[str, Any]], fail: Callable[[str], Exception]) -> None:
+        self._update(self.identity_of(xs), others, fail, identity)
+
+    def _update(self, target: frozenset, others: list[tuple[str, Any]], fail: Callable[[str], Exception],
+                about: Callable[[frozenset], frozenset]) -> None:
+        resolved = about(_apply(target, self.subst))
+
+        def why(reason: str) -> Exception:
+            if reason:
+                return fail(reason)
+            for label, v in others:  # say which value it would change
+                r = _apply(self.roots(v), self.subst)
+                if UNKNOWN in r or resolved & r:
+                    return fail(label)
+            return fail("another value that can still be read shares its memory")
+
+        everything = frozenset().union(*[self.roots(v) for _, v in others])
+        self.check(target, everything, why, about)
+
+
+def _apply(roots: frozenset, subst: dict[str, frozenset]) -> frozenset:
+    if not any(r in subst for r in roots):
+        return roots
+    out: set[str] = set()
+    for r in roots:
+        out |= subst.get(r, {r})
+    return frozenset(out)
+
+
+def _close(flows: dict[str, frozenset], rename: Callable[[str], str]) -> dict[str, frozenset]:
+    """Each placeholder (and its storage and identity parts) as everything that
+    flows into it, through the other placeholders of the same loop (a least
+    fixpoint), the body's allocations renamed."""
+    names = {p[2:] for p in flows}
+    parts = {"P:": lambda rs: rs, "PA:": storage, "PL:": identity}
+
+    def refers(r: str) -> tuple[str, str] | None:
+        for prefix in parts:
+            if r.startswith(prefix) and r[len(prefix):] in names:
+                return prefix, r[len(prefix):]
+        return None
+
+    res = {p[2:]: {rename(r) for r in rs if refers(r) is None} for p, rs in flows.items()}
+    changed = True
+    while changed:
+        changed = False
+        for p, rs in flows.items():
+            for r in rs:
+                ref = refers(r)
+                if ref is not None:
+                    new = parts[ref[0]](frozenset(res[ref[1]])) - res[p[2:]]
+                    if new:
+                        res[p[2:]] |= new
+                        changed = True
+    out: dict[str, frozenset] = {}
+    for name, rs in res.items():
+        for prefix, part in parts.items():
+            out[prefix + name] = part(frozenset(rs))
+    return out

@@ -1,0 +1,37 @@
+"""Small helpers that take blocks of the target IR apart and put them together
+again, shared by the optimiser's passes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from .ir import Atom, Bind, Block, Comp, If, Loop, LoopBack, MakeTuple, Prim
+
+
+def with_branches(b: Bind, rhs: Comp, f: Callable[[Block], Block]) -> Bind:
+    """The binding with ``f`` applied to the blocks nested in it (branches, loop bodies)."""
+    if isinstance(rhs, If):
+        return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
+    if isinstance(rhs, Loop):
+        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
+    if isinstance(rhs, LoopBack):
+        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
+    return Bind(b.targets, rhs, b.loc)
+
+
+def result_items(block: Block) -> tuple[Atom, ...] | None:
+    """The items of the tuple a branch ends with."""
+    last = block.binds[-1] if block.binds else None
+    if last is not None and last.targets == (block.result,) and isinstance(last.rhs, MakeTuple):
+        return last.rhs.items
+    return None
+
+
+#: primitives whose result is all zeros (made at run time, when its size is known only then)
+ZERO_MAKERS = {"zeros", "zeros_like", "list_zeros_like"}
+
+
+def prim_op(b: Bind) -> str | None:
+    """The primitive a binding applies, if it applies one."""
+    return b.rhs.op if isinstance(b.rhs, Prim) else None

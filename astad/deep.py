@@ -1,0 +1,119 @@
+"""Room to recurse, without changing the interpreter's recursion limit.
+
+The frontend lowers a call by lowering the callee's body inside it, so a
+recursion in the user's code (Horner's rule over 500 coefficients) nests the
+lowering as deep as the recursion goes, some 30 Python frames a level; a
+deeply nested expression nests it as well.  Raising ``sys.setrecursionlimit``
+would change the whole process (and race between threads); instead, when the
+current thread's stack is deep, :func:`call` continues the work on a fresh
+thread and waits for it.  The recursion limit counts each thread's own
+frames, so every thread starts with the full limit: the stack grows in
+segments of at most :data:`SEGMENT` frames, while only one thread runs at a
+time (the others wait in ``join``), so the lowering stays sequential.
+
+:func:`walk` visits a libcst tree with an explicit stack (libcst's own
+visitors recurse a few frames per node).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import threading
+from typing import Any, Callable, Iterator, TypeVar
+
+import libcst as cst
+
+T = TypeVar("T")
+
+
+def segment() -> int:
+    """Frames a thread may use before the work moves to a fresh thread: a
+    third of the limit, leaving the rest for libcst and numpy below a hop."""
+    return max(sys.getrecursionlimit() // 3, 50)
+
+
+def deep() -> bool:
+    """Whether this thread's stack is deeper than :func:`segment` frames."""
+    try:
+        sys._getframe(segment())
+    except ValueError:
+        return False
+    return True
+
+
+def call(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, on a fresh thread when this thread's stack is deep."""
+    if not deep():
+        return fn(*args)
+    return fresh(fn, *args)
+
+
+def fresh(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on a fresh thread (a stack of its own), in a copy of the
+    caller's context; its result or exception comes back to the caller."""
+    context = contextvars.copy_context()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = context.run(fn, *args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = e
+
+    worker = threading.Thread(target=run, name="astad-deep", daemon=True)
+    worker.start()
+    worker.join()
+    if "error" in box:
+        error = box.pop("error")
+        try:
+            raise error
+        finally:
+            del error
+    return box["value"]
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every node of the tree under ``node`` (itself first), parents before
+    children, children in source order."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(reversed(n.children))
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for a visitor that changes nothing, with an explicit
+    stack: ``on_visit`` before the children (which it may skip by returning
+    False), ``on_leave`` after them, as libcst calls them."""
+    todo: list[tuple[cst.CSTNode, bool]] = [(node, False)]
+    while todo:
+        n, leaving = todo.pop()
+        if leaving:
+            visitor.on_leave(n)
+            continue
+        todo.append((n, True))
+        if visitor.on_visit(n):
+            todo.extend((c, False) for c in reversed(n.children))
+
+
+def found_below(node: cst.CSTNode, kinds: tuple[type, ...], stop: tuple[type, ...],
+                memo: dict[cst.CSTNode, bool]) -> bool:
+    """Whether ``node`` or a node under it is one of ``kinds``, not looking under
+    the nodes of ``stop`` below ``node``.  ``memo`` keeps the answer for every
+    node looked at, so that asking about each statement of a nest of blocks
+    costs time linear in the nest, not quadratic (one ``memo`` per ``kinds``
+    and ``stop``)."""
+    todo: list[tuple[cst.CSTNode, list[cst.CSTNode] | None]] = [(node, None)]
+    while todo:
+        n, kids = todo.pop()
+        if n in memo:
+            continue
+        if kids is None:
+            kids = [c for c in n.children if not isinstance(c, stop)]
+            todo.append((n, kids))
+            todo.extend((c, None) for c in kids if c not in memo)
+        else:
+            memo[n] = isinstance(n, kinds) or any(memo[c] for c in kids)
+    return memo[node]

@@ -1,0 +1,108 @@
+"""What the caller gets owns its memory.
+
+numpy arrays are mutable, so two promises are kept at the API boundary:
+
+- a pullback reads copies of whatever of its residuals shares memory with the
+  arguments or the returned value (mutating them after the forward call does
+  not change the gradient);
+- the cotangents a call returns are arrays of their own: none shares memory
+  with another returned cotangent, with the output cotangent passed in, with
+  the residuals (so calling the pullback again gives the same result) or with
+  the arguments.
+
+Two arrays share memory only if they are views of one owner (``.base``
+followed to its end), which is what is compared: one set lookup per array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _owner(a: np.ndarray) -> int:
+    """The id of the object that owns an array's memory (the end of its ``.base`` chain)."""
+    base = a.base
+    while base is not None:
+        a, base = base, getattr(base, "base", None) if isinstance(base, np.ndarray) else None
+    return id(a)
+
+
+def owners(*values: Any) -> set[int]:
+    """The ids of the owners of every array in ``values`` (tuples, lists, dicts
+    and NamedTuples walked)."""
+    out: set[int] = set()
+    _add_owners(values, out)
+    return out
+
+
+_SCALARS = (float, int, bool, type(None))
+
+
+def _add_owners(values: Any, out: set[int]) -> None:
+    for v in values:
+        t = type(v)
+        if t is np.ndarray:
+            out.add(id(v) if v.base is None else _owner(v))
+        elif t in _SCALARS:
+            continue
+        elif isinstance(v, np.ndarray):
+            out.add(_owner(v))
+        elif isinstance(v, (tuple, list)):
+            _add_owners(v, out)
+        elif isinstance(v, dict):
+            _add_owners(v.values(), out)
+
+
+def copy_shared(value: Any, held: set[int]) -> Any:
+    """``value`` with each array whose memory is in ``held`` replaced by a copy
+    (containers rebuilt only where something changed)."""
+    if isinstance(value, np.ndarray):
+        return value.copy() if _owner(value) in held else value
+    if type(value) is tuple or type(value) is list:
+        items = [copy_shared(v, held) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return tuple(items) if type(value) is tuple else items
+    return value
+
+
+def distinct(cts: Any, held: set[int]) -> Any:
+    """The cotangents ``cts`` (a tuple, one per parameter, each maybe a
+    structure), each array copied if its memory is in ``held`` or is that of an
+    earlier one."""
+    seen = set(held)
+    if type(cts) is tuple:  # the usual case, without the recursion: one array (or float, or None) per parameter
+        out = list(cts)
+        for i, c in enumerate(out):
+            if type(c) is np.ndarray:
+                owner = id(c) if c.base is None else _owner(c)
+                if owner in seen:
+                    out[i] = c = c.copy()
+                    owner = id(c)
+                seen.add(owner)
+            elif c is not None and type(c) is not float:
+                out[i] = _distinct(c, seen)
+        return tuple(out)
+    return _distinct(cts, seen)
+
+
+def _distinct(value: Any, seen: set[int]) -> Any:
+    if isinstance(value, np.ndarray):
+        owner = _owner(value)
+        if owner in seen:
+            value = value.copy()
+            owner = id(value)
+        seen.add(owner)
+        return value
+    if isinstance(value, (tuple, list)):
+        items = [_distinct(v, seen) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        if type(value) is list:
+            return items
+        return type(value)(*items) if hasattr(type(value), "_fields") else tuple(items)
+    if isinstance(value, dict):
+        return {k: _distinct(v, seen) for k, v in value.items()}
+    return value

@@ -1,0 +1,190 @@
+"""A function's source text, read so that it is the source of the code Python runs.
+
+``inspect.getsource`` follows ``__wrapped__`` (so it reads the function a
+decorator wrapped, not the wrapper) and re-reads a file edited since it was
+imported (so it may read another function, or the new text of this one).
+astad must differentiate exactly the code Python runs, so :func:`read` refuses
+wrapped functions, reads the text at the code object's own line, and checks
+it: the text, compiled again as its module compiled it (same ``__future__``
+flags, same imported names, its free variables as cells), must give the same
+code (instructions, names, constants, nested code, recursively; line numbers
+aside) as the function's ``__code__``.
+"""
+
+from __future__ import annotations
+
+import __future__
+import ast
+import dis
+import functools
+import inspect
+import textwrap
+import types
+from typing import Any, Callable
+
+from .errors import SourceUnavailableError
+
+#: the compiler flags ``from __future__ import ...`` sets (they change the code of annotations)
+_FUTURE_FLAGS = 0
+for _name in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
+
+_RELOAD = ("reload the module (importlib.reload) or restart Python, so that the code Python runs is the code "
+           "in the file")
+
+
+def reversed_function(obj: Any) -> Any:
+    """The function an ``astad.reverse`` object transforms, or None for anything
+    else.  Asked of the type: ``functools.wraps`` copies an object's ``__dict__``
+    (``__astad_function__`` too) into its wrappers, which are not the same function."""
+    if getattr(type(obj), "__astad_reverse__", False):
+        return obj.__dict__["__astad_function__"]
+    return None
+
+
+def check_not_wrapped(fn: Any) -> None:
+    """Refuse a wrapper made by ``functools.wraps``: ``inspect`` would read the
+    source of the function it wraps, not the wrapper's own code."""
+    try:
+        inner = inspect.getattr_static(fn, "__wrapped__", None)
+    except Exception:  # an object whose attribute lookup fails is no plain function either
+        inner = None
+    if inner is None:
+        return
+    if getattr(fn, "__astad_derived__", None) is not None:
+        raise SourceUnavailableError(
+            f"{fn.__qualname__} is {fn.__astad_derived__}: higher-order derivatives are not supported yet",
+            hint="differentiate the function itself; compute its derivative outside the function astad transforms")
+    raise SourceUnavailableError(
+        f"{fn.__qualname__} is a wrapper made by a decorator (functools.wraps): its source is the wrapped "
+        "function's, not the wrapper's own code, which astad cannot see",
+        hint="differentiate the undecorated function, and apply the decorator to the result "
+             "(or write what the wrapper does into the function)")
+
+
+def read(fn: Callable[..., Any]) -> tuple[list[str], int, str]:
+    """The lines of ``fn``'s ``def`` (decorators included), its first line
+    number, and its file; checked against ``fn.__code__``."""
+    code = fn.__code__
+    check_not_wrapped(fn)
+    try:
+        file_lines, start = inspect.findsource(code)  # the code object: inspect does not unwrap it
+        file = inspect.getsourcefile(code) or code.co_filename
+    except (OSError, TypeError) as e:
+        raise SourceUnavailableError(
+            f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
+            hint="define the function in a .py file or a notebook cell, not with exec() or in an interactive prompt "
+                 "that keeps no source") from None
+    lines = inspect.getblock(file_lines[start:])
+    check_matches(code, "".join(lines), fn.__qualname__, file, imported_names("".join(file_lines)))
+    return lines, start + 1, file
+
+
+@functools.lru_cache(maxsize=64)
+def imported_names(text: str) -> frozenset[str]:
+    """The names a module's text binds by ``import`` outside functions and
+    classes.  CPython compiles ``name.attr(...)`` differently when ``name`` was
+    imported (it knows an attribute of a module is no method), so compiling a
+    function alone must be told which names those are."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
+
+
+def check_matches(code: types.CodeType, source: str, what: str, file: str,
+                  imported: frozenset[str] = frozenset()) -> None:
+    """Refuse ``source`` unless, compiled, it gives ``code`` (up to line numbers)."""
+    compiled = _compile(code, textwrap.dedent(source), imported)
+    if compiled is None or not same_code(compiled, code):
+        raise SourceUnavailableError(
+            f"the source of {what} in {file} is not the code Python runs: the file was edited since the module "
+            "was imported (or the text at that line is another function)", hint=_RELOAD)
+
+
+def _compile(code: types.CodeType, source: str, imported: frozenset[str]) -> types.CodeType | None:
+    """The code object of the function ``source`` defines, compiled as ``code``
+    was: with the same ``__future__`` flags, in a module that imports the same
+    names (compiled only: nothing is imported), and inside a function that binds
+    its free variables (so that they are read as closure cells, not globals)."""
+    text = source
+    if code.co_freevars:
+        cells = "".join(f"    {n} = None\n" for n in code.co_freevars)
+        text = "def __astad_enclosing__():\n" + cells + textwrap.indent(source, "    ")
+    if imported:
+        text = f"import {', '.join(sorted(imported))}\n" + text
+    try:
+        module = compile(text, "<astad: source check>", "exec", flags=code.co_flags & _FUTURE_FLAGS,
+                         dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return None
+    if code.co_freevars:
+        module = next((c for c in module.co_consts if isinstance(c, types.CodeType)), None)
+        if module is None:
+            return None
+    found = [c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == code.co_name]
+    return found[0] if len(found) == 1 else None
+
+
+#: what must agree between two code objects for them to run the same way (with the instructions, and
+#: the flags but CO_NESTED: a function compiled alone is not nested)
+_FIELDS = ("co_name", "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_names",
+           "co_varnames", "co_freevars", "co_cellvars")
+
+#: the same operation compiled two ways: CPython 3.11 calls an attribute of a
+#: module-level name bound by `import` with LOAD_ATTR (not LOAD_METHOD), which
+#: it knows only when compiling the whole module
+_SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+_NAMED = frozenset(dis.hasname)
+
+
+def same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether two code objects are the same program (line numbers aside)."""
+    if any(getattr(a, f) != getattr(b, f) for f in _FIELDS) or len(a.co_consts) != len(b.co_consts) or (
+            a.co_flags & ~inspect.CO_NESTED != b.co_flags & ~inspect.CO_NESTED):
+        return False
+    return _instructions(a) == _instructions(b) and all(_same_const(x, y) for x, y in zip(a.co_consts, b.co_consts))
+
+
+def _instructions(code: types.CodeType) -> list[tuple[str, Any]]:
+    """The instructions, each an operation and its argument: a name by its text,
+    a jump by the index of its target (offsets depend on inline caches, and so
+    does where EXTENDED_ARG is needed)."""
+    index: dict[int, int] = {}
+    found = []
+    for ins in dis.get_instructions(code):
+        index[ins.offset] = len(found)  # an EXTENDED_ARG: the instruction it extends
+        if ins.opname != "EXTENDED_ARG":  # its value is in the next instruction's argument
+            found.append(ins)
+    out = []
+    for ins in found:
+        op = _SAME_OP.get(ins.opname, ins.opname)
+        if ins.opcode in _JUMPS:
+            out.append((op, index.get(ins.argval, -1)))
+        elif ins.opcode in _NAMED:
+            out.append((op, ins.argval))
+        else:
+            out.append((op, ins.arg))
+    return out
+
+
+def _same_const(x: Any, y: Any) -> bool:
+    if isinstance(x, types.CodeType) or isinstance(y, types.CodeType):
+        return isinstance(x, types.CodeType) and isinstance(y, types.CodeType) and same_code(x, y)
+    if isinstance(x, (tuple, frozenset)) or isinstance(y, (tuple, frozenset)):
+        if type(x) is not type(y) or len(x) != len(y):
+            return False
+        if isinstance(x, frozenset):
+            x, y = sorted(x, key=repr), sorted(y, key=repr)
+        return all(_same_const(a, b) for a, b in zip(x, y))
+    return type(x) is type(y) and repr(x) == repr(y)  # repr: tells 0.0 from -0.0, and nan equals nan
