@@ -117,3 +117,24 @@ def found_below(node: cst.CSTNode, kinds: tuple[type, ...], stop: tuple[type, ..
         else:
             memo[n] = isinstance(n, kinds) or any(memo[c] for c in kids)
     return memo[node]
+
+
+# CPython 3.11 keeps the AST converter's recursion depth in per-interpreter
+# state: two threads converting at once (a garbage collection in one lets the
+# other run) can fail with SystemError "AST constructor recursion depth
+# mismatch" (python/cpython#106905).  astad's own conversions take turns.
+_AST = threading.Lock()
+
+
+def parse_ast(source: str, filename: str = "<unknown>") -> Any:
+    """``ast.parse``, one thread at a time."""
+    import ast
+
+    with _AST:
+        return ast.parse(source, filename)
+
+
+def compile_ast(tree: Any, filename: str) -> Any:
+    """``compile`` of an ``ast`` tree, one thread at a time."""
+    with _AST:
+        return compile(tree, filename, "exec")

@@ -130,7 +130,7 @@ def _deepest(source: str) -> tuple[int, int]:
     """Line (1-based) and column (0-based) of the most deeply nested node of
     ``source`` (Python's own parser; an explicit stack)."""
     best, where = -1, (1, 0)
-    todo = [(ast.parse(source), 0)]
+    todo = [(deep.parse_ast(source), 0)]
     while todo:
         node, depth = todo.pop()
         if depth > best and hasattr(node, "lineno"):

@@ -9,11 +9,10 @@ the generated functions, their source, and (on demand) every stage's IR.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from . import codegen, copowers, frontend, names, optimise, primitives, reverse, structural
+from . import codegen, copowers, deep, frontend, names, optimise, primitives, reverse, structural
 from .errors import AstadError, InternalError
 from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
 
@@ -111,9 +110,9 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(primitives.RUNTIME)
     namespace.update(constants)
-    tree = ast.parse(source, f"<astad: {name}>")
+    tree = deep.parse_ast(source, f"<astad: {name}>")
     names.check_generated(tree, constants)
-    code = compile(tree, f"<astad: {name}>", "exec")
+    code = deep.compile_ast(tree, f"<astad: {name}>")
     exec(code, namespace)  # noqa: S102 - our own generated code
     return namespace[names.python_name(f"{name}_forward")], namespace[names.python_name(f"{name}_backward")]
 

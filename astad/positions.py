@@ -34,7 +34,7 @@ def resolve(module: cst.Module, source: str) -> Any:
 def by_statement(module: cst.Module, source: str) -> dict[cst.CSTNode, CodeRange] | None:
     """Each node at the position of the statement it is in (Python's parser)."""
     try:
-        tree = ast.parse(source)
+        tree = deep.parse_ast(source)
     except (SyntaxError, RecursionError, MemoryError):
         return None
     ranges = [CodeRange(CodePosition(s.lineno, s.col_offset), CodePosition(s.end_lineno or s.lineno, s.end_col_offset or 0))

@@ -22,6 +22,7 @@ import textwrap
 import types
 from typing import Any, Callable
 
+from . import deep
 from .errors import SourceUnavailableError
 
 #: the compiler flags ``from __future__ import ...`` sets (they change the code of annotations)
@@ -87,7 +88,7 @@ def imported_names(text: str) -> frozenset[str]:
     imported (it knows an attribute of a module is no method), so compiling a
     function alone must be told which names those are."""
     try:
-        tree = ast.parse(text)
+        tree = deep.parse_ast(text)
     except (SyntaxError, ValueError):
         return frozenset()
     names: set[str] = set()

@@ -244,3 +244,35 @@ def test_no_global_interpreter_state_is_changed():
         for call in ("setrecursionlimit(", "threading.stack_size(", "np.seterr(", "warnings.simplefilter(",
                      "warnings.filterwarnings("):
             assert call not in text, f"{path.name} calls {call}"
+
+
+def test_astads_ast_conversions_take_turns():
+    """CPython 3.11 keeps the AST converter's recursion depth in shared state
+    (python/cpython#106905): astad's own ast.parse/compile hold one lock, so its
+    threads never interleave conversions (seen as an InternalError wrapping
+    'AST constructor recursion depth mismatch' in the two-threads test)."""
+    from astad import deep
+
+    seen = []
+    real = deep._AST
+
+    class Spy:
+        def __enter__(self):
+            seen.append(real.locked())
+            return real.__enter__()
+
+        def __exit__(self, *exc):
+            return real.__exit__(*exc)
+
+    deep._AST = Spy()
+    try:
+        d = pipeline.transform(frontend.parse(deep_nested_for_lock_test), [frontend.abstract(X, "x")])
+    finally:
+        deep._AST = real
+    assert seen and not any(seen)  # used, and free whenever astad took it (no nesting, no deadlock)
+    value, residuals = d.forward(X)
+    np.testing.assert_allclose(value, deep_nested_for_lock_test(X))
+
+
+def deep_nested_for_lock_test(x):
+    return np.sin(np.tanh(x)) * 2.0
