@@ -34,7 +34,8 @@ from .frontend import Namer, literal_type
 from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
-                 TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, use_counts, vars_of)
+                 TupleT, Unpack, Var, Zero, bound_names, bound_set, bound_vars, read_names, read_set, substitute, substitute_block, use_counts,
+                 vars_of)
 from .lists_in_place import lists_in_place
 
 
@@ -43,7 +44,7 @@ def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
 
 
 def _subst_block(block: Block, env: dict[str, Atom]) -> Block:
-    return map_block(block, lambda a: _subst_atom(a, env))
+    return substitute_block(block, env)
 
 
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
@@ -115,7 +116,7 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed:
     ti, ei = result_items(then), result_items(orelse)
     if ti is None or ei is None:
         return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
-    inside = set(bound_names(then)) | set(bound_names(orelse))
+    inside = bound_set(then) | bound_set(orelse)
     kept = []
     for i, t in enumerate(b.targets):
         a, c = _through_copies(ti[i], then), _through_copies(ei[i], orelse)
@@ -402,8 +403,8 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     for b in reversed(block.binds):
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
-            inner = set(bound_names(b.rhs.then)) | set(bound_names(b.rhs.orelse))
-            if not alive and not (keep & inner):
+            inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
+            if not alive and keep.isdisjoint(inner):
                 continue
             then, orelse = _select(b.rhs.then, alive), _select(b.rhs.orelse, alive)
             then = _dce(then, read_names(Block((), then.result)), keep)
@@ -560,15 +561,17 @@ def _hoist(block: Block, running: set[str]) -> Block:
     return Block(tuple(binds), block.result)
 
 
-def name_cotangents(block: Block) -> Block:
-    """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``."""
+def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block:
+    """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``.
+    ``outer``: the copies the enclosing blocks removed (name -> what replaces it);
+    a nested block applies them with its own in one walk."""
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
     defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets
                   if len(b.targets) == 1 and not nested_blocks(b.rhs)}
-    binds: list[Bind | None] = [_with_branches(b, b.rhs, name_cotangents) for b in block.binds]
-    env: dict[str, Atom] = {}
+    binds: list[Bind | None] = list(block.binds)
+    env: dict[str, Atom] = dict(outer or {})
     for i, b in enumerate(block.binds):
         if not isinstance(b.rhs, Copy):
             continue
@@ -584,6 +587,7 @@ def name_cotangents(block: Block) -> Block:
         else:
             env[target.name] = src
             binds[i] = None
+    binds = [b if b is None else _with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env)) for b in binds]
     out = tuple(Bind(b.targets, substitute(b.rhs, env), b.loc) for b in binds if b is not None)
     return Block(out, _subst_atom(block.result, env))
 
