@@ -625,9 +625,23 @@ def _free_vars(block: Block) -> tuple[Var, ...]:
     return tuple(seen.values())
 
 
+def all_binds(block: Block) -> Iterator[Bind]:
+    """Every binding of a block, also inside its branches, in order (each
+    binding before those nested in it).  A stack, not nested generators: a
+    binding deep down is passed up through no generator per level."""
+    stack = [iter(block.binds)]
+    while stack:
+        b = next(stack[-1], None)
+        if b is None:
+            stack.pop()
+            continue
+        yield b
+        stack.extend(iter(inner.binds) for inner in reversed(nested_blocks(b.rhs)))
+
+
 def bound_names(block: Block) -> Iterator[str]:
     """Every name a block binds, also inside its branches."""
-    for b in block.binds:
+    for b in all_binds(block):
         yield from (t.name for t in b.targets)
         if isinstance(b.rhs, Loop):
             yield from (v.name for v in b.rhs.inputs)
@@ -635,8 +649,6 @@ def bound_names(block: Block) -> Iterator[str]:
             yield from (v.name for v in b.rhs.saved + b.rhs.params)
         if isinstance(b.rhs, Lam):
             yield from (v.name for v in b.rhs.params)
-        for inner in nested_blocks(b.rhs):
-            yield from bound_names(inner)
 
 
 def bound_set(block: Block) -> frozenset[str]:
@@ -661,14 +673,12 @@ def _bound_set(block: Block) -> frozenset[str]:
 
 def bound_vars(block: Block) -> Iterator[Var]:
     """Every variable a block binds, also inside its branches, in order."""
-    for b in block.binds:
+    for b in all_binds(block):
         yield from b.targets
         if isinstance(b.rhs, Loop):
             yield from b.rhs.inputs
         if isinstance(b.rhs, Lam):
             yield from b.rhs.params
-        for inner in nested_blocks(b.rhs):
-            yield from bound_vars(inner)
 
 
 def bound_var_names(block: Block) -> frozenset[str]:
@@ -768,29 +778,32 @@ def vars_of(rhs: Comp) -> Iterator[Var]:
 
 def use_counts(block: Block) -> "Counter[str]":
     """How often each variable is read: inside nested blocks, by loop bounds,
-    initial values and tapes too, and as the block's result."""
-    counts: Counter[str] = Counter()
-
-    def walk(blk: Block) -> None:
-        for b in blk.binds:
-            rhs = b.rhs
-            if isinstance(rhs, If):
-                direct: tuple[Atom, ...] = (rhs.cond,)
-            elif isinstance(rhs, Loop):
-                direct = (*rhs.bounds, *rhs.init, *rhs.save)
-            elif isinstance(rhs, LoopBack):
-                direct = (rhs.tape, *rhs.init)
-            elif isinstance(rhs, Lam):
-                direct = ()
-            else:
-                direct = tuple(vars_of(rhs))
-            counts.update(a.name for a in direct if isinstance(a, Var))
-            for inner in nested_blocks(rhs):
-                walk(inner)
-
-    walk(block)
+    initial values and tapes too, and as the block's result.  A new Counter
+    (the caller may change it); the counts of each block are computed once."""
+    counts = Counter(_memo(block, "_use_counts", _nested_use_counts))
     if isinstance(block.result, Var):
         counts[block.result.name] += 1
+    return counts
+
+
+def _nested_use_counts(blk: Block) -> "Counter[str]":
+    """The reads of a block's bindings, nested blocks included (not its result)."""
+    counts: Counter[str] = Counter()
+    for b in blk.binds:
+        rhs = b.rhs
+        if isinstance(rhs, If):
+            direct: tuple[Atom, ...] = (rhs.cond,)
+        elif isinstance(rhs, Loop):
+            direct = (*rhs.bounds, *rhs.init, *rhs.save)
+        elif isinstance(rhs, LoopBack):
+            direct = (rhs.tape, *rhs.init)
+        elif isinstance(rhs, Lam):
+            direct = ()
+        else:
+            direct = tuple(vars_of(rhs))
+        counts.update(a.name for a in direct if isinstance(a, Var))
+        for inner in nested_blocks(rhs):
+            counts.update(_memo(inner, "_use_counts", _nested_use_counts))
     return counts
 
 

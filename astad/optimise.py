@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from dataclasses import replace
-from typing import Iterator
 
 from . import primitives as prims
 from .accumulate import accumulate_in_loops
@@ -34,8 +33,8 @@ from .frontend import Namer, literal_type
 from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
-                 TupleT, Unpack, Var, Zero, bound_names, bound_set, bound_vars, read_names, read_set, substitute, substitute_block, use_counts,
-                 vars_of)
+                 TupleT, Unpack, Var, Zero, all_binds, bound_names, bound_set, bound_vars, read_names, substitute,
+                 substitute_block, use_counts, vars_of)
 from .lists_in_place import lists_in_place
 
 
@@ -521,18 +520,11 @@ def hoist_invariants(prog: ReverseProgram) -> ReverseProgram:
     is no longer recorded per iteration: the backward pass reads it as a
     residual, or from the tape of the loop it moved into (``prune_tapes``), so
     in the backward pass more is invariant: it moves second."""
-    running = {b.rhs.tape.name for b in _all_binds(prog.forward)
+    running = {b.rhs.tape.name for b in all_binds(prog.forward)
                if isinstance(b.rhs, Loop) and b.rhs.tape is not None and _surely_runs(b.rhs)}
     prog = prune_tapes(ReverseProgram(prog.name, prog.params, _hoist(prog.forward, running), prog.ct_in,
                                       prog.backward))
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _hoist(prog.backward, running))
-
-
-def _all_binds(block: Block) -> Iterator[Bind]:
-    for b in block.binds:
-        yield b
-        for inner in nested_blocks(b.rhs):
-            yield from _all_binds(inner)
 
 
 def _surely_runs(loop: Loop) -> bool:
