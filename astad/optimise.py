@@ -460,7 +460,8 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
                 # what the body reads from this loop's iteration (not what nested loops bind themselves)
                 read = (read_names(b.rhs.body) - set(bound_names(b.rhs.body))) & inside.get(b.rhs.tape.name, set())
                 saved = tuple(v for v in b.rhs.saved if v.name in read)
-                saved += tuple(v for n, v in forward_vars.items() if n in read - {v.name for v in saved})
+                missing = read - {v.name for v in saved}  # once, not per forward variable
+                saved += tuple(v for n, v in forward_vars.items() if n in missing)
                 keep[b.rhs.tape.name] = saved
                 b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
             binds.append(b)
