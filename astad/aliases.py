@@ -61,7 +61,8 @@ KIND: dict[str, str] = {
         "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "scatter", "scatter_add", "select", "shape", "sign",
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
-        "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim"), "fresh"),
+        "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
+        "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
     "getitem": "getitem",
@@ -72,7 +73,7 @@ KIND: dict[str, str] = {
 }
 
 #: operations that give a 0-d array (mutable, unlike a numpy scalar) for a scalar result
-ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like"}
+ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like", "copy"}
 
 
 def _kind_filter(drop: str, placeholder: str) -> Callable[[frozenset], frozenset]:

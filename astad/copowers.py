@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from .errors import InternalError
-from .frontend import Namer
+from .names import Namer
 from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Dup, FunT, If, Lam, Loop,
-                 LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var, bound_names,
+                 LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
                  bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
 
 
@@ -36,11 +36,7 @@ def remove_functions(prog: ReverseProgram) -> ReverseProgram:
     lams = function_values(prog.forward)
     if not lams:
         return prog
-    names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
-    for lam in lams.values():
-        if lam.back is not None:
-            names |= set(bound_names(lam.back))
-    namer = Namer.adding_to(names)
+    namer = Namer.of(prog)
     inliner = _Inliner(lams, namer)
     forward = inliner.walk(prog.forward)  # first: the records and tapes the backward block reads
     backward = inliner.walk(_fold_copowers(prog.backward, lams, namer))

@@ -33,6 +33,7 @@ from .errors import (AstadError, AstadTypeError, SourceUnavailableError, Unsuppo
                      UnsupportedSyntaxError)
 from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
                  Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, trip_count, vars_of)
+from .names import Namer
 from .positions import resolve as resolve_positions
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
@@ -378,51 +379,6 @@ def literal_type(value: Any) -> Type:
 # --------------------------------------------------------------------------- naming
 
 
-class Namer:
-    """Deterministic, readable names: the user's own name for its first
-    binding, then ``name_2``, ``name_3``; temporaries ``t1, t2, ...``.  Names
-    the user's code mentions anywhere are reserved so temporaries never clash."""
-
-    def __init__(self, reserved: set[str]) -> None:
-        self.used = set(reserved) | {"np"} | set(prims.RUNTIME)
-        self.taken: set[str] = set()
-        self.temps = 0
-
-    @classmethod
-    def adding_to(cls, names: set[str]) -> "Namer":
-        """Names for a pass that adds bindings to a program: every name there is
-        taken, so ``fresh`` never hands one out again."""
-        namer = cls(names)
-        namer.taken |= names
-        return namer
-
-    def fresh(self, base: str) -> str:
-        if base not in self.taken:
-            self.taken.add(base)
-            self.used.add(base)
-            return base
-        n = 2
-        while f"{base}_{n}" in self.used or f"{base}_{n}" in self.taken:
-            n += 1
-        name = f"{base}_{n}"
-        self.taken.add(name)
-        self.used.add(name)
-        return name
-
-    def temp(self) -> str:
-        while True:
-            self.temps += 1
-            name = f"t{self.temps}"
-            if name not in self.used:
-                self.used.add(name)
-                self.taken.add(name)
-                return name
-
-    @staticmethod
-    def is_temp(name: str) -> bool:
-        return name[:1] == "t" and name[1:].isdigit()
-
-
 @functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
 def _user_names(node: cst.CSTNode) -> frozenset[str]:
     names: set[str] = set()
@@ -452,7 +408,7 @@ class Lowerer:
 
     def __init__(self, parsed: Parsed) -> None:
         self.root = parsed
-        self.namer = Namer(_user_names(parsed.funcdef))
+        self.namer = Namer(_user_names(parsed.funcdef), parsed.name)
         self.binds: list[Bind] = []
         self.stack: list[_Scope] = []
         self.node: cst.CSTNode = parsed.funcdef
@@ -487,7 +443,7 @@ class Lowerer:
             t = prims.infer(op, [a.type for a in args], params)
         except prims.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
-            raise self.type_error(f"{_describe(op)}: {e}", hint=(
+            raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
                 "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
@@ -910,6 +866,8 @@ class Lowerer:
     def restore(self, snapshot: tuple) -> None:
         used, taken, temps, bound, aliases = snapshot
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
+        self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
+        self.namer.used |= set(self.constants)
         self.bound = set(bound)
         self.aliases.restore(aliases)
 
@@ -1096,7 +1054,7 @@ class Lowerer:
                 # starts with a name no namespace has, so the disk cache never resolves it to another object
                 scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
                                                  ("<default>", fn.__qualname__, pname))
-        self.namer.used |= _user_names(parsed.funcdef)
+        self.namer.mention(_user_names(parsed.funcdef))
         return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
 
     def run_call(self, callee: Any, name: str, scope: _Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
@@ -1428,8 +1386,7 @@ class Lowerer:
         """``[e for x in xs if c]``: the loop ``items = []; for x in xs: if c:
         items.append(e)`` (over ``range``, arrays, lists or structured values),
         its names local to it as in Python."""
-        key = next(f"items{i or ''}" for i in range(1000) if f"items{i or ''}" not in self.namer.used)
-        self.namer.used.add(key)
+        key = self.namer.hidden("items")
         body: cst.BaseStatement = cst.SimpleStatementLine([cst.Expr(cst.Call(
             cst.Attribute(cst.Name(key), cst.Name("append")), [cst.Arg(elt)]))])
         clauses = []
@@ -1817,9 +1774,7 @@ class Lowerer:
         """``map(f, xs, ...)``: the comprehension ``[f(x, ...) for x, ... in zip(xs, ...)]``."""
         if len(node.args) < 2 or any(a.keyword or a.star for a in node.args):
             raise self.type_error("map takes a function and one or more sequences", node, "map(f, xs)")
-        names = [cst.Name(n) for n in (f"element{i or ''}" for i in range(1000)) if n not in self.namer.used][
-            :len(node.args) - 1]
-        self.namer.used.update(n.value for n in names)
+        names = [cst.Name(self.namer.hidden("element")) for _ in node.args[1:]]
         call = cst.Call(node.args[0].value, [cst.Arg(n) for n in names])
         seqs = [a.value for a in node.args[1:]]
         if len(seqs) == 1:
@@ -1827,8 +1782,9 @@ class Lowerer:
             it = seqs[0]
         else:
             target = cst.Tuple([cst.Element(n) for n in names])
-            it = cst.Call(cst.Name("zip"), [cst.Arg(s) for s in seqs])
-            self.scope.env.setdefault("zip", Ref("iterator", builtins.zip))
+            zip_name = self.namer.hidden("zip")  # the builtin, whatever the user's code calls `zip`
+            it = cst.Call(cst.Name(zip_name), [cst.Arg(s) for s in seqs])
+            self.scope.env[zip_name] = Ref("iterator", builtins.zip)
         comp = cst.ListComp(call, cst.CompFor(target=target, iter=it))
         self.alias(comp, node)
         return self.comprehension(node, call, comp.for_in)

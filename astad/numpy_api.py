@@ -214,7 +214,8 @@ def _spec(sig: str, lower: Lower) -> Callable[[str], ApiSpec]:
 
 
 _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
-    **{n: elementwise(n) for n in ("exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs", "sign")},
+    **{n: elementwise(n) for n in ("exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs", "sign", "floor", "ceil",
+                                   "trunc", "rint", "isnan")},
     "absolute": elementwise("abs"),
     "negative": elementwise("neg"),
     "square": _spec("x", _lower_square),
@@ -226,6 +227,10 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "multiply": elementwise("mul", "x1, x2"),
     "divide": elementwise("div", "x1, x2"),
     "true_divide": elementwise("div", "x1, x2"),
+    "floor_divide": elementwise("floordiv", "x1, x2"),
+    "mod": elementwise("mod", "x1, x2"),
+    "remainder": elementwise("mod", "x1, x2"),
+    "fmod": elementwise("fmod", "x1, x2"),
     "where": elementwise("where", "condition, x, y"),
     "clip": elementwise("clip", "a, a_min, a_max"),
     **{n: reduction(n) for n in ("sum", "mean", "max", "min", "prod")},

@@ -22,14 +22,14 @@ Two passes live in modules of their own: ``accumulate.accumulate_in_loops``
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from dataclasses import replace
 
 from . import primitives as prims
 from .accumulate import accumulate_in_loops
 from .blocks import ZERO_MAKERS as _ZERO_MAKERS, result_items, with_branches as _with_branches
-from .frontend import Namer, literal_type
+from .frontend import literal_type
+from .names import Namer
 from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
@@ -297,9 +297,7 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     broadcasts of small values is done on the small values, then broadcast.  A
     cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
     materialised as a full array unless it has to be."""
-    names = {p.name for p in prog.params} | set(bound_names(prog.forward)) | set(bound_names(prog.backward))
-    namer = Namer(names)
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, namer))
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, Namer.of(prog)))
 
 
 def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
@@ -594,12 +592,11 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     if final is None or not isinstance(final.rhs, MakeTuple):
         return prog
     items = []
-    taken = set(bound_names(prog.forward)) | set(bound_names(backward))
-    temps = (f"t{n}" for n in itertools.count(1) if f"t{n}" not in taken)
+    namer = Namer.of(prog)
     for p, a in zip(prog.params, final.rhs.items):
         if isinstance(p.type, Num) and p.type.py and not p.type.shape and p.type.differentiable \
                 and isinstance(a, Var) and not (isinstance(a.type, Num) and a.type.py):
-            v = Var(next(temps), p.type)  # a float for a float argument: `return float(x_ct)`
+            v = Var(namer.temp(), p.type)  # a float for a float argument: `return float(x_ct)`
             binds.insert(binds.index(final), Bind((v,), Prim("to_float", (a,))))
             a = v
         if isinstance(a, Zero):
@@ -607,7 +604,7 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
             if isinstance(t, Num) and t.py:
                 a = Const.literal(0.0, t)
             else:
-                zv = Var(f"{p.name}_ct", t)
+                zv = Var(namer.fresh(f"{p.name}_ct"), t)
                 binds.insert(binds.index(final), Bind((zv,), Prim("zeros_like", (p,))))
                 a = zv
         items.append(a)
@@ -721,12 +718,11 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
-    names = ({p.name for p in prog.params} | {prog.ct_in.name} | set(bound_names(prog.forward))
-             | set(bound_names(prog.backward)))
+    taken = Namer.of(prog).taken  # every name of the program and what generated code reads
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              accumulate_in_loops(prog.backward, names)))
-    namer = Namer.adding_to(names)
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, outer_sums(prog.backward, namer)))
+                              accumulate_in_loops(prog.backward, taken)))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              outer_sums(prog.backward, Namer.of(prog))))
     prog = finish(prog)
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))

@@ -9,10 +9,11 @@ the generated functions, their source, and (on demand) every stage's IR.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from . import codegen, copowers, frontend, optimise, primitives, reverse, structural
+from . import codegen, copowers, frontend, names, optimise, primitives, reverse, structural
 from .errors import AstadError, InternalError
 from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
 
@@ -110,9 +111,11 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(primitives.RUNTIME)
     namespace.update(constants)
-    code = compile(source, f"<astad: {name}>", "exec")
+    tree = ast.parse(source, f"<astad: {name}>")
+    names.check_generated(tree, constants)
+    code = compile(tree, f"<astad: {name}>", "exec")
     exec(code, namespace)  # noqa: S102 - our own generated code
-    return namespace[f"{name}_forward"], namespace[f"{name}_backward"]
+    return namespace[names.python_name(f"{name}_forward")], namespace[names.python_name(f"{name}_backward")]
 
 
 def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None = None) -> Derivative:

@@ -1,8 +1,11 @@
 """The one table of primitives: for each, its numpy implementation (used by the
-IR interpreter), its type/shape rule, the Python it is printed as, and its
-vector-Jacobian product (the transposed derivative used by the reverse macro),
-side by side.  Adding a numpy function is one entry here (plus its row in
-``NUMPY_API`` if users call it by a numpy name) and a test.
+IR interpreter), its type/shape rule, the Python it is printed as, the kind of
+its derivative (:class:`DerivativeKind`: a rule, zero by truth, a discrete result,
+or never differentiated) and, for kind RULE, its vector-Jacobian product (the
+transposed derivative used by the reverse macro), side by side.  Adding a numpy
+function is one entry here (plus its row in ``NUMPY_API`` if users call it by a
+numpy name) and its sample arguments in tests/test_primitive_rules.py, which
+checks every entry's kind against finite differences.
 
 A VJP rule receives a builder ``b`` (see :class:`astad.reverse.Builder`), the
 primitive application ``p``, its output variable ``out`` and the output
@@ -13,23 +16,34 @@ cotangents and unused results are folded away by the optimiser.
 
 from __future__ import annotations
 
+import enum
 import operator
-from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 import libcst as cst
 import numpy as np
 
 from . import pyexpr as px
-from .ir import Atom, Const, Num, Prim, TupleT, Type, Var
+from .errors import InternalError
+from .ir import Atom, Num, Prim, TupleT, Type, Var
+from .vjp_rules import (ShapeError, VjpRule, expand_reduced, like_scalar, shape_atom, sum_to, vjp_arange,
+                        vjp_clip, vjp_extremum, vjp_fmod, vjp_maxmin, vjp_mod, vjp_pow)
+from .vjp_rules import norm_axes as _norm_axes, num as _num
 
-
-class ShapeError(Exception):
-    """Raised by a type rule; the frontend turns it into an AstadTypeError at the user's line."""
-
+__all__ = ["TABLE", "DerivativeKind", "Primitive", "ShapeError", "infer", "RUNTIME"]
 
 Expr = cst.BaseExpression
-VjpRule = Callable[[Any, Prim, Var, Atom], Sequence[Optional[Atom]]]
+
+
+class DerivativeKind(enum.Enum):
+    """What an entry's derivative is: every entry states it (``kind=``), and
+    tests/test_primitive_rules.py checks each against finite differences."""
+
+    RULE = "differentiable almost everywhere: its VJP rule"
+    ZERO = "piecewise constant: a float result whose derivative is zero almost everywhere"
+    DISCRETE = "an integer, bool or shape result: no cotangent"
+    BACKWARD_ONLY = "made only in derivative code (reverse macro, optimiser): never differentiated"
 
 
 @dataclass(frozen=True)
@@ -38,10 +52,11 @@ class Primitive:
     impl: Callable[..., Any]  # impl(*args, **params)
     infer: Callable[[list[Type], dict], Type]
     emit: Callable[[list[Expr], dict], Expr] | None = None
-    vjp: VjpRule | None = None
+    vjp: VjpRule | None = None  # given exactly for kind RULE
     zero_in: tuple[int, ...] = ()  # arguments in which a zero gives a zero result
     stmts: Callable[[Expr, list[Expr], dict], list[cst.BaseSmallStatement]] | None = None
     method: str | None = None  # the ndarray method computing the same from the first argument (no dispatch cost)
+    kind: DerivativeKind = field(kw_only=True)
 
 
 TABLE: dict[str, Primitive] = {}
@@ -49,7 +64,20 @@ TABLE: dict[str, Primitive] = {}
 
 def _register(*prims: Primitive) -> None:
     for p in prims:
-        TABLE[p.name] = p
+        TABLE[p.name] = _with_kind_rule(p)
+
+
+def _with_kind_rule(p: Primitive) -> Primitive:
+    """The entry with the VJP its kind implies; a rule exactly for kind RULE."""
+    if not isinstance(p.kind, DerivativeKind) or (p.vjp is not None) != (p.kind is DerivativeKind.RULE):
+        raise InternalError(f"primitive {p.name}: kind {p.kind!r} needs a VJP rule exactly when it is DerivativeKind.RULE")
+    if p.kind is DerivativeKind.RULE:
+        return p
+    return replace(p, vjp=_vjp_never if p.kind is DerivativeKind.BACKWARD_ONLY else _vjp_zero)
+
+
+def _vjp_never(b, p, out, ct):
+    raise InternalError(f"{p.op} is made only in derivative code and has no derivative of its own")
 
 
 # --------------------------------------------------------------------------- type rules
@@ -98,31 +126,21 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
         shape = broadcast_shapes(*(t.shape for t in ts))  # type: ignore[union-attr]
         with np.errstate(all="ignore"):
             try:
-                value = impl(*samples, **params)
+                value = _apply(impl, samples, params)
             except ZeroDivisionError:
-                value = impl(*[_sample(Num(t.shape, t.dtype, t.py)) for t in ts], **params)  # type: ignore[union-attr]
+                value = _apply(impl, [_sample(Num(t.shape, t.dtype, t.py)) for t in ts], params)  # type: ignore[union-attr]
         keep = all(isinstance(t, Num) and t.value is not None for t in ts)
         return _from_sample(value, shape, keep)
 
     return infer
 
 
-def _num(t: Type) -> Num:
-    if not isinstance(t, Num):
-        raise ShapeError(f"expected a number or an array, got {t}")
-    return t
-
-
-def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise ShapeError(f"axis {a} is out of bounds for an array of dimension {ndim}")
-        out.append(a % ndim)
-    return tuple(sorted(out))
+def _apply(impl: Callable, samples: list, params: dict) -> Any:
+    try:
+        return impl(*samples, **params)
+    except (TypeError, ValueError) as e:  # numpy refuses the dtypes: -x of a bool array, bool - bool, & of floats
+        raise ShapeError(str(e).rstrip("."), "numpy refuses these dtypes: ~m or np.logical_not(m) for a bool m, "
+                         "m.astype(float) to compute with it") from None
 
 
 def reduction(dtype_rule: Callable[[str], str] = lambda d: d) -> Callable[[list[Type], dict], Type]:
@@ -402,49 +420,6 @@ def _where_infer(ts: list[Type], params: dict) -> Type:
 # --------------------------------------------------------------------------- VJP helpers
 
 
-def shape_atom(b: Any, x: Atom) -> Atom:
-    """The shape of ``x`` as an atom: a literal when known statically."""
-    t = _num(x.type)
-    if t.known_shape:
-        return b.const(tuple(t.shape))
-    return b.prim("shape", x)
-
-
-def sum_to(b: Any, ct: Atom, like: Atom) -> Atom:
-    """Undo broadcasting: sum ``ct`` down to the shape of ``like``."""
-    cs, ls = _num(ct.type).shape, _num(like.type).shape
-    if cs == ls and None not in cs:
-        return ct
-    if None in cs or None in ls:
-        return b.prim("sum_to", ct, like)
-    lead = len(cs) - len(ls)
-    ones = tuple(lead + i for i, d in enumerate(ls) if d == 1 and cs[lead + i] != 1)
-    axes = tuple(range(lead)) + ones
-    keep = not lead and bool(ones)  # only size-1 axes to sum: keep them, no reshape needed
-    out = b.prim("sum", ct, axis=axes if len(axes) != 1 else axes[0], keepdims=keep) if axes else ct
-    if _num(out.type).shape != ls:
-        out = b.prim("reshape", out, *[b.const(d) for d in ls])
-    return out
-
-
-def expand_reduced(b: Any, r: Atom, p: Prim) -> Atom:
-    """Re-insert the axes a reduction ``p`` removed (so ``r`` broadcasts against its input)."""
-    x = _num(p.args[0].type)
-    if p.param("keepdims", False) or _num(r.type).ndim == 0:
-        return r
-    axes = _norm_axes(p.param("axis"), x.ndim)
-    return b.prim("expand_dims", r, axis=axes if len(axes) != 1 else axes[0])
-
-
-def like_scalar(b: Any, v: Atom, like: Atom) -> Atom:
-    """The cotangent ``v`` of ``like`` as a Python float when ``like`` is one
-    (np.where, np.reshape and np.broadcast_to give 0-d arrays)."""
-    t = _num(like.type)
-    if t.py and not t.shape and not _num(v.type).py:
-        return b.prim("to_float", v)
-    return v
-
-
 def _swap_last(b: Any, x: Atom) -> Atom:
     nd = _num(x.type).ndim
     if nd == 2:
@@ -475,27 +450,6 @@ def _vjp_div(b, p, out, ct):
     return [sum_to(b, gx, x), sum_to(b, b.prim("neg", b.prim("mul", gx, out)), y)]
 
 
-def _vjp_pow(b, p, out, ct):
-    x, y = p.args
-    if isinstance(y, Const) and y.name is None and np.ndim(y.value) == 0:
-        n = y.value
-        if n == 0:
-            return [None, None]  # x ** 0 is constant (n * x ** -1 would be nan at x = 0)
-        scaled = b.prim("mul", ct, y)  # the scalar factor first: ct is often a broadcast scalar
-        dx = x if n == 2 else b.prim(_pow_op(x, n < 1), x, b.const(n - 1))
-        return [sum_to(b, b.prim("mul", scaled, dx), x), None]
-    dx = b.prim("mul", y, b.prim(_pow_op(x, True), x, b.prim("sub", y, b.const(1))))
-    # d(x ** y)/dy = x ** y * log(x), and 0 where x = 0 (not 0 * -inf)
-    dy = b.prim("select", b.prim("ne", x, b.const(0.0)), b.prim("mul", out, b.prim("log", x)), branch=True)
-    return [sum_to(b, b.prim("mul", ct, dx), x), sum_to(b, b.prim("mul", ct, dy), y)]
-
-
-def _pow_op(x: Atom, negative_exponent: bool) -> str:
-    """``np.power`` for a Python float base raised to a possibly negative power:
-    ``0.0 ** -0.5`` raises where numpy gives inf (the derivative of ``x ** 0.5`` at 0)."""
-    return "power" if negative_exponent and _num(x.type).py else "pow"
-
-
 def _vjp_log(b, p, out, ct):
     x = p.args[0]  # ct / x, nan where x < 0 (where the primal is nan) and inf at 0, not finite values or an exception
     return [b.prim("div", ct, b.prim("log_domain", x))]
@@ -515,18 +469,8 @@ def _unary(deriv: Callable[[Any, Atom, Var], Atom]) -> VjpRule:
 
 
 def _vjp_zero(b, p, out, ct):
+    """Kinds ZERO and DISCRETE: no cotangent flows back."""
     return [None for _ in p.args]
-
-
-def _vjp_extremum(cmp_first: str, cmp_second: str) -> VjpRule:
-    def rule(b, p, out, ct):
-        x, y = p.args
-        return [
-            like_scalar(b, sum_to(b, b.prim("select", b.prim(cmp_first, x, y), ct, branch=True), x), x),
-            like_scalar(b, sum_to(b, b.prim("select", b.prim(cmp_second, x, y), ct, branch=True), y), y),
-        ]
-
-    return rule
 
 
 def _vjp_sum(b, p, out, ct):
@@ -548,13 +492,6 @@ def _vjp_mean(b, p, out, ct):
     if xt.py:
         return [like_scalar(b, b.prim("div", ct, count), x)]
     return [b.prim("broadcast_to", expand_reduced(b, b.prim("div", ct, count), p), shape_atom(b, x))]
-
-
-def _vjp_maxmin(b, p, out, ct):
-    x = p.args[0]
-    mask = b.prim("eq", x, expand_reduced(b, out, p))
-    count = b.prim("sum", mask, axis=p.param("axis"), keepdims=True, dtype=_num(x.type).dtype)
-    return [b.prim("mul", mask, b.prim("div", expand_reduced(b, ct, p), count))]  # ties share the cotangent
 
 
 def _vjp_prod(b, p, out, ct):
@@ -657,23 +594,6 @@ def _vjp_where(b, p, out, ct):
     c, x, y = p.args
     return [None, like_scalar(b, sum_to(b, b.prim("select", c, ct, branch=True), x), x),
             like_scalar(b, sum_to(b, b.prim("select", c, ct, branch=False), y), y)]
-
-
-def _vjp_clip(b, p, out, ct):
-    x, lo, hi = p.args
-    masks = [None if _is_none(bound) else b.prim(cmp, x, bound) for bound, cmp in ((lo, "lt"), (hi, "gt"))]
-    inside = ct
-    for mask in masks:
-        if mask is not None:
-            inside = b.prim("select", mask, inside, branch=False)
-    result = [like_scalar(b, sum_to(b, inside, x), x)]
-    for bound, mask in zip((lo, hi), masks):
-        result.append(None if mask is None else like_scalar(b, sum_to(b, b.prim("select", mask, ct, branch=True), bound), bound))
-    return result
-
-
-def _is_none(a: Atom) -> bool:
-    return isinstance(a, Const) and a.value is None
 
 
 def _vjp_diag(b, p, out, ct):
@@ -898,92 +818,95 @@ def diag_embed(ct: Any, like: Any, k: int) -> Any:
 
 
 def _unary_entry(name: str, impl: Callable, deriv: Callable | None) -> Primitive:
-    return Primitive(name, impl, elementwise(impl), _np(name), _unary(deriv) if deriv else _vjp_zero, zero_in=(0,) if name != "sign" else ())
+    return Primitive(name, impl, elementwise(impl), _np(name), _unary(deriv) if deriv else None, zero_in=(0,) if name != "sign" else (),
+                     kind=DerivativeKind.RULE if deriv else DerivativeKind.ZERO)
 
 
 _register(
     # arithmetic (Python operators)
-    Primitive("add", operator.add, elementwise(operator.add), _bin("+"), _vjp_add),
-    Primitive("sub", operator.sub, elementwise(operator.sub), _bin("-"), _vjp_sub),
-    Primitive("mul", operator.mul, elementwise(operator.mul), _bin("*"), _vjp_mul, zero_in=(0, 1)),
-    Primitive("div", operator.truediv, elementwise(operator.truediv), _bin("/"), _vjp_div, zero_in=(0,)),
-    Primitive("floordiv", operator.floordiv, elementwise(operator.floordiv), _bin("//"), _vjp_zero),
-    Primitive("mod", operator.mod, elementwise(operator.mod), _bin("%"), _vjp_zero),
-    Primitive("pow", operator.pow, elementwise(operator.pow), _bin("**"), _vjp_pow),
-    Primitive("neg", operator.neg, elementwise(operator.neg), lambda a, ps: px.neg(a[0]), _vjp_neg, zero_in=(0,)),
-    Primitive("matmul", operator.matmul, _matmul_infer, _bin("@"), _vjp_matmul, zero_in=(0, 1)),
+    Primitive("add", operator.add, elementwise(operator.add), _bin("+"), _vjp_add, kind=DerivativeKind.RULE),
+    Primitive("sub", operator.sub, elementwise(operator.sub), _bin("-"), _vjp_sub, kind=DerivativeKind.RULE),
+    Primitive("mul", operator.mul, elementwise(operator.mul), _bin("*"), _vjp_mul, zero_in=(0, 1), kind=DerivativeKind.RULE),
+    Primitive("div", operator.truediv, elementwise(operator.truediv), _bin("/"), _vjp_div, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("floordiv", operator.floordiv, elementwise(operator.floordiv), _bin("//"), None, kind=DerivativeKind.ZERO),
+    Primitive("mod", operator.mod, elementwise(operator.mod), _bin("%"), vjp_mod, kind=DerivativeKind.RULE),
+    Primitive("fmod", np.fmod, elementwise(np.fmod), _np("fmod"), vjp_fmod, kind=DerivativeKind.RULE),
+    Primitive("pow", operator.pow, elementwise(operator.pow), _bin("**"), vjp_pow, kind=DerivativeKind.RULE),
+    Primitive("neg", operator.neg, elementwise(operator.neg), lambda a, ps: px.neg(a[0]), _vjp_neg, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("matmul", operator.matmul, _matmul_infer, _bin("@"), _vjp_matmul, zero_in=(0, 1), kind=DerivativeKind.RULE),
     # comparisons (discrete results)
-    *(Primitive(n, f, elementwise(f), _cmp(s), _vjp_zero) for n, f, s in [
+    *(Primitive(n, f, elementwise(f), _cmp(s), None, kind=DerivativeKind.DISCRETE) for n, f, s in [
         ("lt", operator.lt, "<"), ("le", operator.le, "<="), ("gt", operator.gt, ">"),
         ("ge", operator.ge, ">="), ("eq", operator.eq, "=="), ("ne", operator.ne, "!="),
     ]),
     Primitive("not_", operator.not_, elementwise(operator.not_),
               lambda a, ps: cst.UnaryOperation(operator=cst.Not(), expression=px.paren(a[0]) if px.precedence(a[0]) < 5 else a[0]),
-              _vjp_zero),
-    Primitive("and_", operator.and_, elementwise(operator.and_), _bin("&"), _vjp_zero),
-    Primitive("or_", operator.or_, elementwise(operator.or_), _bin("|"), _vjp_zero),
+              None, kind=DerivativeKind.DISCRETE),
+    Primitive("and_", operator.and_, elementwise(operator.and_), _bin("&"), None, kind=DerivativeKind.DISCRETE),
+    Primitive("or_", operator.or_, elementwise(operator.or_), _bin("|"), None, kind=DerivativeKind.DISCRETE),
     # elementwise numpy functions: f'(x) written with x and, where cheaper, out = f(x)
     _unary_entry("exp", np.exp, lambda b, x, out: out),
-    Primitive("log", np.log, elementwise(np.log), _np("log"), _vjp_log, zero_in=(0,)),
+    Primitive("log", np.log, elementwise(np.log), _np("log"), _vjp_log, zero_in=(0,), kind=DerivativeKind.RULE),
     _unary_entry("sin", np.sin, lambda b, x, out: b.prim("cos", x)),
     _unary_entry("cos", np.cos, lambda b, x, out: b.prim("neg", b.prim("sin", x))),
     _unary_entry("tan", np.tan, lambda b, x, out: b.prim("add", b.const(1.0), b.prim("mul", out, out))),
     _unary_entry("tanh", np.tanh, lambda b, x, out: b.prim("sub", b.const(1.0), b.prim("mul", out, out))),
     _unary_entry("sqrt", np.sqrt, lambda b, x, out: b.prim("div", b.const(0.5), out)),
     _unary_entry("abs", np.abs, lambda b, x, out: b.prim("sign", x)),
-    _unary_entry("sign", np.sign, None),
-    Primitive("maximum", np.maximum, elementwise(np.maximum), _np("maximum"), _vjp_extremum("ge", "lt")),
-    Primitive("minimum", np.minimum, elementwise(np.minimum), _np("minimum"), _vjp_extremum("le", "gt")),
-    Primitive("power", np.power, elementwise(np.power), _np("power"), _vjp_pow),
-    Primitive("where", np.where, _where_infer, _np("where"), _vjp_where),
-    Primitive("clip", np.clip, _clip_infer, _np("clip"), _vjp_clip),
+    *(_unary_entry(name, getattr(np, name), None) for name in ("sign", "floor", "ceil", "trunc", "rint")),
+    Primitive("isnan", np.isnan, elementwise(np.isnan), _np("isnan"), None, kind=DerivativeKind.DISCRETE),
+    Primitive("maximum", np.maximum, elementwise(np.maximum), _np("maximum"), vjp_extremum("ge", "lt"), kind=DerivativeKind.RULE),
+    Primitive("minimum", np.minimum, elementwise(np.minimum), _np("minimum"), vjp_extremum("le", "gt"), kind=DerivativeKind.RULE),
+    Primitive("power", np.power, elementwise(np.power), _np("power"), vjp_pow, kind=DerivativeKind.RULE),
+    Primitive("where", np.where, _where_infer, _np("where"), _vjp_where, kind=DerivativeKind.RULE),
+    Primitive("clip", np.clip, _clip_infer, _np("clip"), vjp_clip, kind=DerivativeKind.RULE),
     # reductions
-    Primitive("sum", lambda x, axis=None, keepdims=False, dtype=None: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,), method="sum"),
-    Primitive("mean", np.mean, reduction(_mean_dtype), _emit_reduction("mean"), _vjp_mean, zero_in=(0,), method="mean"),
-    Primitive("max", np.max, reduction(), _emit_reduction("max"), _vjp_maxmin, method="max"),
-    Primitive("min", np.min, reduction(), _emit_reduction("min"), _vjp_maxmin, method="min"),
-    Primitive("prod", np.prod, reduction(), _emit_reduction("prod"), _vjp_prod, method="prod"),
+    Primitive("sum", lambda x, axis=None, keepdims=False, dtype=None: np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype), reduction(_sum_dtype), _emit_reduction("sum"), _vjp_sum, zero_in=(0,), method="sum", kind=DerivativeKind.RULE),
+    Primitive("mean", np.mean, reduction(_mean_dtype), _emit_reduction("mean"), _vjp_mean, zero_in=(0,), method="mean", kind=DerivativeKind.RULE),
+    Primitive("max", np.max, reduction(), _emit_reduction("max"), vjp_maxmin, method="max", kind=DerivativeKind.RULE),
+    Primitive("min", np.min, reduction(), _emit_reduction("min"), vjp_maxmin, method="min", kind=DerivativeKind.RULE),
+    Primitive("prod", np.prod, reduction(), _emit_reduction("prod"), _vjp_prod, method="prod", kind=DerivativeKind.RULE),
     # linear algebra and shapes
-    Primitive("dot", np.dot, _dot_infer, _np("dot"), _vjp_matmul, zero_in=(0, 1)),
-    Primitive("outer", np.outer, _outer_infer, _np("outer"), _vjp_outer, zero_in=(0, 1)),
-    Primitive("transpose", lambda x, axes=None: np.transpose(x, axes), _transpose_infer, _emit_transpose, _vjp_transpose, zero_in=(0,)),
-    Primitive("reshape", lambda x, *dims: np.reshape(x, dims), _reshape_infer, _emit_reshape, _vjp_reshape, zero_in=(0,)),
+    Primitive("dot", np.dot, _dot_infer, _np("dot"), _vjp_matmul, zero_in=(0, 1), kind=DerivativeKind.RULE),
+    Primitive("outer", np.outer, _outer_infer, _np("outer"), _vjp_outer, zero_in=(0, 1), kind=DerivativeKind.RULE),
+    Primitive("transpose", lambda x, axes=None: np.transpose(x, axes), _transpose_infer, _emit_transpose, _vjp_transpose, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("reshape", lambda x, *dims: np.reshape(x, dims), _reshape_infer, _emit_reshape, _vjp_reshape, zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("reshape_like", lambda x, like: np.reshape(x, np.shape(like)), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype),
-              lambda a, ps: px.call("np.reshape", [a[0], px.call("np.shape", [a[1]])]), None, zero_in=(0,)),
-    Primitive("ravel", np.ravel, lambda ts, ps: Num((_size_infer(ts, ps).value,), _num(ts[0]).dtype), _np("ravel"), _vjp_ravel, zero_in=(0,)),
+              lambda a, ps: px.call("np.reshape", [a[0], px.call("np.shape", [a[1]])]), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("ravel", np.ravel, lambda ts, ps: Num((_size_infer(ts, ps).value,), _num(ts[0]).dtype), _np("ravel"), _vjp_ravel, zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("expand_dims", lambda x, axis: np.expand_dims(x, axis), lambda ts, ps: _expand_infer(ts, {"axis": _norm_axes(ps["axis"], _num(ts[0]).ndim + (len(ps["axis"]) if isinstance(ps["axis"], tuple) else 1))}),
-              lambda a, ps: px.call("np.expand_dims", [a[0], px.literal(ps["axis"])]), _vjp_expand, zero_in=(0,)),
-    Primitive("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concat_infer, _emit_stack("concatenate"), _vjp_concatenate),
-    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, _emit_stack("stack"), _vjp_stack),
-    Primitive("diag", lambda x, k=0: np.diag(x, k), _diag_infer, lambda a, ps: px.call("np.diag", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_diag, zero_in=(0,)),
-    Primitive("tril", lambda x, k=0: np.tril(x, k), _tri_infer, lambda a, ps: px.call("np.tril", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("tril"), zero_in=(0,)),
-    Primitive("triu", lambda x, k=0: np.triu(x, k), _tri_infer, lambda a, ps: px.call("np.triu", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("triu"), zero_in=(0,)),
-    Primitive("getitem", lambda x, *ix, index: x[_index_value(index, (x, *ix))], _getitem_infer, _emit_getitem, _vjp_getitem, zero_in=(0,)),
+              lambda a, ps: px.call("np.expand_dims", [a[0], px.literal(ps["axis"])]), _vjp_expand, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concat_infer, _emit_stack("concatenate"), _vjp_concatenate, kind=DerivativeKind.RULE),
+    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, _emit_stack("stack"), _vjp_stack, kind=DerivativeKind.RULE),
+    Primitive("diag", lambda x, k=0: np.diag(x, k), _diag_infer, lambda a, ps: px.call("np.diag", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_diag, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("tril", lambda x, k=0: np.tril(x, k), _tri_infer, lambda a, ps: px.call("np.tril", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("tril"), zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("triu", lambda x, k=0: np.triu(x, k), _tri_infer, lambda a, ps: px.call("np.triu", a + ([px.literal(ps["k"])] if ps.get("k") else [])), _vjp_tri("triu"), zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("getitem", lambda x, *ix, index: x[_index_value(index, (x, *ix))], _getitem_infer, _emit_getitem, _vjp_getitem, zero_in=(0,), kind=DerivativeKind.RULE),
     # discrete: shapes and constructors
-    Primitive("shape", np.shape, _shape_infer, lambda a, ps: px.call("np.shape", a), _vjp_zero),
+    Primitive("shape", np.shape, _shape_infer, lambda a, ps: px.call("np.shape", a), None, kind=DerivativeKind.DISCRETE),
     Primitive("dim", lambda x, axis: np.shape(x)[axis], lambda ts, ps: Num((), "int64", py=True, value=_num(ts[0]).shape[ps["axis"]]),
-              lambda a, ps: px.subscript(px.attr(a[0], "shape"), [px.literal(ps["axis"])]), _vjp_zero),
-    Primitive("len", len, _len_infer, lambda a, ps: px.call("len", a), _vjp_zero),
-    Primitive("size", np.size, _size_infer, lambda a, ps: px.call("np.size", a), _vjp_zero),
-    Primitive("zeros", lambda *d, dtype="float64": np.zeros(d, dtype), _constructor_infer, _emit_constructor("zeros"), _vjp_zero),
-    Primitive("ones", lambda *d, dtype="float64": np.ones(d, dtype), _constructor_infer, _emit_constructor("ones"), _vjp_zero),
-    Primitive("zeros_like", lambda x, dtype=None: np.zeros_like(x, dtype), _like_infer, _emit_like("zeros_like"), _vjp_zero),
-    Primitive("ones_like", lambda x, dtype=None: np.ones_like(x, dtype), _like_infer, _emit_like("ones_like"), _vjp_zero),
-    Primitive("eye", lambda *d, dtype="float64": np.eye(*d, dtype=dtype), _eye_infer, _emit_constructor("eye"), _vjp_zero),
-    Primitive("arange", lambda *a: np.arange(*a), _arange_infer, _np("arange"), _vjp_zero),
+              lambda a, ps: px.subscript(px.attr(a[0], "shape"), [px.literal(ps["axis"])]), None, kind=DerivativeKind.DISCRETE),
+    Primitive("len", len, _len_infer, lambda a, ps: px.call("len", a), None, kind=DerivativeKind.DISCRETE),
+    Primitive("size", np.size, _size_infer, lambda a, ps: px.call("np.size", a), None, kind=DerivativeKind.DISCRETE),
+    Primitive("zeros", lambda *d, dtype="float64": np.zeros(d, dtype), _constructor_infer, _emit_constructor("zeros"), None, kind=DerivativeKind.ZERO),
+    Primitive("ones", lambda *d, dtype="float64": np.ones(d, dtype), _constructor_infer, _emit_constructor("ones"), None, kind=DerivativeKind.ZERO),
+    Primitive("zeros_like", lambda x, dtype=None: np.zeros_like(x, dtype), _like_infer, _emit_like("zeros_like"), None, kind=DerivativeKind.ZERO),
+    Primitive("ones_like", lambda x, dtype=None: np.ones_like(x, dtype), _like_infer, _emit_like("ones_like"), None, kind=DerivativeKind.ZERO),
+    Primitive("eye", lambda *d, dtype="float64": np.eye(*d, dtype=dtype), _eye_infer, _emit_constructor("eye"), None, kind=DerivativeKind.ZERO),
+    Primitive("arange", lambda *a: np.arange(*a), _arange_infer, _np("arange"), vjp_arange, kind=DerivativeKind.RULE),
     # linear operations that only the AD macro introduces
-    Primitive("select", lambda c, v, branch: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select, None, zero_in=(1,)),
-    Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, _np("broadcast_to"), _vjp_broadcast_to, zero_in=(0,)),
+    Primitive("select", lambda c, v, branch: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select, None, zero_in=(1,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, _np("broadcast_to"), _vjp_broadcast_to, zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("full", lambda x, shape, dtype=None: np.full(shape, x, dtype), lambda ts, ps: Num(_broadcast_to_infer(ts, ps).shape, ps.get("dtype") or _num(ts[0]).dtype),
-              lambda a, ps: px.call("np.full", [a[1], a[0]], **({"dtype": px.name(f"np.{ps['dtype']}")} if ps.get("dtype") not in (None, "float64") else {})), None, zero_in=(0,)),
+              lambda a, ps: px.call("np.full", [a[1], a[0]], **({"dtype": px.name(f"np.{ps['dtype']}")} if ps.get("dtype") not in (None, "float64") else {})), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
     Primitive("to_float", float, lambda ts, ps: Num((), _num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
-              lambda b, p, out, ct: [ct], zero_in=(0,)),
-    Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,)),
-    Primitive("scatter", lambda ct, x, *ix, index, zeros=None: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter),
-    Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_scatter_add),
-    Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,)),
-    Primitive("log_domain", log_domain, lambda ts, ps: _log_domain_infer(ts[0]), _emit_runtime("log_domain"), None),
-    Primitive("diag_embed", diag_embed, lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), _emit_runtime("diag_embed", "k"), None, zero_in=(0,)),
+              lambda b, p, out, ct: [ct], zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("sum_to", sum_to_shape, _sum_to_infer, _emit_runtime("sum_to_shape"), _vjp_sum_to, zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("scatter", lambda ct, x, *ix, index, zeros=None: _scatter_value(ct, x, ix, index), lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), None, None, zero_in=(0,), stmts=_stmts_scatter, kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_scatter_add, kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(_num(ts[0]).shape, _num(ts[1]).dtype), _emit_runtime("prod_vjp", "axis"), None, zero_in=(1,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("log_domain", log_domain, lambda ts, ps: _log_domain_infer(ts[0]), _emit_runtime("log_domain"), None, kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("diag_embed", diag_embed, lambda ts, ps: Num(_num(ts[1]).shape, _num(ts[0]).dtype), _emit_runtime("diag_embed", "k"), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
 )
 
 
@@ -1158,38 +1081,38 @@ def _emit_list(a: list[Expr], ps: dict) -> Expr:
 
 
 _register(
-    Primitive("list", lambda *xs: list(xs), _list_infer, _emit_list, _vjp_list),
+    Primitive("list", lambda *xs: list(xs), _list_infer, _emit_list, _vjp_list, kind=DerivativeKind.RULE),
     Primitive("append", lambda l, v: l + [v], _append_infer, lambda a, ps: px.binop("+", a[0], _emit_list([a[1]], ps)),
-              _vjp_append),
+              _vjp_append, kind=DerivativeKind.RULE),
     Primitive("list_get", lambda l, i: l[i], _list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), _vjp_list_get,
-              zero_in=(0,)),
+              zero_in=(0,), kind=DerivativeKind.RULE),
     Primitive("list_init", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]),
-              lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,)),
+              lambda a, ps: px.subscript(a[0], [px.slice_(None, px.literal(-1), None)]), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
     # in place, where the optimiser proved the old list is read by nothing else (O(1), not O(length))
     Primitive("append_in_place", lambda l, v: l + [v], lambda ts, ps: _append_infer(ts, ps), None, None,
               stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], a[0]),
-                                      cst.Expr(px.method(t, "append", [a[1]]))]),
+                                      cst.Expr(px.method(t, "append", [a[1]]))], kind=DerivativeKind.BACKWARD_ONLY),
     Primitive("list_pop", lambda l: l[-1], _list_elem, None, None, zero_in=(0,),
-              stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], px.method(a[0], "pop"))]),
-    Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]), lambda a, ps: a[0], None, zero_in=(0,)),
+              stmts=lambda t, a, ps: [cst.Assign([cst.AssignTarget(t)], px.method(a[0], "pop"))], kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: _unknown_length(ts[0]), lambda a, ps: a[0], None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
     # a list whose length is known when transforming (a comprehension over a range or an array's rows)
     Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0],
-              lambda b, p, out, ct: [ct], zero_in=(0,)),
-    Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), _vjp_zero),
+              lambda b, p, out, ct: [ct], zero_in=(0,), kind=DerivativeKind.RULE),
+    Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), None, kind=DerivativeKind.DISCRETE),
     Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, _emit_stack_seq("stack"),
-              _vjp_stack_list),
+              _vjp_stack_list, kind=DerivativeKind.RULE),
     Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
-              _emit_stack_seq("concatenate"), _vjp_concat_list),
-    Primitive("list_onehot", list_onehot, lambda ts, ps: ts[0], _emit_runtime("list_onehot"), None, zero_in=(2,)),
-    Primitive("list_scatter_add", _list_scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_list_scatter_add),
+              _emit_stack_seq("concatenate"), _vjp_concat_list, kind=DerivativeKind.RULE),
+    Primitive("list_onehot", list_onehot, lambda ts, ps: ts[0], _emit_runtime("list_onehot"), None, zero_in=(2,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("list_scatter_add", _list_scatter_add_value, lambda ts, ps: ts[0], None, None, stmts=_stmts_list_scatter_add, kind=DerivativeKind.BACKWARD_ONLY),
     Primitive("unstack", unstack, lambda ts, ps: _unstack_infer(ts, ps), _emit_runtime("unstack", "axis"), None,
-              zero_in=(0,)),
-    Primitive("split_like", split_like, lambda ts, ps: ts[1], _emit_runtime("split_like", "axis"), None, zero_in=(0,)),
-    Primitive("list_zeros_like", list_zeros_like, lambda ts, ps: ts[0], _emit_runtime("list_zeros_like"), None),
+              zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("split_like", split_like, lambda ts, ps: ts[1], _emit_runtime("split_like", "axis"), None, zero_in=(0,), kind=DerivativeKind.BACKWARD_ONLY),
+    Primitive("list_zeros_like", list_zeros_like, lambda ts, ps: ts[0], _emit_runtime("list_zeros_like"), None, kind=DerivativeKind.BACKWARD_ONLY),
     # a cotangent leaving a branch or loop body whose zero is made at run time (a
     # list, an array of run-time length): the simplifier turns it into the
     # cotangent, or into zeros like the primal if the cotangent is zero
-    Primitive("or_zeros_like", or_zeros_like, lambda ts, ps: ts[1], None, None),
+    Primitive("or_zeros_like", or_zeros_like, lambda ts, ps: ts[1], None, None, kind=DerivativeKind.BACKWARD_ONLY),
 )
 
 
@@ -1213,4 +1136,4 @@ def infer(op: str, arg_types: list[Type], params: dict) -> Type:
 
 # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
 _register(Primitive("copy", np.copy, lambda ts, ps: ts[0], lambda a, ps: px.method(a[0], "copy", []),
-                    lambda b, p, out, ct: [ct], zero_in=(0,)))
+                    lambda b, p, out, ct: [ct], zero_in=(0,), kind=DerivativeKind.RULE))

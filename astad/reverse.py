@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from . import primitives as prims
 from .errors import InternalError
-from .frontend import Namer, literal_type
+from .frontend import literal_type
+from .names import Namer
 from dataclasses import replace
 
 from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
@@ -107,8 +108,7 @@ def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
 
 class _Macro:
     def __init__(self, fn: Function) -> None:
-        names = {p.name for p in fn.params} | set(bound_names(fn.body))
-        self.namer = Namer(names)
+        self.namer = Namer.of(fn)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
         self.functions: dict[str, Lam] = {}  # the variable a lam is bound to (its type's name) -> the lam

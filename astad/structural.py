@@ -17,23 +17,17 @@ from collections import Counter
 from typing import Iterable
 
 from .errors import InternalError
-from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Var, atoms_of, bound_names,
+from .names import Namer
+from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Var, atoms_of,
                  if_free_vars, lam_free_vars, loop_free_vars, map_atoms, substitute_block)
 
 
 class _Fresh:
     def __init__(self, fn: Function) -> None:
-        self.used = {p.name for p in fn.params} | set(bound_names(fn.body))
+        self.namer = Namer.of(fn)
 
     def copies(self, v: Var, n: int) -> tuple[Var, ...]:
-        out, i = [], 1
-        while len(out) < n:
-            name = f"{v.name}_{i}"
-            i += 1
-            if name not in self.used:
-                self.used.add(name)
-                out.append(Var(name, v.type))
-        return tuple(out)
+        return tuple(Var(name, v.type) for name in self.namer.copies(v.name, n))
 
 
 def _use_counts(block: Block) -> Counter:

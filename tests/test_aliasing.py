@@ -492,3 +492,18 @@ def update_in_a_nested_def_of_a_fresh_array(x):
 
 def test_an_update_of_a_parameter_bound_to_a_fresh_array_is_differentiated():
     check_grad(update_in_a_nested_def_of_a_fresh_array, [X.copy()])
+
+
+def copy_of_a_zero_d_array(x):
+    c = x.copy()      # a 0-d array (np.copy of a scalar is one too): mutable
+    d = c
+    c += 1.0          # d changes too
+    return d * 2.0
+
+
+def test_a_copy_of_a_zero_d_array_is_an_array_updates_see():
+    """Checked against numpy: the copy of a 0-d array is a 0-d array, so `+=` changes `d` too."""
+    x = np.array(0.7)
+    assert copy_of_a_zero_d_array(x.copy()) == 3.4
+    with pytest.raises(astad.UnsupportedSyntaxError, match="in place"):
+        astad.reverse(copy_of_a_zero_d_array)(x)

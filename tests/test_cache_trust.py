@@ -254,8 +254,8 @@ def test_bad_key_is_regenerated_and_old_entries_recomputed(tmp_path, cached, tra
     loads_cleanly(cached, transforms, 2)  # the rewritten entry is sealed with the new key
 
 
-def test_umask_000_still_makes_private_files(tmp_path, monkeypatch, transforms):
-    cache = tmp_path / "fresh" / "cache"
+def _grad_under_umask_000(tmp_path, cache, monkeypatch):
+    """A gradient with the disk cache at ``cache``, under umask 000; the module it came from."""
     monkeypatch.setenv("ASTAD_DISK_CACHE", "1")
     monkeypatch.setenv("ASTAD_CACHE_DIR", str(cache))
     mod = load_module(tmp_path, LOSS, monkeypatch)
@@ -264,6 +264,12 @@ def test_umask_000_still_makes_private_files(tmp_path, monkeypatch, transforms):
         astad.grad(mod.loss)(X)
     finally:
         os.umask(old)
+    return mod
+
+
+def test_umask_000_still_makes_private_files(tmp_path, monkeypatch, transforms):
+    cache = tmp_path / "fresh" / "cache"
+    mod = _grad_under_umask_000(tmp_path, cache, monkeypatch)
     (entry,) = entries(cache)
     assert mode(cache) == 0o700 and mode(sub(cache)) == 0o700
     assert mode(key_file(cache)) == 0o600 and mode(entry) == 0o600
@@ -404,14 +410,7 @@ def test_concurrent_fresh_processes_share_one_cache(tmp_path, monkeypatch, trans
 
 def test_missing_parents_are_created_private(tmp_path, monkeypatch, transforms):
     cache = tmp_path / "a" / "b" / "cache"
-    monkeypatch.setenv("ASTAD_DISK_CACHE", "1")
-    monkeypatch.setenv("ASTAD_CACHE_DIR", str(cache))
-    mod = load_module(tmp_path, LOSS, monkeypatch)
-    old = os.umask(0)
-    try:
-        astad.grad(mod.loss)(X)
-    finally:
-        os.umask(old)
+    _grad_under_umask_000(tmp_path, cache, monkeypatch)
     assert [mode(p) for p in (tmp_path / "a", tmp_path / "a" / "b", cache)] == [0o700] * 3
 
 

@@ -91,15 +91,15 @@ LIST_IN_DICT_ARGUMENT = True
 
 # Names that look like the ones astad generates (`out_ct`, `x_ct`, `i_tape`, ...)
 # for locals and parameters, and a parameter named `np` (numpy imported as `onp`).
-# OPEN: such names collide with the generated ones: a dead local `out_ct = x * 1.0`
+# Fixed by one name authority (astad/names.py); was: such names collide with the generated ones: a dead local `out_ct = x * 1.0`
 # or a parameter `out_ct`/`x_ct` gives a wrong gradient, a local `x_ct` an
 # UnboundLocalError in generated code (reproducer in /work/repro/generated_names.py).
-GENERATED_LOOKING_NAMES = False
+GENERATED_LOOKING_NAMES = True
 
 # A parameter named `np` while numpy is imported as `onp`.
-# OPEN: the generated code reads the parameter as numpy (AttributeError:
+# Fixed by one name authority (astad/names.py); was: the generated code reads the parameter as numpy (AttributeError:
 # 'numpy.ndarray' object has no attribute 'sin'; reproducer in /work/repro/np_parameter.py).
-NP_PARAMETER = False
+NP_PARAMETER = True
 
 # Deep nesting: one expression 140-180 calls deep (`np.sin(np.tanh(...))`).
 # Fixed by astad/deep.py and astad/positions.py; was: RecursionError from frontend.parse (libcst, outside the recursion guard)

@@ -146,12 +146,12 @@ AUG_AFTER_CALL_OF_A_MAKER = True
 # Names that look like the ones astad generates: some of the program's variables
 # (v12, acc3) are renamed to these (``lookalike_names``; the control-flow
 # generator too).
-# OPEN: such names collide with astad's generated names: a dead local
+# Fixed by one name authority (astad/names.py); was: such names collide with astad's generated names: a dead local
 # `out_ct = x * 1.0` gives a wrong gradient, a local `x_ct` an UnboundLocalError
 # in the generated code (reproducer in /work/repro/generated_names.py, and
 # test_random_aliasing.GENERATED_LOOKING_NAMES).
 # False: the program's variables keep the generator's names.
-GENERATED_LOOKING_NAMES = False
+GENERATED_LOOKING_NAMES = True
 LOOKALIKE_NAMES = ["out_ct", "x_ct_sum", "x_ct", "reversed", "log_domain", "i_tape", "t3", "x_1", "y_ct", "v_ct",
                    "out_tape", "s_ct"]
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import astad
-from conftest import load_program
+from conftest import _leaves, load_program
 
 
 class Layer(NamedTuple):
@@ -32,12 +32,7 @@ class Pair(NamedTuple):
 # --------------------------------------------------------------------------- an independent pytree oracle
 
 
-def leaves(tree):
-    if isinstance(tree, dict):
-        return [leaf for v in tree.values() for leaf in leaves(v)]
-    if isinstance(tree, (tuple, list)):
-        return [leaf for v in tree for leaf in leaves(v)]
-    return [tree]
+leaves = _leaves  # the leaves of a pytree, in order
 
 
 def rebuild(tree, it):

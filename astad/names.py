@@ -1,0 +1,193 @@
+"""Names in generated code: the one authority that makes them.
+
+A generated module holds three kinds of names:
+
+- the program's own: the user's names for the values they name (``h``, a
+  second binding ``h_2``), temporaries ``t1, t2, ...``, and what the passes
+  add (cotangents ``h_ct``, tapes, accumulators, records);
+- the user's module-level constants, read as globals (named by the frontend);
+- ``OUTSIDE``: what generated code reads without binding it: ``np``, the
+  runtime helpers, the builtins it calls; and what codegen binds itself
+  (``residuals``, ``_``).  Python's keywords are never names either.
+
+Every name is made by a :class:`Namer`, which never hands out an outside name
+(a user's local ``np`` or ``reversed`` is ``np_2``, ``reversed_2`` in the
+generated code) nor a name the program already has (:meth:`Namer.of` collects
+them: parameters, bindings in every block, constants).  ``check_generated``
+verifies the result before it runs: a generated function reads as globals only
+outside names and constants, and binds none of them.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import keyword
+import unicodedata
+from typing import Any, Iterable
+
+from .errors import InternalError
+from .ir import Block, Const, Function, Prim, ReverseProgram, Var
+from .primitives import RUNTIME
+
+#: the modules generated code reads
+MODULES = frozenset({"np"})
+#: the builtins generated code calls (``check_generated`` refuses any other)
+BUILTINS = frozenset({"float", "len", "range", "reversed"})
+#: what generated code reads as globals besides the user's constants
+GLOBALS = MODULES | frozenset(RUNTIME) | BUILTINS
+#: names codegen binds in the generated functions: the backward pass's
+#: parameter, the target of a loop over a tape with nothing saved
+CODEGEN = frozenset({"residuals", "_"})
+OUTSIDE = GLOBALS | CODEGEN
+#: never a name (a lambda is named after its ``__name__``, ``<lambda>``)
+KEYWORDS = frozenset(keyword.kwlist)
+
+
+def python_name(name: str) -> str:
+    """The identifier Python reads for ``name`` (NFKC: ``ﬁ`` is ``fi``)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
+def function_names(program: str) -> frozenset[str]:
+    """The names of the generated functions of ``program``."""
+    return frozenset({python_name(f"{program}_forward"), python_name(f"{program}_backward")})
+
+
+class Namer:
+    """Deterministic, readable names: the user's own name for its first
+    binding, then ``name_2``, ``name_3``; temporaries ``t1, t2, ...``.  Names in
+    ``reserved`` (the user's code mentions them) are handed out only as a
+    user's own name, outside names never.  Names are compared, and handed
+    out, as Python reads them (:func:`python_name`)."""
+
+    def __init__(self, reserved: Iterable[str] = (), program: str | None = None) -> None:
+        never = OUTSIDE | KEYWORDS | (function_names(program) if program is not None else frozenset())
+        self.used = {python_name(n) for n in reserved} | never
+        self.taken: set[str] = set(never)
+        self.temps = 0
+
+    @classmethod
+    def adding_to(cls, names: Iterable[str], program: str | None = None) -> "Namer":
+        """Names for a pass that adds bindings to a program: every name there is
+        taken, so ``fresh`` never hands one out again."""
+        namer = cls(names, program)
+        namer.taken |= namer.used
+        return namer
+
+    @classmethod
+    def of(cls, prog: Function | ReverseProgram) -> "Namer":
+        """Names for a pass that adds bindings to ``prog``."""
+        return cls.adding_to(program_names(prog), prog.name)
+
+    def mention(self, names: Iterable[str]) -> None:
+        """Names more code of the user's mentions (a helper it inlines)."""
+        self.used |= {python_name(n) for n in names}
+
+    def fresh(self, base: str) -> str:
+        base = python_name(base)
+        if base not in self.taken:
+            self.taken.add(base)
+            self.used.add(base)
+            return base
+        n = 2
+        while f"{base}_{n}" in self.used or f"{base}_{n}" in self.taken:
+            n += 1
+        name = f"{base}_{n}"
+        self.taken.add(name)
+        self.used.add(name)
+        return name
+
+    def temp(self) -> str:
+        while True:
+            self.temps += 1
+            name = f"t{self.temps}"
+            if name not in self.used:
+                self.used.add(name)
+                self.taken.add(name)
+                return name
+
+    def copies(self, base: str, n: int) -> list[str]:
+        """``n`` names for the copies of ``base`` that ``dup`` makes: ``base_1``,
+        ``base_2``, ... (those not taken)."""
+        out: list[str] = []
+        base = python_name(base)
+        i = 1
+        while len(out) < n:
+            name = f"{base}_{i}"
+            i += 1
+            if name not in self.taken and name not in self.used:
+                self.taken.add(name)
+                self.used.add(name)
+                out.append(name)
+        return out
+
+    def hidden(self, base: str) -> str:
+        """A name for the frontend's own use (``items``, ``items1``, ...) that no
+        code of the user's mentions."""
+        name = next(f"{base}{i or ''}" for i in range(len(self.used) + 1) if f"{base}{i or ''}" not in self.used)
+        self.used.add(name)
+        return name
+
+    @staticmethod
+    def is_temp(name: str) -> bool:
+        return name[:1] == "t" and name[1:].isdigit()
+
+
+# --------------------------------------------------------------------------- the names of a program
+
+
+#: per IR node class, the fields that may hold atoms or blocks (not types,
+#: locations or a primitive's static parameters); () for anything else
+_FIELDS: dict[type, tuple[str, ...]] = {Prim: ("args",)}
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("type", "loc")) \
+            if dataclasses.is_dataclass(cls) else ()
+        _FIELDS[cls] = fields
+    return fields
+
+
+def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
+    """Every name ``prog`` has: its parameters, every variable bound or read in
+    any block (branches, loop bodies, functions and their backward maps) and
+    the names of the constants it reads."""
+    names: set[str] = set()
+    stack: list[Any] = [prog]
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        if cls is Var:
+            names.add(node.name)
+        elif cls is Const:
+            if node.name is not None:
+                names.add(node.name)
+        elif cls is tuple or cls is list:
+            stack.extend(node)
+        else:
+            stack.extend(getattr(node, f) for f in _fields(cls))
+    return names
+
+
+# --------------------------------------------------------------------------- the generated module
+
+
+def check_generated(tree: ast.Module, constants: Iterable[str]) -> None:
+    """Each generated function reads as globals only outside names and the
+    constants, and binds none of them (a binding would make Python read the
+    function's own variable instead)."""
+    outside = GLOBALS | set(constants)
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        bound = {a.arg for a in fn.args.args}
+        read: set[str] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name):
+                (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        bad = sorted((bound & outside) | (read - bound - outside))
+        if bad:
+            raise InternalError(f"generated function {fn.name} binds or reads {', '.join(bad)} wrongly")
