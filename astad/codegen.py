@@ -23,7 +23,7 @@ from . import pyexpr as px
 from .errors import InternalError
 from .names import Namer
 from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
-                 Unpack, Var, bound_vars, nested_blocks, use_counts)
+                 Unpack, Var, bound_var_names, nested_blocks, use_counts)
 from .blocks import result_items
 
 Expr = cst.BaseExpression
@@ -149,7 +149,7 @@ class _Function:
         test = self.atom(rhs.cond)
         self.flush()  # what comes before the `if` is computed before it, not in one branch
         leading = self.comment(b.loc)
-        own = [{v.name for v in bound_vars(blk)} & self.residuals for blk in (rhs.then, rhs.orelse)]
+        own = [bound_var_names(blk) & self.residuals for blk in (rhs.then, rhs.orelse)]
         def tail(items: tuple[Atom, ...], other: set[str]) -> None:
             for t, a in zip(b.targets, items):
                 self.assign((t,), self.atom(a), None)

@@ -595,8 +595,23 @@ class ReverseProgram:
 # --------------------------------------------------------------------------- helpers
 
 
+def _memo(block: Block, key: str, compute: Callable[[Block], Any]) -> Any:
+    """``compute(block)``, remembered on the block: blocks are immutable, so a
+    fact about one (its free variables, the names it binds) never changes.  A
+    pass that asks at every level of a nested block then pays for each block
+    once, not once per enclosing level (which is quadratic in the depth)."""
+    memo = block.__dict__
+    if key not in memo:
+        memo[key] = compute(block)
+    return memo[key]
+
+
 def free_vars(block: Block) -> tuple[Var, ...]:
     """The variables a block reads and does not bind, in order of first use."""
+    return _memo(block, "_free_vars", _free_vars)
+
+
+def _free_vars(block: Block) -> tuple[Var, ...]:
     bound: set[str] = set()
     seen: dict[str, Var] = {}
     for b in block.binds:
@@ -610,9 +625,23 @@ def free_vars(block: Block) -> tuple[Var, ...]:
     return tuple(seen.values())
 
 
+def all_binds(block: Block) -> Iterator[Bind]:
+    """Every binding of a block, also inside its branches, in order (each
+    binding before those nested in it).  A stack, not nested generators: a
+    binding deep down is passed up through no generator per level."""
+    stack = [iter(block.binds)]
+    while stack:
+        b = next(stack[-1], None)
+        if b is None:
+            stack.pop()
+            continue
+        yield b
+        stack.extend(iter(inner.binds) for inner in reversed(nested_blocks(b.rhs)))
+
+
 def bound_names(block: Block) -> Iterator[str]:
     """Every name a block binds, also inside its branches."""
-    for b in block.binds:
+    for b in all_binds(block):
         yield from (t.name for t in b.targets)
         if isinstance(b.rhs, Loop):
             yield from (v.name for v in b.rhs.inputs)
@@ -620,30 +649,73 @@ def bound_names(block: Block) -> Iterator[str]:
             yield from (v.name for v in b.rhs.saved + b.rhs.params)
         if isinstance(b.rhs, Lam):
             yield from (v.name for v in b.rhs.params)
+
+
+def bound_set(block: Block) -> frozenset[str]:
+    """``bound_names`` as a set, computed once per block (from its nested blocks' sets)."""
+    return _memo(block, "_bound_set", _bound_set)
+
+
+def _bound_set(block: Block) -> frozenset[str]:
+    names: set[str] = set()
+    for b in block.binds:
+        names.update(t.name for t in b.targets)
+        if isinstance(b.rhs, Loop):
+            names.update(v.name for v in b.rhs.inputs)
+        if isinstance(b.rhs, LoopBack):
+            names.update(v.name for v in b.rhs.saved + b.rhs.params)
+        if isinstance(b.rhs, Lam):
+            names.update(v.name for v in b.rhs.params)
         for inner in nested_blocks(b.rhs):
-            yield from bound_names(inner)
+            names |= bound_set(inner)
+    return frozenset(names)
 
 
 def bound_vars(block: Block) -> Iterator[Var]:
     """Every variable a block binds, also inside its branches, in order."""
-    for b in block.binds:
+    for b in all_binds(block):
         yield from b.targets
         if isinstance(b.rhs, Loop):
             yield from b.rhs.inputs
         if isinstance(b.rhs, Lam):
             yield from b.rhs.params
+
+
+def bound_var_names(block: Block) -> frozenset[str]:
+    """The names of ``bound_vars``, computed once per block (from its nested blocks' sets)."""
+    return _memo(block, "_bound_var_names", _bound_var_names)
+
+
+def _bound_var_names(block: Block) -> frozenset[str]:
+    names: set[str] = set()
+    for b in block.binds:
+        names.update(t.name for t in b.targets)
+        if isinstance(b.rhs, Loop):
+            names.update(v.name for v in b.rhs.inputs)
+        if isinstance(b.rhs, Lam):
+            names.update(v.name for v in b.rhs.params)
         for inner in nested_blocks(b.rhs):
-            yield from bound_vars(inner)
+            names |= bound_var_names(inner)
+    return frozenset(names)
 
 
 def read_names(block: Block) -> set[str]:
-    """Every name a block reads, also inside its branches."""
+    """Every name a block reads, also inside its branches (a new set: the caller may change it)."""
+    return set(read_set(block))
+
+
+def read_set(block: Block) -> frozenset[str]:
+    """``read_names``, computed once per block (from its nested blocks' sets)."""
+    return _memo(block, "_read_set", _read_set)
+
+
+def _read_set(block: Block) -> frozenset[str]:
     names = {block.result.name} if isinstance(block.result, Var) else set()
     for b in block.binds:
         names.update(v.name for v in vars_of(b.rhs))
         for inner in nested_blocks(b.rhs):
-            names |= read_names(inner)
-    return names
+            names |= read_set(inner)
+    return frozenset(names)
 
 
 def if_free_vars(rhs: If) -> tuple[Var, ...]:
@@ -706,29 +778,32 @@ def vars_of(rhs: Comp) -> Iterator[Var]:
 
 def use_counts(block: Block) -> "Counter[str]":
     """How often each variable is read: inside nested blocks, by loop bounds,
-    initial values and tapes too, and as the block's result."""
-    counts: Counter[str] = Counter()
-
-    def walk(blk: Block) -> None:
-        for b in blk.binds:
-            rhs = b.rhs
-            if isinstance(rhs, If):
-                direct: tuple[Atom, ...] = (rhs.cond,)
-            elif isinstance(rhs, Loop):
-                direct = (*rhs.bounds, *rhs.init, *rhs.save)
-            elif isinstance(rhs, LoopBack):
-                direct = (rhs.tape, *rhs.init)
-            elif isinstance(rhs, Lam):
-                direct = ()
-            else:
-                direct = tuple(vars_of(rhs))
-            counts.update(a.name for a in direct if isinstance(a, Var))
-            for inner in nested_blocks(rhs):
-                walk(inner)
-
-    walk(block)
+    initial values and tapes too, and as the block's result.  A new Counter
+    (the caller may change it); the counts of each block are computed once."""
+    counts = Counter(_memo(block, "_use_counts", _nested_use_counts))
     if isinstance(block.result, Var):
         counts[block.result.name] += 1
+    return counts
+
+
+def _nested_use_counts(blk: Block) -> "Counter[str]":
+    """The reads of a block's bindings, nested blocks included (not its result)."""
+    counts: Counter[str] = Counter()
+    for b in blk.binds:
+        rhs = b.rhs
+        if isinstance(rhs, If):
+            direct: tuple[Atom, ...] = (rhs.cond,)
+        elif isinstance(rhs, Loop):
+            direct = (*rhs.bounds, *rhs.init, *rhs.save)
+        elif isinstance(rhs, LoopBack):
+            direct = (rhs.tape, *rhs.init)
+        elif isinstance(rhs, Lam):
+            direct = ()
+        else:
+            direct = tuple(vars_of(rhs))
+        counts.update(a.name for a in direct if isinstance(a, Var))
+        for inner in nested_blocks(rhs):
+            counts.update(_memo(inner, "_use_counts", _nested_use_counts))
     return counts
 
 
@@ -783,8 +858,55 @@ def as_var(a: Atom) -> Var:
 
 
 def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
-    """Replace variables read by ``rhs`` according to ``env`` (name -> atom)."""
-    return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
+    """Replace variables read by ``rhs`` according to ``env`` (name -> atom).
+
+    A branch, loop or function value that reads none of ``env``'s names from
+    outside is returned as it is, without a walk of its blocks: what it reads
+    from outside is known once per block (``free_vars``), so substituting at
+    every level of a deeply nested block costs each level once."""
+    if not env:
+        return rhs
+    if not nested_blocks(rhs):
+        return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
+    if all(v.name not in env for v in vars_of(rhs)):
+        return rhs
+    if isinstance(rhs, If):
+        cond = env.get(rhs.cond.name, rhs.cond) if isinstance(rhs.cond, Var) else rhs.cond
+        return If(cond, substitute_block(rhs.then, env), substitute_block(rhs.orelse, env))
+    if isinstance(rhs, Loop):
+        return Loop(tuple(_subst(a, env) for a in rhs.bounds), rhs.index, rhs.carried,
+                    tuple(_subst(a, env) for a in rhs.init), substitute_block(rhs.body, _without(env, rhs.inputs)),
+                    rhs.save, rhs.tape)
+    if isinstance(rhs, LoopBack):
+        return LoopBack(as_var(_subst(rhs.tape, env)), rhs.saved, rhs.params, tuple(_subst(a, env) for a in rhs.init),
+                        substitute_block(rhs.body, _without(env, rhs.saved + rhs.params)))
+    if isinstance(rhs, Lam):
+        return replace(rhs, body=substitute_block(rhs.body, _without(env, rhs.params)))
+    raise TypeError(rhs)
+
+
+def substitute_block(block: Block, env: dict[str, Atom]) -> Block:
+    """``substitute`` on every free occurrence in a block (names the block binds
+    itself are left alone, as ``map_block`` does); a block that reads none of
+    ``env``'s names from outside is returned as it is."""
+    if not env or all(v.name not in env for v in free_vars(block)):
+        return block
+    binds = []
+    for b in block.binds:
+        binds.append(Bind(b.targets, substitute(b.rhs, env), b.loc))
+        if any(t.name in env for t in b.targets):  # bound here: later reads are this block's own
+            env = _without(env, b.targets)
+    return Block(tuple(binds), _subst(block.result, env))
+
+
+def _subst(a: Atom, env: dict[str, Atom]) -> Atom:
+    return env.get(a.name, a) if isinstance(a, Var) else a
+
+
+def _without(env: dict[str, Atom], own: Sequence[Var]) -> dict[str, Atom]:
+    """``env`` less the names a block binds for itself (loop inputs, parameters)."""
+    names = {v.name for v in own}
+    return env if names.isdisjoint(env) else {k: a for k, a in env.items() if k not in names}
 
 
 def tuple_items(t: Type) -> tuple[Type, ...]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Iterator
 
 from . import primitives as prims
 from .accumulate import accumulate_in_loops
@@ -34,7 +33,8 @@ from .names import Namer
 from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
-                 TupleT, Unpack, Var, Zero, bound_names, bound_vars, map_block, read_names, substitute, use_counts, vars_of)
+                 TupleT, Unpack, Var, Zero, all_binds, bound_names, bound_set, bound_vars, read_names, substitute,
+                 substitute_block, use_counts, vars_of)
 from .lists_in_place import lists_in_place
 
 
@@ -43,7 +43,7 @@ def _subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
 
 
 def _subst_block(block: Block, env: dict[str, Atom]) -> Block:
-    return map_block(block, lambda a: _subst_atom(a, env))
+    return substitute_block(block, env)
 
 
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
@@ -115,7 +115,7 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed:
     ti, ei = result_items(then), result_items(orelse)
     if ti is None or ei is None:
         return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
-    inside = set(bound_names(then)) | set(bound_names(orelse))
+    inside = bound_set(then) | bound_set(orelse)
     kept = []
     for i, t in enumerate(b.targets):
         a, c = _through_copies(ti[i], then), _through_copies(ei[i], orelse)
@@ -400,8 +400,8 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     for b in reversed(block.binds):
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
-            inner = set(bound_names(b.rhs.then)) | set(bound_names(b.rhs.orelse))
-            if not alive and not (keep & inner):
+            inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
+            if not alive and keep.isdisjoint(inner):
                 continue
             then, orelse = _select(b.rhs.then, alive), _select(b.rhs.orelse, alive)
             then = _dce(then, read_names(Block((), then.result)), keep)
@@ -458,7 +458,8 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
                 # what the body reads from this loop's iteration (not what nested loops bind themselves)
                 read = (read_names(b.rhs.body) - set(bound_names(b.rhs.body))) & inside.get(b.rhs.tape.name, set())
                 saved = tuple(v for v in b.rhs.saved if v.name in read)
-                saved += tuple(v for n, v in forward_vars.items() if n in read - {v.name for v in saved})
+                missing = read - {v.name for v in saved}  # once, not per forward variable
+                saved += tuple(v for n, v in forward_vars.items() if n in missing)
                 keep[b.rhs.tape.name] = saved
                 b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
             binds.append(b)
@@ -518,18 +519,11 @@ def hoist_invariants(prog: ReverseProgram) -> ReverseProgram:
     is no longer recorded per iteration: the backward pass reads it as a
     residual, or from the tape of the loop it moved into (``prune_tapes``), so
     in the backward pass more is invariant: it moves second."""
-    running = {b.rhs.tape.name for b in _all_binds(prog.forward)
+    running = {b.rhs.tape.name for b in all_binds(prog.forward)
                if isinstance(b.rhs, Loop) and b.rhs.tape is not None and _surely_runs(b.rhs)}
     prog = prune_tapes(ReverseProgram(prog.name, prog.params, _hoist(prog.forward, running), prog.ct_in,
                                       prog.backward))
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _hoist(prog.backward, running))
-
-
-def _all_binds(block: Block) -> Iterator[Bind]:
-    for b in block.binds:
-        yield b
-        for inner in nested_blocks(b.rhs):
-            yield from _all_binds(inner)
 
 
 def _surely_runs(loop: Loop) -> bool:
@@ -558,15 +552,17 @@ def _hoist(block: Block, running: set[str]) -> Block:
     return Block(tuple(binds), block.result)
 
 
-def name_cotangents(block: Block) -> Block:
-    """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``."""
+def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block:
+    """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``.
+    ``outer``: the copies the enclosing blocks removed (name -> what replaces it);
+    a nested block applies them with its own in one walk."""
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
     defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets
                   if len(b.targets) == 1 and not nested_blocks(b.rhs)}
-    binds: list[Bind | None] = [_with_branches(b, b.rhs, name_cotangents) for b in block.binds]
-    env: dict[str, Atom] = {}
+    binds: list[Bind | None] = list(block.binds)
+    env: dict[str, Atom] = dict(outer or {})
     for i, b in enumerate(block.binds):
         if not isinstance(b.rhs, Copy):
             continue
@@ -582,6 +578,7 @@ def name_cotangents(block: Block) -> Block:
         else:
             env[target.name] = src
             binds[i] = None
+    binds = [b if b is None else _with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env)) for b in binds]
     out = tuple(Bind(b.targets, substitute(b.rhs, env), b.loc) for b in binds if b is not None)
     return Block(out, _subst_atom(block.result, env))
 

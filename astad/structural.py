@@ -19,7 +19,7 @@ from typing import Iterable
 from .errors import InternalError
 from .names import Namer
 from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Var, atoms_of,
-                 if_free_vars, lam_free_vars, loop_free_vars, map_atoms, map_block)
+                 if_free_vars, lam_free_vars, loop_free_vars, map_atoms, substitute_block)
 
 
 class _Fresh:
@@ -94,20 +94,16 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
     if isinstance(rhs, If):
         cond = take(rhs.cond)
         env = {v.name: take(v) for v in if_free_vars(rhs)}
-
-        def sub(a: Atom) -> Atom:
-            return env.get(a.name, a) if isinstance(a, Var) else a
-
-        return If(cond, map_block(rhs.then, sub), map_block(rhs.orelse, sub))
+        return If(cond, substitute_block(rhs.then, env), substitute_block(rhs.orelse, env))
     if isinstance(rhs, Loop):
         bounds = tuple(take(a) for a in rhs.bounds)
         init = tuple(take(a) for a in rhs.init)
         env = {v.name: take(v) for v in loop_free_vars(rhs)}
-        body = map_block(rhs.body, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
+        body = substitute_block(rhs.body, env)
         return Loop(bounds, rhs.index, rhs.carried, init, body)
     if isinstance(rhs, Lam):
         env = {v.name: take(v) for v in lam_free_vars(rhs)}
-        return Lam(rhs.params, map_block(rhs.body, lambda a: env.get(a.name, a) if isinstance(a, Var) else a))
+        return Lam(rhs.params, substitute_block(rhs.body, env))
     return map_atoms(rhs, take)
 
 
