@@ -52,6 +52,7 @@ class _Function:
         self.lines: list[cst.SimpleStatementLine] = []
         self.last_loc: tuple | None = None
         self.in_place = in_place
+        self.in_if = 0  # how many `if`s the lines being printed are in (within the innermost loop body)
         self.fresh: set[str] = set()  # variables holding an array this function allocated
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | _taped(block)
@@ -149,16 +150,23 @@ class _Function:
         test = self.atom(rhs.cond)
         self.flush()  # what comes before the `if` is computed before it, not in one branch
         leading = self.comment(b.loc)
-        own = [bound_var_names(blk) & self.residuals for blk in (rhs.then, rhs.orelse)]
-        def tail(items: tuple[Atom, ...], other: set[str]) -> None:
-            for t, a in zip(b.targets, items):
-                self.assign((t,), self.atom(a), None)
-            for name in sorted(other):
+        if not self.in_if:  # the outermost `if` of a body: its residuals start as None, once (not in every branch)
+            for name in sorted((bound_var_names(rhs.then) ^ bound_var_names(rhs.orelse)) & self.residuals
+                               | _one_path(rhs) & self.residuals):
                 self.assign((Var(name, NoneT()),), px.name("None"), None)
 
-        bodies = [self.nested(rhs.then, lambda items: tail(items, own[1] - own[0])),
-                  self.nested(rhs.orelse, lambda items: tail(items, own[0] - own[1]))]
-        self.lines.append(cst.If(test=test, body=bodies[0], orelse=cst.Else(body=bodies[1]),  # type: ignore[arg-type]
+        def tail(items: tuple[Atom, ...]) -> None:
+            for t, a in zip(b.targets, items):
+                self.assign((t,), self.atom(a), None)
+
+        self.in_if += 1
+        try:
+            bodies = [self.nested(blk, tail) for blk in (rhs.then, rhs.orelse)]
+        finally:
+            self.in_if -= 1
+        empty = len(bodies[1].body) == 1 and isinstance(bodies[1].body[0], cst.SimpleStatementLine) and isinstance(
+            bodies[1].body[0].body[0], cst.Pass)
+        self.lines.append(cst.If(test=test, body=bodies[0], orelse=None if empty else cst.Else(body=bodies[1]),  # type: ignore[arg-type]
                                  leading_lines=leading))
 
     def flush(self) -> None:
@@ -213,8 +221,9 @@ class _Function:
                 self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(lhs)], value)]))
 
         outside, self.fresh = self.fresh, set()  # an array made before the loop is not reused in it
+        in_if, self.in_if = self.in_if, 0  # an `if` in the body sets its residuals to None in each iteration
         body = self.nested(rhs.body, tail)
-        self.fresh = outside
+        self.fresh, self.in_if = outside, in_if
         if isinstance(rhs, Loop) and rhs.index is None:  # while: the last carried value says whether to go on
             self.lines.append(cst.While(test=cst.Name(rhs.carried[-1].name), body=body, leading_lines=leading))
         else:
@@ -271,6 +280,22 @@ MAX_INLINED = 6
 
 #: terms of a sum of cotangents in one statement (more go on in the next)
 MAX_TERMS = 8
+
+def _one_path(rhs: If) -> frozenset[str]:
+    """Names bound in both branches of ``rhs`` but, inside them, on one path of a
+    nested ``if`` (or in a loop body) only: not bound whichever way the code goes."""
+    return (bound_var_names(rhs.then) & bound_var_names(rhs.orelse)) - (_always_bound(rhs.then) & _always_bound(rhs.orelse))
+
+
+def _always_bound(block: Block) -> frozenset[str]:
+    """The names ``block`` binds whichever path it takes."""
+    names: set[str] = set()
+    for b in block.binds:
+        names.update(t.name for t in b.targets)
+        if isinstance(b.rhs, If):
+            names |= _always_bound(b.rhs.then) & _always_bound(b.rhs.orelse)
+    return frozenset(names)
+
 
 #: arrays at least this large are updated in place (below, a new array costs
 #: little and ``t = a + b`` reads better than ``t = a; t += b``)
