@@ -639,63 +639,46 @@ def all_binds(block: Block) -> Iterator[Bind]:
         stack.extend(iter(inner.binds) for inner in reversed(nested_blocks(b.rhs)))
 
 
+def _bound_here(b: Bind, backward: bool) -> Iterator[Var]:
+    """What one binding binds at its own level: its targets, a loop's inputs, a
+    lam's parameters and, with ``backward``, a backward loop's saved values and parameters."""
+    yield from b.targets
+    if isinstance(b.rhs, Loop):
+        yield from b.rhs.inputs
+    if backward and isinstance(b.rhs, LoopBack):
+        yield from b.rhs.saved + b.rhs.params
+    if isinstance(b.rhs, Lam):
+        yield from b.rhs.params
+
+
 def bound_names(block: Block) -> Iterator[str]:
     """Every name a block binds, also inside its branches."""
     for b in all_binds(block):
-        yield from (t.name for t in b.targets)
-        if isinstance(b.rhs, Loop):
-            yield from (v.name for v in b.rhs.inputs)
-        if isinstance(b.rhs, LoopBack):
-            yield from (v.name for v in b.rhs.saved + b.rhs.params)
-        if isinstance(b.rhs, Lam):
-            yield from (v.name for v in b.rhs.params)
-
-
-def bound_set(block: Block) -> frozenset[str]:
-    """``bound_names`` as a set, computed once per block (from its nested blocks' sets)."""
-    return _memo(block, "_bound_set", _bound_set)
-
-
-def _bound_set(block: Block) -> frozenset[str]:
-    names: set[str] = set()
-    for b in block.binds:
-        names.update(t.name for t in b.targets)
-        if isinstance(b.rhs, Loop):
-            names.update(v.name for v in b.rhs.inputs)
-        if isinstance(b.rhs, LoopBack):
-            names.update(v.name for v in b.rhs.saved + b.rhs.params)
-        if isinstance(b.rhs, Lam):
-            names.update(v.name for v in b.rhs.params)
-        for inner in nested_blocks(b.rhs):
-            names |= bound_set(inner)
-    return frozenset(names)
+        yield from (v.name for v in _bound_here(b, True))
 
 
 def bound_vars(block: Block) -> Iterator[Var]:
     """Every variable a block binds, also inside its branches, in order."""
     for b in all_binds(block):
-        yield from b.targets
-        if isinstance(b.rhs, Loop):
-            yield from b.rhs.inputs
-        if isinstance(b.rhs, Lam):
-            yield from b.rhs.params
+        yield from _bound_here(b, False)
+
+
+def bound_set(block: Block) -> frozenset[str]:
+    """``bound_names`` as a set, computed once per block (from its nested blocks' sets)."""
+    return _memo(block, "_bound_set", lambda blk: _names_below(blk, True, bound_set))
 
 
 def bound_var_names(block: Block) -> frozenset[str]:
     """The names of ``bound_vars``, computed once per block (from its nested blocks' sets)."""
-    return _memo(block, "_bound_var_names", _bound_var_names)
+    return _memo(block, "_bound_var_names", lambda blk: _names_below(blk, False, bound_var_names))
 
 
-def _bound_var_names(block: Block) -> frozenset[str]:
+def _names_below(block: Block, backward: bool, inner_names: Callable[[Block], frozenset[str]]) -> frozenset[str]:
     names: set[str] = set()
     for b in block.binds:
-        names.update(t.name for t in b.targets)
-        if isinstance(b.rhs, Loop):
-            names.update(v.name for v in b.rhs.inputs)
-        if isinstance(b.rhs, Lam):
-            names.update(v.name for v in b.rhs.params)
+        names.update(v.name for v in _bound_here(b, backward))
         for inner in nested_blocks(b.rhs):
-            names |= bound_var_names(inner)
+            names |= inner_names(inner)
     return frozenset(names)
 
 
