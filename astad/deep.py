@@ -130,11 +130,17 @@ def parse_ast(source: str, filename: str = "<unknown>") -> Any:
     """``ast.parse``, one thread at a time."""
     import ast
 
-    with _AST:
-        return ast.parse(source, filename)
+    for attempt in range(3):
+        with _AST:
+            try:
+                return ast.parse(source, filename)
+            except SystemError as e:  # the shared depth was changed under us (see above): parse again
+                if "recursion depth mismatch" not in str(e) or attempt == 2:
+                    raise
+    raise AssertionError("unreachable")
 
 
-def compile_ast(tree: Any, filename: str) -> Any:
-    """``compile`` of an ``ast`` tree, one thread at a time."""
+def compile_ast(tree: Any, filename: str, flags: int = 0) -> Any:
+    """``compile`` of an ``ast`` tree or of source text, one thread at a time."""
     with _AST:
-        return compile(tree, filename, "exec")
+        return compile(tree, filename, "exec", flags=flags, dont_inherit=True)

@@ -124,8 +124,7 @@ def _compile(code: types.CodeType, source: str, imported: frozenset[str]) -> typ
     if imported:
         text = f"import {', '.join(sorted(imported))}\n" + text
     try:
-        module = compile(text, "<astad: source check>", "exec", flags=code.co_flags & _FUTURE_FLAGS,
-                         dont_inherit=True)
+        module = deep.compile_ast(text, "<astad: source check>", code.co_flags & _FUTURE_FLAGS)
     except (SyntaxError, ValueError):
         return None
     if code.co_freevars:
