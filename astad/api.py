@@ -311,17 +311,25 @@ def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[...
     rev = reverse(fn)
     checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
 
+    by_count: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}  # number of arguments -> argnums
+
     @functools.wraps(rev.__astad_function__)
     def wrapper(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         args = rev.positional(args, kwargs)
-        nums, single = _argnums(argnums, len(args), rev._parsed.name)
-        d = rev.derivative(args, frozenset(nums))
+        found = by_count.get(len(args))
+        if found is None:
+            nums, single = _argnums(argnums, len(args), rev._parsed.name)
+            found = by_count[len(args)] = (nums, single, frozenset(nums))
+        nums, single, wrt = found
+        d = rev.derivative(args, wrt)
         if d not in checked:
             _check_grad_types(rev, d, nums)
             checked.add(d)
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, 1.0)
-        picked = fresh.distinct(tuple(cts[i] for i in nums), fresh.owners(args))
+        picked = tuple(cts[i] for i in nums)
+        if not all(type(c) is float for c in picked):  # Python floats are immutable: nothing to copy
+            picked = fresh.distinct(picked, fresh.owners(args))
         return value, (picked[0] if single else picked)
 
     wrapper.__astad_derived__ = f"astad.value_and_grad({rev._parsed.name})"  # type: ignore[attr-defined]
