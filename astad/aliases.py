@@ -42,6 +42,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from .ir import Const, Var
+from .values import PyDict, PyTuple, Ref
+
 CALLER = "A:caller"  # the caller's arrays (arguments, module constants, defaults)
 CALLER_LIST = "L:caller"  # the caller's lists
 UNKNOWN = "UNKNOWN"
@@ -152,7 +155,7 @@ class Aliases:
         elif kind == "fresh":
             roots = self.fresh(var.name)
         elif kind == "getitem":
-            scalar = getattr(var.type, "shape", None) == () and all(
+            scalar = scalar_result and all(
                 isinstance(i, (int, np.integer)) or (isinstance(i, tuple) and i[:1] == ("arg",))
                 for i in params.get("index", ()))
             roots = self.fresh(var.name) if scalar else self.roots(args[0])
@@ -180,8 +183,7 @@ class Aliases:
         if identity is None:
             self.lists += 1
             identity = self.fresh(f"list{self.lists}", "L:")
-        ident = identity
-        self.of_list[id(value)] = (value, ident)
+        self.of_list[id(value)] = (value, identity)
 
     def converted(self, var: Any, value: Any) -> None:
         """``var`` is the run-time list made of the list ``value`` known element by element: the same object."""
@@ -205,8 +207,6 @@ class Aliases:
 
     def joined(self, result: Any, a: Any, b: Any) -> None:
         """``result`` is ``a`` on one path and ``b`` on the other (an ``if``)."""
-        from .frontend import PyTuple  # the frontend's structure of known values
-
         if isinstance(result, PyTuple):
             if result.is_list:
                 self.new_list(result, self.identity_of(a) | self.identity_of(b))
@@ -214,12 +214,10 @@ class Aliases:
                 ai = a.items[i] if isinstance(a, PyTuple) and i < len(a.items) else a
                 bi = b.items[i] if isinstance(b, PyTuple) and i < len(b.items) else b
                 self.joined(r, ai, bi)
-        elif hasattr(result, "name") and hasattr(result, "type"):
+        elif isinstance(result, Var):
             self.of_var[result.name] = self.roots(a) | self.roots(b)
 
     def identity_of(self, value: Any) -> frozenset:
-        from .frontend import PyTuple
-
         if isinstance(value, PyTuple):
             return self.list_identity(value) if value.is_list else frozenset()
         return identity(self.roots(value))
@@ -228,9 +226,6 @@ class Aliases:
 
     def roots(self, value: Any) -> frozenset:
         """Everything ``value`` may share memory with (through its elements too)."""
-        from .frontend import PyDict, PyTuple, Ref
-        from .ir import Const, Var
-
         if isinstance(value, Var):
             return self.of_var.get(value.name, frozenset((UNKNOWN,)))
         if isinstance(value, Const):
@@ -267,7 +262,7 @@ class Aliases:
             target, others = _apply(check.target, previous), _apply(check.others, previous)
             self.check(target, others, check.fail, check.about)
         for p, f in zip(params, finals):
-            self.of_var[f.name] = _apply(self.of_var.get(p.name, frozenset((UNKNOWN,))), merged)
+            self.of_var[f.name] = _apply(self.of_var[p.name], merged)
         for lp_outer in self.loops:
             lp_outer.made |= lp.made
 

@@ -28,6 +28,7 @@ import numpy as np
 from . import deep
 from . import primitives as prims
 from .aliases import CALLER, Aliases
+from .values import PyDict, PyTuple, Ref
 from .source import check_not_wrapped, read as read_source, reversed_function
 from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
@@ -248,34 +249,6 @@ def check_subset(parsed: Parsed) -> None:
 
 
 # --------------------------------------------------------------------------- abstract values
-
-
-@dataclass(frozen=True)
-class PyTuple:
-    """A tuple or list known statically, element by element (removed by lowering)."""
-
-    items: tuple["Value", ...]
-    is_list: bool = False
-    fields: tuple[str, ...] | None = None  # a NamedTuple's field names
-
-
-@dataclass(frozen=True)
-class PyDict:
-    """A dict argument, known key by key (removed by lowering)."""
-
-    keys: tuple[Any, ...]
-    items: tuple["Value", ...]
-
-
-@dataclass(frozen=True)
-class Ref:
-    """A reference to something that is not a value: a module, a numpy function,
-    a user function, a builtin, or a method bound to an array."""
-
-    kind: str  # "module", "numpy", "user", "builtin", "method", "dtype"
-    obj: Any
-    self_value: Any = None
-    path: tuple[str, ...] = ()  # how a user function is reached from the root function's globals
 
 
 class Closure:
