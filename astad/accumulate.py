@@ -175,9 +175,7 @@ def _owned_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
     """A list of cotangents that this block makes as a new list and reads once
     (not a one-hot list, which is added into a list like this one): its
     elements may be replaced in place (the list persists nowhere else)."""
-    d = defs.get(a.name) if isinstance(a, Var) else None
-    return (d is not None and isinstance(a.type, ListT) and isinstance(d.rhs, Prim) and d.rhs.op in FRESH_LISTS
-            and d.rhs.op not in _SCATTER_ADD and uses[a.name] == 1)
+    return fresh_list(a, defs, uses) and prim_op(defs[a.name]) not in _SCATTER_ADD
 
 
 def _scatter_adds(block: Block, taken: set[str], accumulators: frozenset[str],
@@ -188,13 +186,6 @@ def _scatter_adds(block: Block, taken: set[str], accumulators: frozenset[str],
     defs = {b.targets[0].name: b for b in block.binds if len(b.targets) == 1}
     dropped: set[str] = set()
 
-    def leaves(a: Atom, visited: set[str]) -> list[Atom]:
-        d = defs.get(a.name) if isinstance(a, Var) else None
-        if d is not None and isinstance(d.rhs, Plus) and uses[a.name] == 1:
-            visited.add(a.name)
-            return [leaf for item in d.rhs.items for leaf in leaves(item, visited)]
-        return [a]
-
     rewritten: dict[int, list[Bind]] = {}
     for i, b in enumerate(block.binds):
         rhs = b.rhs
@@ -203,7 +194,7 @@ def _scatter_adds(block: Block, taken: set[str], accumulators: frozenset[str],
         into_acc = isinstance(rhs.items[0], Var) and rhs.items[0].name in accumulators
         acc: Atom | None = rhs.items[0] if into_acc else None
         visited: set[str] = set()
-        rest = [leaf for item in rhs.items[int(into_acc):] for leaf in leaves(item, visited)]
+        rest = [leaf for item in rhs.items[int(into_acc):] for leaf in _leaves(item, defs, uses, visited)]
         if acc is None:  # a list of cotangents made here and read only here is added into in place
             acc = next((leaf for leaf in rest if _owned_list(leaf, defs, uses)
                         or (isinstance(leaf, Var) and leaf.name in owned and uses[leaf.name] == 1)), None)

@@ -13,9 +13,7 @@ def with_branches(b: Bind, rhs: Comp, f: Callable[[Block], Block]) -> Bind:
     """The binding with ``f`` applied to the blocks nested in it (branches, loop bodies)."""
     if isinstance(rhs, If):
         return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
-    if isinstance(rhs, Loop):
-        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
-    if isinstance(rhs, LoopBack):
+    if isinstance(rhs, (Loop, LoopBack)):
         return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
     return Bind(b.targets, rhs, b.loc)
 

@@ -33,7 +33,7 @@ from .names import Namer
 from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
-                 TupleT, Unpack, Var, Zero, all_binds, bound_names, bound_set, bound_vars, read_names, substitute,
+                 TupleT, Unpack, Var, Zero, all_binds, bound_names, bound_set, bound_vars, read_names, read_set, substitute,
                  substitute_block, use_counts, vars_of)
 from .lists_in_place import lists_in_place
 
@@ -427,7 +427,7 @@ def dce(prog: ReverseProgram) -> ReverseProgram:
     backward = _dce(prog.backward, read_names(Block((), prog.backward.result)), set())
     prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
     backward = prog.backward
-    needed = read_names(backward) - set(bound_names(backward))
+    needed = read_set(backward) - bound_set(backward)
     forward = _dce(prog.forward, read_names(Block((), prog.forward.result)), needed)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
@@ -456,7 +456,7 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
             b = _with_branches(b, b.rhs, back)
             if isinstance(b.rhs, LoopBack):
                 # what the body reads from this loop's iteration (not what nested loops bind themselves)
-                read = (read_names(b.rhs.body) - set(bound_names(b.rhs.body))) & inside.get(b.rhs.tape.name, set())
+                read = (read_set(b.rhs.body) - bound_set(b.rhs.body)) & inside.get(b.rhs.tape.name, set())
                 saved = tuple(v for v in b.rhs.saved if v.name in read)
                 missing = read - {v.name for v in saved}  # once, not per forward variable
                 saved += tuple(v for n, v in forward_vars.items() if n in missing)
@@ -730,7 +730,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
 
 def residuals(prog: ReverseProgram) -> tuple[Var, ...]:
     """The forward variables (and parameters) the backward block reads, in forward order."""
-    read = read_names(prog.backward) - set(bound_names(prog.backward)) - {prog.ct_in.name}
+    read = read_set(prog.backward) - bound_set(prog.backward) - {prog.ct_in.name}
     order = list(prog.params) + list(bound_vars(prog.forward))
     return tuple(v for v in order if v.name in read)
 
