@@ -152,13 +152,17 @@ class Reverse:
             residuals = fresh.copy_shared(residuals, held)
         return value, Pullback(d.backward, residuals, d.out_type)
 
+    @functools.cached_property
+    def _signature(self) -> inspect.Signature:
+        return inspect.signature(self.__astad_function__, follow_wrapped=False)
+
     def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """The arguments of a call, one per parameter in order: keyword arguments
         placed by the signature, omitted ones by their defaults (as Python does)."""
         params = self._parsed.funcdef.params.params
         if not kwargs and len(args) == len(params):
             return args
-        sig = inspect.signature(self.__astad_function__, follow_wrapped=False)
+        sig = self._signature
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -311,16 +315,16 @@ def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[...
     rev = reverse(fn)
     checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
 
-    by_count: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}  # number of arguments -> argnums
+    # `positional` gives one argument per parameter: argnums is worked out at the first call
+    found: list[tuple[tuple[int, ...], bool, frozenset[int]]] = []
 
     @functools.wraps(rev.__astad_function__)
     def wrapper(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         args = rev.positional(args, kwargs)
-        found = by_count.get(len(args))
-        if found is None:
+        if not found:
             nums, single = _argnums(argnums, len(args), rev._parsed.name)
-            found = by_count[len(args)] = (nums, single, frozenset(nums))
-        nums, single, wrt = found
+            found.append((nums, single, frozenset(nums)))
+        nums, single, wrt = found[0]
         d = rev.derivative(args, wrt)
         if d not in checked:
             _check_grad_types(rev, d, nums)

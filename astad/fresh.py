@@ -71,8 +71,8 @@ def copy_shared(value: Any, held: set[int]) -> Any:
 def distinct(cts: Any, held: set[int]) -> Any:
     """The cotangents ``cts`` (a tuple, one per parameter, each maybe a
     structure), each array copied if its memory is in ``held`` or is that of an
-    earlier one."""
-    seen = set(held)
+    earlier one (``held`` is extended: the callers pass a set of their own)."""
+    seen = held
     if type(cts) is tuple:  # the usual case, without the recursion: one array (or float, or None) per parameter
         out = list(cts)
         for i, c in enumerate(out):

@@ -65,9 +65,8 @@ def check_not_wrapped(fn: Any) -> None:
 
 def read(fn: Callable[..., Any]) -> tuple[list[str], int, str]:
     """The lines of ``fn``'s ``def`` (decorators included), its first line
-    number, and its file; checked against ``fn.__code__``."""
+    number, and its file; checked against ``fn.__code__`` (the caller has refused wrappers)."""
     code = fn.__code__
-    check_not_wrapped(fn)
     try:
         file_lines, start = inspect.findsource(code)  # the code object: inspect does not unwrap it
         file = inspect.getsourcefile(code) or code.co_filename

@@ -214,16 +214,16 @@ def vjp_mod(b, p, out, ct):
     d/da = 1, d/db = -floor(a / b), which is ``a // b`` (numpy's and Python's
     floor division are consistent with their ``%``)."""
     x, y = p.args
-    quotient = b.prim("floordiv", x, y)
-    return [sum_to(b, ct, x), sum_to(b, b.prim("neg", b.prim("mul", ct, quotient)), y)]
+    quotient = b.prim("floordiv", x, y)  # negated after the sum to y's shape: a pass over less
+    return [sum_to(b, ct, x), b.prim("neg", sum_to(b, b.prim("mul", ct, quotient), y))]
 
 
 def vjp_fmod(b, p, out, ct):
     """``np.fmod(a, b)`` is ``a - trunc(a / b) * b`` (exactly): d/da = 1,
     d/db = -trunc(a / b), an integer recovered exactly as ``rint((a - out) / b)``."""
     x, y = p.args
-    quotient = b.prim("rint", b.prim("div", b.prim("sub", x, out), y))
-    return [sum_to(b, ct, x), sum_to(b, b.prim("neg", b.prim("mul", ct, quotient)), y)]
+    neg_quotient = b.prim("rint", b.prim("div", b.prim("sub", out, x), y))  # -trunc(a / b), without a neg pass
+    return [sum_to(b, ct, x), sum_to(b, b.prim("mul", ct, neg_quotient), y)]
 
 
 def vjp_arange(b, p, out, ct):
