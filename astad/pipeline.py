@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from . import codegen, copowers, deep, frontend, names, optimise, primitives, reverse, structural
+from . import codegen, copowers, deep, frontend, names, optimise, primitives, structural
+from .ad import reverse
 from .errors import AstadError, InternalError
 from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
 

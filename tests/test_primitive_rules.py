@@ -28,7 +28,7 @@ from astad.errors import InternalError
 from astad.ir import Bind, Block, Function, ListT, Num, Prim, Var
 from astad.pipeline import compile_source
 from astad.primitives import TABLE, DerivativeKind
-from astad.reverse import Builder, reverse as reverse_macro
+from astad.ad.reverse import Builder, reverse as reverse_macro
 
 
 # --------------------------------------------------------------------------- argument specs
