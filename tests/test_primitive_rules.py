@@ -23,8 +23,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from astad import codegen, copowers, optimise, primitives, structural
+from astad import codegen, optimise, primitives, structural
 from astad.ir import interp
+from astad.optimise import copowers
 from astad.errors import InternalError
 from astad.ir import Bind, Block, Function, ListT, Num, Prim, Var
 from astad.pipeline import compile_source

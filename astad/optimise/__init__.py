@@ -25,12 +25,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from . import primitives as prims
+from .. import primitives as prims
 from .accumulate import accumulate_in_loops
-from .blocks import ZERO_MAKERS as _ZERO_MAKERS, result_items, with_branches as _with_branches
-from .frontend import literal_type
-from .names import Namer
-from .ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
+from ..blocks import ZERO_MAKERS as _ZERO_MAKERS, result_items, with_branches as _with_branches
+from ..frontend import literal_type
+from ..names import Namer
+from ..ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, NoneT,
                  Num, Plus, Prim,
                  ReverseProgram, nested_blocks, trip_count,
                  TupleT, Unpack, Var, Zero, all_binds, bound_names, bound_set, bound_vars, read_names, read_set, substitute,
