@@ -7,14 +7,13 @@ derivatives of every order are ``prod_vjp`` again."""
 
 from __future__ import annotations
 
-from itertools import combinations
 from typing import Any
 
 import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
-from ..ir import Const, ListT, Num, Type
+from ..ir import ListT, Num, Type
 from . import emit
 from .derive import add_all, explicit, like_scalar, linear, no_tangent, sum_to, zeros_of
 from .lists import append_infer, append_transpose, list_elem, unknown_length

@@ -1,9 +1,10 @@
 """Elementwise (broadcasting) functions: Python's operators and numpy's
 ufuncs.  A differentiable one is given by its derivative: ``f'(x)`` for one
 argument (:func:`~astad.rules.derive.unary`), a partial derivative per
-argument otherwise (:func:`~astad.rules.derive.elementwise`); both directions
-follow.  To add ``np.sinh``: one ``unary_entry`` line below, and its sample
-arguments in tests/test_primitive_rules.py.
+argument otherwise (:func:`~astad.rules.derive.elementwise`; ``x * y``, linear
+in each argument, by its transpose in each); both directions follow.  To add
+``np.sinh``: one ``unary_entry`` line below, and its sample arguments in
+tests/test_primitive_rules.py.
 
 The kinks and edges, where a careless rule is silently wrong:
 
@@ -26,9 +27,9 @@ import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
-from ..ir import Atom, Const, Num, Prim, Type, Var
+from ..ir import Atom, Const, Num, Prim, Type
 from . import emit
-from .derive import (MINUS_ONE, ONE, Partial, Rules, broadcast_like, elementwise as by_partials, explicit, is_literal,
+from .derive import (MINUS_ONE, ONE, Partial, Rules, bilinear, broadcast_like, elementwise as by_partials, explicit, is_literal,
                      is_none, like_scalar, linear, may_be_nan, scale, sum_to, unary)
 from .table import DerivativeKind, Primitive, num, register
 from .types import broadcast_shapes, elementwise, sample
@@ -47,9 +48,10 @@ def _sub_partials(b, p, out):
     return [ONE, MINUS_ONE]
 
 
-def _mul_partials(b, p, out):
+def _mul_transpose(b, p, out, ct):
+    """``x * y`` is linear in each argument (JVP ``tx * y + x * ty``): its transpose in each."""
     x, y = p.args
-    return [Partial(lambda m, v: m.prim("mul", v, y)), Partial(lambda m, v: m.prim("mul", v, x))]
+    return [sum_to(b, b.prim("mul", ct, y), x), sum_to(b, b.prim("mul", ct, x), y)]
 
 
 def _div_partials(b, p, out):
@@ -227,7 +229,7 @@ register(
     # arithmetic (Python operators)
     binary("add", operator.add, emit.binop("+"), by_partials(_add_partials)),
     binary("sub", operator.sub, emit.binop("-"), by_partials(_sub_partials)),
-    binary("mul", operator.mul, emit.binop("*"), by_partials(_mul_partials), zero_in=(0, 1)),
+    binary("mul", operator.mul, emit.binop("*"), bilinear(_mul_transpose), zero_in=(0, 1)),
     binary("div", operator.truediv, emit.binop("/"), by_partials(_div_partials), zero_in=(0,)),
     binary("floordiv", operator.floordiv, emit.binop("//"), None),
     binary("mod", operator.mod, emit.binop("%"), by_partials(_mod_partials)),

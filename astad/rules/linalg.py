@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import pyexpr as px
 from ..ir import Atom, Num, Type
 from . import emit
 from .derive import bilinear, linear, sum_to

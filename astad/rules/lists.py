@@ -4,16 +4,14 @@ given by its transpose."""
 
 from __future__ import annotations
 
-from typing import Any
 
-import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
 from ..ir import ListT, Num, Type
 from . import emit
 from .derive import linear
-from .table import DerivativeKind, Expr, Primitive, ShapeError, norm_axes, num, register
+from .table import DerivativeKind, Primitive, ShapeError, norm_axes, num, register
 
 RULE, DISCRETE = DerivativeKind.RULE, DerivativeKind.DISCRETE
 

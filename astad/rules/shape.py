@@ -13,7 +13,7 @@ from ..ir import Atom, Num, TupleT, Type
 from . import emit
 from .derive import broadcast_like, explicit, like_scalar, linear, shape_atom, sum_to
 from .table import DerivativeKind, Primitive, ShapeError, norm_axes, num, register, runtime
-from .types import broadcast_shapes, fmt_shape, known_ints, mismatch, size_infer
+from .types import broadcast_shapes, known_ints, mismatch, size_infer
 
 RULE, ZERO, DISCRETE, BACKWARD = (DerivativeKind.RULE, DerivativeKind.ZERO, DerivativeKind.DISCRETE,
                                   DerivativeKind.BACKWARD_ONLY)

@@ -22,7 +22,7 @@ def _sample(t: Type) -> Any:
     return np.ones((), dtype=t.dtype)
 
 
-sample = _sample
+sample = _sample  # for the type rules of other modules
 
 
 def _from_sample(value: Any, shape: tuple, keep_value: bool) -> Num:
@@ -84,11 +84,6 @@ def reduction(dtype_rule: Callable[[str], str] = lambda d: d) -> Callable[[list[
         return Num(shape, params.get("dtype") or dtype_rule(x.dtype))
 
     return infer
-
-
-def same(ts: list[Type], params: dict) -> Type:
-    x = num(ts[0])
-    return Num(x.shape, x.dtype, x.py and not x.shape)
 
 
 def known_ints(ts: Sequence[Type]) -> list[Any]:
