@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from .. import primitives as prims
+from .. import rules
 from ..blocks import with_branches
 from ..frontend import literal_type
 from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, use_counts
@@ -47,7 +47,7 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
                                                                        for a in rhs.args):
             args = tuple(small.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args)
             target = b.targets[0]
-            t = prims.infer(rhs.op, [a.type for a in args], dict(rhs.params))
+            t = rules.infer(rhs.op, [a.type for a in args], dict(rhs.params))
             if t.shape == target.type.shape:  # type: ignore[union-attr]
                 out.append(Bind(b.targets, Prim(rhs.op, args, rhs.params), b.loc))
                 continue
@@ -121,10 +121,10 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
         for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
-            v = Var(namer.temp(), prims.infer(op, [a.type for a in args], params))
+            v = Var(namer.temp(), rules.infer(op, [a.type for a in args], params))
             made.append(v)
             binds.append(Bind((v,), Prim(op, args, tuple(sorted(params.items()))), b.loc))
-        ut = Var(namer.temp(), prims.infer("transpose", [made[0].type], {}))
+        ut = Var(namer.temp(), rules.infer("transpose", [made[0].type], {}))
         binds.append(Bind((ut,), Prim("transpose", (made[0],)), b.loc))
         binds.append(Bind(b.targets, Prim("matmul", (ut, made[1])), b.loc))
     return Block(tuple(binds), block.result)

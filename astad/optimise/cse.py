@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import primitives as prims
+from .. import rules
 from ..blocks import with_branches
 from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Prim, ReverseProgram, Var, substitute
 from .structure import subst_atom
@@ -34,7 +34,7 @@ def cse(prog: ReverseProgram) -> ReverseProgram:
             if isinstance(rhs, (If, Loop, LoopBack)):
                 out.append(with_branches(b, rhs, lambda blk: run(blk, seen)))
                 continue
-            if isinstance(rhs, Prim) and prims.TABLE[rhs.op].stmts is None and rhs.op not in BUFFERS:
+            if isinstance(rhs, Prim) and rules.TABLE[rhs.op].stmts is None and rhs.op not in BUFFERS:
                 key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
                 if key in seen:
                     env[b.targets[0].name] = seen[key]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import primitives as prims
+from .. import rules
 from ..blocks import with_branches
 from ..ir import Bind, Block, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, all_binds, trip_count, vars_of
 from .cse import BUFFERS
@@ -32,7 +32,7 @@ def _may_hoist(b: Bind, runs: bool) -> bool:
         return False
     if isinstance(rhs, Plus):
         return True
-    if not isinstance(rhs, Prim) or rhs.op in BUFFERS or prims.TABLE[rhs.op].stmts is not None:
+    if not isinstance(rhs, Prim) or rhs.op in BUFFERS or rules.TABLE[rhs.op].stmts is not None:
         return False
     if runs:
         return True

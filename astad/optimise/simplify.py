@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from .. import primitives as prims
+from .. import rules
 from ..blocks import ZERO_MAKERS, result_items, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
                   TupleT, Unpack, Var, Zero, bound_set, nested_blocks, substitute, substitute_block, vars_of)
@@ -127,7 +127,7 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
             return None
         return Bind(b.targets, Prim("list_zeros_like" if isinstance(like.type, ListT) else "zeros_like", (like,)), b.loc)
     if isinstance(rhs, Prim):
-        zero_in = prims.TABLE[rhs.op].zero_in
+        zero_in = rules.TABLE[rhs.op].zero_in
         if any(isinstance(rhs.args[i], Zero) for i in zero_in):
             env[b.targets[0].name] = Zero(b.targets[0].type)
             return None
