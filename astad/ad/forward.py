@@ -47,6 +47,7 @@ from ..ir import (App, Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, FunT, Fu
 from ..names import Namer
 from ._bootstrap_jvp import JVPS as _BOOTSTRAP, zeros_of
 from .reverse import Builder
+from .vjp_function import SplitFunction, split_of
 
 Rule = Callable[["Forward", Bind, Any], None]
 
@@ -155,14 +156,21 @@ class Forward:
                 tp = self.tangent_var(p)
                 tparams.append(tp)
                 self.tangents[p.name] = tp
-        self.block(fn.body)
+        split = split_of(fn)
+        binds = fn.body.binds
+        self.block(Block(binds[:split], fn.body.result))  # a reverse program's forward block first: where it ends is kept
+        end = len(self.b.binds)
+        self.block(Block(binds[split:] if split is not None else (), fn.body.result))
         result = fn.body.result
         self.b.loc = None
         value_t = self.or_zeros(result) if differentiable(result.type) else Const.literal(None, NoneT())
         value_t = _as_float(self.b, value_t, result.type)
         out = Var(self.namer.fresh("value_and_tangent"), TupleT((result.type, value_t.type)))
         self.b.bind((out,), MakeTuple((result, value_t)))
-        return Function(fn.name, fn.params + tuple(tparams), Block(tuple(self.b.binds), out))
+        body = Block(tuple(self.b.binds), out)
+        if split is not None:
+            return SplitFunction(fn.name, fn.params + tuple(tparams), body, split=end)
+        return Function(fn.name, fn.params + tuple(tparams), body)
 
 
 def _as_float(b: Builder, t: Atom, like: Type) -> Atom:
