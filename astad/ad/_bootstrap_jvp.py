@@ -144,18 +144,14 @@ def unary(deriv: Callable[[Any, Atom, Var], Atom]) -> JvpRule:
 
 
 def _log(b, p, out, ts):
-    return b.prim("div", ts[0], b.prim("log_domain", p.args[0]))
+    return b.prim("div", ts[0], p.args[0])
 
 
 def _picked(b, p, out, ts, mask_x: Atom) -> Atom | None:
     """``where(mask, tx, ty)`` (the tangent of the argument numpy returns)."""
     tx, ty = ts[0], ts[1]
-    if tx is None:
-        t = b.prim("select", mask_x, ty, branch=False)
-    elif ty is None:
-        t = b.prim("select", mask_x, tx, branch=True)
-    else:
-        t = b.prim("where", mask_x, tx, ty)
+    zero = b.const(0.0)
+    t = b.prim("where", mask_x, tx if tx is not None else zero, ty if ty is not None else zero)
     return _same_shape(b, t, out)
 
 
@@ -179,7 +175,7 @@ def _clip(b, p, out, ts):
         return _refuse(p)
     if ts[0] is None:
         return None
-    return _same_shape(b, b.prim("select", b.prim("eq", out, x), ts[0], branch=True), out)
+    return _same_shape(b, b.prim("where", b.prim("eq", out, x), ts[0], b.const(0.0)), out)
 
 
 def _maxmin(b, p, out, ts):
@@ -188,7 +184,7 @@ def _maxmin(b, p, out, ts):
     (tx,) = ts
     hit = b.prim("eq", x, expand_reduced(b, out, p))
     params = {"axis": p.param("axis"), "keepdims": p.param("keepdims", False)}
-    total = b.prim("sum", b.prim("select", hit, tx, branch=True), **params)
+    total = b.prim("sum", b.prim("where", hit, tx, b.const(0.0)), **params)
     count = b.prim("sum", hit, **params)
     return b.prim("div", total, count)
 
@@ -249,7 +245,7 @@ JVPS: dict[str, JvpRule] = {
     "scatter_add": linear(0, 1), "prod_vjp": _prod_vjp, "log_domain": _log_domain, "diag_embed": linear(0),
     "list_init": linear(0), "append_in_place": linear(0, 1), "list_pop": linear(0), "list_popped": linear(0),
     "list_onehot": linear(2), "list_scatter_add": linear(0, 2), "unstack": linear(0), "split_like": linear(0),
-    "or_zeros_like": linear(0),
+    "or_zeros_like": linear(0), "list_zeros_like": lambda b, p, out, ts: None,
 }
 
 __all__ = ["JVPS", "JvpRule", "zeros_of", "linear", "bilinear", "unary", "TupleT", "norm_axes"]
