@@ -16,6 +16,7 @@ from astad import frontend, interp, pipeline
 from astad.errors import AstadError
 from astad.ir import StructT
 
+from forward_examples import design_example, for_loop
 import test_conditionals
 import test_functions
 import test_list_tapes
@@ -150,13 +151,6 @@ X = np.array([0.3, -0.7, 1.1, 0.4])
 W = np.random.default_rng(1).standard_normal((3, 4))
 
 
-def design_example(x1, x2, x3, x4):
-    y = x1 * x4 + 2.0 * x2
-    z = y * x3
-    w = z + x4
-    return np.sin(w)
-
-
 def mlp(W, b, x):
     h = np.tanh(W @ x + b)
     return np.sum(h ** 2) / h.shape[0]
@@ -165,13 +159,6 @@ def mlp(W, b, x):
 def tuple_output(W, x):
     h = np.tanh(W @ x)
     return np.sum(h), h * 2.0, 3
-
-
-def for_loop(x, w):
-    s = 0.0
-    for i in range(6):
-        s = s + np.tanh(x * w + s) * i
-    return s
 
 
 def while_loop(x, limit):
@@ -307,3 +294,26 @@ def test_forward_mode_memory_is_constant_in_the_number_of_iterations():
     reverse = _peak(lambda: astad.reverse(long_loop)(0.3, 0.9))
     assert forward < primal + 20_000, (forward, primal)  # O(1): a few floats more than the primal
     assert reverse > 20 * forward, (reverse, forward)  # reverse mode's tape is O(n)
+
+
+# ---------------------------------------------------------------- golden files (for review of readability)
+
+GOLDEN = __import__("pathlib").Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize("name, fn, args", [
+    ("design_example_forward", design_example, (0.3, 0.5, 0.7, 1.1)),
+    ("loop_forward", for_loop, (0.3, 0.5)),
+])
+def test_golden_forward_source(name, fn, args):
+    """The forward code of the design example and of a loop, pinned; the derivatives
+    themselves are checked against FD above."""
+    import os
+    import forward_examples
+    got = derivative(fn, args).source.replace(forward_examples.__file__, "<file>").replace(astad.__version__, "VERSION")
+    golden = GOLDEN / f"{name}.py"
+    if os.environ.get("ASTAD_UPDATE_GOLDEN") == "1":
+        golden.write_text(got)
+    assert golden.exists(), f"{golden} is missing: run with ASTAD_UPDATE_GOLDEN=1 to create it"
+    assert got == golden.read_text(), (f"the forward code of {name} changed; if intended, regenerate with "
+                                       f"ASTAD_UPDATE_GOLDEN=1\n--- now\n{got}")
