@@ -11,6 +11,7 @@ from astad import copowers, frontend, interp, optimise, pipeline, structural
 from astad.ad import reverse
 from astad.ad.forward import forward
 from astad.ad.vjp_function import SplitFunction, vjp_function
+from astad.errors import AstadError, InternalError
 from astad.ir import Function, LoopBack, Plus, Zero, all_binds, leaf_counts
 
 import test_forward
@@ -216,3 +217,20 @@ def test_forward_over_forward(fn, args):
     np.testing.assert_allclose(tangent, tangent_again, rtol=1e-12)
     np.testing.assert_allclose(curvature, fd, rtol=1e-5, atol=1e-5)
     assert forward  # the macro itself is importable on its own
+
+
+def product(x):
+    return np.prod(x * x)
+
+
+def test_what_forward_mode_cannot_do_is_refused_at_the_users_line():
+    """Correct or refused: the VJP of np.prod is a primitive of its own; without a
+    tangent rule in ``x`` a Hessian of it is refused with astad's error at the
+    user's line (never a wrong tangent, never an internal error)."""
+    x = np.array([0.5, 2.0, 1.5])
+    try:
+        check_hvp(product, (x,))
+    except AstadError as e:
+        assert not isinstance(e, InternalError)
+        assert e.loc is not None and "np.prod" in e.loc.text
+    test_forward.check_jvp(product, (x,))  # forward mode itself has a rule

@@ -211,7 +211,8 @@ def _log_domain(b, p, out, ts):
 
 def _refuse(p: Prim) -> Atom:
     from ..errors import UnsupportedFunctionError
-    raise UnsupportedFunctionError(f"forward mode: no tangent rule for {p.op} in this argument")
+    raise UnsupportedFunctionError(f"forward mode: {p.op} has no tangent rule in this argument",
+                                   hint="differentiate it in reverse mode (astad.grad) only")
 
 
 def _arange(b, p, out, ts):

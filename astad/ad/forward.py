@@ -37,11 +37,12 @@ carries the tangents of its cotangents).  What remains after the optimiser
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .. import primitives as prims
 from ..blocks import result_items
-from ..errors import AstadTypeError, InternalError, UnsupportedSyntaxError
+from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
 from ..ir import (App, Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, FunT, Function, If, Lam, ListT, Loop,
                   LoopBack, MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
 from ..names import Namer
@@ -50,6 +51,15 @@ from .reverse import Builder
 from .vjp_function import SplitFunction, split_of
 
 Rule = Callable[["Forward", Bind, Any], None]
+
+
+@dataclass
+class Opened:
+    """A branch or loop body done but for the tuple it ends with."""
+
+    binds: list[Bind]
+    items: tuple[Atom, ...]
+    result: Var
 
 
 def differentiable(t: Type) -> bool:
@@ -123,9 +133,9 @@ class Forward:
         finally:
             self.b.loc = saved
 
-    def nested(self, block: Block, extra: Callable[[tuple[Atom, ...]], tuple[Atom, ...]]) -> Block:
-        """A branch or loop body with tangents: its bindings, then the tuple it ends
-        with made again by ``extra`` (given the original items)."""
+    def open(self, block: Block) -> "Opened":
+        """A branch or loop body with tangents, but for the tuple it ends with
+        (made by :meth:`close` once it is known which tangents pass on)."""
         items = result_items(block)
         if items is None:
             raise InternalError("forward macro: a branch or loop body must end with a tuple")
@@ -133,21 +143,29 @@ class Forward:
         self.b.binds = []
         try:
             self.block(Block(block.binds[:-1], block.result))
-            made = extra(items)
-            end = Var(block.result.name, TupleT(tuple(a.type for a in made)))  # type: ignore[union-attr]
+            return Opened(self.b.binds, items, block.result)  # type: ignore[arg-type]
+        finally:
+            self.b.binds = saved
+
+    def close(self, opened: "Opened", extra: Callable[[tuple[Atom, ...]], tuple[Atom, ...]]) -> Block:
+        """The body's block: its bindings, then the tuple ``extra`` makes of the items it passed on."""
+        saved = self.b.binds
+        self.b.binds = opened.binds
+        try:
+            made = extra(opened.items)
+            end = Var(opened.result.name, TupleT(tuple(a.type for a in made)))
             self.b.bind((end,), MakeTuple(made))
             return Block(tuple(self.b.binds), end)
         finally:
             self.b.binds = saved
 
-    def trial(self, run: Callable[[], Any]) -> Any:
-        """``run()`` with nothing it binds or names kept (to find a loop's fixed point)."""
-        state = (set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), self.b.binds)
-        self.b.binds = []
-        try:
-            return run()
-        finally:
-            self.namer.used, self.namer.taken, self.namer.temps, self.tangents, self.b.binds = state
+    def snapshot(self) -> tuple:
+        return set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), dict(self.tapes)
+
+    def restore(self, state: tuple) -> None:
+        used, taken, temps, tangents, tapes = state
+        self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
+        self.tangents, self.tapes = dict(tangents), dict(tapes)
 
     def run(self, fn: Function, wrt: frozenset[int] | None) -> Function:
         tparams = []
@@ -199,6 +217,10 @@ def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
         m.set(out, rule(m.b, rhs, out, tangents))
     except prims.ShapeError as e:
         raise AstadTypeError(f"cannot differentiate {rhs.op} in forward mode: {e}", bind.loc) from None
+    except AstadError as e:
+        if e.loc is not None:
+            raise
+        raise type(e)(e.message, bind.loc, e.hint) from None
 
 
 def rule_make_tuple(m: Forward, bind: Bind, rhs: MakeTuple) -> None:
@@ -253,48 +275,19 @@ def rule_plus(m: Forward, bind: Bind, rhs: Plus) -> None:
 def rule_if(m: Forward, bind: Bind, rhs: If) -> None:
     """The same branch, with tangents: each branch also returns the tangents of
     the joined values that have one on either side (zeros made on the other)."""
-    joined = [i for i, v in enumerate(bind.targets) if differentiable(v.type)]
-
-    def probe(block: Block) -> set[int]:
-        found: set[int] = set()
-        m.trial(lambda: m.nested(block, lambda items: found.update(i for i in joined if m.tangent(items[i]) is not None)
-                                 or items))
-        return found
-
-    active = sorted(probe(rhs.then) | probe(rhs.orelse))
+    state = m.snapshot()
+    branches = [m.open(rhs.then), m.open(rhs.orelse)]
+    active = [i for i, v in enumerate(bind.targets) if differentiable(v.type)
+              and any(m.tangent(br.items[i]) is not None for br in branches)]
     if not active:
+        m.restore(state)
         m.b.binds.append(bind)
         return
-    branches = [m.nested(block, lambda items: items + tuple(m.or_zeros(items[i]) for i in active))
-                for block in (rhs.then, rhs.orelse)]
+    blocks = [m.close(br, lambda items: items + tuple(m.or_zeros(items[i]) for i in active)) for br in branches]
     outs = tuple(m.tangent_var(bind.targets[i]) for i in active)
-    m.b.bind(bind.targets + outs, If(rhs.cond, *branches))
+    m.b.bind(bind.targets + outs, If(rhs.cond, *blocks))
     for i, t in zip(active, outs):
         m.tangents[bind.targets[i].name] = t
-
-
-def _carried_with_tangents(m: Forward, params: tuple[Var, ...], init: tuple[Atom, ...], body: Block,
-                           bind_inputs: Callable[[dict[int, Var]], None], condition_last: bool) -> list[int]:
-    """Which carried values have a tangent: those with a non-zero initial one,
-    and those the body gives one given these (a fixed point)."""
-    last = len(params) - 1 if condition_last else None
-    active = {i for i, (p, a) in enumerate(zip(params, init)) if differentiable(p.type) and i != last
-              and m.tangent(a) is not None}
-    while True:
-        def once() -> set[int]:
-            found: set[int] = set()
-            for i in active:
-                m.tangents[params[i].name] = params[i]  # a stand-in: only whether it is zero matters here
-            bind_inputs({})
-            m.nested(body, lambda items: found.update(
-                i for i, a in enumerate(items) if i != last and differentiable(params[i].type)
-                and m.tangent(a) is not None) or items)
-            return found
-
-        grown = active | m.trial(once)
-        if grown == active:
-            return sorted(active)
-        active = grown
 
 
 def _with_tangents(items: tuple, tangents: tuple, condition_last: bool) -> tuple:
@@ -302,22 +295,39 @@ def _with_tangents(items: tuple, tangents: tuple, condition_last: bool) -> tuple
     return items[:-1] + tangents + items[-1:] if condition_last else items + tangents
 
 
+def _iterate(m: Forward, params: tuple[Var, ...], init: tuple[Atom, ...], body: Block,
+             condition_last: bool) -> tuple[list[int], dict[int, Var], "Opened"]:
+    """The loop body with tangents, and which carried values have one: those with a
+    non-zero initial tangent, and those the body gives one given these (a fixed
+    point: the body is done again, from the same state, when the set grows)."""
+    last = len(params) - 1 if condition_last else None
+    active = {i for i, (p, a) in enumerate(zip(params, init)) if differentiable(p.type) and i != last
+              and m.tangent(a) is not None}
+    state = m.snapshot()
+    while True:
+        tparams = {i: m.tangent_var(params[i]) for i in sorted(active)}
+        for i, tv in tparams.items():
+            m.tangents[params[i].name] = tv
+        opened = m.open(body)
+        grown = active | {i for i, a in enumerate(opened.items) if i != last and differentiable(params[i].type)
+                          and m.tangent(a) is not None}
+        if grown == active:
+            return sorted(active), tparams, opened
+        active = grown
+        m.restore(state)
+
+
 def rule_loop(m: Forward, bind: Bind, rhs: Loop) -> None:
     """Tangents carried along with the loop's variables (no tape).  A loop that
     records a tape (forward over reverse) records its values' tangents too."""
     is_while = rhs.index is None
-    saved_tangents: dict[str, Var] = {}
-
-    def inputs(tvars: dict[int, Var]) -> None:
-        for i, tv in tvars.items():
-            m.tangents[rhs.carried[i].name] = tv
-
-    active = _carried_with_tangents(m, rhs.carried, rhs.init, rhs.body, inputs, is_while)
+    state = m.snapshot()
+    active, tparams, opened = _iterate(m, rhs.carried, rhs.init, rhs.body, is_while)
     if not active and rhs.tape is None:
+        m.restore(state)
         m.b.binds.append(bind)
         return
-    tparams = {i: m.tangent_var(rhs.carried[i]) for i in active}
-    inputs(tparams)
+    saved_tangents: dict[str, Var] = {}
 
     def extra(items: tuple[Atom, ...]) -> tuple[Atom, ...]:
         if rhs.tape is not None:  # the tangents of what the tape saves, bound now in the body
@@ -331,7 +341,7 @@ def rule_loop(m: Forward, bind: Bind, rhs: Loop) -> None:
                     saved_tangents[v.name] = t  # type: ignore[assignment]
         return _with_tangents(items, tuple(m.or_zeros(items[i]) for i in active), is_while)
 
-    body = m.nested(rhs.body, extra)
+    body = m.close(opened, extra)
     init = _with_tangents(rhs.init, tuple(m.or_zeros(rhs.init[i]) for i in active), is_while)
     carried = _with_tangents(rhs.carried, tuple(tparams[i] for i in active), is_while)
     n = len(rhs.carried)
@@ -339,7 +349,8 @@ def rule_loop(m: Forward, bind: Bind, rhs: Loop) -> None:
     targets = _with_tangents(bind.targets[:n], outs, is_while) + bind.targets[n:]
     save = rhs.save
     if rhs.tape is not None:
-        extra_saved = tuple(dict.fromkeys(t for t in saved_tangents.values() if t.name not in {v.name for v in save}))
+        own = {v.name for v in save}
+        extra_saved = tuple(dict.fromkeys(t for t in saved_tangents.values() if t.name not in own))
         save = save + extra_saved
         m.tapes[rhs.tape.name] = extra_saved
     m.b.bind(targets, Loop(rhs.bounds, rhs.index, carried, init, body, save, rhs.tape))
@@ -351,18 +362,13 @@ def rule_loop_back(m: Forward, bind: Bind, rhs: LoopBack) -> None:
     """The backward loop over a tape, with tangents: it reads the tangents the
     forward loop recorded beside its values, and carries its accumulators' tangents."""
     extra_saved = m.tapes.get(rhs.tape.name, ())
-
-    def inputs(tvars: dict[int, Var]) -> None:
-        for i, tv in tvars.items():
-            m.tangents[rhs.params[i].name] = tv
-
-    active = _carried_with_tangents(m, rhs.params, rhs.init, rhs.body, inputs, False)
-    if not active:
-        m.b.binds.append(bind)
+    state = m.snapshot()
+    active, tparams, opened = _iterate(m, rhs.params, rhs.init, rhs.body, False)
+    if not active:  # it reads the tape as it is now, tangents and all
+        m.restore(state)
+        m.b.bind(bind.targets, replace(rhs, saved=rhs.saved + extra_saved))
         return
-    tparams = {i: m.tangent_var(rhs.params[i]) for i in active}
-    inputs(tparams)
-    body = m.nested(rhs.body, lambda items: items + tuple(m.or_zeros(items[i]) for i in active))
+    body = m.close(opened, lambda items: items + tuple(m.or_zeros(items[i]) for i in active))
     outs = tuple(m.tangent_var(bind.targets[i]) for i in active)
     m.b.bind(bind.targets + outs, LoopBack(rhs.tape, rhs.saved + extra_saved, rhs.params + tuple(tparams[i] for i in active),
                                            rhs.init + tuple(m.or_zeros(rhs.init[i]) for i in active), body))
