@@ -17,13 +17,13 @@ of one JVP, which can be differentiated again: any depth.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from . import pipeline
 from .ad.vjp_function import vjp_function
 from .errors import AstadError
-from .ir import Function, NoneT, ReverseProgram, Type
+from .ir import Function, NoneT, ReverseProgram, Type, Var, free_vars
 from .memo import LRU
 from .pipeline import ForwardDerivative
 
@@ -32,6 +32,13 @@ def _as_function(p: Function | ReverseProgram) -> tuple[Function, bool]:
     """An optimised forward-mode program as one IR function, and whether it takes
     a trailing ``None`` (forward over reverse gives a reverse program again)."""
     if isinstance(p, ReverseProgram):
+        taken = {v.name for v in p.params}
+        if p.ct_in.name in taken:  # forward over forward over reverse: each level adds a `None` parameter
+            assert all(v.name != p.ct_in.name for v in free_vars(p.backward))
+            k = 1
+            while f"{p.ct_in.name}{k}" in taken:
+                k += 1
+            p = replace(p, ct_in=Var(f"{p.ct_in.name}{k}", p.ct_in.type))
         return vjp_function(p), True
     return p, False
 
