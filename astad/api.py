@@ -13,7 +13,7 @@ import numpy as np
 
 from . import cache, fresh, frontend, pipeline
 from .memo import LRU
-from .errors import AstadError, AstadTypeError, NonScalarOutputError, UnsupportedSyntaxError
+from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
 from .pipeline import Derivative
 from .source import reversed_function
@@ -130,6 +130,11 @@ class Reverse:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         fn = reversed_function(fn) or fn
+        if getattr(type(fn), "__astad_program__", None) is not None:
+            raise SourceUnavailableError(
+                f"{fn!r} is a derivative made by astad: it has no source for astad.{type(self).__name__.lower()} "
+                "to read (higher-order derivatives are taken by astad.grad, jvp, jacfwd, jacrev, hessian, hvp)",
+                hint="astad.grad(astad.grad(f)) or astad.jvp(astad.grad(f), ...)")
         self.__astad_function__ = fn
         self._parsed = frontend.parse(fn)
         if self._parsed.funcdef.params.posonly_params:

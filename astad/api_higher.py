@@ -129,6 +129,10 @@ class Derived:
 
     name = "derived"
 
+    @property
+    def __astad_derived__(self) -> str:  # see source.check_not_wrapped
+        return f"astad.{self.name}"
+
     def __call__(self, *args: Any) -> Any:
         raise NotImplementedError
 
@@ -142,15 +146,15 @@ class Derived:
     def __astad_program__(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self.program(args)
 
-    _last: tuple[Program, tuple] | None = None
+    _last_args: tuple | None = None  # the arguments of the last call (for .source and .ir)
 
     def _shown(self, args: Sequence[Any]) -> Any:
         if args:
-            self._last = self.program(args)
-        if self._last is None:
-            raise AstadError(f"{self.name} has not been differentiated as a program yet: pass example arguments, "
-                             "e.g. .ir('forward', x)")
-        return self._last[0].forward(frozenset())
+            self._last_args = tuple(args)
+        if self._last_args is None:
+            raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
+                             "once, or pass example arguments (e.g. .ir('core', x))")
+        return self.program(self._last_args)[0].forward(frozenset())
 
     def source_for(self, *args: Any) -> str:
         """The generated code of this callable's program at ``args``."""
@@ -158,21 +162,18 @@ class Derived:
 
     @property
     def source(self) -> str:
-        """The generated code of this callable's program at the last arguments it was called with."""
+        """The generated code of this callable's program (the primal of its IR program, as
+        forward mode with no tangents) at the arguments of the last call."""
         return self._shown(()).source
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
-        """This callable's program: 'core' (the program), 'structural', 'forward', 'optimised'."""
+        """This callable's program after a stage: 'core' (the program itself), 'structural', 'forward', 'optimised'."""
         d = self._shown(args)
         assert d.stages is not None
         return d.stages.text(stage)
 
     def _remember(self, args: Sequence[Any]) -> None:
-        if self._last is None:
-            try:
-                self._last = self.program(args)
-            except NoProgram:
-                pass
+        self._last_args = tuple(args)
 
     def _repr_markdown_(self) -> str:
         try:
@@ -255,7 +256,8 @@ class Grad(Derived):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._fast is not None:
-            value, g = self._fast(*args, **kwargs)
+            args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
+            value, g = self._fast(*args)
         else:
             value, g = self._by_jvps(args)
         self._remember(args)
