@@ -234,3 +234,33 @@ def test_what_forward_mode_cannot_do_is_refused_at_the_users_line():
         assert not isinstance(e, InternalError)
         assert e.loc is not None and "np.prod" in e.loc.text
     test_forward.check_jvp(product, (x,))  # forward mode itself has a rule
+
+
+# ---------------------------------------------------------------- random programs
+
+from hypothesis import HealthCheck, assume, given, note, settings  # noqa: E402
+
+import test_random_control_flow  # noqa: E402
+import test_random_programs  # noqa: E402
+from conftest import fuzz_examples, load_program  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def hvp_program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("hvp_random")
+
+
+@settings(max_examples=fuzz_examples(10), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@given(test_random_control_flow.programs())
+def test_random_hessian_vector_products(hvp_program_dir, program):
+    """Forward over reverse on random programs with branches and loops whose value is a real scalar."""
+    source, instrumented, params, dynamic, seed = program
+    note(source)
+    args = test_random_programs._arguments(params, seed)
+    margins = load_program(instrumented, hvp_program_dir, "hvp_margins")
+    value = margins.f(*args)
+    assume(min(margins._MARGINS, default=float("inf")) > test_random_control_flow.MARGIN)
+    assume(not isinstance(value, tuple) and np.ndim(value) == 0 and np.isfinite(value))
+    fn = load_program(source, hvp_program_dir, "hvp_control_flow").f
+    check_hvp(fn, args, seed=seed % 1000)
