@@ -94,7 +94,7 @@ def _from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequen
     col_leaves = [_flatten(c)[0] for c in cols]
     result = []
     for o, leaf in enumerate(out_leaves):
-        if not _is_real(leaf) and not isinstance(leaf, (int, np.integer)) or isinstance(leaf, (bool, np.bool_)):
+        if not _is_real(np.asarray(leaf)):  # a discrete output has no derivative
             result.append(None)
             continue
         shape = np.shape(leaf)
@@ -214,6 +214,11 @@ def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) ->
     else:
         types = [abstract(a, f"argument {i}") for i, a in enumerate(primals)]
         names = [str(i) for i in range(len(types))]
+        plain = inner
+        while not isinstance(plain, Plain) and hasattr(plain, "inner"):
+            plain = plain.inner  # type: ignore[attr-defined]
+        if isinstance(plain, Plain):  # a derivative takes the arguments of the function it differentiates
+            names = param_names(plain.rev, len(types))
     return tuple(checked_tangents(types, tangents, names, inner.name))
 
 

@@ -59,6 +59,7 @@ class Program:
     constants: dict[str, Any] = field(default_factory=dict)
     select: Callable[[Any], Any] = _identity  # linear and structural: applied to tangents too
     _forwards: dict = field(default_factory=dict)
+    _tangents: dict = field(default_factory=dict)
 
     def forward(self, wrt: frozenset[int]) -> ForwardDerivative:
         """Forward mode with tangents for the user's arguments in ``wrt`` (cached)."""
@@ -83,6 +84,13 @@ class Program:
         the user's arguments, this program's extras, then the tangent (then a
         ``None`` when the result is a reverse program); it selects the tangent.
         Also returns the types of the extras it adds and whether ``None`` is one."""
+        key = (i, tangent_type)
+        found = self._tangents.get(key)
+        if found is None:
+            found = self._tangents[key] = self._tangent_program(i, tangent_type)
+        return found
+
+    def _tangent_program(self, i: int, tangent_type: Type) -> tuple["Program", tuple[Type, ...], bool]:
         d = self.forward(frozenset({i}))
         assert d.stages is not None
         fn, split = _as_function(d.stages.optimised)

@@ -236,3 +236,83 @@ def test_foreign_wrappers_are_still_refused():
 def test_grad_of_a_non_scalar_derivative_is_refused():
     with pytest.raises(AstadError):
         astad.grad(astad.jacfwd(f))(X, W)
+
+
+def test_value_and_grad_of_a_gradient():
+    g1 = astad.grad(scalar_loop)
+    value, g2 = astad.value_and_grad(g1)(0.8)
+    assert value == pytest.approx(g1(0.8), rel=1e-14)
+    assert g2 == pytest.approx(astad.grad(g1)(0.8), rel=1e-14)
+
+
+def test_a_pushforward_returns_an_array_of_its_own():
+    def ident(x):
+        return x
+    tx = np.ones(3)
+    out = astad.forward(ident)(X)[1](tx)
+    np.testing.assert_array_equal(out, tx)
+    assert not np.shares_memory(out, tx)
+
+
+def test_a_bad_tangent_of_a_derivative_names_the_parameter():
+    with pytest.raises(AstadTypeError, match="`x`"):
+        astad.jvp(astad.grad(loss), (X, W), (np.ones(4), None))
+    with pytest.raises(AstadTypeError, match="`x`"):
+        astad.hvp(loss, (X, W), (np.ones(2), None))
+
+
+def test_jvp_of_a_gradient_is_a_hessian_vector_product():
+    v = RNG.standard_normal(3)
+    g, hv = astad.jvp(astad.grad(loss), (X, W), (v, None))
+    np.testing.assert_allclose(g, astad.grad(loss)(X, W), rtol=1e-12)
+    np.testing.assert_allclose(hv, astad.hessian(loss)(X, W) @ v, rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_of_a_float32_program_stays_float32():
+    x = X.astype(np.float32)
+    w = W.astype(np.float32)
+    H = astad.hessian(loss)(x, w)
+    assert H.dtype == np.float32
+    np.testing.assert_allclose(H, astad.hessian(loss)(X, W), rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- random programs: jacfwd == jacrev
+
+from hypothesis import HealthCheck, given, note, settings  # noqa: E402
+
+import test_random_programs  # noqa: E402
+from conftest import fuzz_examples, load_program  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def api_program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("api_forward_random")
+
+
+@settings(max_examples=fuzz_examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(test_random_programs.programs())
+def test_random_programs_jacfwd_equals_jacrev(api_program_dir, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, api_program_dir, "api_forward_random").f
+    args = test_random_programs._arguments(params, seed)
+    real = tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f")
+    if not real:
+        return
+    jf = astad.jacfwd(fn, real)(*args)
+    jr = astad.jacrev(fn, real)(*args)
+    leaves_f, leaves_r = _leaves(jf), _leaves(jr)
+    assert len(leaves_f) == len(leaves_r)
+    for a, b in zip(leaves_f, leaves_r):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert np.shape(a) == np.shape(b)
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+def _leaves(v):
+    if isinstance(v, (tuple, list)):
+        return [x for item in v for x in _leaves(item)]
+    if isinstance(v, dict):
+        return [x for item in v.values() for x in _leaves(item)]
+    return [v]
