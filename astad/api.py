@@ -27,6 +27,8 @@ def _memory_size() -> int:
 #: derivatives by code object and argument types, shared by every Reverse (LRU: see memo.py)
 _MEMORY: "LRU[Derivative]" = LRU(_memory_size)
 _LIVE: "weakref.WeakSet[Reverse]" = weakref.WeakSet()
+#: the memory caches of the modules built on this one (forward mode, programs), cleared by clear_caches
+CLEARERS: list[Callable[[], None]] = []
 
 #: scalar types whose type alone gives the abstract type (frontend.abstract)
 _SCALAR_KEYS = frozenset({float, int, bool}) | frontend._NUMPY_SCALARS
@@ -372,6 +374,8 @@ def clear_caches(memory: bool = True, disk: bool = True) -> None:
     """Forget generated derivatives (in this process, and/or on disk)."""
     if memory:
         _MEMORY.clear()
+        for clear in CLEARERS:
+            clear()
         frontend.clear_parse_cache()
         for r in list(_LIVE):
             r._derivatives.clear()

@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import fresh, pipeline
-from .api import Reverse, _checks_hold, _dep_checks, _memory_size
+from . import fresh, pipeline, programs
+from .api import CLEARERS, Reverse, _checks_hold, _dep_checks, _memory_size
 from .errors import AstadTypeError
 from .ir import Num, StructT, TupleT, Type
 from .memo import LRU
@@ -25,6 +25,7 @@ from .pipeline import ForwardDerivative
 
 #: forward derivatives by code object, argument types and tangents, shared by every Forward
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
+CLEARERS.extend([_MEMORY.clear, programs.clear])
 
 
 class Forward(Reverse):

@@ -20,7 +20,7 @@ import numpy as np
 from . import api, fresh
 from .api_forward import checked_tangents, forward_of, jvp_at, param_names
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
-from .programs import NoProgram, Program, ProgramCache, plain_program, vjp_program
+from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
 
@@ -192,7 +192,6 @@ class Plain(Derived):
         self.rev = api.reverse(fn)
         self.fn = self.rev.__astad_function__
         self.name = self.rev._parsed.name
-        self._programs = ProgramCache()
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*args)
@@ -201,7 +200,30 @@ class Plain(Derived):
         return jvp_at(forward_of(self.fn), primals, tangents)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
-        return self._programs.get(self.rev._types(args), lambda: plain_program(self.rev, args)), ()
+        return _cached(self.rev, ("core", self.rev._types(args)), lambda: plain_program(self.rev, args)), ()
+
+
+def _cached(rev: Any, key: Any, make: Callable[[], Program]) -> Program:
+    """A program of ``rev``'s function from the cache shared by its derivatives (made
+    again when a global it read is another object now)."""
+    fn = rev.__astad_function__
+
+    def made() -> Program:
+        p = make()
+        p.checks = api._dep_checks(fn, p.deps)
+        return p
+    return cache_of(rev).get(key, made, lambda p: api._checks_hold(p.checks))
+
+
+def vjp_of(rev: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
+    """The reverse program of a plain function as one program: ``(args..., ct) ->`` the
+    cotangents of the arguments ``nums`` (one, when ``single``)."""
+    def make() -> Program:
+        prog, _ = vjp_program(rev, args, frozenset(nums))
+        regroup = prog.select
+        prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
+        return prog
+    return _cached(rev, ("vjp", rev._types(args), tuple(nums), single), make)
 
 
 def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
@@ -256,7 +278,6 @@ class Grad(Derived):
         self.argnums, self.with_value = argnums, with_value
         self.name = f"{'value_and_grad' if with_value else 'grad'}({self.inner.name})"
         self._fast = api.value_and_grad(self.inner.fn, argnums) if isinstance(self.inner, Plain) else None
-        self._programs = ProgramCache()
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -283,14 +304,7 @@ class Grad(Derived):
     def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if isinstance(self.inner, Plain):
-            key = ("vjp", self.inner.rev._types(args))
-
-            def make() -> Any:
-                prog, _ = vjp_program(self.inner.rev, args, frozenset(nums))
-                regroup = prog.select
-                prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
-                return prog
-            return "vjp", self._programs.get(key, make)
+            return "vjp", vjp_of(self.inner.rev, args, nums, single)
         return "jvp", _tangent_programs(self.inner, args, nums)
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
@@ -338,7 +352,6 @@ class Jac(Derived):
         # reverse mode of a derived callable is computed by forward mode (the reverse macro reads source only)
         self.mode = mode if isinstance(self.inner, Plain) else "fwd"
         self.name = f"jac{mode}({self.inner.name})"
-        self._programs = ProgramCache()
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -364,12 +377,7 @@ class Jac(Derived):
         return _from_rows(value, rows, args, nums, single)
 
     def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
-        def make() -> Program:
-            prog, _ = vjp_program(self.inner.rev, args, frozenset(nums))  # type: ignore[attr-defined]
-            regroup = prog.select
-            prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
-            return prog
-        return self._programs.get(("vjp", self.inner.rev._types(args), tuple(nums)), make)  # type: ignore[attr-defined]
+        return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
@@ -476,14 +484,22 @@ class Jacobian(Derived):
 
     def __init__(self, fn: Any, argnums: ArgNums) -> None:
         self.fwd, self.rev = jacfwd(fn, argnums), jacrev(fn, argnums)
+        self._picked: dict[Any, Jac] = {}
         self.argnums = argnums
         self.name = f"jacobian({self.fwd.inner.name})"
         functools.update_wrapper(self, getattr(self.fwd.inner, "fn", self.fwd.inner), updated=())
 
     def _pick(self, args: Sequence[Any]) -> Jac:
-        nums, _ = _nums(self.argnums, len(args), self.name)
-        n_in = len(_basis(args, nums))
-        return self.fwd if n_in <= len(_out_basis(self.fwd.inner(*args))) else self.rev
+        inner = self.fwd.inner
+        key = inner.rev._types(args) if isinstance(inner, Plain) else None
+        found = self._picked.get(key) if key is not None else None
+        if found is None:  # the sizes follow from the types: the primal runs once per signature
+            nums, _ = _nums(self.argnums, len(args), self.name)
+            n_in = len(_basis(args, nums))
+            found = self.fwd if n_in <= len(_out_basis(inner(*args))) else self.rev
+            if key is not None:
+                self._picked[key] = found
+        return found
 
     def __call__(self, *args: Any) -> Any:
         return self._pick(args)(*args)

@@ -316,3 +316,61 @@ def _leaves(v):
     if isinstance(v, dict):
         return [x for item in v.values() for x in _leaves(item)]
     return [v]
+
+
+SCALE = 2.0
+
+
+def scaled_cube(x):
+    return SCALE * x ** 3
+
+
+def test_derivatives_of_derivatives_follow_a_changed_global(monkeypatch):
+    g2 = astad.grad(astad.grad(scaled_cube))
+    assert g2(1.5) == pytest.approx(6 * 2.0 * 1.5, rel=1e-14)
+    assert astad.hessian(scaled_cube)(1.5) == pytest.approx(18.0, rel=1e-14)
+    monkeypatch.setitem(globals(), "SCALE", 3.0)
+    assert g2(1.5) == pytest.approx(6 * 3.0 * 1.5, rel=1e-14)
+    assert astad.hessian(scaled_cube)(1.5) == pytest.approx(27.0, rel=1e-14)
+    assert astad.jvp(scaled_cube, (1.5,), (1.0,))[1] == pytest.approx(3 * 3.0 * 2.25, rel=1e-14)
+
+
+def test_clear_caches_forgets_forward_derivatives_and_programs():
+    astad.hessian(loss)(X, W)
+    astad.clear_caches(disk=False)
+    np.testing.assert_allclose(astad.hessian(loss)(X, W), astad.hessian(loss)(X, W))
+
+
+def dict_loss(p, x):
+    h = np.tanh(p["w"] @ x + p["b"])
+    return np.sum(h * h) * p["s"]
+
+
+def test_hvp_and_hessian_of_a_dict_of_parameters():
+    p = {"w": W, "b": RNG.standard_normal(2), "s": 0.7}
+    v = {"w": RNG.standard_normal((2, 3)), "b": RNG.standard_normal(2), "s": 0.3}
+    hv, none = astad.hvp(dict_loss, (p, X), (v, None))
+    assert none is None and set(hv) == {"w", "b", "s"}
+    g = astad.grad(dict_loss)
+    eps = 1e-6
+    shift = lambda e: {k: p[k] + e * v[k] for k in p}  # noqa: E731
+    plus, minus = g(shift(eps), X), g(shift(-eps), X)
+    for k in p:
+        np.testing.assert_allclose(hv[k], (np.asarray(plus[k]) - minus[k]) / (2 * eps), rtol=1e-5, atol=1e-7)
+    H = astad.hessian(dict_loss)(p, X)
+    assert H["w"]["b"].shape == (2, 3, 2) and H["b"]["w"].shape == (2, 2, 3)
+    np.testing.assert_allclose(H["w"]["b"], np.moveaxis(H["b"]["w"], 0, -1), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(H["b"]["b"] @ v["b"] + H["b"]["w"].reshape(2, 6) @ v["w"].ravel()
+                               + H["b"]["s"] * v["s"], hv["b"], rtol=1e-10, atol=1e-12)
+
+
+def test_third_derivative_tensor_of_a_vector_function():
+    def cubic(x):
+        return np.sum(np.sin(x) * x[0]) + x[1] ** 3
+    x = np.array([0.3, -0.4, 0.9])
+    T = astad.jacfwd(astad.hessian(cubic))(x)
+    assert T.shape == (3, 3, 3)
+    h = astad.hessian(cubic)
+    np.testing.assert_allclose(T, fd(lambda y: h(y), (x,), 0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(T, np.transpose(T, (1, 0, 2)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(T, np.transpose(T, (0, 2, 1)), rtol=1e-10, atol=1e-12)
