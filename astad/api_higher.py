@@ -69,8 +69,16 @@ def _zero(leaf: Any) -> Any:
     return type(leaf)(0.0) if isinstance(leaf, (float, np.floating)) else np.zeros_like(leaf)
 
 
+def _require_real(args: Sequence[Any], nums: Sequence[int]) -> None:
+    for i in nums:
+        if not any(_is_real(x) for x in _flatten(args[i])[0]):
+            raise AstadTypeError(f"argument {i} is {type(args[i]).__name__}, which has no derivative",
+                                 hint="differentiate with respect to float arguments (argnums)")
+
+
 def _basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
     """One tangent list per real input element of the arguments ``nums`` (None elsewhere)."""
+    _require_real(args, nums)
     out = []
     for i in nums:
         leaves, rebuild = _flatten(args[i])
@@ -244,6 +252,12 @@ def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) ->
     return tuple(checked_tangents(types, tangents, names, inner.name))
 
 
+def _no_keywords(name: str, kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise AstadTypeError(f"{name} takes its arguments by position, got keywords {', '.join(kwargs)}",
+                             hint="pass every argument by position")
+
+
 def derived_of(fn: Any) -> Derived | None:
     return fn if isinstance(fn, Derived) else None
 
@@ -285,6 +299,7 @@ class Grad(Derived):
             args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
             value, g = self._fast(*args)
         else:
+            _no_keywords(self.name, kwargs)
             value, g = self._by_jvps(args)
         self._remember(args)
         return (value, g) if self.with_value else g
@@ -356,7 +371,9 @@ class Jac(Derived):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            args = self.inner.rev.positional(args, kwargs) if isinstance(self.inner, Plain) else args
+            if not isinstance(self.inner, Plain):
+                _no_keywords(self.name, kwargs)
+            args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
             return self._rev(args, nums, single)
@@ -370,6 +387,7 @@ class Jac(Derived):
         return _from_columns(value, cols, args, nums, single)
 
     def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+        _require_real(args, nums)
         value, pullback = self.inner.rev(*args)
         held = fresh.owners(args)
         rows = [tuple(pullback(ct)[i] for i in nums) for ct in _out_basis(value)]

@@ -374,3 +374,12 @@ def test_third_derivative_tensor_of_a_vector_function():
     np.testing.assert_allclose(T, fd(lambda y: h(y), (x,), 0), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(T, np.transpose(T, (1, 0, 2)), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(T, np.transpose(T, (0, 2, 1)), rtol=1e-10, atol=1e-12)
+
+
+def test_a_jacobian_for_an_int_argument_is_refused():
+    with pytest.raises(AstadTypeError, match="argument 1"):
+        astad.jacfwd(with_int, 1)(X, 3)
+    with pytest.raises(AstadTypeError, match="argument 1"):
+        astad.jacrev(with_int, 1)(X, 3)
+    with pytest.raises(AstadTypeError, match="by position"):
+        astad.grad(astad.grad(poly))(x=1.0)
