@@ -214,7 +214,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any]) -> tuple[
     return value, fresh.distinct((tangent,), fresh.owners(args, tangents))[0]
 
 
-def zeros_like_type(t: Type, value: Any) -> Any:
+def zeros_like_type(t: Type | None, value: Any) -> Any:
     """The zero tangent of a value (None for a discrete one)."""
     if isinstance(value, tuple):
         return type(value)(zeros_like_type(t, v) for v in value) if not hasattr(type(value), "_fields") else \
@@ -248,7 +248,8 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
 
     d = derived_of(fn)
     if d is not None:
-        return d.jvp(tuple(primals), tuple(tangents))
+        value, tangent = d.jvp(tuple(primals), tuple(tangents))
+        return value, zeros_like_type(None, value) if tangent is None else tangent
     if len(primals) != len(tangents):
         raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                              hint="one tangent per primal, None for one held constant")

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, fresh
+from . import api, fresh, pipeline
 from .api_forward import checked_tangents, forward_of, jvp_at, param_names
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
@@ -283,6 +283,17 @@ def _tangent_programs(inner: Derived, args: Sequence[Any], nums: Sequence[int]) 
     return out, extras
 
 
+def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
+    """As api._check_grad_types, for the program of a gradient (its last parameter: the output's cotangent)."""
+    if not pipeline.is_real_scalar(prog.arg_types[-1]):
+        raise NonScalarOutputError(f"grad of {name} needs a real scalar output, but it returns {prog.arg_types[-1]}",
+                                   hint="astad.jacfwd or astad.jacrev for a non-scalar output, or reduce it (np.sum)")
+    for i in nums:
+        if not prog.arg_types[i].differentiable:
+            raise AstadTypeError(f"argument {i} of {name} is {prog.arg_types[i]}, which has no gradient",
+                                 hint="differentiate with respect to float arguments (argnums)")
+
+
 class Grad(Derived):
     """``grad(f, argnums)`` (``with_value``: ``value_and_grad``)."""
 
@@ -319,7 +330,9 @@ class Grad(Derived):
     def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if isinstance(self.inner, Plain):
-            return "vjp", vjp_of(self.inner.rev, args, nums, single)
+            prog = vjp_of(self.inner.rev, args, nums, single)
+            _check_grad_types(self.inner.name, prog, nums)
+            return "vjp", prog
         return "jvp", _tangent_programs(self.inner, args, nums)
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:

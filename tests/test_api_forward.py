@@ -383,3 +383,10 @@ def test_a_jacobian_for_an_int_argument_is_refused():
         astad.jacrev(with_int, 1)(X, 3)
     with pytest.raises(AstadTypeError, match="by position"):
         astad.grad(astad.grad(poly))(x=1.0)
+
+
+def test_hvp_of_a_non_scalar_function_is_refused():
+    with pytest.raises(astad.NonScalarOutputError):
+        astad.hvp(f, (X, W), (np.ones(3), None))
+    with pytest.raises(AstadTypeError, match="`n`"):
+        astad.hvp(with_int, (X, 3), (np.ones(3), 1))
