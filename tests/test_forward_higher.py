@@ -258,6 +258,8 @@ def test_random_hessian_vector_products(hvp_program_dir, program):
     source, instrumented, params, dynamic, seed = program
     note(source)
     args = test_random_programs._arguments(params, seed)
+    if dynamic:
+        args[-1] = np.int64(args[-1])  # trip counts and conditions known only at run time
     margins = load_program(instrumented, hvp_program_dir, "hvp_margins")
     value = margins.f(*args)
     assume(min(margins._MARGINS, default=float("inf")) > test_random_control_flow.MARGIN)
