@@ -80,6 +80,7 @@ class Forward:
         self.tangents: dict[str, Atom] = {}
         self.tapes: dict[str, tuple[Var, ...]] = {}  # a loop's tape -> the tangents it records besides its values
         self.lams: dict[str, tuple[bool, tuple[int, ...]]] = {}  # function -> (returns a tangent, params with one)
+        self.empty_lists: set[str] = set()  # variables bound to a new empty list
 
     # tangents ---------------------------------------------------------------
 
@@ -115,6 +116,8 @@ class Forward:
             return tup
         if isinstance(a, Zero):
             return a
+        if isinstance(a, Var) and a.name in self.empty_lists:  # a new empty list: its tangent is one too
+            return self.b.prim("list")
         return zeros_of(self.b, a)
 
     # blocks -----------------------------------------------------------------
@@ -203,6 +206,8 @@ def _as_float(b: Builder, t: Atom, like: Type) -> Atom:
 
 def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
     m.b.binds.append(bind)
+    if rhs.op == "list" and not rhs.args:
+        m.empty_lists.add(bind.targets[0].name)
     (out,) = bind.targets
     tangents = [m.tangent(a) for a in rhs.args]
     if not differentiable(out.type) or all(t is None for t in tangents):
