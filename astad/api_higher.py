@@ -92,6 +92,12 @@ def _basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
     return out
 
 
+def _shaped(x: Any, shape: tuple) -> np.ndarray:
+    """A tangent as an array of ``shape`` (a statically zero one is None or a scalar zero)."""
+    a = np.asarray(0.0 if x is None else x)
+    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+
 def _as_result(a: np.ndarray) -> Any:
     return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
 
@@ -106,8 +112,7 @@ def _from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequen
             result.append(None)
             continue
         shape = np.shape(leaf)
-        stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[o] is None else c[o]), shape) for c in col_leaves],
-                           axis=-1) if cols else np.zeros(shape + (0,))
+        stacked = np.stack([_shaped(c[o], shape) for c in col_leaves], axis=-1) if cols else np.zeros(shape + (0,))
         result.append(_split_inputs(stacked, shape, args, nums, single))
     return out_rebuild(result)
 
@@ -145,6 +150,11 @@ class Derived:
         raise NotImplementedError
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        """``(value, tangent)`` at ``primals`` along ``tangents`` (checked: one per argument, None for none)."""
+        return self._jvps(primals, [_checked(self, primals, tangents)])[0]
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        """JVPs along tangents astad made (unchecked), the program looked up once."""
         raise NotImplementedError
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
@@ -206,6 +216,10 @@ class Plain(Derived):
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         return jvp_at(forward_of(self.fn), primals, tangents)
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        fwd = forward_of(self.fn)
+        return [jvp_at(fwd, primals, t, check=False) for t in tangent_list]
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return _cached(self.rev, ("core", self.rev._types(args)), lambda: plain_program(self.rev, args)), ()
@@ -294,6 +308,27 @@ def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
                                  hint="differentiate with respect to float arguments (argnums)")
 
 
+def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: bool, parts: tuple,
+                  tangent_list: list) -> list[tuple[Any, Any]]:
+    """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
+    element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs)."""
+    progs, extras = parts
+    basis = _basis(primals, nums)
+    value = inner(*primals)
+    out = []
+    for tangents in tangent_list:
+        cols, dcols = [], []
+        for t in basis:
+            i = next(k for k, x in enumerate(t) if x is not None)
+            q, tail = progs[i]
+            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
+            cols.append(c)
+            dcols.append(dc)
+        out.append((_from_columns(value, cols, primals, nums, single),
+                    _from_columns(value, dcols, primals, nums, single)))
+    return out
+
+
 class Grad(Derived):
     """``grad(f, argnums)`` (``with_value``: ``value_and_grad``)."""
 
@@ -317,12 +352,9 @@ class Grad(Derived):
 
     def _by_jvps(self, args: Sequence[Any]) -> tuple[Any, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
-        value, cols = None, []
-        for t in _basis(args, nums):
-            value, tangent = self.inner.jvp(tuple(args), tuple(t))
-            cols.append(tangent)
-        if value is None:
-            value = self.inner(*args)
+        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
         if not (np.ndim(value) == 0 and _is_real(np.asarray(value)) and not isinstance(value, tuple)):
             raise NonScalarOutputError(f"grad of {self.inner.name} needs a real scalar output, got {type(value).__name__}")
         return value, _from_columns(value, cols, args, nums, single)
@@ -335,24 +367,14 @@ class Grad(Derived):
             return "vjp", prog
         return "jvp", _tangent_programs(self.inner, args, nums)
 
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         if self.with_value:
             raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
-        tangents = _checked(self.inner, primals, tangents)
         kind, parts = self._parts(primals)
         if kind == "vjp":
-            return parts.jvp(primals, (1.0,), tangents)
+            return [parts.jvp(primals, (1.0,), t) for t in tangent_list]
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        progs, extras = parts
-        cols, dcols, value = [], [], None
-        for t in _basis(primals, nums):
-            i = next(k for k, x in enumerate(t) if x is not None)
-            q, tail = progs[i]
-            g, dg = q.jvp(primals, extras + (t[i],) + tail, tangents)
-            cols.append(g)
-            dcols.append(dg)
-        val = self.inner(*primals)
-        return _from_columns(val, cols, primals, nums, single), _from_columns(val, dcols, primals, nums, single)
+        return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
@@ -390,12 +412,9 @@ class Jac(Derived):
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
             return self._rev(args, nums, single)
-        value, cols = None, []
-        for t in _basis(args, nums):
-            value, tangent = self.inner.jvp(tuple(args), tuple(t))
-            cols.append(tangent)
-        if value is None:
-            value = self.inner(*args)
+        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
         self._remember(args)
         return _from_columns(value, cols, args, nums, single)
 
@@ -410,26 +429,21 @@ class Jac(Derived):
     def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
         return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
 
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        tangents = _checked(self.inner, primals, tangents)
         if self.mode == "rev":
             prog = self._vjp_program(primals, nums, single)
             value = self.inner(*primals)
-            pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
-            rows = [r if isinstance(r, tuple) and not single else (r,) for r, _ in pairs]
-            drows = [d if isinstance(d, tuple) and not single else (d,) for _, d in pairs]
-            return (_from_rows(value, rows, primals, nums, single), _from_rows(value, drows, primals, nums, single))
-        progs, extras = _tangent_programs(self.inner, primals, nums)
-        cols, dcols = [], []
-        for t in _basis(primals, nums):
-            i = next(k for k, x in enumerate(t) if x is not None)
-            q, tail = progs[i]
-            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
-            cols.append(c)
-            dcols.append(dc)
-        value = self.inner(*primals)
-        return _from_columns(value, cols, primals, nums, single), _from_columns(value, dcols, primals, nums, single)
+            out = []
+            for tangents in tangent_list:
+                pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
+                rows = [(r,) if single else r for r, _ in pairs]
+                drows = [(d,) if single else d for _, d in pairs]
+                out.append((_from_rows(value, rows, primals, nums, single),
+                            _from_rows(value, drows, primals, nums, single)))
+            return out
+        return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
+                             tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
@@ -535,8 +549,8 @@ class Jacobian(Derived):
     def __call__(self, *args: Any) -> Any:
         return self._pick(args)(*args)
 
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
-        return self._pick(primals).jvp(primals, tangents)
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        return self._pick(primals)._jvps(primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self._pick(args).program(args)
