@@ -98,6 +98,16 @@ def _shaped(x: Any, shape: tuple) -> np.ndarray:
     return a if a.shape == shape else np.broadcast_to(a, shape)
 
 
+def _skeleton(v: Any) -> Any:
+    """Arguments like ``v`` holding no memory of the caller's (zeros, broadcast): kept for .source and .ir."""
+    if type(v) is np.ndarray:
+        return np.broadcast_to(np.zeros((), v.dtype), v.shape)
+    leaves, rebuild = _flatten(v) if isinstance(v, (tuple, list, dict)) else ([v], None)
+    if rebuild is None:
+        return v
+    return rebuild([_skeleton(x) for x in leaves])
+
+
 def _as_result(a: np.ndarray) -> Any:
     return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
 
@@ -172,7 +182,20 @@ class Derived:
         if self._last_args is None:
             raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
                              "once, or pass example arguments (e.g. .ir('core', x))")
-        return self.program(self._last_args)[0].forward(frozenset())
+        try:
+            prog = self.program(self._last_args)[0]
+        except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
+            prog = self._part(self._last_args)
+        return prog.forward(frozenset())
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        """The program of one column (a JVP of the inner callable) or row (a VJP)."""
+        inner: Derived = self.inner  # type: ignore[attr-defined]
+        nums, single = _nums(self.argnums, len(args), inner.name)  # type: ignore[attr-defined]
+        if getattr(self, "mode", "fwd") == "rev":
+            return vjp_of(inner.rev, args, nums, single)  # type: ignore[attr-defined]
+        progs, _ = _tangent_programs(inner, args, nums)
+        return progs[nums[0]][0]
 
     def source_for(self, *args: Any) -> str:
         """The generated code of this callable's program at ``args``."""
@@ -181,7 +204,8 @@ class Derived:
     @property
     def source(self) -> str:
         """The generated code of this callable's program (the primal of its IR program, as
-        forward mode with no tangents) at the arguments of the last call."""
+        forward mode with no tangents) at the arguments of the last call; for a Jacobian
+        assembled from several JVPs (VJPs), the program of one of them."""
         return self._shown(()).source
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
@@ -191,7 +215,7 @@ class Derived:
         return d.stages.text(stage)
 
     def _remember(self, args: Sequence[Any]) -> None:
-        self._last_args = tuple(args)
+        self._last_args = _skeleton(tuple(args))
 
     def _repr_markdown_(self) -> str:
         try:
@@ -411,6 +435,7 @@ class Jac(Derived):
             args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
+            self._remember(args)
             return self._rev(args, nums, single)
         pairs = self.inner._jvps(tuple(args), _basis(args, nums))
         value = pairs[0][0] if pairs else self.inner(*args)
@@ -546,14 +571,18 @@ class Jacobian(Derived):
                 self._picked[key] = found
         return found
 
-    def __call__(self, *args: Any) -> Any:
-        return self._pick(args)(*args)
-
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         return self._pick(primals)._jvps(primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self._pick(args).program(args)
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        return self._pick(args)._part(args)
+
+    def __call__(self, *args: Any) -> Any:
+        self._remember(args)
+        return self._pick(args)(*args)
 
 
 def jacobian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jacobian:
