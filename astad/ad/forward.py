@@ -43,8 +43,8 @@ from typing import Any, Callable
 from .. import primitives as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
-from ..ir import (App, Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, FunT, Function, If, Lam, ListT, Loop,
-                  LoopBack, MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
+from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
+                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
 from ..names import Namer
 from ._bootstrap_jvp import JVPS as _BOOTSTRAP, zeros_of
 from .reverse import Builder
@@ -163,12 +163,14 @@ class Forward:
             self.b.binds = saved
 
     def snapshot(self) -> tuple:
-        return set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), dict(self.tapes)
+        """The macro's state, to do a block again from it (:meth:`restore`)."""
+        return (set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), dict(self.tapes),
+                dict(self.lams), set(self.empty_lists))
 
     def restore(self, state: tuple) -> None:
-        used, taken, temps, tangents, tapes = state
+        used, taken, temps, tangents, tapes, lams, empty = state
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
-        self.tangents, self.tapes = dict(tangents), dict(tapes)
+        self.tangents, self.tapes, self.lams, self.empty_lists = dict(tangents), dict(tapes), dict(lams), set(empty)
 
     def run(self, fn: Function, wrt: frozenset[int] | None) -> Function:
         tparams = []
