@@ -108,6 +108,22 @@ def _skeleton(v: Any) -> Any:
     return rebuild([_skeleton(x) for x in leaves])
 
 
+def _example(t: Any) -> Any:
+    """A value of type ``t`` holding no memory (for .source after a reverse-mode call)."""
+    from .ir import Num, StructT
+
+    if isinstance(t, StructT):
+        return t.unflatten(iter([_example(x) for x in pipeline._leaf_types(t)]))
+    if not isinstance(t, Num) or not t.known_shape:
+        raise AstadError(f"astad cannot show the code for an argument of type {t} without an example",
+                         hint="pass example arguments, e.g. .ir('core', x)")
+    if t.py:
+        return {"float64": 0.0, "int64": int(t.value or 0), "bool": bool(t.value)}.get(t.dtype, 0.0)
+    if not t.shape:
+        return np.dtype(t.dtype).type(t.value or 0)
+    return np.broadcast_to(np.zeros((), t.dtype), t.shape)
+
+
 def _as_result(a: np.ndarray) -> Any:
     return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
 
@@ -179,6 +195,10 @@ class Derived:
     def _shown(self, args: Sequence[Any]) -> Any:
         if args:
             self._last_args = tuple(args)
+        if self._last_args is None and isinstance(getattr(self, "inner", None), Plain):
+            d = self.inner.rev._last  # type: ignore[attr-defined]
+            if d is not None:
+                self._last_args = tuple(_example(t) for t in d.arg_types)
         if self._last_args is None:
             raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
                              "once, or pass example arguments (e.g. .ir('core', x))")
@@ -365,9 +385,9 @@ class Grad(Derived):
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fast is not None:
-            args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
-            value, g = self._fast(*args)
+        if self._fast is not None:  # reverse mode; .source finds the types in the Reverse's last derivative
+            value, g = self._fast(*args, **kwargs)
+            return (value, g) if self.with_value else g
         else:
             _no_keywords(self.name, kwargs)
             value, g = self._by_jvps(args)

@@ -409,3 +409,12 @@ def test_jacobians_show_their_code(make):
     j(X, W)
     assert "def " in j.source and j.ir("optimised")
     assert "<astad." in repr(j)
+
+
+def test_a_gradient_shows_its_program_after_a_call():
+    g = astad.grad(dict_loss)
+    g({"w": W, "b": np.zeros(2), "s": 0.5}, X)
+    assert "def " in g.source and "dict_loss" in g.ir("core")
+    g2 = astad.grad(with_int)
+    g2(X, 3)
+    assert "def " in g2.source
