@@ -80,7 +80,7 @@ class Forward:
         self.tangents: dict[str, Atom] = {}
         self.tapes: dict[str, tuple[Var, ...]] = {}  # a loop's tape -> the tangents it records besides its values
         self.lams: dict[str, tuple[bool, tuple[int, ...]]] = {}  # function -> (returns a tangent, params with one)
-        self.empty_lists: set[str] = set()  # variables bound to a new empty list
+        self.lists: dict[str, tuple[Atom, ...]] = {}  # variables bound to a new list -> its items
 
     # tangents ---------------------------------------------------------------
 
@@ -116,8 +116,8 @@ class Forward:
             return tup
         if isinstance(a, Zero):
             return a
-        if isinstance(a, Var) and a.name in self.empty_lists:  # a new empty list: its tangent is one too
-            return self.b.prim("list")
+        if isinstance(a, Var) and a.name in self.lists:  # a list made here: a list of zeros like its items
+            return self.b.prim("list", *(zeros_of(self.b, x) for x in self.lists[a.name]))
         return zeros_of(self.b, a)
 
     # blocks -----------------------------------------------------------------
@@ -165,12 +165,12 @@ class Forward:
     def snapshot(self) -> tuple:
         """The macro's state, to do a block again from it (:meth:`restore`)."""
         return (set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), dict(self.tapes),
-                dict(self.lams), set(self.empty_lists))
+                dict(self.lams), dict(self.lists))
 
     def restore(self, state: tuple) -> None:
-        used, taken, temps, tangents, tapes, lams, empty = state
+        used, taken, temps, tangents, tapes, lams, lists = state
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
-        self.tangents, self.tapes, self.lams, self.empty_lists = dict(tangents), dict(tapes), dict(lams), set(empty)
+        self.tangents, self.tapes, self.lams, self.lists = dict(tangents), dict(tapes), dict(lams), dict(lists)
 
     def run(self, fn: Function, wrt: frozenset[int] | None) -> Function:
         tparams = []
@@ -208,8 +208,8 @@ def _as_float(b: Builder, t: Atom, like: Type) -> Atom:
 
 def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
     m.b.binds.append(bind)
-    if rhs.op == "list" and not rhs.args:
-        m.empty_lists.add(bind.targets[0].name)
+    if rhs.op == "list" and all(isinstance(a.type, Num) for a in rhs.args):
+        m.lists[bind.targets[0].name] = rhs.args
     (out,) = bind.targets
     tangents = [m.tangent(a) for a in rhs.args]
     if not differentiable(out.type) or all(t is None for t in tangents):
