@@ -24,8 +24,17 @@ the pair ``(value, tangent)``.  One rule per construct, in :data:`RULES`:
   result with its tangent; the tangent of what it captures is read from
   where it is made (its free variables' tangents).  A call passes the
   arguments' tangents (zeros where there are none) and unpacks the pair;
-- lists: their primitives' rules (``append``, ``list_get``, ...); recursion is
-  unrolled by the frontend before any macro runs.
+- lists: their primitives' rules (``append``, ``list_get``, ...); a list's
+  tangent is a list (of zeros like its items where the program made it and
+  nothing has a tangent yet); recursion is unrolled by the frontend before
+  any macro runs.
+
+Which joined or carried values have a tangent is found while each branch and
+body is done once (a loop body again only when a carried value turns out to
+get a tangent in it: a fixed point), so the macro costs what the reverse
+macro does on nested code.  JVP rules come from the primitive table
+(``Primitive.jvp``), else from ``_bootstrap_jvp`` until every entry has one;
+they emit core primitives only, so the output is again input to both macros.
 
 Forward over the reverse macro's optimised output (Hessians) needs three
 target-IR constructs more: ``plus`` (its tangent is the ``plus`` of the
