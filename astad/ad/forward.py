@@ -33,8 +33,7 @@ Which joined or carried values have a tangent is found while each branch and
 body is done once (a loop body again only when a carried value turns out to
 get a tangent in it: a fixed point), so the macro costs what the reverse
 macro does on nested code.  JVP rules come from the primitive table
-(``Primitive.jvp``), else from ``_bootstrap_jvp`` until every entry has one;
-they emit core primitives only, so the output is again input to both macros.
+(``Primitive.jvp``, :mod:`astad.rules`).
 
 Forward over the reverse macro's optimised output (Hessians) needs three
 target-IR constructs more: ``plus`` (its tangent is the ``plus`` of the
@@ -49,13 +48,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from .. import primitives as prims
+from .. import rules as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
 from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
                   MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
 from ..names import Namer
-from ._bootstrap_jvp import JVPS as _BOOTSTRAP, zeros_of
+from ..rules import zeros_of
 from .reverse import Builder
 from .vjp_function import SplitFunction, split_of
 
@@ -76,8 +75,8 @@ def differentiable(t: Type) -> bool:
 
 
 def jvp_rule(op: str) -> Callable | None:
-    """The table's JVP of ``op``, else the bootstrap one."""
-    return getattr(prims.TABLE[op], "jvp", None) or _BOOTSTRAP.get(op)
+    """The table's JVP of ``op``."""
+    return prims.TABLE[op].jvp
 
 
 class Forward:
