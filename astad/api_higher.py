@@ -20,145 +20,11 @@ import numpy as np
 from . import api, fresh, pipeline
 from .api_forward import checked_tangents, forward_of, jvp_at, param_names
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
+from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
+                        require_real, skeleton)
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
-
-
-# --------------------------------------------------------------------------- pytrees (Python level)
-
-def _flatten(v: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
-    """The leaves of a tuple/list/dict/NamedTuple structure and a function rebuilding one like it."""
-    if isinstance(v, (tuple, list)) or isinstance(v, dict):
-        items = list(v.values()) if isinstance(v, dict) else list(v)
-        parts = [_flatten(x) for x in items]
-        counts = [len(p[0]) for p in parts]
-
-        def rebuild(leaves: list[Any]) -> Any:
-            out, at = [], 0
-            for (_, r), c in zip(parts, counts):
-                out.append(r(leaves[at:at + c]))
-                at += c
-            if isinstance(v, dict):
-                return dict(zip(v.keys(), out))
-            if hasattr(type(v), "_fields"):
-                return type(v)(*out)
-            return type(v)(out)
-
-        return [x for p in parts for x in p[0]], rebuild
-    return [v], lambda leaves: leaves[0]
-
-
-def _is_real(x: Any) -> bool:
-    if isinstance(x, (bool, np.bool_)):
-        return False
-    return isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f")
-
-
-def _unit(leaf: Any, k: int) -> Any:
-    if isinstance(leaf, float) or np.ndim(leaf) == 0:
-        return type(leaf)(1.0) if isinstance(leaf, (float, np.floating)) else np.ones((), np.asarray(leaf).dtype)
-    e = np.zeros(np.shape(leaf), np.asarray(leaf).dtype)
-    e.flat[k] = 1.0
-    return e
-
-
-def _zero(leaf: Any) -> Any:
-    if not _is_real(leaf):
-        return None
-    return type(leaf)(0.0) if isinstance(leaf, (float, np.floating)) else np.zeros_like(leaf)
-
-
-def _require_real(args: Sequence[Any], nums: Sequence[int]) -> None:
-    for i in nums:
-        if not any(_is_real(x) for x in _flatten(args[i])[0]):
-            raise AstadTypeError(f"argument {i} is {type(args[i]).__name__}, which has no derivative",
-                                 hint="differentiate with respect to float arguments (argnums)")
-
-
-def _basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
-    """One tangent list per real input element of the arguments ``nums`` (None elsewhere)."""
-    _require_real(args, nums)
-    out = []
-    for i in nums:
-        leaves, rebuild = _flatten(args[i])
-        for j, leaf in enumerate(leaves):
-            if not _is_real(leaf):
-                continue
-            for k in range(int(np.size(leaf))):
-                tangents: list[Any] = [None] * len(args)
-                tangents[i] = rebuild([_unit(x, k) if m == j else _zero(x) for m, x in enumerate(leaves)])
-                out.append(tangents)
-    return out
-
-
-def _shaped(x: Any, shape: tuple) -> np.ndarray:
-    """A tangent as an array of ``shape`` (a statically zero one is None or a scalar zero)."""
-    a = np.asarray(0.0 if x is None else x)
-    return a if a.shape == shape else np.broadcast_to(a, shape)
-
-
-def _skeleton(v: Any) -> Any:
-    """Arguments like ``v`` holding no memory of the caller's (zeros, broadcast): kept for .source and .ir."""
-    if type(v) is np.ndarray:
-        return np.broadcast_to(np.zeros((), v.dtype), v.shape)
-    leaves, rebuild = _flatten(v) if isinstance(v, (tuple, list, dict)) else ([v], None)
-    if rebuild is None:
-        return v
-    return rebuild([_skeleton(x) for x in leaves])
-
-
-def _example(t: Any) -> Any:
-    """A value of type ``t`` holding no memory (for .source after a reverse-mode call)."""
-    from .ir import Num, StructT
-
-    if isinstance(t, StructT):
-        return t.unflatten(iter([_example(x) for x in pipeline._leaf_types(t)]))
-    if not isinstance(t, Num) or not t.known_shape:
-        raise AstadError(f"astad cannot show the code for an argument of type {t} without an example",
-                         hint="pass example arguments, e.g. .ir('core', x)")
-    if t.py:
-        return {"float64": 0.0, "int64": int(t.value or 0), "bool": bool(t.value)}.get(t.dtype, 0.0)
-    if not t.shape:
-        return np.dtype(t.dtype).type(t.value or 0)
-    return np.broadcast_to(np.zeros((), t.dtype), t.shape)
-
-
-def _as_result(a: np.ndarray) -> Any:
-    return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
-
-
-def _from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
-    """The Jacobian (out.shape + in.shape per pair of leaves) from one output tangent per input element."""
-    out_leaves, out_rebuild = _flatten(value)
-    col_leaves = [_flatten(c)[0] for c in cols]
-    result = []
-    for o, leaf in enumerate(out_leaves):
-        if not _is_real(np.asarray(leaf)):  # a discrete output has no derivative
-            result.append(None)
-            continue
-        shape = np.shape(leaf)
-        stacked = np.stack([_shaped(c[o], shape) for c in col_leaves], axis=-1) if cols else np.zeros(shape + (0,))
-        result.append(_split_inputs(stacked, shape, args, nums, single))
-    return out_rebuild(result)
-
-
-def _split_inputs(stacked: np.ndarray, out_shape: tuple, args: Sequence[Any], nums: Sequence[int],
-                  single: bool) -> Any:
-    """``stacked`` (out_shape + (n,)) cut into one array per real input leaf, in the inputs' structure."""
-    at, per_arg = 0, []
-    for i in nums:
-        leaves, rebuild = _flatten(args[i])
-        parts = []
-        for leaf in leaves:
-            if not _is_real(leaf):
-                parts.append(None)
-                continue
-            size = int(np.size(leaf))
-            parts.append(_as_result(stacked[..., at:at + size].reshape(out_shape + np.shape(leaf))))
-            at += size
-        per_arg.append(rebuild(parts))
-    return per_arg[0] if single else tuple(per_arg)
 
 
 # --------------------------------------------------------------------------- derived callables
@@ -198,7 +64,7 @@ class Derived:
         if self._last_args is None and isinstance(getattr(self, "inner", None), Plain):
             d = self.inner.rev._last  # type: ignore[attr-defined]
             if d is not None:
-                self._last_args = tuple(_example(t) for t in d.arg_types)
+                self._last_args = tuple(example(t) for t in d.arg_types)
         if self._last_args is None:
             raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
                              "once, or pass example arguments (e.g. .ir('core', x))")
@@ -235,7 +101,7 @@ class Derived:
         return d.stages.text(stage)
 
     def _remember(self, args: Sequence[Any]) -> None:
-        self._last_args = _skeleton(tuple(args))
+        self._last_args = skeleton(tuple(args))
 
     def _repr_markdown_(self) -> str:
         try:
@@ -357,19 +223,19 @@ def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: b
     """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
     element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs)."""
     progs, extras = parts
-    basis = _basis(primals, nums)
+    units = basis(primals, nums)
     value = inner(*primals)
     out = []
     for tangents in tangent_list:
         cols, dcols = [], []
-        for t in basis:
+        for t in units:
             i = next(k for k, x in enumerate(t) if x is not None)
             q, tail = progs[i]
             c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
             cols.append(c)
             dcols.append(dc)
-        out.append((_from_columns(value, cols, primals, nums, single),
-                    _from_columns(value, dcols, primals, nums, single)))
+        out.append((from_columns(value, cols, primals, nums, single),
+                    from_columns(value, dcols, primals, nums, single)))
     return out
 
 
@@ -396,12 +262,12 @@ class Grad(Derived):
 
     def _by_jvps(self, args: Sequence[Any]) -> tuple[Any, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
-        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        pairs = self.inner._jvps(tuple(args), basis(args, nums))
         value = pairs[0][0] if pairs else self.inner(*args)
         cols = [t for _, t in pairs]
-        if not (np.ndim(value) == 0 and _is_real(np.asarray(value)) and not isinstance(value, tuple)):
+        if not (np.ndim(value) == 0 and is_real(np.asarray(value)) and not isinstance(value, tuple)):
             raise NonScalarOutputError(f"grad of {self.inner.name} needs a real scalar output, got {type(value).__name__}")
-        return value, _from_columns(value, cols, args, nums, single)
+        return value, from_columns(value, cols, args, nums, single)
 
     def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
@@ -427,13 +293,13 @@ class Grad(Derived):
         if kind == "vjp":
             return parts, (1.0,)
         nums, _ = _nums(self.argnums, len(args), self.inner.name)
-        basis = _basis(args, nums)
-        if len(basis) != 1:
+        units = basis(args, nums)
+        if len(units) != 1:
             return super().program(args)
         progs, extras = parts
         i = nums[0]
         q, tail = progs[i]
-        return q, extras + (basis[0][i],) + tail
+        return q, extras + (units[0][i],) + tail
 
 
 class Jac(Derived):
@@ -457,19 +323,19 @@ class Jac(Derived):
         if self.mode == "rev":
             self._remember(args)
             return self._rev(args, nums, single)
-        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        pairs = self.inner._jvps(tuple(args), basis(args, nums))
         value = pairs[0][0] if pairs else self.inner(*args)
         cols = [t for _, t in pairs]
         self._remember(args)
-        return _from_columns(value, cols, args, nums, single)
+        return from_columns(value, cols, args, nums, single)
 
     def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
-        _require_real(args, nums)
+        require_real(args, nums)
         value, pullback = self.inner.rev(*args)
         held = fresh.owners(args)
-        rows = [tuple(pullback(ct)[i] for i in nums) for ct in _out_basis(value)]
+        rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
         rows = [fresh.distinct(r, set(held)) for r in rows]
-        return _from_rows(value, rows, args, nums, single)
+        return from_rows(value, rows, args, nums, single)
 
     def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
         return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
@@ -481,11 +347,11 @@ class Jac(Derived):
             value = self.inner(*primals)
             out = []
             for tangents in tangent_list:
-                pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
+                pairs = [prog.jvp(primals, (ct,), tangents) for ct in out_basis(value)]
                 rows = [(r,) if single else r for r, _ in pairs]
                 drows = [(d,) if single else d for _, d in pairs]
-                out.append((_from_rows(value, rows, primals, nums, single),
-                            _from_rows(value, drows, primals, nums, single)))
+                out.append((from_rows(value, rows, primals, nums, single),
+                            from_rows(value, drows, primals, nums, single)))
             return out
         return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
                              tangent_list)
@@ -494,56 +360,15 @@ class Jac(Derived):
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
             value = self.inner(*args)
-            if len(_out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
+            if len(out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
                 return super().program(args)
             return self._vjp_program(args, nums, single), (1.0,)
-        basis = _basis(args, nums)
-        if len(basis) != 1:
+        units = basis(args, nums)
+        if len(units) != 1:
             return super().program(args)
         progs, extras = _tangent_programs(self.inner, args, nums)
         q, tail = progs[nums[0]]
-        return q, extras + (basis[0][nums[0]],) + tail
-
-
-def _out_basis(value: Any) -> list[Any]:
-    """One output cotangent per real output element (zeros elsewhere; discrete leaves get zeros too)."""
-    leaves, rebuild = _flatten(value)
-    out = []
-    for j, leaf in enumerate(leaves):
-        if not _is_real(leaf) and not _is_real(np.asarray(leaf)):
-            continue
-        for k in range(int(np.size(leaf))):
-            out.append(rebuild([_unit(x, k) if m == j else (_zero(x) if _is_real(x) else np.zeros(np.shape(x)))
-                                for m, x in enumerate(leaves)]))
-    return out
-
-
-def _from_rows(value: Any, rows: list[tuple], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
-    """The Jacobian from one tuple of cotangents (per argument in ``nums``) per output element."""
-    out_leaves, out_rebuild = _flatten(value)
-    result, at = [], 0
-    for leaf in out_leaves:
-        if not _is_real(leaf) and not _is_real(np.asarray(leaf)):
-            result.append(None)
-            continue
-        shape = np.shape(leaf)
-        mine = rows[at:at + int(np.size(leaf))]
-        at += int(np.size(leaf))
-        per_arg = []
-        for n, i in enumerate(nums):
-            in_leaves, in_rebuild = _flatten(args[i])
-            ct_leaves = [_flatten(r[n])[0] for r in mine]
-            parts = []
-            for j, x in enumerate(in_leaves):
-                if not _is_real(x):
-                    parts.append(None)
-                    continue
-                stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[j] is None else c[j]), np.shape(x))
-                                    for c in ct_leaves]) if mine else np.zeros((0,) + np.shape(x))
-                parts.append(_as_result(stacked.reshape(shape + np.shape(x))))
-            per_arg.append(in_rebuild(parts))
-        result.append(per_arg[0] if single else tuple(per_arg))
-    return out_rebuild(result)
+        return q, extras + (units[0][nums[0]],) + tail
 
 
 # --------------------------------------------------------------------------- the public functions
@@ -585,8 +410,8 @@ class Jacobian(Derived):
         found = self._picked.get(key) if key is not None else None
         if found is None:  # the sizes follow from the types: the primal runs once per signature
             nums, _ = _nums(self.argnums, len(args), self.name)
-            n_in = len(_basis(args, nums))
-            found = self.fwd if n_in <= len(_out_basis(inner(*args))) else self.rev
+            n_in = len(basis(args, nums))
+            found = self.fwd if n_in <= len(out_basis(inner(*args))) else self.rev
             if key is not None:
                 self._picked[key] = found
         return found
