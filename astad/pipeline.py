@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from . import codegen, deep, frontend, names, optimise, rules, structural
-from .ad import reverse
+from .ad import forward as forward_macro, reverse
 from .optimise import copowers
 from .errors import AstadError, InternalError
-from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
+from .ad.vjp_function import SplitFunction
+from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
 
 STAGES = ("core", "structural", "ad", "optimised")
 
@@ -109,6 +110,11 @@ def _short(t: Type) -> str:
 
 
 def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[Callable, Callable]:
+    namespace = _exec_source(name, source, constants)
+    return namespace[names.python_name(f"{name}_forward")], namespace[names.python_name(f"{name}_backward")]
+
+
+def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(rules.RUNTIME)
     namespace.update(constants)
@@ -116,7 +122,7 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
     names.check_generated(tree, constants)
     code = deep.compile_ast(tree, f"<astad: {name}>")
     exec(code, namespace)  # noqa: S102 - our own generated code
-    return namespace[names.python_name(f"{name}_forward")], namespace[names.python_name(f"{name}_backward")]
+    return namespace
 
 
 def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None = None) -> Derivative:
@@ -141,3 +147,161 @@ def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset
 def is_real_scalar(t: Type) -> bool:
     return isinstance(t, Num) and t.shape == () and t.differentiable
 
+
+
+# --------------------------------------------------------------------------- forward mode
+
+FORWARD_STAGES = ("core", "structural", "forward", "optimised")
+
+
+@dataclass
+class ForwardStages:
+    """Each stage of forward mode: the core IR, with explicit dup/drop, the
+    forward macro's output (params, tangents) -> (value, tangent), optimised."""
+
+    core: Function
+    structural: Function
+    forward: Function
+    optimised: Function | ReverseProgram  # forward over reverse: a reverse program again
+
+    def text(self, stage: str) -> str:
+        if stage not in FORWARD_STAGES:
+            raise AstadError(f"unknown stage {stage!r}; stages are {', '.join(FORWARD_STAGES)}")
+        return getattr(self, stage).pretty()
+
+
+@dataclass(eq=False)
+class ForwardDerivative:
+    """The generated forward-mode code for one function at one signature.
+
+    ``jvp(*args, *tangents)``: the value and the output's tangent, given one
+    tangent per argument in ``wrt`` (in order; a structured argument's tangent
+    has its structure; a discrete argument's tangent is ignored, None say)."""
+
+    name: str
+    source: str
+    jvp: Callable[..., tuple[Any, Any]]
+    out_type: Type
+    arg_types: tuple[Type, ...]
+    wrt: frozenset[int]
+    deps: list[tuple[tuple[str, ...], Any]] = field(default_factory=list)
+    constants: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    stages: ForwardStages | None = None
+
+    def __post_init__(self) -> None:
+        self.leaf_jvp = self.jvp  # the generated function: leaves, then the tangents of the differentiable ones
+        self.jvp = _structured_jvp(self.jvp, self.arg_types, self.wrt)
+
+
+def _leaf_types(t: Type) -> list[Type]:
+    return [leaf for item in t.items for leaf in _leaf_types(item)] if isinstance(t, StructT) else [t]
+
+
+def _structured_jvp(jvp: Callable, types: Sequence[Type], wrt: frozenset[int]) -> Callable:
+    """``jvp(*args, *tangents)`` around generated code that takes leaves: each
+    argument in ``wrt`` gives the tangents of its differentiable leaves."""
+    order = sorted(wrt)
+    structured = any(isinstance(t, StructT) for t in types)
+    keep = {i: [forward_macro.differentiable(leaf) for leaf in _leaf_types(types[i])] for i in order}
+    if not structured and all(all(k) for k in keep.values()):
+        return jvp
+
+    def flat(t: Type, v: Any) -> list[Any]:
+        return t.flatten(v) if isinstance(t, StructT) else [v]
+
+    def structured_jvp(*values: Any) -> tuple[Any, Any]:
+        args, tangents = values[:len(types)], values[len(types):]
+        leaves = [leaf for t, a in zip(types, args) for leaf in flat(t, a)]
+        for i, tv in zip(order, tangents):
+            leaves += [leaf for leaf, k in zip(flat(types[i], tv) if any(keep[i]) else [], keep[i]) if k]
+        return jvp(*leaves)
+
+    return structured_jvp
+
+
+
+def optimise_forward(fn: Function) -> Function:
+    """The forward program through the reverse-mode optimiser (as the forward block
+    of a program whose backward block is empty): function values inlined, zeros
+    and copies folded, common subexpressions shared, dead code removed."""
+    done = Var("nothing", TupleT(()))
+    empty = Block((Bind((done,), MakeTuple(())),), done)
+    prog = ReverseProgram(fn.name, fn.params, fn.body, Var("no_ct", NoneT()), empty)
+    prog = optimise.optimise(copowers.remove_functions(prog), None)
+    return Function(fn.name, fn.params, prog.forward)
+
+
+def optimise_split(fn: SplitFunction) -> ReverseProgram:
+    """Forward mode of a reverse program (:mod:`astad.ad.vjp_function`), optimised as
+    a reverse program again: its forward part (the primal and its tangents, tapes
+    recording both), then its backward part (cotangents and their tangents),
+    which reads the forward part's values as residuals."""
+    binds = fn.body.binds
+    forward = Block(binds[:fn.split], Const.literal(None, NoneT()))
+    prog = ReverseProgram(fn.name, fn.params, forward, Var("no_ct", NoneT()), Block(binds[fn.split:], fn.body.result))
+    return optimise.optimise_passes(prog)
+
+
+def _compile_forward(fn: Function, optimised: Function | ReverseProgram, header_text: str, name: str,
+                     constants: dict[str, Any]) -> tuple[str, Callable]:
+    from .codegen import generate_forward
+    if isinstance(optimised, Function):
+        source = generate_forward(optimised, header_text, len(fn.params))
+        return source, _exec_source(name, source, constants)[names.python_name(f"{fn.name}_jvp")]
+    n = optimised.name
+    source = codegen.generate(optimised, optimise.residuals(optimised), header_text).replace(
+        f"Primal of {n}: returns (value, residuals for {n}_backward).",
+        f"Forward mode of {n}, first part: the primal and its tangents (tapes record both) -> (None, residuals).").replace(
+        f"Reverse pass of {n}: cotangent of the value -> one cotangent per parameter.",
+        f"Forward mode of {n}, second part: residuals -> (cotangents, their tangents).")
+    namespace = _exec_source(name, source, constants)
+    first = namespace[names.python_name(f"{fn.name}_forward")]
+    second = namespace[names.python_name(f"{fn.name}_backward")]
+
+    def jvp(*args: Any) -> tuple[Any, Any]:
+        return second(first(*args)[1], None)
+
+    return source, jvp
+
+
+def forward_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None, name: str,
+                        constants: dict[str, Any], header_text: str = "", core: Function | None = None,
+                        deps: list | None = None, constant_paths: dict | None = None) -> ForwardDerivative:
+    """Forward mode of an IR function: core IR, or a reverse program made one
+    function by :func:`astad.ad.vjp_function.vjp_function` (forward over reverse).
+    ``wrt`` are argument indices (None: all); a structured argument's leaves are
+    parameters of ``fn``.  ``constants``: the module-level values the code reads."""
+    wrt = frozenset(range(len(arg_types))) if wrt is None else frozenset(wrt)
+    try:
+        split = isinstance(fn, SplitFunction)
+        linear = fn if split else structural.make_explicit(fn)
+        fwd = forward_macro.forward(linear, leaf_wrt(arg_types, wrt))
+        optimised: Function | ReverseProgram = optimise_split(fwd) if isinstance(fwd, SplitFunction) \
+            else optimise_forward(fwd)
+        source, jvp = _compile_forward(fn, optimised, header_text or f"Forward mode of {name}, generated by astad.",
+                                       name, constants)
+    except AstadError:
+        raise
+    except RecursionError:
+        raise InternalError(f"{name} is too deeply nested for astad to transform") from None
+    except Exception as e:  # a bug of ours must not surface as a bare traceback
+        raise InternalError(f"internal error in forward mode of {name}: {type(e).__name__}: {e}. "
+                            "This is a bug in astad; please report it with the function.") from e
+    return ForwardDerivative(name, source, jvp, fn.body.result.type, tuple(arg_types), wrt, deps or [],
+                             constant_paths or {}, ForwardStages(core or fn, linear, fwd, optimised))
+
+
+def transform_forward(parsed: frontend.Parsed, arg_types: Sequence[Type],
+                      wrt: frozenset[int] | None = None) -> ForwardDerivative:
+    """Forward mode of ``parsed`` at ``arg_types``: tangents for the arguments in ``wrt`` (None: all)."""
+    try:
+        lowerer = frontend.Lowerer(parsed)
+        core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
+    except AstadError:
+        raise
+    except RecursionError:
+        raise InternalError(f"{parsed.name} is too deeply nested for astad to transform") from None
+    values = {n: obj for n, (path, obj) in lowerer.constants.items()}
+    text = header(parsed, arg_types, list(lowerer.constants)).replace("Generated by astad", "Forward mode (JVP), generated by astad", 1)
+    return forward_of_function(core, arg_types, wrt, parsed.name, values, text, core, lowerer.deps,
+                               {n: p for n, (p, _) in lowerer.constants.items()})

@@ -1,7 +1,8 @@
-"""Codegen: target IR -> Python source (:mod:`astad.codegen.python`)."""
+"""Codegen: target IR -> Python source.  :mod:`astad.codegen.python` prints a
+reverse program (``NAME_forward``/``NAME_backward``), :mod:`astad.codegen.forward`
+a forward-mode program (``NAME_jvp``) with the same statement printer."""
 
+from .forward import generate_forward
 from .python import IN_PLACE_MIN_SIZE, MAX_INLINED, MAX_TERMS, generate
-# the statement printer, shared with forward-mode codegen (astad/codegen_forward.py on branch fwd)
-from .python import _Function, _funcdef  # noqa: F401
 
-__all__ = ["IN_PLACE_MIN_SIZE", "MAX_INLINED", "MAX_TERMS", "generate"]
+__all__ = ["IN_PLACE_MIN_SIZE", "MAX_INLINED", "MAX_TERMS", "generate", "generate_forward"]

@@ -38,7 +38,7 @@ def _zero(t: object) -> Expr:
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
 
 
-class _Function:
+class Printer:
     """Prints one block as the body of one Python function."""
 
     def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False) -> None:
@@ -340,7 +340,7 @@ def _taped(block: Block) -> set[str]:
     return names
 
 
-def _funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
+def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
     docline = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(f'"""{doc}"""'))])
     return cst.FunctionDef(
         name=cst.Name(name),
@@ -356,12 +356,12 @@ def _tuple_of(names: Sequence[Var]) -> Expr:
 
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
     """The generated module's source text."""
-    fwd = _Function(prog.forward, residuals, in_place=True)
+    fwd = Printer(prog.forward, residuals, in_place=True)
     for b in prog.forward.binds:
         fwd.bind(b)
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), _tuple_of(residuals)]).with_changes(lpar=[], rpar=[]))
 
-    bwd = _Function(prog.backward, in_place=True)
+    bwd = Printer(prog.backward, in_place=True)
     if residuals:
         unpack = _tuple_of(residuals)
         if len(residuals) > 1:
@@ -385,9 +385,9 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
         header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
         body=[
             *imports,
-            _funcdef(f"{prog.name}_forward", ps, fwd.lines,
+            funcdef(f"{prog.name}_forward", ps, fwd.lines,
                      f"Primal of {prog.name}: returns (value, residuals for {prog.name}_backward)."),
-            _funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
+            funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
                      f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
         ],
     )

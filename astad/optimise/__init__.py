@@ -47,7 +47,13 @@ __all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward"
 
 
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
-    prog = forget_structure(restrict(prog, wrt))
+    return optimise_passes(restrict(prog, wrt), finishing=True)
+
+
+def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReverseProgram:
+    """The passes of ``optimise``; ``finish`` (parameter cotangents materialised) only
+    with ``finishing`` (forward mode over a reverse program returns something else)."""
+    prog = forget_structure(prog)
     prog = fold_forward(prog)
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
@@ -57,7 +63,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
                               accumulate_in_loops(prog.backward, taken)))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               outer_sums(prog.backward, Namer.of(prog))))
-    prog = finish(prog)
+    prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))
 

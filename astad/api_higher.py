@@ -1,0 +1,461 @@
+"""Jacobians, Hessians and derivatives of derivatives.
+
+Every callable made here is a :class:`Derived`: it can be called, gives its
+JVP (``.jvp(primals, tangents)``) and, where it is one IR program, that
+program (``__astad_program__(args) -> (Program, extras)``, see
+:mod:`astad.programs`).  An outer transform of a ``Derived`` never reads
+source: it differentiates the inner callable by JVPs (forward mode over the
+inner program; forward over reverse for ``grad(grad(f))``), one per input
+element — exact, any depth.  ``jacrev`` of a plain function is one VJP per
+output element; ``jacfwd`` one JVP per input element.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence, Union
+
+import numpy as np
+
+from . import api, fresh, pipeline
+from .api_forward import checked_tangents, forward_of, jvp_at, param_names
+from .errors import AstadError, AstadTypeError, NonScalarOutputError
+from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
+                        require_real, skeleton)
+from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
+
+ArgNums = Union[int, Sequence[int]]
+
+
+# --------------------------------------------------------------------------- derived callables
+
+class Derived:
+    """A callable astad made; see the module docstring."""
+
+    name = "derived"
+
+    @property
+    def __astad_derived__(self) -> str:  # see source.check_not_wrapped
+        return f"astad.{self.name}"
+
+    def __call__(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        """``(value, tangent)`` at ``primals`` along ``tangents`` (checked: one per argument, None for none)."""
+        return self._jvps(primals, [_checked(self, primals, tangents)])[0]
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        """JVPs along tangents astad made (unchecked), the program looked up once."""
+        raise NotImplementedError
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program, so astad cannot "
+                        "differentiate it again", hint="differentiate with respect to one scalar at a time")
+
+    def __astad_program__(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        return self.program(args)
+
+    _last_args: tuple | None = None  # the arguments of the last call (for .source and .ir)
+
+    def _shown(self, args: Sequence[Any]) -> Any:
+        if args:
+            self._last_args = tuple(args)
+        if self._last_args is None and isinstance(getattr(self, "inner", None), Plain):
+            d = self.inner.rev._last  # type: ignore[attr-defined]
+            if d is not None:
+                self._last_args = tuple(example(t) for t in d.arg_types)
+        if self._last_args is None:
+            raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
+                             "once, or pass example arguments (e.g. .ir('core', x))")
+        try:
+            prog = self.program(self._last_args)[0]
+        except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
+            prog = self._part(self._last_args)
+        return prog.forward(frozenset())
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        """The program of one column (a JVP of the inner callable) or row (a VJP)."""
+        inner: Derived = self.inner  # type: ignore[attr-defined]
+        nums, single = _nums(self.argnums, len(args), inner.name)  # type: ignore[attr-defined]
+        if getattr(self, "mode", "fwd") == "rev":
+            return vjp_of(inner.rev, args, nums, single)  # type: ignore[attr-defined]
+        progs, _ = _tangent_programs(inner, args, nums)
+        return progs[nums[0]][0]
+
+    def source_for(self, *args: Any) -> str:
+        """The generated code of this callable's program at ``args``."""
+        return self._shown(args).source
+
+    @property
+    def source(self) -> str:
+        """The generated code of this callable's program (the primal of its IR program, as
+        forward mode with no tangents) at the arguments of the last call; for a Jacobian
+        assembled from several JVPs (VJPs), the program of one of them."""
+        return self._shown(()).source
+
+    def ir(self, stage: str = "optimised", *args: Any) -> str:
+        """This callable's program after a stage: 'core' (the program itself), 'structural', 'forward', 'optimised'."""
+        d = self._shown(args)
+        assert d.stages is not None
+        return d.stages.text(stage)
+
+    def _remember(self, args: Sequence[Any]) -> None:
+        self._last_args = skeleton(tuple(args))
+
+    def _repr_markdown_(self) -> str:
+        try:
+            return f"**astad.{self.name}** — generated code:\n\n```python\n{self.source}```"
+        except AstadError:
+            return f"**astad.{self.name}** — not called yet"
+
+    def __repr__(self) -> str:
+        return f"<astad.{self.name}>"
+
+
+class Plain(Derived):
+    """A user's function (astad reads its source)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.rev = api.reverse(fn)
+        self.fn = self.rev.__astad_function__
+        self.name = self.rev._parsed.name
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        return jvp_at(forward_of(self.fn), primals, tangents)
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        fwd = forward_of(self.fn)
+        return [jvp_at(fwd, primals, t, check=False) for t in tangent_list]
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        return _cached(self.rev, ("core", self.rev._types(args)), lambda: plain_program(self.rev, args)), ()
+
+
+def _cached(rev: Any, key: Any, make: Callable[[], Program]) -> Program:
+    """A program of ``rev``'s function from the cache shared by its derivatives (made
+    again when a global it read is another object now)."""
+    fn = rev.__astad_function__
+
+    def made() -> Program:
+        p = make()
+        p.checks = api._dep_checks(fn, p.deps)
+        return p
+    return cache_of(rev).get(key, made, lambda p: api._checks_hold(p.checks))
+
+
+def vjp_of(rev: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
+    """The reverse program of a plain function as one program: ``(args..., ct) ->`` the
+    cotangents of the arguments ``nums`` (one, when ``single``)."""
+    def make() -> Program:
+        prog, _ = vjp_program(rev, args, frozenset(nums))
+        regroup = prog.select
+        prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
+        return prog
+    return _cached(rev, ("vjp", rev._types(args), tuple(nums), single), make)
+
+
+def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+    """The tangents checked against the arguments (shape, dtype, structure; None for discrete ones)."""
+    from .frontend import abstract
+
+    if isinstance(inner, Plain):
+        types = inner.rev._types(primals)
+        names = param_names(inner.rev, len(types))
+    else:
+        types = [abstract(a, f"argument {i}") for i, a in enumerate(primals)]
+        names = [str(i) for i in range(len(types))]
+        plain = inner
+        while not isinstance(plain, Plain) and hasattr(plain, "inner"):
+            plain = plain.inner  # type: ignore[attr-defined]
+        if isinstance(plain, Plain):  # a derivative takes the arguments of the function it differentiates
+            names = param_names(plain.rev, len(types))
+    return tuple(checked_tangents(types, tangents, names, inner.name))
+
+
+def _no_keywords(name: str, kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise AstadTypeError(f"{name} takes its arguments by position, got keywords {', '.join(kwargs)}",
+                             hint="pass every argument by position")
+
+
+def derived_of(fn: Any) -> Derived | None:
+    return fn if isinstance(fn, Derived) else None
+
+
+def _inner(fn: Any) -> Derived:
+    return fn if isinstance(fn, Derived) else Plain(fn)
+
+
+def _nums(argnums: ArgNums, n: int, name: str) -> tuple[tuple[int, ...], bool]:
+    api._check_argnums(argnums)
+    return api._argnums(argnums, n, name)
+
+
+def _tangent_programs(inner: Derived, args: Sequence[Any], nums: Sequence[int]) -> tuple[dict, tuple]:
+    """Per argument in ``nums``: the program of a JVP of ``inner`` along it, and the extras to add after the tangent."""
+    from .frontend import abstract
+
+    prog, extras = inner.program(args)
+    out = {}
+    for i in nums:
+        q, added, split = prog.tangent_program(i, abstract(args[i], f"argument {i}"))
+        out[i] = (q, (None,) if split else ())
+    return out, extras
+
+
+def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
+    """As api._check_grad_types, for the program of a gradient (its last parameter: the output's cotangent)."""
+    if not pipeline.is_real_scalar(prog.arg_types[-1]):
+        raise NonScalarOutputError(f"grad of {name} needs a real scalar output, but it returns {prog.arg_types[-1]}",
+                                   hint="astad.jacfwd or astad.jacrev for a non-scalar output, or reduce it (np.sum)")
+    for i in nums:
+        if not prog.arg_types[i].differentiable:
+            raise AstadTypeError(f"argument {i} of {name} is {prog.arg_types[i]}, which has no gradient",
+                                 hint="differentiate with respect to float arguments (argnums)")
+
+
+def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: bool, parts: tuple,
+                  tangent_list: list) -> list[tuple[Any, Any]]:
+    """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
+    element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs)."""
+    progs, extras = parts
+    units = basis(primals, nums)
+    value = inner(*primals)
+    out = []
+    for tangents in tangent_list:
+        cols, dcols = [], []
+        for t in units:
+            i = next(k for k, x in enumerate(t) if x is not None)
+            q, tail = progs[i]
+            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
+            cols.append(c)
+            dcols.append(dc)
+        out.append((from_columns(value, cols, primals, nums, single),
+                    from_columns(value, dcols, primals, nums, single)))
+    return out
+
+
+class Grad(Derived):
+    """``grad(f, argnums)`` (``with_value``: ``value_and_grad``)."""
+
+    def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
+        api._check_argnums(argnums)
+        self.inner = _inner(fn)
+        self.argnums, self.with_value = argnums, with_value
+        self.name = f"{'value_and_grad' if with_value else 'grad'}({self.inner.name})"
+        self._fast = api.value_and_grad(self.inner.fn, argnums) if isinstance(self.inner, Plain) else None
+        functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fast is not None:  # reverse mode; .source finds the types in the Reverse's last derivative
+            value, g = self._fast(*args, **kwargs)
+            return (value, g) if self.with_value else g
+        else:
+            _no_keywords(self.name, kwargs)
+            value, g = self._by_jvps(args)
+        self._remember(args)
+        return (value, g) if self.with_value else g
+
+    def _by_jvps(self, args: Sequence[Any]) -> tuple[Any, Any]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        pairs = self.inner._jvps(tuple(args), basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
+        if not (np.ndim(value) == 0 and is_real(np.asarray(value)) and not isinstance(value, tuple)):
+            raise NonScalarOutputError(f"grad of {self.inner.name} needs a real scalar output, got {type(value).__name__}")
+        return value, from_columns(value, cols, args, nums, single)
+
+    def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if isinstance(self.inner, Plain):
+            prog = vjp_of(self.inner.rev, args, nums, single)
+            _check_grad_types(self.inner.name, prog, nums)
+            return "vjp", prog
+        return "jvp", _tangent_programs(self.inner, args, nums)
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        if self.with_value:
+            raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
+        kind, parts = self._parts(primals)
+        if kind == "vjp":
+            return [parts.jvp(primals, (1.0,), t) for t in tangent_list]
+        nums, single = _nums(self.argnums, len(primals), self.inner.name)
+        return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        if self.with_value:
+            return super().program(args)
+        kind, parts = self._parts(args)
+        if kind == "vjp":
+            return parts, (1.0,)
+        nums, _ = _nums(self.argnums, len(args), self.inner.name)
+        units = basis(args, nums)
+        if len(units) != 1:
+            return super().program(args)
+        progs, extras = parts
+        i = nums[0]
+        q, tail = progs[i]
+        return q, extras + (units[0][i],) + tail
+
+
+class Jac(Derived):
+    """``jacfwd`` (one JVP per input element) or ``jacrev`` (one VJP per output element)."""
+
+    def __init__(self, fn: Any, argnums: ArgNums, mode: str) -> None:
+        api._check_argnums(argnums)
+        self.inner = _inner(fn)
+        self.argnums = argnums
+        # reverse mode of a derived callable is computed by forward mode (the reverse macro reads source only)
+        self.mode = mode if isinstance(self.inner, Plain) else "fwd"
+        self.name = f"jac{mode}({self.inner.name})"
+        functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            if not isinstance(self.inner, Plain):
+                _no_keywords(self.name, kwargs)
+            args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if self.mode == "rev":
+            self._remember(args)
+            return self._rev(args, nums, single)
+        pairs = self.inner._jvps(tuple(args), basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
+        self._remember(args)
+        return from_columns(value, cols, args, nums, single)
+
+    def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+        require_real(args, nums)
+        value, pullback = self.inner.rev(*args)
+        held = fresh.owners(args)
+        rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
+        rows = [fresh.distinct(r, set(held)) for r in rows]
+        return from_rows(value, rows, args, nums, single)
+
+    def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
+        return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        nums, single = _nums(self.argnums, len(primals), self.inner.name)
+        if self.mode == "rev":
+            prog = self._vjp_program(primals, nums, single)
+            value = self.inner(*primals)
+            out = []
+            for tangents in tangent_list:
+                pairs = [prog.jvp(primals, (ct,), tangents) for ct in out_basis(value)]
+                rows = [(r,) if single else r for r, _ in pairs]
+                drows = [(d,) if single else d for _, d in pairs]
+                out.append((from_rows(value, rows, primals, nums, single),
+                            from_rows(value, drows, primals, nums, single)))
+            return out
+        return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
+                             tangent_list)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if self.mode == "rev":
+            value = self.inner(*args)
+            if len(out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
+                return super().program(args)
+            return self._vjp_program(args, nums, single), (1.0,)
+        units = basis(args, nums)
+        if len(units) != 1:
+            return super().program(args)
+        progs, extras = _tangent_programs(self.inner, args, nums)
+        q, tail = progs[nums[0]]
+        return q, extras + (units[0][nums[0]],) + tail
+
+
+# --------------------------------------------------------------------------- the public functions
+
+def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Grad:
+    """The gradient of a real-scalar-valued function (as ``jax.grad``); ``fn`` may itself be made by astad."""
+    return Grad(fn, argnums, with_value=False)
+
+
+def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Grad:
+    """A function returning ``(value, gradient)`` (as ``jax.value_and_grad``)."""
+    return Grad(fn, argnums, with_value=True)
+
+
+def jacfwd(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Jacobian by forward mode, one JVP per input element: shape ``out.shape + in.shape``
+    (a tuple ``argnums`` gives a tuple of Jacobians, a structured output a structure of them)."""
+    return Jac(fn, argnums, "fwd")
+
+
+def jacrev(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Jacobian by reverse mode, one VJP per output element (forward mode when ``fn`` is made by astad)."""
+    return Jac(fn, argnums, "rev")
+
+
+class Jacobian(Derived):
+    """``jacobian(f)``: forward mode when the inputs have no more elements than the outputs, else reverse."""
+
+    def __init__(self, fn: Any, argnums: ArgNums) -> None:
+        self.fwd, self.rev = jacfwd(fn, argnums), jacrev(fn, argnums)
+        self._picked: dict[Any, Jac] = {}
+        self.argnums = argnums
+        self.name = f"jacobian({self.fwd.inner.name})"
+        functools.update_wrapper(self, getattr(self.fwd.inner, "fn", self.fwd.inner), updated=())
+
+    def _pick(self, args: Sequence[Any]) -> Jac:
+        inner = self.fwd.inner
+        key = inner.rev._types(args) if isinstance(inner, Plain) else None
+        found = self._picked.get(key) if key is not None else None
+        if found is None:  # the sizes follow from the types: the primal runs once per signature
+            nums, _ = _nums(self.argnums, len(args), self.name)
+            n_in = len(basis(args, nums))
+            found = self.fwd if n_in <= len(out_basis(inner(*args))) else self.rev
+            if key is not None:
+                self._picked[key] = found
+        return found
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        return self._pick(primals)._jvps(primals, tangent_list)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        return self._pick(args).program(args)
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        return self._pick(args)._part(args)
+
+    def __call__(self, *args: Any) -> Any:
+        self._remember(args)
+        return self._pick(args)(*args)
+
+
+def jacobian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jacobian:
+    """The Jacobian, by forward or reverse mode, whichever needs fewer passes."""
+    return Jacobian(fn, argnums)
+
+
+def hessian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Hessian of a real-scalar-valued function, forward over reverse (``jacfwd(grad(fn))``):
+    shape ``in.shape + in.shape``."""
+    j = jacfwd(grad(fn, argnums), argnums)
+    j.name = f"hessian({j.inner.inner.name})"  # type: ignore[attr-defined]
+    return j
+
+
+def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+    """The Hessian-vector product of a real-scalar-valued function without forming the
+    Hessian (forward over reverse): one entry per argument, ``H v`` for those with a
+    tangent and None for those held constant (tangent None)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)) or \
+            len(primals) != len(tangents):
+        raise AstadTypeError("hvp takes a tuple of primals and a tuple of tangents, one per positional argument",
+                             hint="astad.hvp(loss, (w, x), (v, None))")
+    nums = tuple(i for i, t in enumerate(tangents) if t is not None)
+    if not nums:
+        return tuple(None for _ in primals)
+    _, hv = grad(fn, nums).jvp(tuple(primals), tuple(tangents))
+    out: list[Any] = [None] * len(primals)
+    for i, h in zip(nums, hv):
+        out[i] = h
+    return tuple(out)

@@ -1,0 +1,47 @@
+"""Codegen for forward mode: the forward macro's optimised output -> one Python function.
+
+``<name>_jvp(x, w, x_t, w_t)`` returns ``(value, tangent)``: the primal
+parameters, then one tangent per parameter that has one.  Printed by the same
+statement printer as reverse mode (:class:`astad.codegen.python.Printer`): inlined
+temporaries, ``# line N: ...`` headings from the user's source.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import rules as prims
+from .python import Printer, funcdef
+from ..ir import Function, MakeTuple
+
+
+def generate_forward(fn: Function, header: str, primal_count: int) -> str:
+    """The module's source text: imports and ``<name>_jvp``."""
+    body = fn.body
+    printer = Printer(body, in_place=False)
+    final = body.binds[-1] if body.binds else None
+    returns_pair = final is not None and final.targets == (body.result,) and isinstance(final.rhs, MakeTuple)
+    for b in body.binds[:-1] if returns_pair else body.binds:
+        printer.bind(b)
+    if returns_pair:
+        value = cst.Tuple([cst.Element(printer.atom(a)) for a in final.rhs.items], lpar=[], rpar=[])  # type: ignore[union-attr]
+    else:
+        value = printer.atom(body.result)
+    printer.returns(value)
+    name = fn.name
+    params = [p.name for p in fn.params]
+    doc = (f"Value and tangent of {name}: ({', '.join(params[:primal_count])}"
+           f"{'; ' if params[primal_count:] else ''}{', '.join(params[primal_count:])}) -> (value, tangent).")
+    imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(
+        name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
+    module = cst.Module(
+        header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine()
+                for line in header.splitlines()],
+        body=[*imports, funcdef(f"{name}_jvp", params, printer.lines, doc)],
+    )
+    code = module.code
+    helpers = sorted(n for n in prims.RUNTIME if f"{n}(" in code)
+    if helpers:
+        line = cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}")
+        code = module.with_changes(body=[*imports, line, *module.body[1:]]).code
+    return code

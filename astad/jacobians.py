@@ -1,0 +1,195 @@
+"""Jacobians assembled in Python from JVPs and VJPs, over structured values.
+
+A value is a "pytree": tuples, lists, dicts and NamedTuples of floats and
+arrays.  :func:`basis` gives one tangent per real input element,
+:func:`out_basis` one cotangent per real output element, and
+:func:`from_columns` / :func:`from_rows` put the JVPs (columns) or VJPs
+(rows) together into JAX's layout: for each output leaf, the inputs' structure
+of arrays of shape ``out.shape + in.shape`` (a tuple ``argnums``: a tuple).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import pipeline
+from .errors import AstadError, AstadTypeError
+
+def flatten(v: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """The leaves of a tuple/list/dict/NamedTuple structure and a function rebuilding one like it."""
+    if isinstance(v, (tuple, list)) or isinstance(v, dict):
+        items = list(v.values()) if isinstance(v, dict) else list(v)
+        parts = [flatten(x) for x in items]
+        counts = [len(p[0]) for p in parts]
+
+        def rebuild(leaves: list[Any]) -> Any:
+            out, at = [], 0
+            for (_, r), c in zip(parts, counts):
+                out.append(r(leaves[at:at + c]))
+                at += c
+            if isinstance(v, dict):
+                return dict(zip(v.keys(), out))
+            if hasattr(type(v), "_fields"):
+                return type(v)(*out)
+            return type(v)(out)
+
+        return [x for p in parts for x in p[0]], rebuild
+    return [v], lambda leaves: leaves[0]
+
+
+def is_real(x: Any) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    return isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f")
+
+
+def _unit(leaf: Any, k: int) -> Any:
+    if isinstance(leaf, float) or np.ndim(leaf) == 0:
+        return type(leaf)(1.0) if isinstance(leaf, (float, np.floating)) else np.ones((), np.asarray(leaf).dtype)
+    e = np.zeros(np.shape(leaf), np.asarray(leaf).dtype)
+    e.flat[k] = 1.0
+    return e
+
+
+def _zero(leaf: Any) -> Any:
+    if not is_real(leaf):
+        return None
+    return type(leaf)(0.0) if isinstance(leaf, (float, np.floating)) else np.zeros_like(leaf)
+
+
+def require_real(args: Sequence[Any], nums: Sequence[int]) -> None:
+    for i in nums:
+        if not any(is_real(x) for x in flatten(args[i])[0]):
+            raise AstadTypeError(f"argument {i} is {type(args[i]).__name__}, which has no derivative",
+                                 hint="differentiate with respect to float arguments (argnums)")
+
+
+def basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
+    """One tangent list per real input element of the arguments ``nums`` (None elsewhere)."""
+    require_real(args, nums)
+    out = []
+    for i in nums:
+        leaves, rebuild = flatten(args[i])
+        for j, leaf in enumerate(leaves):
+            if not is_real(leaf):
+                continue
+            for k in range(int(np.size(leaf))):
+                tangents: list[Any] = [None] * len(args)
+                tangents[i] = rebuild([_unit(x, k) if m == j else _zero(x) for m, x in enumerate(leaves)])
+                out.append(tangents)
+    return out
+
+
+def _shaped(x: Any, shape: tuple) -> np.ndarray:
+    """A tangent as an array of ``shape`` (a statically zero one is None or a scalar zero)."""
+    a = np.asarray(0.0 if x is None else x)
+    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+
+def skeleton(v: Any) -> Any:
+    """Arguments like ``v`` holding no memory of the caller's (zeros, broadcast): kept for .source and .ir."""
+    if type(v) is np.ndarray:
+        return np.broadcast_to(np.zeros((), v.dtype), v.shape)
+    leaves, rebuild = flatten(v) if isinstance(v, (tuple, list, dict)) else ([v], None)
+    if rebuild is None:
+        return v
+    return rebuild([skeleton(x) for x in leaves])
+
+
+def example(t: Any) -> Any:
+    """A value of type ``t`` holding no memory (for .source after a reverse-mode call)."""
+    from .ir import Num, StructT
+
+    if isinstance(t, StructT):
+        return t.unflatten(iter([example(x) for x in pipeline._leaf_types(t)]))
+    if not isinstance(t, Num) or not t.known_shape:
+        raise AstadError(f"astad cannot show the code for an argument of type {t} without an example",
+                         hint="pass example arguments, e.g. .ir('core', x)")
+    if t.py:
+        return {"float64": 0.0, "int64": int(t.value or 0), "bool": bool(t.value)}.get(t.dtype, 0.0)
+    if not t.shape:
+        return np.dtype(t.dtype).type(t.value or 0)
+    return np.broadcast_to(np.zeros((), t.dtype), t.shape)
+
+
+def _as_result(a: np.ndarray) -> Any:
+    return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
+
+
+def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+    """The Jacobian (out.shape + in.shape per pair of leaves) from one output tangent per input element."""
+    out_leaves, out_rebuild = flatten(value)
+    col_leaves = [flatten(c)[0] for c in cols]
+    result = []
+    for o, leaf in enumerate(out_leaves):
+        if not is_real(np.asarray(leaf)):  # a discrete output has no derivative
+            result.append(None)
+            continue
+        shape = np.shape(leaf)
+        stacked = np.stack([_shaped(c[o], shape) for c in col_leaves], axis=-1) if cols else np.zeros(shape + (0,))
+        result.append(_split_inputs(stacked, shape, args, nums, single))
+    return out_rebuild(result)
+
+
+def _split_inputs(stacked: np.ndarray, out_shape: tuple, args: Sequence[Any], nums: Sequence[int],
+                  single: bool) -> Any:
+    """``stacked`` (out_shape + (n,)) cut into one array per real input leaf, in the inputs' structure."""
+    at, per_arg = 0, []
+    for i in nums:
+        leaves, rebuild = flatten(args[i])
+        parts = []
+        for leaf in leaves:
+            if not is_real(leaf):
+                parts.append(None)
+                continue
+            size = int(np.size(leaf))
+            parts.append(_as_result(stacked[..., at:at + size].reshape(out_shape + np.shape(leaf))))
+            at += size
+        per_arg.append(rebuild(parts))
+    return per_arg[0] if single else tuple(per_arg)
+
+
+
+def out_basis(value: Any) -> list[Any]:
+    """One output cotangent per real output element (zeros elsewhere; discrete leaves get zeros too)."""
+    leaves, rebuild = flatten(value)
+    out = []
+    for j, leaf in enumerate(leaves):
+        if not is_real(leaf) and not is_real(np.asarray(leaf)):
+            continue
+        for k in range(int(np.size(leaf))):
+            out.append(rebuild([_unit(x, k) if m == j else (_zero(x) if is_real(x) else np.zeros(np.shape(x)))
+                                for m, x in enumerate(leaves)]))
+    return out
+
+
+def from_rows(value: Any, rows: list[tuple], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+    """The Jacobian from one tuple of cotangents (per argument in ``nums``) per output element."""
+    out_leaves, out_rebuild = flatten(value)
+    result, at = [], 0
+    for leaf in out_leaves:
+        if not is_real(leaf) and not is_real(np.asarray(leaf)):
+            result.append(None)
+            continue
+        shape = np.shape(leaf)
+        mine = rows[at:at + int(np.size(leaf))]
+        at += int(np.size(leaf))
+        per_arg = []
+        for n, i in enumerate(nums):
+            in_leaves, in_rebuild = flatten(args[i])
+            ct_leaves = [flatten(r[n])[0] for r in mine]
+            parts = []
+            for j, x in enumerate(in_leaves):
+                if not is_real(x):
+                    parts.append(None)
+                    continue
+                stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[j] is None else c[j]), np.shape(x))
+                                    for c in ct_leaves]) if mine else np.zeros((0,) + np.shape(x))
+                parts.append(_as_result(stacked.reshape(shape + np.shape(x))))
+            per_arg.append(in_rebuild(parts))
+        result.append(per_arg[0] if single else tuple(per_arg))
+    return out_rebuild(result)
+
+
