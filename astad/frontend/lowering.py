@@ -25,17 +25,17 @@ from typing import Any, Callable, Iterator, Sequence, Union
 import libcst as cst
 import numpy as np
 
-from . import deep
-from . import primitives as prims
-from .aliases import CALLER, Aliases
-from .values import PyDict, PyTuple, Ref
-from .source import check_not_wrapped, read as read_source, reversed_function
-from .errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
+from .. import deep
+from .. import primitives as prims
+from ..aliases import CALLER, Aliases
+from ..values import PyDict, PyTuple, Ref
+from ..source import check_not_wrapped, read as read_source, reversed_function
+from ..errors import (AstadError, AstadTypeError, SourceUnavailableError, UnsupportedFunctionError,
                      UnsupportedSyntaxError)
-from .ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
+from ..ir import (BOOL, FLOAT, INT, App, Atom, Bind, Block, Const, Copy, FunT, Function, Lam, ListT, Loc, MakeTuple,
                  Num, NoneT, Prim, StructT, TupleT, Type, Unpack, Var, If, Loop, lam_free_vars, trip_count, vars_of)
-from .names import Namer
-from .positions import resolve as resolve_positions
+from ..names import Namer
+from ..positions import resolve as resolve_positions
 from .numpy_api import API, BUILTINS, METHODS, ApiSpec, numpy_name
 
 # --------------------------------------------------------------------------- parsing

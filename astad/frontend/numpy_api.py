@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Callable
 import libcst as cst
 import numpy as np
 
-from .ir import Atom, Const, ListT, Num, Var
+from ..ir import Atom, Const, ListT, Num, Var
 
 if TYPE_CHECKING:
-    from .frontend import Lowerer, Value
+    from .lowering import Lowerer, Value
 
 _REQUIRED = object()
 
