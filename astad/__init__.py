@@ -10,8 +10,7 @@ from .cache import config
 from .errors import (AstadError, AstadTypeError, InternalError, NonScalarOutputError, SourceUnavailableError,
                      UnsupportedFunctionError, UnsupportedSyntaxError)
 from .pipeline import STAGES, Derivative
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "reverse", "grad", "value_and_grad", "vjp", "clear_caches", "config", "Reverse", "Pullback", "Derivative",
