@@ -20,7 +20,7 @@ The modules, in the order a function goes through them:
   knows of names while it runs.
 """
 
-from .abstract import _NUMPY_SCALARS, abstract, literal_type
+from .abstract import _NUMPY_SCALARS, abstract, literal_type  # noqa: F401 (_NUMPY_SCALARS: api.py's cache keys)
 from .lowerer import Lowerer, drop_dead_temporaries, lower
 from .parse import Parsed, check_subset, clear_parse_cache, parse
 

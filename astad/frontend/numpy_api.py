@@ -12,7 +12,7 @@ import libcst as cst
 import numpy as np
 
 from ..ir import Atom, Const, ListT, Num, Var
-from .core import LowererCore as Lowerer
+from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 
 _REQUIRED = object()
