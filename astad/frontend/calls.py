@@ -18,12 +18,12 @@ from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionErro
 from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Num, Prim, Type, Unpack, Var,
                   lam_free_vars)
 from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
-from .syntax import _user_names
+from .syntax import user_names
 from .parse import parse
 from .abstract import literal_type
-from .scopes import (Closure, Value, _Scope, _scopes, _closures_in, _atoms_in, _value_key, _sample_of, _call_key,
-                     _forget_value)
-from .core import LowererCore, _ref_name
+from .scopes import (Closure, Value, Scope, scope_chain, closures_in, atoms_in, value_key, sample_of, make_call_key,
+                     forget_value)
+from .core import LowererCore, ref_name
 
 
 class Calls(LowererCore):
@@ -66,7 +66,7 @@ class Calls(LowererCore):
                     f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
                     "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
             return self.apply(spec, args, kwargs, node)
-        raise self.type_error(f"{_ref_name(func)} is not callable", node.func)
+        raise self.type_error(f"{ref_name(func)} is not callable", node.func)
 
     def isinstance_call(self, args: list[Value], node: cst.Call) -> Value:
         """``isinstance(v, tuple)``: known when transforming (for recursion over tuples)."""
@@ -75,7 +75,7 @@ class Calls(LowererCore):
         if not all(isinstance(k, Ref) and k.kind in ("type", "list") for k in kinds):
             raise self.type_error("isinstance takes a value and a type (or a tuple of types)", node,
                                   "isinstance(t, tuple), with tuple, list, dict, float, int, bool or np.ndarray")
-        result = isinstance(_sample_of(args[0]), tuple(k.obj for k in kinds))  # type: ignore[union-attr]
+        result = isinstance(sample_of(args[0]), tuple(k.obj for k in kinds))  # type: ignore[union-attr]
         return Const.literal(result, literal_type(result))
 
     def map_call(self, node: cst.Call) -> Value:
@@ -119,7 +119,7 @@ class Calls(LowererCore):
         except TypeError as e:
             raise self.type_error(f"call to {fn.__name__}: {e}", node,
                                   hint=f"call {fn.__name__}{sig} with the parameters it declares") from None
-        scope = _Scope(parsed, path)
+        scope = Scope(parsed, path)
         for pname, param in sig.parameters.items():
             if pname in bound.arguments:
                 scope.env[pname] = bound.arguments[pname]
@@ -128,15 +128,15 @@ class Calls(LowererCore):
                 # starts with a name no namespace has, so the disk cache never resolves it to another object
                 scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
                                                  ("<default>", fn.__qualname__, pname))
-        self.namer.mention(_user_names(parsed.funcdef))
+        self.namer.mention(user_names(parsed.funcdef))
         return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
 
-    def run_call(self, callee: Any, name: str, scope: _Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
+    def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
         """Lower a call's body in the callee's scope.  A recursive call is unrolled:
         each call must differ from the calls it is inside in what is known when
         transforming (ints, shapes, the structure of tuples), so that the
         recursion ends while transforming; else it would never end."""
-        scope.call_key = _call_key(callee, scope.env)
+        scope.call_key = make_call_key(callee, scope.env)
         if any(s.call_key == scope.call_key for s in self.stack):
             raise self.syntax_error(
                 f"recursive call to {name} with the same shapes and integers as the call it is in: its depth is "
@@ -158,12 +158,12 @@ class Calls(LowererCore):
 
     def closure(self, node: cst.Lambda | cst.FunctionDef) -> Ref:
         defaults = {p.name.value: self.expr(p.default) for p in node.params.params if p.default is not None}
-        visible = {a.name for sc in self._chain() for v in sc.env.values() for a in _atoms_in(v)}
+        visible = {a.name for sc in self._chain() for v in sc.env.values() for a in atoms_in(v)}
         site = (self.binds, self.binds[-1] if self.binds else None, visible)
         return Ref("closure", Closure(node, self.scope, defaults, site))
 
-    def _chain(self) -> Iterator["_Scope"]:
-        return _scopes(self.scope)
+    def _chain(self) -> Iterator["Scope"]:
+        return scope_chain(self.scope)
 
     def function_value(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value | None:
         """A call of a lambda or nested def as a call of a function value in the IR
@@ -196,23 +196,23 @@ class Calls(LowererCore):
         todo, seen = [c], {id(c)}
         while todo:
             fn = todo.pop()
-            found.append(("defaults", id(fn), tuple((k, _value_key(v)) for k, v in sorted(fn.defaults.items()))))
+            found.append(("defaults", id(fn), tuple((k, value_key(v)) for k, v in sorted(fn.defaults.items()))))
             for n in fn.reads:
                 v = self._lookup(fn.scope, n)
                 if v is None:
                     continue
-                found.append((id(fn), n, _value_key(v)))
-                for inner in _closures_in(v):
+                found.append((id(fn), n, value_key(v)))
+                for inner in closures_in(v):
                     if id(inner) not in seen:
                         seen.add(id(inner))
                         todo.append(inner)
         return tuple(found)
 
     def _make_function_value(self, c: Closure, names: list[str], types: list[Type], node: cst.Call) -> Var | None:
-        params = tuple(Var(self.namer.fresh(n), _forget_value(t)) for n, t in zip(names, types))
+        params = tuple(Var(self.namer.fresh(n), forget_value(t)) for n, t in zip(names, types))
         for p in params:
             self.aliases.made(p.name, ("F:" + p.name,))
-        scope = _Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
+        scope = Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
         body = c.node.body
         depth, waiting = len(self.aliases.loops), len(self.aliases.pending)
         self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
@@ -258,7 +258,7 @@ class Calls(LowererCore):
         missing = [n for n in names if n not in given and n not in c.defaults]
         if missing:
             raise self.type_error(f"call to {c.__name__}: missing argument `{missing[0]}`", node)
-        scope = _Scope(c.scope.parsed, c.scope.path, {n: given.get(n, c.defaults.get(n)) for n in names},  # type: ignore[misc]
+        scope = Scope(c.scope.parsed, c.scope.path, {n: given.get(n, c.defaults.get(n)) for n in names},  # type: ignore[misc]
                        parent=c.scope)
         body = c.node.body
         return self.run_call(c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)

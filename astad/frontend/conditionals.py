@@ -12,9 +12,9 @@ import numpy as np
 
 from ..values import PyTuple, Ref
 from ..ir import Atom, Bind, Block, If, Const, ListT, MakeTuple, Num, TupleT, Type, Var
-from .syntax import _stmts, _else_stmts
+from .syntax import stmts_of, else_stmts_of
 from .abstract import literal_type
-from .scopes import Value, _is_list, _rebuild
+from .scopes import Value, is_list_value, rebuild
 from .core import LowererCore
 
 
@@ -49,8 +49,8 @@ class Conditionals(LowererCore):
         """``if``/``elif``/``else``.  Without ``rest``, the names the branches assign are
         joined after it; with ``rest`` (a branch returns), the rest of the function
         continues each branch and the joined value is what the function returns."""
-        then_stmts = _stmts(stmt.body) + (rest or [])
-        else_stmts = _else_stmts(stmt) + (rest or [])
+        then_stmts = stmts_of(stmt.body) + (rest or [])
+        else_stmts = else_stmts_of(stmt) + (rest or [])
         self.node = stmt
         c = self.condition(stmt.test)
         if isinstance(c, bool):
@@ -89,7 +89,7 @@ class Conditionals(LowererCore):
         for out, (_, a, b) in zip(outs, pairs):
             self.aliases.joined(out, a, b)
         it = iter(outs)
-        results = [_rebuild(r, it) for r in rebuilt]
+        results = [rebuild(r, it) for r in rebuilt]
         for result, (_, tv, ev) in zip(results, values):
             self.aliases.joined(result, tv, ev)
         return results
@@ -101,7 +101,7 @@ class Conditionals(LowererCore):
         if isinstance(tv, PyTuple) and isinstance(ev, PyTuple) and len(tv.items) == len(ev.items):
             items = tuple(self._pair_up(name, a, b, pairs, binds) for a, b in zip(tv.items, ev.items))
             return ("list", items) if tv.is_list and ev.is_list else items
-        if _is_list(tv) and _is_list(ev):
+        if is_list_value(tv) and is_list_value(ev):
             pairs.append((name, *(self._in_branch(v, b) for v, b in zip((tv, ev), binds))))
             return ("atom",)
         if isinstance(tv, Ref) or isinstance(ev, Ref):

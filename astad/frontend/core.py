@@ -17,10 +17,10 @@ from ..values import PyDict, PyTuple, Ref
 from ..errors import AstadTypeError, UnsupportedSyntaxError
 from ..ir import Atom, Bind, Const, ListT, Loc, Num, Prim, Var, vars_of
 from ..names import Namer
-from .syntax import _user_names
+from .syntax import user_names
 from .parse import Parsed
 from .abstract import literal_type
-from .scopes import Value, _Scope, _mentions
+from .scopes import Value, Scope, mentions
 
 
 class LowererCore:
@@ -28,9 +28,9 @@ class LowererCore:
 
     def __init__(self, parsed: Parsed) -> None:
         self.root = parsed
-        self.namer = Namer(_user_names(parsed.funcdef), parsed.name)
+        self.namer = Namer(user_names(parsed.funcdef), parsed.name)
         self.binds: list[Bind] = []
-        self.stack: list[_Scope] = []
+        self.stack: list[Scope] = []
         self.node: cst.CSTNode = parsed.funcdef
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
         self.const_names: dict[int, str] = {}
@@ -42,7 +42,7 @@ class LowererCore:
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
 
     @property
-    def scope(self) -> _Scope:
+    def scope(self) -> Scope:
         return self.stack[-1]
 
     def loc(self, node: cst.CSTNode | None = None) -> Loc:
@@ -86,7 +86,7 @@ class LowererCore:
         """Give the user's name to the value just computed for an assignment."""
         if not (isinstance(value, Var) and Namer.is_temp(value.name)):
             return value
-        if any(_mentions(v, value) for s in self.stack for v in s.env.values()):
+        if any(mentions(v, value) for s in self.stack for v in s.env.values()):
             return value  # also an element of a tuple or list a name holds: keep its name
         for i in range(len(self.binds) - 1, -1, -1):
             bind = self.binds[i]
@@ -114,7 +114,7 @@ class LowererCore:
         if isinstance(value, Ref) and value.kind == "after_loop":
             raise self.syntax_error(f"the loop variable `{value.obj}` is used after its loop", 
                                     "keep what you need in a variable assigned before the loop", node)
-        raise self.type_error(f"{_ref_name(value)} is used as a value", node, "numbers and arrays as values")
+        raise self.type_error(f"{ref_name(value)} is used as a value", node, "numbers and arrays as values")
 
     def static(self, value: Value, node: cst.CSTNode, what: str) -> Any:
         """A compile-time constant (axis, keepdims, k, dtype, ...)."""
@@ -180,5 +180,5 @@ def _describe(op: str) -> str:
     return {"matmul": "@", "getitem": "indexing", "add": "+", "sub": "-", "mul": "*", "div": "/"}.get(op, op)
 
 
-def _ref_name(ref: Ref) -> str:
+def ref_name(ref: Ref) -> str:
     return getattr(ref.obj, "__name__", repr(ref.obj))

@@ -15,9 +15,9 @@ from ..values import PyTuple, Ref
 from ..errors import UnsupportedFunctionError
 from ..ir import FLOAT, Atom, Bind, Const, ListT, Num, Var, Loop, trip_count
 from .numpy_api import METHODS
-from .parse import _UNSUPPORTED
+from .parse import UNSUPPORTED
 from .abstract import literal_type
-from .scopes import Value, _Scope
+from .scopes import Value, Scope
 from .core import LowererCore
 
 
@@ -27,7 +27,7 @@ class Expressions(LowererCore):
     def expr(self, node: cst.BaseExpression) -> Value:
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            entry = _UNSUPPORTED.get(type(node))
+            entry = UNSUPPORTED.get(type(node))
             message, hint = entry if entry else (f"`{type(node).__name__}` expressions are not supported",
                                                  "arithmetic, numpy calls, indexing")
             raise self.syntax_error(message, hint, node)
@@ -84,7 +84,7 @@ class Expressions(LowererCore):
         # a scope of its own: its variables are not the enclosing function's (nor its functions')
         items = PyTuple((), is_list=True)
         self.aliases.new_list(items)
-        scope = _Scope(self.scope.parsed, self.scope.path, {key: items}, parent=self.scope)
+        scope = Scope(self.scope.parsed, self.scope.path, {key: items}, parent=self.scope)
         self.stack.append(scope)
         start = len(self.binds)
         try:

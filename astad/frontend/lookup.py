@@ -19,7 +19,7 @@ from ..errors import AstadTypeError, UnsupportedFunctionError
 from ..ir import Const, Num, NoneT
 from .numpy_api import numpy_name, builtin_spec
 from .abstract import abstract, literal_type
-from .scopes import Value, _Scope, _closures_in, _scopes
+from .scopes import Value, Scope, closures_in, scope_chain
 from .core import LowererCore
 
 
@@ -102,9 +102,9 @@ class Lookup(LowererCore):
             f"{what} is a {type(obj).__name__}, which astad cannot use", self.loc(node),
             "numbers and numpy arrays as constants, numpy functions, and your own functions")
 
-    def _lookup(self, scope: "_Scope | None", name: str) -> Value | None:
+    def _lookup(self, scope: "Scope | None", name: str) -> Value | None:
         """What ``name`` is in ``scope`` or the scopes around it (as a nested function reads it)."""
-        return next((s.env[name] for s in _scopes(scope) if name in s.env), None)
+        return next((s.env[name] for s in scope_chain(scope) if name in s.env), None)
 
     def readable_besides(self, name: str) -> list[tuple[str, Value]]:
         """Every value that can still be read, but the current scope's ``name``:
@@ -113,7 +113,7 @@ class Lookup(LowererCore):
         seen: set[int] = set()
         found: list[tuple[str, Value]] = []
         for s in self.stack:
-            for sc in _scopes(s):
+            for sc in scope_chain(s):
                 if id(sc) in seen:
                     continue
                 seen.add(id(sc))
@@ -129,7 +129,7 @@ class Lookup(LowererCore):
         apart from the running scopes: their defaults, and the variables of the
         calls that made them."""
         held: list[Value] = []
-        todo = [c for s in self.stack for v in s.env.values() for c in _closures_in(v)]  # reachable ones
+        todo = [c for s in self.stack for v in s.env.values() for c in closures_in(v)]  # reachable ones
         seen: set[int] = set()
         while todo:
             c = todo.pop()
@@ -142,7 +142,7 @@ class Lookup(LowererCore):
                 values += scope.env.values()
                 scope = scope.parent
             held += values
-            todo += [d for v in values for d in _closures_in(v)]
+            todo += [d for v in values for d in closures_in(v)]
         return held
 
 

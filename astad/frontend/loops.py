@@ -14,9 +14,9 @@ import numpy as np
 
 from ..values import PyDict, PyTuple, Ref
 from ..ir import BOOL, INT, Atom, Bind, Block, Const, ListT, Loop, MakeTuple, Num, NoneT, TupleT, Type, Var
-from .syntax import _target_names, _assigned_names, _breaks, _exits, _returns, _stmts
+from .syntax import target_names, assigned_names, breaks_out, can_leave, contains_return, stmts_of
 from .abstract import literal_type
-from .scopes import Value, _rebuild, _forget_value
+from .scopes import Value, rebuild, forget_value
 from .core import LowererCore
 
 
@@ -41,7 +41,7 @@ class Loops(LowererCore):
             seqs, names, index_target = [it], [stmt.target], None
         else:
             assert isinstance(it, cst.Call)
-            targets = _target_names(stmt.target)
+            targets = target_names(stmt.target)
             if kind is builtins.enumerate:
                 if len(it.args) != 1 or len(targets) != 2:
                     raise self.syntax_error("use `for i, v in enumerate(x):`", "for i, v in enumerate(x):", it)
@@ -82,7 +82,7 @@ class Loops(LowererCore):
                index_target: cst.BaseExpression | None) -> None:
         """A loop over tuples, lists or dicts known element by element (structured
         arguments): the body once per element (a dict gives its keys)."""
-        if _exits(stmt):
+        if can_leave(stmt):
             raise self.syntax_error("`break`, `continue` and `return` are not supported in a loop over a tuple, "
                                     "list or dict (it is unrolled)", "a loop without them, or a loop over an array",
                                     stmt)
@@ -94,7 +94,7 @@ class Loops(LowererCore):
                 self.assign(index_target, Const.literal(k, literal_type(k)))
             for name, items in zip(names, elements):
                 self.assign(name, items[k])
-            self.lower_stmts(_stmts(stmt.body))
+            self.lower_stmts(stmts_of(stmt.body))
 
     def emit_call_min(self, a: Value, b: Value) -> Atom:
         x, y = self.atom(a, self.node), self.atom(b, self.node)
@@ -123,7 +123,7 @@ class Loops(LowererCore):
         list).  ``break`` stops it; ``return`` stops it too, carrying whether it
         returned and the value, which it gives back as ``(returned, value)``."""
         before = self.scope.env
-        carried = [n for n in _assigned_names(stmt.body) if n in before and n != index_name
+        carried = [n for n in assigned_names(stmt.body) if n in before and n != index_name
                    and n not in element_names and not isinstance(before[n], Ref)]
         shapes, init, names = [], [], []
         for n in carried:
@@ -131,14 +131,14 @@ class Loops(LowererCore):
             shapes.append(shape)
             init += leaves
             names += _slot_names(n, len(leaves))
-        has_return = _returns(stmt)
-        has_break = _breaks(stmt.body) or has_return
+        has_return = contains_return(stmt)
+        has_break = breaks_out(stmt.body) or has_return
         running = has_break and test is None  # a `for` with `break` carries whether it still runs
         ret_shape: Any = None
         ret_slots = 0
         extra = ([go] if go is not None else []) + ([Const.literal(True, BOOL)] if running else [])
         extra_names = (["go"] if go is not None else []) + (["running"] if running else [])
-        types = [_forget_value(a.type) for a in init + extra]
+        types = [forget_value(a.type) for a in init + extra]
         for _ in range(4):  # until the carried types are stable (e.g. a Python float becoming np.float64)
             index = Var(self.namer.fresh(index_name), INT) if index_name is not None else None
             slot_names = names + (["returned"] + _slot_names("result", ret_slots) if ret_shape else []) + extra_names
@@ -159,7 +159,7 @@ class Loops(LowererCore):
                     prelude(index)
                 it = iter(params)
                 for n, shape in zip(carried, shapes):
-                    self.scope.env[n] = _rebuild(shape, it)
+                    self.scope.env[n] = rebuild(shape, it)
                 self.bound.update(v.name for v in params)
                 if not running:
                     return iteration()
@@ -191,7 +191,7 @@ class Loops(LowererCore):
 
                 self.exits.append(leave)
                 try:
-                    ended = self.lower_stmts(_stmts(stmt.body))
+                    ended = self.lower_stmts(stmts_of(stmt.body))
                 finally:
                     self.exits.pop()
                 items = (ended if isinstance(ended, PyTuple) else leave("end")).items
@@ -207,9 +207,9 @@ class Loops(LowererCore):
                 ret_shape, ret_slots = seen.shape, len(seen.types)
                 placeholders = [Const.literal(False, BOOL)] + [self.placeholder(t, stmt) for t in seen.types]
                 init += placeholders
-                types = types[:len(names)] + [_forget_value(a.type) for a in placeholders] + types[len(names):]
+                types = types[:len(names)] + [forget_value(a.type) for a in placeholders] + types[len(names):]
                 continue
-            new = [_forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
+            new = [forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
             if new == types:
                 break
             self.aliases.loops.pop()
@@ -227,14 +227,14 @@ class Loops(LowererCore):
         self.bound.update(v.name for v in finals)
         it = iter(finals)
         for n, shape in zip(carried, shapes):
-            self.scope.env[n] = _rebuild(shape, it)
+            self.scope.env[n] = rebuild(shape, it)
         for name in ([] if hidden or index_name is None else [index_name]) + list(element_names):
             self.scope.env[name] = Ref("after_loop", name)
         if ret_shape is None:
             return None
         returned = next(it)
-        only_by_return = isinstance(go, Const) and go.value is True and not _breaks(stmt.body)  # `while True:`
-        return (Const.literal(True, BOOL) if only_by_return else returned), _rebuild(ret_shape, it)
+        only_by_return = isinstance(go, Const) and go.value is True and not breaks_out(stmt.body)  # `while True:`
+        return (Const.literal(True, BOOL) if only_by_return else returned), rebuild(ret_shape, it)
 
     def flatten(self, value: Value, name: str, node: cst.CSTNode, shape: Any = None) -> tuple[Any, list[Atom]]:
         """A value as the atoms a loop carries (a list as a run-time list) and its

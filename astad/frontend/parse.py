@@ -19,7 +19,7 @@ from ..source import check_not_wrapped, read as read_source
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import resolve as resolve_positions
-from .syntax import _FOUND, _stmts
+from .syntax import FOUND, stmts_of
 
 
 @dataclass
@@ -62,7 +62,7 @@ _PARSED: dict[Any, Parsed] = {}
 
 def clear_parse_cache() -> None:
     _PARSED.clear()
-    _FOUND.clear()
+    FOUND.clear()
 
 
 def parse(fn: Callable[..., Any]) -> Parsed:
@@ -122,7 +122,7 @@ def _deepest(source: str) -> tuple[int, int]:
 
 
 # What each unsupported construct is called and what to write instead.
-_UNSUPPORTED: dict[type, tuple[str, str]] = {
+UNSUPPORTED: dict[type, tuple[str, str]] = {
     cst.Try: ("`try` is not supported", "straight-line code without exception handling"),
     cst.With: ("`with` is not supported", "straight-line code"),
     cst.ClassDef: ("class definitions are not supported", "module-level functions"),
@@ -174,7 +174,7 @@ class _SubsetChecker(cst.CSTVisitor):
                 if f.asynchronous is not None:
                     raise UnsupportedSyntaxError("`async for` is not supported", self.parsed.loc(f), "a plain `for`")
                 f = f.inner_for_in
-        entry = _UNSUPPORTED.get(type(node))
+        entry = UNSUPPORTED.get(type(node))
         if entry is not None:
             raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
         if isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
@@ -194,7 +194,7 @@ class _SubsetChecker(cst.CSTVisitor):
 
     def _check_signature(self, node: cst.FunctionDef) -> None:
         self._check_params(node.params, module_level=self.depth == 1)
-        _check_returns_last(_stmts(node.body), self.parsed)
+        _check_returns_last(stmts_of(node.body), self.parsed)
 
     def _check_params(self, ps: cst.Parameters, module_level: bool = False) -> None:
         extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
@@ -218,11 +218,11 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
                     raise UnsupportedSyntaxError("code after `return` is never run", parsed.loc(small),
                                                  "end the block with its `return`")
         elif isinstance(stmt, cst.If):
-            _check_returns_last(_stmts(stmt.body), parsed)
+            _check_returns_last(stmts_of(stmt.body), parsed)
             if isinstance(stmt.orelse, cst.If):
                 _check_returns_last([stmt.orelse], parsed)
             elif stmt.orelse is not None:
-                _check_returns_last(_stmts(stmt.orelse.body), parsed)
+                _check_returns_last(stmts_of(stmt.orelse.body), parsed)
 
 
 def check_subset(parsed: Parsed) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..values import PyDict, PyTuple, Ref
 from ..ir import Atom, Bind, Const, ListT, Num, Type, Var
-from .syntax import _user_names
+from .syntax import user_names
 from .parse import Parsed
 
 
@@ -24,7 +24,7 @@ class Closure:
     reads when called (as Python does: their values at the call), and its
     defaults (evaluated where it is defined).  Compared by identity."""
 
-    def __init__(self, node: cst.Lambda | cst.FunctionDef, scope: "_Scope", defaults: dict[str, "Value"],
+    def __init__(self, node: cst.Lambda | cst.FunctionDef, scope: "Scope", defaults: dict[str, "Value"],
                  site: "tuple[list[Bind], Bind | None, set[str]] | None" = None) -> None:
         self.node, self.scope, self.defaults = node, scope, defaults
         # where it was made: the bindings it is made among, the one before it, the
@@ -41,71 +41,71 @@ class Closure:
     @functools.cached_property
     def reads(self) -> list[str]:
         """The names its body mentions that are not its parameters (what it may capture), sorted."""
-        return sorted(_user_names(self.node.body) - {p.name.value for p in self.node.params.params})
+        return sorted(user_names(self.node.body) - {p.name.value for p in self.node.params.params})
 
 
 Value = Union[Atom, PyTuple, PyDict, Ref]
 
 
 @dataclass
-class _Scope:
+class Scope:
     parsed: Parsed
     path: tuple[str, ...] = ()
     env: dict[str, Value] = field(default_factory=dict)
     call_key: Any = None  # the callee and what is known of the arguments when transforming
-    parent: "_Scope | None" = None  # a nested function's: the scope it was defined in
+    parent: "Scope | None" = None  # a nested function's: the scope it was defined in
 
 
-def _scopes(scope: "_Scope | None") -> Iterator["_Scope"]:
+def scope_chain(scope: "Scope | None") -> Iterator["Scope"]:
     """A scope and the scopes it is nested in, innermost first."""
     while scope is not None:
         yield scope
         scope = scope.parent
 
 
-def _closures_in(value: Any) -> list[Closure]:
+def closures_in(value: Any) -> list[Closure]:
     if isinstance(value, (PyTuple, PyDict)):
-        return [c for v in value.items for c in _closures_in(v)]
+        return [c for v in value.items for c in closures_in(v)]
     if isinstance(value, Ref) and value.kind == "closure":
         return [value.obj]
     return []
 
 
-def _is_list(value: Any) -> bool:
+def is_list_value(value: Any) -> bool:
     return (isinstance(value, PyTuple) and value.is_list) or (isinstance(value, Var) and isinstance(value.type, ListT))
 
 
-def _atoms_in(value: Any) -> list[Atom]:
+def atoms_in(value: Any) -> list[Atom]:
     """The atoms a value is made of (a tuple's items, a bound method's array)."""
     if isinstance(value, (PyTuple, PyDict)):
-        return [a for v in value.items for a in _atoms_in(v)]
+        return [a for v in value.items for a in atoms_in(v)]
     if isinstance(value, Ref):
-        return _atoms_in(value.self_value) if value.self_value is not None else []
+        return atoms_in(value.self_value) if value.self_value is not None else []
     return [value] if isinstance(value, Var) else []
 
 
-def _value_key(value: Any) -> Any:
+def value_key(value: Any) -> Any:
     """What identifies a value when transforming (variables by name, constants by value, the rest by identity)."""
     if isinstance(value, (PyTuple, PyDict)):
-        return tuple(_value_key(v) for v in value.items)
+        return tuple(value_key(v) for v in value.items)
     if isinstance(value, Var):
         return ("var", value.name)
     if isinstance(value, Const):
         return ("const", value.key if value.name is None else value.name)
     if isinstance(value, Ref):
-        return ("ref", id(value.obj), _value_key(value.self_value))
+        return ("ref", id(value.obj), value_key(value.self_value))
     return ("other", id(value))
 
 
-def _mentions(value: Value, x: Atom) -> bool:
+def mentions(value: Value, x: Atom) -> bool:
     if isinstance(value, (PyTuple, PyDict)):
-        return any(_mentions(v, x) for v in value.items)
+        return any(mentions(v, x) for v in value.items)
     if isinstance(value, Ref):
         return value.self_value == x
     return value == x
 
 
-def _sample_of(v: Any) -> Any:
+def sample_of(v: Any) -> Any:
     """A Python object of the kind ``v`` stands for (for ``isinstance``)."""
     if isinstance(v, PyTuple):
         return [] if v.is_list else ()
@@ -121,7 +121,7 @@ def _sample_of(v: Any) -> Any:
     return v
 
 
-def _call_key(callee: Any, env: dict[str, Any]) -> tuple:
+def make_call_key(callee: Any, env: dict[str, Any]) -> tuple:
     return id(callee), tuple(sorted((k, _static_key(v)) for k, v in env.items()))
 
 
@@ -141,17 +141,17 @@ def _static_key(v: Any) -> Any:
     return "o", repr(v)
 
 
-def _rebuild(shape: Any, outs: Any) -> Value:
+def rebuild(shape: Any, outs: Any) -> Value:
     if shape[:1] == ("atom",):
         return next(outs)
     if shape[:1] == ("same",):
         return shape[1]
     if shape[:1] == ("list",):  # a list joined item by item stays a list
-        return PyTuple(tuple(_rebuild(s, outs) for s in shape[1]), is_list=True)
-    return PyTuple(tuple(_rebuild(s, outs) for s in shape))
+        return PyTuple(tuple(rebuild(s, outs) for s in shape[1]), is_list=True)
+    return PyTuple(tuple(rebuild(s, outs) for s in shape))
 
 
-def _forget_value(t: Type) -> Type:
+def forget_value(t: Type) -> Type:
     """A loop-carried value changes between iterations: its static value (a list: its length) is unknown."""
     if isinstance(t, ListT) and t.length is not None:
         return ListT(t.elem)

@@ -12,9 +12,9 @@ from ..aliases import CALLER
 from ..values import PyDict, PyTuple
 from ..errors import UnsupportedSyntaxError
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
-from .syntax import _exits, _stmts, _is_append
-from .parse import _UNSUPPORTED
-from .scopes import Value, _Scope, _is_list, _call_key
+from .syntax import can_leave, stmts_of, is_append
+from .parse import UNSUPPORTED
+from .scopes import Value, Scope, is_list_value, make_call_key
 from .core import LowererCore
 
 
@@ -23,11 +23,11 @@ class Statements(LowererCore):
 
     def lower_function(self, arg_types: list[Type]) -> Function:
         fd = self.root.funcdef
-        self.stack.append(_Scope(self.root))
+        self.stack.append(Scope(self.root))
         params: list[Var] = []
         for p, t in zip(fd.params.params, arg_types):
             self.scope.env[p.name.value] = self.parameter(p.name.value, t, params)
-        self.scope.call_key = _call_key(self.root.fn, self.scope.env)
+        self.scope.call_key = make_call_key(self.root.fn, self.scope.env)
         result = self.lower_body(fd)
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
@@ -59,7 +59,7 @@ class Statements(LowererCore):
         return self.atom(value, node)
 
     def lower_body(self, fd: cst.FunctionDef) -> Value:
-        body = _stmts(fd.body)
+        body = stmts_of(fd.body)
         value = self.lower_stmts(body)
         if value is None:
             raise self.syntax_error("the function must end with `return <value>`",
@@ -73,7 +73,7 @@ class Statements(LowererCore):
     def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
-                if _exits(stmt):  # the rest of the block continues each branch that does not return/break/continue
+                if can_leave(stmt):  # the rest of the block continues each branch that does not return/break/continue
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
                 continue
@@ -86,7 +86,7 @@ class Statements(LowererCore):
                     return self.after_return(stmt, *returned, stmts[i + 1:])
                 continue
             if not isinstance(stmt, cst.SimpleStatementLine):
-                entry = _UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
+                entry = UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
                 raise self.syntax_error(entry[0], entry[1] or "assignments, `if` and `return`", stmt)
             for small in stmt.body:
                 self.node = small
@@ -131,7 +131,7 @@ class Statements(LowererCore):
             self.aug_assign(node)
         elif isinstance(node, cst.Expr) and isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString)):
             return  # docstring
-        elif isinstance(node, cst.Expr) and _is_append(node.value):
+        elif isinstance(node, cst.Expr) and is_append(node.value):
             self.append(node.value)
         elif isinstance(node, cst.Pass):
             return
@@ -192,7 +192,7 @@ class Statements(LowererCore):
             return UnsupportedSyntaxError(f"`{name}.append` changes the list in place, and {why}", loc,
                                           f"build a new list: {name} = {name} + [v]")
 
-        if _is_list(old):
+        if is_list_value(old):
             self.aliases.update_list(old, self.readable_besides(name), fail)
         v = self.atom(self.expr(call.args[0].value), call.args[0].value)
         if isinstance(old, PyTuple) and old.is_list:

@@ -13,7 +13,7 @@ from .. import deep
 
 
 @functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
-def _user_names(node: cst.CSTNode) -> frozenset[str]:
+def user_names(node: cst.CSTNode) -> frozenset[str]:
     names: set[str] = set()
 
     class V(cst.CSTVisitor):
@@ -24,14 +24,14 @@ def _user_names(node: cst.CSTNode) -> frozenset[str]:
     return frozenset(names)
 
 
-def _target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+def target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [el.value for el in target.elements]
     return [target]
 
 
 @functools.lru_cache(maxsize=4096)
-def _assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
+def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     """Names assigned anywhere in a statement block, in order of first assignment."""
     names: list[str] = []
 
@@ -57,7 +57,7 @@ def _assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
             self._add(n.target)
 
         def visit_Call(self, n: cst.Call) -> None:
-            if _is_append(n):
+            if is_append(n):
                 self._add(n.func.value)  # type: ignore[attr-defined]
 
         def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
@@ -74,46 +74,46 @@ def _assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _breaks(body: cst.CSTNode) -> bool:
+def breaks_out(body: cst.CSTNode) -> bool:
     """Whether a loop body has a ``break`` of its own (not of a loop nested in it)."""
     return _loop_exit_found(body, (cst.Break,))
 
 
-def _exits(stmt: cst.CSTNode) -> bool:
+def can_leave(stmt: cst.CSTNode) -> bool:
     """Whether a statement can leave its block: ``return``, or ``break``/``continue``
     of the enclosing loop."""
-    return _returns(stmt) or _loop_exit_found(stmt, (cst.Break, cst.Continue))
+    return contains_return(stmt) or _loop_exit_found(stmt, (cst.Break, cst.Continue))
 
 
 def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
     return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.Lambda),
-                            _FOUND.setdefault(kinds, {}))
+                            FOUND.setdefault(kinds, {}))
 
 
-def _returns(stmt: cst.CSTNode) -> bool:
+def contains_return(stmt: cst.CSTNode) -> bool:
     """Whether a statement contains a ``return`` (a nested def's `return` is its own)."""
-    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), _FOUND.setdefault((cst.Return,), {}))
+    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), FOUND.setdefault((cst.Return,), {}))
 
 
 #: what deep.found_below found, per kinds of node looked for (cleared with the parse cache)
-_FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
+FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
 
 
-def _stmts(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
+def stmts_of(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
     """The statements of a block; a one-line block (``if c: return x``) as one line."""
     if isinstance(suite, cst.SimpleStatementSuite):
         return [cst.SimpleStatementLine(body=suite.body)]
     return list(suite.body)
 
 
-def _else_stmts(stmt: cst.If) -> list[cst.BaseStatement]:
+def else_stmts_of(stmt: cst.If) -> list[cst.BaseStatement]:
     if stmt.orelse is None:
         return []
     if isinstance(stmt.orelse, cst.If):  # elif
         return [stmt.orelse]
-    return _stmts(stmt.orelse.body)
+    return stmts_of(stmt.orelse.body)
 
 
-def _is_append(value: cst.BaseExpression) -> bool:
+def is_append(value: cst.BaseExpression) -> bool:
     return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
             and value.func.attr.value == "append" and isinstance(value.func.value, cst.Name))
