@@ -11,7 +11,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from .. import primitives as prims
+from .. import rules
 from ..aliases import Aliases
 from ..values import PyDict, PyTuple, Ref
 from ..errors import AstadTypeError, UnsupportedSyntaxError
@@ -58,8 +58,8 @@ class LowererCore:
         """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
         params = params or {}
         try:
-            t = prims.infer(op, [a.type for a in args], params)
-        except prims.ShapeError as e:
+            t = rules.infer(op, [a.type for a in args], params)
+        except rules.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
             raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
@@ -67,7 +67,7 @@ class LowererCore:
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
         if _foldable(op, args):
             with np.errstate(all="ignore"):
-                value = prims.TABLE[op].impl(*[a.value for a in args], **params)
+                value = rules.TABLE[op].impl(*[a.value for a in args], **params)
             if isinstance(value, (int, float, bool)) and np.isfinite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
