@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from . import codegen, copowers, deep, frontend, names, optimise, rules, structural
+from . import codegen, deep, frontend, names, optimise, rules, structural
 from .ad import reverse
+from .optimise import copowers
 from .errors import AstadError, InternalError
 from .ir import Function, Num, ReverseProgram, StructT, Type, leaf_counts
 

@@ -103,7 +103,7 @@ def check_stages(fn, args):
     the core and structural IR evaluate to ``fn(*args)``; the AD and optimised
     reverse programs give the generated code's value and cotangents (output
     cotangent 1.0, so ``fn`` returns a scalar)."""
-    from astad import interp
+    from astad.ir import interp
 
     d = astad.reverse(fn).transform(*args)
     want = fn(*args)
@@ -232,7 +232,7 @@ def _check_correct_or_refused(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5, 
     TypeError, RecursionError from astad or its generated code) fails."""
     import copy
 
-    from astad import interp
+    from astad.ir import interp
 
     plain_args = copy.deepcopy(args)
     want = fn(*plain_args)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import astad
-from astad import interp
+from astad.ir import interp
 from conftest import check_grad, check_stages
 
 

@@ -26,7 +26,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from astad import codegen, copowers, interp, optimise, rules, structural
+from astad import codegen, optimise, rules, structural
+from astad.ir import interp
+from astad.optimise import copowers
 from astad.errors import InternalError
 from astad.ir import Bind, Block, Function, ListT, Num, Prim, Var
 from astad.pipeline import compile_source

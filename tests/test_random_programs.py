@@ -50,7 +50,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import astad
-from astad import interp
+from astad.ir import interp
 from conftest import check_grad, fuzz_examples, load_program
 
 PARAM_SHAPES = ["f", (), (3,), (4,), (3, 4), (4, 3), (2, 3, 4), (3, 1), (1, 4), (2, 3)]

@@ -10,7 +10,7 @@ pairs) and of ``DERIVATIVE_CODE`` below (what the macros make):
 * kinds ZERO and DISCRETE have no JVP (and a ZERO entry's differences vanish).
 
 The rules are evaluated by building their IR with the builder and running it
-with the IR interpreter (:mod:`astad.interp`), never through generated code.
+with the IR interpreter (:mod:`astad.ir.interp`), never through generated code.
 An entry without sample arguments fails :func:`test_every_entry_has_samples`."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from astad import interp
+from astad.ir import interp
 from astad.ad.reverse import Builder
 from astad.ir import Bind, Block, Function, MakeTuple, Prim, TupleT, Var
 from astad.names import Namer

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from .blocks import prim_op, result_items, with_branches
-from .ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, ReverseProgram, Var, read_names, use_counts,
+from ..blocks import prim_op, result_items, with_branches
+from ..ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, ReverseProgram, Var, read_names, use_counts,
                  vars_of)
 
 

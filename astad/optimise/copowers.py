@@ -24,9 +24,9 @@ What is left is first-order code for the rest of the optimiser.
 from __future__ import annotations
 
 from dataclasses import replace
-from .errors import InternalError
-from .names import Namer
-from .ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Dup, FunT, If, Lam, Loop,
+from ..errors import InternalError
+from ..names import Namer
+from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Dup, FunT, If, Lam, Loop,
                  LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
                  bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
 

@@ -8,8 +8,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Callable
 
-from .blocks import ZERO_MAKERS, prim_op, result_items, with_branches
-from .ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Plus, Prim, Var, use_counts, vars_of
+from ..blocks import ZERO_MAKERS, prim_op, result_items, with_branches
+from ..ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Plus, Prim, Var, use_counts, vars_of
 from .lists_in_place import FRESH_LISTS, fresh_list
 
 

@@ -18,13 +18,13 @@ import libcst as cst
 import libcst.matchers as cst_matchers
 import numpy as np
 
-from . import rules
-from . import pyexpr as px
-from .errors import InternalError
-from .names import Namer
-from .ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
+from .. import rules
+from .. import pyexpr as px
+from ..errors import InternalError
+from ..names import Namer
+from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, bound_var_names, nested_blocks, use_counts)
-from .blocks import result_items
+from ..blocks import result_items
 
 Expr = cst.BaseExpression
 

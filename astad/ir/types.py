@@ -1,0 +1,205 @@
+"""The types of the IR: numbers and arrays, tuples, lists, structured arguments
+("pytrees"), functions and their cotangents (copowers)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Sequence, Union
+
+Dim = Union[int, None]  # None: not known statically
+
+
+# --------------------------------------------------------------------------- types
+
+
+@dataclass(frozen=True)
+class Num:
+    """Numbers: a scalar (``shape == ()``) or an array.
+
+    ``dtype`` is a numpy dtype name.  Float dtypes are differentiable (real
+    scalars and arrays); integer and boolean ones are discrete.  ``py`` marks a
+    Python scalar (``float``/``int``/``bool``) rather than a numpy value; it
+    matters for numpy's promotion rules (Python scalars are "weak").  ``value``
+    is a statically known value of a discrete scalar (used for shapes).
+    """
+
+    shape: tuple[Dim, ...]
+    dtype: str
+    py: bool = False
+    value: Any = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.dtype.startswith(("float", "complex"))
+
+    @property
+    def known_shape(self) -> bool:
+        return all(d is not None for d in self.shape)
+
+    def __str__(self) -> str:
+        base = {"float64": "f64", "float32": "f32", "int64": "int", "bool": "bool"}.get(self.dtype, self.dtype)
+        if self.py and not self.shape:
+            base = {"f64": "float", "int": "int", "bool": "bool"}.get(base, base)
+        if self.value is not None:
+            return f"{base}={self.value}"
+        if not self.shape:
+            return base
+        return f"{base}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
+
+
+@dataclass(frozen=True)
+class TupleT:
+    items: tuple["Type", ...]
+
+    @property
+    def differentiable(self) -> bool:
+        return any(t.differentiable for t in self.items)
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(map(str, self.items)) + ("," if len(self.items) == 1 else "") + ")"
+
+
+@dataclass(frozen=True)
+class NoneT:
+    differentiable = False
+
+    def __str__(self) -> str:
+        return "None"
+
+
+@dataclass(frozen=True)
+class ListT:
+    """A Python list whose length is known only at run time (built by
+    ``append`` in a loop); ``elem`` is None until the first append is seen."""
+
+    elem: "Type | None"
+    length: int | None = None  # known when transforming (a comprehension over a range or an array)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.elem is not None and bool(self.elem.differentiable)
+
+    def __str__(self) -> str:
+        return f"list[{self.elem if self.elem is not None else '?'}{'' if self.length is None else f'; {self.length}'}]"
+
+
+@dataclass(frozen=True)
+class StructT:
+    """A structured argument (a "pytree" in JAX's words): a tuple, list, dict or
+    NamedTuple of numbers, arrays and further structures.  It exists only at
+    the boundary: the function's parameters are its leaves, and the cotangent
+    comes back with the same structure.  ``keys`` are the dict's keys or the
+    NamedTuple's fields; ``name`` the NamedTuple class (``cls``, not compared)."""
+
+    kind: str  # "tuple", "list", "dict" or "namedtuple"
+    keys: tuple[Any, ...]
+    items: tuple["Type", ...]
+    name: str = ""
+    cls: Any = field(default=None, repr=False)  # compared: two classes of one name are two types
+
+    @property
+    def differentiable(self) -> bool:
+        return any(t.differentiable for t in self.items)
+
+    def __str__(self) -> str:
+        if self.kind in ("tuple", "list"):
+            inner = ", ".join(map(str, self.items))
+            return f"({inner}{',' if len(self.items) == 1 else ''})" if self.kind == "tuple" else f"[{inner}]"
+        inner = ", ".join(f"{k}: {t}" if self.kind == "namedtuple" else f"{k!r}: {t}" for k, t in zip(self.keys, self.items))
+        return f"{self.name}({inner})" if self.kind == "namedtuple" else "{" + inner + "}"
+
+    def flatten(self, value: Any) -> list[Any]:
+        """The leaves of a value of this structure, in order."""
+        return _flattener(self)(value)
+
+    def paths(self) -> list[str]:
+        """Where each leaf is, as Python subscripts (``["w"]``, ``[0][1]``)."""
+        keys = self.keys if self.kind == "dict" else range(len(self.items))
+        return [f"[{k!r}]{rest}" for k, t in zip(keys, self.items)
+                for rest in (t.paths() if isinstance(t, StructT) else [""])]
+
+    def unflatten(self, leaves: Iterator[Any]) -> Any:
+        """A value of this structure from its leaves (cotangents, say)."""
+        items = [t.unflatten(leaves) if isinstance(t, StructT) else next(leaves) for t in self.items]
+        if self.kind == "dict":
+            return dict(zip(self.keys, items))
+        if self.kind == "namedtuple":
+            return self.cls(*items)
+        return items if self.kind == "list" else tuple(items)
+
+
+@functools.lru_cache(maxsize=256)
+def _flattener(t: StructT) -> Callable[[Any], list[Any]]:
+    """A function returning the leaves of a value of structure ``t`` (one
+    expression: no recursion per call).  Its text is made of indices only: the
+    keys are read from a tuple, never written into the text (a key's repr is
+    the user's)."""
+    keys: list[Any] = []
+    return eval("lambda v: [" + ", ".join(f"v{p}" for p in _key_paths(t, keys)) + "]",  # noqa: S307 - our text
+                {"__builtins__": {}, "k": tuple(keys)})
+
+
+def _key_paths(t: StructT, keys: list[Any]) -> list[str]:
+    """The subscripts of each leaf as text (``[k[0]][k[3]]``), the keys appended to ``keys``."""
+    out = []
+    for key, item in zip(t.keys if t.kind == "dict" else range(len(t.items)), t.items):
+        keys.append(key)
+        here = f"[k[{len(keys) - 1}]]"
+        out += [here + rest for rest in _key_paths(item, keys)] if isinstance(item, StructT) else [here]
+    return out
+
+
+def leaf_counts(types: Sequence["Type"]) -> list[int]:
+    """How many parameters each argument becomes (a structure: its leaves)."""
+    return [sum(leaf_counts(t.items)) if isinstance(t, StructT) else 1 for t in types]
+
+
+@dataclass(frozen=True)
+class FunT:
+    """A function value (a ``lambda`` or nested ``def``) called with arguments of
+    types ``params``, returning a ``result``."""
+
+    params: tuple["Type", ...]
+    result: "Type"
+    name: str = ""  # the variable of the ``lam`` that made it: each function value has a type of its own
+    differentiable = True
+
+    def __str__(self) -> str:
+        return f"({', '.join(map(str, self.params))}) -> {self.result}"
+
+
+@dataclass(frozen=True)
+class CopowerT:
+    """The cotangent of a function value (CHAD: ``!D1(τ) ⊗ D2(σ)``): the
+    formal sum of the calls made to it, each the call's primal argument (here:
+    the residuals the call recorded) with the cotangent of its result."""
+
+    fn: FunT
+    differentiable = True
+
+    def __str__(self) -> str:
+        return f"!({', '.join(map(str, self.fn.params))}) ⊗ {self.fn.result}"
+
+
+Type = Union[Num, TupleT, NoneT, ListT, StructT, FunT, CopowerT]
+
+FLOAT = Num((), "float64", py=True)
+INT = Num((), "int64", py=True)
+BOOL = Num((), "bool", py=True)
+
+
+def is_scalar(t: Type) -> bool:
+    return isinstance(t, Num) and t.shape == ()
+
+
+
+
+def tuple_items(t: Type) -> tuple[Type, ...]:
+    if not isinstance(t, TupleT):
+        raise TypeError(f"not a tuple type: {t}")
+    return t.items

@@ -1,0 +1,334 @@
+"""Walks over the IR: what a block binds and reads, use counts, and
+substitution and mapping of atoms.  Facts about a block are computed once
+(blocks are immutable) and remembered on it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Sequence
+
+from .nodes import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Copower, Copy, Drop, Dup, If, Lam, Loop,
+                    LoopBack, MakeTuple, Plus, Prim, Unpack, Var, nested_blocks)
+
+
+def lam_free_vars(rhs: Lam) -> tuple[Var, ...]:
+    """What a function value captures: the variables its body reads from outside."""
+    own = {v.name for v in rhs.params}
+    return tuple(v for v in free_vars(rhs.body) if v.name not in own)
+
+
+def function_values(block: "Block") -> dict[str, Lam]:
+    """Each ``lam`` of a block (also nested) by the variable it is bound to, which
+    its type names (copies made by ``dup`` have the same type)."""
+    found: dict[str, Lam] = {}
+    for b in block.binds:
+        if isinstance(b.rhs, Lam):
+            found[b.targets[0].name] = b.rhs
+        for inner in nested_blocks(b.rhs):
+            found.update(function_values(inner))
+    return found
+
+
+def loop_free_vars(rhs: "Loop | LoopBack") -> tuple[Var, ...]:
+    """What a loop body reads from outside (not its own inputs)."""
+    own = {v.name for v in (rhs.saved + rhs.params if isinstance(rhs, LoopBack) else rhs.inputs)}
+    return tuple(v for v in free_vars(rhs.body) if v.name not in own)
+
+
+def _memo(block: Block, key: str, compute: Callable[[Block], Any]) -> Any:
+    """``compute(block)``, remembered on the block: blocks are immutable, so a
+    fact about one (its free variables, the names it binds) never changes.  A
+    pass that asks at every level of a nested block then pays for each block
+    once, not once per enclosing level (which is quadratic in the depth)."""
+    memo = block.__dict__
+    if key not in memo:
+        memo[key] = compute(block)
+    return memo[key]
+
+
+def free_vars(block: Block) -> tuple[Var, ...]:
+    """The variables a block reads and does not bind, in order of first use."""
+    return _memo(block, "_free_vars", _free_vars)
+
+
+def _free_vars(block: Block) -> tuple[Var, ...]:
+    bound: set[str] = set()
+    seen: dict[str, Var] = {}
+    for b in block.binds:
+        for v in vars_of(b.rhs):
+            if v.name not in bound and v.name not in seen:
+                seen[v.name] = v
+        bound.update(t.name for t in b.targets)
+    r = block.result
+    if isinstance(r, Var) and r.name not in bound and r.name not in seen:
+        seen[r.name] = r
+    return tuple(seen.values())
+
+
+def all_binds(block: Block) -> Iterator[Bind]:
+    """Every binding of a block, also inside its branches, in order (each
+    binding before those nested in it).  A stack, not nested generators: a
+    binding deep down is passed up through no generator per level."""
+    stack = [iter(block.binds)]
+    while stack:
+        b = next(stack[-1], None)
+        if b is None:
+            stack.pop()
+            continue
+        yield b
+        stack.extend(iter(inner.binds) for inner in reversed(nested_blocks(b.rhs)))
+
+
+def _bound_here(b: Bind, backward: bool) -> Iterator[Var]:
+    """What one binding binds at its own level: its targets, a loop's inputs, a
+    lam's parameters and, with ``backward``, a backward loop's saved values and parameters."""
+    yield from b.targets
+    if isinstance(b.rhs, Loop):
+        yield from b.rhs.inputs
+    if backward and isinstance(b.rhs, LoopBack):
+        yield from b.rhs.saved + b.rhs.params
+    if isinstance(b.rhs, Lam):
+        yield from b.rhs.params
+
+
+def bound_names(block: Block) -> Iterator[str]:
+    """Every name a block binds, also inside its branches."""
+    for b in all_binds(block):
+        yield from (v.name for v in _bound_here(b, True))
+
+
+def bound_vars(block: Block) -> Iterator[Var]:
+    """Every variable a block binds, also inside its branches, in order."""
+    for b in all_binds(block):
+        yield from _bound_here(b, False)
+
+
+def bound_set(block: Block) -> frozenset[str]:
+    """``bound_names`` as a set, computed once per block (from its nested blocks' sets)."""
+    return _memo(block, "_bound_set", lambda blk: _names_below(blk, True, bound_set))
+
+
+def bound_var_names(block: Block) -> frozenset[str]:
+    """The names of ``bound_vars``, computed once per block (from its nested blocks' sets)."""
+    return _memo(block, "_bound_var_names", lambda blk: _names_below(blk, False, bound_var_names))
+
+
+def _names_below(block: Block, backward: bool, inner_names: Callable[[Block], frozenset[str]]) -> frozenset[str]:
+    names: set[str] = set()
+    for b in block.binds:
+        names.update(v.name for v in _bound_here(b, backward))
+        for inner in nested_blocks(b.rhs):
+            names |= inner_names(inner)
+    return frozenset(names)
+
+
+def read_names(block: Block) -> set[str]:
+    """Every name a block reads, also inside its branches (a new set: the caller may change it)."""
+    return set(read_set(block))
+
+
+def read_set(block: Block) -> frozenset[str]:
+    """``read_names``, computed once per block (from its nested blocks' sets)."""
+    return _memo(block, "_read_set", _read_set)
+
+
+def _read_set(block: Block) -> frozenset[str]:
+    names = {block.result.name} if isinstance(block.result, Var) else set()
+    for b in block.binds:
+        names.update(v.name for v in vars_of(b.rhs))
+        for inner in nested_blocks(b.rhs):
+            names |= read_set(inner)
+    return frozenset(names)
+
+
+def if_free_vars(rhs: If) -> tuple[Var, ...]:
+    """The variables the branches of an ``if`` read from outside, in order."""
+    seen: dict[str, Var] = {}
+    for v in free_vars(rhs.then) + free_vars(rhs.orelse):
+        seen.setdefault(v.name, v)
+    return tuple(seen.values())
+
+
+def map_block(block: Block, f: Callable[[Atom], Atom]) -> Block:
+    """A block with every free occurrence of a variable replaced by ``f``
+    (variables the block binds itself are left alone)."""
+    bound: set[str] = set()
+
+    def g(a: Atom) -> Atom:
+        return a if isinstance(a, Var) and a.name in bound else f(a)
+
+    binds = []
+    for b in block.binds:
+        binds.append(Bind(b.targets, map_atoms(b.rhs, g), b.loc))
+        bound.update(t.name for t in b.targets)
+    return Block(tuple(binds), g(block.result))
+
+
+def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
+    """The atoms a computation reads (for a branch or a loop: what it reads from outside)."""
+    if isinstance(rhs, If):
+        return (rhs.cond, *if_free_vars(rhs))
+    if isinstance(rhs, Loop):
+        return (*rhs.bounds, *rhs.init, *loop_free_vars(rhs))
+    if isinstance(rhs, LoopBack):
+        return (rhs.tape, *rhs.init, *loop_free_vars(rhs))
+    if isinstance(rhs, Lam):
+        return lam_free_vars(rhs)
+    if isinstance(rhs, App):
+        return (rhs.fn, *rhs.args)
+    if isinstance(rhs, AppBack):
+        return (rhs.fn, rhs.record, rhs.ct)
+    if isinstance(rhs, Copower):
+        return (rhs.record, rhs.ct)
+    if isinstance(rhs, CaseCopower):
+        return (rhs.copower, rhs.fn)
+    if isinstance(rhs, Prim):
+        return rhs.args
+    if isinstance(rhs, (MakeTuple, Plus)):
+        return rhs.items
+    if isinstance(rhs, Unpack):
+        return (rhs.tup,)
+    if isinstance(rhs, (Dup, Drop)):
+        return (rhs.var,)
+    if isinstance(rhs, Copy):
+        return (rhs.atom,)
+    raise TypeError(rhs)
+
+
+def vars_of(rhs: Comp) -> Iterator[Var]:
+    return (a for a in atoms_of(rhs) if isinstance(a, Var))
+
+
+def use_counts(block: Block) -> "Counter[str]":
+    """How often each variable is read: inside nested blocks, by loop bounds,
+    initial values and tapes too, and as the block's result.  A new Counter
+    (the caller may change it); the counts of each block are computed once."""
+    counts = Counter(_memo(block, "_use_counts", _nested_use_counts))
+    if isinstance(block.result, Var):
+        counts[block.result.name] += 1
+    return counts
+
+
+def _nested_use_counts(blk: Block) -> "Counter[str]":
+    """The reads of a block's bindings, nested blocks included (not its result)."""
+    counts: Counter[str] = Counter()
+    for b in blk.binds:
+        rhs = b.rhs
+        if isinstance(rhs, If):
+            direct: tuple[Atom, ...] = (rhs.cond,)
+        elif isinstance(rhs, Loop):
+            direct = (*rhs.bounds, *rhs.init, *rhs.save)
+        elif isinstance(rhs, LoopBack):
+            direct = (rhs.tape, *rhs.init)
+        elif isinstance(rhs, Lam):
+            direct = ()
+        else:
+            direct = tuple(vars_of(rhs))
+        counts.update(a.name for a in direct if isinstance(a, Var))
+        for inner in nested_blocks(rhs):
+            counts.update(_memo(inner, "_use_counts", _nested_use_counts))
+    return counts
+
+
+def map_atoms(rhs: Comp, f: Callable[[Atom], Atom]) -> Comp:
+    """The same computation with every atom it reads replaced by ``f(atom)``, in order."""
+    if isinstance(rhs, Prim):
+        return Prim(rhs.op, tuple(f(a) for a in rhs.args), rhs.params)
+    if isinstance(rhs, MakeTuple):
+        return MakeTuple(tuple(f(a) for a in rhs.items))
+    if isinstance(rhs, Plus):
+        return Plus(tuple(f(a) for a in rhs.items))
+    if isinstance(rhs, Unpack):
+        return Unpack(f(rhs.tup))
+    if isinstance(rhs, Copy):
+        return Copy(f(rhs.atom))
+    if isinstance(rhs, If):
+        return If(f(rhs.cond), map_block(rhs.then, f), map_block(rhs.orelse, f))
+    if isinstance(rhs, Loop):
+        own = {v.name for v in rhs.inputs}
+        body = map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a))
+        return Loop(tuple(f(a) for a in rhs.bounds), rhs.index, rhs.carried, tuple(f(a) for a in rhs.init), body,
+                    rhs.save, rhs.tape)
+    if isinstance(rhs, LoopBack):
+        own = {v.name for v in rhs.saved + rhs.params}
+        body = map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a))
+        tape = f(rhs.tape)
+        assert isinstance(tape, Var)
+        return LoopBack(tape, rhs.saved, rhs.params, tuple(f(a) for a in rhs.init), body)
+    if isinstance(rhs, Lam):
+        own = {v.name for v in rhs.params}
+        return replace(rhs, body=map_block(rhs.body, lambda a: a if isinstance(a, Var) and a.name in own else f(a)))
+    if isinstance(rhs, App):
+        return App(as_var(f(rhs.fn)), tuple(f(a) for a in rhs.args))
+    if isinstance(rhs, AppBack):
+        return AppBack(as_var(f(rhs.fn)), as_var(f(rhs.record)), f(rhs.ct))
+    if isinstance(rhs, Copower):
+        return Copower(as_var(f(rhs.record)), f(rhs.ct))
+    if isinstance(rhs, CaseCopower):
+        return CaseCopower(f(rhs.copower), as_var(f(rhs.fn)))
+    if isinstance(rhs, (Dup, Drop)):
+        a = f(rhs.var)
+        if not isinstance(a, Var):
+            raise TypeError("dup/drop of a non-variable")
+        return type(rhs)(a)
+    raise TypeError(rhs)
+
+
+def as_var(a: Atom) -> Var:
+    if not isinstance(a, Var):
+        raise TypeError(f"expected a variable, got {a}")
+    return a
+
+
+def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
+    """Replace variables read by ``rhs`` according to ``env`` (name -> atom).
+
+    A branch, loop or function value that reads none of ``env``'s names from
+    outside is returned as it is, without a walk of its blocks: what it reads
+    from outside is known once per block (``free_vars``), so substituting at
+    every level of a deeply nested block costs each level once."""
+    if not env:
+        return rhs
+    if not nested_blocks(rhs):
+        return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
+    if all(v.name not in env for v in vars_of(rhs)):
+        return rhs
+    if isinstance(rhs, If):
+        cond = env.get(rhs.cond.name, rhs.cond) if isinstance(rhs.cond, Var) else rhs.cond
+        return If(cond, substitute_block(rhs.then, env), substitute_block(rhs.orelse, env))
+    if isinstance(rhs, Loop):
+        return Loop(tuple(_subst(a, env) for a in rhs.bounds), rhs.index, rhs.carried,
+                    tuple(_subst(a, env) for a in rhs.init), substitute_block(rhs.body, _without(env, rhs.inputs)),
+                    rhs.save, rhs.tape)
+    if isinstance(rhs, LoopBack):
+        return LoopBack(as_var(_subst(rhs.tape, env)), rhs.saved, rhs.params, tuple(_subst(a, env) for a in rhs.init),
+                        substitute_block(rhs.body, _without(env, rhs.saved + rhs.params)))
+    if isinstance(rhs, Lam):
+        return replace(rhs, body=substitute_block(rhs.body, _without(env, rhs.params)))
+    raise TypeError(rhs)
+
+
+def substitute_block(block: Block, env: dict[str, Atom]) -> Block:
+    """``substitute`` on every free occurrence in a block (names the block binds
+    itself are left alone, as ``map_block`` does); a block that reads none of
+    ``env``'s names from outside is returned as it is."""
+    if not env or all(v.name not in env for v in free_vars(block)):
+        return block
+    binds = []
+    for b in block.binds:
+        binds.append(Bind(b.targets, substitute(b.rhs, env), b.loc))
+        if any(t.name in env for t in b.targets):  # bound here: later reads are this block's own
+            env = _without(env, b.targets)
+    return Block(tuple(binds), _subst(block.result, env))
+
+
+def _subst(a: Atom, env: dict[str, Atom]) -> Atom:
+    return env.get(a.name, a) if isinstance(a, Var) else a
+
+
+def _without(env: dict[str, Atom], own: Sequence[Var]) -> dict[str, Atom]:
+    """``env`` less the names a block binds for itself (loop inputs, parameters)."""
+    names = {v.name for v in own}
+    return env if names.isdisjoint(env) else {k: a for k, a in env.items() if k not in names}
+

@@ -1,0 +1,69 @@
+"""The simplifier for the target IR of the reverse macro: one pass (or one
+family of passes) per module, each a function from program to program (or
+block to block), run in order by ``optimise``:
+
+- ``structure.forget_structure``: ``dup`` copies become aliases of the original,
+  ``drop`` disappears (the primal needs neither; they were there for the macro);
+- ``simplify.fold``: the zero/plus algebra — a statically-zero cotangent is never
+  materialised: ``plus`` drops zeros, a primitive that is zero-preserving in
+  a zero argument is zero, tuples of zeros are zero, ``unpack`` of a known
+  tuple is its items, copies are propagated; ``simplify.name_cotangents``: a
+  cotangent computed into a temporary and then named ``x_ct`` is computed
+  straight into ``x_ct``;
+- ``arrays``: broadcasts sunk through elementwise operations, sums of outer
+  products as one matrix product, zeros of a static shape;
+- ``hoist.hoist_invariants``: loop-invariant code motion;
+- ``cse.cse``: common subexpressions;
+- ``dce.dce``: bindings nothing reads are removed (backward first, then forward,
+  keeping what the backward reads: the residuals), tapes pruned;
+- ``accumulate.accumulate_in_loops``: one-hot cotangents added in place;
+- ``lists_in_place.lists_in_place``: lists appended to and popped in place;
+- ``outputs``: only the cotangents asked for (``restrict``); parameter
+  cotangents that are statically zero become real zeros, and read-only
+  broadcast views returned to the user become arrays (``finish``).
+
+``copowers.remove_functions`` (function values and their copowers removed when
+every call site is known) runs before ``optimise``.  ``astad.blocks`` holds the
+helpers the passes share.
+"""
+
+from __future__ import annotations
+
+from ..ir import ReverseProgram, Var, bound_set, bound_vars, read_set
+from ..names import Namer
+from .accumulate import accumulate_in_loops
+from .arrays import outer_sums, sink_broadcasts, static_zeros
+from .cse import cse
+from .dce import dce, prune_tapes
+from .hoist import hoist_invariants
+from .lists_in_place import lists_in_place
+from .outputs import finish, restrict
+from .simplify import fold, fold_forward, name_cotangents
+from .structure import forget_structure
+
+__all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward", "forget_structure",
+           "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums", "prune_tapes",
+           "residuals", "restrict", "sink_broadcasts", "static_zeros"]
+
+
+def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
+    prog = forget_structure(restrict(prog, wrt))
+    prog = fold_forward(prog)
+    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
+    prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
+    taken = Namer.of(prog).taken  # every name of the program and what generated code reads
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              accumulate_in_loops(prog.backward, taken)))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              outer_sums(prog.backward, Namer.of(prog))))
+    prog = finish(prog)
+    return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                                         static_zeros(prog.backward)))
+
+
+def residuals(prog: ReverseProgram) -> tuple[Var, ...]:
+    """The forward variables (and parameters) the backward block reads, in forward order."""
+    read = read_set(prog.backward) - bound_set(prog.backward) - {prog.ct_in.name}
+    order = list(prog.params) + list(bound_vars(prog.forward))
+    return tuple(v for v in order if v.name in read)

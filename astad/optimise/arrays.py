@@ -1,0 +1,130 @@
+"""Rewrites of array operations: broadcasts sunk through elementwise operations
+(``sink_broadcasts``), a sum of outer products made one matrix product
+(``outer_sums``), zeros of a static shape made by ``np.zeros(shape)`` (``static_zeros``)."""
+
+from __future__ import annotations
+
+from .. import rules
+from ..blocks import with_branches
+from ..frontend import literal_type
+from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, use_counts
+from ..names import Namer
+
+
+_ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "select"}
+
+
+def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
+    """Push ``broadcast_to`` down through elementwise operations: ``mul(broadcast_to(s,
+    S), y)`` with ``y`` of shape ``S`` is ``mul(s, y)``, and an operation on
+    broadcasts of small values is done on the small values, then broadcast.  A
+    cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
+    materialised as a full array unless it has to be."""
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, Namer.of(prog)))
+
+
+def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
+    small = dict(small)  # variable bound to broadcast_to(src, shape) -> src
+    out: list[Bind] = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, (If, Loop, LoopBack)):
+            out.append(with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
+            continue
+        if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
+            src = rhs.args[0]
+            small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
+        elif not _known_shape(b.targets[0]):
+            pass  # a length known only at run time: no constant shape to broadcast to
+        elif (isinstance(rhs, Prim) and rhs.op == "expand_dims" and isinstance(rhs.args[0], Var)
+              and rhs.args[0].name in small and _is_scalar(small[rhs.args[0].name])):
+            # a broadcast scalar with an axis inserted is the scalar broadcast to the new shape
+            src, target = small[rhs.args[0].name], b.targets[0]
+            out.append(Bind(b.targets, Prim("broadcast_to", (src, _shape_const(target))), b.loc))
+            small[target.name] = src
+            continue
+        elif isinstance(rhs, Prim) and rhs.op in _ELEMENTWISE and any(isinstance(a, Var) and a.name in small
+                                                                       for a in rhs.args):
+            args = tuple(small.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args)
+            target = b.targets[0]
+            t = rules.infer(rhs.op, [a.type for a in args], dict(rhs.params))
+            if t.shape == target.type.shape:  # type: ignore[union-attr]
+                out.append(Bind(b.targets, Prim(rhs.op, args, rhs.params), b.loc))
+                continue
+            reduced = Var(namer.temp(), t)
+            out.append(Bind((reduced,), Prim(rhs.op, args, rhs.params), b.loc))
+            out.append(Bind(b.targets, Prim("broadcast_to", (reduced, _shape_const(target))), b.loc))
+            small[target.name] = reduced
+            continue
+        out.append(b)
+    return Block(tuple(out), block.result)
+
+
+def _known_shape(v: Var) -> bool:
+    return not (isinstance(v.type, Num) and None in v.type.shape)
+
+
+def _is_scalar(a: Atom) -> bool:
+    return isinstance(a.type, Num) and a.type.shape == ()
+
+
+def _shape_const(v: Var) -> Const:
+    shape = tuple(v.type.shape)  # type: ignore[union-attr]
+    return Const.literal(shape, TupleT(tuple(Num((), "int64", True, d) for d in shape)))
+
+
+def static_zeros(block: Block) -> Block:
+    """Zeros of a shape known when transforming are made by ``np.zeros(shape)``,
+    not ``np.zeros_like(x)`` (a fifth of the cost for a small array)."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, Prim) and rhs.op in ("zeros_like", "scatter"):
+            like = rhs.args[0 if rhs.op == "zeros_like" else 1]
+            shape = _static_shape(like.type)
+            if shape is not None and rhs.op == "zeros_like":
+                dtype = rhs.param("dtype") or like.type.dtype  # type: ignore[union-attr]
+                rhs = Prim("zeros", tuple(Const.literal(d, literal_type(d)) for d in shape), (("dtype", dtype),))
+            elif shape is not None:
+                rhs = Prim(rhs.op, rhs.args, tuple(sorted(rhs.params + (("zeros", (shape, like.type.dtype)),))))  # type: ignore[union-attr]
+        binds.append(with_branches(b, rhs, static_zeros))
+    return Block(tuple(binds), block.result)
+
+
+def _static_shape(t: object) -> tuple[int, ...] | None:
+    if isinstance(t, Num) and t.shape and all(isinstance(d, int) for d in t.shape):
+        return tuple(int(d) for d in t.shape)  # type: ignore[arg-type]
+    return None
+
+
+#: the fewest outer products a sum must have to be made one matrix product
+_OUTER_SUM_MIN = 4
+
+
+def outer_sums(block: Block, namer: Namer) -> Block:
+    """A sum of outer products is one matrix product: ``outer(u_1, v_1) + ... +
+    outer(u_n, v_n)`` is ``stack(u_1..u_n).T @ stack(v_1..v_n)`` (the cotangent of
+    a weight matrix applied at many places, as in a recursive model): two stacks
+    and one product instead of n products and n - 1 sums of matrices."""
+    outers = {b.targets[0].name: b.rhs for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "outer"
+              and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
+    uses = use_counts(block)
+    binds: list[Bind] = []
+    for b in block.binds:
+        b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
+        rhs = b.rhs
+        found = [outers[a.name] for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
+            if isinstance(rhs, Plus) else []
+        if len(found) < _OUTER_SUM_MIN or len(found) != len(rhs.items):  # type: ignore[union-attr]
+            binds.append(b)
+            continue
+        us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
+        made = []
+        for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
+            v = Var(namer.temp(), rules.infer(op, [a.type for a in args], params))
+            made.append(v)
+            binds.append(Bind((v,), Prim(op, args, tuple(sorted(params.items()))), b.loc))
+        ut = Var(namer.temp(), rules.infer("transpose", [made[0].type], {}))
+        binds.append(Bind((ut,), Prim("transpose", (made[0],)), b.loc))
+        binds.append(Bind(b.targets, Prim("matmul", (ut, made[1])), b.loc))
+    return Block(tuple(binds), block.result)

@@ -1,0 +1,101 @@
+"""Dead code: bindings nothing reads are removed (backward first, then forward,
+keeping what the backward reads: the residuals); each loop's tape records
+exactly what its backward pass reads (``prune_tapes``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..blocks import with_branches
+from ..ir import (Bind, Block, If, Loop, LoopBack, ReverseProgram, Var, bound_names, bound_set, bound_vars,
+                  nested_blocks, read_names, read_set, vars_of)
+from .simplify import select_items
+
+
+def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
+    """Remove bindings nothing reads; ``keep`` are names read from elsewhere (the
+    residuals, which may be bound inside branches)."""
+    live = set(live)
+    kept = []
+    for b in reversed(block.binds):
+        if isinstance(b.rhs, If):
+            alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
+            inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
+            if not alive and keep.isdisjoint(inner):
+                continue
+            then, orelse = select_items(b.rhs.then, alive), select_items(b.rhs.orelse, alive)
+            then = _dce(then, read_names(Block((), then.result)), keep)
+            orelse = _dce(orelse, read_names(Block((), orelse.result)), keep)
+            b = Bind(tuple(b.targets[i] for i in alive), If(b.rhs.cond, then, orelse), b.loc)
+        elif isinstance(b.rhs, Loop):
+            if not any(t.name in live or t.name in keep for t in b.targets):
+                continue
+            body_live = read_names(Block((), b.rhs.body.result)) | {v.name for v in b.rhs.save}
+            b = with_branches(b, b.rhs, lambda blk: _dce(blk, body_live, keep))
+        elif isinstance(b.rhs, LoopBack):
+            if not any(t.name in live for t in b.targets):
+                continue
+            b = with_branches(b, b.rhs, lambda blk: _dce(blk, read_names(Block((), blk.result)), keep))
+        elif not any(t.name in live or t.name in keep for t in b.targets):
+            continue
+        kept.append(b)
+        live.update(v.name for v in vars_of(b.rhs))
+    return Block(tuple(reversed(kept)), block.result)
+
+
+def dce(prog: ReverseProgram) -> ReverseProgram:
+    backward = _dce(prog.backward, read_names(Block((), prog.backward.result)), set())
+    prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
+    backward = prog.backward
+    needed = read_set(backward) - bound_set(backward)
+    forward = _dce(prog.forward, read_names(Block((), prog.forward.result)), needed)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
+
+
+def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
+    """Each loop records on its tape exactly what its backward pass reads of
+    what the loop binds: no more, and no less when a value was moved into the
+    loop's body from an inner loop (``hoist_invariants``)."""
+    forward_vars = {v.name: v for v in bound_vars(prog.forward)}
+    keep: dict[str, tuple[Var, ...]] = {}
+    inside: dict[str, set[str]] = {}  # tape -> what its loop binds (outer values are not taped)
+
+    def scan(block: Block) -> None:
+        for b in block.binds:
+            if isinstance(b.rhs, Loop) and b.rhs.tape is not None:
+                r = b.rhs
+                inside[r.tape.name] = {*(v.name for v in r.inputs), *bound_names(r.body)}
+            for inner in nested_blocks(b.rhs):
+                scan(inner)
+
+    scan(prog.forward)
+
+    def back(block: Block) -> Block:
+        binds = []
+        for b in block.binds:
+            b = with_branches(b, b.rhs, back)
+            if isinstance(b.rhs, LoopBack):
+                # what the body reads from this loop's iteration (not what nested loops bind themselves)
+                read = (read_set(b.rhs.body) - bound_set(b.rhs.body)) & inside.get(b.rhs.tape.name, set())
+                saved = tuple(v for v in b.rhs.saved if v.name in read)
+                missing = read - {v.name for v in saved}  # once, not per forward variable
+                saved += tuple(v for n, v in forward_vars.items() if n in missing)
+                keep[b.rhs.tape.name] = saved
+                b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
+            binds.append(b)
+        return Block(tuple(binds), block.result)
+
+    def fwd(block: Block) -> Block:
+        binds = []
+        for b in block.binds:
+            b = with_branches(b, b.rhs, fwd)
+            if isinstance(b.rhs, Loop) and b.rhs.tape is not None:
+                if b.rhs.tape.name in keep:
+                    b = Bind(b.targets, replace(b.rhs, save=keep[b.rhs.tape.name]), b.loc)
+                else:  # no backward pass reads this tape
+                    b = Bind(b.targets[:-1], replace(b.rhs, save=(), tape=None), b.loc)
+            binds.append(b)
+        return Block(tuple(binds), block.result)
+
+    backward = back(prog.backward)
+    return ReverseProgram(prog.name, prog.params, fwd(prog.forward), prog.ct_in, backward)

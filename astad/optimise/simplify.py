@@ -1,0 +1,242 @@
+"""The zero/plus algebra (``fold``): a statically-zero cotangent is never
+materialised: ``plus`` drops zeros, a primitive that is zero-preserving in a
+zero argument is zero, tuples of zeros are zero, ``unpack`` of a known tuple is
+its items, copies are propagated.  ``name_cotangents``: a cotangent computed into
+a temporary and then named ``x_ct`` is computed straight into ``x_ct``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from .. import rules
+from ..blocks import ZERO_MAKERS, result_items, with_branches
+from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
+                  TupleT, Unpack, Var, Zero, bound_set, nested_blocks, substitute, substitute_block, vars_of)
+from ..names import Namer
+from .structure import rename_deep, rename_vars, subst_atom
+
+
+def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
+    return all(isinstance(a, Zero) for a in items)
+
+
+def select_items(block: Block, keep: list[int]) -> Block:
+    """A branch or loop body passing on only its result items ``keep``."""
+    items = result_items(block)
+    assert items is not None and isinstance(block.result, Var)
+    chosen = tuple(items[i] for i in keep)
+    tup = Var(block.result.name, TupleT(tuple(a.type for a in chosen)))
+    return Block(block.binds[:-1] + (Bind((tup,), MakeTuple(chosen), block.binds[-1].loc),), tup)
+
+
+def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed: Renamed) -> Bind | None:
+    """Fold both branches; a joined value that is zero in both, or the same
+    outside value in both, needs no ``if``: it is that value."""
+    then, orelse = fold(rhs.then, keep_copies, renamed), fold(rhs.orelse, keep_copies, renamed)
+    ti, ei = result_items(then), result_items(orelse)
+    if ti is None or ei is None:
+        return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
+    inside = bound_set(then) | bound_set(orelse)
+    kept = []
+    for i, t in enumerate(b.targets):
+        a, c = _through_copies(ti[i], then), _through_copies(ei[i], orelse)
+        if _zero_valued(a, then) and _zero_valued(c, orelse):
+            env[t.name] = Zero(t.type)
+        elif a == c and not isinstance(a, Zero) and not (isinstance(a, Var) and a.name in inside):
+            env[t.name] = a
+        else:
+            kept.append(i)
+    if not kept:
+        return None
+    return Bind(tuple(b.targets[i] for i in kept),
+                If(rhs.cond, select_items(then, kept), select_items(orelse, kept)), b.loc)
+
+
+def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: bool,
+                    made_zero: set[str], renamed: Renamed) -> Bind | None:
+    """Fold the body.  A carried value that starts as zero and that the body
+    keeps zero (given that it is zero) is zero throughout, and one the body
+    passes on unchanged is its start throughout: neither is carried any more,
+    and the loop's result for it is that value.  The largest such set is found
+    by starting from every zero start and dropping the ones some iteration
+    changes."""
+    zero = {i for i, a in enumerate(rhs.init) if isinstance(a, Zero) or (isinstance(a, Var) and a.name in made_zero)}
+    while True:
+        body = fold(substitute_block(rhs.body, {rhs.params[i].name: Zero(rhs.params[i].type) for i in zero}),
+                    keep_copies, renamed)
+        items = result_items(body)
+        if items is None:
+            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies, renamed)), b.loc)
+        still = {i for i in zero if _zero_valued(_through_copies(items[i], body), body)}
+        if still == zero:
+            break
+        zero = still
+    fixed = {i: Zero(b.targets[i].type) for i in zero}
+    fixed.update({i: rhs.init[i] for i in range(len(rhs.params))
+                  if i not in zero and _through_copies(items[i], body) == rhs.params[i]})
+    if not fixed:
+        return Bind(b.targets, replace(rhs, body=body), b.loc)
+    for i, value in fixed.items():
+        env[b.targets[i].name] = value
+    kept = [i for i in range(len(rhs.params)) if i not in fixed]
+    if not kept:
+        return None
+    body = substitute_block(body, {rhs.params[i].name: rhs.init[i] for i in fixed if i not in zero})
+    return Bind(tuple(b.targets[i] for i in kept),
+                replace(rhs, params=tuple(rhs.params[i] for i in kept), init=tuple(rhs.init[i] for i in kept),
+                        body=select_items(body, kept)), b.loc)
+
+
+def _zero_valued(a: Atom, block: Block) -> bool:
+    """Whether a branch's result item is zero: statically, or made by a zeros
+    primitive in the branch (needed only if the other branch is not zero)."""
+    if isinstance(a, Zero):
+        return True
+    return isinstance(a, Var) and any(bd.targets == (a,) and isinstance(bd.rhs, Prim) and bd.rhs.op in ZERO_MAKERS
+                                      for bd in block.binds)
+
+
+def _through_copies(a: Atom, block: Block) -> Atom:
+    """The atom a branch's result item is a copy of (``let x_ct = y_ct``)."""
+    copies = {bd.targets[0].name: bd.rhs.atom for bd in block.binds if isinstance(bd.rhs, Copy)}
+    while isinstance(a, Var) and a.name in copies:
+        a = copies[a.name]
+    return a
+
+
+def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
+              result: Atom, made_zero: set[str], renamed: Renamed) -> Bind | None:
+    """Simplify one binding; returns None when it was absorbed into ``env``."""
+    if isinstance(rhs, If):
+        return _fold_if(b, rhs, env, keep_copies, renamed)
+    if isinstance(rhs, LoopBack):
+        return _fold_loop_back(b, rhs, env, keep_copies, made_zero, renamed)
+    if isinstance(rhs, Loop):
+        return with_branches(b, rhs, lambda blk: fold(blk, keep_copies, renamed))
+    if isinstance(rhs, Plus):
+        items = tuple(a for a in rhs.items if not isinstance(a, Zero))
+        if len(items) <= 1:
+            env[b.targets[0].name] = items[0] if items else Zero(b.targets[0].type)
+            return None
+        return Bind(b.targets, Plus(items), b.loc)
+    if isinstance(rhs, Prim) and rhs.op == "or_zeros_like":
+        ct, like = rhs.args
+        if not isinstance(ct, Zero):
+            env[b.targets[0].name] = ct
+            return None
+        return Bind(b.targets, Prim("list_zeros_like" if isinstance(like.type, ListT) else "zeros_like", (like,)), b.loc)
+    if isinstance(rhs, Prim):
+        zero_in = rules.TABLE[rhs.op].zero_in
+        if any(isinstance(rhs.args[i], Zero) for i in zero_in):
+            env[b.targets[0].name] = Zero(b.targets[0].type)
+            return None
+        return Bind(b.targets, rhs, b.loc)
+    if isinstance(rhs, MakeTuple):
+        if _is_zero_tuple(rhs.items) and b.targets[0] != result:
+            env[b.targets[0].name] = Zero(b.targets[0].type)
+            return None
+        tuples[b.targets[0].name] = rhs.items
+        return Bind(b.targets, rhs, b.loc)
+    if isinstance(rhs, Unpack):
+        src = rhs.tup
+        items = None
+        if isinstance(src, Zero):
+            items = tuple(Zero(t.type) for t in b.targets)
+        elif isinstance(src, Var) and src.name in tuples:
+            items = tuples[src.name]
+        if items is None:
+            return Bind(b.targets, rhs, b.loc)
+        for t, a in zip(b.targets, items):
+            env[t.name] = a
+        return None
+    if isinstance(rhs, Copy):
+        if keep_copies and not isinstance(rhs.atom, (Zero, Const)):
+            return Bind(b.targets, rhs, b.loc)
+        env[b.targets[0].name] = rhs.atom
+        return None
+    return Bind(b.targets, rhs, b.loc)  # type: ignore[arg-type]
+
+
+#: where ``fold`` records every name it replaced (in every nested block) by what replaced it
+Renamed = "dict[str, Atom] | None"
+
+
+def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None) -> Block:
+    """The zero/plus algebra on ``block``; the names it replaces are added to
+    ``renamed`` (when given) with what replaced them."""
+    env: dict[str, Atom] = {}
+    tuples: dict[str, tuple[Atom, ...]] = {}
+    made_zero: set[str] = set()  # variables bound to zeros made at run time
+    out = []
+    for b in block.binds:
+        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero, renamed)
+        if new is not None:
+            out.append(new)
+            if isinstance(new.rhs, Prim) and new.rhs.op in ZERO_MAKERS:
+                made_zero.add(new.targets[0].name)
+    if renamed is not None:
+        renamed.update(env)
+    return Block(tuple(out), subst_atom(block.result, env))
+
+
+def fold_forward(prog: ReverseProgram) -> ReverseProgram:
+    """Fold the forward block (copies too).  A forward name the fold replaces (a
+    value an ``if`` joins that is the same in both branches, a copy) may be a
+    residual: the backward block and the tapes read what replaced it, so the
+    two blocks agree."""
+    renamed: dict[str, Atom] = {}
+    forward = fold(prog.forward, keep_copies=False, renamed=renamed)
+
+    def final(a: Atom) -> Atom:
+        while isinstance(a, Var) and a.name in renamed:
+            a = renamed[a.name]
+        return a
+
+    env = {name: final(a) for name, a in renamed.items()}
+    return ReverseProgram(prog.name, prog.params, _rename_saves(forward, env), prog.ct_in,
+                          rename_deep(prog.backward, env))
+
+
+def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
+    """What each loop records on its tape, renamed by ``env``."""
+    binds = []
+    for b in block.binds:
+        rhs = b.rhs
+        if isinstance(rhs, Loop):
+            rhs = replace(rhs, save=rename_vars(rhs.save, env), body=_rename_saves(rhs.body, env))
+        elif isinstance(rhs, If):
+            rhs = If(rhs.cond, _rename_saves(rhs.then, env), _rename_saves(rhs.orelse, env))
+        binds.append(Bind(b.targets, rhs, b.loc))
+    return Block(tuple(binds), block.result)
+
+
+def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block:
+    """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``.
+    ``outer``: the copies the enclosing blocks removed (name -> what replaces it);
+    a nested block applies them with its own in one walk."""
+    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    if isinstance(block.result, Var):
+        uses[block.result.name] += 1
+    defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets
+                  if len(b.targets) == 1 and not nested_blocks(b.rhs)}
+    binds: list[Bind | None] = list(block.binds)
+    env: dict[str, Atom] = dict(outer or {})
+    for i, b in enumerate(block.binds):
+        if not isinstance(b.rhs, Copy):
+            continue
+        src = subst_atom(b.rhs.atom, env)
+        target = b.targets[0]
+        if (isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in defined_at
+                and binds[defined_at[src.name]] is not None):
+            j = defined_at[src.name]
+            old = binds[j]
+            assert old is not None
+            binds[j] = Bind((target,), old.rhs, old.loc)
+            binds[i] = None
+        else:
+            env[target.name] = src
+            binds[i] = None
+    binds = [b if b is None else with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env)) for b in binds]
+    out = tuple(Bind(b.targets, substitute(b.rhs, env), b.loc) for b in binds if b is not None)
+    return Block(out, subst_atom(block.result, env))
