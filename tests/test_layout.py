@@ -16,11 +16,9 @@ PACKAGE = ROOT / "astad"
 #: the most lines a module may have (the style rule is ~600)
 MAX_LINES = 650
 
-#: modules still over the limit
-TOO_LONG = {
-    "astad.optimise",  # being split (issue 10)
-    "astad.ir",  # being split
-}
+#: modules allowed over the limit while they are being split (none since ir/, optimise/, codegen/ and
+#: rules/ landed)
+TOO_LONG: set[str] = set()
 
 
 def _modules() -> dict[str, pathlib.Path]:
