@@ -10,14 +10,13 @@ mode over the inner derivative's IR program).
 """
 
 from .api import Pullback, Reverse, clear_caches, reverse, vjp
-from .api_forward import Forward, Pushforward, forward, jvp
-from .api_higher import Derived, grad, hessian, hvp, jacfwd, jacobian, jacrev, value_and_grad
+from .api_forward import Forward, Pushforward, forward
+from .api_higher import Derived, grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
 from .cache import config
 from .errors import (AstadError, AstadTypeError, InternalError, NonScalarOutputError, SourceUnavailableError,
                      UnsupportedFunctionError, UnsupportedSyntaxError)
 from .pipeline import STAGES, Derivative
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
     "reverse", "forward", "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "Forward", "Pushforward",

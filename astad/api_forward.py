@@ -242,24 +242,6 @@ def forward(fn: Callable[..., Any]) -> Forward:
     return forward_of(fn)
 
 
-def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
-    one tangent per positional argument, None for one held constant."""
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
-                             hint="astad.jvp(f, (x, w), (tx, None))")
-    from .api_higher import derived_of
-
-    d = derived_of(fn)
-    if d is not None:
-        value, tangent = d.jvp(tuple(primals), tuple(tangents))
-        return value, zeros_like_type(None, value) if tangent is None else tangent
-    if len(primals) != len(tangents):
-        raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
-                             hint="one tangent per primal, None for one held constant")
-    return jvp_at(forward_of(fn), tuple(primals), tuple(tangents))
-
-
 def forward_of(fn: Callable[..., Any]) -> Forward:
     """The (cached) Forward of a plain function."""
     if type(fn) is Forward:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 
 from . import api, fresh, pipeline
-from .api_forward import checked_tangents, forward_of, jvp_at, param_names
+from .api_forward import checked_tangents, forward_of, jvp_at, param_names, zeros_like_type
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
                         require_real, skeleton)
@@ -459,3 +459,19 @@ def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     for i, h in zip(nums, hv):
         out[i] = h
     return tuple(out)
+
+
+def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
+    one tangent per positional argument, None for one held constant."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
+                             hint="astad.jvp(f, (x, w), (tx, None))")
+    d = derived_of(fn)
+    if d is not None:
+        value, tangent = d.jvp(tuple(primals), tuple(tangents))
+        return value, zeros_like_type(None, value) if tangent is None else tangent
+    if len(primals) != len(tangents):
+        raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
+                             hint="one tangent per primal, None for one held constant")
+    return jvp_at(forward_of(fn), tuple(primals), tuple(tangents))

@@ -118,14 +118,15 @@ def astad_fingerprint() -> str:
     never reads entries an older one wrote under the same version number."""
     if not _SELF:
         h = hashlib.sha256()
-        for f in sorted(Path(__file__).parent.glob("*.py")):
-            h.update(f.name.encode() + b"\0" + f.read_bytes())
+        root = Path(__file__).parent
+        for f in sorted(root.rglob("*.py")):  # the subpackages' modules too (frontend/, ad/)
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes())
         _SELF.append(h.hexdigest())
     return _SELF[0]
 
 
 def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None) -> str:
-    from . import __version__
+    from .version import __version__
 
     text = "\n".join([str(FORMAT), __version__, astad_fingerprint(), parsed.file, str(parsed.funcdef_line), parsed.name, parsed.source,
                       repr(tuple(arg_types)),

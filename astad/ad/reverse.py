@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import rules
-from ..errors import InternalError
+from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..names import Namer
 from dataclasses import replace
@@ -141,7 +141,6 @@ class _Macro:
         try:
             arg_cts = entry.vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
-            from .errors import AstadTypeError
             raise AstadTypeError(f"cannot differentiate {rhs.op}: {e}", bind.loc) from None
         for a, c in zip(rhs.args, arg_cts):
             self.give(a, c)

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import libcst as cst
 import numpy as np
 
-from .ir import Atom, Const, ListT, Num, Var
-
-if TYPE_CHECKING:
-    from .frontend import Lowerer, Value
+from ..ir import Atom, Const, ListT, Num, Var
+from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
+from .scopes import Value
 
 _REQUIRED = object()
 
@@ -312,6 +311,11 @@ BUILTINS: dict[Any, ApiSpec] = {
     builtins.sum: ApiSpec("sum", _sig("iterable, start=0"), _lower_builtin_sum),
     builtins.abs: elementwise("abs")("abs"),
 }
+
+
+def builtin_spec(obj: Any) -> ApiSpec | None:
+    """The spec of a supported builtin (looked up by identity: ``obj`` may be an array)."""
+    return next((spec for k, spec in BUILTINS.items() if k is obj), None)
 
 
 def _numpy_names() -> dict[int, str]:

@@ -1,0 +1,85 @@
+"""Abstract types: of a run-time argument (part of the cache key) and of a
+Python literal.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import numpy as np
+
+from ..errors import AstadTypeError
+from ..ir import BOOL, FLOAT, INT, Num, NoneT, StructT, Type
+
+
+#: numpy's scalar types of a float, int or bool dtype (an argument of one has that dtype)
+_NUMPY_SCALARS = frozenset(t for t in set(np.sctypeDict.values())
+                           if issubclass(t, np.generic) and np.dtype(t).kind in "fbiu")
+
+
+#: array types astad runs like np.ndarray (np.memmap only adds where the memory is); any other
+#: subclass may change what operators do (np.matrix: `*` is a matrix product; masked arrays skip
+#: masked entries), so it is refused rather than differentiated as an ndarray
+_ARRAY_TYPES = (np.ndarray, np.memmap)
+
+
+#: dict types read like dict (an OrderedDict's order is its keys' order, as dict's)
+_DICT_TYPES = (dict, collections.OrderedDict)
+
+
+def abstract(value: Any, what: str) -> Type:
+    """The abstract type of a run-time argument value (part of the cache key).
+    Exact types only: a subclass of int, float, ndarray, tuple or dict may
+    change what its operators do, which the generated code would not do."""
+    t = type(value)
+    if t is tuple or t is list or t in _DICT_TYPES or (isinstance(value, tuple) and hasattr(t, "_fields")):
+        return _abstract_struct(value, what)
+    if t is bool:
+        return BOOL
+    if t is int:
+        return INT
+    if t is float:
+        return FLOAT
+    if (t in _ARRAY_TYPES or t in _NUMPY_SCALARS) and value.dtype.kind in "fbiu":
+        return Num(tuple(int(d) for d in value.shape), value.dtype.name)
+    base = next((b for b in (bool, int, float, np.ndarray, tuple, list, dict) if isinstance(value, b)), None)
+    if base is not None and t not in _ARRAY_TYPES and t not in _NUMPY_SCALARS:
+        plain = {np.ndarray: "np.asarray(x)", tuple: "tuple(x)", list: "list(x)", dict: "dict(x)"}.get(
+            base, f"{base.__name__}(x)")
+        raise AstadTypeError(
+            f"{what} is a {t.__name__}, a subclass of {base.__name__}: astad runs it as a plain {base.__name__}, "
+            "which its own operators and methods may not be (np.matrix multiplies with *, masked arrays skip "
+            "masked entries)", hint=f"pass a plain {base.__name__}: {plain}")
+    of = f" of dtype {value.dtype}" if t in _ARRAY_TYPES else ""
+    raise AstadTypeError(
+        f"{what} is a {t.__name__}{of}; astad differentiates functions of floats, ints and numpy arrays",
+        hint="float, int, bool, or a numpy array of a float, int or bool dtype")
+
+
+def _abstract_struct(value: tuple | list | dict, what: str) -> StructT:
+    """A tuple, list, dict or NamedTuple argument: the types of its items."""
+    if isinstance(value, dict):
+        bad = next((k for k in value if type(k) is not str and type(k) is not int), None)
+        if bad is not None:
+            shown = repr(bad) if type(bad) in (float, bool, complex, bytes) or bad is None else "of another type"
+            raise AstadTypeError(f"{what} is a dict with a key {shown} ({type(bad).__name__}); astad reads "
+                                 "dicts by string or integer keys (exactly str or int: not enums or subclasses)",
+                                 hint="a dict with str keys, e.g. {'w': w, 'b': b}")
+        keys: tuple = tuple(value)
+        items = tuple(abstract(v, f"{what}[{k!r}]") for k, v in value.items())
+        return StructT("dict", keys, items)
+    items = tuple(abstract(v, f"{what}[{i}]") for i, v in enumerate(value))
+    if type(value) is tuple or type(value) is list:
+        return StructT("tuple" if type(value) is tuple else "list", (), items)
+    fields = type(value)._fields
+    return StructT("namedtuple", tuple(fields), items, type(value).__qualname__, type(value))
+
+
+def literal_type(value: Any) -> Type:
+    """The type of a Python literal (discrete values keep their value, for shapes)."""
+    if value is None:
+        return NoneT()
+    if isinstance(value, float):
+        return FLOAT
+    return Num((), "bool" if isinstance(value, bool) else "int64", py=True, value=value)

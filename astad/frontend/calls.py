@@ -1,0 +1,269 @@
+"""Lowering calls: numpy functions, array methods and builtins (through
+:mod:`.numpy_api`), ``map``, ``isinstance``, ``list``, the user's
+functions (inlined) and lambdas and nested defs (function values of
+the IR, or inlined).
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+from typing import Any, Callable, Iterator
+
+import libcst as cst
+
+from .. import deep
+from ..values import PyTuple, Ref
+from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionError
+from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Num, Prim, Type, Unpack, Var,
+                  lam_free_vars)
+from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
+from .syntax import user_names
+from .parse import parse
+from .abstract import literal_type
+from .scopes import (Closure, Value, Scope, scope_chain, closures_in, atoms_in, value_key, sample_of, make_call_key,
+                     forget_value)
+from .core import LowererCore, ref_name
+
+
+class Calls(LowererCore):
+    """Calls, lambdas and nested defs."""
+
+    def expr_Call(self, node: cst.Call) -> Value:
+        func = self.expr(node.func)
+        args: list[Value] = []
+        kwargs: dict[str, Value] = {}
+        for arg in node.args:
+            if arg.star:
+                raise self.syntax_error("`*args`/`**kwargs` in calls are not supported", "explicit arguments", arg)
+            if arg.keyword is not None:
+                kwargs[arg.keyword.value] = self.expr(arg.value)
+            else:
+                args.append(self.expr(arg.value))
+        if not isinstance(func, Ref):
+            raise self.type_error("this value is not callable", node.func)
+        if func.kind == "user":
+            return self.inline_call(func.obj, func.path, args, kwargs, node)
+        if func.kind == "closure":
+            return self.call_closure(func.obj, args, kwargs, node)
+        if func.kind == "map":
+            return self.map_call(node)
+        if func.kind == "isinstance":
+            return self.isinstance_call(args, node)
+        if func.kind == "list":
+            if len(args) != 1 or kwargs or not (isinstance(args[0], PyTuple) or (
+                    isinstance(args[0], Var) and isinstance(args[0].type, ListT))):
+                raise self.type_error("list() takes one list, tuple or comprehension", node, "list(map(f, xs))")
+            return PyTuple(args[0].items, is_list=True) if isinstance(args[0], PyTuple) else args[0]
+        if func.kind == "method":
+            return self.apply(func.obj, [func.self_value, *args], kwargs, node)
+        if func.kind == "builtin":
+            return self.apply(builtin_spec(func.obj), args, kwargs, node)  # type: ignore[arg-type]
+        if func.kind == "numpy":
+            spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
+            if spec is None:
+                raise UnsupportedFunctionError(
+                    f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
+                    "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
+            return self.apply(spec, args, kwargs, node)
+        raise self.type_error(f"{ref_name(func)} is not callable", node.func)
+
+    def isinstance_call(self, args: list[Value], node: cst.Call) -> Value:
+        """``isinstance(v, tuple)``: known when transforming (for recursion over tuples)."""
+        classes = args[1] if len(args) == 2 else None
+        kinds = classes.items if isinstance(classes, PyTuple) else (classes,)
+        if not all(isinstance(k, Ref) and k.kind in ("type", "list") for k in kinds):
+            raise self.type_error("isinstance takes a value and a type (or a tuple of types)", node,
+                                  "isinstance(t, tuple), with tuple, list, dict, float, int, bool or np.ndarray")
+        result = isinstance(sample_of(args[0]), tuple(k.obj for k in kinds))  # type: ignore[union-attr]
+        return Const.literal(result, literal_type(result))
+
+    def map_call(self, node: cst.Call) -> Value:
+        """``map(f, xs, ...)``: the comprehension ``[f(x, ...) for x, ... in zip(xs, ...)]``."""
+        if len(node.args) < 2 or any(a.keyword or a.star for a in node.args):
+            raise self.type_error("map takes a function and one or more sequences", node, "map(f, xs)")
+        names = [cst.Name(self.namer.hidden("element")) for _ in node.args[1:]]
+        call = cst.Call(node.args[0].value, [cst.Arg(n) for n in names])
+        seqs = [a.value for a in node.args[1:]]
+        if len(seqs) == 1:
+            target: cst.BaseAssignTargetExpression = names[0]
+            it = seqs[0]
+        else:
+            target = cst.Tuple([cst.Element(n) for n in names])
+            zip_name = self.namer.hidden("zip")  # the builtin, whatever the user's code calls `zip`
+            it = cst.Call(cst.Name(zip_name), [cst.Arg(s) for s in seqs])
+            self.scope.env[zip_name] = Ref("iterator", builtins.zip)
+        comp = cst.ListComp(call, cst.CompFor(target=target, iter=it))
+        self.alias(comp, node)
+        return self.comprehension(node, call, comp.for_in)
+
+    def apply(self, spec: ApiSpec, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
+        """Bind a call's arguments to a numpy function's signature and lower it."""
+        try:
+            bound = spec.bind(args, kwargs)
+        except TypeError as e:
+            raise self.type_error(f"{spec.title}: {e}", node) from None
+        return spec.lower(self, bound, node)
+
+    def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
+                    node: cst.CSTNode) -> Value:
+        try:
+            parsed = parse(fn)
+        except SourceUnavailableError as e:  # point at the call
+            called = path[-1] if path else fn.__name__
+            raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
+                                         e.hint) from None
+        sig = inspect.signature(fn, follow_wrapped=False)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.type_error(f"call to {fn.__name__}: {e}", node,
+                                  hint=f"call {fn.__name__}{sig} with the parameters it declares") from None
+        scope = Scope(parsed, path)
+        for pname, param in sig.parameters.items():
+            if pname in bound.arguments:
+                scope.env[pname] = bound.arguments[pname]
+            else:
+                # a numpy default is named in the generated code like a module-level constant; its path
+                # starts with a name no namespace has, so the disk cache never resolves it to another object
+                scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
+                                                 ("<default>", fn.__qualname__, pname))
+        self.namer.mention(user_names(parsed.funcdef))
+        return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
+
+    def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
+        """Lower a call's body in the callee's scope.  A recursive call is unrolled:
+        each call must differ from the calls it is inside in what is known when
+        transforming (ints, shapes, the structure of tuples), so that the
+        recursion ends while transforming; else it would never end."""
+        scope.call_key = make_call_key(callee, scope.env)
+        if any(s.call_key == scope.call_key for s in self.stack):
+            raise self.syntax_error(
+                f"recursive call to {name} with the same shapes and integers as the call it is in: its depth is "
+                "known only when running, which is not supported yet",
+                "recursion on an integer, a shape or a tuple's structure that changes at each call", node)
+        if len(self.stack) > MAX_CALL_DEPTH:
+            raise self.syntax_error(f"calls nested more than {MAX_CALL_DEPTH} deep", "a shallower recursion", node)
+        saved, saved_exits = self.node, self.exits
+        self.stack.append(scope)
+        self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
+        try:
+            return deep.call(lower)  # a deep recursion goes on with a fresh stack
+        finally:
+            self.stack.pop()
+            self.node, self.exits = saved, saved_exits
+
+    def expr_Lambda(self, node: cst.Lambda) -> Value:
+        return self.closure(node)
+
+    def closure(self, node: cst.Lambda | cst.FunctionDef) -> Ref:
+        defaults = {p.name.value: self.expr(p.default) for p in node.params.params if p.default is not None}
+        visible = {a.name for sc in self._chain() for v in sc.env.values() for a in atoms_in(v)}
+        site = (self.binds, self.binds[-1] if self.binds else None, visible)
+        return Ref("closure", Closure(node, self.scope, defaults, site))
+
+    def _chain(self) -> Iterator["Scope"]:
+        return scope_chain(self.scope)
+
+    def function_value(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value | None:
+        """A call of a lambda or nested def as a call of a function value in the IR
+        (CHAD's function types: the reverse pass gives it a copower cotangent,
+        which the optimiser removes), when the function is one the IR can hold:
+        called with numbers, its body straight-line code returning one number,
+        reading only variables that existed where it was made (made among
+        bindings still being lowered).  None: inline the call instead."""
+        names = [p.name.value for p in c.node.params.params]
+        live = c.site is not None and any(c.site[0] is lst for lst in [self.binds, *self.open_binds])
+        if (not live or self.trying or c.defaults or kwargs or len(args) != len(names)
+                or not all(isinstance(a, (Var, Const)) and isinstance(a.type, Num) for a in args)):
+            return None
+        key = (tuple(a.type for a in args), self.captures(c))  # type: ignore[union-attr]
+        if key not in c.values:  # tried once per key: a failed try is not repeated at every call
+            c.values[key] = self._make_function_value(c, names, list(key[0]), node)
+        f = c.values[key]
+        if f is None:
+            return None
+        y = Var(self.namer.temp(), f.type.result)  # type: ignore[union-attr]
+        self.binds.append(Bind((y,), App(f, tuple(args)), self.loc(node)))  # type: ignore[arg-type]
+        self.aliases.call(y, f, args)
+        return y
+
+    def captures(self, c: Closure) -> tuple:
+        """What a call of ``c`` reads from outside it, now: the variables it names
+        and, through the functions among them, what those read (their defaults
+        too), transitively.  Two calls that read the same may share a function value."""
+        found: list[tuple] = []
+        todo, seen = [c], {id(c)}
+        while todo:
+            fn = todo.pop()
+            found.append(("defaults", id(fn), tuple((k, value_key(v)) for k, v in sorted(fn.defaults.items()))))
+            for n in fn.reads:
+                v = self._lookup(fn.scope, n)
+                if v is None:
+                    continue
+                found.append((id(fn), n, value_key(v)))
+                for inner in closures_in(v):
+                    if id(inner) not in seen:
+                        seen.add(id(inner))
+                        todo.append(inner)
+        return tuple(found)
+
+    def _make_function_value(self, c: Closure, names: list[str], types: list[Type], node: cst.Call) -> Var | None:
+        params = tuple(Var(self.namer.fresh(n), forget_value(t)) for n, t in zip(names, types))
+        for p in params:
+            self.aliases.made(p.name, ("F:" + p.name,))
+        scope = Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
+        body = c.node.body
+        depth, waiting = len(self.aliases.loops), len(self.aliases.pending)
+        self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
+        try:
+            binds, _, value = self.branch(lambda: self.run_call(
+                c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
+                else (lambda: self.lower_body(c.node))))  # type: ignore[arg-type]
+        except AstadError:  # what this try left is dropped: the inlined call checks again
+            del self.aliases.loops[depth:], self.aliases.pending[waiting:]
+            return None  # inlined, the call gives the error where it is made
+        finally:
+            self.trying -= 1
+        assert c.site is not None
+        site, before, visible = c.site
+        block = Block(tuple(binds), value) if isinstance(value, Var) else None
+        if (block is None or not isinstance(value.type, Num)  # type: ignore[union-attr]
+                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) for b in binds)
+                or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))):
+            return None
+        name = next((k for sc in self._chain() for k, v in sc.env.items()
+                     if isinstance(v, Ref) and v.obj is c), c.__name__.strip("<>"))
+        fname = self.namer.fresh(name)
+        f = Var(fname, FunT(tuple(p.type for p in params), value.type, fname))  # type: ignore[union-attr]
+        at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
+        site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))
+        self.bound.add(f.name)
+        self.aliases.function(f, params, value)
+        return f
+
+    def call_closure(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
+        """A call of a lambda or nested def: a call of a function value, or its
+        body, inlined, in a scope of its own that reads the defining scope's
+        variables as they are now."""
+        value = self.function_value(c, args, kwargs, node)
+        if value is not None:
+            return value
+        names = [p.name.value for p in c.node.params.params]
+        given = dict(zip(names, args))
+        if len(args) > len(names) or any(k not in names or k in given for k in kwargs):
+            raise self.type_error(f"call to {c.__name__}: the arguments do not match its parameters "
+                                  f"({', '.join(names)})", node)
+        given.update(kwargs)
+        missing = [n for n in names if n not in given and n not in c.defaults]
+        if missing:
+            raise self.type_error(f"call to {c.__name__}: missing argument `{missing[0]}`", node)
+        scope = Scope(c.scope.parsed, c.scope.path, {n: given.get(n, c.defaults.get(n)) for n in names},  # type: ignore[misc]
+                       parent=c.scope)
+        body = c.node.body
+        return self.run_call(c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
+                             else (lambda: self.lower_body(c.node)))  # type: ignore[arg-type]
+
+
+#: how deep calls (recursion, unrolled) may nest
+MAX_CALL_DEPTH = 1000

@@ -1,0 +1,140 @@
+"""Lowering ``if``/``elif``/``else``: conditions (a static bool lowers only
+the branch taken), each branch into bindings of its own, and the
+branches' values joined into new variables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+import numpy as np
+
+from ..values import PyTuple, Ref
+from ..ir import Atom, Bind, Block, If, Const, ListT, MakeTuple, Num, TupleT, Type, Var
+from .syntax import stmts_of, else_stmts_of
+from .abstract import literal_type
+from .scopes import Value, is_list_value, rebuild
+from .core import LowererCore
+
+
+class Conditionals(LowererCore):
+    """``if`` statements and the joins of two branches."""
+
+    def lower_block(self, stmts: list[cst.BaseStatement], to_the_end: bool) -> Value | None:
+        """A branch; when it runs to the end of a loop body, that is a ``continue``."""
+        value = self.lower_stmts(stmts)
+        if value is None and to_the_end and self.exits:
+            return self.exits[-1]("end")
+        return value
+
+    def condition(self, node: cst.BaseExpression) -> Atom | bool:
+        """A branch condition: a scalar boolean atom, or a bool known statically
+        (constants and shapes), in which case only the branch taken is lowered."""
+        a = self.atom(self.expr(node), node)
+        t = a.type
+        if not (isinstance(t, Num) and t.shape == ()):
+            raise self.type_error(f"a condition must be a scalar, not {t}", node,
+                                  "np.where(condition, a, b) for elementwise choices on arrays")
+        if isinstance(a, Const) and a.name is None:
+            return bool(a.value)
+        if t.value is not None:
+            return bool(t.value)
+        if t.dtype != "bool":
+            zero = Const.literal(0, literal_type(0))
+            a = self.emit("ne", [a, zero])
+        return a
+
+    def lower_if(self, stmt: cst.If, rest: list[cst.BaseStatement] | None) -> Value | None:
+        """``if``/``elif``/``else``.  Without ``rest``, the names the branches assign are
+        joined after it; with ``rest`` (a branch returns), the rest of the function
+        continues each branch and the joined value is what the function returns."""
+        then_stmts = stmts_of(stmt.body) + (rest or [])
+        else_stmts = else_stmts_of(stmt) + (rest or [])
+        self.node = stmt
+        c = self.condition(stmt.test)
+        if isinstance(c, bool):
+            return self.lower_stmts(then_stmts if c else else_stmts)
+        (t_binds, t_env, t_val), (e_binds, e_env, e_val) = self.branches(
+            lambda: self.lower_block(then_stmts, rest is not None), lambda: self.lower_block(else_stmts, rest is not None))
+        self.node = stmt
+        if rest is not None:
+            if t_val is None or e_val is None:
+                raise self.syntax_error("not every path through this `if` returns a value",
+                                        "return a value on every path", stmt)
+            return self.join(c, [("the returned value", t_val, e_val)], t_binds, e_binds)[0]
+        before = self.scope.env
+        names = [k for k in list(t_env) + [k for k in e_env if k not in t_env]
+                 if k in t_env and k in e_env and not (t_env[k] is before.get(k) and e_env[k] is before.get(k))]
+        joined = self.join(c, [(k, t_env[k], e_env[k]) for k in names], t_binds, e_binds)
+        for k, v in zip(names, joined):
+            self.scope.env[k] = v
+        return None
+
+    def join(self, cond: Atom, values: list[tuple[str, Value, Value]], t_binds: list[Bind],
+             e_binds: list[Bind]) -> list[Value]:
+        """Bind ``if cond`` with the two branches' values joined into new variables."""
+        pairs: list[tuple[str, Atom, Atom]] = []
+        rebuilt = [self._pair_up(name, tv, ev, pairs, (t_binds, e_binds)) for name, tv, ev in values]
+        outs = [Var(self.namer.fresh(name) if name.isidentifier() else self.namer.temp(),
+                    self.join_type(name, a.type, b.type)) for name, a, b in pairs]
+
+        def block(binds: list[Bind], atoms: list[Atom]) -> Block:
+            tup = Var(self.namer.temp(), TupleT(tuple(a.type for a in atoms)))
+            return Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(atoms)), self.loc()),), tup)
+
+        self.binds.append(Bind(tuple(outs), If(cond, block(t_binds, [a for _, a, _ in pairs]),
+                                                block(e_binds, [b for _, _, b in pairs])), self.loc()))
+        self.bound.update(o.name for o in outs)
+        for out, (_, a, b) in zip(outs, pairs):
+            self.aliases.joined(out, a, b)
+        it = iter(outs)
+        results = [rebuild(r, it) for r in rebuilt]
+        for result, (_, tv, ev) in zip(results, values):
+            self.aliases.joined(result, tv, ev)
+        return results
+
+    def _pair_up(self, name: str, tv: Value, ev: Value, pairs: list, binds: tuple[list[Bind], list[Bind]]) -> Any:
+        """Match the structure of two branches' values; collect the atom pairs to
+        join.  A list of another length in each branch (appended to in one of
+        them) is joined as a list built at run time."""
+        if isinstance(tv, PyTuple) and isinstance(ev, PyTuple) and len(tv.items) == len(ev.items):
+            items = tuple(self._pair_up(name, a, b, pairs, binds) for a, b in zip(tv.items, ev.items))
+            return ("list", items) if tv.is_list and ev.is_list else items
+        if is_list_value(tv) and is_list_value(ev):
+            pairs.append((name, *(self._in_branch(v, b) for v, b in zip((tv, ev), binds))))
+            return ("atom",)
+        if isinstance(tv, Ref) or isinstance(ev, Ref):
+            if tv == ev:
+                return ("same", tv)
+            raise self.type_error(f"`{name}` is a different kind of value in each branch", None,
+                                  "the same kind of value (number, array or tuple) in both branches")
+        if isinstance(tv, PyTuple) or isinstance(ev, PyTuple):
+            raise self.type_error(f"`{name}` is a tuple in one branch and not in the other (or of another length)",
+                                  None, "values of the same structure in both branches")
+        pairs.append((name, self.atom(tv, self.node), self.atom(ev, self.node)))
+        return ("atom",)
+
+    def _in_branch(self, value: Value, binds: list[Bind]) -> Atom:
+        """A list as a run-time list, made (if it must be) at the end of a branch's bindings."""
+        if not isinstance(value, PyTuple):
+            return self.atom(value, self.node)
+        saved, self.binds = self.binds, binds
+        try:
+            return self.dynamic_list(value, self.node)
+        finally:
+            self.binds = saved
+
+    def join_type(self, name: str, a: Type, b: Type) -> Type:
+        if a == b:
+            return a
+        if isinstance(a, ListT) and isinstance(b, ListT):
+            if a.elem is None or b.elem is None:
+                return ListT(a.elem if b.elem is None else b.elem)
+            return ListT(self.join_type(name, a.elem, b.elem))
+        if isinstance(a, Num) and isinstance(b, Num):
+            if a.shape == b.shape and (a.dtype == b.dtype or not a.shape):
+                dtype = np.result_type(a.dtype, b.dtype).name
+                return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
+        raise self.type_error(f"`{name}` is {a} in one branch and {b} in the other", None,
+                              "the same shape and dtype in both branches")

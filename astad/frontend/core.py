@@ -1,0 +1,184 @@
+"""The lowerer's state and the steps every part of it takes: binding a
+primitive (``emit``), turning a value into an atom or a static constant,
+naming a result, lowering a branch into bindings of its own, errors that
+point at the node being lowered.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import libcst as cst
+import numpy as np
+
+from .. import rules
+from ..aliases import Aliases
+from ..values import PyDict, PyTuple, Ref
+from ..errors import AstadTypeError, UnsupportedSyntaxError
+from ..ir import Atom, Bind, Const, ListT, Loc, Num, Prim, Var, vars_of
+from ..names import Namer
+from .syntax import user_names
+from .parse import Parsed
+from .abstract import literal_type
+from .scopes import Value, Scope, mentions
+
+
+class LowererCore:
+    """The state of one lowering and the steps every room of the lowerer uses."""
+
+    def __init__(self, parsed: Parsed) -> None:
+        self.root = parsed
+        self.namer = Namer(user_names(parsed.funcdef), parsed.name)
+        self.binds: list[Bind] = []
+        self.stack: list[Scope] = []
+        self.node: cst.CSTNode = parsed.funcdef
+        self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
+        self.const_names: dict[int, str] = {}
+        self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object)
+        self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
+        self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
+        self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
+        self.aliases = Aliases()  # which values may share memory (for in-place updates)
+        self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
+
+    @property
+    def scope(self) -> Scope:
+        return self.stack[-1]
+
+    def loc(self, node: cst.CSTNode | None = None) -> Loc:
+        return self.scope.parsed.loc(node if node is not None else self.node)
+
+    def syntax_error(self, message: str, hint: str, node: cst.CSTNode | None = None) -> UnsupportedSyntaxError:
+        return UnsupportedSyntaxError(message, self.loc(node), hint)
+
+    def type_error(self, message: str, node: cst.CSTNode | None = None, hint: str | None = None) -> AstadTypeError:
+        return AstadTypeError(message, self.loc(node), hint)
+
+    def emit(self, op: str, args: list[Atom], params: dict | None = None) -> Atom:
+        """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
+        params = params or {}
+        try:
+            t = rules.infer(op, [a.type for a in args], params)
+        except rules.ShapeError as e:
+            empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
+            raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
+                "an `append` to the list earlier in the code than this read (astad learns the elements' type "
+                "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
+                "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
+        if _foldable(op, args):
+            with np.errstate(all="ignore"):
+                value = rules.TABLE[op].impl(*[a.value for a in args], **params)
+            if isinstance(value, (int, float, bool)) and np.isfinite(value):
+                return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
+        var = Var(self.namer.temp(), t)
+        self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc()))
+        self.bound.add(var.name)
+        self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
+        return var
+
+    def copy(self, x: Atom) -> Atom:
+        """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""
+        if not isinstance(x, Var) or (isinstance(x.type, Num) and x.type.py):
+            return x
+        return self.emit("copy", [x])
+
+    def name_result(self, value: Value, name: str) -> Value:
+        """Give the user's name to the value just computed for an assignment."""
+        if not (isinstance(value, Var) and Namer.is_temp(value.name)):
+            return value
+        if any(mentions(v, value) for s in self.stack for v in s.env.values()):
+            return value  # also an element of a tuple or list a name holds: keep its name
+        for i in range(len(self.binds) - 1, -1, -1):
+            bind = self.binds[i]
+            if bind.targets == (value,):
+                new = Var(self.namer.fresh(name), value.type)
+                self.binds[i] = Bind((new,), bind.rhs, bind.loc)
+                self.bound.add(new.name)
+                self.aliases.same(new, value)
+                return new
+            if value in vars_of(bind.rhs):
+                break
+        return value
+
+    def atom(self, value: Value, node: cst.CSTNode) -> Atom:
+        if isinstance(value, (Var, Const)):
+            return value
+        if isinstance(value, PyTuple):
+            raise self.type_error("a tuple is used where a number or an array is expected", node,
+                                  "np.stack or np.concatenate to make an array from several")
+        if isinstance(value, PyDict):
+            raise self.type_error("a dict is used where a number or an array is expected", node,
+                                  "read its entries: d['w']")
+        if isinstance(value, Ref) and value.kind == "string":
+            raise self.syntax_error("strings are supported only as dict keys", "numbers and arrays", node)
+        if isinstance(value, Ref) and value.kind == "after_loop":
+            raise self.syntax_error(f"the loop variable `{value.obj}` is used after its loop", 
+                                    "keep what you need in a variable assigned before the loop", node)
+        raise self.type_error(f"{ref_name(value)} is used as a value", node, "numbers and arrays as values")
+
+    def static(self, value: Value, node: cst.CSTNode, what: str) -> Any:
+        """A compile-time constant (axis, keepdims, k, dtype, ...)."""
+        if isinstance(value, PyTuple):
+            return tuple(self.static(v, node, what) for v in value.items)
+        if isinstance(value, Const) and isinstance(value.value, (int, bool, float, type(None))):
+            return value.value
+        if isinstance(value, Var) and isinstance(value.type, Num) and value.type.value is not None:
+            return value.type.value
+        if isinstance(value, Ref) and value.kind in ("dtype", "string"):
+            return value.obj
+        raise self.type_error(f"`{what}` must be a constant known when the function is transformed", node,
+                              "an integer literal or a module-level constant")
+
+    def const_or(self, value: Any) -> Value:
+        """A call argument's value, or a Python default from a signature table as a literal."""
+        if isinstance(value, (Var, Const, PyTuple, PyDict, Ref)):
+            return value
+        return Const.literal(value, literal_type(value))
+
+    def shape_of(self, x: Atom) -> PyTuple:
+        t = x.type
+        assert isinstance(t, Num)
+        return PyTuple(tuple(self.emit("dim", [x], {"axis": i}) for i in range(t.ndim)))
+
+    def snapshot(self) -> tuple:
+        return set(self.namer.used), set(self.namer.taken), self.namer.temps, set(self.bound), self.aliases.snapshot()
+
+    def restore(self, snapshot: tuple) -> None:
+        used, taken, temps, bound, aliases = snapshot
+        self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
+        self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
+        self.namer.used |= set(self.constants)
+        self.bound = set(bound)
+        self.aliases.restore(aliases)
+
+    def branch(self, lower: Callable[[], Any]) -> tuple[list[Bind], dict[str, Value], Any]:
+        """Lower one branch into bindings of its own, starting from the current names."""
+        saved_binds, saved_env = self.binds, self.scope.env
+        self.binds, self.scope.env = [], dict(saved_env)
+        self.open_binds.append(saved_binds)
+        try:
+            out = lower()
+            return self.binds, self.scope.env, out
+        finally:
+            self.binds, self.scope.env = saved_binds, saved_env
+            self.open_binds.pop()
+
+    def branches(self, then: Callable[[], Any], orelse: Callable[[], Any]) -> tuple[tuple, tuple]:
+        """The two branches of an ``if``, each from the names there are before it."""
+        return self.branch(then), self.branch(orelse)
+
+
+def _foldable(op: str, args: list[Atom]) -> bool:
+    return (op in _FOLDABLE and all(isinstance(a, Const) and a.name is None and isinstance(a.type, Num)
+                                    and a.type.py for a in args))
+
+
+_FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}
+
+
+def _describe(op: str) -> str:
+    return {"matmul": "@", "getitem": "indexing", "add": "+", "sub": "-", "mul": "*", "div": "/"}.get(op, op)
+
+
+def ref_name(ref: Ref) -> str:
+    return getattr(ref.obj, "__name__", repr(ref.obj))

@@ -1,0 +1,242 @@
+"""Lowering expressions: literals, tuples and lists, comprehensions,
+attributes, operators, comparisons, ``and``/``or``/``not`` and
+conditional expressions.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import libcst as cst
+import numpy as np
+
+from .. import deep
+from ..values import PyTuple, Ref
+from ..errors import UnsupportedFunctionError
+from ..ir import FLOAT, Atom, Bind, Const, ListT, Num, Var, Loop, trip_count
+from .numpy_api import METHODS
+from .parse import UNSUPPORTED
+from .abstract import literal_type
+from .scopes import Value, Scope
+from .core import LowererCore
+
+
+class Expressions(LowererCore):
+    """Expressions (but names, subscripts and calls: see lookup, indexing, calls)."""
+
+    def expr(self, node: cst.BaseExpression) -> Value:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            entry = UNSUPPORTED.get(type(node))
+            message, hint = entry if entry else (f"`{type(node).__name__}` expressions are not supported",
+                                                 "arithmetic, numpy calls, indexing")
+            raise self.syntax_error(message, hint, node)
+        saved = self.node
+        self.node = node
+        try:
+            return deep.call(method, node)  # a deeply nested expression goes on with a fresh stack
+        finally:
+            self.node = saved
+
+    def expr_Integer(self, node: cst.Integer) -> Value:
+        v = int(node.evaluated_value)
+        return Const.literal(v, literal_type(v))
+
+    def expr_Float(self, node: cst.Float) -> Value:
+        return Const.literal(float(node.evaluated_value), FLOAT)
+
+    def expr_Tuple(self, node: cst.Tuple) -> Value:
+        return PyTuple(tuple(self.element(e) for e in node.elements))
+
+    def expr_List(self, node: cst.List) -> Value:
+        value = PyTuple(tuple(self.element(e) for e in node.elements), is_list=True)
+        self.aliases.new_list(value)
+        return value
+
+    def element(self, e: cst.BaseElement) -> Value:
+        if isinstance(e, cst.StarredElement):
+            raise self.syntax_error("`*` unpacking is not supported", "explicit elements", e)
+        return self.expr(e.value)
+
+    def expr_ListComp(self, node: cst.ListComp) -> Value:
+        return self.comprehension(node, node.elt, node.for_in)
+
+    def expr_GeneratorExp(self, node: cst.GeneratorExp) -> Value:
+        return self.comprehension(node, node.elt, node.for_in)  # consumed as a list
+
+    def comprehension(self, node: cst.CSTNode, elt: cst.BaseExpression, for_in: cst.CompFor) -> Value:
+        """``[e for x in xs if c]``: the loop ``items = []; for x in xs: if c:
+        items.append(e)`` (over ``range``, arrays, lists or structured values),
+        its names local to it as in Python."""
+        key = self.namer.hidden("items")
+        body: cst.BaseStatement = cst.SimpleStatementLine([cst.Expr(cst.Call(
+            cst.Attribute(cst.Name(key), cst.Name("append")), [cst.Arg(elt)]))])
+        clauses = []
+        f: cst.CompFor | None = for_in
+        while f is not None:
+            clauses.append(f)
+            f = f.inner_for_in
+        for clause in reversed(clauses):
+            for cond in reversed(clause.ifs):
+                body = cst.If(test=cond.test, body=cst.IndentedBlock([body]))
+            body = cst.For(target=clause.target, iter=clause.iter, body=cst.IndentedBlock([body]))
+        self.alias(body, node)
+        # a scope of its own: its variables are not the enclosing function's (nor its functions')
+        items = PyTuple((), is_list=True)
+        self.aliases.new_list(items)
+        scope = Scope(self.scope.parsed, self.scope.path, {key: items}, parent=self.scope)
+        self.stack.append(scope)
+        start = len(self.binds)
+        try:
+            self.lower_stmts([body])
+        finally:
+            self.stack.pop()
+        items = scope.env[key]
+        n = _trip_count(self.binds[start:]) if len(clauses) == 1 and not clauses[0].ifs else None
+        if n is not None and isinstance(items, Var) and isinstance(items.type, ListT):
+            return self.emit("list_of_length", [items], {"n": n})  # np.stack of it has a known first axis
+        return items
+
+    def alias(self, made: cst.CSTNode, user: cst.CSTNode) -> None:
+        """Point errors and line comments of the nodes astad made at the user's node."""
+        positions, aliases = self.scope.parsed.positions, self.scope.parsed.aliases
+
+        class V(cst.CSTVisitor):
+            def on_visit(self, n: cst.CSTNode) -> bool:
+                if n not in positions:
+                    aliases[n] = user
+                    return True
+                return False
+
+        deep.visit(made, V())
+
+    def expr_SimpleString(self, node: cst.SimpleString) -> Value:
+        return Ref("string", node.evaluated_value)  # only as a dict key
+
+    def expr_Attribute(self, node: cst.Attribute) -> Value:
+        base = self.expr(node.value)
+        attr = node.attr.value
+        if isinstance(base, Ref) and base.kind == "module":
+            if not hasattr(base.obj, attr):
+                raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` does not exist", self.loc(node))
+            obj = getattr(base.obj, attr)
+            if isinstance(obj, type) and issubclass(obj, np.generic):
+                return Ref("dtype", np.dtype(obj).name)
+            if isinstance(obj, float):
+                return Const(obj, FLOAT, f"np.{attr}", ("np", attr))
+            return self.global_value(f"np.{attr}", obj, node)
+        if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
+            return self.array_attribute(base, attr, node)
+        if isinstance(base, PyTuple) and base.fields is not None and attr in base.fields:
+            return base.items[base.fields.index(attr)]
+        raise self.syntax_error(f"attribute `.{attr}` is not supported here", "array attributes .T .shape .ndim .size",
+                                node)
+
+    def array_attribute(self, x: Atom, attr: str, node: cst.CSTNode) -> Value:
+        t = x.type
+        assert isinstance(t, Num)
+        if attr == "T":
+            return self.emit("transpose", [x])
+        if attr == "shape":
+            return self.shape_of(x)
+        if attr == "ndim":
+            return Const.literal(t.ndim, Num((), "int64", py=True, value=t.ndim))
+        if attr == "size":
+            return self.emit("size", [x])
+        if attr in METHODS:
+            return Ref("method", METHODS[attr], x)
+        raise self.syntax_error(f"array attribute `.{attr}` is not supported",
+                                "attributes .T .shape .ndim .size and methods " + ", ".join(sorted(METHODS)), node)
+
+    def expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
+        if isinstance(node.operator, cst.Not):
+            c = self.bool_atom(self.expr(node.expression), node)
+            return Const.literal(not c, literal_type(not c)) if isinstance(c, bool) else self.emit("not_", [c])
+        operand = self.atom(self.expr(node.expression), node.expression)
+        if isinstance(node.operator, cst.Minus):
+            return self.emit("neg", [operand])
+        if isinstance(node.operator, cst.Plus):
+            return operand
+        raise self.syntax_error("this unary operator is not supported", "unary - and +", node)
+
+    def expr_BinaryOperation(self, node: cst.BinaryOperation) -> Value:
+        op = _BIN_OPS.get(type(node.operator))
+        if op is None:
+            raise self.syntax_error("this operator is not supported", "+ - * / // % ** @ & |", node)
+        left = self.atom(self.expr(node.left), node.left)
+        right = self.atom(self.expr(node.right), node.right)
+        return self.emit(op, [left, right])
+
+    def expr_Comparison(self, node: cst.Comparison) -> Value:
+        """``a < b``; a chain ``a < b < c`` means ``a < b and b < c`` (``b`` evaluated once)."""
+        left = self.atom(self.expr(node.left), node.left)
+        result: Value | None = None
+        for comp in node.comparisons:
+            op = _CMP_OPS.get(type(comp.operator))
+            if op is None:
+                raise self.syntax_error("this comparison is not supported", "< <= > >= == !=", comp)
+            right = self.atom(self.expr(comp.comparator), comp.comparator)
+            test = self.emit(op, [left, right])
+            result = test if result is None else self.short_circuit(result, lambda t=test: t, is_and=True)
+            left = right
+        assert result is not None
+        return result
+
+    def expr_IfExp(self, node: cst.IfExp) -> Value:
+        c = self.condition(node.test)
+        if isinstance(c, bool):
+            return self.expr(node.body if c else node.orelse)
+        t_binds, _, t_val = self.branch(lambda: self.expr(node.body))
+        e_binds, _, e_val = self.branch(lambda: self.expr(node.orelse))
+        return self.join(c, [("the value of the conditional expression", t_val, e_val)], t_binds, e_binds)[0]
+
+    def expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
+        is_and = isinstance(node.operator, cst.And)
+        left = self.expr(node.left)
+        return self.short_circuit(left, lambda: self.expr(node.right), is_and, node)
+
+    def short_circuit(self, left: Value, right: Callable[[], Value], is_and: bool,
+                      node: cst.CSTNode | None = None) -> Value:
+        """``a and b`` / ``a or b`` on booleans, evaluating ``b`` only when Python would."""
+        c = self.bool_atom(left, node)
+        if isinstance(c, bool):
+            if c != is_and:
+                return Const.literal(c, literal_type(c))
+            r = self.bool_atom(right(), node)
+            return Const.literal(r, literal_type(r)) if isinstance(r, bool) else r
+        r_binds, _, r_val = self.branch(lambda: self.bool_atom(right(), node))
+        fixed = Const.literal(not is_and, literal_type(not is_and))
+        t_binds, e_binds = (r_binds, []) if is_and else ([], r_binds)
+        if isinstance(r_val, bool):
+            r_val = Const.literal(r_val, literal_type(r_val))
+        t_val, e_val = (r_val, fixed) if is_and else (fixed, r_val)
+        return self.join(c, [("the value of `and`/`or`", t_val, e_val)], t_binds, e_binds)[0]
+
+    def bool_atom(self, value: Value, node: cst.CSTNode | None) -> Atom | bool:
+        a = self.atom(value, node or self.node)
+        if not (isinstance(a.type, Num) and a.type.shape == () and a.type.dtype == "bool"):
+            raise self.type_error(f"`and`/`or`/`not` need booleans, not {a.type}", node,
+                                  "comparisons combined with and/or/not; `&`/`|` on boolean arrays")
+        if isinstance(a, Const) and a.name is None:
+            return bool(a.value)
+        if a.type.value is not None:
+            return bool(a.type.value)
+        return a
+
+
+def _trip_count(binds: list[Bind]) -> int | None:
+    """How often the ``for`` loop among ``binds`` (a comprehension's) runs, when its bounds are known."""
+    loops = [b.rhs for b in binds if isinstance(b.rhs, Loop)]
+    return trip_count(loops[0]) if len(loops) == 1 else None
+
+
+_BIN_OPS: dict[type, str] = {
+    cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "div", cst.FloorDivide: "floordiv",
+    cst.Modulo: "mod", cst.Power: "pow", cst.MatrixMultiply: "matmul", cst.BitAnd: "and_", cst.BitOr: "or_",
+}
+
+
+_CMP_OPS: dict[type, str] = {
+    cst.LessThan: "lt", cst.LessThanEqual: "le", cst.GreaterThan: "gt", cst.GreaterThanEqual: "ge",
+    cst.Equal: "eq", cst.NotEqual: "ne",
+}

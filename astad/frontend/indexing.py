@@ -1,0 +1,112 @@
+"""Lowering subscripts: ``x[i, a:b]`` on arrays (one ``getitem``, a slice
+of a slice composed into one index), lists, tuples and dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+import numpy as np
+
+from ..values import PyDict, PyTuple
+from ..ir import Atom, Const, ListT, Num, Prim, Var
+from .scopes import Value
+from .core import LowererCore
+
+
+class Indexing(LowererCore):
+    """Subscripts of arrays, lists, tuples and dicts."""
+
+    def expr_Subscript(self, node: cst.Subscript) -> Value:
+        base = self.expr(node.value)
+        if isinstance(base, PyTuple):
+            return self.tuple_subscript(base, node)
+        if isinstance(base, PyDict):
+            return self.dict_subscript(base, node)
+        x = self.atom(base, node.value)
+        if isinstance(x.type, ListT):
+            if len(node.slice) != 1 or isinstance(node.slice[0].slice, cst.Slice):
+                raise self.type_error("a list takes a single integer index", node, "xs[i]")
+            i = self.atom(self.expr(node.slice[0].slice.value), node)
+            return self.emit("list_get", [x, i])
+        index: list[Any] = []
+        args: list[Atom] = [x]
+        for el in node.slice:
+            index.append(self.index_item(el.slice, args))
+        if len(args) == 1:
+            composed = self.compose_index(x, tuple(index))
+            if composed is not None:
+                args, index = [composed[0]], list(composed[1])
+        return self.emit("getitem", args, {"index": tuple(index)})
+
+    def compose_index(self, x: Atom, index: tuple) -> tuple[Atom, tuple] | None:
+        """``y[a:b][i]`` (first axis, constant bounds) as one index of ``y``: the
+        cotangent then goes to ``y`` in one step, not through a chain of slices."""
+        if len(index) != 1 or not isinstance(x, Var):
+            return None
+        d = next((b for b in reversed(self.binds) if b.targets == (x,)), None)
+        if d is None or not (isinstance(d.rhs, Prim) and d.rhs.op == "getitem" and len(d.rhs.args) == 1):
+            return None
+        inner = d.rhs.param("index")
+        y = d.rhs.args[0]
+        n = y.type.shape[0] if isinstance(y.type, Num) and y.type.shape else None
+        if not (isinstance(n, int) and len(inner) == 1 and isinstance(inner[0], tuple) and inner[0][0] == "slice"
+                and all(v is None or isinstance(v, int) for v in inner[0][1:])):
+            return None
+        outer = index[0]
+        rows = range(n)[slice(*inner[0][1:])]
+        if isinstance(outer, int) and not isinstance(outer, bool):
+            return (y, (rows[outer],)) if -len(rows) <= outer < len(rows) else None
+        if isinstance(outer, tuple) and outer[0] == "slice" and all(v is None or isinstance(v, int) for v in outer[1:]):
+            r = rows[slice(*outer[1:])]
+            stop = r.stop if r.stop >= 0 else None
+            return y, (("slice", r.start, stop, r.step if r.step != 1 else None),)
+        return None
+
+    def dict_subscript(self, base: PyDict, node: cst.Subscript) -> Value:
+        s = node.slice[0].slice if len(node.slice) == 1 else None
+        if not isinstance(s, cst.Index):
+            raise self.syntax_error("a dict takes a single key", "d['w']", node)
+        key = self.static(self.expr(s.value), s.value, "dict key")
+        if key not in base.keys:
+            raise self.type_error(f"the dict has no key {key!r}; its keys are {', '.join(map(repr, base.keys))}", node)
+        return base.items[base.keys.index(key)]
+
+    def tuple_subscript(self, base: PyTuple, node: cst.Subscript) -> Value:
+        if len(node.slice) != 1:
+            raise self.syntax_error("a tuple takes a single index", "t[i] or t[a:b]", node)
+        s = node.slice[0].slice
+        if isinstance(s, cst.Slice):
+            bounds = [None if b is None else self.static(self.expr(b), b, "slice bound") for b in (s.lower, s.upper, s.step)]
+            return PyTuple(base.items[slice(*bounds)])
+        index_value = self.expr(s.value)
+        if base.is_list and isinstance(index_value, Var):
+            return self.emit("list_get", [self.dynamic_list(base, node), index_value])
+        i = self.static(index_value, s.value, "tuple index")
+        if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
+            raise self.type_error(f"tuple index {i!r} is out of range for a tuple of {len(base.items)}", node)
+        return base.items[i]
+
+    def index_item(self, s: cst.BaseSlice, args: list[Atom]) -> Any:
+        if isinstance(s, cst.Slice):
+            return ("slice", *(self.index_int(b, args) for b in (s.lower, s.upper, s.step)))
+        v = s.value
+        if isinstance(v, cst.Name) and v.value == "None":
+            return None
+        if isinstance(v, cst.Ellipsis):
+            return Ellipsis
+        return self.index_int(v, args)
+
+    def index_int(self, node: cst.BaseExpression | None, args: list[Atom]) -> Any:
+        if node is None:
+            return None
+        a = self.atom(self.expr(node), node)
+        t = a.type
+        if not (isinstance(t, Num) and t.shape == () and np.dtype(t.dtype).kind in "iu"):
+            raise self.type_error(f"indices must be integers, not {t}", node,
+                                  "integer indices and slices (indexing with arrays is not supported)")
+        if isinstance(a, Const) and a.name is None:
+            return int(a.value)
+        args.append(a)
+        return ("arg", len(args) - 1)

@@ -1,0 +1,160 @@
+"""What a name means: a variable of the running scopes or of the scopes
+around them, ``True``/``False``/``None``, or a global (numpy, a numpy
+function, a builtin, the user's function, a module-level constant); and
+what can still read a value (for in-place updates).
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+from typing import Any
+
+import libcst as cst
+import numpy as np
+
+from ..values import Ref
+from ..source import reversed_function
+from ..errors import AstadTypeError, SourceUnavailableError, UnsupportedFunctionError
+from ..ir import Const, Num, NoneT
+from .numpy_api import numpy_name, builtin_spec
+from .abstract import abstract, literal_type
+from .scopes import Value, Scope, closures_in, scope_chain
+from .core import LowererCore
+
+
+class Lookup(LowererCore):
+    """Names, globals and constants."""
+
+    def expr_Name(self, node: cst.Name) -> Value:
+        for_name = node.value
+        found = self._lookup(self.scope, for_name)  # a nested function reads its enclosing functions' names now
+        if found is not None:
+            return found
+        if for_name in ("True", "False", "None"):
+            v = {"True": True, "False": False, "None": None}[for_name]
+            return Const.literal(v, literal_type(v))
+        fn = self.scope.parsed.fn
+        if for_name in fn.__code__.co_freevars:
+            raise self.syntax_error(f"`{for_name}` is captured from an enclosing function; closures are not "
+                                    "supported yet", "pass the value as an argument, or define it at module level",
+                                    node)
+        g = fn.__globals__
+        if for_name in g:
+            obj = g[for_name]
+        elif hasattr(builtins, for_name):
+            obj = getattr(builtins, for_name)
+        else:
+            raise self.type_error(f"name `{for_name}` is not defined", node,
+                                  hint="a parameter, a variable assigned earlier, or a module-level name")
+        path = self.scope.path + (for_name,)
+        self.deps.append((path, obj))
+        value = self.global_value(for_name, obj, node, path)
+        return value
+
+    def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
+        if obj is np:
+            return Ref("module", np)
+        if isinstance(obj, types.ModuleType):
+            if obj.__name__.startswith("numpy"):
+                return Ref("module", obj)
+            raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
+                                           "numpy (import numpy as np) and your own functions")
+        if builtin_spec(obj) is not None:
+            return Ref("builtin", obj)
+        if any(obj is it for it in _ITERATORS):
+            return Ref("iterator", obj)
+        if obj is builtins.map or obj is builtins.list or obj is builtins.isinstance:
+            return Ref(obj.__name__, obj)
+        if any(obj is t for t in _TYPES):
+            return Ref("type", obj)
+        if numpy_name(obj) is not None:
+            return Ref("numpy", obj)
+        inner = reversed_function(obj)
+        if inner is not None:
+            return Ref("user", inner, path=path)
+        if getattr(type(obj), "__astad_program__", None) is not None:
+            raise SourceUnavailableError(
+                f"`{name}` is {obj!r}: calling a derivative inside a function astad differentiates (a higher-order "
+                "derivative inside the code) is not supported yet", self.loc(node),
+                "differentiate the derivative itself (astad.grad(astad.grad(f))), or compute it outside")
+        if isinstance(obj, types.FunctionType):
+            return Ref("user", obj, path=path)
+        if any(obj is k for k in _PY_DTYPES):
+            return Ref("dtype", _PY_DTYPES[obj])
+        return self.constant(obj, f"`{name}`", node, name, path)
+
+    def constant(self, obj: Any, what: str, node: cst.CSTNode, name: str | None = None,
+                 path: tuple[str, ...] = ()) -> Const:
+        """A module-level constant (or a default value) read as a constant."""
+        if isinstance(obj, (bool, int, float, np.ndarray, np.generic)) and not isinstance(obj, complex):
+            try:
+                t = abstract(obj, what)
+            except AstadTypeError as e:
+                raise self.type_error(e.message, node, e.hint) from None
+            if isinstance(t, Num) and t.py and t.dtype != "float64":
+                t = Num((), t.dtype, py=True, value=obj)
+            if name is None or not path or (type(obj) in (bool, int, float) and path[0] == "<default>"):
+                return Const.literal(obj, t)
+            code_name = self.const_names.get(id(obj))
+            if code_name is None:
+                code_name = self.const_names[id(obj)] = self.namer.fresh(name)
+                self.constants[code_name] = (path, obj)
+            return Const(obj, t, code_name, ("global", code_name))
+        if obj is None:
+            return Const.literal(None, NoneT())
+        raise UnsupportedFunctionError(
+            f"{what} is a {type(obj).__name__}, which astad cannot use", self.loc(node),
+            "numbers and numpy arrays as constants, numpy functions, and your own functions")
+
+    def _lookup(self, scope: "Scope | None", name: str) -> Value | None:
+        """What ``name`` is in ``scope`` or the scopes around it (as a nested function reads it)."""
+        return next((s.env[name] for s in scope_chain(scope) if name in s.env), None)
+
+    def readable_besides(self, name: str) -> list[tuple[str, Value]]:
+        """Every value that can still be read, but the current scope's ``name``:
+        the names of the running scopes and of the scopes around them, and what
+        the functions that can still be called hold."""
+        seen: set[int] = set()
+        found: list[tuple[str, Value]] = []
+        for s in self.stack:
+            for sc in scope_chain(s):
+                if id(sc) in seen:
+                    continue
+                seen.add(id(sc))
+                env = self.scope.env if sc is self.scope else sc.env
+                found += [(f"`{k}` shares its memory (the same object, a view of it, or a list or tuple holding it)", v)
+                          for k, v in env.items() if not (sc is self.scope and k == name)]
+        found += [("a function made earlier holds it (as a default, or as a variable it reads)", v)
+                  for v in self.held_by_functions()]
+        return found
+
+    def held_by_functions(self) -> list[Value]:
+        """The values the lambdas and nested defs that can still be called hold
+        apart from the running scopes: their defaults, and the variables of the
+        calls that made them."""
+        held: list[Value] = []
+        todo = [c for s in self.stack for v in s.env.values() for c in closures_in(v)]  # reachable ones
+        seen: set[int] = set()
+        while todo:
+            c = todo.pop()
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            values = list(c.defaults.values())
+            scope = c.scope
+            while scope is not None and all(scope is not s for s in self.stack):
+                values += scope.env.values()
+                scope = scope.parent
+            held += values
+            todo += [d for v in values for d in closures_in(v)]
+        return held
+
+
+_ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)
+
+
+_TYPES = (tuple, list, dict, float, int, bool, np.ndarray)
+
+
+_PY_DTYPES = {builtins.float: "float64", builtins.int: "int64", builtins.bool: "bool"}

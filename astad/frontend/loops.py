@@ -1,0 +1,311 @@
+"""Lowering loops: ``for`` over ``range``, arrays, lists, ``enumerate`` and
+``zip``, and ``while``; the names a body updates are carried from one
+iteration to the next, ``break`` and ``return`` stop it; loops over
+structured values are unrolled.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable, Sequence
+
+import libcst as cst
+import numpy as np
+
+from ..values import PyDict, PyTuple, Ref
+from ..ir import BOOL, INT, Atom, Bind, Block, Const, ListT, Loop, MakeTuple, Num, NoneT, TupleT, Type, Var
+from .syntax import target_names, assigned_names, breaks_out, can_leave, contains_return, stmts_of
+from .abstract import literal_type
+from .scopes import Value, rebuild, forget_value
+from .core import LowererCore
+
+
+class Loops(LowererCore):
+    """``for`` and ``while`` loops."""
+
+    def lower_for(self, stmt: cst.For) -> tuple[Atom, Value] | None:
+        """``for i in range(...)``: the names the body assigns that exist before the
+        loop are carried from one iteration to the next and joined after it."""
+        self.node = stmt
+        if stmt.orelse is not None or stmt.asynchronous is not None:
+            raise self.syntax_error("`for ... else` and `async for` are not supported", "a plain `for` loop", stmt)
+        it = stmt.iter
+        func = self.expr(it.func) if isinstance(it, cst.Call) else None
+        kind = func.obj if isinstance(func, Ref) and func.kind == "iterator" else None
+        if kind is builtins.range:
+            if not isinstance(stmt.target, cst.Name):
+                raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
+            return self.lower_loop(stmt, stmt.target.value, tuple(self.range_bounds(it)), None)
+        # over arrays (first axis), enumerate(...) or zip(...): a loop over the index
+        if kind is None:
+            seqs, names, index_target = [it], [stmt.target], None
+        else:
+            assert isinstance(it, cst.Call)
+            targets = target_names(stmt.target)
+            if kind is builtins.enumerate:
+                if len(it.args) != 1 or len(targets) != 2:
+                    raise self.syntax_error("use `for i, v in enumerate(x):`", "for i, v in enumerate(x):", it)
+                seqs, names, index_target = [it.args[0].value], [targets[1]], targets[0]
+            else:
+                if len(targets) != len(it.args):
+                    raise self.syntax_error("name one loop variable per zipped array", "for a, b in zip(x, y):", it)
+                seqs, names, index_target = [a.value for a in it.args], targets, None
+        values = [self.expr(s) for s in seqs]
+        if all(isinstance(v, (PyTuple, PyDict)) for v in values):
+            self.unroll(stmt, values, names, index_target)
+            return None
+        arrays = [self.dynamic_list(v, s) if isinstance(v, PyTuple) else self.atom(v, s) for v, s in zip(values, seqs)]
+        for a, s in zip(arrays, seqs):
+            if not (isinstance(a.type, Num) and a.type.ndim >= 1 or isinstance(a.type, ListT)):
+                raise self.type_error(f"a `for` loop runs over arrays (their first axis) and lists, not {a.type}", s,
+                                      "for i in range(n), for row in x, enumerate(x), zip(x, y)")
+        lengths = [self.emit("list_len", [a]) if isinstance(a.type, ListT) else self.shape_of(a).items[0]
+                   for a in arrays]
+        bound = lengths[0]
+        for other in lengths[1:]:
+            bound = self.emit_call_min(bound, other)
+        for n in names:
+            if not isinstance(n, cst.Name):
+                raise self.syntax_error("the loop variables must be names", "for a, b in zip(x, y):", n)
+        index_name = index_target.value if isinstance(index_target, cst.Name) else f"{names[0].value}_index"
+
+        def elements(index: Var) -> None:
+            for n, a in zip(names, arrays):
+                element = (self.emit("list_get", [a, index]) if isinstance(a.type, ListT) else
+                           self.emit("getitem", [a, index], {"index": (("arg", 1),)}))
+                self.scope.env[n.value] = self.name_result(element, n.value)
+
+        return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
+                        hidden=index_target is None, element_names=[n.value for n in names])
+
+    def unroll(self, stmt: cst.For, values: list[Value], names: list[cst.BaseExpression],
+               index_target: cst.BaseExpression | None) -> None:
+        """A loop over tuples, lists or dicts known element by element (structured
+        arguments): the body once per element (a dict gives its keys)."""
+        if can_leave(stmt):
+            raise self.syntax_error("`break`, `continue` and `return` are not supported in a loop over a tuple, "
+                                    "list or dict (it is unrolled)", "a loop without them, or a loop over an array",
+                                    stmt)
+        elements = [list(v.items) if isinstance(v, PyTuple) else
+                    [Ref("string", k) if isinstance(k, str) else Const.literal(k, literal_type(k)) for k in v.keys]
+                    for v in values]
+        for k in range(min(map(len, elements))):
+            if index_target is not None:
+                self.assign(index_target, Const.literal(k, literal_type(k)))
+            for name, items in zip(names, elements):
+                self.assign(name, items[k])
+            self.lower_stmts(stmts_of(stmt.body))
+
+    def emit_call_min(self, a: Value, b: Value) -> Atom:
+        x, y = self.atom(a, self.node), self.atom(b, self.node)
+        if isinstance(x.type, Num) and isinstance(y.type, Num) and x.type.value is not None and y.type.value is not None:
+            v = min(x.type.value, y.type.value)
+            return x if v == x.type.value else y
+        return self.emit("minimum", [x, y])
+
+    def lower_while(self, stmt: cst.While) -> tuple[Atom, Value] | None:
+        """``while cond:``: a loop whose last carried value is the condition,
+        computed before the loop and again at the end of each iteration."""
+        self.node = stmt
+        if stmt.orelse is not None:
+            raise self.syntax_error("`while ... else` is not supported", "a plain `while` loop", stmt)
+        go = self.condition(stmt.test)
+        if go is False:
+            return None
+        return self.lower_loop(stmt, None, (), stmt.test, Const.literal(True, BOOL) if go is True else go)
+
+    def lower_loop(self, stmt: cst.For | cst.While, index_name: str | None, bounds: tuple[Atom, ...],
+                   test: cst.BaseExpression | None, go: Atom | None = None,
+                   prelude: Callable[[Var], None] | None = None, hidden: bool = False,
+                   element_names: Sequence[str] = ()) -> tuple[Atom, Value] | None:
+        """A loop: the names its body assigns that exist before it are carried
+        from one iteration to the next (a tuple as its items, a list as a run-time
+        list).  ``break`` stops it; ``return`` stops it too, carrying whether it
+        returned and the value, which it gives back as ``(returned, value)``."""
+        before = self.scope.env
+        carried = [n for n in assigned_names(stmt.body) if n in before and n != index_name
+                   and n not in element_names and not isinstance(before[n], Ref)]
+        shapes, init, names = [], [], []
+        for n in carried:
+            shape, leaves = self.flatten(before[n], n, stmt)
+            shapes.append(shape)
+            init += leaves
+            names += _slot_names(n, len(leaves))
+        has_return = contains_return(stmt)
+        has_break = breaks_out(stmt.body) or has_return
+        running = has_break and test is None  # a `for` with `break` carries whether it still runs
+        ret_shape: Any = None
+        ret_slots = 0
+        extra = ([go] if go is not None else []) + ([Const.literal(True, BOOL)] if running else [])
+        extra_names = (["go"] if go is not None else []) + (["running"] if running else [])
+        types = [forget_value(a.type) for a in init + extra]
+        for _ in range(4):  # until the carried types are stable (e.g. a Python float becoming np.float64)
+            index = Var(self.namer.fresh(index_name), INT) if index_name is not None else None
+            slot_names = names + (["returned"] + _slot_names("result", ret_slots) if ret_shape else []) + extra_names
+            params = [Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types)]
+            n_state = len(names) + (1 + ret_slots if ret_shape else 0)
+
+            for p, a in zip(params, init + extra):
+                self.aliases.carried(p, a)
+            if index is not None:
+                self.aliases.made(index.name, ())
+
+            def body() -> list[Atom]:
+                if index is not None:
+                    self.scope.env[index_name] = index  # type: ignore[index]
+                    self.bound.add(index.name)
+                if prelude is not None:
+                    assert index is not None
+                    prelude(index)
+                it = iter(params)
+                for n, shape in zip(carried, shapes):
+                    self.scope.env[n] = rebuild(shape, it)
+                self.bound.update(v.name for v in params)
+                if not running:
+                    return iteration()
+                t_binds, _, t_outs = self.branch(iteration)  # `if running:` the body, else nothing changes
+                return [self.atom(v, stmt) for v in self.join(params[-1], [
+                    (n, t, e) for n, t, e in zip(slot_names, t_outs, params)], t_binds, [])]
+
+            def iteration() -> list[Atom]:
+                def leave(kind: str, value: Value = None) -> Value:
+                    """The loop's state where the body is left: by its end or `continue`,
+                    `break`, or `return value`; and whether the loop stops."""
+                    state: list[Atom] = []
+                    for n, shape in zip(carried, shapes):
+                        state += self.flatten(self.scope.env[n], n, stmt, shape)[1]
+                    if kind == "return":
+                        if ret_shape is None:
+                            found, leaves = self.flatten(value, "the returned value", stmt)
+                            raise _ReturnSeen(found, [a.type for a in leaves])
+                        state += [Const.literal(True, BOOL)] + self.flatten(value, "the returned value", stmt,
+                                                                            ret_shape)[1]
+                    elif ret_shape is not None:
+                        state += params[len(names):n_state]
+                    stop = kind in ("break", "return")
+                    if test is not None:  # a `while` goes on unless it stops here, if its condition holds now
+                        state.append(Const.literal(False, BOOL) if stop else self.next_go(test, has_break))
+                    elif running:
+                        state.append(Const.literal(not stop, BOOL))
+                    return PyTuple(tuple(state))
+
+                self.exits.append(leave)
+                try:
+                    ended = self.lower_stmts(stmts_of(stmt.body))
+                finally:
+                    self.exits.pop()
+                items = (ended if isinstance(ended, PyTuple) else leave("end")).items
+                return [self.atom(v, stmt) for v in items]
+
+            snapshot = self.snapshot()
+            self.aliases.enter_loop()
+            try:
+                binds, _, outs = self.branch(body)
+            except _ReturnSeen as seen:  # the returned value's structure is known now: carry it
+                self.aliases.loops.pop()
+                self.restore(snapshot)
+                ret_shape, ret_slots = seen.shape, len(seen.types)
+                placeholders = [Const.literal(False, BOOL)] + [self.placeholder(t, stmt) for t in seen.types]
+                init += placeholders
+                types = types[:len(names)] + [forget_value(a.type) for a in placeholders] + types[len(names):]
+                continue
+            new = [forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
+            if new == types:
+                break
+            self.aliases.loops.pop()
+            self.aliases.restore(snapshot[-1])  # this pass's checks are made again by the next
+            types = new
+        else:
+            raise self.type_error("the types of the loop's variables do not settle", stmt)
+        self.node = stmt
+        tup = Var(self.namer.temp(), TupleT(tuple(o.type for o in outs)))
+        block = Block(tuple(binds) + (Bind((tup,), MakeTuple(tuple(outs)), self.loc(stmt)),), tup)
+        finals = tuple(Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types))
+        self.aliases.exit_loop(params, outs, list(finals))
+        self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init + extra), block),
+                               self.loc(stmt)))
+        self.bound.update(v.name for v in finals)
+        it = iter(finals)
+        for n, shape in zip(carried, shapes):
+            self.scope.env[n] = rebuild(shape, it)
+        for name in ([] if hidden or index_name is None else [index_name]) + list(element_names):
+            self.scope.env[name] = Ref("after_loop", name)
+        if ret_shape is None:
+            return None
+        returned = next(it)
+        only_by_return = isinstance(go, Const) and go.value is True and not breaks_out(stmt.body)  # `while True:`
+        return (Const.literal(True, BOOL) if only_by_return else returned), rebuild(ret_shape, it)
+
+    def flatten(self, value: Value, name: str, node: cst.CSTNode, shape: Any = None) -> tuple[Any, list[Atom]]:
+        """A value as the atoms a loop carries (a list as a run-time list) and its
+        structure; with ``shape``, the value must have that structure."""
+        leaves: list[Atom] = []
+
+        def walk(v: Value, want: Any) -> Any:
+            if isinstance(v, PyTuple) and not v.is_list and (want is None or (
+                    isinstance(want, tuple) and want[:1] not in (("atom",), ("same",)) and len(want) == len(v.items))):
+                return tuple(walk(x, None if want is None else w) for x, w in zip(v.items, want or [None] * len(v.items)))
+            if isinstance(v, Ref):
+                if want is None or want == ("same", v):
+                    return ("same", v)
+            elif want is None or want == ("atom",):
+                leaves.append(self.dynamic_list(v, node) if isinstance(v, PyTuple) else self.atom(v, node))
+                return ("atom",)
+            raise self.type_error(f"`{name}` changes structure in the loop (a tuple of another length, a tuple "
+                                  f"and a number, or another function)", node,
+                                  "values of the same structure in every iteration")
+
+        return walk(value, shape), leaves
+
+    def placeholder(self, t: Type, node: cst.CSTNode) -> Atom:
+        """A value of type ``t`` for a loop to carry before it has one (never read)."""
+        if isinstance(t, Num) and not t.shape:
+            value = np.zeros((), t.dtype).item()
+            return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))
+        if isinstance(t, Num) and all(isinstance(d, int) for d in t.shape):
+            return self.emit("zeros", [Const.literal(d, literal_type(d)) for d in t.shape], {"dtype": t.dtype})
+        if isinstance(t, ListT):
+            return self.emit("list", [])
+        if isinstance(t, NoneT):
+            return Const.literal(None, t)
+        raise self.type_error(f"a {t} returned from inside a loop is not supported", node,
+                              "assign the value to a variable, `break`, and return it after the loop")
+
+    def next_go(self, test: cst.BaseExpression, can_stop: bool) -> Atom:
+        """Whether a ``while`` loop runs again after an iteration that goes on: its
+        condition, on the values the names have where the iteration ends."""
+        c = self.condition(test)
+        if c is True and not can_stop:
+            raise self.syntax_error("this `while` loop never ends: its condition is always true",
+                                    "a condition on the values the loop changes, or a `break`", test)
+        return Const.literal(c, BOOL) if isinstance(c, bool) else c
+
+    def range_bounds(self, node: cst.BaseExpression) -> list[Atom]:
+        func = self.expr(node.func) if isinstance(node, cst.Call) else None
+        if not (isinstance(func, Ref) and func.obj is builtins.range):
+            raise self.syntax_error("only `for ... in range(...)` loops are supported yet", "for i in range(n):",
+                                    node)
+        assert isinstance(node, cst.Call)
+        if not 1 <= len(node.args) <= 3 or any(a.keyword or a.star for a in node.args):
+            raise self.type_error("range() takes one to three positional arguments", node)
+        bounds = [self.atom(self.expr(a.value), a.value) for a in node.args]
+        for a, arg in zip(bounds, node.args):
+            if not (isinstance(a.type, Num) and a.type.shape == () and a.type.dtype in ("int64", "int32")):
+                raise self.type_error(f"range() needs integers, not {a.type}", arg.value,
+                                      "integers, e.g. from len(x) or x.shape[0]")
+        return bounds
+
+
+class _ReturnSeen(Exception):
+    """Raised the first time a loop body is lowered, at a ``return``: the loop
+    then carries a value of this structure and types."""
+
+    def __init__(self, shape: Any, types: list[Type]) -> None:
+        super().__init__("return in a loop")
+        self.shape, self.types = shape, types
+
+
+def _slot_names(name: str, n: int) -> list[str]:
+    """The names of the atoms a loop carries for one variable (``state_0``,
+    ``state_1`` for a tuple)."""
+    return [name] if n == 1 else [f"{name}_{i}" for i in range(n)]

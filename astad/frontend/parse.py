@@ -1,0 +1,229 @@
+"""Parsing: a function's source, read and parsed with libcst (cached per
+code object), checked against the supported subset, with the positions
+that errors point at.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import textwrap
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import libcst as cst
+
+from .. import deep
+from ..source import check_not_wrapped, read as read_source
+from ..errors import SourceUnavailableError, UnsupportedSyntaxError
+from ..ir import Loc
+from ..positions import resolve as resolve_positions
+from .syntax import FOUND, stmts_of
+
+
+@dataclass
+class Parsed:
+    """A function's source, parsed, with what is needed to point at its lines."""
+
+    fn: Callable[..., Any]
+    file: str
+    funcdef: cst.FunctionDef
+    positions: Any
+    line_offset: int
+    col_offset: int
+    lines: list[str]
+    source: str
+    aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
+
+    @property
+    def name(self) -> str:
+        return self.funcdef.name.value
+
+    @property
+    def funcdef_line(self) -> int:
+        return self.positions[self.funcdef].start.line + self.line_offset
+
+    def loc(self, node: cst.CSTNode) -> Loc:
+        node = self.aliases.get(node, node)
+        if isinstance(node, cst.SimpleStatementLine) and node not in self.positions and node.body:
+            node = node.body[0]  # a line made from a one-line block (`if c: return x`)
+        try:
+            pos = self.positions[node].start
+        except KeyError:
+            pos = self.positions[self.funcdef].start
+        line = pos.line + self.line_offset
+        text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
+        return Loc(self.file, line, pos.column + self.col_offset + 1, text)
+
+
+_PARSED: dict[Any, Parsed] = {}
+
+
+def clear_parse_cache() -> None:
+    _PARSED.clear()
+    FOUND.clear()
+
+
+def parse(fn: Callable[..., Any]) -> Parsed:
+    """Read, parse and check ``fn``'s source (cached per code object)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise SourceUnavailableError(
+            f"cannot differentiate {fn!r}: it is not a Python function with source code",
+            hint="a function defined with `def` in a .py file (or a notebook cell)")
+    check_not_wrapped(fn)
+    key = (code, code.co_filename, code.co_firstlineno)
+    found = _PARSED.get(key)
+    if found is not None:  # the same code; another function object may have other globals
+        return found if found.fn is fn else dataclasses.replace(found, fn=fn)
+    if fn.__name__ == "<lambda>":
+        raise SourceUnavailableError(
+            f"cannot differentiate a lambda ({code.co_filename}:{code.co_firstlineno})",
+            hint="define the function with `def` at module level")
+    lines, start, file = read_source(fn)
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
+    try:
+        module = deep.fresh(cst.parse_module, dedented)  # libcst recurses: give it a whole stack
+    except cst.ParserSyntaxError as e:
+        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}: {e.message}") from None
+    except RecursionError:
+        module = None
+    positions = None if module is None else resolve_positions(module, dedented)
+    if module is None or positions is None:
+        line, col = _deepest(dedented)
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        raise UnsupportedSyntaxError(
+            f"{fn.__qualname__} is nested too deeply for astad's parser (libcst), here",
+            Loc(file, line + start - 1, col + col_offset + 1, text),
+            "name the inner parts: `a = np.sin(x)`, `b = np.sin(a)`, ...")
+    funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
+    if funcdef is None or funcdef.name.value != code.co_name:
+        raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
+    parsed = Parsed(fn, file, funcdef, positions, start - 1, col_offset, lines, source)
+    check_subset(parsed)
+    _PARSED[key] = parsed
+    return parsed
+
+
+def _deepest(source: str) -> tuple[int, int]:
+    """Line (1-based) and column (0-based) of the most deeply nested node of
+    ``source`` (Python's own parser; an explicit stack)."""
+    best, where = -1, (1, 0)
+    todo = [(deep.parse_ast(source), 0)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > best and hasattr(node, "lineno"):
+            best, where = depth, (node.lineno, node.col_offset)
+        todo.extend((c, depth + 1) for c in ast.iter_child_nodes(node))
+    return where
+
+
+# What each unsupported construct is called and what to write instead.
+UNSUPPORTED: dict[type, tuple[str, str]] = {
+    cst.Try: ("`try` is not supported", "straight-line code without exception handling"),
+    cst.With: ("`with` is not supported", "straight-line code"),
+    cst.ClassDef: ("class definitions are not supported", "module-level functions"),
+    cst.DictComp: ("dict comprehensions are not supported", "arrays and tuples"),
+    cst.SetComp: ("set comprehensions are not supported", "arrays and tuples"),
+    cst.Dict: ("dicts are not supported yet", "arrays and tuples"),
+    cst.Set: ("sets are not supported", "arrays and tuples"),
+    cst.Yield: ("generators are not supported", "a function that returns its result"),
+    cst.Await: ("`await` is not supported", "plain synchronous numpy code"),
+    cst.Global: ("`global` is not supported", "module-level constants are read as constants; pass values as arguments"),
+    cst.Nonlocal: ("`nonlocal` is not supported", "pass values as arguments and return results"),
+    cst.Del: ("`del` is not supported", "simply stop using the variable"),
+    cst.Raise: ("`raise` is not supported", "straight-line numpy code"),
+    cst.Assert: ("`assert` is not supported", "check inputs before calling the differentiated function"),
+    cst.Import: ("imports inside the function are not supported", "import at module level"),
+    cst.ImportFrom: ("imports inside the function are not supported", "import at module level"),
+    cst.NamedExpr: ("`:=` is not supported", "a separate assignment"),
+    cst.FormattedString: ("strings are not supported", "numbers and arrays"),
+    cst.ConcatenatedString: ("strings are not supported", "numbers and arrays"),
+    cst.Imaginary: ("complex numbers are not supported", "real floats and arrays"),
+    cst.StarredElement: ("`*` unpacking is not supported", "explicit arguments"),
+}
+
+
+class _SubsetChecker(cst.CSTVisitor):
+    def __init__(self, parsed: Parsed) -> None:
+        self.parsed = parsed
+        self.depth = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.FunctionDef):
+            self.depth += 1
+            self._check_signature(node)
+            if node.decorators and self.depth > 1:
+                raise UnsupportedSyntaxError("decorators on nested functions are not supported",
+                                             self.parsed.loc(node.decorators[0]), "a plain nested `def`")
+            if self.depth == 1:
+                return True
+        if isinstance(node, cst.Lambda):
+            self._check_params(node.params)
+        if isinstance(node, cst.Name) and unicodedata.normalize("NFKC", node.value) != node.value:
+            plain = unicodedata.normalize("NFKC", node.value)
+            raise UnsupportedSyntaxError(f"the name `{node.value}` is `{plain}` to Python (it normalises names "
+                                         "to NFKC), so astad would read two names where Python reads one",
+                                         self.parsed.loc(node), f"write `{plain}`")
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            f: Any = node.for_in
+            while f is not None:
+                if f.asynchronous is not None:
+                    raise UnsupportedSyntaxError("`async for` is not supported", self.parsed.loc(f), "a plain `for`")
+                f = f.inner_for_in
+        entry = UNSUPPORTED.get(type(node))
+        if entry is not None:
+            raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
+        if isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
+            raise UnsupportedSyntaxError("a loop with an `else` block is not supported", self.parsed.loc(node),
+                                         "a plain loop, followed by the code of the `else` block")
+        if isinstance(node, cst.Comparison):
+            for comp in node.comparisons:
+                if not isinstance(comp.operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                                                  cst.GreaterThanEqual, cst.Equal, cst.NotEqual)):
+                    raise UnsupportedSyntaxError("only the comparisons < <= > >= == != are supported",
+                                                 self.parsed.loc(comp), "< <= > >= == !=")
+        return True
+
+    def on_leave(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.FunctionDef):
+            self.depth -= 1
+
+    def _check_signature(self, node: cst.FunctionDef) -> None:
+        self._check_params(node.params, module_level=self.depth == 1)
+        _check_returns_last(stmts_of(node.body), self.parsed)
+
+    def _check_params(self, ps: cst.Parameters, module_level: bool = False) -> None:
+        extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
+        # positional-only parameters: a module-level function (inlined by its signature) may have them
+        posonly = ps.posonly_params[0] if ps.posonly_params and not module_level else None
+        for bad, what in ((extra, "*args"), (ps.star_kwarg, "**kwargs"),
+                          (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters"),
+                          (posonly, "positional-only parameters (before `/`)")):
+            if bad is not None:
+                raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
+                                             "positional parameters (with constant defaults)")
+
+
+def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:
+    """A ``return`` ends its block: nothing may follow it there (dead code is
+    more likely a mistake than intended)."""
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Return) and (i != len(body) - 1 or small is not stmt.body[-1]):
+                    raise UnsupportedSyntaxError("code after `return` is never run", parsed.loc(small),
+                                                 "end the block with its `return`")
+        elif isinstance(stmt, cst.If):
+            _check_returns_last(stmts_of(stmt.body), parsed)
+            if isinstance(stmt.orelse, cst.If):
+                _check_returns_last([stmt.orelse], parsed)
+            elif stmt.orelse is not None:
+                _check_returns_last(stmts_of(stmt.orelse.body), parsed)
+
+
+def check_subset(parsed: Parsed) -> None:
+    deep.visit(parsed.funcdef, _SubsetChecker(parsed))

@@ -1,0 +1,233 @@
+"""Lowering a function's body and its simple statements: parameters,
+the statements in order, ``return``, assignments, augmented assignments
+(checked for in-place updates) and ``list.append``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import deep
+from ..aliases import CALLER
+from ..values import PyDict, PyTuple
+from ..errors import UnsupportedSyntaxError
+from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
+from .syntax import can_leave, stmts_of, is_append
+from .parse import UNSUPPORTED
+from .scopes import Value, Scope, is_list_value, make_call_key
+from .core import LowererCore
+
+
+class Statements(LowererCore):
+    """A function's body and its simple statements."""
+
+    def lower_function(self, arg_types: list[Type]) -> Function:
+        fd = self.root.funcdef
+        self.stack.append(Scope(self.root))
+        params: list[Var] = []
+        for p, t in zip(fd.params.params, arg_types):
+            self.scope.env[p.name.value] = self.parameter(p.name.value, t, params)
+        self.scope.call_key = make_call_key(self.root.fn, self.scope.env)
+        result = self.lower_body(fd)
+        atom = self.result_atom(result, self.node)
+        return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
+
+    def parameter(self, name: str, t: Type, params: list[Var]) -> Value:
+        """A parameter; a structured one as its structure, with one parameter per
+        leaf (``params_w`` for ``params["w"]``)."""
+        if not isinstance(t, StructT):
+            v = Var(self.namer.fresh(name), t)
+            params.append(v)
+            self.aliases.made(v.name, () if isinstance(t, Num) and t.py else (CALLER,))
+            return v
+        keys = t.keys or tuple(range(len(t.items)))
+        items = tuple(self.parameter(f"{name}_{k}" if str(k).isidentifier() or isinstance(k, int) else f"{name}_{i}",
+                                     it, params) for i, (k, it) in enumerate(zip(keys, t.items)))
+        if t.kind == "dict":
+            return PyDict(t.keys, items)
+        value = PyTuple(items, is_list=t.kind == "list", fields=t.keys if t.kind == "namedtuple" else None)
+        if value.is_list:
+            self.aliases.caller_list(value)
+        return value
+
+    def result_atom(self, value: Value, node: cst.CSTNode) -> Atom:
+        if isinstance(value, PyTuple):
+            items = tuple(self.result_atom(v, node) for v in value.items)
+            var = Var(self.namer.temp(), TupleT(tuple(i.type for i in items)))
+            self.binds.append(Bind((var,), MakeTuple(items), self.loc(node)))
+            return var
+        return self.atom(value, node)
+
+    def lower_body(self, fd: cst.FunctionDef) -> Value:
+        body = stmts_of(fd.body)
+        value = self.lower_stmts(body)
+        if value is None:
+            raise self.syntax_error("the function must end with `return <value>`",
+                                    "return a float, an array or a tuple on every path", body[-1] if body else fd)
+        return value
+
+    def lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
+        """Lower statements in order; the returned value if they return, else None."""
+        return deep.call(self._lower_stmts, stmts)  # a block in a block in ...: on with a fresh stack
+
+    def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, cst.If):
+                if can_leave(stmt):  # the rest of the block continues each branch that does not return/break/continue
+                    return self.lower_if(stmt, stmts[i + 1:])
+                self.lower_if(stmt, None)
+                continue
+            if isinstance(stmt, cst.FunctionDef):
+                self.scope.env[stmt.name.value] = self.closure(stmt)
+                continue
+            if isinstance(stmt, (cst.For, cst.While)):
+                returned = self.lower_for(stmt) if isinstance(stmt, cst.For) else self.lower_while(stmt)
+                if returned is not None:  # `return` inside the loop: it or the rest of the block gives the value
+                    return self.after_return(stmt, *returned, stmts[i + 1:])
+                continue
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                entry = UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
+                raise self.syntax_error(entry[0], entry[1] or "assignments, `if` and `return`", stmt)
+            for small in stmt.body:
+                self.node = small
+                if isinstance(small, (cst.Break, cst.Continue)):
+                    return self.exits[-1]("break" if isinstance(small, cst.Break) else "continue")
+                if isinstance(small, cst.Return):
+                    if small.value is None:
+                        raise self.syntax_error("`return` without a value", "return a float, an array or a tuple",
+                                                small)
+                    return self.give_back(self.expr(small.value))
+                self.statement(small)
+        return None
+
+    def give_back(self, value: Value) -> Value:
+        """``return value``: the function's value, or, inside a loop body, leaving the loop with it."""
+        return self.exits[-1]("return", value) if self.exits else value
+
+    def after_return(self, stmt: cst.CSTNode, returned: Atom, value: Value,
+                     rest: list[cst.BaseStatement]) -> Value:
+        """After a loop that may have returned: its value if it did, else the rest of the block."""
+        self.node = stmt
+        if isinstance(returned, Const):  # `while True:` ends only by its `return`
+            return self.give_back(value)
+        (t_binds, _, t_val), (e_binds, _, e_val) = self.branches(lambda: self.give_back(value),
+                                                                 lambda: self.lower_block(rest, True))
+        self.node = stmt
+        if e_val is None:
+            raise self.syntax_error("not every path after this loop returns a value",
+                                    "return a value after the loop too", stmt)
+        return self.join(returned, [("the returned value", t_val, e_val)], t_binds, e_binds)[0]
+
+    def statement(self, node: cst.BaseSmallStatement) -> None:
+        if isinstance(node, cst.Assign):
+            value = self.expr(node.value)
+            for target in node.targets:
+                self.assign(target.target, value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is None:
+                return
+            self.assign(node.target, self.expr(node.value))
+        elif isinstance(node, cst.AugAssign):
+            self.aug_assign(node)
+        elif isinstance(node, cst.Expr) and isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString)):
+            return  # docstring
+        elif isinstance(node, cst.Expr) and is_append(node.value):
+            self.append(node.value)
+        elif isinstance(node, cst.Pass):
+            return
+        elif isinstance(node, cst.Expr):
+            raise self.syntax_error("an expression statement has no effect astad can differentiate",
+                                    "assign the value to a name, or remove the statement", node)
+        else:
+            raise self.syntax_error(f"`{type(node).__name__}` statements are not supported",
+                                    "assignments and a final `return`", node)
+
+    def assign(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            self.scope.env[target.value] = self.name_result(value, target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            if not isinstance(value, PyTuple) or len(value.items) != len(target.elements):
+                n = len(value.items) if isinstance(value, PyTuple) else "a non-tuple"
+                raise self.type_error(f"cannot unpack {n} values into {len(target.elements)} names", target)
+            for el, v in zip(target.elements, value.items):
+                if isinstance(el, cst.StarredElement):
+                    raise self.syntax_error("`*` in unpacking is not supported", "name each element", el)
+                self.assign(el.value, v)
+        elif isinstance(target, cst.Subscript):
+            raise self.syntax_error("assigning to an element (`x[i] = v`) mutates an array, which is not supported",
+                                    "build the array functionally: np.where, np.concatenate, np.stack", target)
+        else:
+            raise self.syntax_error("only names and tuples of names can be assigned to",
+                                    "`name = ...` or `a, b = ...`", target)
+
+    def aug_assign(self, node: cst.AugAssign) -> None:
+        target = node.target
+        if not isinstance(target, cst.Name):
+            raise self.syntax_error("augmented assignment to an element mutates an array, which is not supported",
+                                    "x = x + ... on a whole name", target)
+        old = self.expr(target)
+        op = _AUG_OPS.get(type(node.operator))
+        if op is None:
+            raise self.syntax_error("this augmented assignment is not supported", "+= -= *= /=", node)
+        old_atom = self.atom(old, target)
+        if isinstance(old_atom.type, Num) and not old_atom.type.py:  # a 0-d array changes in place too
+            self.check_in_place(old_atom, target.value, _AUG_SYMBOL[op], node)
+        value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
+        if isinstance(old_atom.type, Num) and old_atom.type.shape and (
+                value.type.shape != old_atom.type.shape or value.type.dtype != old_atom.type.dtype):  # type: ignore[union-attr]
+            raise self.type_error(f"in-place `{_AUG_SYMBOL[op]}=` cannot change {old_atom.type} into {value.type}", node,
+                                  f"{target.value} = {target.value} {_AUG_SYMBOL[op]} ...")
+        self.scope.env[target.value] = self.name_result(value, target.value)
+
+    def append(self, call: cst.Call) -> None:
+        """``xs.append(v)``: the list named ``xs`` is rebound to the longer list."""
+        assert isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+        name = call.func.value.value
+        if len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+            raise self.type_error("list.append takes one argument", call)
+        old = self.expr(call.func.value)
+        loc = self.loc(call)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{name}.append` changes the list in place, and {why}", loc,
+                                          f"build a new list: {name} = {name} + [v]")
+
+        if is_list_value(old):
+            self.aliases.update_list(old, self.readable_besides(name), fail)
+        v = self.atom(self.expr(call.args[0].value), call.args[0].value)
+        if isinstance(old, PyTuple) and old.is_list:
+            new = self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
+            self.aliases.new_list(new, self.aliases.list_identity(old))
+        elif isinstance(old, Var) and isinstance(old.type, ListT):
+            self.scope.env[name] = self.name_result(self.emit("append", [old, v]), name)
+        else:
+            raise self.type_error(f"`{name}` is not a list", call, "append to a list made by [] or [a, b]")
+
+    def dynamic_list(self, value: PyTuple, node: cst.CSTNode) -> Atom:
+        """A list known element by element, as a run-time list (to carry it through a loop)."""
+        var = self.emit("list", [self.atom(v, node) for v in value.items])
+        if value.is_list:
+            self.aliases.converted(var, value)
+        return var
+
+    def check_in_place(self, x: Atom, name: str, symbol: str, node: cst.CSTNode) -> None:
+        """``x += v`` changes the array in place: the functional reading is only
+        right when nothing that can still be read shares its memory (another
+        name, a view, a list or tuple holding it, a function's default, the
+        caller's argument, a module constant): see :mod:`astad.aliases`."""
+        loc = self.loc(node)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{name} {symbol}= ...` changes the array in place, and {why}", loc,
+                                          f"{name} = {name} {symbol} ...")
+
+        self.aliases.update_array(x, self.readable_besides(name), fail)
+
+
+_AUG_OPS: dict[type, str] = {
+    cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssign: "mul", cst.DivideAssign: "div",
+    cst.PowerAssign: "pow", cst.MatrixMultiplyAssign: "matmul",
+}
+
+
+_AUG_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}

@@ -1,0 +1,119 @@
+"""Facts about the user's syntax tree (libcst nodes), memoised where they
+are asked for often: the names a block mentions or assigns, whether a
+statement can leave its block, a block's statements.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import libcst as cst
+
+from .. import deep
+
+
+@functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
+def user_names(node: cst.CSTNode) -> frozenset[str]:
+    names: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.add(n.value)
+
+    deep.visit(node, V())
+    return frozenset(names)
+
+
+def target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [el.value for el in target.elements]
+    return [target]
+
+
+@functools.lru_cache(maxsize=4096)
+def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
+    """Names assigned anywhere in a statement block, in order of first assignment."""
+    names: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def _add(self, target: cst.BaseExpression) -> None:
+            if isinstance(target, cst.Name):
+                if target.value not in names:
+                    names.append(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for el in target.elements:
+                    self._add(el.value)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._add(n.target)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            self._add(n.target)
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            self._add(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            self._add(n.target)
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if is_append(n):
+                self._add(n.func.value)  # type: ignore[attr-defined]
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            self._add(n.name)
+            return False  # its assignments are its own
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_CompFor(self, n: cst.CompFor) -> bool:
+            return False  # a comprehension's variables are its own
+
+    deep.visit(node, V())
+    return tuple(names)
+
+
+def breaks_out(body: cst.CSTNode) -> bool:
+    """Whether a loop body has a ``break`` of its own (not of a loop nested in it)."""
+    return _loop_exit_found(body, (cst.Break,))
+
+
+def can_leave(stmt: cst.CSTNode) -> bool:
+    """Whether a statement can leave its block: ``return``, or ``break``/``continue``
+    of the enclosing loop."""
+    return contains_return(stmt) or _loop_exit_found(stmt, (cst.Break, cst.Continue))
+
+
+def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.Lambda),
+                            FOUND.setdefault(kinds, {}))
+
+
+def contains_return(stmt: cst.CSTNode) -> bool:
+    """Whether a statement contains a ``return`` (a nested def's `return` is its own)."""
+    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), FOUND.setdefault((cst.Return,), {}))
+
+
+#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache)
+FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
+
+
+def stmts_of(suite: cst.BaseSuite) -> list[cst.BaseStatement]:
+    """The statements of a block; a one-line block (``if c: return x``) as one line."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=suite.body)]
+    return list(suite.body)
+
+
+def else_stmts_of(stmt: cst.If) -> list[cst.BaseStatement]:
+    if stmt.orelse is None:
+        return []
+    if isinstance(stmt.orelse, cst.If):  # elif
+        return [stmt.orelse]
+    return stmts_of(stmt.orelse.body)
+
+
+def is_append(value: cst.BaseExpression) -> bool:
+    return (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "append" and isinstance(value.func.value, cst.Name))
