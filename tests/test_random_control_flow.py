@@ -57,6 +57,7 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from conftest import check_grad, fuzz_examples, load_program
+from forward_oracle import check_forward
 from test_random_programs import (HELPERS, INPUT_BOUND, LIMIT, Gen, _arguments, _assert_equal, _bshape, _nd,
                                   _shape_of, check_stages, lookalike_names, renamed)
 
@@ -1574,8 +1575,8 @@ def program_dir(tmp_path_factory):
 
 @settings(max_examples=fuzz_examples(40), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
-@given(programs())
-def test_random_control_flow(program_dir, program):
+@given(programs(), st.data())
+def test_random_control_flow(program_dir, program, data):
     source, instrumented, params, dynamic, seed = program
     note(source)
     args = _arguments(params, seed)
@@ -1591,3 +1592,4 @@ def test_random_control_flow(program_dir, program):
 
     check_grad(fn, args, seed=seed % 1000)  # (a)
     check_stages(fn, args, seed)  # (b)
+    check_forward(fn, args, data)  # (c) J v vs central differences, <u, J v> == <J^T u, v>

@@ -52,6 +52,7 @@ from hypothesis import strategies as st
 import astad
 from astad import interp
 from conftest import check_grad, fuzz_examples, load_program
+from forward_oracle import check_forward
 
 PARAM_SHAPES = ["f", (), (3,), (4,), (3, 4), (4, 3), (2, 3, 4), (3, 1), (1, 4), (2, 3)]
 LIMIT = 4.0  # larger possible values are squashed with np.tanh
@@ -1177,8 +1178,8 @@ def program_dir(tmp_path_factory):
 
 
 @settings(max_examples=fuzz_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs())
-def test_random_program(program_dir, program):
+@given(programs(), st.data())
+def test_random_program(program_dir, program, data):
     source, params, seed = program
     note(source)
     fn = load_program(source, program_dir, "random").f
@@ -1189,6 +1190,8 @@ def test_random_program(program_dir, program):
     check_grad(fn, args, seed=seed % 1000)
     # (b) every stage's IR, interpreted, against direct execution and the generated code
     check_stages(fn, args, seed)
+    # (c) forward mode: J v against central differences, <u, J v> == <J^T u, v> (u, v drawn)
+    check_forward(fn, args, data)
 
 
 def check_stages(fn, args, seed):
