@@ -1529,11 +1529,14 @@ def _broadcast_ok(es, shape):
 
 
 @st.composite
-def programs(draw):
+def programs(draw, first=None, scalar=False):
+    """(source, instrumented source, params, dynamic, seed).  ``first``: the shapes the first
+    parameter may have (default: any of PARAM_SHAPES); ``scalar``: the program returns a real
+    scalar (``sink`` added to it), for second derivatives."""
     g = ControlFlowGen(draw)
     dynamic = draw(st.booleans())
     for i in range(draw(st.integers(1, 3))):
-        shape = draw(st.sampled_from(PARAM_SHAPES))
+        shape = draw(st.sampled_from(first if i == 0 and first else PARAM_SHAPES))
         name = "xyz"[i]
         g.params.append((name, shape))
         g.define(name, shape, INPUT_BOUND)
@@ -1547,9 +1550,11 @@ def programs(draw):
         g.pick([g.s_for, g.s_while])()
         if draw(st.booleans()):
             g.statement()
+    if scalar:
+        g.early_return = True  # (every return is then a scalar one)
     value = g.ret()
     lines = g.lines + [f"return {value}{_SINK}"]
-    sink = ", sink" if g.sink_used else ""
+    sink = (" + sink" if scalar else ", sink") if g.sink_used else ""
     lines = (["sink = 0.0"] if g.sink_used else []) + [ln.replace(_SINK, sink) for ln in lines]
     note(", ".join(f"{k}: {v}" for k, v in sorted(g.counts.items())))
     signature = "def f(" + ", ".join(p for p, _ in g.params) + "):\n"

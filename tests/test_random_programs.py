@@ -1092,6 +1092,14 @@ class Gen:
             if out is not None and 0 not in _bshape(self.shape_of(out[0])):  # no empty arrays
                 return out
 
+    def scalar_ret(self):
+        """A real scalar made from a value of the program (a parameter's, often the first's)."""
+        names = self.floats()
+        a = self.pick(names + [self.params[0][0]] * len(names))
+        if _nd(self.env[a]["shape"]):
+            return self.pick([f"np.sum({a} * {a})", f"np.sum(np.tanh({a}))", f"np.mean({a}) * 2.0"])
+        return self.pick([f"{a} * {a}", f"np.tanh({a})", f"{a} - 1.0"])
+
     def ret(self):
         if self.draw(st.integers(0, 3)) == 0:  # sometimes leave parameters unused (dropped)
             self.unread.difference_update(p for p, _ in self.params if p not in self.assigned)
@@ -1115,11 +1123,13 @@ class Gen:
 
 
 @st.composite
-def programs(draw):
+def programs(draw, first=None, scalar=False):
+    """(source, params, seed).  ``first``: the shapes the first parameter may have (default: any
+    of PARAM_SHAPES); ``scalar``: the program returns a real scalar (for second derivatives)."""
     g = Gen(draw)
     n_params = draw(st.integers(1, 3))
     for i in range(n_params):
-        shape = draw(st.sampled_from(PARAM_SHAPES))
+        shape = draw(st.sampled_from(first if i == 0 and first else PARAM_SHAPES))
         name = "xyz"[i]
         g.params.append((name, shape))
         g.env[name] = {"shape": shape, "bound": INPUT_BOUND, "fresh": False}
@@ -1139,7 +1149,7 @@ def programs(draw):
     if g.functions:
         g.ensure_called()
     note(f"functions as values: {dict(g.fn_counts)}")
-    body = "\n".join(f"    {line}" for line in g.lines + [f"return {g.ret()}"])
+    body = "\n".join(f"    {line}" for line in g.lines + [f"return {g.scalar_ret() if scalar else g.ret()}"])
     source = ("import numpy as np\n" + HELPERS + "\n\ndef f(" + ", ".join(n for n, _ in g.params) + "):\n"
               + body + "\n")
     return renamed(source, lookalike_names(draw, source)), g.params, draw(st.integers(0, 2 ** 32 - 1))
