@@ -1552,7 +1552,7 @@ def programs(draw, first=None, scalar=False):
             g.statement()
     if scalar:
         g.early_return = True  # (every return is then a scalar one)
-    value = g.ret()
+    value = g.ret() if not scalar else " + ".join(g.ret() for _ in range(draw(st.integers(1, 3))))
     lines = g.lines + [f"return {value}{_SINK}"]
     sink = (" + sink" if scalar else ", sink") if g.sink_used else ""
     lines = (["sink = 0.0"] if g.sink_used else []) + [ln.replace(_SINK, sink) for ln in lines]

@@ -1093,12 +1093,14 @@ class Gen:
                 return out
 
     def scalar_ret(self):
-        """A real scalar made from a value of the program (a parameter's, often the first's)."""
+        """A real scalar, nonlinear in one or two values of the program (often the first parameter)."""
         names = self.floats()
-        a = self.pick(names + [self.params[0][0]] * len(names))
-        if _nd(self.env[a]["shape"]):
-            return self.pick([f"np.sum({a} * {a})", f"np.sum(np.tanh({a}))", f"np.mean({a}) * 2.0"])
-        return self.pick([f"{a} * {a}", f"np.tanh({a})", f"{a} - 1.0"])
+        terms = []
+        for _ in range(self.draw(st.integers(1, 2))):
+            a = self.pick(names + [self.params[0][0]] * len(names))
+            terms.append(self.pick([f"np.sum({a} * {a})", f"np.sum(np.tanh({a}))", f"np.sum(np.sin({a})) * 0.5"]
+                                   if _nd(self.env[a]["shape"]) else [f"{a} * {a}", f"np.tanh({a})", f"np.sin({a})"]))
+        return " + ".join(terms)
 
     def ret(self):
         if self.draw(st.integers(0, 3)) == 0:  # sometimes leave parameters unused (dropped)
