@@ -18,7 +18,7 @@ import libcst as cst
 import libcst.matchers as cst_matchers
 import numpy as np
 
-from . import primitives as prims
+from . import rules
 from . import pyexpr as px
 from .errors import InternalError
 from .names import Namer
@@ -86,7 +86,7 @@ class _Function:
         rhs = b.rhs
         self.reach = 0
         if isinstance(rhs, Prim):
-            entry = prims.TABLE[rhs.op]
+            entry = rules.TABLE[rhs.op]
             params = dict(rhs.params)
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
@@ -392,7 +392,7 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
         ],
     )
     code = module.code
-    helpers = sorted(name for name in prims.RUNTIME if f"{name}(" in code)
+    helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
     if helpers:
         line = cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}")
         code = module.with_changes(body=[*imports, line, *module.body[1:]]).code

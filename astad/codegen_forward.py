@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from . import primitives as prims
+from . import rules as prims
 from .codegen import _Function, _funcdef
 from .ir import Function, MakeTuple
 

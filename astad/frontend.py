@@ -26,7 +26,7 @@ import libcst as cst
 import numpy as np
 
 from . import deep
-from . import primitives as prims
+from . import rules
 from .aliases import CALLER, Aliases
 from .values import PyDict, PyTuple, Ref
 from .source import check_not_wrapped, read as read_source, reversed_function
@@ -413,8 +413,8 @@ class Lowerer:
         """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
         params = params or {}
         try:
-            t = prims.infer(op, [a.type for a in args], params)
-        except prims.ShapeError as e:
+            t = rules.infer(op, [a.type for a in args], params)
+        except rules.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
             raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
@@ -422,7 +422,7 @@ class Lowerer:
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
         if _foldable(op, args):
             with np.errstate(all="ignore"):
-                value = prims.TABLE[op].impl(*[a.value for a in args], **params)
+                value = rules.TABLE[op].impl(*[a.value for a in args], **params)
             if isinstance(value, (int, float, bool)) and np.isfinite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)

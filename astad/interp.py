@@ -11,7 +11,7 @@ import numpy as np
 
 from .ir import (App, AppBack, Atom, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup, Function, If,
                  Lam, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, TupleT, Type, Unpack, Var)
-from .primitives import TABLE
+from .rules import TABLE
 
 
 class CopowerValue(list):

@@ -256,7 +256,7 @@ Atom = Union[Var, Const, Zero]
 
 @dataclass(frozen=True)
 class Prim:
-    """An application of a primitive from the table in :mod:`astad.primitives`.
+    """An application of a primitive from the table in :mod:`astad.rules`.
     ``params`` are static (hashable) parameters such as ``axis``."""
 
     op: str

@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 from .errors import InternalError
 from .ir import Block, Const, Function, Prim, ReverseProgram, Var
-from .primitives import RUNTIME
+from .rules import RUNTIME
 
 #: the modules generated code reads
 MODULES = frozenset({"np"})

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from . import primitives as prims
+from . import rules
 from .accumulate import accumulate_in_loops
 from .blocks import ZERO_MAKERS as _ZERO_MAKERS, result_items, with_branches as _with_branches
 from .frontend import literal_type
@@ -204,7 +204,7 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
             return None
         return Bind(b.targets, Prim("list_zeros_like" if isinstance(like.type, ListT) else "zeros_like", (like,)), b.loc)
     if isinstance(rhs, Prim):
-        zero_in = prims.TABLE[rhs.op].zero_in
+        zero_in = rules.TABLE[rhs.op].zero_in
         if any(isinstance(rhs.args[i], Zero) for i in zero_in):
             env[b.targets[0].name] = Zero(b.targets[0].type)
             return None
@@ -324,7 +324,7 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
                                                                        for a in rhs.args):
             args = tuple(small.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args)
             target = b.targets[0]
-            t = prims.infer(rhs.op, [a.type for a in args], dict(rhs.params))
+            t = rules.infer(rhs.op, [a.type for a in args], dict(rhs.params))
             if t.shape == target.type.shape:  # type: ignore[union-attr]
                 out.append(Bind(b.targets, Prim(rhs.op, args, rhs.params), b.loc))
                 continue
@@ -376,7 +376,7 @@ def cse(prog: ReverseProgram) -> ReverseProgram:
             if isinstance(rhs, (If, Loop, LoopBack)):
                 out.append(_with_branches(b, rhs, lambda blk: run(blk, seen)))
                 continue
-            if isinstance(rhs, Prim) and prims.TABLE[rhs.op].stmts is None and rhs.op not in _BUFFERS:
+            if isinstance(rhs, Prim) and rules.TABLE[rhs.op].stmts is None and rhs.op not in _BUFFERS:
                 key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
                 if key in seen:
                     env[b.targets[0].name] = seen[key]
@@ -500,7 +500,7 @@ def _may_hoist(b: Bind, runs: bool) -> bool:
         return False
     if isinstance(rhs, Plus):
         return True
-    if not isinstance(rhs, Prim) or rhs.op in _BUFFERS or prims.TABLE[rhs.op].stmts is not None:
+    if not isinstance(rhs, Prim) or rhs.op in _BUFFERS or rules.TABLE[rhs.op].stmts is not None:
         return False
     if runs:
         return True
@@ -703,10 +703,10 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
         for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
-            v = Var(namer.temp(), prims.infer(op, [a.type for a in args], params))
+            v = Var(namer.temp(), rules.infer(op, [a.type for a in args], params))
             made.append(v)
             binds.append(Bind((v,), Prim(op, args, tuple(sorted(params.items()))), b.loc))
-        ut = Var(namer.temp(), prims.infer("transpose", [made[0].type], {}))
+        ut = Var(namer.temp(), rules.infer("transpose", [made[0].type], {}))
         binds.append(Bind((ut,), Prim("transpose", (made[0],)), b.loc))
         binds.append(Bind(b.targets, Prim("matmul", (ut, made[1])), b.loc))
     return Block(tuple(binds), block.result)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from . import codegen, copowers, deep, frontend, names, optimise, primitives, structural
+from . import codegen, copowers, deep, frontend, names, optimise, rules, structural
 from .ad import forward as forward_macro, reverse
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
@@ -115,7 +115,7 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
 
 def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
-    namespace.update(primitives.RUNTIME)
+    namespace.update(rules.RUNTIME)
     namespace.update(constants)
     tree = deep.parse_ast(source, f"<astad: {name}>")
     names.check_generated(tree, constants)

@@ -458,10 +458,10 @@ def test_an_append_nothing_else_sees_is_differentiated(fn):
 def test_every_primitive_says_how_its_result_shares_memory():
     """A primitive without an entry would be UNKNOWN (every update near it
     refused): the table must name each one."""
-    from astad import primitives
+    from astad import rules
     from astad.aliases import KIND
 
-    assert set(primitives.TABLE) <= set(KIND), sorted(set(primitives.TABLE) - set(KIND))
+    assert set(rules.TABLE) <= set(KIND), sorted(set(rules.TABLE) - set(KIND))
 
 
 def update_in_a_nested_def_of_its_argument(x):

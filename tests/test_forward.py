@@ -187,6 +187,13 @@ def list_in_a_loop(x, n):
     return np.stack(hs).sum()
 
 
+def list_from_a_constant(x, n):
+    hs = [1.0]
+    for i in range(n):
+        hs.append(np.sin(hs[-1]) * x)
+    return np.stack(hs).sum()
+
+
 def arrays(W, x):
     y = (W @ x).reshape(3, 1) * x[:2].reshape(1, 2)
     z = np.where(y > 0, y, 0.1 * y)
@@ -212,6 +219,7 @@ OWN = [
     (branch, (-0.3, 0.5)),
     (closure, (0.3, 0.5)),
     (list_in_a_loop, (0.4, 5)),
+    (list_from_a_constant, (0.4, 5)),
     (arrays, (W, X)),
     (dict_argument, ({"W": W, "b": np.array([0.1, 0.2, 0.3]), "scale": 1.5}, X)),
 ]
@@ -333,7 +341,7 @@ def forward_program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("forward_random")
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(test_random_programs.programs())
 def test_random_program_forward(forward_program_dir, program):
     """Straight-line code and function values: JVP == FD, == the stages, <u, J v> == <J^T u, v>."""
@@ -344,7 +352,7 @@ def test_random_program_forward(forward_program_dir, program):
     check_jvp(fn, args, seed=seed % 1000, rtol=1e-5, atol=1e-5)
 
 
-@settings(max_examples=fuzz_examples(15), deadline=None,
+@settings(max_examples=fuzz_examples(10), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(test_random_control_flow.programs())
 def test_random_control_flow_forward(forward_program_dir, program):

@@ -117,7 +117,7 @@ RNG = np.random.default_rng(7)
 PROGRAMS = [
     (line, (0.3, 0.7)), (loop, (0.3, 0.7)), (while_loop, (0.4, 0.9)), (branch, (0.3, 0.7)), (branch, (-0.3, 0.7)),
     (arrays, (RNG.standard_normal((3, 2)), RNG.standard_normal(2))), (closure, (0.3, 0.7)),
-    (list_loop, (0.4, 4)), (test_forward.design_example, (0.3, 0.5, 0.7, 1.1)),
+    (list_loop, (0.4, 4)), (test_forward.list_from_a_constant, (0.4, 4)), (test_forward.design_example, (0.3, 0.5, 0.7, 1.1)),
 ]
 
 
@@ -169,7 +169,7 @@ def _only_core(fn: Function) -> bool:
                    for b in all_binds(fn.body))
 
 
-@pytest.mark.parametrize("fn, args", PROGRAMS[:8], ids=test_forward._id)
+@pytest.mark.parametrize("fn, args", PROGRAMS[:9], ids=test_forward._id)
 def test_reverse_over_forward(fn, args):
     """The forward macro's output is core IR the reverse macro accepts: the gradient
     of ``<tangent>`` in the primal arguments equals FD of the JVP."""
@@ -177,7 +177,7 @@ def test_reverse_over_forward(fn, args):
     rng = np.random.default_rng(1)
     v = [None if test_forward._discrete(a) else test_forward._random_leaf(rng, a) for a in args]
     tangents = [t for t in v if t is not None]
-    stages = (d.stages.forward,) if fn is list_loop else (d.stages.forward, d.stages.optimised)  # lists: in place
+    stages = (d.stages.forward,) if fn in (list_loop, test_forward.list_from_a_constant) else (d.stages.forward, d.stages.optimised)  # lists: in place
     for stage in stages:
         assert _only_core(stage)
         prog = optimise.optimise(copowers.remove_functions(reverse.reverse(structural.make_explicit(stage))))
@@ -246,7 +246,7 @@ def hvp_program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("hvp_random")
 
 
-@settings(max_examples=fuzz_examples(10), deadline=None,
+@settings(max_examples=fuzz_examples(8), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(test_random_control_flow.programs())
 def test_random_hessian_vector_products(hvp_program_dir, program):

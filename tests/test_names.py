@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 import astad
 from astad import names
 from astad.errors import InternalError
-from astad.primitives import RUNTIME
+from astad.rules import RUNTIME
 from conftest import check_grad, check_stages, load_program
 
 PRELUDE = "import numpy as xp\n\n"

@@ -7,7 +7,10 @@ own numpy implementation, in float64, at random points drawn by hypothesis):
 * kind ZERO: the finite differences of its float result are zero (so a
   function with a non-zero derivative declared ZERO, as ``%`` once was, fails);
 * kind DISCRETE: its result is not a float;
-* kind BACKWARD_ONLY: differentiating it is refused.
+* kind BACKWARD_ONLY: differentiating it in reverse mode is refused unless it
+  has a VJP (its transpose, where it is linear and reads no list an earlier pop changed).
+
+Both directions of every entry: tests/test_rules_both_directions.py.
 
 An entry without a kind, or without sample arguments here, fails the test.
 Points where a finite difference crosses a kink or a jump are skipped: there
@@ -23,11 +26,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from astad import codegen, copowers, interp, optimise, primitives, structural
+from astad import codegen, copowers, interp, optimise, rules, structural
 from astad.errors import InternalError
 from astad.ir import Bind, Block, Function, ListT, Num, Prim, Var
 from astad.pipeline import compile_source
-from astad.primitives import TABLE, DerivativeKind
+from astad.rules import TABLE, DerivativeKind
+from astad.rules.table import vjp_never
 from astad.ad.reverse import Builder, reverse as reverse_macro
 
 
@@ -199,7 +203,7 @@ def _program(op: str, specs: tuple, params: dict) -> tuple[Function, list[int]]:
             atoms.append(v)
             params_vars.append(v)
             positions.append(i)
-    out = Var("out", primitives.infer(op, [a.type for a in atoms], params))
+    out = Var("out", rules.infer(op, [a.type for a in atoms], params))
     body = Block((Bind((out,), Prim(op, tuple(atoms), tuple(sorted(params.items())))),), out)
     return Function("f", tuple(params_vars), body), positions
 
@@ -302,12 +306,15 @@ def test_every_entry_has_a_kind_and_samples():
 
 def test_an_entry_must_state_its_kind():
     with pytest.raises(TypeError):
-        primitives.Primitive("f", np.sin, primitives.elementwise(np.sin), None, None)  # type: ignore[call-arg]
-    rule = TABLE["sin"].vjp
-    for kind, vjp in [(DerivativeKind.RULE, None), (DerivativeKind.ZERO, rule), (DerivativeKind.DISCRETE, rule),
-                      (DerivativeKind.BACKWARD_ONLY, rule), ("zero", None)]:
+        rules.Primitive("f", np.sin, rules.elementwise_type(np.sin), None, None)  # type: ignore[call-arg]
+    vjp, jvp = TABLE["sin"].vjp, TABLE["sin"].jvp
+    R, Z, D, BO = DerivativeKind.RULE, DerivativeKind.ZERO, DerivativeKind.DISCRETE, DerivativeKind.BACKWARD_ONLY
+    for kind, v, j in [(R, None, jvp), (R, vjp, None), (Z, vjp, None), (Z, None, jvp), (D, vjp, None), (D, None, jvp),
+                       (BO, vjp, None), (BO, None, None), ("zero", None, None)]:
         with pytest.raises(InternalError):
-            primitives._with_kind_rule(primitives.Primitive("f", np.sin, primitives.elementwise(np.sin), None, vjp, kind=kind))
+            rules.with_kind_rule(rules.Primitive("f", np.sin, rules.elementwise_type(np.sin), None, v, kind=kind, jvp=j))
+    for kind, v, j in [(R, vjp, jvp), (Z, None, None), (D, None, None), (BO, vjp, jvp), (BO, None, jvp)]:
+        rules.with_kind_rule(rules.Primitive("f", np.sin, rules.elementwise_type(np.sin), None, v, kind=kind, jvp=j))
 
 
 @pytest.mark.parametrize("op, specs, params", _cases(DerivativeKind.RULE))
@@ -356,7 +363,7 @@ def test_discrete_result_is_not_a_float(op, specs, params):
     assert all(np.asarray(v).dtype.kind in "biu" for v in leaves), f"{op}: {out!r}"
 
 
-@pytest.mark.parametrize("op", [n for n, e in TABLE.items() if e.kind is DerivativeKind.BACKWARD_ONLY])
-def test_backward_only_entries_refuse_to_be_differentiated(op):
+@pytest.mark.parametrize("op", [n for n, e in TABLE.items() if e.vjp is vjp_never])
+def test_backward_only_entries_without_a_transpose_refuse_reverse_mode(op):
     with pytest.raises(InternalError):
         TABLE[op].vjp(None, Prim(op, ()), None, None)

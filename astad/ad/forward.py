@@ -24,8 +24,16 @@ the pair ``(value, tangent)``.  One rule per construct, in :data:`RULES`:
   result with its tangent; the tangent of what it captures is read from
   where it is made (its free variables' tangents).  A call passes the
   arguments' tangents (zeros where there are none) and unpacks the pair;
-- lists: their primitives' rules (``append``, ``list_get``, ...); recursion is
-  unrolled by the frontend before any macro runs.
+- lists: their primitives' rules (``append``, ``list_get``, ...); a list's
+  tangent is a list (of zeros like its items where the program made it and
+  nothing has a tangent yet); recursion is unrolled by the frontend before
+  any macro runs.
+
+Which joined or carried values have a tangent is found while each branch and
+body is done once (a loop body again only when a carried value turns out to
+get a tangent in it: a fixed point), so the macro costs what the reverse
+macro does on nested code.  JVP rules come from the primitive table
+(``Primitive.jvp``, :mod:`astad.rules`).
 
 Forward over the reverse macro's optimised output (Hessians) needs three
 target-IR constructs more: ``plus`` (its tangent is the ``plus`` of the
@@ -40,13 +48,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from .. import primitives as prims
+from .. import rules as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
 from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
                   MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
 from ..names import Namer
-from ._bootstrap_jvp import JVPS as _BOOTSTRAP, zeros_of
+from ..rules import zeros_of
 from .reverse import Builder
 from .vjp_function import SplitFunction, split_of
 
@@ -67,8 +75,8 @@ def differentiable(t: Type) -> bool:
 
 
 def jvp_rule(op: str) -> Callable | None:
-    """The table's JVP of ``op``, else the bootstrap one."""
-    return getattr(prims.TABLE[op], "jvp", None) or _BOOTSTRAP.get(op)
+    """The table's JVP of ``op``."""
+    return prims.TABLE[op].jvp
 
 
 class Forward:
@@ -80,7 +88,7 @@ class Forward:
         self.tangents: dict[str, Atom] = {}
         self.tapes: dict[str, tuple[Var, ...]] = {}  # a loop's tape -> the tangents it records besides its values
         self.lams: dict[str, tuple[bool, tuple[int, ...]]] = {}  # function -> (returns a tangent, params with one)
-        self.empty_lists: set[str] = set()  # variables bound to a new empty list
+        self.lists: dict[str, tuple[Atom, ...]] = {}  # variables bound to a new list -> its items
 
     # tangents ---------------------------------------------------------------
 
@@ -116,8 +124,8 @@ class Forward:
             return tup
         if isinstance(a, Zero):
             return a
-        if isinstance(a, Var) and a.name in self.empty_lists:  # a new empty list: its tangent is one too
-            return self.b.prim("list")
+        if isinstance(a, Var) and a.name in self.lists:  # a list made here: a list of zeros like its items
+            return self.b.prim("list", *(zeros_of(self.b, x) for x in self.lists[a.name]))
         return zeros_of(self.b, a)
 
     # blocks -----------------------------------------------------------------
@@ -165,12 +173,12 @@ class Forward:
     def snapshot(self) -> tuple:
         """The macro's state, to do a block again from it (:meth:`restore`)."""
         return (set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), dict(self.tapes),
-                dict(self.lams), set(self.empty_lists))
+                dict(self.lams), dict(self.lists))
 
     def restore(self, state: tuple) -> None:
-        used, taken, temps, tangents, tapes, lams, empty = state
+        used, taken, temps, tangents, tapes, lams, lists = state
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
-        self.tangents, self.tapes, self.lams, self.empty_lists = dict(tangents), dict(tapes), dict(lams), set(empty)
+        self.tangents, self.tapes, self.lams, self.lists = dict(tangents), dict(tapes), dict(lams), dict(lists)
 
     def run(self, fn: Function, wrt: frozenset[int] | None) -> Function:
         tparams = []
@@ -208,8 +216,8 @@ def _as_float(b: Builder, t: Atom, like: Type) -> Atom:
 
 def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
     m.b.binds.append(bind)
-    if rhs.op == "list" and not rhs.args:
-        m.empty_lists.add(bind.targets[0].name)
+    if rhs.op == "list" and all(isinstance(a.type, Num) for a in rhs.args):
+        m.lists[bind.targets[0].name] = rhs.args
     (out,) = bind.targets
     tangents = [m.tangent(a) for a in rhs.args]
     if not differentiable(out.type) or all(t is None for t in tangents):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import primitives as prims
+from .. import rules
 from ..errors import InternalError
 from ..frontend import literal_type
 from ..names import Namer
@@ -38,7 +38,7 @@ class Builder:
         self.loc: Loc | None = None  # the source line whose backward pass is being built
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        t = prims.infer(op, [a.type for a in args], params)
+        t = rules.infer(op, [a.type for a in args], params)
         var = Var(self.namer.temp(), t)
         self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items()))), self.loc))
         return var
@@ -133,14 +133,14 @@ class _Macro:
     def rule_Prim(self, bind: Bind, rhs: Prim) -> None:
         (out,) = bind.targets
         ct = self.ct_of(out)
-        entry = prims.TABLE[rhs.op]
+        entry = rules.TABLE[rhs.op]
         if not differentiable(out.type) or isinstance(ct, Zero) or entry.vjp is None:
             for a in rhs.args:
                 self.give(a, None)
             return
         try:
             arg_cts = entry.vjp(self.b, rhs, out, ct)
-        except prims.ShapeError as e:
+        except rules.ShapeError as e:
             from .errors import AstadTypeError
             raise AstadTypeError(f"cannot differentiate {rhs.op}: {e}", bind.loc) from None
         for a, c in zip(rhs.args, arg_cts):

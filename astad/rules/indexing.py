@@ -1,0 +1,169 @@
+"""Basic indexing (ints, slices, ``None``, ``...``; dynamic ints as
+arguments) and its transpose, the scatter of a cotangent into zeros: both
+linear, so each is given by the other.
+
+An index is a static template: a tuple of items, each an int, ``None``,
+``Ellipsis``, ``("slice", start, stop, step)`` or ``("arg", k)`` (the k-th
+argument of the primitive, 0 being the array itself)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import libcst as cst
+import numpy as np
+
+from .. import pyexpr as px
+from ..ir import Num, Type
+from . import emit
+from .derive import linear
+from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register
+
+RULE, BACKWARD = DerivativeKind.RULE, DerivativeKind.BACKWARD_ONLY
+
+
+def index_shape(shape: tuple, index: tuple, arg_types: Sequence[Type]) -> tuple:
+    """The shape of ``x[index]`` for a basic index template (see ``getitem``)."""
+    n_consumed = sum(1 for it in index if it is not None and it is not Ellipsis)
+    if n_consumed > len(shape):
+        raise ShapeError(f"too many indices for an array of dimension {len(shape)}")
+    items: list = []
+    for it in index:
+        if it is Ellipsis:
+            items.extend([("slice", None, None, None)] * (len(shape) - n_consumed))
+        else:
+            items.append(it)
+    items.extend([("slice", None, None, None)] * (len(shape) - sum(1 for it in items if it is not None)))
+    out: list = []
+    dims = iter(shape)
+
+    def value(spec: Any) -> Any:
+        if isinstance(spec, tuple) and spec and spec[0] == "arg":
+            return num(arg_types[spec[1]]).value
+        return spec
+
+    for it in items:
+        if it is None:
+            out.append(1)
+            continue
+        d = next(dims)
+        if isinstance(it, tuple) and it[0] == "slice":
+            bounds = [value(s) for s in it[1:]]
+            given = [s for s in it[1:]]
+            if d is None or any(b is None and g is not None for b, g in zip(bounds, given)):
+                out.append(None)
+            else:
+                out.append(len(range(*slice(*bounds).indices(d))))
+        else:
+            v = value(it)
+            if v is not None and d is not None and not -d <= v < d:
+                raise ShapeError(f"index {v} is out of bounds for an axis of size {d}")
+    return tuple(out)
+
+
+def _getitem_infer(ts: list[Type], params: dict) -> Type:
+    x = num(ts[0])
+    if x.ndim == 0:
+        raise ShapeError("cannot index a scalar")
+    return Num(index_shape(x.shape, params["index"], ts), x.dtype)
+
+
+def index_exprs(index: tuple, args: list[Expr]) -> list[Any]:
+    """libcst subscript items for an index template; ``args`` are the dynamic indices."""
+
+    def one(spec: Any) -> Expr | None:
+        if spec is None:
+            return None
+        if isinstance(spec, tuple) and spec[0] == "arg":
+            return args[spec[1]]
+        return px.literal(spec)
+
+    items: list[Any] = []
+    for it in index:
+        if it is None:
+            items.append(px.name("None"))
+        elif it is Ellipsis:
+            items.append(cst.Ellipsis())
+        elif isinstance(it, tuple) and it[0] == "slice":
+            items.append(px.slice_(one(it[1]), one(it[2]), one(it[3])))
+        else:
+            items.append(one(it))
+    return items
+
+
+def index_value(index: tuple, args: Sequence[Any]) -> Any:
+    """The numpy index a template means, given the run-time values of the arguments."""
+
+    def one(spec: Any) -> Any:
+        if isinstance(spec, tuple) and spec and spec[0] == "arg":
+            return args[spec[1]]
+        return spec
+
+    out = []
+    for it in index:
+        if isinstance(it, tuple) and it[0] == "slice":
+            out.append(slice(one(it[1]), one(it[2]), one(it[3])))
+        else:
+            out.append(one(it))
+    return tuple(out)
+
+
+def _emit_getitem(a: list[Expr], ps: dict) -> Expr:
+    return px.subscript(a[0], index_exprs(ps["index"], a))
+
+
+# --------------------------------------------------------------------------- the transpose: scatter
+
+
+def _scatter_value(ct: Any, x: Any, *args: Any, index: tuple, zeros: Any = None) -> Any:
+    out = np.zeros_like(x)
+    out[index_value(index, (x, *args))] = ct
+    return out
+
+
+def _stmts_scatter(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``x_ct = np.zeros_like(x); x_ct[index] = ct``: the transpose of basic indexing."""
+    ct, x, *rest = a
+    index = index_exprs(ps["index"], [x, *rest])
+    zeros = px.call("np.zeros_like", [x]) if ps.get("zeros") is None else emit.constructor("zeros")(
+        [px.literal(d) for d in ps["zeros"][0]], {"dtype": ps["zeros"][1]})
+    return [emit.assign(target, zeros), emit.assign(px.subscript(target, index), ct)]
+
+
+def _scatter_add_value(acc: Any, ct: Any, x: Any, *args: Any, index: tuple) -> Any:
+    acc[index_value(index, (x, *args))] += ct
+    return acc
+
+
+def _stmts_scatter_add(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``acc[index] += ct``: a read ``x[index]`` inside a loop, accumulated in place."""
+    acc, ct, x, *rest = a
+    index = index_exprs(ps["index"], [x, *rest])
+    return [emit.assign(target, acc),
+            cst.AugAssign(target=px.subscript(target, index), operator=cst.AddAssign(), value=ct)]
+
+
+def _getitem_transpose(b, p, out, ct):
+    return [b.prim("scatter", ct, p.args[0], *p.args[1:], index=p.param("index"))] + [None] * (len(p.args) - 1)
+
+
+def _scatter_transpose(b, p, out, ct):
+    """``getitem`` of the cotangent: its dynamic indices are numbered as ``scatter``'s ``(x, *rest)``."""
+    ct_in, x, *rest = p.args
+    return [b.prim("getitem", ct, *rest, index=p.param("index"))] + [None] * (len(p.args) - 1)
+
+
+def _scatter_add_transpose(b, p, out, ct):
+    acc, ct_in, x, *rest = p.args
+    return [ct, b.prim("getitem", ct, *rest, index=p.param("index"))] + [None] * (len(p.args) - 2)
+
+
+register(
+    Primitive("getitem", lambda x, *ix, index: x[index_value(index, (x, *ix))], _getitem_infer, _emit_getitem, zero_in=(0,),
+              kind=RULE, **linear(_getitem_transpose, 0)),
+    # made only in derivative code: the cotangent of a read, into zeros or accumulated in place
+    Primitive("scatter", _scatter_value, lambda ts, ps: Num(num(ts[1]).shape, num(ts[0]).dtype), None, zero_in=(0,),
+              stmts=_stmts_scatter, kind=BACKWARD, **linear(_scatter_transpose, 0)),
+    Primitive("scatter_add", _scatter_add_value, lambda ts, ps: ts[0], None, stmts=_stmts_scatter_add, kind=BACKWARD,
+              **linear(_scatter_add_transpose, 0, 1)),
+)

@@ -1,0 +1,111 @@
+"""Python lists of arrays: building, appending, reading, and stacking or
+joining them into an array.  All are linear in the lists' elements: each is
+given by its transpose."""
+
+from __future__ import annotations
+
+
+import numpy as np
+
+from .. import pyexpr as px
+from ..ir import ListT, Num, Type
+from . import emit
+from .derive import linear
+from .table import DerivativeKind, Primitive, ShapeError, norm_axes, num, register
+
+RULE, DISCRETE = DerivativeKind.RULE, DerivativeKind.DISCRETE
+
+
+def list_t(t: Type) -> ListT:
+    if not isinstance(t, ListT):
+        raise ShapeError(f"expected a list, got {t}")
+    return t
+
+
+def _list_infer(ts: list[Type], params: dict) -> Type:
+    elem = ts[0] if ts else None
+    for t in ts[1:]:
+        if t != elem:
+            raise ShapeError("the elements of a list that is built in a loop must have one type")
+    return ListT(elem)
+
+
+def append_infer(ts: list[Type], params: dict) -> Type:
+    l, v = list_t(ts[0]), ts[1]
+    if l.elem is not None and l.elem != v:
+        if isinstance(l.elem, Num) and isinstance(v, Num) and l.elem.shape == v.shape:
+            return ListT(Num(v.shape, np.result_type(l.elem.dtype, v.dtype).name))
+        raise ShapeError(f"appending {v} to a list of {l.elem}")
+    return ListT(v)
+
+
+def unknown_length(t: Type) -> Type:
+    return ListT(t.elem) if isinstance(t, ListT) else t
+
+
+def _list_of_length_infer(ts: list[Type], params: dict) -> Type:
+    return ListT(list_t(ts[0]).elem, params["n"])
+
+
+def list_elem(ts: list[Type], params: dict) -> Type:
+    l = list_t(ts[0])
+    if l.elem is None:
+        raise ShapeError("reading an element of a list nothing has been appended to")
+    return l.elem
+
+
+def _stack_list_infer(ts: list[Type], params: dict) -> Type:
+    e = num(list_elem(ts, params))
+    nd = e.ndim + 1
+    axis = norm_axes(params.get("axis", 0), nd)[0]
+    shape = list(e.shape)
+    shape.insert(axis, list_t(ts[0]).length)
+    return Num(tuple(shape), e.dtype)
+
+
+def _concat_list_infer(ts: list[Type], params: dict) -> Type:
+    e = num(list_elem(ts, params))
+    axis = norm_axes(params.get("axis", 0), e.ndim)[0]
+    n = list_t(ts[0]).length
+    size = None if n is None or e.shape[axis] is None else n * e.shape[axis]
+    return Num(tuple(size if i == axis else d for i, d in enumerate(e.shape)), e.dtype)
+
+
+# --------------------------------------------------------------------------- transposes
+
+
+def _list_transpose(b, p, out, ct):
+    return [b.prim("list_get", ct, b.const(k)) for k in range(len(p.args))]
+
+
+def append_transpose(b, p, out, ct):
+    return [b.prim("list_init", ct), b.prim("list_get", ct, b.const(-1))]
+
+
+def _list_get_transpose(b, p, out, ct):
+    return [b.prim("list_onehot", p.args[0], p.args[1], ct), None]
+
+
+def _stack_list_transpose(b, p, out, ct):
+    return [b.prim("unstack", ct, axis=norm_axes(p.param("axis", 0), num(out.type).ndim)[0])]
+
+
+def _concat_list_transpose(b, p, out, ct):
+    return [b.prim("split_like", ct, p.args[0], axis=norm_axes(p.param("axis", 0), num(out.type).ndim)[0])]
+
+
+register(
+    Primitive("list", lambda *xs: list(xs), _list_infer, emit.list_display, kind=RULE, **linear(_list_transpose)),
+    Primitive("append", lambda l, v: l + [v], append_infer, lambda a, ps: px.binop("+", a[0], emit.list_display([a[1]], ps)),
+              kind=RULE, **linear(append_transpose)),
+    Primitive("list_get", lambda l, i: l[i], list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), zero_in=(0,), kind=RULE,
+              **linear(_list_get_transpose, 0)),
+    # a list whose length is known when transforming (a comprehension over a range or an array's rows)
+    Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0], zero_in=(0,), kind=RULE,
+              **linear(lambda b, p, out, ct: [ct], 0)),
+    Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), kind=DISCRETE),
+    Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, emit.sequence_value("stack"),
+              kind=RULE, **linear(_stack_list_transpose)),
+    Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
+              emit.sequence_value("concatenate"), kind=RULE, **linear(_concat_list_transpose)),
+)

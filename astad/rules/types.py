@@ -1,0 +1,99 @@
+"""Type rules shared by the entries: numpy's promotion for elementwise
+functions (found by applying the implementation to scalar samples),
+broadcasting of shapes, reductions."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..ir import Num, Type
+from .table import ShapeError, norm_axes, num
+
+
+def _sample(t: Type) -> Any:
+    if not isinstance(t, Num):
+        raise ShapeError(f"expected a number or an array, got {t}")
+    if t.py and not t.shape:
+        if t.value is not None:
+            return t.value
+        return {"float64": 1.5, "int64": 3, "bool": True}[t.dtype]
+    return np.ones((), dtype=t.dtype)
+
+
+sample = _sample  # for the type rules of other modules
+
+
+def _from_sample(value: Any, shape: tuple, keep_value: bool) -> Num:
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        dtype = {bool: "bool", int: "int64", float: "float64"}[type(value)]
+        known = value if keep_value and dtype != "float64" else None
+        return Num(shape, dtype, py=True, value=known)
+    return Num(shape, np.asarray(value).dtype.name)
+
+
+def broadcast_shapes(*shapes: tuple) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        dims = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0}
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ShapeError("shapes " + " and ".join(fmt_shape(s) for s in shapes) + " do not broadcast together")
+        out.append(known.pop() if known else (None if None in dims else 1))
+    return tuple(out)
+
+
+def fmt_shape(s: tuple) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in s) + ("," if len(s) == 1 else "") + ")"
+
+
+def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
+    """Type rule of an elementwise (broadcasting) operation: numpy's own
+    promotion, found by applying ``impl`` to scalar samples of the types."""
+
+    def infer(ts: list[Type], params: dict) -> Type:
+        samples = [_sample(t) for t in ts]
+        shape = broadcast_shapes(*(t.shape for t in ts))  # type: ignore[union-attr]
+        with np.errstate(all="ignore"):
+            try:
+                value = _apply(impl, samples, params)
+            except ZeroDivisionError:
+                value = _apply(impl, [_sample(Num(t.shape, t.dtype, t.py)) for t in ts], params)  # type: ignore[union-attr]
+        keep = all(isinstance(t, Num) and t.value is not None for t in ts)
+        return _from_sample(value, shape, keep)
+
+    return infer
+
+
+def _apply(impl: Callable, samples: list, params: dict) -> Any:
+    try:
+        return impl(*samples, **params)
+    except (TypeError, ValueError) as e:  # numpy refuses the dtypes: -x of a bool array, bool - bool, & of floats
+        raise ShapeError(str(e).rstrip("."), "numpy refuses these dtypes: ~m or np.logical_not(m) for a bool m, "
+                         "m.astype(float) to compute with it") from None
+
+
+def reduction(dtype_rule: Callable[[str], str] = lambda d: d) -> Callable[[list[Type], dict], Type]:
+    def infer(ts: list[Type], params: dict) -> Type:
+        x = num(ts[0])
+        axes = norm_axes(params.get("axis"), x.ndim)
+        keep = params.get("keepdims", False)
+        shape = tuple((1 if i in axes else d) for i, d in enumerate(x.shape) if keep or i not in axes)
+        return Num(shape, params.get("dtype") or dtype_rule(x.dtype))
+
+    return infer
+
+
+def known_ints(ts: Sequence[Type]) -> list[Any]:
+    return [t.value if isinstance(t, Num) else None for t in ts]
+
+
+def mismatch(xs: Sequence[Num]) -> Any:
+    raise ShapeError("array shapes " + ", ".join(fmt_shape(x.shape) for x in xs) + " do not fit together")
+
+
+def size_infer(ts: list[Type], params: dict) -> Type:
+    x = num(ts[0])
+    return Num((), "int64", py=True, value=int(np.prod(x.shape)) if x.known_shape else None)
