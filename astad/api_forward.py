@@ -202,10 +202,14 @@ def _is_zero(tv: Any) -> bool:
         return False
 
 
-def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``."""
-    types = fwd._types(args)
-    checked = checked_tangents(types, tangents, param_names(fwd, len(types)), fwd._parsed.name)
+def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True) -> tuple[Any, Any]:
+    """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
+    (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves)."""
+    if check:
+        types = fwd._types(args)
+        checked = checked_tangents(types, tangents, param_names(fwd, len(types)), fwd._parsed.name)
+    else:
+        checked = list(tangents)
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
     d = fwd.derivative(args, wrt)
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))

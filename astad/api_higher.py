@@ -92,6 +92,38 @@ def _basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
     return out
 
 
+def _shaped(x: Any, shape: tuple) -> np.ndarray:
+    """A tangent as an array of ``shape`` (a statically zero one is None or a scalar zero)."""
+    a = np.asarray(0.0 if x is None else x)
+    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+
+def _skeleton(v: Any) -> Any:
+    """Arguments like ``v`` holding no memory of the caller's (zeros, broadcast): kept for .source and .ir."""
+    if type(v) is np.ndarray:
+        return np.broadcast_to(np.zeros((), v.dtype), v.shape)
+    leaves, rebuild = _flatten(v) if isinstance(v, (tuple, list, dict)) else ([v], None)
+    if rebuild is None:
+        return v
+    return rebuild([_skeleton(x) for x in leaves])
+
+
+def _example(t: Any) -> Any:
+    """A value of type ``t`` holding no memory (for .source after a reverse-mode call)."""
+    from .ir import Num, StructT
+
+    if isinstance(t, StructT):
+        return t.unflatten(iter([_example(x) for x in pipeline._leaf_types(t)]))
+    if not isinstance(t, Num) or not t.known_shape:
+        raise AstadError(f"astad cannot show the code for an argument of type {t} without an example",
+                         hint="pass example arguments, e.g. .ir('core', x)")
+    if t.py:
+        return {"float64": 0.0, "int64": int(t.value or 0), "bool": bool(t.value)}.get(t.dtype, 0.0)
+    if not t.shape:
+        return np.dtype(t.dtype).type(t.value or 0)
+    return np.broadcast_to(np.zeros((), t.dtype), t.shape)
+
+
 def _as_result(a: np.ndarray) -> Any:
     return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
 
@@ -106,8 +138,7 @@ def _from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequen
             result.append(None)
             continue
         shape = np.shape(leaf)
-        stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[o] is None else c[o]), shape) for c in col_leaves],
-                           axis=-1) if cols else np.zeros(shape + (0,))
+        stacked = np.stack([_shaped(c[o], shape) for c in col_leaves], axis=-1) if cols else np.zeros(shape + (0,))
         result.append(_split_inputs(stacked, shape, args, nums, single))
     return out_rebuild(result)
 
@@ -145,6 +176,11 @@ class Derived:
         raise NotImplementedError
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        """``(value, tangent)`` at ``primals`` along ``tangents`` (checked: one per argument, None for none)."""
+        return self._jvps(primals, [_checked(self, primals, tangents)])[0]
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        """JVPs along tangents astad made (unchecked), the program looked up once."""
         raise NotImplementedError
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
@@ -159,10 +195,27 @@ class Derived:
     def _shown(self, args: Sequence[Any]) -> Any:
         if args:
             self._last_args = tuple(args)
+        if self._last_args is None and isinstance(getattr(self, "inner", None), Plain):
+            d = self.inner.rev._last  # type: ignore[attr-defined]
+            if d is not None:
+                self._last_args = tuple(_example(t) for t in d.arg_types)
         if self._last_args is None:
             raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
                              "once, or pass example arguments (e.g. .ir('core', x))")
-        return self.program(self._last_args)[0].forward(frozenset())
+        try:
+            prog = self.program(self._last_args)[0]
+        except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
+            prog = self._part(self._last_args)
+        return prog.forward(frozenset())
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        """The program of one column (a JVP of the inner callable) or row (a VJP)."""
+        inner: Derived = self.inner  # type: ignore[attr-defined]
+        nums, single = _nums(self.argnums, len(args), inner.name)  # type: ignore[attr-defined]
+        if getattr(self, "mode", "fwd") == "rev":
+            return vjp_of(inner.rev, args, nums, single)  # type: ignore[attr-defined]
+        progs, _ = _tangent_programs(inner, args, nums)
+        return progs[nums[0]][0]
 
     def source_for(self, *args: Any) -> str:
         """The generated code of this callable's program at ``args``."""
@@ -171,7 +224,8 @@ class Derived:
     @property
     def source(self) -> str:
         """The generated code of this callable's program (the primal of its IR program, as
-        forward mode with no tangents) at the arguments of the last call."""
+        forward mode with no tangents) at the arguments of the last call; for a Jacobian
+        assembled from several JVPs (VJPs), the program of one of them."""
         return self._shown(()).source
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
@@ -181,7 +235,7 @@ class Derived:
         return d.stages.text(stage)
 
     def _remember(self, args: Sequence[Any]) -> None:
-        self._last_args = tuple(args)
+        self._last_args = _skeleton(tuple(args))
 
     def _repr_markdown_(self) -> str:
         try:
@@ -206,6 +260,10 @@ class Plain(Derived):
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         return jvp_at(forward_of(self.fn), primals, tangents)
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        fwd = forward_of(self.fn)
+        return [jvp_at(fwd, primals, t, check=False) for t in tangent_list]
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return _cached(self.rev, ("core", self.rev._types(args)), lambda: plain_program(self.rev, args)), ()
@@ -294,6 +352,27 @@ def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
                                  hint="differentiate with respect to float arguments (argnums)")
 
 
+def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: bool, parts: tuple,
+                  tangent_list: list) -> list[tuple[Any, Any]]:
+    """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
+    element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs)."""
+    progs, extras = parts
+    basis = _basis(primals, nums)
+    value = inner(*primals)
+    out = []
+    for tangents in tangent_list:
+        cols, dcols = [], []
+        for t in basis:
+            i = next(k for k, x in enumerate(t) if x is not None)
+            q, tail = progs[i]
+            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
+            cols.append(c)
+            dcols.append(dc)
+        out.append((_from_columns(value, cols, primals, nums, single),
+                    _from_columns(value, dcols, primals, nums, single)))
+    return out
+
+
 class Grad(Derived):
     """``grad(f, argnums)`` (``with_value``: ``value_and_grad``)."""
 
@@ -306,9 +385,9 @@ class Grad(Derived):
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fast is not None:
-            args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
-            value, g = self._fast(*args)
+        if self._fast is not None:  # reverse mode; .source finds the types in the Reverse's last derivative
+            value, g = self._fast(*args, **kwargs)
+            return (value, g) if self.with_value else g
         else:
             _no_keywords(self.name, kwargs)
             value, g = self._by_jvps(args)
@@ -317,12 +396,9 @@ class Grad(Derived):
 
     def _by_jvps(self, args: Sequence[Any]) -> tuple[Any, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
-        value, cols = None, []
-        for t in _basis(args, nums):
-            value, tangent = self.inner.jvp(tuple(args), tuple(t))
-            cols.append(tangent)
-        if value is None:
-            value = self.inner(*args)
+        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
         if not (np.ndim(value) == 0 and _is_real(np.asarray(value)) and not isinstance(value, tuple)):
             raise NonScalarOutputError(f"grad of {self.inner.name} needs a real scalar output, got {type(value).__name__}")
         return value, _from_columns(value, cols, args, nums, single)
@@ -335,24 +411,14 @@ class Grad(Derived):
             return "vjp", prog
         return "jvp", _tangent_programs(self.inner, args, nums)
 
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         if self.with_value:
             raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
-        tangents = _checked(self.inner, primals, tangents)
         kind, parts = self._parts(primals)
         if kind == "vjp":
-            return parts.jvp(primals, (1.0,), tangents)
+            return [parts.jvp(primals, (1.0,), t) for t in tangent_list]
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        progs, extras = parts
-        cols, dcols, value = [], [], None
-        for t in _basis(primals, nums):
-            i = next(k for k, x in enumerate(t) if x is not None)
-            q, tail = progs[i]
-            g, dg = q.jvp(primals, extras + (t[i],) + tail, tangents)
-            cols.append(g)
-            dcols.append(dg)
-        val = self.inner(*primals)
-        return _from_columns(val, cols, primals, nums, single), _from_columns(val, dcols, primals, nums, single)
+        return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
@@ -389,13 +455,11 @@ class Jac(Derived):
             args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
+            self._remember(args)
             return self._rev(args, nums, single)
-        value, cols = None, []
-        for t in _basis(args, nums):
-            value, tangent = self.inner.jvp(tuple(args), tuple(t))
-            cols.append(tangent)
-        if value is None:
-            value = self.inner(*args)
+        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
         self._remember(args)
         return _from_columns(value, cols, args, nums, single)
 
@@ -410,26 +474,21 @@ class Jac(Derived):
     def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
         return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
 
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        tangents = _checked(self.inner, primals, tangents)
         if self.mode == "rev":
             prog = self._vjp_program(primals, nums, single)
             value = self.inner(*primals)
-            pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
-            rows = [r if isinstance(r, tuple) and not single else (r,) for r, _ in pairs]
-            drows = [d if isinstance(d, tuple) and not single else (d,) for _, d in pairs]
-            return (_from_rows(value, rows, primals, nums, single), _from_rows(value, drows, primals, nums, single))
-        progs, extras = _tangent_programs(self.inner, primals, nums)
-        cols, dcols = [], []
-        for t in _basis(primals, nums):
-            i = next(k for k, x in enumerate(t) if x is not None)
-            q, tail = progs[i]
-            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
-            cols.append(c)
-            dcols.append(dc)
-        value = self.inner(*primals)
-        return _from_columns(value, cols, primals, nums, single), _from_columns(value, dcols, primals, nums, single)
+            out = []
+            for tangents in tangent_list:
+                pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
+                rows = [(r,) if single else r for r, _ in pairs]
+                drows = [(d,) if single else d for _, d in pairs]
+                out.append((_from_rows(value, rows, primals, nums, single),
+                            _from_rows(value, drows, primals, nums, single)))
+            return out
+        return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
+                             tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
@@ -532,14 +591,18 @@ class Jacobian(Derived):
                 self._picked[key] = found
         return found
 
-    def __call__(self, *args: Any) -> Any:
-        return self._pick(args)(*args)
-
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
-        return self._pick(primals).jvp(primals, tangents)
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        return self._pick(primals)._jvps(primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self._pick(args).program(args)
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        return self._pick(args)._part(args)
+
+    def __call__(self, *args: Any) -> Any:
+        self._remember(args)
+        return self._pick(args)(*args)
 
 
 def jacobian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jacobian:

@@ -390,3 +390,31 @@ def test_hvp_of_a_non_scalar_function_is_refused():
         astad.hvp(f, (X, W), (np.ones(3), None))
     with pytest.raises(AstadTypeError, match="`n`"):
         astad.hvp(with_int, (X, 3), (np.ones(3), 1))
+
+
+def test_a_derivative_keeps_no_reference_to_the_arguments():
+    import weakref
+    x = np.linspace(0.1, 1.0, 3)
+    ref = weakref.ref(x)
+    h = astad.hessian(loss)
+    h(x, W)
+    del x
+    assert ref() is None
+    assert "def " in h.source and h.ir("core")
+
+
+@pytest.mark.parametrize("make", [astad.jacobian, astad.jacfwd, astad.jacrev])
+def test_jacobians_show_their_code(make):
+    j = make(f)
+    j(X, W)
+    assert "def " in j.source and j.ir("optimised")
+    assert "<astad." in repr(j)
+
+
+def test_a_gradient_shows_its_program_after_a_call():
+    g = astad.grad(dict_loss)
+    g({"w": W, "b": np.zeros(2), "s": 0.5}, X)
+    assert "def " in g.source and "dict_loss" in g.ir("core")
+    g2 = astad.grad(with_int)
+    g2(X, 3)
+    assert "def " in g2.source
