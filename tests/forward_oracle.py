@@ -19,9 +19,7 @@ place):
 
 A refusal (an ``AstadError`` that is not an ``InternalError``) raises
 ``conftest.Refused``; the callers decide whether a refusal is allowed (only
-where reverse mode refuses too).
-
-Until ``astad.jvp`` exists the JVP comes from ``pipeline.transform_forward``."""
+where reverse mode refuses too)."""
 
 import copy
 
@@ -122,16 +120,8 @@ def cotangent_like(value):
 # ---------------------------------------------------------------- forward mode
 
 def jvp(fn, args, tangents):
-    """``(value, J v)``: ``astad.jvp`` once the API has it, else the pipeline's forward mode."""
-    if hasattr(astad, "jvp"):
-        return astad.jvp(fn, tuple(args), tuple(tangents))
-    from astad import frontend, pipeline
-
-    parsed = frontend.parse(fn)
-    types = [frontend.abstract(a, f"argument {i}") for i, a in enumerate(args)]
-    wrt = frozenset(i for i, t in enumerate(tangents) if t is not None)
-    d = pipeline.transform_forward(parsed, types, wrt)
-    return d.jvp(*args, *(tangents[i] for i in sorted(wrt)))
+    """``(value, J v)`` from ``astad.jvp`` (tangents: one per argument, None for one held constant)."""
+    return astad.jvp(fn, tuple(args), tuple(tangents))
 
 
 def _shifted(a, t, s):
