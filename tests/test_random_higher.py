@@ -97,7 +97,7 @@ def test_random_grad_grad(program_dir, program):
     check_grad_grad(*_straight(program_dir, program))
 
 
-@settings(max_examples=fuzz_examples(10), **_SETTINGS)
+@settings(max_examples=fuzz_examples(8), **_SETTINGS)
 @given(cf.programs(first=["f"], scalar=True))
 def test_random_grad_grad_loops(program_dir, program):
     check_grad_grad(*_control_flow(program_dir, program))
