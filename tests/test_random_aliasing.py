@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from conftest import Refused, check_correct_or_refused, fuzz_examples, load_program, user_stack
+from forward_oracle import check_forward
 
 # ---------------------------------------------------------------- switches
 # True: the generator writes the construct.  "OPEN: ..." marks a switch turned
@@ -575,7 +576,7 @@ def _transform_seconds(fn, args):
     return time.perf_counter() - start
 
 
-def _check(program_dir, program, tally, stem):
+def _check(program_dir, program, tally, stem, data):
     source, args, seed, counts = program
     note(source)
     note(f"args = {args!r}; constructs: {dict(counts)}")
@@ -597,9 +598,27 @@ def _check(program_dir, program, tally, stem):
         t["refused"] += 1
         t.update("refused " + k for k in counts)
         note(f"refused: {e}")
+        _check_forward(fn, args, data, t, reverse_refused=True)
         return
     t["accepted"] += 1
     t.update("accepted " + k for k in counts)
+    _check_forward(fn, args, data, t, reverse_refused=False)
+
+
+def _check_forward(fn, args, data, t, reverse_refused):
+    """Forward mode on the same program (``forward_oracle.check_forward``): it may refuse only
+    what reverse mode refuses; what it accepts it must get right (value, arguments left as plain
+    Python leaves them, J v against central differences; <u, J v> == <J^T u, v> where reverse
+    mode accepts)."""
+    try:
+        with user_stack():
+            check_forward(fn, args, data, reverse=not reverse_refused)
+    except Refused as e:
+        assert reverse_refused, f"reverse mode accepts the program, forward mode refuses it: {e}"
+        t["forward refused"] += 1
+        note(f"forward mode refused: {e}")
+        return
+    t["forward accepted" + (" (reverse refused)" if reverse_refused else "")] += 1
 
 
 _FEW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -607,28 +626,28 @@ _FEW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCh
 
 
 @settings(max_examples=fuzz_examples(60), **_FEW)
-@given(alias_programs())
-def test_random_views_and_inplace(program_dir, program):
-    _check(program_dir, program, "views", "alias")
+@given(alias_programs(), st.data())
+def test_random_views_and_inplace(program_dir, program, data):
+    _check(program_dir, program, "views", "alias", data)
 
 
 @settings(max_examples=fuzz_examples(25), **_FEW)
-@given(list_programs())
-def test_random_list_aliases(program_dir, program):
-    _check(program_dir, program, "lists", "lists")
+@given(list_programs(), st.data())
+def test_random_list_aliases(program_dir, program, data):
+    _check(program_dir, program, "lists", "lists", data)
 
 
 @pytest.mark.skipif(not NP_PARAMETER, reason="switch off")
 @settings(max_examples=fuzz_examples(10), **_FEW)
-@given(np_param_programs())
-def test_random_np_parameter(program_dir, program):
-    _check(program_dir, program, "names", "np_param")
+@given(np_param_programs(), st.data())
+def test_random_np_parameter(program_dir, program, data):
+    _check(program_dir, program, "names", "np_param", data)
 
 
 @settings(max_examples=fuzz_examples(6), **_FEW)
-@given(big_programs())
-def test_random_big_programs(program_dir, program):
-    _check(program_dir, program, "big", "big")
+@given(big_programs(), st.data())
+def test_random_big_programs(program_dir, program, data):
+    _check(program_dir, program, "big", "big", data)
 
 
 def test_tallies_show_both_outcomes():
@@ -639,8 +658,9 @@ def test_tallies_show_both_outcomes():
     print(f"\nviews: {dict(views)}\nlists: {dict(lists)}\nbig: {dict(big)}")
     if not views:
         pytest.skip("run with the random tests of this module")
-    assert big["refused"] == 0, big
+    assert big["refused"] == 0 and big["forward refused"] == 0, big
     if views["accepted"] + views["refused"] >= 20:  # (not with --fuzz-examples 2)
         assert views["accepted inplace"] > 0 and views["refused"] > 0, views
+        assert views["forward accepted"] > 0, views
     if lists["accepted"] + lists["refused"] >= 20:
         assert lists["accepted"] > 0 and lists["refused"] > 0, lists

@@ -57,6 +57,7 @@ from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 from conftest import check_grad, fuzz_examples, load_program
+from forward_oracle import check_forward
 from test_random_programs import (HELPERS, INPUT_BOUND, LIMIT, Gen, _arguments, _assert_equal, _bshape, _nd,
                                   _shape_of, check_stages, lookalike_names, renamed)
 
@@ -1528,11 +1529,14 @@ def _broadcast_ok(es, shape):
 
 
 @st.composite
-def programs(draw):
+def programs(draw, first=None, scalar=False):
+    """(source, instrumented source, params, dynamic, seed).  ``first``: the shapes the first
+    parameter may have (default: any of PARAM_SHAPES); ``scalar``: the program returns a real
+    scalar (``sink`` added to it), for second derivatives."""
     g = ControlFlowGen(draw)
     dynamic = draw(st.booleans())
     for i in range(draw(st.integers(1, 3))):
-        shape = draw(st.sampled_from(PARAM_SHAPES))
+        shape = draw(st.sampled_from(first if i == 0 and first else PARAM_SHAPES))
         name = "xyz"[i]
         g.params.append((name, shape))
         g.define(name, shape, INPUT_BOUND)
@@ -1546,9 +1550,11 @@ def programs(draw):
         g.pick([g.s_for, g.s_while])()
         if draw(st.booleans()):
             g.statement()
-    value = g.ret()
+    if scalar:
+        g.early_return = True  # (every return is then a scalar one)
+    value = g.ret() if not scalar else " + ".join(g.ret() for _ in range(draw(st.integers(1, 3))))
     lines = g.lines + [f"return {value}{_SINK}"]
-    sink = ", sink" if g.sink_used else ""
+    sink = (" + sink" if scalar else ", sink") if g.sink_used else ""
     lines = (["sink = 0.0"] if g.sink_used else []) + [ln.replace(_SINK, sink) for ln in lines]
     note(", ".join(f"{k}: {v}" for k, v in sorted(g.counts.items())))
     signature = "def f(" + ", ".join(p for p, _ in g.params) + "):\n"
@@ -1574,8 +1580,8 @@ def program_dir(tmp_path_factory):
 
 @settings(max_examples=fuzz_examples(40), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
-@given(programs())
-def test_random_control_flow(program_dir, program):
+@given(programs(), st.data())
+def test_random_control_flow(program_dir, program, data):
     source, instrumented, params, dynamic, seed = program
     note(source)
     args = _arguments(params, seed)
@@ -1591,3 +1597,4 @@ def test_random_control_flow(program_dir, program):
 
     check_grad(fn, args, seed=seed % 1000)  # (a)
     check_stages(fn, args, seed)  # (b)
+    check_forward(fn, args, data)  # (c) J v vs central differences, <u, J v> == <J^T u, v>

@@ -52,6 +52,7 @@ from hypothesis import strategies as st
 import astad
 from astad.ir import interp
 from conftest import check_grad, fuzz_examples, load_program
+from forward_oracle import check_forward
 
 PARAM_SHAPES = ["f", (), (3,), (4,), (3, 4), (4, 3), (2, 3, 4), (3, 1), (1, 4), (2, 3)]
 LIMIT = 4.0  # larger possible values are squashed with np.tanh
@@ -1091,6 +1092,16 @@ class Gen:
             if out is not None and 0 not in _bshape(self.shape_of(out[0])):  # no empty arrays
                 return out
 
+    def scalar_ret(self):
+        """A real scalar, nonlinear in one or two values of the program (often the first parameter)."""
+        names = self.floats()
+        terms = []
+        for _ in range(self.draw(st.integers(1, 2))):
+            a = self.pick(names + [self.params[0][0]] * len(names))
+            terms.append(self.pick([f"np.sum({a} * {a})", f"np.sum(np.tanh({a}))", f"np.sum(np.sin({a})) * 0.5"]
+                                   if _nd(self.env[a]["shape"]) else [f"{a} * {a}", f"np.tanh({a})", f"np.sin({a})"]))
+        return " + ".join(terms)
+
     def ret(self):
         if self.draw(st.integers(0, 3)) == 0:  # sometimes leave parameters unused (dropped)
             self.unread.difference_update(p for p, _ in self.params if p not in self.assigned)
@@ -1114,11 +1125,13 @@ class Gen:
 
 
 @st.composite
-def programs(draw):
+def programs(draw, first=None, scalar=False):
+    """(source, params, seed).  ``first``: the shapes the first parameter may have (default: any
+    of PARAM_SHAPES); ``scalar``: the program returns a real scalar (for second derivatives)."""
     g = Gen(draw)
     n_params = draw(st.integers(1, 3))
     for i in range(n_params):
-        shape = draw(st.sampled_from(PARAM_SHAPES))
+        shape = draw(st.sampled_from(first if i == 0 and first else PARAM_SHAPES))
         name = "xyz"[i]
         g.params.append((name, shape))
         g.env[name] = {"shape": shape, "bound": INPUT_BOUND, "fresh": False}
@@ -1138,7 +1151,7 @@ def programs(draw):
     if g.functions:
         g.ensure_called()
     note(f"functions as values: {dict(g.fn_counts)}")
-    body = "\n".join(f"    {line}" for line in g.lines + [f"return {g.ret()}"])
+    body = "\n".join(f"    {line}" for line in g.lines + [f"return {g.scalar_ret() if scalar else g.ret()}"])
     source = ("import numpy as np\n" + HELPERS + "\n\ndef f(" + ", ".join(n for n, _ in g.params) + "):\n"
               + body + "\n")
     return renamed(source, lookalike_names(draw, source)), g.params, draw(st.integers(0, 2 ** 32 - 1))
@@ -1177,8 +1190,8 @@ def program_dir(tmp_path_factory):
 
 
 @settings(max_examples=fuzz_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs())
-def test_random_program(program_dir, program):
+@given(programs(), st.data())
+def test_random_program(program_dir, program, data):
     source, params, seed = program
     note(source)
     fn = load_program(source, program_dir, "random").f
@@ -1189,6 +1202,8 @@ def test_random_program(program_dir, program):
     check_grad(fn, args, seed=seed % 1000)
     # (b) every stage's IR, interpreted, against direct execution and the generated code
     check_stages(fn, args, seed)
+    # (c) forward mode: J v against central differences, <u, J v> == <J^T u, v> (u, v drawn)
+    check_forward(fn, args, data)
 
 
 def check_stages(fn, args, seed):
