@@ -10,6 +10,7 @@ import os
 # transforms from scratch and no run is influenced by an earlier one.
 os.environ["ASTAD_DISK_CACHE"] = "0"
 
+import dataclasses
 import importlib
 import importlib.metadata
 import inspect
@@ -17,13 +18,11 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 for _path in (str(ROOT / "bench"), str(ROOT)):  # this checkout's astad; programs.py

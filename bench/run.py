@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import forward_mode  # noqa: E402
 from harness import (AUTOGRAD_PROGRAMS, IMPORT_NOTES, JAX_PROGRAMS, LIMITS, Args, Argnums, Limits, Row,  # noqa: E402
-                     Target, Timer, Tool, astad, autograd, autograd_np, describe, fmt_ratio, fmt_time, jax,
+                     Target, Timer, Tool, astad, autograd, autograd_np, describe, jax,
                      print_table, programs, ratio, speedup, time_of, time_tools, timed_once, version,
                      with_target)
 
