@@ -5,7 +5,9 @@ IR with explicit contraction (``dup``) and weakening (``drop``), applies the
 CHAD reverse-mode macro, simplifies, and generates readable Python.
 """
 
-from .api import Pullback, Reverse, clear_caches, grad, reverse, value_and_grad, vjp
+from .api import Pullback, Reverse, clear_caches, reverse, vjp
+from .api_forward import Forward, Pushforward, forward, jvp
+from .api_higher import Derived, grad, hessian, hvp, jacfwd, jacobian, jacrev, value_and_grad
 from .cache import config
 from .errors import (AstadError, AstadTypeError, InternalError, NonScalarOutputError, SourceUnavailableError,
                      UnsupportedFunctionError, UnsupportedSyntaxError)
@@ -14,7 +16,8 @@ from .pipeline import STAGES, Derivative
 __version__ = "0.1.0"
 
 __all__ = [
-    "reverse", "grad", "value_and_grad", "vjp", "clear_caches", "config", "Reverse", "Pullback", "Derivative",
+    "reverse", "forward", "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "Forward", "Pushforward",
+    "Derived", "grad", "value_and_grad", "vjp", "clear_caches", "config", "Reverse", "Pullback", "Derivative",
     "STAGES", "AstadError", "AstadTypeError", "InternalError", "NonScalarOutputError", "SourceUnavailableError",
     "UnsupportedFunctionError", "UnsupportedSyntaxError", "__version__",
 ]

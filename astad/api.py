@@ -269,7 +269,7 @@ _REVERSED: "weakref.WeakKeyDictionary[Callable, Reverse]" = weakref.WeakKeyDicti
 def reverse(fn: Callable[..., Any]) -> Reverse:
     """Transform ``fn`` by reverse-mode AD: the result, called with the same
     arguments, returns ``(value, pullback)``.  The same function gives the same object."""
-    if isinstance(fn, Reverse):
+    if type(fn) is Reverse:
         return fn
     try:
         found = _REVERSED.get(fn)

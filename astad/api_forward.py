@@ -1,0 +1,270 @@
+"""Forward mode at the API: ``astad.forward`` and ``astad.jvp``.
+
+``@astad.forward`` gives a :class:`Forward`: calling it returns ``(value,
+pushforward)`` (like ``jax.linearize``): the value from the primal (forward mode
+with no tangents, i.e. the primal alone), and a :class:`Pushforward` that runs
+the JVP specialised to the tangents it is given, on copies of the arguments.
+Derivatives are cached per abstract signature and set of tangents, in memory
+only (the disk cache holds reverse derivatives).
+"""
+
+from __future__ import annotations
+
+import html
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import fresh, pipeline
+from .api import Reverse, _checks_hold, _dep_checks, _memory_size
+from .errors import AstadTypeError
+from .ir import Num, StructT, TupleT, Type
+from .memo import LRU
+from .pipeline import ForwardDerivative
+
+#: forward derivatives by code object, argument types and tangents, shared by every Forward
+_MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
+
+
+class Forward(Reverse):
+    """A function transformed by the CHAD forward macro.
+
+    Calling it returns ``(value, pushforward)``; ``pushforward(*tangents)``
+    (one per positional parameter, None for a discrete or constant one) returns
+    the output's tangent.  ``.source`` is the generated code (tangents of every
+    differentiable parameter), ``.ir(stage)`` each stage: core, structural,
+    forward, optimised.  ``grad(forward(f))`` is ``grad(f)``: the object stands
+    for its function, as a :class:`~astad.api.Reverse` does."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, "Pushforward"]:  # type: ignore[override]
+        args = self.positional(args, kwargs)
+        value = self.derivative(args, frozenset()).jvp(*args)[0]
+        return value, Pushforward(self, _copy_arrays(args))
+
+    def all_wrt(self, types: Sequence[Type]) -> frozenset[int]:
+        return frozenset(i for i, t in enumerate(types) if t.differentiable)
+
+    def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> ForwardDerivative:  # type: ignore[override]
+        """The forward derivative at the signature of ``args``, with tangents for
+        the parameters in ``wrt`` (all differentiable ones when None)."""
+        if wrt is None:
+            wrt = self.all_wrt(self._types(args))
+        return super().derivative(args, wrt)  # type: ignore[return-value]
+
+    def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Any, tuple]:
+        types = self._types(args)
+        assert wrt is not None
+        fn = self.__astad_function__
+        code = fn.__code__
+        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt)
+        d = _MEMORY.get(mkey)
+        if d is None or not _checks_hold(_dep_checks(fn, d.deps)):
+            d = pipeline.transform_forward(self._parsed, types, wrt)
+            _MEMORY.put(mkey, d)
+        found = (d, _dep_checks(fn, d.deps))
+        self._derivatives.put(key, found)
+        if wrt == self.all_wrt(types) or self._last is None:
+            self._last = d  # type: ignore[assignment]
+        return found
+
+    # ----------------------------------------------------------------- inspection
+
+    def _current(self, args: Sequence[Any]) -> ForwardDerivative:  # type: ignore[override]
+        if args:
+            return self.derivative(args)
+        d = super()._current(())
+        full = self.all_wrt(d.arg_types)
+        if d.wrt != full:  # called, but no pushforward yet: show the code with every tangent
+            d = self._full(d.arg_types, full)
+        return d  # type: ignore[return-value]
+
+    def _full(self, types: tuple[Type, ...], wrt: frozenset[int]) -> ForwardDerivative:
+        fn = self.__astad_function__
+        mkey = (fn.__code__, fn.__code__.co_filename, fn.__code__.co_firstlineno, types, wrt)
+        d = _MEMORY.get(mkey)
+        if d is None:
+            d = pipeline.transform_forward(self._parsed, types, wrt)
+            _MEMORY.put(mkey, d)
+        self._last = d  # type: ignore[assignment]
+        return d
+
+    def ir(self, stage: str = "optimised", *args: Any) -> str:
+        """The IR after a stage: 'core', 'structural' (with dup/drop), 'forward', or 'optimised'."""
+        d = self._current(args)
+        assert d.stages is not None
+        return d.stages.text(stage)
+
+    def _repr_markdown_(self) -> str:
+        if self._last is None:
+            return (f"**astad.forward({self._parsed.name})** — not called yet; the generated code appears "
+                    f"after the first call.\n\n```python\n{self._parsed.source}```")
+        return f"**astad.forward({self._parsed.name})** — generated code:\n\n```python\n{self.source}```"
+
+    def _repr_html_(self) -> str:
+        code = self.source if self._last is not None else self._parsed.source
+        title = f"astad.forward({html.escape(self._parsed.name)})"
+        note = "" if self._last is not None else " (not called yet: showing the source)"
+        return f"<div><b>{title}</b>{note}<pre>{html.escape(code)}</pre></div>"
+
+    def __repr__(self) -> str:
+        return f"<astad.forward of {self._parsed.name} at {self._parsed.file}:{self._parsed.funcdef_line}>"
+
+
+class Pushforward:
+    """The linear map of one call: ``pushforward(*tangents)``, one tangent per
+    positional parameter (None for discrete or constant ones), returns the
+    output's tangent (an array of its own).  It holds copies of the arguments."""
+
+    __slots__ = ("_fwd", "_args")
+
+    def __init__(self, fwd: Forward, args: tuple) -> None:
+        self._fwd = fwd
+        self._args = args
+
+    def __call__(self, *tangents: Any) -> Any:
+        return jvp_at(self._fwd, self._args, tangents)[1]
+
+    def __repr__(self) -> str:
+        return f"<astad pushforward of {self._fwd._parsed.name}: tangents of the arguments -> tangent of the value>"
+
+
+def _copy_arrays(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if type(value) is tuple or type(value) is list:
+        return type(value)(_copy_arrays(v) for v in value)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return type(value)(*(_copy_arrays(v) for v in value))
+    if isinstance(value, dict):
+        return type(value)((k, _copy_arrays(v)) for k, v in value.items())
+    return value
+
+
+def param_names(fwd: Reverse, n: int) -> list[str]:
+    params = fwd._parsed.funcdef.params.params
+    return [f"`{p.name.value}`" for p in params] if len(params) == n else [f"{i}" for i in range(n)]
+
+
+def checked_tangents(types: Sequence[Type], tangents: Sequence[Any], names: Sequence[str],
+                     fn_name: str) -> list[Any]:
+    """The tangents, one per parameter, checked against the parameters' types:
+    None for a discrete one (a zero tangent of a discrete one becomes None)."""
+    if len(tangents) != len(types):
+        raise AstadTypeError(f"{fn_name} takes {len(types)} arguments, but {len(tangents)} tangents were given",
+                             hint="one tangent per positional parameter, None for discrete or constant ones")
+    return [None if tv is None else _check_tangent(t, tv, f"the tangent of argument {name} of {fn_name}")
+            for t, tv, name in zip(types, tangents, names)]
+
+
+def _check_tangent(t: Type, tv: Any, what: str) -> Any:
+    if isinstance(t, StructT):
+        try:
+            leaves = t.flatten(tv)
+            if type(tv) is not type(t.unflatten(iter(leaves))):
+                raise TypeError
+        except (TypeError, KeyError, IndexError, AttributeError):
+            raise AstadTypeError(f"{what} must have the structure {t}, got {type(tv).__name__}") from None
+        if len(leaves) != sum(1 for _ in t.paths()):
+            raise AstadTypeError(f"{what} must have the structure {t}")
+        checked = [_leaf(lt, lv, f"{what}{p}") for lt, lv, p in zip(pipeline._leaf_types(t), leaves, t.paths())]
+        return None if all(c is None for c in checked) else tv
+    if isinstance(t, TupleT):
+        raise AstadTypeError(f"{what}: an argument of type {t} takes no tangent here")
+    return _leaf(t, tv, what)
+
+
+def _leaf(t: Type, tv: Any, what: str) -> Any:
+    if not isinstance(t, Num):
+        raise AstadTypeError(f"{what}: an argument of type {t} takes no tangent (give None)")
+    if not t.differentiable:
+        if _is_zero(tv):
+            return None
+        raise AstadTypeError(f"{what} must be None: the argument is {t}, which is discrete (no tangent)")
+    if isinstance(tv, (bool, np.bool_)) or not isinstance(tv, (float, int, np.floating, np.integer, np.ndarray)):
+        raise AstadTypeError(f"{what} must be a float or an array of floats like the argument ({t}), "
+                             f"got {type(tv).__name__}")
+    shape = np.shape(tv)
+    if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
+        expected = tuple("?" if d is None else d for d in t.shape)
+        raise AstadTypeError(f"{what} must have shape {expected} like the argument, got shape {shape}")
+    dtype = np.asarray(tv).dtype
+    if dtype.kind != "f" or (isinstance(tv, np.ndarray) and t.shape and dtype != np.dtype(t.dtype)):
+        raise AstadTypeError(f"{what} must have dtype {t.dtype} like the argument, got {dtype}")
+    return tv
+
+
+def _is_zero(tv: Any) -> bool:
+    try:
+        return bool(np.all(np.asarray(tv) == 0))
+    except (TypeError, ValueError):
+        return False
+
+
+def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``."""
+    types = fwd._types(args)
+    checked = checked_tangents(types, tangents, param_names(fwd, len(types)), fwd._parsed.name)
+    wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
+    d = fwd.derivative(args, wrt)
+    value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
+    if tangent is None or not wrt:
+        tangent = zeros_like_type(d.out_type, value)
+    return value, fresh.distinct((tangent,), fresh.owners(args, tangents))[0]
+
+
+def zeros_like_type(t: Type, value: Any) -> Any:
+    """The zero tangent of a value (None for a discrete one)."""
+    if isinstance(value, tuple):
+        return type(value)(zeros_like_type(t, v) for v in value) if not hasattr(type(value), "_fields") else \
+            type(value)(*(zeros_like_type(t, v) for v in value))
+    if isinstance(value, list):
+        return [zeros_like_type(t, v) for v in value]
+    if isinstance(value, dict):
+        return {k: zeros_like_type(t, v) for k, v in value.items()}
+    a = np.asarray(value)
+    if a.dtype.kind not in "fc":
+        return None
+    return 0.0 if isinstance(value, float) else np.zeros_like(a)
+
+
+_FORWARDED: "weakref.WeakKeyDictionary[Callable, Forward]" = weakref.WeakKeyDictionary()
+
+
+def forward(fn: Callable[..., Any]) -> Forward:
+    """Transform ``fn`` by forward-mode AD: the result, called with the same
+    arguments, returns ``(value, pushforward)``."""
+    return forward_of(fn)
+
+
+def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
+    one tangent per positional argument, None for one held constant."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
+                             hint="astad.jvp(f, (x, w), (tx, None))")
+    from .api_higher import derived_of
+
+    d = derived_of(fn)
+    if d is not None:
+        return d.jvp(tuple(primals), tuple(tangents))
+    if len(primals) != len(tangents):
+        raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
+                             hint="one tangent per primal, None for one held constant")
+    return jvp_at(forward_of(fn), tuple(primals), tuple(tangents))
+
+
+def forward_of(fn: Callable[..., Any]) -> Forward:
+    """The (cached) Forward of a plain function."""
+    if type(fn) is Forward:
+        return fn
+    from .source import reversed_function
+
+    fn = reversed_function(fn) or fn
+    try:
+        found = _FORWARDED.get(fn)
+    except TypeError:  # not weak-referenceable: Forward() explains what is wrong with it
+        return Forward(fn)
+    if found is None or found.__astad_function__.__code__ is not fn.__code__:
+        found = _FORWARDED[fn] = Forward(fn)
+    return found

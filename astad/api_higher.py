@@ -1,0 +1,519 @@
+"""Jacobians, Hessians and derivatives of derivatives.
+
+Every callable made here is a :class:`Derived`: it can be called, gives its
+JVP (``.jvp(primals, tangents)``) and, where it is one IR program, that
+program (``__astad_program__(args) -> (Program, extras)``, see
+:mod:`astad.programs`).  An outer transform of a ``Derived`` never reads
+source: it differentiates the inner callable by JVPs (forward mode over the
+inner program; forward over reverse for ``grad(grad(f))``), one per input
+element — exact, any depth.  ``jacrev`` of a plain function is one VJP per
+output element; ``jacfwd`` one JVP per input element.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence, Union
+
+import numpy as np
+
+from . import api, fresh
+from .api_forward import checked_tangents, forward_of, jvp_at, param_names
+from .errors import AstadError, AstadTypeError, NonScalarOutputError
+from .programs import NoProgram, Program, ProgramCache, plain_program, vjp_program
+
+ArgNums = Union[int, Sequence[int]]
+
+
+# --------------------------------------------------------------------------- pytrees (Python level)
+
+def _flatten(v: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    """The leaves of a tuple/list/dict/NamedTuple structure and a function rebuilding one like it."""
+    if isinstance(v, (tuple, list)) or isinstance(v, dict):
+        items = list(v.values()) if isinstance(v, dict) else list(v)
+        parts = [_flatten(x) for x in items]
+        counts = [len(p[0]) for p in parts]
+
+        def rebuild(leaves: list[Any]) -> Any:
+            out, at = [], 0
+            for (_, r), c in zip(parts, counts):
+                out.append(r(leaves[at:at + c]))
+                at += c
+            if isinstance(v, dict):
+                return dict(zip(v.keys(), out))
+            if hasattr(type(v), "_fields"):
+                return type(v)(*out)
+            return type(v)(out)
+
+        return [x for p in parts for x in p[0]], rebuild
+    return [v], lambda leaves: leaves[0]
+
+
+def _is_real(x: Any) -> bool:
+    if isinstance(x, (bool, np.bool_)):
+        return False
+    return isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray) and x.dtype.kind == "f")
+
+
+def _unit(leaf: Any, k: int) -> Any:
+    if isinstance(leaf, float) or np.ndim(leaf) == 0:
+        return type(leaf)(1.0) if isinstance(leaf, (float, np.floating)) else np.ones((), np.asarray(leaf).dtype)
+    e = np.zeros(np.shape(leaf), np.asarray(leaf).dtype)
+    e.flat[k] = 1.0
+    return e
+
+
+def _zero(leaf: Any) -> Any:
+    if not _is_real(leaf):
+        return None
+    return type(leaf)(0.0) if isinstance(leaf, (float, np.floating)) else np.zeros_like(leaf)
+
+
+def _basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
+    """One tangent list per real input element of the arguments ``nums`` (None elsewhere)."""
+    out = []
+    for i in nums:
+        leaves, rebuild = _flatten(args[i])
+        for j, leaf in enumerate(leaves):
+            if not _is_real(leaf):
+                continue
+            for k in range(int(np.size(leaf))):
+                tangents: list[Any] = [None] * len(args)
+                tangents[i] = rebuild([_unit(x, k) if m == j else _zero(x) for m, x in enumerate(leaves)])
+                out.append(tangents)
+    return out
+
+
+def _as_result(a: np.ndarray) -> Any:
+    return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
+
+
+def _from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+    """The Jacobian (out.shape + in.shape per pair of leaves) from one output tangent per input element."""
+    out_leaves, out_rebuild = _flatten(value)
+    col_leaves = [_flatten(c)[0] for c in cols]
+    result = []
+    for o, leaf in enumerate(out_leaves):
+        if not _is_real(leaf) and not isinstance(leaf, (int, np.integer)) or isinstance(leaf, (bool, np.bool_)):
+            result.append(None)
+            continue
+        shape = np.shape(leaf)
+        stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[o] is None else c[o]), shape) for c in col_leaves],
+                           axis=-1) if cols else np.zeros(shape + (0,))
+        result.append(_split_inputs(stacked, shape, args, nums, single))
+    return out_rebuild(result)
+
+
+def _split_inputs(stacked: np.ndarray, out_shape: tuple, args: Sequence[Any], nums: Sequence[int],
+                  single: bool) -> Any:
+    """``stacked`` (out_shape + (n,)) cut into one array per real input leaf, in the inputs' structure."""
+    at, per_arg = 0, []
+    for i in nums:
+        leaves, rebuild = _flatten(args[i])
+        parts = []
+        for leaf in leaves:
+            if not _is_real(leaf):
+                parts.append(None)
+                continue
+            size = int(np.size(leaf))
+            parts.append(_as_result(stacked[..., at:at + size].reshape(out_shape + np.shape(leaf))))
+            at += size
+        per_arg.append(rebuild(parts))
+    return per_arg[0] if single else tuple(per_arg)
+
+
+# --------------------------------------------------------------------------- derived callables
+
+class Derived:
+    """A callable astad made; see the module docstring."""
+
+    name = "derived"
+
+    def __call__(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program, so astad cannot "
+                        "differentiate it again", hint="differentiate with respect to one scalar at a time")
+
+    def __astad_program__(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        return self.program(args)
+
+    _last: tuple[Program, tuple] | None = None
+
+    def _shown(self, args: Sequence[Any]) -> Any:
+        if args:
+            self._last = self.program(args)
+        if self._last is None:
+            raise AstadError(f"{self.name} has not been differentiated as a program yet: pass example arguments, "
+                             "e.g. .ir('forward', x)")
+        return self._last[0].forward(frozenset())
+
+    def source_for(self, *args: Any) -> str:
+        """The generated code of this callable's program at ``args``."""
+        return self._shown(args).source
+
+    @property
+    def source(self) -> str:
+        """The generated code of this callable's program at the last arguments it was called with."""
+        return self._shown(()).source
+
+    def ir(self, stage: str = "optimised", *args: Any) -> str:
+        """This callable's program: 'core' (the program), 'structural', 'forward', 'optimised'."""
+        d = self._shown(args)
+        assert d.stages is not None
+        return d.stages.text(stage)
+
+    def _remember(self, args: Sequence[Any]) -> None:
+        if self._last is None:
+            try:
+                self._last = self.program(args)
+            except NoProgram:
+                pass
+
+    def _repr_markdown_(self) -> str:
+        try:
+            return f"**astad.{self.name}** — generated code:\n\n```python\n{self.source}```"
+        except AstadError:
+            return f"**astad.{self.name}** — not called yet"
+
+    def __repr__(self) -> str:
+        return f"<astad.{self.name}>"
+
+
+class Plain(Derived):
+    """A user's function (astad reads its source)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.rev = api.reverse(fn)
+        self.fn = self.rev.__astad_function__
+        self.name = self.rev._parsed.name
+        self._programs = ProgramCache()
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        return jvp_at(forward_of(self.fn), primals, tangents)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        return self._programs.get(self.rev._types(args), lambda: plain_program(self.rev, args)), ()
+
+
+def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+    """The tangents checked against the arguments (shape, dtype, structure; None for discrete ones)."""
+    from .frontend import abstract
+
+    if isinstance(inner, Plain):
+        types = inner.rev._types(primals)
+        names = param_names(inner.rev, len(types))
+    else:
+        types = [abstract(a, f"argument {i}") for i, a in enumerate(primals)]
+        names = [str(i) for i in range(len(types))]
+    return tuple(checked_tangents(types, tangents, names, inner.name))
+
+
+def derived_of(fn: Any) -> Derived | None:
+    return fn if isinstance(fn, Derived) else None
+
+
+def _inner(fn: Any) -> Derived:
+    return fn if isinstance(fn, Derived) else Plain(fn)
+
+
+def _nums(argnums: ArgNums, n: int, name: str) -> tuple[tuple[int, ...], bool]:
+    api._check_argnums(argnums)
+    return api._argnums(argnums, n, name)
+
+
+def _tangent_programs(inner: Derived, args: Sequence[Any], nums: Sequence[int]) -> tuple[dict, tuple]:
+    """Per argument in ``nums``: the program of a JVP of ``inner`` along it, and the extras to add after the tangent."""
+    from .frontend import abstract
+
+    prog, extras = inner.program(args)
+    out = {}
+    for i in nums:
+        q, added, split = prog.tangent_program(i, abstract(args[i], f"argument {i}"))
+        out[i] = (q, (None,) if split else ())
+    return out, extras
+
+
+class Grad(Derived):
+    """``grad(f, argnums)`` (``with_value``: ``value_and_grad``)."""
+
+    def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
+        api._check_argnums(argnums)
+        self.inner = _inner(fn)
+        self.argnums, self.with_value = argnums, with_value
+        self.name = f"{'value_and_grad' if with_value else 'grad'}({self.inner.name})"
+        self._fast = api.value_and_grad(self.inner.fn, argnums) if isinstance(self.inner, Plain) else None
+        self._programs = ProgramCache()
+        functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._fast is not None:
+            value, g = self._fast(*args, **kwargs)
+        else:
+            value, g = self._by_jvps(args)
+        self._remember(args)
+        return (value, g) if self.with_value else g
+
+    def _by_jvps(self, args: Sequence[Any]) -> tuple[Any, Any]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        value, cols = None, []
+        for t in _basis(args, nums):
+            value, tangent = self.inner.jvp(tuple(args), tuple(t))
+            cols.append(tangent)
+        if value is None:
+            value = self.inner(*args)
+        if not (np.ndim(value) == 0 and _is_real(np.asarray(value)) and not isinstance(value, tuple)):
+            raise NonScalarOutputError(f"grad of {self.inner.name} needs a real scalar output, got {type(value).__name__}")
+        return value, _from_columns(value, cols, args, nums, single)
+
+    def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if isinstance(self.inner, Plain):
+            key = ("vjp", self.inner.rev._types(args))
+
+            def make() -> Any:
+                prog, _ = vjp_program(self.inner.rev, args, frozenset(nums))
+                regroup = prog.select
+                prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
+                return prog
+            return "vjp", self._programs.get(key, make)
+        return "jvp", _tangent_programs(self.inner, args, nums)
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        if self.with_value:
+            raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
+        tangents = _checked(self.inner, primals, tangents)
+        kind, parts = self._parts(primals)
+        if kind == "vjp":
+            return parts.jvp(primals, (1.0,), tangents)
+        nums, single = _nums(self.argnums, len(primals), self.inner.name)
+        progs, extras = parts
+        cols, dcols, value = [], [], None
+        for t in _basis(primals, nums):
+            i = next(k for k, x in enumerate(t) if x is not None)
+            q, tail = progs[i]
+            g, dg = q.jvp(primals, extras + (t[i],) + tail, tangents)
+            cols.append(g)
+            dcols.append(dg)
+        val = self.inner(*primals)
+        return _from_columns(val, cols, primals, nums, single), _from_columns(val, dcols, primals, nums, single)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        if self.with_value:
+            return super().program(args)
+        kind, parts = self._parts(args)
+        if kind == "vjp":
+            return parts, (1.0,)
+        nums, _ = _nums(self.argnums, len(args), self.inner.name)
+        basis = _basis(args, nums)
+        if len(basis) != 1:
+            return super().program(args)
+        progs, extras = parts
+        i = nums[0]
+        q, tail = progs[i]
+        return q, extras + (basis[0][i],) + tail
+
+
+class Jac(Derived):
+    """``jacfwd`` (one JVP per input element) or ``jacrev`` (one VJP per output element)."""
+
+    def __init__(self, fn: Any, argnums: ArgNums, mode: str) -> None:
+        api._check_argnums(argnums)
+        self.inner = _inner(fn)
+        self.argnums = argnums
+        # reverse mode of a derived callable is computed by forward mode (the reverse macro reads source only)
+        self.mode = mode if isinstance(self.inner, Plain) else "fwd"
+        self.name = f"jac{mode}({self.inner.name})"
+        self._programs = ProgramCache()
+        functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self.inner.rev.positional(args, kwargs) if isinstance(self.inner, Plain) else args
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if self.mode == "rev":
+            return self._rev(args, nums, single)
+        value, cols = None, []
+        for t in _basis(args, nums):
+            value, tangent = self.inner.jvp(tuple(args), tuple(t))
+            cols.append(tangent)
+        if value is None:
+            value = self.inner(*args)
+        self._remember(args)
+        return _from_columns(value, cols, args, nums, single)
+
+    def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+        value, pullback = self.inner.rev(*args)
+        held = fresh.owners(args)
+        rows = [tuple(pullback(ct)[i] for i in nums) for ct in _out_basis(value)]
+        rows = [fresh.distinct(r, set(held)) for r in rows]
+        return _from_rows(value, rows, args, nums, single)
+
+    def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
+        def make() -> Program:
+            prog, _ = vjp_program(self.inner.rev, args, frozenset(nums))  # type: ignore[attr-defined]
+            regroup = prog.select
+            prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
+            return prog
+        return self._programs.get(("vjp", self.inner.rev._types(args), tuple(nums)), make)  # type: ignore[attr-defined]
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        nums, single = _nums(self.argnums, len(primals), self.inner.name)
+        tangents = _checked(self.inner, primals, tangents)
+        if self.mode == "rev":
+            prog = self._vjp_program(primals, nums, single)
+            value = self.inner(*primals)
+            pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
+            rows = [r if isinstance(r, tuple) and not single else (r,) for r, _ in pairs]
+            drows = [d if isinstance(d, tuple) and not single else (d,) for _, d in pairs]
+            return (_from_rows(value, rows, primals, nums, single), _from_rows(value, drows, primals, nums, single))
+        progs, extras = _tangent_programs(self.inner, primals, nums)
+        cols, dcols = [], []
+        for t in _basis(primals, nums):
+            i = next(k for k, x in enumerate(t) if x is not None)
+            q, tail = progs[i]
+            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
+            cols.append(c)
+            dcols.append(dc)
+        value = self.inner(*primals)
+        return _from_columns(value, cols, primals, nums, single), _from_columns(value, dcols, primals, nums, single)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if self.mode == "rev":
+            value = self.inner(*args)
+            if len(_out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
+                return super().program(args)
+            return self._vjp_program(args, nums, single), (1.0,)
+        basis = _basis(args, nums)
+        if len(basis) != 1:
+            return super().program(args)
+        progs, extras = _tangent_programs(self.inner, args, nums)
+        q, tail = progs[nums[0]]
+        return q, extras + (basis[0][nums[0]],) + tail
+
+
+def _out_basis(value: Any) -> list[Any]:
+    """One output cotangent per real output element (zeros elsewhere; discrete leaves get zeros too)."""
+    leaves, rebuild = _flatten(value)
+    out = []
+    for j, leaf in enumerate(leaves):
+        if not _is_real(leaf) and not _is_real(np.asarray(leaf)):
+            continue
+        for k in range(int(np.size(leaf))):
+            out.append(rebuild([_unit(x, k) if m == j else (_zero(x) if _is_real(x) else np.zeros(np.shape(x)))
+                                for m, x in enumerate(leaves)]))
+    return out
+
+
+def _from_rows(value: Any, rows: list[tuple], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+    """The Jacobian from one tuple of cotangents (per argument in ``nums``) per output element."""
+    out_leaves, out_rebuild = _flatten(value)
+    result, at = [], 0
+    for leaf in out_leaves:
+        if not _is_real(leaf) and not _is_real(np.asarray(leaf)):
+            result.append(None)
+            continue
+        shape = np.shape(leaf)
+        mine = rows[at:at + int(np.size(leaf))]
+        at += int(np.size(leaf))
+        per_arg = []
+        for n, i in enumerate(nums):
+            in_leaves, in_rebuild = _flatten(args[i])
+            ct_leaves = [_flatten(r[n])[0] for r in mine]
+            parts = []
+            for j, x in enumerate(in_leaves):
+                if not _is_real(x):
+                    parts.append(None)
+                    continue
+                stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[j] is None else c[j]), np.shape(x))
+                                    for c in ct_leaves]) if mine else np.zeros((0,) + np.shape(x))
+                parts.append(_as_result(stacked.reshape(shape + np.shape(x))))
+            per_arg.append(in_rebuild(parts))
+        result.append(per_arg[0] if single else tuple(per_arg))
+    return out_rebuild(result)
+
+
+# --------------------------------------------------------------------------- the public functions
+
+def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Grad:
+    """The gradient of a real-scalar-valued function (as ``jax.grad``); ``fn`` may itself be made by astad."""
+    return Grad(fn, argnums, with_value=False)
+
+
+def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Grad:
+    """A function returning ``(value, gradient)`` (as ``jax.value_and_grad``)."""
+    return Grad(fn, argnums, with_value=True)
+
+
+def jacfwd(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Jacobian by forward mode, one JVP per input element: shape ``out.shape + in.shape``
+    (a tuple ``argnums`` gives a tuple of Jacobians, a structured output a structure of them)."""
+    return Jac(fn, argnums, "fwd")
+
+
+def jacrev(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Jacobian by reverse mode, one VJP per output element (forward mode when ``fn`` is made by astad)."""
+    return Jac(fn, argnums, "rev")
+
+
+class Jacobian(Derived):
+    """``jacobian(f)``: forward mode when the inputs have no more elements than the outputs, else reverse."""
+
+    def __init__(self, fn: Any, argnums: ArgNums) -> None:
+        self.fwd, self.rev = jacfwd(fn, argnums), jacrev(fn, argnums)
+        self.argnums = argnums
+        self.name = f"jacobian({self.fwd.inner.name})"
+        functools.update_wrapper(self, getattr(self.fwd.inner, "fn", self.fwd.inner), updated=())
+
+    def _pick(self, args: Sequence[Any]) -> Jac:
+        nums, _ = _nums(self.argnums, len(args), self.name)
+        n_in = len(_basis(args, nums))
+        return self.fwd if n_in <= len(_out_basis(self.fwd.inner(*args))) else self.rev
+
+    def __call__(self, *args: Any) -> Any:
+        return self._pick(args)(*args)
+
+    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        return self._pick(primals).jvp(primals, tangents)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        return self._pick(args).program(args)
+
+
+def jacobian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jacobian:
+    """The Jacobian, by forward or reverse mode, whichever needs fewer passes."""
+    return Jacobian(fn, argnums)
+
+
+def hessian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Hessian of a real-scalar-valued function, forward over reverse (``jacfwd(grad(fn))``):
+    shape ``in.shape + in.shape``."""
+    j = jacfwd(grad(fn, argnums), argnums)
+    j.name = f"hessian({j.inner.inner.name})"  # type: ignore[attr-defined]
+    return j
+
+
+def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
+    """The Hessian-vector product of a real-scalar-valued function without forming the
+    Hessian (forward over reverse): one entry per argument, ``H v`` for those with a
+    tangent and None for those held constant (tangent None)."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)) or \
+            len(primals) != len(tangents):
+        raise AstadTypeError("hvp takes a tuple of primals and a tuple of tangents, one per positional argument",
+                             hint="astad.hvp(loss, (w, x), (v, None))")
+    nums = tuple(i for i, t in enumerate(tangents) if t is not None)
+    if not nums:
+        return tuple(None for _ in primals)
+    _, hv = grad(fn, nums).jvp(tuple(primals), tuple(tangents))
+    out: list[Any] = [None] * len(primals)
+    for i, h in zip(nums, hv):
+        out[i] = h
+    return tuple(out)

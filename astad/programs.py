@@ -1,0 +1,147 @@
+"""The IR program behind a callable, for derivatives of derivatives.
+
+A callable astad made (``grad(f)``, ``jacrev(f)``, ...) is differentiated again
+not by reading source (it has none of its own) but through a :class:`Program`:
+an IR function whose parameters are the leaves of the user's arguments, then
+the leaves of ``extras`` (values the callable supplies itself: the output
+cotangent ``1.0`` of a gradient, the tangent direction of a JVP), and whose
+output ``select`` turns into what the callable returns.
+
+The outer derivative is always taken by the forward macro, which accepts the
+reverse macro's output (:func:`astad.ad.vjp_function.vjp_function`); the
+reverse macro does not accept reverse-mode target IR, so an outer gradient of
+a program with ``n`` inputs is ``n`` JVPs — exact, and for ``grad(grad(f))``
+the usual forward-over-reverse.  :meth:`Program.tangent_program` is the program
+of one JVP, which can be differentiated again: any depth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+from . import pipeline
+from .ad.vjp_function import vjp_function
+from .errors import AstadError
+from .ir import Function, NoneT, ReverseProgram, Type, Var, free_vars
+from .memo import LRU
+from .pipeline import ForwardDerivative
+
+
+def _as_function(p: Function | ReverseProgram) -> tuple[Function, bool]:
+    """An optimised forward-mode program as one IR function, and whether it takes
+    a trailing ``None`` (forward over reverse gives a reverse program again)."""
+    if isinstance(p, ReverseProgram):
+        taken = {v.name for v in p.params}
+        if p.ct_in.name in taken:  # forward over forward over reverse: each level adds a `None` parameter
+            assert all(v.name != p.ct_in.name for v in free_vars(p.backward))
+            k = 1
+            while f"{p.ct_in.name}{k}" in taken:
+                k += 1
+            p = replace(p, ct_in=Var(f"{p.ct_in.name}{k}", p.ct_in.type))
+        return vjp_function(p), True
+    return p, False
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+@dataclass(eq=False)
+class Program:
+    """``select(fn(*leaves of args, *leaves of extras))``; ``arg_types`` are the
+    structured types of the user's arguments, then of the extras."""
+
+    fn: Function
+    arg_types: tuple[Type, ...]
+    n_user: int
+    name: str
+    constants: dict[str, Any] = field(default_factory=dict)
+    select: Callable[[Any], Any] = _identity  # linear and structural: applied to tangents too
+    _forwards: dict = field(default_factory=dict)
+
+    def forward(self, wrt: frozenset[int]) -> ForwardDerivative:
+        """Forward mode with tangents for the user's arguments in ``wrt`` (cached)."""
+        d = self._forwards.get(wrt)
+        if d is None:
+            d = self._forwards[wrt] = pipeline.forward_of_function(self.fn, self.arg_types, wrt, self.name,
+                                                                   self.constants)
+        return d
+
+    def jvp(self, args: Sequence[Any], extras: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+        """``(value, tangent)``: ``tangents`` one per user argument, None for none."""
+        wrt = frozenset(i for i, t in enumerate(tangents) if t is not None)
+        d = self.forward(wrt)
+        value, tangent = d.jvp(*args, *extras, *(tangents[i] for i in sorted(wrt)))
+        return self.select(value), (None if not wrt else self.select(tangent))
+
+    def value(self, args: Sequence[Any], extras: Sequence[Any]) -> Any:
+        return self.jvp(args, extras, [None] * len(args))[0]
+
+    def tangent_program(self, i: int, tangent_type: Type) -> tuple["Program", tuple[Type, ...], bool]:
+        """The program of a JVP along the user's argument ``i``: its parameters are
+        the user's arguments, this program's extras, then the tangent (then a
+        ``None`` when the result is a reverse program); it selects the tangent.
+        Also returns the types of the extras it adds and whether ``None`` is one."""
+        d = self.forward(frozenset({i}))
+        assert d.stages is not None
+        fn, split = _as_function(d.stages.optimised)
+        added: tuple[Type, ...] = (tangent_type,) + ((NoneT(),) if split else ())
+        inner = self.select
+        return Program(fn, self.arg_types + added, self.n_user, f"{self.name}_t", self.constants,
+                       lambda out: inner(out[1])), added, split
+
+
+class NoProgram(AstadError):
+    """A derived callable that is not one program (several JVPs or VJPs assembled in Python)."""
+
+
+def plain_program(rev: Any, args: Sequence[Any]) -> Program:
+    """The core IR of a plain function (through its ``Reverse``), as a program."""
+    from . import frontend
+
+    types = rev._types(args)
+    lowerer = frontend.Lowerer(rev._parsed)
+    core = frontend.drop_dead_temporaries(lowerer.lower_function(list(types)))
+    values = {n: obj for n, (_, obj) in lowerer.constants.items()}
+    return Program(core, tuple(types), len(types), rev._parsed.name, values)
+
+
+def vjp_program(rev: Any, args: Sequence[Any], wrt: frozenset[int]) -> tuple[Program, Type]:
+    """The reverse program of a plain function as one function ``(args..., ct) ->
+    cotangents`` (one per parameter, structured as the arguments), and the output type."""
+    types = tuple(rev._types(args))
+    stages, lowerer = pipeline.run_stages(rev._parsed, types, wrt)
+    prog = stages.optimised
+    values = {n: obj for n, (_, obj) in lowerer.constants.items()}
+    ct_type = prog.ct_in.type
+    return (Program(vjp_function(prog), types + (ct_type,), len(types), rev._parsed.name, values,
+                    _regroup(types)), ct_type)
+
+
+def _regroup(types: Sequence[Type]) -> Callable[[Any], Any]:
+    """The leaf cotangents of the generated code, one per parameter (a structured one rebuilt)."""
+    from .ir import StructT
+
+    if not any(isinstance(t, StructT) for t in types):
+        return _identity
+
+    def regroup(cts: Any) -> tuple:
+        it = iter(cts)
+        return tuple(t.unflatten(it) if isinstance(t, StructT) else next(it) for t in types)
+
+    return regroup
+
+
+class ProgramCache:
+    """Programs of one callable by abstract signature (small LRU)."""
+
+    def __init__(self) -> None:
+        self._lru: LRU[Any] = LRU(lambda: 32)
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        found = self._lru.get(key)
+        if found is None:
+            found = make()
+            self._lru.put(key, found)
+        return found

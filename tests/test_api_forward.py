@@ -1,0 +1,238 @@
+"""The forward-mode and higher-order API against independent oracles: central
+finite differences in float64, jacfwd == jacrev, symmetric Hessians equal to
+FD of the gradient, hvp == hessian @ v, derivatives of derivatives vs FD."""
+
+import numpy as np
+import pytest
+
+import astad
+from astad.errors import AstadError, AstadTypeError
+
+RNG = np.random.default_rng(3)
+X = RNG.standard_normal(3)
+W = RNG.standard_normal((2, 3))
+
+
+def f(x, w):
+    return np.tanh(w @ x) * np.sum(x)
+
+
+def loss(x, w):
+    h = np.tanh(w @ x)
+    return np.sum(h * h) + np.sum(x ** 3) * 0.1
+
+
+def scalar_loop(x):
+    s = 0.0
+    for i in range(4):
+        s = s + np.sin(x * s + x)
+    if x > 0:
+        s = s * x
+    else:
+        s = s - x * x
+    return s
+
+
+def poly(x):
+    return 2.0 * x ** 4 - 3.0 * x ** 3 + x
+
+
+def with_int(x, n):
+    return np.sum(x * x) * n
+
+
+def fd(fn, args, i, eps=1e-6):
+    """Central differences of ``fn`` in argument ``i``: shape out.shape + in.shape."""
+    a = np.asarray(args[i], dtype=float)
+    cols = []
+    for k in range(a.size):
+        e = np.zeros(a.size)
+        e[k] = eps
+        e = e.reshape(a.shape)
+        plus = list(args)
+        minus = list(args)
+        plus[i], minus[i] = a + e, a - e
+        if np.ndim(args[i]) == 0:
+            plus[i], minus[i] = float(plus[i]), float(minus[i])
+        cols.append((np.asarray(fn(*plus)) - np.asarray(fn(*minus))) / (2 * eps))
+    out = np.stack(cols, axis=-1)
+    return out.reshape(np.shape(fn(*args)) + a.shape)
+
+
+def test_forward_value_and_pushforward():
+    step = astad.forward(f)
+    value, push = step(X, W)
+    np.testing.assert_allclose(value, f(X, W), rtol=1e-14)
+    tx, tw = RNG.standard_normal(3), RNG.standard_normal((2, 3))
+    want = fd(f, (X, W), 0) @ tx + np.einsum("oij,ij->o", fd(f, (X, W), 1), tw)
+    np.testing.assert_allclose(push(tx, tw), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(push(tx, None), fd(f, (X, W), 0) @ tx, rtol=1e-6, atol=1e-8)
+
+
+def test_pushforward_reads_copies_of_the_arguments():
+    x = X.copy()
+    _, push = astad.forward(f)(x, W)
+    before = push(np.ones(3), None)
+    x[:] = 100.0
+    np.testing.assert_array_equal(push(np.ones(3), None), before)
+
+
+def test_forward_inspection():
+    step = astad.forward(f)
+    step(X, W)
+    assert "_jvp(" in step.source
+    for stage in ("core", "structural", "forward", "optimised"):
+        assert step.ir(stage)
+    assert "astad.forward" in repr(step) and "astad.forward" in step._repr_markdown_()
+    assert "astad.forward" in step._repr_html_()
+
+
+def test_jvp_as_jax():
+    tx = RNG.standard_normal(3)
+    value, tangent = astad.jvp(f, (X, W), (tx, None))
+    np.testing.assert_allclose(value, f(X, W))
+    np.testing.assert_allclose(tangent, fd(f, (X, W), 0) @ tx, rtol=1e-6, atol=1e-8)
+
+
+def test_jvp_of_a_discrete_argument_takes_none_or_zero():
+    value, t = astad.jvp(with_int, (X, 3), (np.ones(3), None))
+    np.testing.assert_allclose(t, 6 * np.sum(X))
+    _, t0 = astad.jvp(with_int, (X, 3), (np.ones(3), 0))
+    assert t0 == t
+    with pytest.raises(AstadTypeError, match="`n`"):
+        astad.jvp(with_int, (X, 3), (np.ones(3), 1))
+
+
+@pytest.mark.parametrize("bad, match", [
+    ((np.ones(4), None), "shape"),
+    ((np.ones(3, dtype=np.float32), None), "dtype"),
+    ((np.ones(3, dtype=np.int64), None), "dtype"),
+    (("x", None), "float"),
+])
+def test_bad_tangents_name_the_parameter(bad, match):
+    with pytest.raises(AstadTypeError, match=match) as e:
+        astad.jvp(f, (X, W), bad)
+    assert "`x`" in str(e.value)
+    with pytest.raises(AstadTypeError, match="`x`"):
+        astad.forward(f)(X, W)[1](*bad)
+
+
+def test_bad_tangent_structure():
+    def g(p):
+        return np.sum(p["a"] * p["b"])
+    p = {"a": X, "b": X * 2}
+    with pytest.raises(AstadTypeError, match="`p`"):
+        astad.jvp(g, (p,), ((X, X),))
+    with pytest.raises(AstadTypeError, match="tangents"):
+        astad.jvp(f, (X, W), (X,))
+
+
+def test_jacfwd_equals_jacrev_and_fd():
+    for i in (0, 1):
+        jf = astad.jacfwd(f, i)(X, W)
+        jr = astad.jacrev(f, i)(X, W)
+        np.testing.assert_allclose(jf, jr, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(jf, fd(f, (X, W), i), rtol=1e-6, atol=1e-8)
+    both = astad.jacrev(f, argnums=(0, 1))(X, W)
+    assert isinstance(both, tuple) and both[0].shape == (2, 3) and both[1].shape == (2, 2, 3)
+    np.testing.assert_allclose(both[1], astad.jacfwd(f, 1)(X, W), rtol=1e-12)
+
+
+def test_jacobian_picks_a_mode_and_agrees():
+    np.testing.assert_allclose(astad.jacobian(f)(X, W), fd(f, (X, W), 0), rtol=1e-6, atol=1e-8)
+    assert astad.jacobian(f)._pick((X, W)).mode == "rev"  # 3 inputs, 2 outputs
+
+    def wide(x):
+        return np.outer(x, x).ravel()
+    assert astad.jacobian(wide)._pick((X,)).mode == "fwd"
+    np.testing.assert_allclose(astad.jacobian(wide)(X), fd(wide, (X,), 0), rtol=1e-6, atol=1e-8)
+
+
+def test_pytrees_in_and_out():
+    def g(p, x):
+        return (np.sum(p["w"] @ x), p["b"] * x)
+    p = {"w": W, "b": 0.5}
+    jf = astad.jacfwd(g)(p, X)
+    jr = astad.jacrev(g)(p, X)
+    assert isinstance(jf, tuple) and set(jf[0]) == {"w", "b"}
+    for a, b in zip(jf, jr):
+        for k in ("w", "b"):
+            np.testing.assert_allclose(a[k], b[k], rtol=1e-12, atol=1e-14)
+    assert jf[1]["w"].shape == (3, 2, 3) and jf[0]["w"].shape == (2, 3)
+    value, tangent = astad.jvp(g, (p, X), ({"w": np.ones_like(W), "b": 0.0}, None))
+    np.testing.assert_allclose(tangent[0], np.sum(np.ones_like(W) @ X))
+
+
+def test_hessian_symmetric_and_fd_of_the_gradient():
+    H = astad.hessian(loss)(X, W)
+    assert H.shape == (3, 3)
+    np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-14)
+    g = astad.grad(loss)
+    np.testing.assert_allclose(H, fd(lambda x, w: g(x, w), (X, W), 0), rtol=1e-6, atol=1e-7)
+    Hw = astad.hessian(loss, 1)(X, W)
+    assert Hw.shape == (2, 3, 2, 3)
+
+
+def test_hvp_equals_hessian_times_v():
+    v = RNG.standard_normal(3)
+    hv, none = astad.hvp(loss, (X, W), (v, None))
+    assert none is None
+    np.testing.assert_allclose(hv, astad.hessian(loss)(X, W) @ v, rtol=1e-10, atol=1e-12)
+    vw = RNG.standard_normal((2, 3))
+    hx, hw = astad.hvp(loss, (X, W), (v, vw))
+    g = astad.grad(loss, (0, 1))
+    eps = 1e-6
+    plus, minus = g(X + eps * v, W + eps * vw), g(X - eps * v, W - eps * vw)
+    np.testing.assert_allclose(hx, (plus[0] - minus[0]) / (2 * eps), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(hw, (plus[1] - minus[1]) / (2 * eps), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("x", [1.3, -0.7])
+def test_grad_of_grad_of_a_loop_and_an_if(x):
+    g1 = astad.grad(scalar_loop)
+    g2 = astad.grad(g1)
+    eps = 1e-5
+    np.testing.assert_allclose(g2(x), (g1(x + eps) - g1(x - eps)) / (2 * eps), rtol=1e-6, atol=1e-8)
+    g3 = astad.grad(g2)
+    np.testing.assert_allclose(g3(x), (g2(x + eps) - g2(x - eps)) / (2 * eps), rtol=1e-5, atol=1e-6)
+
+
+def test_third_and_fourth_derivatives_of_a_polynomial_exactly():
+    x = 1.7
+    assert astad.grad(astad.grad(poly))(x) == pytest.approx(24 * x * x - 18 * x, rel=1e-14)
+    assert astad.grad(astad.grad(astad.grad(poly)))(x) == pytest.approx(48 * x - 18, rel=1e-14)
+    assert astad.grad(astad.grad(astad.grad(astad.grad(poly))))(x) == pytest.approx(48.0, rel=1e-14)
+
+
+def test_jacfwd_of_jacrev_is_the_second_derivative():
+    J2 = astad.jacfwd(astad.jacrev(f))(X, W)
+    assert J2.shape == (2, 3, 3)
+    jr = astad.jacrev(f)
+    np.testing.assert_allclose(J2, fd(lambda x, w: jr(x, w), (X, W), 0), rtol=1e-5, atol=1e-7)
+    for i in range(2):
+        np.testing.assert_allclose(J2[i], J2[i].T, rtol=1e-10, atol=1e-12)
+
+
+def test_second_order_callables_are_inspectable():
+    g2 = astad.grad(astad.grad(scalar_loop))
+    g2(0.4)
+    assert "_forward(" in g2.source or "_jvp(" in g2.source
+    assert g2.ir("core") and g2.ir("optimised")
+    assert "grad(grad(scalar_loop))" in repr(g2)
+    prog, extras = g2.__astad_program__((0.4,))
+    assert prog.n_user == 1
+
+
+def test_foreign_wrappers_are_still_refused():
+    import functools
+
+    @functools.wraps(poly)
+    def wrapper(x):
+        return poly(x)
+    with pytest.raises(AstadError):
+        astad.grad(wrapper)(1.0)
+
+
+def test_grad_of_a_non_scalar_derivative_is_refused():
+    with pytest.raises(AstadError):
+        astad.grad(astad.jacfwd(f))(X, W)
