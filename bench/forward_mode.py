@@ -270,6 +270,14 @@ def prepare_astad_hvp(name: str, args: Args, argnums: Argnums, row: Row) -> Call
     return lambda: hvp(fn, args, tangents)
 
 
+def prepare_astad_jvp_of_grad(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
+    """``astad.jvp(astad.grad(fn, argnums), args, tangents)`` with the grad made once: what
+    ``astad.hvp`` costs when its transformation is cached (it also returns the gradient)."""
+    fn, tangents = SECTION_ENTRIES[name][0], tangents_for(args, argnums)
+    grad = astad.grad(fn, argnums=argnums)
+    return lambda: astad.jvp(grad, args, tangents)
+
+
 def prepare_autograd_hvp(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
     """autograd's make_hvp (reverse over reverse: the vjp of the gradient)."""
     make_hvp = autograd_ops.make_hvp(autograd_of(SECTION_ENTRIES[name][0]), argnums)
@@ -425,11 +433,13 @@ SECTIONS = {
         "Hessian-vector product (forward over reverse; autograd: reverse over reverse)",
         programs.HVPS,
         [PRIMAL, Tool("hvp", "astad hvp", astad is not None, prepare_astad_hvp),
+         Tool("jvp_grad", "astad jvp(grad)", astad is not None, prepare_astad_jvp_of_grad),
          Tool("autograd", "autograd make_hvp", autograd_np is not None, prepare_autograd_hvp),
          Tool("jax_eager", "jax jvp(grad) eager", jax is not None, prepare_jax_eager_hvp),
          Tool("jax_jit", "jax jvp(grad) jit", jax is not None, prepare_jax_jit_hvp)],
         [("program", lambda row: row.name), ("primal", time_of("primal")), ("astad hvp", time_of("hvp")),
          ("hvp/primal", _ratio_cell("hvp", "primal", Target("<=", 6))),
+         ("astad jvp(grad)", time_of("jvp_grad")), ("jvp(grad)/primal", _ratio_cell("jvp_grad", "primal")),
          ("autograd", time_of("autograd")), ("vs autograd", speedup("autograd", "hvp")),
          ("jax eager", time_of("jax_eager")), ("vs eager", speedup("jax_eager", "hvp")),
          ("jax jit", time_of("jax_jit")), ("jit compile", time_of("jit_compile", tool="jax_jit")),

@@ -12,9 +12,14 @@ values, scalar indexing ``x[i]``, slices, and lists built with ``.append``
 and read by ``np.stack`` or ``[i]``. They still never mutate an array in place
 (no ``x[i] = v``).
 
-The last programs (closure_map, horner, tree) use a lambda mapped by a list
+The next programs (closure_map, horner, tree) use a lambda mapped by a list
 comprehension, recursion on a shrinking slice, and recursion over a tree of
 nested tuples with ``isinstance``.
+
+At the end, the programs of bench/forward_mode.py's sections: a logistic
+loss of 30 weights (Hessian) and a vector-valued two-layer map (Jacobians,
+R^10 -> R^1000 and R^1000 -> R^10), in ``HESSIANS``, ``JACOBIANS``, ``HVPS``
+and ``MEMORY``.
 
 ``bench/run.py`` execs this module's source a second time with ``np`` rebound
 to ``autograd.numpy`` or ``jax.numpy``, so the very same functions run under

@@ -133,6 +133,16 @@ def call_overhead(timer: Timer) -> float:
     return timer.median(lambda: obj(*args)) - timer.median(lambda: generated(*args))
 
 
+def jvp_call_overhead(timer: Timer) -> float:
+    """Seconds ``astad.jvp(tiny, args, tangents)`` costs over the generated JVP function alone."""
+    fn, make_inputs = programs.CALL_OVERHEAD
+    args = make_inputs(np.random.default_rng(0))
+    tangents = tuple(1.0 for _ in args)
+    astad.jvp(fn, args, tangents)
+    generated = astad.forward(fn).derivative(args, frozenset(range(len(args)))).jvp
+    return timer.median(lambda: astad.jvp(fn, args, tangents)) - timer.median(lambda: generated(*args, *tangents))
+
+
 # ----------------------------------------------------------------- output
 
 
@@ -170,6 +180,7 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
 ASTAD_ONLY: list[tuple[str, Callable[[Timer], float], Target, float]] = [
     ("transform_cold", transform_cold, Target("<=", 100, " ms"), 1e-3),
     ("call_overhead", call_overhead, Target("<=", 20, " us"), 1e-6),
+    ("jvp_call_overhead", jvp_call_overhead, Target("<=", 20, " us"), 1e-6),
 ]
 
 
