@@ -13,7 +13,7 @@ SCRIPTS = sorted((ROOT / "examples").glob("*.py"))
 
 
 def test_there_are_examples():
-    assert {p.name for p in SCRIPTS} >= {"mlp.py", "newton_hessian.py"}
+    assert {p.name for p in SCRIPTS} >= {"mlp.py", "newton_hessian.py", "implicit_euler_jacobian.py"}
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
