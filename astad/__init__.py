@@ -3,6 +3,10 @@
 ``@astad.reverse`` reads a function's source, lowers it to a typed λ-calculus
 IR with explicit contraction (``dup``) and weakening (``drop``), applies the
 CHAD reverse-mode macro, simplifies, and generates readable Python.
+``@astad.forward`` applies the forward-mode macro (dual numbers) instead;
+``jvp``, ``jacfwd``, ``jacrev``, ``jacobian``, ``hessian`` and ``hvp`` are built
+on the two, and ``grad(grad(f))`` differentiates astad's own output (forward
+mode over the inner derivative's IR program).
 """
 
 from .api import Pullback, Reverse, clear_caches, reverse, vjp

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import cache, fresh, frontend, pipeline
 from .memo import LRU
-from .errors import AstadError, AstadTypeError, NonScalarOutputError, UnsupportedSyntaxError
+from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
 from .pipeline import Derivative
 from .source import reversed_function
@@ -27,6 +27,8 @@ def _memory_size() -> int:
 #: derivatives by code object and argument types, shared by every Reverse (LRU: see memo.py)
 _MEMORY: "LRU[Derivative]" = LRU(_memory_size)
 _LIVE: "weakref.WeakSet[Reverse]" = weakref.WeakSet()
+#: the memory caches of the modules built on this one (forward mode, programs), cleared by clear_caches
+CLEARERS: list[Callable[[], None]] = []
 
 #: scalar types whose type alone gives the abstract type (frontend.abstract)
 _SCALAR_KEYS = frozenset({float, int, bool}) | frontend._NUMPY_SCALARS
@@ -130,6 +132,11 @@ class Reverse:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         fn = reversed_function(fn) or fn
+        if getattr(type(fn), "__astad_program__", None) is not None:
+            raise SourceUnavailableError(
+                f"{fn!r} is a derivative made by astad: it has no source for astad.{type(self).__name__.lower()} "
+                "to read (higher-order derivatives are taken by astad.grad, jvp, jacfwd, jacrev, hessian, hvp)",
+                hint="astad.grad(astad.grad(f)) or astad.jvp(astad.grad(f), ...)")
         self.__astad_function__ = fn
         self._parsed = frontend.parse(fn)
         if self._parsed.funcdef.params.posonly_params:
@@ -367,6 +374,8 @@ def clear_caches(memory: bool = True, disk: bool = True) -> None:
     """Forget generated derivatives (in this process, and/or on disk)."""
     if memory:
         _MEMORY.clear()
+        for clear in CLEARERS:
+            clear()
         frontend.clear_parse_cache()
         for r in list(_LIVE):
             r._derivatives.clear()

@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import fresh, pipeline
-from .api import Reverse, _checks_hold, _dep_checks, _memory_size
+from . import fresh, pipeline, programs
+from .api import CLEARERS, Reverse, _checks_hold, _dep_checks, _memory_size
 from .errors import AstadTypeError
 from .ir import Num, StructT, TupleT, Type
 from .memo import LRU
@@ -25,6 +25,7 @@ from .pipeline import ForwardDerivative
 
 #: forward derivatives by code object, argument types and tangents, shared by every Forward
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
+CLEARERS.extend([_MEMORY.clear, programs.clear])
 
 
 class Forward(Reverse):
@@ -201,10 +202,14 @@ def _is_zero(tv: Any) -> bool:
         return False
 
 
-def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``."""
-    types = fwd._types(args)
-    checked = checked_tangents(types, tangents, param_names(fwd, len(types)), fwd._parsed.name)
+def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True) -> tuple[Any, Any]:
+    """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
+    (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves)."""
+    if check:
+        types = fwd._types(args)
+        checked = checked_tangents(types, tangents, param_names(fwd, len(types)), fwd._parsed.name)
+    else:
+        checked = list(tangents)
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
     d = fwd.derivative(args, wrt)
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
@@ -213,7 +218,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any]) -> tuple[
     return value, fresh.distinct((tangent,), fresh.owners(args, tangents))[0]
 
 
-def zeros_like_type(t: Type, value: Any) -> Any:
+def zeros_like_type(t: Type | None, value: Any) -> Any:
     """The zero tangent of a value (None for a discrete one)."""
     if isinstance(value, tuple):
         return type(value)(zeros_like_type(t, v) for v in value) if not hasattr(type(value), "_fields") else \
@@ -247,7 +252,8 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
 
     d = derived_of(fn)
     if d is not None:
-        return d.jvp(tuple(primals), tuple(tangents))
+        value, tangent = d.jvp(tuple(primals), tuple(tangents))
+        return value, zeros_like_type(None, value) if tangent is None else tangent
     if len(primals) != len(tangents):
         raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                              hint="one tangent per primal, None for one held constant")

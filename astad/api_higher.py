@@ -17,10 +17,10 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, fresh
+from . import api, fresh, pipeline
 from .api_forward import checked_tangents, forward_of, jvp_at, param_names
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
-from .programs import NoProgram, Program, ProgramCache, plain_program, vjp_program
+from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
 
@@ -69,8 +69,16 @@ def _zero(leaf: Any) -> Any:
     return type(leaf)(0.0) if isinstance(leaf, (float, np.floating)) else np.zeros_like(leaf)
 
 
+def _require_real(args: Sequence[Any], nums: Sequence[int]) -> None:
+    for i in nums:
+        if not any(_is_real(x) for x in _flatten(args[i])[0]):
+            raise AstadTypeError(f"argument {i} is {type(args[i]).__name__}, which has no derivative",
+                                 hint="differentiate with respect to float arguments (argnums)")
+
+
 def _basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
     """One tangent list per real input element of the arguments ``nums`` (None elsewhere)."""
+    _require_real(args, nums)
     out = []
     for i in nums:
         leaves, rebuild = _flatten(args[i])
@@ -84,6 +92,38 @@ def _basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
     return out
 
 
+def _shaped(x: Any, shape: tuple) -> np.ndarray:
+    """A tangent as an array of ``shape`` (a statically zero one is None or a scalar zero)."""
+    a = np.asarray(0.0 if x is None else x)
+    return a if a.shape == shape else np.broadcast_to(a, shape)
+
+
+def _skeleton(v: Any) -> Any:
+    """Arguments like ``v`` holding no memory of the caller's (zeros, broadcast): kept for .source and .ir."""
+    if type(v) is np.ndarray:
+        return np.broadcast_to(np.zeros((), v.dtype), v.shape)
+    leaves, rebuild = _flatten(v) if isinstance(v, (tuple, list, dict)) else ([v], None)
+    if rebuild is None:
+        return v
+    return rebuild([_skeleton(x) for x in leaves])
+
+
+def _example(t: Any) -> Any:
+    """A value of type ``t`` holding no memory (for .source after a reverse-mode call)."""
+    from .ir import Num, StructT
+
+    if isinstance(t, StructT):
+        return t.unflatten(iter([_example(x) for x in pipeline._leaf_types(t)]))
+    if not isinstance(t, Num) or not t.known_shape:
+        raise AstadError(f"astad cannot show the code for an argument of type {t} without an example",
+                         hint="pass example arguments, e.g. .ir('core', x)")
+    if t.py:
+        return {"float64": 0.0, "int64": int(t.value or 0), "bool": bool(t.value)}.get(t.dtype, 0.0)
+    if not t.shape:
+        return np.dtype(t.dtype).type(t.value or 0)
+    return np.broadcast_to(np.zeros((), t.dtype), t.shape)
+
+
 def _as_result(a: np.ndarray) -> Any:
     return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
 
@@ -94,12 +134,11 @@ def _from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequen
     col_leaves = [_flatten(c)[0] for c in cols]
     result = []
     for o, leaf in enumerate(out_leaves):
-        if not _is_real(leaf) and not isinstance(leaf, (int, np.integer)) or isinstance(leaf, (bool, np.bool_)):
+        if not _is_real(np.asarray(leaf)):  # a discrete output has no derivative
             result.append(None)
             continue
         shape = np.shape(leaf)
-        stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[o] is None else c[o]), shape) for c in col_leaves],
-                           axis=-1) if cols else np.zeros(shape + (0,))
+        stacked = np.stack([_shaped(c[o], shape) for c in col_leaves], axis=-1) if cols else np.zeros(shape + (0,))
         result.append(_split_inputs(stacked, shape, args, nums, single))
     return out_rebuild(result)
 
@@ -129,10 +168,19 @@ class Derived:
 
     name = "derived"
 
+    @property
+    def __astad_derived__(self) -> str:  # see source.check_not_wrapped
+        return f"astad.{self.name}"
+
     def __call__(self, *args: Any) -> Any:
         raise NotImplementedError
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+        """``(value, tangent)`` at ``primals`` along ``tangents`` (checked: one per argument, None for none)."""
+        return self._jvps(primals, [_checked(self, primals, tangents)])[0]
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        """JVPs along tangents astad made (unchecked), the program looked up once."""
         raise NotImplementedError
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
@@ -142,15 +190,32 @@ class Derived:
     def __astad_program__(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self.program(args)
 
-    _last: tuple[Program, tuple] | None = None
+    _last_args: tuple | None = None  # the arguments of the last call (for .source and .ir)
 
     def _shown(self, args: Sequence[Any]) -> Any:
         if args:
-            self._last = self.program(args)
-        if self._last is None:
-            raise AstadError(f"{self.name} has not been differentiated as a program yet: pass example arguments, "
-                             "e.g. .ir('forward', x)")
-        return self._last[0].forward(frozenset())
+            self._last_args = tuple(args)
+        if self._last_args is None and isinstance(getattr(self, "inner", None), Plain):
+            d = self.inner.rev._last  # type: ignore[attr-defined]
+            if d is not None:
+                self._last_args = tuple(_example(t) for t in d.arg_types)
+        if self._last_args is None:
+            raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
+                             "once, or pass example arguments (e.g. .ir('core', x))")
+        try:
+            prog = self.program(self._last_args)[0]
+        except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
+            prog = self._part(self._last_args)
+        return prog.forward(frozenset())
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        """The program of one column (a JVP of the inner callable) or row (a VJP)."""
+        inner: Derived = self.inner  # type: ignore[attr-defined]
+        nums, single = _nums(self.argnums, len(args), inner.name)  # type: ignore[attr-defined]
+        if getattr(self, "mode", "fwd") == "rev":
+            return vjp_of(inner.rev, args, nums, single)  # type: ignore[attr-defined]
+        progs, _ = _tangent_programs(inner, args, nums)
+        return progs[nums[0]][0]
 
     def source_for(self, *args: Any) -> str:
         """The generated code of this callable's program at ``args``."""
@@ -158,21 +223,19 @@ class Derived:
 
     @property
     def source(self) -> str:
-        """The generated code of this callable's program at the last arguments it was called with."""
+        """The generated code of this callable's program (the primal of its IR program, as
+        forward mode with no tangents) at the arguments of the last call; for a Jacobian
+        assembled from several JVPs (VJPs), the program of one of them."""
         return self._shown(()).source
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
-        """This callable's program: 'core' (the program), 'structural', 'forward', 'optimised'."""
+        """This callable's program after a stage: 'core' (the program itself), 'structural', 'forward', 'optimised'."""
         d = self._shown(args)
         assert d.stages is not None
         return d.stages.text(stage)
 
     def _remember(self, args: Sequence[Any]) -> None:
-        if self._last is None:
-            try:
-                self._last = self.program(args)
-            except NoProgram:
-                pass
+        self._last_args = _skeleton(tuple(args))
 
     def _repr_markdown_(self) -> str:
         try:
@@ -191,7 +254,6 @@ class Plain(Derived):
         self.rev = api.reverse(fn)
         self.fn = self.rev.__astad_function__
         self.name = self.rev._parsed.name
-        self._programs = ProgramCache()
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*args)
@@ -199,8 +261,35 @@ class Plain(Derived):
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         return jvp_at(forward_of(self.fn), primals, tangents)
 
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        fwd = forward_of(self.fn)
+        return [jvp_at(fwd, primals, t, check=False) for t in tangent_list]
+
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
-        return self._programs.get(self.rev._types(args), lambda: plain_program(self.rev, args)), ()
+        return _cached(self.rev, ("core", self.rev._types(args)), lambda: plain_program(self.rev, args)), ()
+
+
+def _cached(rev: Any, key: Any, make: Callable[[], Program]) -> Program:
+    """A program of ``rev``'s function from the cache shared by its derivatives (made
+    again when a global it read is another object now)."""
+    fn = rev.__astad_function__
+
+    def made() -> Program:
+        p = make()
+        p.checks = api._dep_checks(fn, p.deps)
+        return p
+    return cache_of(rev).get(key, made, lambda p: api._checks_hold(p.checks))
+
+
+def vjp_of(rev: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
+    """The reverse program of a plain function as one program: ``(args..., ct) ->`` the
+    cotangents of the arguments ``nums`` (one, when ``single``)."""
+    def make() -> Program:
+        prog, _ = vjp_program(rev, args, frozenset(nums))
+        regroup = prog.select
+        prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
+        return prog
+    return _cached(rev, ("vjp", rev._types(args), tuple(nums), single), make)
 
 
 def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
@@ -213,7 +302,18 @@ def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) ->
     else:
         types = [abstract(a, f"argument {i}") for i, a in enumerate(primals)]
         names = [str(i) for i in range(len(types))]
+        plain = inner
+        while not isinstance(plain, Plain) and hasattr(plain, "inner"):
+            plain = plain.inner  # type: ignore[attr-defined]
+        if isinstance(plain, Plain):  # a derivative takes the arguments of the function it differentiates
+            names = param_names(plain.rev, len(types))
     return tuple(checked_tangents(types, tangents, names, inner.name))
+
+
+def _no_keywords(name: str, kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise AstadTypeError(f"{name} takes its arguments by position, got keywords {', '.join(kwargs)}",
+                             hint="pass every argument by position")
 
 
 def derived_of(fn: Any) -> Derived | None:
@@ -241,6 +341,38 @@ def _tangent_programs(inner: Derived, args: Sequence[Any], nums: Sequence[int]) 
     return out, extras
 
 
+def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
+    """As api._check_grad_types, for the program of a gradient (its last parameter: the output's cotangent)."""
+    if not pipeline.is_real_scalar(prog.arg_types[-1]):
+        raise NonScalarOutputError(f"grad of {name} needs a real scalar output, but it returns {prog.arg_types[-1]}",
+                                   hint="astad.jacfwd or astad.jacrev for a non-scalar output, or reduce it (np.sum)")
+    for i in nums:
+        if not prog.arg_types[i].differentiable:
+            raise AstadTypeError(f"argument {i} of {name} is {prog.arg_types[i]}, which has no gradient",
+                                 hint="differentiate with respect to float arguments (argnums)")
+
+
+def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: bool, parts: tuple,
+                  tangent_list: list) -> list[tuple[Any, Any]]:
+    """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
+    element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs)."""
+    progs, extras = parts
+    basis = _basis(primals, nums)
+    value = inner(*primals)
+    out = []
+    for tangents in tangent_list:
+        cols, dcols = [], []
+        for t in basis:
+            i = next(k for k, x in enumerate(t) if x is not None)
+            q, tail = progs[i]
+            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
+            cols.append(c)
+            dcols.append(dc)
+        out.append((_from_columns(value, cols, primals, nums, single),
+                    _from_columns(value, dcols, primals, nums, single)))
+    return out
+
+
 class Grad(Derived):
     """``grad(f, argnums)`` (``with_value``: ``value_and_grad``)."""
 
@@ -250,25 +382,23 @@ class Grad(Derived):
         self.argnums, self.with_value = argnums, with_value
         self.name = f"{'value_and_grad' if with_value else 'grad'}({self.inner.name})"
         self._fast = api.value_and_grad(self.inner.fn, argnums) if isinstance(self.inner, Plain) else None
-        self._programs = ProgramCache()
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fast is not None:
+        if self._fast is not None:  # reverse mode; .source finds the types in the Reverse's last derivative
             value, g = self._fast(*args, **kwargs)
+            return (value, g) if self.with_value else g
         else:
+            _no_keywords(self.name, kwargs)
             value, g = self._by_jvps(args)
         self._remember(args)
         return (value, g) if self.with_value else g
 
     def _by_jvps(self, args: Sequence[Any]) -> tuple[Any, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
-        value, cols = None, []
-        for t in _basis(args, nums):
-            value, tangent = self.inner.jvp(tuple(args), tuple(t))
-            cols.append(tangent)
-        if value is None:
-            value = self.inner(*args)
+        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
         if not (np.ndim(value) == 0 and _is_real(np.asarray(value)) and not isinstance(value, tuple)):
             raise NonScalarOutputError(f"grad of {self.inner.name} needs a real scalar output, got {type(value).__name__}")
         return value, _from_columns(value, cols, args, nums, single)
@@ -276,34 +406,19 @@ class Grad(Derived):
     def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if isinstance(self.inner, Plain):
-            key = ("vjp", self.inner.rev._types(args))
-
-            def make() -> Any:
-                prog, _ = vjp_program(self.inner.rev, args, frozenset(nums))
-                regroup = prog.select
-                prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
-                return prog
-            return "vjp", self._programs.get(key, make)
+            prog = vjp_of(self.inner.rev, args, nums, single)
+            _check_grad_types(self.inner.name, prog, nums)
+            return "vjp", prog
         return "jvp", _tangent_programs(self.inner, args, nums)
 
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         if self.with_value:
             raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
-        tangents = _checked(self.inner, primals, tangents)
         kind, parts = self._parts(primals)
         if kind == "vjp":
-            return parts.jvp(primals, (1.0,), tangents)
+            return [parts.jvp(primals, (1.0,), t) for t in tangent_list]
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        progs, extras = parts
-        cols, dcols, value = [], [], None
-        for t in _basis(primals, nums):
-            i = next(k for k, x in enumerate(t) if x is not None)
-            q, tail = progs[i]
-            g, dg = q.jvp(primals, extras + (t[i],) + tail, tangents)
-            cols.append(g)
-            dcols.append(dg)
-        val = self.inner(*primals)
-        return _from_columns(val, cols, primals, nums, single), _from_columns(val, dcols, primals, nums, single)
+        return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
@@ -331,25 +446,25 @@ class Jac(Derived):
         # reverse mode of a derived callable is computed by forward mode (the reverse macro reads source only)
         self.mode = mode if isinstance(self.inner, Plain) else "fwd"
         self.name = f"jac{mode}({self.inner.name})"
-        self._programs = ProgramCache()
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            args = self.inner.rev.positional(args, kwargs) if isinstance(self.inner, Plain) else args
+            if not isinstance(self.inner, Plain):
+                _no_keywords(self.name, kwargs)
+            args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
+            self._remember(args)
             return self._rev(args, nums, single)
-        value, cols = None, []
-        for t in _basis(args, nums):
-            value, tangent = self.inner.jvp(tuple(args), tuple(t))
-            cols.append(tangent)
-        if value is None:
-            value = self.inner(*args)
+        pairs = self.inner._jvps(tuple(args), _basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
         self._remember(args)
         return _from_columns(value, cols, args, nums, single)
 
     def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+        _require_real(args, nums)
         value, pullback = self.inner.rev(*args)
         held = fresh.owners(args)
         rows = [tuple(pullback(ct)[i] for i in nums) for ct in _out_basis(value)]
@@ -357,33 +472,23 @@ class Jac(Derived):
         return _from_rows(value, rows, args, nums, single)
 
     def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
-        def make() -> Program:
-            prog, _ = vjp_program(self.inner.rev, args, frozenset(nums))  # type: ignore[attr-defined]
-            regroup = prog.select
-            prog.select = lambda cts: regroup(cts)[nums[0]] if single else tuple(regroup(cts)[i] for i in nums)
-            return prog
-        return self._programs.get(("vjp", self.inner.rev._types(args), tuple(nums)), make)  # type: ignore[attr-defined]
+        return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
 
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        tangents = _checked(self.inner, primals, tangents)
         if self.mode == "rev":
             prog = self._vjp_program(primals, nums, single)
             value = self.inner(*primals)
-            pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
-            rows = [r if isinstance(r, tuple) and not single else (r,) for r, _ in pairs]
-            drows = [d if isinstance(d, tuple) and not single else (d,) for _, d in pairs]
-            return (_from_rows(value, rows, primals, nums, single), _from_rows(value, drows, primals, nums, single))
-        progs, extras = _tangent_programs(self.inner, primals, nums)
-        cols, dcols = [], []
-        for t in _basis(primals, nums):
-            i = next(k for k, x in enumerate(t) if x is not None)
-            q, tail = progs[i]
-            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
-            cols.append(c)
-            dcols.append(dc)
-        value = self.inner(*primals)
-        return _from_columns(value, cols, primals, nums, single), _from_columns(value, dcols, primals, nums, single)
+            out = []
+            for tangents in tangent_list:
+                pairs = [prog.jvp(primals, (ct,), tangents) for ct in _out_basis(value)]
+                rows = [(r,) if single else r for r, _ in pairs]
+                drows = [(d,) if single else d for _, d in pairs]
+                out.append((_from_rows(value, rows, primals, nums, single),
+                            _from_rows(value, drows, primals, nums, single)))
+            return out
+        return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
+                             tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
@@ -469,23 +574,35 @@ class Jacobian(Derived):
 
     def __init__(self, fn: Any, argnums: ArgNums) -> None:
         self.fwd, self.rev = jacfwd(fn, argnums), jacrev(fn, argnums)
+        self._picked: dict[Any, Jac] = {}
         self.argnums = argnums
         self.name = f"jacobian({self.fwd.inner.name})"
         functools.update_wrapper(self, getattr(self.fwd.inner, "fn", self.fwd.inner), updated=())
 
     def _pick(self, args: Sequence[Any]) -> Jac:
-        nums, _ = _nums(self.argnums, len(args), self.name)
-        n_in = len(_basis(args, nums))
-        return self.fwd if n_in <= len(_out_basis(self.fwd.inner(*args))) else self.rev
+        inner = self.fwd.inner
+        key = inner.rev._types(args) if isinstance(inner, Plain) else None
+        found = self._picked.get(key) if key is not None else None
+        if found is None:  # the sizes follow from the types: the primal runs once per signature
+            nums, _ = _nums(self.argnums, len(args), self.name)
+            n_in = len(_basis(args, nums))
+            found = self.fwd if n_in <= len(_out_basis(inner(*args))) else self.rev
+            if key is not None:
+                self._picked[key] = found
+        return found
 
-    def __call__(self, *args: Any) -> Any:
-        return self._pick(args)(*args)
-
-    def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
-        return self._pick(primals).jvp(primals, tangents)
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        return self._pick(primals)._jvps(primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self._pick(args).program(args)
+
+    def _part(self, args: Sequence[Any]) -> Program:
+        return self._pick(args)._part(args)
+
+    def __call__(self, *args: Any) -> Any:
+        self._remember(args)
+        return self._pick(args)(*args)
 
 
 def jacobian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jacobian:

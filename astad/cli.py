@@ -1,4 +1,4 @@
-"""``astad show-derivative module:func`` — the generated code, from the shell."""
+"""``astad show-derivative module:func [--mode forward]`` — the generated code, from the shell."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from typing import Any, Sequence
 
 from . import cache, pipeline
 from .api import reverse
+from .api_forward import forward
 from .errors import AstadError, AstadTypeError
 from .frontend import Parsed
 from .ir import BOOL, FLOAT, INT, Num, Type
-from .pipeline import STAGES, Derivative
+from .pipeline import FORWARD_STAGES, STAGES, Derivative
 
 _SPEC = re.compile(r"^(f64|f32|float64|float32|int|float|bool)(?:\[([0-9, ]*)\])?$")
 _DTYPES = {"f64": "float64", "float64": "float64", "f32": "float32", "float32": "float32", "float": "float64",
@@ -87,7 +88,34 @@ def derivative(parsed: Parsed, types: Sequence[Type]) -> Derivative:
     return d
 
 
-def show(target: str, stage: str, arg_specs: Sequence[str]) -> str:
+def show_forward(target: str, stage: str, arg_specs: Sequence[str]) -> str:
+    """Forward mode: the generated JVP code (tangents of every differentiable parameter) or a stage."""
+    fwd = forward(load_target(target))
+    if arg_specs:
+        types: list[Type] | None = [arg_type(s) for s in arg_specs]
+    else:
+        types = _from_annotations(fwd._parsed)
+    if types is None:
+        n = len(fwd._parsed.funcdef.params.params)
+        raise CliError(f"the argument types of {target} are not known: give one --arg per parameter ({n}), "
+                       "e.g. --arg f64[256,64] --arg float --arg int")
+    n = len(fwd._parsed.funcdef.params.params)
+    if len(types) != n:
+        raise AstadTypeError(f"{fwd._parsed.name} takes {n} positional arguments, got {len(types)} --arg")
+    d = fwd._full(tuple(types), fwd.all_wrt(types))
+    if stage == "source":
+        return d.source
+    if stage not in FORWARD_STAGES:
+        raise CliError(f"forward mode has the stages {', '.join(FORWARD_STAGES)}, not {stage!r}")
+    assert d.stages is not None
+    return d.stages.text(stage) + "\n"
+
+
+def show(target: str, stage: str, arg_specs: Sequence[str], mode: str = "reverse") -> str:
+    if mode == "forward":
+        return show_forward(target, stage, arg_specs)
+    if stage == "forward":
+        raise CliError("the stage 'forward' is forward mode's: add --mode forward")
     rev = reverse(load_target(target))
     if arg_specs:
         types: list[Type] | None = [arg_type(s) for s in arg_specs]
@@ -113,14 +141,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sd = sub.add_parser("show-derivative", help="print the generated derivative code (or an IR stage)")
     sd.add_argument("target", help="module:function or path/to/file.py:function")
-    sd.add_argument("--stage", choices=("source",) + STAGES, default="source",
+    sd.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
+                    help="reverse mode (the pullback, default) or forward mode (the JVP)")
+    sd.add_argument("--stage", choices=("source",) + STAGES + ("forward",), default="source",
                     help="what to print: the generated Python (default) or the IR after a stage")
     sd.add_argument("--arg", action="append", default=[], metavar="TYPE",
                     help="the type of each positional argument, in order: float, int, bool, f64[3,4], f32[10]; "
                          "not needed when the parameters are annotated float/int")
     ns = parser.parse_args(argv)
     try:
-        sys.stdout.write(show(ns.target, ns.stage, ns.arg))
+        sys.stdout.write(show(ns.target, ns.stage, ns.arg, ns.mode))
     except (AstadError, CliError) as e:
         print(f"astad: {e}", file=sys.stderr)
         return 1

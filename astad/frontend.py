@@ -1451,6 +1451,11 @@ class Lowerer:
         inner = reversed_function(obj)
         if inner is not None:
             return Ref("user", inner, path=path)
+        if getattr(type(obj), "__astad_program__", None) is not None:
+            raise SourceUnavailableError(
+                f"`{name}` is {obj!r}: calling a derivative inside a function astad differentiates (a higher-order "
+                "derivative inside the code) is not supported yet", self.loc(node),
+                "differentiate the derivative itself (astad.grad(astad.grad(f))), or compute it outside")
         if isinstance(obj, types.FunctionType):
             return Ref("user", obj, path=path)
         if any(obj is k for k in _PY_DTYPES):

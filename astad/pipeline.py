@@ -247,7 +247,12 @@ def _compile_forward(fn: Function, optimised: Function | ReverseProgram, header_
     if isinstance(optimised, Function):
         source = generate_forward(optimised, header_text, len(fn.params))
         return source, _exec_source(name, source, constants)[names.python_name(f"{fn.name}_jvp")]
-    source = codegen.generate(optimised, optimise.residuals(optimised), header_text)
+    n = optimised.name
+    source = codegen.generate(optimised, optimise.residuals(optimised), header_text).replace(
+        f"Primal of {n}: returns (value, residuals for {n}_backward).",
+        f"Forward mode of {n}, first part: the primal and its tangents (tapes record both) -> (None, residuals).").replace(
+        f"Reverse pass of {n}: cotangent of the value -> one cotangent per parameter.",
+        f"Forward mode of {n}, second part: residuals -> (cotangents, their tangents).")
     namespace = _exec_source(name, source, constants)
     first = namespace[names.python_name(f"{fn.name}_forward")]
     second = namespace[names.python_name(f"{fn.name}_backward")]

@@ -17,6 +17,7 @@ of one JVP, which can be differentiated again: any depth.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
@@ -58,7 +59,10 @@ class Program:
     name: str
     constants: dict[str, Any] = field(default_factory=dict)
     select: Callable[[Any], Any] = _identity  # linear and structural: applied to tangents too
+    deps: list = field(default_factory=list)  # the globals it was built from (as Derivative.deps)
+    checks: tuple = ()  # (see api._dep_checks), filled in by who caches it
     _forwards: dict = field(default_factory=dict)
+    _tangents: dict = field(default_factory=dict)
 
     def forward(self, wrt: frozenset[int]) -> ForwardDerivative:
         """Forward mode with tangents for the user's arguments in ``wrt`` (cached)."""
@@ -83,6 +87,13 @@ class Program:
         the user's arguments, this program's extras, then the tangent (then a
         ``None`` when the result is a reverse program); it selects the tangent.
         Also returns the types of the extras it adds and whether ``None`` is one."""
+        key = (i, tangent_type)
+        found = self._tangents.get(key)
+        if found is None:
+            found = self._tangents[key] = self._tangent_program(i, tangent_type)
+        return found
+
+    def _tangent_program(self, i: int, tangent_type: Type) -> tuple["Program", tuple[Type, ...], bool]:
         d = self.forward(frozenset({i}))
         assert d.stages is not None
         fn, split = _as_function(d.stages.optimised)
@@ -104,7 +115,7 @@ def plain_program(rev: Any, args: Sequence[Any]) -> Program:
     lowerer = frontend.Lowerer(rev._parsed)
     core = frontend.drop_dead_temporaries(lowerer.lower_function(list(types)))
     values = {n: obj for n, (_, obj) in lowerer.constants.items()}
-    return Program(core, tuple(types), len(types), rev._parsed.name, values)
+    return Program(core, tuple(types), len(types), rev._parsed.name, values, deps=lowerer.deps)
 
 
 def vjp_program(rev: Any, args: Sequence[Any], wrt: frozenset[int]) -> tuple[Program, Type]:
@@ -116,7 +127,7 @@ def vjp_program(rev: Any, args: Sequence[Any], wrt: frozenset[int]) -> tuple[Pro
     values = {n: obj for n, (_, obj) in lowerer.constants.items()}
     ct_type = prog.ct_in.type
     return (Program(vjp_function(prog), types + (ct_type,), len(types), rev._parsed.name, values,
-                    _regroup(types)), ct_type)
+                    _regroup(types), lowerer.deps), ct_type)
 
 
 def _regroup(types: Sequence[Type]) -> Callable[[Any], Any]:
@@ -134,14 +145,34 @@ def _regroup(types: Sequence[Type]) -> Callable[[Any], Any]:
 
 
 class ProgramCache:
-    """Programs of one callable by abstract signature (small LRU)."""
+    """Programs of one function by abstract signature (small LRU); an entry is
+    made again when ``valid`` says the globals it was built from changed."""
 
     def __init__(self) -> None:
         self._lru: LRU[Any] = LRU(lambda: 32)
 
-    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+    def get(self, key: Any, make: Callable[[], Any], valid: Callable[[Any], bool] = lambda _: True) -> Any:
         found = self._lru.get(key)
-        if found is None:
+        if found is None or not valid(found):
             found = make()
             self._lru.put(key, found)
         return found
+
+    def clear(self) -> None:
+        self._lru.clear()
+
+
+#: the program caches of each function (its Reverse object), shared by every derivative made of it
+_CACHES: "weakref.WeakKeyDictionary[Any, ProgramCache]" = weakref.WeakKeyDictionary()
+
+
+def cache_of(owner: Any) -> ProgramCache:
+    found = _CACHES.get(owner)
+    if found is None:
+        found = _CACHES[owner] = ProgramCache()
+    return found
+
+
+def clear() -> None:
+    for c in list(_CACHES.values()):
+        c.clear()

@@ -54,8 +54,10 @@ def check_not_wrapped(fn: Any) -> None:
         return
     if getattr(fn, "__astad_derived__", None) is not None:
         raise SourceUnavailableError(
-            f"{fn.__qualname__} is {fn.__astad_derived__}: higher-order derivatives are not supported yet",
-            hint="differentiate the function itself; compute its derivative outside the function astad transforms")
+            f"{fn.__qualname__} is {fn.__astad_derived__}: it has no source of its own for astad.reverse or "
+            "astad.forward to read (higher-order derivatives: astad.grad, jvp, jacfwd, jacrev, hessian and hvp "
+            "take a derivative made by astad)",
+            hint="astad.grad(astad.grad(f)), or compute the derivative outside the function astad transforms")
     raise SourceUnavailableError(
         f"{fn.__qualname__} is a wrapper made by a decorator (functools.wraps): its source is the wrapped "
         "function's, not the wrapper's own code, which astad cannot see",

@@ -236,3 +236,185 @@ def test_foreign_wrappers_are_still_refused():
 def test_grad_of_a_non_scalar_derivative_is_refused():
     with pytest.raises(AstadError):
         astad.grad(astad.jacfwd(f))(X, W)
+
+
+def test_value_and_grad_of_a_gradient():
+    g1 = astad.grad(scalar_loop)
+    value, g2 = astad.value_and_grad(g1)(0.8)
+    assert value == pytest.approx(g1(0.8), rel=1e-14)
+    assert g2 == pytest.approx(astad.grad(g1)(0.8), rel=1e-14)
+
+
+def test_a_pushforward_returns_an_array_of_its_own():
+    def ident(x):
+        return x
+    tx = np.ones(3)
+    out = astad.forward(ident)(X)[1](tx)
+    np.testing.assert_array_equal(out, tx)
+    assert not np.shares_memory(out, tx)
+
+
+def test_a_bad_tangent_of_a_derivative_names_the_parameter():
+    with pytest.raises(AstadTypeError, match="`x`"):
+        astad.jvp(astad.grad(loss), (X, W), (np.ones(4), None))
+    with pytest.raises(AstadTypeError, match="`x`"):
+        astad.hvp(loss, (X, W), (np.ones(2), None))
+
+
+def test_jvp_of_a_gradient_is_a_hessian_vector_product():
+    v = RNG.standard_normal(3)
+    g, hv = astad.jvp(astad.grad(loss), (X, W), (v, None))
+    np.testing.assert_allclose(g, astad.grad(loss)(X, W), rtol=1e-12)
+    np.testing.assert_allclose(hv, astad.hessian(loss)(X, W) @ v, rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_of_a_float32_program_stays_float32():
+    x = X.astype(np.float32)
+    w = W.astype(np.float32)
+    H = astad.hessian(loss)(x, w)
+    assert H.dtype == np.float32
+    np.testing.assert_allclose(H, astad.hessian(loss)(X, W), rtol=1e-3, atol=1e-3)
+
+
+# ---------------------------------------------------------------- random programs: jacfwd == jacrev
+
+from hypothesis import HealthCheck, given, note, settings  # noqa: E402
+
+import test_random_programs  # noqa: E402
+from conftest import fuzz_examples, load_program  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def api_program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("api_forward_random")
+
+
+@settings(max_examples=fuzz_examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(test_random_programs.programs())
+def test_random_programs_jacfwd_equals_jacrev(api_program_dir, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, api_program_dir, "api_forward_random").f
+    args = test_random_programs._arguments(params, seed)
+    real = tuple(i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f")
+    if not real:
+        return
+    jf = astad.jacfwd(fn, real)(*args)
+    jr = astad.jacrev(fn, real)(*args)
+    leaves_f, leaves_r = _leaves(jf), _leaves(jr)
+    assert len(leaves_f) == len(leaves_r)
+    for a, b in zip(leaves_f, leaves_r):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert np.shape(a) == np.shape(b)
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
+
+
+def _leaves(v):
+    if isinstance(v, (tuple, list)):
+        return [x for item in v for x in _leaves(item)]
+    if isinstance(v, dict):
+        return [x for item in v.values() for x in _leaves(item)]
+    return [v]
+
+
+SCALE = 2.0
+
+
+def scaled_cube(x):
+    return SCALE * x ** 3
+
+
+def test_derivatives_of_derivatives_follow_a_changed_global(monkeypatch):
+    g2 = astad.grad(astad.grad(scaled_cube))
+    assert g2(1.5) == pytest.approx(6 * 2.0 * 1.5, rel=1e-14)
+    assert astad.hessian(scaled_cube)(1.5) == pytest.approx(18.0, rel=1e-14)
+    monkeypatch.setitem(globals(), "SCALE", 3.0)
+    assert g2(1.5) == pytest.approx(6 * 3.0 * 1.5, rel=1e-14)
+    assert astad.hessian(scaled_cube)(1.5) == pytest.approx(27.0, rel=1e-14)
+    assert astad.jvp(scaled_cube, (1.5,), (1.0,))[1] == pytest.approx(3 * 3.0 * 2.25, rel=1e-14)
+
+
+def test_clear_caches_forgets_forward_derivatives_and_programs():
+    astad.hessian(loss)(X, W)
+    astad.clear_caches(disk=False)
+    np.testing.assert_allclose(astad.hessian(loss)(X, W), astad.hessian(loss)(X, W))
+
+
+def dict_loss(p, x):
+    h = np.tanh(p["w"] @ x + p["b"])
+    return np.sum(h * h) * p["s"]
+
+
+def test_hvp_and_hessian_of_a_dict_of_parameters():
+    p = {"w": W, "b": RNG.standard_normal(2), "s": 0.7}
+    v = {"w": RNG.standard_normal((2, 3)), "b": RNG.standard_normal(2), "s": 0.3}
+    hv, none = astad.hvp(dict_loss, (p, X), (v, None))
+    assert none is None and set(hv) == {"w", "b", "s"}
+    g = astad.grad(dict_loss)
+    eps = 1e-6
+    shift = lambda e: {k: p[k] + e * v[k] for k in p}  # noqa: E731
+    plus, minus = g(shift(eps), X), g(shift(-eps), X)
+    for k in p:
+        np.testing.assert_allclose(hv[k], (np.asarray(plus[k]) - minus[k]) / (2 * eps), rtol=1e-5, atol=1e-7)
+    H = astad.hessian(dict_loss)(p, X)
+    assert H["w"]["b"].shape == (2, 3, 2) and H["b"]["w"].shape == (2, 2, 3)
+    np.testing.assert_allclose(H["w"]["b"], np.moveaxis(H["b"]["w"], 0, -1), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(H["b"]["b"] @ v["b"] + H["b"]["w"].reshape(2, 6) @ v["w"].ravel()
+                               + H["b"]["s"] * v["s"], hv["b"], rtol=1e-10, atol=1e-12)
+
+
+def test_third_derivative_tensor_of_a_vector_function():
+    def cubic(x):
+        return np.sum(np.sin(x) * x[0]) + x[1] ** 3
+    x = np.array([0.3, -0.4, 0.9])
+    T = astad.jacfwd(astad.hessian(cubic))(x)
+    assert T.shape == (3, 3, 3)
+    h = astad.hessian(cubic)
+    np.testing.assert_allclose(T, fd(lambda y: h(y), (x,), 0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(T, np.transpose(T, (1, 0, 2)), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(T, np.transpose(T, (0, 2, 1)), rtol=1e-10, atol=1e-12)
+
+
+def test_a_jacobian_for_an_int_argument_is_refused():
+    with pytest.raises(AstadTypeError, match="argument 1"):
+        astad.jacfwd(with_int, 1)(X, 3)
+    with pytest.raises(AstadTypeError, match="argument 1"):
+        astad.jacrev(with_int, 1)(X, 3)
+    with pytest.raises(AstadTypeError, match="by position"):
+        astad.grad(astad.grad(poly))(x=1.0)
+
+
+def test_hvp_of_a_non_scalar_function_is_refused():
+    with pytest.raises(astad.NonScalarOutputError):
+        astad.hvp(f, (X, W), (np.ones(3), None))
+    with pytest.raises(AstadTypeError, match="`n`"):
+        astad.hvp(with_int, (X, 3), (np.ones(3), 1))
+
+
+def test_a_derivative_keeps_no_reference_to_the_arguments():
+    import weakref
+    x = np.linspace(0.1, 1.0, 3)
+    ref = weakref.ref(x)
+    h = astad.hessian(loss)
+    h(x, W)
+    del x
+    assert ref() is None
+    assert "def " in h.source and h.ir("core")
+
+
+@pytest.mark.parametrize("make", [astad.jacobian, astad.jacfwd, astad.jacrev])
+def test_jacobians_show_their_code(make):
+    j = make(f)
+    j(X, W)
+    assert "def " in j.source and j.ir("optimised")
+    assert "<astad." in repr(j)
+
+
+def test_a_gradient_shows_its_program_after_a_call():
+    g = astad.grad(dict_loss)
+    g({"w": W, "b": np.zeros(2), "s": 0.5}, X)
+    assert "def " in g.source and "dict_loss" in g.ir("core")
+    g2 = astad.grad(with_int)
+    g2(X, 3)
+    assert "def " in g2.source

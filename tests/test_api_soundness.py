@@ -625,11 +625,18 @@ def test_a_closure_is_refused_for_its_capture_not_its_source():
     assert "captured" in str(info.value)
 
 
-@pytest.mark.parametrize("make", [astad.reverse, astad.grad, astad.value_and_grad])
-def test_differentiating_a_gradient_is_refused(make):
+@pytest.mark.parametrize("make", [astad.reverse, astad.forward])
+def test_reverse_of_a_gradient_is_refused(make):
+    """astad.reverse and astad.forward read source; a gradient has none (astad.grad takes it)."""
     with pytest.raises(astad.SourceUnavailableError) as info:
         make(grad_of_square)(X3)
     assert "higher-order" in str(info.value)
+
+
+@pytest.mark.parametrize("make", [astad.grad, astad.value_and_grad])
+def test_the_gradient_of_a_non_scalar_gradient_is_refused(make):
+    with pytest.raises(astad.NonScalarOutputError):
+        make(grad_of_square)(X3)
 
 
 POSONLY = """

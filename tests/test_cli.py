@@ -278,3 +278,34 @@ def test_in_process_same_output_as_the_api(workdir, monkeypatch, capsys, in_proc
 def test_in_process_wrong_number_of_args(workdir, capsys, in_process):
     status, out, err = in_process(capsys, "loss", "--arg", "f64[3,4]")
     assert status == 1 and out == "" and "takes 2 positional arguments" in err
+
+
+def test_forward_mode_prints_the_jvp(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:loss", "--mode", "forward", "--arg", "f64[3,4]",
+               "--arg", "f64[2,3]")
+    assert proc.returncode == 0, proc.stderr
+    compile(proc.stdout, "<forward>", "exec")
+    ns = {}
+    exec(proc.stdout, ns)  # noqa: S102 - defines loss_jvp
+    import numpy as np
+    rng = np.random.default_rng(0)
+    w, x, tw = rng.standard_normal((3, 4)), rng.standard_normal((2, 3)), rng.standard_normal((3, 4))
+    value, tangent = ns["loss_jvp"](w, x, tw, np.zeros((2, 3)))
+    eps = 1e-6
+
+    def loss(w):
+        h = np.tanh(x @ w)
+        return np.sum(h * h)
+    assert abs(value - loss(w)) < 1e-12
+    assert abs(tangent - (loss(w + eps * tw) - loss(w - eps * tw)) / (2 * eps)) < 1e-6
+    assert "def loss_jvp(" in proc.stdout and "_backward" not in proc.stdout
+
+
+def test_forward_mode_stages_and_annotations(workdir):
+    proc = run(workdir, "show-derivative", "cli_target_mod:annotated", "--mode", "forward", "--stage", "forward")
+    assert proc.returncode == 0, proc.stderr
+    assert "x_t" in proc.stdout
+    check_failure(run(workdir, "show-derivative", "cli_target_mod:loss", "--stage", "forward", "--arg", "f64[3,4]",
+                      "--arg", "f64[2,3]"))
+    check_failure(run(workdir, "show-derivative", "cli_target_mod:loss", "--mode", "forward", "--stage", "ad",
+                      "--arg", "f64[3,4]", "--arg", "f64[2,3]"))

@@ -9,7 +9,6 @@ import pytest
 import astad
 from astad import copowers, frontend, interp, optimise, pipeline, structural
 from astad.ad import reverse
-from astad.ad.forward import forward
 from astad.ad.vjp_function import SplitFunction, vjp_function
 from astad.errors import AstadError, InternalError
 from astad.ir import Function, LoopBack, Plus, Zero, all_binds, leaf_counts
@@ -55,7 +54,6 @@ def check_hvp(fn, args, seed=0, eps=1e-5):
     for g, want in zip(grad, _grad(fn, args)):
         if want is not None:
             np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-12)
-    vz = [0.0 * t if t is not None else None for t in v]
     plus, minus = _grad(fn, _shift(args, v, eps)), _grad(fn, _shift(args, v, -eps))
     for h, p, m, a in zip(hv, plus, minus, args):
         if test_forward._discrete(a):
@@ -66,7 +64,6 @@ def check_hvp(fn, args, seed=0, eps=1e-5):
         for a, b in zip(hv2, hv):
             if b is not None:
                 np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
-    del vz
     return d
 
 
@@ -216,7 +213,6 @@ def test_forward_over_forward(fn, args):
     fd = (fn(*_shift(args, v, eps)) - 2 * fn(*args) + fn(*_shift(args, v, -eps))) / eps ** 2
     np.testing.assert_allclose(tangent, tangent_again, rtol=1e-12)
     np.testing.assert_allclose(curvature, fd, rtol=1e-5, atol=1e-5)
-    assert forward  # the macro itself is importable on its own
 
 
 def product(x):
@@ -234,3 +230,39 @@ def test_what_forward_mode_cannot_do_is_refused_at_the_users_line():
         assert not isinstance(e, InternalError)
         assert e.loc is not None and "np.prod" in e.loc.text
     test_forward.check_jvp(product, (x,))  # forward mode itself has a rule
+
+
+# ---------------------------------------------------------------- random programs
+
+from hypothesis import HealthCheck, assume, given, note, settings  # noqa: E402
+
+import test_random_control_flow  # noqa: E402
+import test_random_programs  # noqa: E402
+from conftest import fuzz_examples, load_program  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def hvp_program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("hvp_random")
+
+
+@settings(max_examples=fuzz_examples(10), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@given(test_random_control_flow.programs())
+def test_random_hessian_vector_products(hvp_program_dir, program):
+    """Forward over reverse on random programs with branches and loops whose value is a real scalar."""
+    source, instrumented, params, dynamic, seed = program
+    note(source)
+    args = test_random_programs._arguments(params, seed)
+    if dynamic:
+        args[-1] = np.int64(args[-1])  # trip counts and conditions known only at run time
+    margins = load_program(instrumented, hvp_program_dir, "hvp_margins")
+    value = margins.f(*args)
+    assume(min(margins._MARGINS, default=float("inf")) > test_random_control_flow.MARGIN)
+    assume(not isinstance(value, tuple) and np.ndim(value) == 0 and np.isfinite(value))
+    fn = load_program(source, hvp_program_dir, "hvp_control_flow").f
+    try:
+        check_hvp(fn, args, seed=seed % 1000)
+    except AstadError as e:  # correct or refused: refused clearly, at the user's line
+        assert not isinstance(e, InternalError) and e.loc is not None, e
+        note(f"refused: {e}")

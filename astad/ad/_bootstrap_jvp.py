@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from ..ir import Atom, Const, ListT, Num, Prim, TupleT, Var
-from ..vjp_rules import expand_reduced, num, norm_axes
+from ..ir import Atom, Const, ListT, Num, Prim, Var
+from ..vjp_rules import expand_reduced, num
 
 JvpRule = Callable[[Any, Prim, Var, Sequence[Optional[Atom]]], Optional[Atom]]
 
@@ -249,4 +249,4 @@ JVPS: dict[str, JvpRule] = {
     "or_zeros_like": linear(0), "list_zeros_like": lambda b, p, out, ts: None,
 }
 
-__all__ = ["JVPS", "JvpRule", "zeros_of", "linear", "bilinear", "unary", "TupleT", "norm_axes"]
+__all__ = ["JVPS", "JvpRule", "zeros_of", "linear", "bilinear", "unary"]

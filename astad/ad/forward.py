@@ -43,8 +43,8 @@ from typing import Any, Callable
 from .. import primitives as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
-from ..ir import (App, Atom, Bind, Block, Comp, Const, Copy, Drop, Dup, FunT, Function, If, Lam, ListT, Loop,
-                  LoopBack, MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
+from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
+                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
 from ..names import Namer
 from ._bootstrap_jvp import JVPS as _BOOTSTRAP, zeros_of
 from .reverse import Builder
@@ -80,6 +80,7 @@ class Forward:
         self.tangents: dict[str, Atom] = {}
         self.tapes: dict[str, tuple[Var, ...]] = {}  # a loop's tape -> the tangents it records besides its values
         self.lams: dict[str, tuple[bool, tuple[int, ...]]] = {}  # function -> (returns a tangent, params with one)
+        self.empty_lists: set[str] = set()  # variables bound to a new empty list
 
     # tangents ---------------------------------------------------------------
 
@@ -115,6 +116,8 @@ class Forward:
             return tup
         if isinstance(a, Zero):
             return a
+        if isinstance(a, Var) and a.name in self.empty_lists:  # a new empty list: its tangent is one too
+            return self.b.prim("list")
         return zeros_of(self.b, a)
 
     # blocks -----------------------------------------------------------------
@@ -160,12 +163,14 @@ class Forward:
             self.b.binds = saved
 
     def snapshot(self) -> tuple:
-        return set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), dict(self.tapes)
+        """The macro's state, to do a block again from it (:meth:`restore`)."""
+        return (set(self.namer.used), set(self.namer.taken), self.namer.temps, dict(self.tangents), dict(self.tapes),
+                dict(self.lams), set(self.empty_lists))
 
     def restore(self, state: tuple) -> None:
-        used, taken, temps, tangents, tapes = state
+        used, taken, temps, tangents, tapes, lams, empty = state
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
-        self.tangents, self.tapes = dict(tangents), dict(tapes)
+        self.tangents, self.tapes, self.lams, self.empty_lists = dict(tangents), dict(tapes), dict(lams), set(empty)
 
     def run(self, fn: Function, wrt: frozenset[int] | None) -> Function:
         tparams = []
@@ -203,6 +208,8 @@ def _as_float(b: Builder, t: Atom, like: Type) -> Atom:
 
 def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
     m.b.binds.append(bind)
+    if rhs.op == "list" and not rhs.args:
+        m.empty_lists.add(bind.targets[0].name)
     (out,) = bind.targets
     tangents = [m.tangent(a) for a in rhs.args]
     if not differentiable(out.type) or all(t is None for t in tangents):
