@@ -7,9 +7,22 @@ See bench/README.md for what the columns mean.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
+
+
+def blas_threads(argv: list[str]) -> None:
+    """``--blas-threads N``: the BLAS thread count, set before numpy is imported (it reads the
+    environment then). One thread keeps matrix products steady on a machine shared with other work."""
+    if "--blas-threads" in argv[:-1]:
+        n = argv[argv.index("--blas-threads") + 1]
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = n
+
+
+blas_threads(sys.argv)
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -207,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="few, short samples: a smoke test")
     parser.add_argument("--no-limits", action="store_true",
                         help="ignore the per-program caps on slow cells (LIMITS): every tool, full repeat; slow")
+    parser.add_argument("--blas-threads", type=int, metavar="N",
+                        help="BLAS threads (OPENBLAS/OMP/MKL_NUM_THREADS; default: the environment's). "
+                             "1 makes timings on a busy machine steadier")
     parser.add_argument("--no-forward", action="store_true",
                         help="only the reverse-mode table and astad-only rows (no JVP cells, memory, hvp, "
                              "hessian, jacobian)")
@@ -219,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, astad {version(astad)}, "
           f"autograd {version(autograd)}, jax {version(jax)}"
-          f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples\n")
+          f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples; "
+          f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}\n")
 
     rows = [bench_program(name, timer, Limits() if opts.no_limits else LIMITS.get(name, Limits()),
                           jvp_cells=not opts.no_forward)
