@@ -12,9 +12,14 @@ values, scalar indexing ``x[i]``, slices, and lists built with ``.append``
 and read by ``np.stack`` or ``[i]``. They still never mutate an array in place
 (no ``x[i] = v``).
 
-The last programs (closure_map, horner, tree) use a lambda mapped by a list
+The next programs (closure_map, horner, tree) use a lambda mapped by a list
 comprehension, recursion on a shrinking slice, and recursion over a tree of
 nested tuples with ``isinstance``.
+
+At the end, the programs of bench/forward_mode.py's sections: a logistic
+loss of 30 weights (Hessian) and a vector-valued two-layer map (Jacobians,
+R^10 -> R^1000 and R^1000 -> R^10), in ``HESSIANS``, ``JACOBIANS``, ``HVPS``
+and ``MEMORY``.
 
 ``bench/run.py`` execs this module's source a second time with ``np`` rebound
 to ``autograd.numpy`` or ``jax.numpy``, so the very same functions run under
@@ -344,3 +349,41 @@ PROGRAMS = {
 }
 TRANSFORM_COLD = (thirty_lines, make_thirty_lines_inputs)
 CALL_OVERHEAD = (tiny, make_tiny_inputs)
+
+
+# --- forward mode and second order (bench/forward.py) ---------------------------
+
+
+def logistic_loss(w, X, y):
+    """L2-regularised logistic regression: 30 weights, 200 samples, labels +-1."""
+    margins = y * (X @ w)
+    return np.mean(np.log(1.0 + np.exp(-margins))) + 0.01 * np.sum(w * w)
+
+
+def make_logistic_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    n, d = 200, 30
+    X = rng.standard_normal((n, d))
+    y = np.sign(X @ rng.standard_normal(d) + rng.standard_normal(n))
+    return 0.1 * rng.standard_normal(d), X, y
+
+
+def two_layer_map(x, W1, W2):
+    """A vector-valued two-layer network x -> tanh(W2 @ tanh(W1 @ x))."""
+    return np.tanh(W2 @ np.tanh(W1 @ x))
+
+
+def make_two_layer_inputs(rng: np.random.Generator, n_in: int, n_out: int) -> tuple[np.ndarray, ...]:
+    hidden = 50
+    return (rng.standard_normal(n_in), rng.standard_normal((hidden, n_in)) / np.sqrt(n_in),
+            rng.standard_normal((n_out, hidden)) / np.sqrt(hidden))
+
+
+# name -> (function, make_inputs(rng), argnums), for bench/forward.py's sections
+HESSIANS = {"hessian_logistic_30": (logistic_loss, make_logistic_inputs, 0)}
+JACOBIANS = {
+    "jacobian_10_to_1000": (two_layer_map, partial(make_two_layer_inputs, n_in=10, n_out=1000), 0),
+    "jacobian_1000_to_10": (two_layer_map, partial(make_two_layer_inputs, n_in=1000, n_out=10), 0),
+}
+HVPS = {"hvp_mlp": (mlp_loss, make_mlp_inputs, (0, 1, 2, 3))}
+# peak memory of one call of scalar_loop at these lengths (O(1) in forward mode)
+MEMORY = (scalar_loop, make_scalar_loop_inputs, (1000, 16000), (0, 1))

@@ -1,0 +1,273 @@
+"""What the benchmark runners share: the tools (astad, autograd, JAX; each
+optional), the programs re-executed with autograd's and JAX's numpy, timing,
+the caps on slow cells, targets and table printing.  See bench/README.md."""
+
+from __future__ import annotations
+
+import os
+
+# Before astad is imported: keep the disk cache off, so "transform cold" really
+# transforms from scratch and no run is influenced by an earlier one.
+os.environ["ASTAD_DISK_CACHE"] = "0"
+
+import dataclasses
+import importlib
+import importlib.metadata
+import inspect
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+ROOT = Path(__file__).resolve().parent.parent
+for _path in (str(ROOT / "bench"), str(ROOT)):  # this checkout's astad; programs.py
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+import programs  # noqa: E402
+
+IMPORT_NOTES: list[str] = []
+
+
+def try_import(name: str) -> Any:
+    """The module, or None (noted unless it is simply not installed)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name.split(".")[0]:  # a dependency is missing, not the tool
+            IMPORT_NOTES.append(f"import {name}: {describe(e)}")
+        return None
+    except Exception as e:  # a broken install or a half-written astad
+        IMPORT_NOTES.append(f"import {name}: {describe(e)}")
+        return None
+
+
+def describe(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
+
+
+astad = try_import("astad")
+autograd = try_import("autograd")
+autograd_np = try_import("autograd.numpy") if autograd else None
+jax = try_import("jax")
+if jax:
+    jax.config.update("jax_enable_x64", True)
+
+
+def programs_with(np_module: ModuleType) -> dict[str, Any]:
+    """programs.py re-executed with `np` meaning `np_module` (autograd.numpy, jax.numpy).
+
+    The np-swapping trick: the program functions look up the global `np` when
+    they are called, not when they are defined. So we exec the unchanged source
+    of programs.py (its `import numpy as np` line included) into a fresh
+    namespace and then rebind `np` there. The new copies of the functions --
+    reached through that namespace's own PROGRAMS dict -- now call autograd's
+    or JAX's numpy, while the real `programs` module (used for the primal and
+    for astad, which reads the source) keeps plain numpy. No rewriting needed.
+    """
+    namespace: dict[str, Any] = {"__name__": f"programs_as_{np_module.__name__}"}
+    exec(compile(inspect.getsource(programs), programs.__file__, "exec"), namespace)
+    namespace["np"] = np_module
+    return namespace
+
+
+# programs.py as autograd and JAX run it (empty where the tool is missing)
+AUTOGRAD_NS = programs_with(autograd_np) if autograd_np else {}
+JAX_NS = programs_with(jax.numpy) if jax else {}
+AUTOGRAD_PROGRAMS = AUTOGRAD_NS.get("PROGRAMS", {})
+JAX_PROGRAMS = JAX_NS.get("PROGRAMS", {})
+
+
+# ----------------------------------------------------------------- timing
+
+
+@dataclass
+class Timer:
+    repeat: int
+    warmup: int
+    min_sample: float  # seconds; fast calls are looped so one sample lasts this long
+
+    def median(self, call: Callable[[], Any]) -> float:
+        """Median seconds per call over `repeat` samples, after `warmup` calls.
+
+        The call that measures how many calls make one sample is a sample
+        itself when one call is long enough, so slow cells cost no extra call.
+        """
+        for _ in range(self.warmup):
+            call()
+        start = time.perf_counter()
+        call()
+        first = time.perf_counter() - start
+        number = max(1, int(self.min_sample / max(first, 1e-9)))
+        samples = [first] if number == 1 else []
+        while len(samples) < self.repeat:
+            start = time.perf_counter()
+            for _ in range(number):
+                call()
+            samples.append((time.perf_counter() - start) / number)
+        return statistics.median(samples)
+
+
+def timed_once(call: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+# ------------------------------------------------------------ rows, caps
+
+Args = tuple[Any, ...]
+Argnums = int | tuple[int, ...]
+
+
+@dataclass
+class Row:
+    name: str
+    times: dict[str, float] = field(default_factory=dict)  # column key -> seconds
+    notes: list[str] = field(default_factory=list)
+    skipped: set[str] = field(default_factory=set)  # tool keys not run (see LIMITS)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps for the cells of one program that are too slow for the default run.
+
+    repeat: tool key -> at most this many timed samples, after a single
+    warm-up call; skip: tool key -> why that tool is not run at all. Both are
+    ignored with --no-limits.
+    """
+
+    repeat: dict[str, int] = field(default_factory=dict)
+    skip: dict[str, str] = field(default_factory=dict)
+
+
+# LIMITS keep the default run within ~5 minutes. The comments give seconds per
+# call, measured on a 2-core x86 CPU. The loops cost autograd and JAX
+# eager one operation per scalar op (~0.4 ms each for JAX eager here), and the
+# first JAX eager call also compiles each x[i] separately (~40 s for 1000
+# reads). jax.jit unrolls a Python loop: compiling scalar_loop_1000 takes ~90 s,
+# scalar_loop_4000 over 400 s. huber and newton branch on values, which jax.jit
+# refuses (TracerBoolConversionError, in the notes).
+JIT_UNROLLED = "compiling the unrolled loop takes minutes"
+LIMITS: dict[str, Limits] = {
+    "scalar_loop_1000": Limits(repeat={"autograd": 5, "jax_eager": 1},  # 0.3 s; 8 s (first call 40 s)
+                               skip={"jax_jit": JIT_UNROLLED}),
+    "scalar_loop_4000": Limits(repeat={"autograd": 3},  # 1.6 s; JAX eager 32 s (first call 200 s)
+                               skip={"jax_eager": "one call takes half a minute, the first minutes",
+                                     "jax_jit": JIT_UNROLLED}),
+    "scalar_loop_16000": Limits(repeat={"autograd": 1},  # 7 s
+                                skip={"jax_eager": "one call takes minutes", "jax_jit": JIT_UNROLLED}),
+    "huber": Limits(repeat={"jax_eager": 3}),  # 3 s
+    "gmm": Limits(repeat={"jax_eager": 10}),  # 0.4 s
+    "lstm": Limits(repeat={"jax_eager": 10}),  # 0.8 s
+}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One cell of a row: ``prepare(name, args, argnums, row)`` gives the call to time.
+    ``limit``: the key its caps are found under in LIMITS (default: ``key``)."""
+
+    key: str
+    label: str
+    available: bool
+    prepare: Callable[[str, Args, Argnums, Row], Callable[[], Any]]
+    limit: str = ""
+
+
+def time_tools(row: Row, tools: list[Tool], args: Args, argnums: Argnums, timer: Timer, limits: Limits) -> None:
+    """Time each available tool's call into ``row.times[tool.key]``; an exception becomes a note."""
+    for tool in tools:
+        if not tool.available:
+            continue
+        cap = tool.limit or tool.key
+        if cap in limits.skip:
+            row.skipped.add(tool.key)
+            row.notes.append(f"{row.name}: {tool.label}: skipped, {limits.skip[cap]} (--no-limits runs it)")
+            continue
+        cell_timer = timer
+        if cap in limits.repeat:
+            cell_timer = dataclasses.replace(timer, repeat=min(timer.repeat, limits.repeat[cap]),
+                                             warmup=min(timer.warmup, 1))
+        try:
+            row.times[tool.key] = cell_timer.median(tool.prepare(row.name, args, argnums, row))
+        except Exception as e:
+            row.notes.append(f"{row.name}: {tool.label}: {describe(e)}")
+
+
+# ----------------------------------------------------------------- output
+
+
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<=": lambda x, v: x <= v, ">=": lambda x, v: x >= v, "<": lambda x, v: x < v, ">": lambda x, v: x > v}
+
+
+@dataclass(frozen=True)
+class Target:
+    op: str  # one of COMPARE
+    value: float
+    unit: str = "x"
+
+    def check(self, x: float | None) -> str:
+        if x is None:
+            return "-"
+        return "PASS" if COMPARE[self.op](x, self.value) else "MISS"
+
+    def __str__(self) -> str:
+        return f"{self.op}{self.value:g}{self.unit}"
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    unit, scale = next(((u, s) for u, s in (("s", 1.0), ("ms", 1e-3)) if abs(seconds) >= s), ("us", 1e-6))
+    value = seconds / scale
+    return f"{value:.3g} {unit}" if abs(value) < 100 else f"{value:.0f} {unit}"
+
+
+def ratio(row: Row, num: str, den: str) -> float | None:
+    if num in row.times and den in row.times:
+        return row.times[num] / row.times[den]
+    return None
+
+
+def fmt_ratio(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}x"
+
+
+def with_target(x: float | None, target: Target) -> str:
+    return f"{fmt_ratio(x)} ({target}) {target.check(x)}"
+
+
+def speedup(other: str, base: str = "astad") -> Callable[[Row], str]:
+    """The cell ``other``'s time / ``base``'s time."""
+    return lambda row: fmt_ratio(ratio(row, other, base))
+
+
+def time_of(key: str, tool: str | None = None) -> Callable[[Row], str]:
+    """The time in row.times[key]; "skip" if `tool` (default: key) was skipped."""
+    return lambda row: "skip" if (tool or key) in row.skipped else fmt_time(row.times.get(key))
+
+
+def print_table(headers: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    for r in [headers, ["-" * w for w in widths], *rows]:
+        print("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                        for i, (cell, w) in enumerate(zip(r, widths, strict=True))))
+
+
+def version(module: Any) -> str:
+    if module is None:
+        return "n/a"
+    try:
+        return importlib.metadata.version(module.__name__)
+    except importlib.metadata.PackageNotFoundError:
+        return getattr(module, "__version__", "(not installed)")
+
+
