@@ -467,11 +467,11 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
                              hint="astad.jvp(f, (x, w), (tx, None))")
-    d = derived_of(fn)
-    if d is not None:
-        value, tangent = d.jvp(tuple(primals), tuple(tangents))
+    if isinstance(fn, Derived):
+        value, tangent = fn.jvp(tuple(primals), tuple(tangents))
         return value, zeros_like_type(None, value) if tangent is None else tangent
     if len(primals) != len(tangents):
         raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                              hint="one tangent per primal, None for one held constant")
-    return jvp_at(forward_of(fn), tuple(primals), tuple(tangents))
+    return jvp_at(forward_of(fn), primals if type(primals) is tuple else tuple(primals),
+                  tangents if type(tangents) is tuple else tuple(tangents))
