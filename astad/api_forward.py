@@ -206,7 +206,7 @@ def _is_zero(tv: Any) -> bool:
 def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True) -> tuple[Any, Any]:
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
     (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves)."""
-    key = _fast_key(args, tangents) if check else None
+    key = fast_key(args, tangents) if check else None
     found = fwd._derivatives.get(key) if key is not None else None
     if found is not None and _checks_hold(found[1]):  # arguments and tangents of kinds seen before
         d, order = found[0]
@@ -222,7 +222,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
     d = fwd.derivative(args, wrt)
     if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
-            all(_all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
+            all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
         fwd._derivatives.put(key, ((d, tuple(sorted(wrt))), _dep_checks(fwd.__astad_function__, d.deps)))
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
@@ -230,7 +230,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     return value, _owned(tangent, args, tangents)
 
 
-def _fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:
+def fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:
     """A key of the arguments and tangents that determines the derivative and the
     outcome of the tangents' check (exact ndarrays, scalars, tuples, lists, dicts), or None.
     Its length is odd, so it is never the key of a reverse derivative (a pair) in the same cache."""
@@ -243,7 +243,7 @@ def _fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:
     return None if None in keys else keys
 
 
-def _all_differentiable(t: Type) -> bool:
+def all_differentiable(t: Type) -> bool:
     leaves = pipeline._leaf_types(t) if isinstance(t, StructT) else [t]
     return all(isinstance(lt, Num) and lt.differentiable for lt in leaves)
 
