@@ -62,7 +62,8 @@ def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tu
         owner = cache.resolve(fn, path[:-1]) if len(path) > 1 else fn
         owner = reversed_function(owner) or owner
         checks.append((owner.__globals__, getattr(owner, "__builtins__", builtins.__dict__), path[-1], obj))
-    return tuple(checks)
+    unique = {(id(g), id(b), n, id(o)): (g, b, n, o) for g, b, n, o in checks}  # a recursive function reads its globals again
+    return tuple(unique.values())
 
 
 _MISSING = object()

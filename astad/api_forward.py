@@ -17,11 +17,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import fresh, pipeline, programs
-from .api import CLEARERS, Reverse, _checks_hold, _dep_checks, _memory_size
+from .api import CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size
 from .errors import AstadTypeError
 from .ir import Num, StructT, TupleT, Type
 from .memo import LRU
 from .pipeline import ForwardDerivative
+from .source import reversed_function
 
 #: forward derivatives by code object, argument types and tangents, shared by every Forward
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
@@ -205,6 +206,14 @@ def _is_zero(tv: Any) -> bool:
 def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True) -> tuple[Any, Any]:
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
     (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves)."""
+    key = fast_key(args, tangents) if check else None
+    found = fwd._derivatives.get(key) if key is not None else None
+    if found is not None and _checks_hold(found[1]):  # arguments and tangents of kinds seen before
+        d, order = found[0]
+        value, tangent = d.jvp(*args, *[tangents[i] for i in order])
+        if tangent is None or not order:
+            tangent = zeros_like_type(d.out_type, value)
+        return value, tangent if type(tangent) is float else _owned(tangent, args, tangents)
     if check:
         types = fwd._types(args)
         checked = checked_tangents(types, tangents, param_names(fwd, len(types)), fwd._parsed.name)
@@ -212,10 +221,38 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
         checked = list(tangents)
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
     d = fwd.derivative(args, wrt)
+    if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
+            all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
+        fwd._derivatives.put(key, ((d, tuple(sorted(wrt))), _dep_checks(fwd.__astad_function__, d.deps)))
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
-    return value, fresh.distinct((tangent,), fresh.owners(args, tangents))[0]
+    return value, _owned(tangent, args, tangents)
+
+
+def fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:
+    """A key of the arguments and tangents that determines the derivative and the
+    outcome of the tangents' check (exact ndarrays, scalars, tuples, lists, dicts), or None.
+    Its length is odd, so it is never the key of a reverse derivative (a pair) in the same cache."""
+    if len(args) != len(tangents):
+        return None
+    try:
+        keys = (*map(_arg_key, args), *["none" if t is None else _arg_key(t) for t in tangents], "jvp")
+    except RecursionError:
+        return None
+    return None if None in keys else keys
+
+
+def all_differentiable(t: Type) -> bool:
+    leaves = pipeline._leaf_types(t) if isinstance(t, StructT) else [t]
+    return all(isinstance(lt, Num) and lt.differentiable for lt in leaves)
+
+
+def _owned(tangent: Any, args: Sequence[Any], tangents: Sequence[Any]) -> Any:
+    """The output tangent, copied where it shares memory with an argument or a tangent."""
+    if type(tangent) is float or type(tangent) is np.float64:
+        return tangent
+    return fresh.distinct((tangent,), fresh.owners(args, tangents))[0]
 
 
 def zeros_like_type(t: Type | None, value: Any) -> Any:
@@ -242,12 +279,27 @@ def forward(fn: Callable[..., Any]) -> Forward:
     return forward_of(fn)
 
 
+#: the Forward of a callable by its id (the fast path of forward_of): (weakref to it, its code, the Forward)
+_BY_ID: dict[int, tuple[weakref.ref, Any, Forward]] = {}
+
+
 def forward_of(fn: Callable[..., Any]) -> Forward:
     """The (cached) Forward of a plain function."""
     if type(fn) is Forward:
         return fn
-    from .source import reversed_function
+    entry = _BY_ID.get(id(fn))
+    if entry is not None and entry[0]() is fn and entry[2].__astad_function__.__code__ is entry[1]:
+        return entry[2]
+    found = _forward_of(fn)
+    try:
+        ref = weakref.ref(fn, lambda _, key=id(fn), table=_BY_ID: table.pop(key, None))
+    except TypeError:
+        return found
+    _BY_ID[id(fn)] = (ref, found.__astad_function__.__code__, found)
+    return found
 
+
+def _forward_of(fn: Callable[..., Any]) -> Forward:
     fn = reversed_function(fn) or fn
     try:
         found = _FORWARDED.get(fn)

@@ -13,13 +13,16 @@ output element; ``jacfwd`` one JVP per input element.
 from __future__ import annotations
 
 import functools
+from types import FunctionType
 from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
 from . import api, fresh, pipeline
-from .api_forward import checked_tangents, forward_of, jvp_at, param_names, zeros_like_type
+from .api_forward import (all_differentiable, checked_tangents, fast_key, forward_of, jvp_at, param_names,
+                          zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
+from .ir import Type
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
                         require_real, skeleton)
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
@@ -43,7 +46,22 @@ class Derived:
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         """``(value, tangent)`` at ``primals`` along ``tangents`` (checked: one per argument, None for none)."""
-        return self._jvps(primals, [_checked(self, primals, tangents)])[0]
+        return self._jvps(primals, [self._checked(primals, tangents)])[0]
+
+    _passed: dict | None = None  # keys (api_forward.fast_key) of arguments and tangents whose check passed as given
+
+    def _checked(self, primals: tuple, tangents: tuple) -> tuple:
+        """The tangents checked against the arguments; checked once per kind of arguments and tangents."""
+        key = fast_key(primals, tangents)
+        if key is not None and self._passed is not None and key in self._passed:
+            return tuple(tangents)
+        types, checked = _checked(self, primals, tangents)
+        if key is not None and all(c is tv for c, tv in zip(checked, tangents)) and \
+                all(all_differentiable(types[i]) for i, tv in enumerate(tangents) if tv is not None):
+            if self._passed is None or len(self._passed) > 64:
+                self._passed = {}
+            self._passed[key] = True
+        return checked
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         """JVPs along tangents astad made (unchecked), the program looked up once."""
@@ -158,8 +176,8 @@ def vjp_of(rev: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> 
     return _cached(rev, ("vjp", rev._types(args), tuple(nums), single), make)
 
 
-def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple:
-    """The tangents checked against the arguments (shape, dtype, structure; None for discrete ones)."""
+def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Sequence[Type], tuple]:
+    """The arguments' types and the tangents checked against them (shape, dtype, structure; None for discrete ones)."""
     from .frontend import abstract
 
     if isinstance(inner, Plain):
@@ -173,7 +191,7 @@ def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) ->
             plain = plain.inner  # type: ignore[attr-defined]
         if isinstance(plain, Plain):  # a derivative takes the arguments of the function it differentiates
             names = param_names(plain.rev, len(types))
-    return tuple(checked_tangents(types, tangents, names, inner.name))
+    return types, tuple(checked_tangents(types, tangents, names, inner.name))
 
 
 def _no_keywords(name: str, kwargs: dict[str, Any]) -> None:
@@ -248,6 +266,7 @@ class Grad(Derived):
         self.argnums, self.with_value = argnums, with_value
         self.name = f"{'value_and_grad' if with_value else 'grad'}({self.inner.name})"
         self._fast = api.value_and_grad(self.inner.fn, argnums) if isinstance(self.inner, Plain) else None
+        self._vjps: dict[tuple, Program] = {}  # the reverse program as one, by the kinds of the arguments (api._arg_key)
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -270,10 +289,18 @@ class Grad(Derived):
         return value, from_columns(value, cols, args, nums, single)
 
     def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
+        key = tuple(map(api._arg_key, args)) if isinstance(self.inner, Plain) else (None,)
+        found = self._vjps.get(key) if None not in key else None
+        if found is not None and api._checks_hold(found.checks):  # arguments of kinds seen before
+            return "vjp", found
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if isinstance(self.inner, Plain):
             prog = vjp_of(self.inner.rev, args, nums, single)
             _check_grad_types(self.inner.name, prog, nums)
+            if None not in key:
+                if len(self._vjps) > 64:
+                    self._vjps.clear()
+                self._vjps[key] = prog
             return "vjp", prog
         return "jvp", _tangent_programs(self.inner, args, nums)
 
@@ -454,11 +481,22 @@ def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     nums = tuple(i for i, t in enumerate(tangents) if t is not None)
     if not nums:
         return tuple(None for _ in primals)
-    _, hv = grad(fn, nums).jvp(tuple(primals), tuple(tangents))
+    _, hv = _grad_for_hvp(fn, nums).jvp(tuple(primals), tuple(tangents))
     out: list[Any] = [None] * len(primals)
     for i, h in zip(nums, hv):
         out[i] = h
     return tuple(out)
+
+
+def _grad_for_hvp(fn: Callable[..., Any], nums: tuple[int, ...]) -> Grad:
+    """``grad(fn, nums)``, made once per plain function (kept by its Forward, which forward_of caches)."""
+    if type(fn) is not FunctionType:
+        return grad(fn, nums)
+    grads = forward_of(fn).__dict__.setdefault("_hvp_grads", {})
+    found = grads.get(nums)
+    if found is None:
+        found = grads[nums] = grad(fn, nums)
+    return found
 
 
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
@@ -467,11 +505,11 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
                              hint="astad.jvp(f, (x, w), (tx, None))")
-    d = derived_of(fn)
-    if d is not None:
-        value, tangent = d.jvp(tuple(primals), tuple(tangents))
+    if isinstance(fn, Derived):
+        value, tangent = fn.jvp(tuple(primals), tuple(tangents))
         return value, zeros_like_type(None, value) if tangent is None else tangent
     if len(primals) != len(tangents):
         raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                              hint="one tangent per primal, None for one held constant")
-    return jvp_at(forward_of(fn), tuple(primals), tuple(tangents))
+    return jvp_at(forward_of(fn), primals if type(primals) is tuple else tuple(primals),
+                  tangents if type(tangents) is tuple else tuple(tangents))

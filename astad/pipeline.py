@@ -228,6 +228,7 @@ def optimise_forward(fn: Function) -> Function:
     empty = Block((Bind((done,), MakeTuple(())),), done)
     prog = ReverseProgram(fn.name, fn.params, fn.body, Var("no_ct", NoneT()), empty)
     prog = optimise.optimise(copowers.remove_functions(prog), None)
+    prog = optimise.dce(optimise.sink_forward_broadcasts(prog))
     return Function(fn.name, fn.params, prog.forward)
 
 

@@ -418,3 +418,64 @@ def test_a_gradient_shows_its_program_after_a_call():
     g2 = astad.grad(with_int)
     g2(X, 3)
     assert "def " in g2.source
+
+
+def test_repeated_jvps_are_checked_and_correct_on_the_fast_path(monkeypatch):
+    """The second call of a kind takes the cached path (api_forward.fast_key): a
+    tangent of another kind is still checked, a discrete one still must be None or
+    zero, an identity still returns an array of its own, a changed global is seen."""
+    tx = RNG.standard_normal(3)
+    want = astad.jvp(f, (X, W), (tx, None))[1]
+    for _ in range(3):
+        np.testing.assert_allclose(astad.jvp(f, (X, W), (tx, None))[1], want, rtol=1e-14)
+        with pytest.raises(AstadTypeError, match="shape"):
+            astad.jvp(f, (X, W), (np.ones(4), None))
+        with pytest.raises(AstadTypeError, match="dtype"):
+            astad.jvp(f, (X, W), (np.ones(3, dtype=np.float32), None))
+        _, t0 = astad.jvp(with_int, (X, 3), (np.ones(3), 0))
+        assert t0 == pytest.approx(6 * np.sum(X))
+        with pytest.raises(AstadTypeError, match="`n`"):
+            astad.jvp(with_int, (X, 3), (np.ones(3), 1))
+
+    def ident(x):
+        return x
+    for _ in range(2):
+        out = astad.jvp(ident, (X,), (tx,))[1]
+        assert not np.shares_memory(out, tx) and not np.shares_memory(out, X)
+    for _ in range(2):
+        assert astad.jvp(scaled_cube, (1.5,), (1.0,))[1] == pytest.approx(3 * SCALE * 2.25, rel=1e-14)
+    monkeypatch.setitem(globals(), "SCALE", 5.0)
+    assert astad.jvp(scaled_cube, (1.5,), (1.0,))[1] == pytest.approx(3 * 5.0 * 2.25, rel=1e-14)
+
+
+def test_repeated_hvps_are_checked_and_correct():
+    v = RNG.standard_normal(3)
+    eps = 1e-6
+    g = astad.grad(loss)
+    fd = (g(X + eps * v, W) - g(X - eps * v, W)) / (2 * eps)
+    for _ in range(3):
+        np.testing.assert_allclose(astad.hvp(loss, (X, W), (v, None))[0], fd, rtol=1e-6, atol=1e-8)
+        with pytest.raises(AstadTypeError, match="`x`"):
+            astad.hvp(loss, (X, W), (np.ones(2), None))
+
+
+def test_in_place_updates_never_touch_arguments_or_tangents():
+    """Large arrays (in-place updates of temporaries in the generated code): the
+    arguments and tangents are unchanged and the JVP equals central differences."""
+    def g(x, y):
+        a = -(x * x)
+        b = 1.0 - np.tanh(y) * np.tanh(y)
+        c = 2.0 / (1.0 + x * x)
+        return np.sum(a * b + c - y) + np.sum(-y)
+
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal(5000), rng.standard_normal(5000)
+    tx, ty = rng.standard_normal(5000), rng.standard_normal(5000)
+    saved = [a.copy() for a in (x, y, tx, ty)]
+    for _ in range(2):
+        _, t = astad.jvp(g, (x, y), (tx, ty))
+        for a, s in zip((x, y, tx, ty), saved):
+            np.testing.assert_array_equal(a, s)
+    eps = 1e-6
+    fd = (g(x + eps * tx, y + eps * ty) - g(x - eps * tx, y - eps * ty)) / (2 * eps)
+    assert t == pytest.approx(fd, rel=1e-6)

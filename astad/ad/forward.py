@@ -89,6 +89,7 @@ class Forward:
         self.tapes: dict[str, tuple[Var, ...]] = {}  # a loop's tape -> the tangents it records besides its values
         self.lams: dict[str, tuple[bool, tuple[int, ...]]] = {}  # function -> (returns a tangent, params with one)
         self.lists: dict[str, tuple[Atom, ...]] = {}  # variables bound to a new list -> its items
+        self.copies: dict[str, Var] = {}  # a copy made by dup -> the variable it copies (x * x is a square)
 
     # tangents ---------------------------------------------------------------
 
@@ -229,7 +230,7 @@ def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
     if rule is None:
         raise UnsupportedSyntaxError(f"forward mode: {rhs.op} has no tangent rule", bind.loc)
     try:
-        m.set(out, rule(m.b, rhs, out, tangents))
+        m.set(out, rule(m.b, same_copies(m, rhs), out, tangents))
     except prims.ShapeError as e:
         raise AstadTypeError(f"cannot differentiate {rhs.op} in forward mode: {e}", bind.loc) from None
     except AstadError as e:
@@ -260,11 +261,24 @@ def rule_unpack(m: Forward, bind: Bind, rhs: Unpack) -> None:
             m.tangents[v.name] = p
 
 
+def same_copies(m: Forward, p: Prim) -> Prim:
+    """``p`` with arguments that are copies of one variable (by ``dup``) all the
+    first of them, so a rule sees a square as ``x * x`` (its tangent ``2 * x * t``)."""
+    first: dict[str, Var] = {}
+    args = []
+    for a in p.args:
+        root = m.copies.get(a.name) if isinstance(a, Var) else None
+        args.append(first.setdefault(root.name, a) if root is not None else a)  # type: ignore[arg-type]
+    return p if all(x is y for x, y in zip(args, p.args)) else Prim(p.op, tuple(args), p.params)
+
+
 def rule_dup(m: Forward, bind: Bind, rhs: Dup) -> None:
     m.b.binds.append(bind)
     t = m.tangent(rhs.var)
+    root = m.copies.get(rhs.var.name, rhs.var)
     for v in bind.targets:
         m.set(v, t)
+        m.copies[v.name] = root
 
 
 def rule_drop(m: Forward, bind: Bind, rhs: Drop) -> None:

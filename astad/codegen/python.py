@@ -90,6 +90,8 @@ class Printer:
             params = dict(rhs.params)
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
+            if rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
+                return
             args = [self.atom(a) for a in rhs.args]
             if rhs.op in _LIST_IN_PLACE:
                 self.flush_reading(rhs.args[0])
@@ -264,6 +266,20 @@ class Printer:
             self.emit(cst.AugAssign(target=cst.Name(target.name), operator=_AUG[op](), value=self.atom(a)), b.loc)
         return True
 
+    def in_place_call(self, b: Bind, items: list[Atom], ufunc: str) -> bool:
+        """``t = -a`` or ``t = c - a`` (``/``) with ``a`` an array this function
+        allocated and reads only here: ``t = a`` then ``np.negative(t, out=t)``
+        (``np.subtract(c, t, out=t)``), no other array allocated."""
+        target = b.targets[0]
+        if not self.in_place or not self._reusable(items[-1], target):
+            return False
+        first = [self.atom(a) for a in items[:-1]]
+        self.fresh.add(target.name)
+        self.assign(b.targets, self.atom(items[-1]), b.loc)
+        name = cst.Name(target.name)
+        self.emit(cst.Expr(px.call(f"np.{ufunc}", [*first, name], out=cst.Name(target.name))), b.loc)
+        return True
+
     def _reusable(self, a: Atom, target: Var) -> bool:
         return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
                 and isinstance(a.type, Num) and None not in a.type.shape
@@ -327,6 +343,8 @@ _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": 
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
 #: operations that can update their first (for + and *, either) operand in place
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
+#: operations that can update their last operand in place by a ufunc's ``out=`` (the first, for + and *, above)
+_IN_PLACE_CALL = {"neg": "negative", "sub": "subtract", "div": "divide"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
 
 

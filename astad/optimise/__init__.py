@@ -32,7 +32,7 @@ from __future__ import annotations
 from ..ir import ReverseProgram, Var, bound_set, bound_vars, read_set
 from ..names import Namer
 from .accumulate import accumulate_in_loops
-from .arrays import outer_sums, sink_broadcasts, static_zeros
+from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
 from .cse import cse
 from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
@@ -43,7 +43,7 @@ from .structure import forget_structure
 
 __all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward", "forget_structure",
            "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums", "prune_tapes",
-           "residuals", "restrict", "sink_broadcasts", "static_zeros"]
+           "residuals", "restrict", "sink_broadcasts", "sink_forward_broadcasts", "static_zeros"]
 
 
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:

@@ -23,6 +23,13 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, Namer.of(prog)))
 
 
+def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
+    """:func:`sink_broadcasts` in the forward block (forward mode: a tangent that is a
+    broadcast of a small one, ``x - means[j]`` with no tangent of ``x``, stays small
+    through the products it enters)."""
+    return ReverseProgram(prog.name, prog.params, _sink(prog.forward, {}, Namer.of(prog)), prog.ct_in, prog.backward)
+
+
 def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
     small = dict(small)  # variable bound to broadcast_to(src, shape) -> src
     out: list[Bind] = []

@@ -121,6 +121,19 @@ def add_all(b: Any, terms: Sequence[Atom]) -> Atom | None:
     return total
 
 
+def signed_sum(b: Any, terms: Sequence[tuple[Atom, bool]]) -> Atom | None:
+    """The sum of ``terms`` (each negated when its flag is set): ``a - b``, not ``a + -b``."""
+    positive = [v for v, neg in terms if not neg]
+    if not positive:
+        total = add_all(b, [v for v, _ in terms])
+        return None if total is None else b.prim("neg", total)
+    total = add_all(b, positive)
+    for v, neg in terms:
+        if neg:
+            total = b.prim("sub", total, v)
+    return total
+
+
 class Memo:
     """A builder that makes each pure primitive application once: the partial
     derivatives of one application share what they have in common (``a / b``:
@@ -188,9 +201,8 @@ def elementwise(partials: Partials, floats: bool = False) -> Rules:
         for part, t in zip(parts, ts):
             if part is None or t is None:
                 continue
-            v = part.times(m, t) if part.times is not None else t
-            terms.append(m.prim("neg", v) if part.neg else v)
-        total = add_all(b, terms)
+            terms.append((part.times(m, t) if part.times is not None else t, part.neg))
+        total = signed_sum(m, terms)
         return None if total is None else broadcast_like(b, total, out)
 
     def vjp(b, p, out, ct):

@@ -27,7 +27,7 @@ import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
-from ..ir import Atom, Const, Num, Prim, Type
+from ..ir import Atom, Const, Num, Prim, Type, Var
 from . import emit
 from .derive import (MINUS_ONE, ONE, Partial, Rules, bilinear, broadcast_like, elementwise as by_partials, explicit, is_literal,
                      is_none, like_scalar, linear, may_be_nan, scale, sum_to, unary)
@@ -54,10 +54,25 @@ def _mul_transpose(b, p, out, ct):
     return [sum_to(b, b.prim("mul", ct, y), x), sum_to(b, b.prim("mul", ct, x), y)]
 
 
+def _mul_rules() -> Rules:
+    """``x * y``: bilinear; the tangent of a square ``x * x`` is ``2.0 * (x * tx)`` (one product, not two)."""
+    rules = bilinear(_mul_transpose)
+    product = rules["jvp"]
+
+    def jvp(b, p, out, ts):
+        (x, y), (tx, ty) = p.args, ts
+        if x is y or (isinstance(x, Var) and isinstance(y, Var) and x.name == y.name):
+            if tx is not None and (tx is ty or (isinstance(tx, Var) and isinstance(ty, Var) and tx.name == ty.name)):
+                return b.prim("mul", b.const(2.0), b.prim("mul", x, tx))
+        return product(b, p, out, ts)
+
+    return {**rules, "jvp": jvp}
+
+
 def _div_partials(b, p, out):
     x, y = p.args  # d/dy (x / y) = -(x / y) / y: ct / y is shared by the two
     return [Partial(lambda m, v: m.prim("div", v, y)),
-            Partial(lambda m, v: m.prim("neg", m.prim("mul", m.prim("div", v, y), out)))]
+            Partial(lambda m, v: m.prim("mul", m.prim("div", v, y), out), neg=True)]
 
 
 def _mod_partials(b, p, out):
@@ -229,7 +244,7 @@ register(
     # arithmetic (Python operators)
     binary("add", operator.add, emit.binop("+"), by_partials(_add_partials)),
     binary("sub", operator.sub, emit.binop("-"), by_partials(_sub_partials)),
-    binary("mul", operator.mul, emit.binop("*"), bilinear(_mul_transpose), zero_in=(0, 1)),
+    binary("mul", operator.mul, emit.binop("*"), _mul_rules(), zero_in=(0, 1)),
     binary("div", operator.truediv, emit.binop("/"), by_partials(_div_partials), zero_in=(0,)),
     binary("floordiv", operator.floordiv, emit.binop("//"), None),
     binary("mod", operator.mod, emit.binop("%"), by_partials(_mod_partials)),
