@@ -224,7 +224,9 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
         expected = tuple("?" if d is None else d for d in t.shape)
         raise AstadTypeError(f"{what} must have shape {expected} like the argument, got shape {shape}")
     dtype = np.asarray(tv).dtype
-    if dtype.kind != "f" or (isinstance(tv, np.ndarray) and t.shape and dtype != np.dtype(t.dtype)):
+    # a Python float is weak (it takes the argument's dtype); any other tangent has the argument's dtype, else
+    # numpy computes the tangent at the lower precision of the two (a float32 tangent of a float64 argument)
+    if dtype.kind != "f" or (type(tv) is not float and dtype != np.dtype(t.dtype)):
         raise AstadTypeError(f"{what} must have dtype {t.dtype} like the argument, got {dtype}")
     return tv
 
