@@ -128,7 +128,10 @@ class Pushforward:
         self._args = args
         self._globals = held
 
-    def __call__(self, *tangents: Any) -> Any:
+    def __call__(self, *tangents: Any, **keywords: Any) -> Any:
+        if keywords:
+            raise AstadTypeError(f"a pushforward takes its tangents by position, got keywords {', '.join(keywords)}",
+                                 hint="one tangent per positional parameter, None for discrete or constant ones")
         _check_globals(self._fwd._parsed.name, self._globals)
         return jvp_at(self._fwd, self._args, tangents)[1]
 

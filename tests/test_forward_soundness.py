@@ -352,3 +352,9 @@ def test_threads_compute_jvps_and_hessians_at_once():
     assert len(got) == 4 * 2 * 4
     for key, jv, h in got:
         assert np.allclose(jv, want[key][0]) and np.allclose(h, want[key][1])
+
+
+def test_a_pushforward_refuses_keywords():
+    value, pushforward = astad.forward(square)(2.0)
+    with pytest.raises(AstadTypeError, match="by position"):  # was Python's own TypeError
+        pushforward(x=1.0)
