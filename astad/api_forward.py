@@ -19,6 +19,7 @@ import numpy as np
 from . import fresh, pipeline, programs
 from .api import CLEARERS, Reverse, _checks_hold, _dep_checks, _memory_size
 from .errors import AstadError, AstadTypeError
+from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
 from .memo import LRU
 from .pipeline import ForwardDerivative
@@ -222,6 +223,8 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
     if isinstance(tv, (bool, np.bool_)) or not isinstance(tv, (float, int, np.floating, np.integer, np.ndarray)):
         raise AstadTypeError(f"{what} must be a float or an array of floats like the argument ({t}), "
                              f"got {type(tv).__name__}")
+    if type(tv) is not float:  # a subclass (np.matrix, a masked array) is refused as an argument is: its * is not numpy's
+        abstract(tv, what)
     shape = np.shape(tv)
     if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
         expected = tuple("?" if d is None else d for d in t.shape)

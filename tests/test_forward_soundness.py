@@ -358,3 +358,38 @@ def test_a_pushforward_refuses_keywords():
     value, pushforward = astad.forward(square)(2.0)
     with pytest.raises(AstadTypeError, match="by position"):  # was Python's own TypeError
         pushforward(x=1.0)
+
+
+class _ZeroTimes(np.ndarray):
+    def __mul__(self, other):
+        return np.asarray(self) * 0.0
+
+    __rmul__ = __mul__
+
+
+class _MyFloat(float):
+    pass
+
+
+def cube_sum(x):
+    return np.sum(x * x * x)
+
+
+@pytest.mark.parametrize("make", [
+    np.matrix,  # was: x * t a matrix product (the tangent [7, 9, 11, 13] for [2, 4, 6, 8])
+    lambda a: np.ma.masked_array(a, mask=[[1, 0], [0, 0]]),  # was: the masked entry's tangent 1 for 2
+    lambda a: a.view(_ZeroTimes),  # was: the tangent 0
+])
+def test_a_tangent_of_an_ndarray_subclass_is_refused(make):
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    t = make(np.ones((2, 2)))
+    for call in (lambda: astad.jvp(square, (x,), (t,)), lambda: astad.forward(square)(x)[1](t),
+                 lambda: astad.hvp(cube_sum, (x,), (t,)), lambda: astad.grad(cube_sum).jvp((x,), (t,))):
+        with pytest.raises(AstadTypeError, match="tangent of argument `x` .* a subclass of ndarray"):
+            call()
+
+
+def test_a_tangent_of_a_float_subclass_is_refused():
+    with pytest.raises(AstadTypeError, match="a subclass of float"):
+        astad.jvp(square, (2.0,), (_MyFloat(1.0),))
+    assert astad.jvp(square, (2.0,), (np.float64(1.0),))[1] == 4.0
