@@ -295,6 +295,6 @@ def forward_of(fn: Callable[..., Any]) -> Forward:
         found = _FORWARDED.get(fn)
     except TypeError:  # not weak-referenceable: Forward() explains what is wrong with it
         return Forward(fn)
-    if found is None or found.__astad_function__.__code__ is not fn.__code__:
+    if found is None or found._code is not fn.__code__:
         found = _FORWARDED[fn] = Forward(fn)
     return found

@@ -139,6 +139,7 @@ def _cached(rev: Any, key: Any, make: Callable[[], Program]) -> Program:
     """A program of ``rev``'s function from the cache shared by its derivatives (made
     again when a global it read is another object now)."""
     fn = rev.__astad_function__
+    rev.check_code()
 
     def made() -> Program:
         p = make()

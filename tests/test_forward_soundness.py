@@ -393,3 +393,41 @@ def test_a_tangent_of_a_float_subclass_is_refused():
     with pytest.raises(AstadTypeError, match="a subclass of float"):
         astad.jvp(square, (2.0,), (_MyFloat(1.0),))
     assert astad.jvp(square, (2.0,), (np.float64(1.0),))[1] == 4.0
+
+
+# --------------------------------------------------------------------------- a function's code replaced
+
+def _code_square(x):
+    return x * x
+
+
+def _code_cube(x):
+    return x * x * x
+
+
+def test_a_function_whose_code_was_replaced():
+    """Was: astad kept the derivative of the old code (grad 4.0, jvp (4.0, 4.0)
+    where Python's f(2) is 8 and f'(2) 12), in reverse and forward mode."""
+    import types
+
+    f = types.FunctionType(_code_square.__code__, globals(), "f")
+    x = 2.0
+    held = [astad.forward(f), astad.grad(f), astad.hessian(f), astad.jacfwd(f), astad.jacrev(f)]
+    value, pushforward = held[0](x)
+    for h in held[1:]:
+        h(x)
+    f.__code__ = _code_cube.__code__
+    assert astad.grad(f)(x) == pytest.approx(12.0)
+    assert astad.jvp(f, (x,), (1.0,)) == pytest.approx((8.0, 12.0))
+    assert astad.forward(f)(x)[1](1.0) == pytest.approx(12.0)
+    assert astad.hessian(f)(x) == pytest.approx(12.0)
+    assert astad.grad(astad.grad(f))(x) == pytest.approx(12.0)
+    # the objects made before: the derivative of the new code, or refused
+    for call, want in [(lambda: pushforward(1.0), 12.0), (lambda: held[0](x)[1](1.0), 12.0)] + \
+            [(lambda h=h: h(x), w) for h, w in zip(held[1:], (12.0, 12.0, 12.0, 12.0))]:
+        try:
+            got = call()
+        except AstadError as e:
+            assert "was replaced" in str(e)
+        else:
+            assert got == pytest.approx(want)
