@@ -138,7 +138,7 @@ class Reverse:
                 "to read (higher-order derivatives are taken by astad.grad, jvp, jacfwd, jacrev, hessian, hvp)",
                 hint="astad.grad(astad.grad(f)) or astad.jvp(astad.grad(f), ...)")
         self.__astad_function__ = fn
-        self._code = fn.__code__  # the code whose source astad read (a function's __code__ may be assigned)
+        self._code = getattr(fn, "__code__", None)  # the code whose source astad read (__code__ may be assigned)
         self._parsed = frontend.parse(fn)
         if self._parsed.funcdef.params.posonly_params:
             raise UnsupportedSyntaxError("positional-only parameters (before `/`) are not supported in the "
