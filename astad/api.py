@@ -139,6 +139,7 @@ class Reverse:
                 "to read (higher-order derivatives are taken by astad.grad, jvp, jacfwd, jacrev, hessian, hvp)",
                 hint="astad.grad(astad.grad(f)) or astad.jvp(astad.grad(f), ...)")
         self.__astad_function__ = fn
+        self._code = getattr(fn, "__code__", None)  # the code whose source astad read (__code__ may be assigned)
         self._parsed = frontend.parse(fn)
         if self._parsed.funcdef.params.posonly_params:
             raise UnsupportedSyntaxError("positional-only parameters (before `/`) are not supported in the "
@@ -180,6 +181,13 @@ class Reverse:
         bound.apply_defaults()
         return bound.args
 
+    def check_code(self) -> None:
+        """Refuse when the function's ``__code__`` was assigned since its source was read."""
+        if self.__astad_function__.__code__ is not self._code:
+            raise SourceUnavailableError(
+                f"the code of {self._parsed.name} was replaced (its __code__ assigned) after astad read its source",
+                hint=f"transform the function again: astad.{type(self).__name__.lower()}({self._parsed.name})")
+
     def transform(self, *args: Any) -> Derivative:
         """The derivative for arguments like ``args`` (generated code, functions, IR)."""
         return self.derivative(args)
@@ -193,6 +201,7 @@ class Reverse:
         except RecursionError:
             raise AstadTypeError(f"an argument of {self._parsed.name} is nested too deeply (or contains itself)",
                                  hint="tuples, lists and dicts of arrays, a few levels deep") from None
+        self.check_code()
         found = self._derivatives.get(key)
         if found is None or not _checks_hold(found[1]):
             found = self._transform(args, key, wrt)
@@ -283,7 +292,7 @@ def reverse(fn: Callable[..., Any]) -> Reverse:
         found = _REVERSED.get(fn)
     except TypeError:  # not weak-referenceable: Reverse() explains what is wrong with it
         return Reverse(fn)
-    if found is None or found.__astad_function__.__code__ is not fn.__code__:
+    if found is None or found._code is not fn.__code__:
         found = _REVERSED[fn] = Reverse(fn)
     return found
 

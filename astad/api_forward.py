@@ -18,7 +18,8 @@ import numpy as np
 
 from . import fresh, pipeline, programs
 from .api import CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size
-from .errors import AstadTypeError
+from .errors import AstadError, AstadTypeError
+from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
 from .memo import LRU
 from .pipeline import ForwardDerivative
@@ -41,8 +42,9 @@ class Forward(Reverse):
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, "Pushforward"]:  # type: ignore[override]
         args = self.positional(args, kwargs)
-        value = self.derivative(args, frozenset()).jvp(*args)[0]
-        return value, Pushforward(self, _copy_arrays(args))
+        d = self.derivative(args, frozenset())
+        value = d.jvp(*args)[0]
+        return value, Pushforward(self, _copy_arrays(args), _held_globals(self.__astad_function__, d.deps))
 
     def all_wrt(self, types: Sequence[Type]) -> frozenset[int]:
         return frozenset(i for i, t in enumerate(types) if t.differentiable)
@@ -116,19 +118,44 @@ class Forward(Reverse):
 class Pushforward:
     """The linear map of one call: ``pushforward(*tangents)``, one tangent per
     positional parameter (None for discrete or constant ones), returns the
-    output's tangent (an array of its own).  It holds copies of the arguments."""
+    output's tangent (an array of its own).  It holds copies of the arguments; it
+    refuses to run when a global the function reads is another object, or an
+    array with other values, than at the call (it would differentiate another
+    function than the one whose value the call returned)."""
 
-    __slots__ = ("_fwd", "_args")
+    __slots__ = ("_fwd", "_args", "_globals")
 
-    def __init__(self, fwd: Forward, args: tuple) -> None:
+    def __init__(self, fwd: Forward, args: tuple, held: tuple = ((), ())) -> None:
         self._fwd = fwd
         self._args = args
+        self._globals = held
 
-    def __call__(self, *tangents: Any) -> Any:
+    def __call__(self, *tangents: Any, **keywords: Any) -> Any:
+        if keywords:
+            raise AstadTypeError(f"a pushforward takes its tangents by position, got keywords {', '.join(keywords)}",
+                                 hint="one tangent per positional parameter, None for discrete or constant ones")
+        _check_globals(self._fwd._parsed.name, self._globals)
         return jvp_at(self._fwd, self._args, tangents)[1]
 
     def __repr__(self) -> str:
         return f"<astad pushforward of {self._fwd._parsed.name}: tangents of the arguments -> tangent of the value>"
+
+
+def _held_globals(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tuple[tuple, tuple]:
+    """The globals ``fn``'s derivative read (see ``api._dep_checks``) and copies of those that are arrays."""
+    checks = _dep_checks(fn, deps)
+    return checks, tuple((".".join(p), o, o.copy()) for p, o in deps if isinstance(o, np.ndarray))
+
+
+def _check_globals(name: str, held: tuple[tuple, tuple]) -> None:
+    checks, arrays = held
+    changed = [c[2] for c in checks if not _checks_hold((c,))]
+    changed += [n for n, o, copy in arrays if o.shape != copy.shape or
+                not np.array_equal(o, copy, equal_nan=o.dtype.kind in "fc")]
+    if changed:
+        raise AstadError(f"the global {', '.join(changed)} that {name} reads changed between the call and the "
+                         "pushforward, which would give the tangent of another function than the value's",
+                         hint="call the forwarded function again after changing a global")
 
 
 def _copy_arrays(value: Any) -> Any:
@@ -163,7 +190,7 @@ def _check_tangent(t: Type, tv: Any, what: str) -> Any:
     if isinstance(t, StructT):
         try:
             leaves = t.flatten(tv)
-            if type(tv) is not type(t.unflatten(iter(leaves))):
+            if not _same_structure(t.unflatten(iter(leaves)), tv):
                 raise TypeError
         except (TypeError, KeyError, IndexError, AttributeError):
             raise AstadTypeError(f"{what} must have the structure {t}, got {type(tv).__name__}") from None
@@ -176,6 +203,17 @@ def _check_tangent(t: Type, tv: Any, what: str) -> Any:
     return _leaf(t, tv, what)
 
 
+def _same_structure(a: Any, b: Any) -> bool:
+    """Whether ``b`` has the structure of ``a`` (the same containers, dict keys and lengths)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same_structure(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same_structure(x, y) for x, y in zip(a, b))
+    return True
+
+
 def _leaf(t: Type, tv: Any, what: str) -> Any:
     if not isinstance(t, Num):
         raise AstadTypeError(f"{what}: an argument of type {t} takes no tangent (give None)")
@@ -186,12 +224,16 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
     if isinstance(tv, (bool, np.bool_)) or not isinstance(tv, (float, int, np.floating, np.integer, np.ndarray)):
         raise AstadTypeError(f"{what} must be a float or an array of floats like the argument ({t}), "
                              f"got {type(tv).__name__}")
+    if type(tv) is not float:  # a subclass (np.matrix, a masked array) is refused as an argument is: its * is not numpy's
+        abstract(tv, what)
     shape = np.shape(tv)
     if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
         expected = tuple("?" if d is None else d for d in t.shape)
         raise AstadTypeError(f"{what} must have shape {expected} like the argument, got shape {shape}")
     dtype = np.asarray(tv).dtype
-    if dtype.kind != "f" or (isinstance(tv, np.ndarray) and t.shape and dtype != np.dtype(t.dtype)):
+    # a Python float is weak (it takes the argument's dtype); any other tangent has the argument's dtype, else
+    # numpy computes the tangent at the lower precision of the two (a float32 tangent of a float64 argument)
+    if dtype.kind != "f" or (type(tv) is not float and dtype != np.dtype(t.dtype)):
         raise AstadTypeError(f"{what} must have dtype {t.dtype} like the argument, got {dtype}")
     return tv
 
@@ -305,6 +347,6 @@ def _forward_of(fn: Callable[..., Any]) -> Forward:
         found = _FORWARDED.get(fn)
     except TypeError:  # not weak-referenceable: Forward() explains what is wrong with it
         return Forward(fn)
-    if found is None or found.__astad_function__.__code__ is not fn.__code__:
+    if found is None or found._code is not fn.__code__:
         found = _FORWARDED[fn] = Forward(fn)
     return found

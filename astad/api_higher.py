@@ -157,6 +157,7 @@ def _cached(rev: Any, key: Any, make: Callable[[], Program]) -> Program:
     """A program of ``rev``'s function from the cache shared by its derivatives (made
     again when a global it read is another object now)."""
     fn = rev.__astad_function__
+    rev.check_code()
 
     def made() -> Program:
         p = make()
@@ -292,6 +293,7 @@ class Grad(Derived):
         key = tuple(map(api._arg_key, args)) if isinstance(self.inner, Plain) else (None,)
         found = self._vjps.get(key) if None not in key else None
         if found is not None and api._checks_hold(found.checks):  # arguments of kinds seen before
+            self.inner.rev.check_code()
             return "vjp", found
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if isinstance(self.inner, Plain):

@@ -51,7 +51,7 @@ def python_name(name: str) -> str:
 
 def function_names(program: str) -> frozenset[str]:
     """The names of the generated functions of ``program``."""
-    return frozenset({python_name(f"{program}_forward"), python_name(f"{program}_backward")})
+    return frozenset(python_name(f"{program}_{part}") for part in ("forward", "backward", "jvp"))
 
 
 class Namer:
@@ -183,6 +183,8 @@ def check_generated(tree: ast.Module, constants: Iterable[str]) -> None:
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef):
             continue
+        if fn.name in outside:  # the module's own function would replace a constant it reads
+            raise InternalError(f"generated function {fn.name} has the name of a global it reads")
         bound = {a.arg for a in fn.args.args}
         read: set[str] = set()
         for node in ast.walk(fn):

@@ -224,9 +224,10 @@ def optimise_forward(fn: Function) -> Function:
     """The forward program through the reverse-mode optimiser (as the forward block
     of a program whose backward block is empty): function values inlined, zeros
     and copies folded, common subexpressions shared, dead code removed."""
-    done = Var("nothing", TupleT(()))
+    namer = names.Namer.adding_to(names.program_names(fn), fn.name)  # never one of the program's own names
+    done = Var(namer.fresh("nothing"), TupleT(()))
     empty = Block((Bind((done,), MakeTuple(())),), done)
-    prog = ReverseProgram(fn.name, fn.params, fn.body, Var("no_ct", NoneT()), empty)
+    prog = ReverseProgram(fn.name, fn.params, fn.body, Var(namer.fresh("no_ct"), NoneT()), empty)
     prog = optimise.optimise(copowers.remove_functions(prog), None)
     prog = optimise.dce(optimise.sink_forward_broadcasts(prog))
     return Function(fn.name, fn.params, prog.forward)
@@ -239,7 +240,8 @@ def optimise_split(fn: SplitFunction) -> ReverseProgram:
     which reads the forward part's values as residuals."""
     binds = fn.body.binds
     forward = Block(binds[:fn.split], Const.literal(None, NoneT()))
-    prog = ReverseProgram(fn.name, fn.params, forward, Var("no_ct", NoneT()), Block(binds[fn.split:], fn.body.result))
+    no_ct = names.Namer.adding_to(names.program_names(fn), fn.name).fresh("no_ct")  # not a name of the program's
+    prog = ReverseProgram(fn.name, fn.params, forward, Var(no_ct, NoneT()), Block(binds[fn.split:], fn.body.result))
     return optimise.optimise_passes(prog)
 
 

@@ -154,7 +154,17 @@ AUG_AFTER_CALL_OF_A_MAKER = True
 # False: the program's variables keep the generator's names.
 GENERATED_LOOKING_NAMES = True
 LOOKALIKE_NAMES = ["out_ct", "x_ct_sum", "x_ct", "reversed", "log_domain", "i_tape", "t3", "x_1", "y_ct", "v_ct",
-                   "out_tape", "s_ct"]
+                   "out_tape", "s_ct", "x_t", "x_t_t", "out_t", "t1_t", "v_t", "no_ct", "nothing", "f_t"]
+# Forward mode and derivatives of derivatives (issue 10): parameters ``y``, ``z`` renamed to names
+# that look generated (``x_t`` beside ``x``), and the program reading a module constant named like a
+# generated function (``x = x * f_jvp``, the constants 1.0 in HELPERS).
+# Fixed (branch attack): a constant named ``f_jvp`` was replaced by the generated ``f_jvp`` (internal
+# TypeError in forward mode); a parameter ``no_ct`` (or ``nothing``) was shadowed by the None the
+# pipeline passed for the unused cotangent of forward-over-reverse (hessian, grad(grad), jacfwd(jacrev)).
+# False: parameters keep their names, no constant is read.
+GENERATED_LOOKING_PARAMS = True
+PARAM_LOOKALIKES = ["no_ct", "x_t", "nothing", "x_t_t", "ct", "t1", "x_ct", "f_t_t"]
+CONSTANT_LOOKALIKES = ["f_jvp", "f_forward", "f_backward", "f_t_jvp", "no_ct_2"]
 
 
 def lookalike_names(draw, source):
@@ -163,7 +173,23 @@ def lookalike_names(draw, source):
     if not GENERATED_LOOKING_NAMES or not names:
         return {}
     k = draw(st.integers(0, min(len(names), len(LOOKALIKE_NAMES))))
-    return dict(zip(draw(st.permutations(names))[:k], draw(st.permutations(LOOKALIKE_NAMES))[:k]))
+    renaming = dict(zip(draw(st.permutations(names))[:k], draw(st.permutations(LOOKALIKE_NAMES))[:k]))
+    params = [p for p in ("y", "z") if re.search(rf"def f\(x(, [yz])*, {p}\b", source)]
+    if GENERATED_LOOKING_PARAMS and params:
+        taken = set(renaming.values())
+        new = [n for n in draw(st.permutations(PARAM_LOOKALIKES)) if n not in taken]
+        renaming.update(zip(params[:draw(st.integers(0, len(params)))], new))
+    return renaming
+
+
+def reading_a_constant(draw, source):
+    """``source`` with ``x = x * C`` first in ``f``, ``C`` a constant 1.0 of HELPERS named like generated code."""
+    if not GENERATED_LOOKING_PARAMS or not draw(st.booleans()):
+        return source
+    header = re.search(r"def f\(.*\):\n", source)
+    assert header is not None
+    name = draw(st.sampled_from(CONSTANT_LOOKALIKES))
+    return source[:header.end()] + f"    x = x * {name}\n" + source[header.end():]
 
 
 def renamed(source, renaming):
@@ -238,6 +264,9 @@ def _helper(a, b):
 
 def _pair(a):
     return np.sin(a), np.cos(a)
+
+
+f_jvp = f_forward = f_backward = f_t_jvp = no_ct_2 = 1.0
 '''
 
 
@@ -1154,7 +1183,8 @@ def programs(draw, first=None, scalar=False):
     body = "\n".join(f"    {line}" for line in g.lines + [f"return {g.scalar_ret() if scalar else g.ret()}"])
     source = ("import numpy as np\n" + HELPERS + "\n\ndef f(" + ", ".join(n for n, _ in g.params) + "):\n"
               + body + "\n")
-    return renamed(source, lookalike_names(draw, source)), g.params, draw(st.integers(0, 2 ** 32 - 1))
+    source = reading_a_constant(draw, renamed(source, lookalike_names(draw, source)))
+    return source, g.params, draw(st.integers(0, 2 ** 32 - 1))
 
 
 def _arguments(params, seed):
