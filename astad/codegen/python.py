@@ -116,6 +116,9 @@ class Printer:
             self.assign(b.targets, value, b.loc)
         elif isinstance(rhs, MakeTuple):
             self.assign(b.targets, px.tuple_([self.atom(a) for a in rhs.items]), b.loc)
+        elif isinstance(rhs, Unpack) and len(b.targets) == 1:  # `(x,) = t`: a tuple of one
+            self.emit(cst.Assign(targets=[cst.AssignTarget(px.tuple_([cst.Name(b.targets[0].name)]))],
+                                 value=self.atom(rhs.tup)), b.loc)
         elif isinstance(rhs, Unpack):
             self.assign(b.targets, self.atom(rhs.tup), b.loc)
         elif isinstance(rhs, If):
