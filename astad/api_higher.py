@@ -22,6 +22,7 @@ from .api_forward import checked_tangents, forward_of, jvp_at, param_names, zero
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
                         require_real, skeleton)
+from .api_vjp import program_vjp
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
@@ -309,8 +310,10 @@ class Jac(Derived):
         api._check_argnums(argnums)
         self.inner = _inner(fn)
         self.argnums = argnums
-        # reverse mode of a derived callable is computed by forward mode (the reverse macro reads source only)
+        # jacrev of a derived callable: one VJP of its program per output element when it is one
+        # program (reverse over reverse for a gradient); its own JVPs and program by forward mode
         self.mode = mode if isinstance(self.inner, Plain) else "fwd"
+        self.rows = mode == "rev"
         self.name = f"jac{mode}({self.inner.name})"
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
@@ -323,6 +326,11 @@ class Jac(Derived):
         if self.mode == "rev":
             self._remember(args)
             return self._rev(args, nums, single)
+        if self.rows:
+            found = self._rows_of_program(args, nums, single)
+            if found is not None:
+                self._remember(args)
+                return found[0]
         pairs = self.inner._jvps(tuple(args), basis(args, nums))
         value = pairs[0][0] if pairs else self.inner(*args)
         cols = [t for _, t in pairs]
@@ -336,6 +344,18 @@ class Jac(Derived):
         rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
         rows = [fresh.distinct(r, set(held)) for r in rows]
         return from_rows(value, rows, args, nums, single)
+
+    def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
+        """The Jacobian of a derived callable by one VJP of its program per output element
+        (None when it is not one program: then by JVPs)."""
+        try:
+            prog, extras = self.inner.program(args)
+        except NoProgram:
+            return None
+        require_real(args, nums)
+        value, pullback = program_vjp(prog, extras, args)
+        rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
+        return (from_rows(value, rows, args, nums, single),)
 
     def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
         return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
@@ -475,3 +495,14 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
         raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                              hint="one tangent per primal, None for one held constant")
     return jvp_at(forward_of(fn), tuple(primals), tuple(tangents))
+
+
+def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple]]:
+    """``(value, pullback)`` of ``fn`` at ``args`` (as ``jax.vjp``); ``fn`` may be made by
+    astad when it is one program (``grad(f)``: reverse over reverse)."""
+    d = derived_of(fn)
+    if d is None:
+        return api.vjp(fn, *args, **kwargs)
+    _no_keywords(d.name, kwargs)
+    prog, extras = d.program(args)
+    return program_vjp(prog, extras, args)

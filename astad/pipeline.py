@@ -293,12 +293,13 @@ def forward_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[
 
 def reverse_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None, name: str,
                         constants: dict[str, Any], deps: list | None = None) -> Derivative:
-    """Reverse mode of an IR function: core IR, or a reverse program made one function
-    by :func:`astad.ad.vjp_function.vjp_function` (reverse over reverse: lowered to
-    core IR first by :mod:`astad.ad.lower_target`).  ``wrt`` are argument indices."""
+    """Reverse mode of an IR function: core IR, or the output of either macro (a
+    reverse program made one function by :func:`astad.ad.vjp_function.vjp_function`:
+    reverse over reverse), lowered to core IR first by :mod:`astad.ad.lower_target`.
+    ``wrt`` are argument indices; a structured argument's leaves are parameters of ``fn``."""
     from .ad.lower_target import lower
     try:
-        core = lower(fn) if isinstance(fn, SplitFunction) else fn
+        core = lower(fn)  # the identity on core IR
         linear = structural.make_explicit(core)
         ad = reverse.reverse(linear)
         prog = optimise.optimise(copowers.remove_functions(ad), leaf_wrt(arg_types, wrt))

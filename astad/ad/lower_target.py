@@ -34,8 +34,10 @@ from typing import Any, Callable, Sequence
 
 from .. import rules
 from ..errors import AstadError, UnsupportedSyntaxError
-from ..ir import (Atom, Bind, Block, Const, Function, If, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim,
-                  TupleT, Type, Unpack, Var, Zero, map_atoms, substitute_block)
+from dataclasses import replace
+
+from ..ir import (Atom, Bind, Block, Const, Function, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus,
+                  Prim, TupleT, Type, Unpack, Var, Zero, map_atoms, read_set, substitute_block)
 from ..names import Namer
 
 
@@ -70,6 +72,18 @@ class _Lower:
         raise UnsupportedSyntaxError(
             f"reverse mode over reverse mode needs a zero of {t}, whose size is known only at run time", self.loc,
             hint="differentiate the derivative by forward mode (astad.jacfwd / astad.jvp)")
+
+    def dummy(self, t: Type) -> Atom:
+        """A value of type ``t`` for a branch that does not bind what the other exports (never read)."""
+        if isinstance(t, NoneT):
+            return Const.literal(None, t)
+        if isinstance(t, Num) and t.py and not t.shape:
+            return Const.literal({"bool": False, "int64": 0}.get(t.dtype, 0.0), t)
+        if isinstance(t, ListT):
+            var = Var(self.namer.temp(), t)
+            self.emit((var,), Prim("list", ()))
+            return var
+        return self.zero(t)
 
     def atom(self, a: Atom) -> Atom:
         return self.zero(a.type) if isinstance(a, Zero) else a
@@ -124,17 +138,18 @@ class _Lower:
                                       tuple(map(self.atom, rhs.init)), self.block(rhs.body)))
             return
         name = rhs.tape.name
+        body = self.block(rhs.body)
+        save = self.expand(rhs.save)
         starts = []
-        for s in rhs.save:
+        for s in save:
             empty = Var(self.namer.fresh(f"{name}_{s.name}_0"), ListT(s.type))
             self.emit((empty,), Prim("list", ()))
             starts.append(empty)
-        lists = tuple(Var(self.namer.fresh(f"{name}_{s.name}"), ListT(s.type)) for s in rhs.save)
-        outs = tuple(Var(self.namer.fresh(f"{name}_{s.name}_all"), ListT(s.type)) for s in rhs.save)
-        body = self.block(rhs.body)
+        lists = tuple(Var(self.namer.fresh(f"{name}_{s.name}"), ListT(s.type)) for s in save)
+        outs = tuple(Var(self.namer.fresh(f"{name}_{s.name}_all"), ListT(s.type)) for s in save)
         saved, self.binds = self.binds, list(body.binds)
         try:
-            nexts = [self.prim("append", l, s) for l, s in zip(lists, rhs.save)]
+            nexts = [self.prim("append", l, s) for l, s in zip(lists, save)]
             items = tuple(Var(self.namer.temp(), t) for t in body.result.type.items)  # type: ignore[union-attr]
             self.emit(items, Unpack(body.result))
             result = Var(self.namer.temp(), TupleT(tuple(a.type for a in (*nexts, *items))))
@@ -147,6 +162,10 @@ class _Lower:
         self.emit(outs + b.targets[:-1], loop)
         self.tapes[name] = outs
 
+    def expand(self, save: tuple[Var, ...]) -> tuple[Var, ...]:
+        """What a loop saves, an inner loop's tape as its lists."""
+        return tuple(v for s in save for v in self.tapes.get(s.name, (s,)))
+
     def rule_LoopBack(self, b: Bind, rhs: LoopBack) -> None:
         lists = self.tapes.get(rhs.tape.name)
         if not lists:
@@ -156,16 +175,65 @@ class _Lower:
         last = self.prim("sub", n, Const.literal(1, Num((), "int64", py=True)))
         j = Var(self.namer.fresh(f"{rhs.tape.name}_j"), Num((), "int64", py=True))
         fresh = {s.name: Var(self.namer.fresh(s.name), s.type) for s in rhs.saved}
+        for s in rhs.saved:  # an inner loop's tape, saved on this one: its lists, renamed
+            if s.name in self.tapes:
+                self.tapes[fresh[s.name].name] = tuple(Var(self.namer.fresh(v.name), v.type) for v in self.tapes[s.name])
         saved, self.binds = self.binds, []
         try:
             k = self.prim("sub", last, j)
-            for s, l in zip(rhs.saved, lists):
-                self.emit((fresh[s.name],), Prim("list_get", (l, k)))
+            for s, l in zip(self.expand(tuple(fresh[v.name] for v in rhs.saved)), lists):
+                self.emit((s,), Prim("list_get", (l, k)))
             inner = self.block(substitute_block(rhs.body, dict(fresh)))
             body = Block(tuple(self.binds) + inner.binds, inner.result)
         finally:
             self.binds = saved
         self.emit(b.targets, Loop((n,), j, rhs.params, tuple(map(self.atom, rhs.init)), body))
+
+
+    # scopes ----------------------------------------------------------------
+
+    def scoped(self, block: Block, later: frozenset[str] = frozenset()) -> Block:
+        """The block with each ``if`` exporting what its branches bind and code after it
+        reads (the backward ``if`` reads the forward branch's values: in core IR they
+        must be joined values); ``later``: what code after the block reads."""
+        binds = list(block.binds)
+        out: list[Bind] = []
+        for i, b in enumerate(binds):
+            rest = read_set(Block(tuple(binds[i + 1:]), block.result)) | later
+            rhs = b.rhs
+            if isinstance(rhs, If):
+                b = self.exported(b, rhs, rest)
+            elif isinstance(rhs, Loop):
+                b = Bind(b.targets, replace(rhs, body=self.scoped(rhs.body)), b.loc)
+            out.append(b)
+        return Block(tuple(out), block.result)
+
+    def exported(self, b: Bind, rhs: If, rest: frozenset[str]) -> Bind:
+        branches = [self.scoped(blk, rest) for blk in (rhs.then, rhs.orelse)]
+        own = {t.name for t in b.targets}
+        found: dict[str, Var] = {}
+        for blk in branches:
+            for bb in blk.binds:
+                found.update((t.name, t) for t in bb.targets if t.name in rest and t.name not in own)
+        if not found:
+            return Bind(b.targets, If(rhs.cond, *branches), b.loc)
+        extra = tuple(found.values())
+        self.loc = b.loc
+        return Bind(b.targets + extra, If(rhs.cond, *(self.ending_with(blk, extra) for blk in branches)), b.loc)
+
+    def ending_with(self, block: Block, extra: tuple[Var, ...]) -> Block:
+        """``block`` whose result tuple ends with ``extra`` (a dummy for what it does not bind)."""
+        saved, self.binds = self.binds, list(block.binds)
+        try:
+            bound = {t.name for bb in block.binds for t in bb.targets}
+            values = [v if v.name in bound else self.dummy(v.type) for v in extra]
+            items = tuple(Var(self.namer.temp(), t) for t in block.result.type.items)  # type: ignore[union-attr]
+            self.emit(items, Unpack(block.result))
+            result = Var(self.namer.temp(), TupleT(tuple(a.type for a in (*items, *values))))
+            self.emit((result,), MakeTuple((*items, *values)))
+            return Block(tuple(self.binds), result)
+        finally:
+            self.binds = saved
 
 
 def _copy(a: Atom) -> Any:
@@ -198,5 +266,5 @@ IN_PLACE: dict[str, Callable[[_Lower, Sequence[Atom], dict], Atom]] = {
 def lower(fn: Function) -> Function:
     """``fn`` (reverse-mode target IR, first order) as core IR with the same values."""
     low = _Lower(fn)
-    return Function(fn.name, fn.params, low.block(fn.body))
+    return Function(fn.name, fn.params, low.scoped(low.block(fn.body)))
 
