@@ -169,3 +169,44 @@ def branch_loop(x):
 @pytest.mark.parametrize("k", range(len(POINTS)))
 def test_nested_control_flow(f, k):
     test_vjp_of_grad_is_the_hessian_vector_product(f, k)
+
+
+# ---------------------------------------------------------------- random programs (the generators of
+# test_random_programs and test_random_control_flow, as test_random_higher draws them)
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+import test_random_control_flow as cf  # noqa: E402
+import test_random_higher as rh  # noqa: E402
+import test_random_programs as sl  # noqa: E402
+from conftest import fuzz_examples  # noqa: E402
+from forward_oracle import _real_like  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("reverse_over_reverse")
+
+
+def check_reverse_over_reverse(fn, args, u):
+    """The VJP of the gradient (reverse over reverse) along ``u`` is the HVP (forward over reverse)."""
+    value, pullback = astad.vjp(astad.grad(fn), *args)
+    got = pullback(u)
+    assert len(got) == len(args)
+    hv = astad.hvp(fn, tuple(args), (u,) + (None,) * (len(args) - 1))[0]
+    scale = max(1.0, float(np.max(np.abs(hv))))
+    np.testing.assert_allclose(got[0], hv, rtol=1e-10, atol=1e-10 * scale)
+
+
+@settings(max_examples=fuzz_examples(6), **rh._SETTINGS)
+@given(sl.programs(first=rh.VECTOR_SHAPES, scalar=True), st.data())
+def test_random_reverse_over_reverse(program_dir, program, data):
+    fn, args = rh._straight(program_dir, program)
+    check_reverse_over_reverse(fn, args, data.draw(_real_like(args[0]), label="u"))
+
+
+@settings(max_examples=fuzz_examples(6), **rh._SETTINGS)
+@given(cf.programs(first=rh.VECTOR_SHAPES, scalar=True), st.data())
+def test_random_reverse_over_reverse_loops(program_dir, program, data):
+    fn, args = rh._control_flow(program_dir, program)
+    check_reverse_over_reverse(fn, args, data.draw(_real_like(args[0]), label="u"))
