@@ -121,7 +121,8 @@ class Aliases:
         self.pending: list[_Check] = []
         self.subst: dict[str, frozenset] = {}  # placeholder -> what flows into it (all iterations merged)
         self.lists = 0
-        self.functions: dict[str, tuple[list[str], frozenset]] = {}
+        self.functions: dict[str, tuple[list[str], frozenset, frozenset]] = {}
+        self.bodies: list[set[str]] = []  # roots allocated while lowering each function value's body
 
     # ----------------------------------------------------------------- state
 
@@ -144,6 +145,8 @@ class Aliases:
         root = prefix + name
         for lp in self.loops:
             lp.made.add(root)
+        for body in self.bodies:
+            body.add(root)
         return frozenset((root,))
 
     def prim(self, var: Any, op: str, args: list, params: dict, immutable: bool) -> None:
@@ -189,14 +192,27 @@ class Aliases:
         """``var`` is the run-time list made of the list ``value`` known element by element: the same object."""
         self.of_var[var.name] = self.roots(value)
 
-    def function(self, f: Any, params: Any, value: Any) -> None:
-        """A function value (a ``lam``): what its result shares memory with, in terms of its parameters."""
-        self.functions[f.name] = ([p.name for p in params], self.roots(value))
+    def enter_body(self) -> None:
+        """A function value's body is lowered from here (:meth:`exit_body` ends it)."""
+        self.bodies.append(set())
+
+    def exit_body(self) -> frozenset:
+        return frozenset(self.bodies.pop())
+
+    def function(self, f: Any, params: Any, value: Any, made: frozenset = frozenset()) -> None:
+        """A function value (a ``lam``): what its result shares memory with, in terms of its
+        parameters; ``made``: the roots its body allocates (new memory at each call)."""
+        self.functions[f.name] = ([p.name for p in params], self.roots(value), made)
 
     def call(self, y: Any, f: Any, args: list) -> None:
-        """``y = f(args)`` for a function value ``f``."""
-        names, roots = self.functions.get(f.name, ([], frozenset((UNKNOWN,))))
-        self.of_var[y.name] = _apply(roots, {"F:" + n: self.roots(a) for n, a in zip(names, args)})
+        """``y = f(args)`` for a function value ``f``: its parameters are the arguments, and
+        what its body allocates is allocated again by this call (two calls share nothing made inside)."""
+        names, roots, made = self.functions.get(f.name, ([], frozenset((UNKNOWN,)), frozenset()))
+        subst = {"F:" + n: self.roots(a) for n, a in zip(names, args)}
+        for r in roots & made:
+            prefix = r[:r.index(":") + 1]
+            subst[r] = self.fresh(f"{r[len(prefix):]}@{y.name}", prefix)
+        self.of_var[y.name] = _apply(roots, subst)
 
     def caller_list(self, value: Any) -> None:
         self.of_list[id(value)] = (value, frozenset((CALLER_LIST,)))

@@ -507,3 +507,44 @@ def test_a_copy_of_a_zero_d_array_is_an_array_updates_see():
     assert copy_of_a_zero_d_array(x.copy()) == 3.4
     with pytest.raises(astad.UnsupportedSyntaxError, match="in place"):
         astad.reverse(copy_of_a_zero_d_array)(x)
+
+
+def two_calls_of_one_function_value(x):
+    make = lambda c: (lambda t: c * t)
+    m = make(x)
+    v5 = m(x)
+    v7 = m(x)     # a new array: the product is made again at each call
+    v7 /= 2.0
+    return np.sum(v5 * v7)
+
+
+def two_calls_returning_the_captured_array(x):
+    c = x * 2.0
+    m = lambda t: c
+    v5 = m(x)
+    v7 = m(x)     # c itself, as v5 is
+    v7 /= 2.0
+    return np.sum(v5 * v7)
+
+
+def calls_of_a_function_value_in_a_loop(x):
+    m = lambda t: t * 3.0
+    keep = m(x)
+    for i in range(3):
+        v = m(x)
+        v += keep  # each call's array is new; `keep` is not changed
+        keep = v
+    return np.sum(keep * x)
+
+
+@pytest.mark.parametrize("fn", [two_calls_of_one_function_value, calls_of_a_function_value_in_a_loop])
+def test_what_a_function_value_allocates_is_new_at_each_call(fn):
+    """Found by the random generators: two results of one function value were taken to share
+    the arrays its body makes, so an update of one was refused."""
+    check_grad(fn, [X.copy()])
+
+
+def test_a_function_value_returning_what_it_captured_is_shared_by_its_calls():
+    assert two_calls_returning_the_captured_array(X.copy()) != pytest.approx(0.0)
+    with pytest.raises(astad.UnsupportedSyntaxError, match="in place"):
+        astad.reverse(two_calls_returning_the_captured_array)(X.copy())

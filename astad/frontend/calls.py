@@ -216,6 +216,7 @@ class Calls(LowererCore):
         body = c.node.body
         depth, waiting = len(self.aliases.loops), len(self.aliases.pending)
         self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
+        self.aliases.enter_body()
         try:
             binds, _, value = self.branch(lambda: self.run_call(
                 c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
@@ -225,6 +226,7 @@ class Calls(LowererCore):
             return None  # inlined, the call gives the error where it is made
         finally:
             self.trying -= 1
+            made = self.aliases.exit_body()
         assert c.site is not None
         site, before, visible = c.site
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
@@ -239,7 +241,7 @@ class Calls(LowererCore):
         at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
         site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))
         self.bound.add(f.name)
-        self.aliases.function(f, params, value)
+        self.aliases.function(f, params, value, made)
         return f
 
     def call_closure(self, c: Closure, args: list[Value], kwargs: dict[str, Value], node: cst.Call) -> Value:
