@@ -210,3 +210,21 @@ def test_random_reverse_over_reverse(program_dir, program, data):
 def test_random_reverse_over_reverse_loops(program_dir, program, data):
     fn, args = rh._control_flow(program_dir, program)
     check_reverse_over_reverse(fn, args, data.draw(_real_like(args[0]), label="u"))
+
+
+def pruned_tape(x, n):
+    v1 = x + x
+    for i in range(n):
+        v2 = x[i % len(x)]
+        v1 = x + x * v1
+    return np.sum(v1 * v1)
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_loop_that_saves_nothing(n):
+    """The optimiser pruned the loop's tape to nothing: the lowered loop still counts its iterations."""
+    x, u = POINTS[0], np.array([0.3, -0.7, 1.1])
+    _, pullback = astad.vjp(astad.grad(pruned_tape), x, n)
+    uh, none = pullback(u)
+    assert none is None
+    np.testing.assert_allclose(uh, astad.hvp(pruned_tape, (x, n), (u, None))[0], rtol=1e-10, atol=1e-10)

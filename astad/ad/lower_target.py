@@ -139,14 +139,15 @@ class _Lower:
             return
         name = rhs.tape.name
         body = self.block(rhs.body)
-        save = self.expand(rhs.save)
+        # nothing saved (the optimiser pruned the tape): a list of one mark per iteration, to count them
+        save: tuple[Atom, ...] = self.expand(rhs.save) or (Const.literal(0, Num((), "int64", py=True)),)
         starts = []
         for s in save:
-            empty = Var(self.namer.fresh(f"{name}_{s.name}_0"), ListT(s.type))
+            empty = Var(self.namer.fresh(f"{name}_{_label(s)}_0"), ListT(s.type))
             self.emit((empty,), Prim("list", ()))
             starts.append(empty)
-        lists = tuple(Var(self.namer.fresh(f"{name}_{s.name}"), ListT(s.type)) for s in save)
-        outs = tuple(Var(self.namer.fresh(f"{name}_{s.name}_all"), ListT(s.type)) for s in save)
+        lists = tuple(Var(self.namer.fresh(f"{name}_{_label(s)}"), ListT(s.type)) for s in save)
+        outs = tuple(Var(self.namer.fresh(f"{name}_{_label(s)}_all"), ListT(s.type)) for s in save)
         saved, self.binds = self.binds, list(body.binds)
         try:
             nexts = [self.prim("append", l, s) for l, s in zip(lists, save)]
@@ -234,6 +235,10 @@ class _Lower:
             return Block(tuple(self.binds), result)
         finally:
             self.binds = saved
+
+
+def _label(a: Atom) -> str:
+    return a.name if isinstance(a, Var) else "n"
 
 
 def _copy(a: Atom) -> Any:
