@@ -345,6 +345,18 @@ class Jac(Derived):
         rows = [fresh.distinct(r, set(held)) for r in rows]
         return from_rows(value, rows, args, nums, single)
 
+    def _shown(self, args: Sequence[Any]) -> Any:
+        """jacrev of a derivative shows the reverse program over the derivative's (reverse over reverse)."""
+        if self.rows and not isinstance(self.inner, Plain):
+            if args:
+                self._last_args = tuple(args)
+            if self._last_args is not None:
+                try:
+                    return self.inner.program(self._last_args)[0].reverse()
+                except NoProgram:
+                    pass
+        return super()._shown(args)
+
     def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
         """The Jacobian of a derived callable by one VJP of its program per output element
         (None when it is not one program: then by JVPs)."""

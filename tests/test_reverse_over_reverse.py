@@ -228,3 +228,12 @@ def test_a_loop_that_saves_nothing(n):
     uh, none = pullback(u)
     assert none is None
     np.testing.assert_allclose(uh, astad.hvp(pruned_tape, (x, n), (u, None))[0], rtol=1e-10, atol=1e-10)
+
+
+def test_jacrev_of_grad_shows_the_reverse_over_reverse_code():
+    j = astad.jacrev(astad.grad(for_loop))
+    j(POINTS[0])
+    src = j.source
+    assert src.startswith("# Reverse mode of for_loop") and "def for_loop_vjp_backward" in src
+    assert "# line " in src and "reversed(" in src
+    assert "for_loop_vjp" in j.ir("core")
