@@ -7,7 +7,9 @@ program (``__astad_program__(args) -> (Program, extras)``, see
 source: it differentiates the inner callable by JVPs (forward mode over the
 inner program; forward over reverse for ``grad(grad(f))``), one per input
 element — exact, any depth.  ``jacrev`` of a plain function is one VJP per
-output element; ``jacfwd`` one JVP per input element.
+output element; ``jacfwd`` one JVP per input element.  ``vjp`` and ``jacrev`` of
+a ``Derived`` that is one program run the reverse macro over that program
+(:mod:`astad.api_vjp`; reverse over reverse for a gradient).
 """
 
 from __future__ import annotations
@@ -422,7 +424,8 @@ def jacfwd(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
 
 
 def jacrev(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
-    """The Jacobian by reverse mode, one VJP per output element (forward mode when ``fn`` is made by astad)."""
+    """The Jacobian by reverse mode, one VJP per output element; when ``fn`` is made by astad and is one
+    program, reverse mode over that program (``jacrev(grad(f))``: reverse over reverse), else by JVPs."""
     return Jac(fn, argnums, "rev")
 
 
