@@ -237,3 +237,40 @@ def test_jacrev_of_grad_shows_the_reverse_over_reverse_code():
     assert src.startswith("# Reverse mode of for_loop") and "def for_loop_vjp_backward" in src
     assert "# line " in src and "reversed(" in src
     assert "for_loop_vjp" in j.ir("core")
+
+
+def stacked_in_a_branch(x, n):
+    acc = []
+    k = 0
+    while k < n:
+        x = np.tanh(x + x)
+        acc.append(np.tanh(x))
+        k = k + 1
+    out = np.tanh(np.sum(np.stack(acc), axis=0)) if len(acc) > 0 else np.zeros((4,))
+    return np.sum(x * x) + np.mean(out) * 2.0
+
+
+def unread_list(x, y, n):
+    acc = []
+    k = 0
+    while k < n:
+        x = 0.5 * x + 0.5 * np.tanh(x * y)
+        if k % 2 == 0:
+            acc.append(np.tanh(np.where(y > 0.1, x[0], 0.0)))
+        k = k + 1
+    v = np.tanh(np.sum(np.array(acc) * np.array(acc))) if len(acc) > 0 else 0.0
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_found_by_the_random_programs(n):
+    """A branch exporting an array of run-time shape its other branch does not bind (an empty
+    one stands in); the cotangent of a list nothing differentiable is appended to."""
+    x = np.array([0.41, 0.44, 1.09, -0.17])
+    y = np.array([1.4, -1.45, 0.09, -0.62])
+    u = np.array([-0.5, -0.54, 0.27, -0.94])
+    _, pb = astad.vjp(astad.grad(stacked_in_a_branch), x, n)
+    np.testing.assert_allclose(pb(u)[0], astad.hvp(stacked_in_a_branch, (x, n), (u, None))[0], rtol=1e-10, atol=1e-10)
+    _, pb = astad.vjp(astad.grad(unread_list), x, y, n)
+    np.testing.assert_allclose(pb(u)[0], astad.hvp(unread_list, (x, y, n), (u, None, None))[0], rtol=1e-10,
+                               atol=1e-10)

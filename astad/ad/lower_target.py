@@ -83,6 +83,11 @@ class _Lower:
             var = Var(self.namer.temp(), t)
             self.emit((var,), Prim("list", ()))
             return var
+        if isinstance(t, Num) and None in t.shape:  # empty along the run-time dimensions
+            var = Var(self.namer.temp(), t)
+            dims = tuple(Const.literal(d or 0, Num((), "int64", py=True)) for d in t.shape)
+            self.emit((var,), Prim("zeros", dims, (("dtype", t.dtype),)))
+            return var
         return self.zero(t)
 
     def atom(self, a: Atom) -> Atom:

@@ -35,6 +35,8 @@ def _zero(t: object) -> Expr:
             return px.literal(0.0)
         kw = {"dtype": px.name(f"np.{t.dtype}")} if t.dtype != "float64" else {}
         return px.call("np.zeros", [px.literal(tuple(t.shape))], **kw)
+    if isinstance(t, ListT) and not t.differentiable:  # no element has a cotangent (nothing appended yet)
+        return px.literal(None)
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
 
 
