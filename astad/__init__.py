@@ -9,9 +9,9 @@ on the two, and ``grad(grad(f))`` differentiates astad's own output (forward
 mode over the inner derivative's IR program).
 """
 
-from .api import Pullback, Reverse, clear_caches, reverse, vjp
+from .api import Pullback, Reverse, clear_caches, reverse
 from .api_forward import Forward, Pushforward, forward
-from .api_higher import Derived, grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad
+from .api_higher import Derived, grad, hessian, hvp, jacfwd, jacobian, jacrev, jvp, value_and_grad, vjp
 from .cache import config
 from .errors import (AstadError, AstadTypeError, InternalError, NonScalarOutputError, SourceUnavailableError,
                      UnsupportedFunctionError, UnsupportedSyntaxError)

@@ -7,7 +7,9 @@ program (``__astad_program__(args) -> (Program, extras)``, see
 source: it differentiates the inner callable by JVPs (forward mode over the
 inner program; forward over reverse for ``grad(grad(f))``), one per input
 element — exact, any depth.  ``jacrev`` of a plain function is one VJP per
-output element; ``jacfwd`` one JVP per input element.
+output element; ``jacfwd`` one JVP per input element.  ``vjp`` and ``jacrev`` of
+a ``Derived`` that is one program run the reverse macro over that program
+(:mod:`astad.api_vjp`; reverse over reverse for a gradient).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .ir import Type
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
                         require_real, skeleton)
+from .api_vjp import program_vjp
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
@@ -338,8 +341,10 @@ class Jac(Derived):
         api._check_argnums(argnums)
         self.inner = _inner(fn)
         self.argnums = argnums
-        # reverse mode of a derived callable is computed by forward mode (the reverse macro reads source only)
+        # jacrev of a derived callable: one VJP of its program per output element when it is one
+        # program (reverse over reverse for a gradient); its own JVPs and program by forward mode
         self.mode = mode if isinstance(self.inner, Plain) else "fwd"
+        self.rows = mode == "rev"
         self.name = f"jac{mode}({self.inner.name})"
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
@@ -352,6 +357,11 @@ class Jac(Derived):
         if self.mode == "rev":
             self._remember(args)
             return self._rev(args, nums, single)
+        if self.rows:
+            found = self._rows_of_program(args, nums, single)
+            if found is not None:
+                self._remember(args)
+                return found[0]
         pairs = self.inner._jvps(tuple(args), basis(args, nums))
         value = pairs[0][0] if pairs else self.inner(*args)
         cols = [t for _, t in pairs]
@@ -365,6 +375,30 @@ class Jac(Derived):
         rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
         rows = [fresh.distinct(r, set(held)) for r in rows]
         return from_rows(value, rows, args, nums, single)
+
+    def _shown(self, args: Sequence[Any]) -> Any:
+        """jacrev of a derivative shows the reverse program over the derivative's (reverse over reverse)."""
+        if self.rows and not isinstance(self.inner, Plain):
+            if args:
+                self._last_args = tuple(args)
+            if self._last_args is not None:
+                try:
+                    return self.inner.program(self._last_args)[0].reverse()
+                except NoProgram:
+                    pass
+        return super()._shown(args)
+
+    def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
+        """The Jacobian of a derived callable by one VJP of its program per output element
+        (None when it is not one program: then by JVPs)."""
+        try:
+            prog, extras = self.inner.program(args)
+        except NoProgram:
+            return None
+        require_real(args, nums)
+        value, pullback = program_vjp(prog, extras, args)
+        rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
+        return (from_rows(value, rows, args, nums, single),)
 
     def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
         return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
@@ -419,7 +453,8 @@ def jacfwd(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
 
 
 def jacrev(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
-    """The Jacobian by reverse mode, one VJP per output element (forward mode when ``fn`` is made by astad)."""
+    """The Jacobian by reverse mode, one VJP per output element; when ``fn`` is made by astad and is one
+    program, reverse mode over that program (``jacrev(grad(f))``: reverse over reverse), else by JVPs."""
     return Jac(fn, argnums, "rev")
 
 
@@ -515,3 +550,14 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
                              hint="one tangent per primal, None for one held constant")
     return jvp_at(forward_of(fn), primals if type(primals) is tuple else tuple(primals),
                   tangents if type(tangents) is tuple else tuple(tangents))
+
+
+def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple]]:
+    """``(value, pullback)`` of ``fn`` at ``args`` (as ``jax.vjp``); ``fn`` may be made by
+    astad when it is one program (``grad(f)``: reverse over reverse)."""
+    d = derived_of(fn)
+    if d is None:
+        return api.vjp(fn, *args, **kwargs)
+    _no_keywords(d.name, kwargs)
+    prog, extras = d.program(args)
+    return program_vjp(prog, extras, args)

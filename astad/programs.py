@@ -7,11 +7,12 @@ the leaves of ``extras`` (values the callable supplies itself: the output
 cotangent ``1.0`` of a gradient, the tangent direction of a JVP), and whose
 output ``select`` turns into what the callable returns.
 
-The outer derivative is always taken by the forward macro, which accepts the
-reverse macro's output (:func:`astad.ad.vjp_function.vjp_function`); the
-reverse macro does not accept reverse-mode target IR, so an outer gradient of
-a program with ``n`` inputs is ``n`` JVPs — exact, and for ``grad(grad(f))``
-the usual forward-over-reverse.  :meth:`Program.tangent_program` is the program
+An outer JVP is taken by the forward macro, which accepts the reverse macro's
+output (:func:`astad.ad.vjp_function.vjp_function`): ``hessian`` and
+``grad(grad(f))`` are forward over reverse, ``n`` JVPs for ``n`` inputs.  An
+outer VJP (``astad.vjp`` or ``jacrev`` of a derivative) is taken by the reverse
+macro (:meth:`Program.reverse`), after :mod:`astad.ad.lower_target` lowered the
+reverse-mode target IR to core IR: reverse over reverse.  :meth:`Program.tangent_program` is the program
 of one JVP, which can be differentiated again: any depth.
 """
 
@@ -63,6 +64,7 @@ class Program:
     checks: tuple = ()  # (see api._dep_checks), filled in by who caches it
     _forwards: dict = field(default_factory=dict)
     _tangents: dict = field(default_factory=dict)
+    _reverse: Any = None
 
     def forward(self, wrt: frozenset[int]) -> ForwardDerivative:
         """Forward mode with tangents for the user's arguments in ``wrt`` (cached)."""
@@ -71,6 +73,14 @@ class Program:
             d = self._forwards[wrt] = pipeline.forward_of_function(self.fn, self.arg_types, wrt, self.name,
                                                                    self.constants)
         return d
+
+    def reverse(self) -> pipeline.Derivative:
+        """Reverse mode with cotangents for the user's arguments (cached); for a reverse
+        program, reverse over reverse (:mod:`astad.ad.lower_target`)."""
+        if self._reverse is None:
+            self._reverse = pipeline.reverse_of_function(self.fn, self.arg_types, frozenset(range(self.n_user)),
+                                                         self.name, self.constants, self.deps)
+        return self._reverse
 
     def jvp(self, args: Sequence[Any], extras: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
         """``(value, tangent)``: ``tangents`` one per user argument, None for none."""

@@ -328,43 +328,5 @@ def test_golden_forward_source(name, fn, args):
                                        f"ASTAD_UPDATE_GOLDEN=1\n--- now\n{got}")
 
 
-# ---------------------------------------------------------------- random programs of the existing generators
-
-from hypothesis import HealthCheck, assume, given, note, settings  # noqa: E402
-
-import test_random_control_flow  # noqa: E402
-import test_random_programs  # noqa: E402
-from conftest import fuzz_examples, load_program  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def forward_program_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("forward_random")
-
-
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(test_random_programs.programs())
-def test_random_program_forward(forward_program_dir, program):
-    """Straight-line code and function values: JVP == FD, == the stages, <u, J v> == <J^T u, v>."""
-    source, params, seed = program
-    note(source)
-    fn = load_program(source, forward_program_dir, "forward_random").f
-    args = test_random_programs._arguments(params, seed)
-    check_jvp(fn, args, seed=seed % 1000, rtol=1e-5, atol=1e-5)
-
-
-@settings(max_examples=fuzz_examples(10), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
-@given(test_random_control_flow.programs())
-def test_random_control_flow_forward(forward_program_dir, program):
-    """Branches and loops (static and dynamic trip counts): as above."""
-    source, instrumented, params, dynamic, seed = program
-    note(source)
-    args = test_random_programs._arguments(params, seed)
-    if dynamic:
-        args[-1] = np.int64(args[-1])
-    margins = load_program(instrumented, forward_program_dir, "forward_margins")
-    margins.f(*args)
-    assume(min(margins._MARGINS, default=float("inf")) > test_random_control_flow.MARGIN)
-    fn = load_program(source, forward_program_dir, "forward_control_flow").f
-    check_jvp(fn, args, seed=seed % 1000, rtol=1e-5, atol=1e-5)
+# The random programs of the existing generators are checked in forward mode in their own test
+# modules (tests/test_random_*.py, with tests/forward_oracle.py), refusals included.

@@ -154,6 +154,12 @@ class _Macro:
             self.b.bind((total,), Plus(items))
             self.give(rhs.var, total)
 
+    def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
+        """``plus`` (in a derivative differentiated again) is linear: each summand gets the sum's cotangent."""
+        ct = self.ct_of(bind.targets[0])
+        for a in rhs.items:
+            self.give(a, None if isinstance(ct, Zero) else ct)
+
     def rule_Drop(self, bind: Bind, rhs: Drop) -> None:
         self.give(rhs.var, None)
 

@@ -35,6 +35,8 @@ def _zero(t: object) -> Expr:
             return px.literal(0.0)
         kw = {"dtype": px.name(f"np.{t.dtype}")} if t.dtype != "float64" else {}
         return px.call("np.zeros", [px.literal(tuple(t.shape))], **kw)
+    if isinstance(t, ListT) and not t.differentiable:  # no element has a cotangent (nothing appended yet)
+        return px.literal(None)
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
 
 
@@ -118,6 +120,9 @@ class Printer:
             self.assign(b.targets, value, b.loc)
         elif isinstance(rhs, MakeTuple):
             self.assign(b.targets, px.tuple_([self.atom(a) for a in rhs.items]), b.loc)
+        elif isinstance(rhs, Unpack) and len(b.targets) == 1:  # `(x,) = t`: a tuple of one
+            self.emit(cst.Assign(targets=[cst.AssignTarget(px.tuple_([cst.Name(b.targets[0].name)]))],
+                                 value=self.atom(rhs.tup)), b.loc)
         elif isinstance(rhs, Unpack):
             self.assign(b.targets, self.atom(rhs.tup), b.loc)
         elif isinstance(rhs, If):

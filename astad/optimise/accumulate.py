@@ -101,7 +101,7 @@ def _add_in_branches(b: Bind, j: Var, acc: Var) -> Bind | None:
             return None
         d = branch.binds[k].rhs
         binds = list(branch.binds)
-        if isinstance(d, Prim) and d.op == "list_onehot":
+        if isinstance(d, Prim) and d.op == "list_onehot" and not _of_lists(d):
             binds[k] = Bind(binds[k].targets, Prim("list_scatter_add", (acc, d.args[1], d.args[2])), binds[k].loc)
         elif isinstance(d, Prim) and d.op in ZERO_MAKERS:  # the branch passes ``acc`` on
             last = binds[-1]
@@ -171,6 +171,12 @@ _SCATTER_ADD: dict[str, Callable[[Atom, Prim], Prim]] = {
 }
 
 
+def _of_lists(p: Prim) -> bool:
+    """A one-hot list of lists (reverse over reverse saves an inner loop's tape on the
+    outer one's): its elements are added by ``list_add``, not in place by ``+``."""
+    return p.op == "list_onehot" and isinstance(p.args[2].type, ListT)
+
+
 def _owned_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
     """A list of cotangents that this block makes as a new list and reads once
     (not a one-hot list, which is added into a list like this one): its
@@ -206,7 +212,8 @@ def _scatter_adds(block: Block, taken: set[str], accumulators: frozenset[str],
         scattered: set[str] = set()
         for leaf in rest:
             d = defs.get(leaf.name) if isinstance(leaf, Var) else None
-            if d is not None and isinstance(d.rhs, Prim) and d.rhs.op in _SCATTER_ADD and uses[leaf.name] == 1:
+            if d is not None and isinstance(d.rhs, Prim) and d.rhs.op in _SCATTER_ADD and uses[leaf.name] == 1 \
+                    and not _of_lists(d.rhs):
                 scattered.add(leaf.name)
                 nxt = Var(_fresh(f"{b.targets[0].name}_", len(new) + 1, taken), b.targets[0].type)
                 new.append(Bind((nxt,), d.rhs if acc is None else _SCATTER_ADD[d.rhs.op](acc, d.rhs), d.loc))

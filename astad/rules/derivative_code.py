@@ -146,7 +146,7 @@ def list_onehot(like: list, i: int, ct: Any) -> list:
 
 def _list_scatter_add_value(acc: list, i: int, ct: Any) -> list:
     out = list(acc)
-    out[i] = out[i] + ct
+    out[i] = list_add(out[i], ct) if isinstance(ct, list) else out[i] + ct
     return out
 
 
@@ -161,12 +161,13 @@ def _stmts_list_scatter_add(target: Expr, a: list[Expr], ps: dict) -> list[cst.B
 @runtime
 def list_add(a: list, b: list) -> list:
     """Cotangents of a list, added element by element."""
-    return [x + y for x, y in zip(a, b)]
+    return [list_add(x, y) if isinstance(x, list) else x + y for x, y in zip(a, b)]
 
 
 @runtime
 def list_zeros_like(like: list) -> list:
-    return [np.zeros(e.shape, e.dtype) if isinstance(e, np.ndarray) else 0.0 for e in like]
+    return [np.zeros(e.shape, e.dtype) if isinstance(e, np.ndarray) else list_zeros_like(e) if isinstance(e, list)
+            else 0.0 for e in like]
 
 
 def or_zeros_like(ct: Any, like: Any) -> Any:

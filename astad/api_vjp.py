@@ -1,0 +1,65 @@
+"""VJPs of callables astad made: reverse mode over their IR program.
+
+``astad.vjp(astad.grad(f), x)`` and ``jacrev`` of a derivative run the reverse
+macro over the derivative's program (:meth:`astad.programs.Program.reverse`;
+for a gradient, reverse over reverse).  A program's output is ``select`` of
+what its generated code returns (a structural, linear map: it picks and
+regroups leaves), so the pullback first transposes ``select``: the cotangent
+of each leaf ``select`` keeps is placed where that leaf came from; the leaves
+it drops get zero cotangents.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .api_forward import zeros_like_type
+from .programs import Program
+
+
+class _Leaf:
+    """A marker for the ``k``-th item of the generated code's output (to see where ``select`` puts it)."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+
+def _place(marked: Any, ct: Any, raw: list) -> None:
+    """Put the leaves of ``ct`` where the markers of ``marked`` (same structure) came from."""
+    if isinstance(marked, _Leaf):
+        raw[marked.k] = ct
+    elif isinstance(marked, dict):
+        for key, m in marked.items():
+            _place(m, ct[key], raw)
+    elif isinstance(marked, (tuple, list)):
+        for m, c in zip(marked, ct):
+            _place(m, c, raw)
+
+
+def transpose_select(select: Callable[[Any], Any], raw_value: Any) -> Callable[[Any], Any]:
+    """The transpose of ``select`` at an output ``raw_value`` of the generated code (a tuple)."""
+    items = tuple(raw_value) if isinstance(raw_value, tuple) else None
+    marked = select(tuple(_Leaf(k) for k in range(len(items))) if items is not None else _Leaf(0))
+
+    def transposed(ct: Any) -> Any:
+        raw = [zeros_like_type(None, v) for v in (items if items is not None else (raw_value,))]
+        _place(marked, ct, raw)
+        return tuple(raw) if items is not None else raw[0]
+
+    return transposed
+
+
+def program_vjp(prog: Program, extras: Sequence[Any], args: Sequence[Any]) -> tuple[Any, Callable[[Any], tuple]]:
+    """``(value, pullback)`` of ``prog`` at ``args`` (its extras given): the pullback
+    maps the cotangent of the value to one cotangent per argument (None for a discrete one)."""
+    d = prog.reverse()
+    raw_value, residuals = d.forward(*args, *extras)
+    to_raw = transpose_select(prog.select, raw_value)
+    n = prog.n_user
+
+    def pullback(ct: Any) -> tuple:
+        return tuple(d.backward(residuals, to_raw(ct)))[:n]
+
+    return prog.select(raw_value), pullback
