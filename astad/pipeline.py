@@ -22,17 +22,25 @@ from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProg
 STAGES = ("core", "structural", "ad", "optimised")
 
 
+class _StageText:
+    """``text(stage)``: a stage's IR printed, for the stages named in ``NAMES``."""
+
+    NAMES: tuple[str, ...] = ()
+
+    def text(self, stage: str) -> str:
+        if stage not in self.NAMES:
+            raise AstadError(f"unknown stage {stage!r}; stages are {', '.join(self.NAMES)}")
+        return getattr(self, stage).pretty()
+
+
 @dataclass
-class Stages:
+class Stages(_StageText):
+    NAMES = STAGES
+
     core: Function
     structural: Function
     ad: ReverseProgram
     optimised: ReverseProgram
-
-    def text(self, stage: str) -> str:
-        if stage not in STAGES:
-            raise AstadError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-        return getattr(self, stage).pretty()
 
 
 @dataclass(eq=False)
@@ -155,19 +163,16 @@ FORWARD_STAGES = ("core", "structural", "forward", "optimised")
 
 
 @dataclass
-class ForwardStages:
+class ForwardStages(_StageText):
     """Each stage of forward mode: the core IR, with explicit dup/drop, the
     forward macro's output (params, tangents) -> (value, tangent), optimised."""
+
+    NAMES = FORWARD_STAGES
 
     core: Function
     structural: Function
     forward: Function
     optimised: Function | ReverseProgram  # forward over reverse: a reverse program again
-
-    def text(self, stage: str) -> str:
-        if stage not in FORWARD_STAGES:
-            raise AstadError(f"unknown stage {stage!r}; stages are {', '.join(FORWARD_STAGES)}")
-        return getattr(self, stage).pretty()
 
 
 @dataclass(eq=False)
