@@ -126,21 +126,25 @@ def found_below(node: cst.CSTNode, kinds: tuple[type, ...], stop: tuple[type, ..
 _AST = threading.Lock()
 
 
-def parse_ast(source: str, filename: str = "<unknown>") -> Any:
-    """``ast.parse``, one thread at a time."""
-    import ast
-
+def _taking_turns(convert: Callable[[], Any]) -> Any:
+    """``convert()`` under the lock, again if the shared depth was changed under us (see above)."""
     for attempt in range(3):
         with _AST:
             try:
-                return ast.parse(source, filename)
-            except SystemError as e:  # the shared depth was changed under us (see above): parse again
+                return convert()
+            except SystemError as e:
                 if "recursion depth mismatch" not in str(e) or attempt == 2:
                     raise
     raise AssertionError("unreachable")
 
 
+def parse_ast(source: str, filename: str = "<unknown>") -> Any:
+    """``ast.parse``, one thread at a time."""
+    import ast
+
+    return _taking_turns(lambda: ast.parse(source, filename))
+
+
 def compile_ast(tree: Any, filename: str, flags: int = 0) -> Any:
     """``compile`` of an ``ast`` tree or of source text, one thread at a time."""
-    with _AST:
-        return compile(tree, filename, "exec", flags=flags, dont_inherit=True)
+    return _taking_turns(lambda: compile(tree, filename, "exec", flags=flags, dont_inherit=True))
