@@ -54,6 +54,6 @@ def test_shared_factor_taken_out_of_the_tangent_only():
     fwd = astad.forward(scalar_loop)
     rng = np.random.default_rng(0)
     fwd(rng.standard_normal(4), rng.standard_normal(4))
-    body = fwd.source.split("for ")[1].split("return")[0]
+    body = fwd.source.split("    for ")[1].split("return")[0]
     # x_t[i] * (...) + y_t[i] * (...): two products for the tangent's five terms, beside cos(x[i]) * y[i]
     assert body.count("x_t[") == 1 and body.count("y_t[") == 1, fwd.source
