@@ -235,8 +235,8 @@ def optimise_forward(fn: Function, n_primal: int | None = None) -> Function:
     if n_primal is None:
         return out
     factored = factor_tangents(out, n_primal)  # ``n_primal``: the parameters after these are tangents
-    return Function(fn.name, fn.params, optimise.dce(ReverseProgram(fn.name, fn.params, factored.body, prog.ct_in,
-                                                                    prog.backward)).forward)
+    prog = ReverseProgram(fn.name, fn.params, factored.body, prog.ct_in, prog.backward)
+    return Function(fn.name, fn.params, optimise.dce(optimise.cse(prog)).forward)  # 0.5 * x in both: once
 
 
 def optimise_split(fn: SplitFunction) -> ReverseProgram:
