@@ -1,0 +1,179 @@
+"""Tangent sums factored (``factor_tangents``): in the forward program, a sum of
+products that share a factor is computed as that factor times the sum of the
+rest, ``t1 * y_t + y_t * cos(y)`` -> ``y_t * (t1 + cos(y))``: one
+multiplication fewer per product beyond the first.
+
+Only tangent arithmetic is rewritten (bindings that read, through any chain,
+a tangent parameter: the primal never does, so its rounding is unchanged), and
+only through products and sums bound in the same block and read once (what
+the rewrite leaves unread, ``dce`` removes)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from .. import rules
+from ..blocks import result_items, with_branches
+from ..ir import Atom, Bind, Block, Copy, Function, If, Loop, Plus, Prim, Var, all_binds, use_counts
+from ..names import Namer, program_names
+from .cse import _atom_key
+
+_SUMS = {"add", "sub", "neg"}
+Term = tuple[bool, Atom]  # (negated, atom)
+
+
+def tangent_names(fn: Function, tangents: Sequence[Var]) -> set[str]:
+    """The names whose values depend on a tangent parameter (to a fixed point over loops)."""
+    tainted = {v.name for v in tangents}
+
+    def reads(atoms) -> bool:
+        return any(isinstance(a, Var) and a.name in tainted for a in atoms)
+
+    changed = True
+    while changed:
+        before = len(tainted)
+        for b in all_binds(fn.body):
+            rhs = b.rhs
+            if isinstance(rhs, Prim):
+                hit = [t for t in b.targets if reads(rhs.args)]
+            elif isinstance(rhs, (Copy, Plus)):
+                hit = [t for t in b.targets if reads([rhs.atom] if isinstance(rhs, Copy) else rhs.items)]
+            elif isinstance(rhs, Loop):
+                items = result_items(rhs.body) or ()
+                hit = []
+                for i, c in enumerate(rhs.carried):
+                    if reads([rhs.init[i]]) or (i < len(items) and reads([items[i]])):
+                        tainted.add(c.name)
+                        if i < len(b.targets):
+                            hit.append(b.targets[i])
+            elif isinstance(rhs, If):
+                then, orelse = result_items(rhs.then) or (), result_items(rhs.orelse) or ()
+                hit = [t for i, t in enumerate(b.targets)
+                       if (i < len(then) and reads([then[i]])) or (i < len(orelse) and reads([orelse[i]]))]
+            else:
+                hit = []
+            tainted.update(t.name for t in hit)
+        changed = len(tainted) != before
+    return tainted
+
+
+def factor_tangents(fn: Function, n_primal: int) -> Function:
+    """``fn``: a forward program whose parameters after the first ``n_primal`` are tangents."""
+    tainted = tangent_names(fn, fn.params[n_primal:])
+    counts = use_counts(fn.body)
+    namer = Namer.adding_to(program_names(fn), fn.name)  # never one of the program's own names
+    return Function(fn.name, fn.params, _block(fn.body, tainted, counts, namer))
+
+
+def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Block:
+    binds = [with_branches(b, b.rhs, lambda blk: _block(blk, tainted, counts, namer)) for b in block.binds]
+    defs = {b.targets[0].name: b.rhs for b in binds
+            if len(b.targets) == 1 and isinstance(b.rhs, Prim) and not b.rhs.params and b.targets[0].name in tainted}
+
+    def inner(a: Atom, ops: set[str]) -> Prim | None:
+        """The tangent primitive (one of ``ops``) bound here to ``a`` and read only once."""
+        rhs = defs.get(a.name) if isinstance(a, Var) and counts[a.name] == 1 else None
+        return rhs if rhs is not None and rhs.op in ops else None
+
+    consumed = {a.name for rhs in defs.values() if rhs.op in _SUMS for a in rhs.args if inner(a, _SUMS)}
+    out: list[Bind] = []
+    for b in binds:
+        rhs = b.rhs
+        t = b.targets[0] if len(b.targets) == 1 else None
+        if t is not None and t.name in defs and rhs.op in ("add", "sub") and t.name not in consumed:
+            new = _factored(t, rhs, inner, namer, b.loc)
+            if new is not None:
+                out.extend(new)
+                continue
+        out.append(b)
+    return Block(tuple(out), block.result)
+
+
+def _terms(rhs: Prim, neg: bool, inner) -> list[Term]:
+    signs = {"add": (False, False), "sub": (False, True), "neg": (True,)}[rhs.op]
+    terms: list[Term] = []
+    for a, s in zip(rhs.args, signs):
+        sub = inner(a, _SUMS)
+        terms += _terms(sub, neg != s, inner) if sub is not None else [(neg != s, a)]
+    return terms
+
+
+def _factors(a: Atom, inner) -> list[Atom] | None:
+    rhs = inner(a, {"mul"})
+    if rhs is None:
+        return None
+    out = []
+    for x in rhs.args:
+        out += _factors(x, inner) or [x]
+    return out
+
+
+def _factored(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | None:
+    terms = _terms(rhs, False, inner)
+    products = [_factors(a, inner) for _, a in terms]
+    groups: dict[int, tuple[Atom, list[int]]] = {}  # first member -> (common factor, members)
+    free = [i for i, p in enumerate(products) if p is not None]
+    while True:
+        seen: Counter = Counter()
+        for i in free:
+            seen.update({_atom_key(f) for f in products[i]})
+        key, n = seen.most_common(1)[0] if seen else (None, 0)
+        if n < 2:
+            break
+        members = [i for i in free if any(_atom_key(f) == key for f in products[i])]
+        common = next(f for f in products[members[0]] if _atom_key(f) == key)
+        groups[members[0]] = (common, members)
+        free = [i for i in free if i not in members]
+    if not groups:
+        return None
+    binds: list[Bind] = []
+
+    def prim(op: str, *args: Atom) -> Var:
+        var = Var(namer.temp(), rules.infer(op, [a.type for a in args], {}))
+        binds.append(Bind((var,), Prim(op, args), loc))
+        return var
+
+    def product(fs: list[Atom]) -> Atom:
+        acc = fs[0]
+        for f in fs[1:]:
+            acc = prim("mul", acc, f)
+        return acc
+
+    def signed_sum(ts: list[Term]) -> Term:
+        pos = [a for s, a in ts if not s]
+        if not pos:
+            total = ts[0][1]
+            for _, a in ts[1:]:
+                total = prim("add", total, a)
+            return True, total
+        total = pos[0]
+        first = True
+        for s, a in ts:
+            if not s and first and a is pos[0]:
+                first = False
+                continue
+            total = prim("sub" if s else "add", total, a)
+        return False, total
+
+    in_groups = {i for _, ms in groups.values() for i in ms}
+    new_terms: list[Term] = []
+    for i, (s, a) in enumerate(terms):
+        if i in groups:
+            common, members = groups[i]
+            rests = []
+            for m in members:
+                fs = list(products[m])
+                fs.pop(next(j for j, f in enumerate(fs) if _atom_key(f) == _atom_key(common)))
+                rests.append((terms[m][0], product(fs)))
+            neg, total = signed_sum(rests)
+            new_terms.append((neg, prim("mul", common, total)))
+        elif i not in in_groups:
+            new_terms.append((s, a))
+    neg, total = signed_sum(new_terms)
+    if neg:
+        total = prim("neg", total)
+    if not isinstance(total, Var) or not binds or binds[-1].targets[0] is not total or total.type != target.type:
+        return None
+    binds[-1] = Bind((target,), binds[-1].rhs, loc)
+    return binds
