@@ -130,6 +130,7 @@ class Reverse:
     """
 
     __astad_reverse__ = True  # see source.reversed_function
+    _MODE = "reverse"  # the decorator, as the object shows itself
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         fn = reversed_function(fn) or fn
@@ -258,13 +259,13 @@ class Reverse:
 
     def _repr_markdown_(self) -> str:
         if self._last is None:
-            return (f"**astad.reverse({self._parsed.name})** — not called yet; the generated code appears "
+            return (f"**astad.{self._MODE}({self._parsed.name})** — not called yet; the generated code appears "
                     f"after the first call.\n\n```python\n{self._parsed.source}```")
-        return f"**astad.reverse({self._parsed.name})** — generated code:\n\n```python\n{self._last.source}```"
+        return f"**astad.{self._MODE}({self._parsed.name})** — generated code:\n\n```python\n{self.source}```"
 
     def _repr_html_(self) -> str:
-        code = self._last.source if self._last is not None else self._parsed.source
-        title = f"astad.reverse({html.escape(self._parsed.name)})"
+        code = self.source if self._last is not None else self._parsed.source
+        title = f"astad.{self._MODE}({html.escape(self._parsed.name)})"
         try:
             from pygments import highlight
             from pygments.formatters import HtmlFormatter
@@ -277,7 +278,7 @@ class Reverse:
         return f"<div><b>{title}</b>{note}{body}</div>"
 
     def __repr__(self) -> str:
-        return f"<astad.reverse of {self._parsed.name} at {self._parsed.file}:{self._parsed.funcdef_line}>"
+        return f"<astad.{self._MODE} of {self._parsed.name} at {self._parsed.file}:{self._parsed.funcdef_line}>"
 
 
 _REVERSED: "weakref.WeakKeyDictionary[Callable, Reverse]" = weakref.WeakKeyDictionary()

@@ -10,7 +10,6 @@ only (the disk cache holds reverse derivatives).
 
 from __future__ import annotations
 
-import html
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -39,6 +38,8 @@ class Forward(Reverse):
     differentiable parameter), ``.ir(stage)`` each stage: core, structural,
     forward, optimised.  ``grad(forward(f))`` is ``grad(f)``: the object stands
     for its function, as a :class:`~astad.api.Reverse` does."""
+
+    _MODE = "forward"
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, "Pushforward"]:  # type: ignore[override]
         args = self.positional(args, kwargs)
@@ -99,20 +100,6 @@ class Forward(Reverse):
         assert d.stages is not None
         return d.stages.text(stage)
 
-    def _repr_markdown_(self) -> str:
-        if self._last is None:
-            return (f"**astad.forward({self._parsed.name})** — not called yet; the generated code appears "
-                    f"after the first call.\n\n```python\n{self._parsed.source}```")
-        return f"**astad.forward({self._parsed.name})** — generated code:\n\n```python\n{self.source}```"
-
-    def _repr_html_(self) -> str:
-        code = self.source if self._last is not None else self._parsed.source
-        title = f"astad.forward({html.escape(self._parsed.name)})"
-        note = "" if self._last is not None else " (not called yet: showing the source)"
-        return f"<div><b>{title}</b>{note}<pre>{html.escape(code)}</pre></div>"
-
-    def __repr__(self) -> str:
-        return f"<astad.forward of {self._parsed.name} at {self._parsed.file}:{self._parsed.funcdef_line}>"
 
 
 class Pushforward:

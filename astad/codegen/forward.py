@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .. import rules as prims
-from .python import Printer, funcdef
+from .python import Printer, funcdef, module_source
 from ..ir import Function, MakeTuple
 
 
@@ -32,16 +31,4 @@ def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     params = [p.name for p in fn.params]
     doc = (f"Value and tangent of {name}: ({', '.join(params[:primal_count])}"
            f"{'; ' if params[primal_count:] else ''}{', '.join(params[primal_count:])}) -> (value, tangent).")
-    imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(
-        name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
-    module = cst.Module(
-        header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine()
-                for line in header.splitlines()],
-        body=[*imports, funcdef(f"{name}_jvp", params, printer.lines, doc)],
-    )
-    code = module.code
-    helpers = sorted(n for n in prims.RUNTIME if f"{n}(" in code)
-    if helpers:
-        line = cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}")
-        code = module.with_changes(body=[*imports, line, *module.body[1:]]).code
-    return code
+    return module_source(header, [funcdef(f"{name}_jvp", params, printer.lines, doc)])

@@ -403,16 +403,21 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
         bwd.returns(bwd.atom(result))
 
     ps = [p.name for p in prog.params]
+    return module_source(header, [
+        funcdef(f"{prog.name}_forward", ps, fwd.lines,
+                f"Primal of {prog.name}: returns (value, residuals for {prog.name}_backward)."),
+        funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
+                f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
+    ])
+
+
+def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
+    """A generated module: ``header`` as comments, ``import numpy as np``, the
+    runtime helpers the functions call (from :data:`astad.rules.RUNTIME`), the functions."""
     imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
     module = cst.Module(
         header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
-        body=[
-            *imports,
-            funcdef(f"{prog.name}_forward", ps, fwd.lines,
-                     f"Primal of {prog.name}: returns (value, residuals for {prog.name}_backward)."),
-            funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
-                     f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
-        ],
+        body=[*imports, *functions],
     )
     code = module.code
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
