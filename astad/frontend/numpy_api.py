@@ -1,140 +1,29 @@
 """How the numpy functions, array methods and builtins a user calls map onto
-primitives: each entry binds the call's arguments to the numpy signature and
-emits the primitive (with its static parameters) through the lowerer."""
+primitives: the core tables here, and one module per family of functions
+(``api_elementwise``, ``api_reductions``, ``api_shape``, ``api_linalg``,
+``api_python``), each adding its own ``FUNCTIONS``, ``METHODS`` and ``BUILTINS``.
+The machinery (:class:`ApiSpec` and the spec makers) is in :mod:`.api_specs`."""
 
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import libcst as cst
 import numpy as np
 
 from ..ir import Atom, Const, ListT, Num, Var
-from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
+from . import api_elementwise, api_linalg, api_python, api_reductions, api_shape
+from .api_specs import (REQUIRED, ApiSpec, Lower, atoms, constructor, dims, dtype_params, elementwise, like,  # noqa: F401
+                        reduction, sequence, sig, spec, static_params)
+from .core import LowererCore as Lowerer
 from .scopes import Value
 
-_REQUIRED = object()
-
-Lower = Callable[["Lowerer", dict, cst.Call], "Value"]
-
-
-@dataclass(frozen=True)
-class ApiSpec:
-    title: str
-    params: tuple[tuple[str, Any], ...]  # (name, default or _REQUIRED)
-    lower: Lower
-
-    def bind(self, args: list, kwargs: dict) -> dict:
-        names = [n for n, _ in self.params]
-        if len(args) > len(names):
-            raise TypeError(f"takes at most {len(names)} positional arguments ({len(args)} given)")
-        bound = dict(zip(names, args))
-        for k, v in kwargs.items():
-            if k not in names:
-                raise TypeError(f"unsupported keyword argument `{k}` (supported: {', '.join(names)})")
-            if k in bound:
-                raise TypeError(f"got multiple values for `{k}`")
-            bound[k] = v
-        for n, default in self.params:
-            if n not in bound:
-                if default is _REQUIRED:
-                    raise TypeError(f"missing argument `{n}`")
-                bound[n] = default
-        return bound
-
-
-def _sig(text: str) -> tuple[tuple[str, Any], ...]:
-    out = []
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, default = part.partition("=")
-        out.append((name, _REQUIRED if not _ else eval(default, {})))  # noqa: S307 - literal defaults of our own table
-    return tuple(out)
-
-
-def _atoms(lw: "Lowerer", bound: dict, node: cst.Call, *names: str) -> list[Atom]:
-    return [lw.atom(lw.const_or(bound[n]), node) for n in names]
-
-
-def elementwise(op: str, sig: str = "x") -> Callable[[str], ApiSpec]:
-    names = [n for n, _ in _sig(sig)]
-    return lambda title: ApiSpec(title, _sig(sig), lambda lw, b, node: lw.emit(op, _atoms(lw, b, node, *names)))
-
-
-def reduction(op: str) -> Callable[[str], ApiSpec]:
-    # numpy's positional order: np.sum(a, axis, dtype, out, keepdims); np.max(a, axis, out, keepdims)
-    sig = "a, axis=None, out=None, keepdims=False" if op in ("max", "min") else "a, axis=None, dtype=None, out=None, keepdims=False"
-
-    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-        for unsupported in ("dtype", "out"):
-            if unsupported in b and lw.static(lw.const_or(b[unsupported]), node, unsupported) is not None:
-                raise lw.type_error(f"`{unsupported}=` is not supported in reductions", node,
-                                    "leave it out (a positional argument after `axis` is numpy's `dtype`/`out`; "
-                                    "pass keepdims=... by keyword)")
-        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
-        keep = bool(lw.static(lw.const_or(b["keepdims"]), node, "keepdims"))
-        return lw.emit(op, _atoms(lw, b, node, "a"), {"axis": axis, "keepdims": keep})
-
-    return lambda title: ApiSpec(title, _sig(sig), lower)
-
-
-def static_params(op: str, sig: str, values: tuple[str, ...], statics: tuple[str, ...]) -> Callable[[str], ApiSpec]:
-    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-        params = {s: lw.static(lw.const_or(b[s]), node, s) for s in statics}
-        return lw.emit(op, _atoms(lw, b, node, *values), params)
-
-    return lambda title: ApiSpec(title, _sig(sig), lower)
-
-
-def sequence(op: str) -> Callable[[str], ApiSpec]:
-    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-        seq = b["arrays"]
-        if isinstance(seq, Var) and isinstance(seq.type, ListT):
-            axis = lw.static(lw.const_or(b["axis"]), node, "axis")
-            return lw.emit(f"{op}_list", [seq], {"axis": axis})
-        if not hasattr(seq, "items"):
-            raise lw.type_error(f"np.{op} needs a list or tuple of arrays", node)
-        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
-        return lw.emit(op, [lw.atom(v, node) for v in seq.items], {"axis": axis})
-
-    return lambda title: ApiSpec(title, _sig("arrays, axis=0"), lower)
-
-
-def _dims(lw: "Lowerer", shape: Any, node: cst.Call) -> list[Atom]:
-    items = shape.items if hasattr(shape, "items") else (shape,)
-    return [lw.atom(lw.const_or(d), node) for d in items]
-
-
-def constructor(op: str) -> Callable[[str], ApiSpec]:
-    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-        return lw.emit(op, _dims(lw, b["shape"], node), _dtype(lw, b, node))
-
-    return lambda title: ApiSpec(title, _sig("shape, dtype=None"), lower)
-
-
-def _dtype(lw: "Lowerer", b: dict, node: cst.Call) -> dict:
-    d = b.get("dtype")
-    if d is None:
-        return {}
-    value = lw.static(lw.const_or(d), node, "dtype")
-    if value is float:
-        value = "float64"
-    try:
-        return {"dtype": np.dtype(value).name}
-    except TypeError:
-        raise lw.type_error(f"unsupported dtype {value!r}", node, "np.float64, np.float32, int, bool") from None
-
-
-def like(op: str) -> Callable[[str], ApiSpec]:
-    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-        return lw.emit(op, _atoms(lw, b, node, "a"), _dtype(lw, b, node))
-
-    return lambda title: ApiSpec(title, _sig("a, dtype=None"), lower)
+_FAMILIES = (api_elementwise, api_reductions, api_shape, api_linalg, api_python)
 
 
 def _lower_reshape(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    return lw.emit("reshape", [lw.atom(b["a"], node), *_dims(lw, b["shape"], node)])
+    return lw.emit("reshape", [lw.atom(b["a"], node), *dims(lw, b["shape"], node)])
 
 
 def _lower_reshape_method(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
@@ -184,14 +73,14 @@ def _lower_len(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 
 def _lower_dot(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    x, y = _atoms(lw, b, node, "a", "b")
+    x, y = atoms(lw, b, node, "a", "b")
     scalar = any(isinstance(t.type, Num) and t.type.ndim == 0 for t in (x, y))
     return lw.emit("mul" if scalar else "dot", [x, y])
 
 
 def _lower_square(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     two = Const.literal(2, Num((), "int64", py=True, value=2))
-    return lw.emit("pow", [*_atoms(lw, b, node, "x"), two])
+    return lw.emit("pow", [*atoms(lw, b, node, "x"), two])
 
 
 def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
@@ -205,11 +94,7 @@ def _lower_arange(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 def _lower_eye(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     dims = [b["N"]] + ([b["M"]] if b["M"] is not None else [])
-    return lw.emit("eye", [lw.atom(lw.const_or(d), node) for d in dims], _dtype(lw, b, node))
-
-
-def _spec(sig: str, lower: Lower) -> Callable[[str], ApiSpec]:
-    return lambda title: ApiSpec(title, _sig(sig), lower)
+    return lw.emit("eye", [lw.atom(lw.const_or(d), node) for d in dims], dtype_params(lw, b, node))
 
 
 _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
@@ -217,7 +102,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
                                    "trunc", "rint", "isnan")},
     "absolute": elementwise("abs"),
     "negative": elementwise("neg"),
-    "square": _spec("x", _lower_square),
+    "square": spec("x", _lower_square),
     "maximum": elementwise("maximum", "x1, x2"),
     "minimum": elementwise("minimum", "x1, x2"),
     "power": elementwise("pow", "x1, x2"),
@@ -236,12 +121,12 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "amax": reduction("max"),
     "amin": reduction("min"),
     "matmul": elementwise("matmul", "a, b"),
-    "dot": _spec("a, b", _lower_dot),
+    "dot": spec("a, b", _lower_dot),
     "outer": elementwise("outer", "a, b"),
-    "transpose": _spec("a, axes=None", _lower_transpose),
-    "reshape": _spec("a, shape", _lower_reshape),
+    "transpose": spec("a, axes=None", _lower_transpose),
+    "reshape": spec("a, shape", _lower_reshape),
     "ravel": elementwise("ravel", "a"),
-    "copy": _spec("a", _lower_copy),
+    "copy": spec("a", _lower_copy),
     "expand_dims": static_params("expand_dims", "a, axis", ("a",), ("axis",)),
     "concatenate": sequence("concatenate"),
     "stack": sequence("stack"),
@@ -252,22 +137,26 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "ones": constructor("ones"),
     "zeros_like": like("zeros_like"),
     "ones_like": like("ones_like"),
-    "eye": _spec("N, M=None, dtype=None", _lower_eye),
-    "arange": _spec("start, stop=None, step=None", _lower_arange),
-    "shape": _spec("a", _lower_shape),
-    "array": _spec("object", lambda lw, b, node: sequence("stack")("np.array").lower(lw, {"arrays": b["object"], "axis": 0}, node)),
+    "eye": spec("N, M=None, dtype=None", _lower_eye),
+    "arange": spec("start, stop=None, step=None", _lower_arange),
+    "shape": spec("a", _lower_shape),
+    "array": spec("object", lambda lw, b, node: sequence("stack")("np.array").lower(lw, {"arrays": b["object"], "axis": 0}, node)),
 }
+for _family in _FAMILIES:
+    _FUNCTIONS.update(_family.FUNCTIONS)
 
-#: numpy functions by name.
+#: numpy functions by name (``"linalg.norm"`` for ``np.linalg.norm``).
 API: dict[str, ApiSpec] = {name: make(f"np.{name}") for name, make in _FUNCTIONS.items()}
 
 _METHODS: dict[str, Callable[[str], ApiSpec]] = {
     **{n: reduction(n) for n in ("sum", "mean", "max", "min", "prod")},
-    "dot": _spec("a, b", _lower_dot),
+    "dot": spec("a, b", _lower_dot),
     "ravel": elementwise("ravel", "a"),
-    "flatten": _spec("a", lambda lw, b, node: lw.copy(lw.emit("ravel", [lw.atom(b["a"], node)]))),  # a copy
-    "copy": _spec("a", _lower_copy),
+    "flatten": spec("a", lambda lw, b, node: lw.copy(lw.emit("ravel", [lw.atom(b["a"], node)]))),  # a copy
+    "copy": spec("a", _lower_copy),
 }
+for _family in _FAMILIES:
+    _METHODS.update(_family.METHODS)
 
 #: array methods (``x.sum(...)``); the array is bound to the first parameter.
 METHODS: dict[str, ApiSpec] = {name: make(f".{name}()") for name, make in _METHODS.items()}
@@ -283,8 +172,8 @@ class _VarArgs(ApiSpec):
         return {first: args[0], rest: list(args[1:])}
 
 
-METHODS["reshape"] = _VarArgs(".reshape()", _sig("a, shape"), _lower_reshape_method)
-METHODS["transpose"] = _VarArgs(".transpose()", _sig("a, axes"), _lower_transpose_method)
+METHODS["reshape"] = _VarArgs(".reshape()", sig("a, shape"), _lower_reshape_method)
+METHODS["transpose"] = _VarArgs(".transpose()", sig("a, axes"), _lower_transpose_method)
 
 #: builtins the subset allows.
 def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
@@ -307,10 +196,12 @@ def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 
 BUILTINS: dict[Any, ApiSpec] = {
-    builtins.len: ApiSpec("len", _sig("a"), _lower_len),
-    builtins.sum: ApiSpec("sum", _sig("iterable, start=0"), _lower_builtin_sum),
+    builtins.len: ApiSpec("len", sig("a"), _lower_len),
+    builtins.sum: ApiSpec("sum", sig("iterable, start=0"), _lower_builtin_sum),
     builtins.abs: elementwise("abs")("abs"),
 }
+for _family in _FAMILIES:
+    BUILTINS.update(_family.BUILTINS)
 
 
 def builtin_spec(obj: Any) -> ApiSpec | None:

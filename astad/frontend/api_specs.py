@@ -1,0 +1,140 @@
+"""The machinery of the call tables (:mod:`astad.frontend.numpy_api` and the
+``api_*`` family modules): an :class:`ApiSpec` binds a call's arguments to the
+numpy signature and lowers it to a primitive through the lowerer; the helpers
+below make the common shapes of spec (elementwise, reduction, constructor...)."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import libcst as cst
+import numpy as np
+
+from ..ir import Atom, Const, ListT, Num, Var
+from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
+from .scopes import Value
+
+REQUIRED = object()
+
+Lower = Callable[["Lowerer", dict, cst.Call], "Value"]
+
+
+@dataclass(frozen=True)
+class ApiSpec:
+    title: str
+    params: tuple[tuple[str, Any], ...]  # (name, default or REQUIRED)
+    lower: Lower
+
+    def bind(self, args: list, kwargs: dict) -> dict:
+        names = [n for n, _ in self.params]
+        if len(args) > len(names):
+            raise TypeError(f"takes at most {len(names)} positional arguments ({len(args)} given)")
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names:
+                raise TypeError(f"unsupported keyword argument `{k}` (supported: {', '.join(names)})")
+            if k in bound:
+                raise TypeError(f"got multiple values for `{k}`")
+            bound[k] = v
+        for n, default in self.params:
+            if n not in bound:
+                if default is REQUIRED:
+                    raise TypeError(f"missing argument `{n}`")
+                bound[n] = default
+        return bound
+
+
+def sig(text: str) -> tuple[tuple[str, Any], ...]:
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, default = part.partition("=")
+        out.append((name, REQUIRED if not _ else eval(default, {})))  # noqa: S307 - literal defaults of our own table
+    return tuple(out)
+
+
+def atoms(lw: "Lowerer", bound: dict, node: cst.Call, *names: str) -> list[Atom]:
+    return [lw.atom(lw.const_or(bound[n]), node) for n in names]
+
+
+def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
+    names = [n for n, _ in sig(signature)]
+    return lambda title: ApiSpec(title, sig(signature), lambda lw, b, node: lw.emit(op, atoms(lw, b, node, *names)))
+
+
+def reduction(op: str) -> Callable[[str], ApiSpec]:
+    # numpy's positional order: np.sum(a, axis, dtype, out, keepdims); np.max(a, axis, out, keepdims)
+    signature = "a, axis=None, out=None, keepdims=False" if op in ("max", "min") else "a, axis=None, dtype=None, out=None, keepdims=False"
+
+    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+        for unsupported in ("dtype", "out"):
+            if unsupported in b and lw.static(lw.const_or(b[unsupported]), node, unsupported) is not None:
+                raise lw.type_error(f"`{unsupported}=` is not supported in reductions", node,
+                                    "leave it out (a positional argument after `axis` is numpy's `dtype`/`out`; "
+                                    "pass keepdims=... by keyword)")
+        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+        keep = bool(lw.static(lw.const_or(b["keepdims"]), node, "keepdims"))
+        return lw.emit(op, atoms(lw, b, node, "a"), {"axis": axis, "keepdims": keep})
+
+    return lambda title: ApiSpec(title, sig(signature), lower)
+
+
+def static_params(op: str, signature: str, values: tuple[str, ...], statics: tuple[str, ...]) -> Callable[[str], ApiSpec]:
+    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+        params = {s: lw.static(lw.const_or(b[s]), node, s) for s in statics}
+        return lw.emit(op, atoms(lw, b, node, *values), params)
+
+    return lambda title: ApiSpec(title, sig(signature), lower)
+
+
+def sequence(op: str) -> Callable[[str], ApiSpec]:
+    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+        seq = b["arrays"]
+        if isinstance(seq, Var) and isinstance(seq.type, ListT):
+            axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+            return lw.emit(f"{op}_list", [seq], {"axis": axis})
+        if not hasattr(seq, "items"):
+            raise lw.type_error(f"np.{op} needs a list or tuple of arrays", node)
+        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+        return lw.emit(op, [lw.atom(v, node) for v in seq.items], {"axis": axis})
+
+    return lambda title: ApiSpec(title, sig("arrays, axis=0"), lower)
+
+
+def dims(lw: "Lowerer", shape: Any, node: cst.Call) -> list[Atom]:
+    items = shape.items if hasattr(shape, "items") else (shape,)
+    return [lw.atom(lw.const_or(d), node) for d in items]
+
+
+def constructor(op: str) -> Callable[[str], ApiSpec]:
+    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+        return lw.emit(op, dims(lw, b["shape"], node), dtype_params(lw, b, node))
+
+    return lambda title: ApiSpec(title, sig("shape, dtype=None"), lower)
+
+
+def dtype_params(lw: "Lowerer", b: dict, node: cst.Call) -> dict:
+    d = b.get("dtype")
+    if d is None:
+        return {}
+    value = lw.static(lw.const_or(d), node, "dtype")
+    if value is float:
+        value = "float64"
+    try:
+        return {"dtype": np.dtype(value).name}
+    except TypeError:
+        raise lw.type_error(f"unsupported dtype {value!r}", node, "np.float64, np.float32, int, bool") from None
+
+
+def like(op: str) -> Callable[[str], ApiSpec]:
+    def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+        return lw.emit(op, atoms(lw, b, node, "a"), dtype_params(lw, b, node))
+
+    return lambda title: ApiSpec(title, sig("a, dtype=None"), lower)
+
+
+def spec(signature: str, lower: Lower) -> Callable[[str], ApiSpec]:
+    return lambda title: ApiSpec(title, sig(signature), lower)
+
+
