@@ -64,10 +64,11 @@ KIND: dict[str, str] = {
         "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "scatter", "scatter_add", "select", "shape", "sign",
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
-        "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
+        "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim", "last_writes",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
-                     "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
+                     "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
+                     "setitem"), "view"),
     "getitem": "getitem",
     "list": "list",
     **dict.fromkeys(("append", "append_in_place"), "append"),
@@ -161,7 +162,8 @@ class Aliases:
             scalar = scalar_result and all(
                 isinstance(i, (int, np.integer)) or (isinstance(i, tuple) and i[:1] == ("arg",))
                 for i in params.get("index", ()))
-            roots = self.fresh(var.name) if scalar else self.roots(args[0])
+            copied = any(isinstance(i, tuple) and i[:1] in (("array",), ("mask",)) for i in params.get("index", ()))
+            roots = self.fresh(var.name) if scalar or copied else self.roots(args[0])
         elif kind == "view":
             roots = self.roots(args[0])
         elif kind == "list":

@@ -97,6 +97,9 @@ class Printer:
             args = [self.atom(a) for a in rhs.args]
             if rhs.op in _LIST_IN_PLACE:
                 self.flush_reading(rhs.args[0])
+            if rhs.op in _UPDATES:  # a copy of the array updated, or the array itself where nothing else reads it
+                self.fresh.add(b.targets[0].name)
+                params["in_place"] = self.in_place and self._owned(rhs.args[0])
             if entry.stmts is not None:
                 for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
                     self.emit(small, b.loc)
@@ -285,6 +288,10 @@ class Printer:
         self.emit(cst.Expr(px.call(f"np.{ufunc}", [*first, name], out=cst.Name(target.name))), b.loc)
         return True
 
+    def _owned(self, a: Atom) -> bool:
+        """``a`` holds an array this function allocated, read only here: it may be changed in place."""
+        return isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.name not in self.inlined
+
     def _reusable(self, a: Atom, target: Var) -> bool:
         return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
                 and isinstance(a.type, Num) and None not in a.type.shape
@@ -326,7 +333,7 @@ IN_PLACE_MIN_SIZE = 4096
 _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs",
           "sign", "maximum", "minimum", "select", "where", "clip", "matmul", "dot", "outer", "sum", "mean",
           "prod_vjp", "diag_embed", "scatter", "full", "zeros", "ones", "zeros_like", "ones_like", "concatenate",
-          "stack", "tril", "triu"}
+          "stack", "tril", "triu", "copy"}
 
 
 def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
@@ -346,6 +353,8 @@ _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": 
 
 #: primitives that change the list they are given (its first operand) in place
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
+#: array updates printed as ``y_new = y.copy(); y_new[index] = v``, without the copy where ``y`` is owned
+_UPDATES = {"setitem"}
 #: operations that can update their first (for + and *, either) operand in place
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 #: operations that can update their last operand in place by a ufunc's ``out=`` (the first, for + and *, above)

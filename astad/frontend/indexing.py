@@ -9,6 +9,8 @@ from typing import Any
 import libcst as cst
 import numpy as np
 
+from .. import rules
+from ..errors import UnsupportedSyntaxError
 from ..values import PyDict, PyTuple
 from ..ir import Atom, Const, ListT, Num, Prim, Var
 from .scopes import Value
@@ -39,6 +41,38 @@ class Indexing(LowererCore):
             if composed is not None:
                 args, index = [composed[0]], list(composed[1])
         return self.emit("getitem", args, {"index": tuple(index)})
+
+    def assign_item(self, target: cst.Subscript, value: Value, op: str | None = None, symbol: str = "") -> None:
+        """``y[index] = v`` (``op``: ``y[index] += v`` and the like, numpy's ``y[index] = y[index] + v``)
+        on an array the function made: the name is bound to ``setitem(y, v, *ix)``, a functional update
+        that is right only when nothing else that can be read shares ``y``'s memory (:mod:`astad.aliases`)."""
+        if not isinstance(target.value, cst.Name):
+            raise self.syntax_error("only an element of an array named by a variable can be assigned to",
+                                    "name the array first: y = ...; y[i] = v", target)
+        name = target.value.value
+        base = self.expr(target.value)
+        if isinstance(base, (PyTuple, PyDict)) or not (isinstance(base, Var) and isinstance(base.type, Num)
+                                                        and base.type.shape):
+            what = "a list or tuple" if isinstance(base, PyTuple) or isinstance(getattr(base, "type", None), ListT) \
+                else "a dict" if isinstance(base, PyDict) else "this value"
+            raise self.syntax_error(f"assigning to an element of {what} is not supported; only arrays are updated",
+                                    "build a new one: ys = ys[:i] + [v] + ys[i + 1:]", target)
+        y = base
+        loc = self.loc(target)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{name}[...] {symbol}= ...` changes the array in place, and {why}", loc,
+                                          f"update a copy: {name} = {name}.copy() first, then {name}[...] {symbol}= ...")
+
+        self.aliases.update_array(y, self.readable_besides(name), fail)
+        args: list[Atom] = [y]
+        index = tuple(self.index_item(el.slice, args) for el in target.slice)
+        v = self.atom(value, target)
+        self.node = target
+        if op is not None:
+            v = self.emit(op, [self.emit("getitem", args, {"index": index}), v])
+        new = self.emit("setitem", [y, v, *args[1:]], {"index": rules.shift_index(index, 1)})
+        self.scope.env[name] = self.name_result(new, name)
 
     def compose_index(self, x: Atom, index: tuple) -> tuple[Atom, tuple] | None:
         """``y[a:b][i]`` (first axis, constant bounds) as one index of ``y``: the
@@ -94,18 +128,29 @@ class Indexing(LowererCore):
         v = s.value
         if isinstance(v, cst.Name) and v.value == "None":
             return None
+        if isinstance(v, cst.Attribute) and v.attr.value == "newaxis":
+            got = self.expr(v)
+            if isinstance(got, Const) and got.value is None:
+                return None
         if isinstance(v, cst.Ellipsis):
             return Ellipsis
-        return self.index_int(v, args)
+        return self.index_int(v, args, arrays=True)
 
-    def index_int(self, node: cst.BaseExpression | None, args: list[Atom]) -> Any:
+    def index_int(self, node: cst.BaseExpression | None, args: list[Atom], arrays: bool = False) -> Any:
+        """A slice bound or an index: an int (an integer array or a boolean mask where ``arrays``)."""
         if node is None:
             return None
-        a = self.atom(self.expr(node), node)
+        value = self.expr(node)
+        if arrays and isinstance(value, PyTuple):  # x[[0, 2]]: the list as an integer array
+            value = self.emit("stack", [self.atom(v, node) for v in value.items], {"axis": 0}) if value.items else value
+        a = self.atom(value, node)
         t = a.type
+        if arrays and isinstance(t, Num) and t.shape and np.dtype(t.dtype).kind in "iub":
+            args.append(a)
+            return ("mask" if t.dtype == "bool" else "array", len(args) - 1)
         if not (isinstance(t, Num) and t.shape == () and np.dtype(t.dtype).kind in "iu"):
             raise self.type_error(f"indices must be integers, not {t}", node,
-                                  "integer indices and slices (indexing with arrays is not supported)")
+                                  "integers, slices, None, integer arrays or boolean masks of the indexed axes")
         if isinstance(a, Const) and a.name is None:
             return int(a.value)
         args.append(a)

@@ -154,21 +154,22 @@ class Statements(LowererCore):
                     raise self.syntax_error("`*` in unpacking is not supported", "name each element", el)
                 self.assign(el.value, v)
         elif isinstance(target, cst.Subscript):
-            raise self.syntax_error("assigning to an element (`x[i] = v`) mutates an array, which is not supported",
-                                    "build the array functionally: np.where, np.concatenate, np.stack", target)
+            self.assign_item(target, value)
         else:
             raise self.syntax_error("only names and tuples of names can be assigned to",
                                     "`name = ...` or `a, b = ...`", target)
 
     def aug_assign(self, node: cst.AugAssign) -> None:
         target = node.target
-        if not isinstance(target, cst.Name):
-            raise self.syntax_error("augmented assignment to an element mutates an array, which is not supported",
-                                    "x = x + ... on a whole name", target)
-        old = self.expr(target)
         op = _AUG_OPS.get(type(node.operator))
         if op is None:
             raise self.syntax_error("this augmented assignment is not supported", "+= -= *= /=", node)
+        if isinstance(target, cst.Subscript):
+            return self.assign_item(target, self.expr(node.value), op, _AUG_SYMBOL[op])
+        if not isinstance(target, cst.Name):
+            raise self.syntax_error("augmented assignment is supported on a name or an element of an array",
+                                    "x = x + ... on a whole name", target)
+        old = self.expr(target)
         old_atom = self.atom(old, target)
         if isinstance(old_atom.type, Num) and not old_atom.type.py:  # a 0-d array changes in place too
             self.check_in_place(old_atom, target.value, _AUG_SYMBOL[op], node)

@@ -43,6 +43,8 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
             elif isinstance(target, (cst.Tuple, cst.List)):
                 for el in target.elements:
                     self._add(el.value)
+            elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+                self._add(target.value)  # `y[i] = v` binds `y` to the updated array
 
         def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
             self._add(n.target)

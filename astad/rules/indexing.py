@@ -18,13 +18,45 @@ from ..ir import Num, Type
 from . import emit
 from .derive import linear
 from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register
+from .types import broadcast_shapes
 
 RULE, BACKWARD = DerivativeKind.RULE, DerivativeKind.BACKWARD_ONLY
 
 
+#: index items read from the primitive's arguments: a scalar int, an integer array, a boolean mask
+_ARG_ITEMS = ("arg", "array", "mask")
+
+
+def is_arg_item(it: Any) -> bool:
+    return isinstance(it, tuple) and bool(it) and it[0] in _ARG_ITEMS
+
+
+def is_advanced(index: tuple) -> bool:
+    """Whether an index template has an integer array or a mask (numpy's advanced indexing)."""
+    return any(isinstance(it, tuple) and it[:1] in (("array",), ("mask",)) for it in index)
+
+
+def gathers(index: tuple) -> bool:
+    """Whether an index may select one element twice (an integer array): its transpose adds (``np.add.at``)."""
+    return any(isinstance(it, tuple) and it[:1] == ("array",) for it in index)
+
+
+def shift_index(index: tuple, by: int) -> tuple:
+    """The template with its argument numbers moved by ``by`` (for a primitive with other leading arguments)."""
+    return tuple((it[0], it[1] + by) if is_arg_item(it) else it for it in index)
+
+
 def index_shape(shape: tuple, index: tuple, arg_types: Sequence[Type]) -> tuple:
-    """The shape of ``x[index]`` for a basic index template (see ``getitem``)."""
-    n_consumed = sum(1 for it in index if it is not None and it is not Ellipsis)
+    """The shape of ``x[index]`` for an index template (see ``getitem``): basic
+    indexing, and numpy's advanced indexing by integer arrays and boolean masks
+    (a mask selects a number of elements known only at run time: ``None``)."""
+
+    def consumed(it: Any) -> int:
+        if it is None or it is Ellipsis:
+            return 0
+        return num(arg_types[it[1]]).ndim if isinstance(it, tuple) and it[0] == "mask" else 1
+
+    n_consumed = sum(consumed(it) for it in index)
     if n_consumed > len(shape):
         raise ShapeError(f"too many indices for an array of dimension {len(shape)}")
     items: list = []
@@ -33,31 +65,61 @@ def index_shape(shape: tuple, index: tuple, arg_types: Sequence[Type]) -> tuple:
             items.extend([("slice", None, None, None)] * (len(shape) - n_consumed))
         else:
             items.append(it)
-    items.extend([("slice", None, None, None)] * (len(shape) - sum(1 for it in items if it is not None)))
+    items.extend([("slice", None, None, None)] * (len(shape) - sum(consumed(it) for it in items)))
+    advanced = is_advanced(tuple(items))
     out: list = []
-    dims = iter(shape)
+    adv_shapes: list[tuple] = []
+    adv_items: list[int] = []  # positions in ``items`` of the advanced indices
+    adv_out = 0  # where in ``out`` the first advanced index is
+    k = 0
 
     def value(spec: Any) -> Any:
         if isinstance(spec, tuple) and spec and spec[0] == "arg":
             return num(arg_types[spec[1]]).value
         return spec
 
-    for it in items:
+    for j, it in enumerate(items):
         if it is None:
             out.append(1)
             continue
-        d = next(dims)
         if isinstance(it, tuple) and it[0] == "slice":
+            d = shape[k]
+            k += 1
             bounds = [value(s) for s in it[1:]]
             given = [s for s in it[1:]]
             if d is None or any(b is None and g is not None for b, g in zip(bounds, given)):
                 out.append(None)
             else:
                 out.append(len(range(*slice(*bounds).indices(d))))
+            continue
+        if not adv_items:
+            adv_out = len(out)
+        if isinstance(it, tuple) and it[0] == "mask":
+            m = num(arg_types[it[1]])
+            if m.ndim == 0:
+                raise ShapeError("a 0-d boolean index is not supported", "np.where(cond, x, 0.0)")
+            dims = shape[k:k + m.ndim]
+            if any(a is not None and b is not None and a != b for a, b in zip(m.shape, dims)):
+                raise ShapeError(f"a boolean index of shape {m.shape} does not match the indexed axes {dims}")
+            k += m.ndim
+            adv_shapes.append((None,))
+        elif isinstance(it, tuple) and it[0] == "array":
+            k += 1
+            adv_shapes.append(num(arg_types[it[1]]).shape)
         else:
+            d = shape[k]
+            k += 1
             v = value(it)
             if v is not None and d is not None and not -d <= v < d:
                 raise ShapeError(f"index {v} is out of bounds for an axis of size {d}")
+            if not advanced:
+                continue
+            adv_shapes.append(())
+        adv_items.append(j)
+    if advanced:
+        together = adv_items == list(range(adv_items[0], adv_items[-1] + 1))
+        at = adv_out if together else 0
+        out[at:at] = list(broadcast_shapes(*adv_shapes))
     return tuple(out)
 
 
@@ -74,7 +136,7 @@ def index_exprs(index: tuple, args: list[Expr]) -> list[Any]:
     def one(spec: Any) -> Expr | None:
         if spec is None:
             return None
-        if isinstance(spec, tuple) and spec[0] == "arg":
+        if is_arg_item(spec):
             return args[spec[1]]
         return px.literal(spec)
 
@@ -95,7 +157,7 @@ def index_value(index: tuple, args: Sequence[Any]) -> Any:
     """The numpy index a template means, given the run-time values of the arguments."""
 
     def one(spec: Any) -> Any:
-        if isinstance(spec, tuple) and spec and spec[0] == "arg":
+        if is_arg_item(spec):
             return args[spec[1]]
         return spec
 
@@ -115,23 +177,39 @@ def _emit_getitem(a: list[Expr], ps: dict) -> Expr:
 # --------------------------------------------------------------------------- the transpose: scatter
 
 
+def add_at_expr(target: Expr, index: tuple, items: list[Any], value: Expr) -> cst.BaseSmallStatement:
+    """``np.add.at(target, idx, value)``: ``target[idx] += value`` with a repeated index added each time."""
+    at = items[0] if len(items) == 1 and not isinstance(items[0], cst.Slice) and index[0] is not Ellipsis \
+        and index[0] is not None else px.subscript(px.name("np.s_"), items)
+    return cst.Expr(px.call("np.add.at", [target, at, value]))
+
+
 def _scatter_value(ct: Any, x: Any, *args: Any, index: tuple, zeros: Any = None) -> Any:
     out = np.zeros_like(x)
-    out[index_value(index, (x, *args))] = ct
+    if gathers(index):
+        np.add.at(out, index_value(index, (x, *args)), ct)
+    else:
+        out[index_value(index, (x, *args))] = ct
     return out
 
 
 def _stmts_scatter(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
-    """``x_ct = np.zeros_like(x); x_ct[index] = ct``: the transpose of basic indexing."""
+    """``x_ct = np.zeros_like(x); x_ct[index] = ct``: the transpose of basic indexing
+    (``np.add.at(x_ct, index, ct)`` for an integer array, whose elements may repeat)."""
     ct, x, *rest = a
     index = index_exprs(ps["index"], [x, *rest])
     zeros = px.call("np.zeros_like", [x]) if ps.get("zeros") is None else emit.constructor("zeros")(
         [px.literal(d) for d in ps["zeros"][0]], {"dtype": ps["zeros"][1]})
+    if gathers(ps["index"]):
+        return [emit.assign(target, zeros), add_at_expr(target, ps["index"], index, ct)]
     return [emit.assign(target, zeros), emit.assign(px.subscript(target, index), ct)]
 
 
 def _scatter_add_value(acc: Any, ct: Any, x: Any, *args: Any, index: tuple) -> Any:
-    acc[index_value(index, (x, *args))] += ct
+    if gathers(index):
+        np.add.at(acc, index_value(index, (x, *args)), ct)
+    else:
+        acc[index_value(index, (x, *args))] += ct
     return acc
 
 
@@ -139,6 +217,8 @@ def _stmts_scatter_add(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSm
     """``acc[index] += ct``: a read ``x[index]`` inside a loop, accumulated in place."""
     acc, ct, x, *rest = a
     index = index_exprs(ps["index"], [x, *rest])
+    if gathers(ps["index"]):
+        return [emit.assign(target, acc), add_at_expr(target, ps["index"], index, ct)]
     return [emit.assign(target, acc),
             cst.AugAssign(target=px.subscript(target, index), operator=cst.AddAssign(), value=ct)]
 

@@ -1,0 +1,115 @@
+"""Array updates, ``y[index] = v``, as the functional ``setitem(y, v, *ix,
+index=...)``: a copy of ``y`` with the indexed part replaced by ``v``
+(broadcast).  The index template is :mod:`astad.rules.indexing`'s, its
+arguments numbered in ``(y, v, *ix)``.
+
+``setitem`` is linear in ``(y, v)`` together, so one transpose gives both
+directions: the JVP is ``setitem`` of the tangents; the VJP gives ``y`` the
+cotangent with the overwritten part zeroed (``setitem(ct, 0.0)``) and ``v``
+the cotangent gathered at the index, summed down to ``v``'s shape.  With an
+integer array an element may be written twice (``y[[0, 0]] = v``): only the
+write numpy keeps gets the cotangent (``last_writes``: which of the selected
+positions hold their value after the assignment, found by the same assignment
+of their numbers, so whatever order numpy writes in, the derivative follows
+it).  ``y[idx] += v`` is lowered by the frontend as
+``setitem(y, y[idx] + v)``, numpy's own reading (a repeated index adds once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+import numpy as np
+
+from .. import pyexpr as px
+from ..ir import Const, Num, Type
+from . import emit
+from .derive import linear, sum_to
+from .indexing import gathers, index_exprs, index_shape, index_value, shift_index
+from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register, runtime
+
+RULE, DISCRETE = DerivativeKind.RULE, DerivativeKind.DISCRETE
+
+
+def fits(v: tuple, selection: tuple) -> bool:
+    """Whether a value of shape ``v`` broadcasts to ``selection`` (``None``: known only at run time)."""
+    if len(v) > len(selection):
+        return False
+    return all(a in (1, None) or b is None or a == b for a, b in zip(reversed(v), reversed(selection)))
+
+
+def _setitem_infer(ts: list[Type], ps: dict) -> Type:
+    y, v = num(ts[0]), num(ts[1])
+    if y.ndim == 0:
+        raise ShapeError("cannot assign to an element of a scalar", "assign the whole name: y = v")
+    selection = index_shape(y.shape, ps["index"], ts)
+    if not fits(v.shape, selection):
+        raise ShapeError(f"a value of shape {v.shape} cannot be assigned to a selection of shape {selection}")
+    if v.differentiable and not y.differentiable:
+        raise ShapeError(f"assigning floats into an array of {y.dtype} would truncate them",
+                         "make the array a float one: np.zeros(n) (not dtype=int)")
+    return Num(y.shape, y.dtype)
+
+
+def _setitem_value(y: Any, v: Any, *ix: Any, index: tuple) -> Any:
+    out = np.array(y, copy=True)
+    out[index_value(index, (y, v, *ix))] = v
+    return out
+
+
+def _stmts_setitem(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``y_new = y.copy(); y_new[index] = v`` (the printer updates ``y`` itself where nothing else reads it)."""
+    y, v, *_ = a
+    return [emit.assign(target, y if ps.get("in_place") else px.method(y, "copy")), emit.assign(px.subscript(target, index_exprs(ps["index"], a)), v)]
+
+
+def _setitem_transpose(b, p, out, ct):
+    """The overwritten part's cotangent is dropped; ``v`` gets what its elements were written to."""
+    y, v, *ix = p.args
+    index = p.param("index")
+    zero = Const.literal(0.0, Num((), num(ct.type).dtype, py=True))
+    ct_y = b.prim("setitem", ct, zero, *ix, index=index)
+    ct_v = b.prim("getitem", ct, *ix, index=shift_index(index, -1))
+    if gathers(index):
+        won = b.prim("last_writes", y, *ix, index=shift_index(index, -1))
+        ct_v = b.prim("where", won, ct_v, Const.literal(0.0, Num((), "float64", py=True)))
+    ct_v = sum_to(b, ct_v, v)
+    if isinstance(v.type, Num) and v.type.py and num(ct_v.type).shape == ():
+        ct_v = b.prim("to_float", ct_v)
+    return [ct_y, ct_v] + [None] * len(ix)
+
+
+@runtime
+def last_writes(shape: tuple, index: Any) -> Any:
+    """Which elements of the selection ``index`` of an array of ``shape`` keep their
+    value after ``y[index] = values`` (an integer array may name an element twice:
+    numpy keeps one write): the same assignment, of their numbers, tells."""
+    ids = np.full(shape, -1, dtype=np.int64)
+    selected = ids[index].shape
+    numbers = np.arange(int(np.prod(selected)), dtype=np.int64).reshape(selected)
+    ids[index] = numbers
+    return ids[index] == numbers
+
+
+def _last_writes_value(y: Any, *ix: Any, index: tuple) -> Any:
+    return last_writes(np.shape(y), index_value(index, (y, *ix)))
+
+
+def _emit_last_writes(a: list[Expr], ps: dict) -> Expr:
+    items = index_exprs(ps["index"], a)
+    at = items[0] if len(items) == 1 and not isinstance(items[0], cst.Slice) and ps["index"][0] is not Ellipsis \
+        and ps["index"][0] is not None else px.subscript(px.name("np.s_"), items)
+    return px.call("last_writes", [px.call("np.shape", [a[0]]), at])
+
+
+def _last_writes_infer(ts: list[Type], ps: dict) -> Type:
+    return Num(index_shape(num(ts[0]).shape, ps["index"], ts), "bool")
+
+
+register(
+    Primitive("setitem", _setitem_value, _setitem_infer, None, stmts=_stmts_setitem, kind=RULE,
+              **linear(_setitem_transpose, 0, 1)),
+    # made only in derivative code: which writes of ``y[idx] = v`` an integer array ``idx`` keeps
+    Primitive("last_writes", _last_writes_value, _last_writes_infer, _emit_last_writes, kind=DISCRETE),
+)
