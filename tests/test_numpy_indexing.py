@@ -1,0 +1,247 @@
+"""Indexing by integer arrays and boolean masks, steps and ``np.newaxis``, and
+array updates (``y[i] = v``, ``y[a:b] = v``, ``y[mask] = v``, ``y[idx] += v``)
+on arrays the function made, end to end: reverse mode against central finite
+differences in float64 (``conftest.check_grad``) and the IR interpreter at
+every stage; forward mode (``astad.jvp``) against finite differences and
+against reverse mode (``<u, J v> == <J^T u, v>``); and the refusals (updating
+an argument or a view of one)."""
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import check_grad, check_stages
+
+RNG = np.random.default_rng(7)
+X = RNG.uniform(0.5, 1.5, 6)
+M = RNG.uniform(-1.0, 1.0, (4, 3))
+IDX = np.array([0, 2, 2, 5, 0])  # repeated on purpose: the cotangents of repeated reads add up
+ROWS = np.array([3, 1, 1])
+COLS = np.array([2, 0, 2])
+
+
+# ---------------------------------------------------------------- reads
+
+def gather(x, idx):
+    return np.sum(x[idx] ** 2 * x[idx[::-1]])
+
+
+def gather_literal(x):
+    return np.sum(x[[1, 1, 4]] * x[np.array([0, 3, 3])])
+
+
+def gather_rows_cols(m, rows, cols):
+    return np.sum(np.sin(m[rows, cols])) + np.sum(m[:, cols] ** 2) + np.sum(m[1, cols] * m[rows, 2])
+
+
+def gather_2d_index(m, rows):
+    sel = m[np.stack([rows, rows[::-1]]), 1:]
+    return np.sum(sel ** 3)
+
+
+def masked(x):
+    pos = x > 1.0
+    return np.sum(x[pos] ** 2) + np.sum(x[x <= 1.0]) * np.max(x)
+
+
+def masked_rows(m):
+    return np.sum(np.tanh(m[m[:, 0] > 0.0]))
+
+
+def masked_where(x):
+    return np.sum(np.where(x > 1.0, x ** 2, 0.0))
+
+
+def steps(x):
+    return (np.sum(x[::2] * x[1::2]) + np.sum(x[::-1] * x) + np.sum(x[-1::-2] ** 3) + np.sum(x[4:0:-1] ** 2)
+            + np.sum(x[1::3] ** 2))
+
+
+def newaxis(x):
+    outer = x[:, np.newaxis] * x[np.newaxis, :]
+    return np.sum(outer ** 2) + np.sum(x[np.newaxis] * x[None, ::-1])
+
+
+READS = [(gather, (X, IDX)), (gather_literal, (X,)), (gather_rows_cols, (M, ROWS, COLS)),
+         (gather_2d_index, (M, ROWS)), (masked, (X,)), (masked_rows, (M,)), (masked_where, (X,)),
+         (steps, (X,)), (newaxis, (X,))]
+
+
+# ---------------------------------------------------------------- updates
+
+def fill_loop(x):
+    n = x.shape[0]
+    out = np.zeros(n)
+    out[0] = x[0]
+    for i in range(1, n):
+        out[i] = out[i - 1] * x[i]
+    return np.sum(out ** 2)
+
+
+def fill_loop_vector(x):
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = np.sin(x[i]) * x[0]
+    return out
+
+
+def updates(x):
+    y = np.zeros((3, 4))
+    y[0] = x[:4]
+    y[1:3, 1] = x[4:]
+    y[:, 3] = 2.0 * x[0]
+    y[2, 2] = x[5] * x[1]
+    return y * x[2]
+
+
+def aug_updates(x, idx):
+    y = x.copy()
+    y[idx] += x[0] * 2.0  # numpy: a repeated index adds once
+    y[1:3] -= x[3:5] ** 2
+    y[idx[:2]] *= x[5]
+    y[4] /= x[1]
+    return y
+
+
+def repeated_write(x):
+    y = np.ones(4)
+    y[[0, 2, 0]] = x[:3]  # numpy keeps one write to y[0]: only that element of x reaches the result
+    return y * x[3]
+
+
+def masked_update(x):
+    y = x ** 2
+    y[x > 1.0] = 0.0
+    y[y < 0.5] = x[0]
+    return np.sum(y * x)
+
+
+def masked_update_values(x):
+    y = np.zeros(6)
+    big = x > 1.0
+    y[big] = np.sqrt(x[big])
+    return y * x
+
+
+def loop_carried_update(x):
+    out = x * 1.0
+    for k in range(3):
+        out[k + 1] = out[k] * out[k + 1] + x[k]
+        out[:2] += 0.5 * out[4:]
+    return out
+
+
+def update_in_branch(x):
+    y = np.zeros(6)
+    if x[0] > 1.0:
+        y[2:4] = x[:2]
+    else:
+        y[::2] = x[1:4] ** 2
+    return y * x
+
+
+UPDATES = [(fill_loop, (X,)), (fill_loop_vector, (X,)), (updates, (X,)), (aug_updates, (X, IDX[:3])),
+           (repeated_write, (X,)), (masked_update, (X,)), (masked_update_values, (X,)),
+           (loop_carried_update, (X,)), (update_in_branch, (X,)), (update_in_branch, (X[::-1],))]
+
+
+@pytest.mark.parametrize("fn,args", READS + UPDATES, ids=lambda v: getattr(v, "__name__", ""))
+def test_reverse_against_finite_differences(fn, args):
+    check_grad(fn, args)
+    arrays = [np.array(a) if isinstance(a, np.ndarray) else a for a in args]
+    if np.ndim(fn(*arrays)) == 0:
+        check_stages(fn, arrays)
+
+
+@pytest.mark.parametrize("fn,args", READS + UPDATES, ids=lambda v: getattr(v, "__name__", ""))
+def test_forward_against_finite_differences_and_reverse(fn, args):
+    rng = np.random.default_rng(1)
+    floats = [i for i, a in enumerate(args) if np.asarray(a).dtype.kind == "f"]
+    tangents = [rng.normal(size=np.shape(a)) if i in floats else None for i, a in enumerate(args)]
+    value, jv = astad.jvp(fn, list(args), tangents)
+    np.testing.assert_allclose(value, fn(*args), rtol=1e-12)
+    eps = 1e-6
+
+    def at(h):
+        return fn(*[a + h * t if t is not None else a for a, t in zip(args, tangents)])
+
+    np.testing.assert_allclose(jv, (at(eps) - at(-eps)) / (2 * eps), rtol=1e-5, atol=1e-6)
+    u = rng.normal(size=np.shape(value))
+    _, pullback = astad.reverse(fn)(*args)
+    cts = pullback(u if np.ndim(value) else float(u))
+    lhs = float(np.sum(u * jv))
+    rhs = sum(float(np.sum(cts[i] * tangents[i])) for i in floats)
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-10, atol=1e-10)
+
+
+def test_arguments_are_left_alone():
+    x = X.copy()
+    astad.grad(lambda_free_update)(x)
+    np.testing.assert_array_equal(x, X)
+
+
+def lambda_free_update(x):
+    y = x.copy()
+    y[0] = 5.0
+    return np.sum(y * x)
+
+
+def test_an_owned_array_is_updated_in_place_and_a_shared_one_is_copied():
+    rev = astad.reverse(updates)
+    rev(X)
+    src = rev.source
+    assert "y = np.zeros((3, 4))" in src and ".copy()" not in src.split("def updates_backward")[0]
+
+
+# ---------------------------------------------------------------- refusals
+
+def update_argument(x):
+    x[0] = 1.0
+    return np.sum(x)
+
+
+def update_view_of_argument(x):
+    a = x[0:2]
+    a[0] = 1.0
+    return np.sum(a)
+
+
+def update_aliased(x):
+    y = np.zeros(3)
+    z = y
+    y[0] = x[0]
+    return np.sum(z)
+
+
+def update_through_view(x):
+    y = np.zeros(4)
+    v = y[1:]
+    y[1] = x[0]
+    return np.sum(v * x[1:])
+
+
+def assign_float_into_int(x):
+    y = np.zeros(3, dtype=np.int64)
+    y[0] = x[0]
+    return np.sum(y)
+
+
+def update_list_element(x):
+    xs = [x, x]
+    xs[0] = x * 2.0
+    return np.sum(xs[0])
+
+
+@pytest.mark.parametrize("fn,says", [
+    (update_argument, "argument"), (update_view_of_argument, "argument"), (update_aliased, "`z`"),
+    (update_through_view, "`v`"), (assign_float_into_int, "truncate"), (update_list_element, "list"),
+])
+def test_refused_with_the_place_and_a_hint(fn, says):
+    with pytest.raises(astad.AstadError) as info:
+        astad.grad(fn)(X[:4].copy())
+    err = info.value
+    assert not isinstance(err, astad.InternalError)
+    text = str(err)
+    assert says in text and "test_numpy_indexing.py:" in text and "^" in text
+    if fn.__name__.startswith("update_") and fn is not update_list_element:
+        assert ".copy()" in text
