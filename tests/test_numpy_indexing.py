@@ -140,7 +140,14 @@ def update_in_branch(x):
     return y * x
 
 
-UPDATES = [(fill_loop, (X,)), (fill_loop_vector, (X,)), (updates, (X,)), (aug_updates, (X, IDX[:3])),
+def moving_window(x):
+    y = x.copy()
+    for i in range(1, 6):
+        y[i - 1:i + 1] = x[i] * y[i - 1]  # bounds known only at run time
+    return np.sum(y * x)
+
+
+UPDATES = [(moving_window, (X,)), (fill_loop, (X,)), (fill_loop_vector, (X,)), (updates, (X,)), (aug_updates, (X, IDX[:3])),
            (repeated_write, (X,)), (masked_update, (X,)), (masked_update_values, (X,)),
            (loop_carried_update, (X,)), (update_in_branch, (X,)), (update_in_branch, (X[::-1],))]
 

@@ -43,7 +43,14 @@ def gathers(index: tuple) -> bool:
 
 def shift_index(index: tuple, by: int) -> tuple:
     """The template with its argument numbers moved by ``by`` (for a primitive with other leading arguments)."""
-    return tuple((it[0], it[1] + by) if is_arg_item(it) else it for it in index)
+    def one(it: Any) -> Any:
+        if is_arg_item(it):
+            return it[0], it[1] + by
+        if isinstance(it, tuple) and it[:1] == ("slice",):
+            return ("slice", *(one(b) for b in it[1:]))
+        return it
+
+    return tuple(one(it) for it in index)
 
 
 def index_shape(shape: tuple, index: tuple, arg_types: Sequence[Type]) -> tuple:
