@@ -147,7 +147,25 @@ def moving_window(x):
     return np.sum(y * x)
 
 
-UPDATES = [(moving_window, (X,)), (fill_loop, (X,)), (fill_loop_vector, (X,)), (updates, (X,)), (aug_updates, (X, IDX[:3])),
+def loop_needs_each_state(x):
+    out = np.zeros(6)
+    s = 0.0
+    for i in range(6):
+        out[i] = x[i] ** 2
+        s = s + np.sum(np.sin(out) * x)  # the backward pass needs every iteration's `out`: not overwritten
+    return s + np.sum(out[::-1] * x)
+
+
+def state_kept_before_update(x):
+    y = x * 1.0
+    before = y * 2.0
+    y[2:5] = 0.5
+    after = y[1:3] + 1.0
+    y[1] = before[3] * after[0]
+    return np.sum(before * y) + np.sum(after)
+
+
+UPDATES = [(moving_window, (X,)), (loop_needs_each_state, (X,)), (state_kept_before_update, (X,)), (fill_loop, (X,)), (fill_loop_vector, (X,)), (updates, (X,)), (aug_updates, (X, IDX[:3])),
            (repeated_write, (X,)), (masked_update, (X,)), (masked_update_values, (X,)),
            (loop_carried_update, (X,)), (update_in_branch, (X,)), (update_in_branch, (X[::-1],))]
 

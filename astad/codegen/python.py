@@ -56,6 +56,9 @@ class Printer:
         self.in_place = in_place
         self.in_if = 0  # how many `if`s the lines being printed are in (within the innermost loop body)
         self.fresh: set[str] = set()  # variables holding an array this function allocated
+        self.updatable: set[str] = set()  # loop variables (and loop results) holding an array only they hold
+        self.copied: Counter = Counter()  # reads, so far in this block, by operations whose result is new memory
+        self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | _taped(block)
 
@@ -90,6 +93,12 @@ class Printer:
         if isinstance(rhs, Prim):
             entry = rules.TABLE[rhs.op]
             params = dict(rhs.params)
+            reads = _copying_reads(rhs)
+            for name in [n for n in reads if n in self.views]:  # `y[a:b] + v`: the view is read into new memory
+                reads[self.views.pop(name)] += reads[name]
+            self.copied.update(reads)
+            if rhs.op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[b.targets[0].name] == 1:
+                self.views[b.targets[0].name] = rhs.args[0].name
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             if rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
@@ -100,6 +109,8 @@ class Printer:
             if rhs.op in _UPDATES:  # a copy of the array updated, or the array itself where nothing else reads it
                 self.fresh.add(b.targets[0].name)
                 params["in_place"] = self.in_place and self._owned(rhs.args[0])
+                if params["in_place"]:
+                    self.flush_reading(rhs.args[0])  # what read the array before is computed before
             if entry.stmts is not None:
                 for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
                     self.emit(small, b.loc)
@@ -170,10 +181,15 @@ class Printer:
                 self.assign((t,), self.atom(a), None)
 
         self.in_if += 1
+        copied = self.copied
         try:
-            bodies = [self.nested(blk, tail) for blk in (rhs.then, rhs.orelse)]
+            bodies = []
+            for blk in (rhs.then, rhs.orelse):
+                self.copied = Counter(copied)
+                bodies.append(self.nested(blk, tail))
         finally:
             self.in_if -= 1
+            self.copied = copied
         empty = len(bodies[1].body) == 1 and isinstance(bodies[1].body[0], cst.SimpleStatementLine) and isinstance(
             bodies[1].body[0].body[0], cst.Pass)
         self.lines.append(cst.If(test=test, body=bodies[0], orelse=None if empty else cst.Else(body=bodies[1]),  # type: ignore[arg-type]
@@ -230,10 +246,14 @@ class Printer:
                     lhs, value = cst.Name(changed[0][0].name), changed[0][1]
                 self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(lhs)], value)]))
 
+        owned = {p.name for k, (p, a) in enumerate(zip(params, rhs.init))
+                 if self.in_place and self._loop_owns(p, a, rhs.body, k)}
         outside, self.fresh = self.fresh, set()  # an array made before the loop is not reused in it
+        updatable, copied, self.updatable, self.copied = self.updatable, self.copied, owned, Counter()
         in_if, self.in_if = self.in_if, 0  # an `if` in the body sets its residuals to None in each iteration
         body = self.nested(rhs.body, tail)
-        self.fresh, self.in_if = outside, in_if
+        self.fresh, self.in_if, self.updatable, self.copied = outside, in_if, updatable, copied
+        self.updatable |= {t.name for t, p in zip(b.targets, params) if p.name in owned}
         if isinstance(rhs, Loop) and rhs.index is None:  # while: the last carried value says whether to go on
             self.lines.append(cst.While(test=cst.Name(rhs.carried[-1].name), body=body, leading_lines=leading))
         else:
@@ -289,8 +309,25 @@ class Printer:
         return True
 
     def _owned(self, a: Atom) -> bool:
-        """``a`` holds an array this function allocated, read only here: it may be changed in place."""
-        return isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.name not in self.inlined
+        """``a`` holds an array only it holds, read only here and, before, by operations that copy
+        what they read (``y[i]``, ``y * 2``): it may be changed in place."""
+        return (isinstance(a, Var) and (a.name in self.fresh or a.name in self.updatable) and a.name not in self.inlined
+                and self.uses[a.name] == 1 + self.copied[a.name])
+
+    def _loop_owns(self, p: Var, init: Atom, body: Block, k: int) -> bool:
+        """Loop variable ``p`` holds an array only it holds in every iteration: its initial value is
+        owned (read by nothing after the loop starts), and what the body passes on is a new array
+        (an update's or a computation's result) that nothing else keeps (no tape, no other name)."""
+        items = result_items(body)
+        if items is None or not self._owned(init):
+            return False
+        r = items[k]
+        if isinstance(r, Var) and r.name == p.name:
+            return True
+        made = next((bb.rhs for bb in body.binds if bb.targets == (r,)), None)
+        new = isinstance(made, Plus) or (isinstance(made, Prim) and (made.op in _FRESH or made.op in _UPDATES))
+        return new and isinstance(r, Var) and self.uses[r.name] == 1 + sum(_copying_reads(bb.rhs)[r.name]
+                                                                         for bb in body.binds)
 
     def _reusable(self, a: Atom, target: Var) -> bool:
         return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
@@ -360,6 +397,29 @@ _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 #: operations that can update their last operand in place by a ufunc's ``out=`` (the first, for + and *, above)
 _IN_PLACE_CALL = {"neg": "negative", "sub": "subtract", "div": "divide"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
+
+
+def _copying_reads(rhs: object) -> Counter:
+    """The variables ``rhs`` reads into new memory (an element, a computation), not as a view or in place."""
+    if not isinstance(rhs, Prim):
+        return Counter()
+    if rhs.op in _FRESH:
+        args = rhs.args
+    elif rhs.op == "getitem" and rhs.args and _copying_index(rhs):
+        args = rhs.args
+    elif rhs.op in _UPDATES:
+        args = rhs.args[1:]
+    else:
+        return Counter()
+    return Counter(a.name for a in args if isinstance(a, Var))
+
+
+def _copying_index(p: Prim) -> bool:
+    """``x[index]`` gives a copy: a scalar (an int per axis) or numpy's advanced indexing."""
+    index = p.param("index")
+    ints = all(isinstance(i, int) or (isinstance(i, tuple) and i[:1] == ("arg",)) for i in index)
+    t = p.args[0].type
+    return (ints and isinstance(t, Num) and len(index) == t.ndim) or rules.is_advanced(index)
 
 
 def _taped(block: Block) -> set[str]:

@@ -48,11 +48,11 @@ from __future__ import annotations
 
 from . import elementwise, reductions, shape, indexing, updates, linalg, lists, derivative_code  # noqa: F401  (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
-from .indexing import index_exprs, index_shape, shift_index
+from .indexing import index_exprs, index_shape, is_advanced, shift_index
 from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, infer, norm_axes, num,
                     register, with_kind_rule)
 from .types import broadcast_shapes, elementwise as elementwise_type
 
 __all__ = ["TABLE", "DerivativeKind", "Primitive", "ShapeError", "infer", "RUNTIME", "JvpRule", "VjpRule", "register",
-           "with_kind_rule", "broadcast_shapes", "elementwise_type", "index_exprs", "index_shape", "shift_index", "expand_reduced",
+           "with_kind_rule", "broadcast_shapes", "elementwise_type", "index_exprs", "index_shape", "is_advanced", "shift_index", "expand_reduced",
            "like_scalar", "shape_atom", "sum_to", "zeros_of", "norm_axes", "num"]

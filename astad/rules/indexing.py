@@ -14,7 +14,7 @@ import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
-from ..ir import Num, Type
+from ..ir import Num, Type, Zero
 from . import emit
 from .derive import linear
 from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register
@@ -230,8 +230,15 @@ def _stmts_scatter_add(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSm
             cst.AugAssign(target=px.subscript(target, index), operator=cst.AddAssign(), value=ct)]
 
 
+def shape_only(x: Any) -> Any:
+    """``x`` where only its shape and dtype are read: a zero of its type when they are
+    known statically, so that the backward pass keeps no array for them (a loop's tape
+    would otherwise hold every iteration's array)."""
+    return Zero(x.type) if isinstance(x.type, Num) and x.type.known_shape else x
+
+
 def _getitem_transpose(b, p, out, ct):
-    return [b.prim("scatter", ct, p.args[0], *p.args[1:], index=p.param("index"))] + [None] * (len(p.args) - 1)
+    return [b.prim("scatter", ct, shape_only(p.args[0]), *p.args[1:], index=p.param("index"))] + [None] * (len(p.args) - 1)
 
 
 def _scatter_transpose(b, p, out, ct):

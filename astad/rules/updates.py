@@ -26,7 +26,7 @@ from .. import pyexpr as px
 from ..ir import Const, Num, Type
 from . import emit
 from .derive import linear, sum_to
-from .indexing import gathers, index_exprs, index_shape, index_value, shift_index
+from .indexing import gathers, index_exprs, index_shape, index_value, shape_only, shift_index
 from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register, runtime
 
 RULE, DISCRETE = DerivativeKind.RULE, DerivativeKind.DISCRETE
@@ -68,15 +68,17 @@ def _setitem_transpose(b, p, out, ct):
     """The overwritten part's cotangent is dropped; ``v`` gets what its elements were written to."""
     y, v, *ix = p.args
     index = p.param("index")
-    zero = Const.literal(0.0, Num((), num(ct.type).dtype, py=True))
-    ct_y = b.prim("setitem", ct, zero, *ix, index=index)
-    ct_v = b.prim("getitem", ct, *ix, index=shift_index(index, -1))
+    ct_v = b.prim("getitem", ct, *ix, index=shift_index(index, -1))  # read first: then ct_y may be ct, changed in place
     if gathers(index):
-        won = b.prim("last_writes", y, *ix, index=shift_index(index, -1))
+        known = num(y.type).known_shape
+        won = b.prim("last_writes", shape_only(y), *ix, index=shift_index(index, -1),
+                     **({"shape": tuple(num(y.type).shape)} if known else {}))
         ct_v = b.prim("where", won, ct_v, Const.literal(0.0, Num((), "float64", py=True)))
     ct_v = sum_to(b, ct_v, v)
     if isinstance(v.type, Num) and v.type.py and num(ct_v.type).shape == ():
         ct_v = b.prim("to_float", ct_v)
+    zero = Const.literal(0.0, Num((), num(ct.type).dtype, py=True))
+    ct_y = b.prim("setitem", ct, zero, *ix, index=index)
     return [ct_y, ct_v] + [None] * len(ix)
 
 
@@ -92,7 +94,7 @@ def last_writes(shape: tuple, index: Any) -> Any:
     return ids[index] == numbers
 
 
-def _last_writes_value(y: Any, *ix: Any, index: tuple) -> Any:
+def _last_writes_value(y: Any, *ix: Any, index: tuple, shape: tuple | None = None) -> Any:
     return last_writes(np.shape(y), index_value(index, (y, *ix)))
 
 
@@ -100,7 +102,8 @@ def _emit_last_writes(a: list[Expr], ps: dict) -> Expr:
     items = index_exprs(ps["index"], a)
     at = items[0] if len(items) == 1 and not isinstance(items[0], cst.Slice) and ps["index"][0] is not Ellipsis \
         and ps["index"][0] is not None else px.subscript(px.name("np.s_"), items)
-    return px.call("last_writes", [px.call("np.shape", [a[0]]), at])
+    shape = px.literal(ps["shape"]) if ps.get("shape") is not None else px.call("np.shape", [a[0]])
+    return px.call("last_writes", [shape, at])
 
 
 def _last_writes_infer(ts: list[Type], ps: dict) -> Type:
