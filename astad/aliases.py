@@ -54,7 +54,9 @@ Roots = frozenset
 #: how each primitive's result relates to its arguments' memory:
 #: "fresh" a new object (or an immutable scalar), "view" may share the first
 #: argument's memory (numpy may return a view, or the argument itself),
-#: "getitem" a view unless every index is an integer (then a scalar copy),
+#: "getitem" a view unless every index is an integer (then a scalar copy) or
+#: it indexes by an integer array or a mask (then a copy); "setitem" (``y[i] = v``)
+#: is a "view": the updated array is ``y``'s memory,
 #: "list" a new list holding the arguments, "append" the list argument with
 #: one more element (the same list object), "element" an element of the list.
 KIND: dict[str, str] = {

@@ -20,12 +20,12 @@ def fig2_forward(x1, x2):
     ys = items_5
     # line 7: w = sum(ys)
     w = np.array(ys).sum(axis=0)
-    return w, (x1, x2, element_index_2_tape)
+    return w, (x1, element_index_2_tape)
 
 
 def fig2_backward(residuals, w_ct):
     """Reverse pass of fig2: cotangent of the value -> one cotangent per parameter."""
-    x1, x2, element_index_2_tape = residuals
+    x1, element_index_2_tape = residuals
     # line 7: w = sum(ys)
     t12_ct = np.broadcast_to(w_ct, (3,))
     ys_ct = unstack(t12_ct, axis=0)
