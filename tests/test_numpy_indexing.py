@@ -218,6 +218,17 @@ def test_an_owned_array_is_updated_in_place_and_a_shared_one_is_copied():
     assert "y = np.zeros((3, 4))" in src and ".copy()" not in src.split("def updates_backward")[0]
 
 
+def test_a_loop_filling_an_array_updates_it_in_place_both_ways():
+    """``out[i] = ...`` in a loop: no copy of ``out`` (forward) and no one-hot array for its
+    cotangent (backward) in any iteration, so the derivative takes time linear in n."""
+    rev = astad.reverse(fill_loop)
+    rev(X)
+    loops = [part.split("return")[0] for part in rev.source.split("for ")[1:]]
+    assert len(loops) == 2
+    for body in loops:
+        assert ".copy()" not in body and "np.zeros" not in body, body
+
+
 # ---------------------------------------------------------------- refusals
 
 def update_argument(x):

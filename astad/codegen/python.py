@@ -61,6 +61,8 @@ class Printer:
         self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | _taped(block)
+        self.summed_with = _summed_pairs(block)  # x -> y for each sum x + y of two variables
+        self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
@@ -111,6 +113,8 @@ class Printer:
                 params["in_place"] = self.in_place and self._owned(rhs.args[0])
                 if params["in_place"]:
                     self.flush_reading(rhs.args[0])  # what read the array before is computed before
+            if rhs.op == "scatter" and self.defer(b, args):
+                return
             if entry.stmts is not None:
                 for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
                     self.emit(small, b.loc)
@@ -145,6 +149,8 @@ class Printer:
             self.emit_loop(b, rhs)
         elif isinstance(rhs, Plus):
             self.fresh.add(b.targets[0].name)
+            if self.scatter_into(b, list(rhs.items)):
+                return
             if self.accumulate(b, list(rhs.items), "+"):
                 return
             self.sum(b, list(rhs.items))
@@ -195,9 +201,51 @@ class Printer:
         self.lines.append(cst.If(test=test, body=bodies[0], orelse=None if empty else cst.Else(body=bodies[1]),  # type: ignore[arg-type]
                                  leading_lines=leading))
 
+    def defer(self, b: Bind, args: list[Expr]) -> bool:
+        """``s = scatter(ct, x, i)`` read only by ``t = s + acc``: printed there, as ``acc[i] += ct`` where
+        ``acc`` is owned (no one-hot array made).  Its operands are named now (read now, not later)."""
+        target = b.targets[0]
+        if not self.in_place or target.name not in self.summed_with or self.uses[target.name] != 1:
+            return False
+        stable = []
+        for a, e in zip(b.rhs.args, args):  # type: ignore[union-attr]
+            if isinstance(a, Var) and not isinstance(e, cst.Name):
+                self.emit(cst.Assign([cst.AssignTarget(cst.Name(a.name))], e), b.loc)
+                e = cst.Name(a.name)
+            stable.append(e)
+        self.deferred[target.name] = (b, stable)
+        return True
+
+    def print_deferred(self, name: str) -> None:
+        sb, args = self.deferred.pop(name)
+        for small in rules.TABLE["scatter"].stmts(cst.Name(name), args, dict(sb.rhs.params)):  # type: ignore
+            self.emit(small, sb.loc)
+
+    def scatter_into(self, b: Bind, items: list[Atom]) -> bool:
+        """``t = scatter(ct, x, i) + acc`` with ``acc`` owned: ``t = acc; t[i] += ct``."""
+        found = [k for k, a in enumerate(items) if isinstance(a, Var) and a.name in self.deferred]
+        if len(items) != 2 or not found:
+            for k in found:
+                self.print_deferred(items[k].name)  # type: ignore[union-attr]
+            return False
+        k = found[0]
+        acc, target = items[1 - k], b.targets[0]
+        if len(found) == 2 or not self._owned(acc) or acc.type != target.type:
+            for j in found:
+                self.print_deferred(items[j].name)  # type: ignore[union-attr]
+            return False
+        sb, args = self.deferred.pop(items[k].name)  # type: ignore[union-attr]
+        self.flush_reading(acc)
+        for small in rules.TABLE["scatter_add"].stmts(cst.Name(target.name), [self.atom(acc), *args],
+                                                      dict(sb.rhs.params)):  # type: ignore[union-attr]
+            self.emit(small, b.loc)
+        return True
+
     def flush(self) -> None:
         """Assign the pending inlined expressions: nothing computed before a loop
         may be moved into it (it would be computed on every iteration)."""
+        for name in list(self.deferred):
+            self.print_deferred(name)
         pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
@@ -397,6 +445,18 @@ _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 #: operations that can update their last operand in place by a ufunc's ``out=`` (the first, for + and *, above)
 _IN_PLACE_CALL = {"neg": "negative", "sub": "subtract", "div": "divide"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
+
+
+def _summed_pairs(block: Block) -> dict[str, str]:
+    """For each sum of two variables ``x + y`` anywhere in ``block``: x -> y and y -> x."""
+    pairs: dict[str, str] = {}
+    for b in block.binds:
+        if isinstance(b.rhs, Plus) and len(b.rhs.items) == 2 and all(isinstance(a, Var) for a in b.rhs.items):
+            x, y = b.rhs.items
+            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
+        for inner in nested_blocks(b.rhs):
+            pairs.update(_summed_pairs(inner))
+    return pairs
 
 
 def _copying_reads(rhs: object) -> Counter:
