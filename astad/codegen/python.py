@@ -230,7 +230,8 @@ class Printer:
             return False
         k = found[0]
         acc, target = items[1 - k], b.targets[0]
-        if len(found) == 2 or not self._owned(acc) or acc.type != target.type:
+        read = {a.name for a in self.deferred[items[k].name][0].rhs.args if isinstance(a, Var)}  # type: ignore
+        if len(found) == 2 or not self._owned(acc) or acc.type != target.type or acc.name in read:  # type: ignore
             for j in found:
                 self.print_deferred(items[j].name)  # type: ignore[union-attr]
             return False
