@@ -65,10 +65,13 @@ def statements(draw, depth=0):
     if kind == "rebind":
         return kind, [draw(st.sampled_from(["y = np.sin(y)", "y = y * x", "y = y[::-1] + 0.0"]))]
     body = [draw(st.sampled_from(["y[i] = y[i - 1] * x[i] + y[i]", "y[i] += y[i - 1] * 0.5",
-                                  "y[i - 1:i + 1] = x[i] * y[i - 1]", "s = s + y[i] * x[i - 1]"]))]
+                                  "y[i - 1:i + 1] = x[i] * y[i - 1]", "s = s + y[i] * x[i - 1]",
+                                  "y[idx] += x[i] * y[i]", "s = s + np.sum(np.sin(y) * x)",
+                                  "w = y * 2.0\n    y[i] = w[i - 1] * x[i]"]))]
     if draw(st.booleans()):
         body.append(draw(statements(depth=1))[1][0])
-    return "loop", ["for i in range(1, 6):"] + ["    " + line for line in body]
+    lines = [part for line in body for part in line.split("\n    ")]
+    return "loop", ["for i in range(1, 6):"] + ["    " + line for line in lines]
 
 
 BAIT = {
