@@ -284,3 +284,21 @@ def test_refused_with_the_place_and_a_hint(fn, says):
     assert says in text and "test_numpy_indexing.py:" in text and "^" in text
     if fn.__name__.startswith("update_") and fn is not update_list_element:
         assert ".copy()" in text
+
+
+def repeated_write_squared(x):
+    y = np.ones(4)
+    y[[0, 2, 0]] = x[:3] * x[3:]
+    return np.sum(y ** 2 * x[3])
+
+
+@pytest.mark.parametrize("fn,args", [(fill_loop, (X,)), (masked_update, (X,)), (gather, (X, IDX)),
+                                     (repeated_write_squared, (X,))], ids=lambda v: getattr(v, "__name__", ""))
+def test_second_derivatives_against_finite_differences_of_the_gradient(fn, args):
+    """Forward over reverse: the rules of gather, scatter, setitem and last_writes have JVPs too."""
+    rest = args[1:]
+    hess = astad.hessian(fn)(*args)
+    g = astad.grad(fn)
+    eps = 1e-5
+    fd = np.stack([(g(args[0] + eps * e, *rest) - g(args[0] - eps * e, *rest)) / (2 * eps) for e in np.eye(6)])
+    np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-6)
