@@ -30,8 +30,9 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
         elif isinstance(b.rhs, Loop):
             if not any(t.name in live or t.name in keep for t in b.targets):
                 continue
-            body_live = read_names(Block((), b.rhs.body.result)) | {v.name for v in b.rhs.save}
-            b = with_branches(b, b.rhs, lambda blk: _dce(blk, body_live, keep))
+            saved = {v.name for v in b.rhs.save}  # also when bound inside a branch of the body
+            body_live = read_names(Block((), b.rhs.body.result)) | saved
+            b = with_branches(b, b.rhs, lambda blk: _dce(blk, body_live, keep | saved))
         elif isinstance(b.rhs, LoopBack):
             if not any(t.name in live for t in b.targets):
                 continue
