@@ -13,48 +13,45 @@ AWAY = A(lo=0.3, hi=2.0, signed=True)  # away from 0 (a kink or a pole there)
 UNIT = A(lo=-0.9, hi=0.9)  # inside (-1, 1)
 
 
-def _unary(x: A, lo: float, hi: float, signed: bool = False) -> list[tuple]:
-    """A vector, a matrix, a 0-d array and a Python float, all drawn from (lo, hi)."""
-    return [case(A((3,), lo, hi, signed)), case(A((2, 3), lo, hi, signed)), case(A((), lo, hi, signed)),
-            case(P(lo, hi, signed))]
+def _unary(lo: float, hi: float, signed: bool = False) -> list[tuple]:
+    """A matrix, a 0-d array and a Python float, all drawn from (lo, hi)."""
+    return [case(A((2, 3), lo, hi, signed)), case(A((), lo, hi, signed)), case(P(lo, hi, signed))]
 
 
 def _binary(x: tuple, y: tuple) -> list[tuple]:
-    """Same shapes, broadcasting (a column against a row; a Python float against a matrix), 0-d and Python floats."""
+    """Broadcasting (a column against a row; a Python float against a matrix), a 0-d array with a Python float."""
     (xlo, xhi, xs), (ylo, yhi, ys) = x, y
-    return [case(A((3,), xlo, xhi, xs), A((3,), ylo, yhi, ys)), case(A((2, 1), xlo, xhi, xs), A((3,), ylo, yhi, ys)),
-            case(P(xlo, xhi, xs), A((2, 3), ylo, yhi, ys)), case(A((), xlo, xhi, xs), P(ylo, yhi, ys)),
-            case(P(xlo, xhi, xs), P(ylo, yhi, ys))]
+    return [case(A((2, 1), xlo, xhi, xs), A((3,), ylo, yhi, ys)), case(P(xlo, xhi, xs), A((2, 3), ylo, yhi, ys)),
+            case(A((), xlo, xhi, xs), P(ylo, yhi, ys))]
 
 
 ANY, AWAY_, POS_ = (-2.0, 2.0, False), (0.3, 2.0, True), (0.3, 2.5, False)
 
 CASES: dict[str, list[tuple]] = {
-    **{op: _unary(A(), -2.0, 2.0) for op in ("sinh", "cosh", "arcsinh", "arctan", "expm1", "exp2", "sinc", "deg2rad",
-                                              "rad2deg", "positive", "conjugate")},
-    "sinc": _unary(A(), -2.0, 2.0) + [case(A((3,), -0.02, 0.02))],  # the series near 0
-    "fabs": _unary(A(), 0.3, 2.0, signed=True),
-    "cbrt": _unary(A(), 0.3, 2.0, signed=True),
-    "reciprocal": _unary(A(), 0.3, 2.0, signed=True),
-    "arccosh": _unary(A(), 1.2, 3.0),
-    **{op: _unary(A(), -0.9, 0.9) for op in ("arctanh", "arcsin", "arccos")},
-    "log1p": _unary(A(), -0.8, 2.0),
-    **{op: _unary(A(), 0.3, 2.5) for op in ("log2", "log10")},
-    "nan_to_num": _unary(A(), -2.0, 2.0) + [case(A(), nan=0.0, posinf=1e300, neginf=None)],
+    **{op: _unary(-2.0, 2.0) for op in ("sinh", "cosh", "arcsinh", "arctan", "expm1", "exp2", "deg2rad", "rad2deg",
+                                         "positive", "conjugate")},
+    "sinc": _unary(-2.0, 2.0) + [case(A((3,), -0.02, 0.02))],  # the series near 0 (and its edge)
+    "fabs": _unary(0.3, 2.0, signed=True),
+    "cbrt": _unary(0.3, 2.0, signed=True),
+    "reciprocal": _unary(0.3, 2.0, signed=True),
+    "arccosh": _unary(1.2, 3.0),
+    **{op: _unary(-0.9, 0.9) for op in ("arctanh", "arcsin", "arccos")},
+    "log1p": _unary(-0.8, 2.0),
+    **{op: _unary(0.3, 2.5) for op in ("log2", "log10")},
+    "nan_to_num": [case(M), case(P()), case(A(()), nan=1.0, posinf=1e300, neginf=None)],
     "arctan2": _binary(ANY, AWAY_),
     "hypot": _binary(AWAY_, ANY),
     "logaddexp": _binary(ANY, ANY),
     "logaddexp2": _binary(ANY, ANY),
     "copysign": _binary(AWAY_, AWAY_),
-    "float_power": _binary(POS_, ANY) + [case(POS, C(3)), case(A(), I((3,), 0, 3))],
-    "heaviside": [case(I((3,), -1, 2), A()), case(I((2, 1), -1, 2), P()), case(A(), A()), case(P(), P())],  # ints: zeros
+    "float_power": _binary(POS_, ANY) + [case(POS, C(3))],
+    "heaviside": [case(I((2, 1), -1, 2), A()), case(A(), P())],  # ints: with zeros
     # kind ZERO
-    "round": [case(A(lo=-4, hi=4), decimals=0), case(M, decimals=1), case(P(-4, 4), decimals=0),
-              case(A((), -4, 4), decimals=2)],
-    "fix": [case(A(lo=-4, hi=4)), case(P(-4, 4)), case(M)],
+    "round": [case(M, decimals=1), case(P(-4, 4), decimals=0)],
+    "fix": [case(A(lo=-4, hi=4)), case(P(-4, 4))],
     # kind DISCRETE
-    "isinf": [case(A()), case(P()), case(M)],
-    "isfinite": [case(A()), case(P()), case(M)],
+    "isinf": [case(M), case(P())],
+    "isfinite": [case(M), case(P())],
 }
 
 # Python's math functions: numbers only (a Python float, a 0-d array; an int where it is discrete)
@@ -65,12 +62,12 @@ _MATH_DOMAIN = {"log": POS_, "log2": POS_, "log10": POS_, "sqrt": POS_, "log1p":
 _MATH_UNARY = ("exp", "log", "log1p", "expm1", "log2", "log10", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan",
                "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "fabs", "degrees", "radians", "floor", "ceil",
                "trunc", "isnan", "isinf", "isfinite")
-for _name in _MATH_UNARY:
+for _i, _name in enumerate(_MATH_UNARY):
     _lo, _hi, _signed = _MATH_DOMAIN.get(_name, ANY)
-    CASES[f"math_{_name}"] = [case(P(_lo, _hi, _signed)), case(A((), _lo, _hi, _signed))]
-CASES["math_exp"].append(case(I(None, -2, 3)))
+    CASES[f"math_{_name}"] = [case(P(_lo, _hi, _signed) if _i % 2 else A((), _lo, _hi, _signed))]  # both kinds of number
+CASES["math_exp"].append(case(I(None, -2, 3)))  # an int argument: a float result
 CASES["math_floor"].append(case(I(None, -2, 3)))
-CASES["math_atan2"] = [case(P(), P(0.3, 2.0, True)), case(A(()), P(0.3, 2.0, True))]
-CASES["math_hypot"] = [case(P(0.3, 2.0, True), P()), case(P(0.3, 2.0, True), A(()))]
-CASES["math_pow"] = [case(P(0.3, 2.5), P()), case(P(), C(3)), case(P(0.3, 2.5), C(-1.5)), case(P(0.3, 2.5), I(None, 0, 3))]
-CASES["math_copysign"] = [case(P(0.3, 2.0, True), P(0.3, 2.0, True)), case(P(0.3, 2.0, True), C(-1.0))]
+CASES["math_atan2"] = [case(A(()), P(0.3, 2.0, True))]
+CASES["math_hypot"] = [case(P(0.3, 2.0, True), P())]
+CASES["math_pow"] = [case(P(0.3, 2.5), P()), case(P(), C(3)), case(P(0.3, 2.5), C(-1.5))]
+CASES["math_copysign"] = [case(P(0.3, 2.0, True), P(0.3, 2.0, True))]
