@@ -12,6 +12,8 @@ from math import exp, pi
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import astad
 from conftest import check_grad
@@ -154,6 +156,27 @@ def test_sinc_at_and_near_zero():
 
 def sinc_sum(x):
     return np.sum(np.sinc(x))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(3e-4, 0.05), st.booleans())
+def test_sinc_derivative_is_accurate_on_both_sides_of_the_series_cutoff(x, negative):
+    x = -x if negative else x
+    tl = np.longdouble(np.pi) * np.longdouble(x)
+    want = float(np.longdouble(np.pi) * (tl * np.cos(tl) - np.sin(tl)) / (tl * tl))
+    assert astad.grad(sinc_sum)(x) == pytest.approx(want, rel=1e-12)
+
+
+def np_power_15(x):
+    return np.power(x, 1.5)
+
+
+def test_np_power_of_a_negative_python_float_is_nan_as_numpy_not_complex():
+    value, pullback = _with_errstate(astad.vjp, np_power_15, -2.0)
+    assert np.isnan(value) and isinstance(value, np.float64)
+    (ct,) = _with_errstate(pullback, 1.0)
+    assert isinstance(ct, float) and np.isnan(ct)
+    assert astad.grad(np_power_15)(2.0) == pytest.approx(1.5 * 2.0 ** 0.5, rel=1e-14)
 
 
 def _with_errstate(fn, *args):

@@ -58,6 +58,7 @@ def _round(title: str) -> ApiSpec:
 FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     **{n: elementwise(n) for n in _UNARY},
     **{n: elementwise(n, "x1, x2") for n in _BINARY},
+    "power": elementwise("power", "x1, x2"),  # numpy's semantics (nan, not Python's complex, for (-2.0) ** 0.5)
     "radians": elementwise("deg2rad"),
     "degrees": elementwise("rad2deg"),
     "round": _round,
