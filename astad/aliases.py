@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .ir import Const, Var
+from .rules.math_functions import DIFFERENTIABLE as MATH_DIFFERENTIABLE, DISCRETE as MATH_DISCRETE, op_name as math_op
 from .values import PyDict, PyTuple, Ref
 
 CALLER = "A:caller"  # the caller's arrays (arguments, module constants, defaults)
@@ -66,6 +67,12 @@ KIND: dict[str, str] = {
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
+    # rules/elementwise_more.py, and rules/math_functions.py (Python scalars: nothing can change them)
+    **dict.fromkeys(("sinh", "cosh", "arcsinh", "arccosh", "arctanh", "arcsin", "arccos", "arctan", "arctan2", "hypot",
+                     "log1p", "expm1", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "cbrt", "reciprocal", "sinc",
+                     "deg2rad", "rad2deg", "fabs", "copysign", "float_power", "positive", "conjugate", "nan_to_num",
+                     "round", "fix", "heaviside", "isinf", "isfinite"), "fresh"),
+    **{math_op(n): "fresh" for n in [*MATH_DIFFERENTIABLE, *MATH_DISCRETE]},
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
     "getitem": "getitem",

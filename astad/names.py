@@ -31,7 +31,7 @@ from .ir import Block, Const, Function, Prim, ReverseProgram, Var
 from .rules import RUNTIME
 
 #: the modules generated code reads
-MODULES = frozenset({"np"})
+MODULES = frozenset({"np", "math"})
 #: the builtins generated code calls (``check_generated`` refuses any other)
 BUILTINS = frozenset({"float", "len", "range", "reversed"})
 #: what generated code reads as globals besides the user's constants

@@ -104,7 +104,7 @@ class Calls(LowererCore):
         try:
             bound = spec.bind(args, kwargs)
         except TypeError as e:
-            raise self.type_error(f"{spec.title}: {e}", node) from None
+            raise self.type_error(f"{spec.title}: {e}", node, getattr(e, "hint", None)) from None
         return spec.lower(self, bound, node)
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],

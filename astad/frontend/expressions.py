@@ -5,6 +5,7 @@ conditional expressions.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import libcst as cst
@@ -122,9 +123,10 @@ class Expressions(LowererCore):
             obj = getattr(base.obj, attr)
             if isinstance(obj, type) and issubclass(obj, np.generic):
                 return Ref("dtype", np.dtype(obj).name)
+            module = "math" if base.obj is math else "np"
             if isinstance(obj, float):
-                return Const(obj, FLOAT, f"np.{attr}", ("np", attr))
-            return self.global_value(f"np.{attr}", obj, node)
+                return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
+            return self.global_value(f"{module}.{attr}", obj, node)
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
             return self.array_attribute(base, attr, node)
         if isinstance(base, PyTuple) and base.fields is not None and attr in base.fields:

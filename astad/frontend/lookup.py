@@ -7,6 +7,7 @@ what can still read a value (for in-place updates).
 from __future__ import annotations
 
 import builtins
+import math
 import types
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..values import Ref
 from ..source import reversed_function
 from ..errors import AstadTypeError, SourceUnavailableError, UnsupportedFunctionError
 from ..ir import Const, Num, NoneT
-from .numpy_api import numpy_name, builtin_spec
+from .numpy_api import numpy_name, builtin_spec, math_names
 from .abstract import abstract, literal_type
 from .scopes import Value, Scope, closures_in, scope_chain
 from .core import LowererCore
@@ -56,12 +57,15 @@ class Lookup(LowererCore):
         if obj is np:
             return Ref("module", np)
         if isinstance(obj, types.ModuleType):
-            if obj.__name__.startswith("numpy"):
+            if obj.__name__.startswith("numpy") or obj is math:
                 return Ref("module", obj)
             raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
-                                           "numpy (import numpy as np) and your own functions")
+                                           "numpy (import numpy as np), math, and your own functions")
         if builtin_spec(obj) is not None:
             return Ref("builtin", obj)
+        if callable(obj) and getattr(obj, "__module__", None) == "math":
+            raise UnsupportedFunctionError(f"math.{obj.__name__} is not supported", self.loc(node),
+                                           "math functions " + ", ".join(math_names()))
         if any(obj is it for it in _ITERATORS):
             return Ref("iterator", obj)
         if obj is builtins.map or obj is builtins.list or obj is builtins.isinstance:

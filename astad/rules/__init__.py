@@ -35,7 +35,8 @@ Primitives the reverse macro and the optimiser make (kind BACKWARD_ONLY) have
 JVPs too — forward mode runs over reverse-mode output for Hessians — and,
 being mostly linear, their transposes as VJPs.
 
-Where to add a function: ``elementwise.py`` (ufuncs and operators),
+Where to add a function: ``elementwise.py`` and ``elementwise_more.py`` (ufuncs and
+operators; ``math_functions.py`` maps Python's ``math`` onto them),
 ``reductions.py``, ``shape.py`` (movers, joins, constructors),
 ``indexing.py``, ``linalg.py``, ``lists.py``, ``derivative_code.py`` (what
 the macros make); each module registers its entries.  Then its sample
@@ -46,7 +47,7 @@ and the transpose identity, for every entry).
 
 from __future__ import annotations
 
-from . import elementwise, reductions, shape, indexing, linalg, lists, derivative_code  # noqa: F401  (they register)
+from . import elementwise, elementwise_more, math_functions, reductions, shape, indexing, linalg, lists, derivative_code  # noqa: F401  (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape
 from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, infer, norm_axes, num,
