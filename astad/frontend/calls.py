@@ -31,6 +31,8 @@ class Calls(LowererCore):
 
     def expr_Call(self, node: cst.Call) -> Value:
         func = self.expr(node.func)
+        if isinstance(func, Ref) and func.kind == "print":  # its arguments may be f-strings
+            return self.print_call(node)
         args: list[Value] = []
         kwargs: dict[str, Value] = {}
         for arg in node.args:

@@ -135,6 +135,12 @@ class Statements(LowererCore):
             self.append(node.value)
         elif isinstance(node, cst.Pass):
             return
+        elif isinstance(node, cst.Expr) and self.is_print(node.value):
+            self.expr(node.value)
+        elif isinstance(node, cst.Raise):
+            self.raise_statement(node)
+        elif isinstance(node, cst.Assert):
+            self.assert_statement(node)
         elif isinstance(node, cst.Expr):
             raise self.syntax_error("an expression statement has no effect astad can differentiate",
                                     "assign the value to a name, or remove the statement", node)
