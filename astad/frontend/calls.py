@@ -11,6 +11,7 @@ import inspect
 from typing import Any, Callable, Iterator
 
 import libcst as cst
+import numpy as np
 
 from .. import deep
 from ..values import PyTuple, Ref
@@ -18,6 +19,7 @@ from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionErro
 from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Num, Prim, Type, Unpack, Var,
                   lam_free_vars)
 from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
+from .api_python import scalar_type
 from .syntax import user_names
 from .parse import parse
 from .abstract import literal_type
@@ -61,6 +63,8 @@ class Calls(LowererCore):
             return self.apply(func.obj, [func.self_value, *args], kwargs, node)
         if func.kind == "builtin":
             return self.apply(builtin_spec(func.obj), args, kwargs, node)  # type: ignore[arg-type]
+        if func.kind == "dtype" and scalar_type(func.obj) is not None:  # np.float64(x)
+            return self.apply(scalar_type(func.obj), args, kwargs, node)  # type: ignore[arg-type]
         if func.kind == "numpy":
             spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
             if spec is None:
@@ -74,10 +78,17 @@ class Calls(LowererCore):
         """``isinstance(v, tuple)``: known when transforming (for recursion over tuples)."""
         classes = args[1] if len(args) == 2 else None
         kinds = classes.items if isinstance(classes, PyTuple) else (classes,)
-        if not all(isinstance(k, Ref) and k.kind in ("type", "list") for k in kinds):
+        if not all(isinstance(k, Ref) and k.kind in ("type", "list", "builtin") and isinstance(k.obj, type)
+                   for k in kinds):
             raise self.type_error("isinstance takes a value and a type (or a tuple of types)", node,
                                   "isinstance(t, tuple), with tuple, list, dict, float, int, bool or np.ndarray")
-        result = isinstance(sample_of(args[0]), tuple(k.obj for k in kinds))  # type: ignore[union-attr]
+        types = tuple(k.obj for k in kinds)  # type: ignore[union-attr]
+        result = isinstance(sample_of(args[0]), types)
+        t = getattr(args[0], "type", None)
+        if isinstance(t, Num) and not t.py and not t.shape and isinstance(np.zeros((), t.dtype), types) != result:
+            raise self.type_error(f"isinstance of a numpy {t}: astad reads a numpy scalar and a 0-d array alike, "
+                                  "and they differ here", node,
+                                  "a Python float (float(x)) or an array of at least one dimension")
         return Const.literal(result, literal_type(result))
 
     def map_call(self, node: cst.Call) -> Value:
