@@ -72,6 +72,11 @@ class Calls(LowererCore):
                     f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
                     "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
             return self.apply(spec, args, kwargs, node)
+        if func.kind in ("type", "dtype", "exception"):  # callable in Python, not here
+            name = f"np.{func.obj}" if func.kind == "dtype" else ref_name(func)
+            raise self.type_error(f"calling `{name}` is not supported", node.func,
+                                  "float(x), int(x), bool(x), np.float64(x), np.int64(x), list(...); "
+                                  "`raise ValueError(...)` for an exception")
         raise self.type_error(f"{ref_name(func)} is not callable", node.func)
 
     def isinstance_call(self, args: list[Value], node: cst.Call) -> Value:

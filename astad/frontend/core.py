@@ -103,6 +103,10 @@ class LowererCore:
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
         if isinstance(value, (Var, Const)):
             return value
+        if isinstance(value, PyTuple) and value.is_list:
+            raise self.type_error("a list is used where a number or an array is expected (astad does not turn "
+                                  "it into an array)", node, "np.array(xs) to make an array of a list of numbers, "
+                                  "np.stack or np.concatenate of a list of arrays")
         if isinstance(value, PyTuple):
             raise self.type_error("a tuple is used where a number or an array is expected", node,
                                   "np.stack or np.concatenate to make an array from several")

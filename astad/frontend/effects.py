@@ -17,6 +17,7 @@ from ..values import PyTuple, Ref
 from ..ir import Atom, Const, NoneT, Var
 from .abstract import literal_type
 from .scopes import Value
+from .syntax import else_stmts_of, stmts_of
 from .core import LowererCore
 
 
@@ -84,6 +85,24 @@ class Effects(LowererCore):
         layout = None if node.msg is None else self.layout(node.msg, args, first=1)
         self.emit("assert", args, {"layout": layout})
 
+    def split_raising_if(self, stmt: cst.If) -> tuple[cst.If, list[cst.BaseStatement]] | None:
+        """``if c: ... raise E`` with an ``else`` (or ``elif``): the guard ``if c: ... raise E``
+        and the other branch's statements, which run after it as Python runs them (and
+        so the names they assign are defined after the ``if``).  None: not of that form."""
+        if stmt.orelse is None:
+            return None
+        orelse = else_stmts_of(stmt)
+        if _raises(stmts_of(stmt.body)):
+            guard = cst.If(test=stmt.test, body=stmt.body)
+            rest = orelse
+        elif _raises(orelse) and isinstance(stmt.orelse, cst.Else):
+            guard = cst.If(test=cst.UnaryOperation(cst.Not(), stmt.test), body=stmt.orelse.body)
+            rest = stmts_of(stmt.body)
+        else:
+            return None
+        self.alias(guard, stmt)  # errors in the guard point at the user's `if`
+        return guard, rest
+
     # ------------------------------------------------------------------ messages
 
     def layout(self, node: cst.BaseExpression, args: list[Atom], first: int = 0) -> tuple:
@@ -127,6 +146,12 @@ class Effects(LowererCore):
                     f"{_ws(eq.whitespace_before)}={_ws(eq.whitespace_after)}")
             return [("text", text), ("field", value, conversion or (None if spec else "r"), spec)]
         return [("field", value, conversion, spec)]
+
+
+def _raises(stmts: list[cst.BaseStatement]) -> bool:
+    """Whether a block ends with ``raise`` (at its own level)."""
+    last = stmts[-1] if stmts else None
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Raise)
 
 
 def _ws(w: cst.BaseParenthesizableWhitespace) -> str:
