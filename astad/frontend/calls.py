@@ -14,6 +14,7 @@ import libcst as cst
 import numpy as np
 
 from .. import deep
+from ..rules import has_effect
 from ..values import PyTuple, Ref
 from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionError
 from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Num, Prim, Type, Unpack, Var,
@@ -249,7 +250,7 @@ class Calls(LowererCore):
         site, before, visible = c.site
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
         if (block is None or not isinstance(value.type, Num)  # type: ignore[union-attr]
-                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) for b in binds)
+                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) or has_effect(b.rhs) for b in binds)
                 or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))):
             return None
         name = next((k for sc in self._chain() for k, v in sc.env.items()
