@@ -339,3 +339,24 @@ def test_messages_name_the_real_cause(run, message, line, at):
     assert line in source and caret.strip() == "^", text
     assert source[caret.index("^"):].startswith(at), text
     assert e.hint, text
+
+
+# --------------------------------------------------------------------------- aliasing: max(a, b) is a or b; np.float64(x) of a float64 array is x
+
+
+def a_max_update(a, b):
+    y = max(a, b)
+    y += 1.0
+    return y * 1.0
+
+
+def a_convert_update(a):
+    y = np.float64(a)
+    y *= 2.0
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("f, args", [(a_max_update, (np.array(1.0), np.array(2.0))), (a_convert_update, (np.ones(2),))])
+def test_updating_what_may_be_an_argument_is_refused(f, args):
+    with pytest.raises(astad.UnsupportedSyntaxError, match="would change for the caller"):
+        astad.grad(f)(*args)

@@ -81,9 +81,10 @@ class Effects(LowererCore):
         cond = self.condition(node.test)
         if cond is True:
             return
-        args: list[Atom] = [Const.literal(False, literal_type(False)) if cond is False else cond]
-        layout = None if node.msg is None else self.layout(node.msg, args, first=1)
-        self.emit("assert", args, {"layout": layout})
+        message: list[Atom] = []  # the message's atoms, after the condition
+        layout = None if node.msg is None else self.layout(node.msg, message)
+        test = Const.literal(False, literal_type(False)) if cond is False else cond
+        self.emit("assert", [test, *message], {"layout": layout})
 
     def split_raising_if(self, stmt: cst.If) -> tuple[cst.If, list[cst.BaseStatement]] | None:
         """``if c: ... raise E`` with an ``else`` (or ``elif``): the guard ``if c: ... raise E``
@@ -105,29 +106,29 @@ class Effects(LowererCore):
 
     # ------------------------------------------------------------------ messages
 
-    def layout(self, node: cst.BaseExpression, args: list[Atom], first: int = 0) -> tuple:
-        """How a printed value is made of atoms (appended to ``args``; the layout
-        counts them from ``first``)."""
+    def layout(self, node: cst.BaseExpression, args: list[Atom]) -> tuple:
+        """How a printed value is made of atoms (:mod:`astad.rules.python`); its atoms
+        are appended to ``args``."""
         if isinstance(node, cst.FormattedString):
-            return ("fstr", tuple(q for p in node.parts for q in self.fstring_parts(node, p, args, first)))
+            return ("fstr", tuple(q for p in node.parts for q in self.fstring_parts(node, p, args)))
         if isinstance(node, cst.ConcatenatedString):
-            return ("cat", (self.layout(node.left, args, first), self.layout(node.right, args, first)))
-        return self.value_layout(self.expr(node), node, args, first)
+            return ("cat", (self.layout(node.left, args), self.layout(node.right, args)))
+        return self.value_layout(self.expr(node), node, args)
 
-    def value_layout(self, value: Value, node: cst.CSTNode, args: list[Atom], first: int) -> tuple:
-        if isinstance(value, Ref) and value.kind == "string":
+    def value_layout(self, value: Value, node: cst.CSTNode, args: list[Atom]) -> tuple:
+        if isinstance(value, Ref) and value.kind == "string" and isinstance(value.obj, str):
             return ("str", value.obj)
         if isinstance(value, PyTuple) and value.fields is None:
-            items = tuple(self.value_layout(v, node, args, first) for v in value.items)
+            items = tuple(self.value_layout(v, node, args) for v in value.items)
             return ("seq", "list" if value.is_list else "tuple", items)
         if not isinstance(value, (Var, Const)):
             raise self.type_error("only numbers, arrays, strings, and tuples and lists of them can be printed "
                                   "or put in a message", node, "print(x), print(f\"x = {x}\"), print(\"x:\", x)")
         args.append(value)
-        return ("arg", len(args) - 1 - first)
+        return ("arg", len(args) - 1)
 
-    def fstring_parts(self, node: cst.FormattedString, part: cst.BaseFormattedStringContent, args: list[Atom],
-                      first: int) -> list[tuple]:
+    def fstring_parts(self, node: cst.FormattedString, part: cst.BaseFormattedStringContent,
+                      args: list[Atom]) -> list[tuple]:
         if isinstance(part, cst.FormattedStringText):
             return [("text", _text(node, part.value))]
         assert isinstance(part, cst.FormattedStringExpression)
@@ -137,7 +138,7 @@ class Effects(LowererCore):
                 raise self.syntax_error("a format spec computed from values is not supported", "a literal spec, "
                                         "e.g. f\"{x:.3f}\"", part)
             spec = "".join(s.value for s in part.format_spec)  # type: ignore[union-attr]
-        value = self.layout(part.expression, args, first)
+        value = self.layout(part.expression, args)
         conversion = part.conversion
         if part.equal is not None:  # f"{x=}": the text of the expression, then its repr (the user's text)
             code = cst.Module([]).code_for_node(part.expression)
