@@ -67,7 +67,7 @@ KIND: dict[str, str] = {
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan",
-        "py_abs", "py_round", "py_round_digits", "print", "raise", "assert"), "fresh"),
+        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert"), "fresh"),
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
                      "convert_float", "convert_discrete"), "view"),  # np.float64(x) of a float64 array is x

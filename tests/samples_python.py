@@ -21,6 +21,8 @@ CASES: dict[str, list[tuple]] = {
     "convert_discrete": [case(P(), dtype="int64", py=True), case(A(), dtype="int64", py=False),
                          case(P(), dtype="bool", py=True)],
     "py_round": [case(P(-4, 4)), case(A((), -4, 4))],
+    "index_of_max": [case(A((5,))), case(L(3, ()))],
+    "index_of_min": [case(A((5,))), case(L(3, ()))],
     # effects (kind DISCRETE, result None): run for what they do; tests/test_python_builtins.py checks them
     "print": [case(P(), A(), layout=_MESSAGE)],
     "raise": [case(P(), A(), exc="ValueError", layout=_MESSAGE)],

@@ -56,7 +56,15 @@ def _check_grad(f, *args, argnums: int = 0) -> None:
     assert tangent == pytest.approx(float(np.sum(np.asarray(got, dtype=float) * np.asarray(v, dtype=float))), rel=1e-9, abs=1e-12)
 
 
+def _ones_like(a):
+    if isinstance(a, dict):
+        return {k: _ones_like(v) for k, v in a.items()}
+    return [1.0] * len(a) if isinstance(a, list) else (1.0 if isinstance(a, float) else np.ones_like(a))
+
+
 def _zero_like(a):
+    if isinstance(a, dict):
+        return {k: _zero_like(v) for k, v in a.items()}
     if isinstance(a, list):
         return [0.0] * len(a)
     if isinstance(a, float):
@@ -131,8 +139,34 @@ def test_float32_conversion_casts_the_derivative():
     np.testing.assert_allclose(g, [3.0, 2.0])
 
 
+def b_runtime_list(x, n):
+    ls = []
+    for i in range(n):
+        ls.append(x * (i - 1.5) ** 2 + 0.1 * i)
+    return max(ls) + min(ls) * 2.0
+
+
+def b_array_extrema(x):
+    return max(x) * min(np.sin(x)) + max(x * x)
+
+
 def test_sum_and_max_of_a_list_of_floats():
     _check_grad(b_sum, [1.5, -0.5, 0.75])
+
+
+def test_max_and_min_of_a_list_built_at_run_time_and_of_an_array():
+    _check_grad(b_runtime_list, 1.3, 4)
+    _check_grad(b_runtime_list, -0.7, 3)
+    _check_grad(b_array_extrema, np.array([0.3, 2.0, -1.0, 1.7]))
+    x = np.array([0.3, 2.0, -1.0, 2.0])  # a tie: Python returns the first, and so gets the derivative
+    np.testing.assert_allclose(astad.grad(lambda_free_max_of)(x), [0.0, 1.0, 0.0, 0.0])
+    for xs in ([1.0, float("nan"), 3.0], [float("nan"), 1.0]):  # the item Python returns, also at a nan
+        value, _ = astad.reverse(lambda_free_max_of)(np.array(xs))
+        assert value is not None and (np.isnan(value) and np.isnan(max(np.array(xs))) or value == max(np.array(xs)))
+
+
+def lambda_free_max_of(x):
+    return max(x) * 1.0
 
 
 @settings(max_examples=15, deadline=None)
@@ -179,8 +213,13 @@ def p_calls(x):
     return g(x) + g(2.0 * x)
 
 
+def p_pytree(params, xs):
+    print("params:", params, "xs:", xs, f"{xs[0]:+.2f}")
+    return np.sum(params["w"] * xs[0]) + params["b"] * xs[1]
+
+
 @pytest.mark.parametrize("f, args", [(p_scalar, (1.3, 3)), (p_scalar, (0.5, 1)), (p_array, (np.arange(3.0),)),
-                                     (p_calls, (1.5,))])
+                                     (p_calls, (1.5,)), (p_pytree, ({"w": np.ones(2), "b": 0.5}, [1.5, -2.0]))])
 def test_print_runs_once_per_primal_run_with_the_primal_values(f, args, capsys):
     f(*args)
     primal = capsys.readouterr().out
@@ -189,8 +228,7 @@ def test_print_runs_once_per_primal_run_with_the_primal_values(f, args, capsys):
     assert capsys.readouterr().out == primal
     astad.value_and_grad(f)(*args)
     assert capsys.readouterr().out == primal
-    astad.jvp(f, args, tuple(_zero_like(a) if k else (np.ones_like(a) if not isinstance(a, float) else 1.0)
-                             for k, a in enumerate(args)))
+    astad.jvp(f, args, (_ones_like(args[0]), *map(_zero_like, args[1:])))
     assert capsys.readouterr().out == primal
     value, pullback = astad.reverse(f)(*args)
     assert capsys.readouterr().out == primal

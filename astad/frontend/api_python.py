@@ -15,7 +15,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, Const, Num
+from ..ir import Atom, Const, ListT, Num
 from ..rules.python import convert
 from .abstract import literal_type
 from .api_specs import ApiSpec, sig, spec
@@ -97,12 +97,10 @@ def _extremum(name: str) -> Callable[[Lowerer, dict, cst.Call], Value]:
 
     def lower(lw: Lowerer, b: dict, node: cst.Call) -> Value:
         items = b["args"]
+        if len(items) == 1 and not hasattr(items[0], "items"):  # a list built at run time, or a 1-d array
+            return _of_sequence(lw, name, lw.atom(items[0], node))
         if len(items) == 1:
-            seq = items[0]
-            if not hasattr(seq, "items"):
-                raise lw.type_error(f"{name}() of one argument takes a list or tuple written in the code", node,
-                                    f"np.{name}(x) of an array; {name}(a, b) of numbers; {name}([a, b, c])")
-            items = list(seq.items)
+            items = list(items[0].items)
             if not items:
                 raise lw.type_error(f"{name}() of an empty sequence", node)
         atoms = [_number(lw, v, node, f"{name}()") for v in items]
@@ -115,6 +113,14 @@ def _extremum(name: str) -> Callable[[Lowerer, dict, cst.Call], Value]:
         return acc
 
     return lower
+
+
+def _of_sequence(lw: Lowerer, name: str, xs: Atom) -> Value:
+    """``max(xs)``: the item where Python's ``max`` takes its value (the derivative flows to it)."""
+    i = lw.emit(f"index_of_{name}", [xs])
+    if isinstance(xs.type, ListT):
+        return lw.emit("list_get", [xs, i])
+    return lw.emit("getitem", [xs, i], {"index": (("arg", 1),)})
 
 
 def _lower_pow(lw: Lowerer, b: dict, node: cst.Call) -> Value:

@@ -13,7 +13,7 @@ import builtins
 
 import libcst as cst
 
-from ..values import PyTuple, Ref
+from ..values import PyDict, PyTuple, Ref
 from ..ir import Atom, Const, NoneT, Var
 from .abstract import literal_type
 from .scopes import Value
@@ -121,8 +121,10 @@ class Effects(LowererCore):
         if isinstance(value, PyTuple) and value.fields is None:
             items = tuple(self.value_layout(v, node, args) for v in value.items)
             return ("seq", "list" if value.is_list else "tuple", items)
+        if isinstance(value, PyDict):
+            return ("dict", value.keys, tuple(self.value_layout(v, node, args) for v in value.items))
         if not isinstance(value, (Var, Const)):
-            raise self.type_error("only numbers, arrays, strings, and tuples and lists of them can be printed "
+            raise self.type_error("only numbers, arrays, strings, and tuples, lists and dicts of them can be printed "
                                   "or put in a message", node, "print(x), print(f\"x = {x}\"), print(\"x:\", x)")
         args.append(value)
         return ("arg", len(args) - 1)

@@ -26,9 +26,9 @@ import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
-from ..ir import Atom, NoneT, Num, Type
+from ..ir import INT, Atom, ListT, NoneT, Num, Type
 from .derive import Partial, elementwise as by_partials, linear, unary
-from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register
+from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register, runtime
 from .types import elementwise
 
 RULE, ZERO, DISCRETE = DerivativeKind.RULE, DerivativeKind.ZERO, DerivativeKind.DISCRETE
@@ -106,6 +106,40 @@ def _extremum(loses: str):
     return by_partials(partials, floats=True)
 
 
+@runtime
+def index_of_max(xs: Any) -> int:
+    """Where ``max(xs)`` takes its value: it keeps an item until a later one is
+    strictly greater (so the first of equal items, and a nan first item)."""
+    if len(xs) == 0:
+        raise ValueError("max() iterable argument is empty")
+    best = 0
+    for k in range(1, len(xs)):
+        if xs[k] > xs[best]:
+            best = k
+    return best
+
+
+@runtime
+def index_of_min(xs: Any) -> int:
+    """Where ``min(xs)`` takes its value (as :func:`index_of_max`)."""
+    if len(xs) == 0:
+        raise ValueError("min() iterable argument is empty")
+    best = 0
+    for k in range(1, len(xs)):
+        if xs[k] < xs[best]:
+            best = k
+    return best
+
+
+def _index_of_infer(ts: list[Type], ps: dict) -> Type:
+    t = ts[0]
+    elem = t.elem if isinstance(t, ListT) else None
+    if isinstance(elem, Num) and not elem.shape or (isinstance(t, Num) and t.ndim == 1):
+        return INT
+    raise ShapeError(f"max()/min() of {t}: Python compares its items, which must be numbers",
+                     "np.max(x) / np.min(x) of an array; max(a, b) of numbers")
+
+
 def _round_infer(ts: list[Type], ps: dict) -> Type:
     x = num(ts[0])
     if x.shape:
@@ -126,7 +160,7 @@ def _emit_round(a: list[Expr], ps: dict) -> Expr:
 # --------------------------------------------------------------------------- effects: print, raise, assert
 #
 # A layout is a tree of tuples: ("arg", i) the i-th argument; ("str", s) a string;
-# ("seq", "tuple" | "list", items); ("fstr", parts) an f-string, each part
+# ("seq", "tuple" | "list", items); ("dict", keys, items); ("fstr", parts) an f-string, each part
 # ("text", s) or ("field", layout, conversion or None, format spec or None);
 # ("cat", items) strings written side by side.
 
@@ -143,6 +177,8 @@ def value_of(layout: tuple, args: tuple) -> Any:
         return tuple(items) if layout[1] == "tuple" else items
     if kind == "cat":
         return "".join(value_of(i, args) for i in layout[1])
+    if kind == "dict":
+        return {k: value_of(i, args) for k, i in zip(layout[1], layout[2])}
     out = []
     for part in layout[1]:
         if part[0] == "text":
@@ -178,6 +214,11 @@ def expr_of(layout: tuple, args: list[Expr]) -> Expr:
     if kind == "seq":
         items = [expr_of(i, args) for i in layout[2]]
         return px.tuple_(items) if layout[1] == "tuple" else cst.List([cst.Element(e) for e in items])
+    if kind == "dict":
+        return cst.Dict([cst.DictElement(expr_of(("str", k) if isinstance(k, str) else ("int", k), []), expr_of(i, args))
+                         for k, i in zip(layout[1], layout[2])])
+    if kind == "int":
+        return px.literal(layout[1])
     if kind == "cat":
         parts = [expr_of(i, args) for i in layout[1]]
         node = parts[0]
@@ -238,6 +279,8 @@ register(
               **unary(lambda b, x, out: b.prim("sign", x))),
     Primitive("py_max", builtins.max, _scalars("max"), lambda a, ps: px.call("max", a), kind=RULE, **_extremum("lt")),
     Primitive("py_min", builtins.min, _scalars("min"), lambda a, ps: px.call("min", a), kind=RULE, **_extremum("gt")),
+    Primitive("index_of_max", index_of_max, _index_of_infer, lambda a, ps: px.call("index_of_max", a), kind=DISCRETE),
+    Primitive("index_of_min", index_of_min, _index_of_infer, lambda a, ps: px.call("index_of_min", a), kind=DISCRETE),
     Primitive("py_round", _round, _round_infer, _emit_round, kind=DISCRETE),
     Primitive("py_round_digits", _round, _round_infer, _emit_round, kind=ZERO),
     _effect("print", _print, _print_stmts),
