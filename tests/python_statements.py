@@ -27,3 +27,28 @@ def r_else(x):
 def r_assert_plain(x):
     assert x != 2.0
     return x * x
+
+
+def r_after_return(x):
+    if x > 0.0:
+        return x * x
+    print("bad", x)
+    raise ValueError(f"x = {x}")
+
+
+def r_elif(x):
+    if x > 1.0:
+        return x * 3.0
+    elif x > 0.0:
+        return np.sin(x) * x
+    else:
+        raise ValueError("neg")
+
+
+def r_in_loop(x, n):
+    y = x
+    for i in range(n):
+        if y > 10.0:
+            raise RuntimeError(f"diverged at {i}")
+        y = y * 2.0 + np.cos(y)
+    return y

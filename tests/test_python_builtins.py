@@ -250,17 +250,21 @@ def test_generated_code_prints_as_the_user_wrote_it():
 # --------------------------------------------------------------------------- raise and assert
 
 
-from python_statements import r_assert_plain, r_else, r_guard  # noqa: E402  (not rewritten by pytest: they assert)
+from python_statements import r_after_return, r_assert_plain, r_elif, r_else, r_guard, r_in_loop  # noqa: E402  (not rewritten by pytest: they assert)
 
 
-@pytest.mark.parametrize("f, x", [(r_guard, -1.5), (r_guard, 12.0), (r_else, 0.5), (r_assert_plain, 2.0)])
-def test_exceptions_are_the_primals(f, x):
+@pytest.mark.parametrize("f, args", [(r_guard, (-1.5,)), (r_guard, (12.0,)), (r_else, (0.5,)), (r_assert_plain, (2.0,)),
+                                     (r_after_return, (-1.0,)), (r_elif, (-0.5,)), (r_in_loop, (3.0, 5))])
+def test_exceptions_are_the_primals(f, args, capsys):
     with pytest.raises(Exception) as primal:
-        f(x)
-    for run in (lambda: astad.grad(f)(x), lambda: astad.jvp(f, (x,), (1.0,)), lambda: astad.reverse(f)(x)):
+        f(*args)
+    printed = capsys.readouterr().out
+    tangents = (1.0, *[None] * (len(args) - 1))
+    for run in (lambda: astad.grad(f)(*args), lambda: astad.jvp(f, args, tangents), lambda: astad.reverse(f)(*args)):
         with pytest.raises(type(primal.value)) as got:
             run()
         assert type(got.value) is type(primal.value) and got.value.args == primal.value.args
+        assert capsys.readouterr().out == printed
 
 
 def test_paths_that_do_not_raise_are_differentiated():
@@ -268,6 +272,10 @@ def test_paths_that_do_not_raise_are_differentiated():
     _check_grad(r_else, 2.0)
     _check_grad(r_else, -1.5)
     _check_grad(r_assert_plain, 3.0)
+    _check_grad(r_after_return, 1.5)
+    _check_grad(r_elif, 2.0)
+    _check_grad(r_elif, 0.5)
+    _check_grad(r_in_loop, 1.0, 3)
 
 
 # --------------------------------------------------------------------------- isinstance and lists of floats

@@ -86,23 +86,28 @@ class Effects(LowererCore):
         test = Const.literal(False, literal_type(False)) if cond is False else cond
         self.emit("assert", [test, *message], {"layout": layout})
 
-    def split_raising_if(self, stmt: cst.If) -> tuple[cst.If, list[cst.BaseStatement]] | None:
-        """``if c: ... raise E`` with an ``else`` (or ``elif``): the guard ``if c: ... raise E``
-        and the other branch's statements, which run after it as Python runs them (and
-        so the names they assign are defined after the ``if``).  None: not of that form."""
-        if stmt.orelse is None:
-            return None
-        orelse = else_stmts_of(stmt)
-        if _raises(stmts_of(stmt.body)):
-            guard = cst.If(test=stmt.test, body=stmt.body)
-            rest = orelse
-        elif _raises(orelse) and isinstance(stmt.orelse, cst.Else):
-            guard = cst.If(test=cst.UnaryOperation(cst.Not(), stmt.test), body=stmt.orelse.body)
-            rest = stmts_of(stmt.body)
+    def split_raising_if(self, stmt: cst.If, following: list[cst.BaseStatement]) -> list[cst.BaseStatement] | None:
+        """An ``if`` one of whose ways ends with ``raise`` as a guard and the other way after
+        it, as Python runs them (so the names the other way assigns, or the value it returns,
+        are those after the ``if``):
+
+        * ``if c: ... raise E`` ``else: B`` -> ``if c: ... raise E``, then ``B``;
+        * ``if c: A`` ``else: ... raise E`` -> ``if not c: ... raise E``, then ``A``;
+        * ``if c: ... return v``, then ``... raise E`` -> ``if not c: ... raise E``, then ``... return v``.
+
+        The statements to lower instead of ``stmt`` and ``following``; None: not of these forms."""
+        body = stmts_of(stmt.body)
+        if stmt.orelse is not None and _ends_with(body, cst.Raise):
+            guard, after = cst.If(test=stmt.test, body=stmt.body), else_stmts_of(stmt) + following
+        elif isinstance(stmt.orelse, cst.Else) and _ends_with(stmts_of(stmt.orelse.body), cst.Raise):
+            guard, after = cst.If(test=cst.UnaryOperation(cst.Not(), stmt.test), body=stmt.orelse.body), body + following
+        elif stmt.orelse is None and _ends_with(body, cst.Return) and _ends_with(following, cst.Raise):
+            guard = cst.If(test=cst.UnaryOperation(cst.Not(), stmt.test), body=cst.IndentedBlock(following))
+            after = body
         else:
             return None
         self.alias(guard, stmt)  # errors in the guard point at the user's `if`
-        return guard, rest
+        return [guard, *after]
 
     # ------------------------------------------------------------------ messages
 
@@ -151,10 +156,10 @@ class Effects(LowererCore):
         return [("field", value, conversion, spec)]
 
 
-def _raises(stmts: list[cst.BaseStatement]) -> bool:
-    """Whether a block ends with ``raise`` (at its own level)."""
+def _ends_with(stmts: list[cst.BaseStatement], kind: type) -> bool:
+    """Whether a block ends with a ``raise`` (``return``) at its own level."""
     last = stmts[-1] if stmts else None
-    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Raise)
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], kind)
 
 
 def _ws(w: cst.BaseParenthesizableWhitespace) -> str:

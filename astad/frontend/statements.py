@@ -73,9 +73,9 @@ class Statements(LowererCore):
     def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
-                split = self.split_raising_if(stmt)
-                if split is not None:  # `if c: raise ...` `else: ...`: the other branch runs after the guard
-                    return self.lower_stmts([split[0], *split[1], *stmts[i + 1:]])
+                split = self.split_raising_if(stmt, stmts[i + 1:])
+                if split is not None:  # `if c: raise ...` `else: ...`: the other way runs after the guard
+                    return self.lower_stmts(split)
                 if can_leave(stmt):  # the rest of the block continues each branch that does not return/break/continue
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
