@@ -132,6 +132,15 @@ def test_values_and_types_are_the_primals():
     assert astad.reverse(b_float32)(np.array([0.1, 0.2]))[0] == b_float32(np.array([0.1, 0.2]))
 
 
+def b_dtype_builtin(x):
+    return np.sum(np.ones(3, dtype=float) * x) + np.sum(np.ones(2, dtype=int)) * x
+
+
+def test_builtin_types_as_dtypes():
+    _check_grad(b_dtype_builtin, 1.5)
+    assert astad.grad(b_dtype_builtin)(1.5) == 5.0
+
+
 def test_float32_conversion_casts_the_derivative():
     x = np.array([0.1, 0.2])
     g = astad.grad(b_float32)(x)

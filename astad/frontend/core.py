@@ -128,7 +128,8 @@ class LowererCore:
             return value.value
         if isinstance(value, Var) and isinstance(value.type, Num) and value.type.value is not None:
             return value.type.value
-        if isinstance(value, Ref) and value.kind in ("dtype", "string"):
+        if isinstance(value, Ref) and (value.kind in ("dtype", "string") or (
+                value.kind == "builtin" and value.obj in (float, int, bool))):  # dtype=float
             return value.obj
         raise self.type_error(f"`{what}` must be a constant known when the function is transformed", node,
                               "an integer literal or a module-level constant")
