@@ -66,7 +66,7 @@ def _emit_convert(a: list[Expr], ps: dict) -> Expr:
 def cast_to(b: Any, v: Atom, like: Type) -> Atom:
     """``v`` (a float) with the dtype and kind (Python or numpy scalar) of ``like``."""
     t, u = num(v.type), num(like)
-    if (t.dtype, t.py or bool(t.shape)) == (u.dtype, u.py or bool(u.shape)):
+    if t.dtype == u.dtype and (t.py == u.py or bool(u.shape)):  # (an array's cotangent may be a numpy scalar)
         return v
     return b.prim("convert_float", v, dtype=u.dtype, py=u.py and not u.shape)
 
