@@ -5,6 +5,8 @@ the work that computed it.  Gradients checked against finite differences."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 import astad
@@ -28,4 +30,4 @@ def test_an_inactive_value_gets_no_cotangent_in_the_backward_loop():
     np.testing.assert_allclose(dc, fd, rtol=1e-6, atol=1e-9)
     assert dn is None
     backward = r.source.split("def poly_fit_backward")[1]
-    assert "t_ct" not in backward  # nothing accumulates the cotangent of t
+    assert not re.search(r"\bt_ct", backward)  # nothing accumulates the cotangent of t
