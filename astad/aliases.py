@@ -57,7 +57,8 @@ Roots = frozenset
 #: argument's memory (numpy may return a view, or the argument itself),
 #: "getitem" a view unless every index is an integer (then a scalar copy),
 #: "list" a new list holding the arguments, "append" the list argument with
-#: one more element (the same list object), "element" an element of the list.
+#: one more element (the same list object), "element" an element of the list,
+#: "either" one of its arguments itself (Python's ``max(a, b)``).
 KIND: dict[str, str] = {
     **dict.fromkeys((
         "abs", "add", "and_", "copy", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
@@ -66,7 +67,8 @@ KIND: dict[str, str] = {
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "scatter", "scatter_add", "select", "shape", "sign",
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
-        "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
+        "fmod", "floor", "ceil", "trunc", "rint", "isnan",
+        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert"), "fresh"),
     # rules/elementwise_more.py, and rules/math_functions.py (Python scalars: nothing can change them)
     **dict.fromkeys(("sinh", "cosh", "arcsinh", "arccosh", "arctanh", "arcsin", "arccos", "arctan", "arctan2", "hypot",
                      "log1p", "expm1", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "cbrt", "reciprocal", "sinc",
@@ -74,7 +76,9 @@ KIND: dict[str, str] = {
                      "round", "fix", "heaviside", "isinf", "isfinite"), "fresh"),
     **{math_op(n): "fresh" for n in [*MATH_DIFFERENTIABLE, *MATH_DISCRETE]},
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
-                     "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
+                     "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
+                     "convert_float", "convert_discrete"), "view"),  # np.float64(x) of a float64 array is x
+    **dict.fromkeys(("py_max", "py_min"), "either"),
     "getitem": "getitem",
     "list": "list",
     **dict.fromkeys(("append", "append_in_place"), "append"),
@@ -171,6 +175,8 @@ class Aliases:
             roots = self.fresh(var.name) if scalar else self.roots(args[0])
         elif kind == "view":
             roots = self.roots(args[0])
+        elif kind == "either":
+            roots = frozenset().union(*[self.roots(a) for a in args])
         elif kind == "list":
             roots = self.fresh(var.name, "L:").union(*[self.roots(a) for a in args])
         elif kind == "append":

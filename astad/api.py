@@ -210,10 +210,22 @@ class Reverse:
 
     def _types(self, args: Sequence[Any]) -> tuple[Type, ...]:
         params = self._parsed.funcdef.params.params
+        if len(args) != len(params) and inspect.ismethod(self.__astad_function__):
+            raise AstadTypeError(f"{self._parsed.name} is a bound method: astad reads its source, where `self` is a "
+                                 "parameter, and does not pass `self` (bound methods are not supported yet)",
+                                 self._parsed.loc(self._parsed.funcdef.name),
+                                 "a module-level function of the numbers and arrays it reads from `self`")
         if len(args) != len(params):
             raise AstadTypeError(f"{self._parsed.name} takes {len(params)} positional arguments, got {len(args)} "
                                  "(pass every parameter, by position)")
-        return tuple(frontend.abstract(a, f"argument `{p.name.value}`") for a, p in zip(args, params))
+        return tuple(self._abstract(a, p) for a, p in zip(args, params))
+
+    def _abstract(self, arg: Any, param: Any) -> Type:
+        """The abstract type of an argument; a refused one pointed at its parameter."""
+        try:
+            return frontend.abstract(arg, f"argument `{param.name.value}`")
+        except AstadTypeError as e:
+            raise AstadTypeError(e.message, self._parsed.loc(param), e.hint) from None
 
     def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Derivative, tuple]:
         types = self._types(args)

@@ -255,6 +255,8 @@ def test_no_tangent_where_the_derivative_is_zero(op, specs, params, seed):
     rng = np.random.default_rng(seed)
     c = Case(op, specs, params)
     assert TABLE[op].jvp is None
+    if TABLE[op].effect:
+        return  # print, raise, assert: run for what they do (tests/test_python_builtins.py)
     free = c.specs_free()
     args = [s.draw(rng) for s in free]
     value = c.impl(args)

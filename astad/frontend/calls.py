@@ -11,13 +11,16 @@ import inspect
 from typing import Any, Callable, Iterator
 
 import libcst as cst
+import numpy as np
 
 from .. import deep
+from ..rules import has_effect
 from ..values import PyTuple, Ref
 from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionError
 from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Num, Prim, Type, Unpack, Var,
                   lam_free_vars)
 from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
+from .api_python import scalar_type
 from .syntax import user_names
 from . import recursion
 from .recursion import RuntimeDepth
@@ -33,6 +36,8 @@ class Calls(LowererCore):
 
     def expr_Call(self, node: cst.Call) -> Value:
         func = self.expr(node.func)
+        if isinstance(func, Ref) and func.kind == "print":  # its arguments may be f-strings
+            return self.print_call(node)
         args: list[Value] = []
         kwargs: dict[str, Value] = {}
         for arg in node.args:
@@ -61,6 +66,8 @@ class Calls(LowererCore):
             return self.apply(func.obj, [func.self_value, *args], kwargs, node)
         if func.kind == "builtin":
             return self.apply(builtin_spec(func.obj), args, kwargs, node)  # type: ignore[arg-type]
+        if func.kind == "dtype" and scalar_type(func.obj) is not None:  # np.float64(x)
+            return self.apply(scalar_type(func.obj), args, kwargs, node)  # type: ignore[arg-type]
         if func.kind == "numpy":
             spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
             if spec is None:
@@ -68,16 +75,28 @@ class Calls(LowererCore):
                     f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
                     "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
             return self.apply(spec, args, kwargs, node)
+        if func.kind in ("type", "dtype", "exception"):  # callable in Python, not here
+            name = f"np.{func.obj}" if func.kind == "dtype" else ref_name(func)
+            raise self.type_error(f"calling `{name}` is not supported", node.func,
+                                  "float(x), int(x), bool(x), np.float64(x), np.int64(x), list(...); "
+                                  "`raise ValueError(...)` for an exception")
         raise self.type_error(f"{ref_name(func)} is not callable", node.func)
 
     def isinstance_call(self, args: list[Value], node: cst.Call) -> Value:
         """``isinstance(v, tuple)``: known when transforming (for recursion over tuples)."""
         classes = args[1] if len(args) == 2 else None
         kinds = classes.items if isinstance(classes, PyTuple) else (classes,)
-        if not all(isinstance(k, Ref) and k.kind in ("type", "list") for k in kinds):
+        if not all(isinstance(k, Ref) and k.kind in ("type", "list", "builtin") and isinstance(k.obj, type)
+                   for k in kinds):
             raise self.type_error("isinstance takes a value and a type (or a tuple of types)", node,
                                   "isinstance(t, tuple), with tuple, list, dict, float, int, bool or np.ndarray")
-        result = isinstance(sample_of(args[0]), tuple(k.obj for k in kinds))  # type: ignore[union-attr]
+        types = tuple(k.obj for k in kinds)  # type: ignore[union-attr]
+        result = isinstance(sample_of(args[0]), types)
+        t = getattr(args[0], "type", None)
+        if isinstance(t, Num) and not t.py and not t.shape and isinstance(np.zeros((), t.dtype), types) != result:
+            raise self.type_error(f"isinstance of a numpy {t}: astad reads a numpy scalar and a 0-d array alike, "
+                                  "and they differ here", node,
+                                  "a Python float (float(x)) or an array of at least one dimension")
         return Const.literal(result, literal_type(result))
 
     def map_call(self, node: cst.Call) -> Value:
@@ -264,7 +283,7 @@ class Calls(LowererCore):
         site, before, visible = c.site
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
         if (block is None or not isinstance(value.type, Num)  # type: ignore[union-attr]
-                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) for b in binds)
+                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) or has_effect(b.rhs) for b in binds)
                 or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))):
             return None
         name = next((k for sc in self._chain() for k, v in sc.env.items()

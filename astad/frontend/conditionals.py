@@ -110,7 +110,8 @@ class Conditionals(LowererCore):
             raise self.type_error(f"`{name}` is a different kind of value in each branch", None,
                                   "the same kind of value (number, array or tuple) in both branches")
         if isinstance(tv, PyTuple) or isinstance(ev, PyTuple):
-            raise self.type_error(f"`{name}` is a tuple in one branch and not in the other (or of another length)",
+            kind = "list" if any(isinstance(v, PyTuple) and v.is_list for v in (tv, ev)) else "tuple"
+            raise self.type_error(f"`{name}` is a {kind} in one branch and not in the other (or of another length)",
                                   None, "values of the same structure in both branches")
         pairs.append((name, self.atom(tv, self.node), self.atom(ev, self.node)))
         return ("atom",)

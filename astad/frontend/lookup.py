@@ -68,8 +68,10 @@ class Lookup(LowererCore):
                                            "math functions " + ", ".join(math_names()))
         if any(obj is it for it in _ITERATORS):
             return Ref("iterator", obj)
-        if obj is builtins.map or obj is builtins.list or obj is builtins.isinstance:
+        if obj is builtins.map or obj is builtins.list or obj is builtins.isinstance or obj is builtins.print:
             return Ref(obj.__name__, obj)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            return Ref("exception", obj)
         if any(obj is t for t in _TYPES):
             return Ref("type", obj)
         if numpy_name(obj) is not None:

@@ -135,22 +135,31 @@ UNSUPPORTED: dict[type, tuple[str, str]] = {
     cst.Global: ("`global` is not supported", "module-level constants are read as constants; pass values as arguments"),
     cst.Nonlocal: ("`nonlocal` is not supported", "pass values as arguments and return results"),
     cst.Del: ("`del` is not supported", "simply stop using the variable"),
-    cst.Raise: ("`raise` is not supported", "straight-line numpy code"),
-    cst.Assert: ("`assert` is not supported", "check inputs before calling the differentiated function"),
     cst.Import: ("imports inside the function are not supported", "import at module level"),
     cst.ImportFrom: ("imports inside the function are not supported", "import at module level"),
     cst.NamedExpr: ("`:=` is not supported", "a separate assignment"),
-    cst.FormattedString: ("strings are not supported", "numbers and arrays"),
-    cst.ConcatenatedString: ("strings are not supported", "numbers and arrays"),
+    cst.FormattedString: ("f-strings are supported only in print(...), `raise` and `assert`", "numbers and arrays"),
+    cst.ConcatenatedString: ("strings side by side are supported only in print(...), `raise` and `assert`",
+                             "numbers and arrays"),
     cst.Imaginary: ("complex numbers are not supported", "real floats and arrays"),
     cst.StarredElement: ("`*` unpacking is not supported", "explicit arguments"),
 }
+
+
+_MESSAGE_STRINGS = (cst.FormattedString, cst.ConcatenatedString)
+
+
+def _holds_message(node: cst.CSTNode) -> bool:
+    """Where a message may be written with f-strings: print(...), `raise`, `assert`."""
+    return isinstance(node, (cst.Raise, cst.Assert)) or (
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "print")
 
 
 class _SubsetChecker(cst.CSTVisitor):
     def __init__(self, parsed: Parsed) -> None:
         self.parsed = parsed
         self.depth = 0
+        self.messages = 0  # inside print(...), `raise` or `assert`, where f-strings may be
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.FunctionDef):
@@ -174,8 +183,10 @@ class _SubsetChecker(cst.CSTVisitor):
                 if f.asynchronous is not None:
                     raise UnsupportedSyntaxError("`async for` is not supported", self.parsed.loc(f), "a plain `for`")
                 f = f.inner_for_in
+        if _holds_message(node):
+            self.messages += 1
         entry = UNSUPPORTED.get(type(node))
-        if entry is not None:
+        if entry is not None and not (self.messages and type(node) in _MESSAGE_STRINGS):
             raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
         if isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
             raise UnsupportedSyntaxError("a loop with an `else` block is not supported", self.parsed.loc(node),
@@ -191,6 +202,8 @@ class _SubsetChecker(cst.CSTVisitor):
     def on_leave(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.FunctionDef):
             self.depth -= 1
+        if _holds_message(node):
+            self.messages -= 1
 
     def _check_signature(self, node: cst.FunctionDef) -> None:
         self._check_params(node.params, module_level=self.depth == 1)

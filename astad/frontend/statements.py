@@ -73,6 +73,9 @@ class Statements(LowererCore):
     def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
+                split = self.split_raising_if(stmt, stmts[i + 1:])
+                if split is not None:  # `if c: raise ...` `else: ...`: the other way runs after the guard
+                    return self.lower_stmts(split)
                 if can_leave(stmt):  # the rest of the block continues each branch that does not return/break/continue
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
@@ -135,6 +138,12 @@ class Statements(LowererCore):
             self.append(node.value)
         elif isinstance(node, cst.Pass):
             return
+        elif isinstance(node, cst.Expr) and self.is_print(node.value):
+            self.expr(node.value)
+        elif isinstance(node, cst.Raise):
+            self.raise_statement(node)
+        elif isinstance(node, cst.Assert):
+            self.assert_statement(node)
         elif isinstance(node, cst.Expr):
             raise self.syntax_error("an expression statement has no effect astad can differentiate",
                                     "assign the value to a name, or remove the statement", node)

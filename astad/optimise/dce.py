@@ -9,6 +9,7 @@ from dataclasses import replace
 from ..blocks import with_branches
 from ..ir import (Bind, Block, If, Loop, LoopBack, ReverseProgram, Var, bound_names, bound_set, bound_vars,
                   nested_blocks, read_names, read_set, vars_of)
+from ..rules import has_effect
 from .simplify import select_items
 
 
@@ -21,14 +22,14 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
             inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
-            if not alive and keep.isdisjoint(inner):
+            if not alive and keep.isdisjoint(inner) and not has_effect(b.rhs):
                 continue
             then, orelse = select_items(b.rhs.then, alive), select_items(b.rhs.orelse, alive)
             then = _dce(then, read_names(Block((), then.result)), keep)
             orelse = _dce(orelse, read_names(Block((), orelse.result)), keep)
             b = Bind(tuple(b.targets[i] for i in alive), If(b.rhs.cond, then, orelse), b.loc)
         elif isinstance(b.rhs, Loop):
-            if not any(t.name in live or t.name in keep for t in b.targets):
+            if not any(t.name in live or t.name in keep for t in b.targets) and not has_effect(b.rhs):
                 continue
             saved = {v.name for v in b.rhs.save}  # also when bound inside a branch of the body
             body_live = read_names(Block((), b.rhs.body.result)) | saved
@@ -37,7 +38,7 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
             b = _live_slots(b, live, keep)
             if b is None:
                 continue
-        elif not any(t.name in live or t.name in keep for t in b.targets):
+        elif not any(t.name in live or t.name in keep for t in b.targets) and not has_effect(b.rhs):
             continue
         kept.append(b)
         live.update(v.name for v in vars_of(b.rhs))

@@ -47,13 +47,14 @@ and the transpose identity, for every entry).
 
 from __future__ import annotations
 
-from . import elementwise, elementwise_more, math_functions, reductions, shape, indexing, linalg, lists, derivative_code  # noqa: F401  (they register)
+from . import (elementwise, elementwise_more, math_functions, reductions, shape, indexing, linalg, lists,  # noqa: F401
+               derivative_code, python)  # (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape
-from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, infer, norm_axes, num,
+from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, has_effect, infer, norm_axes, num,
                     register, with_kind_rule)
 from .types import broadcast_shapes, elementwise as elementwise_type
 
 __all__ = ["TABLE", "DerivativeKind", "Primitive", "ShapeError", "infer", "RUNTIME", "JvpRule", "VjpRule", "register",
-           "with_kind_rule", "broadcast_shapes", "elementwise_type", "index_exprs", "index_shape", "expand_reduced",
+           "with_kind_rule", "has_effect", "broadcast_shapes", "elementwise_type", "index_exprs", "index_shape", "expand_reduced",
            "like_scalar", "shape_atom", "sum_to", "zeros_of", "norm_axes", "num"]
