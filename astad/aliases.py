@@ -66,7 +66,7 @@ KIND: dict[str, str] = {
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
-    **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
+    **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to", "sum_to_dims",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
     "getitem": "getitem",
     "list": "list",
