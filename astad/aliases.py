@@ -75,7 +75,7 @@ KIND: dict[str, str] = {
                      "deg2rad", "rad2deg", "fabs", "copysign", "float_power", "positive", "conjugate", "nan_to_num",
                      "round", "fix", "heaviside", "isinf", "isfinite"), "fresh"),
     **{math_op(n): "fresh" for n in [*MATH_DIFFERENTIABLE, *MATH_DISCRETE]},
-    **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
+    **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to", "sum_to_dims",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
                      "convert_float", "convert_discrete"), "view"),  # np.float64(x) of a float64 array is x
     **dict.fromkeys(("py_max", "py_min"), "either"),

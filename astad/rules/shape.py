@@ -240,7 +240,12 @@ def jvp_arange(b, p, out, ts):
 @runtime
 def sum_to_shape(ct: Any, like: Any) -> Any:
     """Sum ``ct`` down to the shape of ``like`` (broadcasting undone at run time)."""
-    shape = np.shape(like)
+    return sum_to_dims(ct, np.shape(like))
+
+
+@runtime
+def sum_to_dims(ct: Any, shape: tuple) -> Any:
+    """Sum ``ct`` down to ``shape`` (broadcasting undone at run time)."""
     lead = np.ndim(ct) - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and np.shape(ct)[lead + i] != 1)
     out = np.sum(ct, axis=axes) if axes else ct
@@ -284,6 +289,11 @@ register(
               zero_in=(0,), kind=RULE, **linear(_broadcast_to_transpose, 0)),
     Primitive("sum_to", sum_to_shape, _sum_to_infer, emit.runtime("sum_to_shape"), zero_in=(0,), kind=RULE,
               **linear(_sum_to_transpose, 0)),
+    # ``sum_to`` given the shape (the optimiser keeps a shape, not an array, for it: optimise/shapes.py)
+    Primitive("sum_to_dims", sum_to_dims, lambda ts, ps: Num(_broadcast_to_infer([num(ts[0]), ts[1]], ps).shape,
+                                                             num(ts[0]).dtype),
+              emit.runtime("sum_to_dims"), zero_in=(0,), kind=BACKWARD,
+              **linear(lambda b, p, out, ct: [b.prim("broadcast_to", ct, p.args[1]), None], 0)),
     Primitive("to_float", float, lambda ts, ps: Num((), num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
               zero_in=(0,), kind=RULE, **linear(_identity_transpose)),
     # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
