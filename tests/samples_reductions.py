@@ -31,6 +31,8 @@ class Perm:
 CASES: dict[str, list[tuple]] = {
     "var": [case(M), case(M, axis=0), case(M, axis=1, keepdims=True), case(T3, axis=(0, 2), ddof=1),
             case(A((5,)), ddof=2), case(A(())), case(M, axis=None, keepdims=True)],
+    "std": [case(M), case(M, axis=0, ddof=1), case(A((1, 3)), axis=0), case(T3, axis=(0, 2), keepdims=True),
+            case(A(()))],
     "nanmax": [case(M), case(M, axis=0), case(T3, axis=(1, 2), keepdims=True)],
     "nanmin": [case(M), case(M, axis=1), case(T3, axis=2)],
     "trace": [case(A((3, 3))), case(A((3, 4)), offset=1), case(A((4, 3)), offset=-2),

@@ -93,12 +93,24 @@ def conversions(x):
             + np.sum(x.clip(min=0.0) * x.clip(max=0.2)) + x[0:1, 1].item())
 
 
+def medians(x):
+    return (np.median(x) + np.sum(np.median(x, axis=0) ** 2) + np.sum(np.median(x, axis=1, keepdims=True) * x)
+            + np.sum(np.median(x, keepdims=True)) * np.median(x[:, :3], axis=-1)[0])
+
+
 def cumprod_weighted(x, w):
     return np.sum(np.cumprod(x, axis=-1) * w) + np.sum(np.cumprod(x, axis=0))
 
 
 def cumprod_1d(x):
     return np.sum(np.cumprod(x) * np.arange(1.0, 5.0))
+
+
+def second_order(x):
+    y = np.cumprod(x[:4]) + np.cumsum(x[1:], axis=0) * np.sort(x)[:4]
+    return (np.var(x, ddof=1) * np.std(x) + np.sum(np.diff(x, n=2) ** 3) + np.sum(y * y)
+            + np.average(x, weights=np.arange(1.0, 6.0)) ** 2 + np.trace(np.outer(x, x), offset=1) ** 2
+            + np.nanmean(x * x) * np.ptp(x) + logsumexp(x * x))
 
 
 def to_float32(x):
@@ -130,6 +142,9 @@ PROGRAMS = [
     pytest.param(conversions, (R(3, 4) * 3,), id="methods"),
     pytest.param(cumprod_weighted, (ZEROS, R(3, 4)), id="cumprod-at-zeros"),
     pytest.param(cumprod_1d, (np.array([2.0, 0.0, -1.5, 0.5]),), id="cumprod-1d-zero"),
+    pytest.param(second_order, (R(5),), id="mixed"),
+    pytest.param(medians, (R(4, 5),), id="median-even-odd"),
+    pytest.param(medians, (R(3, 4),), id="median-odd-even"),
 ]
 
 
@@ -167,6 +182,28 @@ def test_cumprod_derivative_is_exact_at_zeros():
     fd = np.array([(astad.grad(cumprod_1d)(x + eps * e) - astad.grad(cumprod_1d)(x - eps * e)) / (2 * eps) for e in np.eye(4)])
     np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(h, h.T, atol=1e-14)
+
+
+def test_hessian_matches_differences_of_the_gradient():
+    """Forward over reverse through every rule above (and the ones their derivatives are made of)."""
+    x = np.array([0.7, -1.2, 0.4, 1.9, -0.3])
+    h = astad.hessian(second_order)(x)
+    eps = 1e-6
+    grad = astad.grad(second_order)
+    fd = np.array([(grad(x + eps * e) - grad(x - eps * e)) / (2 * eps) for e in np.eye(5)])
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, h.T, rtol=1e-10, atol=1e-12)
+
+
+def test_median_is_nan_where_numpy_says_so():
+    x = np.array([[0.5, np.nan, 1.0], [2.0, -1.0, 0.25]])
+    value, pullback = astad.reverse(median_rows)(x)
+    np.testing.assert_array_equal(value, np.median(x, axis=1))
+    assert np.isnan(value[0]) and pullback(np.ones(2))[0][1].tolist() == [0.0, 0.0, 1.0]
+
+
+def median_rows(x):
+    return np.median(x, axis=1)
 
 
 def test_logsumexp_pattern_is_stable_and_gives_the_softmax():

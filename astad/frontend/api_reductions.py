@@ -2,9 +2,10 @@
 to the primitive(s) it lowers to (see :mod:`.api_specs` for the spec makers).
 
 Most are one primitive with numpy's keyword arguments as static parameters;
-``std`` is ``sqrt(var)``, ``ptp`` is ``max - min``, ``average`` with weights is
-``sum(a * w) / sum(w)``, ``nansum``/``nanmean`` sum ``np.where(np.isnan(a), 0.0, a)``
-(so the nans get a zero cotangent), as numpy computes them."""
+others lower to several, as numpy computes them: ``ptp`` is ``max - min``,
+``average`` with weights ``sum(a * w) / sum(w)``, ``nansum``/``nanmean`` sum
+``np.where(np.isnan(a), 0.0, a)`` (so the nans get a zero cotangent), ``median``
+is the mean of the middle of ``np.sort`` (nan where a line has a nan)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, Const, Num
+from ..ir import FLOAT, Atom, Const, Num
 from ..values import Ref
 from .api_specs import ApiSpec, dtype_params, elementwise, sig
 from .core import LowererCore as Lowerer
@@ -73,10 +74,6 @@ def op_spec(op: str, signature: str, statics: tuple[str, ...] = (),
 
 
 # --------------------------------------------------------------------------- lowerings to several primitives
-
-
-def _std(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
-    return lw.emit("sqrt", [lw.emit("var", [x], params)])
 
 
 def _ptp(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
@@ -149,6 +146,36 @@ def _average(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
     dims = [Const.literal(-1 if i == k else 1, Num((), "int64", py=True, value=-1 if i == k else 1)) for i in range(ndim)]
     placed = lw.emit("reshape", [w, *dims])
     return lw.emit("div", [lw.emit("sum", [lw.emit("mul", [x, placed])], params), lw.emit("sum", [w])])
+
+
+def _median(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
+    """``np.median``: the mean of the middle one or two entries of ``np.sort(a, axis)``, nan where the
+    sorted line ends with a nan (numpy's rule); its derivative goes through the sorting permutation."""
+    t = x.type
+    assert isinstance(t, Num)
+    axis, keep = params["axis"], params["keepdims"]
+    if isinstance(axis, tuple):
+        raise lw.type_error("np.median: `axis` must be an integer or None", node, "one axis, or np.median of a reshaped array")
+    s = lw.emit("sort", [x], {"axis": axis})
+    st = s.type
+    assert isinstance(st, Num)
+    k = 0 if axis is None else axis % max(t.ndim, 1)
+    n = st.shape[k] if st.ndim else None
+    if n is None or n == 0:
+        raise lw.type_error("np.median: the length along `axis` must be known (and not 0) when transforming", node,
+                            "np.sort(a, axis) and index its middle")
+    lead = (("slice", None, None, None),) * k
+    middle = lw.emit("getitem", [s], {"index": lead + (("slice", (n - 1) // 2, n // 2 + 1, None),)})
+    med = lw.emit("mean", [middle], {"axis": k, "keepdims": False})
+    if _is_float(x):
+        last = lw.emit("isnan", [lw.emit("getitem", [s], {"index": lead + (-1,)})])
+        med = lw.emit("where", [last, Const(float("nan"), FLOAT, "np.nan", ("np", "nan")), med])
+    if keep:
+        ones = [Const.literal(1, Num((), "int64", py=True, value=1))] * t.ndim
+        if axis is None:
+            return lw.emit("reshape", [med, *ones])
+        return lw.emit("expand_dims", [med], {"axis": k})
+    return med
 
 
 # --------------------------------------------------------------------------- array methods only
@@ -225,7 +252,7 @@ def _one(op: str) -> Callable[..., Value]:
 #: numpy functions by name (as ``np.<name>``), merged into ``numpy_api.API``
 FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "var": op_spec("var", _VAR, ("axis", "ddof", "keepdims")),
-    "std": op_spec("var", _VAR, ("axis", "ddof", "keepdims"), _std),
+    "std": op_spec("std", _VAR, ("axis", "ddof", "keepdims")),
     "average": op_spec("mean", "a, axis=None, weights=None, returned=False, keepdims=False",
                        ("axis", "returned", "keepdims"), _average),
     "cumsum": op_spec("cumsum", _CUM, ("axis",)),
@@ -235,6 +262,7 @@ FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "ptp": op_spec("max", _REDUCE, _AXIS_KEEP, _ptp),
     "nansum": op_spec("sum", "a, axis=None, dtype=None, out=None, keepdims=False", _AXIS_KEEP, _nansum),
     "nanmean": op_spec("mean", "a, axis=None, dtype=None, out=None, keepdims=False", _AXIS_KEEP, _nanmean),
+    "median": op_spec("sort", "a, axis=None, out=None, overwrite_input=False, keepdims=False", _AXIS_KEEP, _median),
     "nanmax": op_spec("nanmax", _REDUCE, _AXIS_KEEP),
     "nanmin": op_spec("nanmin", _REDUCE, _AXIS_KEEP),
     "argmax": op_spec("argmax", _REDUCE, _AXIS_KEEP, _one("argmax")),

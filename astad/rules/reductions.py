@@ -2,7 +2,7 @@
 transpose: the cotangent broadcast back over the reduced axes), ``max``/``min``
 pick the extremum (ties share it; ``nanmax``/``nanmin`` skip the nans), ``prod``
 takes the product of the others (through the runtime helper ``prod_vjp``, exact
-at zeros), ``var`` sends ``2 (x - mean) / (n - ddof)``, ``trace`` is linear
+at zeros), ``var`` sends ``2 (x - mean) / (n - ddof)``, ``std`` that over ``2 std``, ``trace`` is linear
 (its transpose puts the cotangent on the diagonal); ``argmax argmin all any
 count_nonzero`` are discrete.  Also the conversions of the array methods
 ``.astype()`` (a cast: its transpose casts back) and ``.item()``."""
@@ -128,7 +128,32 @@ def jvp_var(b, p, out, ts):
     return b.prim("mul", total, _per_count(b, p, out, 2.0))
 
 
-def _emit_var(a: list[Expr], ps: dict) -> Expr:
+def _safe_std(b, out) -> Atom:
+    """``out``, with 1 where it is 0: there every entry equals the mean, so ``x - mean`` is 0 and the
+    derivative taken is 0 (the convention of ``abs`` at 0: ``std`` of two entries is ``|x0 - x1| / 2``)."""
+    return b.prim("where", b.prim("eq", out, b.const(0.0)), b.const(1.0), out)
+
+
+def vjp_std(b, p, out, ct):
+    """``ct * (x - mean) / ((n - ddof) std)``."""
+    share = b.prim("div", expand_reduced(b, ct, p), expand_reduced(b, _safe_std(b, out), p))
+    share = b.prim("mul", share, _per_count(b, p, out, 1.0))
+    return [like_scalar(b, b.prim("mul", _centered(b, p), share), p.args[0])]
+
+
+def jvp_std(b, p, out, ts):
+    """The transpose of :func:`vjp_std`."""
+    if ts[0] is None:
+        return None
+    total = b.prim("sum", b.prim("mul", _centered(b, p), ts[0]), axis=p.param("axis"), keepdims=p.param("keepdims", False))
+    return b.prim("div", b.prim("mul", total, _per_count(b, p, out, 1.0)), _safe_std(b, out))
+
+
+def _emit_stat(fn: str) -> Any:
+    return lambda a, ps: _emit_var(a, ps, fn)
+
+
+def _emit_var(a: list[Expr], ps: dict, fn: str = "var") -> Expr:
     kw = {}
     if ps.get("axis") is not None:
         kw["axis"] = px.literal(ps["axis"])
@@ -136,7 +161,7 @@ def _emit_var(a: list[Expr], ps: dict) -> Expr:
         kw["ddof"] = px.literal(ps["ddof"])
     if ps.get("keepdims"):
         kw["keepdims"] = px.literal(True)
-    return px.call("np.var", a, **kw)
+    return px.call(f"np.{fn}", a, **kw)
 
 
 # --------------------------------------------------------------------------- trace
@@ -255,7 +280,8 @@ register(
     Primitive("prod", np.prod, reduction(), emit.reduction("prod"), method="prod", kind=RULE, **explicit(jvp_prod, vjp_prod)),
     Primitive("nanmax", np.nanmax, reduction(), emit.reduction("nanmax"), kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
     Primitive("nanmin", np.nanmin, reduction(), emit.reduction("nanmin"), kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
-    Primitive("var", np.var, reduction(_mean_dtype), _emit_var, kind=RULE, **explicit(jvp_var, vjp_var)),
+    Primitive("var", np.var, reduction(_mean_dtype), _emit_stat("var"), kind=RULE, **explicit(jvp_var, vjp_var)),
+    Primitive("std", np.std, reduction(_mean_dtype), _emit_stat("std"), kind=RULE, **explicit(jvp_std, vjp_std)),
     Primitive("trace", np.trace, _trace_infer, _emit_trace("np.trace", 1), zero_in=(0,), kind=RULE,
               **linear(_trace_transpose)),
     Primitive("astype", _astype, _astype_infer, _emit_astype, zero_in=(0,), kind=RULE, **explicit(jvp_astype, vjp_astype)),
