@@ -113,6 +113,11 @@ def second_order(x):
             + np.nanmean(x * x) * np.ptp(x) + logsumexp(x * x))
 
 
+def large(x):
+    return (np.sum(np.cumsum(x, axis=0) * np.sin(x)) + np.sum(np.sort(x, axis=1) ** 2)
+            + np.sum(np.cumprod(x * 0.1 + 1.0, axis=1)) + np.sum(np.diff(x, axis=0) ** 2) + np.sum(np.std(x, axis=0)))
+
+
 def to_float32(x):
     return np.sum(x.astype(np.float32) * 2.0)
 
@@ -161,6 +166,17 @@ def test_forward_mode_matches_finite_differences_and_reverse_mode(fn, args, data
 
 
 # --------------------------------------------------------------------------- exact values
+
+
+def test_large_arrays_along_a_direction():
+    """80 x 60 (the derivative code updates its large temporaries in place): <grad, v> and the JVP
+    against the central difference along v."""
+    x, v = R(80, 60), R(80, 60)
+    eps = 1e-6
+    fd = (large(x + eps * v) - large(x - eps * v)) / (2 * eps)
+    g = astad.grad(large)(x)
+    _, jv = astad.jvp(large, (x,), (v,))
+    np.testing.assert_allclose([np.sum(g * v), jv], [fd, fd], rtol=1e-6)
 
 
 def test_the_nans_get_a_zero_cotangent():
@@ -279,6 +295,14 @@ def item_of_many(x):
     return x.item() * 2.0
 
 
+def average_misshapen(x, w):
+    return np.average(x, weights=w)
+
+
+def trace_of_a_vector(x):
+    return np.trace(x)
+
+
 def argmax_of_axes(x):
     return x[np.argmax(x, axis=(0, 1))]
 
@@ -291,6 +315,8 @@ def argmax_of_axes(x):
     (diff_prepend, (R(3),), "np.concatenate"),
     (item_of_many, (R(2),), "x[i, j]"),
     (argmax_of_axes, (R(2, 3),), "one axis"),
+    (average_misshapen, (R(2, 3), POS(3)), "axis=k"),
+    (trace_of_a_vector, (R(3),), "at least two dimensions"),
 ])
 def test_refused_with_a_hint(fn, args, hint):
     with pytest.raises(astad.AstadError) as info:

@@ -169,10 +169,11 @@ def _emit_var(a: list[Expr], ps: dict, fn: str = "var") -> Expr:
 
 def _trace_axes(ndim: int, params: dict) -> tuple[int, int]:
     if ndim < 2:
-        raise ShapeError(f"np.trace needs an array of at least two dimensions, got {ndim}")
+        raise ShapeError(f"needs an array of at least two dimensions, got {ndim}",
+                         "np.trace of a matrix (np.sum(x) adds the entries of a vector)")
     a1, a2 = (norm_axes(params.get(k, d), ndim)[0] for k, d in (("axis1", 0), ("axis2", 1)))
     if a1 == a2:
-        raise ShapeError("np.trace: axis1 and axis2 must be different")
+        raise ShapeError("axis1 and axis2 must be different", "two different axes: axis1=0, axis2=1")
     return a1, a2
 
 

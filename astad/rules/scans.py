@@ -127,9 +127,9 @@ def _int_sum_dtype(d: str) -> str:
 def _diff_infer(ts: list[Type], params: dict) -> Type:
     x, n = num(ts[0]), params.get("n", 1)
     if x.ndim == 0:
-        raise ShapeError("np.diff needs an array of at least one dimension")
+        raise ShapeError("needs an array of at least one dimension", "np.diff of a 1-D array or more")
     if n < 0:
-        raise ShapeError(f"np.diff: the order n={n} must be non-negative")
+        raise ShapeError(f"the order n={n} must be non-negative", "n=0 (the array itself), 1, 2, ...")
     axis = norm_axes(params.get("axis", -1), x.ndim)[0]
     d = x.shape[axis]
     shape = list(x.shape)
