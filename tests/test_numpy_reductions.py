@@ -316,6 +316,7 @@ def argmax_of_axes(x):
     (item_of_many, (R(2),), "x[i, j]"),
     (argmax_of_axes, (R(2, 3),), "one axis"),
     (average_misshapen, (R(2, 3), POS(3)), "axis=k"),
+    (average_misshapen, (R(2, 3), POS(1, 3)), "axis=k"),
     (trace_of_a_vector, (R(3),), "at least two dimensions"),
 ])
 def test_refused_with_a_hint(fn, args, hint):

@@ -50,7 +50,9 @@ def _statics(lw: Lowerer, b: dict, node: cst.Call, names: tuple[str, ...]) -> di
 def _array(lw: Lowerer, b: dict, node: cst.Call, title: str, method: bool) -> Atom:
     x = lw.atom(lw.const_or(b["a"]), node)
     if method and isinstance(x.type, Num) and x.type.py:
-        raise lw.type_error(f"{title}: a Python number has no such method", node, f"np.{title.strip('.()')}(x)")
+        name = title.strip(".()")
+        hint = {"item": "the number itself", "astype": "np.float64(x) or int(x)", "squeeze": "the number itself"}
+        raise lw.type_error(f"{title}: a Python number has no such method", node, hint.get(name, f"np.{name}(x)"))
     return x
 
 
@@ -132,6 +134,9 @@ def _average(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
     assert isinstance(xt, Num) and isinstance(wt, Num)
     axis = params["axis"]
     if wt.ndim == xt.ndim:
+        if any(None not in (d, e) and d != e for d, e in zip(xt.shape, wt.shape)):
+            raise lw.type_error("np.average: the weights' shape differs from the shape of `a`", node,
+                                "weights of a's shape, or 1-D weights with axis=k")
         return lw.emit("div", [lw.emit("sum", [lw.emit("mul", [x, w])], params), lw.emit("sum", [w], params)])
     if not isinstance(axis, int) or wt.ndim != 1:
         raise lw.type_error("np.average: weights shaped differently from `a` need one `axis` and 1-D weights", node,

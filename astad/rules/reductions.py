@@ -114,18 +114,14 @@ def _per_count(b, p, out, value: float) -> Atom:
     return b.prim("div", b.const(value), b.prim("sub", count, b.const(ddof)) if ddof else count)
 
 
-def vjp_var(b, p, out, ct):
-    """``ct * 2 (x - mean) / (n - ddof)``."""
-    share = b.prim("mul", expand_reduced(b, ct, p), _per_count(b, p, out, 2.0))
-    return [like_scalar(b, b.prim("mul", _centered(b, p), share), p.args[0])]
+def _spread(b, p, v: Atom) -> Atom:
+    """``(x - mean) * v`` with ``v`` broadcast back over the reduced axes: the pullback of both statistics."""
+    return like_scalar(b, b.prim("mul", _centered(b, p), expand_reduced(b, v, p)), p.args[0])
 
 
-def jvp_var(b, p, out, ts):
-    """The transpose of :func:`vjp_var`: ``sum(2 (x - mean) t) / (n - ddof)``."""
-    if ts[0] is None:
-        return None
-    total = b.prim("sum", b.prim("mul", _centered(b, p), ts[0]), axis=p.param("axis"), keepdims=p.param("keepdims", False))
-    return b.prim("mul", total, _per_count(b, p, out, 2.0))
+def _gather(b, p, t: Atom) -> Atom:
+    """``sum((x - mean) * t)`` over the reduced axes: the transpose of :func:`_spread`."""
+    return b.prim("sum", b.prim("mul", _centered(b, p), t), axis=p.param("axis"), keepdims=p.param("keepdims", False))
 
 
 def _safe_std(b, out) -> Atom:
@@ -134,19 +130,26 @@ def _safe_std(b, out) -> Atom:
     return b.prim("where", b.prim("eq", out, b.const(0.0)), b.const(1.0), out)
 
 
+def vjp_var(b, p, out, ct):
+    """``ct * 2 (x - mean) / (n - ddof)``."""
+    return [_spread(b, p, b.prim("mul", ct, _per_count(b, p, out, 2.0)))]
+
+
+def jvp_var(b, p, out, ts):
+    """``sum(2 (x - mean) t) / (n - ddof)``."""
+    return None if ts[0] is None else b.prim("mul", _gather(b, p, ts[0]), _per_count(b, p, out, 2.0))
+
+
 def vjp_std(b, p, out, ct):
     """``ct * (x - mean) / ((n - ddof) std)``."""
-    share = b.prim("div", expand_reduced(b, ct, p), expand_reduced(b, _safe_std(b, out), p))
-    share = b.prim("mul", share, _per_count(b, p, out, 1.0))
-    return [like_scalar(b, b.prim("mul", _centered(b, p), share), p.args[0])]
+    return [_spread(b, p, b.prim("mul", b.prim("div", ct, _safe_std(b, out)), _per_count(b, p, out, 1.0)))]
 
 
 def jvp_std(b, p, out, ts):
-    """The transpose of :func:`vjp_std`."""
+    """``sum((x - mean) t) / ((n - ddof) std)``."""
     if ts[0] is None:
         return None
-    total = b.prim("sum", b.prim("mul", _centered(b, p), ts[0]), axis=p.param("axis"), keepdims=p.param("keepdims", False))
-    return b.prim("div", b.prim("mul", total, _per_count(b, p, out, 1.0)), _safe_std(b, out))
+    return b.prim("div", b.prim("mul", _gather(b, p, ts[0]), _per_count(b, p, out, 1.0)), _safe_std(b, out))
 
 
 def _emit_stat(fn: str) -> Any:
