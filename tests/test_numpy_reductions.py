@@ -10,11 +10,11 @@ is refused is refused with a hint."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import astad
-from conftest import check_grad
+from conftest import check_grad, fuzz_examples, load_program
 from forward_oracle import check_forward
 
 
@@ -256,6 +256,19 @@ def test_astype_float32_keeps_the_dtype_and_casts_the_cotangent_back():
     np.testing.assert_array_equal(ct, 2.0)
 
 
+def item_of_float32(x):
+    return x[:1].item() * 2.0 + x.astype(np.float64)[1] * 3.0
+
+
+def test_item_of_float32_gives_a_python_float_and_float32_cotangents():
+    x = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    g = astad.grad(item_of_float32)(x)
+    assert g.dtype == np.float32
+    np.testing.assert_array_equal(g, [2.0, 3.0, 0.0])
+    value, tangent = astad.jvp(item_of_float32, (x,), (np.array([1.0, 0.5, 4.0], dtype=np.float32),))
+    assert value == 8.0 and tangent == 3.5
+
+
 def test_discrete_results_have_no_tangent():
     x = R(3, 4)
     value, tangent = astad.jvp(argmax_only, (x,), (np.ones((3, 4)),))
@@ -324,3 +337,66 @@ def test_refused_with_a_hint(fn, args, hint):
         astad.grad(fn)(*args)
     assert not isinstance(info.value, astad.InternalError)
     assert hint in str(info.value)
+
+
+# --------------------------------------------------------------------------- random calls
+
+
+def _axis(draw, ndim, allow_none=True, allow_tuple=False):
+    choices = list(range(-ndim, ndim)) + ([None] if allow_none else [])
+    axis = draw(st.sampled_from(choices))
+    if allow_tuple and ndim > 1 and draw(st.booleans()):
+        axis = tuple(sorted(set(draw(st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim)))))
+    return axis
+
+
+def _reduce_kwargs(draw, shape, ddof=False):
+    axis = _axis(draw, len(shape), allow_tuple=True)
+    kw = {"axis": axis, "keepdims": draw(st.booleans())}
+    if ddof:
+        axes = range(len(shape)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+        n = int(np.prod([shape[a] for a in axes]))
+        kw["ddof"] = draw(st.integers(0, n - 1))
+    return kw
+
+
+#: how to draw numpy's keyword arguments for each function, given the shape of ``a``
+KWARGS = {
+    "var": lambda draw, shape: _reduce_kwargs(draw, shape, ddof=True),
+    "std": lambda draw, shape: _reduce_kwargs(draw, shape, ddof=True),
+    "ptp": lambda draw, shape: _reduce_kwargs(draw, shape),
+    "nansum": lambda draw, shape: _reduce_kwargs(draw, shape),
+    "nanmean": lambda draw, shape: _reduce_kwargs(draw, shape),
+    "nanmax": lambda draw, shape: _reduce_kwargs(draw, shape),
+    "average": lambda draw, shape: _reduce_kwargs(draw, shape),
+    "median": lambda draw, shape: {"axis": _axis(draw, len(shape)), "keepdims": draw(st.booleans())},
+    "cumsum": lambda draw, shape: {"axis": _axis(draw, len(shape))},
+    "cumprod": lambda draw, shape: {"axis": _axis(draw, len(shape))},
+    "sort": lambda draw, shape: {"axis": _axis(draw, len(shape))},
+    "diff": lambda draw, shape: {"n": draw(st.integers(0, 3)), "axis": _axis(draw, len(shape), allow_none=False)},
+    "trace": lambda draw, shape: dict(zip(("axis1", "axis2"), draw(st.permutations(range(len(shape))))[:2]),
+                                      offset=draw(st.integers(-2, 2))),
+}
+METHOD_FORM = ("var", "std", "cumsum", "cumprod", "trace")
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("numpy_reductions")
+
+
+@settings(max_examples=fuzz_examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_calls_in_both_modes(program_dir, data):
+    """A call with keyword arguments drawn from numpy's signature, on a random shape, in both modes."""
+    op = data.draw(st.sampled_from(sorted(KWARGS)), label="function")
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=2 if op == "trace" else 1, max_size=3), label="shape"))
+    kwargs = KWARGS[op](data.draw, shape)
+    text = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    call = f"x.{op}({text})" if op in METHOD_FORM and data.draw(st.booleans()) else f"np.{op}(x{', ' if text else ''}{text})"
+    source = f"import numpy as np\n\n\ndef f(x):\n    return np.sin({call})\n"
+    note(source)
+    fn = load_program(source, program_dir, "reductions").f
+    x = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))).standard_normal(shape)
+    check_grad(fn, [x])
+    check_forward(fn, [x], data)

@@ -255,13 +255,15 @@ def jvp_item(b, p, out, ts):
     if ts[0] is None:
         return None
     t = ts[0] if not num(ts[0].type).shape else b.prim("reshape", ts[0])
-    return b.prim("to_float", t)
+    return b.prim("to_float", _cast(b, t, "float64"))  # a Python float is a float64
 
 
 def vjp_item(b, p, out, ct):
     """The cotangent, shaped like the size-1 array."""
     x = p.args[0]
-    return [reshape_like(b, ct, x) if num(x.type).shape else ct]
+    if not num(x.type).differentiable:
+        return [None]
+    return [_cast(b, reshape_like(b, ct, x) if num(x.type).shape else ct, num(x.type).dtype)]
 
 
 def _count_nonzero_infer(ts: list[Type], params: dict) -> Type:
