@@ -19,7 +19,6 @@ import numpy as np
 
 from .. import pyexpr as px
 from ..ir import Atom, Num, Type
-from . import emit
 from .derive import add_all, explicit, linear
 from .shape import reshape_like
 from .table import DerivativeKind, Expr, Primitive, ShapeError, norm_axes, num, register, runtime
