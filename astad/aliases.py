@@ -68,7 +68,10 @@ KIND: dict[str, str] = {
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan",
-        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert"), "fresh"),
+        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert",
+        "var", "std", "nanmax", "nanmin", "trace", "trace_embed", "astype", "astype_discrete", "item", "argmax", "argmin",
+        "all", "any", "count_nonzero", "cumsum", "cumprod", "diff", "sort", "argsort", "linear_scan", "shift_along",
+        "permute"), "fresh"),
     # rules/elementwise_more.py, and rules/math_functions.py (Python scalars: nothing can change them)
     **dict.fromkeys(("sinh", "cosh", "arcsinh", "arccosh", "arctanh", "arcsin", "arccos", "arctan", "arctan2", "hypot",
                      "log1p", "expm1", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "cbrt", "reciprocal", "sinc",

@@ -128,8 +128,8 @@ def p_inv(x):
     return np.sum(np.linalg.inv(x))
 
 
-def p_cumsum(x):
-    return np.sum(np.cumsum(x))
+def p_convolve(x):
+    return np.sum(np.convolve(x, x))
 
 
 def p_math(x):
@@ -304,7 +304,7 @@ def test_the_same_error_again_on_a_second_attempt():
 
 FUNCTION_CASES = [
     (p_inv, (np.eye(3),), "np.linalg.inv(x)", "np.linalg.inv"),
-    (p_cumsum, (np.ones(3),), "np.cumsum(x)", "np.cumsum"),
+    (p_convolve, (np.ones(3),), "np.convolve(x, x)", "np.convolve"),
     (p_math, (1.0,), "math.gamma(x)", "math.gamma"),
 ]
 
@@ -318,7 +318,7 @@ def test_unsupported_function(fn, args, snippet, named):
 
 
 def test_supported_numpy_functions_are_listed_in_the_hint():
-    e = raise_on_use(p_cumsum, np.ones(3))
+    e = raise_on_use(p_convolve, np.ones(3))
     assert "np.sum" in e.hint and "np.tanh" in e.hint
 
 

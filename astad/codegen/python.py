@@ -328,6 +328,7 @@ _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", 
           "sign", "maximum", "minimum", "select", "where", "clip", "matmul", "dot", "outer", "sum", "mean",
           "prod_vjp", "diag_embed", "scatter", "full", "zeros", "ones", "zeros_like", "ones_like", "concatenate",
           "stack", "tril", "triu"}
+_FRESH |= {"cumsum", "cumprod", "diff", "sort", "linear_scan", "shift_along", "permute", "trace_embed"}  # rules/scans.py
 
 
 def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:

@@ -145,10 +145,14 @@ class Expressions(LowererCore):
             return Const.literal(t.ndim, Num((), "int64", py=True, value=t.ndim))
         if attr == "size":
             return self.emit("size", [x])
+        if attr == "dtype" and not t.py:
+            return Ref("dtype", t.dtype)
+        if attr == "real" and np.dtype(t.dtype).kind != "c":
+            return x  # numpy: the array itself
         if attr in METHODS:
             return Ref("method", METHODS[attr], x)
         raise self.syntax_error(f"array attribute `.{attr}` is not supported",
-                                "attributes .T .shape .ndim .size and methods " + ", ".join(sorted(METHODS)), node)
+                                "attributes .T .shape .ndim .size .dtype .real and methods " + ", ".join(sorted(METHODS)), node)
 
     def expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         if isinstance(node.operator, cst.Not):

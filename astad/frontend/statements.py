@@ -13,6 +13,7 @@ from ..values import PyDict, PyTuple
 from ..errors import UnsupportedSyntaxError
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
 from .syntax import can_leave, stmts_of, is_append
+from .api_reductions import in_place_method
 from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
 from .core import LowererCore
@@ -144,6 +145,8 @@ class Statements(LowererCore):
             self.raise_statement(node)
         elif isinstance(node, cst.Assert):
             self.assert_statement(node)
+        elif isinstance(node, cst.Expr) and in_place_method(node.value):
+            self.expr(node.value)  # refused by its entry, with the hint to write the copying function
         elif isinstance(node, cst.Expr):
             raise self.syntax_error("an expression statement has no effect astad can differentiate",
                                     "assign the value to a name, or remove the statement", node)

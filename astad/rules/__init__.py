@@ -37,8 +37,9 @@ being mostly linear, their transposes as VJPs.
 
 Where to add a function: ``elementwise.py`` and ``elementwise_more.py`` (ufuncs and
 operators; ``math_functions.py`` maps Python's ``math`` onto them),
-``reductions.py``, ``shape.py`` (movers, joins, constructors),
-``indexing.py``, ``linalg.py``, ``lists.py``, ``derivative_code.py`` (what
+``reductions.py``, ``scans.py`` (cumulative sums and products, ``diff``,
+``sort``), ``shape.py`` (movers, joins, constructors), ``indexing.py``,
+``linalg.py``, ``lists.py``, ``python.py`` (builtins, effects), ``derivative_code.py`` (what
 the macros make); each module registers its entries.  Then its sample
 arguments in tests/test_primitive_rules.py, which also drive
 tests/test_rules_both_directions.py (JVP and VJP against finite differences,
@@ -47,8 +48,8 @@ and the transpose identity, for every entry).
 
 from __future__ import annotations
 
-from . import (elementwise, elementwise_more, math_functions, reductions, shape, indexing, linalg, lists,  # noqa: F401
-               derivative_code, python)  # (they register)
+from . import (elementwise, elementwise_more, math_functions, reductions, scans, shape, indexing, linalg,  # noqa: F401
+               lists, derivative_code, python)  # (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape
 from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, has_effect, infer, norm_axes, num,
