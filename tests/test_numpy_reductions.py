@@ -400,3 +400,23 @@ def test_random_calls_in_both_modes(program_dir, data):
     x = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))).standard_normal(shape)
     check_grad(fn, [x])
     check_forward(fn, [x], data)
+
+
+def _diff_sum(v):
+    return np.sum(np.diff(v, n=2))
+
+
+def _diff_short(x, k):
+    return np.sum(np.sin(np.diff(x[:k], n=2)))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_diff_of_fewer_entries_than_n_has_a_zero_derivative_of_the_input_shape(k):
+    """np.diff of fewer than n entries is empty: the cotangent is zeros of x's shape (it had n entries),
+    also where the length is known only at run time (x[:k] with k an int parameter)."""
+    x = np.linspace(0.1, 0.9, 5)
+    grad = astad.grad(_diff_short)(x, k)
+    fd = np.array([(_diff_short(x + 1e-6 * e, k) - _diff_short(x - 1e-6 * e, k)) / 2e-6 for e in np.eye(5)])
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+    short = np.full(min(k, 1), 0.3)
+    assert astad.grad(_diff_sum)(short).shape == short.shape

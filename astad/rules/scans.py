@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import pyexpr as px
 from ..ir import Atom, Num, Type
-from .derive import add_all, explicit, linear
+from .derive import add_all, explicit, linear, zeros_of
 from .shape import reshape_like
 from .table import DerivativeKind, Expr, Primitive, ShapeError, norm_axes, num, register, runtime
 
@@ -220,7 +220,15 @@ def _cumsum_transpose(b, p, out, ct):
 def _diff_transpose(b, p, out, ct):
     """``np.diff`` with zero padding is minus the transpose of ``np.diff`` (and the other way round), n times."""
     n = p.param("n", 1)
-    v = b.prim("diff", ct, n=n, axis=p.param("axis", -1), pad=not p.param("pad", False))
+    x = p.args[0]
+    axis = norm_axes(p.param("axis", -1), num(x.type).ndim)[0]
+    size = num(x.type).shape[axis]
+    if not p.param("pad", False) and size is not None and size < n:
+        return [zeros_of(b, x)]  # fewer than n entries: np.diff is empty, its derivative zero
+    v = b.prim("diff", ct, n=n, axis=axis, pad=not p.param("pad", False))
+    if not p.param("pad", False) and size is None:  # cut to x's length (padding an empty diff gives n entries)
+        v = b.prim("getitem", v, b.prim("dim", x, axis=axis),
+                   index=(("slice", None, None, None),) * axis + (("slice", None, ("arg", 1), None),))
     return [b.prim("neg", v) if n % 2 else v]
 
 
