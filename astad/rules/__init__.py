@@ -46,7 +46,7 @@ and the transpose identity, for every entry).
 
 from __future__ import annotations
 
-from . import elementwise, reductions, shape, indexing, linalg, lists, derivative_code  # noqa: F401  (they register)
+from . import elementwise, reductions, shape, structure, einsum, indexing, linalg, lists, derivative_code  # noqa: F401  (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape
 from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, infer, norm_axes, num,

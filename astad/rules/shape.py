@@ -276,10 +276,11 @@ register(
     # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
     Primitive("copy", np.copy, lambda ts, ps: ts[0], lambda a, ps: px.method(a[0], "copy", []), zero_in=(0,), kind=RULE,
               **linear(_identity_transpose)),
-    # made only in derivative code: ``full`` (a scalar cotangent spread over a shape), ``reshape_like``
+    # ``np.full(shape, v)``: linear in ``v`` (also made in derivative code: a scalar cotangent spread over a shape)
     Primitive("full", lambda x, shape, dtype=None: np.full(shape, x, dtype),
               lambda ts, ps: Num(_broadcast_to_infer(ts, ps).shape, ps.get("dtype") or num(ts[0]).dtype), _emit_full,
-              zero_in=(0,), kind=BACKWARD, **linear(_full_transpose, 0)),
+              zero_in=(0,), kind=RULE, **linear(_full_transpose, 0)),
+    # made only in derivative code: ``reshape_like``
     Primitive("reshape_like", lambda x, like: np.reshape(x, np.shape(like)), lambda ts, ps: Num(num(ts[1]).shape, num(ts[0]).dtype),
               lambda a, ps: px.call("np.reshape", [a[0], px.call("np.shape", [a[1]])]), zero_in=(0,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [reshape_like(b, ct, p.args[0]), None], 0)),
