@@ -105,7 +105,8 @@ def _einsum_infer(ts: list[Type], params: dict) -> Type:
 
 
 def _emit_einsum(a: list, ps: dict) -> Any:
-    kw = {"optimize": px.literal(ps["optimize"])} if ps.get("optimize") else {}
+    optimize = ps.get("optimize")
+    kw = {"optimize": cst.SimpleString(repr(optimize)) if isinstance(optimize, str) else px.literal(optimize)} if optimize else {}
     return px.call("np.einsum", [cst.SimpleString(repr(ps["subscripts"])), *a], **kw)
 
 
