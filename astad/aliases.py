@@ -66,6 +66,9 @@ KIND: dict[str, str] = {
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
+    **dict.fromkeys(("tensordot", "inner", "vdot", "kron", "take", "take_along_axis", "repeat", "tile", "roll", "pad",
+                     "linspace", "tri", "take_transpose", "add_along_axis"), "fresh"),
+    **dict.fromkeys(("einsum", "flip", "squeeze", "unpad_edge"), "view"),  # np.einsum('ii->i', x) is a view of x
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
     "getitem": "getitem",

@@ -25,6 +25,7 @@ M23, M34, V3, V4 = RNG.normal(size=(2, 3)), RNG.normal(size=(3, 4)), RNG.normal(
 SQ = RNG.normal(size=(3, 3))
 T234 = RNG.normal(size=(2, 3, 4))
 IDX = np.array([2, 0, 2, 1])
+ORDER = np.array([[2, 0, 0], [1, 1, 2]])
 
 
 def _flat(v):
@@ -332,3 +333,38 @@ def test_refused_with_a_hint(tmp_path, body, match):
     with pytest.raises(astad.AstadError, match=match) as e:
         astad.reverse(fn)(V4)
     assert e.value.loc is not None and e.value.loc.line == 4
+
+
+# --------------------------------------------------------------------------- second derivatives, aliasing
+
+
+def second_order(x, idx):
+    m = np.reshape(x, (2, 3))
+    y = (np.take(x, idx) * np.pad(x[:4], 1, mode='edge')[1:5] + np.einsum('ii->i', np.outer(x, x))[:4]
+         + np.take_along_axis(m, ORDER, axis=1).ravel()[:4]
+         + np.repeat(x[:2], [3, 1]) + np.tile(np.flip(x[:2]), 2) * np.roll(x, 2)[:4])
+    return np.sum(np.sin(y) * np.einsum('i,i->i', y, np.kron(x[:2], x[4:])))
+
+
+def test_hessian_against_differences_of_the_gradient():
+    x = RNG.normal(size=6)
+    h = astad.hessian(second_order)(x, IDX)
+    g = astad.grad(second_order)
+    eps = 1e-6
+    fd = np.stack([(g(x + eps * e, IDX) - g(x - eps * e, IDX)) / (2 * eps) for e in np.eye(6)], axis=1)
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-6)
+    check(second_order, x, IDX)
+
+
+def fresh_tile_updated(x):
+    y = np.tile(x, 2)
+    y += 1.0
+    return np.sum(y * y)
+
+
+def test_update_of_a_fresh_result_and_refused_update_of_a_view(tmp_path):
+    check(fresh_tile_updated, V3)
+    fn = load_program("import numpy as np\n\ndef f(x):\n    y = np.flip(x)\n    y += 1.0\n    return np.sum(y * x)\n",
+                      tmp_path).f
+    with pytest.raises(astad.UnsupportedSyntaxError, match="in place"):
+        astad.reverse(fn)(V3)
