@@ -119,7 +119,9 @@ def contract_vjp(b: Any, ins: Sequence[str], out: str, operands: Sequence[Atom],
     x = operands[k]
     shape = num(x.type).shape
     sizes = letter_sizes(ins, [num(o.type).shape for o in operands])
-    unused = iter(c for c in LETTERS if c not in "".join(ins))
+    used = "".join(ins)
+    last = max(used, default="a")
+    unused = iter(c for c in sorted(LETTERS, key=lambda c: (c <= last, c)) if c not in used)  # 'ii->i': j
     target, terms = [], [(ct, out)] + [(o, s) for j, (o, s) in enumerate(zip(operands, ins)) if j != k]
     for i, c in enumerate(ins[k]):
         if c in ins[k][:i]:  # a repeated index: a fresh letter tied to the first by the identity
