@@ -136,7 +136,7 @@ def einsum_programs(draw):
     ell = draw(st.booleans())
     ops, shapes = [], []
     for _ in range(n):
-        subs = "".join(draw(st.lists(st.sampled_from(_LETTERS), max_size=3)))
+        subs = "".join(draw(st.lists(st.sampled_from(_LETTERS), min_size=0 if ops else 1, max_size=3)))
         dots = ell and draw(st.booleans())
         ops.append(("..." if dots else "") + subs)
         shapes.append(((2,) if dots and draw(st.booleans()) else (1,) if dots else ()) + tuple(sizes[c] for c in subs))
