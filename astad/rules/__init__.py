@@ -36,7 +36,8 @@ JVPs too — forward mode runs over reverse-mode output for Hessians — and,
 being mostly linear, their transposes as VJPs.
 
 Where to add a function: ``elementwise.py`` (ufuncs and operators),
-``reductions.py``, ``shape.py`` (movers, joins, constructors),
+``reductions.py``, ``shape.py`` (movers, joins, constructors), ``structure.py``
+(flips, rolls, repeats, gathers, pads), ``einsum.py`` (contractions),
 ``indexing.py``, ``linalg.py``, ``lists.py``, ``derivative_code.py`` (what
 the macros make); each module registers its entries.  Then its sample
 arguments in tests/test_primitive_rules.py, which also drive
