@@ -82,6 +82,9 @@ KIND: dict[str, str] = {
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
                      "convert_float", "convert_discrete"), "view"),  # np.float64(x) of a float64 array is x
     **dict.fromkeys(("py_max", "py_min"), "either"),
+    **dict.fromkeys(("tensordot", "inner", "vdot", "kron", "take", "take_along_axis", "repeat", "tile", "roll", "pad",
+                     "linspace", "tri", "take_transpose", "add_along_axis"), "fresh"),
+    **dict.fromkeys(("einsum", "flip", "squeeze", "unpad_edge"), "view"),  # np.einsum('ii->i', x) is a view of x
     "getitem": "getitem",
     "list": "list",
     **dict.fromkeys(("append", "append_in_place"), "append"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
@@ -263,6 +264,16 @@ def _emit_reshape(a: list, ps: dict) -> Any:
     return px.call("np.reshape", [a[0], px.tuple_(a[1:]) if len(a) != 2 else a[1]])
 
 
+def _emit_stack(a: list, ps: dict) -> Any:
+    """``np.stack([x, y])``; numbers written in the code as ``np.array([0, 2])``."""
+    def number(e: Any) -> bool:
+        return isinstance(e, (cst.Integer, cst.Float)) or (isinstance(e, cst.UnaryOperation) and number(e.expression))
+
+    if ps.get("axis", 0) == 0 and a and all(number(e) for e in a):
+        return px.call("np.array", [cst.List([cst.Element(e) for e in a])])
+    return emit.sequence("stack")(a, ps)
+
+
 def _emit_full(a: list, ps: dict) -> Any:
     return px.call("np.full", [a[1], a[0]], **({"dtype": px.name(f"np.{ps['dtype']}")} if ps.get("dtype") not in (None, "float64") else {}))
 
@@ -283,7 +294,7 @@ register(
               **linear(lambda b, p, out, ct: [reshape_like(b, ct, p.args[0])])),
     Primitive("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concat_infer, emit.sequence("concatenate"),
               kind=RULE, **linear(_concatenate_transpose)),
-    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, emit.sequence("stack"), kind=RULE,
+    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, _emit_stack, kind=RULE,
               **linear(_stack_transpose)),
     Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, emit.np_call("broadcast_to"),
               zero_in=(0,), kind=RULE, **linear(_broadcast_to_transpose, 0)),
@@ -299,10 +310,11 @@ register(
     # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
     Primitive("copy", np.copy, lambda ts, ps: ts[0], lambda a, ps: px.method(a[0], "copy", []), zero_in=(0,), kind=RULE,
               **linear(_identity_transpose)),
-    # made only in derivative code: ``full`` (a scalar cotangent spread over a shape), ``reshape_like``
+    # ``np.full(shape, v)``: linear in ``v`` (also made in derivative code: a scalar cotangent spread over a shape)
     Primitive("full", lambda x, shape, dtype=None: np.full(shape, x, dtype),
               lambda ts, ps: Num(_broadcast_to_infer(ts, ps).shape, ps.get("dtype") or num(ts[0]).dtype), _emit_full,
-              zero_in=(0,), kind=BACKWARD, **linear(_full_transpose, 0)),
+              zero_in=(0,), kind=RULE, **linear(_full_transpose, 0)),
+    # made only in derivative code: ``reshape_like``
     Primitive("reshape_like", lambda x, like: np.reshape(x, np.shape(like)), lambda ts, ps: Num(num(ts[1]).shape, num(ts[0]).dtype),
               lambda a, ps: px.call("np.reshape", [a[0], px.call("np.shape", [a[1]])]), zero_in=(0,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [reshape_like(b, ct, p.args[0]), None], 0)),
