@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import textwrap
 import unicodedata
 from dataclasses import dataclass, field
@@ -117,7 +118,7 @@ def parse(fn: Callable[..., Any]) -> Parsed:
 
 
 #: the name a lambda has in messages and generated code
-LAMBDA_NAME = "lambda_"
+LAMBDA_NAME = "lambda_fn"
 
 
 def _parse_lambda(fn: Callable[..., Any]) -> Parsed:
@@ -135,7 +136,9 @@ def _parse_lambda(fn: Callable[..., Any]) -> Parsed:
         raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}")
     ret = cst.Return(lam.body)
     stmt = cst.SimpleStatementLine([ret])
-    funcdef = cst.FunctionDef(cst.Name(LAMBDA_NAME), lam.params, cst.IndentedBlock([stmt]))
+    assigned = re.search(r"(\w+)\s*=\s*\(?\s*$", lines[0][:col])  # `name = lambda ...`: the lambda's name
+    name = assigned.group(1) if assigned and assigned.group(1).isidentifier() else LAMBDA_NAME
+    funcdef = cst.FunctionDef(cst.Name(name), lam.params, cst.IndentedBlock([stmt]))
     aliases = {funcdef: lam, stmt: lam.body, ret: lam.body}
     return Parsed(fn, file, funcdef, positions, line - 1, 0 if col >= 1 else col - 1, lines, text + "\n",
                   aliases)
