@@ -153,9 +153,9 @@ def _check_globals(name: str, held: tuple[tuple, tuple]) -> None:
     changed += [n for n, o, copy in arrays if o.shape != copy.shape or
                 not np.array_equal(o, copy, equal_nan=o.dtype.kind in "fc")]
     if changed:
-        raise AstadError(f"the global {', '.join(changed)} that {name} reads (a module-level name, a captured "
-                         "variable or an attribute of self) changed between the call and the "
-                         "pushforward, which would give the tangent of another function than the value's",
+        raise AstadError(f"the global {', '.join(changed)} that {name} reads changed between the call and the "
+                         "pushforward (a module-level name, a captured variable or an attribute of self), which "
+                         "would give the tangent of another function than the value's",
                          hint="call the forwarded function again after changing a global")
 
 

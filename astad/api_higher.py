@@ -370,7 +370,10 @@ class Jac(Derived):
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        args = _bind(self, self.argnums, args, kwargs)
+        return self.at(_bind(self, self.argnums, args, kwargs))
+
+    def at(self, args: tuple) -> Any:
+        """The Jacobian at the values of the parameters (bound: see _bind)."""
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
             self._remember(args)
@@ -510,7 +513,7 @@ class Jacobian(Derived):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         args = _bind(self.fwd, self.argnums, args, kwargs)
         self._remember(args)
-        return self._pick(args)(*args)
+        return self._pick(args).at(args)
 
 
 def jacobian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jacobian:

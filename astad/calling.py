@@ -74,7 +74,7 @@ def free_names(fn: Any, fixed: dict[str, Any]) -> tuple[str, ...]:
 class Binder:
     """The free parameters' values of a call, as Python binds them (see the module docstring)."""
 
-    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_root")
+    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_root", "_fn", "_fixed")
 
     def __init__(self, fn: Any, fixed: dict[str, Any], wrap: Callable[[Callable], Callable], root: Any) -> None:
         code = fn.__code__
@@ -85,6 +85,7 @@ class Binder:
         self.fast_n = self.n_positional if not code.co_kwonlyargcount and not keywords else -1
         self._bind = wrap(_stub(fn, self.names))
         self._root = root
+        self._fn, self._fixed = fn, fixed
 
     def __call__(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """The values of the free parameters (Python's TypeError as a :class:`CallError` for a wrong call)."""
@@ -96,9 +97,8 @@ class Binder:
             raise CallError(str(e), hint=_hint(self._root, e)) from None
 
     def primal(self, values: tuple) -> Any:
-        """Call the callable with the free parameters' values (keyword-only ones by keyword)."""
-        n = self.n_positional
-        return self._root(*values[:n], **dict(zip(self.names[n:], values[n:])))
+        """The function at the free parameters' values and the fixed ones (each by name)."""
+        return self._fn(**self._fixed, **dict(zip(self.names, values)))
 
 
 def _stub(fn: Any, names: tuple[str, ...]) -> Callable:

@@ -142,6 +142,7 @@ def test_forward_mode(name, fn, args, kwargs, primal):
     close(pushforward(tw, tx), np.sum(want[0] * tw) + want[1] * tx)
     close(pushforward(tw, None), np.sum(want[0] * tw))
     close(astad.jacfwd(fn)(*args, **kwargs), want[0])
+    close(astad.jacobian(fn, argnums=1)(*args, **kwargs), want[1])
     if not kwargs:  # jvp takes primals by position (as jax.jvp)
         value, tangent = astad.jvp(fn, args, (tw, tx))
         close(value, primal(*args))
