@@ -108,13 +108,18 @@ def _stub(fn: Any, names: tuple[str, ...]) -> Callable:
     kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
     params = ", ".join(pos + (("*",) + kwonly if kwonly else ()))
     body = "(" + "".join(f"{n}, " for n in names) + ")"
-    scope: dict[str, Any] = {}
-    exec(compile(f"def stub({params}):\n    return {body}\n", "<astad: signature>", "exec"), scope)  # noqa: S102
-    stub = scope["stub"]
-    stub.__code__ = stub.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
-    stub.__name__, stub.__qualname__ = fn.__name__, fn.__qualname__
+    stub_code = _stub_code(params, body).replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    stub = types.FunctionType(stub_code, {}, fn.__name__)
+    stub.__qualname__ = fn.__qualname__
     stub.__defaults__, stub.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
     return stub
+
+
+@functools.lru_cache(maxsize=256)
+def _stub_code(params: str, body: str) -> types.CodeType:
+    """The code of ``def stub(params): return body`` (compiled once per signature)."""
+    module = compile(f"def stub({params}):\n    return {body}\n", "<astad: signature>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
 
 
 def _hint(root: Any, e: TypeError) -> str | None:
