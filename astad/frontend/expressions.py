@@ -127,6 +127,8 @@ class Expressions(LowererCore):
             if isinstance(obj, float):
                 return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
             return self.global_value(f"{module}.{attr}", obj, node)
+        if isinstance(base, Ref) and base.kind == "object":
+            return self.object_attribute(base, attr, node)
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
             return self.array_attribute(base, attr, node)
         if isinstance(base, PyTuple) and base.fields is not None and attr in base.fields:

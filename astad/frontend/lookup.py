@@ -36,12 +36,15 @@ class Lookup(LowererCore):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
         fn = self.scope.parsed.fn
-        if for_name in fn.__code__.co_freevars:
-            raise self.syntax_error(f"`{for_name}` is captured from an enclosing function; closures are not "
-                                    "supported yet", "pass the value as an argument, or define it at module level",
-                                    node)
         g = fn.__globals__
-        if for_name in g:
+        if for_name in fn.__code__.co_freevars:  # captured from an enclosing function: read as a global is
+            cell = fn.__closure__[fn.__code__.co_freevars.index(for_name)]
+            try:
+                obj = cell.cell_contents
+            except ValueError:
+                raise self.type_error(f"`{for_name}` is captured from an enclosing function that has not assigned "
+                                      "it yet", node, hint="assign it before making the function") from None
+        elif for_name in g:
             obj = g[for_name]
         elif hasattr(builtins, for_name):
             obj = getattr(builtins, for_name)
@@ -50,8 +53,7 @@ class Lookup(LowererCore):
                                   hint="a parameter, a variable assigned earlier, or a module-level name")
         path = self.scope.path + (for_name,)
         self.deps.append((path, obj))
-        value = self.global_value(for_name, obj, node, path)
-        return value
+        return self.object_value(for_name, obj, node, path)
 
     def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
         if obj is np:
@@ -89,6 +91,34 @@ class Lookup(LowererCore):
         if any(obj is k for k in _PY_DTYPES):
             return Ref("dtype", _PY_DTYPES[obj])
         return self.constant(obj, f"`{name}`", node, name, path)
+
+    def fixed_value(self, name: str, obj: Any, node: cst.CSTNode) -> Value:
+        """A parameter a method (``self``) or a partial fixes: read as a global is."""
+        self.deps.append(((name,), obj))
+        return self.object_value(name, obj, node, (name,))
+
+    def object_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...]) -> Value:
+        """A global, or an object whose attributes are read as globals are (``self``)."""
+        if _is_plain_object(obj):
+            return Ref("object", obj, path=path)
+        return self.global_value(name, obj, node, path)
+
+    def object_attribute(self, base: Ref, attr: str, node: cst.CSTNode) -> Value:
+        """``obj.attr`` of an object read as a global (``self.c``): the attribute, read as a
+        global is (constants at transform time, checked on each call)."""
+        what = f"`{'.'.join(base.path)}.{attr}`"
+        found = [vars(c)[attr] for c in (base.obj, *type(base.obj).__mro__) if attr in vars(c)]
+        if not found:
+            raise self.type_error(f"{what} does not exist", node, hint="an attribute the object has when transforming")
+        obj = found[0]
+        if attr not in vars(base.obj) and hasattr(type(obj), "__get__"):  # a method, a property, ...
+            raise UnsupportedFunctionError(
+                f"{what} is a method or property of {type(base.obj).__name__}: astad reads the attributes of "
+                "`self` as constants, but cannot call its methods", self.loc(node),
+                "a module-level function called with the values it needs (or read the attribute it returns)")
+        path = base.path + (attr,)
+        self.deps.append((path, obj))
+        return self.object_value(attr, obj, node, path)
 
     def constant(self, obj: Any, what: str, node: cst.CSTNode, name: str | None = None,
                  path: tuple[str, ...] = ()) -> Const:
@@ -155,6 +185,13 @@ class Lookup(LowererCore):
             held += values
             todo += [d for v in values for d in closures_in(v)]
         return held
+
+
+def _is_plain_object(obj: Any) -> bool:
+    """An instance of a user's class (read as ``self`` is), not a value, function or module."""
+    return (hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType, types.FunctionType,
+                                                              types.MethodType, types.BuiltinFunctionType))
+            and not callable(obj) and type(obj).__module__ not in ("builtins", "numpy"))
 
 
 _ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)

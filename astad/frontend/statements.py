@@ -26,8 +26,11 @@ class Statements(LowererCore):
         fd = self.root.funcdef
         self.stack.append(Scope(self.root))
         params: list[Var] = []
-        for p, t in zip(fd.params.params, arg_types):
-            self.scope.env[p.name.value] = self.parameter(p.name.value, t, params)
+        types = iter(arg_types)
+        for p in (*fd.params.params, *fd.params.kwonly_params):
+            name = p.name.value
+            self.scope.env[name] = (self.fixed_value(name, self.root.fixed[name], p) if name in self.root.fixed
+                                    else self.parameter(name, next(types), params))
         self.scope.call_key = make_call_key(self.root.fn, self.scope.env)
         result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
         atom = self.result_atom(result, self.node)
