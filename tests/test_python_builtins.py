@@ -378,7 +378,6 @@ def _refusal(run) -> astad.AstadError:
     (lambda: astad.grad(m_list_as_number)([1.0, 2.0]), "a list is used where a number", "return np.sin(xs)", "np.sin"),
     (lambda: astad.grad(m_complex)(np.ones(2, complex)), "complex numbers are not supported", "def m_complex(x)", "x)"),
     (lambda: astad.grad(m_complex)(1j), "argument `x` is a complex: complex numbers", "def m_complex(x)", "x)"),
-    (lambda: astad.grad(_Holder().method)(1.0, 2.0), "method is a bound method", "def method(self", "method("),
     (lambda: astad.grad(m_fstring)(1.0), "f-strings are supported only in print", 'label = f"{x}"', 'f"{x}"'),
     (lambda: astad.grad(m_user_exception)(1.0), "only Python's builtin exceptions", 'raise _Mine("no")', "_Mine"),
     (lambda: astad.grad(m_tuple_call)(1.0), "calling `tuple` is not supported", "np.array(tuple(", "tuple("),
