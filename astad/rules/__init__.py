@@ -37,7 +37,7 @@ being mostly linear, their transposes as VJPs.
 
 Where to add a function: ``elementwise.py`` (ufuncs and operators),
 ``reductions.py``, ``shape.py`` (movers, joins, constructors),
-``indexing.py``, ``linalg.py``, ``lists.py``, ``derivative_code.py`` (what
+``indexing.py``, ``linalg.py``, ``decompositions.py``, ``lists.py``, ``derivative_code.py`` (what
 the macros make); each module registers its entries.  Then its sample
 arguments in tests/test_primitive_rules.py, which also drive
 tests/test_rules_both_directions.py (JVP and VJP against finite differences,
@@ -46,7 +46,7 @@ and the transpose identity, for every entry).
 
 from __future__ import annotations
 
-from . import elementwise, reductions, shape, indexing, linalg, lists, derivative_code  # noqa: F401  (they register)
+from . import elementwise, reductions, shape, indexing, linalg, decompositions, lists, derivative_code  # noqa: F401  (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape
 from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, infer, norm_axes, num,
