@@ -14,7 +14,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, Const, Num
+from ..ir import Atom, Const, Num, Prim, Var
 from ..values import PyTuple
 from .api_specs import ApiSpec, atoms, elementwise, spec
 from .core import LowererCore as Lowerer
@@ -23,7 +23,24 @@ from .scopes import Value
 
 def _static(lw: Lowerer, b: dict, node: cst.Call, name: str) -> Any:
     value = b[name]
-    return value if isinstance(value, str) else lw.static(lw.const_or(value), node, name)  # a default: 'L', 'reduced' 
+    if isinstance(value, str):  # a default: 'L', 'reduced'
+        return value
+    negated = _negated_constant(lw, value)
+    return negated if negated is not None else lw.static(lw.const_or(value), node, name)
+
+
+def _negated_constant(lw: Lowerer, value: Any) -> float | None:
+    """``-c`` of a named float constant (``ord=-np.inf``), which the lowerer keeps as ``neg(np.inf)``."""
+    if not isinstance(value, Var):
+        return None
+    for bind in reversed(lw.binds):
+        if bind.targets == (value,):
+            rhs = bind.rhs
+            if isinstance(rhs, Prim) and rhs.op == "neg" and isinstance(rhs.args[0], Const) \
+                    and isinstance(rhs.args[0].value, float):
+                return -rhs.args[0].value
+            return None
+    return None
 
 
 def _refuse_unless(lw: Lowerer, b: dict, node: cst.Call, name: str, allowed: tuple, hint: str) -> Any:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
@@ -308,19 +309,23 @@ def _svd_vh_vjp(b, p, out, ct):
 # --------------------------------------------------------------------------- printing and the entries
 
 
+def _string(text: str) -> Any:
+    return cst.SimpleString(repr(text))
+
+
 def _part_of(call: str, i: int, **kw: Any) -> Any:
     """``np.linalg.<call>(a, ...)[i]``: one part of a decomposition."""
     def emit_(a: list, ps: dict) -> Any:
         extra = {k: px.literal(v) for k, v in kw.items()}
         if ps.get("UPLO", "L") != "L":
-            extra["UPLO"] = px.literal(ps["UPLO"])
+            extra["UPLO"] = _string(ps["UPLO"])
         return px.subscript(px.call(f"np.linalg.{call}", a, **extra), [px.literal(i)])
 
     return emit_
 
 
 def _eigvalsh_emit(a: list, ps: dict) -> Any:
-    return px.call("np.linalg.eigvalsh", a, **({"UPLO": px.literal(ps["UPLO"])} if ps.get("UPLO", "L") != "L" else {}))
+    return px.call("np.linalg.eigvalsh", a, **({"UPLO": _string(ps["UPLO"])} if ps.get("UPLO", "L") != "L" else {}))
 
 
 register(
