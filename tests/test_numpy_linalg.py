@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.linalg as la
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.linalg import norm
 
 import astad
@@ -25,10 +27,10 @@ def _fd(f, args, tangents, h=1e-6):
     return (f(*plus) - f(*minus)) / (2 * h)
 
 
-def check(f, *args, rtol=1e-6):
+def check(f, *args, rtol=1e-6, rng=RNG):
     """Reverse and forward mode of ``f`` at ``args`` against central differences, and against each other."""
     args = [np.asarray(a, dtype=float) for a in args]
-    tangents = [RNG.standard_normal(a.shape) for a in args]
+    tangents = [rng.standard_normal(a.shape) for a in args]
     want = _fd(f, args, tangents)
     grads = astad.grad(f, argnums=tuple(range(len(args))))(*args)
     back = sum(float(np.sum(g * t)) for g, t in zip(grads, tangents))
@@ -40,15 +42,16 @@ def check(f, *args, rtol=1e-6):
     assert abs(forward - back) <= 1e-9 * scale, (forward, back)
 
 
-def _orthogonal(n):
-    q, r = np.linalg.qr(RNG.standard_normal((n, n)))
+def _orthogonal(n, rng=RNG):
+    q, r = np.linalg.qr(rng.standard_normal((n, n)))
     return q * np.sign(np.diag(r))
 
 
-def _full(m, n):
+def _full(m, n, rng=RNG):
+    """Of full rank, singular values at least 0.8 apart."""
     k = min(m, n)
-    s = 1.0 + np.arange(k)[::-1] + RNG.uniform(-0.1, 0.1, k)
-    return (_orthogonal(m)[:, :k] * s) @ _orthogonal(n)[:, :k].T
+    s = 1.0 + np.arange(k)[::-1] + rng.uniform(-0.1, 0.1, k)
+    return (_orthogonal(m, rng)[:, :k] * s) @ _orthogonal(n, rng)[:, :k].T
 
 
 def _sym(n):
@@ -247,19 +250,48 @@ def test_svd():
     check(svd_of_a_square, _full(3, 3))
 
 
+def any_shape(a):
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return (np.sum(u @ vh * a) + np.sum(s ** 2) + np.linalg.norm(a, 'nuc') + np.linalg.norm(a, 1)
+            + np.sum(np.linalg.norm(a, axis=0, keepdims=True) * a) + np.sum(np.linalg.norm(a, 3, axis=-1)))
+
+
+def tall_shape(a):
+    q, r = np.linalg.qr(a)
+    return np.sum((q * q) @ np.diag(r)) + np.sum(np.linalg.pinv(a) ** 2)
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=st.integers(1, 4), n=st.integers(1, 4), seed=st.integers(0, 2**31))
+def test_decompositions_of_any_shape(m, n, seed):
+    """SVD, norms, QR and pinv of tall, wide and square matrices (shapes drawn by hypothesis)."""
+    rng = np.random.default_rng(seed)
+    check(any_shape, _full(m, n, rng), rng=rng)
+    check(tall_shape, _full(max(m, n), min(m, n), rng), rng=rng)
+
+
 def logdet(a):
     return np.linalg.slogdet(a)[1] + np.sum(np.linalg.eigvalsh(a + a.T) ** 2)
 
 
-def test_second_derivatives_by_forward_over_reverse():
+def pinv_squares(a):
+    return np.sum(np.linalg.pinv(a) ** 2) + np.sum(np.linalg.solve(a.T @ a, a[0]) ** 2) + np.linalg.det(a.T @ a)
+
+
+@pytest.mark.parametrize("f, make", [(logdet, lambda: SQUARE), (svd_losses, lambda: _full(4, 3)),
+                                     (svd_losses, lambda: _full(2, 3)), (qr_losses, lambda: _full(4, 3)),
+                                     (eigh_losses, lambda: _sym(4)), (cholesky_of_a_gram_matrix, lambda: W3),
+                                     (matrix_norms, lambda: _full(3, 2)), (vector_norms, lambda: RNG.uniform(0.3, 2, 4)),
+                                     (pinv_squares, lambda: _full(4, 3))], ids=lambda v: getattr(v, "__name__", ""))
+def test_second_derivatives_by_forward_over_reverse(f, make):
     """The VJPs are made of table entries, so they are differentiated again: the
-    Hessian against differences of the gradient."""
-    a = SQUARE
+    Hessian (forward over reverse) against central differences of the gradient."""
+    a = make()
     t = RNG.standard_normal(a.shape)
-    h = astad.hessian(logdet)(a)
-    g = astad.grad(logdet)
-    fd = (g(a + 1e-6 * t) - g(a - 1e-6 * t)) / 2e-6
-    np.testing.assert_allclose(np.tensordot(h, t, axes=2), fd, rtol=1e-5, atol=1e-6)
+    h = astad.hessian(f)(a)
+    g = astad.grad(f)
+    fd = (g(a + 1e-5 * t) - g(a - 1e-5 * t)) / 2e-5
+    np.testing.assert_allclose(np.tensordot(h, t, axes=a.ndim), fd, rtol=1e-6, atol=1e-6 * (1 + np.max(np.abs(fd))))
 
 
 # --------------------------------------------------------------------------- refused, with astad's own error
