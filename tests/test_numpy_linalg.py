@@ -90,6 +90,13 @@ def stacked_frobenius(t):
     return np.sum(np.linalg.norm(t, axis=(0, 2)) * np.array([1.0, 2.0, 3.0])) + np.linalg.norm(t, keepdims=True)[0, 0, 0]
 
 
+def numpy2_norms(t):
+    return (np.linalg.vector_norm(t) + np.sum(np.linalg.vector_norm(t, ord=1, keepdims=True) * t)
+            + np.sum(np.linalg.vector_norm(t, axis=(0, 2), keepdims=True) * t) + np.sum(np.linalg.vector_norm(t, axis=1, ord=3))
+            + np.linalg.matrix_norm(t[0], ord='nuc') + np.sum(np.linalg.matrix_norm(t, ord=1))
+            + np.sum(np.linalg.matrix_norm(t, keepdims=True) * t))
+
+
 def aliases(x):
     return la.norm(x) * norm(x, 1)
 
@@ -109,6 +116,11 @@ def test_matrix_norms():
 
 def test_frobenius_of_a_stack():
     check(stacked_frobenius, RNG.standard_normal((2, 3, 4)))
+
+
+@pytest.mark.skipif(not hasattr(np.linalg, "vector_norm"), reason="numpy 2's vector_norm and matrix_norm")
+def test_numpy2_norms():
+    check(numpy2_norms, RNG.uniform(0.3, 2, (2, 3, 4)) * RNG.choice([-1, 1], (2, 3, 4)))
 
 
 def test_module_aliases():

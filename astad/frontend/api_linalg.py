@@ -203,6 +203,30 @@ def _lower_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
                         "axis=None for a vector or a matrix, an int for vector norms, a pair of axes for matrix norms")
 
 
+def _lower_vector_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
+    """numpy 2's ``np.linalg.vector_norm``: over all entries when ``axis`` is None, whatever the dimensions."""
+    x = _matrix(lw, b, node, "x")
+    order, axis, keep = (_static(lw, b, node, k) for k in ("ord", "axis", "keepdims"))
+    ndim = x.type.ndim if isinstance(x.type, Num) else 0
+    if isinstance(axis, tuple) and order != 2:
+        raise lw.type_error("np.linalg.vector_norm over several axes is supported for ord=2", node,
+                            "move the axes together and reshape them into one")
+    if axis is None and ndim > 1 and order != 2:
+        flat = _vector_norm(lw, lw.emit("ravel", [x]), order, 0, False, node)
+        return lw.emit("reshape", [flat, *[_int(1)] * ndim]) if keep else flat
+    return _vector_norm(lw, x, order, axis, bool(keep), node)
+
+
+def _lower_matrix_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
+    """numpy 2's ``np.linalg.matrix_norm``: over the last two axes."""
+    x = _matrix(lw, b, node, "x")
+    ndim = x.type.ndim if isinstance(x.type, Num) else 0
+    if ndim < 2:
+        raise lw.type_error("np.linalg.matrix_norm needs a matrix", node, "np.linalg.vector_norm for a vector")
+    order, keep = _static(lw, b, node, "ord"), bool(_static(lw, b, node, "keepdims"))
+    return _matrix_norm(lw, x, order, (ndim - 2, ndim - 1), keep, node)
+
+
 #: numpy functions by name (as ``np.<name>``), merged into ``numpy_api.API``
 FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "linalg.inv": elementwise("inv", "a"),
@@ -220,6 +244,9 @@ FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
 }
 if hasattr(np.linalg, "svdvals"):  # numpy >= 2
     FUNCTIONS["linalg.svdvals"] = spec("x", lambda lw, b, node: lw.emit("svdvals", [_matrix(lw, b, node, "x")]))
+if hasattr(np.linalg, "vector_norm"):
+    FUNCTIONS["linalg.vector_norm"] = spec("x, axis=None, keepdims=False, ord=2", _lower_vector_norm)
+    FUNCTIONS["linalg.matrix_norm"] = spec("x, keepdims=False, ord='fro'", _lower_matrix_norm)
 if hasattr(np.linalg, "trace"):
     FUNCTIONS["linalg.trace"] = spec("x, offset=0, dtype=None", _lower_trace)
 #: array methods by name (``x.<name>()``), merged into ``numpy_api.METHODS``
