@@ -66,6 +66,9 @@ KIND: dict[str, str] = {
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
+    # np.linalg: every result a new array (or a numpy scalar)
+    **dict.fromkeys(("inv", "solve", "det", "slogdet_sign", "slogdet_logabsdet", "pinv", "norm", "cholesky", "eigvalsh",
+                     "eigh_vectors", "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh"), "fresh"),
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like"), "view"),
     "getitem": "getitem",

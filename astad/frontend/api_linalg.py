@@ -193,8 +193,10 @@ def _lower_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     keep = bool(keep)
     if axis is None and order is None:
         return lw.emit("norm", [x], {"ord": 2, "axis": None, "keepdims": keep})
-    if axis is None and ndim in (1, 2):
-        axis = (0, 1) if ndim == 2 else 0
+    if axis is None and ndim == 1:
+        return _vector_norm(lw, x, order, None, keep, node)
+    if axis is None and ndim == 2:
+        axis = (0, 1)
     if isinstance(axis, int) and not isinstance(axis, bool):
         return _vector_norm(lw, x, order, axis, keep, node)
     if isinstance(axis, tuple) and len(axis) == 2 and all(-ndim <= a < ndim for a in axis) and axis[0] % ndim != axis[1] % ndim:
