@@ -19,6 +19,8 @@ from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Nu
                   lam_free_vars)
 from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
 from .syntax import user_names
+from . import recursion
+from .recursion import RuntimeDepth
 from .parse import parse
 from .abstract import literal_type
 from .scopes import (Closure, Value, Scope, scope_chain, closures_in, atoms_in, value_key, sample_of, make_call_key,
@@ -129,29 +131,60 @@ class Calls(LowererCore):
                 scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
                                                  ("<default>", fn.__qualname__, pname))
         self.namer.mention(user_names(parsed.funcdef))
-        return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
+        return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
+                             lambda found: self.lower_as_loops(parsed, found))
 
-    def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
+    def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value],
+                 as_loops: Callable[[RuntimeDepth], Value] | None = None) -> Value:
         """Lower a call's body in the callee's scope.  A recursive call is unrolled:
         each call must differ from the calls it is inside in what is known when
         transforming (ints, shapes, the structure of tuples), so that the
-        recursion ends while transforming; else it would never end."""
+        recursion ends while transforming.  A call that repeats the key of one it
+        is inside recurses to a depth known only when running: the outer call is
+        lowered again ``as_loops`` (:mod:`.recursion`), where it can be."""
         scope.call_key = make_call_key(callee, scope.env)
-        if any(s.call_key == scope.call_key for s in self.stack):
-            raise self.syntax_error(
+        again = next((s for s in self.stack if s.call_key == scope.call_key), None)
+        if again is not None:
+            raise RuntimeDepth(
                 f"recursive call to {name} with the same shapes and integers as the call it is in: its depth is "
-                "known only when running, which is not supported yet",
-                "recursion on an integer, a shape or a tuple's structure that changes at each call", node)
+                "known only when running",
+                self.loc(node), recursion.HINT, again)
         if len(self.stack) > MAX_CALL_DEPTH:
             raise self.syntax_error(f"calls nested more than {MAX_CALL_DEPTH} deep", "a shallower recursion", node)
         saved, saved_exits = self.node, self.exits
         self.stack.append(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
-            return deep.call(lower)  # a deep recursion goes on with a fresh stack
+            return self.unrolled_or_loops(scope, lower, as_loops)
         finally:
             self.stack.pop()
             self.node, self.exits = saved, saved_exits
+
+    def unrolled_or_loops(self, scope: Scope, lower: Callable[[], Value],
+                          as_loops: Callable[[RuntimeDepth], Value] | None) -> Value:
+        """``lower()`` (a deep recursion goes on with a fresh stack); where a call
+        inside repeats this one, everything it lowered is undone and ``as_loops`` is lowered instead."""
+        state, n_binds, env = self.snapshot(), len(self.binds), dict(scope.env)
+        try:
+            return deep.call(lower)
+        except RuntimeDepth as e:
+            if e.scope is not scope or as_loops is None:
+                raise
+            found = e
+        self.restore(state)
+        del self.binds[n_binds:]
+        scope.env, self.exits = env, []
+        return deep.call(as_loops, found)
+
+    def lower_as_loops(self, parsed: Any, found: RuntimeDepth) -> Value:
+        """The body of a linear recursion as a descent loop, its base case and an ascent loop."""
+        try:
+            form = recursion.loop_form(parsed.funcdef, user_names(parsed.funcdef))
+        except recursion.NotLinear as e:
+            raise recursion.refusal(e, parsed.loc, found) from None
+        parsed.aliases.update(form.aliases)
+        self.namer.mention(user_names(form.funcdef))
+        return self.lower_body(form.funcdef)
 
     def expr_Lambda(self, node: cst.Lambda) -> Value:
         return self.closure(node)

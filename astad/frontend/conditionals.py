@@ -136,5 +136,7 @@ class Conditionals(LowererCore):
             if a.shape == b.shape and (a.dtype == b.dtype or not a.shape):
                 dtype = np.result_type(a.dtype, b.dtype).name
                 return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
+            if a.ndim == b.ndim and a.dtype == b.dtype:  # sizes that differ are known only at run time
+                return Num(tuple(d if d == e else None for d, e in zip(a.shape, b.shape)), a.dtype)
         raise self.type_error(f"`{name}` is {a} in one branch and {b} in the other", None,
                               "the same shape and dtype in both branches")

@@ -28,7 +28,7 @@ class Statements(LowererCore):
         for p, t in zip(fd.params.params, arg_types):
             self.scope.env[p.name.value] = self.parameter(p.name.value, t, params)
         self.scope.call_key = make_call_key(self.root.fn, self.scope.env)
-        result = self.lower_body(fd)
+        result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
 

@@ -161,16 +161,29 @@ def _reshape_transpose(b, p, out, ct):
 
 
 def _concatenate_transpose(b, p, out, ct):
+    """The cotangent cut back into the pieces: slices along the axis, at offsets
+    known when transforming or, where a piece's size is known only at run time,
+    read from the piece's shape then (``a.shape[axis]``)."""
     nd = num(out.type).ndim
     axis = norm_axes(p.param("axis", 0), nd)[0]
-    result, start = [], 0
+    result: list = []
+    start: Any = 0
     for a in p.args:
         size = num(a.type).shape[axis]
-        if size is None:
-            raise ShapeError("concatenate: the sizes along the axis must be known to differentiate")
-        index = (("slice", None, None, None),) * axis + (("slice", start, start + size, None),)
-        result.append(b.prim("getitem", ct, index=index))
-        start += size
+        step = size if size is not None else b.prim("dim", a, axis=axis)
+        if isinstance(start, int) and isinstance(step, int):
+            stop = start + step
+        elif start == 0:
+            stop = step
+        else:
+            stop = b.prim("add", b.const(start) if isinstance(start, int) else start,
+                          b.const(step) if isinstance(step, int) else step)
+        dynamic = [x for x in (start, stop) if not isinstance(x, int)]  # getitem's extra arguments
+        lo = start if isinstance(start, int) else ("arg", 1)
+        hi = stop if isinstance(stop, int) else ("arg", len(dynamic))
+        index = (("slice", None, None, None),) * axis + (("slice", lo or None, hi, None),)
+        result.append(b.prim("getitem", ct, *dynamic, index=index))
+        start = stop
     return result
 
 
