@@ -6,7 +6,9 @@ The matrices are drawn where the functions are smooth and well conditioned:
 invertible (``Square``), symmetric positive definite (``Spd``), symmetric with
 well separated eigenvalues (``Sym``), of full rank with well separated singular
 values (``Full``).  Each is an ``A`` (a float array: the rule tests give it a tangent); give its
-own fields by keyword (``Full(m=2, n=3)``)."""
+own fields by keyword (``Full(m=2, n=3)``).  ``fed = False``: the random chains of
+tests/test_random_table_chains.py draw them but never feed them a previous
+result (entries in a box (lo, hi) are not such matrices)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ def _orthogonal(rng: np.random.Generator, n: int) -> np.ndarray:
 class Square(A):
     """Invertible matrices (a stack of them for ``batch``): ``2 I`` plus a small
     random part, each of random determinant sign."""
+    fed = False  # not a dataclass field: a class attribute
     n: int = 3
     batch: tuple = ()
 
@@ -42,6 +45,7 @@ class Square(A):
 @dataclass(frozen=True)
 class Spd(A):
     """Symmetric positive definite: ``X X^T + n I``."""
+    fed = False  # not a dataclass field: a class attribute
     n: int = 3
 
     def type(self) -> Num:
@@ -55,6 +59,7 @@ class Spd(A):
 @dataclass(frozen=True)
 class Sym(A):
     """Symmetric, eigenvalues at least 0.7 apart (of both signs)."""
+    fed = False  # not a dataclass field: a class attribute
     n: int = 3
 
     def type(self) -> Num:
@@ -69,6 +74,7 @@ class Sym(A):
 @dataclass(frozen=True)
 class Full(A):
     """``m x n`` of full rank, singular values at least 0.7 apart and at least 1."""
+    fed = False  # not a dataclass field: a class attribute
     m: int = 4
     n: int = 3
 
