@@ -60,7 +60,8 @@ class Chain:
         """Feed the previous result into the first float argument of the fitting type; False if none fits."""
         fed = None
         if self.out is not None:
-            fed = next((i for i, s in enumerate(specs) if isinstance(s, (A, P)) and s.type() == self.out.type), None)
+            fed = next((i for i, s in enumerate(specs) if isinstance(s, (A, P)) and getattr(s, "fed", True)
+                        and s.type() == self.out.type), None)  # fed=False: a domain no box (lo, hi) gives (SPD matrices)
             if fed is None:
                 return False
         args, recipe = [], []
@@ -103,7 +104,8 @@ def chains(draw) -> Chain:
     first = draw(st.sampled_from([s for s in STEPS if any(isinstance(a, (A, P)) for a in s[1])]))
     assume(chain.add_step(*first))
     for _ in range(draw(st.integers(1, 3))):
-        fitting = [s for s in STEPS if any(isinstance(a, (A, P)) and a.type() == chain.out.type for a in s[1])]
+        fitting = [s for s in STEPS if any(isinstance(a, (A, P)) and getattr(a, "fed", True) and a.type() == chain.out.type
+                                           for a in s[1])]
         if not fitting or not chain.add_step(*draw(st.sampled_from(fitting))):
             break
     assume(isinstance(chain.out.type, Num) and chain.out.type.differentiable and any(

@@ -40,7 +40,7 @@ operators; ``math_functions.py`` maps Python's ``math`` onto them),
 ``reductions.py``, ``scans.py`` (cumulative sums and products, ``diff``,
 ``sort``), ``shape.py`` (movers, joins, constructors), ``structure.py``
 (flips, rolls, repeats, gathers, pads), ``einsum.py`` (contractions), ``indexing.py``,
-``linalg.py``, ``lists.py``, ``python.py`` (builtins, effects), ``derivative_code.py`` (what
+``linalg.py``, ``decompositions.py``, ``lists.py``, ``python.py`` (builtins, effects), ``derivative_code.py`` (what
 the macros make); each module registers its entries.  Then its sample
 arguments in tests/test_primitive_rules.py, which also drive
 tests/test_rules_both_directions.py (JVP and VJP against finite differences,
@@ -49,7 +49,7 @@ and the transpose identity, for every entry).
 
 from __future__ import annotations
 
-from . import (elementwise, elementwise_more, math_functions, reductions, scans, shape, structure, einsum, indexing, linalg,  # noqa: F401
+from . import (elementwise, elementwise_more, math_functions, reductions, scans, shape, structure, einsum, indexing, linalg, decompositions,  # noqa: F401
                lists, derivative_code, python)  # (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape

@@ -68,6 +68,8 @@ RUNTIME: dict[str, Callable[..., Any]] = {}
 
 def register(*prims: Primitive) -> None:
     for p in prims:
+        if p.name in TABLE:  # two families naming one entry: one would silently lose
+            raise InternalError(f"primitive {p.name} is registered twice")
         TABLE[p.name] = with_kind_rule(p)
 
 
