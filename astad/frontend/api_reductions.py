@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir import FLOAT, Atom, Const, Num
 from ..values import Ref
-from .api_specs import ApiSpec, dtype_params, elementwise, sig
+from .api_specs import ApiSpec, Refused, dtype_params, elementwise, sig
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
@@ -186,16 +186,11 @@ def _median(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Valu
 # --------------------------------------------------------------------------- array methods only
 
 
-class _AnyArgs(ApiSpec):
-    def bind(self, args: list, kwargs: dict) -> dict:
-        return {"a": args[0]}
-
-
 def _refusal(message: str, hint: str) -> Callable[[str], ApiSpec]:
     def lower(lw: Lowerer, b: dict, node: cst.Call) -> Value:
         raise lw.type_error(message, node, hint)
 
-    return lambda title: _AnyArgs(title, sig("a"), lower)
+    return lambda title: Refused(title, sig("a"), lower)
 
 
 #: array methods that change the array in place: refused by their entries (``x.sort()``: ``np.sort(x)``)
