@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .ir import Const, Var
+from .rules.math_functions import DIFFERENTIABLE as MATH_DIFFERENTIABLE, DISCRETE as MATH_DISCRETE, op_name as math_op
 from .values import PyDict, PyTuple, Ref
 
 CALLER = "A:caller"  # the caller's arrays (arguments, module constants, defaults)
@@ -58,7 +59,8 @@ Roots = frozenset
 #: it indexes by an integer array or a mask (then a copy); "setitem" (``y[i] = v``)
 #: is a "view": the updated array is ``y``'s memory,
 #: "list" a new list holding the arguments, "append" the list argument with
-#: one more element (the same list object), "element" an element of the list.
+#: one more element (the same list object), "element" an element of the list,
+#: "either" one of its arguments itself (Python's ``max(a, b)``).
 KIND: dict[str, str] = {
     **dict.fromkeys((
         "abs", "add", "and_", "copy", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
@@ -67,10 +69,27 @@ KIND: dict[str, str] = {
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "scatter", "scatter_add", "select", "shape", "sign",
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim", "last_writes",
-        "fmod", "floor", "ceil", "trunc", "rint", "isnan"), "fresh"),
-    **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to",
+        "fmod", "floor", "ceil", "trunc", "rint", "isnan",
+        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert",
+        "var", "std", "nanmax", "nanmin", "trace", "trace_embed", "astype", "astype_discrete", "item", "argmax", "argmin",
+        "all", "any", "count_nonzero", "cumsum", "cumprod", "diff", "sort", "argsort", "linear_scan", "shift_along",
+        "permute"), "fresh"),
+    # rules/elementwise_more.py, and rules/math_functions.py (Python scalars: nothing can change them)
+    **dict.fromkeys(("sinh", "cosh", "arcsinh", "arccosh", "arctanh", "arcsin", "arccos", "arctan", "arctan2", "hypot",
+                     "log1p", "expm1", "log2", "log10", "exp2", "logaddexp", "logaddexp2", "cbrt", "reciprocal", "sinc",
+                     "deg2rad", "rad2deg", "fabs", "copysign", "float_power", "positive", "conjugate", "nan_to_num",
+                     "round", "fix", "heaviside", "isinf", "isfinite"), "fresh"),
+    **{math_op(n): "fresh" for n in [*MATH_DIFFERENTIABLE, *MATH_DISCRETE]},
+    **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to", "sum_to_dims",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
-                     "setitem"), "view"),
+                     "convert_float", "convert_discrete", "setitem"), "view"),  # np.float64(x) of a float64 array is x
+    **dict.fromkeys(("py_max", "py_min"), "either"),
+    **dict.fromkeys(("tensordot", "inner", "vdot", "kron", "take", "take_along_axis", "repeat", "tile", "roll", "pad",
+                     "linspace", "tri", "take_transpose", "add_along_axis"), "fresh"),
+    **dict.fromkeys(("einsum", "flip", "squeeze", "unpad_edge"), "view"),  # np.einsum('ii->i', x) is a view of x
+    # np.linalg: every result a new array (or a numpy scalar)
+    **dict.fromkeys(("inv", "solve", "det", "slogdet_sign", "slogdet_logabsdet", "pinv", "norm", "cholesky", "eigvalsh",
+                     "eigh_vectors", "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh"), "fresh"),
     "getitem": "getitem",
     "list": "list",
     **dict.fromkeys(("append", "append_in_place"), "append"),
@@ -168,6 +187,8 @@ class Aliases:
             roots = self.fresh(var.name) if scalar or copied else self.roots(args[0])
         elif kind == "view":
             roots = self.roots(args[0])
+        elif kind == "either":
+            roots = frozenset().union(*[self.roots(a) for a in args])
         elif kind == "list":
             roots = self.fresh(var.name, "L:").union(*[self.roots(a) for a in args])
         elif kind == "append":

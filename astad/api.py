@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import builtins
+import dataclasses
 import functools
 import html
-import inspect
+import types
 import weakref
 from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import cache, fresh, frontend, pipeline
+from . import cache, calling, fresh, frontend, pipeline
 from .memo import LRU
 from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
@@ -53,15 +53,17 @@ def _arg_key(a: Any) -> Any:
 
 
 def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tuple:
-    """(globals, builtins, name, object) to check, on each call, that the globals a
-    derivative was built from are still the same objects (else: transform again).
-    A name is looked up as Python does: in the globals, then in the builtins (so a
-    global defined later that shadows a builtin is seen)."""
+    """(mapping, fallback, name, object) to check, on each call, that the names a
+    derivative was built from still mean the same objects (else: transform again).
+    A name is looked up as Python does (see calling.lookup_of): a captured variable,
+    in the globals then in the builtins (so a global defined later that shadows a
+    builtin is seen), an attribute of ``self`` in the object then in its class."""
     checks = []
     for path, obj in deps:
         owner = cache.resolve(fn, path[:-1]) if len(path) > 1 else fn
-        owner = reversed_function(owner) or owner
-        checks.append((owner.__globals__, getattr(owner, "__builtins__", builtins.__dict__), path[-1], obj))
+        where = calling.lookup_of(reversed_function(owner) or owner, path[-1])
+        if where is not None:  # None: a method's self, a partial's argument, which cannot change
+            checks.append((*where, path[-1], obj))
     unique = {(id(g), id(b), n, id(o)): (g, b, n, o) for g, b, n, o in checks}  # a recursive function reads its globals again
     return tuple(unique.values())
 
@@ -85,21 +87,25 @@ def _deps_unchanged(fn: Callable, d: Derivative) -> bool:
 
 class Pullback:
     """The linear backward map of one call: ``pullback(ct)`` returns one
-    cotangent per positional parameter (``None`` for discrete ones).  It holds
+    cotangent per argument passed by position (``None`` for discrete ones; as in
+    JAX, keyword arguments and defaults are not differentiated).  It holds
     copies of the arguments and of the returned value where it needs them, and
     each cotangent it returns is an array of its own (see :mod:`astad.fresh`)."""
 
-    __slots__ = ("_backward", "_residuals", "_out_type", "_held")
+    __slots__ = ("_backward", "_residuals", "_out_type", "_held", "_n")
 
-    def __init__(self, backward: Callable, residuals: Any, out_type: Type) -> None:
+    def __init__(self, backward: Callable, residuals: Any, out_type: Type, n: int | None = None) -> None:
         self._backward = backward
         self._residuals = residuals
         self._out_type = out_type
         self._held: set[int] | None = None  # the owners of the residuals' memory, found at the first call
+        self._n = n  # how many arguments were passed by position (None: every parameter)
 
     def __call__(self, ct: Any) -> tuple:
         _check_cotangent(self._out_type, ct, "the output")
         cts = self._backward(self._residuals, ct)
+        if self._n is not None:
+            cts = tuple(cts)[:self._n]
         if self._held is None:
             self._held = fresh.owners(self._residuals)
         return fresh.distinct(cts, self._held | fresh.owners(ct))
@@ -133,54 +139,64 @@ class Reverse:
     _MODE = "reverse"  # the decorator, as the object shows itself
 
     def __init__(self, fn: Callable[..., Any]) -> None:
-        fn = reversed_function(fn) or fn
+        root = fn._root if getattr(type(fn), "__astad_reverse__", False) else fn
+        fn, fixed, wrap = calling.unwrap(root)  # a method or partial: its function, and what it fixes
         if getattr(type(fn), "__astad_program__", None) is not None:
             raise SourceUnavailableError(
                 f"{fn!r} is a derivative made by astad: it has no source for astad.{type(self).__name__.lower()} "
                 "to read (higher-order derivatives are taken by astad.grad, jvp, jacfwd, jacrev, hessian, hvp)",
                 hint="astad.grad(astad.grad(f)) or astad.jvp(astad.grad(f), ...)")
         self.__astad_function__ = fn
+        self._root = root  # the callable as given: what the names the derivative reads are looked up from
         self._code = getattr(fn, "__code__", None)  # the code whose source astad read (__code__ may be assigned)
-        self._parsed = frontend.parse(fn)
+        parsed = frontend.parse(fn)
+        self._parsed = dataclasses.replace(parsed, fixed=fixed) if fixed else parsed
         if self._parsed.funcdef.params.posonly_params:
             raise UnsupportedSyntaxError("positional-only parameters (before `/`) are not supported in the "
                                          "function astad differentiates",
                                          self._parsed.loc(self._parsed.funcdef.params.posonly_params[0]),
                                          "plain positional parameters (a function it calls may have them)")
+        self._binder = calling.Binder(fn, fixed, wrap, root)
+        self._params = self._parsed.params
+        self._fixed_key = tuple(fixed)
         self._derivatives: LRU[tuple[Derivative, tuple]] = LRU(_memory_size)
         self._last: Derivative | None = None
+        self._bound: "weakref.WeakKeyDictionary[Any, Reverse]" = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
         _LIVE.add(self)
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """A decorated method, bound to ``obj``: the transform of ``obj.method``."""
+        if obj is None:
+            return self
+        try:
+            found = self._bound.get(obj)
+        except TypeError:  # an object that is not hashable or weak-referenceable: made again each time
+            return type(self)(types.MethodType(self._root, obj))
+        if found is None:
+            found = self._bound[obj] = type(self)(types.MethodType(self._root, obj))
+        return found
+
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
-        args = self.positional(args, kwargs)
-        d = self.derivative(args)
+        n = len(args)
+        return self.vjp_at(self._binder(args, kwargs), n)
+
+    def vjp_at(self, args: tuple, n: int) -> tuple[Any, Pullback]:
+        """``(value, pullback)`` at the values of the free parameters (see
+        :meth:`positional`), differentiated with respect to the first ``n``."""
+        d = self.derivative(args, None if n == len(args) else frozenset(range(n)))
         value, residuals = d.forward(*args)
         # the pullback may be called after the caller changed an argument or the value in place
         held = fresh.owners(args, value)
         if held:
             residuals = fresh.copy_shared(residuals, held)
-        return value, Pullback(d.backward, residuals, d.out_type)
-
-    @functools.cached_property
-    def _signature(self) -> inspect.Signature:
-        return inspect.signature(self.__astad_function__, follow_wrapped=False)
+        return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n)
 
     def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
-        """The arguments of a call, one per parameter in order: keyword arguments
-        placed by the signature, omitted ones by their defaults (as Python does)."""
-        params = self._parsed.funcdef.params.params
-        if not kwargs and len(args) == len(params):
-            return args
-        sig = self._signature
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise AstadTypeError(f"{self._parsed.name} takes {len(params)} arguments, got {len(args)} by position "
-                                 f"and {len(kwargs)} by keyword: {e}",
-                                 hint=f"call {self._parsed.name}{sig} with the parameters it declares") from None
-        bound.apply_defaults()
-        return bound.args
+        """The arguments of a call, one per free parameter in order (the positional
+        ones, then the keyword-only ones): placed as Python places them, omitted
+        ones by their defaults (see :mod:`astad.calling`)."""
+        return self._binder(args, kwargs)
 
     def check_code(self) -> None:
         """Refuse when the function's ``__code__`` was assigned since its source was read."""
@@ -209,27 +225,36 @@ class Reverse:
         return found[0]
 
     def _types(self, args: Sequence[Any]) -> tuple[Type, ...]:
-        params = self._parsed.funcdef.params.params
+        params = self._params
         if len(args) != len(params):
-            raise AstadTypeError(f"{self._parsed.name} takes {len(params)} positional arguments, got {len(args)} "
-                                 "(pass every parameter, by position)")
-        return tuple(frontend.abstract(a, f"argument `{p.name.value}`") for a, p in zip(args, params))
+            names = ", ".join(p.name.value for p in params)
+            raise AstadTypeError(f"{self._parsed.name} takes {len(params)} arguments ({names}), got {len(args)}")
+        return tuple(self._abstract(a, p) for a, p in zip(args, params))
+
+    def _abstract(self, arg: Any, param: Any) -> Type:
+        """The abstract type of an argument; a refused one pointed at its parameter."""
+        try:
+            return frontend.abstract(arg, f"argument `{param.name.value}`")
+        except AstadTypeError as e:
+            raise AstadTypeError(e.message, self._parsed.loc(param), e.hint) from None
 
     def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Derivative, tuple]:
         types = self._types(args)
-        fn = self.__astad_function__
-        code = fn.__code__
-        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt)  # equal code objects may live in two files
+        code = self.__astad_function__.__code__
+        root = self._root
+        # equal code objects may live in two files; a method or partial fixes some parameters
+        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt, self._fixed_key)
         d = _MEMORY.get(mkey)
-        if d is not None and not _deps_unchanged(fn, d):
+        if d is not None and not _deps_unchanged(root, d):
             d = None
-        if d is None:
+        if d is None and not self._fixed_key:  # the disk cache holds plain functions (and closures)
             d = cache.load(self._parsed, types, wrt)
         if d is None:
             d = pipeline.transform(self._parsed, types, wrt)
-            cache.store(self._parsed, types, d)
+            if not self._fixed_key:
+                cache.store(self._parsed, types, d)
         _MEMORY.put(mkey, d)
-        found = (d, _dep_checks(fn, d.deps))
+        found = (d, _dep_checks(root, d.deps))
         self._derivatives.put(key, found)
         if wrt is None or self._last is None:  # `.source` shows the full derivative once there is one
             self._last = d
@@ -293,7 +318,7 @@ def reverse(fn: Callable[..., Any]) -> Reverse:
         found = _REVERSED.get(fn)
     except TypeError:  # not weak-referenceable: Reverse() explains what is wrong with it
         return Reverse(fn)
-    if found is None or found._code is not fn.__code__:
+    if found is None or found._code is not calling.code_of(fn):
         found = _REVERSED[fn] = Reverse(fn)
     return found
 
@@ -316,33 +341,39 @@ def _check_argnums(argnums: Any) -> None:
                          hint="argnums=0, or argnums=(0, 2)")
 
 
-def _argnums(argnums: ArgNums, n: int, name: str) -> tuple[tuple[int, ...], bool]:
+def _argnums(argnums: ArgNums, n: int, name: str, n_params: int | None = None) -> tuple[tuple[int, ...], bool]:
+    """``argnums`` as indices of the ``n`` arguments passed by position (as in JAX:
+    keyword arguments and defaults, ``n_params - n`` of them, are not differentiated)."""
     single = not isinstance(argnums, (tuple, list))
     nums = (argnums,) if single else tuple(argnums)  # type: ignore[arg-type]
     for i in nums:
         if not -n <= i < n:
+            if n_params is not None and i < n_params and n < n_params:
+                raise AstadTypeError(
+                    f"argnums {argnums!r} asks for the gradient with respect to positional argument {i} of {name}, "
+                    f"but the call passed {n} by position: as in JAX, only arguments passed by position are "
+                    "differentiated (keyword arguments and defaults are not)", hint="pass it by position")
             raise AstadTypeError(f"argnums {argnums!r} is out of range for {name}, which takes {n} arguments")
     return tuple(int(i) % n for i in nums), single
 
 
 def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., tuple[Any, Any]]:
     """A function returning ``(value, gradient)``; ``argnums`` as in JAX (an
-    int gives one gradient, a tuple a tuple of gradients).  Keyword arguments
-    are placed by ``fn``'s signature; the gradients are arrays of their own."""
+    int gives one gradient, a tuple a tuple of gradients), indices of the
+    arguments passed by position.  Keyword arguments are placed by ``fn``'s
+    signature (not differentiated); the gradients are arrays of their own."""
     _check_argnums(argnums)
     rev = reverse(fn)
+    binder = rev._binder
     checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
-
-    # `positional` gives one argument per parameter: argnums is worked out at the first call
-    found: list[tuple[tuple[int, ...], bool, frozenset[int]]] = []
+    # argnums by the number of arguments passed by position
+    found: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}
 
     @functools.wraps(rev.__astad_function__)
     def wrapper(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        args = rev.positional(args, kwargs)
-        if not found:
-            nums, single = _argnums(argnums, len(args), rev._parsed.name)
-            found.append((nums, single, frozenset(nums)))
-        nums, single, wrt = found[0]
+        n = len(args)
+        args = binder(args, kwargs)
+        nums, single, wrt = found.get(n) or _found_argnums(found, n, len(args))
         d = rev.derivative(args, wrt)
         if d not in checked:
             _check_grad_types(rev, d, nums)
@@ -353,6 +384,11 @@ def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[...
         if not all(type(c) is float for c in picked):  # Python floats are immutable: nothing to copy
             picked = fresh.distinct(picked, fresh.owners(args))
         return value, (picked[0] if single else picked)
+
+    def _found_argnums(found: dict, n: int, n_params: int) -> tuple:
+        nums, single = _argnums(argnums, n, rev._parsed.name, n_params)
+        found[n] = (nums, single, frozenset(nums))
+        return found[n]
 
     wrapper.__astad_derived__ = f"astad.value_and_grad({rev._parsed.name})"  # type: ignore[attr-defined]
     return wrapper

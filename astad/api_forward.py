@@ -15,14 +15,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import fresh, pipeline, programs
+from . import calling, fresh, pipeline, programs
 from .api import CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
 from .memo import LRU
 from .pipeline import ForwardDerivative
-from .source import reversed_function
 
 #: forward derivatives by code object, argument types and tangents, shared by every Forward
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
@@ -42,10 +41,11 @@ class Forward(Reverse):
     _MODE = "forward"
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, "Pushforward"]:  # type: ignore[override]
-        args = self.positional(args, kwargs)
+        n = len(args)
+        args = self._binder(args, kwargs)
         d = self.derivative(args, frozenset())
         value = d.jvp(*args)[0]
-        return value, Pushforward(self, _copy_arrays(args), _held_globals(self.__astad_function__, d.deps))
+        return value, Pushforward(self, _copy_arrays(args), _held_globals(self._root, d.deps), n)
 
     def all_wrt(self, types: Sequence[Type]) -> frozenset[int]:
         return frozenset(i for i, t in enumerate(types) if t.differentiable)
@@ -60,9 +60,9 @@ class Forward(Reverse):
     def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Any, tuple]:
         types = self._types(args)
         assert wrt is not None
-        fn = self.__astad_function__
-        code = fn.__code__
-        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt)
+        fn = self._root
+        code = self.__astad_function__.__code__
+        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt, self._fixed_key)
         d = _MEMORY.get(mkey)
         if d is None or not _checks_hold(_dep_checks(fn, d.deps)):
             d = pipeline.transform_forward(self._parsed, types, wrt)
@@ -86,7 +86,7 @@ class Forward(Reverse):
 
     def _full(self, types: tuple[Type, ...], wrt: frozenset[int]) -> ForwardDerivative:
         fn = self.__astad_function__
-        mkey = (fn.__code__, fn.__code__.co_filename, fn.__code__.co_firstlineno, types, wrt)
+        mkey = (fn.__code__, fn.__code__.co_filename, fn.__code__.co_firstlineno, types, wrt, self._fixed_key)
         d = _MEMORY.get(mkey)
         if d is None:
             d = pipeline.transform_forward(self._parsed, types, wrt)
@@ -104,28 +104,41 @@ class Forward(Reverse):
 
 class Pushforward:
     """The linear map of one call: ``pushforward(*tangents)``, one tangent per
-    positional parameter (None for discrete or constant ones), returns the
+    argument passed by position (None for discrete or constant ones), returns the
     output's tangent (an array of its own).  It holds copies of the arguments; it
     refuses to run when a global the function reads is another object, or an
     array with other values, than at the call (it would differentiate another
     function than the one whose value the call returned)."""
 
-    __slots__ = ("_fwd", "_args", "_globals")
+    __slots__ = ("_fwd", "_args", "_globals", "_n")
 
-    def __init__(self, fwd: Forward, args: tuple, held: tuple = ((), ())) -> None:
+    def __init__(self, fwd: Forward, args: tuple, held: tuple = ((), ()), n: int | None = None) -> None:
         self._fwd = fwd
         self._args = args
         self._globals = held
+        self._n = len(args) if n is None else n  # the arguments passed by position: those with a tangent
 
     def __call__(self, *tangents: Any, **keywords: Any) -> Any:
         if keywords:
             raise AstadTypeError(f"a pushforward takes its tangents by position, got keywords {', '.join(keywords)}",
-                                 hint="one tangent per positional parameter, None for discrete or constant ones")
+                                 hint="one tangent per argument passed by position, None for discrete or constant ones")
         _check_globals(self._fwd._parsed.name, self._globals)
-        return jvp_at(self._fwd, self._args, tangents)[1]
+        return jvp_at(self._fwd, self._args, padded(tangents, self._n, len(self._args), self._fwd._parsed.name))[1]
 
     def __repr__(self) -> str:
         return f"<astad pushforward of {self._fwd._parsed.name}: tangents of the arguments -> tangent of the value>"
+
+
+def padded(tangents: tuple, n: int, n_params: int, name: str) -> tuple:
+    """One tangent per argument passed by position (``n``), padded with None for
+    the parameters passed by keyword or left to their defaults (not differentiated)."""
+    if n == n_params:
+        return tangents
+    if len(tangents) != n:
+        raise AstadTypeError(f"{name} was called with {n} arguments by position, but {len(tangents)} tangents were "
+                             "given", hint="one tangent per argument passed by position (as in JAX, keyword "
+                                           "arguments and defaults are not differentiated)")
+    return tuple(tangents) + (None,) * (n_params - n)
 
 
 def _held_globals(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tuple[tuple, tuple]:
@@ -141,7 +154,8 @@ def _check_globals(name: str, held: tuple[tuple, tuple]) -> None:
                 not np.array_equal(o, copy, equal_nan=o.dtype.kind in "fc")]
     if changed:
         raise AstadError(f"the global {', '.join(changed)} that {name} reads changed between the call and the "
-                         "pushforward, which would give the tangent of another function than the value's",
+                         "pushforward (a module-level name, a captured variable or an attribute of self), which "
+                         "would give the tangent of another function than the value's",
                          hint="call the forwarded function again after changing a global")
 
 
@@ -158,7 +172,7 @@ def _copy_arrays(value: Any) -> Any:
 
 
 def param_names(fwd: Reverse, n: int) -> list[str]:
-    params = fwd._parsed.funcdef.params.params
+    params = fwd._params
     return [f"`{p.name.value}`" for p in params] if len(params) == n else [f"{i}" for i in range(n)]
 
 
@@ -252,7 +266,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     d = fwd.derivative(args, wrt)
     if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
             all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
-        fwd._derivatives.put(key, ((d, tuple(sorted(wrt))), _dep_checks(fwd.__astad_function__, d.deps)))
+        fwd._derivatives.put(key, ((d, tuple(sorted(wrt))), _dep_checks(fwd._root, d.deps)))
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
@@ -329,11 +343,11 @@ def forward_of(fn: Callable[..., Any]) -> Forward:
 
 
 def _forward_of(fn: Callable[..., Any]) -> Forward:
-    fn = reversed_function(fn) or fn
+    fn = fn._root if getattr(type(fn), "__astad_reverse__", False) else fn  # type: ignore[union-attr]
     try:
         found = _FORWARDED.get(fn)
     except TypeError:  # not weak-referenceable: Forward() explains what is wrong with it
         return Forward(fn)
-    if found is None or found._code is not fn.__code__:
+    if found is None or found._code is not calling.code_of(fn):
         found = _FORWARDED[fn] = Forward(fn)
     return found

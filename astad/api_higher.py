@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 
 from . import api, fresh, pipeline
-from .api_forward import (all_differentiable, checked_tangents, fast_key, forward_of, jvp_at, param_names,
+from .api_forward import (all_differentiable, checked_tangents, fast_key, forward_of, jvp_at, padded, param_names,
                           zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .ir import Type
@@ -139,11 +139,12 @@ class Plain(Derived):
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.rev = api.reverse(fn)
-        self.fn = self.rev.__astad_function__
+        self.fn = self.rev._root  # the callable as given (a method, a partial, a function)
         self.name = self.rev._parsed.name
 
     def __call__(self, *args: Any) -> Any:
-        return self.fn(*args)
+        """The primal at the values of the free parameters (see api.Reverse.positional)."""
+        return self.rev._binder.primal(args)
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         return jvp_at(forward_of(self.fn), primals, tangents)
@@ -159,7 +160,7 @@ class Plain(Derived):
 def _cached(rev: Any, key: Any, make: Callable[[], Program]) -> Program:
     """A program of ``rev``'s function from the cache shared by its derivatives (made
     again when a global it read is another object now)."""
-    fn = rev.__astad_function__
+    fn = rev._root
     rev.check_code()
 
     def made() -> Program:
@@ -202,6 +203,26 @@ def _no_keywords(name: str, kwargs: dict[str, Any]) -> None:
     if kwargs:
         raise AstadTypeError(f"{name} takes its arguments by position, got keywords {', '.join(kwargs)}",
                              hint="pass every argument by position")
+
+
+def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str, Any]) -> tuple:
+    """The values of the parameters of the user's function a derived callable
+    differentiates, bound as Python binds them (see :mod:`astad.calling`); as in
+    JAX, ``argnums`` must index arguments passed by position."""
+    plain: Any = outer
+    while not isinstance(plain, Plain) and hasattr(plain, "inner"):
+        plain = plain.inner
+    if not isinstance(plain, Plain):
+        _no_keywords(outer.name, kwargs)
+        return args
+    n = len(args)
+    full = plain.rev._binder(args, kwargs)
+    if len(full) != n and argnums is not None:
+        api._argnums(argnums, n, outer.name, len(full))
+        if any(i < 0 for i in ((argnums,) if isinstance(argnums, int) else argnums)):  # type: ignore[union-attr]
+            raise AstadTypeError(f"negative argnums {argnums!r} of {outer.name} with arguments passed by keyword "
+                                 "or left to their defaults", hint="argnums counted from the first argument")
+    return full
 
 
 def derived_of(fn: Any) -> Derived | None:
@@ -278,7 +299,7 @@ class Grad(Derived):
             value, g = self._fast(*args, **kwargs)
             return (value, g) if self.with_value else g
         else:
-            _no_keywords(self.name, kwargs)
+            args = _bind(self, self.argnums, args, kwargs)
             value, g = self._by_jvps(args)
         self._remember(args)
         return (value, g) if self.with_value else g
@@ -349,10 +370,10 @@ class Jac(Derived):
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            if not isinstance(self.inner, Plain):
-                _no_keywords(self.name, kwargs)
-            args = self.inner.rev.positional(args, kwargs)  # type: ignore[attr-defined]
+        return self.at(_bind(self, self.argnums, args, kwargs))
+
+    def at(self, args: tuple) -> Any:
+        """The Jacobian at the values of the parameters (bound: see _bind)."""
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
             self._remember(args)
@@ -370,7 +391,7 @@ class Jac(Derived):
 
     def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
         require_real(args, nums)
-        value, pullback = self.inner.rev(*args)
+        value, pullback = self.inner.rev.vjp_at(tuple(args), len(args))
         held = fresh.owners(args)
         rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
         rows = [fresh.distinct(r, set(held)) for r in rows]
@@ -489,9 +510,10 @@ class Jacobian(Derived):
     def _part(self, args: Sequence[Any]) -> Program:
         return self._pick(args)._part(args)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        args = _bind(self.fwd, self.argnums, args, kwargs)
         self._remember(args)
-        return self._pick(args)(*args)
+        return self._pick(args).at(args)
 
 
 def jacobian(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jacobian:
@@ -518,7 +540,9 @@ def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     nums = tuple(i for i, t in enumerate(tangents) if t is not None)
     if not nums:
         return tuple(None for _ in primals)
-    _, hv = _grad_for_hvp(fn, nums).jvp(tuple(primals), tuple(tangents))
+    g = _grad_for_hvp(fn, nums)
+    args = _bind(g, None, tuple(primals), {})  # defaults filled in
+    _, hv = g.jvp(args, padded(tuple(tangents), len(primals), len(args), g.name))
     out: list[Any] = [None] * len(primals)
     for i, h in zip(nums, hv):
         out[i] = h
@@ -543,13 +567,17 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
         raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
                              hint="astad.jvp(f, (x, w), (tx, None))")
     if isinstance(fn, Derived):
-        value, tangent = fn.jvp(tuple(primals), tuple(tangents))
+        args = _bind(fn, None, tuple(primals), {})
+        value, tangent = fn.jvp(args, padded(tuple(tangents), len(primals), len(args), fn.name))
         return value, zeros_like_type(None, value) if tangent is None else tangent
     if len(primals) != len(tangents):
         raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                              hint="one tangent per primal, None for one held constant")
-    return jvp_at(forward_of(fn), primals if type(primals) is tuple else tuple(primals),
-                  tangents if type(tangents) is tuple else tuple(tangents))
+    fwd = forward_of(fn)
+    n = len(primals)
+    args = fwd._binder(primals if type(primals) is tuple else tuple(primals), {})  # defaults filled in
+    return jvp_at(fwd, args, padded(tangents if type(tangents) is tuple else tuple(tangents), n, len(args),
+                                    fwd._parsed.name))
 
 
 def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple]]:
@@ -558,6 +586,9 @@ def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callabl
     d = derived_of(fn)
     if d is None:
         return api.vjp(fn, *args, **kwargs)
-    _no_keywords(d.name, kwargs)
-    prog, extras = d.program(args)
-    return program_vjp(prog, extras, args)
+    full = _bind(d, None, args, kwargs)
+    prog, extras = d.program(full)
+    value, pullback = program_vjp(prog, extras, full)
+    if len(full) == len(args):
+        return value, pullback
+    return value, lambda ct: pullback(ct)[:len(args)]  # as in JAX: the arguments passed by position

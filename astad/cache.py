@@ -24,7 +24,6 @@ disk cache off (as does ``astad.config.disk_cache = False``).
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import hashlib
 import inspect
@@ -37,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import cachefiles, ir
+from . import cachefiles, calling, ir
 from .frontend import Parsed, abstract
 from .pipeline import Derivative, compile_source
 
@@ -98,15 +97,12 @@ def fingerprint(obj: Any) -> str:
 
 
 def resolve(root: Any, path: Sequence[str]) -> Any:
-    """The object a path of global names leads to, from ``root``'s globals."""
+    """The object a path of names leads to from ``root``: each name read as the
+    function it is in reads it (a captured variable, a global, a builtin; a
+    method's ``self``; an attribute of an object: see :func:`astad.calling.read`)."""
     obj: Any = root
     for name in path:
-        fn = getattr(obj, "__astad_function__", obj)
-        g = fn.__globals__
-        if name in g:
-            obj = g[name]
-        else:
-            obj = getattr(builtins, name)
+        obj = calling.read(getattr(obj, "__astad_function__", obj), name)
     return obj
 
 

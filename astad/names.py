@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import builtins
 import keyword
 import unicodedata
 from typing import Any, Iterable
@@ -31,9 +32,10 @@ from .ir import Block, Const, Function, Prim, ReverseProgram, Var
 from .rules import RUNTIME
 
 #: the modules generated code reads
-MODULES = frozenset({"np"})
+MODULES = frozenset({"np", "math"})
 #: the builtins generated code calls (``check_generated`` refuses any other)
-BUILTINS = frozenset({"float", "len", "range", "reversed"})
+BUILTINS = frozenset({"float", "len", "range", "reversed", "int", "bool", "abs", "max", "min", "round", "print"}) | \
+    frozenset(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException))
 #: what generated code reads as globals besides the user's constants
 GLOBALS = MODULES | frozenset(RUNTIME) | BUILTINS
 #: names codegen binds in the generated functions: the backward pass's

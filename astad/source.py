@@ -82,6 +82,48 @@ def read(fn: Callable[..., Any]) -> tuple[list[str], int, str]:
     return lines, start + 1, file
 
 
+def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
+    """The lines of ``fn``'s file from the line of the lambda ``fn`` is, that line
+    number, the lambda's column (0-based), the file, and the lambda's text; checked
+    against ``fn.__code__`` as :func:`read` checks a ``def``."""
+    code = fn.__code__
+    try:
+        file_lines, _ = inspect.findsource(code)
+        file = inspect.getsourcefile(code) or code.co_filename
+    except (OSError, TypeError) as e:
+        raise SourceUnavailableError(
+            f"cannot read the source of the lambda {fn.__qualname__} (defined in {code.co_filename}): {e}",
+            hint="define the function in a .py file or a notebook cell") from None
+    text = "".join(file_lines)
+    imported = imported_names(text)
+    for node in _lambdas(text).get(code.co_firstlineno, ()):
+        segment = ast.get_source_segment(text, node)
+        if segment is None:
+            continue
+        compiled = _compile(code, "(" + segment + ")", imported)
+        if compiled is not None and same_code(compiled, code):
+            line = file_lines[node.lineno - 1]
+            col = len(line.encode()[:node.col_offset].decode(errors="replace"))  # ast counts bytes
+            return file_lines[node.lineno - 1:], node.lineno, col, file, segment
+    raise SourceUnavailableError(
+        f"the source of the lambda {fn.__qualname__} in {file} is not the code Python runs: the file was edited "
+        "since the module was imported (or the lambda is not at that line)", hint=_RELOAD)
+
+
+@functools.lru_cache(maxsize=16)
+def _lambdas(text: str) -> dict[int, list[ast.Lambda]]:
+    """The lambdas of a module's text by their first line."""
+    try:
+        tree = deep.parse_ast(text)
+    except (SyntaxError, ValueError):
+        return {}
+    found: dict[int, list[ast.Lambda]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            found.setdefault(node.lineno, []).append(node)
+    return found
+
+
 @functools.lru_cache(maxsize=64)
 def imported_names(text: str) -> frozenset[str]:
     """The names a module's text binds by ``import`` outside functions and

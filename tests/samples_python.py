@@ -6,5 +6,25 @@ from __future__ import annotations
 
 from rule_specs import A, B, C, I, L, M, NZ, P, POS, case  # noqa: F401
 
+_MESSAGE = (("str", "x ="), ("arg", 0), ("fstr", (("text", "y="), ("field", ("arg", 1), None, ".2f"))))
+
 CASES: dict[str, list[tuple]] = {
+    # kind RULE
+    "convert_float": [case(A(()), dtype="float64", py=True), case(P(), dtype="float64", py=False),
+                      case(A(), dtype="float64", py=False), case(I(None), dtype="float64", py=True)],
+    "py_abs": [case(P()), case(A(()))],
+    "py_max": [case(P(), P()), case(P(), C(0.5)), case(A(()), P()), case(P(), I(None))],
+    "py_min": [case(P(), P()), case(C(0.5), P()), case(P(), A(()))],
+    # kind ZERO
+    "py_round_digits": [case(P(-4, 4), ndigits=1), case(A((), -4, 4), ndigits=0)],
+    # kind DISCRETE
+    "convert_discrete": [case(P(), dtype="int64", py=True), case(A(), dtype="int64", py=False),
+                         case(P(), dtype="bool", py=True)],
+    "py_round": [case(P(-4, 4)), case(A((), -4, 4))],
+    "index_of_max": [case(A((5,))), case(L(3, ()))],
+    "index_of_min": [case(A((5,))), case(L(3, ()))],
+    # effects (kind DISCRETE, result None): run for what they do; tests/test_python_builtins.py checks them
+    "print": [case(P(), A(), layout=_MESSAGE)],
+    "raise": [case(P(), A(), exc="ValueError", layout=_MESSAGE)],
+    "assert": [case(C(True), P(), A(), layout=("fstr", (("field", ("arg", 0), "r", None),)))],
 }

@@ -107,7 +107,7 @@ def p_mutation(x):
 
 
 def p_expression_statement(x):
-    print(x)
+    np.sin(x)  # print(x) is an effect astad keeps; this statement has none
     return x
 
 
@@ -124,16 +124,16 @@ def p_string(x):
     return x * "abc"  # strings are only dict keys
 
 
-def p_inv(x):
-    return np.sum(np.linalg.inv(x))
+def p_eig(x):
+    return np.sum(np.linalg.eig(x).eigenvalues)
 
 
-def p_cumsum(x):
-    return np.sum(np.cumsum(x))
+def p_convolve(x):
+    return np.sum(np.convolve(x, x))
 
 
 def p_math(x):
-    return math.sin(x)
+    return math.gamma(x)
 
 
 def p_undefined(x):
@@ -165,8 +165,10 @@ def p_star_args(*args):
     return args[0]
 
 
-def p_kwonly(x, *, y):
-    return x * y
+def p_kwonly(x, y):
+    def g(a, *, b):  # keyword-only parameters: of the function differentiated only
+        return a * b
+    return g(x, b=y)
 
 
 def helper_with_bad_shapes(a, b):
@@ -249,13 +251,13 @@ SYNTAX_CASES = [
     (p_dict, (1.0,), '{"a": x}'),
     (p_global, (1.0,), "global G"),
     (p_mutation, (np.ones(3),), "x[0] = 1.0"),
-    (p_expression_statement, (1.0,), "print(x)"),
+    (p_expression_statement, (1.0,), "np.sin(x)"),
     (p_early_return, (1.0,), "return x"),
     (p_missing_return, (1.0,), "y = x * 2.0"),
     (p_string, (1.0,), '"abc"'),
     (p_recursive, (1.0,), "p_recursive(x * 0.5)"),
     (p_star_args, (1.0,), "*args"),
-    (p_kwonly, (1.0, 2.0), "y):"),
+    (p_kwonly, (1.0, 2.0), "b):"),
 ]
 
 
@@ -303,9 +305,9 @@ def test_the_same_error_again_on_a_second_attempt():
 
 
 FUNCTION_CASES = [
-    (p_inv, (np.eye(3),), "np.linalg.inv(x)", "np.linalg.inv"),
-    (p_cumsum, (np.ones(3),), "np.cumsum(x)", "np.cumsum"),
-    (p_math, (1.0,), "math.sin(x)", "math"),
+    (p_eig, (np.eye(3),), "np.linalg.eig(x)", "np.linalg.eig"),
+    (p_convolve, (np.ones(3),), "np.convolve(x, x)", "np.convolve"),
+    (p_math, (1.0,), "math.gamma(x)", "math.gamma"),
 ]
 
 
@@ -318,7 +320,7 @@ def test_unsupported_function(fn, args, snippet, named):
 
 
 def test_supported_numpy_functions_are_listed_in_the_hint():
-    e = raise_on_use(p_cumsum, np.ones(3))
+    e = raise_on_use(p_convolve, np.ones(3))
     assert "np.sum" in e.hint and "np.tanh" in e.hint
 
 
@@ -378,12 +380,13 @@ def test_builtin_numpy_function():
     assert "supported instead: " in str(info.value)
 
 
-def test_lambda():
-    line = inspect.currentframe().f_lineno + 2
+def test_lambda_without_source():
+    """A lambda astad can read is differentiated (tests/test_calling_conventions.py); one made by
+    eval has no source file."""
     with pytest.raises(astad.SourceUnavailableError) as info:
-        astad.reverse(lambda x: x * 2.0)
+        astad.reverse(eval("lambda x: x * 2.0"))
     not_internal(info.value)
-    assert f"{__file__}:{line}" in str(info.value)
+    assert "<string>" in str(info.value)
     assert "supported instead: " in str(info.value)
 
 
@@ -457,7 +460,9 @@ def test_wrong_number_of_arguments(args):
         with pytest.raises(astad.AstadTypeError) as info:
             call(*args)
         not_internal(info.value)
-        assert "2" in str(info.value)
+        with pytest.raises(TypeError) as primal:
+            scaled(*args)
+        assert isinstance(info.value, TypeError) and info.value.message == str(primal.value)  # Python's own
 
 
 def test_keyword_arguments():
@@ -467,8 +472,11 @@ def test_keyword_arguments():
         (v1, p1), (v2, p2) = call(x, 3), call(x, n=3)
         assert v1 == v2 == scaled(x, 3)
         np.testing.assert_array_equal(p1(1.0)[0], p2(1.0)[0])
-    np.testing.assert_allclose(astad.grad(scaled)(x=x, n=3), [3.0, 3.0, 3.0])
-    np.testing.assert_allclose(astad.value_and_grad(scaled)(n=3, x=x)[1], [3.0, 3.0, 3.0])
+    np.testing.assert_allclose(astad.grad(scaled)(x, n=3), [3.0, 3.0, 3.0])
+    np.testing.assert_allclose(astad.value_and_grad(scaled)(x, n=3)[1], [3.0, 3.0, 3.0])
+    with pytest.raises(astad.AstadTypeError) as info:  # as in JAX, arguments passed by keyword are not differentiated
+        astad.grad(scaled)(n=3, x=x)
+    assert "by position" in str(info.value)
     for bad in ({"m": 2}, {"x": x, "n": 2}):
         with pytest.raises(astad.AstadTypeError) as info:
             astad.reverse(scaled)(x, **bad)

@@ -53,6 +53,7 @@ DERIVATIVE_CODE: dict[str, list[tuple]] = {
     "split_like": [case(A((6,)), L(3, (2,)), axis=0), case(A((2, 6)), L(3, (2, 2)), axis=1)],
     "list_zeros_like": [case(L(2))],
     "or_zeros_like": [case(A(), A()), case(L(2), L(2))],
+    "sum_to_dims": [case(M, C((2, 3))), case(M, C((1, 3))), case(A((2, 2, 3)), C((2, 1))), case(M, C(()))],
 }
 
 # More shapes for the functions of one argument: a Python float, a 0-d array, a matrix.
@@ -255,6 +256,8 @@ def test_no_tangent_where_the_derivative_is_zero(op, specs, params, seed):
     rng = np.random.default_rng(seed)
     c = Case(op, specs, params)
     assert TABLE[op].jvp is None
+    if TABLE[op].effect:
+        return  # print, raise, assert: run for what they do (tests/test_python_builtins.py)
     free = c.specs_free()
     args = [s.draw(rng) for s in free]
     value = c.impl(args)

@@ -25,6 +25,11 @@ from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Cop
                  loop_free_vars)
 
 
+def _sized_at_run_time(a: Atom) -> bool:
+    """A zero whose shape is known only at run time: it is made like its primal."""
+    return isinstance(a, Zero) and isinstance(a.type, Num) and None in a.type.shape
+
+
 def differentiable(t: Type) -> bool:
     return bool(t.differentiable)
 
@@ -230,7 +235,7 @@ class _Macro:
 
         start = tuple(by_index.get(i, Zero(c.type)) for i, c in enumerate(rhs.carried))
         body = self.nested(rhs.body, start, next_cts)
-        init = [self.ct_or_zeros(outs[i]) if isinstance(c.type, ListT) else c
+        init = [self.ct_or_zeros(outs[i]) if isinstance(c.type, ListT) or _sized_at_run_time(c) else c
                 for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
         targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), _joined_ct_type(p.type)) for p in ct_params) + tuple(
             Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)

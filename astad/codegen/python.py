@@ -11,6 +11,7 @@ Deterministic: the same program always prints to the same text.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Callable, Sequence
 
@@ -420,6 +421,7 @@ _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", 
           "sign", "maximum", "minimum", "select", "where", "clip", "matmul", "dot", "outer", "sum", "mean",
           "prod_vjp", "diag_embed", "scatter", "full", "zeros", "ones", "zeros_like", "ones_like", "concatenate",
           "stack", "tril", "triu", "copy"}
+_FRESH |= {"cumsum", "cumprod", "diff", "sort", "linear_scan", "shift_along", "permute", "trace_embed"}  # rules/scans.py
 
 
 def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
@@ -542,7 +544,8 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
 
 
 def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
-    """A generated module: ``header`` as comments, ``import numpy as np``, the
+    """A generated module: ``header`` as comments, ``import numpy as np`` (and
+    ``import math`` where it prints ``math.exp(x)`` of a Python float), the
     runtime helpers the functions call (from :data:`astad.rules.RUNTIME`), the functions."""
     imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
     module = cst.Module(
@@ -550,8 +553,11 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
         body=[*imports, *functions],
     )
     code = module.code
+    if re.search(r"\bmath\.", code):  # (a comment quoting the user's line may say it too: then the import is unused)
+        imports.insert(0, cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("math"))])]))
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
     if helpers:
-        line = cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}")
-        code = module.with_changes(body=[*imports, line, *module.body[1:]]).code
+        imports.append(cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}"))
+    if len(imports) > 1:
+        code = module.with_changes(body=[*imports, *functions]).code
     return code

@@ -18,6 +18,10 @@ _NUMPY_SCALARS = frozenset(t for t in set(np.sctypeDict.values())
                            if issubclass(t, np.generic) and np.dtype(t).kind in "fbiu")
 
 
+#: numpy's complex scalar types (refused: complex numbers are not supported)
+_COMPLEX_SCALARS = frozenset(t for t in set(np.sctypeDict.values()) if issubclass(t, np.complexfloating))
+
+
 #: array types astad runs like np.ndarray (np.memmap only adds where the memory is); any other
 #: subclass may change what operators do (np.matrix: `*` is a matrix product; masked arrays skip
 #: masked entries), so it is refused rather than differentiated as an ndarray
@@ -51,6 +55,11 @@ def abstract(value: Any, what: str) -> Type:
             f"{what} is a {t.__name__}, a subclass of {base.__name__}: astad runs it as a plain {base.__name__}, "
             "which its own operators and methods may not be (np.matrix multiplies with *, masked arrays skip "
             "masked entries)", hint=f"pass a plain {base.__name__}: {plain}")
+    if t is complex or ((t in _ARRAY_TYPES or t in _COMPLEX_SCALARS) and value.dtype.kind == "c"):
+        of = f"a numpy array of dtype {value.dtype}" if t in _ARRAY_TYPES else f"a {t.__name__}"
+        raise AstadTypeError(f"{what} is {of}: complex numbers are not supported (astad differentiates real "
+                             "floats)", hint="real arguments: the real and imaginary parts as two float arrays "
+                             "(x.real, x.imag)")
     of = f" of dtype {value.dtype}" if t in _ARRAY_TYPES else ""
     raise AstadTypeError(
         f"{what} is a {t.__name__}{of}; astad differentiates functions of floats, ints and numpy arrays",

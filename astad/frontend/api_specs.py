@@ -21,6 +21,25 @@ REQUIRED = object()
 Lower = Callable[["Lowerer", dict, cst.Call], "Value"]
 
 
+class BindError(TypeError):
+    """A call's arguments do not fit the signature; ``hint`` says what to write instead."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+#: what to write instead of numpy's keywords astad leaves out
+KEYWORD_HINTS = {
+    "out": "leave out `out=` and assign the result (y = np.sinh(x)); to fill part of an array, "
+           "assign to that part (y[i] = ...)",
+    "where": "leave out `where=` and select: np.where(mask, np.sinh(x), fallback)",
+    "dtype": "leave out `dtype=` and convert the argument or the result: np.sinh(x).astype(np.float32)",
+    "casting": "leave out `casting=`: astad follows numpy's default casting",
+    "order": "leave out `order=`: the memory layout does not change the values",
+}
+
+
 @dataclass(frozen=True)
 class ApiSpec:
     title: str
@@ -34,7 +53,8 @@ class ApiSpec:
         bound = dict(zip(names, args))
         for k, v in kwargs.items():
             if k not in names:
-                raise TypeError(f"unsupported keyword argument `{k}` (supported: {', '.join(names)})")
+                raise BindError(f"unsupported keyword argument `{k}` (supported: {', '.join(names)})",
+                                KEYWORD_HINTS.get(k, "leave it out, or write the computation it asks for in numpy"))
             if k in bound:
                 raise TypeError(f"got multiple values for `{k}`")
             bound[k] = v
@@ -138,3 +158,11 @@ def spec(signature: str, lower: Lower) -> Callable[[str], ApiSpec]:
     return lambda title: ApiSpec(title, sig(signature), lower)
 
 
+
+
+class Refused(ApiSpec):
+    """An entry that refuses its call with a hint (``x.sort()``: ``np.sort(x)``):
+    named here so the README's list of supported functions leaves it out."""
+
+    def bind(self, args: list, kwargs: dict) -> dict:
+        return {"a": args[0] if args else None}

@@ -11,14 +11,19 @@ import inspect
 from typing import Any, Callable, Iterator
 
 import libcst as cst
+import numpy as np
 
 from .. import deep
+from ..rules import has_effect
 from ..values import PyTuple, Ref
 from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionError
 from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Num, Prim, Type, Unpack, Var,
                   lam_free_vars)
 from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
+from .api_python import scalar_type
 from .syntax import user_names
+from . import recursion
+from .recursion import RuntimeDepth
 from .parse import parse
 from .abstract import literal_type
 from .scopes import (Closure, Value, Scope, scope_chain, closures_in, atoms_in, value_key, sample_of, make_call_key,
@@ -31,6 +36,8 @@ class Calls(LowererCore):
 
     def expr_Call(self, node: cst.Call) -> Value:
         func = self.expr(node.func)
+        if isinstance(func, Ref) and func.kind == "print":  # its arguments may be f-strings
+            return self.print_call(node)
         args: list[Value] = []
         kwargs: dict[str, Value] = {}
         for arg in node.args:
@@ -59,6 +66,8 @@ class Calls(LowererCore):
             return self.apply(func.obj, [func.self_value, *args], kwargs, node)
         if func.kind == "builtin":
             return self.apply(builtin_spec(func.obj), args, kwargs, node)  # type: ignore[arg-type]
+        if func.kind == "dtype" and scalar_type(func.obj) is not None:  # np.float64(x)
+            return self.apply(scalar_type(func.obj), args, kwargs, node)  # type: ignore[arg-type]
         if func.kind == "numpy":
             spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
             if spec is None:
@@ -66,16 +75,28 @@ class Calls(LowererCore):
                     f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
                     "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
             return self.apply(spec, args, kwargs, node)
+        if func.kind in ("type", "dtype", "exception"):  # callable in Python, not here
+            name = f"np.{func.obj}" if func.kind == "dtype" else ref_name(func)
+            raise self.type_error(f"calling `{name}` is not supported", node.func,
+                                  "float(x), int(x), bool(x), np.float64(x), np.int64(x), list(...); "
+                                  "`raise ValueError(...)` for an exception")
         raise self.type_error(f"{ref_name(func)} is not callable", node.func)
 
     def isinstance_call(self, args: list[Value], node: cst.Call) -> Value:
         """``isinstance(v, tuple)``: known when transforming (for recursion over tuples)."""
         classes = args[1] if len(args) == 2 else None
         kinds = classes.items if isinstance(classes, PyTuple) else (classes,)
-        if not all(isinstance(k, Ref) and k.kind in ("type", "list") for k in kinds):
+        if not all(isinstance(k, Ref) and k.kind in ("type", "list", "builtin") and isinstance(k.obj, type)
+                   for k in kinds):
             raise self.type_error("isinstance takes a value and a type (or a tuple of types)", node,
                                   "isinstance(t, tuple), with tuple, list, dict, float, int, bool or np.ndarray")
-        result = isinstance(sample_of(args[0]), tuple(k.obj for k in kinds))  # type: ignore[union-attr]
+        types = tuple(k.obj for k in kinds)  # type: ignore[union-attr]
+        result = isinstance(sample_of(args[0]), types)
+        t = getattr(args[0], "type", None)
+        if isinstance(t, Num) and not t.py and not t.shape and isinstance(np.zeros((), t.dtype), types) != result:
+            raise self.type_error(f"isinstance of a numpy {t}: astad reads a numpy scalar and a 0-d array alike, "
+                                  "and they differ here", node,
+                                  "a Python float (float(x)) or an array of at least one dimension")
         return Const.literal(result, literal_type(result))
 
     def map_call(self, node: cst.Call) -> Value:
@@ -102,7 +123,7 @@ class Calls(LowererCore):
         try:
             bound = spec.bind(args, kwargs)
         except TypeError as e:
-            raise self.type_error(f"{spec.title}: {e}", node) from None
+            raise self.type_error(f"{spec.title}: {e}", node, getattr(e, "hint", None)) from None
         return spec.lower(self, bound, node)
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
@@ -129,29 +150,60 @@ class Calls(LowererCore):
                 scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
                                                  ("<default>", fn.__qualname__, pname))
         self.namer.mention(user_names(parsed.funcdef))
-        return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef))
+        return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
+                             lambda found: self.lower_as_loops(parsed, found))
 
-    def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value]) -> Value:
+    def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value],
+                 as_loops: Callable[[RuntimeDepth], Value] | None = None) -> Value:
         """Lower a call's body in the callee's scope.  A recursive call is unrolled:
         each call must differ from the calls it is inside in what is known when
         transforming (ints, shapes, the structure of tuples), so that the
-        recursion ends while transforming; else it would never end."""
+        recursion ends while transforming.  A call that repeats the key of one it
+        is inside recurses to a depth known only when running: the outer call is
+        lowered again ``as_loops`` (:mod:`.recursion`), where it can be."""
         scope.call_key = make_call_key(callee, scope.env)
-        if any(s.call_key == scope.call_key for s in self.stack):
-            raise self.syntax_error(
+        again = next((s for s in self.stack if s.call_key == scope.call_key), None)
+        if again is not None:
+            raise RuntimeDepth(
                 f"recursive call to {name} with the same shapes and integers as the call it is in: its depth is "
-                "known only when running, which is not supported yet",
-                "recursion on an integer, a shape or a tuple's structure that changes at each call", node)
+                "known only when running",
+                self.loc(node), recursion.HINT, again)
         if len(self.stack) > MAX_CALL_DEPTH:
             raise self.syntax_error(f"calls nested more than {MAX_CALL_DEPTH} deep", "a shallower recursion", node)
         saved, saved_exits = self.node, self.exits
         self.stack.append(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
-            return deep.call(lower)  # a deep recursion goes on with a fresh stack
+            return self.unrolled_or_loops(scope, lower, as_loops)
         finally:
             self.stack.pop()
             self.node, self.exits = saved, saved_exits
+
+    def unrolled_or_loops(self, scope: Scope, lower: Callable[[], Value],
+                          as_loops: Callable[[RuntimeDepth], Value] | None) -> Value:
+        """``lower()`` (a deep recursion goes on with a fresh stack); where a call
+        inside repeats this one, everything it lowered is undone and ``as_loops`` is lowered instead."""
+        state, n_binds, env = self.snapshot(), len(self.binds), dict(scope.env)
+        try:
+            return deep.call(lower)
+        except RuntimeDepth as e:
+            if e.scope is not scope or as_loops is None:
+                raise
+            found = e
+        self.restore(state)
+        del self.binds[n_binds:]
+        scope.env, self.exits = env, []
+        return deep.call(as_loops, found)
+
+    def lower_as_loops(self, parsed: Any, found: RuntimeDepth) -> Value:
+        """The body of a linear recursion as a descent loop, its base case and an ascent loop."""
+        try:
+            form = recursion.loop_form(parsed.funcdef, user_names(parsed.funcdef))
+        except recursion.NotLinear as e:
+            raise recursion.refusal(e, parsed.loc, found) from None
+        parsed.aliases.update(form.aliases)
+        self.namer.mention(user_names(form.funcdef))
+        return self.lower_body(form.funcdef)
 
     def expr_Lambda(self, node: cst.Lambda) -> Value:
         return self.closure(node)
@@ -231,7 +283,7 @@ class Calls(LowererCore):
         site, before, visible = c.site
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
         if (block is None or not isinstance(value.type, Num)  # type: ignore[union-attr]
-                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) for b in binds)
+                or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) or has_effect(b.rhs) for b in binds)
                 or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))):
             return None
         name = next((k for sc in self._chain() for k, v in sc.env.items()

@@ -110,7 +110,8 @@ class Conditionals(LowererCore):
             raise self.type_error(f"`{name}` is a different kind of value in each branch", None,
                                   "the same kind of value (number, array or tuple) in both branches")
         if isinstance(tv, PyTuple) or isinstance(ev, PyTuple):
-            raise self.type_error(f"`{name}` is a tuple in one branch and not in the other (or of another length)",
+            kind = "list" if any(isinstance(v, PyTuple) and v.is_list for v in (tv, ev)) else "tuple"
+            raise self.type_error(f"`{name}` is a {kind} in one branch and not in the other (or of another length)",
                                   None, "values of the same structure in both branches")
         pairs.append((name, self.atom(tv, self.node), self.atom(ev, self.node)))
         return ("atom",)
@@ -136,5 +137,7 @@ class Conditionals(LowererCore):
             if a.shape == b.shape and (a.dtype == b.dtype or not a.shape):
                 dtype = np.result_type(a.dtype, b.dtype).name
                 return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
+            if a.ndim == b.ndim and a.dtype == b.dtype:  # sizes that differ are known only at run time
+                return Num(tuple(d if d == e else None for d, e in zip(a.shape, b.shape)), a.dtype)
         raise self.type_error(f"`{name}` is {a} in one branch and {b} in the other", None,
                               "the same shape and dtype in both branches")

@@ -103,6 +103,10 @@ class LowererCore:
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
         if isinstance(value, (Var, Const)):
             return value
+        if isinstance(value, PyTuple) and value.is_list:
+            raise self.type_error("a list is used where a number or an array is expected (astad does not turn "
+                                  "it into an array)", node, "np.array(xs) to make an array of a list of numbers, "
+                                  "np.stack or np.concatenate of a list of arrays")
         if isinstance(value, PyTuple):
             raise self.type_error("a tuple is used where a number or an array is expected", node,
                                   "np.stack or np.concatenate to make an array from several")
@@ -124,7 +128,8 @@ class LowererCore:
             return value.value
         if isinstance(value, Var) and isinstance(value.type, Num) and value.type.value is not None:
             return value.type.value
-        if isinstance(value, Ref) and value.kind in ("dtype", "string"):
+        if isinstance(value, Ref) and (value.kind in ("dtype", "string") or (
+                value.kind == "builtin" and value.obj in (float, int, bool))):  # dtype=float
             return value.obj
         raise self.type_error(f"`{what}` must be a constant known when the function is transformed", node,
                               "an integer literal or a module-level constant")

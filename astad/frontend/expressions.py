@@ -5,6 +5,7 @@ conditional expressions.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import libcst as cst
@@ -122,9 +123,12 @@ class Expressions(LowererCore):
             obj = getattr(base.obj, attr)
             if isinstance(obj, type) and issubclass(obj, np.generic):
                 return Ref("dtype", np.dtype(obj).name)
+            module = "math" if base.obj is math else "np"
             if isinstance(obj, float):
-                return Const(obj, FLOAT, f"np.{attr}", ("np", attr))
-            return self.global_value(f"np.{attr}", obj, node)
+                return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
+            return self.global_value(f"{module}.{attr}", obj, node)
+        if isinstance(base, Ref) and base.kind == "object":
+            return self.object_attribute(base, attr, node)
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
             return self.array_attribute(base, attr, node)
         if isinstance(base, PyTuple) and base.fields is not None and attr in base.fields:
@@ -143,10 +147,14 @@ class Expressions(LowererCore):
             return Const.literal(t.ndim, Num((), "int64", py=True, value=t.ndim))
         if attr == "size":
             return self.emit("size", [x])
+        if attr == "dtype" and not t.py:
+            return Ref("dtype", t.dtype)
+        if attr == "real" and np.dtype(t.dtype).kind != "c":
+            return x  # numpy: the array itself
         if attr in METHODS:
             return Ref("method", METHODS[attr], x)
         raise self.syntax_error(f"array attribute `.{attr}` is not supported",
-                                "attributes .T .shape .ndim .size and methods " + ", ".join(sorted(METHODS)), node)
+                                "attributes .T .shape .ndim .size .dtype .real and methods " + ", ".join(sorted(METHODS)), node)
 
     def expr_UnaryOperation(self, node: cst.UnaryOperation) -> Value:
         if isinstance(node.operator, cst.Not):

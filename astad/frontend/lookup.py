@@ -7,6 +7,7 @@ what can still read a value (for in-place updates).
 from __future__ import annotations
 
 import builtins
+import math
 import types
 from typing import Any
 
@@ -17,7 +18,7 @@ from ..values import Ref
 from ..source import reversed_function
 from ..errors import AstadTypeError, SourceUnavailableError, UnsupportedFunctionError
 from ..ir import Const, Num, NoneT
-from .numpy_api import numpy_name, builtin_spec
+from .numpy_api import numpy_name, builtin_spec, math_names
 from .abstract import abstract, literal_type
 from .scopes import Value, Scope, closures_in, scope_chain
 from .core import LowererCore
@@ -35,12 +36,15 @@ class Lookup(LowererCore):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
         fn = self.scope.parsed.fn
-        if for_name in fn.__code__.co_freevars:
-            raise self.syntax_error(f"`{for_name}` is captured from an enclosing function; closures are not "
-                                    "supported yet", "pass the value as an argument, or define it at module level",
-                                    node)
         g = fn.__globals__
-        if for_name in g:
+        if for_name in fn.__code__.co_freevars:  # captured from an enclosing function: read as a global is
+            cell = fn.__closure__[fn.__code__.co_freevars.index(for_name)]
+            try:
+                obj = cell.cell_contents
+            except ValueError:
+                raise self.type_error(f"`{for_name}` is captured from an enclosing function that has not assigned "
+                                      "it yet", node, hint="assign it before making the function") from None
+        elif for_name in g:
             obj = g[for_name]
         elif hasattr(builtins, for_name):
             obj = getattr(builtins, for_name)
@@ -49,23 +53,27 @@ class Lookup(LowererCore):
                                   hint="a parameter, a variable assigned earlier, or a module-level name")
         path = self.scope.path + (for_name,)
         self.deps.append((path, obj))
-        value = self.global_value(for_name, obj, node, path)
-        return value
+        return self.object_value(for_name, obj, node, path)
 
     def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
         if obj is np:
             return Ref("module", np)
         if isinstance(obj, types.ModuleType):
-            if obj.__name__.startswith("numpy"):
+            if obj.__name__.startswith("numpy") or obj is math:
                 return Ref("module", obj)
             raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
-                                           "numpy (import numpy as np) and your own functions")
+                                           "numpy (import numpy as np), math, and your own functions")
         if builtin_spec(obj) is not None:
             return Ref("builtin", obj)
+        if callable(obj) and getattr(obj, "__module__", None) == "math":
+            raise UnsupportedFunctionError(f"math.{obj.__name__} is not supported", self.loc(node),
+                                           "math functions " + ", ".join(math_names()))
         if any(obj is it for it in _ITERATORS):
             return Ref("iterator", obj)
-        if obj is builtins.map or obj is builtins.list or obj is builtins.isinstance:
+        if obj is builtins.map or obj is builtins.list or obj is builtins.isinstance or obj is builtins.print:
             return Ref(obj.__name__, obj)
+        if isinstance(obj, type) and issubclass(obj, BaseException):
+            return Ref("exception", obj)
         if any(obj is t for t in _TYPES):
             return Ref("type", obj)
         if numpy_name(obj) is not None:
@@ -83,6 +91,34 @@ class Lookup(LowererCore):
         if any(obj is k for k in _PY_DTYPES):
             return Ref("dtype", _PY_DTYPES[obj])
         return self.constant(obj, f"`{name}`", node, name, path)
+
+    def fixed_value(self, name: str, obj: Any, node: cst.CSTNode) -> Value:
+        """A parameter a method (``self``) or a partial fixes: read as a global is."""
+        self.deps.append(((name,), obj))
+        return self.object_value(name, obj, node, (name,))
+
+    def object_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...]) -> Value:
+        """A global, or an object whose attributes are read as globals are (``self``)."""
+        if _is_plain_object(obj):
+            return Ref("object", obj, path=path)
+        return self.global_value(name, obj, node, path)
+
+    def object_attribute(self, base: Ref, attr: str, node: cst.CSTNode) -> Value:
+        """``obj.attr`` of an object read as a global (``self.c``): the attribute, read as a
+        global is (constants at transform time, checked on each call)."""
+        what = f"`{'.'.join(base.path)}.{attr}`"
+        found = [vars(c)[attr] for c in (base.obj, *type(base.obj).__mro__) if attr in vars(c)]
+        if not found:
+            raise self.type_error(f"{what} does not exist", node, hint="an attribute the object has when transforming")
+        obj = found[0]
+        if attr not in vars(base.obj) and hasattr(type(obj), "__get__"):  # a method, a property, ...
+            raise UnsupportedFunctionError(
+                f"{what} is a method or property of {type(base.obj).__name__}: astad reads the attributes of "
+                "`self` as constants, but cannot call its methods", self.loc(node),
+                "a module-level function called with the values it needs (or read the attribute it returns)")
+        path = base.path + (attr,)
+        self.deps.append((path, obj))
+        return self.object_value(attr, obj, node, path)
 
     def constant(self, obj: Any, what: str, node: cst.CSTNode, name: str | None = None,
                  path: tuple[str, ...] = ()) -> Const:
@@ -149,6 +185,13 @@ class Lookup(LowererCore):
             held += values
             todo += [d for v in values for d in closures_in(v)]
         return held
+
+
+def _is_plain_object(obj: Any) -> bool:
+    """An instance of a user's class (read as ``self`` is), not a value, function or module."""
+    return (hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType, types.FunctionType,
+                                                              types.MethodType, types.BuiltinFunctionType))
+            and not callable(obj) and type(obj).__module__ not in ("builtins", "numpy"))
 
 
 _ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)

@@ -1,5 +1,5 @@
 """The lowerer, assembled from its rooms (one file each: statements,
-conditionals, loops, expressions, indexing, calls, lookup; the state and
+conditionals, loops, expressions, indexing, calls, effects, lookup; the state and
 the steps they share in :mod:`.core`), and :func:`lower`, which runs it."""
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from typing import Any
 
 from ..ir import Bind, Block, Function, If, Loop, Type, Var, vars_of
 from ..names import Namer
+from ..rules import has_effect
 from .calls import Calls
 from .conditionals import Conditionals
+from .effects import Effects
 from .expressions import Expressions
 from .indexing import Indexing
 from .lookup import Lookup
@@ -18,7 +20,7 @@ from .parse import Parsed
 from .statements import Statements
 
 
-class Lowerer(Statements, Conditionals, Loops, Expressions, Indexing, Calls, Lookup):
+class Lowerer(Statements, Conditionals, Loops, Expressions, Indexing, Calls, Effects, Lookup):
     """Lowers one function (and, inlined, the user functions it calls)."""
 
 
@@ -41,7 +43,7 @@ def _drop_dead(block: Block) -> Block:
     used = {block.result.name} if isinstance(block.result, Var) else set()
     kept = []
     for b in reversed(block.binds):
-        if b.targets and all(Namer.is_temp(t.name) and t.name not in used for t in b.targets):
+        if b.targets and all(Namer.is_temp(t.name) and t.name not in used for t in b.targets) and not has_effect(b.rhs):
             continue
         if isinstance(b.rhs, If):
             b = Bind(b.targets, If(b.rhs.cond, _drop_dead(b.rhs.then), _drop_dead(b.rhs.orelse)), b.loc)

@@ -204,6 +204,11 @@ for _family in _FAMILIES:
     BUILTINS.update(_family.BUILTINS)
 
 
+def math_names() -> list[str]:
+    """The supported ``math`` functions, as ``math.<name>``."""
+    return sorted(spec.title for spec in BUILTINS.values() if spec.title.startswith("math."))
+
+
 def builtin_spec(obj: Any) -> ApiSpec | None:
     """The spec of a supported builtin (looked up by identity: ``obj`` may be an array)."""
     return next((spec for k, spec in BUILTINS.items() if k is obj), None)

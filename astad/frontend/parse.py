@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import textwrap
 import unicodedata
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep
-from ..source import check_not_wrapped, read as read_source
+from ..source import check_not_wrapped, read as read_source, read_lambda
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import resolve as resolve_positions
@@ -35,6 +36,13 @@ class Parsed:
     lines: list[str]
     source: str
     aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
+    fixed: dict = field(default_factory=dict)  # parameters a method or partial fixes (see astad.calling) -> values
+
+    @property
+    def params(self) -> list[cst.Param]:
+        """The parameters a call fills: the positional ones not fixed, then the keyword-only ones."""
+        ps = self.funcdef.params
+        return [p for p in (*ps.params, *ps.kwonly_params) if p.name.value not in self.fixed]
 
     @property
     def name(self) -> str:
@@ -42,7 +50,7 @@ class Parsed:
 
     @property
     def funcdef_line(self) -> int:
-        return self.positions[self.funcdef].start.line + self.line_offset
+        return self.positions[self.aliases.get(self.funcdef, self.funcdef)].start.line + self.line_offset
 
     def loc(self, node: cst.CSTNode) -> Loc:
         node = self.aliases.get(node, node)
@@ -51,7 +59,7 @@ class Parsed:
         try:
             pos = self.positions[node].start
         except KeyError:
-            pos = self.positions[self.funcdef].start
+            pos = self.positions[self.aliases.get(self.funcdef, self.funcdef)].start
         line = pos.line + self.line_offset
         text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
         return Loc(self.file, line, pos.column + self.col_offset + 1, text)
@@ -78,9 +86,10 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     if found is not None:  # the same code; another function object may have other globals
         return found if found.fn is fn else dataclasses.replace(found, fn=fn)
     if fn.__name__ == "<lambda>":
-        raise SourceUnavailableError(
-            f"cannot differentiate a lambda ({code.co_filename}:{code.co_firstlineno})",
-            hint="define the function with `def` at module level")
+        parsed = _parse_lambda(fn)
+        check_subset(parsed)
+        _PARSED[key] = parsed
+        return parsed
     lines, start, file = read_source(fn)
     source = "".join(lines)
     dedented = textwrap.dedent(source)
@@ -106,6 +115,33 @@ def parse(fn: Callable[..., Any]) -> Parsed:
     check_subset(parsed)
     _PARSED[key] = parsed
     return parsed
+
+
+#: the name a lambda has in messages and generated code
+LAMBDA_NAME = "lambda_fn"
+
+
+def _parse_lambda(fn: Callable[..., Any]) -> Parsed:
+    """A lambda, parsed as the function ``def lambda_(params): return body`` made
+    of its own nodes (so that errors point at its text)."""
+    lines, line, col, file, text = read_lambda(fn)
+    padded = "(" + " " * (col - 1) + text + ")\n" if col >= 1 else "(" + text + ")\n"
+    try:
+        module = deep.fresh(cst.parse_module, padded)
+    except cst.ParserSyntaxError as e:
+        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}: {e.message}") from None
+    positions = resolve_positions(module, padded)
+    lam = module.body[0].body[0].value  # type: ignore[attr-defined]
+    if positions is None or not isinstance(lam, cst.Lambda):
+        raise SourceUnavailableError(f"cannot parse the source of {fn.__qualname__}")
+    ret = cst.Return(lam.body)
+    stmt = cst.SimpleStatementLine([ret])
+    assigned = re.search(r"(\w+)\s*=\s*\(?\s*$", lines[0][:col])  # `name = lambda ...`: the lambda's name
+    name = assigned.group(1) if assigned and assigned.group(1).isidentifier() else LAMBDA_NAME
+    funcdef = cst.FunctionDef(cst.Name(name), lam.params, cst.IndentedBlock([stmt]))
+    aliases = {funcdef: lam, stmt: lam.body, ret: lam.body}
+    return Parsed(fn, file, funcdef, positions, line - 1, 0 if col >= 1 else col - 1, lines, text + "\n",
+                  aliases)
 
 
 def _deepest(source: str) -> tuple[int, int]:
@@ -135,22 +171,31 @@ UNSUPPORTED: dict[type, tuple[str, str]] = {
     cst.Global: ("`global` is not supported", "module-level constants are read as constants; pass values as arguments"),
     cst.Nonlocal: ("`nonlocal` is not supported", "pass values as arguments and return results"),
     cst.Del: ("`del` is not supported", "simply stop using the variable"),
-    cst.Raise: ("`raise` is not supported", "straight-line numpy code"),
-    cst.Assert: ("`assert` is not supported", "check inputs before calling the differentiated function"),
     cst.Import: ("imports inside the function are not supported", "import at module level"),
     cst.ImportFrom: ("imports inside the function are not supported", "import at module level"),
     cst.NamedExpr: ("`:=` is not supported", "a separate assignment"),
-    cst.FormattedString: ("strings are not supported", "numbers and arrays"),
-    cst.ConcatenatedString: ("strings are not supported", "numbers and arrays"),
+    cst.FormattedString: ("f-strings are supported only in print(...), `raise` and `assert`", "numbers and arrays"),
+    cst.ConcatenatedString: ("strings side by side are supported only in print(...), `raise` and `assert`",
+                             "numbers and arrays"),
     cst.Imaginary: ("complex numbers are not supported", "real floats and arrays"),
     cst.StarredElement: ("`*` unpacking is not supported", "explicit arguments"),
 }
+
+
+_MESSAGE_STRINGS = (cst.FormattedString, cst.ConcatenatedString)
+
+
+def _holds_message(node: cst.CSTNode) -> bool:
+    """Where a message may be written with f-strings: print(...), `raise`, `assert`."""
+    return isinstance(node, (cst.Raise, cst.Assert)) or (
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "print")
 
 
 class _SubsetChecker(cst.CSTVisitor):
     def __init__(self, parsed: Parsed) -> None:
         self.parsed = parsed
         self.depth = 0
+        self.messages = 0  # inside print(...), `raise` or `assert`, where f-strings may be
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, cst.FunctionDef):
@@ -174,8 +219,10 @@ class _SubsetChecker(cst.CSTVisitor):
                 if f.asynchronous is not None:
                     raise UnsupportedSyntaxError("`async for` is not supported", self.parsed.loc(f), "a plain `for`")
                 f = f.inner_for_in
+        if _holds_message(node):
+            self.messages += 1
         entry = UNSUPPORTED.get(type(node))
-        if entry is not None:
+        if entry is not None and not (self.messages and type(node) in _MESSAGE_STRINGS):
             raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
         if isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
             raise UnsupportedSyntaxError("a loop with an `else` block is not supported", self.parsed.loc(node),
@@ -191,6 +238,8 @@ class _SubsetChecker(cst.CSTVisitor):
     def on_leave(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.FunctionDef):
             self.depth -= 1
+        if _holds_message(node):
+            self.messages -= 1
 
     def _check_signature(self, node: cst.FunctionDef) -> None:
         self._check_params(node.params, module_level=self.depth == 1)
@@ -198,10 +247,10 @@ class _SubsetChecker(cst.CSTVisitor):
 
     def _check_params(self, ps: cst.Parameters, module_level: bool = False) -> None:
         extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
-        # positional-only parameters: a module-level function (inlined by its signature) may have them
+        # positional-only and keyword-only parameters: a module-level function (inlined by its signature) may have them
         posonly = ps.posonly_params[0] if ps.posonly_params and not module_level else None
-        for bad, what in ((extra, "*args"), (ps.star_kwarg, "**kwargs"),
-                          (ps.kwonly_params[0] if ps.kwonly_params else None, "keyword-only parameters"),
+        kwonly = ps.kwonly_params[0] if ps.kwonly_params and not module_level else None
+        for bad, what in ((extra, "*args"), (ps.star_kwarg, "**kwargs"), (kwonly, "keyword-only parameters"),
                           (posonly, "positional-only parameters (before `/`)")):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),

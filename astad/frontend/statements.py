@@ -13,6 +13,7 @@ from ..values import PyDict, PyTuple
 from ..errors import UnsupportedSyntaxError
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
 from .syntax import can_leave, stmts_of, is_append
+from .api_reductions import in_place_method
 from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
 from .core import LowererCore
@@ -25,10 +26,13 @@ class Statements(LowererCore):
         fd = self.root.funcdef
         self.stack.append(Scope(self.root))
         params: list[Var] = []
-        for p, t in zip(fd.params.params, arg_types):
-            self.scope.env[p.name.value] = self.parameter(p.name.value, t, params)
+        types = iter(arg_types)
+        for p in (*fd.params.params, *fd.params.kwonly_params):
+            name = p.name.value
+            self.scope.env[name] = (self.fixed_value(name, self.root.fixed[name], p) if name in self.root.fixed
+                                    else self.parameter(name, next(types), params))
         self.scope.call_key = make_call_key(self.root.fn, self.scope.env)
-        result = self.lower_body(fd)
+        result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
 
@@ -73,6 +77,9 @@ class Statements(LowererCore):
     def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, cst.If):
+                split = self.split_raising_if(stmt, stmts[i + 1:])
+                if split is not None:  # `if c: raise ...` `else: ...`: the other way runs after the guard
+                    return self.lower_stmts(split)
                 if can_leave(stmt):  # the rest of the block continues each branch that does not return/break/continue
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
@@ -135,6 +142,14 @@ class Statements(LowererCore):
             self.append(node.value)
         elif isinstance(node, cst.Pass):
             return
+        elif isinstance(node, cst.Expr) and self.is_print(node.value):
+            self.expr(node.value)
+        elif isinstance(node, cst.Raise):
+            self.raise_statement(node)
+        elif isinstance(node, cst.Assert):
+            self.assert_statement(node)
+        elif isinstance(node, cst.Expr) and in_place_method(node.value):
+            self.expr(node.value)  # refused by its entry, with the hint to write the copying function
         elif isinstance(node, cst.Expr):
             raise self.syntax_error("an expression statement has no effect astad can differentiate",
                                     "assign the value to a name, or remove the statement", node)

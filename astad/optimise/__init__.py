@@ -38,6 +38,7 @@ from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
+from .shapes import shapes_not_arrays
 from .simplify import fold, fold_forward, name_cotangents
 from .structure import forget_structure
 
@@ -58,6 +59,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
+    prog = dce(shapes_not_arrays(prog))
     taken = Namer.of(prog).taken  # every name of the program and what generated code reads
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               accumulate_in_loops(prog.backward, taken)))

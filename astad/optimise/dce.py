@@ -9,6 +9,7 @@ from dataclasses import replace
 from ..blocks import with_branches
 from ..ir import (Bind, Block, If, Loop, LoopBack, ReverseProgram, Var, bound_names, bound_set, bound_vars,
                   nested_blocks, read_names, read_set, vars_of)
+from ..rules import has_effect
 from .simplify import select_items
 
 
@@ -21,26 +22,51 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
             inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
-            if not alive and keep.isdisjoint(inner):
+            if not alive and keep.isdisjoint(inner) and not has_effect(b.rhs):
                 continue
             then, orelse = select_items(b.rhs.then, alive), select_items(b.rhs.orelse, alive)
             then = _dce(then, read_names(Block((), then.result)), keep)
             orelse = _dce(orelse, read_names(Block((), orelse.result)), keep)
             b = Bind(tuple(b.targets[i] for i in alive), If(b.rhs.cond, then, orelse), b.loc)
         elif isinstance(b.rhs, Loop):
-            if not any(t.name in live or t.name in keep for t in b.targets):
+            if not any(t.name in live or t.name in keep for t in b.targets) and not has_effect(b.rhs):
                 continue
-            body_live = read_names(Block((), b.rhs.body.result)) | {v.name for v in b.rhs.save}
-            b = with_branches(b, b.rhs, lambda blk: _dce(blk, body_live, keep))
+            saved = {v.name for v in b.rhs.save}  # also when bound inside a branch of the body
+            body_live = read_names(Block((), b.rhs.body.result)) | saved
+            b = with_branches(b, b.rhs, lambda blk: _dce(blk, body_live, keep | saved))
         elif isinstance(b.rhs, LoopBack):
-            if not any(t.name in live for t in b.targets):
+            b = _live_slots(b, live, keep)
+            if b is None:
                 continue
-            b = with_branches(b, b.rhs, lambda blk: _dce(blk, read_names(Block((), blk.result)), keep))
-        elif not any(t.name in live or t.name in keep for t in b.targets):
+        elif not any(t.name in live or t.name in keep for t in b.targets) and not has_effect(b.rhs):
             continue
         kept.append(b)
         live.update(v.name for v in vars_of(b.rhs))
     return Block(tuple(reversed(kept)), block.result)
+
+
+def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
+    """A backward loop carrying only what is read after it (the cotangents and
+    sums the rest of the program reads) and what the body needs to compute
+    those: an accumulator nobody reads (the cotangent of a value that depends
+    on no input, summed over the iterations) is dropped with its work."""
+    rhs = b.rhs
+    assert isinstance(rhs, LoopBack)
+    alive = {i for i, t in enumerate(b.targets) if t.name in live}
+    while alive:
+        keep_items = sorted(alive)
+        chosen = select_items(rhs.body, keep_items)
+        body = _dce(chosen, read_names(Block((), chosen.result)), keep)
+        read = read_set(body)
+        grown = alive | {i for i, p in enumerate(rhs.params) if p.name in read}
+        if grown == alive:
+            if len(alive) == len(rhs.params):
+                return Bind(b.targets, replace(rhs, body=body), b.loc)
+            return Bind(tuple(b.targets[i] for i in keep_items),
+                        replace(rhs, params=tuple(rhs.params[i] for i in keep_items),
+                                init=tuple(rhs.init[i] for i in keep_items), body=body), b.loc)
+        alive = grown
+    return None
 
 
 def dce(prog: ReverseProgram) -> ReverseProgram:

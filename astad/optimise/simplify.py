@@ -47,7 +47,7 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed:
             env[t.name] = a
         else:
             kept.append(i)
-    if not kept:
+    if not kept and not rules.has_effect(If(rhs.cond, then, orelse)):  # an `if` that prints or raises stays
         return None
     return Bind(tuple(b.targets[i] for i in kept),
                 If(rhs.cond, select_items(then, kept), select_items(orelse, kept)), b.loc)

@@ -35,9 +35,12 @@ Primitives the reverse macro and the optimiser make (kind BACKWARD_ONLY) have
 JVPs too — forward mode runs over reverse-mode output for Hessians — and,
 being mostly linear, their transposes as VJPs.
 
-Where to add a function: ``elementwise.py`` (ufuncs and operators),
-``reductions.py``, ``shape.py`` (movers, joins, constructors),
-``indexing.py``, ``linalg.py``, ``lists.py``, ``derivative_code.py`` (what
+Where to add a function: ``elementwise.py`` and ``elementwise_more.py`` (ufuncs and
+operators; ``math_functions.py`` maps Python's ``math`` onto them),
+``reductions.py``, ``scans.py`` (cumulative sums and products, ``diff``,
+``sort``), ``shape.py`` (movers, joins, constructors), ``structure.py``
+(flips, rolls, repeats, gathers, pads), ``einsum.py`` (contractions), ``indexing.py``,
+``linalg.py``, ``decompositions.py``, ``lists.py``, ``python.py`` (builtins, effects), ``derivative_code.py`` (what
 the macros make); each module registers its entries.  Then its sample
 arguments in tests/test_primitive_rules.py, which also drive
 tests/test_rules_both_directions.py (JVP and VJP against finite differences,
@@ -46,13 +49,15 @@ and the transpose identity, for every entry).
 
 from __future__ import annotations
 
-from . import elementwise, reductions, shape, indexing, updates, linalg, lists, derivative_code  # noqa: F401  (they register)
+from . import (elementwise, elementwise_more, math_functions, reductions, scans, shape, structure, einsum, indexing, updates,  # noqa: F401
+               linalg, decompositions, lists, derivative_code, python)  # (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape, is_advanced, shift_index
-from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, infer, norm_axes, num,
+from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, has_effect, infer, norm_axes, num,
                     register, with_kind_rule)
 from .types import broadcast_shapes, elementwise as elementwise_type
 
 __all__ = ["TABLE", "DerivativeKind", "Primitive", "ShapeError", "infer", "RUNTIME", "JvpRule", "VjpRule", "register",
-           "with_kind_rule", "broadcast_shapes", "elementwise_type", "index_exprs", "index_shape", "is_advanced", "shift_index", "expand_reduced",
+           "with_kind_rule", "has_effect", "broadcast_shapes", "elementwise_type", "index_exprs", "index_shape", "is_advanced",
+           "shift_index", "expand_reduced",
            "like_scalar", "shape_atom", "sum_to", "zeros_of", "norm_axes", "num"]

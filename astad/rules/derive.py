@@ -47,8 +47,10 @@ def sum_to(b: Any, ct: Atom, like: Atom) -> Atom:
     cs, ls = num(ct.type).shape, num(like.type).shape
     if cs == ls and None not in cs:
         return ct
-    if None in cs or None in ls:
+    if None in ls:
         return b.prim("sum_to", ct, like)
+    # ``like``'s shape is known: which axes broadcasting added is known too (an axis
+    # of run-time size facing a known size other than 1 has that size)
     lead = len(cs) - len(ls)
     ones = tuple(lead + i for i, d in enumerate(ls) if d == 1 and cs[lead + i] != 1)
     axes = tuple(range(lead)) + ones

@@ -101,13 +101,13 @@ def _pow_partials(b, p, out):
 
         def times(m, v):
             scaled = m.prim("mul", v, y)  # the scalar factor first: v is often a broadcast scalar
-            return m.prim("mul", scaled, x if n == 2 else m.prim(_pow_op(x, n < 1), x, m.const(n - 1)))
+            return m.prim("mul", scaled, x if n == 2 else m.prim(_pow_op(p, n < 1), x, m.const(n - 1)))
 
         return [Partial(times), None]
     # d(x ** y)/dx = y * x ** (y - 1), and 0 where y == 0 (x ** 0 is 1 for every x; at x = 0, 0 * 0 ** -1 is nan):
     # the exponent is 0 there, so the product is y * 1 = 0
     exponent = b.prim("where", b.prim("ne", y, b.const(0)), b.prim("sub", y, b.const(1)), b.const(0))
-    dx = b.prim("mul", y, b.prim(_pow_op(x, True), x, exponent))
+    dx = b.prim("mul", y, b.prim(_pow_op(p, True), x, exponent))
     # d(x ** y)/dy = x ** y * log(x), and 0 where x = 0 (not 0 * -inf; the log of 1 there, so that numpy does not warn)
     nonzero = b.prim("ne", x, b.const(0.0))
     log_x = b.prim("log", b.prim("where", nonzero, x, b.const(1.0)))
@@ -115,10 +115,13 @@ def _pow_partials(b, p, out):
     return [Partial(lambda m, v: m.prim("mul", v, dx)), Partial(lambda m, v: m.prim("mul", v, dy))]
 
 
-def _pow_op(x: Atom, negative_exponent: bool) -> str:
-    """``np.power`` for a Python float base raised to a possibly negative power:
-    ``0.0 ** -0.5`` raises where numpy gives inf (the derivative of ``x ** 0.5`` at 0)."""
-    return "power" if negative_exponent and num(x.type).py else "pow"
+def _pow_op(p: Prim, negative_exponent: bool) -> str:
+    """``np.power`` for a Python float base where Python's ``**`` differs from
+    numpy: raised to a possibly negative power (``0.0 ** -0.5`` raises where
+    numpy gives inf, the derivative of ``x ** 0.5`` at 0), and in the
+    derivative of ``np.power``/``math.pow`` (``(-2.0) ** 0.5`` is complex
+    where ``np.power`` gives nan, as its primal did)."""
+    return "power" if num(p.args[0].type).py and (negative_exponent or p.op != "pow") else "pow"
 
 
 def first_wins(b: Any, x: Atom, y: Atom, wins: str, loses: str) -> tuple[Atom, bool]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
@@ -161,16 +162,29 @@ def _reshape_transpose(b, p, out, ct):
 
 
 def _concatenate_transpose(b, p, out, ct):
+    """The cotangent cut back into the pieces: slices along the axis, at offsets
+    known when transforming or, where a piece's size is known only at run time,
+    read from the piece's shape then (``a.shape[axis]``)."""
     nd = num(out.type).ndim
     axis = norm_axes(p.param("axis", 0), nd)[0]
-    result, start = [], 0
+    result: list = []
+    start: Any = 0
     for a in p.args:
         size = num(a.type).shape[axis]
-        if size is None:
-            raise ShapeError("concatenate: the sizes along the axis must be known to differentiate")
-        index = (("slice", None, None, None),) * axis + (("slice", start, start + size, None),)
-        result.append(b.prim("getitem", ct, index=index))
-        start += size
+        step = size if size is not None else b.prim("dim", a, axis=axis)
+        if isinstance(start, int) and isinstance(step, int):
+            stop = start + step
+        elif start == 0:
+            stop = step
+        else:
+            stop = b.prim("add", b.const(start) if isinstance(start, int) else start,
+                          b.const(step) if isinstance(step, int) else step)
+        dynamic = [x for x in (start, stop) if not isinstance(x, int)]  # getitem's extra arguments
+        lo = start if isinstance(start, int) else ("arg", 1)
+        hi = stop if isinstance(stop, int) else ("arg", len(dynamic))
+        index = (("slice", None, None, None),) * axis + (("slice", lo or None, hi, None),)
+        result.append(b.prim("getitem", ct, *dynamic, index=index))
+        start = stop
     return result
 
 
@@ -227,7 +241,12 @@ def jvp_arange(b, p, out, ts):
 @runtime
 def sum_to_shape(ct: Any, like: Any) -> Any:
     """Sum ``ct`` down to the shape of ``like`` (broadcasting undone at run time)."""
-    shape = np.shape(like)
+    return sum_to_dims(ct, np.shape(like))
+
+
+@runtime
+def sum_to_dims(ct: Any, shape: tuple) -> Any:
+    """Sum ``ct`` down to ``shape`` (broadcasting undone at run time)."""
     lead = np.ndim(ct) - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and np.shape(ct)[lead + i] != 1)
     out = np.sum(ct, axis=axes) if axes else ct
@@ -243,6 +262,16 @@ def _emit_transpose(a: list, ps: dict) -> Any:
 def _emit_reshape(a: list, ps: dict) -> Any:
     # np.reshape, not the method: the argument may be a Python float (a scalar cotangent)
     return px.call("np.reshape", [a[0], px.tuple_(a[1:]) if len(a) != 2 else a[1]])
+
+
+def _emit_stack(a: list, ps: dict) -> Any:
+    """``np.stack([x, y])``; numbers written in the code as ``np.array([0, 2])``."""
+    def number(e: Any) -> bool:
+        return isinstance(e, (cst.Integer, cst.Float)) or (isinstance(e, cst.UnaryOperation) and number(e.expression))
+
+    if ps.get("axis", 0) == 0 and a and all(number(e) for e in a):
+        return px.call("np.array", [cst.List([cst.Element(e) for e in a])])
+    return emit.sequence("stack")(a, ps)
 
 
 def _emit_full(a: list, ps: dict) -> Any:
@@ -265,21 +294,27 @@ register(
               **linear(lambda b, p, out, ct: [reshape_like(b, ct, p.args[0])])),
     Primitive("concatenate", lambda *xs, axis=0: np.concatenate(xs, axis=axis), _concat_infer, emit.sequence("concatenate"),
               kind=RULE, **linear(_concatenate_transpose)),
-    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, emit.sequence("stack"), kind=RULE,
+    Primitive("stack", lambda *xs, axis=0: np.stack(xs, axis=axis), _stack_infer, _emit_stack, kind=RULE,
               **linear(_stack_transpose)),
     Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape), _broadcast_to_infer, emit.np_call("broadcast_to"),
               zero_in=(0,), kind=RULE, **linear(_broadcast_to_transpose, 0)),
     Primitive("sum_to", sum_to_shape, _sum_to_infer, emit.runtime("sum_to_shape"), zero_in=(0,), kind=RULE,
               **linear(_sum_to_transpose, 0)),
+    # ``sum_to`` given the shape (the optimiser keeps a shape, not an array, for it: optimise/shapes.py)
+    Primitive("sum_to_dims", sum_to_dims, lambda ts, ps: Num(_broadcast_to_infer([num(ts[0]), ts[1]], ps).shape,
+                                                             num(ts[0]).dtype),
+              emit.runtime("sum_to_dims"), zero_in=(0,), kind=BACKWARD,
+              **linear(lambda b, p, out, ct: [b.prim("broadcast_to", ct, p.args[1]), None], 0)),
     Primitive("to_float", float, lambda ts, ps: Num((), num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
               zero_in=(0,), kind=RULE, **linear(_identity_transpose)),
     # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
     Primitive("copy", np.copy, lambda ts, ps: ts[0], lambda a, ps: px.method(a[0], "copy", []), zero_in=(0,), kind=RULE,
               **linear(_identity_transpose)),
-    # made only in derivative code: ``full`` (a scalar cotangent spread over a shape), ``reshape_like``
+    # ``np.full(shape, v)``: linear in ``v`` (also made in derivative code: a scalar cotangent spread over a shape)
     Primitive("full", lambda x, shape, dtype=None: np.full(shape, x, dtype),
               lambda ts, ps: Num(_broadcast_to_infer(ts, ps).shape, ps.get("dtype") or num(ts[0]).dtype), _emit_full,
-              zero_in=(0,), kind=BACKWARD, **linear(_full_transpose, 0)),
+              zero_in=(0,), kind=RULE, **linear(_full_transpose, 0)),
+    # made only in derivative code: ``reshape_like``
     Primitive("reshape_like", lambda x, like: np.reshape(x, np.shape(like)), lambda ts, ps: Num(num(ts[1]).shape, num(ts[0]).dtype),
               lambda a, ps: px.call("np.reshape", [a[0], px.call("np.shape", [a[1]])]), zero_in=(0,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [reshape_like(b, ct, p.args[0]), None], 0)),

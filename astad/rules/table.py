@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 import libcst as cst
 
 from ..errors import InternalError
-from ..ir import Atom, Num, Prim, Type, Var
+from ..ir import Atom, Comp, Num, Prim, Type, Var, nested_blocks
 
 Expr = cst.BaseExpression
 
@@ -57,6 +57,7 @@ class Primitive:
     method: str | None = None  # the ndarray method computing the same from the first argument (no dispatch cost)
     kind: DerivativeKind = field(kw_only=True)
     jvp: JvpRule | None = field(default=None, kw_only=True)  # kinds RULE and BACKWARD_ONLY: given
+    effect: bool = field(default=False, kw_only=True)  # runs for what it does (print, raise): never removed or moved
 
 
 TABLE: dict[str, Primitive] = {}
@@ -67,6 +68,8 @@ RUNTIME: dict[str, Callable[..., Any]] = {}
 
 def register(*prims: Primitive) -> None:
     for p in prims:
+        if p.name in TABLE:  # two families naming one entry: one would silently lose
+            raise InternalError(f"primitive {p.name} is registered twice")
         TABLE[p.name] = with_kind_rule(p)
 
 
@@ -99,6 +102,13 @@ def vjp_never(b, p, out, ct):
 def vjp_zero(b, p, out, ct):
     """Kinds ZERO and DISCRETE: no cotangent flows back."""
     return [None for _ in p.args]
+
+
+def has_effect(rhs: Comp) -> bool:
+    """Whether a binding's right-hand side is an effect or holds one (in a branch or a loop's body)."""
+    if isinstance(rhs, Prim):
+        return TABLE[rhs.op].effect
+    return any(has_effect(b.rhs) for block in nested_blocks(rhs) for b in block.binds)
 
 
 def infer(op: str, arg_types: list[Type], params: dict) -> Type:

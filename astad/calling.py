@@ -1,0 +1,189 @@
+"""Calling conventions: how a call of a differentiated callable binds its arguments.
+
+A callable astad differentiates is a plain function, a bound method
+(``obj.loss``), a ``functools.partial`` of one, or a lambda or closure (plain
+functions whose captured variables are read as constants).  :func:`unwrap`
+splits it into the function whose source astad reads and the parameters the
+callable fixes: ``self`` of a method, the leading positional arguments of a
+partial.  Fixed values are read as constants when transforming, as globals are
+(a method's ``self.c`` as a module-level ``c``), and checked on each call as
+globals are (see :func:`lookup_of`).
+
+A :class:`Binder` places a call's arguments as Python does: it calls a stub
+with the function's own signature and defaults (so binding runs in CPython's
+own argument parser, and a wrong call raises exactly the ``TypeError`` Python
+raises for the primal), wrapped as the callable is (a method, a partial), and
+the stub returns the values of the free parameters, in order: the positional
+parameters, then the keyword-only ones.  Only the arguments passed by position
+are differentiated (as in JAX): ``argnums`` index them, and pullbacks and
+pushforwards take one (co)tangent per argument passed by position.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import types
+from typing import Any, Callable
+
+from .errors import AstadTypeError, SourceUnavailableError
+
+
+class CallError(AstadTypeError, TypeError):
+    """A call that does not fit the function's signature: Python's own message."""
+
+
+def unwrap(root: Any) -> tuple[Any, dict[str, Any], Callable[[Callable], Callable]]:
+    """``(function, fixed, wrap)``: the plain function of a callable, the values
+    its leading parameters are fixed to (by name), and how to wrap a function of
+    the same signature as the callable wraps it."""
+    if isinstance(root, types.MethodType):
+        fn, fixed, wrap = unwrap(root.__func__)
+        first = _positional_names(fn)[len(fixed):]
+        if not first:
+            raise SourceUnavailableError(f"{root!r} is a method whose function takes no `self` parameter")
+        return fn, {**fixed, first[0]: root.__self__}, lambda stub: types.MethodType(wrap(stub), root.__self__)
+    if isinstance(root, functools.partial):
+        fn, fixed, wrap = unwrap(root.func)
+        free = _positional_names(fn)[len(fixed):]
+        if len(root.args) > len(free):
+            raise AstadTypeError(f"{root!r} binds {len(root.args)} positional arguments, but "
+                                 f"{fn.__qualname__} has {len(free)} positional parameters left")
+        fixed = {**fixed, **dict(zip(free, root.args))}
+        return fn, fixed, lambda stub: functools.partial(wrap(stub), *root.args, **root.keywords)
+    return root, {}, lambda stub: stub
+
+
+def code_of(root: Any) -> Any:
+    """The code of the function a callable calls (None for one that is not a Python function)."""
+    return getattr(unwrap(root)[0], "__code__", None)
+
+
+def _positional_names(fn: Any) -> tuple[str, ...]:
+    code = getattr(fn, "__code__", None)
+    return () if code is None else code.co_varnames[:code.co_argcount]
+
+
+def free_names(fn: Any, fixed: dict[str, Any]) -> tuple[str, ...]:
+    """The parameters a call fills: the positional ones not fixed, then the keyword-only ones."""
+    code = fn.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return tuple(n for n in names if n not in fixed)
+
+
+class Binder:
+    """The free parameters' values of a call, as Python binds them (see the module docstring)."""
+
+    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_root", "_fn", "_fixed")
+
+    def __init__(self, fn: Any, fixed: dict[str, Any], wrap: Callable[[Callable], Callable], root: Any) -> None:
+        code = fn.__code__
+        self.names = free_names(fn, fixed)
+        self.n_positional = code.co_argcount - len(fixed)  # free positional parameters
+        keywords = getattr(root, "keywords", None)
+        # a call of exactly the free positional parameters needs no binding
+        self.fast_n = self.n_positional if not code.co_kwonlyargcount and not keywords else -1
+        self._bind = wrap(_stub(fn, self.names))
+        self._root = root
+        self._fn, self._fixed = fn, fixed
+
+    def __call__(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
+        """The values of the free parameters (Python's TypeError as a :class:`CallError` for a wrong call)."""
+        if not kwargs and len(args) == self.fast_n:
+            return args
+        try:
+            return self._bind(*args, **kwargs)
+        except TypeError as e:
+            raise CallError(str(e), hint=_hint(self._root, e)) from None
+
+    def primal(self, values: tuple) -> Any:
+        """The function at the free parameters' values and the fixed ones (each by name)."""
+        return self._fn(**self._fixed, **dict(zip(self.names, values)))
+
+
+def _stub(fn: Any, names: tuple[str, ...]) -> Callable:
+    """A function with ``fn``'s signature, defaults and name that returns the values of ``names``."""
+    code = fn.__code__
+    pos = code.co_varnames[:code.co_argcount]
+    kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    params = ", ".join(pos + (("*",) + kwonly if kwonly else ()))
+    body = "(" + "".join(f"{n}, " for n in names) + ")"
+    stub_code = _stub_code(params, body).replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    stub = types.FunctionType(stub_code, {}, fn.__name__)
+    stub.__qualname__ = fn.__qualname__
+    stub.__defaults__, stub.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return stub
+
+
+@functools.lru_cache(maxsize=256)
+def _stub_code(params: str, body: str) -> types.CodeType:
+    """The code of ``def stub(params): return body`` (compiled once per signature)."""
+    module = compile(f"def stub({params}):\n    return {body}\n", "<astad: signature>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
+
+
+def _hint(root: Any, e: TypeError) -> str | None:
+    fn = unwrap(root)[0]
+    names = _positional_names(fn)
+    if not isinstance(root, (types.MethodType, functools.partial)) and names[:1] == ("self",):
+        return (f"{fn.__qualname__} is a method: differentiate it bound to its object, "
+                f"astad.grad(obj.{fn.__name__}), so that `self` is the object")
+    return None
+
+
+# --------------------------------------------------------------------------- names read when transforming
+
+class _Cells:
+    """A function's captured variables as a mapping from name to value (empty cells left out)."""
+
+    __slots__ = ("_cells",)
+
+    def __init__(self, fn: Any) -> None:
+        self._cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+
+    def __contains__(self, name: str) -> bool:
+        cell = self._cells.get(name)
+        if cell is None:
+            return False
+        try:
+            cell.cell_contents
+        except ValueError:
+            return False
+        return True
+
+    def __getitem__(self, name: str) -> Any:
+        return self._cells[name].cell_contents
+
+
+_NOTHING: dict = {}
+
+
+def _class_dict(obj: Any, name: str) -> Any:
+    """The ``__dict__`` of the first class of ``obj``'s type that defines ``name`` (the type's own if none)."""
+    return next((c.__dict__ for c in type(obj).__mro__ if name in c.__dict__), type(obj).__dict__)
+
+
+def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
+    """Where ``name`` is read from ``owner`` (a function: a captured variable, a
+    global, a builtin; a method or partial: what it fixes; an object: an
+    attribute): a pair of mappings, the first looked at first, or None when what
+    the name means cannot change (a method's ``self``, a partial's arguments)."""
+    fn, fixed, _ = unwrap(owner) if callable(owner) and not isinstance(owner, type) else (owner, {}, None)
+    if name in fixed:
+        return None
+    if isinstance(fn, types.FunctionType):
+        if name in fn.__code__.co_freevars:
+            return _Cells(fn), _NOTHING
+        return fn.__globals__, getattr(fn, "__builtins__", builtins.__dict__)
+    return vars(owner), _class_dict(owner, name)
+
+
+def read(owner: Any, name: str) -> Any:
+    """What ``name`` means in ``owner`` now (KeyError if nothing)."""
+    fn, fixed, _ = unwrap(owner) if callable(owner) and not isinstance(owner, type) else (owner, {}, None)
+    if name in fixed:
+        return fixed[name]
+    first, second = lookup_of(owner, name)  # type: ignore[misc]
+    if name in first:
+        return first[name]
+    return second[name]

@@ -1,0 +1,76 @@
+"""Python's ``math`` functions on numbers: each is the entry of the numpy
+function it computes (``math.asin`` is ``np.arcsin``), with that entry's
+derivative rules, and differs only in what it is as a value: it takes a
+number (a Python float or int, a numpy scalar, a 0-d array), returns a Python
+float (``floor``/``ceil``/``trunc`` an int, the classifiers a bool), and is
+printed as ``math.fn(x)`` (several times faster than ``np.fn`` on a float;
+it raises where Python's does, ``math.log(0.0)``, as the primal did).
+
+The numpy entries' rules are safe for Python floats: a denominator that can
+be zero is a numpy value (``np.sqrt``, ``np.reciprocal``, ``log_domain``), so
+a derivative is inf or nan where numpy's is, never a ZeroDivisionError; only
+``sqrt``'s ``0.5 / out`` divides by the result, which for ``math.sqrt`` is a
+Python float: its entry says ``0.5 * np.reciprocal(out)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Callable
+
+import libcst as cst
+
+from .. import pyexpr as px
+from ..ir import Num, Type
+from .derive import unary
+from .table import TABLE, DerivativeKind, Primitive, ShapeError, num, register
+
+#: ``math.<name>`` -> the numpy entry it computes
+DIFFERENTIABLE = {
+    "exp": "exp", "log": "log", "log1p": "log1p", "expm1": "expm1", "log2": "log2", "log10": "log10", "sqrt": "sqrt",
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos", "atan": "arctan",
+    "atan2": "arctan2", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh",
+    "atanh": "arctanh", "hypot": "hypot", "pow": "power", "fabs": "fabs", "copysign": "copysign",
+    "degrees": "rad2deg", "radians": "deg2rad",
+}
+#: ``math.<name>`` with a discrete result: its dtype
+DISCRETE = {"floor": "int64", "ceil": "int64", "trunc": "int64", "isnan": "bool", "isinf": "bool", "isfinite": "bool"}
+
+
+def op_name(name: str) -> str:
+    """The table's name of ``math.<name>``."""
+    return f"math_{name}"
+
+
+def _scalar(name: str, dtype: str) -> Callable[[list[Type], dict], Type]:
+    def infer(ts: list[Type], params: dict) -> Type:
+        for t in ts:
+            if num(t).shape != ():
+                raise ShapeError(f"math.{name} takes numbers, not an array of shape {num(t).shape}",
+                                 f"np.{DIFFERENTIABLE.get(name, name)} for arrays")
+        return Num((), dtype, py=True)
+
+    return infer
+
+
+def _printed(name: str) -> Callable[[list[cst.BaseExpression], dict], cst.BaseExpression]:
+    return lambda a, ps: px.call(f"math.{name}", a)
+
+
+def _differentiable(name: str, numpy: str) -> Primitive:
+    fn = getattr(math, name)
+    return replace(TABLE[numpy], name=op_name(name), impl=fn, infer=_scalar(name, "float64"), emit=_printed(name),
+                   method=None, stmts=None)
+
+
+def _sqrt_derivative(b: Any, x: Any, out: Any) -> Any:
+    return b.prim("mul", b.const(0.5), b.prim("reciprocal", out))  # inf at 0 (0.5 / 0.0 would raise)
+
+
+register(
+    *(_differentiable(name, numpy) for name, numpy in DIFFERENTIABLE.items() if name != "sqrt"),
+    replace(_differentiable("sqrt", "sqrt"), **unary(_sqrt_derivative)),
+    *(Primitive(op_name(name), getattr(math, name), _scalar(name, dtype), _printed(name), kind=DerivativeKind.DISCRETE)
+      for name, dtype in DISCRETE.items()),
+)
