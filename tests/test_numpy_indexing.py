@@ -302,3 +302,54 @@ def test_second_derivatives_against_finite_differences_of_the_gradient(fn, args)
     eps = 1e-5
     fd = np.stack([(g(args[0] + eps * e, *rest) - g(args[0] - eps * e, *rest)) / (2 * eps) for e in np.eye(6)])
     np.testing.assert_allclose(hess, fd, rtol=1e-5, atol=1e-6)
+
+
+PUT_IDX = np.array([[0, 2], [1, 1], [3, 0]])  # along axis 1 (row 1 writes twice at column 1)
+PUT_IDX_0 = np.array([[2, 0, 1, 2], [0, 0, 2, 1]])  # along axis 0
+
+
+def _put_along_1(x, v):
+    y = np.zeros((3, 4))
+    y[:, :] = x
+    np.put_along_axis(y, PUT_IDX, v * 2.0, axis=1)
+    return np.sum(np.sin(y) * np.arange(12.0).reshape(3, 4))
+
+
+def _put_along_0(x, v):
+    y = x * 1.0
+    np.put_along_axis(y, PUT_IDX_0, np.tanh(v), axis=0)
+    return np.sum(np.sin(y) * np.arange(12.0).reshape(3, 4))
+
+
+@pytest.mark.parametrize("f", [_put_along_1, _put_along_0])
+def test_put_along_axis_is_an_update_of_a_made_array(f):
+    """np.put_along_axis(y, idx, v, axis) is y[ix] = v (a repeated index in a row: the write numpy keeps)."""
+    rng = np.random.default_rng(3)
+    x, v = rng.normal(size=(3, 4)), rng.normal(size=(3, 2) if f is _put_along_1 else (2, 4))
+    gx, gv = astad.grad(f, argnums=(0, 1))(x, v)
+
+    def fd(g, a):
+        out = np.zeros(a.shape)
+        for i in np.ndindex(a.shape):
+            e = np.zeros(a.shape)
+            e[i] = 1e-6
+            out[i] = (g(a + e) - g(a - e)) / 2e-6
+        return out
+
+    rx, rv = fd(lambda a: f(a, v), x), fd(lambda b: f(x, b), v)
+    np.testing.assert_allclose(gx, rx, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gv, rv, rtol=1e-6, atol=1e-8)
+    tx, tv = rng.normal(size=x.shape), rng.normal(size=v.shape)
+    _, t = astad.jvp(f, (x, v), (tx, tv))
+    assert t == pytest.approx(float(np.sum(rx * tx) + np.sum(rv * tv)), rel=1e-6, abs=1e-8)
+
+
+def _put_into_argument(x):
+    np.put_along_axis(x, np.array([0, 1]), 1.0, axis=0)
+    return np.sum(x)
+
+
+def test_put_along_axis_into_an_argument_is_refused():
+    with pytest.raises(astad.UnsupportedSyntaxError) as info:
+        astad.grad(_put_into_argument)(np.ones(3))
+    assert "put_along_axis" in str(info.value) and "x.copy()" in str(info.value)

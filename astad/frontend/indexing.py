@@ -71,8 +71,71 @@ class Indexing(LowererCore):
         self.node = target
         if op is not None:
             v = self.emit(op, [self.emit("getitem", args, {"index": index}), v])
+        self.update(name, y, index, args, v)
+
+    def update(self, name: str, y: Var, index: tuple, args: list[Atom], v: Atom) -> None:
+        """``name`` bound to ``setitem(y, v, *args[1:])``: ``y`` with ``y[index]`` replaced."""
         new = self.emit("setitem", [y, v, *args[1:]], {"index": rules.shift_index(index, 1)})
         self.scope.env[name] = self.name_result(new, name)
+
+    def assign_indexed(self, name: str, y: Var, index: tuple, args: list[Atom], value: cst.BaseExpression,
+                       node: cst.CSTNode) -> None:
+        """``y[index] = value`` for an index made here (``np.put_along_axis``), with the alias checks of an update."""
+        loc = self.loc(node)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"np.put_along_axis changes `{name}` in place, and {why}", loc,
+                                          f"update a copy: {name} = {name}.copy() first")
+
+        self.aliases.update_array(y, self.readable_besides(name), fail)
+        v = self.atom(self.expr(value), node)
+        self.node = node
+        self.update(name, y, index, args, v)
+
+    def is_put_along_axis(self, node: cst.BaseExpression) -> bool:
+        """Whether an expression statement is ``np.put_along_axis(...)`` (an update in place)."""
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "put_along_axis"):
+            return False
+        func = self.expr(node.func)
+        return getattr(func, "obj", None) is np.put_along_axis
+
+    def put_along_axis(self, node: cst.Call) -> None:
+        """``np.put_along_axis(y, idx, v, axis)`` as ``y[ix] = v``, where ``ix`` indexes
+        ``idx`` along ``axis`` and every other axis by its position (numpy's definition):
+        the same functional update, alias checks and derivative as ``y[...] = v``."""
+        names = ("arr", "indices", "values", "axis")
+        given = dict(zip(names, node.args)) | {a.keyword.value: a for a in node.args if a.keyword is not None}
+        if any(a.star for a in node.args) or set(given) != set(names):
+            raise self.type_error("np.put_along_axis takes arr, indices, values and axis", node,
+                                  "np.put_along_axis(y, idx, v, axis=1)")
+        target = given["arr"].value
+        if not isinstance(target, cst.Name):
+            raise self.syntax_error("np.put_along_axis updates an array named by a variable", "y = ...; "
+                                    "np.put_along_axis(y, idx, v, axis=0)", target)
+        y = self.expr(target)
+        idx = self.atom(self.expr(given["indices"].value), node)
+        axis = self.static(self.expr(given["axis"].value), node, "axis")
+        if not (isinstance(y, Var) and isinstance(y.type, Num) and y.type.shape and isinstance(idx.type, Num)
+                and idx.type.ndim == y.type.ndim and np.dtype(idx.type.dtype).kind in "iu" and isinstance(axis, int)
+                and -y.type.ndim <= axis < y.type.ndim):
+            raise self.type_error("np.put_along_axis needs an array, integer indices of as many dimensions and an "
+                                  "int axis", node, "np.put_along_axis(y, idx, v, axis=1) with idx.ndim == y.ndim")
+        axis %= y.type.ndim
+        args: list[Atom] = [y]
+        index = []
+        for d in range(y.type.ndim):
+            if d == axis:
+                args.append(idx)
+            else:  # np.arange(y.shape[d]) along axis d, length 1 along the others
+                n = y.type.shape[d] if y.type.shape[d] is not None else self.emit("dim", [y], {"axis": d})
+                along = self.emit("arange", [self.atom(n if not isinstance(n, int) else Const.literal(
+                    n, Num((), "int64", py=True, value=n)), node)])
+                one = Const.literal(1, Num((), "int64", py=True, value=1))
+                args.append(self.emit("reshape", [along] + [one if k != d else Const.literal(
+                    -1, Num((), "int64", py=True, value=-1)) for k in range(y.type.ndim)]))
+            index.append(("array", len(args) - 1))
+        self.assign_indexed(target.value, y, tuple(index), args, given["values"].value, node)
 
     def compose_index(self, x: Atom, index: tuple) -> tuple[Atom, tuple] | None:
         """``y[a:b][i]`` (first axis, constant bounds) as one index of ``y``: the

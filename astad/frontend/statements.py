@@ -148,6 +148,8 @@ class Statements(LowererCore):
             self.raise_statement(node)
         elif isinstance(node, cst.Assert):
             self.assert_statement(node)
+        elif isinstance(node, cst.Expr) and self.is_put_along_axis(node.value):
+            self.put_along_axis(node.value)  # type: ignore[arg-type]
         elif isinstance(node, cst.Expr) and in_place_method(node.value):
             self.expr(node.value)  # refused by its entry, with the hint to write the copying function
         elif isinstance(node, cst.Expr):
