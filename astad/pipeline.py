@@ -17,6 +17,7 @@ from . import codegen, deep, frontend, names, optimise, rules, structural
 from .ad import forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
+from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
 from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
@@ -248,7 +249,8 @@ def optimise_forward(fn: Function, n_primal: int | None = None) -> Function:
     out = Function(fn.name, fn.params, prog.forward)
     if n_primal is None:
         return out
-    factored = factor_tangents(out, n_primal)  # ``n_primal``: the parameters after these are tangents
+    # ``n_primal``: the parameters after these are tangents
+    factored = cancel_shifts(factor_tangents(out, n_primal), n_primal)
     prog = ReverseProgram(fn.name, fn.params, factored.body, prog.ct_in, prog.backward)
     return Function(fn.name, fn.params, optimise.dce(optimise.cse(prog)).forward)  # 0.5 * x in both: once
 

@@ -1,0 +1,81 @@
+"""Shifted tangents cancelled (astad/optimise/shifts.py): the tangent of the max a
+stable logsumexp or log-softmax subtracts is not computed, and the JVP still
+equals central finite differences (float64) and reverse mode's <J^T u, v>;
+a shift that is not constant along the summed axes is left alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import astad
+
+
+def logsumexp(x):
+    m = np.max(x)
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+def logsumexp_rows(x):
+    m = np.max(x, axis=1, keepdims=True)
+    return np.sum(m + np.log(np.sum(np.exp(x - m), axis=1, keepdims=True)))
+
+
+def log_softmax(x, w):
+    z = x * w
+    shifted = z - np.max(z, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return np.sum(logp * w)
+
+
+def shift_by_other(x, a):
+    # a (1, k) row is constant along axis 0, not along the summed axis 1: nothing cancels
+    return np.sum(a + np.log(np.sum(np.exp(x - a), axis=1, keepdims=True)))
+
+
+def shift_read_twice(x):
+    m = np.max(x)
+    y = x - m
+    return m + np.log(np.sum(np.exp(y))) + np.sum(y * y)
+
+
+CASES = [
+    (logsumexp, lambda r: (r.standard_normal(7),)),
+    (logsumexp_rows, lambda r: (r.standard_normal((4, 5)),)),
+    (log_softmax, lambda r: (r.standard_normal((3, 4)), r.standard_normal(4))),
+    (shift_by_other, lambda r: (r.standard_normal((3, 4)), r.standard_normal((1, 4)))),
+    (shift_read_twice, lambda r: (r.standard_normal(6),)),
+]
+
+
+def fd(f, args, tangents, h=1e-6):
+    plus = [a + h * t for a, t in zip(args, tangents)]
+    minus = [a - h * t for a, t in zip(args, tangents)]
+    return (f(*plus) - f(*minus)) / (2 * h)
+
+
+@pytest.mark.parametrize("f, make", CASES, ids=[c[0].__name__ for c in CASES])
+def test_jvp_matches_finite_differences_and_reverse_mode(f, make):
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        args = make(rng)
+        tangents = [rng.standard_normal(np.shape(a)) for a in args]
+        value, tangent = astad.jvp(f, tuple(args), tuple(tangents))
+        assert np.array_equal(np.asarray(value), np.asarray(f(*args)))  # the primal's rounding unchanged
+        np.testing.assert_allclose(tangent, fd(f, args, tangents), rtol=1e-6, atol=1e-7)
+        grads = astad.grad(f, argnums=tuple(range(len(args))))(*args)
+        reverse = sum(np.sum(g * t) for g, t in zip(grads, tangents))
+        assert abs(tangent - reverse) <= 1e-10 * (abs(tangent) + sum(np.sum(np.abs(g * t)) for g, t in zip(grads, tangents)))
+
+
+@pytest.mark.parametrize("f, make", CASES[:3], ids=[c[0].__name__ for c in CASES[:3]])
+def test_the_max_tangent_is_not_computed(f, make):
+    fwd = astad.forward(f)
+    fwd(*make(np.random.default_rng(0)))
+    assert "isnan" not in fwd.source and "==" not in fwd.source, fwd.source  # no argmax mask
+
+
+def test_a_shift_not_constant_along_the_axis_keeps_its_tangent():
+    fwd = astad.forward(shift_by_other)
+    fwd(*CASES[3][1](np.random.default_rng(0)))
+    assert "x_t - a_t" in fwd.source, fwd.source
