@@ -17,6 +17,7 @@ from . import codegen, deep, frontend, names, optimise, rules, structural
 from .ad import forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
+from .optimise.dots import dot_sums
 from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
@@ -250,7 +251,7 @@ def optimise_forward(fn: Function, n_primal: int | None = None) -> Function:
     if n_primal is None:
         return out
     # ``n_primal``: the parameters after these are tangents
-    factored = cancel_shifts(factor_tangents(out, n_primal), n_primal)
+    factored = dot_sums(cancel_shifts(factor_tangents(out, n_primal), n_primal), n_primal)
     prog = ReverseProgram(fn.name, fn.params, factored.body, prog.ct_in, prog.backward)
     return Function(fn.name, fn.params, optimise.dce(optimise.cse(prog)).forward)  # 0.5 * x in both: once
 

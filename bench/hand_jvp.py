@@ -7,8 +7,8 @@ the program's own style (a loop stays a loop, recursion stays recursion): the
 primal's operations once, tangents without zeros, identities a person would
 use (the tangent of a max that a logsumexp subtracts cancels; ``tanh' = 1 - y * y``
 from the value; ``(n / d)' = (n' - q d') / d``).  bench/forward_mode.py times
-them in the JVP table's ``hand`` column; tests/test_bench_hand.py checks them
-against astad.jvp.
+them in the JVP table's ``hand/primal`` column and warns where astad.jvp
+disagrees with them.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def bench_program(name: str, timer: Timer, limits: Limits, jvp_cells: bool = Tru
     row = Row(name)
     checks = [check_gradient(name, args, argnums)]
     if jvp_cells:
-        checks.append(forward_mode.check_jvp(name, args, argnums))
+        checks += forward_mode.check_jvp(name, args, argnums)
     row.notes += [warning for warning in checks if warning]
     time_tools(row, TOOLS + (forward_mode.TOOLS if jvp_cells else []), args, argnums, timer, limits)
     return row

@@ -1,7 +1,9 @@
-"""Shifted tangents cancelled (astad/optimise/shifts.py): the tangent of the max a
-stable logsumexp or log-softmax subtracts is not computed, and the JVP still
-equals central finite differences (float64) and reverse mode's <J^T u, v>;
-a shift that is not constant along the summed axes is left alone."""
+"""Tangent algebra of forward mode: shifted tangents cancelled
+(astad/optimise/shifts.py: the tangent of the max a stable logsumexp or
+log-softmax subtracts is not computed; a shift that is not constant along the
+summed axes is left alone) and sums of vector products as dot products
+(astad/optimise/dots.py).  The JVP still equals central finite differences
+(float64) and reverse mode's <J^T u, v>, the value the function's own."""
 
 from __future__ import annotations
 
@@ -39,12 +41,23 @@ def shift_read_twice(x):
     return m + np.log(np.sum(np.exp(y))) + np.sum(y * y)
 
 
+def least_squares(w, A, b):
+    r = A @ w - b
+    return np.sum(r**2) / A.shape[0]
+
+
+def products(x, y, c):
+    return np.sum(x * c * y * 3.0) + np.sum(x[:, None] * y[None, :] * c)
+
+
 CASES = [
     (logsumexp, lambda r: (r.standard_normal(7),)),
     (logsumexp_rows, lambda r: (r.standard_normal((4, 5)),)),
     (log_softmax, lambda r: (r.standard_normal((3, 4)), r.standard_normal(4))),
     (shift_by_other, lambda r: (r.standard_normal((3, 4)), r.standard_normal((1, 4)))),
     (shift_read_twice, lambda r: (r.standard_normal(6),)),
+    (least_squares, lambda r: (r.standard_normal(3), r.standard_normal((5, 3)), r.standard_normal(5))),
+    (products, lambda r: (r.standard_normal(4), r.standard_normal(4), float(r.standard_normal()))),
 ]
 
 
@@ -79,3 +92,10 @@ def test_a_shift_not_constant_along_the_axis_keeps_its_tangent():
     fwd = astad.forward(shift_by_other)
     fwd(*CASES[3][1](np.random.default_rng(0)))
     assert "x_t - a_t" in fwd.source, fwd.source
+
+
+def test_a_sum_of_vector_products_is_a_dot_product():
+    fwd = astad.forward(least_squares)
+    fwd(*CASES[5][1](np.random.default_rng(0)))
+    tangent = fwd.source.split("return")[-1].split(",")[1]
+    assert "@ r" in tangent and ".sum()" not in tangent, fwd.source
