@@ -99,3 +99,22 @@ def test_a_sum_of_vector_products_is_a_dot_product():
     fwd(*CASES[5][1](np.random.default_rng(0)))
     tangent = fwd.source.split("return")[-1].split(",")[1]
     assert "@ r" in tangent and ".sum()" not in tangent, fwd.source
+
+
+def closure_map(a, xs):
+    g = lambda z: a * np.sin(z) + z * z / (1.0 + a * a)  # noqa: E731
+    return np.sum(np.array([g(z) for z in xs]))
+
+
+def test_a_loop_calling_a_closure_names_only_temporaries_read_twice():
+    """A loop without a tape saves nothing (optimise/copowers.py), so the temporaries
+    of the closure's inlined body are inlined where they are read once."""
+    import re
+
+    rng = np.random.default_rng(2)
+    args, tangents = (0.7, rng.standard_normal(6)), (0.3, rng.standard_normal(6))
+    value, tangent = astad.jvp(closure_map, args, tangents)
+    np.testing.assert_allclose(tangent, fd(closure_map, args, tangents), rtol=1e-6, atol=1e-7)
+    source = astad.forward(closure_map).source
+    temporaries = re.findall(r"^\s+(t\d+) = ", source.split("    for ")[1], re.M)  # in the loop body
+    assert all(len(re.findall(rf"\b{t}\b", source)) >= 3 for t in temporaries), source
