@@ -34,6 +34,11 @@ def quotient(x, a):
     return np.sum((x * x * x - a) / (3.0 * x * x))
 
 
+def sigmoid(g):
+    # the tangent -(-g_t * e / (1 + e) * s): its two negations cancel
+    return np.sum(1.0 / (1.0 + np.exp(-g)))
+
+
 def fd(f, args, tangents, h=1e-6):
     plus = [a + h * t for a, t in zip(args, tangents)]
     minus = [a - h * t for a, t in zip(args, tangents)]
@@ -45,6 +50,7 @@ def fd(f, args, tangents, h=1e-6):
     (scalar_loop, lambda r: (r.standard_normal(7), r.standard_normal(7))),
     (all_negative, lambda r: (r.standard_normal(5),)),
     (quotient, lambda r: (1.0 + r.random(5), r.standard_normal(5))),
+    (sigmoid, lambda r: (r.standard_normal(6),)),
 ])
 def test_factored_tangents_match_finite_differences(f, make):
     rng = np.random.default_rng(3)
@@ -70,3 +76,10 @@ def test_quotients_by_one_value_are_one_quotient():
     fwd(np.full(3, 2.0), np.ones(3))
     tangent = next(line for line in fwd.source.splitlines() if "x_t *" in line)
     assert tangent.count("/") == 1, fwd.source
+
+
+def test_negations_of_a_negated_product_cancel():
+    fwd = astad.forward(sigmoid)
+    fwd(np.ones(3))
+    tangent = next(line for line in fwd.source.splitlines() if "g_t" in line and "def" not in line and '"""' not in line)
+    assert "-" not in tangent, fwd.source

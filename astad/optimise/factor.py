@@ -108,8 +108,50 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
             if new is not None:
                 out.extend(new)
                 continue
+        if t is not None and t.name in defs and rhs.op == "neg" and t.name not in consumed:
+            new = _unnegated(t, rhs, inner, namer, b.loc)
+            if new is not None:
+                out.extend(new)
+                continue
         out.append(b)
     return Block(tuple(out), block.result)
+
+
+def _unnegated(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | None:
+    """``-(-a * b / c)`` -> ``a * b / c``: the negations of a negated product's factors
+    taken out and cancelled in pairs (a tangent's ``-(-g_t * e / (1 + e) * s)``)."""
+    fs = _factors(rhs.args[0], inner)
+    negated = [f for f in fs or [] if inner(f.atom if isinstance(f, Inverse) else f, {"neg"})]
+    if not fs or not negated:
+        return None
+
+    def plain(f: Atom | Inverse) -> Atom | Inverse:
+        if f not in negated:
+            return f
+        if isinstance(f, Inverse):
+            return Inverse(inner(f.atom, {"neg"}).args[0])
+        return inner(f, {"neg"}).args[0]
+
+    binds: list[Bind] = []
+    acc: Atom | None = None
+    for f in sorted(map(plain, fs), key=lambda f: isinstance(f, Inverse)):  # the numerator first
+        if acc is None:
+            if isinstance(f, Inverse):
+                return None
+            acc = f
+            continue
+        op, arg = ("div", f.atom) if isinstance(f, Inverse) else ("mul", f)
+        var = Var(namer.temp(), rules.infer(op, [acc.type, arg.type], {}))
+        binds.append(Bind((var,), Prim(op, (acc, arg)), loc))
+        acc = var
+    if len(negated) % 2 == 0:  # an odd number of negations left: the product negated
+        var = Var(namer.temp(), acc.type)
+        binds.append(Bind((var,), Prim("neg", (acc,)), loc))
+        acc = var
+    if not binds or acc.type != target.type:
+        return None
+    binds[-1] = Bind((target,), binds[-1].rhs, loc)
+    return binds
 
 
 def _terms(rhs: Prim, neg: bool, inner) -> list[Term]:
