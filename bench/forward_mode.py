@@ -21,7 +21,7 @@ import numpy as np
 from hand_jvp import HAND
 from harness import (AUTOGRAD_NS, JAX_NS, Args, Argnums, Limits, Row, Target, Timer, Tool, astad, autograd_np,
                      describe, fmt_ratio, jax, print_table, programs, ratio, speedup, time_of, time_tools, timed_once,
-                     with_target)
+                     wanted, with_target)
 
 if autograd_np is not None:
     from autograd import differential_operators as autograd_ops
@@ -169,7 +169,7 @@ def check_jvp(name: str, args: Args, argnums: Argnums) -> list[str]:
     row = Row(name)
     by_key = {tool.key: tool for tool in TOOLS}
     refs = [(label, lambda tool=by_key[key]: tool.prepare(name, args, argnums, row)()) for label, key in
-            (("autograd", "autograd_jvp"), ("jax", "jax_eager_jvp")) if by_key[key].available]
+            (("autograd", "autograd_jvp"), ("jax", "jax_eager_jvp")) if wanted(by_key[key])]
     mine = lambda: prepare_astad_jvp(name, args, argnums, row)()  # noqa: E731
     hand = [("the hand-written jvp", lambda: prepare_hand_jvp(name, args, argnums, row)())]
     return [w for w in (check(name, "jvp", mine, refs), check(name, "jvp", mine, hand)) if w]

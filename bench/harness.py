@@ -169,6 +169,14 @@ LIMITS: dict[str, Limits] = {
 }
 
 
+#: tool-key prefixes not run (run.py --skip): "autograd", "jax"
+SKIP: set[str] = set()
+
+
+def wanted(tool: "Tool") -> bool:
+    return tool.available and not any(tool.key.startswith(prefix) for prefix in SKIP)
+
+
 @dataclass(frozen=True)
 class Tool:
     """One cell of a row: ``prepare(name, args, argnums, row)`` gives the call to time.
@@ -184,7 +192,7 @@ class Tool:
 def time_tools(row: Row, tools: list[Tool], args: Args, argnums: Argnums, timer: Timer, limits: Limits) -> None:
     """Time each available tool's call into ``row.times[tool.key]``; an exception becomes a note."""
     for tool in tools:
-        if not tool.available:
+        if not wanted(tool):
             continue
         cap = tool.limit or tool.key
         if cap in limits.skip:

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import forward_mode  # noqa: E402
 from harness import (AUTOGRAD_PROGRAMS, IMPORT_NOTES, JAX_PROGRAMS, LIMITS, Args, Argnums, Limits, Row,  # noqa: E402
-                     Target, Timer, Tool, astad, autograd, autograd_np, describe, jax,
+                     SKIP, Target, Timer, Tool, astad, autograd, autograd_np, describe, jax,
                      print_table, programs, ratio, speedup, time_of, time_tools, timed_once, version,
-                     with_target)
+                     wanted, with_target)
 
 # ------------------------------------------------------------- per program
 
@@ -88,7 +88,7 @@ def as_tuple(grads: Any, argnums: Argnums) -> tuple[Any, ...]:
 
 def check_gradient(name: str, args: Args, argnums: Argnums) -> str | None:
     """A warning if astad's value/gradient differs from autograd's (else JAX's)."""
-    reference = next((t for t in TOOLS if t.key in ("autograd", "jax_eager") and t.available), None)
+    reference = next((t for t in TOOLS if t.key in ("autograd", "jax_eager") and wanted(t)), None)
     if astad is None or reference is None:
         return None
     try:
@@ -226,9 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-forward", action="store_true",
                         help="only the reverse-mode table and astad-only rows (no JVP cells, memory, hvp, "
                              "hessian, jacobian)")
+    parser.add_argument("--skip", action="append", choices=["autograd", "jax"], default=[],
+                        help="leave out a tool's cells and checks in the program tables (repeatable)")
     parser.add_argument("--transform-time", action="store_true",
                         help="also time transformations over program size (bench/transform_time.py)")
     opts = parser.parse_args(argv)
+    SKIP.update(opts.skip)
     timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25),
                   warmup=1 if opts.quick else 3, min_sample=0.001 if opts.quick else 0.01)
     selected = opts.only or [*PROGRAMS, *extras]
