@@ -303,7 +303,22 @@ def _leaf_key(a: Any) -> Any:
     t = type(a)
     if t is np.ndarray:
         return a.shape, a.dtype.num
+    if t is tuple:
+        return _tuple_key(a)
     return t if t in _PLAIN else _arg_key(a)
+
+
+def _tuple_key(a: tuple) -> Any:
+    """``api._arg_key`` of a tuple, one loop per level (a tree of tuples of arrays is keyed on every call)."""
+    keys = []
+    for x in a:
+        t = type(x)
+        k = (x.shape, x.dtype.num) if t is np.ndarray else _tuple_key(x) if t is tuple else t if t in _PLAIN \
+            else _arg_key(x)
+        if k is None:
+            return None
+        keys.append(k)
+    return tuple, tuple(keys)
 
 
 #: the kinds of arguments and tangents whose type alone determines their abstract type (no tangent: None)

@@ -22,6 +22,7 @@ from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
 from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
+from .ir.types import _flattener  # the flattener of a structure, looked up once per derivative
 
 STAGES = ("core", "structural", "ad", "optimised")
 
@@ -214,6 +215,10 @@ def _leaf_types(t: Type) -> list[Type]:
     return [leaf for item in t.items for leaf in _leaf_types(item)] if isinstance(t, StructT) else [t]
 
 
+def _single(v: Any) -> list[Any]:
+    return [v]
+
+
 def _structured_jvp(jvp: Callable, types: Sequence[Type], wrt: frozenset[int]) -> Callable:
     """``jvp(*args, *tangents)`` around generated code that takes leaves: each
     argument in ``wrt`` gives the tangents of its differentiable leaves."""
@@ -223,14 +228,14 @@ def _structured_jvp(jvp: Callable, types: Sequence[Type], wrt: frozenset[int]) -
     if not structured and all(all(k) for k in keep.values()):
         return jvp
 
-    def flat(t: Type, v: Any) -> list[Any]:
-        return t.flatten(v) if isinstance(t, StructT) else [v]
+    # each structure's flattener looked up once (a lookup hashes the whole structure)
+    flats = [_flattener(t) if isinstance(t, StructT) else _single for t in types]
 
     def structured_jvp(*values: Any) -> tuple[Any, Any]:
         args, tangents = values[:len(types)], values[len(types):]
-        leaves = [leaf for t, a in zip(types, args) for leaf in flat(t, a)]
+        leaves = [leaf for flat, a in zip(flats, args) for leaf in flat(a)]
         for i, tv in zip(order, tangents):
-            leaves += [leaf for leaf, k in zip(flat(types[i], tv) if any(keep[i]) else [], keep[i]) if k]
+            leaves += [leaf for leaf, k in zip(flats[i](tv) if any(keep[i]) else [], keep[i]) if k]
         return jvp(*leaves)
 
     return structured_jvp
