@@ -11,6 +11,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 
 def blas_threads(argv: list[str]) -> None:
@@ -226,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-forward", action="store_true",
                         help="only the reverse-mode table and astad-only rows (no JVP cells, memory, hvp, "
                              "hessian, jacobian)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time CPU seconds (time.process_time) and take the least sample, not the median wall "
+                             "time: steadier on a machine busy with other work (with --blas-threads 1)")
     parser.add_argument("--skip", action="append", choices=["autograd", "jax"], default=[],
                         help="leave out a tool's cells and checks in the program tables (repeatable)")
     parser.add_argument("--transform-time", action="store_true",
@@ -234,11 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     SKIP.update(opts.skip)
     timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25),
                   warmup=1 if opts.quick else 3, min_sample=0.001 if opts.quick else 0.01)
+    if opts.cpu_time:
+        timer = Timer(timer.repeat, timer.warmup, timer.min_sample, time.process_time, min)
     selected = opts.only or [*PROGRAMS, *extras]
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, astad {version(astad)}, "
           f"autograd {version(autograd)}, jax {version(jax)}"
-          f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples; "
+          f"{f' (float64, {jax.default_backend()})' if jax else ''}; "
+          f"{'least CPU time' if opts.cpu_time else 'median'} of {timer.repeat} samples; "
           f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}\n")
 
     rows = [bench_program(name, timer, Limits() if opts.no_limits else LIMITS.get(name, Limits()),
