@@ -50,6 +50,11 @@ def products(x, y, c):
     return np.sum(x * c * y * 3.0) + np.sum(x[:, None] * y[None, :] * c)
 
 
+def half_square(z, w):
+    # the tangent 0.5 * (2.0 * z_t * z).sum(axis=1): its constants cancel
+    return np.sum(w * (0.5 * np.sum(z * z, axis=1)))
+
+
 CASES = [
     (logsumexp, lambda r: (r.standard_normal(7),)),
     (logsumexp_rows, lambda r: (r.standard_normal((4, 5)),)),
@@ -58,6 +63,7 @@ CASES = [
     (shift_read_twice, lambda r: (r.standard_normal(6),)),
     (least_squares, lambda r: (r.standard_normal(3), r.standard_normal((5, 3)), r.standard_normal(5))),
     (products, lambda r: (r.standard_normal(4), r.standard_normal(4), float(r.standard_normal()))),
+    (half_square, lambda r: (r.standard_normal((3, 4)), r.standard_normal(3))),
 ]
 
 
@@ -118,3 +124,10 @@ def test_a_loop_calling_a_closure_names_only_temporaries_read_twice():
     source = astad.forward(closure_map).source
     temporaries = re.findall(r"^\s+(t\d+) = ", source.split("    for ")[1], re.M)  # in the loop body
     assert all(len(re.findall(rf"\b{t}\b", source)) >= 3 for t in temporaries), source
+
+
+def test_constant_factors_leave_a_sum():
+    fwd = astad.forward(half_square)
+    fwd(np.ones((2, 3)), np.ones(2))
+    tangent_lines = [line for line in fwd.source.splitlines() if "z_t" in line and "def" not in line and '"""' not in line]
+    assert tangent_lines and not any("2.0" in line or "0.5" in line for line in tangent_lines), fwd.source

@@ -4,15 +4,18 @@
 scalar) and its sum.  ``(x_t * e).sum()`` of a logsumexp becomes ``x_t @ e``,
 ``(A @ w_t * 2 * r).sum()`` of a least-squares loss ``2 * (A @ w_t @ r)``.
 
-Only tangent arithmetic is rewritten (the primal's rounding is unchanged), only
-a full ``sum`` of float vectors, and only through products read once (what the
-rewrite leaves unread, ``dce`` removes)."""
+Constant factors leave a sum the same way: ``0.5 * (2.0 * z_t * z).sum(axis=1)``
+(the tangent of ``0.5 * np.sum(z * z, axis=1)``) is ``(z_t * z).sum(axis=1)``.
+
+Only tangent arithmetic is rewritten (the primal's rounding is unchanged), a
+dot product only of a full ``sum`` of float vectors, and only through products
+read once (what the rewrite leaves unread, ``dce`` removes)."""
 
 from __future__ import annotations
 
 from .. import rules
 from ..blocks import with_branches
-from ..ir import Atom, Bind, Block, Function, Num, Prim, Var, all_binds, use_counts
+from ..ir import Atom, Bind, Block, Const, Function, Num, Prim, Var, all_binds, use_counts
 from ..names import Namer, program_names
 from .factor import tangent_names
 
@@ -21,8 +24,9 @@ def dot_sums(fn: Function, n_primal: int) -> Function:
     """``fn``: a forward program whose parameters after the first ``n_primal`` are tangents."""
     tainted = tangent_names(fn, fn.params[n_primal:])
     counts = use_counts(fn.body)
-    products = {b.targets[0].name: b.rhs for b in all_binds(fn.body) if len(b.targets) == 1
-                and isinstance(b.rhs, Prim) and b.rhs.op == "mul" and counts[b.targets[0].name] == 1}
+    once = {b.targets[0].name: b.rhs for b in all_binds(fn.body) if len(b.targets) == 1
+            and isinstance(b.rhs, Prim) and counts[b.targets[0].name] == 1}
+    products = {n: rhs for n, rhs in once.items() if rhs.op == "mul"}
     namer = Namer.adding_to(program_names(fn), fn.name)
 
     def factors(a: Atom) -> list[Atom]:
@@ -33,7 +37,8 @@ def dot_sums(fn: Function, n_primal: int) -> Function:
         out: list[Bind] = []
         for b in blk.binds:
             b = with_branches(b, b.rhs, block)
-            new = _as_dot(b, factors, namer) if b.targets[0].name in tainted and len(b.targets) == 1 else None
+            tangent = b.targets[0].name in tainted and len(b.targets) == 1
+            new = (_as_dot(b, factors, namer) or _constants_out(b, once, factors, namer)) if tangent else None
             out.extend(new or [b])
         return Block(tuple(out), blk.result)
 
@@ -70,6 +75,47 @@ def _as_dot(b: Bind, factors, namer: Namer) -> list[Bind] | None:
     acc = prim("matmul", *vectors)
     for s in scalars:
         acc = prim("mul", s, acc)
+    if acc.type != b.targets[0].type:
+        return None
+    binds[-1] = Bind(b.targets, binds[-1].rhs, b.loc)
+    return binds
+
+
+def _number(a: Atom) -> bool:
+    return isinstance(a, Const) and a.name is None and type(a.value) in (float, int) and isinstance(a.type, Num) \
+        and a.type.shape == ()
+
+
+def _constants_out(b: Bind, once: dict, factors, namer: Namer) -> list[Bind] | None:
+    """``c1 * sum(c2 * x * ...)`` -> ``(c1 * c2) * sum(x * ...)``, no product when ``c1 * c2 == 1``."""
+    rhs = b.rhs
+    if not isinstance(rhs, Prim) or rhs.op != "mul" or not any(map(_number, rhs.args)):
+        return None
+    c1, total = rhs.args if _number(rhs.args[0]) else rhs.args[::-1]
+    inner = once.get(total.name) if isinstance(total, Var) else None
+    if inner is None or inner.op != "sum":
+        return None
+    fs = factors(inner.args[0])
+    numbers = [f for f in fs if _number(f)]
+    rest = [f for f in fs if not _number(f)]
+    if not numbers or not rest:
+        return None
+    binds: list[Bind] = []
+
+    def prim(op: str, args: tuple[Atom, ...], params: tuple = ()) -> Atom:
+        var = Var(namer.temp(), rules.infer(op, [a.type for a in args], dict(params)))
+        binds.append(Bind((var,), Prim(op, args, params), b.loc))
+        return var
+
+    acc = rest[0]
+    for f in rest[1:]:
+        acc = prim("mul", (acc, f))
+    acc = prim("sum", (acc,), inner.params)
+    scale = c1.value
+    for n in numbers:
+        scale = scale * n.value
+    if scale != 1:
+        acc = prim("mul", (Const.literal(float(scale), c1.type), acc))
     if acc.type != b.targets[0].type:
         return None
     binds[-1] = Bind(b.targets, binds[-1].rhs, b.loc)
