@@ -55,6 +55,10 @@ def half_square(z, w):
     return np.sum(w * (0.5 * np.sum(z * z, axis=1)))
 
 
+def scaled_square(z):
+    return np.sum(3 * np.sum(z * z, axis=0))
+
+
 CASES = [
     (logsumexp, lambda r: (r.standard_normal(7),)),
     (logsumexp_rows, lambda r: (r.standard_normal((4, 5)),)),
@@ -64,6 +68,7 @@ CASES = [
     (least_squares, lambda r: (r.standard_normal(3), r.standard_normal((5, 3)), r.standard_normal(5))),
     (products, lambda r: (r.standard_normal(4), r.standard_normal(4), float(r.standard_normal()))),
     (half_square, lambda r: (r.standard_normal((3, 4)), r.standard_normal(3))),
+    (scaled_square, lambda r: (r.standard_normal((3, 4)),)),
 ]
 
 

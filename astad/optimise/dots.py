@@ -115,7 +115,7 @@ def _constants_out(b: Bind, once: dict, factors, namer: Namer) -> list[Bind] | N
     for n in numbers:
         scale = scale * n.value
     if scale != 1:
-        acc = prim("mul", (Const.literal(float(scale), c1.type), acc))
+        acc = prim("mul", (Const.literal(float(scale), Num((), "float64", py=True)), acc))
     if acc.type != b.targets[0].type:
         return None
     binds[-1] = Bind(b.targets, binds[-1].rhs, b.loc)
