@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import calling, fresh, pipeline, programs
-from .api import CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size
+from .api import _LIVE, _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
@@ -25,7 +25,15 @@ from .pipeline import ForwardDerivative
 
 #: forward derivatives by code object, argument types and tangents, shared by every Forward
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
-CLEARERS.extend([_MEMORY.clear, programs.clear])
+
+
+def _clear_plans() -> None:
+    for f in list(_LIVE):
+        if isinstance(f, Forward):
+            f._plans.clear()
+
+
+CLEARERS.extend([_MEMORY.clear, programs.clear, _clear_plans])
 
 
 class Forward(Reverse):
@@ -39,6 +47,12 @@ class Forward(Reverse):
     for its function, as a :class:`~astad.api.Reverse` does."""
 
     _MODE = "forward"
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__(fn)
+        #: how a call of astad.jvp runs, by fast_key of its arguments and tangents (as checked once):
+        #: (jvp, indices of the tangents it takes, output type, checks of the globals it read)
+        self._plans: dict[tuple, tuple] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, "Pushforward"]:  # type: ignore[override]
         n = len(args)
@@ -250,12 +264,17 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
     (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves)."""
     key = fast_key(args, tangents) if check else None
-    found = fwd._derivatives.get(key) if key is not None else None
-    if found is not None and _checks_hold(found[1]):  # arguments and tangents of kinds seen before
-        d, order = found[0]
-        value, tangent = d.jvp(*args, *[tangents[i] for i in order])
-        if tangent is None or not order:
-            tangent = zeros_like_type(d.out_type, value)
+    plan = fwd._plans.get(key) if key is not None else None
+    if plan is not None and (not plan[3] or _checks_hold(plan[3])):  # arguments and tangents of kinds seen before: no checks
+        jvp, order, out_type = plan[0], plan[1], plan[2]
+        if order is None:  # every argument has a tangent
+            value, tangent = jvp(*args, *tangents)
+        elif len(order) == 1:
+            value, tangent = jvp(*args, tangents[order[0]])
+        else:
+            value, tangent = jvp(*args, *[tangents[i] for i in order])
+        if tangent is None or order == ():
+            tangent = zeros_like_type(out_type, value)
         return value, tangent if type(tangent) is float else _owned(tangent, args, tangents)
     if check:
         types = fwd._types(args)
@@ -266,24 +285,58 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     d = fwd.derivative(args, wrt)
     if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
             all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
-        fwd._derivatives.put(key, ((d, tuple(sorted(wrt))), _dep_checks(fwd._root, d.deps)))
+        if len(fwd._plans) >= _PLANS:
+            fwd._plans.clear()
+        order = None if len(wrt) == len(args) else tuple(sorted(wrt))
+        fwd._plans[key] = (d.jvp, order, d.out_type, _dep_checks(fwd._root, d.deps))
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
     return value, _owned(tangent, args, tangents)
 
 
+#: at most this many call plans per Forward (kinds of arguments and tangents); more start afresh
+_PLANS = 64
+
+
 def fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:
     """A key of the arguments and tangents that determines the derivative and the
     outcome of the tangents' check (exact ndarrays, scalars, tuples, lists, dicts), or None.
-    Its length is odd, so it is never the key of a reverse derivative (a pair) in the same cache."""
+    It runs on every call: scalars and None are keyed by their types alone, arrays by
+    shape and dtype, anything else by ``api._arg_key``."""
     if len(args) != len(tangents):
         return None
     try:
-        keys = (*map(_arg_key, args), *["none" if t is None else _arg_key(t) for t in tangents], "jvp")
+        keys = tuple(map(_leaf_key, (*args, *tangents)))
     except RecursionError:
         return None
     return None if None in keys else keys
+
+
+def _leaf_key(a: Any) -> Any:
+    t = type(a)
+    if t is np.ndarray:
+        return a.shape, a.dtype.num
+    if t is tuple:
+        return _tuple_key(a)
+    return t if t in _PLAIN else _arg_key(a)
+
+
+def _tuple_key(a: tuple) -> Any:
+    """``api._arg_key`` of a tuple, one loop per level (a tree of tuples of arrays is keyed on every call)."""
+    keys = []
+    for x in a:
+        t = type(x)
+        k = (x.shape, x.dtype.num) if t is np.ndarray else _tuple_key(x) if t is tuple else t if t in _PLAIN \
+            else _arg_key(x)
+        if k is None:
+            return None
+        keys.append(k)
+    return tuple, tuple(keys)
+
+
+#: the kinds of arguments and tangents whose type alone determines their abstract type (no tangent: None)
+_PLAIN = _SCALAR_KEYS | {type(None)}
 
 
 def all_differentiable(t: Type) -> bool:

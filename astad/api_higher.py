@@ -563,6 +563,11 @@ def _grad_for_hvp(fn: Callable[..., Any], nums: tuple[int, ...]) -> Grad:
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
     one tangent per positional argument, None for one held constant."""
+    if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) and \
+            type(fn) is not Plain and not isinstance(fn, Derived):  # the common case, first
+        fwd = forward_of(fn)
+        if len(primals) == fwd._binder.fast_n:  # exactly the free positional parameters: nothing to bind
+            return jvp_at(fwd, primals, tangents)
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
                              hint="astad.jvp(f, (x, w), (tx, None))")

@@ -17,9 +17,12 @@ from . import codegen, deep, frontend, names, optimise, rules, structural
 from .ad import forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
+from .optimise.dots import dot_sums
+from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
 from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
+from .ir.types import _flattener  # the flattener of a structure, looked up once per derivative
 
 STAGES = ("core", "structural", "ad", "optimised")
 
@@ -212,6 +215,10 @@ def _leaf_types(t: Type) -> list[Type]:
     return [leaf for item in t.items for leaf in _leaf_types(item)] if isinstance(t, StructT) else [t]
 
 
+def _single(v: Any) -> list[Any]:
+    return [v]
+
+
 def _structured_jvp(jvp: Callable, types: Sequence[Type], wrt: frozenset[int]) -> Callable:
     """``jvp(*args, *tangents)`` around generated code that takes leaves: each
     argument in ``wrt`` gives the tangents of its differentiable leaves."""
@@ -221,14 +228,14 @@ def _structured_jvp(jvp: Callable, types: Sequence[Type], wrt: frozenset[int]) -
     if not structured and all(all(k) for k in keep.values()):
         return jvp
 
-    def flat(t: Type, v: Any) -> list[Any]:
-        return t.flatten(v) if isinstance(t, StructT) else [v]
+    # each structure's flattener looked up once (a lookup hashes the whole structure)
+    flats = [_flattener(t) if isinstance(t, StructT) else _single for t in types]
 
     def structured_jvp(*values: Any) -> tuple[Any, Any]:
         args, tangents = values[:len(types)], values[len(types):]
-        leaves = [leaf for t, a in zip(types, args) for leaf in flat(t, a)]
+        leaves = [leaf for flat, a in zip(flats, args) for leaf in flat(a)]
         for i, tv in zip(order, tangents):
-            leaves += [leaf for leaf, k in zip(flat(types[i], tv) if any(keep[i]) else [], keep[i]) if k]
+            leaves += [leaf for leaf, k in zip(flats[i](tv) if any(keep[i]) else [], keep[i]) if k]
         return jvp(*leaves)
 
     return structured_jvp
@@ -248,7 +255,8 @@ def optimise_forward(fn: Function, n_primal: int | None = None) -> Function:
     out = Function(fn.name, fn.params, prog.forward)
     if n_primal is None:
         return out
-    factored = factor_tangents(out, n_primal)  # ``n_primal``: the parameters after these are tangents
+    # ``n_primal``: the parameters after these are tangents
+    factored = dot_sums(cancel_shifts(factor_tangents(out, n_primal), n_primal), n_primal)
     prog = ReverseProgram(fn.name, fn.params, factored.body, prog.ct_in, prog.backward)
     return Function(fn.name, fn.params, optimise.dce(optimise.cse(prog)).forward)  # 0.5 * x in both: once
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from hand_jvp import HAND
 from harness import (AUTOGRAD_NS, JAX_NS, Args, Argnums, Limits, Row, Target, Timer, Tool, astad, autograd_np,
                      describe, fmt_ratio, jax, print_table, programs, ratio, speedup, time_of, time_tools, timed_once,
-                     with_target)
+                     wanted, with_target)
 
 if autograd_np is not None:
     from autograd import differential_operators as autograd_ops
@@ -112,6 +113,12 @@ def prepare_astad_jvp(name: str, args: Args, argnums: Argnums, row: Row) -> Call
     return lambda: jvp(fn, args, tangents)
 
 
+def prepare_hand_jvp(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
+    """The hand-written JVP of bench/hand_jvp.py: the floor astad.jvp is measured against."""
+    hand, t = HAND[name], chosen(tangents_for(args, argnums), argnums)
+    return lambda: hand(*args, *t)
+
+
 def prepare_autograd_jvp(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
     """autograd's forward mode: make_jvp(fn, argnum)(*args)(tangent), a tuple argnum taking a tuple."""
     make_jvp = autograd_ops.make_jvp(autograd_of(program(name)), argnums)
@@ -149,18 +156,23 @@ def prepare_jax_jit_jvp(name: str, args: Args, argnums: Argnums, row: Row) -> Ca
 # `limit`: the JVP cells share the caps of the gradient cells of the same tool
 TOOLS = [
     Tool("jvp", "astad jvp", astad is not None, prepare_astad_jvp),
+    Tool("hand_jvp", "hand jvp", True, prepare_hand_jvp),
     Tool("autograd_jvp", "autograd jvp", autograd_np is not None, prepare_autograd_jvp, limit="autograd"),
     Tool("jax_eager_jvp", "jax jvp eager", jax is not None, prepare_jax_eager_jvp, limit="jax_eager"),
     Tool("jax_jit_jvp", "jax jvp jit", jax is not None, prepare_jax_jit_jvp, limit="jax_jit"),
 ]
 
 
-def check_jvp(name: str, args: Args, argnums: Argnums) -> str | None:
-    """A warning if astad's (value, tangent) differs from autograd's forward mode (else JAX's)."""
+def check_jvp(name: str, args: Args, argnums: Argnums) -> list[str]:
+    """Warnings if astad's (value, tangent) differs from autograd's forward mode (else JAX's),
+    or from the hand-written JVP."""
     row = Row(name)
-    refs = [(label, lambda tool=tool: tool.prepare(name, args, argnums, row)()) for label, tool in
-            (("autograd", TOOLS[1]), ("jax", TOOLS[2])) if tool.available]
-    return check(name, "jvp", lambda: prepare_astad_jvp(name, args, argnums, row)(), refs)
+    by_key = {tool.key: tool for tool in TOOLS}
+    refs = [(label, lambda tool=by_key[key]: tool.prepare(name, args, argnums, row)()) for label, key in
+            (("autograd", "autograd_jvp"), ("jax", "jax_eager_jvp")) if wanted(by_key[key])]
+    mine = lambda: prepare_astad_jvp(name, args, argnums, row)()  # noqa: E731
+    hand = [("the hand-written jvp", lambda: prepare_hand_jvp(name, args, argnums, row)())]
+    return [w for w in (check(name, "jvp", mine, refs), check(name, "jvp", mine, hand)) if w]
 
 
 JVP_TARGET = Target("<=", 2)
@@ -169,6 +181,7 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("primal", time_of("primal")),
     ("astad jvp", time_of("jvp")),
     ("jvp/primal", lambda row: with_target(ratio(row, "jvp", "primal"), JVP_TARGET)),
+    ("hand/primal", lambda row: fmt_ratio(ratio(row, "hand_jvp", "primal"))),
     ("autograd jvp", time_of("autograd_jvp")),
     ("vs autograd", speedup("autograd_jvp", "jvp")),
     ("jax jvp eager", time_of("jax_eager_jvp")),
@@ -182,7 +195,8 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
 def print_jvp_table(rows: list[Row]) -> None:
     print("forward mode: (value, tangent) for one tangent of the differentiated arguments")
     print_table([h for h, _ in COLUMNS], [[cell(row) for _, cell in COLUMNS] for row in rows])
-    print("speedups are other tool's time / astad jvp's time\n")
+    print("hand/primal: bench/hand_jvp.py's hand-written numpy JVP (the floor); "
+          "speedups are other tool's time / astad jvp's time\n")
 
 
 # ------------------------------------------------------------------ memory

@@ -92,26 +92,28 @@ class Timer:
     repeat: int
     warmup: int
     min_sample: float  # seconds; fast calls are looped so one sample lasts this long
+    clock: Callable[[], float] = time.perf_counter  # run.py --cpu-time: time.process_time
+    statistic: Callable[[list[float]], float] = statistics.median  # --cpu-time: min
 
     def median(self, call: Callable[[], Any]) -> float:
-        """Median seconds per call over `repeat` samples, after `warmup` calls.
+        """Median (``statistic``) seconds per call over `repeat` samples, after `warmup` calls.
 
         The call that measures how many calls make one sample is a sample
         itself when one call is long enough, so slow cells cost no extra call.
         """
         for _ in range(self.warmup):
             call()
-        start = time.perf_counter()
+        start = self.clock()
         call()
-        first = time.perf_counter() - start
+        first = self.clock() - start
         number = max(1, int(self.min_sample / max(first, 1e-9)))
         samples = [first] if number == 1 else []
         while len(samples) < self.repeat:
-            start = time.perf_counter()
+            start = self.clock()
             for _ in range(number):
                 call()
-            samples.append((time.perf_counter() - start) / number)
-        return statistics.median(samples)
+            samples.append((self.clock() - start) / number)
+        return self.statistic(samples)
 
 
 def timed_once(call: Callable[[], Any]) -> float:
@@ -169,6 +171,14 @@ LIMITS: dict[str, Limits] = {
 }
 
 
+#: tool-key prefixes not run (run.py --skip): "autograd", "jax"
+SKIP: set[str] = set()
+
+
+def wanted(tool: "Tool") -> bool:
+    return tool.available and not any(tool.key.startswith(prefix) for prefix in SKIP)
+
+
 @dataclass(frozen=True)
 class Tool:
     """One cell of a row: ``prepare(name, args, argnums, row)`` gives the call to time.
@@ -184,7 +194,7 @@ class Tool:
 def time_tools(row: Row, tools: list[Tool], args: Args, argnums: Argnums, timer: Timer, limits: Limits) -> None:
     """Time each available tool's call into ``row.times[tool.key]``; an exception becomes a note."""
     for tool in tools:
-        if not tool.available:
+        if not wanted(tool):
             continue
         cap = tool.limit or tool.key
         if cap in limits.skip:

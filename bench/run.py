@@ -11,6 +11,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 
 def blas_threads(argv: list[str]) -> None:
@@ -33,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import forward_mode  # noqa: E402
 from harness import (AUTOGRAD_PROGRAMS, IMPORT_NOTES, JAX_PROGRAMS, LIMITS, Args, Argnums, Limits, Row,  # noqa: E402
-                     Target, Timer, Tool, astad, autograd, autograd_np, describe, jax,
+                     SKIP, Target, Timer, Tool, astad, autograd, autograd_np, describe, jax,
                      print_table, programs, ratio, speedup, time_of, time_tools, timed_once, version,
-                     with_target)
+                     wanted, with_target)
 
 # ------------------------------------------------------------- per program
 
@@ -88,7 +89,7 @@ def as_tuple(grads: Any, argnums: Argnums) -> tuple[Any, ...]:
 
 def check_gradient(name: str, args: Args, argnums: Argnums) -> str | None:
     """A warning if astad's value/gradient differs from autograd's (else JAX's)."""
-    reference = next((t for t in TOOLS if t.key in ("autograd", "jax_eager") and t.available), None)
+    reference = next((t for t in TOOLS if t.key in ("autograd", "jax_eager") and wanted(t)), None)
     if astad is None or reference is None:
         return None
     try:
@@ -115,7 +116,7 @@ def bench_program(name: str, timer: Timer, limits: Limits, jvp_cells: bool = Tru
     row = Row(name)
     checks = [check_gradient(name, args, argnums)]
     if jvp_cells:
-        checks.append(forward_mode.check_jvp(name, args, argnums))
+        checks += forward_mode.check_jvp(name, args, argnums)
     row.notes += [warning for warning in checks if warning]
     time_tools(row, TOOLS + (forward_mode.TOOLS if jvp_cells else []), args, argnums, timer, limits)
     return row
@@ -226,16 +227,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-forward", action="store_true",
                         help="only the reverse-mode table and astad-only rows (no JVP cells, memory, hvp, "
                              "hessian, jacobian)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time CPU seconds (time.process_time) and take the least sample, not the median wall "
+                             "time: steadier on a machine busy with other work (with --blas-threads 1)")
+    parser.add_argument("--skip", action="append", choices=["autograd", "jax"], default=[],
+                        help="leave out a tool's cells and checks in the program tables (repeatable)")
     parser.add_argument("--transform-time", action="store_true",
                         help="also time transformations over program size (bench/transform_time.py)")
     opts = parser.parse_args(argv)
+    SKIP.update(opts.skip)
     timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25),
                   warmup=1 if opts.quick else 3, min_sample=0.001 if opts.quick else 0.01)
+    if opts.cpu_time:
+        timer = Timer(timer.repeat, timer.warmup, timer.min_sample, time.process_time, min)
     selected = opts.only or [*PROGRAMS, *extras]
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, astad {version(astad)}, "
           f"autograd {version(autograd)}, jax {version(jax)}"
-          f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples; "
+          f"{f' (float64, {jax.default_backend()})' if jax else ''}; "
+          f"{'least CPU time' if opts.cpu_time else 'median'} of {timer.repeat} samples; "
           f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}\n")
 
     rows = [bench_program(name, timer, Limits() if opts.no_limits else LIMITS.get(name, Limits()),

@@ -29,6 +29,16 @@ def all_negative(x):
     return -(x * np.sin(x)) - x * np.cos(x)
 
 
+def quotient(x, a):
+    # (n / d)' = n_t / d - d_t / d * q: one quotient by d, (n_t - d_t * q) / d
+    return np.sum((x * x * x - a) / (3.0 * x * x))
+
+
+def sigmoid(g):
+    # the tangent -(-g_t * e / (1 + e) * s): its two negations cancel
+    return np.sum(1.0 / (1.0 + np.exp(-g)))
+
+
 def fd(f, args, tangents, h=1e-6):
     plus = [a + h * t for a, t in zip(args, tangents)]
     minus = [a - h * t for a, t in zip(args, tangents)]
@@ -39,6 +49,8 @@ def fd(f, args, tangents, h=1e-6):
     (shared, lambda r: (r.standard_normal(6), 0.3 * r.standard_normal(6))),
     (scalar_loop, lambda r: (r.standard_normal(7), r.standard_normal(7))),
     (all_negative, lambda r: (r.standard_normal(5),)),
+    (quotient, lambda r: (1.0 + r.random(5), r.standard_normal(5))),
+    (sigmoid, lambda r: (r.standard_normal(6),)),
 ])
 def test_factored_tangents_match_finite_differences(f, make):
     rng = np.random.default_rng(3)
@@ -57,3 +69,17 @@ def test_shared_factor_taken_out_of_the_tangent_only():
     body = fwd.source.split("    for ")[1].split("return")[0]
     # x_t[i] * (...) + y_t[i] * (...): two products for the tangent's five terms, beside cos(x[i]) * y[i]
     assert body.count("x_t[") == 1 and body.count("y_t[") == 1, fwd.source
+
+
+def test_quotients_by_one_value_are_one_quotient():
+    fwd = astad.forward(quotient)
+    fwd(np.full(3, 2.0), np.ones(3))
+    tangent = next(line for line in fwd.source.splitlines() if "x_t *" in line)
+    assert tangent.count("/") == 1, fwd.source
+
+
+def test_negations_of_a_negated_product_cancel():
+    fwd = astad.forward(sigmoid)
+    fwd(np.ones(3))
+    tangent = next(line for line in fwd.source.splitlines() if "g_t" in line and "def" not in line and '"""' not in line)
+    assert "-" not in tangent, fwd.source

@@ -23,7 +23,13 @@ block to block), run in order by ``optimise``:
   broadcast views returned to the user become arrays (``finish``).
 
 ``copowers.remove_functions`` (function values and their copowers removed when
-every call site is known) runs before ``optimise``.  ``astad.blocks`` holds the
+every call site is known) runs before ``optimise``.  Forward mode's tangents get
+three passes more (``pipeline.optimise_forward``; tangent arithmetic only, the
+primal's rounding unchanged): ``factor.factor_tangents`` (sums of products and
+quotients sharing a factor factored, negations of a product's factors
+cancelled), ``shifts.cancel_shifts`` (the tangent of a shift a weighted mean
+cannot see, like a logsumexp's max, cancelled) and ``dots.dot_sums`` (a full
+sum of a product of two vectors as a dot product).  ``astad.blocks`` holds the
 helpers the passes share.
 """
 

@@ -190,11 +190,12 @@ class _Inliner:
         """A forward loop with its calls inlined: its tape saves what the inlined
         bodies bind (the backward maps read it), not the calls' records."""
         body = self.walk(rhs.body)
+        if rhs.tape is None:  # nothing is saved (a loop of the primal alone, or of forward mode)
+            return replace(rhs, body=body)
         old = {v.name for v in bound_vars(rhs.body)}
         made = [v for v in bound_vars(body) if v.name not in old]
         save = tuple(v for v in rhs.save if v.name not in self.records) + tuple(made)
-        if rhs.tape is not None:
-            self.tapes[rhs.tape.name] = save
+        self.tapes[rhs.tape.name] = save
         return replace(rhs, body=body, save=save)
 
     def call(self, b: Bind, rhs: App) -> list[Bind]:

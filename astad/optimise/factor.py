@@ -1,7 +1,10 @@
 """Tangent sums factored (``factor_tangents``): in the forward program, a sum of
 products that share a factor is computed as that factor times the sum of the
 rest, ``t1 * y_t + y_t * cos(y)`` -> ``y_t * (t1 + cos(y))``: one
-multiplication fewer per product beyond the first.
+multiplication fewer per product beyond the first.  A quotient is a product
+with the inverse of its denominator, so quotients by one value are one
+quotient, ``n_t / d - d_t / d * q`` -> ``(n_t - d_t * q) / d`` (the tangent of
+``q = n / d``), and a factor is taken out of a quotient's numerator.
 
 Only tangent arithmetic is rewritten (bindings that read, through any chain,
 a tangent parameter: the primal never does, so its rounding is unchanged), and
@@ -11,6 +14,7 @@ the rewrite leaves unread, ``dce`` removes)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Sequence
 
 from .. import rules
@@ -21,6 +25,21 @@ from .cse import _atom_key
 
 _SUMS = {"add", "sub", "neg"}
 Term = tuple[bool, Atom]  # (negated, atom)
+
+
+@dataclass(frozen=True)
+class Inverse:
+    """The factor ``1 / atom`` of a quotient ``n / atom``."""
+
+    atom: Atom
+
+
+class _Unfactored(Exception):
+    """A group whose factoring would need a reciprocal: left as it is."""
+
+
+def _key(f: "Atom | Inverse") -> object:
+    return ("inverse", _atom_key(f.atom)) if isinstance(f, Inverse) else _atom_key(f)
 
 
 def tangent_names(fn: Function, tangents: Sequence[Var]) -> set[str]:
@@ -82,12 +101,57 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
         rhs = b.rhs
         t = b.targets[0] if len(b.targets) == 1 else None
         if t is not None and t.name in defs and rhs.op in ("add", "sub") and t.name not in consumed:
-            new = _factored(t, rhs, inner, namer, b.loc)
+            try:
+                new = _factored(t, rhs, inner, namer, b.loc)
+            except _Unfactored:
+                new = None
+            if new is not None:
+                out.extend(new)
+                continue
+        if t is not None and t.name in defs and rhs.op == "neg" and t.name not in consumed:
+            new = _unnegated(t, rhs, inner, namer, b.loc)
             if new is not None:
                 out.extend(new)
                 continue
         out.append(b)
     return Block(tuple(out), block.result)
+
+
+def _unnegated(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | None:
+    """``-(-a * b / c)`` -> ``a * b / c``: the negations of a negated product's factors
+    taken out and cancelled in pairs (a tangent's ``-(-g_t * e / (1 + e) * s)``)."""
+    fs = _factors(rhs.args[0], inner)
+    negated = [f for f in fs or [] if inner(f.atom if isinstance(f, Inverse) else f, {"neg"})]
+    if not fs or not negated:
+        return None
+
+    def plain(f: Atom | Inverse) -> Atom | Inverse:
+        if f not in negated:
+            return f
+        if isinstance(f, Inverse):
+            return Inverse(inner(f.atom, {"neg"}).args[0])
+        return inner(f, {"neg"}).args[0]
+
+    binds: list[Bind] = []
+    acc: Atom | None = None
+    for f in sorted(map(plain, fs), key=lambda f: isinstance(f, Inverse)):  # the numerator first
+        if acc is None:
+            if isinstance(f, Inverse):
+                return None
+            acc = f
+            continue
+        op, arg = ("div", f.atom) if isinstance(f, Inverse) else ("mul", f)
+        var = Var(namer.temp(), rules.infer(op, [acc.type, arg.type], {}))
+        binds.append(Bind((var,), Prim(op, (acc, arg)), loc))
+        acc = var
+    if len(negated) % 2 == 0:  # an odd number of negations left: the product negated
+        var = Var(namer.temp(), acc.type)
+        binds.append(Bind((var,), Prim("neg", (acc,)), loc))
+        acc = var
+    if not binds or acc.type != target.type:
+        return None
+    binds[-1] = Bind((target,), binds[-1].rhs, loc)
+    return binds
 
 
 def _terms(rhs: Prim, neg: bool, inner) -> list[Term]:
@@ -99,11 +163,14 @@ def _terms(rhs: Prim, neg: bool, inner) -> list[Term]:
     return terms
 
 
-def _factors(a: Atom, inner) -> list[Atom] | None:
-    rhs = inner(a, {"mul"})
+def _factors(a: Atom, inner) -> list[Atom | Inverse] | None:
+    rhs = inner(a, {"mul", "div"})
     if rhs is None:
         return None
-    out = []
+    if rhs.op == "div":
+        num, den = rhs.args
+        return (_factors(num, inner) or [num]) + [Inverse(den)]
+    out: list[Atom | Inverse] = []
     for x in rhs.args:
         out += _factors(x, inner) or [x]
     return out
@@ -117,12 +184,12 @@ def _factored(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | 
     while True:
         seen: Counter = Counter()
         for i in free:
-            seen.update({_atom_key(f) for f in products[i]})
+            seen.update({_key(f) for f in products[i]})
         key, n = seen.most_common(1)[0] if seen else (None, 0)
         if n < 2:
             break
-        members = [i for i in free if any(_atom_key(f) == key for f in products[i])]
-        common = next(f for f in products[members[0]] if _atom_key(f) == key)
+        members = [i for i in free if any(_key(f) == key for f in products[i])]
+        common = next(f for f in products[members[0]] if _key(f) == key)
         groups[members[0]] = (common, members)
         free = [i for i in free if i not in members]
     if not groups:
@@ -134,10 +201,16 @@ def _factored(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | 
         binds.append(Bind((var,), Prim(op, args), loc))
         return var
 
-    def product(fs: list[Atom]) -> Atom:
-        acc = fs[0]
-        for f in fs[1:]:
+    def product(fs: list[Atom | Inverse]) -> Atom:
+        numerator = [f for f in fs if not isinstance(f, Inverse)]
+        if not numerator:  # 1 / d: no factoring (it would need a reciprocal)
+            raise _Unfactored
+        acc = numerator[0]
+        for f in numerator[1:]:
             acc = prim("mul", acc, f)
+        for f in fs:
+            if isinstance(f, Inverse):
+                acc = prim("div", acc, f.atom)
         return acc
 
     def signed_sum(ts: list[Term]) -> Term:
@@ -164,10 +237,11 @@ def _factored(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | 
             rests = []
             for m in members:
                 fs = list(products[m])
-                fs.pop(next(j for j, f in enumerate(fs) if _atom_key(f) == _atom_key(common)))
+                fs.pop(next(j for j, f in enumerate(fs) if _key(f) == _key(common)))
                 rests.append((terms[m][0], product(fs)))
             neg, total = signed_sum(rests)
-            new_terms.append((neg, prim("mul", common, total)))
+            new_terms.append((neg, prim("div", total, common.atom) if isinstance(common, Inverse)
+                              else prim("mul", common, total)))
         elif i not in in_groups:
             new_terms.append((s, a))
     neg, total = signed_sum(new_terms)
