@@ -177,6 +177,21 @@ def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
 # --------------------------------------------------------------------------- the generated module
 
 
+def global_reads(tree: ast.Module) -> set[str]:
+    """The names the generated module's functions read and do not bind: the
+    globals they read (a constant none reads may share a name with a local)."""
+    out: set[str] = set()
+    for fn in tree.body:
+        if isinstance(fn, ast.FunctionDef):
+            bound = {a.arg for a in fn.args.args}
+            read = set()
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Name):
+                    (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+            out |= read - bound
+    return out
+
+
 def check_generated(tree: ast.Module, constants: Iterable[str]) -> None:
     """Each generated function reads as globals only outside names and the
     constants, and binds none of them (a binding would make Python read the

@@ -369,3 +369,20 @@ def test_namer_hands_out_each_name_once(reserved, requests, program_has):
                 assert name == base
             given_out.append(name)
         assert len(set(given_out)) == len(given_out)
+
+
+no_ct_2 = 1.0  # the name forward over reverse once gave its unused cotangent parameter
+
+
+def _named_like_generated(x, no_ct):
+    unused = x * no_ct_2  # the constant is read, then dead: the module of derivatives does not read it
+    return np.sum(np.sin(x) * no_ct)
+
+
+def test_second_order_names_do_not_collide_with_globals_or_parameters():
+    """A parameter named `no_ct` and a global `no_ct_2`: the Hessian-vector product's
+    generated code names its own variables otherwise (found by test_random_higher)."""
+    x, v = np.array([0.3, -0.4]), np.array([1.0, 2.0])
+    hv = astad.hvp(_named_like_generated, (x, 0.7), (v, None))[0]
+    np.testing.assert_allclose(hv, -np.sin(x) * 0.7 * v, rtol=1e-12)
+    assert astad.grad(_named_like_generated)(x, 0.7) == pytest.approx(np.cos(x) * 0.7)
