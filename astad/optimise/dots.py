@@ -37,7 +37,7 @@ def dot_sums(fn: Function, n_primal: int) -> Function:
         out: list[Bind] = []
         for b in blk.binds:
             b = with_branches(b, b.rhs, block)
-            tangent = b.targets[0].name in tainted and len(b.targets) == 1
+            tangent = len(b.targets) == 1 and b.targets[0].name in tainted
             new = (_as_dot(b, factors, namer) or _constants_out(b, once, factors, namer)) if tangent else None
             out.extend(new or [b])
         return Block(tuple(out), blk.result)
