@@ -86,16 +86,19 @@ def can_leave(stmt: cst.CSTNode) -> bool:
 
 
 def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
-    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.Lambda),
+    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.BaseExpression),
                             FOUND.setdefault(kinds, {}))
 
 
 def contains_return(stmt: cst.CSTNode) -> bool:
     """Whether a statement contains a ``return`` (a nested def's `return` is its own)."""
-    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), FOUND.setdefault((cst.Return,), {}))
+    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef, cst.BaseExpression),
+                            FOUND.setdefault((cst.Return,), {}))
 
 
-#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache)
+#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache);
+#: the kinds are statements, never inside an expression (a lambda's body is
+#: one), so the search does not go into expressions
 FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
 
 
