@@ -423,11 +423,14 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
         body=[*imports, *functions],
     )
     code = module.code
-    if re.search(r"\bmath\.", code):  # (a comment quoting the user's line may say it too: then the import is unused)
-        imports.insert(0, cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("math"))])]))
+    # (a comment quoting the user's line may say `math.` too: then the import is unused)
+    more = ["import math\n"] if re.search(r"\bmath\.", code) else []
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
+    numpy = "import numpy as np\n"
+    more.append(numpy)
     if helpers:
-        imports.append(cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}"))
-    if len(imports) > 1:
-        code = module.with_changes(body=[*imports, *functions]).code
+        more.append(f"from astad.primitives import {', '.join(helpers)}\n")
+    if len(more) > 1:  # the imports' lines put in place of numpy's, rather than printing the module again
+        at = 0 if code.startswith(numpy) else code.index("\n" + numpy) + 1  # the first line not a comment
+        code = code[:at] + "".join(more) + code[at + len(numpy):]
     return code
