@@ -75,6 +75,11 @@ def clear_parse_cache() -> None:
 
 def parse(fn: Callable[..., Any]) -> Parsed:
     """Read, parse and check ``fn``'s source (cached per code object)."""
+    with deep.gc_paused():
+        return _parse(fn)
+
+
+def _parse(fn: Callable[..., Any]) -> Parsed:
     code = getattr(fn, "__code__", None)
     if code is None:
         raise SourceUnavailableError(
