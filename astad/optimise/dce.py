@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from ..blocks import with_branches
-from ..ir import (Bind, Block, If, Loop, LoopBack, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
+from ..ir import (Bind, Block, If, Loop, LoopBack, Prim, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
                   nested_blocks, read_names, read_set, vars_of)
 from ..rules import has_effect
 from .simplify import select_items
@@ -20,6 +20,11 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     live = set(live)
     kept = []
     for b in reversed(block.binds):
+        if type(b.rhs) is Prim:  # the most common: no blocks inside
+            if any(t.name in live or t.name in keep for t in b.targets) or has_effect(b.rhs):
+                kept.append(b)
+                live.update(a.name for a in b.rhs.args if type(a) is Var)
+            continue
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
             inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
