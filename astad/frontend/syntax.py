@@ -14,14 +14,7 @@ from .. import deep
 
 @functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
 def user_names(node: cst.CSTNode) -> frozenset[str]:
-    names: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            names.add(n.value)
-
-    deep.visit(node, V())
-    return frozenset(names)
+    return frozenset(n.value for n in deep.walk(node) if type(n) is cst.Name)
 
 
 def target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
