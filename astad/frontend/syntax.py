@@ -26,45 +26,34 @@ def target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 @functools.lru_cache(maxsize=4096)
 def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     """Names assigned anywhere in a statement block, in order of first assignment."""
-    names: list[str] = []
+    names: dict[str, None] = {}  # in order
 
-    class V(cst.CSTVisitor):
-        def _add(self, target: cst.BaseExpression) -> None:
-            if isinstance(target, cst.Name):
-                if target.value not in names:
-                    names.append(target.value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for el in target.elements:
-                    self._add(el.value)
+    def add(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            names.setdefault(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                add(el.value)
 
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            self._add(n.target)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            self._add(n.target)
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            self._add(n.target)
-
-        def visit_For(self, n: cst.For) -> None:
-            self._add(n.target)
-
-        def visit_Call(self, n: cst.Call) -> None:
-            if is_append(n):
-                self._add(n.func.value)  # type: ignore[attr-defined]
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            self._add(n.name)
-            return False  # its assignments are its own
-
-        def visit_Lambda(self, n: cst.Lambda) -> bool:
-            return False
-
-        def visit_CompFor(self, n: cst.CompFor) -> bool:
-            return False  # a comprehension's variables are its own
-
-    deep.visit(node, V())
+    todo = [node]  # parents before children, children in source order (as a libcst visitor goes)
+    while todo:
+        n = todo.pop()
+        cls = type(n)
+        if cls in _TARGETED:
+            add(n.target)  # type: ignore[attr-defined]
+        elif cls is cst.Call and is_append(n):
+            add(n.func.value)  # type: ignore[attr-defined]
+        elif cls is cst.FunctionDef:
+            add(n.name)
+            continue  # its assignments are its own
+        elif cls is cst.Lambda or cls is cst.CompFor:
+            continue  # a comprehension's variables are its own
+        todo.extend(reversed(deep.children(n)))
     return tuple(names)
+
+
+#: the statements that assign their ``target``
+_TARGETED = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For})
 
 
 def breaks_out(body: cst.CSTNode) -> bool:
