@@ -16,10 +16,9 @@ from collections import Counter
 from typing import Callable, Sequence
 
 import libcst as cst
-import libcst.matchers as cst_matchers
 import numpy as np
 
-from .. import rules
+from .. import deep, rules
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
@@ -189,7 +188,7 @@ class Printer:
         changed in place (an element read before an append stays that element)."""
         if not isinstance(a, Var):
             return
-        for name in [n for n, value in self.inlined.items() if cst_matchers.findall(value, cst_matchers.Name(a.name))]:
+        for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
             value = self.inlined.pop(name)
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
 
@@ -293,6 +292,11 @@ class Printer:
 
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
+
+
+def _mentions(expr: Expr, name: str) -> bool:
+    """Whether ``expr`` reads the variable ``name``."""
+    return any(type(n) is cst.Name and n.value == name for n in deep.walk(expr))
 
 
 #: generated expressions nest at most this many inlined temporaries (a deeper
