@@ -10,12 +10,21 @@ from .ir import Atom, Bind, Block, Comp, If, Loop, LoopBack, MakeTuple, Prim
 
 
 def with_branches(b: Bind, rhs: Comp, f: Callable[[Block], Block]) -> Bind:
-    """The binding with ``f`` applied to the blocks nested in it (branches, loop bodies)."""
-    if isinstance(rhs, If):
-        return Bind(b.targets, If(rhs.cond, f(rhs.then), f(rhs.orelse)), b.loc)
-    if isinstance(rhs, (Loop, LoopBack)):
-        return Bind(b.targets, replace(rhs, body=f(rhs.body)), b.loc)
-    return Bind(b.targets, rhs, b.loc)
+    """The binding with ``f`` applied to the blocks nested in it (branches, loop
+    bodies); ``b`` itself where that changes nothing (no binding is rebuilt, so
+    what is remembered about its blocks is kept)."""
+    cls = type(rhs)
+    if cls is If:
+        then, orelse = f(rhs.then), f(rhs.orelse)
+        if then is rhs.then and orelse is rhs.orelse:
+            return b if rhs is b.rhs else Bind(b.targets, rhs, b.loc)
+        return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
+    if cls is Loop or cls is LoopBack:
+        body = f(rhs.body)
+        if body is rhs.body:
+            return b if rhs is b.rhs else Bind(b.targets, rhs, b.loc)
+        return Bind(b.targets, replace(rhs, body=body), b.loc)
+    return b if rhs is b.rhs else Bind(b.targets, rhs, b.loc)
 
 
 def result_items(block: Block) -> tuple[Atom, ...] | None:

@@ -12,12 +12,16 @@ segments of at most :data:`SEGMENT` frames, while only one thread runs at a
 time (the others wait in ``join``), so the lowering stays sequential.
 
 :func:`walk` visits a libcst tree with an explicit stack (libcst's own
-visitors recurse a few frames per node).
+visitors recurse a few frames per node); :func:`children` is libcst's
+``node.children`` without rebuilding the node (libcst's own rebuilds it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import dataclasses
+import gc
 import sys
 import threading
 from typing import Any, Callable, Iterator, TypeVar
@@ -73,6 +77,62 @@ def fresh(fn: Callable[..., T], *args: Any) -> T:
     return box["value"]
 
 
+#: per libcst node class, its dataclass fields
+_FIELDS: dict[type, tuple[str, ...]] = {}
+#: (class, the fields holding nodes in one instance) -> those fields in source order
+_ORDER: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
+
+
+#: per class of a field's value, whether it is a libcst node (isinstance of
+#: an abstract class costs more than this look-up)
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(value: Any) -> bool:
+    cls = type(value)
+    found = _IS_NODE.get(cls)
+    if found is None:
+        found = _IS_NODE[cls] = issubclass(cls, cst.CSTNode)
+    return found
+
+
+def _holds_nodes(value: Any) -> bool:
+    return _is_node(value) or (type(value) in (tuple, list) and bool(value) and _is_node(value[0]))
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children`` (the child nodes in source order), read from the node's
+    fields: libcst computes ``children`` by rebuilding the node, some 30 times
+    slower.  The order of a class's fields in the source is learnt from
+    libcst's ``children`` the first time a class is seen with a given set of
+    fields present (libcst visits a class's fields in a fixed order)."""
+    cls = type(node)
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    present = tuple(f for f in fields if _holds_nodes(getattr(node, f)))
+    order = _ORDER.get((cls, present))
+    if order is None:
+        slow = list(node.children)
+        field_of = {}
+        for f in present:
+            value = getattr(node, f)
+            for child in (value if type(value) in (tuple, list) else (value,)):
+                field_of[id(child)] = f
+        learnt = tuple(dict.fromkeys(field_of.get(id(c), "") for c in slow))
+        if sorted(learnt) != sorted(present):  # not a plain walk of the fields: ask libcst every time
+            return slow
+        order = _ORDER[(cls, present)] = learnt
+    out: list[cst.CSTNode] = []
+    for f in order:
+        value = getattr(node, f)
+        if _is_node(value):
+            out.append(value)
+        else:
+            out.extend(value)
+    return out
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node of the tree under ``node`` (itself first), parents before
     children, children in source order."""
@@ -80,7 +140,7 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while todo:
         n = todo.pop()
         yield n
-        todo.extend(reversed(n.children))
+        todo.extend(reversed(children(n)))
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
@@ -95,7 +155,7 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
             continue
         todo.append((n, True))
         if visitor.on_visit(n):
-            todo.extend((c, False) for c in reversed(n.children))
+            todo.extend((c, False) for c in reversed(children(n)))
 
 
 def found_below(node: cst.CSTNode, kinds: tuple[type, ...], stop: tuple[type, ...],
@@ -111,7 +171,7 @@ def found_below(node: cst.CSTNode, kinds: tuple[type, ...], stop: tuple[type, ..
         if n in memo:
             continue
         if kids is None:
-            kids = [c for c in n.children if not isinstance(c, stop)]
+            kids = [c for c in children(n) if not isinstance(c, stop)]
             todo.append((n, kids))
             todo.extend((c, None) for c in kids if c not in memo)
         else:
@@ -148,3 +208,19 @@ def parse_ast(source: str, filename: str = "<unknown>") -> Any:
 def compile_ast(tree: Any, filename: str, flags: int = 0) -> Any:
     """``compile`` of an ``ast`` tree or of source text, one thread at a time."""
     return _taking_turns(lambda: compile(tree, filename, "exec", flags=flags, dont_inherit=True))
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a transformation runs: it
+    makes hundreds of thousands of small objects (syntax trees, IR), nearly all
+    still alive, and every full collection walks all of them again (some 40% of
+    the time of transforming a large function).  Back on afterwards, as it was
+    (a nested use leaves it off for the outer one)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

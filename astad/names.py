@@ -157,21 +157,75 @@ def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
     """Every name ``prog`` has: its parameters, every variable bound or read in
     any block (branches, loop bodies, functions and their backward maps) and
     the names of the constants it reads."""
+    if type(prog) is Block:
+        return set(_block_names(prog))
     names: set[str] = set()
     stack: list[Any] = [prog]
     while stack:
         node = stack.pop()
         cls = type(node)
-        if cls is Var:
-            names.add(node.name)
-        elif cls is Const:
-            if node.name is not None:
-                names.add(node.name)
-        elif cls is tuple or cls is list:
-            stack.extend(node)
+        if cls is Block:
+            names |= _block_names(node)
         else:
-            stack.extend(getattr(node, f) for f in _fields(cls))
+            _add_names(node, cls, names, stack)
     return names
+
+
+def _block_names(block: Block) -> frozenset[str]:
+    """``program_names`` of one block, computed once (blocks are immutable: a
+    pass that leaves a block as it is leaves its names known).  Bindings of a
+    primitive, the most common, are read directly; anything else field by field."""
+    found = block.__dict__.get("_program_names")
+    if found is not None:
+        return found
+    names: set[str] = set()
+    add = names.add
+    blocks, stack = [block], []
+    while blocks:
+        blk = blocks.pop()
+        known = blk.__dict__.get("_program_names")
+        if known is not None:
+            names |= known
+            continue
+        stack.append(blk.result)
+        for b in blk.binds:
+            for t in b.targets:
+                if type(t) is Var:
+                    add(t.name)
+                else:
+                    stack.append(t)
+            rhs = b.rhs
+            if type(rhs) is Prim:
+                stack.extend(rhs.args)
+            else:
+                stack.append(rhs)
+            while stack:
+                node = stack.pop()
+                cls = type(node)
+                if cls is Block:
+                    blocks.append(node)
+                else:
+                    _add_names(node, cls, names, stack)
+    found = block.__dict__["_program_names"] = frozenset(names)
+    return found
+
+
+def _add_names(node: Any, cls: type, names: set[str], stack: list[Any]) -> None:
+    """The name of a variable or named constant ``node`` into ``names``; anything
+    else's fields onto ``stack``."""
+    if cls is Var:
+        names.add(node.name)
+    elif cls is Const:
+        if node.name is not None:
+            names.add(node.name)
+    elif cls is tuple or cls is list:
+        for item in node:  # mostly variables (a primitive's arguments, a binding's targets): not stacked
+            if type(item) is Var:
+                names.add(item.name)
+            else:
+                stack.append(item)
+    else:
+        stack.extend(getattr(node, f) for f in _fields(cls))
 
 
 # --------------------------------------------------------------------------- the generated module

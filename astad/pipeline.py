@@ -143,9 +143,11 @@ def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str,
 @contextlib.contextmanager
 def _ours(name: str, what: str = "while transforming") -> Iterator[None]:
     """astad's own errors pass; a too-deep program or a bug of ours becomes an
-    InternalError (never a bare traceback)."""
+    InternalError (never a bare traceback).  The garbage collector waits
+    meanwhile (:func:`astad.deep.gc_paused`)."""
     try:
-        yield
+        with deep.gc_paused():
+            yield
     except AstadError:
         raise
     except RecursionError:

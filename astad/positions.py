@@ -52,7 +52,7 @@ def by_statement(module: cst.Module, source: str) -> dict[cst.CSTNode, CodeRange
             where = at.get(node.body[0], where)
         where = at.get(node, where)
         positions[node] = where
-        todo.extend((c, where) for c in node.children)
+        todo.extend((c, where) for c in deep.children(node))
     return positions
 
 

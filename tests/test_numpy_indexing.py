@@ -353,3 +353,22 @@ def test_put_along_axis_into_an_argument_is_refused():
     with pytest.raises(astad.UnsupportedSyntaxError) as info:
         astad.grad(_put_into_argument)(np.ones(3))
     assert "put_along_axis" in str(info.value) and "x.copy()" in str(info.value)
+
+
+PUT_IDX_LOOP = np.array([[1], [0]])
+
+
+def _put_in_a_loop(x, n):
+    y = np.zeros((2, 3))
+    for i in range(n):
+        np.put_along_axis(y, PUT_IDX_LOOP, x[i] * y[:, :1] + x[i], axis=1)
+    return np.sum(y * y)
+
+
+def test_put_along_axis_in_a_loop_carries_the_updated_array():
+    """The loop must carry `y` (np.put_along_axis assigns it), else the update would be lost."""
+    x = np.array([0.3, 0.7, -0.4])
+    value, grad = astad.value_and_grad(_put_in_a_loop)(x, 3)
+    assert value == pytest.approx(_put_in_a_loop(x, 3), rel=1e-14)
+    fd = [(_put_in_a_loop(x + 1e-6 * e, 3) - _put_in_a_loop(x - 1e-6 * e, 3)) / 2e-6 for e in np.eye(3)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)

@@ -16,10 +16,9 @@ from collections import Counter
 from typing import Callable, Sequence
 
 import libcst as cst
-import libcst.matchers as cst_matchers
 import numpy as np
 
-from .. import rules
+from .. import deep, rules
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
@@ -257,7 +256,7 @@ class Printer:
         changed in place (an element read before an append stays that element)."""
         if not isinstance(a, Var):
             return
-        for name in [n for n, value in self.inlined.items() if cst_matchers.findall(value, cst_matchers.Name(a.name))]:
+        for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
             value = self.inlined.pop(name)
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
 
@@ -386,6 +385,11 @@ class Printer:
 
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
+
+
+def _mentions(expr: Expr, name: str) -> bool:
+    """Whether ``expr`` reads the variable ``name``."""
+    return any(type(n) is cst.Name and n.value == name for n in deep.walk(expr))
 
 
 #: generated expressions nest at most this many inlined temporaries (a deeper
@@ -553,11 +557,14 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
         body=[*imports, *functions],
     )
     code = module.code
-    if re.search(r"\bmath\.", code):  # (a comment quoting the user's line may say it too: then the import is unused)
-        imports.insert(0, cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("math"))])]))
+    # (a comment quoting the user's line may say `math.` too: then the import is unused)
+    more = ["import math\n"] if re.search(r"\bmath\.", code) else []
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
+    numpy = "import numpy as np\n"
+    more.append(numpy)
     if helpers:
-        imports.append(cst.parse_statement(f"from astad.primitives import {', '.join(helpers)}"))
-    if len(imports) > 1:
-        code = module.with_changes(body=[*imports, *functions]).code
+        more.append(f"from astad.primitives import {', '.join(helpers)}\n")
+    if len(more) > 1:  # the imports' lines put in place of numpy's, rather than printing the module again
+        at = 0 if code.startswith(numpy) else code.index("\n" + numpy) + 1  # the first line not a comment
+        code = code[:at] + "".join(more) + code[at + len(numpy):]
     return code

@@ -75,6 +75,11 @@ def clear_parse_cache() -> None:
 
 def parse(fn: Callable[..., Any]) -> Parsed:
     """Read, parse and check ``fn``'s source (cached per code object)."""
+    with deep.gc_paused():
+        return _parse(fn)
+
+
+def _parse(fn: Callable[..., Any]) -> Parsed:
     code = getattr(fn, "__code__", None)
     if code is None:
         raise SourceUnavailableError(
@@ -191,6 +196,11 @@ def _holds_message(node: cst.CSTNode) -> bool:
         isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "print")
 
 
+#: the classes of node _SubsetChecker looks at (libcst's node classes have no subclasses)
+_CHECKED = frozenset({cst.FunctionDef, cst.Lambda, cst.Name, cst.ListComp, cst.GeneratorExp, cst.Raise, cst.Assert,
+                      cst.Call, cst.For, cst.While, cst.Comparison, *UNSUPPORTED})
+
+
 class _SubsetChecker(cst.CSTVisitor):
     def __init__(self, parsed: Parsed) -> None:
         self.parsed = parsed
@@ -198,6 +208,8 @@ class _SubsetChecker(cst.CSTVisitor):
         self.messages = 0  # inside print(...), `raise` or `assert`, where f-strings may be
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if type(node) not in _CHECKED:  # most nodes: nothing to check
+            return True
         if isinstance(node, cst.FunctionDef):
             self.depth += 1
             self._check_signature(node)
@@ -208,7 +220,8 @@ class _SubsetChecker(cst.CSTVisitor):
                 return True
         if isinstance(node, cst.Lambda):
             self._check_params(node.params)
-        if isinstance(node, cst.Name) and unicodedata.normalize("NFKC", node.value) != node.value:
+        if isinstance(node, cst.Name) and not node.value.isascii() and \
+                unicodedata.normalize("NFKC", node.value) != node.value:
             plain = unicodedata.normalize("NFKC", node.value)
             raise UnsupportedSyntaxError(f"the name `{node.value}` is `{plain}` to Python (it normalises names "
                                          "to NFKC), so astad would read two names where Python reads one",
@@ -236,6 +249,8 @@ class _SubsetChecker(cst.CSTVisitor):
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
+        if type(node) not in _CHECKED:
+            return
         if isinstance(node, cst.FunctionDef):
             self.depth -= 1
         if _holds_message(node):

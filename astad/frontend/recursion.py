@@ -33,6 +33,7 @@ import libcst as cst
 
 from typing import Callable
 
+from .. import deep
 from ..errors import Loc, UnsupportedSyntaxError
 from .syntax import stmts_of
 
@@ -108,7 +109,7 @@ class _Rewrite:
             if id(node) in keep:
                 continue
             self.made(node, user)
-            todo.extend(node.children)
+            todo.extend(deep.children(node))
         return new
 
     # ------------------------------------------------------------------ the shape

@@ -14,14 +14,7 @@ from .. import deep
 
 @functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
 def user_names(node: cst.CSTNode) -> frozenset[str]:
-    names: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            names.add(n.value)
-
-    deep.visit(node, V())
-    return frozenset(names)
+    return frozenset(n.value for n in deep.walk(node) if type(n) is cst.Name)
 
 
 def target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -33,47 +26,43 @@ def target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
 @functools.lru_cache(maxsize=4096)
 def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     """Names assigned anywhere in a statement block, in order of first assignment."""
-    names: list[str] = []
+    names: dict[str, None] = {}  # in order
 
-    class V(cst.CSTVisitor):
-        def _add(self, target: cst.BaseExpression) -> None:
-            if isinstance(target, cst.Name):
-                if target.value not in names:
-                    names.append(target.value)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for el in target.elements:
-                    self._add(el.value)
-            elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-                self._add(target.value)  # `y[i] = v` binds `y` to the updated array
+    def add(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            names.setdefault(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                add(el.value)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            add(target.value)  # `y[i] = v` binds `y` to the updated array
 
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            self._add(n.target)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            self._add(n.target)
-
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            self._add(n.target)
-
-        def visit_For(self, n: cst.For) -> None:
-            self._add(n.target)
-
-        def visit_Call(self, n: cst.Call) -> None:
-            if is_append(n):
-                self._add(n.func.value)  # type: ignore[attr-defined]
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            self._add(n.name)
-            return False  # its assignments are its own
-
-        def visit_Lambda(self, n: cst.Lambda) -> bool:
-            return False
-
-        def visit_CompFor(self, n: cst.CompFor) -> bool:
-            return False  # a comprehension's variables are its own
-
-    deep.visit(node, V())
+    todo = [node]  # parents before children, children in source order (as a libcst visitor goes)
+    while todo:
+        n = todo.pop()
+        cls = type(n)
+        if cls in _TARGETED:
+            add(n.target)  # type: ignore[attr-defined]
+        elif cls is cst.Call and is_append(n):
+            add(n.func.value)  # type: ignore[attr-defined]
+        elif cls is cst.Call and _puts_along_axis(n):
+            add(n.args[0].value)  # np.put_along_axis(y, ...) binds `y` to the updated array
+        elif cls is cst.FunctionDef:
+            add(n.name)
+            continue  # its assignments are its own
+        elif cls is cst.Lambda or cls is cst.CompFor:
+            continue  # a comprehension's variables are its own
+        todo.extend(reversed(deep.children(n)))
     return tuple(names)
+
+
+def _puts_along_axis(call: cst.Call) -> bool:
+    return (isinstance(call.func, cst.Attribute) and call.func.attr.value == "put_along_axis" and bool(call.args)
+            and isinstance(call.args[0].value, cst.Name))
+
+
+#: the statements that assign their ``target``
+_TARGETED = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For})
 
 
 def breaks_out(body: cst.CSTNode) -> bool:
@@ -88,16 +77,19 @@ def can_leave(stmt: cst.CSTNode) -> bool:
 
 
 def _loop_exit_found(node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
-    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.Lambda),
+    return deep.found_below(node, kinds, (cst.For, cst.While, cst.FunctionDef, cst.BaseExpression),
                             FOUND.setdefault(kinds, {}))
 
 
 def contains_return(stmt: cst.CSTNode) -> bool:
     """Whether a statement contains a ``return`` (a nested def's `return` is its own)."""
-    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef,), FOUND.setdefault((cst.Return,), {}))
+    return deep.found_below(stmt, (cst.Return,), (cst.FunctionDef, cst.BaseExpression),
+                            FOUND.setdefault((cst.Return,), {}))
 
 
-#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache)
+#: what deep.found_below found, per kinds of node looked for (cleared with the parse cache);
+#: the kinds are statements, never inside an expression (a lambda's body is
+#: one), so the search does not go into expressions
 FOUND: dict[tuple[type, ...], dict[cst.CSTNode, bool]] = {}
 
 

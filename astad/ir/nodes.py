@@ -276,9 +276,10 @@ Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy, If, Loop, LoopBack,
 
 
 def nested_blocks(rhs: Comp) -> tuple["Block", ...]:
-    if isinstance(rhs, If):
+    cls = type(rhs)  # (no class of the IR has subclasses)
+    if cls is If:
         return (rhs.then, rhs.orelse)
-    if isinstance(rhs, (Loop, LoopBack, Lam)):
+    if cls is Loop or cls is LoopBack or cls is Lam:
         return (rhs.body,)
     return ()
 

@@ -167,6 +167,11 @@ def map_block(block: Block, f: Callable[[Atom], Atom]) -> Block:
 
 def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
     """The atoms a computation reads (for a branch or a loop: what it reads from outside)."""
+    cls = type(rhs)
+    if cls is Prim:  # the most common first
+        return rhs.args
+    if cls is MakeTuple or cls is Plus:
+        return rhs.items
     if isinstance(rhs, If):
         return (rhs.cond, *if_free_vars(rhs))
     if isinstance(rhs, Loop):
@@ -196,8 +201,8 @@ def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
     raise TypeError(rhs)
 
 
-def vars_of(rhs: Comp) -> Iterator[Var]:
-    return (a for a in atoms_of(rhs) if isinstance(a, Var))
+def vars_of(rhs: Comp) -> list[Var]:
+    return [a for a in atoms_of(rhs) if type(a) is Var]
 
 
 def use_counts(block: Block) -> "Counter[str]":

@@ -5,9 +5,10 @@ exactly what its backward pass reads (``prune_tapes``)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
 from ..blocks import with_branches
-from ..ir import (Bind, Block, If, Loop, LoopBack, ReverseProgram, Var, bound_names, bound_set, bound_vars,
+from ..ir import (Bind, Block, If, Loop, LoopBack, Prim, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
                   nested_blocks, read_names, read_set, vars_of)
 from ..rules import has_effect
 from .simplify import select_items
@@ -19,6 +20,11 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     live = set(live)
     kept = []
     for b in reversed(block.binds):
+        if type(b.rhs) is Prim:  # the most common: no blocks inside
+            if any(t.name in live or t.name in keep for t in b.targets) or has_effect(b.rhs):
+                kept.append(b)
+                live.update(a.name for a in b.rhs.args if type(a) is Var)
+            continue
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
             inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
@@ -82,7 +88,6 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
     """Each loop records on its tape exactly what its backward pass reads of
     what the loop binds: no more, and no less when a value was moved into the
     loop's body from an inner loop (``hoist_invariants``)."""
-    forward_vars = {v.name: v for v in bound_vars(prog.forward)}
     keep: dict[str, tuple[Var, ...]] = {}
     inside: dict[str, set[str]] = {}  # tape -> what its loop binds (outer values are not taped)
 
@@ -95,6 +100,9 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
                 scan(inner)
 
     scan(prog.forward)
+    if not inside and not any(isinstance(b.rhs, LoopBack) for b in all_binds(prog.backward)):
+        return prog  # no tapes
+    forward_vars: dict[str, Var] = {}  # made when a tape misses a value
 
     def back(block: Block) -> Block:
         binds = []
@@ -105,23 +113,40 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
                 read = (read_set(b.rhs.body) - bound_set(b.rhs.body)) & inside.get(b.rhs.tape.name, set())
                 saved = tuple(v for v in b.rhs.saved if v.name in read)
                 missing = read - {v.name for v in saved}  # once, not per forward variable
+                if missing and not forward_vars:
+                    forward_vars.update((v.name, v) for v in bound_vars(prog.forward))
                 saved += tuple(v for n, v in forward_vars.items() if n in missing)
                 keep[b.rhs.tape.name] = saved
-                b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
+                if not _same(saved, b.rhs.saved):
+                    b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
             binds.append(b)
-        return Block(tuple(binds), block.result)
+        return _same_or_new(block, binds)
 
     def fwd(block: Block) -> Block:
         binds = []
         for b in block.binds:
             b = with_branches(b, b.rhs, fwd)
             if isinstance(b.rhs, Loop) and b.rhs.tape is not None:
-                if b.rhs.tape.name in keep:
-                    b = Bind(b.targets, replace(b.rhs, save=keep[b.rhs.tape.name]), b.loc)
-                else:  # no backward pass reads this tape
+                if b.rhs.tape.name not in keep:  # no backward pass reads this tape
                     b = Bind(b.targets[:-1], replace(b.rhs, save=(), tape=None), b.loc)
+                elif not _same(keep[b.rhs.tape.name], b.rhs.save):
+                    b = Bind(b.targets, replace(b.rhs, save=keep[b.rhs.tape.name]), b.loc)
             binds.append(b)
-        return Block(tuple(binds), block.result)
+        return _same_or_new(block, binds)
 
     backward = back(prog.backward)
-    return ReverseProgram(prog.name, prog.params, fwd(prog.forward), prog.ct_in, backward)
+    forward = fwd(prog.forward)
+    if forward is prog.forward and backward is prog.backward:
+        return prog
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
+
+
+def _same(new: Sequence[object], old: Sequence[object]) -> bool:
+    """Whether ``new`` holds the very objects of ``old``, in order."""
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+
+
+def _same_or_new(block: Block, binds: list[Bind]) -> Block:
+    """``block`` itself when ``binds`` are its own bindings (what is remembered
+    about it is kept), else a new block of them."""
+    return block if _same(binds, block.binds) else Block(tuple(binds), block.result)
