@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import calling, fresh, pipeline, programs
-from .api import CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size
+from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, kinds, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
@@ -67,7 +67,8 @@ class Forward(Reverse):
         if d is None or not _checks_hold(_dep_checks(fn, d.deps)):
             d = pipeline.transform_forward(self._parsed, types, wrt)
             _MEMORY.put(mkey, d)
-        found = (d, _dep_checks(fn, d.deps))
+        checks = _dep_checks(fn, d.deps)
+        found = (d, checks, calling.checker(checks))
         self._derivatives.put(key, found)
         if wrt == self.all_wrt(types) or self._last is None:
             self._last = d  # type: ignore[assignment]
@@ -246,12 +247,44 @@ def _is_zero(tv: Any) -> bool:
         return False
 
 
-def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True) -> tuple[Any, Any]:
+#: the types a fast call of ``astad.jvp`` finds its entry by: scalar arguments, scalar or None tangents
+_JVP_KINDS = _SCALAR_KEYS | {type(None)}
+
+
+def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``astad.jvp`` of a callable not made by astad.  A call with scalar primals and
+    tangents (or None) of types seen before finds its generated code in one table."""
+    if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents):
+        entry = _BY_ID.get(id(fn))
+        if entry is not None and entry[0]() is fn:
+            fwd = entry[2]
+            hit = fwd._jvps.get(kinds(primals + tangents))
+            code = fwd.__astad_function__.__code__
+            if hit is not None and code is entry[1] and code is fwd._code and (hit[2] is None or hit[2]()):
+                d, order = hit[0], hit[1]
+                value, tangent = d.jvp(*primals, *(tangents if order is None else map(tangents.__getitem__, order)))
+                if tangent is None or order == ():
+                    tangent = zeros_like_type(d.out_type, value)
+                return value, tangent  # scalars own no memory: nothing to copy
+    if len(primals) != len(tangents):
+        raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
+                             hint="one tangent per primal, None for one held constant")
+    fwd = forward_of(fn)
+    n = len(primals)
+    primals = primals if type(primals) is tuple else tuple(primals)
+    args = fwd._binder(primals, {})  # defaults filled in
+    return jvp_at(fwd, args, padded(tangents if type(tangents) is tuple else tuple(tangents), n, len(args),
+                                    fwd._parsed.name), fast=n == fwd._binder.fast_n)
+
+
+def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True,
+           fast: bool = False) -> tuple[Any, Any]:
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
-    (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves)."""
+    (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves;
+    ``fast``: the arguments are a call's own, which :func:`jvp_of_function` may find next time)."""
     key = fast_key(args, tangents) if check else None
     found = fwd._derivatives.get(key) if key is not None else None
-    if found is not None and _checks_hold(found[1]):  # arguments and tangents of kinds seen before
+    if found is not None and (found[2] is None or found[2]()):  # arguments and tangents of kinds seen before
         d, order = found[0]
         value, tangent = d.jvp(*args, *[tangents[i] for i in order])
         if tangent is None or not order:
@@ -266,7 +299,13 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     d = fwd.derivative(args, wrt)
     if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
             all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
-        fwd._derivatives.put(key, ((d, tuple(sorted(wrt))), _dep_checks(fwd._root, d.deps)))
+        checks = _dep_checks(fwd._root, d.deps)
+        order = tuple(sorted(wrt))
+        holds = calling.checker(checks)
+        fwd._derivatives.put(key, ((d, order), checks, holds))
+        if fast:
+            remember(fwd._jvps, (*args, *tangents), (d, None if order == tuple(range(len(args))) and order else order,
+                                                      holds), _JVP_KINDS)
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)

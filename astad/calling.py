@@ -187,3 +187,34 @@ def read(owner: Any, name: str) -> Any:
     if name in first:
         return first[name]
     return second[name]
+
+
+_ABSENT = object()
+
+
+def checker(checks: tuple) -> Callable[[], bool] | None:
+    """One compiled function of no arguments that is true only if each check
+    ``(first, second, name, object)`` still holds (``name`` looked up in
+    ``first``, then in ``second``, means ``object``: see :func:`lookup_of`);
+    None when there is nothing to check.  Each name is looked up where it was
+    found when the check was made (a name now found elsewhere reads as
+    changed), so a call that passes it needs no other check."""
+    if not checks:
+        return None
+    ns: dict[str, Any] = {"_absent": _ABSENT}
+    terms = []
+    for i, (first, second, name, obj) in enumerate(checks):
+        ns[f"o{i}"] = obj
+        if isinstance(first, _Cells):  # a captured variable: its cell (an empty one raises ValueError)
+            ns[f"c{i}"] = first._cells[name]
+            terms.append(f"c{i}.cell_contents is o{i}")
+        elif name in first:
+            ns[f"f{i}"] = first
+            terms.append(f"f{i}[{name!r}] is o{i}")
+        else:
+            ns[f"f{i}"], ns[f"s{i}"] = first, second
+            terms.append(f"{name!r} not in f{i} and s{i}.get({name!r}, _absent) is o{i}")
+    src = ("def holds():\n    try:\n        return " + " and \\\n            ".join(terms) +
+           "\n    except (KeyError, ValueError):\n        return False\n")
+    exec(compile(src, "<astad: checks of the names a derivative read>", "exec"), ns)
+    return ns["holds"]
