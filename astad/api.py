@@ -432,8 +432,9 @@ def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., Any]:
 
 def _gradient(fn: Callable[..., Any], argnums: ArgNums, with_value: bool) -> "Gradient":
     g = Gradient(fn, argnums, with_value)
-    functools.update_wrapper(g, g._rev.__astad_function__)  # type: ignore[arg-type]
-    g.__astad_derived__ = f"astad.{'value_and_grad' if with_value else 'grad'}({g._rev._parsed.name})"  # type: ignore[attr-defined]
+    functools.update_wrapper(g, g._rev.__astad_function__, updated=())  # type: ignore[arg-type]
+    name = "value_and_grad" if with_value else "grad"
+    g.__astad_derived__ = f"astad.{name}({g._rev._parsed.name})"  # type: ignore[attr-defined]
     return g
 
 

@@ -251,21 +251,28 @@ def _is_zero(tv: Any) -> bool:
 _JVP_KINDS = _SCALAR_KEYS | {type(None)}
 
 
+def check_pairs(primals: Any, tangents: Any) -> None:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
+                             hint="astad.jvp(f, (x, w), (tx, None))")
+
+
 def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``astad.jvp`` of a callable not made by astad.  A call with scalar primals and
     tangents (or None) of types seen before finds its generated code in one table."""
     if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents):
         entry = _BY_ID.get(id(fn))
         if entry is not None and entry[0]() is fn:
-            fwd = entry[2]
-            hit = fwd._jvps.get(kinds(primals + tangents))
-            code = fwd.__astad_function__.__code__
-            if hit is not None and code is entry[1] and code is fwd._code and (hit[2] is None or hit[2]()):
-                d, order = hit[0], hit[1]
-                value, tangent = d.jvp(*primals, *(tangents if order is None else map(tangents.__getitem__, order)))
+            fwd = entry[2]  # (its code is entry[1]: see forward_of)
+            both = primals + tangents
+            hit = fwd._jvps.get((type(both[0]), type(both[1])) if len(both) == 2 else kinds(both))
+            if hit is not None and fwd.__astad_function__.__code__ is entry[1] and (hit[2] is None or hit[2]()):
+                jvp, order = hit[0], hit[1]  # order: the arguments with a tangent (None: all)
+                value, tangent = jvp(*both) if order is None else jvp(*primals, *map(tangents.__getitem__, order))
                 if tangent is None or order == ():
-                    tangent = zeros_like_type(d.out_type, value)
+                    tangent = zeros_like_type(hit[3], value)
                 return value, tangent  # scalars own no memory: nothing to copy
+    check_pairs(primals, tangents)
     if len(primals) != len(tangents):
         raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
                              hint="one tangent per primal, None for one held constant")
@@ -304,8 +311,8 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
         holds = calling.checker(checks)
         fwd._derivatives.put(key, ((d, order), checks, holds))
         if fast:
-            remember(fwd._jvps, (*args, *tangents), (d, None if order == tuple(range(len(args))) and order else order,
-                                                      holds), _JVP_KINDS)
+            remember(fwd._jvps, (*args, *tangents), (d.jvp, None if order == tuple(range(len(args))) and order else
+                                                      order, holds, d.out_type), _JVP_KINDS)
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)

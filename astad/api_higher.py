@@ -21,8 +21,8 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 
 from . import api, fresh, pipeline
-from .api_forward import (all_differentiable, checked_tangents, fast_key, forward_of, jvp_at, jvp_of_function, padded,
-                          param_names, zeros_like_type)
+from .api_forward import (all_differentiable, check_pairs, checked_tangents, fast_key, forward_of, jvp_at,
+                          jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .ir import Type
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
@@ -571,14 +571,12 @@ def _grad_for_hvp(fn: Callable[..., Any], nums: tuple[int, ...]) -> Grad:
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
     one tangent per positional argument, None for one held constant."""
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
-                             hint="astad.jvp(f, (x, w), (tx, None))")
-    if isinstance(fn, Derived):
-        args = _bind(fn, None, tuple(primals), {})
-        value, tangent = fn.jvp(args, padded(tuple(tangents), len(primals), len(args), fn.name))
-        return value, zeros_like_type(None, value) if tangent is None else tangent
-    return jvp_of_function(fn, primals, tangents)
+    if not isinstance(fn, Derived):
+        return jvp_of_function(fn, primals, tangents)
+    check_pairs(primals, tangents)
+    args = _bind(fn, None, tuple(primals), {})
+    value, tangent = fn.jvp(args, padded(tuple(tangents), len(primals), len(args), fn.name))
+    return value, zeros_like_type(None, value) if tangent is None else tangent
 
 
 def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple]]:
