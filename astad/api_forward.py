@@ -53,9 +53,12 @@ class Forward(Reverse):
     def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> ForwardDerivative:  # type: ignore[override]
         """The forward derivative at the signature of ``args``, with tangents for
         the parameters in ``wrt`` (all differentiable ones when None)."""
+        return self.entry(args, wrt)[0]
+
+    def entry(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> tuple[Any, tuple, Any]:
         if wrt is None:
             wrt = self.all_wrt(self._types(args))
-        return super().derivative(args, wrt)  # type: ignore[return-value]
+        return super().entry(args, wrt)
 
     def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Any, tuple]:
         types = self._types(args)
