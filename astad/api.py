@@ -212,7 +212,7 @@ class Reverse:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
-        if not kwargs:  # scalar arguments of types seen before: straight to the generated code
+        if not kwargs and self._calls:  # scalar arguments of types seen before: straight to the generated code
             hit = self._calls.get(type(args[0]) if len(args) == 1 else kinds(args))
             if hit is not None and self.__astad_function__.__code__ is self._code and (hit[1] is None or hit[1]()):
                 d = hit[0]
@@ -457,7 +457,7 @@ class Gradient:
         self._nums: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs:
+        if not kwargs and self._table:
             hit = self._table.get(type(args[0]) if len(args) == 1 else kinds(args))
             if hit is not None and self._function.__code__ is self._code and (hit[2] is None or hit[2]()):
                 value, residuals = hit[0](*args)

@@ -263,28 +263,30 @@ def check_pairs(primals: Any, tangents: Any) -> None:
 def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``astad.jvp`` of a callable not made by astad.  A call with scalar primals and
     tangents (or None) of types seen before finds its generated code in one table."""
+    fwd = None
     if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents):
         entry = _BY_ID.get(id(fn))
-        if entry is not None and entry[0]() is fn:
-            fwd = entry[2]  # (its code is entry[1]: see forward_of)
+        if entry is not None and entry[0]() is fn and entry[2].__astad_function__.__code__ is entry[1]:
+            fwd = entry[2]  # what forward_of(fn) returns
             both = primals + tangents
-            hit = fwd._jvps.get((type(both[0]), type(both[1])) if len(both) == 2 else kinds(both))
-            if hit is not None and fwd.__astad_function__.__code__ is entry[1] and (hit[2] is None or hit[2]()):
+            hit = fwd._jvps and fwd._jvps.get((type(both[0]), type(both[1])) if len(both) == 2 else kinds(both))
+            if hit and (hit[2] is None or hit[2]()):
                 jvp, order = hit[0], hit[1]  # order: the arguments with a tangent (None: all)
                 value, tangent = jvp(*both) if order is None else jvp(*primals, *map(tangents.__getitem__, order))
                 if tangent is None or order == ():
                     tangent = zeros_like_type(hit[3], value)
                 return value, tangent  # scalars own no memory: nothing to copy
-    check_pairs(primals, tangents)
-    if len(primals) != len(tangents):
-        raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
-                             hint="one tangent per primal, None for one held constant")
-    fwd = forward_of(fn)
+    else:
+        check_pairs(primals, tangents)
+        if len(primals) != len(tangents):
+            raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
+                                 hint="one tangent per primal, None for one held constant")
+        primals, tangents = tuple(primals), tuple(tangents)
+    if fwd is None:
+        fwd = forward_of(fn)
     n = len(primals)
-    primals = primals if type(primals) is tuple else tuple(primals)
     args = fwd._binder(primals, {})  # defaults filled in
-    return jvp_at(fwd, args, padded(tangents if type(tangents) is tuple else tuple(tangents), n, len(args),
-                                    fwd._parsed.name), fast=n == fwd._binder.fast_n)
+    return jvp_at(fwd, args, padded(tangents, n, len(args), fwd._parsed.name), fast=n == fwd._binder.fast_n)
 
 
 def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True,
