@@ -464,7 +464,7 @@ class Gradient:
                 cts = hit[1](residuals, 1.0)
                 if self._single:  # scalar arguments own no memory: one cotangent needs no copy
                     return (value, cts[hit[3]]) if self._with_value else cts[hit[3]]
-                picked = tuple(map(cts.__getitem__, hit[3]))
+                picked = cts if hit[3] is None else tuple(map(cts.__getitem__, hit[3]))
                 if not _all_floats(picked):
                     picked = fresh.distinct(picked, set())
                 return (value, picked) if self._with_value else picked
@@ -480,10 +480,11 @@ class Gradient:
         if d not in self._types_checked:
             _check_grad_types(rev, d, nums)
             self._types_checked.add(d)
-        if not kwargs and n == binder.fast_n:
-            remember(self._table, args, (d.forward, d.backward, holds, nums[0] if one else nums))
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, 1.0)
+        if not kwargs and n == binder.fast_n:  # nums None: the tuple of every cotangent, in order
+            every = type(cts) is tuple and nums == tuple(range(len(cts)))
+            remember(self._table, args, (d.forward, d.backward, holds, nums[0] if one else None if every else nums))
         picked = tuple(cts[i] for i in nums)
         if not _all_floats(picked):  # Python floats are immutable: nothing to copy
             picked = fresh.distinct(picked, fresh.owners(args))
