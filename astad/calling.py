@@ -74,7 +74,7 @@ def free_names(fn: Any, fixed: dict[str, Any]) -> tuple[str, ...]:
 class Binder:
     """The free parameters' values of a call, as Python binds them (see the module docstring)."""
 
-    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_root", "_fn", "_fixed")
+    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_stub", "_root", "_fn", "_fixed")
 
     def __init__(self, fn: Any, fixed: dict[str, Any], wrap: Callable[[Callable], Callable], root: Any) -> None:
         code = fn.__code__
@@ -83,7 +83,8 @@ class Binder:
         keywords = getattr(root, "keywords", None)
         # a call of exactly the free positional parameters needs no binding
         self.fast_n = self.n_positional if not code.co_kwonlyargcount and not keywords else -1
-        self._bind = wrap(_stub(fn, self.names))
+        self._stub = _stub(fn, self.names)
+        self._bind = wrap(self._stub)
         self._root = root
         self._fn, self._fixed = fn, fixed
 
@@ -91,6 +92,8 @@ class Binder:
         """The values of the free parameters (Python's TypeError as a :class:`CallError` for a wrong call)."""
         if not kwargs and len(args) == self.fast_n:
             return args
+        stub, fn = self._stub, self._fn
+        stub.__defaults__, stub.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__  # as now: they may be assigned
         try:
             return self._bind(*args, **kwargs)
         except TypeError as e:

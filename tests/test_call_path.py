@@ -253,3 +253,23 @@ def test_the_compiled_check_is_true_only_when_every_check_holds():
     del space["a"]
     assert not holds() and not api._checks_hold(checks)
     assert calling.checker(()) is None
+
+
+def with_default(x, c=2.0, *, k=1.0):
+    return c * k * x * x
+
+
+def test_defaults_assigned_after_calls_are_the_ones_python_uses():
+    g, vg = astad.grad(with_default), astad.value_and_grad(with_default)
+    for _ in range(2):
+        close(g(1.5), fd(with_default, [1.5], 0))
+    with_default.__defaults__ = (5.0,)
+    with_default.__kwdefaults__ = {"k": 3.0}
+    try:
+        close(g(1.5), fd(with_default, [1.5], 0))
+        value, grad = vg(1.5)
+        close(value, with_default(1.5))
+        close(astad.reverse(with_default)(1.5)[0], with_default(1.5))
+        close(astad.jvp(with_default, (1.5,), (1.0,))[1], fd(with_default, [1.5], 0))
+    finally:
+        with_default.__defaults__, with_default.__kwdefaults__ = (2.0,), {"k": 1.0}
