@@ -78,6 +78,25 @@ def _checks_hold(checks: tuple) -> bool:
     return True
 
 
+def kinds(args: Sequence[Any]) -> Any:
+    """The key of a fast path's table: the types of the arguments (the type of a
+    single argument is ``type(args[0])``, which the callers compute inline)."""
+    if len(args) == 2:
+        return type(args[0]), type(args[1])  # faster than map(type, ...)
+    return type(args[0]) if len(args) == 1 else tuple(map(type, args))
+
+
+def remember(table: dict, args: Sequence[Any], entry: tuple, allowed: frozenset = _SCALAR_KEYS) -> None:
+    """Put a fast path's ``entry`` in its table under the types of ``args``, when
+    each is a scalar whose type alone gives its abstract type (then the types are
+    the whole key: a subclass, another numpy scalar type, an array miss it)."""
+    limit = _memory_size()
+    if limit > 0 and allowed.issuperset(map(type, args)):
+        if len(table) >= limit:
+            table.clear()
+        table[kinds(args)] = entry
+
+
 def _deps_unchanged(fn: Callable, d: Derivative) -> bool:
     try:
         return all(cache.resolve(fn, p) is o for p, o in d.deps)
@@ -102,16 +121,27 @@ class Pullback:
         self._n = n  # how many arguments were passed by position (None: every parameter)
 
     def __call__(self, ct: Any) -> tuple:
-        _check_cotangent(self._out_type, ct, "the output")
+        t = self._out_type
+        if type(ct) is not float or type(t) is not Num or t.shape:  # a float is a cotangent of any scalar
+            _check_cotangent(t, ct, "the output")
         cts = self._backward(self._residuals, ct)
         if self._n is not None:
             cts = tuple(cts)[:self._n]
+        if type(cts) is tuple and _all_floats(cts):  # Python floats are immutable: nothing to copy
+            return cts
         if self._held is None:
             self._held = fresh.owners(self._residuals)
         return fresh.distinct(cts, self._held | fresh.owners(ct))
 
     def __repr__(self) -> str:
         return f"<astad pullback: cotangent of type {self._out_type} -> cotangents of the arguments>"
+
+
+def _all_floats(values: tuple) -> bool:
+    for v in values:
+        if type(v) is not float:
+            return False
+    return True
 
 
 def _check_cotangent(t: Type, ct: Any, what: str) -> None:
@@ -159,7 +189,11 @@ class Reverse:
         self._binder = calling.Binder(fn, fixed, wrap, root)
         self._params = self._parsed.params
         self._fixed_key = tuple(fixed)
-        self._derivatives: LRU[tuple[Derivative, tuple]] = LRU(_memory_size)
+        #: (derivative, the checks of the names it read, their compiled check) by the arguments' kinds and wrt
+        self._derivatives: LRU[tuple[Derivative, tuple, Any]] = LRU(_memory_size)
+        self._tables: dict[Any, dict[tuple, tuple]] = {}  # the fast paths' entries (see remember)
+        self._calls = self.table("call")
+        self._jvps = self.table("jvp")  # (a Forward's: see api_forward.jvp_of_function)
         self._last: Derivative | None = None
         self._bound: "weakref.WeakKeyDictionary[Any, Reverse]" = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
@@ -178,13 +212,32 @@ class Reverse:
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
+        if not kwargs and self._calls:  # scalar arguments of types seen before: straight to the generated code
+            hit = self._calls.get(type(args[0]) if len(args) == 1 else kinds(args))
+            if hit is not None and self.__astad_function__.__code__ is self._code and (hit[1] is None or hit[1]()):
+                d = hit[0]
+                value, residuals = d.forward(*args)
+                if type(value) is not float:  # scalars own no memory; an array returned may be a residual too
+                    held = fresh.owners(value)
+                    if held:
+                        residuals = fresh.copy_shared(residuals, held)
+                return value, Pullback(d.backward, residuals, d.out_type)
         n = len(args)
         return self.vjp_at(self._binder(args, kwargs), n)
+
+    def table(self, name: Any) -> dict[tuple, tuple]:
+        """The entries of a fast path by the types of scalar arguments (see :func:`remember`)."""
+        found = self._tables.get(name)
+        if found is None:
+            found = self._tables[name] = {}
+        return found
 
     def vjp_at(self, args: tuple, n: int) -> tuple[Any, Pullback]:
         """``(value, pullback)`` at the values of the free parameters (see
         :meth:`positional`), differentiated with respect to the first ``n``."""
-        d = self.derivative(args, None if n == len(args) else frozenset(range(n)))
+        d, _, holds = self.entry(args, None if n == len(args) else frozenset(range(n)))
+        if n == len(args) == self._binder.fast_n:  # a call of the positional parameters, which __call__ may find
+            remember(self._calls, args, (d, holds))
         value, residuals = d.forward(*args)
         # the pullback may be called after the caller changed an argument or the value in place
         held = fresh.owners(args, value)
@@ -212,6 +265,12 @@ class Reverse:
     def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> Derivative:
         """The derivative at the abstract signature of ``args``, computing the
         cotangents of the parameters in ``wrt`` (all when None)."""
+        return self.entry(args, wrt)[0]
+
+    def entry(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> tuple[Any, tuple, Any]:
+        """``(derivative, checks, holds)``: the derivative (as :meth:`derivative`),
+        the checks of the names it read (see _dep_checks) and their compiled check
+        (:func:`astad.calling.checker`; None when it read none)."""
         try:
             keys = tuple(map(_arg_key, args))
             key = (keys if None not in keys else self._types(args), wrt)
@@ -220,9 +279,9 @@ class Reverse:
                                  hint="tuples, lists and dicts of arrays, a few levels deep") from None
         self.check_code()
         found = self._derivatives.get(key)
-        if found is None or not _checks_hold(found[1]):
+        if found is None or not (found[2] is None or found[2]()):
             found = self._transform(args, key, wrt)
-        return found[0]
+        return found
 
     def _types(self, args: Sequence[Any]) -> tuple[Type, ...]:
         params = self._params
@@ -238,7 +297,7 @@ class Reverse:
         except AstadTypeError as e:
             raise AstadTypeError(e.message, self._parsed.loc(param), e.hint) from None
 
-    def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Derivative, tuple]:
+    def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Derivative, tuple, Any]:
         types = self._types(args)
         code = self.__astad_function__.__code__
         root = self._root
@@ -254,7 +313,8 @@ class Reverse:
             if not self._fixed_key:
                 cache.store(self._parsed, types, d)
         _MEMORY.put(mkey, d)
-        found = (d, _dep_checks(root, d.deps))
+        checks = _dep_checks(root, d.deps)
+        found = (d, checks, calling.checker(checks))
         self._derivatives.put(key, found)
         if wrt is None or self._last is None:  # `.source` shows the full derivative once there is one
             self._last = d
@@ -362,36 +422,78 @@ def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[...
     int gives one gradient, a tuple a tuple of gradients), indices of the
     arguments passed by position.  Keyword arguments are placed by ``fn``'s
     signature (not differentiated); the gradients are arrays of their own."""
-    _check_argnums(argnums)
-    rev = reverse(fn)
-    binder = rev._binder
-    checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
-    # argnums by the number of arguments passed by position
-    found: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}
+    return _gradient(fn, argnums, True)
 
-    @functools.wraps(rev.__astad_function__)
-    def wrapper(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
+
+def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., Any]:
+    """The gradient of a real-scalar-valued function (as ``jax.grad``)."""
+    return _gradient(fn, argnums, False)
+
+
+def _gradient(fn: Callable[..., Any], argnums: ArgNums, with_value: bool) -> "Gradient":
+    g = Gradient(fn, argnums, with_value)
+    functools.update_wrapper(g, g._rev.__astad_function__, updated=())  # type: ignore[arg-type]
+    name = "value_and_grad" if with_value else "grad"
+    g.__astad_derived__ = f"astad.{name}({g._rev._parsed.name})"  # type: ignore[attr-defined]
+    return g
+
+
+class Gradient:
+    """``grad`` or ``value_and_grad`` (``with_value``) of a function astad reads.
+    A call of scalar arguments of types seen before finds its derivative in one
+    table (see :func:`remember`); any other call binds its arguments and looks
+    the derivative up by their kinds."""
+
+    def __init__(self, fn: Callable[..., Any], argnums: ArgNums, with_value: bool) -> None:
+        _check_argnums(argnums)
+        rev = self._rev = reverse(fn)
+        self._argnums, self._with_value = argnums, with_value
+        self._single = single = not isinstance(argnums, (tuple, list))
+        # entries (forward, backward, holds, nums) of calls whose derivative's types were checked
+        self._table = rev.table(("grad", argnums if single else tuple(argnums)))  # type: ignore[arg-type]
+        self._function, self._code = rev.__astad_function__, rev._code
+        self._types_checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
+        # argnums by the number of arguments passed by position
+        self._nums: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and self._table:
+            hit = self._table.get(type(args[0]) if len(args) == 1 else kinds(args))
+            if hit is not None and self._function.__code__ is self._code and (hit[2] is None or hit[2]()):
+                value, residuals = hit[0](*args)
+                cts = hit[1](residuals, 1.0)
+                if self._single:  # scalar arguments own no memory: one cotangent needs no copy
+                    return (value, cts[hit[3]]) if self._with_value else cts[hit[3]]
+                picked = cts if hit[3] is None else tuple(map(cts.__getitem__, hit[3]))
+                if not _all_floats(picked):
+                    picked = fresh.distinct(picked, set())
+                return (value, picked) if self._with_value else picked
+        value, g = self._call(args, kwargs)
+        return (value, g) if self._with_value else g
+
+    def _call(self, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        rev, binder = self._rev, self._rev._binder
         n = len(args)
         args = binder(args, kwargs)
-        nums, single, wrt = found.get(n) or _found_argnums(found, n, len(args))
-        d = rev.derivative(args, wrt)
-        if d not in checked:
+        nums, one, wrt = self._nums.get(n) or self._found_argnums(n, len(args))
+        d, _, holds = rev.entry(args, wrt)
+        if d not in self._types_checked:
             _check_grad_types(rev, d, nums)
-            checked.add(d)
+            self._types_checked.add(d)
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, 1.0)
+        if not kwargs and n == binder.fast_n:  # nums None: the tuple of every cotangent, in order
+            every = type(cts) is tuple and nums == tuple(range(len(cts)))
+            remember(self._table, args, (d.forward, d.backward, holds, nums[0] if one else None if every else nums))
         picked = tuple(cts[i] for i in nums)
-        if not all(type(c) is float for c in picked):  # Python floats are immutable: nothing to copy
+        if not _all_floats(picked):  # Python floats are immutable: nothing to copy
             picked = fresh.distinct(picked, fresh.owners(args))
-        return value, (picked[0] if single else picked)
+        return value, (picked[0] if one else picked)
 
-    def _found_argnums(found: dict, n: int, n_params: int) -> tuple:
-        nums, single = _argnums(argnums, n, rev._parsed.name, n_params)
-        found[n] = (nums, single, frozenset(nums))
-        return found[n]
-
-    wrapper.__astad_derived__ = f"astad.value_and_grad({rev._parsed.name})"  # type: ignore[attr-defined]
-    return wrapper
+    def _found_argnums(self, n: int, n_params: int) -> tuple:
+        nums, one = _argnums(self._argnums, n, self._rev._parsed.name, n_params)
+        found = self._nums[n] = (nums, one, frozenset(nums))
+        return found
 
 
 def _check_grad_types(rev: Reverse, d: Derivative, nums: Sequence[int]) -> None:
@@ -405,18 +507,6 @@ def _check_grad_types(rev: Reverse, d: Derivative, nums: Sequence[int]) -> None:
                                  hint="differentiate with respect to float arguments (argnums)")
 
 
-def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., Any]:
-    """The gradient of a real-scalar-valued function (as ``jax.grad``)."""
-    vg = value_and_grad(fn, argnums)
-
-    @functools.wraps(vg)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return vg(*args, **kwargs)[1]
-
-    wrapper.__astad_derived__ = f"astad.grad({reverse(fn)._parsed.name})"  # type: ignore[attr-defined]
-    return wrapper
-
-
 def clear_caches(memory: bool = True, disk: bool = True) -> None:
     """Forget generated derivatives (in this process, and/or on disk)."""
     if memory:
@@ -426,5 +516,7 @@ def clear_caches(memory: bool = True, disk: bool = True) -> None:
         frontend.clear_parse_cache()
         for r in list(_LIVE):
             r._derivatives.clear()
+            for table in r._tables.values():
+                table.clear()
     if disk:
         cache.clear_disk()

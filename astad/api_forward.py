@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import calling, fresh, pipeline, programs
-from .api import _LIVE, _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size
+from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, kinds, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
@@ -27,13 +27,7 @@ from .pipeline import ForwardDerivative
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
 
 
-def _clear_plans() -> None:
-    for f in list(_LIVE):
-        if isinstance(f, Forward):
-            f._plans.clear()
-
-
-CLEARERS.extend([_MEMORY.clear, programs.clear, _clear_plans])
+CLEARERS.extend([_MEMORY.clear, programs.clear])
 
 
 class Forward(Reverse):
@@ -48,12 +42,6 @@ class Forward(Reverse):
 
     _MODE = "forward"
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__(fn)
-        #: how a call of astad.jvp runs, by fast_key of its arguments and tangents (as checked once):
-        #: (jvp, indices of the tangents it takes, output type, checks of the globals it read)
-        self._plans: dict[tuple, tuple] = {}
-
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, "Pushforward"]:  # type: ignore[override]
         n = len(args)
         args = self._binder(args, kwargs)
@@ -67,9 +55,12 @@ class Forward(Reverse):
     def derivative(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> ForwardDerivative:  # type: ignore[override]
         """The forward derivative at the signature of ``args``, with tangents for
         the parameters in ``wrt`` (all differentiable ones when None)."""
+        return self.entry(args, wrt)[0]
+
+    def entry(self, args: Sequence[Any], wrt: frozenset[int] | None = None) -> tuple[Any, tuple, Any]:
         if wrt is None:
             wrt = self.all_wrt(self._types(args))
-        return super().derivative(args, wrt)  # type: ignore[return-value]
+        return super().entry(args, wrt)
 
     def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Any, tuple]:
         types = self._types(args)
@@ -81,7 +72,8 @@ class Forward(Reverse):
         if d is None or not _checks_hold(_dep_checks(fn, d.deps)):
             d = pipeline.transform_forward(self._parsed, types, wrt)
             _MEMORY.put(mkey, d)
-        found = (d, _dep_checks(fn, d.deps))
+        checks = _dep_checks(fn, d.deps)
+        found = (d, checks, calling.checker(checks))
         self._derivatives.put(key, found)
         if wrt == self.all_wrt(types) or self._last is None:
             self._last = d  # type: ignore[assignment]
@@ -260,21 +252,57 @@ def _is_zero(tv: Any) -> bool:
         return False
 
 
-def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True) -> tuple[Any, Any]:
+#: the types a fast call of ``astad.jvp`` finds its entry by: scalar arguments, scalar or None tangents
+_JVP_KINDS = _SCALAR_KEYS | {type(None)}
+
+
+def check_pairs(primals: Any, tangents: Any) -> None:
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
+                             hint="astad.jvp(f, (x, w), (tx, None))")
+
+
+def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """``astad.jvp`` of a callable not made by astad.  A call with scalar primals and
+    tangents (or None) of types seen before finds its generated code in one table."""
+    fwd = None
+    if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents):
+        entry = _BY_ID.get(id(fn))
+        if entry is not None and entry[0]() is fn and entry[2].__astad_function__.__code__ is entry[1]:
+            fwd = entry[2]  # what forward_of(fn) returns
+            both = primals + tangents
+            hit = fwd._jvps and fwd._jvps.get((type(both[0]), type(both[1])) if len(both) == 2 else kinds(both))
+            if hit and (hit[2] is None or hit[2]()):
+                jvp, order = hit[0], hit[1]  # order: the arguments with a tangent (None: all)
+                value, tangent = jvp(*both) if order is None else jvp(*primals, *map(tangents.__getitem__, order))
+                if tangent is None or order == ():
+                    tangent = zeros_like_type(hit[3], value)
+                return value, tangent  # scalars own no memory: nothing to copy
+    else:
+        check_pairs(primals, tangents)
+        if len(primals) != len(tangents):
+            raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
+                                 hint="one tangent per primal, None for one held constant")
+        primals, tangents = tuple(primals), tuple(tangents)
+    if fwd is None:
+        fwd = forward_of(fn)
+    n = len(primals)
+    args = fwd._binder(primals, {})  # defaults filled in
+    return jvp_at(fwd, args, padded(tangents, n, len(args), fwd._parsed.name), fast=n == fwd._binder.fast_n)
+
+
+def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True,
+           fast: bool = False) -> tuple[Any, Any]:
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
-    (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves)."""
+    (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves;
+    ``fast``: the arguments are a call's own, which :func:`jvp_of_function` may find next time)."""
     key = fast_key(args, tangents) if check else None
-    plan = fwd._plans.get(key) if key is not None else None
-    if plan is not None and (not plan[3] or _checks_hold(plan[3])):  # arguments and tangents of kinds seen before: no checks
-        jvp, order, out_type = plan[0], plan[1], plan[2]
-        if order is None:  # every argument has a tangent
-            value, tangent = jvp(*args, *tangents)
-        elif len(order) == 1:
-            value, tangent = jvp(*args, tangents[order[0]])
-        else:
-            value, tangent = jvp(*args, *[tangents[i] for i in order])
-        if tangent is None or order == ():
-            tangent = zeros_like_type(out_type, value)
+    found = fwd._derivatives.get(key) if key is not None else None
+    if found is not None and (found[2] is None or found[2]()):  # arguments and tangents of kinds seen before
+        d, order = found[0]
+        value, tangent = d.jvp(*args, *[tangents[i] for i in order])
+        if tangent is None or not order:
+            tangent = zeros_like_type(d.out_type, value)
         return value, tangent if type(tangent) is float else _owned(tangent, args, tangents)
     if check:
         types = fwd._types(args)
@@ -285,18 +313,17 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     d = fwd.derivative(args, wrt)
     if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
             all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
-        if len(fwd._plans) >= _PLANS:
-            fwd._plans.clear()
-        order = None if len(wrt) == len(args) else tuple(sorted(wrt))
-        fwd._plans[key] = (d.jvp, order, d.out_type, _dep_checks(fwd._root, d.deps))
+        checks = _dep_checks(fwd._root, d.deps)
+        order = tuple(sorted(wrt))
+        holds = calling.checker(checks)
+        fwd._derivatives.put(key, ((d, order), checks, holds))
+        if fast:
+            remember(fwd._jvps, (*args, *tangents), (d.jvp, None if order == tuple(range(len(args))) and order else
+                                                      order, holds, d.out_type), _JVP_KINDS)
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
     return value, _owned(tangent, args, tangents)
-
-
-#: at most this many call plans per Forward (kinds of arguments and tangents); more start afresh
-_PLANS = 64
 
 
 def fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:

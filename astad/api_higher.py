@@ -21,8 +21,8 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 
 from . import api, fresh, pipeline
-from .api_forward import (all_differentiable, checked_tangents, fast_key, forward_of, jvp_at, padded, param_names,
-                          zeros_like_type)
+from .api_forward import (all_differentiable, check_pairs, checked_tangents, fast_key, forward_of, jvp_at,
+                          jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .ir import Type
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
@@ -290,17 +290,12 @@ class Grad(Derived):
         self.inner = _inner(fn)
         self.argnums, self.with_value = argnums, with_value
         self.name = f"{'value_and_grad' if with_value else 'grad'}({self.inner.name})"
-        self._fast = api.value_and_grad(self.inner.fn, argnums) if isinstance(self.inner, Plain) else None
         self._vjps: dict[tuple, Program] = {}  # the reverse program as one, by the kinds of the arguments (api._arg_key)
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._fast is not None:  # reverse mode; .source finds the types in the Reverse's last derivative
-            value, g = self._fast(*args, **kwargs)
-            return (value, g) if self.with_value else g
-        else:
-            args = _bind(self, self.argnums, args, kwargs)
-            value, g = self._by_jvps(args)
+        args = _bind(self, self.argnums, args, kwargs)
+        value, g = self._by_jvps(args)
         self._remember(args)
         return (value, g) if self.with_value else g
 
@@ -353,6 +348,19 @@ class Grad(Derived):
         i = nums[0]
         q, tail = progs[i]
         return q, extras + (units[0][i],) + tail
+
+
+class PlainGrad(api.Gradient, Grad):
+    """``grad`` of a function astad reads: called, reverse mode (:class:`astad.api.Gradient`;
+    ``.source`` finds the types in the Reverse's last derivative); differentiated again, a :class:`Grad`."""
+
+    def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
+        Grad.__init__(self, fn, argnums, with_value)
+        api.Gradient.__init__(self, self.inner.fn, argnums, with_value)  # type: ignore[attr-defined]
+
+
+def _grad(fn: Any, argnums: ArgNums, with_value: bool) -> Grad:
+    return (Grad if isinstance(fn, Derived) else PlainGrad)(fn, argnums, with_value)
 
 
 class Jac(Derived):
@@ -459,12 +467,12 @@ class Jac(Derived):
 
 def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Grad:
     """The gradient of a real-scalar-valued function (as ``jax.grad``); ``fn`` may itself be made by astad."""
-    return Grad(fn, argnums, with_value=False)
+    return _grad(fn, argnums, with_value=False)
 
 
 def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Grad:
     """A function returning ``(value, gradient)`` (as ``jax.value_and_grad``)."""
-    return Grad(fn, argnums, with_value=True)
+    return _grad(fn, argnums, with_value=True)
 
 
 def jacfwd(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
@@ -563,26 +571,12 @@ def _grad_for_hvp(fn: Callable[..., Any], nums: tuple[int, ...]) -> Grad:
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
     one tangent per positional argument, None for one held constant."""
-    if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents) and \
-            type(fn) is not Plain and not isinstance(fn, Derived):  # the common case, first
-        fwd = forward_of(fn)
-        if len(primals) == fwd._binder.fast_n:  # exactly the free positional parameters: nothing to bind
-            return jvp_at(fwd, primals, tangents)
-    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise AstadTypeError("jvp takes a tuple of primals and a tuple of tangents, one per positional argument",
-                             hint="astad.jvp(f, (x, w), (tx, None))")
-    if isinstance(fn, Derived):
-        args = _bind(fn, None, tuple(primals), {})
-        value, tangent = fn.jvp(args, padded(tuple(tangents), len(primals), len(args), fn.name))
-        return value, zeros_like_type(None, value) if tangent is None else tangent
-    if len(primals) != len(tangents):
-        raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
-                             hint="one tangent per primal, None for one held constant")
-    fwd = forward_of(fn)
-    n = len(primals)
-    args = fwd._binder(primals if type(primals) is tuple else tuple(primals), {})  # defaults filled in
-    return jvp_at(fwd, args, padded(tangents if type(tangents) is tuple else tuple(tangents), n, len(args),
-                                    fwd._parsed.name))
+    if not isinstance(fn, Derived):
+        return jvp_of_function(fn, primals, tangents)
+    check_pairs(primals, tangents)
+    args = _bind(fn, None, tuple(primals), {})
+    value, tangent = fn.jvp(args, padded(tuple(tangents), len(primals), len(args), fn.name))
+    return value, zeros_like_type(None, value) if tangent is None else tangent
 
 
 def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callable[[Any], tuple]]:

@@ -74,7 +74,7 @@ def free_names(fn: Any, fixed: dict[str, Any]) -> tuple[str, ...]:
 class Binder:
     """The free parameters' values of a call, as Python binds them (see the module docstring)."""
 
-    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_root", "_fn", "_fixed")
+    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_stub", "_root", "_fn", "_fixed")
 
     def __init__(self, fn: Any, fixed: dict[str, Any], wrap: Callable[[Callable], Callable], root: Any) -> None:
         code = fn.__code__
@@ -83,7 +83,8 @@ class Binder:
         keywords = getattr(root, "keywords", None)
         # a call of exactly the free positional parameters needs no binding
         self.fast_n = self.n_positional if not code.co_kwonlyargcount and not keywords else -1
-        self._bind = wrap(_stub(fn, self.names))
+        self._stub = _stub(fn, self.names)
+        self._bind = wrap(self._stub)
         self._root = root
         self._fn, self._fixed = fn, fixed
 
@@ -91,6 +92,8 @@ class Binder:
         """The values of the free parameters (Python's TypeError as a :class:`CallError` for a wrong call)."""
         if not kwargs and len(args) == self.fast_n:
             return args
+        stub, fn = self._stub, self._fn
+        stub.__defaults__, stub.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__  # as now: they may be assigned
         try:
             return self._bind(*args, **kwargs)
         except TypeError as e:
@@ -187,3 +190,34 @@ def read(owner: Any, name: str) -> Any:
     if name in first:
         return first[name]
     return second[name]
+
+
+_ABSENT = object()
+
+
+def checker(checks: tuple) -> Callable[[], bool] | None:
+    """One compiled function of no arguments that is true only if each check
+    ``(first, second, name, object)`` still holds (``name`` looked up in
+    ``first``, then in ``second``, means ``object``: see :func:`lookup_of`);
+    None when there is nothing to check.  Each name is looked up where it was
+    found when the check was made (a name now found elsewhere reads as
+    changed), so a call that passes it needs no other check."""
+    if not checks:
+        return None
+    ns: dict[str, Any] = {"_absent": _ABSENT}
+    terms = []
+    for i, (first, second, name, obj) in enumerate(checks):
+        ns[f"o{i}"] = obj
+        if isinstance(first, _Cells):  # a captured variable: its cell (an empty one raises ValueError)
+            ns[f"c{i}"] = first._cells[name]
+            terms.append(f"c{i}.cell_contents is o{i}")
+        elif name in first:
+            ns[f"f{i}"] = first
+            terms.append(f"f{i}[{name!r}] is o{i}")
+        else:
+            ns[f"f{i}"], ns[f"s{i}"] = first, second
+            terms.append(f"{name!r} not in f{i} and s{i}.get({name!r}, _absent) is o{i}")
+    src = ("def holds():\n    try:\n        return " + " and \\\n            ".join(terms) +
+           "\n    except (KeyError, ValueError):\n        return False\n")
+    exec(compile(src, "<astad: checks of the names a derivative read>", "exec"), ns)
+    return ns["holds"]
