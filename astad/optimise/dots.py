@@ -30,8 +30,17 @@ def dot_sums(fn: Function, n_primal: int) -> Function:
     namer = Namer.adding_to(program_names(fn), fn.name)
 
     def factors(a: Atom) -> list[Atom]:
-        rhs = products.get(a.name) if isinstance(a, Var) else None
-        return [f for x in rhs.args for f in factors(x)] if rhs is not None else [a]
+        """The factors of a product of products, left to right (a loop: chains run thousands deep)."""
+        out: list[Atom] = []
+        todo = [a]
+        while todo:
+            x = todo.pop()
+            rhs = products.get(x.name) if isinstance(x, Var) else None
+            if rhs is None:
+                out.append(x)
+            else:
+                todo.extend(reversed(rhs.args))
+        return out
 
     def block(blk: Block) -> Block:
         out: list[Bind] = []

@@ -155,24 +155,36 @@ def _unnegated(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] |
 
 
 def _terms(rhs: Prim, neg: bool, inner) -> list[Term]:
-    signs = {"add": (False, False), "sub": (False, True), "neg": (True,)}[rhs.op]
+    """The signed terms of a sum of sums, left to right (a loop: sums run thousands deep)."""
     terms: list[Term] = []
-    for a, s in zip(rhs.args, signs):
-        sub = inner(a, _SUMS)
-        terms += _terms(sub, neg != s, inner) if sub is not None else [(neg != s, a)]
+    todo: list[tuple[Prim | Atom, bool]] = [(rhs, neg)]
+    while todo:
+        item, n = todo.pop()
+        if not isinstance(item, Prim):
+            terms.append((n, item))
+            continue
+        signs = {"add": (False, False), "sub": (False, True), "neg": (True,)}[item.op]
+        for a, sgn in reversed(list(zip(item.args, signs))):
+            todo.append((inner(a, _SUMS) or a, n != sgn))
     return terms
 
 
 def _factors(a: Atom, inner) -> list[Atom | Inverse] | None:
+    """The factors of a product of products and quotients, left to right (a loop, as ``_terms``)."""
     rhs = inner(a, {"mul", "div"})
     if rhs is None:
         return None
-    if rhs.op == "div":
-        num, den = rhs.args
-        return (_factors(num, inner) or [num]) + [Inverse(den)]
     out: list[Atom | Inverse] = []
-    for x in rhs.args:
-        out += _factors(x, inner) or [x]
+    todo: list[Prim | Atom | Inverse] = [rhs]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, Prim):
+            out.append(item)
+        elif item.op == "div":
+            num, den = item.args
+            todo += [Inverse(den), inner(num, {"mul", "div"}) or num]
+        else:
+            todo += [inner(x, {"mul", "div"}) or x for x in reversed(item.args)]
     return out
 
 
