@@ -12,7 +12,7 @@ from dataclasses import replace
 from .. import rules
 from ..blocks import ZERO_MAKERS, result_items, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
-                  TupleT, Unpack, Var, Zero, bound_set, nested_blocks, substitute, substitute_block, vars_of)
+                  TupleT, Unpack, Var, Zero, bound_set, nested_blocks, read_set, substitute, substitute_block, vars_of)
 from ..names import Namer
 from .structure import rename_deep, rename_vars, subst_atom
 
@@ -30,10 +30,11 @@ def select_items(block: Block, keep: list[int]) -> Block:
     return Block(block.binds[:-1] + (Bind((tup,), MakeTuple(chosen), block.binds[-1].loc),), tup)
 
 
-def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed: Renamed) -> Bind | None:
+def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed: Renamed,
+             keep: frozenset[str] = frozenset()) -> Bind | None:
     """Fold both branches; a joined value that is zero in both, or the same
     outside value in both, needs no ``if``: it is that value."""
-    then, orelse = fold(rhs.then, keep_copies, renamed), fold(rhs.orelse, keep_copies, renamed)
+    then, orelse = fold(rhs.then, keep_copies, renamed, keep), fold(rhs.orelse, keep_copies, renamed, keep)
     ti, ei = result_items(then), result_items(orelse)
     if ti is None or ei is None:
         return Bind(b.targets, If(rhs.cond, then, orelse), b.loc)
@@ -47,14 +48,15 @@ def _fold_if(b: Bind, rhs: If, env: dict[str, Atom], keep_copies: bool, renamed:
             env[t.name] = a
         else:
             kept.append(i)
-    if not kept and not rules.has_effect(If(rhs.cond, then, orelse)):  # an `if` that prints or raises stays
+    # an `if` that prints or raises stays, and one binding a name read elsewhere (a residual: ``keep``)
+    if not kept and not rules.has_effect(If(rhs.cond, then, orelse)) and keep.isdisjoint(inside):
         return None
     return Bind(tuple(b.targets[i] for i in kept),
                 If(rhs.cond, select_items(then, kept), select_items(orelse, kept)), b.loc)
 
 
 def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: bool,
-                    made_zero: set[str], renamed: Renamed) -> Bind | None:
+                    made_zero: set[str], renamed: Renamed, keep: frozenset[str] = frozenset()) -> Bind | None:
     """Fold the body.  A carried value that starts as zero and that the body
     keeps zero (given that it is zero) is zero throughout, and one the body
     passes on unchanged is its start throughout: neither is carried any more,
@@ -64,10 +66,10 @@ def _fold_loop_back(b: Bind, rhs: LoopBack, env: dict[str, Atom], keep_copies: b
     zero = {i for i, a in enumerate(rhs.init) if isinstance(a, Zero) or (isinstance(a, Var) and a.name in made_zero)}
     while True:
         body = fold(substitute_block(rhs.body, {rhs.params[i].name: Zero(rhs.params[i].type) for i in zero}),
-                    keep_copies, renamed)
+                    keep_copies, renamed, keep)
         items = result_items(body)
         if items is None:
-            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies, renamed)), b.loc)
+            return Bind(b.targets, replace(rhs, body=fold(rhs.body, keep_copies, renamed, keep)), b.loc)
         still = {i for i in zero if _zero_valued(_through_copies(items[i], body), body)}
         if still == zero:
             break
@@ -106,14 +108,15 @@ def _through_copies(a: Atom, block: Block) -> Atom:
 
 
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
-              result: Atom, made_zero: set[str], renamed: Renamed) -> Bind | None:
-    """Simplify one binding; returns None when it was absorbed into ``env``."""
+              result: Atom, made_zero: set[str], renamed: Renamed, keep: frozenset[str] = frozenset()) -> Bind | None:
+    """Simplify one binding; returns None when it was absorbed into ``env``.  ``keep``: names read
+    elsewhere (residuals), whose bindings stay."""
     if isinstance(rhs, If):
-        return _fold_if(b, rhs, env, keep_copies, renamed)
+        return _fold_if(b, rhs, env, keep_copies, renamed, keep)
     if isinstance(rhs, LoopBack):
-        return _fold_loop_back(b, rhs, env, keep_copies, made_zero, renamed)
+        return _fold_loop_back(b, rhs, env, keep_copies, made_zero, renamed, keep)
     if isinstance(rhs, Loop):
-        return with_branches(b, rhs, lambda blk: fold(blk, keep_copies, renamed))
+        return with_branches(b, rhs, lambda blk: fold(blk, keep_copies, renamed, keep))
     if isinstance(rhs, Plus):
         items = tuple(a for a in rhs.items if not isinstance(a, Zero))
         if len(items) <= 1:
@@ -162,7 +165,7 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
 Renamed = "dict[str, Atom] | None"
 
 
-def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None) -> Block:
+def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset()) -> Block:
     """The zero/plus algebra on ``block``; the names it replaces are added to
     ``renamed`` (when given) with what replaced them."""
     env: dict[str, Atom] = {}
@@ -170,7 +173,7 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None) -> Blo
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
     for b in block.binds:
-        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero, renamed)
+        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
             out.append(new)
             if isinstance(new.rhs, Prim) and new.rhs.op in ZERO_MAKERS:
@@ -186,7 +189,8 @@ def fold_forward(prog: ReverseProgram) -> ReverseProgram:
     residual: the backward block and the tapes read what replaced it, so the
     two blocks agree."""
     renamed: dict[str, Atom] = {}
-    forward = fold(prog.forward, keep_copies=False, renamed=renamed)
+    residuals = frozenset(read_set(prog.backward) - bound_set(prog.backward))  # an `if` binding one stays
+    forward = fold(prog.forward, keep_copies=False, renamed=renamed, keep=residuals)
 
     def final(a: Atom) -> Atom:
         while isinstance(a, Var) and a.name in renamed:
