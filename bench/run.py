@@ -11,6 +11,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 
 
 def blas_threads(argv: list[str]) -> None:
@@ -32,9 +33,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import forward_mode  # noqa: E402
-from harness import (AUTOGRAD_PROGRAMS, IMPORT_NOTES, JAX_PROGRAMS, LIMITS, Args, Argnums, Limits, Row,  # noqa: E402
-                     Target, Timer, Tool, astad, autograd, autograd_np, describe, jax,
-                     print_table, programs, ratio, speedup, time_of, time_tools, timed_once, version,
+from harness import (AUTOGRAD_PROGRAMS, CLOCKS, IMPORT_NOTES, JAX_PROGRAMS, LIMITS, QUICK_OTHERS,  # noqa: E402
+                     QUICK_SKIP, RESULTS, Args, Argnums, Limits, Row, Target, Timer, Tool, astad, autograd,
+                     autograd_np, change, describe, fmt_bytes, fmt_ratio, jax, load_results, machine_info, print_table,
+                     programs, ratio, save_results, speedup, time_of, time_tools, timed_once, version,
                      with_target)
 
 # ------------------------------------------------------------- per program
@@ -108,8 +110,9 @@ def check_gradient(name: str, args: Args, argnums: Argnums) -> str | None:
     return None
 
 
-def bench_program(name: str, timer: Timer, limits: Limits, jvp_cells: bool = True) -> Row:
-    """One program's row: the gradient cells, then (``jvp_cells``) the JVP cells."""
+def bench_program(name: str, timer: Timer, limits: Limits, jvp_cells: bool = True, transforms: int = 3) -> Row:
+    """One program's row: the gradient cells, then (``jvp_cells``) the JVP cells, then the
+    peak memory of one primal and one astad gradient call, and astad's transform time."""
     _, make_inputs, argnums = PROGRAMS[name]
     args = make_inputs(np.random.default_rng(0))
     row = Row(name)
@@ -118,7 +121,27 @@ def bench_program(name: str, timer: Timer, limits: Limits, jvp_cells: bool = Tru
         checks.append(forward_mode.check_jvp(name, args, argnums))
     row.notes += [warning for warning in checks if warning]
     time_tools(row, TOOLS + (forward_mode.TOOLS if jvp_cells else []), args, argnums, timer, limits)
+    for tool in TOOLS[:2]:
+        if tool.key in row.times:
+            row.peak[tool.key] = forward_mode.peak_bytes(tool.prepare(name, args, argnums, row))
+    if "astad" in row.times:
+        row.transform = transform_time(name, args, argnums, timer, transforms)
     return row
+
+
+def transform_time(name: str, args: Args, argnums: Argnums, timer: Timer, repeat: int) -> float:
+    """Seconds (timer's clock) of astad's transformation from scratch for the gradient in ``argnums``:
+    ``astad.clear_caches()``, then ``astad.reverse(fn).derivative(args, argnums)``; best of ``repeat``."""
+    fn = PROGRAMS[name][0]
+    wrt = frozenset((argnums,) if isinstance(argnums, int) else argnums)
+
+    def once() -> float:
+        astad.clear_caches()
+        start = timer.clock()
+        astad.reverse(fn).derivative(args, wrt)
+        return timer.clock() - start
+
+    return min(once() for _ in range(repeat))
 
 
 # ----------------------------------------------------------- astad-only
@@ -162,11 +185,16 @@ def jvp_call_overhead(timer: Timer) -> float:
 # Targets from the issues: straight-line programs (issue 2) gradient <= 3x primal;
 # control-flow programs (issue 3) <= 4x, and >= 20x faster than autograd on the
 # scalar loops, Huber and Newton; issue 4: closure map and tree <= 4x, Horner
-# <= 6x, >= 20x faster than autograd on the closure map and Horner.
+# <= 6x, >= 20x faster than autograd on the closure map and Horner. Issue 12:
+# the scalar loops, Huber and Newton <= 1.5x the user's own primal; horner_llsq
+# <= 2.5x, logsumexp at 10**6 <= 2x, tiny_scalar <= 5x; transform <= 100 ms cold.
 RATIO_TARGET = Target("<=", 3)
-RATIO_TARGETS = {**{name: Target("<=", 4) for name in (
-    "scalar_loop_1000", "scalar_loop_4000", "scalar_loop_16000", "huber", "newton", "gmm", "lstm", "rk4",
-    "closure_map", "tree")}, "horner": Target("<=", 6)}
+RATIO_TARGETS = {**{name: Target("<=", 4) for name in ("gmm", "gmm_64_100", "lstm", "rk4", "closure_map", "tree")},
+                 **{name: Target("<=", 1.5) for name in (
+                     "scalar_loop_1000", "scalar_loop_4000", "scalar_loop_16000", "huber", "newton")},
+                 "horner": Target("<=", 6), "horner_llsq": Target("<=", 2.5), "logsumexp_1e6": Target("<=", 2),
+                 "tiny_scalar": Target("<=", 5)}
+TRANSFORM_TARGET = Target("<=", 100, " ms")
 AUTOGRAD_TARGETS = {"mlp": Target(">=", 2), **{name: Target(">=", 20) for name in (
     "scalar_loop_1000", "scalar_loop_4000", "scalar_loop_16000", "huber", "newton", "closure_map", "horner")}}
 DEFAULT_AUTOGRAD_TARGET = Target(">=", 3)
@@ -189,6 +217,49 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
 ]
 
 
+def grad_ratio(row: Row) -> float | None:
+    return ratio(row, "astad", "primal")
+
+
+def saved_ratio(previous: dict[str, Any], name: str) -> float | None:
+    return previous.get("programs", {}).get(name, {}).get("ratio")
+
+
+def peak_cell(row: Row) -> str:
+    """astad grad's peak memory, and over the primal's (when the primal's is over 1 kB)."""
+    grad, primal = row.peak.get("astad"), row.peak.get("primal")
+    if grad is None or primal is None:
+        return "n/a"
+    return f"{fmt_bytes(grad)} ({grad / primal:.1f}x)" if primal >= 1000 else f"{fmt_bytes(grad)} (primal {fmt_bytes(primal)})"
+
+
+def transform_cell(row: Row) -> str:
+    ms = None if row.transform is None else row.transform * 1e3
+    return "n/a" if ms is None else f"{ms:.3g} ms ({TRANSFORM_TARGET}) {TRANSFORM_TARGET.check(ms)}"
+
+
+# (header, cell) -- issue 12's table: ratio against the saved run, memory, transform time
+def issue12_columns(previous: dict[str, Any]) -> list[tuple[str, Callable[[Row], str]]]:
+    return [
+        ("program", lambda row: row.name),
+        ("grad/primal", lambda row: with_target(grad_ratio(row), RATIO_TARGETS.get(row.name, RATIO_TARGET))),
+        ("saved", lambda row: fmt_ratio(saved_ratio(previous, row.name))),
+        ("change", lambda row: change(grad_ratio(row), saved_ratio(previous, row.name))[0]),
+        ("grad peak mem (x primal)", peak_cell),
+        ("transform cold", transform_cell),
+    ]
+
+
+def program_results(row: Row) -> dict[str, Any]:
+    """One program's entry in the results file."""
+    r = grad_ratio(row)
+    target = RATIO_TARGETS.get(row.name, RATIO_TARGET)
+    ms = None if row.transform is None else row.transform * 1e3
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "times_s": row.times, "ratio": r, "ratio_target": str(target), "ratio_ok": target.check(r),
+            "peak_bytes": row.peak, "transform_s": row.transform, "transform_ok": TRANSFORM_TARGET.check(ms),
+            "skipped": sorted(row.skipped), "notes": row.notes}
+
+
 # (name, measure -> seconds, target, seconds per target unit)
 ASTAD_ONLY: list[tuple[str, Callable[[Timer], float], Target, float]] = [
     ("transform_cold", transform_cold, Target("<=", 100, " ms"), 1e-3),
@@ -197,17 +268,33 @@ ASTAD_ONLY: list[tuple[str, Callable[[Timer], float], Target, float]] = [
 ]
 
 
-def astad_only_row(measurement: tuple[str, Callable[[Timer], float], Target, float],
-                   timer: Timer, notes: list[str]) -> list[str]:
+def astad_only_value(measurement: tuple[str, Callable[[Timer], float], Target, float],
+                     timer: Timer, notes: list[str]) -> float | None:
+    """The measurement in its target's unit (None if astad is missing or it raised)."""
     name, measure, target, scale = measurement
-    value: float | None = None
-    if astad is not None:
-        try:
-            value = measure(timer) / scale
-        except Exception as e:
-            notes.append(f"{name}: astad: {describe(e)}")
+    if astad is None:
+        return None
+    try:
+        return measure(timer) / scale
+    except Exception as e:
+        notes.append(f"{name}: astad: {describe(e)}")
+        return None
+
+
+def astad_only_row(measurement: tuple[str, Callable[[Timer], float], Target, float], value: float | None) -> list[str]:
+    name, _, target, _ = measurement
     shown = "n/a" if value is None else f"{value:.1f}{target.unit}"
     return [name, shown, str(target), target.check(value)]
+
+
+def program_limits(name: str, opts: argparse.Namespace) -> Limits:
+    """The caps on ``name``'s slow cells: LIMITS, none with --no-limits, QUICK_SKIP's with --quick."""
+    if opts.no_limits:
+        return Limits()
+    limits = LIMITS.get(name, Limits())
+    if opts.quick and name not in QUICK_OTHERS:
+        return Limits(repeat=limits.repeat, skip={**limits.skip, **QUICK_SKIP.skip})
+    return limits
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,33 +315,60 @@ def main(argv: list[str] | None = None) -> int:
                              "hessian, jacobian)")
     parser.add_argument("--transform-time", action="store_true",
                         help="also time transformations over program size (bench/transform_time.py)")
+    parser.add_argument("--clock", choices=CLOCKS, default="wall",
+                        help="wall: time.perf_counter (default); cpu: time.process_time, this process's CPU "
+                             "time (all threads), steadier on a machine busy with other work")
+    parser.add_argument("--save", type=Path, metavar="PATH",
+                        help="write the results as JSON to PATH (default: bench/results/latest.json, not with --quick "
+                             "unless --save is given); the file there is read first, to compare with")
+    parser.add_argument("--no-save", action="store_true", help="write no results file (still compare with it)")
     opts = parser.parse_args(argv)
-    timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25),
-                  warmup=1 if opts.quick else 3, min_sample=0.001 if opts.quick else 0.01)
+    timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25), warmup=1 if opts.quick else 3,
+                  min_sample=0.001 if opts.quick else 0.01, clock=CLOCKS[opts.clock])
     selected = opts.only or [*PROGRAMS, *extras]
+    results_path = opts.save or RESULTS
+    previous = load_results(results_path)
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, astad {version(astad)}, "
           f"autograd {version(autograd)}, jax {version(jax)}"
-          f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples; "
-          f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}\n")
+          f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples, "
+          f"{opts.clock} clock; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; "
+          f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
 
-    rows = [bench_program(name, timer, Limits() if opts.no_limits else LIMITS.get(name, Limits()),
-                          jvp_cells=not opts.no_forward)
+    rows = [bench_program(name, timer, program_limits(name, opts), jvp_cells=not opts.no_forward,
+                          transforms=1 if opts.quick else 3)
             for name in PROGRAMS if name in selected]
     if rows:
         print_table([h for h, _ in COLUMNS], [[cell(row) for _, cell in COLUMNS] for row in rows])
         print("speedups are other tool's time / astad's time; jit compile = first call\n")
+        columns = issue12_columns(previous)
+        print_table([h for h, _ in columns], [[cell(row) for _, cell in columns] for row in rows])
+        print(f"saved: grad/primal in {results_path.name} ({previous.get('machine', {}).get('date', 'none')}); "
+              "REGR: over 10% worse. peak mem: tracemalloc, one call. transform cold: "
+              "astad.clear_caches() then the transformation, best of "
+              f"{1 if opts.quick else 3}, {opts.clock} clock\n")
         if not opts.no_forward:
             forward_mode.print_jvp_table(rows)
 
     notes = IMPORT_NOTES + [note for row in rows for note in row.notes]
+    changes = {row.name: change(grad_ratio(row), saved_ratio(previous, row.name)) for row in rows}
+    notes += [f"{name}: grad/primal {shown} against the saved run" for name, (shown, worse) in changes.items() if worse]
     if not opts.no_forward:
         forward_mode.run_extras(selected, timer, notes)
-    extra_rows = [astad_only_row(m, timer, notes) for m in ASTAD_ONLY if m[0] in selected]
-    if extra_rows:
-        print_table(["astad only", "median", "target", "ok"], extra_rows)
+    extra_values = {m[0]: astad_only_value(m, timer, notes) for m in ASTAD_ONLY if m[0] in selected}
+    if extra_values:
+        print_table(["astad only", "median", "target", "ok"],
+                    [astad_only_row(m, extra_values[m[0]]) for m in ASTAD_ONLY if m[0] in extra_values])
         print()
 
+    save = (opts.save or not opts.quick) and not opts.no_save
+    if save:
+        save_results(results_path, previous, machine_info(opts.clock, timer),
+                     {row.name: program_results(row) for row in rows}, extra_values)
+
+    quick = [note for note in notes if note.endswith(QUICK_SKIP.skip["autograd"] + " (--no-limits runs it)")]
+    notes = [note for note in notes if note not in quick] + (
+        [f"{QUICK_SKIP.skip['autograd']}: {len(quick)} cells skipped"] if quick else [])
     if notes:
         print("notes:")
         for note in notes:
@@ -264,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\ntransform time over program size (best of transformations from scratch):")
         transform_time.run(quick=opts.quick, repeat=1 if opts.quick else 3)
+    if save:
+        print(f"\nresults written to {results_path}")
     return 0
 
 
