@@ -16,6 +16,12 @@ The next programs (closure_map, horner, tree) use a lambda mapped by a list
 comprehension, recursion on a shrinking slice, and recursion over a tree of
 nested tuples with ``isinstance``.
 
+Then issue 12's programs: ``horner_llsq`` (a loop of Horner steps over
+nodes made from ``np.arange``, values that depend on no input), logsumexp at
+10**6, ``tiny_scalar`` (five float operations), the GMM at d = 64, k = 100,
+and ``straight_line_500``, generated (``straight_line_source``) and defined
+in this module's namespace by ``define``, its text kept in ``linecache``.
+
 At the end, the programs of bench/forward_mode.py's sections: a logistic
 loss of 30 weights (Hessian) and a vector-valued two-layer map (Jacobians,
 R^10 -> R^1000 and R^1000 -> R^10), in ``HESSIANS``, ``JACOBIANS``, ``HVPS``

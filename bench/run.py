@@ -1,7 +1,8 @@
 """Benchmark astad against plain numpy, autograd and JAX.
 
-Run from the repository root:  python bench/run.py [--repeat N] [--only NAME] [--quick]
-See bench/README.md for what the columns mean.
+Run from the repository root:  python bench/run.py [--repeat N] [--only NAME] [--quick] [--clock cpu]
+See bench/README.md for what the columns mean. Writes bench/results/latest.json
+(not with --quick) after comparing with the results saved there.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ import time
 
 def blas_threads(argv: list[str]) -> None:
     """``--blas-threads N``: the BLAS thread count, set before numpy is imported (it reads the
-    environment then). One thread keeps matrix products steady on a machine shared with other work."""
-    if "--blas-threads" in argv[:-1]:
-        n = argv[argv.index("--blas-threads") + 1]
+    environment then). One thread keeps matrix products steady on a machine shared with other work.
+    Without the option, the CPU clock (the default) gets one thread unless the environment sets
+    OPENBLAS_NUM_THREADS: idle BLAS threads spin, and CPU time counts them."""
+    n = argv[argv.index("--blas-threads") + 1] if "--blas-threads" in argv[:-1] else None
+    wall = "--clock=wall" in argv or any(a == "--clock" and argv[i + 1:i + 2] == ["wall"] for i, a in enumerate(argv))
+    if n is None and not wall and "OPENBLAS_NUM_THREADS" not in os.environ:
+        n = "1"
+    if n is not None:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = n
 
@@ -304,20 +310,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="timed samples per cell (default 25; 5 with --quick; LIMITS caps slow cells)")
     parser.add_argument("--only", action="append", choices=[*PROGRAMS, *extras],
                         metavar="NAME", help=f"run only NAME (repeatable): {', '.join([*PROGRAMS, *extras])}")
-    parser.add_argument("--quick", action="store_true", help="few, short samples: a smoke test")
+    parser.add_argument("--quick", action="store_true", help="a smoke test (~2 min): 5 short samples, autograd and JAX only on "
+                             f"{', '.join(QUICK_OTHERS)}, one cold transform, no results file")
     parser.add_argument("--no-limits", action="store_true",
                         help="ignore the per-program caps on slow cells (LIMITS): every tool, full repeat; slow")
     parser.add_argument("--blas-threads", type=int, metavar="N",
-                        help="BLAS threads (OPENBLAS/OMP/MKL_NUM_THREADS; default: the environment's). "
-                             "1 makes timings on a busy machine steadier")
+                        help="BLAS threads (OPENBLAS/OMP/MKL_NUM_THREADS; default: the environment's, "
+                             "1 with the cpu clock). 1 makes timings on a busy machine steadier")
     parser.add_argument("--no-forward", action="store_true",
                         help="only the reverse-mode table and astad-only rows (no JVP cells, memory, hvp, "
                              "hessian, jacobian)")
     parser.add_argument("--transform-time", action="store_true",
                         help="also time transformations over program size (bench/transform_time.py)")
-    parser.add_argument("--clock", choices=CLOCKS, default="wall",
-                        help="wall: time.perf_counter (default); cpu: time.process_time, this process's CPU "
-                             "time (all threads), steadier on a machine busy with other work")
+    parser.add_argument("--clock", choices=CLOCKS, default="cpu",
+                        help="cpu (default): time.process_time, this process's CPU time (all threads), "
+                             "steady on a machine busy with other work; one BLAS thread unless --blas-threads "
+                             "or OPENBLAS_NUM_THREADS says otherwise. wall: time.perf_counter")
     parser.add_argument("--save", type=Path, metavar="PATH",
                         help="write the results as JSON to PATH (default: bench/results/latest.json, not with --quick "
                              "unless --save is given); the file there is read first, to compare with")
@@ -328,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     selected = opts.only or [*PROGRAMS, *extras]
     results_path = opts.save or RESULTS
     previous = load_results(results_path)
+    saved_clock = previous.get("machine", {}).get("clock")
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, astad {version(astad)}, "
           f"autograd {version(autograd)}, jax {version(jax)}"
@@ -351,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
             forward_mode.print_jvp_table(rows)
 
     notes = IMPORT_NOTES + [note for row in rows for note in row.notes]
+    if saved_clock not in (None, opts.clock):
+        notes.append(f"the saved results were taken with the {saved_clock} clock, this run with the {opts.clock} "
+                     "clock: their ratios differ for that reason too")
     changes = {row.name: change(grad_ratio(row), saved_ratio(previous, row.name)) for row in rows}
     notes += [f"{name}: grad/primal {shown} against the saved run" for name, (shown, worse) in changes.items() if worse]
     if not opts.no_forward:
