@@ -243,7 +243,10 @@ def peak_cell(row: Row) -> str:
 
 def transform_cell(row: Row) -> str:
     ms = None if row.transform is None else row.transform * 1e3
-    return "n/a" if ms is None else f"{ms:.3g} ms ({TRANSFORM_TARGET}) {TRANSFORM_TARGET.check(ms)}"
+    if ms is None:
+        return "n/a"
+    shown = f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+    return f"{shown} ms ({TRANSFORM_TARGET}) {TRANSFORM_TARGET.check(ms)}"
 
 
 # (header, cell) -- issue 12's table: ratio against the saved run, memory, transform time
