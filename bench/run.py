@@ -238,7 +238,9 @@ def peak_cell(row: Row) -> str:
     grad, primal = row.peak.get("astad"), row.peak.get("primal")
     if grad is None or primal is None:
         return "n/a"
-    return f"{fmt_bytes(grad)} ({grad / primal:.1f}x)" if primal >= 1000 else f"{fmt_bytes(grad)} (primal {fmt_bytes(primal)})"
+    if primal < 1000:
+        return f"{fmt_bytes(grad)} (primal {fmt_bytes(primal)})"
+    return f"{fmt_bytes(grad)} ({grad / primal:.1f}x)"
 
 
 def transform_cell(row: Row) -> str:
@@ -266,7 +268,8 @@ def program_results(row: Row) -> dict[str, Any]:
     r = grad_ratio(row)
     target = RATIO_TARGETS.get(row.name, RATIO_TARGET)
     ms = None if row.transform is None else row.transform * 1e3
-    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "times_s": row.times, "ratio": r, "ratio_target": str(target), "ratio_ok": target.check(r),
+    return {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "times_s": row.times,
+            "ratio": r, "ratio_target": str(target), "ratio_ok": target.check(r),
             "peak_bytes": row.peak, "transform_s": row.transform, "transform_ok": TRANSFORM_TARGET.check(ms),
             "skipped": sorted(row.skipped), "notes": row.notes}
 
@@ -315,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="timed samples per cell (default 25; 5 with --quick; LIMITS caps slow cells)")
     parser.add_argument("--only", action="append", choices=[*PROGRAMS, *extras],
                         metavar="NAME", help=f"run only NAME (repeatable): {', '.join([*PROGRAMS, *extras])}")
-    parser.add_argument("--quick", action="store_true", help="a smoke test (~2 min): 5 short samples, autograd and JAX only on "
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke test (~2 min): 5 short samples, autograd and JAX only on "
                              f"{', '.join(QUICK_OTHERS)}, one cold transform, no results file")
     parser.add_argument("--no-limits", action="store_true",
                         help="ignore the per-program caps on slow cells (LIMITS): every tool, full repeat; slow")
