@@ -176,6 +176,8 @@ LIMITS: dict[str, Limits] = {
     "gmm": Limits(repeat={"jax_eager": 10}),  # 0.4 s
     "lstm": Limits(repeat={"jax_eager": 10}),  # 0.8 s
     "gmm_64_100": Limits(repeat={"autograd": 10, "jax_eager": 5}),
+    # XLA warns "Very slow compile" on the 500 statements: minutes on a busy 2-core machine
+    "straight_line_500": Limits(skip={"jax_jit": "XLA takes minutes to compile the 500 statements"}),
 }
 
 # --quick: a smoke test of astad in ~2 minutes. autograd and JAX run only on the
