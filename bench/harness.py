@@ -87,13 +87,17 @@ JAX_PROGRAMS = JAX_NS.get("PROGRAMS", {})
 # ----------------------------------------------------------------- timing
 
 
+# --clock: wall time, or CPU time of this process (all its threads), which a
+# machine busy with other work disturbs less (time spent waiting for a core is not counted)
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
 @dataclass
 class Timer:
     repeat: int
     warmup: int
     min_sample: float  # seconds; fast calls are looped so one sample lasts this long
-    clock: Callable[[], float] = time.perf_counter  # run.py --cpu-time: time.process_time
-    statistic: Callable[[list[float]], float] = statistics.median  # --cpu-time: min
+    clock: Callable[[], float] = time.perf_counter  # one of CLOCKS
 
     def median(self, call: Callable[[], Any]) -> float:
         """Median (``statistic``) seconds per call over `repeat` samples, after `warmup` calls.
@@ -101,19 +105,20 @@ class Timer:
         The call that measures how many calls make one sample is a sample
         itself when one call is long enough, so slow cells cost no extra call.
         """
+        clock = self.clock
         for _ in range(self.warmup):
             call()
-        start = self.clock()
+        start = clock()
         call()
-        first = self.clock() - start
+        first = clock() - start
         number = max(1, int(self.min_sample / max(first, 1e-9)))
         samples = [first] if number == 1 else []
         while len(samples) < self.repeat:
-            start = self.clock()
+            start = clock()
             for _ in range(number):
                 call()
-            samples.append((self.clock() - start) / number)
-        return self.statistic(samples)
+            samples.append((clock() - start) / number)
+        return statistics.median(samples)
 
 
 def timed_once(call: Callable[[], Any]) -> float:
@@ -134,6 +139,8 @@ class Row:
     times: dict[str, float] = field(default_factory=dict)  # column key -> seconds
     notes: list[str] = field(default_factory=list)
     skipped: set[str] = field(default_factory=set)  # tool keys not run (see LIMITS)
+    peak: dict[str, int] = field(default_factory=dict)  # tool key -> peak bytes of one call (tracemalloc)
+    transform: float | None = None  # seconds: astad's transformation from scratch (best of a few)
 
 
 @dataclass(frozen=True)
@@ -168,7 +175,17 @@ LIMITS: dict[str, Limits] = {
     "huber": Limits(repeat={"jax_eager": 3}),  # 3 s
     "gmm": Limits(repeat={"jax_eager": 10}),  # 0.4 s
     "lstm": Limits(repeat={"jax_eager": 10}),  # 0.8 s
+    "gmm_64_100": Limits(repeat={"autograd": 10, "jax_eager": 5}),
+    # XLA warns "Very slow compile" on the 500 statements: minutes on a busy 2-core machine
+    "straight_line_500": Limits(skip={"jax_jit": "XLA takes minutes to compile the 500 statements"}),
 }
+
+# --quick: a smoke test of astad in ~2 minutes. autograd and JAX run only on the
+# straight-line programs (their cells on loops cost seconds to minutes, JAX's
+# first eager and jit calls most); astad's value and gradient are still checked.
+QUICK_OTHERS = ("mlp", "logsumexp", "least_squares")
+QUICK_SKIP = Limits(skip={key: "--quick runs the other tools only on " + ", ".join(QUICK_OTHERS)
+                          for key in ("autograd", "jax_eager", "jax_jit")})
 
 
 #: tool-key prefixes not run (run.py --skip): "autograd", "jax"
@@ -281,3 +298,68 @@ def version(module: Any) -> str:
         return getattr(module, "__version__", "(not installed)")
 
 
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    unit, scale = next(((u, s) for u, s in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)) if n >= s), ("B", 1))
+    return f"{n / scale:.3g} {unit}"
+
+
+# ----------------------------------------------------------- results file
+
+RESULTS = ROOT / "bench" / "results" / "latest.json"
+REGRESSION = 1.10  # a grad/primal ratio this many times the saved one is flagged
+
+
+def machine_info(clock: str, timer: Timer) -> dict[str, Any]:
+    """Where and how the numbers were taken (saved with them)."""
+    import platform
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": commit,
+        "machine": platform.machine(), "processor": platform.processor(), "system": platform.platform(),
+        "cpus": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
+        "python": platform.python_version(),
+        "versions": {m.__name__: version(m) for m in (sys.modules["numpy"], astad, autograd, jax) if m},
+        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+        "clock": clock, "repeat": timer.repeat, "statistic": "median",
+    }
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    """The saved results at ``path`` ({} if there are none or they cannot be read)."""
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def save_results(path: Path, previous: dict[str, Any], machine: dict[str, Any],
+                 programs: dict[str, Any], astad_only: dict[str, Any]) -> None:
+    """Write this run's results over ``path``, keeping the previous entries of the programs not run."""
+    import json
+
+    merged = {"machine": machine,
+              "programs": {**previous.get("programs", {}), **programs},
+              "astad_only": {**previous.get("astad_only", {}), **astad_only}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
+
+
+def change(now: float | None, before: float | None) -> tuple[str, bool]:
+    """``now`` against ``before`` as a percentage, and whether it is a regression (> REGRESSION)."""
+    if now is None or not before:
+        return "-", False
+    worse = now > before * REGRESSION
+    return f"{(now / before - 1) * 100:+.0f}%{' REGR' if worse else ''}", worse

@@ -16,6 +16,12 @@ The next programs (closure_map, horner, tree) use a lambda mapped by a list
 comprehension, recursion on a shrinking slice, and recursion over a tree of
 nested tuples with ``isinstance``.
 
+Then issue 12's programs: ``horner_llsq`` (a loop of Horner steps over
+nodes made from ``np.arange``, values that depend on no input), logsumexp at
+10**6, ``tiny_scalar`` (five float operations), the GMM at d = 64, k = 100,
+and ``straight_line_500``, generated (``straight_line_source``) and defined
+in this module's namespace by ``define``, its text kept in ``linecache``.
+
 At the end, the programs of bench/forward_mode.py's sections: a logistic
 loss of 30 weights (Hessian) and a vector-valued two-layer map (Jacobians,
 R^10 -> R^1000 and R^1000 -> R^10), in ``HESSIANS``, ``JACOBIANS``, ``HVPS``
@@ -30,7 +36,10 @@ To add a program: define it and a ``make_*_inputs(rng)`` returning float64
 inputs, then add a ``PROGRAMS`` entry ``name: (fn, make_inputs, argnums)``.
 """
 
+import linecache
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -64,8 +73,8 @@ def logsumexp(x):
     return m + np.log(np.sum(np.exp(x - m)))
 
 
-def make_logsumexp_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    return (rng.standard_normal(10**5),)
+def make_logsumexp_inputs(rng: np.random.Generator, n: int = 10**5) -> tuple[np.ndarray, ...]:
+    return (rng.standard_normal(n),)
 
 
 # --- least squares, A: (1000, 100) ------------------------------------------
@@ -157,8 +166,7 @@ def gmm_loglik(means, log_stds, logits, x):
     return np.sum(m + np.log(np.sum(np.exp(L - m), axis=1, keepdims=True)))
 
 
-def make_gmm_inputs(rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    n, d, k = 1000, 10, 25
+def make_gmm_inputs(rng: np.random.Generator, n: int = 1000, d: int = 10, k: int = 25) -> tuple[np.ndarray, ...]:
     means = rng.standard_normal((k, d))
     log_stds = 0.1 * rng.standard_normal((k, d))
     logits = 0.1 * rng.standard_normal(k)
@@ -280,6 +288,70 @@ def make_tree_inputs(rng: np.random.Generator) -> tuple:
     return rng.standard_normal((8, 16)) * 0.3, 0.1 * rng.standard_normal(8), _random_tree(rng, 8)
 
 
+# --- issue 12: inactive values, scalar fast path, memory traffic, transform time ---
+
+
+def horner_llsq(c, y):
+    """Horner's rule over 128 coefficients (highest degree first) at n nodes
+    t in [-1, 1] made from np.arange: t and y are inactive (llsq-style)."""
+    n = y.shape[0]
+    t = -1.0 + np.arange(n) * 2.0 / (n - 1.0)
+    p = np.zeros(n)
+    for j in range(c.shape[0]):
+        p = p * t + c[j]
+    r = p - y
+    return np.sum(r * r)
+
+
+def make_horner_llsq_inputs(rng: np.random.Generator, n: int = 16392, k: int = 128) -> tuple[np.ndarray, ...]:
+    t = -1.0 + np.arange(n) * 2.0 / (n - 1.0)
+    return rng.standard_normal(k) / k, np.sign(t)
+
+
+def tiny_scalar(x, y):
+    """Five float operations (* + - * /): the "tiny scalar function" of issue 12."""
+    return (x * y + 1.0) / (x - 2.0 * y)
+
+
+def make_tiny_scalar_inputs(rng: np.random.Generator) -> tuple[float, ...]:
+    return 2.0, 3.0
+
+
+def straight_line_source(n: int) -> str:
+    """A generated straight-line function of n statements on a 32-vector (``v``)
+    and a 32 x 32 matrix (``W``), cycling through bounded elementwise updates
+    and matrix products: the "500 statements" transform-time program."""
+    steps = [
+        "np.sin({a}) * 0.5 + {b}",
+        "np.tanh({a} + 0.3 * {b})",
+        "{a} * np.exp(-{b} * {b})",
+        "W @ {a} * 0.1 + np.cos({b})",
+        "{a} - 0.2 * {b} / (1.0 + {a} * {a})",
+    ]
+    lines = ["def straight_line_%d(v, W):" % n, "    v0 = v", "    v1 = np.sin(v)"]
+    for k in range(2, n):
+        lines.append(f"    v{k} = " + steps[k % len(steps)].format(a=f"v{k - 1}", b=f"v{k - 2}"))
+    lines.append(f"    return np.sum(v{n - 1} * v{n - 2})")
+    return "\n".join(lines) + "\n"
+
+
+def define(source: str, name: str) -> Callable[..., Any]:
+    """Define the function ``name`` from generated ``source`` in this module's
+    namespace (so that the np-swapping trick reaches it too), its text kept in
+    linecache as a notebook cell's is, where inspect (and astad) read it."""
+    filename = f"<bench/programs.py: generated {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), globals())
+    return globals()[name]
+
+
+straight_line_500 = define(straight_line_source(500), "straight_line_500")
+
+
+def make_straight_line_inputs(rng: np.random.Generator, d: int = 32) -> tuple[np.ndarray, ...]:
+    return rng.standard_normal(d), rng.standard_normal((d, d)) / np.sqrt(d)
+
+
 # --- astad-only measurements --------------------------------------------------
 
 
@@ -346,6 +418,11 @@ PROGRAMS = {
     "closure_map": (closure_map, make_closure_map_inputs, (0, 1)),
     "horner": (horner, make_horner_inputs, (0, 1)),
     "tree": (tree_loss, make_tree_inputs, (0, 1)),
+    "horner_llsq": (horner_llsq, make_horner_llsq_inputs, 0),
+    "logsumexp_1e6": (logsumexp, partial(make_logsumexp_inputs, n=10**6), 0),
+    "tiny_scalar": (tiny_scalar, make_tiny_scalar_inputs, (0, 1)),
+    "gmm_64_100": (gmm_loglik, partial(make_gmm_inputs, d=64, k=100), (0, 1, 2)),
+    "straight_line_500": (straight_line_500, make_straight_line_inputs, (0, 1)),
 }
 TRANSFORM_COLD = (thirty_lines, make_thirty_lines_inputs)
 CALL_OVERHEAD = (tiny, make_tiny_inputs)
