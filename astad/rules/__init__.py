@@ -42,7 +42,7 @@ operators; ``math_functions.py`` maps Python's ``math`` onto them),
 (flips, rolls, repeats, gathers, pads), ``einsum.py`` (contractions), ``indexing.py``,
 ``linalg.py``, ``decompositions.py``, ``lists.py``, ``python.py`` (builtins, effects), ``derivative_code.py`` (what
 the macros make); each module registers its entries.  Then its sample
-arguments in tests/test_primitive_rules.py, which also drive
+arguments in tests/samples_<family>.py (merged into tests/test_primitive_rules.py), which also drive
 tests/test_rules_both_directions.py (JVP and VJP against finite differences,
 and the transpose identity, for every entry).
 """
