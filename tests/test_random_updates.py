@@ -1,6 +1,6 @@
 """Random programs that read arrays by integer arrays (with repeated indices)
 and boolean masks, and update arrays the function made (``y[i] = v``,
-``y[a:b] = v``, ``y[::2] = v``, ``y[idx] += v``, ``y[mask] = v``), straight
+``y[a:b] = v``, ``y[::2] = v``, ``y[idx] += v``, ``y[mask] = v``, ``np.put_along_axis``), straight
 and in loops that carry the updated array, with bait that must be refused:
 an update while another name or a view still sees the array, or of the
 argument itself.
@@ -38,7 +38,7 @@ def scalars(draw, arrays=("x",)):
 def statements(draw, depth=0):
     """One statement updating or reading ``y`` (and ``s``, a running float)."""
     kind = draw(st.sampled_from(["item", "slice", "step", "index", "aug_index", "mask", "read_index", "read_mask",
-                                 "rebind"] + (["loop"] if depth == 0 else [])))
+                                 "rebind", "put_along"] + (["loop"] if depth == 0 else [])))
     v = draw(scalars(("x", "y")))
     a = draw(st.integers(0, N - 2))
     b = draw(st.integers(a + 1, N))
@@ -62,12 +62,16 @@ def statements(draw, depth=0):
                                             "s = s + np.sum(y[np.newaxis] * x[:, None])"]))]
     if kind == "read_mask":
         return kind, [draw(st.sampled_from(["s = s + np.sum(y[x > 1.0] ** 2)", "s = s + np.sum(x[y < 0.5])"]))]
+    if kind == "put_along":  # np.put_along_axis assigns y: a loop must carry it
+        return kind, [draw(st.sampled_from([f"np.put_along_axis(y, idx, {v}, axis=0)",
+                                            "np.put_along_axis(y, idx, x[idx] * y[idx] + 0.5, axis=0)"]))]
     if kind == "rebind":
         return kind, [draw(st.sampled_from(["y = np.sin(y)", "y = y * x", "y = y[::-1] + 0.0"]))]
     body = [draw(st.sampled_from(["y[i] = y[i - 1] * x[i] + y[i]", "y[i] += y[i - 1] * 0.5",
                                   "y[i - 1:i + 1] = x[i] * y[i - 1]", "s = s + y[i] * x[i - 1]",
                                   "y[idx] += x[i] * y[i]", "s = s + np.sum(np.sin(y) * x)",
-                                  "w = y * 2.0\n    y[i] = w[i - 1] * x[i]"]))]
+                                  "w = y * 2.0\n    y[i] = w[i - 1] * x[i]",
+                                  "np.put_along_axis(y, idx, y[idx] * x[i] + 0.1, axis=0)"]))]
     if draw(st.booleans()):
         body.append(draw(statements(depth=1))[1][0])
     lines = [part for line in body for part in line.split("\n    ")]
