@@ -61,10 +61,12 @@ def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
             params = rhs.carried if isinstance(rhs, Loop) else rhs.params
             body = _lists_in_place(rhs.body, uses, rule)
             items = result_items(body) or ()
-            for p, start, out in zip(params, rhs.init, items):
+            for k, (p, start, out) in enumerate(zip(params, rhs.init, items)):
                 if isinstance(p.type, ListT) and isinstance(start, Var) and start.name in fresh \
                         and uses[start.name] == 1 and isinstance(out, Var):
                     body = _in_place(body, p, out, uses, update, uses[p.name]) or body
+                    if isinstance(rhs, LoopBack) and _only_added_into(body, p, out, uses):
+                        fresh.add(b.targets[k].name)  # the loop hands on the new list it started with
             b = Bind(b.targets, replace(rhs, body=body), b.loc)
         else:
             b = with_branches(b, rhs, lambda blk: _lists_in_place(blk, uses, rule))
@@ -166,6 +168,18 @@ def _added_into(q: Var, p: Var, binds: tuple[Bind, ...], at: dict[str, int], use
             return False
         q = acc
     return True
+
+
+def _only_added_into(body: Block, p: Var, out: Var, uses: Counter) -> bool:
+    """Whether a backward loop's list ``out`` is its list ``p`` passed on untouched, or
+    ``p`` with one-hot cotangents added in place, each step read only by the next (and
+    ``p`` read no other way): then the list after the loop is the new list it started
+    with, which no other name holds."""
+    n_p = use_counts(body)[p.name]
+    if out == p:
+        return n_p == 1  # only the tuple the body ends with
+    at = {t.name: i for i, b in enumerate(body.binds) for t in b.targets}
+    return _added_into(out, p, body.binds, at, uses, n_p)
 
 
 def _only_read(binds: list[Bind], v: Var, n: int) -> bool:
