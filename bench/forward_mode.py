@@ -136,6 +136,21 @@ def jax_jvp_of(fn: Callable[..., Any], argnums: Argnums, n: int) -> Callable[...
     return jvp
 
 
+def jax_modes(call_of: Callable[..., Callable[[], Any]], compile_key: str = "jit_compile") -> tuple[Callable, Callable]:
+    """The eager and the jit ``prepare`` of one JAX call (``call_of(name, args, argnums, jit)``);
+    the jit one records its first call's time under ``compile_key``."""
+
+    def eager(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
+        return call_of(name, args, argnums, jit=False)
+
+    def jit(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
+        call = call_of(name, args, argnums, jit=True)
+        row.times[compile_key] = timed_once(call)
+        return call
+
+    return eager, jit
+
+
 def jax_jvp_call(name: str, args: Args, argnums: Argnums, jit: bool) -> Callable[[], Any]:
     jvp = jax_jvp_of(jax_of(program(name)), argnums, len(args))
     jvp = jax.jit(jvp) if jit else jvp
@@ -143,14 +158,7 @@ def jax_jvp_call(name: str, args: Args, argnums: Argnums, jit: bool) -> Callable
     return blocked(lambda: jvp(*values))
 
 
-def prepare_jax_eager_jvp(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
-    return jax_jvp_call(name, args, argnums, jit=False)
-
-
-def prepare_jax_jit_jvp(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
-    call = jax_jvp_call(name, args, argnums, jit=True)
-    row.times["jit_compile_jvp"] = timed_once(call)
-    return call
+prepare_jax_eager_jvp, prepare_jax_jit_jvp = jax_modes(jax_jvp_call, "jit_compile_jvp")
 
 
 # `limit`: the JVP cells share the caps of the gradient cells of the same tool
@@ -317,14 +325,7 @@ def jax_hvp_call(name: str, args: Args, argnums: Argnums, jit: bool) -> Callable
     return blocked(lambda: hvp(*values))
 
 
-def prepare_jax_eager_hvp(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
-    return jax_hvp_call(name, args, argnums, jit=False)
-
-
-def prepare_jax_jit_hvp(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
-    call = jax_hvp_call(name, args, argnums, jit=True)
-    row.times["jit_compile"] = timed_once(call)
-    return call
+prepare_jax_eager_hvp, prepare_jax_jit_hvp = jax_modes(jax_hvp_call)
 
 
 def check_hvp(name: str, args: Args, argnums: Argnums) -> str | None:
@@ -355,14 +356,7 @@ def jax_hessian_call(name: str, args: Args, argnums: Argnums, jit: bool) -> Call
     return blocked(lambda: hessian(*values))
 
 
-def prepare_jax_eager_hessian(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
-    return jax_hessian_call(name, args, argnums, jit=False)
-
-
-def prepare_jax_jit_hessian(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
-    call = jax_hessian_call(name, args, argnums, jit=True)
-    row.times["jit_compile"] = timed_once(call)
-    return call
+prepare_jax_eager_hessian, prepare_jax_jit_hessian = jax_modes(jax_hessian_call)
 
 
 def check_hessian(name: str, args: Args, argnums: Argnums) -> str | None:
