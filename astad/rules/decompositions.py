@@ -261,28 +261,29 @@ def _projected(b: Any, x: Atom, basis: Atom, s: Atom) -> Atom:
     return b.prim("div", b.prim("sub", x, mm(b, basis, mm(b, mT(b, basis), x))), s)
 
 
-def _svd_u_jvp(b, p, out, ts):
+def _svd_vectors_jvp(b, p, ts, left: bool):
+    """The tangent of U (``left``) or of V: the same formula, with the roles of U and V (and of
+    ``P = U^T dA V`` and its transpose) exchanged; the part outside the span for a tall (U) or wide (V) matrix."""
     a, t = p.args[0], ts[0]
     _shape_known(a)
     u, s, vh = _svd_parts(b, p)
     v = mT(b, vh)
     pm = mm(b, mm(b, mT(b, u), t), v)
-    sym = b.prim("add", b.prim("mul", pm, s), b.prim("mul", b.prim("expand_dims", s, axis=1), mT(b, pm)))
-    du = mm(b, u, b.prim("mul", _svd_gaps(b, s), sym))
-    return b.prim("add", du, _projected(b, mm(b, t, v), u, s)) if _tall(a) > 0 else du
+    first, second = (pm, mT(b, pm)) if left else (mT(b, pm), pm)
+    sym = b.prim("add", b.prim("mul", first, s), b.prim("mul", b.prim("expand_dims", s, axis=1), second))
+    basis, other, across = (u, v, t) if left else (v, u, mT(b, t))
+    d = mm(b, basis, b.prim("mul", _svd_gaps(b, s), sym))
+    if (_tall(a) > 0) if left else (_tall(a) < 0):
+        d = b.prim("add", d, _projected(b, mm(b, across, other), basis, s))
+    return d if left else mT(b, d)
+
+
+def _svd_u_jvp(b, p, out, ts):
+    return _svd_vectors_jvp(b, p, ts, left=True)
 
 
 def _svd_vh_jvp(b, p, out, ts):
-    a, t = p.args[0], ts[0]
-    _shape_known(a)
-    u, s, vh = _svd_parts(b, p)
-    v = mT(b, vh)
-    pm = mm(b, mm(b, mT(b, u), t), v)
-    sym = b.prim("add", b.prim("mul", b.prim("expand_dims", s, axis=1), pm), b.prim("mul", mT(b, pm), s))
-    dv = mm(b, v, b.prim("mul", _svd_gaps(b, s), sym))
-    if _tall(a) < 0:
-        dv = b.prim("add", dv, _projected(b, mm(b, mT(b, t), u), v, s))
-    return mT(b, dv)
+    return _svd_vectors_jvp(b, p, ts, left=False)
 
 
 def _svd_u_vjp(b, p, out, ct):
