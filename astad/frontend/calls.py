@@ -183,16 +183,19 @@ class Calls(LowererCore):
                           as_loops: Callable[[RuntimeDepth], Value] | None) -> Value:
         """``lower()`` (a deep recursion goes on with a fresh stack); where a call
         inside repeats this one, everything it lowered is undone and ``as_loops`` is lowered instead."""
-        state, n_binds, env = self.snapshot(), len(self.binds), dict(scope.env)
+        # only a function calling itself is lowered as loops: only then is there anything to undo
+        saved = (self.snapshot(), len(self.binds), dict(scope.env)) if scope.parsed.calls_itself else None
         try:
             return deep.call(lower)
         except RuntimeDepth as e:
             if e.scope is not scope or as_loops is None:
                 raise
             found = e
-        self.restore(state)
-        del self.binds[n_binds:]
-        scope.env, self.exits = env, []
+        if saved is not None:
+            state, n_binds, env = saved
+            self.restore(state)
+            del self.binds[n_binds:]
+            scope.env, self.exits = env, []
         return deep.call(as_loops, found)
 
     def lower_as_loops(self, parsed: Any, found: RuntimeDepth) -> Value:

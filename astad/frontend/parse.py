@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 import textwrap
 import unicodedata
@@ -20,6 +21,7 @@ from ..source import check_not_wrapped, read as read_source, read_lambda
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import resolve as resolve_positions
+from .recursion import calls_itself
 from .syntax import FOUND, stmts_of
 
 
@@ -51,6 +53,11 @@ class Parsed:
     @property
     def funcdef_line(self) -> int:
         return self.positions[self.aliases.get(self.funcdef, self.funcdef)].start.line + self.line_offset
+
+    @functools.cached_property
+    def calls_itself(self) -> bool:
+        """Whether the function calls itself by name (a recursion that may need lowering as loops)."""
+        return calls_itself(self.funcdef)
 
     def loc(self, node: cst.CSTNode) -> Loc:
         node = self.aliases.get(node, node)

@@ -257,6 +257,19 @@ class _Rewrite:
         return self.made(stmt.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(result))], ret.value)]), stmt)
 
 
+def calls_itself(fd: cst.FunctionDef) -> bool:
+    """Whether ``fd``'s body calls the function by its own name (only such a recursion is lowered as
+    loops); a loop over the tree, not a visitor: a body may nest calls thousands deep."""
+    name = fd.name.value
+    todo: list[cst.CSTNode] = [fd.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+            return True
+        todo.extend(deep.children(node))
+    return False
+
+
 def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression
