@@ -56,7 +56,7 @@ def _matrix(lw: Lowerer, b: dict, node: cst.Call, name: str = "a") -> Atom:
 
 
 def _int(n: int) -> Const:
-    return Const.literal(n, Num((), "int64", py=True, value=n))
+    return Const.integer(n)
 
 
 # --------------------------------------------------------------------------- decompositions

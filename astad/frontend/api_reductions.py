@@ -108,7 +108,7 @@ def _nanmean(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
     if None in dims:
         n: Atom = lw.emit("div", [lw.emit("size", [x]), lw.emit("size", [nans])])
     else:
-        n = Const.literal(int(np.prod(dims, dtype=int)), Num((), "int64", py=True, value=int(np.prod(dims, dtype=int))))
+        n = Const.integer(int(np.prod(dims, dtype=int)))
     return lw.emit("div", [lw.emit("sum", [zeroed], params), lw.emit("sub", [n, nans])])
 
 
@@ -148,7 +148,7 @@ def _average(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
     n = xt.shape[k]
     if None not in (n, wt.shape[0]) and n != wt.shape[0]:
         raise lw.type_error("np.average: the length of the weights differs from the length of `a` along `axis`", node)
-    dims = [Const.literal(-1 if i == k else 1, Num((), "int64", py=True, value=-1 if i == k else 1)) for i in range(ndim)]
+    dims = [Const.integer(-1 if i == k else 1) for i in range(ndim)]
     placed = lw.emit("reshape", [w, *dims])
     return lw.emit("div", [lw.emit("sum", [lw.emit("mul", [x, placed])], params), lw.emit("sum", [w])])
 
@@ -176,7 +176,7 @@ def _median(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Valu
         last = lw.emit("isnan", [lw.emit("getitem", [s], {"index": lead + (-1,)})])
         med = lw.emit("where", [last, Const(float("nan"), FLOAT, "np.nan", ("np", "nan")), med])
     if keep:
-        ones = [Const.literal(1, Num((), "int64", py=True, value=1))] * t.ndim
+        ones = [Const.integer(1)] * t.ndim
         if axis is None:
             return lw.emit("reshape", [med, *ones])
         return lw.emit("expand_dims", [med], {"axis": k})

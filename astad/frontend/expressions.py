@@ -144,7 +144,7 @@ class Expressions(LowererCore):
         if attr == "shape":
             return self.shape_of(x)
         if attr == "ndim":
-            return Const.literal(t.ndim, Num((), "int64", py=True, value=t.ndim))
+            return Const.integer(t.ndim)
         if attr == "size":
             return self.emit("size", [x])
         if attr == "dtype" and not t.py:

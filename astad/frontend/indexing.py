@@ -128,12 +128,9 @@ class Indexing(LowererCore):
             if d == axis:
                 args.append(idx)
             else:  # np.arange(y.shape[d]) along axis d, length 1 along the others
-                n = y.type.shape[d] if y.type.shape[d] is not None else self.emit("dim", [y], {"axis": d})
-                along = self.emit("arange", [self.atom(n if not isinstance(n, int) else Const.literal(
-                    n, Num((), "int64", py=True, value=n)), node)])
-                one = Const.literal(1, Num((), "int64", py=True, value=1))
-                args.append(self.emit("reshape", [along] + [one if k != d else Const.literal(
-                    -1, Num((), "int64", py=True, value=-1)) for k in range(y.type.ndim)]))
+                size = y.type.shape[d]
+                along = self.emit("arange", [Const.integer(size) if size is not None else self.emit("dim", [y], {"axis": d})])
+                args.append(self.emit("reshape", [along] + [Const.integer(-1 if k == d else 1) for k in range(y.type.ndim)]))
             index.append(("array", len(args) - 1))
         self.assign_indexed(target.value, y, tuple(index), args, given["values"].value, node)
 

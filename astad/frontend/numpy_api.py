@@ -61,11 +61,11 @@ def _lower_len(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     if isinstance(x, Var) and isinstance(x.type, ListT):
         n = 0 if x.type.elem is None else x.type.length  # no append on any path yet: empty
         if n is not None:
-            return Const.literal(n, Num((), "int64", py=True, value=n))
+            return Const.integer(n)
         return lw.emit("list_len", [x])
     if hasattr(x, "items"):
         n = len(x.items)
-        return Const.literal(n, Num((), "int64", py=True, value=n))
+        return Const.integer(n)
     items = lw.shape_of(lw.atom(x, node)).items
     if not items:
         raise lw.type_error("len() of a scalar", node)
@@ -79,7 +79,7 @@ def _lower_dot(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 
 def _lower_square(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    two = Const.literal(2, Num((), "int64", py=True, value=2))
+    two = Const.integer(2)
     return lw.emit("pow", [*atoms(lw, b, node, "x"), two])
 
 

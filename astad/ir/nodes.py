@@ -12,7 +12,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .types import Type
+from .types import Num, Type
 
 
 # --------------------------------------------------------------------------- atoms
@@ -40,6 +40,11 @@ class Const:
     @staticmethod
     def literal(value: Any, type: Type) -> "Const":
         return Const(value, type, None, ("lit", repr(value), str(type)))
+
+    @staticmethod
+    def integer(n: int) -> "Const":
+        """A Python int literal, its value known when transforming (a size, an axis, a count)."""
+        return Const.literal(n, Num((), "int64", py=True, value=n))
 
     def __str__(self) -> str:
         return self.name if self.name is not None else repr(self.value)
