@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .. import rules
-from ..errors import AstadError, UnsupportedSyntaxError
+from ..errors import UnsupportedSyntaxError
 from dataclasses import replace
 
 from ..ir import (Atom, Bind, Block, Const, Function, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus,

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
-                 TupleT, Type, Unpack, Var, Zero, bound_names, bound_vars, function_values, if_free_vars, lam_free_vars,
+                 TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
                  loop_free_vars)
 
 

@@ -5,14 +5,13 @@ below make the common shapes of spec (elementwise, reduction, constructor...).""
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, Const, ListT, Num, Var
+from ..ir import Atom, ListT, Var
 from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..ir import Atom, Const, ListT, Num, Var
 from . import api_elementwise, api_linalg, api_python, api_reductions, api_shape
-from .api_specs import (REQUIRED, ApiSpec, Lower, atoms, constructor, dims, dtype_params, elementwise, like,  # noqa: F401
-                        reduction, sequence, sig, spec, static_params)
+from .api_specs import (ApiSpec, atoms, constructor, dims, dtype_params, elementwise, like, reduction,  # noqa: F401
+                        sequence, sig, spec, static_params)
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
