@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import cache, calling, fresh, frontend, pipeline
+from . import cache, calling, fresh, frontend, fused, pipeline
 from .memo import LRU
 from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
@@ -458,10 +458,14 @@ class Gradient:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs and self._table:
-            hit = self._table.get(type(args[0]) if len(args) == 1 else kinds(args))
+            hit = self._table.get(type(args[0]) if len(args) == 1 else
+                                  (type(args[0]), type(args[1])) if len(args) == 2 else tuple(map(type, args)))
             if hit is not None and self._function.__code__ is self._code and (hit[2] is None or hit[2]()):
-                value, residuals = hit[0](*args)
-                cts = hit[1](residuals, 1.0)
+                if hit[4] is not None:  # forward and backward as one function (astad.fused)
+                    value, cts = hit[4](*args)
+                else:
+                    value, residuals = hit[0](*args)
+                    cts = hit[1](residuals, 1.0)
                 if self._single:  # scalar arguments own no memory: one cotangent needs no copy
                     return (value, cts[hit[3]]) if self._with_value else cts[hit[3]]
                 picked = cts if hit[3] is None else tuple(map(cts.__getitem__, hit[3]))
@@ -484,7 +488,8 @@ class Gradient:
         cts = d.backward(residuals, 1.0)
         if not kwargs and n == binder.fast_n:  # nums None: the tuple of every cotangent, in order
             every = type(cts) is tuple and nums == tuple(range(len(cts)))
-            remember(self._table, args, (d.forward, d.backward, holds, nums[0] if one else None if every else nums))
+            remember(self._table, args, (d.forward, d.backward, holds, nums[0] if one else None if every else nums,
+                                         fused.of(d)))
         picked = tuple(cts[i] for i in nums)
         if not _all_floats(picked):  # Python floats are immutable: nothing to copy
             picked = fresh.distinct(picked, fresh.owners(args))
