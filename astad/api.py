@@ -457,17 +457,25 @@ class Gradient:
         self._nums: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs and self._table:
-            hit = self._table.get(type(args[0]) if len(args) == 1 else
-                                  (type(args[0]), type(args[1])) if len(args) == 2 else tuple(map(type, args)))
+        if not kwargs:
+            hit = self._table.get((type(args[0]), type(args[1])) if len(args) == 2 else
+                                  type(args[0]) if len(args) == 1 else tuple(map(type, args)))
             if hit is not None and self._function.__code__ is self._code and (hit[2] is None or hit[2]()):
                 if hit[4] is not None:  # forward and backward as one function (astad.fused)
-                    value, cts = hit[4](*args)
+                    out = hit[4](*args)
+                    value, cts = out
                 else:
                     value, residuals = hit[0](*args)
-                    cts = hit[1](residuals, 1.0)
+                    out = value, hit[1](residuals, 1.0)
+                    cts = out[1]
                 if self._single:  # scalar arguments own no memory: one cotangent needs no copy
                     return (value, cts[hit[3]]) if self._with_value else cts[hit[3]]
+                if hit[3] is None:  # every cotangent, in order: the generated function's answer as it is
+                    for ct in cts:
+                        if type(ct) is not float:  # Python floats are immutable: nothing to copy
+                            break
+                    else:
+                        return out if self._with_value else cts
                 picked = cts if hit[3] is None else tuple(map(cts.__getitem__, hit[3]))
                 if not _all_floats(picked):
                     picked = fresh.distinct(picked, set())
