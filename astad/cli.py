@@ -185,8 +185,8 @@ the type of a parameter: TYPE (the parameters in order) or NAME=TYPE. TYPE is
   (f64, f64[3]) | tuple(f64, f64[3]) a tuple
   [f64[3], f64] | [f64[3]]*5         a list (*5: five of them)
 Parameters no --arg names take their type from their annotation (float, int,
-bool, np.float64, jaxtyping Float64[np.ndarray, "n 64"], tuple[...],
-NamedTuple, TypedDict) or their default value. E.g.: {EXAMPLES}"""
+bool, np.float64, jaxtyping Float64[np.ndarray, "n 64"] (Float: float64),
+tuple[...], NamedTuple, TypedDict) or their default value. E.g.: {EXAMPLES}"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
