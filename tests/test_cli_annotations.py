@@ -316,3 +316,33 @@ def test_plain_text_without_pygments(mods, capsys, monkeypatch):
     status = cli.main(["show-derivative", f"{where / 'ann_text.py'}:kw", "--arg", "y=f64[3]", "--color", "always"])
     out, err = capsys.readouterr()
     assert status == 0 and "def kw_forward(" in out and "\x1b[" not in out and "needs pygments" in err
+
+
+def _values():
+    from hypothesis import strategies as st
+
+    shapes = st.lists(st.integers(1, 3), min_size=0, max_size=3).map(tuple)
+    arrays = st.one_of(
+        st.tuples(shapes, st.sampled_from(["float64", "float32"])).map(lambda s: np.ones(s[0], s[1])),
+        st.tuples(shapes.filter(bool), st.sampled_from(["int64", "int32", "bool"])).map(lambda s: np.ones(s[0], s[1])))
+    leaves = st.one_of(st.just(0.5), st.just(3), st.just(True), arrays)
+    keys = st.one_of(st.sampled_from(["W", "b", "bias_1", "x y"]), st.integers(0, 9))
+    return st.recursive(leaves, lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(keys, inner, max_size=3)), max_leaves=6)
+
+
+def test_the_type_of_a_value_read_back_from_its_text():
+    """``--arg`` with a type as astad prints it (the header of the generated code)
+    describes that type: the one the API takes from a value (frontend.abstract)."""
+    from hypothesis import given, settings
+
+    from astad import frontend
+
+    @settings(max_examples=25, deadline=None)
+    @given(_values())
+    def check(value):
+        t = frontend.abstract(value, "x")
+        assert read_type(str(t)).type == t
+
+    check()
