@@ -31,7 +31,7 @@ __all__ = ["CliError", "arg_type", "derivative", "load_target", "main", "param_t
 
 
 def load_target(target: str) -> Any:
-    """The object named by ``module:func`` or ``path/to/file.py:func``."""
+    """The object named by ``module:func`` or ``path/to/file.py:func`` (``func`` may be dotted: ``Class.method``)."""
     where, sep, name = target.rpartition(":")
     if not sep or not where or not name:
         raise CliError(f"expected module:function or path/to/file.py:function, got {target!r}")
@@ -41,9 +41,12 @@ def load_target(target: str) -> Any:
         raise
     except Exception as e:  # the user's module failed to import (syntax error, exception at import, ...)
         raise CliError(f"cannot import {target}: {type(e).__name__}: {e}".splitlines()[0]) from None
-    if not hasattr(module, name):
-        raise CliError(f"{where} has no attribute {name!r}")
-    return getattr(module, name)
+    found = module
+    for part in name.split("."):  # module:Class.method, say
+        if not hasattr(found, part):
+            raise CliError(f"{where} has no attribute {name!r}")
+        found = getattr(found, part)
+    return found
 
 
 def _import(where: str) -> Any:

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TEXT = '''\
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict
 
 import numpy as np
 
@@ -54,6 +54,17 @@ class Pair(NamedTuple):
 
 def pair(p: Pair, z: tuple[float, Float64[np.ndarray, "m 3"]]):
     return np.sum(np.sin(z[1] @ p.w)) * p.c * z[0]
+
+
+class Params(TypedDict):
+    W: Float64[np.ndarray, "3 4"]
+    b: Float64[np.ndarray, "4"]
+
+
+class Model:
+    @staticmethod
+    def typed(p: Params, x: Float64[np.ndarray, "n 3"], *, gain: np.float64):
+        return gain * np.sum(np.tanh(x @ p["W"] + p["b"]))
 
 
 def plain(x: np.ndarray):
@@ -90,7 +101,23 @@ def mods(tmp_path_factory):
     module = importlib.util.module_from_spec(spec)
     sys.modules["ann_text_for_tests"] = module  # (a NamedTuple's module must be importable)
     spec.loader.exec_module(module)
-    return where, module
+    yield where, module
+    del sys.modules["ann_text_for_tests"]
+
+
+@pytest.fixture
+def main(monkeypatch, capsys):
+    """``astad.cli.main`` in this process: (exit status, stdout, stderr); the modules it loads are forgotten after."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setitem(sys.modules, "ann_text", None)
+
+    def call(*argv):
+        sys.modules.pop("ann_text", None)
+        status = cli.main(["show-derivative", *map(str, argv)])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return call
 
 
 def run(where, *args, **popen):
@@ -295,26 +322,36 @@ def test_unreadable_types_are_refused(spec):
         read_type(spec)
 
 
-def test_annotation_errors_name_the_parameter(mods, capsys):
+def test_annotation_errors_name_the_parameter(mods, main):
     where, _ = mods
     for name, says in [("variadic", "'*batch' stands for any number of dimensions"), ("plain", "does not say"),
                        ("tensor", "astad differentiates numpy arrays, not Tensor")]:
-        status = cli.main(["show-derivative", f"{where / 'ann_text.py'}:{name}"])
-        err = capsys.readouterr().err
+        status, _, err = main(f"{where / 'ann_text.py'}:{name}")
         assert status == 2 and f"parameter `x` of {name}" in err and says in err, err
     for args, says in [(["--arg", "z=float"], "kw has no parameter 'z'"),
                        (["--arg", "y=float", "--arg", "y=float"], "given twice"),
                        (["--arg", "float"] * 5, "kw takes 4 arguments (x, y, scale, eps), got 5 --arg")]:
-        status = cli.main(["show-derivative", f"{where / 'ann_text.py'}:kw", *args])
-        err = capsys.readouterr().err
+        status, _, err = main(f"{where / 'ann_text.py'}:kw", *args)
         assert status == 2 and says in err, err
+    status, _, err = main(f"{where / 'ann_text.py'}:Model.nothing")
+    assert status == 2 and "has no attribute 'Model.nothing'" in err
 
 
-def test_plain_text_without_pygments(mods, capsys, monkeypatch):
+def test_typed_dict_keyword_only_numpy_scalar_and_a_dotted_target(mods, main):
+    where, mod = mods
+    status, out, err = main(f"{where / 'ann_text.py'}:Model.typed")
+    assert status == 0, err
+    assert "typed(p: {'W': f64[3,4], 'b': f64[4]}, x: f64[?,3], gain: f64)" in out
+    rng = np.random.default_rng(3)
+    for n in (2, 5):
+        leaves = [rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal((n, 3)), np.float64(0.9)]
+        check_reverse(out, "typed", lambda W, b, x, gain: mod.Model.typed({"W": W, "b": b}, x, gain=gain), leaves)
+
+
+def test_plain_text_without_pygments(mods, main, monkeypatch):
     where, _ = mods
     monkeypatch.setitem(sys.modules, "pygments", None)
-    status = cli.main(["show-derivative", f"{where / 'ann_text.py'}:kw", "--arg", "y=f64[3]", "--color", "always"])
-    out, err = capsys.readouterr()
+    status, out, err = main(f"{where / 'ann_text.py'}:kw", "--arg", "y=f64[3]", "--color", "always")
     assert status == 0 and "def kw_forward(" in out and "\x1b[" not in out and "needs pygments" in err
 
 
