@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import cache, calling, display, fresh, frontend, pipeline
+from . import cache, calling, fresh, frontend, pipeline
 from .memo import LRU
 from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
@@ -350,7 +350,8 @@ class Reverse:
 
     def _repr_html_(self) -> str:
         """The generated code, highlighted, and each stage's IR (see :mod:`astad.display`)."""
-        return display.html_of(self)
+        from .display import html_of  # Jupyter only
+        return html_of(self)
 
     def __repr__(self) -> str:
         return f"<astad.{self._MODE} of {self._parsed.name} at {self._parsed.file}:{self._parsed.funcdef_line}>"
