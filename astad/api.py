@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import html
 import types
 import weakref
 from typing import Any, Callable, Sequence, Union
@@ -167,6 +166,7 @@ class Reverse:
 
     __astad_reverse__ = True  # see source.reversed_function
     _MODE = "reverse"  # the decorator, as the object shows itself
+    stages: tuple[str, ...] = pipeline.STAGES  # the stages .ir shows, in order
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         root = fn._root if getattr(type(fn), "__astad_reverse__", False) else fn
@@ -349,18 +349,9 @@ class Reverse:
         return f"**astad.{self._MODE}({self._parsed.name})** — generated code:\n\n```python\n{self.source}```"
 
     def _repr_html_(self) -> str:
-        code = self.source if self._last is not None else self._parsed.source
-        title = f"astad.{self._MODE}({html.escape(self._parsed.name)})"
-        try:
-            from pygments import highlight
-            from pygments.formatters import HtmlFormatter
-            from pygments.lexers import PythonLexer
-
-            body = highlight(code, PythonLexer(), HtmlFormatter(noclasses=True))
-        except ImportError:
-            body = f"<pre>{html.escape(code)}</pre>"
-        note = "" if self._last is not None else " (not called yet: showing the source)"
-        return f"<div><b>{title}</b>{note}{body}</div>"
+        """The generated code, highlighted, and each stage's IR (see :mod:`astad.display`)."""
+        from .display import html_of  # Jupyter only
+        return html_of(self)
 
     def __repr__(self) -> str:
         return f"<astad.{self._MODE} of {self._parsed.name} at {self._parsed.file}:{self._parsed.funcdef_line}>"

@@ -41,6 +41,7 @@ class Forward(Reverse):
     for its function, as a :class:`~astad.api.Reverse` does."""
 
     _MODE = "forward"
+    stages = pipeline.FORWARD_STAGES
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, "Pushforward"]:  # type: ignore[override]
         n = len(args)

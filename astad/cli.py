@@ -1,4 +1,11 @@
-"""``astad show-derivative module:func [--mode forward]`` — the generated code, from the shell."""
+"""``astad show-derivative module:func [--arg TYPE ...] [--mode forward]`` — the generated code, from the shell.
+
+The parameters' types come from ``--arg`` (by position, or ``NAME=TYPE``; see
+:mod:`astad.cli_types` for the syntax) and, for the parameters no ``--arg``
+names, from their annotations or defaults (:mod:`astad.cli_annotations`).
+Exit status: 0, 1 when astad cannot differentiate the function (its message
+points at the source), 2 for a usage error (target, ``--arg``, annotation).
+"""
 
 from __future__ import annotations
 
@@ -6,46 +13,43 @@ import argparse
 import importlib
 import importlib.util
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
 from . import cache, pipeline
-from .api import reverse
+from .api import Reverse, reverse
 from .api_forward import forward
-from .errors import AstadError, AstadTypeError
+from .cli_annotations import annotated_type
+from .cli_types import EXAMPLES, CliError, Described, arg_type, read_type, split_named
+from .errors import AstadError
 from .frontend import Parsed
-from .ir import BOOL, FLOAT, INT, Num, Type
+from .ir import Type
 from .pipeline import FORWARD_STAGES, STAGES, Derivative
 
-_SPEC = re.compile(r"^(f64|f32|float64|float32|int|float|bool)(?:\[([0-9, ]*)\])?$")
-_DTYPES = {"f64": "float64", "float64": "float64", "f32": "float32", "float32": "float32", "float": "float64",
-           "int": "int64", "bool": "bool"}
-_PYTHON = {"float": FLOAT, "int": INT, "bool": BOOL}  # Python scalars (numpy's "weak" types)
-
-
-class CliError(Exception):
-    pass
-
-
-def arg_type(spec: str) -> Type:
-    """The type a spec names: ``float``, ``int``, ``bool``, ``f64``, ``f64[3,4]``, ``f32[10]`` (no array is made)."""
-    m = _SPEC.match(spec.strip())
-    if m is None:
-        raise CliError(f"cannot read the argument type {spec!r}: write e.g. float, int, f64[256,64] or f32[10]")
-    kind, dims = m.groups()
-    if dims is None and kind in _PYTHON:
-        return _PYTHON[kind]
-    shape = tuple(int(d) for d in (dims or "").replace(" ", "").split(",") if d)
-    return Num(shape, _DTYPES[kind])
+__all__ = ["CliError", "arg_type", "derivative", "load_target", "main", "param_types", "show"]
 
 
 def load_target(target: str) -> Any:
-    """The object named by ``module:func`` or ``path/to/file.py:func``."""
+    """The object named by ``module:func`` or ``path/to/file.py:func`` (``func`` may be dotted: ``Class.method``)."""
     where, sep, name = target.rpartition(":")
     if not sep or not where or not name:
         raise CliError(f"expected module:function or path/to/file.py:function, got {target!r}")
+    try:
+        module = _import(where)
+    except CliError:
+        raise
+    except Exception as e:  # the user's module failed to import (syntax error, exception at import, ...)
+        raise CliError(f"cannot import {target}: {type(e).__name__}: {e}".splitlines()[0]) from None
+    found = module
+    for part in name.split("."):  # module:Class.method, say
+        if not hasattr(found, part):
+            raise CliError(f"{where} has no attribute {name!r}")
+        found = getattr(found, part)
+    return found
+
+
+def _import(where: str) -> Any:
     if where.endswith(".py") or os.sep in where or "/" in where:
         path = Path(where).resolve()
         if not path.is_file():
@@ -56,31 +60,59 @@ def load_target(target: str) -> Any:
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
         spec.loader.exec_module(module)
-    else:
-        sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(where)
-    if not hasattr(module, name):
-        raise CliError(f"{where} has no attribute {name!r}")
-    return getattr(module, name)
+        return module
+    sys.path.insert(0, os.getcwd())
+    return importlib.import_module(where)
 
 
-def _from_annotations(parsed: Parsed) -> list[Type] | None:
-    types = []
-    for p in parsed.funcdef.params.params:
-        ann = p.annotation
-        text = ann.annotation.value if ann is not None and hasattr(ann.annotation, "value") else None
-        if not isinstance(text, str) or text not in _PYTHON:
-            return None
-        types.append(_PYTHON[text])
-    return types
+def param_types(rev: Reverse, specs: Sequence[str]) -> tuple[list[Type], dict[str, list[str]]]:
+    """One type per parameter a call fills (positional, then keyword-only): from
+    ``specs`` (by position in order, or ``NAME=TYPE``), else from the
+    parameter's annotation or default.  Also the run-time sizes named, and where."""
+    names = [p.name.value for p in rev._parsed.params]
+    fn_name = rev._parsed.name
+    given: dict[str, Described] = {}
+    unnamed: list[str] = []
+    for spec in specs:
+        name, text = split_named(spec)
+        if name is None:
+            unnamed.append(text)
+        elif name not in names:
+            raise CliError(f"--arg {spec!r}: {fn_name} has no parameter {name!r} (its parameters: "
+                           f"{', '.join(names) or 'none'})")
+        elif name in given:
+            raise CliError(f"--arg {spec!r}: the type of {name!r} is given twice")
+        else:
+            given[name] = read_type(text, name)
+    free = [n for n in names if n not in given]
+    if len(unnamed) > len(free):
+        raise CliError(f"{fn_name} takes {len(names)} arguments ({', '.join(names)}), got {len(specs)} --arg")
+    for name, text in zip(free, unnamed):
+        given[name] = read_type(text, name)
+    missing = []
+    for name in names:
+        if name not in given:
+            found = annotated_type(rev.__astad_function__, name)
+            if found is None:
+                missing.append(name)
+            else:
+                given[name] = found
+    if missing:
+        raise CliError(f"the type of {', '.join(f'`{m}`' for m in missing)} of {fn_name} is not known: annotate "
+                       f"it, or give --arg {missing[0]}=TYPE (TYPE e.g. {EXAMPLES})")
+    sizes: dict[str, list[str]] = {}
+    for name in names:
+        for size, places in given[name].sizes.items():
+            sizes.setdefault(size, []).extend(places)
+    return [given[n].type for n in names], sizes
 
 
 def derivative(parsed: Parsed, types: Sequence[Type]) -> Derivative:
     """The derivative at ``types`` (from the disk cache when it holds it), as
     ``reverse(fn)(*args)`` builds it for arguments of these types."""
-    n = len(parsed.funcdef.params.params)
+    n = len(parsed.params)
     if len(types) != n:
-        raise AstadTypeError(f"{parsed.name} takes {n} positional arguments, got {len(types)} --arg")
+        raise CliError(f"{parsed.name} takes {n} arguments, got {len(types)} types")
     d = cache.load(parsed, types)
     if d is None:
         d = pipeline.transform(parsed, types)
@@ -88,75 +120,107 @@ def derivative(parsed: Parsed, types: Sequence[Type]) -> Derivative:
     return d
 
 
+def _sizes_note(source: str, sizes: dict[str, list[str]]) -> str:
+    """The source with a comment after its header naming the run-time sizes (the code is polymorphic in them)."""
+    if not sizes:
+        return source
+    lines = source.splitlines(keepends=True)
+    head = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    named = "; ".join(f"{n}: {', '.join(places)}" for n, places in sizes.items())
+    note = f"# Sizes known at run time ({named}): the code is shape-polymorphic in them.\n"
+    return "".join(lines[:head]) + note + "".join(lines[head:])
+
+
 def show_forward(target: str, stage: str, arg_specs: Sequence[str]) -> str:
     """Forward mode: the generated JVP code (tangents of every differentiable parameter) or a stage."""
+    if stage != "source" and stage not in FORWARD_STAGES:
+        raise CliError(f"forward mode has the stages {', '.join(FORWARD_STAGES)}, not {stage!r}")
     fwd = forward(load_target(target))
-    if arg_specs:
-        types: list[Type] | None = [arg_type(s) for s in arg_specs]
-    else:
-        types = _from_annotations(fwd._parsed)
-    if types is None:
-        n = len(fwd._parsed.funcdef.params.params)
-        raise CliError(f"the argument types of {target} are not known: give one --arg per parameter ({n}), "
-                       "e.g. --arg f64[256,64] --arg float --arg int")
-    n = len(fwd._parsed.funcdef.params.params)
-    if len(types) != n:
-        raise AstadTypeError(f"{fwd._parsed.name} takes {n} positional arguments, got {len(types)} --arg")
+    types, sizes = param_types(fwd, arg_specs)
     d = fwd._full(tuple(types), fwd.all_wrt(types))
     if stage == "source":
-        return d.source
-    if stage not in FORWARD_STAGES:
-        raise CliError(f"forward mode has the stages {', '.join(FORWARD_STAGES)}, not {stage!r}")
+        return _sizes_note(d.source, sizes)
     assert d.stages is not None
     return d.stages.text(stage) + "\n"
 
 
 def show(target: str, stage: str, arg_specs: Sequence[str], mode: str = "reverse") -> str:
+    """The generated code (``stage='source'``) or the IR after a stage, as text."""
     if mode == "forward":
         return show_forward(target, stage, arg_specs)
     if stage == "forward":
         raise CliError("the stage 'forward' is forward mode's: add --mode forward")
     rev = reverse(load_target(target))
-    if arg_specs:
-        types: list[Type] | None = [arg_type(s) for s in arg_specs]
-    elif rev._last is not None:  # the module called it: its types are known
+    if not arg_specs and rev._last is not None:  # the module called it: its types are known
         return rev.source if stage == "source" else rev.ir(stage) + "\n"
-    else:
-        types = _from_annotations(rev._parsed)
-    if types is None:
-        n = len(rev._parsed.funcdef.params.params)
-        raise CliError(f"the argument types of {target} are not known: give one --arg per parameter ({n}), "
-                       "e.g. --arg f64[256,64] --arg float --arg int")
+    types, sizes = param_types(rev, arg_specs)
     d = derivative(rev._parsed, types)
     if stage == "source":
-        return d.source
+        return _sizes_note(d.source, sizes)
     if d.stages is None:
         d.stages = pipeline.run_stages(rev._parsed, d.arg_types, d.wrt)[0]
     return d.stages.text(stage) + "\n"
+
+
+def highlighted(text: str, color: str) -> str:
+    """``text`` with terminal colours (pygments) when ``color`` is 'always', or 'auto' on a terminal."""
+    if color == "never" or (color == "auto" and (not sys.stdout.isatty() or os.environ.get("NO_COLOR"))):
+        return text
+    try:
+        from pygments import highlight
+        from pygments.formatters import TerminalFormatter
+        from pygments.lexers import PythonLexer
+    except ImportError:
+        if color == "always":
+            print("astad: --color always needs pygments (pip install 'astad[highlight]'): printing plain text",
+                  file=sys.stderr)
+        return text
+    return highlight(text, PythonLexer(), TerminalFormatter())
+
+
+ARG_HELP = f"""\
+the type of a parameter: TYPE (the parameters in order) or NAME=TYPE. TYPE is
+  float | int | bool                 Python scalars
+  f64 | f32 | int64 | int32          numpy scalars (also float64, float32, i64, i32)
+  f64[256,64] | f32[n,3] | int[5]    arrays; a letter is a size known at run time
+                                     (the code is shape-polymorphic in it)
+  {{W: f64[3,4], b: f64[4]}}           a dict (keys: names, 'strings' or numbers)
+  (f64, f64[3]) | tuple(f64, f64[3]) a tuple
+  [f64[3], f64] | [f64[3]]*5         a list (*5: five of them)
+Parameters no --arg names take their type from their annotation (float, int,
+bool, np.float64, jaxtyping Float64[np.ndarray, "n 64"] (Float: float64),
+tuple[...], NamedTuple, TypedDict) or their default value. E.g.: {EXAMPLES}"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="astad", description="astad: automatic differentiation by source "
                                      "transformation")
     sub = parser.add_subparsers(dest="command", required=True)
-    sd = sub.add_parser("show-derivative", help="print the generated derivative code (or an IR stage)")
+    sd = sub.add_parser("show-derivative", help="print the generated derivative code (or an IR stage)",
+                        formatter_class=argparse.RawTextHelpFormatter,
+                        description="Print the derivative astad generates for a function.",
+                        epilog="examples:\n  astad show-derivative model.py:loss\n"
+                               "  astad show-derivative model:loss --arg 'x=f64[n,64]' --arg 'params={W: f64[64,10], "
+                               "b: f64[10]}'\n  astad show-derivative model:loss --mode forward --stage optimised\n"
+                               "exit status: 0; 1 when the function cannot be differentiated; 2 for a usage error")
     sd.add_argument("target", help="module:function or path/to/file.py:function")
     sd.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
                     help="reverse mode (the pullback, default) or forward mode (the JVP)")
-    sd.add_argument("--stage", choices=("source",) + STAGES + ("forward",), default="source",
+    sd.add_argument("--stage", choices=("source",) + tuple(dict.fromkeys(STAGES + FORWARD_STAGES)), default="source",
                     help="what to print: the generated Python (default) or the IR after a stage")
-    sd.add_argument("--arg", action="append", default=[], metavar="TYPE",
-                    help="the type of each positional argument, in order: float, int, bool, f64[3,4], f32[10]; "
-                         "not needed when the parameters are annotated float/int")
+    sd.add_argument("--arg", action="append", default=[], metavar="[NAME=]TYPE", help=ARG_HELP)
+    sd.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                    help="colour the output (pygments): on a terminal (auto, unless NO_COLOR is set), always, never")
     ns = parser.parse_args(argv)
     try:
-        sys.stdout.write(show(ns.target, ns.stage, ns.arg, ns.mode))
-    except (AstadError, CliError) as e:
+        text = show(ns.target, ns.stage, ns.arg, ns.mode)
+    except CliError as e:
+        print(f"astad: {e}", file=sys.stderr)
+        return 2
+    except AstadError as e:
         print(f"astad: {e}", file=sys.stderr)
         return 1
-    except Exception as e:  # the user's module failed to import (syntax error, exception at import, ...)
-        print(f"astad: cannot import {ns.target}: {type(e).__name__}: {e}".splitlines()[0], file=sys.stderr)
-        return 2
+    sys.stdout.write(highlighted(text, ns.color))
     return 0
 
 

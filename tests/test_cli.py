@@ -277,7 +277,9 @@ def test_in_process_same_output_as_the_api(workdir, monkeypatch, capsys, in_proc
 
 def test_in_process_wrong_number_of_args(workdir, capsys, in_process):
     status, out, err = in_process(capsys, "loss", "--arg", "f64[3,4]")
-    assert status == 1 and out == "" and "takes 2 positional arguments" in err
+    assert status == 2 and out == "" and "the type of `x` of loss is not known" in err  # a usage error
+    status, out, err = in_process(capsys, "loss", "--arg", "f64[3,4]", "--arg", "f64[2,3]", "--arg", "float")
+    assert status == 2 and out == "" and "loss takes 2 arguments (w, x), got 3 --arg" in err
 
 
 def test_forward_mode_prints_the_jvp(workdir):
