@@ -1,9 +1,13 @@
-"""``astad show-derivative``: the generated code from the shell."""
+"""``astad show-derivative``: the generated code from the shell (in this process, but for the
+tests that run the console script and ``python -m astad.cli`` as a subprocess)."""
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -35,10 +39,40 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this check
 
 
 def run(workdir, *args, command=None):
+    """The command in ``workdir``: ``astad.cli.main`` in this process (the modules it
+    imports and its changes to sys.path undone after), or ``command`` as a subprocess."""
+    if command is None:
+        return _in_process(workdir, args)
     env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    cmd = command or [sys.executable, "-m", "astad.cli"]
-    return subprocess.run([*cmd, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([*command, *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def _in_process(workdir, args):
+    from astad import cli
+
+    path, modules, cwd, disk = list(sys.path), set(sys.modules), os.getcwd(), os.environ.get("ASTAD_DISK_CACHE")
+    out, err = io.StringIO(), io.StringIO()
+    os.environ["ASTAD_DISK_CACHE"] = "0"
+    os.chdir(workdir)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = cli.main(list(args))
+            except SystemExit as e:  # argparse's usage errors
+                status = e.code
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:  # the user's modules, read from the tests' temporary directories
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(tempfile.gettempdir()):
+                del sys.modules[name]
+        if disk is None:
+            del os.environ["ASTAD_DISK_CACHE"]
+        else:
+            os.environ["ASTAD_DISK_CACHE"] = disk
+    return subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
 
 
 def check_source(out, name):
@@ -184,8 +218,7 @@ def test_module_that_fails_to_import_gives_a_one_line_message(tmp_path):
     (tmp_path / "badsyn.py").write_text("def f(x:\n    return x\n")
     (tmp_path / "boom.py").write_text("raise RuntimeError('no')\n")
     for target in ("badsyn:f", "boom:f"):
-        proc = subprocess.run([sys.executable, "-m", "astad.cli", "show-derivative", target, "--arg", "float"],
-                              cwd=tmp_path, capture_output=True, text=True)
+        proc = run(tmp_path, "show-derivative", target, "--arg", "float")
         assert proc.returncode != 0
         assert proc.stderr.startswith("astad: cannot import") and "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
