@@ -53,18 +53,32 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
     """Type rule of an elementwise (broadcasting) operation: numpy's own
     promotion, found by applying ``impl`` to scalar samples of the types."""
 
+    found: dict[tuple, Any] = {}  # samples' kinds and the params -> impl's value on them
+
     def infer(ts: list[Type], params: dict) -> Type:
         samples = [_sample(t) for t in ts]
         shape = broadcast_shapes(*(t.shape for t in ts))  # type: ignore[union-attr]
-        with np.errstate(all="ignore"):
-            try:
-                value = _apply(impl, samples, params)
-            except ZeroDivisionError:
-                value = _apply(impl, [_sample(Num(t.shape, t.dtype, t.py)) for t in ts], params)  # type: ignore[union-attr]
+        try:
+            key: tuple | None = (*[(type(v), v) if type(v) is not np.ndarray else v.dtype for v in samples],
+                                 *params.items())
+            value = found.get(key, _ABSENT)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable parameter
+            key, value = None, _ABSENT
+        if value is _ABSENT:
+            with np.errstate(all="ignore"):
+                try:
+                    value = _apply(impl, samples, params)
+                except ZeroDivisionError:
+                    value = _apply(impl, [_sample(Num(t.shape, t.dtype, t.py)) for t in ts], params)  # type: ignore[union-attr]
+            if key is not None:
+                found[key] = value
         keep = all(isinstance(t, Num) and t.value is not None for t in ts)
         return _from_sample(value, shape, keep)
 
     return infer
+
+
+_ABSENT = object()
 
 
 def _apply(impl: Callable, samples: list, params: dict) -> Any:
