@@ -25,6 +25,7 @@ from ..names import Namer
 from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, bound_var_names, nested_blocks, use_counts)
 from ..blocks import result_items
+from .render import render
 
 Expr = cst.BaseExpression
 
@@ -556,7 +557,7 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
         header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
         body=[*imports, *functions],
     )
-    code = module.code
+    code = render(module)  # module.code, printed faster
     # (a comment quoting the user's line may say `math.` too: then the import is unused)
     more = ["import math\n"] if re.search(r"\bmath\.", code) else []
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
