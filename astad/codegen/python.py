@@ -11,6 +11,7 @@ Deterministic: the same program always prints to the same text.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from typing import Callable, Sequence
@@ -382,7 +383,7 @@ class Printer:
     def _reusable(self, a: Atom, target: Var) -> bool:
         return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
                 and isinstance(a.type, Num) and None not in a.type.shape
-                and int(np.prod(a.type.shape)) >= IN_PLACE_MIN_SIZE)
+                and math.prod(a.type.shape) >= IN_PLACE_MIN_SIZE)
 
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
