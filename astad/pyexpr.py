@@ -33,6 +33,11 @@ _CMPOPS: dict[str, type] = {
     "!=": cst.NotEqual,
 }
 _UNARY = 12
+# Nodes are immutable: one instance of an operator (and of empty whitespace) serves every
+# expression (libcst makes a node for each default field of each node otherwise)
+_OPERATORS = {op: cls() for op, (cls, _) in _BINOPS.items()}
+_NO_SPACE = cst.SimpleWhitespace("")
+_KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
 _ATOM = 20
 
 
@@ -63,12 +68,12 @@ def _at_least(node: cst.BaseExpression, prec: int) -> cst.BaseExpression:
 
 
 def binop(op: str, left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BaseExpression:
-    cls, p = _BINOPS[op]
+    p = _BINOPS[op][1]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         left, right = _at_least(left, p + 1), _at_least(right, _UNARY)
     else:
         left, right = _at_least(left, p), _at_least(right, p + 1)
-    return cst.BinaryOperation(left=left, operator=cls(), right=right)
+    return cst.BinaryOperation(left=left, operator=_OPERATORS[op], right=right)
 
 
 def compare(op: str, left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BaseExpression:
@@ -97,9 +102,9 @@ def attr(value: cst.BaseExpression, attribute: str) -> cst.BaseExpression:
 
 def call(func: str | cst.BaseExpression, args: Sequence[cst.BaseExpression] = (), **kwargs: cst.BaseExpression) -> cst.BaseExpression:
     fn = name(func) if isinstance(func, str) else _at_least(func, _ATOM)
-    arglist = [cst.Arg(value=a) for a in args] + [
-        cst.Arg(value=v, keyword=cst.Name(k), equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    arglist = [cst.Arg(value=a, whitespace_after_star=_NO_SPACE, whitespace_after_arg=_NO_SPACE) for a in args] + [
+        cst.Arg(value=v, keyword=cst.Name(k), equal=_KEYWORD_EQUAL, whitespace_after_star=_NO_SPACE,
+                whitespace_after_arg=_NO_SPACE)
         for k, v in kwargs.items()
     ]
     return cst.Call(func=fn, args=arglist)

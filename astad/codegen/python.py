@@ -29,6 +29,8 @@ from ..blocks import result_items
 from .render import render
 
 Expr = cst.BaseExpression
+# shared by every line (nodes are immutable; libcst would make new ones for each)
+_SPACE, _EOL = cst.SimpleWhitespace(" "), cst.TrailingWhitespace()
 
 
 def _zero(t: object) -> Expr:
@@ -83,13 +85,13 @@ class Printer:
         return [cst.EmptyLine(comment=cst.Comment(f"# line {loc.line}: {loc.text.strip()}"))]
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
-        self.lines.append(cst.SimpleStatementLine(body=[small], leading_lines=self.comment(loc)))
+        self.lines.append(cst.SimpleStatementLine(body=[small], leading_lines=self.comment(loc), trailing_whitespace=_EOL))
 
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
         target: Expr = cst.Name(targets[0].name) if len(targets) == 1 else px.tuple_([cst.Name(t.name) for t in targets])
         if len(targets) > 1:
             target = target.with_changes(lpar=[], rpar=[])
-        self.emit(cst.Assign(targets=[cst.AssignTarget(target)], value=value), loc)
+        self.emit(cst.Assign(targets=[cst.AssignTarget(target, _SPACE, _SPACE)], value=value), loc)
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
