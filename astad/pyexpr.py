@@ -44,19 +44,14 @@ _ATOM = 20
 def precedence(node: cst.BaseExpression) -> int:
     if node.lpar:
         return _ATOM
-    if isinstance(node, cst.BinaryOperation):
-        for _, (cls, p) in _BINOPS.items():
-            if isinstance(node.operator, cls):
-                return p
-    if isinstance(node, cst.UnaryOperation):
-        return _UNARY
-    if isinstance(node, cst.Comparison):
-        return 5
-    if isinstance(node, cst.IfExp):
-        return 1
-    if isinstance(node, cst.Tuple):
-        return 0
-    return _ATOM
+    cls = type(node)  # (looked up by class: isinstance of libcst's abstract classes is slow)
+    if cls is cst.BinaryOperation:
+        return _OPERATOR_PRECEDENCE.get(type(node.operator), _ATOM)
+    return _PRECEDENCE.get(cls, _ATOM)
+
+
+_OPERATOR_PRECEDENCE = {cls: p for cls, p in _BINOPS.values()}
+_PRECEDENCE = {cst.UnaryOperation: _UNARY, cst.Comparison: 5, cst.IfExp: 1, cst.Tuple: 0}
 
 
 def paren(node: cst.BaseExpression) -> cst.BaseExpression:

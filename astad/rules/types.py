@@ -26,6 +26,9 @@ sample = _sample  # for the type rules of other modules
 
 
 def broadcast_shapes(*shapes: tuple) -> tuple:
+    arrays = {s for s in shapes if s}  # a scalar's () broadcasts to anything
+    if len(arrays) <= 1:  # one shape (the most common): itself
+        return tuple(arrays.pop()) if arrays else ()
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(ndim):
