@@ -103,14 +103,12 @@ class LowererCore:
     def _held(self, value: Var) -> bool:
         """Whether a name in scope holds ``value`` (or a tuple, list or dict holding it):
         the variables among them compared by name first (a program has thousands)."""
-        name = value.name
+        name = value.name  # (variables are equal when their names are)
         for s in self.stack:
-            for v in s.env.values():
-                if type(v) is Var:
-                    if v.name == name and v == value:
-                        return True
-                elif mentions(v, value):
-                    return True
+            values = s.env.values()
+            if name in [v.name for v in values if type(v) is Var] or \
+                    any(mentions(v, value) for v in values if type(v) is not Var):
+                return True
         return False
 
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
