@@ -7,6 +7,7 @@ nowhere else, so generated code reads like hand-written code.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -82,8 +83,9 @@ def neg(operand: cst.BaseExpression) -> cst.BaseExpression:
     return cst.UnaryOperation(operator=cst.Minus(), expression=_at_least(operand, _UNARY))
 
 
+@functools.lru_cache(maxsize=4096)
 def name(text: str) -> cst.BaseExpression:
-    """A dotted name such as ``np.tanh``."""
+    """A dotted name such as ``np.tanh`` (one node for each text: nodes are immutable)."""
     parts = text.split(".")
     node: cst.BaseExpression = cst.Name(parts[0])
     for part in parts[1:]:

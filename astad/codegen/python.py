@@ -73,7 +73,7 @@ class Printer:
             if a.name in self.inlined:
                 self.reach = max(self.reach, self.depth.pop(a.name))
                 return self.inlined.pop(a.name)
-            return cst.Name(a.name)
+            return px.name(a.name)
         if isinstance(a, Const):
             return px.name(a.name) if a.name is not None else px.literal(a.value)
         return _zero(a.type)
