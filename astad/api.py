@@ -58,7 +58,7 @@ def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tu
     in the globals then in the builtins (so a global defined later that shadows a
     builtin is seen), an attribute of ``self`` in the object then in its class."""
     checks = []
-    for path, obj in deps:
+    for path, obj in {(p, id(o)): (p, o) for p, o in deps}.values():  # a name read at every call: once
         owner = cache.resolve(fn, path[:-1]) if len(path) > 1 else fn
         where = calling.lookup_of(reversed_function(owner) or owner, path[-1])
         if where is not None:  # None: a method's self, a partial's argument, which cannot change

@@ -24,6 +24,7 @@ import ast
 import dataclasses
 import builtins
 import keyword
+import symtable
 import unicodedata
 from typing import Any, Iterable
 
@@ -231,36 +232,65 @@ def _add_names(node: Any, cls: type, names: set[str], stack: list[Any]) -> None:
 # --------------------------------------------------------------------------- the generated module
 
 
-def global_reads(tree: ast.Module) -> set[str]:
-    """The names the generated module's functions read and do not bind: the
-    globals they read (a constant none reads may share a name with a local)."""
-    out: set[str] = set()
-    for fn in tree.body:
+def function_scopes(module: ast.Module | str | list) -> list[tuple[str, set[str], set[str]]]:
+    """``(name, bound, read)`` of each function the generated module defines: the
+    names it binds (its parameters, what it assigns, anywhere in its body) and the
+    names it reads.  Of source text, from Python's symbol table (no syntax tree is
+    built: a third of the time); of a syntax tree, from its ``Name`` nodes; a list
+    of scopes is returned as it is."""
+    if isinstance(module, list):
+        return module
+    if isinstance(module, str):
+        top = symtable.symtable(module, "<astad: generated>", "exec")
+        out = []
+        for fn in top.get_children():
+            if fn.get_type() == "function":
+                bound, read = set(fn.get_parameters()), set()
+                _table_names(fn, bound, read)
+                if "super" in read:  # Python's compiler adds a read of `__class__` for `super()`
+                    read.discard("__class__")
+                out.append((fn.get_name(), bound, read))
+        return out
+    scopes = []
+    for fn in module.body:
         if isinstance(fn, ast.FunctionDef):
             bound = {a.arg for a in fn.args.args}
             read = set()
             for node in ast.walk(fn):
                 if isinstance(node, ast.Name):
                     (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-            out |= read - bound
+            scopes.append((fn.name, bound, read))
+    return scopes
+
+
+def _table_names(table: symtable.SymbolTable, bound: set[str], read: set[str]) -> None:
+    """The names ``table`` and the scopes inside it (comprehensions) assign and read."""
+    for sym in table.get_symbols():
+        if sym.is_assigned():
+            bound.add(sym.get_name())
+        if sym.is_referenced():
+            read.add(sym.get_name())
+    for inner in table.get_children():
+        _table_names(inner, bound, read)
+
+
+def global_reads(module: ast.Module | str | list) -> set[str]:
+    """The names the generated module's functions read and do not bind: the
+    globals they read (a constant none reads may share a name with a local)."""
+    out: set[str] = set()
+    for _, bound, read in function_scopes(module):
+        out |= read - bound
     return out
 
 
-def check_generated(tree: ast.Module, constants: Iterable[str]) -> None:
+def check_generated(module: ast.Module | str | list, constants: Iterable[str]) -> None:
     """Each generated function reads as globals only outside names and the
     constants, and binds none of them (a binding would make Python read the
     function's own variable instead)."""
     outside = GLOBALS | set(constants)
-    for fn in tree.body:
-        if not isinstance(fn, ast.FunctionDef):
-            continue
-        if fn.name in outside:  # the module's own function would replace a constant it reads
-            raise InternalError(f"generated function {fn.name} has the name of a global it reads")
-        bound = {a.arg for a in fn.args.args}
-        read: set[str] = set()
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Name):
-                (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+    for name, bound, read in function_scopes(module):
+        if name in outside:  # the module's own function would replace a constant it reads
+            raise InternalError(f"generated function {name} has the name of a global it reads")
         bad = sorted((bound & outside) | (read - bound - outside))
         if bad:
-            raise InternalError(f"generated function {fn.name} binds or reads {', '.join(bad)} wrongly")
+            raise InternalError(f"generated function {name} binds or reads {', '.join(bad)} wrongly")

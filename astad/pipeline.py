@@ -130,12 +130,12 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
 def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(rules.RUNTIME)
-    tree = deep.parse_ast(source, f"<astad: {name}>")
-    read = names.global_reads(tree)
+    scopes = names.function_scopes(source)  # from the symbol table: no syntax tree built
+    read = names.global_reads(scopes)
     constants = {k: v for k, v in constants.items() if k in read}  # what the code reads of them
     namespace.update(constants)
-    names.check_generated(tree, constants)
-    code = deep.compile_ast(tree, f"<astad: {name}>")
+    names.check_generated(scopes, constants)
+    code = deep.compile_ast(source, f"<astad: {name}>")
     exec(code, namespace)  # noqa: S102 - our own generated code
     return namespace
 

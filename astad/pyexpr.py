@@ -7,6 +7,7 @@ nowhere else, so generated code reads like hand-written code.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -33,25 +34,25 @@ _CMPOPS: dict[str, type] = {
     "!=": cst.NotEqual,
 }
 _UNARY = 12
+# Nodes are immutable: one instance of an operator (and of empty whitespace) serves every
+# expression (libcst makes a node for each default field of each node otherwise)
+_OPERATORS = {op: cls() for op, (cls, _) in _BINOPS.items()}
+_NO_SPACE = cst.SimpleWhitespace("")
+_KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
 _ATOM = 20
 
 
 def precedence(node: cst.BaseExpression) -> int:
     if node.lpar:
         return _ATOM
-    if isinstance(node, cst.BinaryOperation):
-        for _, (cls, p) in _BINOPS.items():
-            if isinstance(node.operator, cls):
-                return p
-    if isinstance(node, cst.UnaryOperation):
-        return _UNARY
-    if isinstance(node, cst.Comparison):
-        return 5
-    if isinstance(node, cst.IfExp):
-        return 1
-    if isinstance(node, cst.Tuple):
-        return 0
-    return _ATOM
+    cls = type(node)  # (looked up by class: isinstance of libcst's abstract classes is slow)
+    if cls is cst.BinaryOperation:
+        return _OPERATOR_PRECEDENCE.get(type(node.operator), _ATOM)
+    return _PRECEDENCE.get(cls, _ATOM)
+
+
+_OPERATOR_PRECEDENCE = {cls: p for cls, p in _BINOPS.values()}
+_PRECEDENCE = {cst.UnaryOperation: _UNARY, cst.Comparison: 5, cst.IfExp: 1, cst.Tuple: 0}
 
 
 def paren(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -63,12 +64,12 @@ def _at_least(node: cst.BaseExpression, prec: int) -> cst.BaseExpression:
 
 
 def binop(op: str, left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BaseExpression:
-    cls, p = _BINOPS[op]
+    p = _BINOPS[op][1]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         left, right = _at_least(left, p + 1), _at_least(right, _UNARY)
     else:
         left, right = _at_least(left, p), _at_least(right, p + 1)
-    return cst.BinaryOperation(left=left, operator=cls(), right=right)
+    return cst.BinaryOperation(left=left, operator=_OPERATORS[op], right=right)
 
 
 def compare(op: str, left: cst.BaseExpression, right: cst.BaseExpression) -> cst.BaseExpression:
@@ -82,8 +83,9 @@ def neg(operand: cst.BaseExpression) -> cst.BaseExpression:
     return cst.UnaryOperation(operator=cst.Minus(), expression=_at_least(operand, _UNARY))
 
 
+@functools.lru_cache(maxsize=4096)
 def name(text: str) -> cst.BaseExpression:
-    """A dotted name such as ``np.tanh``."""
+    """A dotted name such as ``np.tanh`` (one node for each text: nodes are immutable)."""
     parts = text.split(".")
     node: cst.BaseExpression = cst.Name(parts[0])
     for part in parts[1:]:
@@ -97,9 +99,9 @@ def attr(value: cst.BaseExpression, attribute: str) -> cst.BaseExpression:
 
 def call(func: str | cst.BaseExpression, args: Sequence[cst.BaseExpression] = (), **kwargs: cst.BaseExpression) -> cst.BaseExpression:
     fn = name(func) if isinstance(func, str) else _at_least(func, _ATOM)
-    arglist = [cst.Arg(value=a) for a in args] + [
-        cst.Arg(value=v, keyword=cst.Name(k), equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    arglist = [cst.Arg(value=a, whitespace_after_star=_NO_SPACE, whitespace_after_arg=_NO_SPACE) for a in args] + [
+        cst.Arg(value=v, keyword=cst.Name(k), equal=_KEYWORD_EQUAL, whitespace_after_star=_NO_SPACE,
+                whitespace_after_arg=_NO_SPACE)
         for k, v in kwargs.items()
     ]
     return cst.Call(func=fn, args=arglist)

@@ -11,6 +11,7 @@ Deterministic: the same program always prints to the same text.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from typing import Callable, Sequence
@@ -25,8 +26,11 @@ from ..names import Namer
 from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, bound_var_names, nested_blocks, use_counts)
 from ..blocks import result_items
+from .render import render
 
 Expr = cst.BaseExpression
+# shared by every line (nodes are immutable; libcst would make new ones for each)
+_SPACE, _EOL = cst.SimpleWhitespace(" "), cst.TrailingWhitespace()
 
 
 def _zero(t: object) -> Expr:
@@ -69,7 +73,7 @@ class Printer:
             if a.name in self.inlined:
                 self.reach = max(self.reach, self.depth.pop(a.name))
                 return self.inlined.pop(a.name)
-            return cst.Name(a.name)
+            return px.name(a.name)
         if isinstance(a, Const):
             return px.name(a.name) if a.name is not None else px.literal(a.value)
         return _zero(a.type)
@@ -81,13 +85,13 @@ class Printer:
         return [cst.EmptyLine(comment=cst.Comment(f"# line {loc.line}: {loc.text.strip()}"))]
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
-        self.lines.append(cst.SimpleStatementLine(body=[small], leading_lines=self.comment(loc)))
+        self.lines.append(cst.SimpleStatementLine(body=[small], leading_lines=self.comment(loc), trailing_whitespace=_EOL))
 
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
         target: Expr = cst.Name(targets[0].name) if len(targets) == 1 else px.tuple_([cst.Name(t.name) for t in targets])
         if len(targets) > 1:
             target = target.with_changes(lpar=[], rpar=[])
-        self.emit(cst.Assign(targets=[cst.AssignTarget(target)], value=value), loc)
+        self.emit(cst.Assign(targets=[cst.AssignTarget(target, _SPACE, _SPACE)], value=value), loc)
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -381,7 +385,7 @@ class Printer:
     def _reusable(self, a: Atom, target: Var) -> bool:
         return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
                 and isinstance(a.type, Num) and None not in a.type.shape
-                and int(np.prod(a.type.shape)) >= IN_PLACE_MIN_SIZE)
+                and math.prod(a.type.shape) >= IN_PLACE_MIN_SIZE)
 
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
@@ -556,7 +560,7 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
         header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
         body=[*imports, *functions],
     )
-    code = module.code
+    code = render(module)  # module.code, printed faster
     # (a comment quoting the user's line may say `math.` too: then the import is unused)
     more = ["import math\n"] if re.search(r"\bmath\.", code) else []
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)

@@ -128,13 +128,19 @@ class Calls(LowererCore):
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
                     node: cst.CSTNode) -> Value:
-        try:
-            parsed = parse(fn)
-        except SourceUnavailableError as e:  # point at the call
-            called = path[-1] if path else fn.__name__
-            raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
-                                         e.hint) from None
-        sig = inspect.signature(fn, follow_wrapped=False)
+        seen = self.__dict__.setdefault("_callees", {})  # id -> (fn, parsed, signature): a recursion's calls read once
+        found = seen.get(id(fn))
+        if found is not None and found[0] is fn:
+            parsed, sig = found[1], found[2]
+        else:
+            try:
+                parsed = parse(fn)
+            except SourceUnavailableError as e:  # point at the call
+                called = path[-1] if path else fn.__name__
+                raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
+                                             e.hint) from None
+            sig = inspect.signature(fn, follow_wrapped=False)
+            seen[id(fn)] = (fn, parsed, sig)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
@@ -149,7 +155,9 @@ class Calls(LowererCore):
                 # starts with a name no namespace has, so the disk cache never resolves it to another object
                 scope.env[pname] = self.constant(param.default, f"default of {pname}", node, pname,
                                                  ("<default>", fn.__qualname__, pname))
-        self.namer.mention(user_names(parsed.funcdef))
+        mentioned = user_names(parsed.funcdef)
+        if not mentioned <= self.namer.used:  # (each inlined call of a recursion mentions the same names)
+            self.namer.mention(mentioned)
         return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
                              lambda found: self.lower_as_loops(parsed, found))
 

@@ -86,7 +86,7 @@ class LowererCore:
         """Give the user's name to the value just computed for an assignment."""
         if not (isinstance(value, Var) and Namer.is_temp(value.name)):
             return value
-        if any(mentions(v, value) for s in self.stack for v in s.env.values()):
+        if self._held(value):
             return value  # also an element of a tuple or list a name holds: keep its name
         for i in range(len(self.binds) - 1, -1, -1):
             bind = self.binds[i]
@@ -99,6 +99,17 @@ class LowererCore:
             if value in vars_of(bind.rhs):
                 break
         return value
+
+    def _held(self, value: Var) -> bool:
+        """Whether a name in scope holds ``value`` (or a tuple, list or dict holding it):
+        the variables among them compared by name first (a program has thousands)."""
+        name = value.name  # (variables are equal when their names are)
+        for s in self.stack:
+            values = s.env.values()
+            if name in [v.name for v in values if type(v) is Var] or \
+                    any(mentions(v, value) for v in values if type(v) is not Var):
+                return True
+        return False
 
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
         if isinstance(value, (Var, Const)):

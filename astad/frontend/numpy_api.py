@@ -211,7 +211,14 @@ def math_names() -> list[str]:
 
 def builtin_spec(obj: Any) -> ApiSpec | None:
     """The spec of a supported builtin (looked up by identity: ``obj`` may be an array)."""
-    return next((spec for k, spec in BUILTINS.items() if k is obj), None)
+    if len(_BUILTIN_IDS) != len(BUILTINS):
+        _BUILTIN_IDS.clear()
+        _BUILTIN_IDS.update((id(k), k) for k in BUILTINS)
+    key = _BUILTIN_IDS.get(id(obj), _BUILTIN_IDS)
+    return BUILTINS.get(key) if key is obj else None
+
+
+_BUILTIN_IDS: dict[int, Any] = {}  # id -> key of BUILTINS (the keys are kept alive there)
 
 
 def _numpy_names() -> dict[int, str]:

@@ -116,7 +116,12 @@ def bound_var_names(block: Block) -> frozenset[str]:
 
 def _names_below(block: Block, backward: bool, inner_names: Callable[[Block], frozenset[str]]) -> frozenset[str]:
     names: set[str] = set()
+    add = names.add
     for b in block.binds:
+        if type(b.rhs) is Prim:  # the most common: binds its targets only, no blocks inside
+            for t in b.targets:
+                add(t.name)
+            continue
         names.update(v.name for v in _bound_here(b, backward))
         for inner in nested_blocks(b.rhs):
             names |= inner_names(inner)
@@ -135,7 +140,13 @@ def read_set(block: Block) -> frozenset[str]:
 
 def _read_set(block: Block) -> frozenset[str]:
     names = {block.result.name} if isinstance(block.result, Var) else set()
+    add = names.add
     for b in block.binds:
+        if type(b.rhs) is Prim:  # the most common: its arguments, no blocks inside
+            for a in b.rhs.args:
+                if type(a) is Var:
+                    add(a.name)
+            continue
         names.update(v.name for v in vars_of(b.rhs))
         for inner in nested_blocks(b.rhs):
             names |= read_set(inner)
@@ -218,8 +229,12 @@ def use_counts(block: Block) -> "Counter[str]":
 def _nested_use_counts(blk: Block) -> "Counter[str]":
     """The reads of a block's bindings, nested blocks included (not its result)."""
     counts: Counter[str] = Counter()
+    read: list[str] = []  # the direct reads of the bindings of primitives, counted at once
     for b in blk.binds:
         rhs = b.rhs
+        if type(rhs) is Prim:
+            read.extend([a.name for a in rhs.args if type(a) is Var])
+            continue
         if isinstance(rhs, If):
             direct: tuple[Atom, ...] = (rhs.cond,)
         elif isinstance(rhs, Loop):
@@ -233,6 +248,7 @@ def _nested_use_counts(blk: Block) -> "Counter[str]":
         counts.update(a.name for a in direct if isinstance(a, Var))
         for inner in nested_blocks(rhs):
             counts.update(_memo(inner, "_use_counts", _nested_use_counts))
+    counts.update(read)
     return counts
 
 
@@ -294,6 +310,11 @@ def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
     from outside is known once per block (``free_vars``), so substituting at
     every level of a deeply nested block costs each level once."""
     if not env:
+        return rhs
+    if type(rhs) is Prim:  # the most common: itself when it reads none of env's names
+        for a in rhs.args:
+            if type(a) is Var and a.name in env:
+                return Prim(rhs.op, tuple(env.get(a.name, a) if type(a) is Var else a for a in rhs.args), rhs.params)
         return rhs
     if not nested_blocks(rhs):
         return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)

@@ -64,8 +64,9 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     prog = fold_forward(prog)
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
-    prog = dce(cse(hoist_invariants(sink_broadcasts(prog))))
-    prog = dce(shapes_not_arrays(prog))
+    cleaned = dce(cse(hoist_invariants(sink_broadcasts(prog))))
+    prog = shapes_not_arrays(cleaned)
+    prog = prog if prog is cleaned else dce(prog)  # (dce of dce's own output is itself)
     taken = Namer.of(prog).taken  # every name of the program and what generated code reads
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               accumulate_in_loops(prog.backward, taken)))

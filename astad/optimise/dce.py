@@ -18,12 +18,21 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     """Remove bindings nothing reads; ``keep`` are names read from elsewhere (the
     residuals, which may be bound inside branches)."""
     live = set(live)
+    add = live.add
     kept = []
     for b in reversed(block.binds):
-        if type(b.rhs) is Prim:  # the most common: no blocks inside
-            if any(t.name in live or t.name in keep for t in b.targets) or has_effect(b.rhs):
-                kept.append(b)
-                live.update(a.name for a in b.rhs.args if type(a) is Var)
+        rhs = b.rhs
+        if type(rhs) is Prim:  # the most common: no blocks inside
+            for t in b.targets:
+                if t.name in live or t.name in keep:
+                    break
+            else:
+                if not has_effect(rhs):
+                    continue
+            kept.append(b)
+            for a in rhs.args:
+                if type(a) is Var:
+                    add(a.name)
             continue
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]

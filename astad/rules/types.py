@@ -25,15 +25,10 @@ def _sample(t: Type) -> Any:
 sample = _sample  # for the type rules of other modules
 
 
-def _from_sample(value: Any, shape: tuple, keep_value: bool) -> Num:
-    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-        dtype = {bool: "bool", int: "int64", float: "float64"}[type(value)]
-        known = value if keep_value and dtype != "float64" else None
-        return Num(shape, dtype, py=True, value=known)
-    return Num(shape, np.asarray(value).dtype.name)
-
-
 def broadcast_shapes(*shapes: tuple) -> tuple:
+    arrays = {s for s in shapes if s}  # a scalar's () broadcasts to anything
+    if len(arrays) <= 1:  # one shape (the most common): itself
+        return tuple(arrays.pop()) if arrays else ()
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(ndim):
@@ -53,18 +48,50 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
     """Type rule of an elementwise (broadcasting) operation: numpy's own
     promotion, found by applying ``impl`` to scalar samples of the types."""
 
+    found: dict[tuple, tuple] = {}  # the operands' kinds and the params -> what numpy's result is
+
     def infer(ts: list[Type], params: dict) -> Type:
-        samples = [_sample(t) for t in ts]
+        kinds = [_kind(t) for t in ts]
         shape = broadcast_shapes(*(t.shape for t in ts))  # type: ignore[union-attr]
-        with np.errstate(all="ignore"):
-            try:
-                value = _apply(impl, samples, params)
-            except ZeroDivisionError:
-                value = _apply(impl, [_sample(Num(t.shape, t.dtype, t.py)) for t in ts], params)  # type: ignore[union-attr]
+        try:
+            key: tuple | None = (*kinds, *params.items())
+            result = found.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable parameter
+            key, result = None, None
+        if result is None:
+            samples = [_sample(t) for t in ts]
+            with np.errstate(all="ignore"):
+                try:
+                    value = _apply(impl, samples, params)
+                except ZeroDivisionError:
+                    value = _apply(impl, [_sample(Num(t.shape, t.dtype, t.py)) for t in ts], params)  # type: ignore[union-attr]
+            result = _result_kind(value)
+            if key is not None:
+                found[key] = result
         keep = all(isinstance(t, Num) and t.value is not None for t in ts)
-        return _from_sample(value, shape, keep)
+        dtype, py, value = result
+        return Num(shape, dtype, py=True, value=value if keep and dtype != "float64" else None) if py \
+            else Num(shape, dtype)
 
     return infer
+
+
+def _kind(t: Type) -> Any:
+    """What of ``t`` numpy's result type depends on: the dtype, or a Python scalar's type and value."""
+    if not isinstance(t, Num):
+        raise ShapeError(f"expected a number or an array, got {t}")
+    if t.py and not t.shape:
+        v = _sample(t)
+        return type(v), v
+    return t.dtype
+
+
+def _result_kind(value: Any) -> tuple[str, bool, Any]:
+    """``(dtype, py, value)`` of an implementation's result on samples: a Python scalar's type
+    (and value, kept for ints and bools of known value) or a numpy result's dtype."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return {bool: "bool", int: "int64", float: "float64"}[type(value)], True, value
+    return np.asarray(value).dtype.name, False, None
 
 
 def _apply(impl: Callable, samples: list, params: dict) -> Any:

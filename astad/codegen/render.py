@@ -1,0 +1,468 @@
+"""The text of a generated module: libcst's own printing (``Module.code``),
+done here for the node classes codegen builds.
+
+libcst prints a tree by calling each node's ``_codegen``, which wraps the
+node's printing in hooks, context managers and keyword defaults: some 10
+Python calls a node, a fifth of transforming a 500-statement function.  The
+functions below write the same tokens, reading every field libcst reads
+(whitespace, commas, parentheses), for the classes codegen makes; any other
+node (or an unusual field value: a comment inside parentheses) is printed by
+libcst itself, into the same token list.  ``render(module) == module.code``
+always (tests/test_render.py checks it on every generated program it makes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import libcst as cst
+
+try:  # libcst's printing state: where its own printing of a node writes
+    from libcst._nodes.internal import CodegenState
+except ImportError:  # pragma: no cover - another libcst: its own printing only
+    CodegenState = None  # type: ignore[assignment,misc]
+
+_DEFAULT = cst.MaybeSentinel.DEFAULT
+_WS = cst.SimpleWhitespace
+
+State = Any
+Printer = Callable[..., None]
+
+
+def render(module: cst.Module) -> str:
+    """``module.code``."""
+    if CodegenState is None:
+        return module.code
+    st = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    for h in module.header:
+        _node(h, st)
+    for s in module.body:
+        _node(s, st)
+    for f in module.footer:
+        _node(f, st)
+    if module.has_trailing_newline:
+        if not st.tokens:
+            st.tokens.append(st.default_newline)
+    else:
+        st.pop_trailing_newline()
+    return "".join(st.tokens)
+
+
+def _node(n: cst.CSTNode, st: State, **kw: Any) -> None:
+    f = _PRINTERS.get(type(n))
+    if f is None:
+        n._codegen(st, **kw)  # libcst's own
+    else:
+        f(n, st, **kw)
+
+
+def _ws(w: Any, st: State) -> None:
+    if type(w) is _WS:
+        if w.value:
+            st.tokens.append(w.value)
+    else:
+        w._codegen(st)
+
+
+def _op(op: Any, st: State) -> None:
+    """A one-token operator between two whitespaces (``+``, ``=``, ``,``, ``.``, ``<``, ``+=``)."""
+    token = _TOKENS.get(type(op))
+    if token is None:
+        op._codegen(st)
+        return
+    _ws(op.whitespace_before, st)
+    st.tokens.append(token)
+    _ws(op.whitespace_after, st)
+
+
+def _open(n: Any, st: State) -> None:
+    for p in n.lpar:
+        if type(p) is cst.LeftParen:
+            st.tokens.append("(")
+            _ws(p.whitespace_after, st)
+        else:
+            p._codegen(st)
+
+
+def _close(n: Any, st: State) -> None:
+    for p in n.rpar:
+        if type(p) is cst.RightParen:
+            _ws(p.whitespace_before, st)
+            st.tokens.append(")")
+        else:
+            p._codegen(st)
+
+
+def _comma(comma: Any, st: State, default: bool, text: str = ", ") -> None:
+    if comma is _DEFAULT:
+        if default:
+            st.tokens.append(text)
+    elif type(comma) is cst.Comma:
+        _op(comma, st)
+    elif isinstance(comma, cst.CSTNode):
+        comma._codegen(st)
+
+
+def _semicolon(n: Any, st: State, default_semicolon: bool) -> None:
+    semicolon = n.semicolon
+    if isinstance(semicolon, cst.MaybeSentinel):
+        if default_semicolon:
+            st.tokens.append("; ")
+    else:
+        semicolon._codegen(st)
+
+
+# ------------------------------------------------------------------ expressions
+
+
+def _token(n: Any, st: State) -> None:  # Name, Integer, Float, SimpleString
+    if n.lpar:
+        _open(n, st)
+        st.tokens.append(n.value)
+        _close(n, st)
+    else:
+        st.tokens.append(n.value)
+
+
+def _attribute(n: cst.Attribute, st: State) -> None:
+    _open(n, st)
+    _node(n.value, st)
+    _op(n.dot, st)
+    _node(n.attr, st)
+    _close(n, st)
+
+
+def _call(n: cst.Call, st: State) -> None:
+    _open(n, st)
+    _node(n.func, st)
+    _ws(n.whitespace_after_func, st)
+    st.tokens.append("(")
+    _ws(n.whitespace_before_args, st)
+    last = len(n.args) - 1
+    for i, arg in enumerate(n.args):
+        _arg(arg, st, default_comma=(i != last))
+    st.tokens.append(")")
+    _close(n, st)
+
+
+def _arg(n: cst.Arg, st: State, default_comma: bool = False) -> None:
+    if type(n) is not cst.Arg:
+        n._codegen(st, default_comma=default_comma)
+        return
+    tokens = st.tokens
+    if n.star:
+        tokens.append(n.star)
+    _ws(n.whitespace_after_star, st)
+    if n.keyword is not None:
+        _node(n.keyword, st)
+    if n.equal is _DEFAULT and n.keyword is not None:
+        tokens.append(" = ")
+    elif isinstance(n.equal, cst.AssignEqual):
+        _op(n.equal, st)
+    _node(n.value, st)
+    _comma(n.comma, st, default_comma)
+    _ws(n.whitespace_after_arg, st)
+
+
+def _binary(n: cst.BinaryOperation, st: State) -> None:
+    _open(n, st)
+    _node(n.left, st)
+    _op(n.operator, st)
+    _node(n.right, st)
+    _close(n, st)
+
+
+def _unary(n: cst.UnaryOperation, st: State) -> None:
+    _open(n, st)
+    op = n.operator
+    token = _UNARY.get(type(op))
+    if token is None:
+        op._codegen(st)
+    else:
+        st.tokens.append(token)
+        _ws(op.whitespace_after, st)
+    _node(n.expression, st)
+    _close(n, st)
+
+
+def _comparison(n: cst.Comparison, st: State) -> None:
+    _open(n, st)
+    _node(n.left, st)
+    for target in n.comparisons:
+        _op(target.operator, st)
+        _node(target.comparator, st)
+    _close(n, st)
+
+
+def _elements(elements: Any, st: State, single: bool = False) -> None:
+    last = len(elements) - 1
+    for i, el in enumerate(elements):
+        if type(el) is not cst.Element:
+            el._codegen(st, default_comma=single or i < last, default_comma_whitespace=not single)
+            continue
+        _node(el.value, st)
+        _comma(el.comma, st, single or i < last, "," if single else ", ")
+
+
+def _tuple(n: cst.Tuple, st: State) -> None:
+    _open(n, st)
+    _elements(n.elements, st, single=len(n.elements) == 1)
+    _close(n, st)
+
+
+def _list(n: cst.List, st: State) -> None:
+    _open(n, st)
+    _bracket(n.lbracket, "[", st)
+    _elements(n.elements, st)
+    _bracket(n.rbracket, "]", st)
+    _close(n, st)
+
+
+def _bracket(b: Any, token: str, st: State) -> None:
+    if type(b) is cst.LeftSquareBracket:
+        st.tokens.append(token)
+        _ws(b.whitespace_after, st)
+    elif type(b) is cst.RightSquareBracket:
+        _ws(b.whitespace_before, st)
+        st.tokens.append(token)
+    else:
+        b._codegen(st)
+
+
+def _subscript(n: cst.Subscript, st: State) -> None:
+    _open(n, st)
+    _node(n.value, st)
+    _ws(n.whitespace_after_value, st)
+    _bracket(n.lbracket, "[", st)
+    last = len(n.slice) - 1
+    for i, el in enumerate(n.slice):
+        if type(el) is not cst.SubscriptElement:
+            el._codegen(st, default_comma=(i != last))
+            continue
+        _node(el.slice, st)
+        _comma(el.comma, st, i != last)
+    _bracket(n.rbracket, "]", st)
+    _close(n, st)
+
+
+def _index(n: cst.Index, st: State) -> None:
+    if n.star is not None:
+        st.tokens.append(n.star)
+    if n.whitespace_after_star is not None:
+        _ws(n.whitespace_after_star, st)
+    _node(n.value, st)
+
+
+def _slice(n: cst.Slice, st: State) -> None:
+    if n.lower is not None:
+        _node(n.lower, st)
+    _op(n.first_colon, st)
+    if n.upper is not None:
+        _node(n.upper, st)
+    if n.second_colon is _DEFAULT and n.step is not None:
+        st.tokens.append(":")
+    elif isinstance(n.second_colon, cst.Colon):
+        _op(n.second_colon, st)
+    if n.step is not None:
+        _node(n.step, st)
+
+
+# ------------------------------------------------------------------ statements
+
+
+def _empty_line(n: cst.EmptyLine, st: State) -> None:
+    if n.indent:
+        st.tokens.extend(st.indent_tokens)
+    _ws(n.whitespace, st)
+    if n.comment is not None:
+        st.tokens.append(n.comment.value)
+    _newline(n.newline, st)
+
+
+def _newline(n: cst.Newline, st: State) -> None:
+    st.tokens.append(st.default_newline if n.value is None else n.value)
+
+
+def _trailing(n: cst.TrailingWhitespace, st: State) -> None:
+    _ws(n.whitespace, st)
+    if n.comment is not None:
+        st.tokens.append(n.comment.value)
+    _newline(n.newline, st)
+
+
+def _leading(n: Any, st: State) -> None:
+    for line in n.leading_lines:
+        _node(line, st)
+    st.tokens.extend(st.indent_tokens)
+
+
+def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
+    _leading(n, st)
+    if n.body:
+        last = len(n.body) - 1
+        for i, small in enumerate(n.body):
+            _node(small, st, default_semicolon=(i != last))
+    else:
+        st.tokens.append("pass")
+    _node(n.trailing_whitespace, st)
+
+
+def _assign(n: cst.Assign, st: State, default_semicolon: bool = False) -> None:
+    for target in n.targets:
+        if type(target) is not cst.AssignTarget:
+            target._codegen(st)
+            continue
+        _node(target.target, st)
+        _ws(target.whitespace_before_equal, st)
+        st.tokens.append("=")
+        _ws(target.whitespace_after_equal, st)
+    _node(n.value, st)
+    _semicolon(n, st, default_semicolon)
+
+
+def _aug_assign(n: cst.AugAssign, st: State, default_semicolon: bool = False) -> None:
+    _node(n.target, st)
+    _op(n.operator, st)
+    _node(n.value, st)
+    _semicolon(n, st, default_semicolon)
+
+
+def _expr(n: cst.Expr, st: State, default_semicolon: bool = False) -> None:
+    _node(n.value, st)
+    _semicolon(n, st, default_semicolon)
+
+
+def _return(n: cst.Return, st: State, default_semicolon: bool = False) -> None:
+    st.tokens.append("return")
+    if isinstance(n.whitespace_after_return, cst.MaybeSentinel):
+        if n.value is not None:
+            st.tokens.append(" ")
+    else:
+        _ws(n.whitespace_after_return, st)
+    if n.value is not None:
+        _node(n.value, st)
+    _semicolon(n, st, default_semicolon)
+
+
+def _pass(n: cst.Pass, st: State, default_semicolon: bool = False) -> None:
+    st.tokens.append("pass")
+    _semicolon(n, st, default_semicolon)
+
+
+def _if(n: cst.If, st: State, is_elif: bool = False) -> None:
+    _leading(n, st)
+    st.tokens.append("elif" if is_elif else "if")
+    _ws(n.whitespace_before_test, st)
+    _node(n.test, st)
+    _ws(n.whitespace_after_test, st)
+    st.tokens.append(":")
+    _node(n.body, st)
+    if type(n.orelse) is cst.If:
+        _if(n.orelse, st, is_elif=True)
+    elif n.orelse is not None:
+        _node(n.orelse, st)
+
+
+def _else(n: cst.Else, st: State) -> None:
+    _leading(n, st)
+    st.tokens.append("else")
+    _ws(n.whitespace_before_colon, st)
+    st.tokens.append(":")
+    _node(n.body, st)
+
+
+def _for(n: cst.For, st: State) -> None:
+    _leading(n, st)
+    if n.asynchronous is not None:
+        n.asynchronous._codegen(st)
+    st.tokens.append("for")
+    _ws(n.whitespace_after_for, st)
+    _node(n.target, st)
+    _ws(n.whitespace_before_in, st)
+    st.tokens.append("in")
+    _ws(n.whitespace_after_in, st)
+    _node(n.iter, st)
+    _ws(n.whitespace_before_colon, st)
+    st.tokens.append(":")
+    _node(n.body, st)
+    if n.orelse is not None:
+        _node(n.orelse, st)
+
+
+def _while(n: cst.While, st: State) -> None:
+    _leading(n, st)
+    st.tokens.append("while")
+    _ws(n.whitespace_after_while, st)
+    _node(n.test, st)
+    _ws(n.whitespace_before_colon, st)
+    st.tokens.append(":")
+    _node(n.body, st)
+    if n.orelse is not None:
+        _node(n.orelse, st)
+
+
+def _block(n: cst.IndentedBlock, st: State) -> None:
+    _node(n.header, st)
+    st.indent_tokens.append(st.default_indent if n.indent is None else n.indent)
+    if n.body:
+        for s in n.body:
+            _node(s, st)
+    else:
+        st.tokens.extend(st.indent_tokens)
+        st.tokens.append("pass")
+        st.tokens.append(st.default_newline)
+    for f in n.footer:
+        _node(f, st)
+    st.indent_tokens.pop()
+
+
+def _funcdef(n: cst.FunctionDef, st: State) -> None:
+    for line in n.leading_lines:
+        _node(line, st)
+    for decorator in n.decorators:
+        decorator._codegen(st)
+    for line in n.lines_after_decorators:
+        _node(line, st)
+    st.tokens.extend(st.indent_tokens)
+    if n.asynchronous is not None:
+        n.asynchronous._codegen(st)
+    st.tokens.append("def")
+    _ws(n.whitespace_after_def, st)
+    _node(n.name, st)
+    _ws(n.whitespace_after_name, st)
+    st.tokens.append("(")
+    _ws(n.whitespace_before_params, st)
+    n.params._codegen(st)
+    st.tokens.append(")")
+    if n.returns is not None:
+        n.returns._codegen(st, default_indicator="->")
+    _ws(n.whitespace_before_colon, st)
+    st.tokens.append(":")
+    _node(n.body, st)
+
+
+_PRINTERS: dict[type, Printer] = {
+    cst.Name: _token, cst.Integer: _token, cst.Float: _token, cst.SimpleString: _token,
+    cst.Attribute: _attribute, cst.Call: _call, cst.BinaryOperation: _binary, cst.UnaryOperation: _unary,
+    cst.Comparison: _comparison, cst.Tuple: _tuple, cst.List: _list, cst.Subscript: _subscript,
+    cst.Index: _index, cst.Slice: _slice,
+    cst.EmptyLine: _empty_line, cst.TrailingWhitespace: _trailing, cst.SimpleStatementLine: _simple_line,
+    cst.Assign: _assign, cst.AugAssign: _aug_assign, cst.Expr: _expr, cst.Return: _return, cst.Pass: _pass,
+    cst.If: _if, cst.Else: _else, cst.For: _for, cst.While: _while, cst.IndentedBlock: _block,
+    cst.FunctionDef: _funcdef,
+}
+
+#: one-token operators printed between their two whitespaces, by class
+_TOKENS: dict[type, str] = {
+    cls: cls()._get_token()  # type: ignore[abstract]
+    for cls in (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply,
+                cst.Power, cst.BitAnd, cst.BitOr, cst.BitXor, cst.LeftShift, cst.RightShift,
+                cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual,
+                cst.In, cst.Is, cst.And, cst.Or,
+                cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.MatrixMultiplyAssign,
+                cst.PowerAssign, cst.FloorDivideAssign, cst.ModuloAssign,
+                cst.AssignEqual, cst.Comma, cst.Dot, cst.Colon)
+}
+
+#: unary operators: the token, then the whitespace after it
+_UNARY: dict[type, str] = {cls: cls()._get_token() for cls in (cst.Minus, cst.Plus, cst.BitInvert, cst.Not)}

@@ -1,0 +1,157 @@
+"""astad.codegen.render prints a module exactly as libcst's ``Module.code``
+does: random trees of the node classes codegen builds (with libcst's default
+whitespace and with other whitespace, parentheses, commas and semicolons),
+and the modules astad generates for a few programs."""
+
+import libcst as cst
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import astad
+from astad.codegen import python as codegen_python
+from astad.codegen.render import render
+
+_names = st.sampled_from(["x", "np", "t12", "x_ct", "residuals", "_"])
+_space = st.sampled_from(["", " ", "  "])
+_ws = _space.map(cst.SimpleWhitespace)
+
+
+def _b(make, *strategies):
+    """``st.builds(make, *strategies)``, the name ``x`` where libcst refuses the combination drawn
+    (``f(**a, *b)``; a statement refused, which these strategies do not draw, would fail the test)."""
+    def build(*args):
+        try:
+            return make(*args)
+        except cst.CSTValidationError:
+            return cst.Name("x")
+    return st.builds(build, *strategies)
+
+
+def _maybe_parens(node_strategy):
+    """Some nodes in parentheses (one or two pairs), some with whitespace inside them."""
+    def wrap(node, pairs, inner):
+        if pairs == 0:
+            return node
+        lpar = [cst.LeftParen(whitespace_after=cst.SimpleWhitespace(inner))] * pairs
+        rpar = [cst.RightParen(whitespace_before=cst.SimpleWhitespace(inner))] * pairs
+        return node.with_changes(lpar=lpar, rpar=rpar)
+    return _b(wrap, node_strategy, st.sampled_from([0, 0, 0, 1, 2]), _space)
+
+
+_leaves = st.one_of(
+    _names.map(cst.Name),
+    st.integers(0, 99).map(lambda i: cst.Integer(str(i))),
+    st.sampled_from(["1.5", "0.0", "1e-05"]).map(cst.Float),
+    st.sampled_from(['"""doc"""', "'s'"]).map(cst.SimpleString),
+)
+
+_BINOPS = [cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.MatrixMultiply, cst.Power, cst.FloorDivide, cst.BitAnd]
+_CMPOPS = [cst.LessThan, cst.GreaterThanEqual, cst.Equal, cst.NotEqual, cst.IsNot, cst.NotIn]
+
+
+def _comma():
+    return st.one_of(st.just(cst.MaybeSentinel.DEFAULT), st.builds(cst.Comma, _ws, _ws))
+
+
+def _args(expr):
+    plain = _b(lambda v, c, w: cst.Arg(v, comma=c, whitespace_after_arg=w), expr, _comma(), _ws)
+    keyword = _b(lambda k, v, eq: cst.Arg(v, keyword=cst.Name(k), equal=eq), _names, expr,
+                        st.one_of(st.just(cst.MaybeSentinel.DEFAULT), st.builds(cst.AssignEqual, _ws, _ws)))
+    starred = _b(lambda v, s: cst.Arg(v, star=s), expr, st.sampled_from(["*", "**"]))
+    return st.lists(st.one_of(plain, plain, keyword, starred), max_size=3)
+
+
+def _elements(expr):
+    return st.lists(_b(lambda v, c: cst.Element(v, comma=c), expr, _comma()), min_size=1, max_size=3)
+
+
+def _compound(expr):
+    index = st.builds(cst.Index, expr)
+    slice_ = _b(lambda a, b, c: cst.Slice(lower=a, upper=b, step=c),
+                       st.none() | expr, st.none() | expr, st.none() | expr)
+    subscript_elements = st.lists(_b(lambda s, c: cst.SubscriptElement(s, comma=c), index | slice_, _comma()),
+                                  min_size=1, max_size=3)
+    return _maybe_parens(st.one_of(
+        _b(lambda v, a: cst.Attribute(v, cst.Name(a)), expr, _names),
+        _b(lambda f, args, w: cst.Call(f, args, whitespace_before_args=w), expr, _args(expr), _ws),
+        _b(lambda l, op, r, a, b: cst.BinaryOperation(l, op(whitespace_before=a, whitespace_after=b), r),
+                  expr, st.sampled_from(_BINOPS), expr, _ws, _ws),
+        _b(lambda op, e: cst.UnaryOperation(op(), e), st.sampled_from([cst.Minus, cst.Not, cst.BitInvert]), expr),
+        _b(lambda l, op, r: cst.Comparison(l, [cst.ComparisonTarget(op(), r)]), expr, st.sampled_from(_CMPOPS), expr),
+        st.builds(cst.Tuple, _elements(expr)),
+        st.builds(cst.List, _elements(expr) | st.just([])),
+        _b(lambda v, s: cst.Subscript(v, s), expr, subscript_elements),
+    ))
+
+
+_exprs = st.recursive(_maybe_parens(_leaves), _compound, max_leaves=6)
+_comments = st.lists(_b(lambda c: cst.EmptyLine(comment=cst.Comment(f"# {c}")) if c else cst.EmptyLine(),
+                               st.sampled_from(["", "line 3: x = 1", "why"])), max_size=2)
+_targets = _names.map(cst.Name) | _b(lambda a, b: cst.Tuple([cst.Element(cst.Name(a)), cst.Element(cst.Name(b))], lpar=[], rpar=[]), _names, _names)
+_AUG = [cst.AddAssign, cst.MultiplyAssign, cst.SubtractAssign, cst.DivideAssign]
+
+_small = st.one_of(
+    _b(lambda ts, v, a: cst.Assign([cst.AssignTarget(t, whitespace_before_equal=a) for t in ts], v),
+              st.lists(_targets, min_size=1, max_size=2), _exprs, _ws),
+    _b(lambda t, op, v: cst.AugAssign(cst.Name(t), op(), v), _names, st.sampled_from(_AUG), _exprs),
+    st.builds(cst.Expr, _exprs),
+    st.builds(cst.Return, st.none() | _exprs),
+    st.just(cst.Pass()),
+)
+_lines = _b(lambda body, lead, semi: cst.SimpleStatementLine(
+    body=[s.with_changes(semicolon=cst.Semicolon()) if semi and i == 0 and len(body) > 1 else s
+          for i, s in enumerate(body)], leading_lines=lead),
+    st.lists(_small, max_size=3), _comments, st.booleans())
+
+
+def _compound_statements(body):
+    block = _b(lambda b: cst.IndentedBlock(b), st.lists(body, min_size=1, max_size=3)) | st.just(cst.IndentedBlock([]))
+    orelse = st.none() | st.builds(cst.Else, block)
+    return st.one_of(
+        _b(lambda t, b, e, lead: cst.If(t, b, orelse=e, leading_lines=lead), _exprs, block, orelse, _comments),
+        _b(lambda t, b, e: cst.If(t, b, orelse=cst.If(t, b, orelse=e)), _exprs, block, orelse),
+        _b(lambda t, i, b, lead: cst.For(cst.Name(t), i, b, leading_lines=lead), _names, _exprs, block, _comments),
+        _b(lambda t, b: cst.While(t, b), _exprs, block),
+        _b(lambda n, ps, b: cst.FunctionDef(cst.Name(n), cst.Parameters([cst.Param(cst.Name(p)) for p in ps]), b,
+                                                    leading_lines=[cst.EmptyLine(), cst.EmptyLine()]),
+                  _names, st.lists(_names, max_size=3, unique=True), block),
+    )
+
+
+_statements = st.recursive(_lines, _compound_statements, max_leaves=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_statements, max_size=4), _comments, st.booleans())
+def test_render_is_libcst_code(body, header, trailing_newline):
+    module = cst.Module(body=body, header=header, has_trailing_newline=trailing_newline)
+    assert render(module) == module.code
+
+
+def test_generated_modules_print_as_libcst(monkeypatch):
+    """The modules astad generates (loops, branches, in-place updates, tuples, slices)."""
+    seen = []
+
+    def checked(module):
+        seen.append(module)
+        return render(module)
+
+    monkeypatch.setattr(codegen_python, "render", checked)
+
+    def f(x, W, k):
+        s = 0.0
+        for i in range(x.shape[0]):
+            if x[i] > 0.1:
+                s = s + np.sin(x[i]) * k
+            else:
+                s = s - x[i] ** 2
+        y = np.tanh(W @ x)[1:3] * -2.0
+        return s + np.sum(y * y) / (1.0 + k)
+
+    args = (np.linspace(-0.5, 0.9, 4), np.ones((4, 4)) * 0.3, 1.5)
+    astad.grad(f, (0, 1, 2))(*args)
+    astad.jvp(f, args, tuple(np.ones_like(a) for a in args))
+    assert seen
+    for module in seen:
+        assert render(module) == module.code
