@@ -239,9 +239,13 @@ def _useful_if(act: Activity, b: Bind, rhs: If) -> None:
 
 def _body_fixpoint(act: Activity, outs: tuple[Var, ...], params: tuple[Var, ...], init: tuple[Atom, ...],
                    body: Block) -> None:
-    """Carried values useful where the loop's result is or any iteration reads them usefully."""
+    """Carried values useful where the loop's result is (the value after the last
+    iteration, or the initial one if there is none) or any iteration reads them usefully."""
     flags = [i < len(outs) and outs[i].name in act.useful for i in range(len(params))]
     while True:
+        for p, f in zip(params, flags):
+            if f:
+                _need(act, p)
         _seed(act, body, lambda i: i < len(flags) and flags[i])
         grown = [f or p.name in act.useful for f, p in zip(flags, params)]
         if grown == flags:

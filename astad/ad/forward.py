@@ -52,7 +52,7 @@ from .. import rules as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
 from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
-                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
+                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero, bound_vars)
 from ..names import Namer
 from ..rules import zeros_of
 from .activity import Activity
@@ -228,7 +228,7 @@ def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
         m.lists[bind.targets[0].name] = rhs.args
     (out,) = bind.targets
     tangents = [m.tangent(a) for a in rhs.args]
-    if not differentiable(out.type) or all(t is None for t in tangents):
+    if not differentiable(out.type) or not m.active(out) or all(t is None for t in tangents):
         return
     entry = prims.TABLE[rhs.op]
     if entry.kind in (prims.DerivativeKind.ZERO, prims.DerivativeKind.DISCRETE):
@@ -315,7 +315,9 @@ def rule_if(m: Forward, bind: Bind, rhs: If) -> None:
     branches = [m.open(rhs.then), m.open(rhs.orelse)]
     active = [i for i, v in enumerate(bind.targets) if differentiable(v.type) and m.active(v)
               and any(m.tangent(br.items[i]) is not None for br in branches)]
-    if not active:
+    # (a value a branch binds may be read outside it, tangent and all: by a tape, or by the
+    # backward part of a reverse program, which reads the forward part's values)
+    if not active and not any(m.tangent(v) is not None for v in (*bound_vars(rhs.then), *bound_vars(rhs.orelse))):
         m.restore(state)
         m.b.binds.append(bind)
         return
