@@ -52,7 +52,7 @@ from .. import rules as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
 from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
-                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero, bound_vars)
+                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero, all_binds, bound_vars, nested_blocks)
 from ..names import Namer
 from ..rules import zeros_of
 from .activity import Activity
@@ -317,7 +317,8 @@ def rule_if(m: Forward, bind: Bind, rhs: If) -> None:
               and any(m.tangent(br.items[i]) is not None for br in branches)]
     # (a value a branch binds may be read outside it, tangent and all: by a tape, or by the
     # backward part of a reverse program, which reads the forward part's values)
-    if not active and not any(m.tangent(v) is not None for v in (*bound_vars(rhs.then), *bound_vars(rhs.orelse))):
+    if not active and not _calls(rhs) \
+            and not any(m.tangent(v) is not None for v in (*bound_vars(rhs.then), *bound_vars(rhs.orelse))):
         m.restore(state)
         m.b.binds.append(bind)
         return
@@ -326,6 +327,12 @@ def rule_if(m: Forward, bind: Bind, rhs: If) -> None:
     m.b.bind(bind.targets + outs, If(rhs.cond, *blocks))
     for i, t in zip(active, outs):
         m.tangents[bind.targets[i].name] = t
+
+
+def _calls(rhs: If | Loop) -> bool:
+    """Whether a branch or loop body calls a function value: its dual takes tangents
+    too, so the body is never kept as it was, even where no value in it has a tangent."""
+    return any(isinstance(b.rhs, App) for block in nested_blocks(rhs) for b in all_binds(block))
 
 
 def _with_tangents(items: tuple, tangents: tuple, condition_last: bool) -> tuple:
@@ -361,7 +368,7 @@ def rule_loop(m: Forward, bind: Bind, rhs: Loop) -> None:
     is_while = rhs.index is None
     state = m.snapshot()
     active, tparams, opened = _iterate(m, rhs.carried, rhs.init, rhs.body, is_while)
-    if not active and rhs.tape is None:
+    if not active and rhs.tape is None and not _calls(rhs):
         m.restore(state)
         m.b.binds.append(bind)
         return
@@ -459,7 +466,8 @@ def rule_app(m: Forward, bind: Bind, rhs: App) -> None:
     m.b.bind((pair,), App(rhs.fn, args))
     yt = m.tangent_var(y)
     m.b.bind((y, yt), Unpack(pair))
-    m.tangents[y.name] = yt
+    if m.active(y):
+        m.tangents[y.name] = yt
 
 
 #: one rule per construct (other modules may register rules for constructs of their own)
