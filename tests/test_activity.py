@@ -239,3 +239,60 @@ def test_a_function_value_capturing_an_argument(argnum):
 
     g = astad.grad(total, argnums=argnum)(*args)
     np.testing.assert_allclose(g, central(total, args, argnum), rtol=1e-6, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- found by the random programs
+
+
+def rebound_in_loop(x, n):
+    """The carried ``v`` is never read in the body: the loop's result is the
+    initial value when the loop does not run, so the carried value is active."""
+    v = x + x
+    for i in range(n):
+        v = x * 3.0
+    return v * v
+
+
+def call_in_inactive_loop(x, w):
+    f = lambda t: t * t  # noqa: E731
+    acc = 0.0
+    for i in range(2):
+        acc = acc + np.sum(f(w))
+    return np.sum(np.sin(x)) * acc
+
+
+def taped_branch(x):
+    y = x
+    for i in range(3):
+        if x > i - 1.0:
+            y = y * 1.01 + 0.5 * x * x
+        else:
+            y = y - x
+    return y
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_loop_result_that_may_be_the_initial_value(n):
+    x = 0.3
+    assert np.isclose(astad.grad(rebound_in_loop)(x, n), central(rebound_in_loop, (x, n), 0)[()], rtol=1e-6)
+    assert np.isclose(astad.jvp(rebound_in_loop, (x, n), (1.0, None))[1], central(rebound_in_loop, (x, n), 0)[()],
+                      rtol=1e-6)
+    second = astad.grad(astad.grad(rebound_in_loop))
+    d1 = astad.grad(rebound_in_loop)
+    assert np.isclose(second(x, n), (d1(x + 1e-5, n) - d1(x - 1e-5, n)) / 2e-5, rtol=1e-6)
+
+
+def test_a_call_in_a_loop_with_no_tangent():
+    args = (np.array([0.5, -1.0]), np.array([1.5, 0.25, -0.75]))
+    v = np.array([0.3, 0.7])
+    value, jv = astad.jvp(call_in_inactive_loop, args, (v, None))
+    assert np.isclose(jv, central(call_in_inactive_loop, args, 0) @ v, rtol=1e-6)
+    assert np.isclose(value, call_in_inactive_loop(*args))
+
+
+@pytest.mark.parametrize("x", [0.4, -0.6, -1.7])
+def test_second_derivatives_through_taped_branches(x):
+    d1 = astad.grad(taped_branch)
+    want = (d1(x + 1e-5) - d1(x - 1e-5)) / 2e-5
+    assert np.isclose(astad.grad(d1)(x), want, rtol=1e-6)
+    assert np.isclose(astad.hessian(taped_branch)(x), want, rtol=1e-6)
