@@ -14,10 +14,12 @@ whose derivative is zero (``floor``, ``sign``: kind ZERO) or discrete.  One
 rule per construct, in :data:`VARIED` (forward) and :data:`USEFUL`
 (backward).  A branch or loop body is analysed item by item of the tuple it
 ends with; a loop-carried value is varied (useful) if any iteration makes it
-so: the body is analysed again until the sets stop growing (a fixed point).
-A function value's parameters are taken as varied (whatever its calls pass)
-and a construct without a rule of its own makes everything it touches
-active: when unsure, active.  Never a wrong derivative.
+so, and useful wherever the loop's result is (the loop may not run): the
+body is analysed again until the sets stop growing (a fixed point).  A
+function value's parameters are taken as varied (whatever its calls pass);
+it may read what is bound after it, so with one the backward pass is done
+again until nothing grows.  A construct without a rule of its own makes
+everything it touches active: when unsure, active.  Never a wrong derivative.
 
 ``Activity.pretty()`` is the stage ``activity`` of ``.ir(...)``: the
 structural IR with each binding none of whose values is active marked
@@ -32,7 +34,7 @@ from typing import Callable
 from .. import rules
 from ..blocks import result_items
 from ..ir import (App, Atom, Bind, Block, Copy, Drop, Dup, Function, If, Lam, Loop, LoopBack, MakeTuple, Plus,
-                  Prim, Type, Unpack, Var, lam_free_vars, vars_of)
+                  Prim, Type, Unpack, Var, all_binds, lam_free_vars, vars_of)
 
 #: primitives whose result has a zero derivative (or none): nothing flows through them
 _NO_DERIVATIVE = (rules.DerivativeKind.ZERO, rules.DerivativeKind.DISCRETE)
@@ -84,7 +86,15 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
             act.varied.add(p.name)
     _varied_block(act, fn.body)
     _need(act, fn.body.result)
-    _useful_block(act, fn.body)
+    # a function value may read what is bound after it (and is made useful by its calls, later
+    # still): with one, the backward pass is made again until the useful values stop growing
+    again = any(isinstance(b.rhs, Lam) for b in all_binds(fn.body))
+    size = -1
+    while size != len(act.useful):
+        size = len(act.useful)
+        _useful_block(act, fn.body)
+        if not again:
+            break
     return act
 
 

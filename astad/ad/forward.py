@@ -52,7 +52,8 @@ from .. import rules as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
 from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
-                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero, all_binds, bound_vars, nested_blocks)
+                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero, all_binds, bound_vars,
+                  nested_blocks)
 from ..names import Namer
 from ..rules import zeros_of
 from .activity import Activity

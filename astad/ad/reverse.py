@@ -19,12 +19,11 @@ from ..frontend import literal_type
 from ..names import Namer
 from dataclasses import replace
 
-from .activity import Activity
-
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
                  loop_free_vars)
+from .activity import Activity
 
 
 def _sized_at_run_time(a: Atom) -> bool:
