@@ -22,7 +22,7 @@ from dataclasses import replace
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
-                 loop_free_vars, vars_of)
+                 loop_free_vars)
 from .activity import Activity
 
 
@@ -146,26 +146,12 @@ class _Macro:
             for a in rhs.args:
                 self.give(a, None)
             return
-        start = len(self.b.binds)
         try:
             arg_cts = entry.vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
             raise AstadTypeError(f"cannot differentiate {rhs.op}: {e}", bind.loc) from None
-        kept = [c if isinstance(a, Var) and self.active(a) else None for a, c in zip(rhs.args, arg_cts)]
-        if len(kept) != sum(c is not None for c in kept):  # the rule's work for an inactive argument: not kept
-            self._keep_only(start, [c for c in kept if c is not None])
-        for a, c in zip(rhs.args, kept):
+        for a, c in zip(rhs.args, arg_cts):
             self.give(a, c)
-
-    def _keep_only(self, start: int, cts: list[Atom]) -> None:
-        """Of the bindings made since ``start``, those the cotangents ``cts`` read."""
-        needed = {c.name for c in cts if isinstance(c, Var)}
-        kept = []
-        for b in reversed(self.b.binds[start:]):
-            if any(t.name in needed for t in b.targets):
-                kept.append(b)
-                needed.update(v.name for v in vars_of(b.rhs))
-        self.b.binds[start:] = kept[::-1]
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         items = tuple(self.ct_of(t) for t in bind.targets)
