@@ -336,7 +336,8 @@ class Reverse:
         return self._current(()).source
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
-        """The IR after a stage: 'core', 'structural' (with dup/drop), 'ad', or 'optimised'."""
+        """The IR after a stage: 'core', 'structural' (with dup/drop), 'activity' (its
+        inactive bindings marked), 'ad', or 'optimised'."""
         d = self._current(args)
         if d.stages is None:
             d.stages = pipeline.run_stages(self._parsed, d.arg_types, d.wrt)[0]

@@ -102,7 +102,8 @@ class Forward(Reverse):
         return d
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
-        """The IR after a stage: 'core', 'structural' (with dup/drop), 'forward', or 'optimised'."""
+        """The IR after a stage: 'core', 'structural' (with dup/drop), 'activity' (its
+        inactive bindings marked), 'forward', or 'optimised'."""
         d = self._current(args)
         assert d.stages is not None
         return d.stages.text(stage)

@@ -116,7 +116,8 @@ class Derived:
         return self._shown(()).source
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
-        """This callable's program after a stage: 'core' (the program itself), 'structural', 'forward', 'optimised'."""
+        """This callable's program after a stage: 'core' (the program itself), 'structural', 'activity',
+        'forward', 'optimised'."""
         d = self._shown(args)
         assert d.stages is not None
         return d.stages.text(stage)

@@ -92,7 +92,7 @@ def test_ir_of_each_stage(tmp_path, monkeypatch):
         assert isinstance(text, str) and text.strip()
         assert "x1" in text and "x4" in text
         texts[stage] = text
-    assert set(astad.STAGES) == {"core", "structural", "ad", "optimised"}
+    assert set(astad.STAGES) == {"core", "structural", "activity", "ad", "optimised"}
     assert "let" in texts["core"] and "sin" in texts["core"]
     assert "dup" not in texts["core"]  # contraction is implicit before the structural pass
     assert "dup x4" in texts["structural"]

@@ -52,9 +52,11 @@ from .. import rules as prims
 from ..blocks import result_items
 from ..errors import AstadError, AstadTypeError, InternalError, UnsupportedSyntaxError
 from ..ir import (App, Atom, Bind, Block, Const, Copy, Drop, Dup, FunT, Function, If, Lam, Loop, LoopBack,
-                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero)
+                  MakeTuple, NoneT, Num, Plus, Prim, TupleT, Type, Unpack, Var, Zero, all_binds, bound_vars,
+                  nested_blocks)
 from ..names import Namer
 from ..rules import zeros_of
+from .activity import Activity
 from .reverse import Builder
 from .vjp_function import SplitFunction, split_of
 
@@ -82,7 +84,9 @@ def jvp_rule(op: str) -> Callable | None:
 class Forward:
     """The macro's state: the builder, and each variable's tangent (None: zero)."""
 
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: Function, activity: Activity | None = None) -> None:
+        # only an active value gets a tangent (astad.ad.activity; without the analysis: every one)
+        self.active: Callable[[Atom], bool] = activity.active if activity is not None else _always
         self.namer = Namer.of(fn)
         self.b = Builder(self.namer)
         self.tangents: dict[str, Atom] = {}
@@ -98,7 +102,7 @@ class Forward:
 
     def set(self, v: Var, t: Atom | None) -> None:
         """Record ``v``'s tangent; a temporary just made for it is named ``v_t``."""
-        if t is None or not differentiable(v.type):
+        if t is None or not differentiable(v.type) or not self.active(v):
             return
         last = self.b.binds[-1] if self.b.binds else None
         if isinstance(t, Var) and Namer.is_temp(t.name) and not Namer.is_temp(v.name) and last is not None \
@@ -205,6 +209,10 @@ class Forward:
         return Function(fn.name, fn.params + tuple(tparams), body)
 
 
+def _always(a: Atom) -> bool:
+    return True
+
+
 def _as_float(b: Builder, t: Atom, like: Type) -> Atom:
     """The tangent of a Python float as a Python float."""
     if isinstance(like, Num) and like.py and not like.shape and isinstance(t.type, Num) and not t.type.py:
@@ -221,7 +229,7 @@ def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
         m.lists[bind.targets[0].name] = rhs.args
     (out,) = bind.targets
     tangents = [m.tangent(a) for a in rhs.args]
-    if not differentiable(out.type) or all(t is None for t in tangents):
+    if not differentiable(out.type) or not m.active(out) or all(t is None for t in tangents):
         return
     entry = prims.TABLE[rhs.op]
     if entry.kind in (prims.DerivativeKind.ZERO, prims.DerivativeKind.DISCRETE):
@@ -257,7 +265,7 @@ def rule_unpack(m: Forward, bind: Bind, rhs: Unpack) -> None:
     parts = tuple(m.tangent_var(v) if differentiable(v.type) else Var(m.namer.temp(), v.type) for v in bind.targets)
     m.b.bind(parts, Unpack(t))
     for v, p in zip(bind.targets, parts):
-        if differentiable(v.type):
+        if differentiable(v.type) and m.active(v):
             m.tangents[v.name] = p
 
 
@@ -306,9 +314,12 @@ def rule_if(m: Forward, bind: Bind, rhs: If) -> None:
     the joined values that have one on either side (zeros made on the other)."""
     state = m.snapshot()
     branches = [m.open(rhs.then), m.open(rhs.orelse)]
-    active = [i for i, v in enumerate(bind.targets) if differentiable(v.type)
+    active = [i for i, v in enumerate(bind.targets) if differentiable(v.type) and m.active(v)
               and any(m.tangent(br.items[i]) is not None for br in branches)]
-    if not active:
+    # (a value a branch binds may be read outside it, tangent and all: by a tape, or by the
+    # backward part of a reverse program, which reads the forward part's values)
+    if not active and not _calls(rhs) \
+            and not any(m.tangent(v) is not None for v in (*bound_vars(rhs.then), *bound_vars(rhs.orelse))):
         m.restore(state)
         m.b.binds.append(bind)
         return
@@ -317,6 +328,12 @@ def rule_if(m: Forward, bind: Bind, rhs: If) -> None:
     m.b.bind(bind.targets + outs, If(rhs.cond, *blocks))
     for i, t in zip(active, outs):
         m.tangents[bind.targets[i].name] = t
+
+
+def _calls(rhs: If | Loop) -> bool:
+    """Whether a branch or loop body calls a function value: its dual takes tangents
+    too, so the body is never kept as it was, even where no value in it has a tangent."""
+    return any(isinstance(b.rhs, App) for block in nested_blocks(rhs) for b in all_binds(block))
 
 
 def _with_tangents(items: tuple, tangents: tuple, condition_last: bool) -> tuple:
@@ -331,7 +348,7 @@ def _iterate(m: Forward, params: tuple[Var, ...], init: tuple[Atom, ...], body: 
     point: the body is done again, from the same state, when the set grows)."""
     last = len(params) - 1 if condition_last else None
     active = {i for i, (p, a) in enumerate(zip(params, init)) if differentiable(p.type) and i != last
-              and m.tangent(a) is not None}
+              and m.active(p) and m.tangent(a) is not None}
     state = m.snapshot()
     while True:
         tparams = {i: m.tangent_var(params[i]) for i in sorted(active)}
@@ -339,7 +356,7 @@ def _iterate(m: Forward, params: tuple[Var, ...], init: tuple[Atom, ...], body: 
             m.tangents[params[i].name] = tv
         opened = m.open(body)
         grown = active | {i for i, a in enumerate(opened.items) if i != last and differentiable(params[i].type)
-                          and m.tangent(a) is not None}
+                          and m.active(params[i]) and m.tangent(a) is not None}
         if grown == active:
             return sorted(active), tparams, opened
         active = grown
@@ -352,7 +369,7 @@ def rule_loop(m: Forward, bind: Bind, rhs: Loop) -> None:
     is_while = rhs.index is None
     state = m.snapshot()
     active, tparams, opened = _iterate(m, rhs.carried, rhs.init, rhs.body, is_while)
-    if not active and rhs.tape is None:
+    if not active and rhs.tape is None and not _calls(rhs):
         m.restore(state)
         m.b.binds.append(bind)
         return
@@ -450,7 +467,8 @@ def rule_app(m: Forward, bind: Bind, rhs: App) -> None:
     m.b.bind((pair,), App(rhs.fn, args))
     yt = m.tangent_var(y)
     m.b.bind((y, yt), Unpack(pair))
-    m.tangents[y.name] = yt
+    if m.active(y):
+        m.tangents[y.name] = yt
 
 
 #: one rule per construct (other modules may register rules for constructs of their own)
@@ -461,11 +479,12 @@ RULES: dict[type, Rule] = {
 }
 
 
-def forward(fn: Function, wrt: frozenset[int] | None = None) -> Function:
+def forward(fn: Function, wrt: frozenset[int] | None = None, activity: Activity | None = None) -> Function:
     """The forward macro: ``fn(params) -> (value, tangent)`` with one tangent
     parameter per differentiable parameter in ``wrt`` (all when None), after
-    the primal parameters, in order."""
-    return Forward(fn).run(fn, wrt)
+    the primal parameters, in order; with ``activity``
+    (:func:`astad.ad.activity.analyse`), only its active values get tangents."""
+    return Forward(fn, activity).run(fn, wrt)
 
 
 __all__ = ["forward", "Forward", "RULES", "jvp_rule"]

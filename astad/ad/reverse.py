@@ -23,6 +23,7 @@ from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Cop
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
                  loop_free_vars)
+from .activity import Activity
 
 
 def _sized_at_run_time(a: Atom) -> bool:
@@ -112,7 +113,9 @@ def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
 
 
 class _Macro:
-    def __init__(self, fn: Function) -> None:
+    def __init__(self, fn: Function, activity: Activity | None = None) -> None:
+        # only an active value gets a cotangent (astad.ad.activity; without the analysis: every one)
+        self.active: Callable[[Atom], bool] = activity.active if activity is not None else _always
         self.namer = Namer.of(fn)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
@@ -126,7 +129,7 @@ class _Macro:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
         if not isinstance(a, Var) or not differentiable(a.type):
             return
-        if ct is None or isinstance(ct, Zero):
+        if ct is None or isinstance(ct, Zero) or not self.active(a):
             self.cts[a.name] = Zero(_ct_type(a.type))
             return
         named = Var(self.namer.fresh(f"{a.name}_ct"), _ct_type(a.type, ct))
@@ -193,7 +196,7 @@ class _Macro:
         branch runs its own backward pass from the cotangents of the joined
         values to those of the variables the branches read."""
         out_cts = tuple(self.ct_of(o) for o in bind.targets)
-        inputs = [v for v in if_free_vars(rhs) if differentiable(v.type)]
+        inputs = [v for v in if_free_vars(rhs) if differentiable(v.type) and self.active(v)]
         if not inputs or all(isinstance(c, Zero) for c in out_cts):
             for v in inputs:
                 self.give(v, None)
@@ -210,8 +213,9 @@ class _Macro:
         tape the forward pass recorded, carrying the cotangents of the loop's
         variables and accumulating those of what the body reads from outside."""
         outs = bind.targets[:len(rhs.carried)]
-        carried = [i for i, c in enumerate(rhs.carried) if differentiable(c.type)]
-        inputs = [v for v in loop_free_vars(rhs) if differentiable(v.type)]
+        carried = [i for i, c in enumerate(rhs.carried) if differentiable(c.type)
+                   and (self.active(c) or not isinstance(self.ct_of(outs[i]), Zero))]
+        inputs = [v for v in loop_free_vars(rhs) if differentiable(v.type) and self.active(v)]
         out_cts = [self.ct_of(outs[i]) for i in carried]
         if (not carried and not inputs) or all(isinstance(c, Zero) for c in out_cts):
             for a in (*rhs.init, *inputs):
@@ -251,7 +255,7 @@ class _Macro:
         to it; the cotangent of what it captures is the sum, over the calls in
         its copower, of the captured part of that call's backward map."""
         (f,) = bind.targets
-        captured = _captured(rhs)
+        captured = self.captured(rhs)
         back_ct = Var(self.namer.fresh(f"{f.name}_out_ct"), _ct_type(rhs.body.result.type))
         back = self.own_block(rhs.body, lambda: back_ct,
                               lambda: [self.ct_or_zeros(v) for v in (*captured, *rhs.params)])
@@ -277,7 +281,7 @@ class _Macro:
                 self.give(a, None)
             return
         lam = self.functions[rhs.fn.type.name]  # type: ignore[union-attr]
-        captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in _captured(lam))
+        captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in self.captured(lam))
         args = tuple(Var(self.namer.fresh(f"{p.name}_ct"), _ct_type(p.type)) for p in lam.params)
         self.b.bind(captured + args, AppBack(rhs.fn, record, ct))
         copower = Var(self.namer.fresh(f"{rhs.fn.name}_ct"), CopowerT(rhs.fn.type))  # type: ignore[arg-type]
@@ -359,13 +363,18 @@ class _Macro:
         self.b.bind((grads,), MakeTuple(param_cts))
         return ReverseProgram(fn.name, fn.params, fn.body, ct_in, Block(tuple(self.b.binds), grads))
 
+    def captured(self, lam: Lam) -> tuple[Var, ...]:
+        """What a function value captures that has a cotangent."""
+        return tuple(v for v in lam_free_vars(lam) if differentiable(v.type) and self.active(v))
 
-def _captured(lam: Lam) -> tuple[Var, ...]:
-    """What a function value captures that has a cotangent."""
-    return tuple(v for v in lam_free_vars(lam) if differentiable(v.type))
+
+def _always(a: Atom) -> bool:
+    return True
 
 
-def reverse(fn: Function) -> ReverseProgram:
-    """Apply the reverse macro to a function whose variables are each used exactly once."""
-    return _Macro(fn).run(fn)
+def reverse(fn: Function, activity: Activity | None = None) -> ReverseProgram:
+    """Apply the reverse macro to a function whose variables are each used exactly
+    once; with ``activity`` (:func:`astad.ad.activity.analyse`), only its active
+    values get cotangents."""
+    return _Macro(fn, activity).run(fn)
 

@@ -136,7 +136,9 @@ class Printer:
             if entry.method and isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
                 value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
                                   **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
-            if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED:
+            # (a value a tape records is bound in its branch, not inlined where the tape is written)
+            if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED \
+                    and not (self.in_if and target.name in self.residuals):
                 self.inlined[target.name], self.depth[target.name] = value, self.reach + 1
                 return
             self.assign(b.targets, value, b.loc)

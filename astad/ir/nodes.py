@@ -8,7 +8,7 @@ A small typed λ-calculus in A-normal form.  A :class:`Block` is a sequence of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -332,19 +332,20 @@ class Block:
     binds: tuple[Bind, ...]
     result: Atom
 
-    def pretty(self, indent: str = "  ") -> str:
+    def pretty(self, indent: str = "  ", mark: "Callable[[Bind], str] | None" = None) -> str:
+        """The block, one binding a line; ``mark(b)`` is appended to each (a comment, say)."""
         lines = []
         for b in self.binds:
-            lines.append(indent + str(b))
+            lines.append(indent + str(b) + (mark(b) if mark is not None else ""))
             if isinstance(b.rhs, If):
-                lines += [indent + "then", b.rhs.then.pretty(indent + "  "),
-                          indent + "else", b.rhs.orelse.pretty(indent + "  ")]
+                lines += [indent + "then", b.rhs.then.pretty(indent + "  ", mark),
+                          indent + "else", b.rhs.orelse.pretty(indent + "  ", mark)]
             elif isinstance(b.rhs, (Loop, LoopBack)):
-                lines += [indent + "do", b.rhs.body.pretty(indent + "  ")]
+                lines += [indent + "do", b.rhs.body.pretty(indent + "  ", mark)]
             elif isinstance(b.rhs, Lam):
-                lines += [b.rhs.body.pretty(indent + "  ")]
+                lines += [b.rhs.body.pretty(indent + "  ", mark)]
                 if b.rhs.back is not None and b.rhs.back_ct is not None:
-                    lines += [indent + f"backward ({b.rhs.back_ct.name}) =", b.rhs.back.pretty(indent + "  ")]
+                    lines += [indent + f"backward ({b.rhs.back_ct.name}) =", b.rhs.back.pretty(indent + "  ", mark)]
         lines.append(indent + f"in {self.result}")
         return "\n".join(lines)
 
