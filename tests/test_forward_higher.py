@@ -268,3 +268,19 @@ def test_random_hessian_vector_products(hvp_program_dir, program):
     except AstadError as e:  # correct or refused: refused clearly, at the user's line
         assert not isinstance(e, InternalError) and e.loc is not None, e
         note(f"refused: {e}")
+
+
+def _sin_weighted(x, y):
+    return np.sum(np.sin(x) * y)
+
+
+def test_a_cotangent_left_out_has_no_tangent():
+    """grad with respect to x only: y's cotangent is None, and so is its tangent in
+    the second-order program (it was `np.zeros_like(None)`, an object array)."""
+    x, y = np.array([0.3, -1.2, 2.0]), np.array([1.5, 0.5, -2.0])
+    g = astad.grad(_sin_weighted)
+    H = astad.jacfwd(g)(x, y)
+    eps = 1e-6
+    fd = np.stack([(g(x + eps * e, y) - g(x - eps * e, y)) / (2 * eps) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(H, fd, rtol=1e-6, atol=1e-9)
+    assert "zeros_like(None)" not in g.source

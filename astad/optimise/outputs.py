@@ -5,7 +5,7 @@ views made arrays (``finish``)."""
 from __future__ import annotations
 
 from ..blocks import result_items, with_branches
-from ..ir import Bind, Block, Const, If, MakeTuple, NoneT, Num, Prim, ReverseProgram, Var, Zero
+from ..ir import Bind, Block, Const, If, MakeTuple, NoneT, Num, Prim, ReverseProgram, TupleT, Var, Zero
 from ..names import Namer
 
 
@@ -17,8 +17,9 @@ def restrict(prog: ReverseProgram, wrt: frozenset[int] | None) -> ReverseProgram
     final = prog.backward.binds[-1]
     assert isinstance(final.rhs, MakeTuple) and final.targets == (prog.backward.result,)
     items = tuple(a if i in wrt else Const.literal(None, NoneT()) for i, a in enumerate(final.rhs.items))
-    binds = prog.backward.binds[:-1] + (Bind(final.targets, MakeTuple(items), final.loc),)
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(binds, prog.backward.result))
+    result = Var(final.targets[0].name, TupleT(tuple(a.type for a in items)))  # None where left out
+    binds = prog.backward.binds[:-1] + (Bind((result,), MakeTuple(items), final.loc),)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(binds, result))
 
 
 def finish(prog: ReverseProgram) -> ReverseProgram:
