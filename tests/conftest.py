@@ -136,6 +136,13 @@ def pytest_configure(config):
     n = config.getoption("--fuzz-examples", default=None)
     if n is not None:  # before the test modules are imported: their @settings read it
         os.environ[FUZZ_EXAMPLES_ENV] = str(n)
+    # The default run draws the same examples every time (CI is reproducible: a red run is a real
+    # change, never the luck of the draw); a long fuzzing run draws new ones each time.
+    from hypothesis import settings
+
+    settings.register_profile("astad-default", derandomize=True)
+    settings.register_profile("astad-fuzz", derandomize=False)
+    settings.load_profile("astad-fuzz" if os.environ.get(FUZZ_EXAMPLES_ENV, "").strip() else "astad-default")
 
 
 def fuzz_examples(default: int) -> int:
