@@ -18,6 +18,7 @@ def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     """The module's source text: imports and ``<name>_jvp``."""
     body = fn.body
     printer = Printer(body, in_place=True)
+    printer.rename_carried = True
     final = body.binds[-1] if body.binds else None
     returns_pair = final is not None and final.targets == (body.result,) and isinstance(final.rhs, MakeTuple)
     for b in body.binds[:-1] if returns_pair else body.binds:
