@@ -113,10 +113,28 @@ def renamed(body: cst.IndentedBlock) -> cst.IndentedBlock:
         return body
     rename = _Rename(renames)
     kept = [(p, v) for p, v in pairs if not (isinstance(v, cst.Name) and v.value in renames)]
-    lines = [s.visit(rename) for s in statements]  # type: ignore[misc]
+    lines = _without_self_assignments([s.visit(rename) for s in statements])  # type: ignore[misc]
     if kept:
         lines.append(_assignment(last, kept))
     return body.with_changes(body=lines or [cst.SimpleStatementLine(body=[cst.Pass()])])
+
+
+def _without_self_assignments(lines: list) -> list:
+    """``lines`` less the ``x = x`` a renaming made (``items_2 = items`` before an append);
+    a dropped line's comment heads the next line."""
+    out: list = []
+    comment: Sequence = ()
+    for line in lines:
+        small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name) and \
+                isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == small.value.value:
+            comment = comment or line.leading_lines
+            continue
+        if comment and not line.leading_lines:
+            line = line.with_changes(leading_lines=comment)
+        comment = ()
+        out.append(line)
+    return out
 
 
 def _assignment(last: cst.BaseStatement, pairs: list[tuple[str, cst.BaseExpression]]) -> cst.SimpleStatementLine:
