@@ -100,7 +100,16 @@ def array_signs(x, w):
     return np.sum(np.cos(w @ x) * x) - np.sum(np.exp(-x * x) * np.cos(x))
 
 
-@pytest.mark.parametrize("fn", [array_loop, array_signs])
+def sunk_negations(x, w):
+    """Negated tangents read by products, quotients, matrix products and reductions."""
+    z = (x - w[0]) * np.exp(-w[1])
+    a = 0.5 * np.sum(np.sum(z * z, axis=0))
+    b = np.sum((-x) @ w.T / (2.0 - np.cos(-w[2])))
+    c = np.mean(np.transpose(-w) * (x * x)) - np.sum(x / -(1.5 + w[3] * w[3]))
+    return a + b * c - np.sum(-z[1:])
+
+
+@pytest.mark.parametrize("fn", [array_loop, array_signs, sunk_negations])
 def test_arrays_against_finite_differences_and_reverse_mode(fn):
     rng = np.random.default_rng(4)
     x, w = rng.standard_normal(5), rng.standard_normal((5, 5)) * 0.4

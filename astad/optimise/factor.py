@@ -22,6 +22,7 @@ from ..blocks import result_items, with_branches
 from ..ir import Atom, Bind, Block, Copy, Function, If, Loop, Plus, Prim, Var, all_binds, use_counts
 from ..names import Namer, program_names
 from .cse import _atom_key
+from .signs import sink_negations
 
 _SUMS = {"add", "sub", "neg"}
 Term = tuple[bool, Atom]  # (negated, atom)
@@ -78,11 +79,13 @@ def tangent_names(fn: Function, tangents: Sequence[Var]) -> set[str]:
 
 
 def factor_tangents(fn: Function, n_primal: int) -> Function:
-    """``fn``: a forward program whose parameters after the first ``n_primal`` are tangents."""
+    """``fn``: a forward program whose parameters after the first ``n_primal`` are tangents
+    (factored, then its negations moved outward: :mod:`astad.optimise.signs`)."""
     tainted = tangent_names(fn, fn.params[n_primal:])
     counts = use_counts(fn.body)
     namer = Namer.adding_to(program_names(fn), fn.name)  # never one of the program's own names
-    return Function(fn.name, fn.params, _block(fn.body, tainted, counts, namer))
+    factored = Function(fn.name, fn.params, _block(fn.body, tainted, counts, namer))
+    return sink_negations(factored, tangent_names(factored, fn.params[n_primal:]))
 
 
 def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Block:
