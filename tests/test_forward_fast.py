@@ -3,7 +3,9 @@ and reverse mode (<u, J v> == <J^T u, v>): loops bind a carried variable where i
 next value is computed (astad/codegen/carried.py) only where that is a renaming
 (loops whose old values are read after the new ones are computed, swaps, flags of
 while loops, nested loops); a product's negated factor becomes its term's sign
-(optimise/factor.py); astad.jvp's scalar fast path still checks what it is given."""
+(optimise/factor.py), negations move outward (optimise/signs.py); sums over a last
+axis become matrix-vector products (optimise/dots.py); astad.jvp's scalar fast path
+still checks what it is given."""
 
 from __future__ import annotations
 
@@ -109,7 +111,13 @@ def sunk_negations(x, w):
     return a + b * c - np.sum(-z[1:])
 
 
-@pytest.mark.parametrize("fn", [array_loop, array_signs, sunk_negations])
+def gmm_like(x, w):
+    """Sums over the last axis of matrices times vectors broadcast along it (matrix-vector products)."""
+    z = (w - x) * np.exp(-x)
+    return np.sum(0.5 * np.sum(z * z, axis=1) * x) - np.sum(np.sum(w * x * 2.0, axis=-1) ** 2)
+
+
+@pytest.mark.parametrize("fn", [array_loop, array_signs, sunk_negations, gmm_like])
 def test_arrays_against_finite_differences_and_reverse_mode(fn):
     rng = np.random.default_rng(4)
     x, w = rng.standard_normal(5), rng.standard_normal((5, 5)) * 0.4
