@@ -151,6 +151,10 @@ def test_the_scalar_fast_path_still_checks_tangents():
             astad.jvp(scaled, (1.5, 3, 4.0), (2.0,))
         with pytest.raises(AstadTypeError, match="`x`"):
             astad.jvp(scaled, (1.5, 3), ("a", None))
+        with pytest.raises(AstadTypeError, match="`x`"):
+            astad.jvp(scaled, (1.5, 3), ((2.0,), None))
+        with pytest.raises(AstadTypeError, match="dtype"):
+            astad.jvp(scaled, (1.5, 3), (np.float32(2.0), None))
     assert astad.jvp(scaled, (1.5, 3), (None, None)) == (4.5, 0.0)
 
 
