@@ -100,12 +100,12 @@ def gmm_jvp(means, log_stds, logits, x, means_t, log_stds_t, logits_t):
         inv = np.exp(-log_stds[j])
         diff = x - means[j]
         z = diff * inv
-        # z_t = -(means_t[j] + diff * log_stds_t[j]) * inv, and sum(z * z_t, axis=1) is a product with inv
+        # z_t = -(means_t[j] + diff * log_stds_t[j]) * inv: sum(z * z_t, axis=1) = -(z * (...)) @ inv
         u = diff * log_stds_t[j]
         u += means_t[j]
         u *= z
         cols.append(log_w[j] - (np.sum(log_stds[j]) + 0.5 * d * 1.8378770664093453) - 0.5 * np.sum(z * z, axis=1))
-        cols_t.append(log_w_t[j] - np.sum(log_stds_t[j]) - u @ inv)
+        cols_t.append(log_w_t[j] - np.sum(log_stds_t[j]) + u @ inv)
     L = np.stack(cols, axis=1)
     L_t = np.stack(cols_t, axis=1)
     m = np.max(L, axis=1, keepdims=True)
