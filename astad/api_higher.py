@@ -572,7 +572,7 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
     one tangent per positional argument, None for one held constant."""
     entry = _BY_ID.get(id(fn))  # scalars of kinds this plain function was called with: its generated code
-    if entry is not None and type(primals) is tuple and type(tangents) is tuple and \
+    if entry is not None and entry[3] and type(primals) is tuple and type(tangents) is tuple and \
             len(primals) == len(tangents) and entry[0]() is fn and entry[1].__code__ is entry[2]:
         both = primals + tangents
         n = len(both)
