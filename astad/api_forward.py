@@ -265,29 +265,14 @@ def check_pairs(primals: Any, tangents: Any) -> None:
 
 
 def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """``astad.jvp`` of a callable not made by astad.  A call with scalar primals and
-    tangents (or None) of types seen before finds its generated code in one table."""
-    fwd = None
-    if type(primals) is tuple and type(tangents) is tuple and len(primals) == len(tangents):
-        entry = _BY_ID.get(id(fn))
-        if entry is not None and entry[0]() is fn and entry[2].__astad_function__.__code__ is entry[1]:
-            fwd = entry[2]  # what forward_of(fn) returns
-            both = primals + tangents
-            hit = fwd._jvps and fwd._jvps.get((type(both[0]), type(both[1])) if len(both) == 2 else kinds(both))
-            if hit and (hit[2] is None or hit[2]()):
-                jvp, order = hit[0], hit[1]  # order: the arguments with a tangent (None: all)
-                value, tangent = jvp(*both) if order is None else jvp(*primals, *map(tangents.__getitem__, order))
-                if tangent is None or order == ():
-                    tangent = zeros_like_type(hit[3], value)
-                return value, tangent  # scalars own no memory: nothing to copy
-    else:
-        check_pairs(primals, tangents)
-        if len(primals) != len(tangents):
-            raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
-                                 hint="one tangent per primal, None for one held constant")
-        primals, tangents = tuple(primals), tuple(tangents)
-    if fwd is None:
-        fwd = forward_of(fn)
+    """``astad.jvp`` of a callable not made by astad (a call of scalar primals and
+    tangents of types seen before never gets here: see :func:`astad.api_higher.jvp`)."""
+    check_pairs(primals, tangents)
+    if len(primals) != len(tangents):
+        raise AstadTypeError(f"jvp got {len(primals)} primals but {len(tangents)} tangents",
+                             hint="one tangent per primal, None for one held constant")
+    primals, tangents = tuple(primals), tuple(tangents)
+    fwd = forward_of(fn)
     n = len(primals)
     args = fwd._binder(primals, {})  # defaults filled in
     return jvp_at(fwd, args, padded(tangents, n, len(args), fwd._parsed.name), fast=n == fwd._binder.fast_n)
@@ -404,8 +389,9 @@ def forward(fn: Callable[..., Any]) -> Forward:
     return forward_of(fn)
 
 
-#: the Forward of a callable by its id (the fast path of forward_of): (weakref to it, its code, the Forward)
-_BY_ID: dict[int, tuple[weakref.ref, Any, Forward]] = {}
+#: the Forward of a callable by its id (the fast paths of forward_of and astad.jvp): (a weakref to the
+#: callable, the function whose source was read, its code then, the Forward's jvp table, the Forward)
+_BY_ID: dict[int, tuple[weakref.ref, Any, Any, dict, Forward]] = {}
 
 
 def forward_of(fn: Callable[..., Any]) -> Forward:
@@ -413,14 +399,14 @@ def forward_of(fn: Callable[..., Any]) -> Forward:
     if type(fn) is Forward:
         return fn
     entry = _BY_ID.get(id(fn))
-    if entry is not None and entry[0]() is fn and entry[2].__astad_function__.__code__ is entry[1]:
-        return entry[2]
+    if entry is not None and entry[0]() is fn and entry[1].__code__ is entry[2]:
+        return entry[4]
     found = _forward_of(fn)
     try:
         ref = weakref.ref(fn, lambda _, key=id(fn), table=_BY_ID: table.pop(key, None))
     except TypeError:
         return found
-    _BY_ID[id(fn)] = (ref, found.__astad_function__.__code__, found)
+    _BY_ID[id(fn)] = (ref, found.__astad_function__, found._code, found._jvps, found)
     return found
 
 

@@ -100,9 +100,12 @@ def gmm_jvp(means, log_stds, logits, x, means_t, log_stds_t, logits_t):
         inv = np.exp(-log_stds[j])
         diff = x - means[j]
         z = diff * inv
-        z_t = (-means_t[j] - diff * log_stds_t[j]) * inv
+        # z_t = -(means_t[j] + diff * log_stds_t[j]) * inv: sum(z * z_t, axis=1) = -(z * (...)) @ inv
+        u = diff * log_stds_t[j]
+        u += means_t[j]
+        u *= z
         cols.append(log_w[j] - (np.sum(log_stds[j]) + 0.5 * d * 1.8378770664093453) - 0.5 * np.sum(z * z, axis=1))
-        cols_t.append(log_w_t[j] - np.sum(log_stds_t[j]) - np.sum(z * z_t, axis=1))
+        cols_t.append(log_w_t[j] - np.sum(log_stds_t[j]) + u @ inv)
     L = np.stack(cols, axis=1)
     L_t = np.stack(cols_t, axis=1)
     m = np.max(L, axis=1, keepdims=True)
@@ -204,9 +207,67 @@ def tree_jvp(W, b, tree, W_t, b_t):
     return np.sum(y), np.sum(y_t)
 
 
+def horner_llsq_jvp(c, y, c_t):
+    n = y.shape[0]
+    t = -1.0 + np.arange(n) * 2.0 / (n - 1.0)
+    p = np.zeros(n)
+    p_t = np.zeros(n)
+    for j in range(c.shape[0]):
+        p = p * t + c[j]
+        p_t = p_t * t + c_t[j]
+    r = p - y
+    return np.sum(r * r), 2.0 * np.dot(r, p_t)
+
+
+def tiny_scalar_jvp(x, y, x_t, y_t):
+    d = x - 2.0 * y
+    q = (x * y + 1.0) / d
+    return q, (x_t * y + x * y_t - q * (x_t - 2.0 * y_t)) / d
+
+
+#: the tangent of each step of programs.straight_line_source, as a person writes it
+#: ({a}, {b}: the last two values, {y}: the step's value; `e` and `d` name a step's temporaries)
+_STEPS = [
+    ("{y} = np.sin({a}) * 0.5 + {b}",
+     "{y}_t = np.cos({a}) * (0.5 * {a}_t) + {b}_t"),
+    ("{y} = np.tanh({a} + 0.3 * {b})",
+     "{y}_t = ({a}_t + 0.3 * {b}_t) * (1.0 - {y} * {y})"),
+    ("e = np.exp(-{b} * {b}); {y} = {a} * e",
+     "{y}_t = e * {a}_t - ({b} + {b}) * {y} * {b}_t"),
+    ("{y} = W @ {a} * 0.1 + np.cos({b})",
+     "{y}_t = (W_t @ {a} + W @ {a}_t) * 0.1 - np.sin({b}) * {b}_t"),
+    ("d = 1.0 + {a} * {a}; q = 0.2 * {b} / d; {y} = {a} - q",
+     "{y}_t = {a}_t - (0.2 * {b}_t - ({a} + {a}) * {a}_t * q) / d"),
+]
+
+
+def straight_line_jvp_source(n: int) -> str:
+    """The hand-written JVP of programs.straight_line_source(n): its statements, each followed by its tangent."""
+    lines = [f"def straight_line_{n}_jvp(v, W, v_t, W_t):", "    v0, v0_t = v, v_t",
+             "    v1 = np.sin(v)", "    v1_t = np.cos(v) * v_t"]
+    for k in range(2, n):
+        primal, tangent = _STEPS[k % len(_STEPS)]
+        names = {"a": f"v{k - 1}", "b": f"v{k - 2}", "y": f"v{k}"}
+        lines += ["    " + primal.format(**names), "    " + tangent.format(**names)]
+    a, b = f"v{n - 1}", f"v{n - 2}"
+    lines.append(f"    return np.sum({a} * {b}), {a}_t @ {b} + {a} @ {b}_t")
+    return "\n".join(lines) + "\n"
+
+
+def _define(source: str, name: str):
+    namespace = {"np": np}
+    exec(compile(source, f"<bench/hand_jvp.py: generated {name}>", "exec"), namespace)
+    return namespace[name]
+
+
+straight_line_500_jvp = _define(straight_line_jvp_source(500), "straight_line_500_jvp")
+
+
 HAND = {
     "mlp": mlp_jvp, "logsumexp": logsumexp_jvp, "least_squares": least_squares_jvp,
     "scalar_loop_1000": scalar_loop_jvp, "scalar_loop_4000": scalar_loop_jvp, "scalar_loop_16000": scalar_loop_jvp,
     "huber": huber_jvp, "newton": newton_jvp, "gmm": gmm_jvp, "lstm": lstm_jvp, "rk4": rk4_jvp,
-    "closure_map": closure_map_jvp, "horner": horner_jvp, "tree": tree_jvp,
+    "closure_map": closure_map_jvp, "horner": horner_jvp, "tree": tree_jvp, "horner_llsq": horner_llsq_jvp,
+    "logsumexp_1e6": logsumexp_jvp, "tiny_scalar": tiny_scalar_jvp, "gmm_64_100": gmm_jvp,
+    "straight_line_500": straight_line_500_jvp,
 }

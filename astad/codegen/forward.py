@@ -3,7 +3,9 @@
 ``<name>_jvp(x, w, x_t, w_t)`` returns ``(value, tangent)``: the primal
 parameters, then one tangent per parameter that has one.  Printed by the same
 statement printer as reverse mode (:class:`astad.codegen.python.Printer`): inlined
-temporaries, ``# line N: ...`` headings from the user's source.
+temporaries, ``# line N: ...`` headings from the user's source; a loop variable
+bound where its next value is computed (:mod:`.carried`), and in long code the
+names of temporaries reused (:mod:`.reuse`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .python import Printer, funcdef, module_source
+from .reuse import reused
 from ..ir import Function, MakeTuple
 
 
@@ -18,6 +21,7 @@ def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     """The module's source text: imports and ``<name>_jvp``."""
     body = fn.body
     printer = Printer(body, in_place=True)
+    printer.rename_carried = True
     final = body.binds[-1] if body.binds else None
     returns_pair = final is not None and final.targets == (body.result,) and isinstance(final.rhs, MakeTuple)
     for b in body.binds[:-1] if returns_pair else body.binds:
@@ -31,4 +35,4 @@ def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     params = [p.name for p in fn.params]
     doc = (f"Value and tangent of {name}: ({', '.join(params[:primal_count])}"
            f"{'; ' if params[primal_count:] else ''}{', '.join(params[primal_count:])}) -> (value, tangent).")
-    return module_source(header, [funcdef(f"{name}_jvp", params, printer.lines, doc)])
+    return module_source(header, [funcdef(f"{name}_jvp", params, reused(printer.lines), doc)])

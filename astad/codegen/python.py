@@ -20,6 +20,7 @@ import libcst as cst
 import numpy as np
 
 from .. import deep, rules
+from . import carried
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
@@ -46,6 +47,8 @@ def _zero(t: object) -> Expr:
 
 class Printer:
     """Prints one block as the body of one Python function."""
+
+    rename_carried = False  # loop variables bound where their next values are computed (codegen/carried.py)
 
     def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False) -> None:
         self.uses: Counter = use_counts(block)
@@ -307,6 +310,8 @@ class Printer:
         updatable, copied, self.updatable, self.copied = self.updatable, self.copied, owned, Counter()
         in_if, self.in_if = self.in_if, 0  # an `if` in the body sets its residuals to None in each iteration
         body = self.nested(rhs.body, tail)
+        if self.rename_carried:
+            body = carried.renamed(body)
         self.fresh, self.in_if, self.updatable, self.copied = outside, in_if, updatable, copied
         self.updatable |= {t.name for t, p in zip(b.targets, params) if p.name in owned}
         if isinstance(rhs, Loop) and rhs.index is None:  # while: the last carried value says whether to go on

@@ -6,6 +6,9 @@ scalar) and its sum.  ``(x_t * e).sum()`` of a logsumexp becomes ``x_t @ e``,
 
 Constant factors leave a sum the same way: ``0.5 * (2.0 * z_t * z).sum(axis=1)``
 (the tangent of ``0.5 * np.sum(z * z, axis=1)``) is ``(z_t * z).sum(axis=1)``.
+A sum over the last axis of matrices times vectors broadcast along it is a
+matrix-vector product: ``(u * z * w).sum(axis=1)`` of ``u``, ``z`` of shape
+``(n, d)`` and ``w`` of shape ``(d,)`` is ``(u * z) @ w`` (a GMM's tangent).
 
 Only tangent arithmetic is rewritten (the primal's rounding is unchanged), a
 dot product only of a full ``sum`` of float vectors, and only through products
@@ -47,7 +50,8 @@ def dot_sums(fn: Function, n_primal: int) -> Function:
         for b in blk.binds:
             b = with_branches(b, b.rhs, block)
             tangent = len(b.targets) == 1 and b.targets[0].name in tainted
-            new = (_as_dot(b, factors, namer) or _constants_out(b, once, factors, namer)) if tangent else None
+            new = (_as_dot(b, factors, namer) or _as_matvec(b, factors, namer) or
+                   _constants_out(b, once, factors, namer)) if tangent else None
             out.extend(new or [b])
         return Block(tuple(out), blk.result)
 
@@ -116,15 +120,72 @@ def _constants_out(b: Bind, once: dict, factors, namer: Namer) -> list[Bind] | N
         binds.append(Bind((var,), Prim(op, args, params), b.loc))
         return var
 
-    acc = rest[0]
-    for f in rest[1:]:
-        acc = prim("mul", (acc, f))
-    acc = prim("sum", (acc,), inner.params)
+    acc = _summed(rest, inner.params, prim)
     scale = c1.value
     for n in numbers:
         scale = scale * n.value
     if scale != 1:
         acc = prim("mul", (Const.literal(float(scale), Num((), "float64", py=True)), acc))
+    if acc.type != b.targets[0].type:
+        return None
+    binds[-1] = Bind(b.targets, binds[-1].rhs, b.loc)
+    return binds
+
+
+def _matrix(a: Atom) -> bool:
+    t = getattr(a, "type", None)
+    return isinstance(t, Num) and len(t.shape) == 2 and t.dtype.startswith("float") and None not in t.shape
+
+
+def _matvec_parts(fs: list[Atom], params: tuple) -> tuple[list[Atom], list[Atom]] | None:
+    """``(matrices, vectors)`` of a product summed over its last axis whose factors are matrices of
+    one shape ``(n, d)``, vectors of shape ``(d,)`` (at least one of each) and scalars (put with the vectors)."""
+    if dict(params) not in ({"axis": 1, "keepdims": False}, {"axis": -1, "keepdims": False}):
+        return None
+    matrices = [f for f in fs if _matrix(f)]
+    if not matrices or any(m.type.shape != matrices[0].type.shape for m in matrices):
+        return None
+    width = matrices[0].type.shape[1]
+    vectors = [f for f in fs if _vector(f) and f.type.shape == (width,)]
+    scalars = [f for f in fs if _scalar(f)]
+    if not vectors or len(matrices) + len(vectors) + len(scalars) != len(fs):
+        return None
+    return matrices, vectors + scalars
+
+
+def _summed(fs: list[Atom], params: tuple, prim) -> Atom:
+    """``sum(f1 * f2 * ..., **params)`` bound by ``prim(op, args, params)``: a matrix-vector
+    product where :func:`_matvec_parts` finds one, else the product and its sum."""
+    parts = _matvec_parts(fs, params)
+    if parts is None:
+        acc = fs[0]
+        for f in fs[1:]:
+            acc = prim("mul", (acc, f))
+        return prim("sum", (acc,), params)
+    products = []
+    for group in parts:
+        acc = group[0]
+        for f in group[1:]:
+            acc = prim("mul", (acc, f))
+        products.append(acc)
+    return prim("matmul", tuple(products))
+
+
+def _as_matvec(b: Bind, factors, namer: Namer) -> list[Bind] | None:
+    rhs = b.rhs
+    if not isinstance(rhs, Prim) or rhs.op != "sum":
+        return None
+    fs = factors(rhs.args[0])
+    if len(fs) < 2 or _matvec_parts(fs, rhs.params) is None:
+        return None
+    binds: list[Bind] = []
+
+    def prim(op: str, args: tuple[Atom, ...], params: tuple = ()) -> Atom:
+        var = Var(namer.temp(), rules.infer(op, [a.type for a in args], dict(params)))
+        binds.append(Bind((var,), Prim(op, args, params), b.loc))
+        return var
+
+    acc = _summed(fs, rhs.params, prim)
     if acc.type != b.targets[0].type:
         return None
     binds[-1] = Bind(b.targets, binds[-1].rhs, b.loc)

@@ -22,6 +22,7 @@ from ..blocks import result_items, with_branches
 from ..ir import Atom, Bind, Block, Copy, Function, If, Loop, Plus, Prim, Var, all_binds, use_counts
 from ..names import Namer, program_names
 from .cse import _atom_key
+from .signs import sink_negations
 
 _SUMS = {"add", "sub", "neg"}
 Term = tuple[bool, Atom]  # (negated, atom)
@@ -78,11 +79,13 @@ def tangent_names(fn: Function, tangents: Sequence[Var]) -> set[str]:
 
 
 def factor_tangents(fn: Function, n_primal: int) -> Function:
-    """``fn``: a forward program whose parameters after the first ``n_primal`` are tangents."""
+    """``fn``: a forward program whose parameters after the first ``n_primal`` are tangents
+    (factored, then its negations moved outward: :mod:`astad.optimise.signs`)."""
     tainted = tangent_names(fn, fn.params[n_primal:])
     counts = use_counts(fn.body)
     namer = Namer.adding_to(program_names(fn), fn.name)  # never one of the program's own names
-    return Function(fn.name, fn.params, _block(fn.body, tainted, counts, namer))
+    factored = Function(fn.name, fn.params, _block(fn.body, tainted, counts, namer))
+    return sink_negations(factored, tangent_names(factored, fn.params[n_primal:]))
 
 
 def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Block:
@@ -90,10 +93,17 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
     defs = {b.targets[0].name: b.rhs for b in binds
             if len(b.targets) == 1 and isinstance(b.rhs, Prim) and not b.rhs.params and b.targets[0].name in tainted}
 
+    negs = {b.targets[0].name: b.rhs.args[0] for b in binds if len(b.targets) == 1 and isinstance(b.rhs, Prim)
+            and b.rhs.op == "neg" and counts[b.targets[0].name] == 1}  # primal ones too: `t * -sin(x)`
+
     def inner(a: Atom, ops: set[str]) -> Prim | None:
         """The tangent primitive (one of ``ops``) bound here to ``a`` and read only once."""
         rhs = defs.get(a.name) if isinstance(a, Var) and counts[a.name] == 1 else None
         return rhs if rhs is not None and rhs.op in ops else None
+
+    def negated(a: Atom) -> Atom | None:
+        """``x`` where ``a = -x`` is bound here and read only here (a product's factor)."""
+        return negs.get(a.name) if isinstance(a, Var) else None
 
     consumed = {a.name for rhs in defs.values() if rhs.op in _SUMS for a in rhs.args if inner(a, _SUMS)}
     out: list[Bind] = []
@@ -102,7 +112,7 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
         t = b.targets[0] if len(b.targets) == 1 else None
         if t is not None and t.name in defs and rhs.op in ("add", "sub") and t.name not in consumed:
             try:
-                new = _factored(t, rhs, inner, namer, b.loc)
+                new = _factored(t, rhs, inner, negated, namer, b.loc)
             except _Unfactored:
                 new = None
             if new is not None:
@@ -188,9 +198,24 @@ def _factors(a: Atom, inner) -> list[Atom | Inverse] | None:
     return out
 
 
-def _factored(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | None:
+def _signs_out(terms: list[Term], products: list, negated) -> set[int]:
+    """The negations of the products' factors taken out into the terms' signs, in place
+    (``a + b * -c`` -> ``a - b * c``: one negation fewer); the terms changed."""
+    changed = set()
+    for i, fs in enumerate(products):
+        for j, f in enumerate(fs or ()):
+            plain = negated(f.atom if isinstance(f, Inverse) else f)
+            if plain is not None:
+                fs[j] = Inverse(plain) if isinstance(f, Inverse) else plain
+                terms[i] = (not terms[i][0], terms[i][1])
+                changed.add(i)
+    return changed
+
+
+def _factored(target: Var, rhs: Prim, inner, negated, namer: Namer, loc) -> list[Bind] | None:
     terms = _terms(rhs, False, inner)
     products = [_factors(a, inner) for _, a in terms]
+    flipped = _signs_out(terms, products, negated)
     groups: dict[int, tuple[Atom, list[int]]] = {}  # first member -> (common factor, members)
     free = [i for i, p in enumerate(products) if p is not None]
     while True:
@@ -204,7 +229,7 @@ def _factored(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | 
         common = next(f for f in products[members[0]] if _key(f) == key)
         groups[members[0]] = (common, members)
         free = [i for i in free if i not in members]
-    if not groups:
+    if not groups and not flipped:
         return None
     binds: list[Bind] = []
 
@@ -255,7 +280,7 @@ def _factored(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | 
             new_terms.append((neg, prim("div", total, common.atom) if isinstance(common, Inverse)
                               else prim("mul", common, total)))
         elif i not in in_groups:
-            new_terms.append((s, a))
+            new_terms.append((s, product(products[i]) if i in flipped else a))
     neg, total = signed_sum(new_terms)
     if neg:
         total = prim("neg", total)

@@ -13,9 +13,8 @@ def for_loop_jvp(x, w, x_t, w_t):
     for i_2 in range(6):
         # line 16: s = s + np.tanh(x * w + s) * i
         t8 = np.tanh(t6 + s_3)
-        s_4 = s_3 + t8 * i_2
-        s_4_t = s_3_t + (t3 + s_3_t) * (1.0 - t8 * t8) * i_2
-        s_3, s_3_t = s_4, s_4_t
+        s_3 = s_3 + t8 * i_2
+        s_3_t = s_3_t + (t3 + s_3_t) * (1.0 - t8 * t8) * i_2
     s_5 = s_3
     s_5_t = s_3_t
     return s_5, s_5_t
