@@ -37,6 +37,8 @@ class LoopPrinting:
         """A forward loop (recording its tape) or a backward loop (over the tape in reverse); on the
         fast path, its vectors' lists first, and a guarded one in ``try``, the array path in ``except``."""
         fast = self.plan.loops.get(id(rhs)) if self.fast is None else None
+        if fast is not None and isinstance(rhs, LoopBack):  # what is computed again reads recorded values
+            self.uses.update(a.name for r in fast.recompute for a in r.rhs.args if isinstance(a, Var))  # type: ignore
         leading = self.comment(b.loc)  # type: ignore[attr-defined]
         inits = [self.atom(a) for a in rhs.init]  # type: ignore[attr-defined]
         self.flush()  # type: ignore[attr-defined]
@@ -57,7 +59,7 @@ class LoopPrinting:
         self.last_loc = last_loc
         numpy = {v.name for v in rhs.saved if v.name in fast.demoted and _float(v)} if isinstance(rhs, LoopBack) \
             else set()
-        fallback = FastLoop(tapes=fast.tapes, numpy=numpy)
+        fallback = FastLoop(tapes=fast.tapes, recompute=fast.recompute, numpy=numpy)
         again = self.loop_lines(b, rhs, inits, fallback, [])
         comment = cst.Comment("# Python floats raise where numpy warns: then the loop again, on numpy scalars")
         self.lines.append(cst.Try(body=cst.IndentedBlock(body=lines), leading_lines=leading, handlers=[cst.ExceptHandler(
@@ -84,7 +86,7 @@ class LoopPrinting:
         if isinstance(rhs, Loop):
             bounds = [self.atom(a) for a in rhs.bounds]  # type: ignore[attr-defined]
             if rhs.tape is not None and tapes:
-                names = [cst.Name(tapes[v.name]) for v in rhs.save]
+                names = [cst.Name(tapes[v.name]) for v in rhs.save if v.name in tapes]
                 self.lines.append(cst.SimpleStatementLine(body=[cst.Assign(
                     [cst.AssignTarget(_flat_tuple(names))], _flat_tuple([cst.List([]) for _ in names]))]))
             elif rhs.tape is not None:
@@ -97,17 +99,17 @@ class LoopPrinting:
             target = px.tuple_(names) if names else cst.Name("_")
             iterable = px.call("reversed", [cst.Name(rhs.tape.name)])
             if tapes:
-                target = _flat_tuple(names)
+                target = _flat_tuple([cst.Name(v.name) for v in rhs.saved if v.name in tapes])
                 columns = [px.call("reversed", [px.call("np.array", [cst.Name(tapes[v.name])])
                                                 if v.name in fast.numpy else cst.Name(tapes[v.name])])  # type: ignore
-                           for v in rhs.saved]
+                           for v in rhs.saved if v.name in tapes]
                 iterable = columns[0] if len(columns) == 1 else px.call("zip", columns)
 
         def tail(items: tuple[Atom, ...]) -> None:
             if isinstance(rhs, Loop) and rhs.tape is not None:
                 self.flush()  # type: ignore[attr-defined]  # what the tape records is computed first
                 if tapes:
-                    for v in rhs.save:
+                    for v in (v for v in rhs.save if v.name in tapes):
                         self.lines.append(cst.SimpleStatementLine(body=[cst.Expr(px.method(
                             cst.Name(tapes[v.name]), "append", [cst.Name(v.name)]))]))
                 else:
@@ -131,7 +133,7 @@ class LoopPrinting:
         outside, self.fresh = self.fresh, set()  # type: ignore  # an array made before the loop is not reused in it
         updatable, copied, self.updatable, self.copied = self.updatable, self.copied, owned, Counter()  # type: ignore
         in_if, self.in_if = self.in_if, 0  # type: ignore  # an `if` in the body sets its residuals to None in each iteration
-        body = self.nested(rhs.body, tail)
+        body = self.nested(rhs.body, tail, fast.recompute if fast is not None and isinstance(rhs, LoopBack) else ())
         self.fresh, self.in_if, self.updatable, self.copied = outside, in_if, updatable, copied  # type: ignore
         self.updatable |= {t.name for t, p in zip(b.targets, params) if p.name in owned}  # type: ignore
         if isinstance(rhs, Loop) and rhs.index is None:  # while: the last carried value says whether to go on
@@ -174,14 +176,15 @@ class LoopPrinting:
         self.put(b, value)  # type: ignore[attr-defined]
         return True
 
-    def nested(self, block: Block, tail: Callable[[tuple[Atom, ...]], None]) -> cst.IndentedBlock:
-        """The lines of a branch or loop body: its bindings, then ``tail`` given the
-        tuple the block ends with (what it passes on)."""
+    def nested(self, block: Block, tail: Callable[[tuple[Atom, ...]], None], first: tuple[Bind, ...] = ()) \
+            -> cst.IndentedBlock:
+        """The lines of a branch or loop body: its bindings (after ``first``, what a backward loop on
+        the fast path computes again), then ``tail`` given the tuple the block ends with (what it passes on)."""
         saved, self.lines = self.lines, []
         items = result_items(block)
         if items is None:
             raise InternalError("codegen: a branch or loop body must end with the tuple of what it passes on")
-        for inner in block.binds[:-1]:
+        for inner in (*first, *block.binds[:-1]):
             self.bind(inner)  # type: ignore[attr-defined]
         tail(items)
         lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]

@@ -65,6 +65,10 @@ _NEVER_RAISE = {"tanh", "arctan", "abs"}
 _SAME = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "div", "pow", *MATH}
 #: of those, the ones that may raise on Python floats (numpy warns)
 _RAISING = {"div", "pow"} | (set(MATH) - _NEVER_RAISE)
+#: numpy functions of a float whose result is a numpy scalar whether it reads a Python float or not
+_NUMPY_RESULT = {"log_domain", "reciprocal"}
+#: what is computed again rather than recorded
+_CHEAP = {"add", "sub", "mul", "neg"}
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 _SCALAR_DTYPES = ("float64", "int64", "int32", "bool")
 #: what a guarded loop catches: what Python's float arithmetic and ``math`` raise where numpy warns
@@ -81,6 +85,7 @@ class FastLoop:
     guarded: bool = False  # printed twice, the array path as the fallback
     tapes: dict[str, str] = field(default_factory=dict)  # recorded variable -> its tape list's name
     accumulators: dict[str, int] = field(default_factory=dict)  # backward: cotangent list -> its length
+    recompute: tuple[Bind, ...] = ()  # recorded values computed again in the backward pass, not recorded
     numpy: set[str] = field(default_factory=set)  # backward fallback: recorded floats read back as numpy scalars
     scatters: dict[str, str] = field(default_factory=dict)  # backward: ``acc[i] += v``'s result -> the list
 
@@ -118,7 +123,7 @@ def plan(prog: ReverseProgram) -> ScalarPlan:
         out.loops[id(loop)] = fwd
         if back is not None and bwd is not None and loop.tape is not None:
             out.loops[id(back.rhs)] = bwd
-            out.tapes[loop.tape.name] = tuple(fwd.tapes[v.name] for v in loop.save)
+            out.tapes[loop.tape.name] = tuple(fwd.tapes[v.name] for v in loop.save if v.name in fwd.tapes)
     return out
 
 
@@ -133,15 +138,18 @@ def _forward(loop: Loop, taken: set[str]) -> FastLoop:
         if p.op == "getitem" and isinstance(x, Var) and x.name not in inside and _vector(x) and _element(p):
             fast.lists[x.name] = _name(f"{x.name}_list", taken)
     own = loop.tape.name if loop.tape is not None else None  # the tape's own name is not printed: free
+    fast.recompute = _recomputed(loop)
+    again = {b.targets[0].name for b in fast.recompute}
     for v in loop.save:
-        fast.tapes[v.name] = _name(f"{v.name}_tape", taken - {own})
+        if v.name not in again:
+            fast.tapes[v.name] = _name(f"{v.name}_tape", taken - {own})
     taken |= set(fast.lists.values()) | set(fast.tapes.values())
     _demote(loop.body, loop.carried, fast, getitems=True)
     return fast
 
 
 def _backward(back: LoopBack, fwd: FastLoop, block: Block) -> FastLoop:
-    fast = FastLoop(tapes=fwd.tapes)
+    fast = FastLoop(tapes=fwd.tapes, recompute=fwd.recompute)
     _plain_body(back.body)
     items = _result(back.body)
     zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "zeros"}
@@ -157,8 +165,24 @@ def _backward(back: LoopBack, fwd: FastLoop, block: Block) -> FastLoop:
         for name in chain:
             fast.scatters[name] = p.name
     fast.demoted = {v.name for v in back.saved if v.name in fwd.demoted}
-    _demote(back.body, back.params, fast, getitems=False)
+    _demote(Block((*fwd.recompute, *back.body.binds), back.body.result), back.params, fast, getitems=False)
     return fast
+
+
+def _recomputed(loop: Loop) -> tuple[Bind, ...]:
+    """The recorded values the backward pass computes again from other recorded values, for less
+    than recording them costs (``x * x`` of a recorded ``x``: one multiplication, not an append)."""
+    saved = {v.name for v in loop.save}
+    out = []
+    for b in loop.body.binds:
+        rhs = b.rhs
+        if b.targets[0].name in saved and len(b.targets) == 1 and isinstance(rhs, Prim) and rhs.op in _CHEAP \
+                and _float_scalar(b.targets[0]) and not rhs.params \
+                and all(isinstance(a, Const) or (isinstance(a, Var) and a.name in saved) for a in rhs.args):
+            out.append(b)
+    if len(out) == len(saved):
+        return ()
+    return tuple(out)
 
 
 def _accumulation(body: Block, p: Var, last: Atom, uses: dict) -> list[str] | None:
@@ -224,6 +248,8 @@ def _walk(block: Block, fast: FastLoop, getitems: bool) -> None:
             if not _operand(rhs.args[1]):
                 raise _Refused
             continue
+        if rhs.op in _NUMPY_RESULT and all(_operand(a) for a in rhs.args) and not rhs.params:
+            continue  # a numpy scalar again, whatever it reads
         rewritten = rhs.op in MATH and len(rhs.args) == 1 and _float_scalar(rhs.args[0]) and _float_scalar(target)
         if not (reads or rewritten):
             continue
