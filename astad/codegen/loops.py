@@ -167,8 +167,8 @@ class LoopPrinting:
                       b.loc)
             self.inlined[target.name], self.depth[target.name] = cst.Name(fast.scatters[target.name]), 0
             return True
-        if rhs.op == "getitem" and isinstance(rhs.args[0], Var) and rhs.args[0].name in fast.lists:
-            value = px.subscript(cst.Name(fast.lists[rhs.args[0].name]), [self.atom(rhs.args[1])])  # type: ignore
+        if target.name in fast.elements:
+            value = px.subscript(cst.Name(fast.elements[target.name]), [self.atom(rhs.args[1])])  # type: ignore
         elif target.name in fast.calls:
             value = px.call(fast.calls[target.name], [self.atom(rhs.args[0])])  # type: ignore[attr-defined]
         else:

@@ -123,8 +123,13 @@ class Printer(LoopPrinting):
             if rhs.op == "scatter" and self.defer(b, args):
                 return
             if entry.stmts is not None:
-                for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
+                target = b.targets[0].name
+                into = rhs.op == "scatter_add" and isinstance(args[0], cst.Name) and self.uses[target] == 1
+                stmts = entry.stmts(args[0] if into else cst.Name(target), args, params)
+                for small in stmts[1:] if into else stmts:  # `acc[i] += v`: no `t = acc` before it
                     self.emit(small, b.loc)
+                if into:  # the result is the accumulator itself, read once, by its name
+                    self.inlined[target], self.depth[target] = args[0], 0
                 return
             if entry.emit is None:
                 raise InternalError(f"codegen: no printer for {rhs.op}")

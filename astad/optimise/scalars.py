@@ -80,6 +80,7 @@ class FastLoop:
     """How one loop (forward or backward) is printed on the fast path."""
 
     lists: dict[str, str] = field(default_factory=dict)  # vector read element by element -> its list's name
+    elements: dict[str, str] = field(default_factory=dict)  # ``t = x[i]`` -> the list ``t`` is read from
     calls: dict[str, str] = field(default_factory=dict)  # target of a numpy function of a float -> math's name
     demoted: set[str] = field(default_factory=set)  # what may be a Python float where the array path has numpy's
     guarded: bool = False  # printed twice, the array path as the fallback
@@ -243,6 +244,7 @@ def _walk(block: Block, fast: FastLoop, getitems: bool) -> None:
         if getitems and rhs.op == "getitem" and isinstance(rhs.args[0], Var) and rhs.args[0].name in fast.lists \
                 and _element(rhs):
             d.add(target.name)
+            fast.elements[target.name] = fast.lists[rhs.args[0].name]
             continue
         if rhs.op == "scatter_add" and target.name in fast.scatters:
             if not _operand(rhs.args[1]):
