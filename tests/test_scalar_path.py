@@ -108,7 +108,7 @@ def test_scalar_loop_reads_lists_and_math():
     assert "x_2_ct_sum = [0.0] * 5" in src and "np.array(x_2_ct_sum)" in src
     assert "x_2_ct_sum[i_2] += " in src
     assert ".append((" not in src  # one tape list per recorded variable, no tuples
-    assert "zip(reversed(i_2_tape), reversed(t12_tape)" in src
+    assert "zip(reversed(range(5)), reversed(t12_tape)" in src  # the index of a known range: no tape
     fast_backward = src.split("def scalar_loop_backward")[1].split("except")[0]
     assert "t27_1" not in fast_backward  # no copy chains of the accumulator
 
@@ -117,7 +117,8 @@ def test_huber_needs_no_guard_and_newton_uses_abs():
     rev, _ = _ir(huber, (np.ones(4), np.zeros(4), 1.0))
     assert "r.tolist()" in rev.source and "try:" not in rev.source  # nothing in it can raise on floats
     rev, _ = _ir(newton, (7.3,))
-    assert "abs(step_2) > 1e-12" in rev.source and "np.abs(step_2)" not in rev.source
+    code = "\n".join(line for line in rev.source.splitlines() if not line.strip().startswith("#"))
+    assert "abs(step_2) > 1e-12" in code and "np.abs(" not in code  # (the test before the loop too)
     assert "t7_tape" not in rev.source  # x * x is computed again, not recorded
 
 

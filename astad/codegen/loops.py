@@ -59,7 +59,7 @@ class LoopPrinting:
         self.last_loc = last_loc
         numpy = {v.name for v in rhs.saved if v.name in fast.demoted and _float(v)} if isinstance(rhs, LoopBack) \
             else set()
-        fallback = FastLoop(tapes=fast.tapes, recompute=fast.recompute, numpy=numpy)
+        fallback = FastLoop(tapes=fast.tapes, recompute=fast.recompute, index=fast.index, numpy=numpy)
         again = self.loop_lines(b, rhs, inits, fallback, [])
         comment = cst.Comment("# Python floats raise where numpy warns: then the loop again, on numpy scalars")
         self.lines.append(cst.Try(body=cst.IndentedBlock(body=lines), leading_lines=leading, handlers=[cst.ExceptHandler(
@@ -99,10 +99,9 @@ class LoopPrinting:
             target = px.tuple_(names) if names else cst.Name("_")
             iterable = px.call("reversed", [cst.Name(rhs.tape.name)])
             if tapes:
-                target = _flat_tuple([cst.Name(v.name) for v in rhs.saved if v.name in tapes])
-                columns = [px.call("reversed", [px.call("np.array", [cst.Name(tapes[v.name])])
-                                                if v.name in fast.numpy else cst.Name(tapes[v.name])])  # type: ignore
-                           for v in rhs.saved if v.name in tapes]
+                read = [v for v in rhs.saved if v.name in tapes or (fast.index and v.name == fast.index[0])]  # type: ignore
+                target = _flat_tuple([cst.Name(v.name) for v in read])
+                columns = [px.call("reversed", [self._column(v)]) for v in read]
                 iterable = columns[0] if len(columns) == 1 else px.call("zip", columns)
 
         def tail(items: tuple[Atom, ...]) -> None:
@@ -144,6 +143,16 @@ class LoopPrinting:
             if self.uses[t.name]:  # a loop result nothing reads is not copied out
                 self.assign((t,), self._out(p), None)  # type: ignore[attr-defined]
 
+    def _column(self, v: Var) -> cst.BaseExpression:
+        """What a backward loop on the fast path reads ``v`` from, in reverse: its tape list (as numpy
+        scalars in the fallback), or for the index of a loop of known bounds, their range."""
+        fast = self.fast
+        assert fast is not None
+        if fast.index is not None and v.name == fast.index[0]:
+            return px.call("range", [px.literal(n) for n in fast.index[1]])
+        tape = cst.Name(fast.tapes[v.name])
+        return px.call("np.array", [tape]) if v.name in fast.numpy else tape
+
     def _out(self, p: Var) -> cst.BaseExpression:
         """A loop variable's value after the loop: a list of cotangents as an array, a Python float
         where the array path has a numpy scalar as one again."""
@@ -160,7 +169,10 @@ class LoopPrinting:
         a list of cotangents (its result is that list).  False: printed as on the array path."""
         fast, target = self.fast, b.targets[0]
         if fast is None:
-            return False
+            if target.name not in self.plan.calls:
+                return False
+            self.put(b, px.call(self.plan.calls[target.name], [self.atom(rhs.args[0])]))  # type: ignore
+            return True
         if target.name in fast.scatters:
             acc, ct, _, index = (self.atom(a) for a in rhs.args)  # type: ignore[attr-defined]
             self.emit(cst.AugAssign(target=px.subscript(acc, [index]), operator=cst.AddAssign(), value=ct),  # type: ignore

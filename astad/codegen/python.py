@@ -98,7 +98,7 @@ class Printer(LoopPrinting):
         rhs = b.rhs
         self.reach = 0
         if isinstance(rhs, Prim):
-            if self.fast is not None and self.fast_prim(b, rhs):
+            if (self.fast is not None or self.plan.calls) and self.fast_prim(b, rhs):
                 return
             entry = rules.TABLE[rhs.op]
             params = dict(rhs.params)

@@ -47,10 +47,11 @@ Any other loop keeps the array path.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, Var,
-                  Zero, use_counts)
+                  Zero, nested_blocks, trip_count, use_counts)
 from ..names import Namer
 from .. import rules
 
@@ -86,6 +87,7 @@ class FastLoop:
     guarded: bool = False  # printed twice, the array path as the fallback
     tapes: dict[str, str] = field(default_factory=dict)  # recorded variable -> its tape list's name
     accumulators: dict[str, int] = field(default_factory=dict)  # backward: cotangent list -> its length
+    index: tuple[str, tuple[int, ...]] | None = None  # a for loop's index and known bounds: no tape for it
     recompute: tuple[Bind, ...] = ()  # recorded values computed again in the backward pass, not recorded
     numpy: set[str] = field(default_factory=set)  # backward fallback: recorded floats read back as numpy scalars
     scatters: dict[str, str] = field(default_factory=dict)  # backward: ``acc[i] += v``'s result -> the list
@@ -95,6 +97,7 @@ class FastLoop:
 class ScalarPlan:
     loops: dict[int, FastLoop] = field(default_factory=dict)  # id() of a Loop or LoopBack -> its plan
     tapes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a tape residual -> its lists' names
+    calls: dict[str, str] = field(default_factory=dict)  # outside loops: ``abs(t)`` only an if's test compares
 
 
 class _Refused(Exception):
@@ -104,6 +107,9 @@ class _Refused(Exception):
 def plan(prog: ReverseProgram) -> ScalarPlan:
     """The loops of ``prog`` printed on the fast path (see the module docstring)."""
     out = ScalarPlan()
+    if not any(isinstance(b.rhs, Loop) for b in prog.forward.binds):
+        return out
+    out.calls = _tested_abs(prog.forward)
     taken = set(Namer.of(prog).taken)
     backs = {b.rhs.tape.name: b for b in prog.backward.binds if isinstance(b.rhs, LoopBack)}
     tape_reads = use_counts(prog.backward)
@@ -128,6 +134,30 @@ def plan(prog: ReverseProgram) -> ScalarPlan:
     return out
 
 
+def _tested_abs(block: Block) -> dict[str, str]:
+    """``t = np.abs(x)`` of a float at the top of ``block`` read only by comparisons that only an
+    ``if`` tests (``while np.abs(step) > tol``'s first test): ``abs(x)``, a Python float compared
+    as the numpy scalar would be, its Python bool tested as numpy's would be."""
+    uses = use_counts(block)
+    binds = _all_binds(block)
+    tests = Counter(b.rhs.cond.name for b in binds if isinstance(b.rhs, If) and isinstance(b.rhs.cond, Var))
+    compared = Counter()
+    for b in binds:
+        if isinstance(b.rhs, Prim) and b.rhs.op in _COMPARISONS and tests[b.targets[0].name] == uses[b.targets[0].name]:
+            compared.update(a.name for a in b.rhs.args if isinstance(a, Var))
+    return {b.targets[0].name: "abs" for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "abs"
+            and _float_scalar(b.rhs.args[0]) and compared[b.targets[0].name] == uses[b.targets[0].name] > 0}
+
+
+def _all_binds(block: Block) -> list[Bind]:
+    out: list[Bind] = []
+    for b in block.binds:
+        out.append(b)
+        for inner in nested_blocks(b.rhs):
+            out += _all_binds(inner)
+    return out
+
+
 def _forward(loop: Loop, taken: set[str]) -> FastLoop:
     fast = FastLoop()
     _plain_body(loop.body)
@@ -141,8 +171,10 @@ def _forward(loop: Loop, taken: set[str]) -> FastLoop:
     own = loop.tape.name if loop.tape is not None else None  # the tape's own name is not printed: free
     fast.recompute = _recomputed(loop)
     again = {b.targets[0].name for b in fast.recompute}
+    if loop.index is not None and trip_count(loop) is not None and len(again) + 1 < len(loop.save):
+        fast.index = (loop.index.name, tuple(_known(a) for a in loop.bounds))  # read back as a range
     for v in loop.save:
-        if v.name not in again:
+        if v.name not in again and (fast.index is None or v.name != fast.index[0]):
             fast.tapes[v.name] = _name(f"{v.name}_tape", taken - {own})
     taken |= set(fast.lists.values()) | set(fast.tapes.values())
     _demote(loop.body, loop.carried, fast, getitems=True)
@@ -150,7 +182,7 @@ def _forward(loop: Loop, taken: set[str]) -> FastLoop:
 
 
 def _backward(back: LoopBack, fwd: FastLoop, block: Block) -> FastLoop:
-    fast = FastLoop(tapes=fwd.tapes, recompute=fwd.recompute)
+    fast = FastLoop(tapes=fwd.tapes, recompute=fwd.recompute, index=fwd.index)
     _plain_body(back.body)
     items = _result(back.body)
     zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "zeros"}
@@ -168,6 +200,10 @@ def _backward(back: LoopBack, fwd: FastLoop, block: Block) -> FastLoop:
     fast.demoted = {v.name for v in back.saved if v.name in fwd.demoted}
     _demote(Block((*fwd.recompute, *back.body.binds), back.body.result), back.params, fast, getitems=False)
     return fast
+
+
+def _known(a: Atom) -> int:
+    return int(a.value if isinstance(a, Const) else a.type.value)  # type: ignore[union-attr]
 
 
 def _recomputed(loop: Loop) -> tuple[Bind, ...]:
