@@ -10,7 +10,10 @@ generated code instead
   x.tolist()``, exact: float64 elements become the same Python floats);
 - prints ``np.sin(t)`` of a float scalar as ``math.sin(t)`` (``np.abs`` as ``abs``);
 - records one tape list per recorded variable (``t12_tape.append(t12)``),
-  read back by ``zip(reversed(i_tape), reversed(t12_tape), ...)``;
+  read back by ``zip(reversed(range(n)), reversed(t12_tape), ...)`` (the
+  index of a loop of known bounds is its range, not a tape), and records
+  nothing the backward pass computes again for less (``t7 = x * x`` of a
+  recorded ``x``: one multiplication rather than an append);
 - and, in the loop's backward pass, accumulates the cotangent of such a vector
   in a list of floats (``x_ct = [0.0] * n; x_ct[i] += v``), made an array once
   after the loop.
@@ -42,7 +45,9 @@ read as lists (``tolist`` turns ints into Python ints, which never overflow,
 and float32 into float64), never one the loop writes (it is carried) or a 0-d
 or 2-d array (``x[i]`` is then not a number), only at the top level of the
 forward block (its tape a residual of its own), nested loops not at all.
-Any other loop keeps the array path.
+Any other loop keeps the array path.  Outside loops, only ``np.abs(x)`` of a
+float read by nothing but a comparison an ``if`` tests becomes ``abs(x)``
+(``while np.abs(step) > tol``'s first test).
 """
 
 from __future__ import annotations
@@ -143,7 +148,8 @@ def _tested_abs(block: Block) -> dict[str, str]:
     tests = Counter(b.rhs.cond.name for b in binds if isinstance(b.rhs, If) and isinstance(b.rhs.cond, Var))
     compared = Counter()
     for b in binds:
-        if isinstance(b.rhs, Prim) and b.rhs.op in _COMPARISONS and tests[b.targets[0].name] == uses[b.targets[0].name]:
+        if isinstance(b.rhs, Prim) and b.rhs.op in _COMPARISONS and tests[b.targets[0].name] == uses[b.targets[0].name] \
+                and all(_operand(a) for a in b.rhs.args):  # (``float > float32`` compares in float32)
             compared.update(a.name for a in b.rhs.args if isinstance(a, Var))
     return {b.targets[0].name: "abs" for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "abs"
             and _float_scalar(b.rhs.args[0]) and compared[b.targets[0].name] == uses[b.targets[0].name] > 0}
