@@ -297,3 +297,10 @@ def test_slices_of_a_listed_vector_stay_arrays():
     value, g = astad.value_and_grad(f)(x)
     _close(value, f(x))
     np.testing.assert_allclose(g, _fd(f, (x,), 0), rtol=1e-6)
+
+
+def test_huber_records_only_what_it_cannot_compute_again():
+    rev, _ = _ir(huber, (np.ones(4), np.zeros(4), 1.0))
+    forward = rev.source.split("def huber_forward")[1].split("def huber_backward")[0]
+    # a, a < -delta and the two branches' -a - 0.5 * delta, a - 0.5 * delta; not 0.5 * a nor a > delta
+    assert forward.count(".append(") == 4 and forward.count(" = None") == 2

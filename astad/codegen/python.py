@@ -65,7 +65,7 @@ class Printer(LoopPrinting):
         self.copied: Counter = Counter()  # reads, so far in this block, by operations whose result is new memory
         self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
-        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | _taped(block)
+        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (_taped(block) - self.plan.recomputed)
         self.summed_with = _summed_pairs(block)  # x -> y for each sum x + y of two variables
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
 
@@ -467,7 +467,7 @@ def _tuple_of(names: Sequence[Var]) -> Expr:
 
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
     """The generated module's source text."""
-    plan = scalar_plan(prog)
+    plan = scalar_plan(prog, residuals)
     fwd = Printer(prog.forward, residuals, in_place=True, plan=plan)
     for b in prog.forward.binds:
         fwd.bind(b)

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, Var,
                   Zero, nested_blocks, trip_count, use_counts)
@@ -74,7 +75,7 @@ _RAISING = {"div", "pow"} | (set(MATH) - _NEVER_RAISE)
 #: numpy functions of a float whose result is a numpy scalar whether it reads a Python float or not
 _NUMPY_RESULT = {"log_domain", "reciprocal"}
 #: what is computed again rather than recorded
-_CHEAP = {"add", "sub", "mul", "neg"}
+_CHEAP = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne"}
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 _SCALAR_DTYPES = ("float64", "int64", "int32", "bool")
 #: what a guarded loop catches: what Python's float arithmetic and ``math`` raise where numpy warns
@@ -102,6 +103,7 @@ class FastLoop:
 class ScalarPlan:
     loops: dict[int, FastLoop] = field(default_factory=dict)  # id() of a Loop or LoopBack -> its plan
     tapes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a tape residual -> its lists' names
+    recomputed: set[str] = field(default_factory=set)  # recorded values computed again, not recorded
     calls: dict[str, str] = field(default_factory=dict)  # outside loops: ``abs(t)`` only an if's test compares
 
 
@@ -109,13 +111,15 @@ class _Refused(Exception):
     """The loop keeps the array path."""
 
 
-def plan(prog: ReverseProgram) -> ScalarPlan:
-    """The loops of ``prog`` printed on the fast path (see the module docstring)."""
+def plan(prog: ReverseProgram, residuals: Sequence[Var] = ()) -> ScalarPlan:
+    """The loops of ``prog`` printed on the fast path (see the module docstring); ``residuals``:
+    the forward values its backward block reads (a value recorded may be computed again from them)."""
     out = ScalarPlan()
     if not any(isinstance(b.rhs, Loop) for b in prog.forward.binds):
         return out
     out.calls = _tested_abs(prog.forward)
     taken = set(Namer.of(prog).taken)
+    read = {v.name for v in residuals}
     backs = {b.rhs.tape.name: b for b in prog.backward.binds if isinstance(b.rhs, LoopBack)}
     tape_reads = use_counts(prog.backward)
     for b in prog.forward.binds:
@@ -126,7 +130,7 @@ def plan(prog: ReverseProgram) -> ScalarPlan:
         if loop.tape is not None and (back is None or tape_reads[loop.tape.name] != 1 or not loop.save):
             continue
         try:
-            fwd = _forward(loop, taken)
+            fwd = _forward(loop, taken, read)
             bwd = _backward(back.rhs, fwd, prog.backward) if back is not None else None  # type: ignore[union-attr]
         except _Refused:
             continue
@@ -136,6 +140,7 @@ def plan(prog: ReverseProgram) -> ScalarPlan:
         if back is not None and bwd is not None and loop.tape is not None:
             out.loops[id(back.rhs)] = bwd
             out.tapes[loop.tape.name] = tuple(fwd.tapes[v.name] for v in loop.save if v.name in fwd.tapes)
+            out.recomputed |= {r.targets[0].name for r in fwd.recompute}
     return out
 
 
@@ -164,7 +169,7 @@ def _all_binds(block: Block) -> list[Bind]:
     return out
 
 
-def _forward(loop: Loop, taken: set[str]) -> FastLoop:
+def _forward(loop: Loop, taken: set[str], residuals: set[str]) -> FastLoop:
     fast = FastLoop()
     _plain_body(loop.body)
     if any(not _scalar(p) for p in loop.carried):
@@ -175,7 +180,7 @@ def _forward(loop: Loop, taken: set[str]) -> FastLoop:
         if p.op == "getitem" and isinstance(x, Var) and x.name not in inside and _vector(x) and _element(p):
             fast.lists[x.name] = _name(f"{x.name}_list", taken)
     own = loop.tape.name if loop.tape is not None else None  # the tape's own name is not printed: free
-    fast.recompute = _recomputed(loop)
+    fast.recompute = _recomputed(loop, residuals)
     again = {b.targets[0].name for b in fast.recompute}
     if loop.index is not None and trip_count(loop) is not None and len(again) + 1 < len(loop.save):
         fast.index = (loop.index.name, tuple(_known(a) for a in loop.bounds))  # read back as a range
@@ -212,20 +217,34 @@ def _known(a: Atom) -> int:
     return int(a.value if isinstance(a, Const) else a.type.value)  # type: ignore[union-attr]
 
 
-def _recomputed(loop: Loop) -> tuple[Bind, ...]:
-    """The recorded values the backward pass computes again from other recorded values, for less
-    than recording them costs (``x * x`` of a recorded ``x``: one multiplication, not an append)."""
+def _recomputed(loop: Loop, residuals: set[str]) -> tuple[Bind, ...]:
+    """The recorded values the backward pass computes again, for less than recording them costs
+    (``x * x`` or ``a > delta`` of a recorded ``x`` or ``a`` and a residual ``delta``: one operation,
+    not an append), from other recorded values, constants and residuals.  Computed at the top of
+    the backward loop's body whichever branch recorded them: these operations never raise."""
     saved = {v.name for v in loop.save}
     out = []
-    for b in loop.body.binds:
-        rhs = b.rhs
-        if b.targets[0].name in saved and len(b.targets) == 1 and isinstance(rhs, Prim) and rhs.op in _CHEAP \
-                and _float_scalar(b.targets[0]) and not rhs.params \
-                and all(isinstance(a, Const) or (isinstance(a, Var) and a.name in saved) for a in rhs.args):
+    for b in _binds_in_order(loop.body):
+        rhs, target = b.rhs, b.targets[0]
+        if target.name in saved and len(b.targets) == 1 and isinstance(rhs, Prim) and rhs.op in _CHEAP \
+                and (_float_scalar(target) or rhs.op in _COMPARISONS) and not rhs.params \
+                and all(_operand(a) and not _python_int(a) for a in rhs.args) \
+                and all(isinstance(a, Const) or (isinstance(a, Var) and (a.name in saved or a.name in residuals))
+                        for a in rhs.args):
             out.append(b)
     if len(out) == len(saved):
         return ()
     return tuple(out)
+
+
+def _binds_in_order(block: Block) -> list[Bind]:
+    """The bindings of a loop body, those of its branches included, in the order they run."""
+    out: list[Bind] = []
+    for b in block.binds:
+        out.append(b)
+        if isinstance(b.rhs, If):
+            out += _binds_in_order(b.rhs.then) + _binds_in_order(b.rhs.orelse)
+    return out
 
 
 def _accumulation(body: Block, p: Var, last: Atom, uses: dict) -> list[str] | None:
