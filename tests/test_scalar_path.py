@@ -304,3 +304,57 @@ def test_huber_records_only_what_it_cannot_compute_again():
     forward = rev.source.split("def huber_forward")[1].split("def huber_backward")[0]
     # a, a < -delta and the two branches' -a - 0.5 * delta, a - 0.5 * delta; not 0.5 * a nor a > delta
     assert forward.count(".append(") == 4 and forward.count(" = None") == 2
+
+
+def branchy(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        a = x[i]
+        if a > 0.0:
+            u = np.sin(a)
+            v = u * a
+            s = s + v * v + np.log(a) / a
+        else:
+            w = a * 2.0
+            s = s + w * w * a
+    return s
+
+
+def branchy_tanh(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        a = x[i]
+        if a > 0.0:
+            u = np.tanh(a)
+            v = u * a
+            s = s + v * v
+        else:
+            s = s + a * a
+    return s
+
+
+def test_value_recorded_in_a_branch_read_by_another():
+    # fast path, unguarded: v = u * a is recorded (u may be None when computed again), a > 0.0 is not
+    x = np.array([0.5, -1.0, 2.0, -0.25])
+    d, prog = _ir(branchy_tanh, (x,))
+    assert "x_list" in d.source and "v_2_tape" in d.source and "try:" not in d.source
+    value, g = astad.value_and_grad(branchy_tanh)(x)
+    want_value, (want,) = interp.run_reverse(prog, [x.copy()], 1.0)
+    _close(value, want_value)
+    _close(g, want)
+    np.testing.assert_allclose(g, _fd(branchy_tanh, (x,), 0), rtol=1e-6)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.sampled_from([0.0, -0.0, 1e-320, np.inf, -2.0, 0.5]) | st.floats(-3, 3), min_size=1, max_size=6))
+def test_values_recorded_in_branches(values):
+    # u is recorded in one branch only (None in the other): v = u * a is recorded, not computed again
+    # from it; the loop is guarded (log, /) and records floats in branches: it keeps the array path
+    x = np.array(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value, g = astad.value_and_grad(branchy)(x)
+        _, prog = _ir(branchy, (x,))
+        want_value, (want,) = interp.run_reverse(prog, [x.copy()], 1.0)
+    _close(value, want_value)
+    _close(g, want)

@@ -132,6 +132,8 @@ def plan(prog: ReverseProgram, residuals: Sequence[Var] = ()) -> ScalarPlan:
         try:
             fwd = _forward(loop, taken, read)
             bwd = _backward(back.rhs, fwd, prog.backward) if back is not None else None  # type: ignore[union-attr]
+            if bwd is not None and bwd.guarded and bwd.demoted & _in_branches(loop):
+                raise _Refused  # the fallback's np.array(tape) of floats and Nones would hold Python floats
         except _Refused:
             continue
         if not (fwd.lists or fwd.calls or (bwd is not None and (bwd.accumulators or bwd.calls))):
@@ -223,18 +225,24 @@ def _recomputed(loop: Loop, residuals: set[str]) -> tuple[Bind, ...]:
     not an append), from other recorded values, constants and residuals.  Computed at the top of
     the backward loop's body whichever branch recorded them: these operations never raise."""
     saved = {v.name for v in loop.save}
+    ready = set(residuals) | (saved - _in_branches(loop))  # a value recorded in a branch may be None
     out = []
     for b in _binds_in_order(loop.body):
         rhs, target = b.rhs, b.targets[0]
         if target.name in saved and len(b.targets) == 1 and isinstance(rhs, Prim) and rhs.op in _CHEAP \
                 and (_float_scalar(target) or rhs.op in _COMPARISONS) and not rhs.params \
                 and all(_operand(a) and not _python_int(a) for a in rhs.args) \
-                and all(isinstance(a, Const) or (isinstance(a, Var) and (a.name in saved or a.name in residuals))
-                        for a in rhs.args):
+                and all(isinstance(a, Const) or (isinstance(a, Var) and a.name in ready) for a in rhs.args):
             out.append(b)
+            ready.add(target.name)
     if len(out) == len(saved):
         return ()
     return tuple(out)
+
+
+def _in_branches(loop: Loop) -> set[str]:
+    """What the loop's body binds inside its ``if``s (on one path only)."""
+    return _bound(loop.body) - {t.name for b in loop.body.binds for t in b.targets}
 
 
 def _binds_in_order(block: Block) -> list[Bind]:
