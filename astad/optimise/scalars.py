@@ -332,6 +332,8 @@ def _walk(block: Block, fast: FastLoop, getitems: bool) -> None:
             fast.calls[target.name] = MATH[rhs.op]
         if rhs.op in _RAISING or any(_python_int(a) for a in rhs.args):
             fast.guarded = True
+        if isinstance(target.type, Num) and target.type.dtype.startswith("int"):
+            raise _Refused  # (``count + (a > 0)``: a Python int where numpy's would be np.int64)
         d.add(target.name)  # a comparison's Python bool too: an if's test, the tape and carried values read it
 
 
