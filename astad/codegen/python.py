@@ -461,10 +461,6 @@ def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine
     )
 
 
-def _tuple_of(names: Sequence[Var]) -> Expr:
-    return px.tuple_([cst.Name(v.name) for v in names])
-
-
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
     """The generated module's source text."""
     plan = scalar_plan(prog, residuals)
