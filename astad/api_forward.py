@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import calling, fresh, pipeline, programs
-from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, kinds, remember
+from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type

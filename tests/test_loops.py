@@ -117,7 +117,7 @@ def test_reads_in_a_loop_accumulate_in_place():
     x, y = np.ones(5), np.ones(5)
     src = astad.reverse(scalar_loop).transform(x, y).source
     backward = src.split("def scalar_loop_backward")[1]
-    loop_body = backward.split("in reversed(")[1]
+    loop_body = backward.split("    for ", 1)[1]
     assert "] += " in loop_body  # acc[i] += v: O(1) per read
     assert "zeros_like" not in loop_body  # no array the size of x per iteration
 

@@ -1,5 +1,6 @@
 """Codegen: target IR -> Python source.  :mod:`astad.codegen.python` prints a
-reverse program (``NAME_forward``/``NAME_backward``), :mod:`astad.codegen.forward`
+reverse program (``NAME_forward``/``NAME_backward``), its loops (and the scalar
+fast path) :mod:`astad.codegen.loops`, :mod:`astad.codegen.forward`
 a forward-mode program (``NAME_jvp``) with the same statement printer."""
 
 from .forward import generate_forward

@@ -17,16 +17,16 @@ from collections import Counter
 from typing import Callable, Sequence
 
 import libcst as cst
-import numpy as np
 
 from .. import deep, rules
-from . import carried
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
 from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
                  Unpack, Var, bound_var_names, nested_blocks, use_counts)
 from ..blocks import result_items
+from ..optimise.scalars import ScalarPlan, plan as scalar_plan
+from .loops import LoopPrinting
 from .render import render
 
 Expr = cst.BaseExpression
@@ -45,12 +45,15 @@ def _zero(t: object) -> Expr:
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
 
 
-class Printer:
+class Printer(LoopPrinting):
     """Prints one block as the body of one Python function."""
 
     rename_carried = False  # loop variables bound where their next values are computed (codegen/carried.py)
 
-    def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False) -> None:
+    def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False,
+                 plan: ScalarPlan | None = None) -> None:
+        self.plan = plan or ScalarPlan()  # the loops on the scalar fast path (codegen/loops.py)
+        self.fast = None
         self.uses: Counter = use_counts(block)
         for a in extra_uses:  # residuals are returned by name: never inline them
             if isinstance(a, Var):
@@ -67,7 +70,7 @@ class Printer:
         self.copied: Counter = Counter()  # reads, so far in this block, by operations whose result is new memory
         self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
-        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | _taped(block)
+        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (_taped(block) - self.plan.recomputed)
         self.summed_with = _summed_pairs(block)  # x -> y for each sum x + y of two variables
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
 
@@ -100,6 +103,8 @@ class Printer:
         rhs = b.rhs
         self.reach = 0
         if isinstance(rhs, Prim):
+            if (self.fast is not None or self.plan.calls) and self.fast_prim(b, rhs):
+                return
             entry = rules.TABLE[rhs.op]
             params = dict(rhs.params)
             reads = _copying_reads(rhs)
@@ -123,8 +128,13 @@ class Printer:
             if rhs.op == "scatter" and self.defer(b, args):
                 return
             if entry.stmts is not None:
-                for small in entry.stmts(cst.Name(b.targets[0].name), args, params):
+                target = b.targets[0].name
+                into = rhs.op == "scatter_add" and isinstance(args[0], cst.Name) and self.uses[target] == 1
+                stmts = entry.stmts(args[0] if into else cst.Name(target), args, params)
+                for small in stmts[1:] if into else stmts:  # `acc[i] += v`: no `t = acc` before it
                     self.emit(small, b.loc)
+                if into:  # the result is the accumulator itself, read once, by its name
+                    self.inlined[target], self.depth[target] = args[0], 0
                 return
             if entry.emit is None:
                 raise InternalError(f"codegen: no printer for {rhs.op}")
@@ -139,12 +149,7 @@ class Printer:
             if entry.method and isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
                 value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
                                   **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
-            # (a value a tape records is bound in its branch, not inlined where the tape is written)
-            if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED \
-                    and not (self.in_if and target.name in self.residuals):
-                self.inlined[target.name], self.depth[target.name] = value, self.reach + 1
-                return
-            self.assign(b.targets, value, b.loc)
+            self.put(b, value)
         elif isinstance(rhs, MakeTuple):
             self.assign(b.targets, px.tuple_([self.atom(a) for a in rhs.items]), b.loc)
         elif isinstance(rhs, Unpack) and len(b.targets) == 1:  # `(x,) = t`: a tuple of one
@@ -165,6 +170,16 @@ class Printer:
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def put(self, b: Bind, value: Expr) -> None:
+        """``target = value``, or ``value`` inlined where its temporary is read (once)."""
+        target = b.targets[0]
+        # (a value a tape records is bound in its branch, not inlined where the tape is written)
+        if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED \
+                and not (self.in_if and target.name in self.residuals):
+            self.inlined[target.name], self.depth[target.name] = value, self.reach + 1
+            return
+        self.assign(b.targets, value, b.loc)
 
     def sum(self, b: Bind, items: list[Atom]) -> None:
         """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
@@ -268,73 +283,6 @@ class Printer:
         for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
             value = self.inlined.pop(name)
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
-
-    def emit_loop(self, b: Bind, rhs: Loop | LoopBack) -> None:
-        """A forward loop (recording its tape) or a backward loop (over the tape in reverse)."""
-        leading = self.comment(b.loc)
-        inits = [self.atom(a) for a in rhs.init]
-        self.flush()
-        params = rhs.carried if isinstance(rhs, Loop) else rhs.params
-        for p, value in zip(params, inits):
-            self.assign((p,), value, None)
-        if isinstance(rhs, Loop):
-            bounds = [self.atom(a) for a in rhs.bounds]
-            if rhs.tape is not None:
-                self.assign((rhs.tape,), cst.List([]), None)
-            if rhs.index is not None:
-                target: cst.BaseExpression = cst.Name(rhs.index.name)
-                iterable = px.call("range", bounds)
-        else:
-            names = [cst.Name(v.name) for v in rhs.saved]
-            target = px.tuple_(names) if names else cst.Name("_")
-            iterable = px.call("reversed", [cst.Name(rhs.tape.name)])
-        def tail(items: tuple[Atom, ...]) -> None:
-            if isinstance(rhs, Loop) and rhs.tape is not None:
-                self.flush()  # what the tape records is computed first
-                entry = px.tuple_([cst.Name(v.name) for v in rhs.save])
-                self.lines.append(cst.SimpleStatementLine(body=[cst.Expr(px.method(
-                    cst.Name(rhs.tape.name), "append", [entry]))]))
-            # the next values of the loop's variables (one that does not change is not reassigned)
-            changed = [(p, self.atom(a)) for p, a in zip(params, items) if not (isinstance(a, Var) and a.name == p.name)]
-            self.flush()
-            if changed:
-                lhs = px.tuple_([cst.Name(p.name) for p, _ in changed]).with_changes(lpar=[], rpar=[])
-                value = px.tuple_([v for _, v in changed]).with_changes(lpar=[], rpar=[])
-                if len(changed) == 1:
-                    lhs, value = cst.Name(changed[0][0].name), changed[0][1]
-                self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(lhs)], value)]))
-
-        owned = {p.name for k, (p, a) in enumerate(zip(params, rhs.init))
-                 if self.in_place and self._loop_owns(p, a, rhs.body, k)}
-        outside, self.fresh = self.fresh, set()  # an array made before the loop is not reused in it
-        updatable, copied, self.updatable, self.copied = self.updatable, self.copied, owned, Counter()
-        in_if, self.in_if = self.in_if, 0  # an `if` in the body sets its residuals to None in each iteration
-        body = self.nested(rhs.body, tail)
-        if self.rename_carried:
-            body = carried.renamed(body)
-        self.fresh, self.in_if, self.updatable, self.copied = outside, in_if, updatable, copied
-        self.updatable |= {t.name for t, p in zip(b.targets, params) if p.name in owned}
-        if isinstance(rhs, Loop) and rhs.index is None:  # while: the last carried value says whether to go on
-            self.lines.append(cst.While(test=cst.Name(rhs.carried[-1].name), body=body, leading_lines=leading))
-        else:
-            self.lines.append(cst.For(target=target, iter=iterable, body=body, leading_lines=leading))
-        for t, p in zip(b.targets, params):
-            if self.uses[t.name]:  # a loop result nothing reads is not copied out
-                self.assign((t,), cst.Name(p.name), None)
-
-    def nested(self, block: Block, tail: Callable[[tuple[Atom, ...]], None]) -> cst.IndentedBlock:
-        """The lines of a branch or loop body: its bindings, then ``tail`` given the
-        tuple the block ends with (what it passes on)."""
-        saved, self.lines = self.lines, []
-        items = result_items(block)
-        if items is None:
-            raise InternalError("codegen: a branch or loop body must end with the tuple of what it passes on")
-        for inner in block.binds[:-1]:
-            self.bind(inner)
-        tail(items)
-        lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
-        self.lines = saved
-        return cst.IndentedBlock(body=lines)
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
         """``t = a + b`` with ``a`` an array this function allocated and reads only
@@ -520,21 +468,20 @@ def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine
     )
 
 
-def _tuple_of(names: Sequence[Var]) -> Expr:
-    return px.tuple_([cst.Name(v.name) for v in names])
-
-
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
     """The generated module's source text."""
-    fwd = Printer(prog.forward, residuals, in_place=True)
+    plan = scalar_plan(prog, residuals)
+    fwd = Printer(prog.forward, residuals, in_place=True, plan=plan)
     for b in prog.forward.binds:
         fwd.bind(b)
-    fwd.returns(px.tuple_([fwd.atom(prog.forward.result), _tuple_of(residuals)]).with_changes(lpar=[], rpar=[]))
+    # a tape on the fast path is one list per recorded variable: the residuals are those lists
+    passed = [cst.Name(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
+    fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
 
-    bwd = Printer(prog.backward, in_place=True)
+    bwd = Printer(prog.backward, in_place=True, plan=plan)
     if residuals:
-        unpack = _tuple_of(residuals)
-        if len(residuals) > 1:
+        unpack = px.tuple_(passed)
+        if len(passed) > 1:
             unpack = unpack.with_changes(lpar=[], rpar=[])
         bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
     for b in prog.backward.binds:

@@ -40,10 +40,9 @@ def fig2_backward(residuals, w_ct):
         x1_ct_2_3 = t8_ct * element_2
         x2i_ct_2_2 = t8_ct * x1
         # line 6: ys = map(f, x2)
-        t15 = x2_2_ct_sum
-        t15[element_index_2] += x2i_ct_2_2
+        x2_2_ct_sum[element_index_2] += x2i_ct_2_2
         t25 = x1_ct_sum + x1_ct_2_3
-        items_3_ct, x2_2_ct_sum, x1_ct_sum = items_3_ct_2, t15, t25
+        items_3_ct, x1_ct_sum = items_3_ct_2, t25
     x2_2_ct_2 = x2_2_ct_sum
     x1_ct_2_2 = x1_ct_sum
     return x1_ct_2_2, x2_2_ct_2
