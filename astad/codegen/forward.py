@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import backends
 from .python import Printer, funcdef, module_source
 from ..ir import Function, MakeTuple
 
@@ -17,7 +18,7 @@ from ..ir import Function, MakeTuple
 def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     """The module's source text: imports and ``<name>_jvp``."""
     body = fn.body
-    printer = Printer(body, in_place=True)
+    printer = Printer(body, in_place=backends.allows_in_place())
     final = body.binds[-1] if body.binds else None
     returns_pair = final is not None and final.targets == (body.result,) and isinstance(final.rhs, MakeTuple)
     for b in body.binds[:-1] if returns_pair else body.binds:

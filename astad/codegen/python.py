@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 import libcst as cst
 import numpy as np
 
-from .. import deep, rules
+from .. import backends, deep, rules
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
@@ -515,12 +515,12 @@ def _tuple_of(names: Sequence[Var]) -> Expr:
 
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
     """The generated module's source text."""
-    fwd = Printer(prog.forward, residuals, in_place=True)
+    fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place())
     for b in prog.forward.binds:
         fwd.bind(b)
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), _tuple_of(residuals)]).with_changes(lpar=[], rpar=[]))
 
-    bwd = Printer(prog.backward, in_place=True)
+    bwd = Printer(prog.backward, in_place=backends.allows_in_place())
     if residuals:
         unpack = _tuple_of(residuals)
         if len(residuals) > 1:
@@ -561,10 +561,10 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
     more = ["import math\n"] if re.search(r"\bmath\.", code) else []
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
     numpy = "import numpy as np\n"
-    more.append(numpy)
+    more.append(backends.import_line())  # numpy, or numpy with Dask's (CuPy's) array creation
     if helpers:
         more.append(f"from astad.primitives import {', '.join(helpers)}\n")
-    if len(more) > 1:  # the imports' lines put in place of numpy's, rather than printing the module again
+    if more != [numpy]:  # the imports' lines put in place of numpy's, rather than printing the module again
         at = 0 if code.startswith(numpy) else code.index("\n" + numpy) + 1  # the first line not a comment
         code = code[:at] + "".join(more) + code[at + len(numpy):]
     return code
