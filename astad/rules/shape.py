@@ -239,13 +239,13 @@ def jvp_arange(b, p, out, ts):
 # --------------------------------------------------------------------------- runtime helpers and printing
 
 
-@runtime
 def _emit_to_float(a: list[Any], ps: dict) -> Any:
     """``float(x)``: astad's own conversion of a cotangent to the Python float it stands
     for; on a Dask (CuPy) backend the 0-d array itself (``float`` would compute it)."""
     return px.call("float", a) if backends.current() == backends.NUMPY else a[0]
 
 
+@runtime
 def sum_to_shape(ct: Any, like: Any) -> Any:
     """Sum ``ct`` down to the shape of ``like`` (broadcasting undone at run time)."""
     return sum_to_dims(ct, np.shape(like))
