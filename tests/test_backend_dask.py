@@ -136,3 +136,24 @@ def test_least_squares_on_a_local_cluster():
         assert isinstance(g, da.Array)
         got = client.compute(g).result()
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _tanh_fit(w, A, b):
+    r = np.tanh(A @ w) - b
+    return np.sum(r * r)
+
+
+def test_forward_mode_on_dask_is_lazy_and_matches_reverse():
+    rng = np.random.default_rng(4)
+    w, A, b, t = rng.standard_normal(3), rng.standard_normal((10, 3)), rng.standard_normal(10), rng.standard_normal(3)
+    dA, db = da.from_array(A, chunks=(4, 3)), da.from_array(b, chunks=4)
+    with dask.config.set(scheduler=_refuse):
+        value, tangent = astad.jvp(_tanh_fit, (w, dA, db), (t, da.zeros_like(dA), da.zeros_like(db)))
+        g = astad.grad(_tanh_fit)(w, dA, db)
+    assert isinstance(tangent, da.Array) and isinstance(g, da.Array)
+    value, tangent, g = dask.compute(value, tangent, g, scheduler="sync")
+    np.testing.assert_allclose(value, _tanh_fit(w, A, b), rtol=1e-12)
+    np.testing.assert_allclose(tangent, np.dot(g, t), rtol=1e-12)  # <J t> == <J^T 1, t>
+    eps = 1e-6  # and a central difference in float64
+    fd = (_tanh_fit(w + eps * t, A, b) - _tanh_fit(w - eps * t, A, b)) / (2 * eps)
+    np.testing.assert_allclose(tangent, fd, rtol=1e-6)
