@@ -172,8 +172,36 @@ def _dask_array(xs: Any, dtype: Any = None, **kw: Any) -> Any:
     return da.array(xs, dtype=dtype, **kw) if _holds(xs, da.Array) else np.array(xs, dtype=dtype, **kw)
 
 
+class _DaskAdd:
+    """``np.add`` on Dask: numpy's ufunc (which dispatches), and ``np.add.at(a, idx, v)``,
+    which Dask lacks, for an index of integers along the first axis: ``v`` summed into
+    ``a`` by a one-hot product (repeated indices add up, as numpy's), ``a``'s graph
+    replaced by the sum (Dask's index assignment; the generated code reads ``a`` after)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return np.add(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np.add, name)
+
+    @staticmethod
+    def at(a: Any, index: Any, values: Any) -> None:
+        import dask.array as da
+        if not isinstance(a, da.Array):
+            return np.add.at(a, index, values)
+        idx = np.asarray(index) if isinstance(index, (list, np.ndarray)) else None
+        if idx is None or idx.dtype.kind not in "iu" or idx.ndim != 1:
+            from .errors import AstadError
+            raise AstadError(f"the derivative of indexing a Dask array by {type(index).__name__} {index!r} adds into "
+                             "repeated places (np.add.at), which Dask does not implement",
+                             hint="index a Dask array along its first axis by a 1-D integer array, or by slices")
+        onehot = (idx[:, None] % a.shape[0] == np.arange(a.shape[0])).astype(a.dtype)
+        values = da.broadcast_to(values, (len(idx),) + a.shape[1:])
+        a[...] = a + da.tensordot(onehot, values, axes=(0, 0))
+
+
 #: functions of a backend's namespace that are astad's (not the backend module's)
-_OWN: dict[str, dict[str, Any]] = {"dask": {"array": _dask_array, "asarray": _dask_array}}
+_OWN: dict[str, dict[str, Any]] = {"dask": {"array": _dask_array, "asarray": _dask_array, "add": _DaskAdd()}}
 
 
 class Namespace(types.ModuleType):

@@ -11,8 +11,8 @@ cluster, chunk by chunk, and takes a step with the small weight vector.
     python examples/dask_gradient_descent.py           # small (CI): 40 000 x 8, seconds
     python examples/dask_gradient_descent.py --large   # A is 4x the cluster's memory limit
 
-With ``--large`` the two workers may use 256 MiB each (``memory_limit``) and ``A``
-is 2 GiB (float64, 16 Mi rows x 16): four times the whole cluster's limit.
+With ``--large`` the cluster's one worker process may use 512 MiB (``memory_limit``)
+and ``A`` is 2 GiB (float64, 16 Mi rows x 16, chunks of 16 MiB): four times the limit.
 """
 
 from __future__ import annotations
@@ -48,12 +48,14 @@ def dataset(n: int, d: int, chunk: int, seed: int = 0) -> tuple:
 
 
 def main(large: bool) -> None:
-    n, d, chunk, limit, steps = (2**24, 16, 2**19, "256MiB", 4) if large else (40_000, 8, 5_000, "1GiB", 8)
-    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, memory_limit=limit,
-                      dashboard_address=None, silence_logs=50) as cluster, Client(cluster) as client:
+    # large: one worker process that may use 512 MiB, and A of 2 GiB (in chunks of 16 MiB)
+    n, d, chunk, limit, workers, steps = (2**24, 16, 2**17, "512MiB", 1, 3) if large else \
+        (40_000, 8, 5_000, "1GiB", 2, 8)
+    with LocalCluster(processes=True, n_workers=workers, threads_per_worker=2 // workers, memory_limit=limit,
+                      dashboard_address=None, silence_logs=30 if large else 50) as cluster, Client(cluster) as client:
         A, b, w_true = dataset(n, d, chunk)
         print(f"A: {n} x {d} float64 = {A.nbytes / 2**20:.0f} MiB in {A.npartitions} chunks; "
-              f"2 workers, memory_limit {limit} each")
+              f"{workers} worker process(es), memory_limit {limit} each")
         grad = astad.grad(loss)
         w = np.zeros(d)
         g = grad(w, A, b)

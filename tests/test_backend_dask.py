@@ -157,3 +157,30 @@ def test_forward_mode_on_dask_is_lazy_and_matches_reverse():
     eps = 1e-6  # and a central difference in float64
     fd = (_tanh_fit(w + eps * t, A, b) - _tanh_fit(w - eps * t, A, b)) / (2 * eps)
     np.testing.assert_allclose(tangent, fd, rtol=1e-6)
+
+
+_IDX = np.array([0, 2, 2, 5])
+
+
+def _gather_rows(x):
+    return np.sum(np.tanh(x[_IDX]) ** 2)
+
+
+def _gather_columns(x):
+    return np.sum(x[:, _IDX] ** 2)
+
+
+@pytest.mark.parametrize("shape", [(8,), (8, 3)])
+def test_integer_array_index_on_dask_repeats_added(shape):
+    x = np.random.default_rng(5).standard_normal(shape)
+    want = astad.grad(_gather_rows)(x)
+    with dask.config.set(scheduler=_refuse):
+        g = astad.grad(_gather_rows)(da.from_array(x, chunks=3))
+    np.testing.assert_allclose(g.compute(scheduler="sync"), want, rtol=1e-12)
+    assert want[2].any() and not want[1].any()  # index 2 read twice, 1 never
+
+
+def test_integer_array_index_off_the_first_axis_refused_on_dask():
+    x = da.from_array(np.ones((3, 8)), chunks=2)
+    with pytest.raises(astad.AstadError, match="np.add.at"):
+        astad.grad(_gather_columns)(x)
