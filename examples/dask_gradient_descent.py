@@ -47,10 +47,15 @@ def dataset(n: int, d: int, chunk: int, seed: int = 0) -> tuple:
     return A, b, w_true
 
 
+def _peak_rss_mib() -> float:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def main(large: bool) -> None:
     # large: one worker process that may use 512 MiB, and A of 2 GiB (in chunks of 16 MiB)
     n, d, chunk, limit, workers, steps = (2**24, 16, 2**17, "512MiB", 1, 3) if large else \
-        (40_000, 8, 5_000, "1GiB", 2, 8)
+        (40_000, 8, 5_000, "1GiB", 2, 6)
     with LocalCluster(processes=True, n_workers=workers, threads_per_worker=2 // workers, memory_limit=limit,
                       dashboard_address=None, silence_logs=30 if large else 50) as cluster, Client(cluster) as client:
         A, b, w_true = dataset(n, d, chunk)
@@ -75,6 +80,9 @@ def main(large: bool) -> None:
         else:
             assert np.linalg.norm(w - w_true) < 0.05, w
             print(f"w within {np.linalg.norm(w - w_true):.1e} of the weights the data was made from")
+            peaks = client.run(_peak_rss_mib)  # each worker process's largest resident memory so far
+            print(f"worker peak resident memory: {', '.join(f'{p:.0f} MiB' for p in peaks.values())} "
+                  f"(limit {limit}; A is {A.nbytes / 2**20:.0f} MiB)")
         del client
 
 
