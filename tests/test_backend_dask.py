@@ -184,3 +184,9 @@ def test_integer_array_index_off_the_first_axis_refused_on_dask():
     x = da.from_array(np.ones((3, 8)), chunks=2)
     with pytest.raises(astad.AstadError, match="np.add.at"):
         astad.grad(_gather_columns)(x)
+
+
+def test_hessian_of_dask_arrays_refused_with_astads_error():
+    x = da.from_array(np.ones(4), chunks=2)
+    with pytest.raises(astad.AstadTypeError, match="numpy arrays"):
+        astad.hessian(_gather_rows)(x)
