@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import cache, calling, fresh, frontend, fused, pipeline
+from . import backends, cache, calling, fresh, frontend, fused, pipeline
 from .memo import LRU
 from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
@@ -48,7 +48,7 @@ def _arg_key(a: Any) -> Any:
     if t is dict and all(type(k) is str or type(k) is int for k in a):
         items = tuple(map(_arg_key, a.values()))
         return None if None in items else (dict, tuple(a), items)
-    return None
+    return backends.array_key(a)  # a Dask or CuPy array: its backend, shape and dtype (None for anything else)
 
 
 def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tuple:
@@ -299,19 +299,21 @@ class Reverse:
 
     def _transform(self, args: Sequence[Any], key: tuple, wrt: frozenset[int] | None) -> tuple[Derivative, tuple, Any]:
         types = self._types(args)
+        backend = backends.of_args(args)  # part of the signature: a Dask call has its own derivative
         code = self.__astad_function__.__code__
         root = self._root
         # equal code objects may live in two files; a method or partial fixes some parameters
-        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt, self._fixed_key)
+        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt, self._fixed_key, backend)
         d = _MEMORY.get(mkey)
         if d is not None and not _deps_unchanged(root, d):
             d = None
-        if d is None and not self._fixed_key:  # the disk cache holds plain functions (and closures)
-            d = cache.load(self._parsed, types, wrt)
-        if d is None:
-            d = pipeline.transform(self._parsed, types, wrt)
-            if not self._fixed_key:
-                cache.store(self._parsed, types, d)
+        with backends.target(backend):
+            if d is None and not self._fixed_key:  # the disk cache holds plain functions (and closures)
+                d = cache.load(self._parsed, types, wrt)
+            if d is None:
+                d = pipeline.transform(self._parsed, types, wrt)
+                if not self._fixed_key:
+                    cache.store(self._parsed, types, d)
         _MEMORY.put(mkey, d)
         checks = _dep_checks(root, d.deps)
         found = (d, checks, calling.checker(checks))

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import calling, fresh, pipeline, programs
+from . import backends, calling, fresh, pipeline, programs
 from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
@@ -68,10 +68,12 @@ class Forward(Reverse):
         assert wrt is not None
         fn = self._root
         code = self.__astad_function__.__code__
-        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt, self._fixed_key)
+        backend = backends.of_args(args)  # part of the signature (astad.backends)
+        mkey = (code, code.co_filename, code.co_firstlineno, types, wrt, self._fixed_key, backend)
         d = _MEMORY.get(mkey)
         if d is None or not _checks_hold(_dep_checks(fn, d.deps)):
-            d = pipeline.transform_forward(self._parsed, types, wrt)
+            with backends.target(backend):
+                d = pipeline.transform_forward(self._parsed, types, wrt)
             _MEMORY.put(mkey, d)
         checks = _dep_checks(fn, d.deps)
         found = (d, checks, calling.checker(checks))
@@ -230,7 +232,8 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
         if _is_zero(tv):
             return None
         raise AstadTypeError(f"{what} must be None: the argument is {t}, which is discrete (no tangent)")
-    if isinstance(tv, (bool, np.bool_)) or not isinstance(tv, (float, int, np.floating, np.integer, np.ndarray)):
+    if isinstance(tv, (bool, np.bool_)) or not (isinstance(tv, (float, int, np.floating, np.integer, np.ndarray))
+                                                or backends.array_backend(tv) is not None):
         raise AstadTypeError(f"{what} must be a float or an array of floats like the argument ({t}), "
                              f"got {type(tv).__name__}")
     if type(tv) is not float:  # a subclass (np.matrix, a masked array) is refused as an argument is: its * is not numpy's
@@ -239,7 +242,7 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
     if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
         expected = tuple("?" if d is None else d for d in t.shape)
         raise AstadTypeError(f"{what} must have shape {expected} like the argument, got shape {shape}")
-    dtype = np.asarray(tv).dtype
+    dtype = tv.dtype if backends.array_backend(tv) is not None else np.asarray(tv).dtype  # a Dask one uncomputed
     # a Python float is weak (it takes the argument's dtype); any other tangent has the argument's dtype, else
     # numpy computes the tangent at the lower precision of the two (a float32 tangent of a float64 argument)
     if dtype.kind != "f" or (type(tv) is not float and dtype != np.dtype(t.dtype)):

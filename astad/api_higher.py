@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, fresh, pipeline
+from . import api, backends, fresh, pipeline
 from .api_forward import (_BY_ID, all_differentiable, check_pairs, checked_tangents, fast_key, forward_of, jvp_at,
                           jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
@@ -210,6 +210,12 @@ def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str
     """The values of the parameters of the user's function a derived callable
     differentiates, bound as Python binds them (see :mod:`astad.calling`); as in
     JAX, ``argnums`` must index arguments passed by position."""
+    backend = backends.of_args((args, kwargs))
+    if backend != backends.NUMPY:  # the programs below are cached by types alone, made for numpy
+        raise AstadTypeError(f"{outer.name} takes numpy arrays: derivatives of derivatives, Jacobians and "
+                             f"Hessians are not generated for {backend} arrays",
+                             hint="astad.grad, astad.value_and_grad, astad.vjp and astad.jvp of your function "
+                                  f"run on {backend} arrays; or pass numpy arrays here")
     plain: Any = outer
     while not isinstance(plain, Plain) and hasattr(plain, "inner"):
         plain = plain.inner

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import cachefiles, calling, ir
+from . import backends, cachefiles, calling, ir
 from .frontend import Parsed, abstract
 from .pipeline import Derivative, compile_source
 
@@ -126,7 +126,8 @@ def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] 
 
     text = "\n".join([str(FORMAT), __version__, astad_fingerprint(), parsed.file, str(parsed.funcdef_line), parsed.name, parsed.source,
                       repr(tuple(arg_types)),
-                      repr(sorted(wrt) if wrt is not None else None)])
+                      repr(sorted(wrt) if wrt is not None else None)]
+                    + ([] if backends.current() == backends.NUMPY else [backends.current()]))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

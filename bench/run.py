@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import array_backends  # noqa: E402
 import forward_mode  # noqa: E402
 from harness import (AUTOGRAD_PROGRAMS, CLOCKS, IMPORT_NOTES, JAX_PROGRAMS, LIMITS, QUICK_OTHERS,  # noqa: E402
                      QUICK_SKIP, RESULTS, SKIP, Args, Argnums, Limits, Row, Target, Timer, Tool, astad, autograd,
@@ -49,16 +50,17 @@ from harness import (AUTOGRAD_PROGRAMS, CLOCKS, IMPORT_NOTES, JAX_PROGRAMS, LIMI
 
 PROGRAMS: dict[str, tuple[Callable[..., Any], Callable[[np.random.Generator], Args], Argnums]]
 PROGRAMS = programs.PROGRAMS  # type: ignore[assignment]
+BACKEND = ["numpy"]  # --backend: the array library the inputs are converted to (bench/array_backends.py)
 
 
 def prepare_primal(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
     fn = PROGRAMS[name][0]
-    return lambda: fn(*args)
+    return array_backends.finished(lambda: fn(*args), BACKEND[0])
 
 
 def prepare_astad(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
     vg = astad.value_and_grad(PROGRAMS[name][0], argnums=argnums)
-    return lambda: vg(*args)
+    return array_backends.finished(lambda: vg(*args), BACKEND[0])
 
 
 def prepare_autograd(name: str, args: Args, argnums: Argnums, row: Row) -> Callable[[], Any]:
@@ -120,7 +122,7 @@ def bench_program(name: str, timer: Timer, limits: Limits, jvp_cells: bool = Tru
     """One program's row: the gradient cells, then (``jvp_cells``) the JVP cells, then the
     peak memory of one primal and one astad gradient call, and astad's transform time."""
     _, make_inputs, argnums = PROGRAMS[name]
-    args = make_inputs(np.random.default_rng(0))
+    args = array_backends.convert(make_inputs(np.random.default_rng(0)), BACKEND[0])
     row = Row(name)
     checks = [check_gradient(name, args, argnums)]
     if jvp_cells:
@@ -344,19 +346,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="write the results as JSON to PATH (default: bench/results/latest.json, not with --quick "
                              "unless --save is given); the file there is read first, to compare with")
     parser.add_argument("--no-save", action="store_true", help="write no results file (still compare with it)")
+    parser.add_argument("--backend", choices=array_backends.BACKENDS, default="numpy",
+                        help="the inputs as Dask or CuPy arrays (bench/array_backends.py): primal and astad only, "
+                             "no forward-mode cells, no results file")
     opts = parser.parse_args(argv)
+    if opts.backend != "numpy":
+        why = array_backends.available(opts.backend)
+        if why is not None:
+            print(why)
+            return 0
+        BACKEND[0] = opts.backend
+        opts.skip += ["autograd", "jax"]
+        opts.no_forward = opts.no_save = True
     SKIP.update(opts.skip)
     timer = Timer(repeat=opts.repeat or (5 if opts.quick else 25), warmup=1 if opts.quick else 3,
                   min_sample=0.001 if opts.quick else 0.01, clock=CLOCKS["cpu" if opts.cpu_time else opts.clock])
-    selected = opts.only or [*PROGRAMS, *extras]
+    selected = opts.only or ([*PROGRAMS, *extras] if opts.backend == "numpy" else list(array_backends.DEFAULT))
     results_path = opts.save or RESULTS
-    previous = load_results(results_path)
+    previous = load_results(results_path) if opts.backend == "numpy" else {}  # saved: numpy's
     saved_clock = previous.get("machine", {}).get("clock")
 
     print(f"python {platform.python_version()}, numpy {np.__version__}, astad {version(astad)}, "
           f"autograd {version(autograd)}, jax {version(jax)}"
           f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples, "
-          f"{opts.clock} clock; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; "
+          f"{opts.clock} clock; {opts.backend} arrays; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; "
           f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
 
     rows = [bench_program(name, timer, program_limits(name, opts), jvp_cells=not opts.no_forward,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .. import backends
 from .python import Printer, funcdef, module_source
 from .reuse import reused
 from ..ir import Function, MakeTuple
@@ -20,7 +21,7 @@ from ..ir import Function, MakeTuple
 def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     """The module's source text: imports and ``<name>_jvp``."""
     body = fn.body
-    printer = Printer(body, in_place=True)
+    printer = Printer(body, in_place=backends.allows_in_place())
     printer.rename_carried = True
     final = body.binds[-1] if body.binds else None
     returns_pair = final is not None and final.targets == (body.result,) and isinstance(final.rhs, MakeTuple)

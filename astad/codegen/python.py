@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import libcst as cst
 
-from .. import deep, rules
+from .. import backends, deep, rules
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
@@ -470,15 +470,16 @@ def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine
 
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
     """The generated module's source text."""
-    plan = scalar_plan(prog, residuals)
-    fwd = Printer(prog.forward, residuals, in_place=True, plan=plan)
+    # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
+    plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY else ScalarPlan()
+    fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan)
     for b in prog.forward.binds:
         fwd.bind(b)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
     passed = [cst.Name(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
 
-    bwd = Printer(prog.backward, in_place=True, plan=plan)
+    bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan)
     if residuals:
         unpack = px.tuple_(passed)
         if len(passed) > 1:
@@ -519,10 +520,10 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
     more = ["import math\n"] if re.search(r"\bmath\.", code) else []
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
     numpy = "import numpy as np\n"
-    more.append(numpy)
+    more.append(backends.import_line())  # numpy, or numpy with Dask's (CuPy's) array creation
     if helpers:
         more.append(f"from astad.primitives import {', '.join(helpers)}\n")
-    if len(more) > 1:  # the imports' lines put in place of numpy's, rather than printing the module again
+    if more != [numpy]:  # the imports' lines put in place of numpy's, rather than printing the module again
         at = 0 if code.startswith(numpy) else code.index("\n" + numpy) + 1  # the first line not a comment
         code = code[:at] + "".join(more) + code[at + len(numpy):]
     return code

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import backends
 from ..errors import AstadTypeError
 from ..ir import BOOL, FLOAT, INT, Num, NoneT, StructT, Type
 
@@ -47,6 +48,8 @@ def abstract(value: Any, what: str) -> Type:
         return FLOAT
     if (t in _ARRAY_TYPES or t in _NUMPY_SCALARS) and value.dtype.kind in "fbiu":
         return Num(tuple(int(d) for d in value.shape), value.dtype.name)
+    if backends.array_backend(value) is not None:  # a Dask or CuPy array: its backend is the signature's
+        return _backend_array(value, what)
     base = next((b for b in (bool, int, float, np.ndarray, tuple, list, dict) if isinstance(value, b)), None)
     if base is not None and t not in _ARRAY_TYPES and t not in _NUMPY_SCALARS:
         plain = {np.ndarray: "np.asarray(x)", tuple: "tuple(x)", list: "list(x)", dict: "dict(x)"}.get(
@@ -62,8 +65,19 @@ def abstract(value: Any, what: str) -> Type:
                              "(x.real, x.imag)")
     of = f" of dtype {value.dtype}" if t in _ARRAY_TYPES else ""
     raise AstadTypeError(
-        f"{what} is a {t.__name__}{of}; astad differentiates functions of floats, ints and numpy arrays",
-        hint="float, int, bool, or a numpy array of a float, int or bool dtype")
+        f"{what} is a {t.__name__}{of}; astad differentiates functions of floats, ints and numpy arrays "
+        "(or Dask and CuPy arrays)", hint="float, int, bool, or a numpy array of a float, int or bool dtype")
+
+
+def _backend_array(value: Any, what: str) -> Num:
+    """A Dask or CuPy array: a Num of its shape and dtype, as a numpy array's."""
+    if any(d != d for d in value.shape):  # nan: a Dask array whose chunk sizes are unknown
+        raise AstadTypeError(f"{what} is a Dask array of unknown shape {value.shape}: astad needs every "
+                             "dimension when transforming", hint="x.compute_chunk_sizes() first")
+    if value.dtype.kind not in "fbiu":
+        raise AstadTypeError(f"{what} is an array of dtype {value.dtype}; astad differentiates real floats",
+                             hint="an array of a float, int or bool dtype")
+    return Num(tuple(int(d) for d in value.shape), value.dtype.name)
 
 
 def _abstract_struct(value: tuple | list | dict, what: str) -> StructT:

@@ -118,7 +118,10 @@ def _prod_vjp_vjp(b, p, out, ct_out):
 def log_domain(x: Any) -> Any:
     """``x`` where ``log`` is defined (``x >= 0``), nan elsewhere, as numpy
     floats: the derivative ``ct / x`` of ``log`` is then nan outside its domain,
-    as the primal is, and inf at 0 (a Python float would raise there)."""
+    as the primal is, and inf at 0 (a Python float would raise there).  A Dask or
+    CuPy array (not numpy's nor a number) gets the ``where`` unasked: asking would compute it."""
+    if not isinstance(x, (np.ndarray, np.generic, float, int)):
+        return np.where(x >= 0, x, np.nan)
     if np.ndim(x) == 0:
         x = x if isinstance(x, np.floating) else np.float64(x)
         return x if x >= 0 else x.dtype.type(np.nan)
@@ -166,8 +169,8 @@ def list_add(a: list, b: list) -> list:
 
 @runtime
 def list_zeros_like(like: list) -> list:
-    return [np.zeros(e.shape, e.dtype) if isinstance(e, np.ndarray) else list_zeros_like(e) if isinstance(e, list)
-            else 0.0 for e in like]
+    return [list_zeros_like(e) if isinstance(e, list) else np.zeros_like(e) if hasattr(e, "shape")
+            else 0.0 for e in like]  # zeros_like: of a Dask (CuPy) array, a Dask (CuPy) array
 
 
 def or_zeros_like(ct: Any, like: Any) -> Any:

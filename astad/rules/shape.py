@@ -9,6 +9,7 @@ from typing import Any
 import libcst as cst
 import numpy as np
 
+from .. import backends
 from .. import pyexpr as px
 from ..ir import Atom, Num, TupleT, Type
 from . import emit
@@ -238,6 +239,12 @@ def jvp_arange(b, p, out, ts):
 # --------------------------------------------------------------------------- runtime helpers and printing
 
 
+def _emit_to_float(a: list[Any], ps: dict) -> Any:
+    """``float(x)``: astad's own conversion of a cotangent to the Python float it stands
+    for; on a Dask (CuPy) backend the 0-d array itself (``float`` would compute it)."""
+    return px.call("float", a) if backends.current() == backends.NUMPY else a[0]
+
+
 @runtime
 def sum_to_shape(ct: Any, like: Any) -> Any:
     """Sum ``ct`` down to the shape of ``like`` (broadcasting undone at run time)."""
@@ -305,7 +312,7 @@ register(
                                                              num(ts[0]).dtype),
               emit.runtime("sum_to_dims"), zero_in=(0,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [b.prim("broadcast_to", ct, p.args[1]), None], 0)),
-    Primitive("to_float", float, lambda ts, ps: Num((), num(ts[0]).dtype, py=True), lambda a, ps: px.call("float", a),
+    Primitive("to_float", float, lambda ts, ps: Num((), num(ts[0]).dtype, py=True), _emit_to_float,
               zero_in=(0,), kind=RULE, **linear(_identity_transpose)),
     # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
     Primitive("copy", np.copy, lambda ts, ps: ts[0], lambda a, ps: px.method(a[0], "copy", []), zero_in=(0,), kind=RULE,
