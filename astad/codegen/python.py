@@ -19,6 +19,7 @@ import libcst as cst
 import numpy as np
 
 from .. import deep, rules
+from . import inplace
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
@@ -63,6 +64,7 @@ class Printer:
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | _taped(block)
         self.summed_with = _summed_pairs(block)  # x -> y for each sum x + y of two variables
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
+        self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
@@ -104,6 +106,8 @@ class Printer:
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             if rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
+                return
+            if self.in_place and (inplace.fuse(self, b) or inplace.defer_masked(self, b)):
                 return
             args = [self.atom(a) for a in rhs.args]
             if rhs.op in _LIST_IN_PLACE:
@@ -150,6 +154,9 @@ class Printer:
         elif isinstance(rhs, Plus):
             self.fresh.add(b.targets[0].name)
             if self.scatter_into(b, list(rhs.items)):
+                return
+            self.copied.update(a.name for a in rhs.items if isinstance(a, Var))  # read into the sum's memory
+            if self.in_place and inplace.masked_sum(self, b):
                 return
             if self.accumulate(b, list(rhs.items), "+"):
                 return
@@ -337,6 +344,7 @@ class Printer:
         if base is None:
             return False
         rest = [a for i, a in enumerate(items) if i != base]
+        inplace.claim(self, items[base])  # type: ignore[arg-type]
         self.fresh.add(target.name)
         self.assign(b.targets, self.atom(items[base]), b.loc)
         for a in rest:
@@ -350,6 +358,7 @@ class Printer:
         target = b.targets[0]
         if not self.in_place or not self._reusable(items[-1], target):
             return False
+        inplace.claim(self, items[-1])  # type: ignore[arg-type]
         first = [self.atom(a) for a in items[:-1]]
         self.fresh.add(target.name)
         self.assign(b.targets, self.atom(items[-1]), b.loc)
@@ -379,9 +388,7 @@ class Printer:
                                                                          for bb in body.binds)
 
     def _reusable(self, a: Atom, target: Var) -> bool:
-        return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
-                and isinstance(a.type, Num) and None not in a.type.shape
-                and int(np.prod(a.type.shape)) >= IN_PLACE_MIN_SIZE)
+        return inplace.writable(self, a, target)
 
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
@@ -416,9 +423,7 @@ def _always_bound(block: Block) -> frozenset[str]:
     return frozenset(names)
 
 
-#: arrays at least this large are updated in place (below, a new array costs
-#: little and ``t = a + b`` reads better than ``t = a; t += b``)
-IN_PLACE_MIN_SIZE = 4096
+IN_PLACE_MIN_SIZE = inplace.MIN_SIZE
 
 #: operations whose result is a new array (not a view of an argument)
 _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs",
@@ -426,6 +431,7 @@ _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", 
           "prod_vjp", "diag_embed", "scatter", "full", "zeros", "ones", "zeros_like", "ones_like", "concatenate",
           "stack", "tril", "triu", "copy"}
 _FRESH |= {"cumsum", "cumprod", "diff", "sort", "linear_scan", "shift_along", "permute", "trace_embed"}  # rules/scans.py
+_FRESH |= inplace.FRESH
 
 
 def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
