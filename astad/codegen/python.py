@@ -152,7 +152,8 @@ class Printer:
         elif isinstance(rhs, (Loop, LoopBack)):
             self.emit_loop(b, rhs)
         elif isinstance(rhs, Plus):
-            self.fresh.add(b.targets[0].name)
+            if len(rhs.items) > 1:  # (a sum of one would be its item itself)
+                self.fresh.add(b.targets[0].name)
             if self.scatter_into(b, list(rhs.items)):
                 return
             self.copied.update(a.name for a in rhs.items if isinstance(a, Var))  # read into the sum's memory
@@ -340,7 +341,8 @@ class Printer:
             return False
         target = b.targets[0]
         candidates = range(len(items)) if op in "+*" else range(1)
-        base = next((i for i in candidates if self._reusable(items[i], target)), None)
+        base = next((i for i in candidates if self._reusable(items[i], target)
+                     and (len(items) == 2 or items.count(items[i]) == 1)), None)  # (`t += a` after `a` changed)
         if base is None:
             return False
         rest = [a for i, a in enumerate(items) if i != base]

@@ -54,7 +54,7 @@ def rematerialise(prog: ReverseProgram) -> ReverseProgram:
         if isinstance(rhs, LoopBack) and rhs.tape.name in loops:
             loop = loops[rhs.tape.name]
             defs = _defs(loop.body)
-            inner_free = (top_free | (residual_reads & set(top_defs)) | {v.name for v in loop.inputs if _scalar(v)}
+            inner_free = (top_free | residual_reads | {v.name for v in loop.inputs if _scalar(v)}
                           | {n for n, d in defs.items() if _scalar(d.targets[0])})
             taped = {v.name for v in rhs.saved}
             body = _recompute(rhs.body, defs, taped, inner_free)
@@ -103,7 +103,7 @@ def _recomputable(defs: dict[str, Bind], wanted: set[str] | frozenset[str], free
                 if plan(a.name) is None or plan(a.name) > MAX_COST:
                     continue  # kept anyway
                 continue  # recomputed anyway: paid for by its own plan
-            if a.name in wanted and a.name in defs:
+            if a.name in wanted:
                 continue  # a residual kept anyway
             inner = plan(a.name)
             if inner is None:
@@ -134,7 +134,7 @@ def _recompute(block: Block, defs: dict[str, Bind], wanted: set[str] | frozenset
     """``block`` with the residuals of ``wanted`` worth recomputing bound again in it, each (and
     what it needs) just before the first binding that reads it."""
     chosen = _recomputable(defs, wanted, free)
-    if not chosen or bound_set(block) & chosen:
+    if not chosen:
         return block
     order = list(defs)
     done: set[str] = set()
@@ -155,4 +155,6 @@ def _recompute(block: Block, defs: dict[str, Bind], wanted: set[str] | frozenset
         for name in sorted(_reads(b) & chosen, key=order.index):
             emit(name)
         binds.append(b)
+    if done & bound_set(block):  # (a name the block binds itself: left as it is)
+        return block
     return Block(tuple(binds), block.result)
