@@ -96,7 +96,8 @@ def _prints_as(op: str, call: str, n: int) -> bool:
 def fuse(p: Printer, b: Bind) -> bool:
     """Print ``b`` computing into the memory of one of its arguments, if one is writable."""
     rhs = b.rhs
-    assert isinstance(rhs, Prim)
+    if not isinstance(rhs, Prim) or len(b.targets) != 1:
+        return False
     (target,) = b.targets
     args = list(rhs.args)
     if rhs.op in UNARY and len(args) == 1 and _prints_as(rhs.op, f"np.{rhs.op}", 1):
@@ -144,8 +145,10 @@ def defer_masked(p: Printer, b: Bind) -> bool:
     read now, so that the sum may add it in place (:func:`masked_sum`); anything else that reads
     it first prints the product as written."""
     rhs = b.rhs
+    if not isinstance(rhs, Prim) or len(b.targets) != 1:
+        return False
     (target,) = b.targets
-    if not isinstance(rhs, Prim) or rhs.op != "mul" or len(rhs.args) != 2 or p.uses[target.name] != 1:
+    if rhs.op != "mul" or len(rhs.args) != 2 or p.uses[target.name] != 1:
         return False
     if target.name not in p.summed_with or not big(target.type):
         return False
