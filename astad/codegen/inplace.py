@@ -118,7 +118,12 @@ def fuse(p: Printer, b: Bind) -> bool:
     assert isinstance(base, Var)
     claim(p, base)
     p.fresh.add(target.name)
-    p.assign(b.targets, p.atom(base), b.loc)
+    buffer = p.atom(base)
+    if call and isinstance(buffer, cst.Name):  # `h = np.tanh(t, out=t)`: the ufunc returns its `out`
+        operands = [buffer if i == k else p.atom(a) for i, a in enumerate(args)]
+        p.assign(b.targets, px.call(call, operands, out=cst.Name(buffer.value)), b.loc)
+        return True
+    p.assign(b.targets, buffer, b.loc)  # `t = x - m` then `np.exp(t, out=t)`
     name = cst.Name(target.name)
     if not call:  # `t |= b` (| and & are symmetric)
         p.emit(cst.AugAssign(target=name, operator=AUGMENTED[rhs.op](), value=p.atom(args[1 - k])), b.loc)
