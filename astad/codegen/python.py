@@ -152,11 +152,12 @@ class Printer:
         elif isinstance(rhs, (Loop, LoopBack)):
             self.emit_loop(b, rhs)
         elif isinstance(rhs, Plus):
-            if len(rhs.items) > 1:  # (a sum of one would be its item itself)
+            many = len(rhs.items) > 1  # (a sum of one would be its item itself)
+            if many:
                 self.fresh.add(b.targets[0].name)
             if self.scatter_into(b, list(rhs.items)):
                 return
-            self.copied.update(a.name for a in rhs.items if isinstance(a, Var))  # read into the sum's memory
+            self.copied.update(a.name for a in rhs.items if isinstance(a, Var) and many)  # read into the sum's memory
             if self.in_place and inplace.masked_sum(self, b):
                 return
             if self.accumulate(b, list(rhs.items), "+"):
