@@ -16,7 +16,6 @@ from collections import Counter
 from typing import Callable, Sequence
 
 import libcst as cst
-import numpy as np
 
 from .. import deep, rules
 from . import inplace
