@@ -324,3 +324,21 @@ def test_random_control_flow_lowered(program_dir, data):
         cf.check_stages(fn, args, seed)
 
     _lowered(body)
+
+
+# ---------------------------------------------------------------- second order: the recomputed values renamed
+
+@pytest.mark.parametrize("fn", [recomputed_in_loop, mixed, doubled], ids=lambda f: f.__name__)
+def test_second_order(small, fn):
+    """Reverse over reverse and forward over reverse read the forward and backward passes as one
+    function again: a recomputed value is a new name, and H u agrees with differences of the gradient."""
+    rng = np.random.default_rng(5)
+    x, y, u = (rng.standard_normal((4, 3)) for _ in range(3))
+    grad = astad.grad(lambda x: fn(x, y))
+    (hu,) = astad.hvp(lambda x: fn(x, y), (x,), (u,))
+    _, pullback = astad.vjp(grad, x)
+    (hu_rr,) = pullback(u)
+    eps = 1e-6
+    fd = (grad(x + eps * u) - grad(x - eps * u)) / (2 * eps)
+    np.testing.assert_allclose(hu, fd, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hu_rr, hu, rtol=1e-10, atol=1e-12)

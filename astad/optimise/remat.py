@@ -22,12 +22,16 @@ needs to keep (``prune_tapes`` drops the tape entries).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 
 from ..rules import is_advanced
-from ..ir import Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, nested_blocks, read_set, vars_of
+from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, nested_blocks, read_set,
+                  substitute, vars_of)
+from ..names import Namer
 
 #: elementwise operations that cost one pass over memory (no transcendental function)
 CHEAP = frozenset({"add", "sub", "mul", "div", "neg", "abs", "sign", "maximum", "minimum", "eq", "ne", "lt", "le",
@@ -48,6 +52,13 @@ def rematerialise(prog: ReverseProgram) -> ReverseProgram:
     top_free = params | top_scalars
     residual_reads = read_set(prog.backward) - bound_set(prog.backward)
     loops = {b.rhs.tape.name: b.rhs for b in prog.forward.binds if isinstance(b.rhs, Loop) and b.rhs.tape is not None}
+    names: list[Namer] = []
+
+    def namer() -> Namer:  # made once, when the first value is recomputed
+        if not names:
+            names.append(Namer.of(prog))
+        return names[0]
+
     binds = []
     for b in prog.backward.binds:
         rhs = b.rhs
@@ -57,11 +68,11 @@ def rematerialise(prog: ReverseProgram) -> ReverseProgram:
             inner_free = (top_free | residual_reads | {v.name for v in loop.inputs if _scalar(v)}
                           | {n for n, d in defs.items() if _scalar(d.targets[0])})
             taped = {v.name for v in rhs.saved}
-            body = _recompute(rhs.body, defs, taped, inner_free)
+            body = _recompute(rhs.body, defs, taped, inner_free, namer)
             if body is not rhs.body:
                 b = Bind(b.targets, replace(rhs, body=body), b.loc)
         binds.append(b)
-    backward = _recompute(Block(tuple(binds), prog.backward.result), top_defs, residual_reads, top_free)
+    backward = _recompute(Block(tuple(binds), prog.backward.result), top_defs, residual_reads, top_free, namer)
     if backward is prog.backward and all(x is y for x, y in zip(binds, prog.backward.binds)):
         return prog
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
@@ -130,9 +141,11 @@ def _basic_getitem(p: Prim) -> bool:
     return not is_advanced(p.param("index"))
 
 
-def _recompute(block: Block, defs: dict[str, Bind], wanted: set[str] | frozenset[str], free: set[str]) -> Block:
+def _recompute(block: Block, defs: dict[str, Bind], wanted: set[str] | frozenset[str], free: set[str],
+               namer: Callable[[], Namer]) -> Block:
     """``block`` with the residuals of ``wanted`` worth recomputing bound again in it, each (and
-    what it needs) just before the first binding that reads it."""
+    what it needs) just before the first binding that reads it, under a new name (the forward
+    and backward passes are one function again in forward mode over reverse mode)."""
     chosen = _recomputable(defs, wanted, free)
     if not chosen:
         return block
@@ -157,4 +170,12 @@ def _recompute(block: Block, defs: dict[str, Bind], wanted: set[str] | frozenset
         binds.append(b)
     if done & bound_set(block):  # (a name the block binds itself: left as it is)
         return block
-    return Block(tuple(binds), block.result)
+    made = {id(defs[n]) for n in done}
+    env: dict[str, Atom] = {}
+    for n in sorted(done, key=order.index):
+        t = defs[n].targets[0]
+        env[n] = Var(namer().temp() if Namer.is_temp(n) else namer().fresh(re.sub(r"_\d+$", "", n)), t.type)
+    renamed = [Bind(tuple(env[t.name] for t in b.targets) if id(b) in made else b.targets, substitute(b.rhs, env), b.loc)
+               for b in binds]
+    return Block(tuple(renamed), env.get(block.result.name, block.result) if isinstance(block.result, Var)
+                 else block.result)
