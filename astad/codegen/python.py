@@ -11,7 +11,6 @@ Deterministic: the same program always prints to the same text.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from typing import Callable, Sequence
@@ -19,6 +18,7 @@ from typing import Callable, Sequence
 import libcst as cst
 
 from .. import backends, deep, rules
+from . import inplace
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
@@ -73,6 +73,7 @@ class Printer(LoopPrinting):
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (_taped(block) - self.plan.recomputed)
         self.summed_with = _summed_pairs(block)  # x -> y for each sum x + y of two variables
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
+        self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
 
     def atom(self, a: Atom) -> Expr:
         if isinstance(a, Var):
@@ -116,6 +117,8 @@ class Printer(LoopPrinting):
             if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             if rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
+                return
+            if self.in_place and (inplace.fuse(self, b) or inplace.defer_masked(self, b)):
                 return
             args = [self.atom(a) for a in rhs.args]
             if rhs.op in _LIST_IN_PLACE:
@@ -162,8 +165,13 @@ class Printer(LoopPrinting):
         elif isinstance(rhs, (Loop, LoopBack)):
             self.emit_loop(b, rhs)
         elif isinstance(rhs, Plus):
-            self.fresh.add(b.targets[0].name)
+            many = len(rhs.items) > 1  # (a sum of one would be its item itself)
+            if many:
+                self.fresh.add(b.targets[0].name)
             if self.scatter_into(b, list(rhs.items)):
+                return
+            self.copied.update(a.name for a in rhs.items if isinstance(a, Var) and many)  # read into the sum's memory
+            if self.in_place and inplace.masked_sum(self, b):
                 return
             if self.accumulate(b, list(rhs.items), "+"):
                 return
@@ -292,10 +300,12 @@ class Printer(LoopPrinting):
             return False
         target = b.targets[0]
         candidates = range(len(items)) if op in "+*" else range(1)
-        base = next((i for i in candidates if self._reusable(items[i], target)), None)
+        base = next((i for i in candidates if self._reusable(items[i], target)
+                     and (len(items) == 2 or items.count(items[i]) == 1)), None)  # (`t += a` after `a` changed)
         if base is None:
             return False
         rest = [a for i, a in enumerate(items) if i != base]
+        inplace.claim(self, items[base])  # type: ignore[arg-type]
         self.fresh.add(target.name)
         self.assign(b.targets, self.atom(items[base]), b.loc)
         for a in rest:
@@ -309,6 +319,7 @@ class Printer(LoopPrinting):
         target = b.targets[0]
         if not self.in_place or not self._reusable(items[-1], target):
             return False
+        inplace.claim(self, items[-1])  # type: ignore[arg-type]
         first = [self.atom(a) for a in items[:-1]]
         self.fresh.add(target.name)
         self.assign(b.targets, self.atom(items[-1]), b.loc)
@@ -338,9 +349,7 @@ class Printer(LoopPrinting):
                                                                          for bb in body.binds)
 
     def _reusable(self, a: Atom, target: Var) -> bool:
-        return (isinstance(a, Var) and a.name in self.fresh and self.uses[a.name] == 1 and a.type == target.type
-                and isinstance(a.type, Num) and None not in a.type.shape
-                and math.prod(a.type.shape) >= IN_PLACE_MIN_SIZE)
+        return inplace.writable(self, a, target)
 
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
@@ -375,9 +384,7 @@ def _always_bound(block: Block) -> frozenset[str]:
     return frozenset(names)
 
 
-#: arrays at least this large are updated in place (below, a new array costs
-#: little and ``t = a + b`` reads better than ``t = a; t += b``)
-IN_PLACE_MIN_SIZE = 4096
+IN_PLACE_MIN_SIZE = inplace.MIN_SIZE
 
 #: operations whose result is a new array (not a view of an argument)
 _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs",
@@ -385,6 +392,7 @@ _FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", 
           "prod_vjp", "diag_embed", "scatter", "full", "zeros", "ones", "zeros_like", "ones_like", "concatenate",
           "stack", "tril", "triu", "copy"}
 _FRESH |= {"cumsum", "cumprod", "diff", "sort", "linear_scan", "shift_along", "permute", "trace_embed"}  # rules/scans.py
+_FRESH |= inplace.FRESH
 
 
 def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:

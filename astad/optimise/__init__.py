@@ -18,6 +18,8 @@ block to block), run in order by ``optimise``:
   keeping what the backward reads: the residuals), tapes pruned;
 - ``accumulate.accumulate_in_loops``: one-hot cotangents added in place;
 - ``lists_in_place.lists_in_place``: lists appended to and popped in place;
+- ``remat.rematerialise``: residual arrays made by one or two cheap elementwise
+  operations are computed again in the backward pass rather than kept;
 - ``outputs``: only the cotangents asked for (``restrict``); parameter
   cotangents that are statically zero become real zeros, and read-only
   broadcast views returned to the user become arrays (``finish``).
@@ -44,6 +46,7 @@ from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
+from .remat import rematerialise
 from .shapes import shapes_not_arrays
 from .simplify import fold, fold_forward, name_cotangents
 from .structure import forget_structure
@@ -72,6 +75,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
                               accumulate_in_loops(prog.backward, taken)))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               outer_sums(prog.backward, Namer.of(prog))))
+    prog = dce(rematerialise(prog))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))

@@ -94,6 +94,17 @@ def last_writes(shape: tuple, index: Any) -> Any:
     return ids[index] == numbers
 
 
+@runtime
+def add_where(acc: Any, mask: Any, share: Any) -> None:
+    """``acc += mask * share`` in place, without making the array ``mask * share``
+    (generated code's sum of a cotangent and ``np.max``'s share): the same numbers
+    where ``share`` is finite (``0 * share`` adds nothing), the product itself where not."""
+    if np.isfinite(share).all():
+        np.add(acc, share, out=acc, where=mask)
+    else:
+        acc += mask * share
+
+
 def _last_writes_value(y: Any, *ix: Any, index: tuple, shape: tuple | None = None) -> Any:
     return last_writes(np.shape(y), index_value(index, (y, *ix)))
 
