@@ -298,8 +298,11 @@ def growing_lists(draw):
         return draw(st.sampled_from(_MAKE)).format(a=a, b=b)
 
     def statement(depth):
-        kind = draw(st.sampled_from(["append", "append", "other", "sum", "if", "break"] if depth < 2
+        kind = draw(st.sampled_from(["append", "append", "other", "sum", "if", "break", "either_sum"] if depth < 2
                                     else ["append", "other", "sum"]))
+        if kind == "either_sum":  # one `if` joining parts of both lists' cotangents (a bug found by fuzzing)
+            return [f"if {draw(st.sampled_from(_INT_CONDS))}:", f"    s = s + np.sum({draw(st.sampled_from(_READS))})",
+                    "else:", f"    s = s + np.sum({draw(st.sampled_from(_READS))})"]
         if kind == "append":
             return [f"hs.append({value()})"]
         if kind == "other":
@@ -330,6 +333,31 @@ def test_random_lists_read_while_they_grow(tmp_path, source, n):
     args = (np.array([0.3, -0.45]), np.array([0.5, 0.2]), n)
     check_grad(fn, args)
     check_stages(fn, args)
+
+
+def two_lists_joined_by_one_if(x, y, n):
+    hs = [x, x * 0.5]
+    ys = [y, y * y]
+    s = 0.0
+    for t in range(n):
+        if t % 2 == 0:
+            s = s + np.sum(hs[-1])
+        else:
+            s = s + np.sum(ys[-1])
+        ys.append(hs[-1] * 0.9)
+        hs.append(ys[1] * 0.3)
+        if t % 2 == 0:
+            break
+    return s + np.sum(hs[-1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_one_if_joining_the_cotangents_of_two_lists(n):
+    """The `if` adds into both lists' cotangents in its branches; the second rewrite
+    started from the `if` before the first and dropped it (y's gradient was 0)."""
+    args = (np.array([0.3, -0.45]), np.array([0.5, 0.2]), n)
+    check_grad(two_lists_joined_by_one_if, args)
+    check_stages(two_lists_joined_by_one_if, args)
 
 
 def hs_and_ys(x, y, n):

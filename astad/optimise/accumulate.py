@@ -65,7 +65,8 @@ def _sums_into_branches(block: Block, owned: frozenset[str]) -> tuple[Block, fro
         accs = [a for a in items if isinstance(a, Var) and a not in joined and uses[a.name] == 1
                 and (a.name in owned or _owned_list(a, defs, uses)) and at.get(a.name, -1) < at[joined[0].name]] \
             if joined else []
-        new_if = _add_in_branches(block.binds[at[joined[0].name]], joined[0], accs[0]) if accs else None
+        # (the ``if`` as rewritten so far: one ``if`` may join several sums' parts)
+        new_if = _add_in_branches(binds[at[joined[0].name]], joined[0], accs[0]) if accs else None  # type: ignore[arg-type]
         if new_if is None:
             continue
         binds[at[joined[0].name]] = new_if
