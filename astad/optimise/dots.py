@@ -16,6 +16,8 @@ read once (what the rewrite leaves unread, ``dce`` removes)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .. import rules
 from ..blocks import with_branches
 from ..ir import Atom, Bind, Block, Const, Function, Num, Prim, Var, all_binds, use_counts
@@ -113,12 +115,7 @@ def _constants_out(b: Bind, once: dict, factors, namer: Namer) -> list[Bind] | N
     rest = [f for f in fs if not _number(f)]
     if not numbers or not rest:
         return None
-    binds: list[Bind] = []
-
-    def prim(op: str, args: tuple[Atom, ...], params: tuple = ()) -> Atom:
-        var = Var(namer.temp(), rules.infer(op, [a.type for a in args], dict(params)))
-        binds.append(Bind((var,), Prim(op, args, params), b.loc))
-        return var
+    binds, prim = _emitter(b, namer)
 
     acc = _summed(rest, inner.params, prim)
     scale = c1.value
@@ -178,6 +175,18 @@ def _as_matvec(b: Bind, factors, namer: Namer) -> list[Bind] | None:
     fs = factors(rhs.args[0])
     if len(fs) < 2 or _matvec_parts(fs, rhs.params) is None:
         return None
+    binds, prim = _emitter(b, namer)
+
+    acc = _summed(fs, rhs.params, prim)
+    if acc.type != b.targets[0].type:
+        return None
+    binds[-1] = Bind(b.targets, binds[-1].rhs, b.loc)
+    return binds
+
+
+def _emitter(b: Bind, namer: Namer) -> tuple[list[Bind], Callable[..., Atom]]:
+    """A list of new bindings (at ``b``'s line) and ``prim(op, args, params)``, which
+    binds a fresh temporary to a primitive there and returns it."""
     binds: list[Bind] = []
 
     def prim(op: str, args: tuple[Atom, ...], params: tuple = ()) -> Atom:
@@ -185,8 +194,4 @@ def _as_matvec(b: Bind, factors, namer: Namer) -> list[Bind] | None:
         binds.append(Bind((var,), Prim(op, args, params), b.loc))
         return var
 
-    acc = _summed(fs, rhs.params, prim)
-    if acc.type != b.targets[0].type:
-        return None
-    binds[-1] = Bind(b.targets, binds[-1].rhs, b.loc)
-    return binds
+    return binds, prim
