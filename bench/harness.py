@@ -99,12 +99,9 @@ class Timer:
     min_sample: float  # seconds; fast calls are looped so one sample lasts this long
     clock: Callable[[], float] = time.perf_counter  # one of CLOCKS
 
-    def median(self, call: Callable[[], Any]) -> float:
-        """Median (``statistic``) seconds per call over `repeat` samples, after `warmup` calls.
-
-        The call that measures how many calls make one sample is a sample
-        itself when one call is long enough, so slow cells cost no extra call.
-        """
+    def sampler(self, call: Callable[[], Any]) -> "Sampler":
+        """`call` warmed up and calibrated: the call that measures how many calls make one
+        sample is a sample itself when one call is long enough, so slow cells cost no extra call."""
         clock = self.clock
         for _ in range(self.warmup):
             call()
@@ -112,13 +109,57 @@ class Timer:
         call()
         first = clock() - start
         number = max(1, int(self.min_sample / max(first, 1e-9)))
-        samples = [first] if number == 1 else []
-        while len(samples) < self.repeat:
-            start = clock()
-            for _ in range(number):
-                call()
-            samples.append((clock() - start) / number)
-        return statistics.median(samples)
+        return Sampler(call, clock, number, self.repeat, [first] if number == 1 else [])
+
+    def median(self, call: Callable[[], Any]) -> float:
+        """Median (``statistic``) seconds per call over `repeat` samples, after `warmup` calls."""
+        sampler = self.sampler(call)
+        while sampler.wants_more():
+            sampler.take()
+        return sampler.median()
+
+
+@dataclass
+class Sampler:
+    """Samples of one calibrated call (see Timer.sampler): `number` calls per sample."""
+
+    call: Callable[[], Any]
+    clock: Callable[[], float]
+    number: int
+    repeat: int
+    samples: list[float]
+
+    def wants_more(self) -> bool:
+        return len(self.samples) < self.repeat
+
+    def take(self) -> None:
+        clock, call = self.clock, self.call
+        start = clock()
+        for _ in range(self.number):
+            call()
+        self.samples.append((clock() - start) / self.number)
+
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def interleaved(samplers: dict[str, Sampler]) -> tuple[dict[str, float], dict[str, BaseException]]:
+    """Median seconds per call of each sampler, its samples taken in rounds (one sample of each
+    cell per round, a cell leaving once it has its `repeat`), so that a machine that speeds up or
+    slows down over the run (frequency scaling, neighbours) moves every cell of a row alike and
+    their ratios stay put. A cell whose call raises leaves with its exception."""
+    failed: dict[str, BaseException] = {}
+    live = dict(samplers)
+    while any(s.wants_more() for s in live.values()):
+        for key, sampler in list(live.items()):
+            if not sampler.wants_more():
+                continue
+            try:
+                sampler.take()
+            except Exception as e:
+                failed[key] = e
+                del live[key]
+    return {key: sampler.median() for key, sampler in live.items()}, failed
 
 
 def timed_once(call: Callable[[], Any]) -> float:
@@ -209,7 +250,10 @@ class Tool:
 
 
 def time_tools(row: Row, tools: list[Tool], args: Args, argnums: Argnums, timer: Timer, limits: Limits) -> None:
-    """Time each available tool's call into ``row.times[tool.key]``; an exception becomes a note."""
+    """Time each available tool's call into ``row.times[tool.key]``; an exception becomes a note.
+    Each cell is prepared and warmed up in turn, then the samples are taken in interleaved rounds."""
+    samplers: dict[str, Sampler] = {}
+    labels = {tool.key: tool.label for tool in tools}
     for tool in tools:
         if not wanted(tool):
             continue
@@ -223,9 +267,12 @@ def time_tools(row: Row, tools: list[Tool], args: Args, argnums: Argnums, timer:
             cell_timer = dataclasses.replace(timer, repeat=min(timer.repeat, limits.repeat[cap]),
                                              warmup=min(timer.warmup, 1))
         try:
-            row.times[tool.key] = cell_timer.median(tool.prepare(row.name, args, argnums, row))
+            samplers[tool.key] = cell_timer.sampler(tool.prepare(row.name, args, argnums, row))
         except Exception as e:
             row.notes.append(f"{row.name}: {tool.label}: {describe(e)}")
+    times, failed = interleaved(samplers)
+    row.times.update(times)
+    row.notes += [f"{row.name}: {labels[key]}: {describe(e)}" for key, e in failed.items()]
 
 
 # ----------------------------------------------------------------- output
