@@ -23,6 +23,7 @@ def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     body = fn.body
     printer = Printer(body, in_place=backends.allows_in_place())
     printer.rename_carried = True
+    printer.zip_elements = backends.current() == backends.NUMPY  # (Dask and CuPy arrays keep their indexing)
     final = body.binds[-1] if body.binds else None
     returns_pair = final is not None and final.targets == (body.result,) and isinstance(final.rhs, MakeTuple)
     for b in body.binds[:-1] if returns_pair else body.binds:
