@@ -135,7 +135,7 @@ def test_two_vectors_reads_each_row_once():
     fwd = astad.forward(two_vectors)
     fwd(np.ones(3), np.ones(3))
     text = fwd.source
-    assert " in zip(x, x_t, y, y_t):" in text, text
+    assert "for x_i, x_i_t, y_i, y_i_t in zip(x, x_t, y, y_t):" in text, text  # rows named after their arrays
     code = "\n".join(line for line in text.splitlines() if not line.strip().startswith("#"))
     assert "[i" not in code and ".shape[0]" not in code, text  # neither the index nor the loop's length is left
 
