@@ -149,3 +149,67 @@ def test_rows_are_views_of_the_matrix_as_indexing_gives():
     fd = (matrix_rows(M + eps * tM, w + eps * tw) - matrix_rows(M - eps * tM, w - eps * tw)) / (2 * eps)
     assert value == pytest.approx(matrix_rows(M, w), rel=1e-12)
     assert tangent == pytest.approx(fd, rel=1e-6)
+
+
+# ------------------------------------------------------------- random loops over rows
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from conftest import fuzz_examples, load_program  # noqa: E402
+
+#: what a body may compute from the rows ``{r}``, ``{q}`` (of two arrays), the carried ``acc`` and a scalar ``s``
+_TERMS = ["np.sin({r}) * {q}", "np.tanh({r} + s * acc)", "{r} * {r}", "np.cos({q}) * acc", "{r} / (1.0 + {q} * {q})",
+          "np.exp(-{r} * {r}) * s"]
+#: how a loop reaches its rows
+_HEADS = ["for i in range({a}.shape[0]):", "for i in range(len({a})):", "for i in range({n}):", "for {r} in {a}:"]
+
+
+@st.composite
+def row_programs(draw):
+    """``f(a, b, c, s)``: a loop over the rows of ``a`` (a vector or a matrix, maybe a view), reading the
+    rows of ``b`` too when it has as many (else ``b[i % len(b)]``: the loop keeps its index), maybe the index
+    itself; then the JVP against FD and reverse mode, with tangents for some arguments only."""
+    n, k = draw(st.integers(0, 4)), draw(st.sampled_from([None, 3]))
+    shape = (n,) if k is None else (n, k)
+    b_rows = draw(st.sampled_from(["same", "longer", "view"]))
+    b_shape = {"same": shape, "longer": (n + 2, *shape[1:]), "view": (n + 1, *shape[1:])}[b_rows]
+    view_a = draw(st.booleans())
+    head = draw(st.sampled_from(_HEADS))
+    lines = ["import numpy as np", "", "", "def f(a, b, c, s):"]
+    a = "a"
+    if view_a:
+        lines.append("    av = a[::-1] * 1.0 if c > 0.0 else a[::-1]")  # a view or a new array, joined
+        a = "av"
+    bb = "b[1:]" if b_rows == "view" else "b"
+    lines.append(f"    bv = {bb}")
+    lines.append("    acc = 0.0" if k is None else "    acc = np.zeros(3)")
+    index_used = draw(st.booleans())
+    if head.startswith("for {r}"):
+        lines.append("    i = 0")
+        lines.append("    " + head.format(a=a, r="r"))
+        lines.append("        i = i + 1")
+    else:
+        lines.append("    " + head.format(a=a, n=n))
+        lines.append(f"        r = {a}[i]")
+    q = "bv[i]" if b_rows in ("same", "view") and not head.startswith("for {r}") else \
+        ("bv[(i - 1) % len(bv)]" if head.startswith("for {r}") else "bv[i % len(bv)]")
+    lines.append(f"        q = {q}")
+    for term in draw(st.lists(st.sampled_from(_TERMS), min_size=1, max_size=3)):
+        lines.append("        acc = acc + " + term.format(r="r", q="q"))
+    if index_used:
+        lines.append("        acc = acc * (0.5 + 0.1 * i)")
+    lines.append("    return np.sum(acc * acc) + s * c")
+    return "\n".join(lines) + "\n", shape, b_shape, draw(st.integers(0, 2 ** 16))
+
+
+@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(row_programs(), st.data())
+def test_random_loops_over_rows(tmp_path_factory, program, data):
+    source, shape, b_shape, seed = program
+    fn = load_program(source, tmp_path_factory.mktemp("rows"), "rows").f
+    rng = np.random.default_rng(seed)
+    args = (rng.standard_normal(shape), rng.standard_normal(b_shape), float(rng.choice([-1.0, 1.0])), 0.3)
+    check_jvp(fn, args, seed=seed)
+    wrt = data.draw(st.lists(st.sampled_from([0, 1, 3]), min_size=1, max_size=2, unique=True))
+    check_jvp(fn, args, seed=seed + 1, wrt=sorted(wrt))
