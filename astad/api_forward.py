@@ -287,17 +287,16 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
     (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves;
     ``fast``: the arguments are a call's own, which :func:`jvp_of_function` may find next time)."""
-    guards = fwd.table(_GUARDS)
-    last = guards.get(_LAST) if check else None  # (guard, entry, key) of the last call, a tree of tuples
+    guards = fwd._tables.get(_GUARDS) if check else None
+    last = guards.get(_LAST) if guards else None  # (guard, entry, key) of the last call, a tree of tuples
     if last is not None and last[0](args, tangents):  # arguments and tangents of its kinds: its entry
         found, key = last[1], last[2]
     else:
         key = fast_key(args, tangents) if check else None
         found = fwd._derivatives.get(key) if key is not None else None
-        last = None
+        if found is not None and tuple in map(type, args):
+            _remember_guard(fwd.table(_GUARDS), key, found, args, tangents)  # type: ignore[arg-type]
     if found is not None and (found[2] is None or found[2]()):  # arguments and tangents of kinds seen before
-        if last is None:
-            _remember_guard(guards, key, found, args, tangents)  # type: ignore[arg-type]
         d, order = found[0]
         value, tangent = d.jvp(*args, *[tangents[i] for i in order])
         if tangent is None or not order:
@@ -309,7 +308,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     else:
         checked = list(tangents)
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
-    guards.pop(_LAST, None)  # (its entry is another call's, or its checks failed: made again below)
+    fwd._tables.get(_GUARDS, {}).pop(_LAST, None)  # (another call's entry, or its checks failed: made again below)
     d = fwd.derivative(args, wrt)
     if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
             all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
@@ -332,11 +331,8 @@ _GUARDS, _LAST = "guards", "last"
 
 
 def _remember_guard(guards: dict, key: tuple, found: tuple, args: Sequence[Any], tangents: Sequence[Any]) -> None:
-    """The guard of ``key`` (printed once per key) made the first thing the next call tries, where an
-    argument is a tuple (any other key is cheap to build and hash)."""
-    if not any(type(a) is tuple for a in args):
-        guards.pop(_LAST, None)
-        return
+    """The guard of ``key`` (printed once per key) made the first thing the next call tries (for calls
+    where an argument is a tuple: any other key is cheap to build and hash)."""
     guard = guards.get(key, False)
     if guard is False:
         if len(guards) > 8:
