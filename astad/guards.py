@@ -6,8 +6,10 @@ array's shape and dtype, a scalar's (or None's) type, a tuple's items' kinds, re
 tree of tuples (``tree``: 255 tuples, 256 arrays) building that key, hashing it and comparing it
 with the stored one walk the tree three times on every call, a tenth of the JVP.  :func:`guard_of`
 prints, once per key, one straight-line function that answers whether new arguments have exactly
-that key: a check per node, in one pass, with no tuple built.  When it says yes, the call uses the
-key object it was made for (the lookup then finds the entry by identity, one hash).
+that key: a check per node, in one pass, with no tuple built.  ``astad.api_forward.jvp_at`` keeps
+the last such call's guard with its entry (in the Forward's tables, which ``astad.clear_caches``
+empties); when the guard says yes, the call uses that entry, whose checks of the globals it read
+still run; when it says no, the call is keyed as any other.
 
 A guard passes only arguments whose key equals its own: each node is checked for exactly what the
 key records of it (``type(x) is np.ndarray`` with its shape and ``dtype.num``, ``type(x) is tuple``
