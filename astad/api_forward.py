@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import backends, calling, fresh, pipeline, programs
+from . import guards as guards_module
 from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
@@ -286,8 +287,15 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
     (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves;
     ``fast``: the arguments are a call's own, which :func:`jvp_of_function` may find next time)."""
-    key = fast_key(args, tangents) if check else None
-    found = fwd._derivatives.get(key) if key is not None else None
+    guards = fwd._tables.get(_GUARDS) if check else None
+    last = guards.get(_LAST) if guards else None  # (guard, entry, key) of the last call, a tree of tuples
+    if last is not None and last[0](args, tangents):  # arguments and tangents of its kinds: its entry
+        found, key = last[1], last[2]
+    else:
+        key = fast_key(args, tangents) if check else None
+        found = fwd._derivatives.get(key) if key is not None else None
+        if found is not None and tuple in map(type, args):
+            _remember_guard(fwd.table(_GUARDS), key, found, args, tangents)  # type: ignore[arg-type]
     if found is not None and (found[2] is None or found[2]()):  # arguments and tangents of kinds seen before
         d, order = found[0]
         value, tangent = d.jvp(*args, *[tangents[i] for i in order])
@@ -300,6 +308,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     else:
         checked = list(tangents)
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
+    fwd._tables.get(_GUARDS, {}).pop(_LAST, None)  # (another call's entry, or its checks failed: made again below)
     d = fwd.derivative(args, wrt)
     if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
             all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
@@ -314,6 +323,25 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
     return value, _owned(tangent, args, tangents)
+
+
+#: the table (Reverse.table) of the guards of a Forward's calls whose arguments are trees of tuples
+#: (astad/guards.py), by key, and under ``_LAST`` the last call's (guard, entry, key)
+_GUARDS, _LAST = "guards", "last"
+
+
+def _remember_guard(guards: dict, key: tuple, found: tuple, args: Sequence[Any], tangents: Sequence[Any]) -> None:
+    """The guard of ``key`` (printed once per key) made the first thing the next call tries (for calls
+    where an argument is a tuple: any other key is cheap to build and hash)."""
+    guard = guards.get(key, False)
+    if guard is False:
+        if len(guards) > 8:
+            guards.clear()
+        guard = guards[key] = guards_module.guard_of(args, tangents, _PLAIN)
+    if guard is None:
+        guards.pop(_LAST, None)
+    else:
+        guards[_LAST] = (guard, found, key)
 
 
 def fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:

@@ -5,7 +5,8 @@ comparisons, ``for i in range(...)`` (bounds from an int parameter ``n``, from
 shapes or constants, negative and stepped ranges, nested loops, branches inside
 loops) and ``while`` loops with a bounded trip count; loops carry floats and
 arrays (contractions and accumulators, kept bounded with ``np.tanh``) and read
-``x[i % len(x)]``.  The straight-line statements come from
+``x[i % len(x)]`` and, where the index stays in bounds, ``x[i]`` (forward mode may
+then iterate over the rows of ``x``).  The straight-line statements come from
 ``test_random_programs.Gen``.
 
 Loops may leave early: ``if c: ... break`` / ``continue`` on a real or int
@@ -1013,6 +1014,9 @@ class ControlFlowGen(Gen):
         forms = [f"{a}[{index} % len({a})]", f"{a}[({index} + 1) % {a}.shape[0]]", f"{a}[-1 - {index} % {d0}]"]
         if d0 >= 2:
             forms.append(f"{a}[{index} % 2]")
+        values = self.frames[-1]["range"] or []
+        if self.frames[-1]["kind"] == "for" and values and all(0 <= v < d0 for v in values):
+            forms += [f"{a}[{index}]"] * 2  # a row (forward mode may read it by iterating over a: zipped_rows)
         form = self.pick(forms)
         if self.draw(st.booleans()):
             imax = self.env[index]["value"]

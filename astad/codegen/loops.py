@@ -19,7 +19,7 @@ from .. import pyexpr as px
 from . import carried
 from ..blocks import result_items
 from ..errors import InternalError
-from ..ir import Atom, Bind, Block, Loop, LoopBack, Num, Prim, Var
+from ..ir import Atom, Bind, Block, Loop, LoopBack, Num, Prim, Var, bound_var_names, trip_count, use_counts
 from ..optimise.scalars import CAUGHT, FastLoop, ScalarPlan
 
 
@@ -28,6 +28,8 @@ class LoopPrinting:
 
     plan: ScalarPlan
     fast: FastLoop | None  # the fast path (or its fallback) of the loop being printed
+    zip_elements = False  # forward mode: a loop whose index only reads rows iterates over them (zipped_rows)
+    zipped: set[str] = frozenset()  # type: ignore[assignment]  # rows a loop's head binds, not the body
     lines: list
     uses: Counter
     inlined: dict
@@ -42,6 +44,11 @@ class LoopPrinting:
             self.uses.update(a.name for r in fast.recompute for a in r.rhs.args if isinstance(a, Var))  # type: ignore
         leading = self.comment(b.loc)  # type: ignore[attr-defined]
         inits = [self.atom(a) for a in rhs.init]  # type: ignore[attr-defined]
+        if self.zip_elements and fast is None and self.fast is None and isinstance(rhs, Loop) and rhs.tape is None \
+                and zipped_rows(rhs):
+            for a in rhs.bounds:  # the loop's length (`xs.shape[0]`), read by nothing else: not computed
+                if isinstance(a, Var) and a.name in self.inlined:
+                    self.atom(a)  # type: ignore[attr-defined]
         self.flush()  # type: ignore[attr-defined]
         if fast is None:
             self.lines += self.loop_lines(b, rhs, inits, self.fast, leading)
@@ -92,8 +99,14 @@ class LoopPrinting:
                     [cst.AssignTarget(_flat_tuple(names))], _flat_tuple([cst.List([]) for _ in names]))]))
             elif rhs.tape is not None:
                 self.assign((rhs.tape,), cst.List([]), None)  # type: ignore[attr-defined]
-            if rhs.index is not None:
-                target: cst.BaseExpression = cst.Name(rhs.index.name)
+            rows = zipped_rows(rhs) if self.zip_elements and self.fast is None and rhs.tape is None else None
+            if rows:  # `for z, z_t in zip(xs, xs_t)`: the rows bound by the loop's head, not by `xs[i]`
+                self.zipped = self.zipped | {t.name for t, _ in rows}
+                target = _flat_tuple([cst.Name(t.name) for t, _ in rows])
+                arrays = [cst.Name(x.name) for _, x in rows]
+                iterable = arrays[0] if len(arrays) == 1 else px.call("zip", arrays)
+            elif rhs.index is not None:
+                target: cst.BaseExpression = cst.Name(rhs.index.name)  # type: ignore[no-redef]
                 iterable = px.call("range", bounds)
         else:
             names = [cst.Name(v.name) for v in rhs.saved]
@@ -205,6 +218,34 @@ class LoopPrinting:
         lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
         self.lines = saved
         return cst.IndentedBlock(body=lines)
+
+
+def zipped_rows(loop: Loop) -> list[tuple[Var, Var]] | None:
+    """``for i in range(n)`` whose index is read only by ``x[i]`` of arrays from outside the loop
+    that have exactly ``n`` rows (their types say so), each array once, at the top of the body: the
+    pairs (row, array), so that the loop is printed ``for z, z_t in zip(xs, xs_t)``, as a person
+    writes it.  Iterating an array gives the rows ``x[i]`` gives (a numpy scalar of a vector, a view
+    of a matrix), in order, for a fraction of the cost of indexing.  None: the loop keeps its index."""
+    n = trip_count(loop)
+    if n is None or len(loop.bounds) != 1 or loop.index is None:
+        return None
+    index = loop.index.name
+    inside = bound_var_names(loop.body) | {v.name for v in loop.inputs}
+    rows: list[tuple[Var, Var]] = []
+    for b in loop.body.binds:
+        rhs = b.rhs
+        if not (isinstance(rhs, Prim) and rhs.op == "getitem" and len(rhs.args) == 2 and len(b.targets) == 1
+                and rhs.param("index") == (("arg", 1),) and isinstance(rhs.args[1], Var)
+                and rhs.args[1].name == index):
+            continue
+        x = rhs.args[0]
+        if not (isinstance(x, Var) and x.name not in inside and isinstance(x.type, Num) and x.type.ndim >= 1
+                and x.type.shape[0] == n and all(x.name != y.name for _, y in rows)):
+            return None
+        rows.append((b.targets[0], x))
+    if not rows or use_counts(loop.body)[index] != len(rows):
+        return None  # the index read otherwise too (`seq[t + 1]`), or by nothing
+    return rows
 
 
 def _flat_tuple(items: list[Any]) -> cst.BaseExpression:

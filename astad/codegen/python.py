@@ -104,6 +104,8 @@ class Printer(LoopPrinting):
         rhs = b.rhs
         self.reach = 0
         if isinstance(rhs, Prim):
+            if self.zipped and b.targets[0].name in self.zipped:
+                return  # a row the loop's head binds (codegen/loops.py: zipped_rows)
             if (self.fast is not None or self.plan.calls) and self.fast_prim(b, rhs):
                 return
             entry = rules.TABLE[rhs.op]
