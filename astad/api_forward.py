@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import backends, calling, fresh, pipeline, programs
-from . import guards as guards_module
+from . import tree_guards as guards_module
 from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
@@ -326,7 +326,7 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
 
 
 #: the table (Reverse.table) of the guards of a Forward's calls whose arguments are trees of tuples
-#: (astad/guards.py), by key, and under ``_LAST`` the last call's (guard, entry, key)
+#: (astad/tree_guards.py), by key, and under ``_LAST`` the last call's (guard, entry, key)
 _GUARDS, _LAST = "guards", "last"
 
 

@@ -1,4 +1,4 @@
-"""astad.jvp's lookup by the last call's guard (astad/guards.py): arguments that are trees of
+"""astad.jvp's lookup by the last call's guard (astad/tree_guards.py): arguments that are trees of
 tuples are checked by one printed function rather than keyed, hashed and compared.  A call
 whose arguments differ from the last one's in any way the key records (a leaf's shape or
 dtype, changed in place too; a tuple's length; a list for a tuple; a subclass; a tangent
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import astad
-from astad import api_forward, guards
+from astad import api_forward, tree_guards as guards
 from astad.errors import AstadTypeError
 
 SCALE = 1.5
