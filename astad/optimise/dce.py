@@ -9,7 +9,7 @@ from typing import Sequence
 
 from ..blocks import with_branches
 from ..ir import (Bind, Block, If, Loop, LoopBack, Prim, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
-                  nested_blocks, read_names, read_set, vars_of)
+                  kinds, nested_blocks, read_names, read_set, vars_of)
 from ..rules import has_effect
 from .simplify import select_items
 
@@ -57,7 +57,8 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
             continue
         kept.append(b)
         live.update(v.name for v in vars_of(b.rhs))
-    return Block(tuple(reversed(kept)), block.result)
+    kept.reverse()
+    return _same_or_new(block, kept)
 
 
 def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
@@ -97,6 +98,8 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
     """Each loop records on its tape exactly what its backward pass reads of
     what the loop binds: no more, and no less when a value was moved into the
     loop's body from an inner loop (``hoist_invariants``)."""
+    if "Loop" not in kinds(prog.forward) and "LoopBack" not in kinds(prog.backward):
+        return prog  # no tapes
     keep: dict[str, tuple[Var, ...]] = {}
     inside: dict[str, set[str]] = {}  # tape -> what its loop binds (outer values are not taped)
 
