@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..blocks import with_branches
+from ..blocks import rebound, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Drop, Dup, If, Loop, LoopBack, ReverseProgram, Var, substitute
 
 
@@ -31,8 +31,8 @@ def forget_structure(prog: ReverseProgram) -> ReverseProgram:
             elif isinstance(rhs, (If, LoopBack)):
                 binds.append(with_branches(b, rhs, run))
             elif not isinstance(rhs, Drop):
-                binds.append(Bind(b.targets, rhs, b.loc))
-        return Block(tuple(binds), subst_atom(block.result, env))
+                binds.append(rebound(b, rhs))
+        return same_or_new(block, binds, subst_atom(block.result, env))
 
     forward = run(prog.forward)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
@@ -61,5 +61,5 @@ def rename_deep(block: Block, env: dict[str, Atom]) -> Block:
             rhs = If(subst_atom(rhs.cond, env), rename_deep(rhs.then, env), rename_deep(rhs.orelse, env))
         else:
             rhs = substitute(rhs, env)
-        binds.append(Bind(b.targets, rhs, b.loc))
-    return Block(tuple(binds), subst_atom(block.result, env))
+        binds.append(rebound(b, rhs))
+    return same_or_new(block, binds, subst_atom(block.result, env))
