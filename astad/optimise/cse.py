@@ -47,4 +47,6 @@ def cse(prog: ReverseProgram) -> ReverseProgram:
 
     top: dict[object, Var] = {}
     forward = run(prog.forward, {})
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, run(prog.backward, top))
+    backward = run(prog.backward, top)
+    del run  # (it calls itself: a cycle that would hold ``prog`` until the collector finds it)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)

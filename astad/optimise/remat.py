@@ -123,7 +123,9 @@ def _recomputable(defs: dict[str, Bind], wanted: set[str] | frozenset[str], free
         cost[name] = total
         return total
 
-    return {n for n in candidates if (c := plan(n)) is not None and c <= MAX_COST}
+    found = {n for n in candidates if (c := plan(n)) is not None and c <= MAX_COST}
+    del plan  # (it calls itself: a cycle that would hold ``defs`` until the collector finds it)
+    return found
 
 
 def _reads(b: Bind) -> set[str]:

@@ -35,6 +35,7 @@ def forget_structure(prog: ReverseProgram) -> ReverseProgram:
         return same_or_new(block, binds, subst_atom(block.result, env))
 
     forward = run(prog.forward)
+    del run  # (it calls itself: a cycle the collector would have to find)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
 
 
