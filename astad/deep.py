@@ -126,7 +126,16 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     fields = _FIELDS.get(cls)
     if fields is None:
         fields = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    present = tuple(f for f in fields if _holds_nodes(getattr(node, f)))
+    found: list[str] = []  # (_holds_nodes of each field, inline: this runs for every node of every walk)
+    for f in fields:
+        value = getattr(node, f)
+        kind = type(value)
+        node_like = _IS_NODE.get(kind)
+        if node_like is None:
+            node_like = _is_node(value)
+        if node_like or ((kind is tuple or kind is list) and value and _is_node(value[0])):
+            found.append(f)
+    present = tuple(found)
     order = _ORDER.get((cls, present))
     if order is None:
         slow = list(node.children)
