@@ -2,7 +2,7 @@
 changing what it makes: libcst's positions computed directly equal those its
 MetadataWrapper computes; an inlined recursion notes each global it reads once;
 the optimiser's passes skipped for a program without what they rewrite (loops,
-lists, one-hot cotangents, outer products) give the same generated code as
+lists, one-hot cotangents, outer products, broadcasts) give the same generated code as
 running them."""
 
 import importlib
