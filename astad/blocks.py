@@ -4,9 +4,28 @@ again, shared by the optimiser's passes."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from .ir import Atom, Bind, Block, Comp, If, Loop, LoopBack, MakeTuple, Prim
+
+
+def same(new: Sequence[object], old: Sequence[object]) -> bool:
+    """Whether ``new`` holds the very objects of ``old``, in order."""
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+
+
+def same_or_new(block: Block, binds: Sequence[Bind], result: Atom | None = None) -> Block:
+    """``block`` itself when ``binds`` are its own bindings and ``result`` (default:
+    its own) is its result (what is remembered about it is kept), else a new block."""
+    result = block.result if result is None else result
+    if result is block.result and same(binds, block.binds):
+        return block
+    return Block(tuple(binds), result)
+
+
+def rebound(b: Bind, rhs: Comp) -> Bind:
+    """``b`` with the right-hand side ``rhs``: ``b`` itself when that is its own."""
+    return b if rhs is b.rhs else Bind(b.targets, rhs, b.loc)
 
 
 def with_branches(b: Bind, rhs: Comp, f: Callable[[Block], Block]) -> Bind:

@@ -46,11 +46,27 @@ def deep() -> bool:
     return True
 
 
+#: how many calls of :func:`call` each thread is inside
+_nesting = threading.local()
+
+#: :func:`call` looks at the stack's depth at every this many levels of calls
+#: inside calls (a look costs microseconds: Python raises and catches an error
+#: when the stack is shallow, and the lowering calls it at every expression);
+#: in between, a few levels more than a segment may pile up, well within the
+#: two thirds of the limit a segment leaves.  Every level under a low limit.
+CHECK_EVERY = 4
+
+
 def call(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)``, on a fresh thread when this thread's stack is deep."""
-    if not deep():
+    n = getattr(_nesting, "n", 0)
+    if (n % CHECK_EVERY == 0 or sys.getrecursionlimit() < 1000) and deep():
+        return fresh(fn, *args)
+    _nesting.n = n + 1
+    try:
         return fn(*args)
-    return fresh(fn, *args)
+    finally:
+        _nesting.n = n
 
 
 def fresh(fn: Callable[..., T], *args: Any) -> T:
@@ -110,7 +126,16 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     fields = _FIELDS.get(cls)
     if fields is None:
         fields = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
-    present = tuple(f for f in fields if _holds_nodes(getattr(node, f)))
+    found: list[str] = []  # (_holds_nodes of each field, inline: this runs for every node of every walk)
+    for f in fields:
+        value = getattr(node, f)
+        kind = type(value)
+        node_like = _IS_NODE.get(kind)
+        if node_like is None:
+            node_like = _is_node(value)
+        if node_like or ((kind is tuple or kind is list) and value and _is_node(value[0])):
+            found.append(f)
+    present = tuple(found)
     order = _ORDER.get((cls, present))
     if order is None:
         slow = list(node.children)

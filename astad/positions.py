@@ -16,6 +16,7 @@ from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from . import deep
 
@@ -26,9 +27,35 @@ def resolve(module: cst.Module, source: str) -> Any:
     """The position of every node of ``module`` (parsed from ``source``): libcst's
     where it reaches, else those of the statements (None: neither reaches)."""
     try:
-        return deep.fresh(lambda: MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+        return deep.fresh(_by_codegen, module)
     except RecursionError:
         return deep.fresh(by_statement, module, source)
+
+
+class _State(PositionProvidingCodegenState):
+    """libcst's state for positions, which splits every token at line breaks: a
+    token without one (nearly all) only moves the column."""
+
+    def _update_position(self, value: str) -> None:
+        if "\n" in value or "\r" in value:
+            PositionProvidingCodegenState._update_position(self, value)
+        else:
+            self.column += len(value)
+
+
+def _by_codegen(module: cst.Module) -> Any:
+    """libcst's ``PositionProvider``, run as ``MetadataWrapper.resolve`` runs it
+    but without the visit of the whole tree that the wrapper makes for batched
+    providers (there are none here): a third of the time.  Through the wrapper
+    when libcst's internals are not as expected."""
+    try:
+        provider = PositionProvider()
+        provider._computed = {}
+        module._codegen(_State(default_indent=module.default_indent, default_newline=module.default_newline,
+                               provider=provider))
+        return provider._computed
+    except (AttributeError, TypeError):
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
 def by_statement(module: cst.Module, source: str) -> dict[cst.CSTNode, CodeRange] | None:

@@ -196,7 +196,9 @@ def same_code(a: types.CodeType, b: types.CodeType) -> bool:
     if any(getattr(a, f) != getattr(b, f) for f in _FIELDS) or len(a.co_consts) != len(b.co_consts) or (
             a.co_flags & ~inspect.CO_NESTED != b.co_flags & ~inspect.CO_NESTED):
         return False
-    return _instructions(a) == _instructions(b) and all(_same_const(x, y) for x, y in zip(a.co_consts, b.co_consts))
+    # the same bytes with the same tables of names are the same instructions (dis is slow on a long function)
+    same_ops = a.co_code == b.co_code or _instructions(a) == _instructions(b)
+    return same_ops and all(_same_const(x, y) for x, y in zip(a.co_consts, b.co_consts))
 
 
 def _instructions(code: types.CodeType) -> list[tuple[str, Any]]:

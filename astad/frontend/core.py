@@ -34,12 +34,21 @@ class LowererCore:
         self.node: cst.CSTNode = parsed.funcdef
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
         self.const_names: dict[int, str] = {}
-        self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object)
+        self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object), each once
+        self._dep_keys: set[tuple[tuple[str, ...], int]] = set()
         self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
         self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
+
+    def depend(self, path: tuple[str, ...], obj: Any) -> None:
+        """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
+        pair, though an inlined recursion reads its globals at every level."""
+        key = (path, id(obj))
+        if key not in self._dep_keys:
+            self._dep_keys.add(key)
+            self.deps.append((path, obj))
 
     @property
     def scope(self) -> Scope:

@@ -40,11 +40,17 @@ class Expressions(LowererCore):
             self.node = saved
 
     def expr_Integer(self, node: cst.Integer) -> Value:
-        v = int(node.evaluated_value)
+        try:
+            v = int(node.value, 0)  # (libcst's evaluated_value runs ast.literal_eval: a parse, and a cycle of closures)
+        except ValueError:
+            v = int(node.evaluated_value)
         return Const.literal(v, literal_type(v))
 
     def expr_Float(self, node: cst.Float) -> Value:
-        return Const.literal(float(node.evaluated_value), FLOAT)
+        try:
+            return Const.literal(float(node.value), FLOAT)
+        except ValueError:
+            return Const.literal(float(node.evaluated_value), FLOAT)
 
     def expr_Tuple(self, node: cst.Tuple) -> Value:
         return PyTuple(tuple(self.element(e) for e in node.elements))

@@ -52,7 +52,7 @@ class Lookup(LowererCore):
             raise self.type_error(f"name `{for_name}` is not defined", node,
                                   hint="a parameter, a variable assigned earlier, or a module-level name")
         path = self.scope.path + (for_name,)
-        self.deps.append((path, obj))
+        self.depend(path, obj)
         return self.object_value(for_name, obj, node, path)
 
     def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
@@ -94,7 +94,7 @@ class Lookup(LowererCore):
 
     def fixed_value(self, name: str, obj: Any, node: cst.CSTNode) -> Value:
         """A parameter a method (``self``) or a partial fixes: read as a global is."""
-        self.deps.append(((name,), obj))
+        self.depend((name,), obj)
         return self.object_value(name, obj, node, (name,))
 
     def object_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...]) -> Value:
@@ -117,7 +117,7 @@ class Lookup(LowererCore):
                 "`self` as constants, but cannot call its methods", self.loc(node),
                 "a module-level function called with the values it needs (or read the attribute it returns)")
         path = base.path + (attr,)
-        self.deps.append((path, obj))
+        self.depend(path, obj)
         return self.object_value(attr, obj, node, path)
 
     def constant(self, obj: Any, what: str, node: cst.CSTNode, name: str | None = None,

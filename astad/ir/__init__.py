@@ -18,7 +18,7 @@ from .nodes import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, C
                     Function, If, Lam, Loc, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack,
                     Var, Zero, nested_blocks, trip_count)
 from .walk import (all_binds, as_var, atoms_of, bound_names, bound_set, bound_var_names, bound_vars,
-                   free_vars, function_values, if_free_vars, lam_free_vars, loop_free_vars, map_atoms,
+                   free_vars, function_values, if_free_vars, kinds, lam_free_vars, loop_free_vars, map_atoms,
                    map_block, read_names, read_set, substitute, substitute_block, use_counts, vars_of)
 
 __all__ = ["App", "AppBack", "Atom", "BOOL", "Bind", "Block", "CaseCopower", "Comp", "Const", "Copower",
@@ -26,6 +26,6 @@ __all__ = ["App", "AppBack", "Atom", "BOOL", "Bind", "Block", "CaseCopower", "Co
            "ListT", "Loc", "Loop", "LoopBack", "MakeTuple", "NoneT", "Num", "Plus", "Prim", "ReverseProgram",
            "StructT", "TupleT", "Type", "Unpack", "Var", "Zero", "all_binds", "as_var", "atoms_of",
            "bound_names", "bound_set", "bound_var_names", "bound_vars", "free_vars", "function_values",
-           "if_free_vars", "is_scalar", "lam_free_vars", "leaf_counts", "loop_free_vars", "map_atoms",
+           "if_free_vars", "is_scalar", "kinds", "lam_free_vars", "leaf_counts", "loop_free_vars", "map_atoms",
            "map_block", "nested_blocks", "read_names", "read_set", "substitute", "substitute_block",
            "trip_count", "tuple_items", "use_counts", "vars_of"]

@@ -39,7 +39,7 @@ class Num:
 
     @property
     def known_shape(self) -> bool:
-        return all(d is not None for d in self.shape)
+        return None not in self.shape  # (sizes are ints or None)
 
     def __str__(self) -> str:
         base = {"float64": "f64", "float32": "f32", "int64": "int", "bool": "bool"}.get(self.dtype, self.dtype)

@@ -133,6 +133,27 @@ def read_names(block: Block) -> set[str]:
     return set(read_set(block))
 
 
+def kinds(block: Block) -> frozenset[str]:
+    """What a block is made of, also inside its branches: the op of each
+    primitive (``"scatter"``) and the class of every other right-hand side
+    (``"LoopBack"``), computed once per block: a pass that rewrites only what a
+    program lacks returns it as it is without walking it."""
+    return _memo(block, "_kinds", _kinds)
+
+
+def _kinds(block: Block) -> frozenset[str]:
+    found: set[str] = set()
+    for b in block.binds:
+        rhs = b.rhs
+        if type(rhs) is Prim:
+            found.add(rhs.op)
+            continue
+        found.add(type(rhs).__name__)
+        for inner in nested_blocks(rhs):
+            found |= kinds(inner)
+    return frozenset(found)
+
+
 def read_set(block: Block) -> frozenset[str]:
     """``read_names``, computed once per block (from its nested blocks' sets)."""
     return _memo(block, "_read_set", _read_set)

@@ -37,9 +37,9 @@ helpers the passes share.
 
 from __future__ import annotations
 
-from ..ir import ReverseProgram, Var, bound_set, bound_vars, read_set
+from ..ir import ReverseProgram, Var, bound_set, bound_vars, kinds, read_set
 from ..names import Namer
-from .accumulate import accumulate_in_loops
+from .accumulate import accumulate_in_loops, accumulates
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
 from .cse import cse
 from .dce import dce, prune_tapes
@@ -70,11 +70,15 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     cleaned = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = shapes_not_arrays(cleaned)
     prog = prog if prog is cleaned else dce(prog)  # (dce of dce's own output is itself)
-    taken = Namer.of(prog).taken  # every name of the program and what generated code reads
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              accumulate_in_loops(prog.backward, taken)))
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              outer_sums(prog.backward, Namer.of(prog))))
+    # (each of the next two only where the backward block has what it rewrites, else its
+    # output would be its input, and that of dce too)
+    if accumulates(prog.backward):
+        taken = Namer.of(prog).taken  # every name of the program and what generated code reads
+        prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                                  accumulate_in_loops(prog.backward, taken)))
+    if "outer" in kinds(prog.backward):
+        prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                                  outer_sums(prog.backward, Namer.of(prog))))
     prog = dce(rematerialise(prog))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,

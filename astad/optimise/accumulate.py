@@ -9,8 +9,15 @@ from dataclasses import replace
 from typing import Callable
 
 from ..blocks import ZERO_MAKERS, prim_op, result_items, with_branches
-from ..ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Plus, Prim, Var, use_counts, vars_of
+from ..ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Plus, Prim, Var, kinds, use_counts, vars_of
 from .lists_in_place import FRESH_LISTS, fresh_list
+
+
+def accumulates(block: Block) -> bool:
+    """Whether :func:`accumulate_in_loops` may change ``block``: only where it has a
+    backward loop (whose sums start from zeros), a one-hot cotangent (``scatter``,
+    ``list_onehot``) or a new list of cotangents (added into in place)."""
+    return bool(kinds(block) & _REWRITTEN)
 
 
 def accumulate_in_loops(block: Block, taken: set[str], accumulators: frozenset[str] = frozenset(),
@@ -170,6 +177,10 @@ _SCATTER_ADD: dict[str, Callable[[Atom, Prim], Prim]] = {
     "scatter": lambda acc, p: Prim("scatter_add", (acc, *p.args), p.params),
     "list_onehot": lambda acc, p: Prim("list_scatter_add", (acc, p.args[1], p.args[2])),
 }
+
+
+#: what :func:`accumulate_in_loops` rewrites (or starts from): without any, a block is left as it is
+_REWRITTEN = frozenset({"LoopBack", *_SCATTER_ADD, *FRESH_LISTS})
 
 
 def _of_lists(p: Prim) -> bool:

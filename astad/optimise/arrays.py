@@ -7,7 +7,8 @@ from __future__ import annotations
 from .. import rules
 from ..blocks import with_branches
 from ..frontend import literal_type
-from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, use_counts
+from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds,
+                 use_counts)
 from ..names import Namer
 
 
@@ -20,6 +21,8 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     broadcasts of small values is done on the small values, then broadcast.  A
     cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
     materialised as a full array unless it has to be."""
+    if "broadcast_to" not in kinds(prog.backward):
+        return prog  # nothing to sink
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, Namer.of(prog)))
 
 
@@ -27,6 +30,8 @@ def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     """:func:`sink_broadcasts` in the forward block (forward mode: a tangent that is a
     broadcast of a small one, ``x - means[j]`` with no tangent of ``x``, stays small
     through the products it enters)."""
+    if "broadcast_to" not in kinds(prog.forward):
+        return prog  # nothing to sink
     return ReverseProgram(prog.name, prog.params, _sink(prog.forward, {}, Namer.of(prog)), prog.ct_in, prog.backward)
 
 

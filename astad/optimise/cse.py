@@ -25,26 +25,30 @@ def cse(prog: ReverseProgram) -> ReverseProgram:
     earlier result (the backward pass reuses forward values as residuals).  A
     branch sees what was computed before its ``if``, not the other way round."""
     env: dict[str, Atom] = {}
-
-    def run(block: Block, seen: dict[object, Var]) -> Block:
-        seen = dict(seen)
-        out = []
-        for b in block.binds:
-            rhs = substitute(b.rhs, env)
-            if isinstance(rhs, (If, Loop, LoopBack)):
-                out.append(with_branches(b, rhs, lambda blk: run(blk, seen)))
-                continue
-            if isinstance(rhs, Prim) and rules.TABLE[rhs.op].stmts is None and rhs.op not in BUFFERS:
-                key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
-                if key in seen:
-                    env[b.targets[0].name] = seen[key]
-                    continue
-                seen[key] = b.targets[0]
-            out.append(Bind(b.targets, rhs, b.loc))
-        if block is prog.forward:
-            top.update(seen)
-        return Block(tuple(out), subst_atom(block.result, env))
-
     top: dict[object, Var] = {}
-    forward = run(prog.forward, {})
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, run(prog.backward, top))
+    forward = _cse(prog.forward, {}, env, top)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _cse(prog.backward, top, env, None))
+
+
+def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[object, Var] | None) -> Block:
+    """``block`` with the common subexpressions of what it and ``seen`` compute
+    removed (``env``: each name removed -> what replaces it); ``top``, when given,
+    receives what the block computes (the forward block's, which the backward
+    block may reuse)."""
+    seen = dict(seen)
+    out = []
+    for b in block.binds:
+        rhs = substitute(b.rhs, env)
+        if isinstance(rhs, (If, Loop, LoopBack)):
+            out.append(with_branches(b, rhs, lambda blk: _cse(blk, seen, env, None)))
+            continue
+        if isinstance(rhs, Prim) and rules.TABLE[rhs.op].stmts is None and rhs.op not in BUFFERS:
+            key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
+            if key in seen:
+                env[b.targets[0].name] = seen[key]
+                continue
+            seen[key] = b.targets[0]
+        out.append(Bind(b.targets, rhs, b.loc))
+    if top is not None:
+        top.update(seen)
+    return Block(tuple(out), subst_atom(block.result, env))

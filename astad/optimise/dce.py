@@ -5,11 +5,9 @@ exactly what its backward pass reads (``prune_tapes``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
-
-from ..blocks import with_branches
+from ..blocks import same, same_or_new, with_branches
 from ..ir import (Bind, Block, If, Loop, LoopBack, Prim, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
-                  nested_blocks, read_names, read_set, vars_of)
+                  kinds, nested_blocks, read_names, read_set, vars_of)
 from ..rules import has_effect
 from .simplify import select_items
 
@@ -57,7 +55,8 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
             continue
         kept.append(b)
         live.update(v.name for v in vars_of(b.rhs))
-    return Block(tuple(reversed(kept)), block.result)
+    kept.reverse()
+    return same_or_new(block, kept)
 
 
 def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
@@ -97,6 +96,8 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
     """Each loop records on its tape exactly what its backward pass reads of
     what the loop binds: no more, and no less when a value was moved into the
     loop's body from an inner loop (``hoist_invariants``)."""
+    if "Loop" not in kinds(prog.forward) and "LoopBack" not in kinds(prog.backward):
+        return prog  # no tapes
     keep: dict[str, tuple[Var, ...]] = {}
     inside: dict[str, set[str]] = {}  # tape -> what its loop binds (outer values are not taped)
 
@@ -126,10 +127,10 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
                     forward_vars.update((v.name, v) for v in bound_vars(prog.forward))
                 saved += tuple(v for n, v in forward_vars.items() if n in missing)
                 keep[b.rhs.tape.name] = saved
-                if not _same(saved, b.rhs.saved):
+                if not same(saved, b.rhs.saved):
                     b = Bind(b.targets, replace(b.rhs, saved=saved), b.loc)
             binds.append(b)
-        return _same_or_new(block, binds)
+        return same_or_new(block, binds)
 
     def fwd(block: Block) -> Block:
         binds = []
@@ -138,24 +139,13 @@ def prune_tapes(prog: ReverseProgram) -> ReverseProgram:
             if isinstance(b.rhs, Loop) and b.rhs.tape is not None:
                 if b.rhs.tape.name not in keep:  # no backward pass reads this tape
                     b = Bind(b.targets[:-1], replace(b.rhs, save=(), tape=None), b.loc)
-                elif not _same(keep[b.rhs.tape.name], b.rhs.save):
+                elif not same(keep[b.rhs.tape.name], b.rhs.save):
                     b = Bind(b.targets, replace(b.rhs, save=keep[b.rhs.tape.name]), b.loc)
             binds.append(b)
-        return _same_or_new(block, binds)
+        return same_or_new(block, binds)
 
     backward = back(prog.backward)
     forward = fwd(prog.forward)
     if forward is prog.forward and backward is prog.backward:
         return prog
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
-
-
-def _same(new: Sequence[object], old: Sequence[object]) -> bool:
-    """Whether ``new`` holds the very objects of ``old``, in order."""
-    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
-
-
-def _same_or_new(block: Block, binds: list[Bind]) -> Block:
-    """``block`` itself when ``binds`` are its own bindings (what is remembered
-    about it is kept), else a new block of them."""
-    return block if _same(binds, block.binds) else Block(tuple(binds), block.result)

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from .. import rules
 from ..blocks import with_branches
-from ..ir import Bind, Block, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, all_binds, trip_count, vars_of
+from ..ir import (Bind, Block, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, all_binds, kinds, trip_count,
+                 vars_of)
 from .cse import BUFFERS
 from .dce import prune_tapes
 
@@ -51,6 +52,8 @@ def hoist_invariants(prog: ReverseProgram) -> ReverseProgram:
     is no longer recorded per iteration: the backward pass reads it as a
     residual, or from the tape of the loop it moved into (``prune_tapes``), so
     in the backward pass more is invariant: it moves second."""
+    if not (kinds(prog.forward) | kinds(prog.backward)) & {"Loop", "LoopBack"}:
+        return prog  # no loop: nothing is invariant in one
     running = {b.rhs.tape.name for b in all_binds(prog.forward)
                if isinstance(b.rhs, Loop) and b.rhs.tape is not None and _surely_runs(b.rhs)}
     prog = prune_tapes(ReverseProgram(prog.name, prog.params, _hoist(prog.forward, running), prog.ct_in,

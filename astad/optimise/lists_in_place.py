@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import replace
 
 from ..blocks import prim_op, result_items, with_branches
-from ..ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, ReverseProgram, Var, read_names, use_counts,
-                 vars_of)
+from ..ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, ReverseProgram, Var, kinds, read_names,
+                 use_counts, vars_of)
 
 
 #: primitives that make a new list object (elements shared, never changed in place)
@@ -37,6 +37,8 @@ def lists_in_place(prog: ReverseProgram) -> ReverseProgram:
     to in place; the backward loop taking the cotangents of those appends off
     the end of a list of its own pops them.  O(1) per step instead of a copy of
     the list."""
+    if not (kinds(prog.forward) | kinds(prog.backward)) & {"Loop", "LoopBack"}:
+        return prog  # no loop: no list is built by one
     fwd_uses = use_counts(prog.forward)
     for name in read_names(prog.backward):
         fwd_uses[name] += 1  # residuals

@@ -95,11 +95,22 @@ def _big(v: Var) -> bool:
 def _recomputable(defs: dict[str, Bind], wanted: set[str] | frozenset[str], free: set[str]) -> set[str]:
     """The names in ``wanted`` worth recomputing: big arrays made by a cheap operation from
     what is ``free`` (there anyway), what is kept anyway, or what is recomputed too."""
-    candidates = {n for n in wanted if n in defs and _big(defs[n].targets[0]) and defs[n].rhs.op in CHEAP}
-    cost: dict[str, int | None] = {}
+    planner = _Planner(defs, wanted, free)
+    return {n for n in planner.candidates if (c := planner.plan(n)) is not None and c <= MAX_COST}
 
-    def plan(name: str) -> int | None:
+
+class _Planner:
+    """What recomputing each name costs (an object, not a function calling itself from
+    inside ``_recomputable``: that would be a cycle holding ``defs`` until the collector ran)."""
+
+    def __init__(self, defs: dict[str, Bind], wanted: set[str] | frozenset[str], free: set[str]) -> None:
+        self.defs, self.wanted, self.free = defs, wanted, free
+        self.candidates = {n for n in wanted if n in defs and _big(defs[n].targets[0]) and defs[n].rhs.op in CHEAP}
+        self.cost: dict[str, int | None] = {}
+
+    def plan(self, name: str) -> int | None:
         """The passes recomputing ``name`` costs (None: it cannot be recomputed cheaply)."""
+        cost, defs, plan = self.cost, self.defs, self.plan
         if name in cost:
             return cost[name]
         cost[name] = None  # (no cycles in SSA; this guards anyway)
@@ -108,13 +119,13 @@ def _recomputable(defs: dict[str, Bind], wanted: set[str] | frozenset[str], free
             return None
         total = 1 if rhs.op in CHEAP else 0
         for a in rhs.args:
-            if not isinstance(a, Var) or a.name in free:
+            if not isinstance(a, Var) or a.name in self.free:
                 continue
-            if a.name in candidates:
+            if a.name in self.candidates:
                 if plan(a.name) is None or plan(a.name) > MAX_COST:
                     continue  # kept anyway
                 continue  # recomputed anyway: paid for by its own plan
-            if a.name in wanted:
+            if a.name in self.wanted:
                 continue  # a residual kept anyway
             inner = plan(a.name)
             if inner is None:
@@ -122,8 +133,6 @@ def _recomputable(defs: dict[str, Bind], wanted: set[str] | frozenset[str], free
             total += inner
         cost[name] = total
         return total
-
-    return {n for n in candidates if (c := plan(n)) is not None and c <= MAX_COST}
 
 
 def _reads(b: Bind) -> set[str]:

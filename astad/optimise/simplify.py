@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 
 from .. import rules
-from ..blocks import ZERO_MAKERS, result_items, with_branches
+from ..blocks import ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
                   TupleT, Unpack, Var, Zero, bound_set, nested_blocks, read_set, substitute, substitute_block, vars_of)
 from ..names import Namer
@@ -209,10 +209,12 @@ def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
         rhs = b.rhs
         if isinstance(rhs, Loop):
             rhs = replace(rhs, save=rename_vars(rhs.save, env), body=_rename_saves(rhs.body, env))
+            binds.append(Bind(b.targets, rhs, b.loc))
         elif isinstance(rhs, If):
-            rhs = If(rhs.cond, _rename_saves(rhs.then, env), _rename_saves(rhs.orelse, env))
-        binds.append(Bind(b.targets, rhs, b.loc))
-    return Block(tuple(binds), block.result)
+            binds.append(with_branches(b, rhs, lambda blk: _rename_saves(blk, env)))
+        else:
+            binds.append(b)
+    return same_or_new(block, binds)
 
 
 def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block:
@@ -242,5 +244,5 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
             env[target.name] = src
             binds[i] = None
     binds = [b if b is None else with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env)) for b in binds]
-    out = tuple(Bind(b.targets, substitute(b.rhs, env), b.loc) for b in binds if b is not None)
-    return Block(out, subst_atom(block.result, env))
+    out = [rebound(b, substitute(b.rhs, env)) for b in binds if b is not None]
+    return same_or_new(block, out, subst_atom(block.result, env))

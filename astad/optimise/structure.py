@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..blocks import with_branches
+from ..blocks import rebound, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Drop, Dup, If, Loop, LoopBack, ReverseProgram, Var, substitute
 
 
@@ -17,25 +17,28 @@ def subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
 
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
     env: dict[str, Atom] = {}  # names are unique in a program, so one map serves every block
-
-    def run(block: Block) -> Block:
-        binds = []
-        for b in block.binds:
-            rhs = substitute(b.rhs, env)
-            if isinstance(rhs, Dup):
-                for t in b.targets:
-                    env[t.name] = rhs.var
-            elif isinstance(rhs, Loop):
-                body = run(rhs.body)
-                binds.append(Bind(b.targets, replace(rhs, body=body, save=rename_vars(rhs.save, env)), b.loc))
-            elif isinstance(rhs, (If, LoopBack)):
-                binds.append(with_branches(b, rhs, run))
-            elif not isinstance(rhs, Drop):
-                binds.append(Bind(b.targets, rhs, b.loc))
-        return Block(tuple(binds), subst_atom(block.result, env))
-
-    forward = run(prog.forward)
+    forward = _forget(prog.forward, env)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
+
+
+def _forget(block: Block, env: dict[str, Atom]) -> Block:
+    """``block`` without ``dup`` and ``drop``, the copies ``dup`` made added to ``env``.
+    (A function of the module, not one nested in ``forget_structure`` that calls
+    itself: that would be a cycle holding the program until the collector ran.)"""
+    binds = []
+    for b in block.binds:
+        rhs = substitute(b.rhs, env)
+        if isinstance(rhs, Dup):
+            for t in b.targets:
+                env[t.name] = rhs.var
+        elif isinstance(rhs, Loop):
+            body = _forget(rhs.body, env)
+            binds.append(Bind(b.targets, replace(rhs, body=body, save=rename_vars(rhs.save, env)), b.loc))
+        elif isinstance(rhs, (If, LoopBack)):
+            binds.append(with_branches(b, rhs, lambda blk: _forget(blk, env)))
+        elif not isinstance(rhs, Drop):
+            binds.append(rebound(b, rhs))
+    return same_or_new(block, binds, subst_atom(block.result, env))
 
 
 def rename_vars(vs: tuple[Var, ...], env: dict[str, Atom]) -> tuple[Var, ...]:
@@ -61,5 +64,5 @@ def rename_deep(block: Block, env: dict[str, Atom]) -> Block:
             rhs = If(subst_atom(rhs.cond, env), rename_deep(rhs.then, env), rename_deep(rhs.orelse, env))
         else:
             rhs = substitute(rhs, env)
-        binds.append(Bind(b.targets, rhs, b.loc))
-    return Block(tuple(binds), subst_atom(block.result, env))
+        binds.append(rebound(b, rhs))
+    return same_or_new(block, binds, subst_atom(block.result, env))

@@ -49,8 +49,23 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
     promotion, found by applying ``impl`` to scalar samples of the types."""
 
     found: dict[tuple, tuple] = {}  # the operands' kinds and the params -> what numpy's result is
+    known: dict[tuple, Type] = {}  # the operands' types and the params -> the result's (a program repeats them)
 
     def infer(ts: list[Type], params: dict) -> Type:
+        try:
+            whole: tuple | None = (tuple(ts), tuple(params.items()))
+            out = known.get(whole)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable parameter (or value)
+            whole, out = None, None
+        if out is None:
+            out = _infer(ts, params)
+            if whole is not None:
+                if len(known) >= 4096:  # (bounded: a long session sees many shapes)
+                    known.clear()
+                known[whole] = out
+        return out
+
+    def _infer(ts: list[Type], params: dict) -> Type:
         kinds = [_kind(t) for t in ts]
         shape = broadcast_shapes(*(t.shape for t in ts))  # type: ignore[union-attr]
         try:
