@@ -16,12 +16,14 @@ from .. import backends
 from .python import Printer, funcdef, module_source
 from .reuse import reused
 from ..ir import Function, MakeTuple
+from ..optimise.scalars import ScalarPlan, tested_abs
 
 
 def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     """The module's source text: imports and ``<name>_jvp``."""
     body = fn.body
-    printer = Printer(body, in_place=backends.allows_in_place())
+    numpy = backends.current() == backends.NUMPY  # ``abs(step)`` for ``np.abs(step) > tol`` (optimise/scalars.py)
+    printer = Printer(body, in_place=backends.allows_in_place(), plan=ScalarPlan(calls=tested_abs(body)) if numpy else None)
     printer.rename_carried = True
     final = body.binds[-1] if body.binds else None
     returns_pair = final is not None and final.targets == (body.result,) and isinstance(final.rhs, MakeTuple)
