@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, backends, fresh, pipeline
+from . import api, backends, fresh, pipeline, scalar_grad
 from .api_forward import (_BY_ID, all_differentiable, check_pairs, checked_tangents, fast_key, forward_of, jvp_at,
                           jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
@@ -358,7 +358,10 @@ class Grad(Derived):
 
 class PlainGrad(api.Gradient, Grad):
     """``grad`` of a function astad reads: called, reverse mode (:class:`astad.api.Gradient`;
-    ``.source`` finds the types in the Reverse's last derivative); differentiated again, a :class:`Grad`."""
+    ``.source`` finds the types in the Reverse's last derivative); differentiated again, a :class:`Grad`.
+    In one Python-float argument of scalar ones, forward mode (:mod:`astad.scalar_grad`)."""
+
+    _by_forward = staticmethod(scalar_grad.runner)
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)

@@ -25,27 +25,37 @@ from typing import Any, Callable
 from . import names
 from .ir import StructT
 
-_FUSED: "weakref.WeakKeyDictionary[Any, Callable[..., Any] | None]" = weakref.WeakKeyDictionary()
+_FUSED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+#: what a gradient's caller gets: the cotangents ``nums`` (one, when ``single``), after the value when ``with_value``
+Pick = tuple[tuple[int, ...], bool, bool]
 
 
-def of(d: Any) -> Callable[..., Any] | None:
+def of(d: Any, pick: Pick | None = None) -> Callable[..., Any] | None:
     """The fused value-and-gradient function of a :class:`astad.pipeline.Derivative`
-    (made once per derivative), or None where :func:`fuse` declines or the
-    generated functions take the leaves of structured arguments."""
-    try:
-        return _FUSED[d]
-    except KeyError:
-        pass
+    (made once per derivative and ``pick``), or None where :func:`fuse` declines or the
+    generated functions take the leaves of structured arguments.  With ``pick``, the
+    function returns what ``grad``'s caller gets (see :func:`fuse`)."""
+    made = _FUSED.get(d)
+    if made is None:
+        made = _FUSED[d] = {}
+    if pick in made:
+        return made[pick]
     plain = not any(isinstance(t, StructT) for t in d.arg_types) and hasattr(d.forward, "__globals__")
-    found = _FUSED[d] = fuse(d.source, d.name, d.forward.__globals__) if plain else None
+    found = made[pick] = fuse(d.source, d.name, d.forward.__globals__, pick) if plain else None
     return found
 
 
-def fuse(source: str, program: str, namespace: dict[str, Any]) -> Callable[..., Any] | None:
+def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None = None) -> Callable[..., Any] | None:
     """``program``'s forward and backward, from the generated ``source``, as one
     function ``(*args) -> (value, cotangents)`` at output cotangent 1.0, compiled
     in a copy of ``namespace`` (the generated module's globals); None when the
-    bodies cannot be joined as they are (see the module docstring)."""
+    bodies cannot be joined as they are (see the module docstring).  With ``pick
+    = (nums, single, with_value)`` it returns the cotangents ``nums`` as they are
+    (the caller knows they are Python floats, which need no copy): ``(value, (x_ct,
+    y_ct))``, ``(value, x_ct)``, ``x_ct``, ...; None where the backward's result
+    is not a tuple of one item per parameter, or one left out is more than a name
+    or a constant (it would no longer be evaluated)."""
     funcs = {f.name: f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef)}
     fwd = funcs.get(names.python_name(f"{program}_forward"))
     bwd = funcs.get(names.python_name(f"{program}_backward"))
@@ -53,7 +63,7 @@ def fuse(source: str, program: str, namespace: dict[str, Any]) -> Callable[..., 
         return None
     params = {a.arg for a in fwd.args.args}
     joined = _join(_body(fwd), _body(bwd), params, bwd.args.args[0].arg, bwd.args.args[1].arg)
-    if joined is None:
+    if joined is None or (pick is not None and not _picked(joined[-1], pick, len(params))):
         return None
     name = "_".join(("fused", fwd.name, "value_and_grad"))
     if name in namespace:  # a constant the code reads has the name
@@ -111,12 +121,42 @@ def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals:
     if (residuals in _read(tail) or ct in fwd_locals | fwd_globals or bwd_bound & fwd_globals
             or bwd_globals & fwd_locals):
         return None
-    result = _fresh("value", fwd_locals | fwd_globals | bwd_bound | _read(bwd))
-    start = [ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=value),
-             ast.Assign(targets=[ast.Name(id=ct, ctx=ast.Store())], value=ast.Constant(1.0))]
+    if ct in bwd_bound:
+        start: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=ct, ctx=ast.Store())], value=ast.Constant(1.0))]
+    else:  # read only: each read is the constant (``t6 = 1.0 / t4``: the same operation on the same value)
+        start, tail = [], [_Constant(ct).visit(stmt) for stmt in tail]
+    if isinstance(value, ast.Name) and value.id not in bwd_bound:  # the value as it is, under its own name
+        result = value
+    else:
+        name = _fresh("value", fwd_locals | fwd_globals | bwd_bound | _read(bwd))
+        start.insert(0, ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value))
+        result = ast.Name(id=name, ctx=ast.Load())
     cts = tail[-1].value  # type: ignore[attr-defined]
-    end = ast.Return(value=ast.Tuple(elts=[ast.Name(id=result, ctx=ast.Load()), cts], ctx=ast.Load()))
+    end = ast.Return(value=ast.Tuple(elts=[result, cts], ctx=ast.Load()))
     return head + start + tail[:-1] + [end]
+
+
+class _Constant(ast.NodeTransformer):
+    """Each read of ``name`` as the output cotangent, 1.0."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return ast.copy_location(ast.Constant(1.0), node) if node.id == self.name else node
+
+
+def _picked(ret: ast.Return, pick: Pick, n: int) -> bool:
+    """``ret`` (``return value, (ct_1, ..., ct_n)``) made to return what ``pick`` asks for."""
+    value, cts = ret.value.elts  # type: ignore[union-attr]
+    nums, single, with_value = pick
+    if not (isinstance(cts, ast.Tuple) and len(cts.elts) == n and all(0 <= i < n for i in nums)):
+        return False
+    if any(not isinstance(e, (ast.Name, ast.Constant)) for i, e in enumerate(cts.elts) if i not in nums):
+        return False
+    picked: ast.expr = cts.elts[nums[0]] if single else ast.Tuple(elts=[cts.elts[i] for i in nums], ctx=ast.Load())
+    ret.value = ast.Tuple(elts=[value, picked], ctx=ast.Load()) if with_value else picked
+    return True
 
 
 def _fresh(base: str, taken: set[str]) -> str:
