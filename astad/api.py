@@ -449,7 +449,9 @@ class Gradient:
         self._argnums, self._with_value = argnums, with_value
         self._single = single = not isinstance(argnums, (tuple, list))
         # (run, holds) of calls whose derivative's types were checked, by the types of the arguments
-        self._table = rev.table(("grad", argnums if single else tuple(argnums), with_value))  # type: ignore[arg-type]
+        key = ("grad", argnums if single else tuple(argnums), with_value)
+        self._table = rev.table(key)  # type: ignore[arg-type]
+        self._latest = rev.table(("latest", key))  # the function a call tries first (see _remember)
         self._function, self._code = rev.__astad_function__, rev._code
         self._types_checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
         # argnums by the number of arguments passed by position
@@ -457,11 +459,28 @@ class Gradient:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
+            fast = self._latest.get(_LATEST)  # the latest entry's function, which checks its arguments itself
+            if fast is not None:
+                out = fast(*args)
+                if out is not fused.MISS:
+                    return out
             hit = self._table.get(type(args[0]) if len(args) == 1 else (type(args[0]), type(args[1])) if
-                                  len(args) == 2 else tuple(map(type, args)))
+                            len(args) == 2 else tuple(map(type, args)))
             if hit is not None and self._function.__code__ is self._code and (hit[1] is None or hit[1]()):
                 return hit[0](*args)
         return self._call(args, kwargs)
+
+    def _remember(self, args: tuple, entry: tuple) -> None:
+        """``entry`` in the table (see :func:`remember`), and its function, made to check its
+        arguments itself (astad.fused.guard), as the one a call tries first."""
+        table = self._table
+        remember(table, args, entry)
+        if table.get(kinds(args)) is entry:
+            fast = fused.guard(entry[0], tuple(map(type, args)), self._function, self._code, entry[1])
+            if fast is not None:
+                self._latest[_LATEST] = fast
+            else:
+                self._latest.pop(_LATEST, None)
 
     def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         rev, binder = self._rev, self._rev._binder
@@ -472,17 +491,18 @@ class Gradient:
         pick = (nums, one, self._with_value)
         if len(nums) == 1 and type(args[nums[0]]) is float and self._by_forward is not None and \
                 _SCALAR_KEYS.issuperset(map(type, args)):
+            rev.check_code()  # (forward mode would read the new code)
             found = self._by_forward(rev, args, nums[0], pick)
             if found is not None:
                 if remembered:
-                    remember(self._table, args, found)
+                    self._remember(args, found)
                 return found[0](*args)
         d, _, holds = rev.entry(args, wrt)
         if d not in self._types_checked:
             _check_grad_types(rev, d, nums)
             self._types_checked.add(d)
         if remembered:
-            remember(self._table, args, (_runner(d, pick), holds))
+            self._remember(args, (_runner(d, pick), holds))
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, 1.0)
         picked = tuple(cts[i] for i in nums)
@@ -495,6 +515,10 @@ class Gradient:
         nums, one = _argnums(self._argnums, n, self._rev._parsed.name, n_params)
         found = self._nums[n] = (nums, one, frozenset(nums))
         return found
+
+
+#: the key of the function a Gradient's call tries first (see Gradient._remember)
+_LATEST = object()
 
 
 def _python_float(t: Type) -> bool:

@@ -70,10 +70,53 @@ def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None
         return None
     fused = copy.copy(fwd)
     fused.name, fused.body, fused.decorator_list = name, joined, []
-    tree = ast.Module(body=[fused], type_ignores=[])
+    return made(fused, dict(namespace), f"<astad: {program} value_and_grad>")
+
+
+def made(f: ast.FunctionDef, scope: dict[str, Any], filename: str) -> Callable[..., Any]:
+    """The function ``f`` compiled in ``scope``, which it keeps with its tree (see :func:`guard`)."""
+    exec(compile(ast.fix_missing_locations(ast.Module(body=[f], type_ignores=[])), filename, "exec"), scope)  # noqa: S102
+    found = scope[f.name]
+    found.__astad_tree__ = (f, scope, filename)
+    return found
+
+
+#: what a function made by :func:`guard` returns for a call it was not made for
+MISS = object()
+
+
+def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code: Any,
+          holds: Callable[[], bool] | None) -> Callable[..., Any] | None:
+    """``run`` (made by :func:`made`) that first checks, itself, that it was called with one
+    argument of each type in ``types`` (by position), that ``function.__code__`` is still
+    ``code`` and that ``holds()`` (the names the code read mean the same objects), and
+    returns :data:`MISS` otherwise: the checks a table of entries by argument types makes,
+    without building a key per call.  None where ``run`` was not made by :func:`made`."""
+    tree = getattr(run, "__astad_tree__", None)
+    if tree is None:
+        return None
+    f, namespace, filename = tree
+    params = [a.arg for a in f.args.args]
+    if len(params) != len(types) or f.args.vararg or f.args.kwonlyargs or f.args.kwarg or f.args.defaults:
+        return None
+    taken = {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} | set(params) | set(namespace)
+    fresh = {}
+    for base in ("miss", "rest", "function", "code", "holds", *(f"type_{i}" for i in range(len(types))),
+                 f"{f.name}_guarded"):
+        fresh[base] = _fresh(base, taken)
+        taken.add(fresh[base])
+    tests = [fresh["rest"], *(f"type({p}) is not {fresh[f'type_{i}']}" for i, p in enumerate(params)),
+             f"{fresh['function']}.__code__ is not {fresh['code']}"] + ([f"not {fresh['holds']}()"] if holds else [])
+    prologue = ast.parse(f"if {' or '.join(tests)}:\n    return {fresh['miss']}\n").body
+    g = copy.copy(f)
+    g.name = fresh[f"{f.name}_guarded"]
+    g.args = ast.arguments(posonlyargs=[], args=list(f.args.args), vararg=ast.arg(arg=fresh["rest"]), kwonlyargs=[],
+                           kw_defaults=[], kwarg=None, defaults=[ast.Name(id=fresh["miss"], ctx=ast.Load()) for _ in params])
+    g.body = [*prologue, *f.body]
     scope = dict(namespace)
-    exec(compile(ast.fix_missing_locations(tree), f"<astad: {program} value_and_grad>", "exec"), scope)  # noqa: S102
-    return scope[name]
+    scope.update({fresh["miss"]: MISS, fresh["function"]: function, fresh["code"]: code, fresh["holds"]: holds})
+    scope.update({fresh[f"type_{i}"]: t for i, t in enumerate(types)})
+    return made(g, scope, filename)
 
 
 def _body(f: ast.FunctionDef) -> list[ast.stmt]:
@@ -110,11 +153,13 @@ def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals:
     value, saved = ret.elts
     head, tail = fwd[:-1], bwd
     bwd_bound = _bound(bwd)
+    rebound: set[str] = set()  # what the joined statements bind after the forward's return value is computed
     if tail and _unpacks(tail[0], residuals):
         unpack = tail[0]
         tail = tail[1:]
         if ast.dump(unpack.targets[0]).replace("Store", "Load") != ast.dump(saved):  # type: ignore[attr-defined]
             head = head + [ast.Assign(targets=unpack.targets, value=saved)]  # type: ignore[attr-defined]
+            rebound = _bound([unpack])
     fwd_locals = _bound(head) | params
     fwd_globals = (_read(head) | _read([ast.Expr(value)])) - fwd_locals
     bwd_globals = _read(bwd) - bwd_bound
@@ -125,7 +170,7 @@ def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals:
         start: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=ct, ctx=ast.Store())], value=ast.Constant(1.0))]
     else:  # read only: each read is the constant (``t6 = 1.0 / t4``: the same operation on the same value)
         start, tail = [], [_Constant(ct).visit(stmt) for stmt in tail]
-    if isinstance(value, ast.Name) and value.id not in bwd_bound:  # the value as it is, under its own name
+    if isinstance(value, ast.Name) and value.id not in rebound | _bound(tail):  # the value as it is, by its name
         result = value
     else:
         name = _fresh("value", fwd_locals | fwd_globals | bwd_bound | _read(bwd))

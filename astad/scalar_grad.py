@@ -28,7 +28,7 @@ from typing import Any, Callable
 from . import pipeline
 from .api_forward import forward_of
 from .errors import AstadError
-from .fused import Pick, _body, _fresh, _plain
+from .fused import Pick, _body, _fresh, _plain, made
 
 _RUNNERS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -105,6 +105,4 @@ def _compiled(d: Any, pick: Pick) -> Callable[..., Any] | None:
               ast.Return(value=out)]
     scope = dict(namespace)
     scope[to_float] = as_float
-    tree = ast.fix_missing_locations(ast.Module(body=[f], type_ignores=[]))
-    exec(compile(tree, f"<astad: {d.name} grad by forward mode>", "exec"), scope)  # noqa: S102
-    return scope[name]
+    return made(f, scope, f"<astad: {d.name} grad by forward mode>")
