@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import backends, cache, calling, fresh, frontend, fused, pipeline
+from . import backends, cache, calling, fresh, frontend, fused, guards, pipeline
 from .memo import LRU
 from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
@@ -459,10 +459,10 @@ class Gradient:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
-            fast = self._latest.get(_LATEST)  # the latest entry's function, which checks its arguments itself
+            fast = self._latest.get(None)  # the latest entry's function, which checks its arguments itself
             if fast is not None:
                 out = fast(*args)
-                if out is not fused.MISS:
+                if out is not _MISS:
                     return out
             hit = self._table.get(type(args[0]) if len(args) == 1 else (type(args[0]), type(args[1])) if
                             len(args) == 2 else tuple(map(type, args)))
@@ -476,11 +476,11 @@ class Gradient:
         table = self._table
         remember(table, args, entry)
         if table.get(kinds(args)) is entry:
-            fast = fused.guard(entry[0], tuple(map(type, args)), self._function, self._code, entry[1])
+            fast = guards.guard(entry[0], tuple(map(type, args)), self._function, self._code, entry[1])
             if fast is not None:
-                self._latest[_LATEST] = fast
+                self._latest[None] = fast
             else:
-                self._latest.pop(_LATEST, None)
+                self._latest.clear()
 
     def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         rev, binder = self._rev, self._rev._binder
@@ -517,8 +517,7 @@ class Gradient:
         return found
 
 
-#: the key of the function a Gradient's call tries first (see Gradient._remember)
-_LATEST = object()
+_MISS = guards.MISS  # what a guarded function returns for a call it was not made for
 
 
 def _python_float(t: Type) -> bool:

@@ -15,8 +15,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, calling, fresh, pipeline, programs
-from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
+from . import backends, calling, fresh, guards, pipeline, programs
+from .api import (_SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, kinds,
+                  remember)
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
@@ -308,8 +309,17 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
         holds = calling.checker(checks)
         fwd._derivatives.put(key, ((d, order), checks, holds))
         if fast:
-            remember(fwd._jvps, (*args, *tangents), (d.jvp, None if order == tuple(range(len(args))) and order else
-                                                      order, holds, d.out_type), _JVP_KINDS)
+            both = (*args, *tangents)
+            entry = (d.jvp, None if order == tuple(range(len(args))) and order else order, holds, d.out_type)
+            remember(fwd._jvps, both, entry, _JVP_KINDS)
+            latest = fwd.table("latest jvp")  # the function astad.jvp tries first (astad.guards)
+            guarded = guards.guard_jvp(d.leaf_jvp, d.source, tuple(map(type, both)), order, fwd.__astad_function__,
+                                       fwd._code, holds, lambda value, t=d.out_type: zeros_like_type(t, value)) \
+                if order and fwd._jvps.get(kinds(both)) is entry else None
+            if guarded is not None:
+                latest[None] = guarded
+            else:
+                latest.clear()
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
@@ -393,8 +403,9 @@ def forward(fn: Callable[..., Any]) -> Forward:
 
 
 #: the Forward of a callable by its id (the fast paths of forward_of and astad.jvp): (a weakref to the
-#: callable, the function whose source was read, its code then, the Forward's jvp table, the Forward)
-_BY_ID: dict[int, tuple[weakref.ref, Any, Any, dict, Forward]] = {}
+#: callable, the function whose source was read, its code then, the Forward's jvp table, the Forward,
+#: the table of the function a call tries first (under None; see astad.guards))
+_BY_ID: dict[int, tuple[weakref.ref, Any, Any, dict, Forward, dict]] = {}
 
 
 def forward_of(fn: Callable[..., Any]) -> Forward:
@@ -409,7 +420,7 @@ def forward_of(fn: Callable[..., Any]) -> Forward:
         ref = weakref.ref(fn, lambda _, key=id(fn), table=_BY_ID: table.pop(key, None))
     except TypeError:
         return found
-    _BY_ID[id(fn)] = (ref, found.__astad_function__, found._code, found._jvps, found)
+    _BY_ID[id(fn)] = (ref, found.__astad_function__, found._code, found._jvps, found, found.table("latest jvp"))
     return found
 
 

@@ -23,6 +23,7 @@ import weakref
 from typing import Any, Callable
 
 from . import names
+from .guards import body as _body, fresh_name as _fresh, made, plain as _plain
 from .ir import StructT
 
 _FUSED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
@@ -71,75 +72,6 @@ def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None
     fused = copy.copy(fwd)
     fused.name, fused.body, fused.decorator_list = name, joined, []
     return made(fused, dict(namespace), f"<astad: {program} value_and_grad>")
-
-
-def made(f: ast.FunctionDef, scope: dict[str, Any], filename: str) -> Callable[..., Any]:
-    """The function ``f`` compiled in ``scope``, which it keeps with its tree (see :func:`guard`)."""
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[f], type_ignores=[])), filename, "exec"), scope)  # noqa: S102
-    found = scope[f.name]
-    found.__astad_tree__ = (f, scope, filename)
-    return found
-
-
-#: what a function made by :func:`guard` returns for a call it was not made for
-MISS = object()
-
-
-def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code: Any,
-          holds: Callable[[], bool] | None) -> Callable[..., Any] | None:
-    """``run`` (made by :func:`made`) that first checks, itself, that it was called with one
-    argument of each type in ``types`` (by position), that ``function.__code__`` is still
-    ``code`` and that ``holds()`` (the names the code read mean the same objects), and
-    returns :data:`MISS` otherwise: the checks a table of entries by argument types makes,
-    without building a key per call.  None where ``run`` was not made by :func:`made`."""
-    tree = getattr(run, "__astad_tree__", None)
-    if tree is None:
-        return None
-    f, namespace, filename = tree
-    params = [a.arg for a in f.args.args]
-    if len(params) != len(types) or f.args.vararg or f.args.kwonlyargs or f.args.kwarg or f.args.defaults:
-        return None
-    taken = {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} | set(params) | set(namespace)
-    fresh = {}
-    for base in ("miss", "rest", "function", "code", "holds", *(f"type_{i}" for i in range(len(types))),
-                 f"{f.name}_guarded"):
-        fresh[base] = _fresh(base, taken)
-        taken.add(fresh[base])
-    tests = [fresh["rest"], *(f"type({p}) is not {fresh[f'type_{i}']}" for i, p in enumerate(params)),
-             f"{fresh['function']}.__code__ is not {fresh['code']}"] + ([f"not {fresh['holds']}()"] if holds else [])
-    prologue = ast.parse(f"if {' or '.join(tests)}:\n    return {fresh['miss']}\n").body
-    g = copy.copy(f)
-    g.name = fresh[f"{f.name}_guarded"]
-    g.args = ast.arguments(posonlyargs=[], args=list(f.args.args), vararg=ast.arg(arg=fresh["rest"]), kwonlyargs=[],
-                           kw_defaults=[], kwarg=None, defaults=[ast.Name(id=fresh["miss"], ctx=ast.Load()) for _ in params])
-    g.body = [*prologue, *f.body]
-    scope = dict(namespace)
-    scope.update({fresh["miss"]: MISS, fresh["function"]: function, fresh["code"]: code, fresh["holds"]: holds})
-    scope.update({fresh[f"type_{i}"]: t for i, t in enumerate(types)})
-    return made(g, scope, filename)
-
-
-def _body(f: ast.FunctionDef) -> list[ast.stmt]:
-    """The statements of a generated function, without its docstring."""
-    body = f.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    return list(body)
-
-
-def _plain(f: ast.FunctionDef) -> bool:
-    """No nested scope, no ``global``/``nonlocal``, no ``yield``, and a
-    ``return`` only as the last statement."""
-    body = _body(f)
-    for node in ast.walk(f):
-        if node is f:
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Global,
-                             ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.comprehension)):
-            return False
-        if isinstance(node, ast.Return) and not (body and node is body[-1]):
-            return False
-    return bool(body) and isinstance(body[-1], ast.Return) and body[-1].value is not None
 
 
 def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals: str,
@@ -202,15 +134,6 @@ def _picked(ret: ast.Return, pick: Pick, n: int) -> bool:
     picked: ast.expr = cts.elts[nums[0]] if single else ast.Tuple(elts=[cts.elts[i] for i in nums], ctx=ast.Load())
     ret.value = ast.Tuple(elts=[value, picked], ctx=ast.Load()) if with_value else picked
     return True
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken``."""
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    return name
 
 
 def _unpacks(stmt: ast.stmt, residuals: str) -> bool:

@@ -28,7 +28,8 @@ from typing import Any, Callable
 from . import pipeline
 from .api_forward import forward_of
 from .errors import AstadError
-from .fused import Pick, _body, _fresh, _plain, made
+from .fused import Pick
+from .guards import body as _body, fresh_name as _fresh, made, plain as _plain
 
 _RUNNERS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
