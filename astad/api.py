@@ -439,8 +439,8 @@ class Gradient:
     :meth:`_runner`); any other call binds its arguments and looks the derivative
     up by their kinds."""
 
-    #: ``(reverse, args, i, pick) -> (run, holds) | None``: the gradient in the one Python-float
-    #: argument ``i`` of scalar arguments by forward mode (set by astad.api_higher; see astad.scalar_grad)
+    #: a method ``(reverse, args, i, pick) -> (run, holds) | None``: the gradient in the one Python-float
+    #: argument ``i`` of scalar arguments by forward mode (astad.api_higher.PlainGrad; see astad.scalar_grad)
     _by_forward: Callable[..., Any] | None = None
 
     def __init__(self, fn: Callable[..., Any], argnums: ArgNums, with_value: bool) -> None:
@@ -451,7 +451,7 @@ class Gradient:
         # (run, holds) of calls whose derivative's types were checked, by the types of the arguments
         key = ("grad", argnums if single else tuple(argnums), with_value)
         self._table = rev.table(key)  # type: ignore[arg-type]
-        self._latest = rev.table(("latest", key))  # the function a call tries first (see _remember)
+        self._latest = rev.table(("latest", key))  # the function a call tries first (see _keep)
         self._function, self._code = rev.__astad_function__, rev._code
         self._types_checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
         # argnums by the number of arguments passed by position
@@ -470,7 +470,7 @@ class Gradient:
                 return hit[0](*args)
         return self._call(args, kwargs)
 
-    def _remember(self, args: tuple, entry: tuple) -> None:
+    def _keep(self, args: tuple, entry: tuple) -> None:
         """``entry`` in the table (see :func:`remember`), and its function, made to check its
         arguments itself (astad.fused.guard), as the one a call tries first."""
         table = self._table
@@ -495,14 +495,14 @@ class Gradient:
             found = self._by_forward(rev, args, nums[0], pick)
             if found is not None:
                 if remembered:
-                    self._remember(args, found)
+                    self._keep(args, found)
                 return found[0](*args)
         d, _, holds = rev.entry(args, wrt)
         if d not in self._types_checked:
             _check_grad_types(rev, d, nums)
             self._types_checked.add(d)
         if remembered:
-            self._remember(args, (_runner(d, pick), holds))
+            self._keep(args, (_runner(d, pick), holds))
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, 1.0)
         picked = tuple(cts[i] for i in nums)

@@ -362,7 +362,11 @@ class PlainGrad(api.Gradient, Grad):
     ``.source`` finds the types in the Reverse's last derivative); differentiated again, a :class:`Grad`.
     In one Python-float argument of scalar ones, forward mode (:mod:`astad.scalar_grad`)."""
 
-    _by_forward = staticmethod(scalar_grad.runner)
+    def _by_forward(self, rev: Any, args: tuple, i: int, pick: Any) -> Any:
+        found = scalar_grad.runner(rev, args, i, pick)
+        if found is not None:
+            self._last_args = skeleton(tuple(args))  # (.source: no reverse derivative was made)
+        return found
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)
