@@ -248,3 +248,18 @@ def test_random_scalar_programs(tmp_path_factory, source, x, y, n):
         value, (gx, gy) = astad.value_and_grad(f, argnums=(0, 1))(*other)
         close(value, want, rtol=1e-14, atol=0)
         close((gx, gy), cts[:2], rtol=1e-12, atol=1e-14)
+
+
+def test_jvps_of_two_functions_of_the_same_kinds_alternating(mod):
+    """The latest call's checked code belongs to its callable: another function of the same kinds
+    of arguments gets its own derivative."""
+    want_tiny = 0.5 * fd(mod.tiny, (2.0, 3.0), 0) - fd(mod.tiny, (2.0, 3.0), 1)
+    want_halving = 0.5 * fd(mod.halving, (2.0, 3.0), 0) - fd(mod.halving, (2.0, 3.0), 1)
+    for k in range(6):
+        if k == 3:
+            astad.clear_caches(memory=True, disk=False)
+        close(astad.jvp(mod.tiny, (2.0, 3.0), (0.5, -1.0))[1], want_tiny)
+        close(astad.jvp(mod.halving, (2.0, 3.0), (0.5, -1.0))[1], want_halving)
+        vg_t, vg_h = astad.value_and_grad(mod.tiny, argnums=(0, 1)), astad.value_and_grad(mod.halving, argnums=(0, 1))
+        close(vg_t(2.0, 3.0)[1][0], fd(mod.tiny, (2.0, 3.0), 0))
+        close(vg_h(2.0, 3.0)[1][0], fd(mod.halving, (2.0, 3.0), 0))
