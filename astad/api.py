@@ -436,7 +436,7 @@ class Gradient:
     """``grad`` or ``value_and_grad`` (``with_value``) of a function astad reads.
     A call of scalar arguments of types seen before finds, in one table (see
     :func:`remember`), one function that returns what the caller gets (see
-    :meth:`_runner`); any other call binds its arguments and looks the derivative
+    :func:`_runner`); any other call binds its arguments and looks the derivative
     up by their kinds."""
 
     #: a method ``(reverse, args, i, pick) -> (run, holds) | None``: the gradient in the one Python-float
@@ -472,7 +472,7 @@ class Gradient:
 
     def _keep(self, args: tuple, entry: tuple) -> None:
         """``entry`` in the table (see :func:`remember`), and its function, made to check its
-        arguments itself (astad.fused.guard), as the one a call tries first."""
+        arguments itself (astad.guards.guard), as the one a call tries first."""
         table = self._table
         remember(table, args, entry)
         if table.get(kinds(args)) is entry:

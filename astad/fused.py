@@ -6,9 +6,11 @@ residuals in a tuple, then ``f_backward``, which unpacks them: two calls and a
 tuple, as much as the arithmetic itself for a function of five float
 operations.  :func:`fuse` writes the two bodies one after the other in a single
 function (the residual tuple and its unpacking dropped when they name the same
-variables, ``out_ct = 1.0`` in place of the parameter) and returns ``(value,
-cotangents)``.  The statements are the generated ones, in the same order, so
-the numbers are the same to the last bit; :func:`fuse` returns None, and the
+variables, the constant ``1.0`` read in place of the parameter ``out_ct`` where
+nothing assigns it: ``t6 = 1.0 / t4``) and returns ``(value, cotangents)``, or,
+given what ``grad``'s caller asks for (a ``pick``), exactly that: ``(value,
+(x_ct, y_ct))``, ``x_ct``, ...  The statements are the generated ones, in the
+same order, so the numbers are the same to the last bit; :func:`fuse` returns None, and the
 caller keeps the two functions, wherever joining the bodies could change what
 a statement reads: a name the backward assigns that the forward also binds, a
 ``return`` before the end, a nested function or ``global``, a backward that
@@ -37,13 +39,13 @@ def of(d: Any, pick: Pick | None = None) -> Callable[..., Any] | None:
     (made once per derivative and ``pick``), or None where :func:`fuse` declines or the
     generated functions take the leaves of structured arguments.  With ``pick``, the
     function returns what ``grad``'s caller gets (see :func:`fuse`)."""
-    made = _FUSED.get(d)
-    if made is None:
-        made = _FUSED[d] = {}
-    if pick in made:
-        return made[pick]
+    by_pick = _FUSED.get(d)
+    if by_pick is None:
+        by_pick = _FUSED[d] = {}
+    if pick in by_pick:
+        return by_pick[pick]
     plain = not any(isinstance(t, StructT) for t in d.arg_types) and hasattr(d.forward, "__globals__")
-    found = made[pick] = fuse(d.source, d.name, d.forward.__globals__, pick) if plain else None
+    found = by_pick[pick] = fuse(d.source, d.name, d.forward.__globals__, pick) if plain else None
     return found
 
 
