@@ -63,6 +63,10 @@ def mixed(x, n, y):
 
 def constant(x):
     return 3.0
+
+
+def arrays(x, y):
+    return np.sum((x * y + 1.0) / (x - 2.0 * y)) - np.sum(x - (y - x * x))
 '''
 
 
@@ -263,3 +267,24 @@ def test_jvps_of_two_functions_of_the_same_kinds_alternating(mod):
         vg_t, vg_h = astad.value_and_grad(mod.tiny, argnums=(0, 1)), astad.value_and_grad(mod.halving, argnums=(0, 1))
         close(vg_t(2.0, 3.0)[1][0], fd(mod.tiny, (2.0, 3.0), 0))
         close(vg_h(2.0, 3.0)[1][0], fd(mod.halving, (2.0, 3.0), 0))
+
+
+def test_negations_of_negations_cancel_in_the_backward_block(mod):
+    """``x - 2.0 * y`` and ``q / d`` give ``t3_ct = -t4_ct`` of ``t4_ct = -(t6 * t5)``: read as
+    ``t6 * t5``, and ``x_1_ct + t4_ct`` as ``x_1_ct - t7`` (exact); arrays too."""
+    import re
+
+    rng = np.random.default_rng(0)
+    for f, args in ((mod.tiny, (2.0, 3.0)), (mod.arrays, (rng.normal(size=4) + 3.0, rng.normal(size=4)))):
+        r = astad.reverse(f)
+        value, pullback = r(*args)
+        negs = dict(re.findall(r"let (\w+) = neg\((\w+)\)", r.ir("optimised", *args)))
+        assert not set(negs.values()) & set(negs), negs  # no negation of a negation
+        cts = pullback(1.0)
+        for i, a in enumerate(args):
+            for k in np.ndindex(np.shape(a)):
+                hi, lo = list(args), list(args)
+                e = np.zeros(np.shape(a))
+                e[k] = 1e-6
+                hi[i], lo[i] = a + e, a - e
+                close(np.asarray(cts[i])[k], (f(*hi) - f(*lo)) / 2e-6, rtol=1e-6, atol=1e-7)
