@@ -243,7 +243,9 @@ def test_random_scalar_programs(tmp_path_factory, source, x, y, n):
             close(g, cts[i], rtol=1e-9, atol=1e-12)  # forward mode vs reverse mode
     for _ in range(2):
         value, (gx, gy) = astad.value_and_grad(f, argnums=(0, 1))(*args)
-        assert value == want and (gx, gy) == (cts[0], cts[1])  # the fused reverse path: the same statements
+        # reverse mode: its loop on the scalar fast path calls math.tanh for np.tanh (an ulp apart)
+        close(value, want, rtol=1e-14, atol=0)
+        close((gx, gy), cts[:2], rtol=1e-12, atol=1e-15)
         jv = astad.jvp(f, args, (0.3, -0.7, None))
         assert jv[0] == want
         close(jv[1], 0.3 * cts[0] - 0.7 * cts[1], rtol=1e-9, atol=1e-12)  # <J v> == <J^T u, v>
