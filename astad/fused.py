@@ -24,7 +24,7 @@ import copy
 import weakref
 from typing import Any, Callable
 
-from . import names
+from . import deep, names
 from .guards import body as _body, fresh_name as _fresh, made, plain as _plain
 from .ir import StructT
 
@@ -59,7 +59,7 @@ def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None
     y_ct))``, ``(value, x_ct)``, ``x_ct``, ...; None where the backward's result
     is not a tuple of one item per parameter, or one left out is more than a name
     or a constant (it would no longer be evaluated)."""
-    funcs = {f.name: f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef)}
+    funcs = {f.name: f for f in deep.parse_ast(source).body if isinstance(f, ast.FunctionDef)}
     fwd = funcs.get(names.python_name(f"{program}_forward"))
     bwd = funcs.get(names.python_name(f"{program}_backward"))
     if fwd is None or bwd is None or not _plain(fwd) or not _plain(bwd) or len(bwd.args.args) != 2:

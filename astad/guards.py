@@ -19,6 +19,8 @@ import ast
 import copy
 from typing import Any, Callable
 
+from . import deep
+
 #: what a guarded function returns for a call it was not made for
 MISS = object()
 
@@ -34,7 +36,8 @@ def fresh_name(base: str, taken: set[str]) -> str:
 
 def made(f: ast.FunctionDef, scope: dict[str, Any], filename: str) -> Callable[..., Any]:
     """The function ``f`` compiled in ``scope``, which it keeps with its tree (see :func:`guard`)."""
-    exec(compile(ast.fix_missing_locations(ast.Module(body=[f], type_ignores=[])), filename, "exec"), scope)  # noqa: S102
+    tree = ast.fix_missing_locations(ast.Module(body=[f], type_ignores=[]))
+    exec(deep.compile_ast(tree, filename), scope)  # noqa: S102 (one thread at a time: see astad.deep)
     found = scope[f.name]
     found.__astad_tree__ = (f, scope, filename)
     return found
@@ -109,7 +112,7 @@ def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code:
     g.name = fresh[f"{f.name}_guarded"]
     g.args = ast.arguments(posonlyargs=[], args=list(f.args.args), vararg=ast.arg(arg=fresh["rest"]), kwonlyargs=[],
                            kw_defaults=[], kwarg=None, defaults=[ast.Name(id=fresh["miss"], ctx=ast.Load()) for _ in params])
-    g.body = [*ast.parse(f"if {test}:\n    return {fresh['miss']}\n").body, *f.body]
+    g.body = [*deep.parse_ast(f"if {test}:\n    return {fresh['miss']}\n").body, *f.body]
     return _compiled(f, g, scope, filename, fresh, types, function, code, holds)
 
 
@@ -122,7 +125,7 @@ def guard_jvp(jvp: Callable[..., Any], source: str, types: tuple[type, ...], ord
     the code gives as None is ``zero(value)``.  None where the text is not one plain function
     ending in ``return value, tangent``."""
     n = len(types) // 2
-    f = next((s for s in ast.parse(source).body if isinstance(s, ast.FunctionDef) and s.name == jvp.__name__), None)
+    f = next((s for s in deep.parse_ast(source).body if isinstance(s, ast.FunctionDef) and s.name == jvp.__name__), None)
     scope = getattr(jvp, "__globals__", None)
     if f is None or scope is None or not _simple(f) or not plain(f) or len(f.args.args) != n + len(order):
         return None
@@ -145,13 +148,13 @@ def guard_jvp(jvp: Callable[..., Any], source: str, types: tuple[type, ...], ord
            f"    return {fresh['miss']}\n" + unpacked(params[:n], p) + unpacked(tangent_names, t) +
            f"if {' or '.join(_checks(fresh, params[:n] + tangent_names, holds))}:\n    return {fresh['miss']}\n")
     v, tg = fresh["value"], fresh["tangent"]
-    tail = ast.parse(f"{v} = 0\n{tg} = 0\nif {tg} is None:\n    {tg} = {fresh['zero']}({v})\nreturn {v}, {tg}\n").body
+    tail = deep.parse_ast(f"{v} = 0\n{tg} = 0\nif {tg} is None:\n    {tg} = {fresh['zero']}({v})\nreturn {v}, {tg}\n").body
     tail[0].value, tail[1].value = ret.elts  # type: ignore[attr-defined]
     g = copy.copy(f)
     g.name = fresh[f"{f.name}_guarded"]
     g.args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p), ast.arg(arg=t)], vararg=None, kwonlyargs=[],
                            kw_defaults=[], kwarg=None, defaults=[])
-    g.body = [*ast.parse(src).body, *stmts[:-1], *tail]
+    g.body = [*deep.parse_ast(src).body, *stmts[:-1], *tail]
     scope = dict(scope)
     scope[fresh["zero"]] = zero
     return _compiled(f, g, scope, f"<astad: {f.name}, checked>", fresh, types, function, code, holds)

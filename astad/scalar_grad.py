@@ -25,7 +25,7 @@ import copy
 import weakref
 from typing import Any, Callable
 
-from . import pipeline
+from . import deep, pipeline
 from .api_forward import forward_of
 from .errors import AstadError
 from .fused import Pick
@@ -78,7 +78,7 @@ def _compiled(d: Any, pick: Pick) -> Callable[..., Any] | None:
     namespace = getattr(jvp, "__globals__", None)
     if namespace is None:
         return None
-    funcs = {f.name: f for f in ast.parse(d.source).body if isinstance(f, ast.FunctionDef)}
+    funcs = {f.name: f for f in deep.parse_ast(d.source).body if isinstance(f, ast.FunctionDef)}
     fn = funcs.get(jvp.__name__)
     if fn is None or not _plain(fn) or fn.args.vararg or fn.args.kwonlyargs or len(fn.args.args) != len(d.arg_types) + 1:
         return None
@@ -94,7 +94,7 @@ def _compiled(d: Any, pick: Pick) -> Callable[..., Any] | None:
     g: ast.expr = ast.Name(id=tangent, ctx=ast.Load())
     g = g if single else ast.Tuple(elts=[g], ctx=ast.Load())
     out = ast.Tuple(elts=[ast.Name(id=value, ctx=ast.Load()), g], ctx=ast.Load()) if with_value else g
-    tail = ast.parse(f"{value} = 0\n{tangent} = 0\nif type({tangent}) is not float:\n"
+    tail = deep.parse_ast(f"{value} = 0\n{tangent} = 0\nif type({tangent}) is not float:\n"
                      f"    {tangent} = {to_float}({tangent})\n").body
     tail[0].value, tail[1].value = ret.elts  # type: ignore[attr-defined]
     seed = fn.args.args[-1].arg  # the tangent of the argument: 1.0

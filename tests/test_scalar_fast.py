@@ -290,3 +290,29 @@ def test_negations_of_negations_cancel_in_the_backward_block(mod):
                 e[k] = 1e-6
                 hi[i], lo[i] = a + e, a - e
                 close(np.asarray(cts[i])[k], (f(*hi) - f(*lo)) / 2e-6, rtol=1e-6, atol=1e-7)
+
+
+def test_first_fast_calls_from_threads(mod):
+    """Threads making the checked code at once (each compiles its syntax tree: astad.deep takes turns)."""
+    import threading
+
+    errors = []
+    want_g, want_t = fd(mod.tiny, (2.0, 3.0), 1), 0.5 * fd(mod.halving, (0.7, 1.3), 0)
+
+    def work(k):
+        try:
+            for i in range(20):
+                if k == 0 and i % 5 == 4:  # one thread forgets the code the others run
+                    astad.clear_caches(memory=True, disk=False)
+                close(astad.value_and_grad(mod.tiny, argnums=(0, 1))(2.0, 3.0)[1][1], want_g)
+                close(astad.jvp(mod.halving, (0.7, 1.3), (0.5, 0.0))[1], want_t)
+                close(astad.grad(mod.newton)(7.3), 1 / (3 * 7.3 ** (2 / 3)))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
