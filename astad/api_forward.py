@@ -15,9 +15,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, calling, fresh, pipeline, programs
-from . import tree_guards as guards_module
-from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
+from . import backends, calling, fresh, guards, pipeline, programs
+from . import tree_guards
+from .api import (_SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, kinds,
+                  remember)
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
@@ -28,7 +29,7 @@ from .pipeline import ForwardDerivative
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
 
 
-CLEARERS.extend([_MEMORY.clear, programs.clear])
+CLEARERS.extend([_MEMORY.clear, programs.clear, lambda: LATEST.__setitem__(0, (_no_function, None))])
 
 
 class Forward(Reverse):
@@ -279,7 +280,21 @@ def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Se
     fwd = forward_of(fn)
     n = len(primals)
     args = fwd._binder(primals, {})  # defaults filled in
-    return jvp_at(fwd, args, padded(tangents, n, len(args), fwd._parsed.name), fast=n == fwd._binder.fast_n)
+    out = jvp_at(fwd, args, padded(tangents, n, len(args), fwd._parsed.name), fast=n == fwd._binder.fast_n)
+    entry = _BY_ID.get(id(fn))
+    if entry is not None and entry[0]() is fn and entry[5]:  # the checked function of these kinds (astad.guards)
+        LATEST[0] = (entry[0], entry[5][None])
+    return out
+
+
+def _no_function() -> None:
+    return None
+
+
+#: the latest call's callable (a weak reference) and the function of its kinds of arguments that
+#: checks them itself (astad.guards): what astad.jvp tries first, without a lookup by the callable's id.
+#: One tuple, replaced whole: a thread reads a pair that belongs together.
+LATEST: list[tuple[Callable[[], Any], Any]] = [(_no_function, None)]
 
 
 def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True,
@@ -287,8 +302,8 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     """``(value, tangent)`` of the function of ``fwd`` at ``args`` along ``tangents``
     (``check=False``: tangents astad made itself, like the arguments, None for discrete leaves;
     ``fast``: the arguments are a call's own, which :func:`jvp_of_function` may find next time)."""
-    guards = fwd._tables.get(_GUARDS) if check else None
-    last = guards.get(_LAST) if guards else None  # (guard, entry, key) of the last call, a tree of tuples
+    tree_table = fwd._tables.get(_GUARDS) if check else None
+    last = tree_table.get(_LAST) if tree_table else None  # (guard, entry, key) of the last call, a tree of tuples
     if last is not None and last[0](args, tangents):  # arguments and tangents of its kinds: its entry
         found, key = last[1], last[2]
     else:
@@ -317,8 +332,17 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
         holds = calling.checker(checks)
         fwd._derivatives.put(key, ((d, order), checks, holds))
         if fast:
-            remember(fwd._jvps, (*args, *tangents), (d.jvp, None if order == tuple(range(len(args))) and order else
-                                                      order, holds, d.out_type), _JVP_KINDS)
+            both = (*args, *tangents)
+            entry = (d.jvp, None if order == tuple(range(len(args))) and order else order, holds, d.out_type)
+            remember(fwd._jvps, both, entry, _JVP_KINDS)
+            latest = fwd.table("latest jvp")  # the function astad.jvp tries first (astad.guards)
+            guarded = guards.guard_jvp(d.leaf_jvp, d.source, tuple(map(type, both)), order, fwd.__astad_function__,
+                                       fwd._code, holds, lambda value, t=d.out_type: zeros_like_type(t, value)) \
+                if order and fwd._jvps.get(kinds(both)) is entry else None
+            if guarded is not None:
+                latest[None] = guarded
+            else:
+                latest.clear()
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
@@ -330,18 +354,18 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
 _GUARDS, _LAST = "guards", "last"
 
 
-def _remember_guard(guards: dict, key: tuple, found: tuple, args: Sequence[Any], tangents: Sequence[Any]) -> None:
+def _remember_guard(table: dict, key: tuple, found: tuple, args: Sequence[Any], tangents: Sequence[Any]) -> None:
     """The guard of ``key`` (printed once per key) made the first thing the next call tries (for calls
     where an argument is a tuple: any other key is cheap to build and hash)."""
-    guard = guards.get(key, False)
+    guard = table.get(key, False)
     if guard is False:
-        if len(guards) > 8:
-            guards.clear()
-        guard = guards[key] = guards_module.guard_of(args, tangents, _PLAIN)
+        if len(table) > 8:
+            table.clear()
+        guard = table[key] = tree_guards.guard_of(args, tangents, _PLAIN)
     if guard is None:
-        guards.pop(_LAST, None)
+        table.pop(_LAST, None)
     else:
-        guards[_LAST] = (guard, found, key)
+        table[_LAST] = (guard, found, key)
 
 
 def fast_key(args: Sequence[Any], tangents: Sequence[Any]) -> tuple | None:
@@ -421,8 +445,9 @@ def forward(fn: Callable[..., Any]) -> Forward:
 
 
 #: the Forward of a callable by its id (the fast paths of forward_of and astad.jvp): (a weakref to the
-#: callable, the function whose source was read, its code then, the Forward's jvp table, the Forward)
-_BY_ID: dict[int, tuple[weakref.ref, Any, Any, dict, Forward]] = {}
+#: callable, the function whose source was read, its code then, the Forward's jvp table, the Forward,
+#: the table of the function a call tries first (under None; see astad.guards))
+_BY_ID: dict[int, tuple[weakref.ref, Any, Any, dict, Forward, dict]] = {}
 
 
 def forward_of(fn: Callable[..., Any]) -> Forward:
@@ -437,7 +462,7 @@ def forward_of(fn: Callable[..., Any]) -> Forward:
         ref = weakref.ref(fn, lambda _, key=id(fn), table=_BY_ID: table.pop(key, None))
     except TypeError:
         return found
-    _BY_ID[id(fn)] = (ref, found.__astad_function__, found._code, found._jvps, found)
+    _BY_ID[id(fn)] = (ref, found.__astad_function__, found._code, found._jvps, found, found.table("latest jvp"))
     return found
 
 

@@ -19,9 +19,9 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, backends, fresh, pipeline
-from .api_forward import (_BY_ID, all_differentiable, check_pairs, checked_tangents, fast_key, forward_of, jvp_at,
-                          jvp_of_function, padded, param_names, zeros_like_type)
+from . import api, backends, fresh, guards, pipeline, scalar_grad
+from .api_forward import (_BY_ID, LATEST as _LATEST, all_differentiable, check_pairs, checked_tangents, fast_key,
+                          forward_of, jvp_at, jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .ir import Type
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
@@ -30,6 +30,7 @@ from .api_vjp import program_vjp
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
+_MISS = guards.MISS
 
 
 # --------------------------------------------------------------------------- derived callables
@@ -358,7 +359,14 @@ class Grad(Derived):
 
 class PlainGrad(api.Gradient, Grad):
     """``grad`` of a function astad reads: called, reverse mode (:class:`astad.api.Gradient`;
-    ``.source`` finds the types in the Reverse's last derivative); differentiated again, a :class:`Grad`."""
+    ``.source`` finds the types in the Reverse's last derivative); differentiated again, a :class:`Grad`.
+    In one Python-float argument of scalar ones, forward mode (:mod:`astad.scalar_grad`)."""
+
+    def _by_forward(self, rev: Any, args: tuple, i: int, pick: Any) -> Any:
+        found = scalar_grad.runner(rev, args, i, pick)
+        if found is not None:
+            self._last_args = skeleton(tuple(args))  # (.source: no reverse derivative was made)
+        return found
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)
@@ -496,6 +504,11 @@ def jacrev(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
     one tangent per positional argument, None for one held constant."""
+    ref, checked = _LATEST[0]  # the latest call's callable and the code of its kinds, which checks them itself
+    if ref() is fn:
+        out = checked(primals, tangents)
+        if out is not _MISS:
+            return out
     entry = _BY_ID.get(id(fn))  # scalars of kinds this plain function was called with: its generated code
     if entry is not None and entry[3] and type(primals) is tuple and type(tangents) is tuple and \
             len(primals) == len(tangents) and entry[0]() is fn and entry[1].__code__ is entry[2]:

@@ -6,9 +6,11 @@ residuals in a tuple, then ``f_backward``, which unpacks them: two calls and a
 tuple, as much as the arithmetic itself for a function of five float
 operations.  :func:`fuse` writes the two bodies one after the other in a single
 function (the residual tuple and its unpacking dropped when they name the same
-variables, ``out_ct = 1.0`` in place of the parameter) and returns ``(value,
-cotangents)``.  The statements are the generated ones, in the same order, so
-the numbers are the same to the last bit; :func:`fuse` returns None, and the
+variables, the constant ``1.0`` read in place of the parameter ``out_ct`` where
+nothing assigns it: ``t6 = 1.0 / t4``) and returns ``(value, cotangents)``, or,
+given what ``grad``'s caller asks for (a ``pick``), exactly that: ``(value,
+(x_ct, y_ct))``, ``x_ct``, ...  The statements are the generated ones, in the
+same order, so the numbers are the same to the last bit; :func:`fuse` returns None, and the
 caller keeps the two functions, wherever joining the bodies could change what
 a statement reads: a name the backward assigns that the forward also binds, a
 ``return`` before the end, a nested function or ``global``, a backward that
@@ -22,71 +24,56 @@ import copy
 import weakref
 from typing import Any, Callable
 
-from . import names
+from . import deep, names
+from .guards import body as _body, fresh_name as _fresh, made, plain as _plain
 from .ir import StructT
 
-_FUSED: "weakref.WeakKeyDictionary[Any, Callable[..., Any] | None]" = weakref.WeakKeyDictionary()
+_FUSED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+#: what a gradient's caller gets: the cotangents ``nums`` (one, when ``single``), after the value when ``with_value``
+Pick = tuple[tuple[int, ...], bool, bool]
 
 
-def of(d: Any) -> Callable[..., Any] | None:
+def of(d: Any, pick: Pick | None = None) -> Callable[..., Any] | None:
     """The fused value-and-gradient function of a :class:`astad.pipeline.Derivative`
-    (made once per derivative), or None where :func:`fuse` declines or the
-    generated functions take the leaves of structured arguments."""
-    try:
-        return _FUSED[d]
-    except KeyError:
-        pass
+    (made once per derivative and ``pick``), or None where :func:`fuse` declines or the
+    generated functions take the leaves of structured arguments.  With ``pick``, the
+    function returns what ``grad``'s caller gets (see :func:`fuse`)."""
+    by_pick = _FUSED.get(d)
+    if by_pick is None:
+        by_pick = _FUSED[d] = {}
+    if pick in by_pick:
+        return by_pick[pick]
     plain = not any(isinstance(t, StructT) for t in d.arg_types) and hasattr(d.forward, "__globals__")
-    found = _FUSED[d] = fuse(d.source, d.name, d.forward.__globals__) if plain else None
+    found = by_pick[pick] = fuse(d.source, d.name, d.forward.__globals__, pick) if plain else None
     return found
 
 
-def fuse(source: str, program: str, namespace: dict[str, Any]) -> Callable[..., Any] | None:
+def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None = None) -> Callable[..., Any] | None:
     """``program``'s forward and backward, from the generated ``source``, as one
     function ``(*args) -> (value, cotangents)`` at output cotangent 1.0, compiled
     in a copy of ``namespace`` (the generated module's globals); None when the
-    bodies cannot be joined as they are (see the module docstring)."""
-    funcs = {f.name: f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef)}
+    bodies cannot be joined as they are (see the module docstring).  With ``pick
+    = (nums, single, with_value)`` it returns the cotangents ``nums`` as they are
+    (the caller knows they are Python floats, which need no copy): ``(value, (x_ct,
+    y_ct))``, ``(value, x_ct)``, ``x_ct``, ...; None where the backward's result
+    is not a tuple of one item per parameter, or one left out is more than a name
+    or a constant (it would no longer be evaluated)."""
+    funcs = {f.name: f for f in deep.parse_ast(source).body if isinstance(f, ast.FunctionDef)}
     fwd = funcs.get(names.python_name(f"{program}_forward"))
     bwd = funcs.get(names.python_name(f"{program}_backward"))
     if fwd is None or bwd is None or not _plain(fwd) or not _plain(bwd) or len(bwd.args.args) != 2:
         return None
     params = {a.arg for a in fwd.args.args}
     joined = _join(_body(fwd), _body(bwd), params, bwd.args.args[0].arg, bwd.args.args[1].arg)
-    if joined is None:
+    if joined is None or (pick is not None and not _picked(joined[-1], pick, len(params))):
         return None
     name = "_".join(("fused", fwd.name, "value_and_grad"))
     if name in namespace:  # a constant the code reads has the name
         return None
     fused = copy.copy(fwd)
     fused.name, fused.body, fused.decorator_list = name, joined, []
-    tree = ast.Module(body=[fused], type_ignores=[])
-    scope = dict(namespace)
-    exec(compile(ast.fix_missing_locations(tree), f"<astad: {program} value_and_grad>", "exec"), scope)  # noqa: S102
-    return scope[name]
-
-
-def _body(f: ast.FunctionDef) -> list[ast.stmt]:
-    """The statements of a generated function, without its docstring."""
-    body = f.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    return list(body)
-
-
-def _plain(f: ast.FunctionDef) -> bool:
-    """No nested scope, no ``global``/``nonlocal``, no ``yield``, and a
-    ``return`` only as the last statement."""
-    body = _body(f)
-    for node in ast.walk(f):
-        if node is f:
-            continue
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Global,
-                             ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.comprehension)):
-            return False
-        if isinstance(node, ast.Return) and not (body and node is body[-1]):
-            return False
-    return bool(body) and isinstance(body[-1], ast.Return) and body[-1].value is not None
+    return made(fused, dict(namespace), f"<astad: {program} value_and_grad>")
 
 
 def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals: str,
@@ -100,32 +87,55 @@ def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals:
     value, saved = ret.elts
     head, tail = fwd[:-1], bwd
     bwd_bound = _bound(bwd)
+    rebound: set[str] = set()  # what the joined statements bind after the forward's return value is computed
     if tail and _unpacks(tail[0], residuals):
         unpack = tail[0]
         tail = tail[1:]
         if ast.dump(unpack.targets[0]).replace("Store", "Load") != ast.dump(saved):  # type: ignore[attr-defined]
             head = head + [ast.Assign(targets=unpack.targets, value=saved)]  # type: ignore[attr-defined]
+            rebound = _bound([unpack])
     fwd_locals = _bound(head) | params
     fwd_globals = (_read(head) | _read([ast.Expr(value)])) - fwd_locals
     bwd_globals = _read(bwd) - bwd_bound
     if (residuals in _read(tail) or ct in fwd_locals | fwd_globals or bwd_bound & fwd_globals
             or bwd_globals & fwd_locals):
         return None
-    result = _fresh("value", fwd_locals | fwd_globals | bwd_bound | _read(bwd))
-    start = [ast.Assign(targets=[ast.Name(id=result, ctx=ast.Store())], value=value),
-             ast.Assign(targets=[ast.Name(id=ct, ctx=ast.Store())], value=ast.Constant(1.0))]
+    if ct in bwd_bound:
+        start: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=ct, ctx=ast.Store())], value=ast.Constant(1.0))]
+    else:  # read only: each read is the constant (``t6 = 1.0 / t4``: the same operation on the same value)
+        start, tail = [], [_Constant(ct).visit(stmt) for stmt in tail]
+    if isinstance(value, ast.Name) and value.id not in rebound | _bound(tail):  # the value as it is, by its name
+        result = value
+    else:
+        name = _fresh("value", fwd_locals | fwd_globals | bwd_bound | _read(bwd))
+        start.insert(0, ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=value))
+        result = ast.Name(id=name, ctx=ast.Load())
     cts = tail[-1].value  # type: ignore[attr-defined]
-    end = ast.Return(value=ast.Tuple(elts=[ast.Name(id=result, ctx=ast.Load()), cts], ctx=ast.Load()))
+    end = ast.Return(value=ast.Tuple(elts=[result, cts], ctx=ast.Load()))
     return head + start + tail[:-1] + [end]
 
 
-def _fresh(base: str, taken: set[str]) -> str:
-    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken``."""
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    return name
+class _Constant(ast.NodeTransformer):
+    """Each read of ``name`` as the output cotangent, 1.0."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return ast.copy_location(ast.Constant(1.0), node) if node.id == self.name else node
+
+
+def _picked(ret: ast.Return, pick: Pick, n: int) -> bool:
+    """``ret`` (``return value, (ct_1, ..., ct_n)``) made to return what ``pick`` asks for."""
+    value, cts = ret.value.elts  # type: ignore[union-attr]
+    nums, single, with_value = pick
+    if not (isinstance(cts, ast.Tuple) and len(cts.elts) == n and all(0 <= i < n for i in nums)):
+        return False
+    if any(not isinstance(e, (ast.Name, ast.Constant)) for i, e in enumerate(cts.elts) if i not in nums):
+        return False
+    picked: ast.expr = cts.elts[nums[0]] if single else ast.Tuple(elts=[cts.elts[i] for i in nums], ctx=ast.Load())
+    ret.value = ast.Tuple(elts=[value, picked], ctx=ast.Load()) if with_value else picked
+    return True
 
 
 def _unpacks(stmt: ast.stmt, residuals: str) -> bool:

@@ -1052,6 +1052,9 @@ class ControlFlowGen(Gen):
         b = self.scalar_term() if kind >= 4 else None
         if b is None or b == a:
             b = self.pick(["0.0", "0.3", "-0.4", "1.0"])
+        if self.draw(st.integers(0, 3)) == 0:  # `while np.abs(step) > tol`: abs(step) in the generated code
+            self.counts["np.abs in condition"] += 1
+            a = f"np.abs({a})"
         return ("cmp", a, self.pick(["<", "<=", ">", ">="]), b)
 
     def int_comparison(self):

@@ -21,15 +21,18 @@ from .reuse import reused
 from ..ir import Bind, Block, Function, If, Loop, MakeTuple, Var
 from ..ir.walk import substitute
 from ..names import Namer, program_names
+from ..optimise.scalars import ScalarPlan, tested_abs
 
 
 def generate_forward(fn: Function, header: str, primal_count: int) -> str:
     """The module's source text: imports and ``<name>_jvp``."""
     body = fn.body
-    zipped = backends.current() == backends.NUMPY  # (Dask and CuPy arrays keep their indexing)
+    numpy = backends.current() == backends.NUMPY
+    zipped = numpy  # (Dask and CuPy arrays keep their indexing)
     if zipped:
         body = named_rows(body, Namer.adding_to(program_names(fn), fn.name))
-    printer = Printer(body, in_place=backends.allows_in_place())
+    # ``abs(step)`` for ``np.abs(step) > tol`` (optimise/scalars.py)
+    printer = Printer(body, in_place=backends.allows_in_place(), plan=ScalarPlan(calls=tested_abs(body)) if numpy else None)
     printer.rename_carried = True
     printer.zip_elements = zipped
     final = body.binds[-1] if body.binds else None

@@ -45,9 +45,10 @@ read as lists (``tolist`` turns ints into Python ints, which never overflow,
 and float32 into float64), never one the loop writes (it is carried) or a 0-d
 or 2-d array (``x[i]`` is then not a number), only at the top level of the
 forward block (its tape a residual of its own), nested loops not at all.
-Any other loop keeps the array path.  Outside loops, only ``np.abs(x)`` of a
-float read by nothing but a comparison an ``if`` tests becomes ``abs(x)``
-(``while np.abs(step) > tol``'s first test).
+Any other loop keeps the array path.  Elsewhere, only ``np.abs(x)`` of a float
+read by nothing but comparisons that only tests read (an ``if``'s, a ``while``
+loop's condition) becomes ``abs(x)`` (:func:`tested_abs`: ``while np.abs(step) >
+tol``, in forward mode's code too).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, MakeTuple, Num, 
                   Zero, nested_blocks, trip_count, use_counts)
 from ..names import Namer
 from .. import rules
+from ..blocks import result_items
 
 #: numpy functions of one float printed as ``math``'s (``abs`` as the builtin)
 MATH = {"sin": "math.sin", "cos": "math.cos", "tan": "math.tan", "exp": "math.exp", "log": "math.log",
@@ -117,7 +119,7 @@ def plan(prog: ReverseProgram, residuals: Sequence[Var] = ()) -> ScalarPlan:
     out = ScalarPlan()
     if not any(isinstance(b.rhs, Loop) for b in prog.forward.binds):
         return out
-    out.calls = _tested_abs(prog.forward)
+    out.calls = tested_abs(prog.forward)
     taken = set(Namer.of(prog).taken)
     read = {v.name for v in residuals}
     backs = {b.rhs.tape.name: b for b in prog.backward.binds if isinstance(b.rhs, LoopBack)}
@@ -146,20 +148,40 @@ def plan(prog: ReverseProgram, residuals: Sequence[Var] = ()) -> ScalarPlan:
     return out
 
 
-def _tested_abs(block: Block) -> dict[str, str]:
-    """``t = np.abs(x)`` of a float at the top of ``block`` read only by comparisons that only an
-    ``if`` tests (``while np.abs(step) > tol``'s first test): ``abs(x)``, a Python float compared
-    as the numpy scalar would be, its Python bool tested as numpy's would be."""
+def tested_abs(block: Block) -> dict[str, str]:
+    """``t = np.abs(x)`` of a float64 scalar, anywhere in ``block``, read only by comparisons
+    whose results only tests read (an ``if``'s, or a ``while`` loop's condition: ``while
+    np.abs(step) > tol``): ``abs(x)``, a float compared as the numpy scalar would be (the same
+    value: ``abs`` clears the sign bit, as ``np.abs``), its bool tested as numpy's would be.
+    The other operand of each comparison must be compared alike: a float64 or bool scalar, an
+    int of at most 2**53 (``float > int`` is exact in Python, numpy rounds the int to a float)."""
     uses = use_counts(block)
     binds = _all_binds(block)
     tests = Counter(b.rhs.cond.name for b in binds if isinstance(b.rhs, If) and isinstance(b.rhs.cond, Var))
-    compared = Counter()
+    for b in binds:
+        loop = b.rhs
+        if isinstance(loop, Loop) and loop.index is None and loop.carried:
+            k = len(loop.carried) - 1  # the condition: carried last, read by nothing but the loop's test
+            items = result_items(loop.body)
+            if uses[loop.carried[k].name] == 0 and uses[b.targets[k].name] == 0 and items is not None:
+                tests.update(a.name for a in (loop.init[k], items[k]) if isinstance(a, Var))
+    compared: Counter = Counter()
     for b in binds:
         if isinstance(b.rhs, Prim) and b.rhs.op in _COMPARISONS and tests[b.targets[0].name] == uses[b.targets[0].name] \
-                and all(_operand(a) for a in b.rhs.args):  # (``float > float32`` compares in float32)
+                and all(_compared_alike(a) for a in b.rhs.args):
             compared.update(a.name for a in b.rhs.args if isinstance(a, Var))
-    return {b.targets[0].name: "abs" for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "abs"
+    return {b.targets[0].name: "abs" for b in binds if isinstance(b.rhs, Prim) and b.rhs.op == "abs"
             and _float_scalar(b.rhs.args[0]) and compared[b.targets[0].name] == uses[b.targets[0].name] > 0}
+
+
+def _compared_alike(a: Atom) -> bool:
+    """A scalar that numpy and Python compare with a float the same way (not float32: ``float >
+    float32`` compares in float32; not an int beyond 2**53, which numpy rounds)."""
+    if not _operand(a) or not isinstance(a.type, Num):
+        return False
+    if a.type.dtype.startswith("int"):
+        return isinstance(a, Const) and isinstance(a.value, int) and abs(a.value) <= 2**53
+    return True
 
 
 def _all_binds(block: Block) -> list[Bind]:

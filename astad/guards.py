@@ -1,0 +1,160 @@
+"""Generated functions that check their own arguments: the fast calls of ``grad`` and ``jvp``.
+
+A call of ``grad(f)(2.0, 3.0)`` or ``jvp(f, (2.0, 3.0), (1.0, 0.5))`` with
+arguments of types seen before is answered from a table keyed by those types
+(``api.remember``): building the key (a tuple of types), hashing it and
+looking it up costs as much as a function of five float operations.  For the
+latest entry of such a table, :func:`guard` and :func:`guard_jvp` compile the
+entry's generated function again with its checks at the top: one argument of
+each type by position (``type(x) is not float``), the function's code still
+the one read (``function.__code__ is code``), the names the code read still
+the same objects (``holds()``).  A call that fails a check gets :data:`MISS`,
+and the caller goes on to the table; one that passes runs the very statements
+the table's entry runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Any, Callable
+
+from . import deep
+
+#: what a guarded function returns for a call it was not made for
+MISS = object()
+
+
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken``."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def made(f: ast.FunctionDef, scope: dict[str, Any], filename: str) -> Callable[..., Any]:
+    """The function ``f`` compiled in ``scope``, which it keeps with its tree (see :func:`guard`)."""
+    tree = ast.fix_missing_locations(ast.Module(body=[f], type_ignores=[]))
+    exec(deep.compile_ast(tree, filename), scope)  # noqa: S102 (one thread at a time: see astad.deep)
+    found = scope[f.name]
+    found.__astad_tree__ = (f, scope, filename)
+    return found
+
+
+def body(f: ast.FunctionDef) -> list[ast.stmt]:
+    """The statements of a generated function, without its docstring."""
+    body = f.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return list(body)
+
+
+def plain(f: ast.FunctionDef) -> bool:
+    """No nested scope, no ``global``/``nonlocal``, no ``yield``, and a
+    ``return`` only as the last statement."""
+    stmts = body(f)
+    for node in ast.walk(f):
+        if node is f:
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Global,
+                             ast.Nonlocal, ast.Yield, ast.YieldFrom, ast.comprehension)):
+            return False
+        if isinstance(node, ast.Return) and not (stmts and node is stmts[-1]):
+            return False
+    return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is not None
+
+
+def _names(f: ast.FunctionDef, scope: dict[str, Any], bases: list[str]) -> dict[str, str]:
+    taken = {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} | {a.arg for a in f.args.args} | set(scope)
+    fresh = {}
+    for base in bases:
+        fresh[base] = fresh_name(base, taken)
+        taken.add(fresh[base])
+    return fresh
+
+
+def _simple(f: ast.FunctionDef) -> bool:
+    a = f.args
+    return not (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults)
+
+
+def _checks(fresh: dict[str, str], names: list[str], holds: Any) -> list[str]:
+    return [*(f"type({p}) is not {fresh[f'type_{i}']}" for i, p in enumerate(names)),
+            f"{fresh['function']}.__code__ is not {fresh['code']}"] + ([f"not {fresh['holds']}()"] if holds else [])
+
+
+def _compiled(f: ast.FunctionDef, g: ast.FunctionDef, scope: dict[str, Any], filename: str, fresh: dict[str, str],
+              types: tuple[type, ...], function: Any, code: Any, holds: Any) -> Callable[..., Any]:
+    scope = dict(scope)
+    scope.update({fresh["miss"]: MISS, fresh["function"]: function, fresh["code"]: code, fresh["holds"]: holds})
+    scope.update({fresh[f"type_{i}"]: t for i, t in enumerate(types)})
+    return made(g, scope, filename)
+
+
+def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code: Any,
+          holds: Callable[[], bool] | None) -> Callable[..., Any] | None:
+    """``run`` (made by :func:`made`) checking, itself, that it was called with one argument of
+    each type in ``types`` by position, that ``function.__code__`` is ``code`` and that ``holds()``;
+    :data:`MISS` otherwise.  None where ``run`` was not made by :func:`made`."""
+    tree = getattr(run, "__astad_tree__", None)
+    if tree is None:
+        return None
+    f, scope, filename = tree
+    params = [a.arg for a in f.args.args]
+    if len(params) != len(types) or not _simple(f):
+        return None
+    fresh = _names(f, scope, ["miss", "rest", "function", "code", "holds", f"{f.name}_guarded",
+                              *(f"type_{i}" for i in range(len(types)))])
+    test = " or ".join([fresh["rest"], *_checks(fresh, params, holds)])
+    g = copy.copy(f)
+    g.name = fresh[f"{f.name}_guarded"]
+    g.args = ast.arguments(posonlyargs=[], args=list(f.args.args), vararg=ast.arg(arg=fresh["rest"]), kwonlyargs=[],
+                           kw_defaults=[], kwarg=None, defaults=[ast.Name(id=fresh["miss"], ctx=ast.Load()) for _ in params])
+    g.body = [*deep.parse_ast(f"if {test}:\n    return {fresh['miss']}\n").body, *f.body]
+    return _compiled(f, g, scope, filename, fresh, types, function, code, holds)
+
+
+def guard_jvp(jvp: Callable[..., Any], source: str, types: tuple[type, ...], order: tuple[int, ...],
+              function: Any, code: Any, holds: Callable[[], bool] | None,
+              zero: Callable[[Any], Any]) -> Callable[..., Any] | None:
+    """The generated ``jvp(*args, *tangents of the arguments in order)`` (its text in ``source``)
+    as ``(primals, tangents) -> (value, tangent)``: two tuples of ``n`` items, of the ``2n``
+    ``types`` (``NoneType`` for a tangent not given), checked as :func:`guard` checks; a tangent
+    the code gives as None is ``zero(value)``.  None where the text is not one plain function
+    ending in ``return value, tangent``."""
+    n = len(types) // 2
+    f = next((s for s in deep.parse_ast(source).body if isinstance(s, ast.FunctionDef) and s.name == jvp.__name__), None)
+    scope = getattr(jvp, "__globals__", None)
+    if f is None or scope is None or not _simple(f) or not plain(f) or len(f.args.args) != n + len(order):
+        return None
+    stmts = body(f)
+    ret = stmts[-1].value  # type: ignore[attr-defined]
+    if not (isinstance(ret, ast.Tuple) and len(ret.elts) == 2):
+        return None
+    params = [a.arg for a in f.args.args]
+    fresh = _names(f, scope, ["miss", "primals", "tangents", "function", "code", "holds", "zero", "value", "tangent",
+                              f"{f.name}_guarded", *(f"type_{i}" for i in range(2 * n)),
+                              *(f"no_tangent_{i}" for i in range(n))])
+    given = dict(zip(order, params[n:]))
+    tangent_names = [given.get(i, fresh[f"no_tangent_{i}"]) for i in range(n)]
+    p, t = fresh["primals"], fresh["tangents"]
+
+    def unpacked(names: list[str], of: str) -> str:
+        return f"{', '.join(names)}{',' if len(names) == 1 else ''} = {of}\n" if names else ""
+
+    src = (f"if type({p}) is not tuple or type({t}) is not tuple or len({p}) != {n} or len({t}) != {n}:\n"
+           f"    return {fresh['miss']}\n" + unpacked(params[:n], p) + unpacked(tangent_names, t) +
+           f"if {' or '.join(_checks(fresh, params[:n] + tangent_names, holds))}:\n    return {fresh['miss']}\n")
+    v, tg = fresh["value"], fresh["tangent"]
+    tail = deep.parse_ast(f"{v} = 0\n{tg} = 0\nif {tg} is None:\n    {tg} = {fresh['zero']}({v})\nreturn {v}, {tg}\n").body
+    tail[0].value, tail[1].value = ret.elts  # type: ignore[attr-defined]
+    g = copy.copy(f)
+    g.name = fresh[f"{f.name}_guarded"]
+    g.args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p), ast.arg(arg=t)], vararg=None, kwonlyargs=[],
+                           kw_defaults=[], kwarg=None, defaults=[])
+    g.body = [*deep.parse_ast(src).body, *stmts[:-1], *tail]
+    scope = dict(scope)
+    scope[fresh["zero"]] = zero
+    return _compiled(f, g, scope, f"<astad: {f.name}, checked>", fresh, types, function, code, holds)
