@@ -50,8 +50,17 @@ def unwrap(root: Any) -> tuple[Any, dict[str, Any], Callable[[Callable], Callabl
             raise AstadTypeError(f"{root!r} binds {len(root.args)} positional arguments, but "
                                  f"{fn.__qualname__} has {len(free)} positional parameters left")
         fixed = {**fixed, **dict(zip(free, root.args))}
-        return fn, fixed, lambda stub: functools.partial(wrap(stub), *root.args, **root.keywords)
+        return fn, fixed, lambda stub: _live_partial(wrap(stub), root)
     return root, {}, lambda stub: stub
+
+
+def _live_partial(bound: Callable, root: functools.partial) -> Callable:
+    """``bound`` called as ``root`` calls its function, with the arguments ``root`` holds at the time
+    of the call (its ``keywords`` is a dict, which may be changed in place)."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return bound(*root.args, *args, **{**root.keywords, **kwargs})
+
+    return call
 
 
 def code_of(root: Any) -> Any:
@@ -158,6 +167,26 @@ class _Cells:
         return self._cells[name].cell_contents
 
 
+class _Attributes:
+    """A function's assignable attributes (:data:`ATTRIBUTES`) as a mapping from name to value
+    (empty where what a name now means is not a Python function)."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Any) -> None:
+        self._fn = fn
+
+    def __contains__(self, name: str) -> bool:
+        return name in ATTRIBUTES and isinstance(self._fn, types.FunctionType)
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self._fn, name)
+
+
+#: what a function called by a differentiated one may have assigned after astad read it: a derivative
+#: depends on them (astad.frontend.calls.inline_call), and is made again where one is another object
+ATTRIBUTES = ("__code__", "__defaults__", "__kwdefaults__")
+
 _NOTHING: dict = {}
 
 
@@ -172,6 +201,8 @@ def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
     attribute): a pair of mappings, the first looked at first, or None when what
     the name means cannot change (a method's ``self``, a partial's arguments)."""
     fn, fixed, _ = unwrap(owner) if callable(owner) and not isinstance(owner, type) else (owner, {}, None)
+    if name in ATTRIBUTES:  # a called function's own attributes that may be assigned (its code, defaults)
+        return _Attributes(fn), _NOTHING
     if name in fixed:
         return None
     if isinstance(fn, types.FunctionType):

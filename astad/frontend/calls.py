@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import types
 from typing import Any, Callable, Iterator
 
 import libcst as cst
 import numpy as np
 
 from .. import deep
+from ..calling import ATTRIBUTES
 from ..rules import has_effect
 from ..values import PyTuple, Ref
 from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionError
@@ -141,6 +143,9 @@ class Calls(LowererCore):
                                              e.hint) from None
             sig = inspect.signature(fn, follow_wrapped=False)
             seen[id(fn)] = (fn, parsed, sig)
+            if path and isinstance(fn, types.FunctionType):  # what may be assigned in place (see calling.ATTRIBUTES)
+                for attribute in ATTRIBUTES:
+                    self.depend((*path, attribute), getattr(fn, attribute))
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
