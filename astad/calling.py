@@ -168,8 +168,9 @@ class _Cells:
 
 
 class _Attributes:
-    """A function's assignable attributes (:data:`ATTRIBUTES`) as a mapping from name to value
-    (empty where what a name now means is not a Python function)."""
+    """A function's assignable attributes (:data:`ATTRIBUTES`, and each keyword-only default by
+    :func:`keyword_default`) as a mapping from name to value (empty where what a name now means
+    is not a Python function)."""
 
     __slots__ = ("_fn",)
 
@@ -177,15 +178,33 @@ class _Attributes:
         self._fn = fn
 
     def __contains__(self, name: str) -> bool:
-        return name in ATTRIBUTES and isinstance(self._fn, types.FunctionType)
+        if not isinstance(self._fn, types.FunctionType):
+            return False
+        if name.startswith(_KEYWORD):
+            return name[len(_KEYWORD):-1] in (self._fn.__kwdefaults__ or {})
+        return name in ATTRIBUTES
 
     def __getitem__(self, name: str) -> Any:
+        if name.startswith(_KEYWORD):
+            return (self._fn.__kwdefaults__ or {})[name[len(_KEYWORD):-1]]
         return getattr(self._fn, name)
 
 
 #: what a function called by a differentiated one may have assigned after astad read it: a derivative
 #: depends on them (astad.frontend.calls.inline_call), and is made again where one is another object
 ATTRIBUTES = ("__code__", "__defaults__", "__kwdefaults__")
+_KEYWORD = "__kwdefaults__["
+
+
+def keyword_default(param: str) -> str:
+    """The name a derivative reads a called function's keyword-only default by (its ``__kwdefaults__``
+    is a dict, which may be changed in place)."""
+    return f"{_KEYWORD}{param}]"
+
+
+def _attribute(name: str) -> bool:
+    return name in ATTRIBUTES or name.startswith(_KEYWORD)
+
 
 _NOTHING: dict = {}
 
@@ -201,7 +220,7 @@ def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
     attribute): a pair of mappings, the first looked at first, or None when what
     the name means cannot change (a method's ``self``, a partial's arguments)."""
     fn, fixed, _ = unwrap(owner) if callable(owner) and not isinstance(owner, type) else (owner, {}, None)
-    if name in ATTRIBUTES:  # a called function's own attributes that may be assigned (its code, defaults)
+    if _attribute(name):  # a called function's own attributes that may be assigned (its code, defaults)
         return _Attributes(fn), _NOTHING
     if name in fixed:
         return None

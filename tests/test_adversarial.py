@@ -1,6 +1,6 @@
 """What a derivative depends on beyond the names its code reads, changed after fast calls: a called
-function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` assigned, a ``functools.partial``'s
-keywords changed in place.  Each call after the change must give the value and derivative of the
+function's ``__code__``, ``__defaults__`` or ``__kwdefaults__`` assigned (or a keyword-only default
+changed in that dict), a ``functools.partial``'s keywords changed in place.  Each call after the change must give the value and derivative of the
 function as it is now (against the plain function and central finite differences in float64), by
 every entry point that keeps derivatives (``grad`` with its checked latest entry and its forward-mode
 path, ``value_and_grad``, ``jvp`` with its checked code, ``vjp``)."""
@@ -110,6 +110,15 @@ def test_a_called_functions_keyword_defaults_assigned_after_fast_calls(mod, mode
     grad = astad.grad(mod.h)
     _check(mode, mod.h, grad, 0.7)
     mod.scaled_kw.__kwdefaults__ = {"c": 5.0}
+    _check(mode, mod.h, grad, 0.7)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_called_functions_keyword_default_changed_in_place(mod, mode):
+    """``__kwdefaults__`` is a dict: a default changed in it, not the dict assigned."""
+    grad = astad.grad(mod.h)
+    _check(mode, mod.h, grad, 0.7)
+    mod.scaled_kw.__kwdefaults__["c"] = 5.0
     _check(mode, mod.h, grad, 0.7)
 
 

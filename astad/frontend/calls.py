@@ -15,7 +15,7 @@ import libcst as cst
 import numpy as np
 
 from .. import deep
-from ..calling import ATTRIBUTES
+from ..calling import ATTRIBUTES, keyword_default
 from ..rules import has_effect
 from ..values import PyTuple, Ref
 from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionError
@@ -146,6 +146,8 @@ class Calls(LowererCore):
             if path and isinstance(fn, types.FunctionType):  # what may be assigned in place (see calling.ATTRIBUTES)
                 for attribute in ATTRIBUTES:
                     self.depend((*path, attribute), getattr(fn, attribute))
+                for param, value in (fn.__kwdefaults__ or {}).items():
+                    self.depend((*path, keyword_default(param)), value)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
