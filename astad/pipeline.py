@@ -22,7 +22,7 @@ from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
 from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
-from .ir.types import _flattener  # the flattener of a structure, looked up once per derivative
+from .ir.types import _flattener, builder  # the flattener of a structure, looked up once per derivative
 
 STAGES = ("core", "structural", "activity", "ad", "optimised")
 
@@ -73,15 +73,20 @@ def _structured(forward: Callable, backward: Callable, types: Sequence[Type]) ->
     """Forward and backward functions of structured arguments (tuples, lists,
     dicts, NamedTuples) around generated code that takes their leaves."""
 
+    flatteners = [_flattener(t) if isinstance(t, StructT) else None for t in types]
+    build = builder(types)  # (compiled once: the types of a large structure hash slowly)
+
     def structured_forward(*args: Any) -> Any:
         leaves: list[Any] = []
-        for t, a in zip(types, args):
-            leaves.extend(t.flatten(a) if isinstance(t, StructT) else [a])
+        for f, a in zip(flatteners, args):
+            if f is None:
+                leaves.append(a)
+            else:
+                leaves += f(a)
         return forward(*leaves)
 
     def structured_backward(residuals: Any, ct: Any) -> tuple:
-        cts = iter(backward(residuals, ct))
-        return tuple(t.unflatten(cts) if isinstance(t, StructT) else next(cts) for t in types)
+        return build(backward(residuals, ct))
 
     return structured_forward, structured_backward
 
