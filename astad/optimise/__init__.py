@@ -20,6 +20,9 @@ block to block), run in order by ``optimise``:
 - ``lists_in_place.lists_in_place``: lists appended to and popped in place;
 - ``remat.rematerialise``: residual arrays made by one or two cheap elementwise
   operations are computed again in the backward pass rather than kept;
+- ``cotangent_signs.absorb_negations``: a negation in the backward pass that
+  every reader can take is not computed (``a + -x`` -> ``a - x``, ``-x * 0.2``
+  -> ``x * -0.2``, a product's result negated instead), exactly;
 - ``outputs``: only the cotangents asked for (``restrict``); parameter
   cotangents that are statically zero become real zeros, and read-only
   broadcast views returned to the user become arrays (``finish``).
@@ -41,6 +44,7 @@ from ..ir import ReverseProgram, Var, bound_set, bound_vars, read_set
 from ..names import Namer
 from .accumulate import accumulate_in_loops
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
+from .cotangent_signs import absorb_negations
 from .cse import cse
 from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
@@ -76,6 +80,8 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               outer_sums(prog.backward, Namer.of(prog))))
     prog = dce(rematerialise(prog))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              absorb_negations(prog.backward, Namer.of(prog))))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))
