@@ -227,3 +227,23 @@ def test_random_structures(tmp_path_factory, spec, seed):
     mod = load_program(source, tmp_path_factory.mktemp("structured"), "structured")
     mod.Pair = Pair
     check(mod.f, value, 0.5)
+
+
+def chain_sum(t, w):
+    if isinstance(t, tuple):
+        return np.sum(np.sin(t[0]) * w) + chain_sum(t[1], w)
+    return np.sum(t * w)
+
+
+@pytest.mark.parametrize("depth", [3, 45])
+def test_a_deep_structure_is_flattened_and_rebuilt(depth):
+    """Deeper than the compiled rebuilder nests (40): the rest is rebuilt by recursion."""
+    t = RNG.standard_normal(2)
+    for _ in range(depth):
+        t = (RNG.standard_normal(2), t)
+    check(chain_sum, t, RNG.standard_normal(2))
+    g = astad.grad(chain_sum)(t, np.ones(2))
+    for _ in range(depth):
+        assert type(g) is tuple and len(g) == 2
+        g = g[1]
+    assert g.shape == (2,)
