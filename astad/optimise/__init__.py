@@ -23,8 +23,8 @@ block to block), run in order by ``optimise``:
 - ``cotangent_signs.absorb_negations``: a negation in the backward pass that
   every reader can take is not computed (``a + -x`` -> ``a - x``, ``-x * 0.2``
   -> ``x * -0.2``, a product's result negated instead), exactly;
-  ``outer_products.broadcast_outers``: ``x.T @ ct`` of a row ``x`` and a row
-  ``ct`` is ``x.T * ct`` (the same products, half the time);
+  ``unit_axes.unit_axes``: over an axis of length 1, ``x.T @ ct`` of rows is
+  ``x.T * ct`` and ``ct.sum(axis=0)`` is ``ct[0]`` (the same numbers, cheaper);
 - ``outputs``: only the cotangents asked for (``restrict``); parameter
   cotangents that are statically zero become real zeros, and read-only
   broadcast views returned to the user become arrays (``finish``).
@@ -51,12 +51,12 @@ from .cse import cse
 from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
-from .outer_products import broadcast_outers
 from .outputs import finish, restrict
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
 from .simplify import fold, fold_forward, name_cotangents
 from .structure import forget_structure
+from .unit_axes import unit_axes
 
 __all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward", "forget_structure",
            "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums", "prune_tapes",
@@ -84,7 +84,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
                               outer_sums(prog.backward, Namer.of(prog))))
     prog = dce(rematerialise(prog))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              absorb_negations(broadcast_outers(prog.backward), Namer.of(prog))))
+                              absorb_negations(unit_axes(prog.backward), Namer.of(prog))))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))
