@@ -25,6 +25,8 @@ block to block), run in order by ``optimise``:
   -> ``x * -0.2``, a product's result negated instead), exactly;
   ``unit_axes.unit_axes``: over an axis of length 1, ``x.T @ ct`` of rows is
   ``x.T * ct`` and ``ct.sum(axis=0)`` is ``ct[0]`` (the same numbers, cheaper);
+  ``tiles.tiles``: parts' cotangents written into the slices of zeros that they
+  tile are concatenated instead;
 - ``outputs``: only the cotangents asked for (``restrict``); parameter
   cotangents that are statically zero become real zeros, and read-only
   broadcast views returned to the user become arrays (``finish``).
@@ -56,6 +58,7 @@ from .remat import rematerialise
 from .shapes import shapes_not_arrays
 from .simplify import fold, fold_forward, name_cotangents
 from .structure import forget_structure
+from .tiles import tiles
 from .unit_axes import unit_axes
 
 __all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward", "forget_structure",
@@ -84,7 +87,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
                               outer_sums(prog.backward, Namer.of(prog))))
     prog = dce(rematerialise(prog))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              absorb_negations(unit_axes(prog.backward), Namer.of(prog))))
+                              absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))
