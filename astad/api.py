@@ -494,7 +494,7 @@ class Gradient:
                                          fused.of(d)))
         picked = tuple(cts[i] for i in nums)
         if not _all_floats(picked):  # Python floats are immutable: nothing to copy
-            picked = fresh.distinct(picked, fresh.owners(args))
+            picked = fresh.distinct(picked, d.arg_owners(args))  # (a structure's leaves walked without recursion)
         return value, (picked[0] if one else picked)
 
     def _found_argnums(self, n: int, n_params: int) -> tuple:

@@ -13,7 +13,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, deep, frontend, names, optimise, rules, structural
+from . import codegen, deep, fresh, frontend, names, optimise, rules, structural
 from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
@@ -65,8 +65,11 @@ class Derivative:
     stages: Stages | None = None
 
     def __post_init__(self) -> None:
+        self.arg_owners: Callable[[Sequence[Any]], set[int]] = fresh.owners_of  # see astad.fresh
         if any(isinstance(t, StructT) for t in self.arg_types):  # the generated code takes and gives leaves
             self.forward, self.backward = _structured(self.forward, self.backward, self.arg_types)
+            flat = [_flattener(t) if isinstance(t, StructT) else _single for t in self.arg_types]
+            self.arg_owners = lambda args: fresh.owners_of([leaf for f, a in zip(flat, args) for leaf in f(a)])
 
 
 def _structured(forward: Callable, backward: Callable, types: Sequence[Type]) -> tuple[Callable, Callable]:
