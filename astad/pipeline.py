@@ -22,7 +22,7 @@ from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
 from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
-from .ir.types import _flattener, builder  # the flattener of a structure, looked up once per derivative
+from .ir.types import _flattener, builder, unpacker  # the flattener of a structure, looked up once per derivative
 
 STAGES = ("core", "structural", "activity", "ad", "optimised")
 
@@ -68,7 +68,7 @@ class Derivative:
         self.arg_owners: Callable[[Sequence[Any]], set[int]] = fresh.owners_of  # see astad.fresh
         if any(isinstance(t, StructT) for t in self.arg_types):  # the generated code takes and gives leaves
             self.forward, self.backward = _structured(self.forward, self.backward, self.arg_types)
-            flat = [_flattener(t) if isinstance(t, StructT) else _single for t in self.arg_types]
+            flat = [unpacker(t) if isinstance(t, StructT) else _single for t in self.arg_types]
             self.arg_owners = lambda args: fresh.owners_of([leaf for f, a in zip(flat, args) for leaf in f(a)])
 
 
@@ -76,7 +76,7 @@ def _structured(forward: Callable, backward: Callable, types: Sequence[Type]) ->
     """Forward and backward functions of structured arguments (tuples, lists,
     dicts, NamedTuples) around generated code that takes their leaves."""
 
-    flatteners = [_flattener(t) if isinstance(t, StructT) else None for t in types]
+    flatteners = [unpacker(t) if isinstance(t, StructT) else None for t in types]  # (a structure the key matched)
     build = builder(types)  # (compiled once: the types of a large structure hash slowly)
 
     def structured_forward(*args: Any) -> Any:

@@ -247,3 +247,15 @@ def test_a_deep_structure_is_flattened_and_rebuilt(depth):
         assert type(g) is tuple and len(g) == 2
         g = g[1]
     assert g.shape == (2,)
+
+
+def test_the_unpacker_gives_the_flatteners_leaves():
+    """The derivative's unpacker (each container unpacked once) against the subscripting flattener."""
+    from astad.frontend import abstract
+    from astad.ir.types import _flattener, unpacker
+
+    value = (RNG.standard_normal(2), {"x": 1.0, "y": [RNG.standard_normal(1), Pair(2.0, (3.0,))]}, (), [()],
+             {"z": (), "w": Layer(RNG.standard_normal(1), RNG.standard_normal(2))})
+    t = abstract(value, "value")
+    got, want = unpacker(t)(value), _flattener(t)(value)
+    assert len(got) == len(want) == 7 and all(a is b for a, b in zip(got, want))

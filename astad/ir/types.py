@@ -144,6 +144,35 @@ def _flattener(t: StructT) -> Callable[[Any], list[Any]]:
                 {"__builtins__": {}, "k": tuple(keys)})
 
 
+def unpacker(t: StructT) -> Callable[[Any], list[Any]]:
+    """``_flattener(t)`` for a value known to have the structure ``t`` (the
+    arguments of a derivative chosen by their structure): each tuple, list or
+    NamedTuple unpacked once (one ``UNPACK_SEQUENCE``, where the flattener
+    subscripts every leaf's whole path), a dict read by its keys."""
+    keys: list[Any] = []
+    lines: list[str] = []
+    count = [0]
+
+    def fresh() -> str:
+        count[0] += 1
+        return f"x{count[0]}"
+
+    def leaves(t: StructT, v: str) -> list[str]:
+        names = [fresh() for _ in t.items]
+        if t.kind == "dict":
+            keys.extend(t.keys)
+            lines.extend(f"    {n} = {v}[k[{len(keys) - len(t.keys) + i}]]" for i, n in enumerate(names))
+        elif names:
+            lines.append(f"    {', '.join(names)}, = {v}")
+        return [leaf for n, item in zip(names, t.items)
+                for leaf in (leaves(item, n) if isinstance(item, StructT) else [n])]
+
+    out = leaves(t, "v")
+    namespace: dict[str, Any] = {"__builtins__": {}, "k": tuple(keys)}
+    exec("def unpack(v):\n" + "\n".join(lines) + f"\n    return [{', '.join(out)}]\n", namespace)  # noqa: S102
+    return namespace["unpack"]
+
+
 def builder(types: Sequence["Type"]) -> Callable[[Sequence[Any]], tuple]:
     """A function from the leaves of arguments of ``types`` (one per leaf, in
     order) to the tuple of the arguments, each structure rebuilt (one expression:
