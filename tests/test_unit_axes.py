@@ -55,6 +55,30 @@ def then_updated(x, b, c):
     return np.sum(h * c) + np.sum((h + b) * h)
 
 
+def into_loop(x, b):
+    y = x + b  # b's cotangent: a row of y's, added to what the loop accumulates into b's
+    s = 0.0
+    for i in range(3):
+        s = s + y[0, i] * b[i] * x[0, i]
+    return s + np.sum(y * y)
+
+
+def row_as_accumulator(x, b):
+    y = np.tanh(x + b)
+    acc = b * 1.0  # acc's cotangent is a row of x * y's: the loop adds into it
+    for i in range(3):
+        acc = acc + y[0] * b[i]
+    return np.sum(acc * y) + np.sum(x * y)
+
+
+def recurrent(x, W, b):
+    s = 0.0
+    for t in range(3):
+        x = np.tanh(x @ W + b)
+        s = s + np.sum(x * x)
+    return s
+
+
 def user_outer(x, y):
     return np.sum(np.cos(x.T @ y))
 
@@ -69,6 +93,9 @@ CASES = [
     (shared, (_rng.standard_normal((1, 3)), _rng.standard_normal(3))),
     (columns, (_rng.standard_normal((4, 1)), _rng.standard_normal(1))),
     (then_updated, (_rng.standard_normal((1, 3)), _rng.standard_normal(3), _rng.standard_normal((1, 3)))),
+    (into_loop, (_rng.standard_normal((1, 3)), _rng.standard_normal(3))),
+    (row_as_accumulator, (_rng.standard_normal((1, 3)), _rng.standard_normal(3))),
+    (recurrent, (_rng.standard_normal((1, 3)), _rng.standard_normal((3, 3)), _rng.standard_normal(3))),
     (user_outer, (_rng.standard_normal((1, 3)), _rng.standard_normal((1, 2)))),
 ]
 
