@@ -195,6 +195,8 @@ class Reverse:
         self._calls = self.table("call")
         self._jvps = self.table("jvp")  # (a Forward's: see api_forward.jvp_of_function)
         self._last: Derivative | None = None
+        #: (wrt, a check that arguments have the last structured call's keys, that call's entry): see entry
+        self._structured: tuple[Any, Callable[[Sequence[Any]], bool], Any] | None = None
         self._bound: "weakref.WeakKeyDictionary[Any, Reverse]" = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
         _LIVE.add(self)
@@ -271,6 +273,12 @@ class Reverse:
         """``(derivative, checks, holds)``: the derivative (as :meth:`derivative`),
         the checks of the names it read (see _dep_checks) and their compiled check
         (:func:`astad.calling.checker`; None when it read none)."""
+        fast = self._structured
+        if fast is not None and fast[0] == wrt and fast[1](args):  # the structured arguments of the last call's kind
+            self.check_code()
+            found = fast[2]
+            if found[2] is None or found[2]():
+                return found
         try:
             keys = tuple(map(_arg_key, args))
             key = (keys if None not in keys else self._types(args), wrt)
@@ -281,6 +289,9 @@ class Reverse:
         found = self._derivatives.get(key)
         if found is None or not (found[2] is None or found[2]()):
             found = self._transform(args, key, wrt)
+        if key[0] is keys and any(type(a) is tuple or type(a) is list or type(a) is dict for a in args):
+            check = calling.key_checker(keys, _SCALAR_KEYS)  # (a large structure's key is slow to build and hash)
+            self._structured = None if check is None else (wrt, check, found)
         return found
 
     def _types(self, args: Sequence[Any]) -> tuple[Type, ...]:
@@ -523,6 +534,7 @@ def clear_caches(memory: bool = True, disk: bool = True) -> None:
         frontend.clear_parse_cache()
         for r in list(_LIVE):
             r._derivatives.clear()
+            r._structured = None
             for table in r._tables.values():
                 table.clear()
     if disk:
