@@ -110,6 +110,9 @@ class _Absorb:
         result = self.env.get(self.block.result.name, self.block.result) if isinstance(self.block.result, Var) \
             else self.block.result
         self.materialise(Prim("result", (result,)))
+        if result is self.block.result and len(self.out) == len(self.block.binds) \
+                and all(x is y for x, y in zip(self.out, self.block.binds)):
+            return self.block
         return Block(tuple(self.out), result)
 
     def materialise(self, rhs: object) -> None:
@@ -119,7 +122,7 @@ class _Absorb:
                 self.out.append(Bind((a,), Prim("neg", (self.negated.pop(a.name),))))
 
     def emit(self, b: Bind, rhs: Prim | Plus) -> None:
-        self.out.append(Bind(b.targets, rhs, b.loc))
+        self.out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))  # (a binding left as it was is kept)
 
     def negative(self, b: Bind, rhs: Prim | Plus) -> None:
         """``b``'s target is ``-rhs``: computed as that when its readers cannot take the negation."""
