@@ -70,6 +70,10 @@ def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tu
 _MISSING = object()
 
 
+def _never(args: Sequence[Any]) -> bool:
+    return False
+
+
 def _checks_hold(checks: tuple) -> bool:
     for g, b, n, o in checks:
         if (g[n] if n in g else b.get(n, _MISSING)) is not o:
@@ -195,6 +199,9 @@ class Reverse:
         self._calls = self.table("call")
         self._jvps = self.table("jvp")  # (a Forward's: see api_forward.jvp_of_function)
         self._last: Derivative | None = None
+        #: (wrt, a check that arguments have the last structured call's keys, that call's entry): see entry
+        self._structured: tuple[Any, Callable[[Sequence[Any]], bool], Any] | None = None
+        self._key_checks: LRU[Callable[[Sequence[Any]], bool]] = LRU(_memory_size)  # by keys
         self._bound: "weakref.WeakKeyDictionary[Any, Reverse]" = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
         _LIVE.add(self)
@@ -271,6 +278,12 @@ class Reverse:
         """``(derivative, checks, holds)``: the derivative (as :meth:`derivative`),
         the checks of the names it read (see _dep_checks) and their compiled check
         (:func:`astad.calling.checker`; None when it read none)."""
+        fast = self._structured
+        if fast is not None and fast[0] == wrt and fast[1](args):  # the structured arguments of the last call's kind
+            self.check_code()
+            found = fast[2]
+            if found[2] is None or found[2]():
+                return found
         try:
             keys = tuple(map(_arg_key, args))
             key = (keys if None not in keys else self._types(args), wrt)
@@ -279,9 +292,23 @@ class Reverse:
                                  hint="tuples, lists and dicts of arrays, a few levels deep") from None
         self.check_code()
         found = self._derivatives.get(key)
-        if found is None or not (found[2] is None or found[2]()):
+        transformed = found is None or not (found[2] is None or found[2]())
+        if transformed:
             found = self._transform(args, key, wrt)
+        if (transformed or fast is not None) and key[0] is keys:  # (a function never called with structures: no cost)
+            self._remember_structure(args, keys, wrt, found)
         return found
+
+    def _remember_structure(self, args: Sequence[Any], keys: tuple, wrt: frozenset[int] | None, found: Any) -> None:
+        """Make this call's entry the one ``entry`` finds first for arguments of its keys, when some
+        argument is a structure (whose key is slow to build and hash: see calling.key_checker)."""
+        if not any(type(a) is tuple or type(a) is list or type(a) is dict for a in args):
+            return
+        check = self._key_checks.get(keys)
+        if check is None:
+            check = calling.key_checker(keys, _SCALAR_KEYS) or _never
+            self._key_checks.put(keys, check)
+        self._structured = (wrt, check, found)
 
     def _types(self, args: Sequence[Any]) -> tuple[Type, ...]:
         params = self._params
@@ -507,7 +534,7 @@ class Gradient:
         cts = d.backward(residuals, 1.0)
         picked = tuple(cts[i] for i in nums)
         if not _all_floats(picked):  # Python floats are immutable: nothing to copy
-            picked = fresh.distinct(picked, fresh.owners(args))
+            picked = fresh.distinct(picked, d.arg_owners(args))  # (a structure's leaves walked without recursion)
         g = picked[0] if one else picked
         return (value, g) if self._with_value else g
 
@@ -576,6 +603,8 @@ def clear_caches(memory: bool = True, disk: bool = True) -> None:
         frontend.clear_parse_cache()
         for r in list(_LIVE):
             r._derivatives.clear()
+            r._structured = None
+            r._key_checks.clear()
             for table in r._tables.values():
                 table.clear()
     if disk:
