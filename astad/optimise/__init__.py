@@ -56,7 +56,6 @@ from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
-from .signs import cancel_negations
 from .simplify import fold, fold_forward, name_cotangents
 from .structure import forget_structure
 from .tiles import tiles
@@ -79,7 +78,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = cse(hoist_invariants(sink_broadcasts(prog)))
-    cleaned = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cancel_negations(prog.backward)))
+    cleaned = dce(prog)
     prog = shapes_not_arrays(cleaned)
     prog = prog if prog is cleaned else dce(prog)  # (dce of dce's own output is itself)
     # (each of the next two only where the backward block has what it rewrites, else its

@@ -8,7 +8,8 @@ negation whose every reader can take it is not computed: a sum takes it
 (``a + -x`` -> ``a - x``, ``-x + b`` -> ``b - x``, ``a - -x`` -> ``a + x``, a
 cotangent sum of many terms likewise, term by term in its order), a negation
 cancels it, a product by a literal takes it into the literal
-(``-x * 0.2`` -> ``x * -0.2``), and an operation linear in the argument
+(``-x * 0.2`` -> ``x * -0.2``), a negation of a negation that is computed
+(some other reader cannot take it) reads as what it negates, and an operation linear in the argument
 (products, quotients, matrix products, sums, views: ``signs._EACH`` and
 ``signs._FIRST``) negates its result instead, when that result is in turn
 taken by all its readers.  A negation some reader cannot take (a tuple, a
@@ -60,6 +61,7 @@ class _Absorb:
         self.memo: dict[str, bool] = {}
         self.negated: dict[str, Atom] = {}  # a name whose negation was not computed -> what it is the negation of
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
+        self.computed: dict[str, Atom] = {}  # a negation computed as it was (some reader cannot take it) -> its operand
         self.out: list[Bind] = []
 
     def taken(self, name: str) -> bool:
@@ -138,9 +140,14 @@ class _Absorb:
         target = b.targets[0]
         args = [self.signed(a) for a in rhs.args]
         if not any(n for n, _ in args):
-            if rhs.op == "neg" and self.taken(target.name):
+            inner = rhs.args[0] if rhs.op == "neg" else None
+            if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
+                self.env[target.name] = self.computed[inner.name]
+            elif rhs.op == "neg" and self.taken(target.name):
                 self.negated[target.name] = rhs.args[0]
             else:
+                if inner is not None:
+                    self.computed[target.name] = inner
                 self.emit(b, rhs)
             return
         plain = tuple(a for _, a in args)
