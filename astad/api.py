@@ -10,9 +10,9 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import backends, cache, calling, fresh, frontend, fused, guards, pipeline
+from . import backends, cache, calling, fresh, frontend, pipeline
 from .memo import LRU
-from .errors import AstadError, AstadTypeError, NonScalarOutputError, SourceUnavailableError, UnsupportedSyntaxError
+from .errors import AstadError, AstadTypeError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
 from .pipeline import Derivative
 from .source import reversed_function
@@ -68,6 +68,10 @@ def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tu
 
 
 _MISSING = object()
+
+
+def _never(args: Sequence[Any]) -> bool:
+    return False
 
 
 def _checks_hold(checks: tuple) -> bool:
@@ -195,6 +199,9 @@ class Reverse:
         self._calls = self.table("call")
         self._jvps = self.table("jvp")  # (a Forward's: see api_forward.jvp_of_function)
         self._last: Derivative | None = None
+        #: (wrt, a check that arguments have the last structured call's keys, that call's entry): see entry
+        self._structured: tuple[Any, Callable[[Sequence[Any]], bool], Any] | None = None
+        self._key_checks: LRU[Callable[[Sequence[Any]], bool]] = LRU(_memory_size)  # by keys
         self._bound: "weakref.WeakKeyDictionary[Any, Reverse]" = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
         _LIVE.add(self)
@@ -271,6 +278,12 @@ class Reverse:
         """``(derivative, checks, holds)``: the derivative (as :meth:`derivative`),
         the checks of the names it read (see _dep_checks) and their compiled check
         (:func:`astad.calling.checker`; None when it read none)."""
+        fast = self._structured
+        if fast is not None and fast[0] == wrt and fast[1](args):  # the structured arguments of the last call's kind
+            self.check_code()
+            found = fast[2]
+            if found[2] is None or found[2]():
+                return found
         try:
             keys = tuple(map(_arg_key, args))
             key = (keys if None not in keys else self._types(args), wrt)
@@ -279,9 +292,23 @@ class Reverse:
                                  hint="tuples, lists and dicts of arrays, a few levels deep") from None
         self.check_code()
         found = self._derivatives.get(key)
-        if found is None or not (found[2] is None or found[2]()):
+        transformed = found is None or not (found[2] is None or found[2]())
+        if transformed:
             found = self._transform(args, key, wrt)
+        if (transformed or fast is not None) and key[0] is keys:  # (a function never called with structures: no cost)
+            self._remember_structure(args, keys, wrt, found)
         return found
+
+    def _remember_structure(self, args: Sequence[Any], keys: tuple, wrt: frozenset[int] | None, found: Any) -> None:
+        """Make this call's entry the one ``entry`` finds first for arguments of its keys, when some
+        argument is a structure (whose key is slow to build and hash: see calling.key_checker)."""
+        if not any(type(a) is tuple or type(a) is list or type(a) is dict for a in args):
+            return
+        check = self._key_checks.get(keys)
+        if check is None:
+            check = calling.key_checker(keys, _SCALAR_KEYS) or _never
+            self._key_checks.put(keys, check)
+        self._structured = (wrt, check, found)
 
     def _types(self, args: Sequence[Any]) -> tuple[Type, ...]:
         params = self._params
@@ -411,162 +438,6 @@ def _argnums(argnums: ArgNums, n: int, name: str, n_params: int | None = None) -
     return tuple(int(i) % n for i in nums), single
 
 
-def value_and_grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., tuple[Any, Any]]:
-    """A function returning ``(value, gradient)``; ``argnums`` as in JAX (an
-    int gives one gradient, a tuple a tuple of gradients), indices of the
-    arguments passed by position.  Keyword arguments are placed by ``fn``'s
-    signature (not differentiated); the gradients are arrays of their own."""
-    return _gradient(fn, argnums, True)
-
-
-def grad(fn: Callable[..., Any], argnums: ArgNums = 0) -> Callable[..., Any]:
-    """The gradient of a real-scalar-valued function (as ``jax.grad``)."""
-    return _gradient(fn, argnums, False)
-
-
-def _gradient(fn: Callable[..., Any], argnums: ArgNums, with_value: bool) -> "Gradient":
-    g = Gradient(fn, argnums, with_value)
-    functools.update_wrapper(g, g._rev.__astad_function__, updated=())  # type: ignore[arg-type]
-    name = "value_and_grad" if with_value else "grad"
-    g.__astad_derived__ = f"astad.{name}({g._rev._parsed.name})"  # type: ignore[attr-defined]
-    return g
-
-
-class Gradient:
-    """``grad`` or ``value_and_grad`` (``with_value``) of a function astad reads.
-    A call of scalar arguments of types seen before finds, in one table (see
-    :func:`remember`), one function that returns what the caller gets (see
-    :func:`_runner`); any other call binds its arguments and looks the derivative
-    up by their kinds."""
-
-    #: a method ``(reverse, args, i, pick) -> (run, holds) | None``: the gradient in the one Python-float
-    #: argument ``i`` of scalar arguments by forward mode (astad.api_higher.PlainGrad; see astad.scalar_grad)
-    _by_forward: Callable[..., Any] | None = None
-
-    def __init__(self, fn: Callable[..., Any], argnums: ArgNums, with_value: bool) -> None:
-        _check_argnums(argnums)
-        rev = self._rev = reverse(fn)
-        self._argnums, self._with_value = argnums, with_value
-        self._single = single = not isinstance(argnums, (tuple, list))
-        # (run, holds) of calls whose derivative's types were checked, by the types of the arguments
-        key = ("grad", argnums if single else tuple(argnums), with_value)
-        self._table = rev.table(key)  # type: ignore[arg-type]
-        self._latest = rev.table(("latest", key))  # the function a call tries first (see _keep)
-        self._function, self._code = rev.__astad_function__, rev._code
-        self._types_checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
-        # argnums by the number of arguments passed by position
-        self._nums: dict[int, tuple[tuple[int, ...], bool, frozenset[int]]] = {}
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not kwargs:
-            fast = self._latest.get(None)  # the latest entry's function, which checks its arguments itself
-            if fast is not None:
-                out = fast(*args)
-                if out is not _MISS:
-                    return out
-            hit = self._table.get(type(args[0]) if len(args) == 1 else (type(args[0]), type(args[1])) if
-                            len(args) == 2 else tuple(map(type, args)))
-            if hit is not None and self._function.__code__ is self._code and (hit[1] is None or hit[1]()):
-                return hit[0](*args)
-        return self._call(args, kwargs)
-
-    def _keep(self, args: tuple, entry: tuple) -> None:
-        """``entry`` in the table (see :func:`remember`), and its function, made to check its
-        arguments itself (astad.guards.guard), as the one a call tries first."""
-        table = self._table
-        remember(table, args, entry)
-        if table.get(kinds(args)) is entry:
-            fast = guards.guard(entry[0], tuple(map(type, args)), self._function, self._code, entry[1])
-            if fast is not None:
-                self._latest[None] = fast
-            else:
-                self._latest.clear()
-
-    def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
-        rev, binder = self._rev, self._rev._binder
-        n = len(args)
-        args = binder(args, kwargs)
-        nums, one, wrt = self._nums.get(n) or self._found_argnums(n, len(args))
-        remembered = not kwargs and n == binder.fast_n
-        pick = (nums, one, self._with_value)
-        if len(nums) == 1 and type(args[nums[0]]) is float and self._by_forward is not None and \
-                _SCALAR_KEYS.issuperset(map(type, args)):
-            rev.check_code()  # (forward mode would read the new code)
-            found = self._by_forward(rev, args, nums[0], pick)
-            if found is not None:
-                if remembered:
-                    self._keep(args, found)
-                return found[0](*args)
-        d, _, holds = rev.entry(args, wrt)
-        if d not in self._types_checked:
-            _check_grad_types(rev, d, nums)
-            self._types_checked.add(d)
-        if remembered:
-            self._keep(args, (_runner(d, pick), holds))
-        value, residuals = d.forward(*args)
-        cts = d.backward(residuals, 1.0)
-        picked = tuple(cts[i] for i in nums)
-        if not _all_floats(picked):  # Python floats are immutable: nothing to copy
-            picked = fresh.distinct(picked, fresh.owners(args))
-        g = picked[0] if one else picked
-        return (value, g) if self._with_value else g
-
-    def _found_argnums(self, n: int, n_params: int) -> tuple:
-        nums, one = _argnums(self._argnums, n, self._rev._parsed.name, n_params)
-        found = self._nums[n] = (nums, one, frozenset(nums))
-        return found
-
-
-_MISS = guards.MISS  # what a guarded function returns for a call it was not made for
-
-
-def _python_float(t: Type) -> bool:
-    return isinstance(t, Num) and t.py and t.shape == () and t.dtype == "float64"
-
-
-def _runner(d: Derivative, pick: tuple[tuple[int, ...], bool, bool]) -> Callable[..., Any]:
-    """The function a call of scalar arguments runs: ``(*args) ->`` what the caller of
-    ``grad`` gets (``pick``: the cotangents ``nums``, one when ``single``, after the value
-    when ``with_value``).  Where each is a Python float (the cotangent of a float argument,
-    see optimise/outputs.finish), forward and backward joined (astad.fused), returning them
-    as they are; otherwise the generated functions, and a copy of a cotangent that shares
-    memory with another."""
-    nums, single, with_value = pick
-    if all(_python_float(d.arg_types[i]) for i in nums):
-        found = fused.of(d, pick)
-        if found is not None:
-            return found
-    joined = fused.of(d)
-    forward, backward = d.forward, d.backward
-    every = nums == tuple(range(len(d.arg_types)))
-
-    def run(*args: Any) -> Any:
-        if joined is not None:
-            value, cts = joined(*args)
-        else:
-            value, residuals = forward(*args)
-            cts = backward(residuals, 1.0)
-        if single:  # scalar arguments own no memory: one cotangent needs no copy
-            return (value, cts[nums[0]]) if with_value else cts[nums[0]]
-        picked = cts if every and type(cts) is tuple else tuple(map(cts.__getitem__, nums))
-        if not _all_floats(picked):  # Python floats are immutable: nothing to copy
-            picked = fresh.distinct(picked, set())
-        return (value, picked) if with_value else picked
-
-    return run
-
-
-def _check_grad_types(rev: Reverse, d: Derivative, nums: Sequence[int]) -> None:
-    if not pipeline.is_real_scalar(d.out_type):
-        raise NonScalarOutputError(
-            f"grad of {rev._parsed.name} needs a real scalar output, but it returns {d.out_type}",
-            hint="astad.vjp(fn, *args) for a non-scalar output, or reduce it (e.g. np.sum)")
-    for i in nums:
-        if not d.arg_types[i].differentiable:
-            raise AstadTypeError(f"argument {i} of {rev._parsed.name} is {d.arg_types[i]}, which has no gradient",
-                                 hint="differentiate with respect to float arguments (argnums)")
-
-
 def clear_caches(memory: bool = True, disk: bool = True) -> None:
     """Forget generated derivatives (in this process, and/or on disk)."""
     if memory:
@@ -576,6 +447,8 @@ def clear_caches(memory: bool = True, disk: bool = True) -> None:
         frontend.clear_parse_cache()
         for r in list(_LIVE):
             r._derivatives.clear()
+            r._structured = None
+            r._key_checks.clear()
             for table in r._tables.values():
                 table.clear()
     if disk:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, backends, fresh, guards, pipeline, scalar_grad
+from . import api, api_grad, backends, fresh, guards, pipeline, scalar_grad
 from .api_forward import (_BY_ID, LATEST as _LATEST, all_differentiable, check_pairs, checked_tangents, fast_key,
                           forward_of, jvp_at, jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
@@ -258,7 +258,7 @@ def _tangent_programs(inner: Derived, args: Sequence[Any], nums: Sequence[int]) 
 
 
 def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
-    """As api._check_grad_types, for the program of a gradient (its last parameter: the output's cotangent)."""
+    """As api_grad._check_grad_types, for the program of a gradient (its last parameter: the output's cotangent)."""
     if not pipeline.is_real_scalar(prog.arg_types[-1]):
         raise NonScalarOutputError(f"grad of {name} needs a real scalar output, but it returns {prog.arg_types[-1]}",
                                    hint="astad.jacfwd or astad.jacrev for a non-scalar output, or reduce it (np.sum)")
@@ -357,8 +357,8 @@ class Grad(Derived):
         return q, extras + (units[0][i],) + tail
 
 
-class PlainGrad(api.Gradient, Grad):
-    """``grad`` of a function astad reads: called, reverse mode (:class:`astad.api.Gradient`;
+class PlainGrad(api_grad.Gradient, Grad):
+    """``grad`` of a function astad reads: called, reverse mode (:class:`astad.api_grad.Gradient`;
     ``.source`` finds the types in the Reverse's last derivative); differentiated again, a :class:`Grad`.
     In one Python-float argument of scalar ones, forward mode (:mod:`astad.scalar_grad`)."""
 
@@ -370,7 +370,7 @@ class PlainGrad(api.Gradient, Grad):
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)
-        api.Gradient.__init__(self, self.inner.fn, argnums, with_value)  # type: ignore[attr-defined]
+        api_grad.Gradient.__init__(self, self.inner.fn, argnums, with_value)  # type: ignore[attr-defined]
 
 
 def _grad(fn: Any, argnums: ArgNums, with_value: bool) -> Grad:

@@ -13,7 +13,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, deep, frontend, names, optimise, rules, structural
+from . import codegen, deep, fresh, frontend, names, optimise, rules, structural
 from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
@@ -22,7 +22,7 @@ from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
 from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
-from .ir.types import _flattener  # the flattener of a structure, looked up once per derivative
+from .ir.types import _flattener, builder, unpacker  # the flattener of a structure, looked up once per derivative
 
 STAGES = ("core", "structural", "activity", "ad", "optimised")
 
@@ -65,23 +65,31 @@ class Derivative:
     stages: Stages | None = None
 
     def __post_init__(self) -> None:
+        self.arg_owners: Callable[[Sequence[Any]], set[int]] = fresh.owners_of  # see astad.fresh
         if any(isinstance(t, StructT) for t in self.arg_types):  # the generated code takes and gives leaves
             self.forward, self.backward = _structured(self.forward, self.backward, self.arg_types)
+            flat = [unpacker(t) if isinstance(t, StructT) else _single for t in self.arg_types]
+            self.arg_owners = lambda args: fresh.owners_of([leaf for f, a in zip(flat, args) for leaf in f(a)])
 
 
 def _structured(forward: Callable, backward: Callable, types: Sequence[Type]) -> tuple[Callable, Callable]:
     """Forward and backward functions of structured arguments (tuples, lists,
     dicts, NamedTuples) around generated code that takes their leaves."""
 
+    flatteners = [unpacker(t) if isinstance(t, StructT) else None for t in types]  # (a structure the key matched)
+    build = builder(types)  # (compiled once: the types of a large structure hash slowly)
+
     def structured_forward(*args: Any) -> Any:
         leaves: list[Any] = []
-        for t, a in zip(types, args):
-            leaves.extend(t.flatten(a) if isinstance(t, StructT) else [a])
+        for f, a in zip(flatteners, args):
+            if f is None:
+                leaves.append(a)
+            else:
+                leaves += f(a)
         return forward(*leaves)
 
     def structured_backward(residuals: Any, ct: Any) -> tuple:
-        cts = iter(backward(residuals, ct))
-        return tuple(t.unflatten(cts) if isinstance(t, StructT) else next(cts) for t in types)
+        return build(backward(residuals, ct))
 
     return structured_forward, structured_backward
 

@@ -227,3 +227,35 @@ def test_random_structures(tmp_path_factory, spec, seed):
     mod = load_program(source, tmp_path_factory.mktemp("structured"), "structured")
     mod.Pair = Pair
     check(mod.f, value, 0.5)
+
+
+def chain_sum(t, w):
+    if isinstance(t, tuple):
+        return np.sum(np.sin(t[0]) * w) + chain_sum(t[1], w)
+    return np.sum(t * w)
+
+
+@pytest.mark.parametrize("depth", [3, 45])
+def test_a_deep_structure_is_flattened_and_rebuilt(depth):
+    """Deeper than the compiled rebuilder nests (40): the rest is rebuilt by recursion."""
+    t = RNG.standard_normal(2)
+    for _ in range(depth):
+        t = (RNG.standard_normal(2), t)
+    check(chain_sum, t, RNG.standard_normal(2))
+    g = astad.grad(chain_sum)(t, np.ones(2))
+    for _ in range(depth):
+        assert type(g) is tuple and len(g) == 2
+        g = g[1]
+    assert g.shape == (2,)
+
+
+def test_the_unpacker_gives_the_flatteners_leaves():
+    """The derivative's unpacker (each container unpacked once) against the subscripting flattener."""
+    from astad.frontend import abstract
+    from astad.ir.types import _flattener, unpacker
+
+    value = (RNG.standard_normal(2), {"x": 1.0, "y": [RNG.standard_normal(1), Pair(2.0, (3.0,))]}, (), [()],
+             {"z": (), "w": Layer(RNG.standard_normal(1), RNG.standard_normal(2))})
+    t = abstract(value, "value")
+    got, want = unpacker(t)(value), _flattener(t)(value)
+    assert len(got) == len(want) == 7 and all(a is b for a, b in zip(got, want))

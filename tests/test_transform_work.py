@@ -31,7 +31,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("source", SOURCES, ids=[f"source{i}" for i in range(len(SOURCES))])
 def test_positions_are_libcsts(source):
     module = cst.parse_module(source)
     expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)

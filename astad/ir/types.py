@@ -144,6 +144,69 @@ def _flattener(t: StructT) -> Callable[[Any], list[Any]]:
                 {"__builtins__": {}, "k": tuple(keys)})
 
 
+def unpacker(t: StructT) -> Callable[[Any], list[Any]]:
+    """``_flattener(t)`` for a value known to have the structure ``t`` (the
+    arguments of a derivative chosen by their structure): each tuple, list or
+    NamedTuple unpacked once (one ``UNPACK_SEQUENCE``, where the flattener
+    subscripts every leaf's whole path), a dict read by its keys."""
+    keys: list[Any] = []
+    lines: list[str] = []
+    count = [0]
+
+    def fresh() -> str:
+        count[0] += 1
+        return f"x{count[0]}"
+
+    def leaves(t: StructT, v: str) -> list[str]:
+        names = [fresh() for _ in t.items]
+        if t.kind == "dict":
+            keys.extend(t.keys)
+            lines.extend(f"    {n} = {v}[k[{len(keys) - len(t.keys) + i}]]" for i, n in enumerate(names))
+        elif names:
+            lines.append(f"    {', '.join(names)}, = {v}")
+        return [leaf for n, item in zip(names, t.items)
+                for leaf in (leaves(item, n) if isinstance(item, StructT) else [n])]
+
+    out = leaves(t, "v")
+    namespace: dict[str, Any] = {"__builtins__": {}, "k": tuple(keys)}
+    exec("def unpack(v):\n" + "\n".join(lines) + f"\n    return [{', '.join(out)}]\n", namespace)  # noqa: S102
+    return namespace["unpack"]
+
+
+def builder(types: Sequence["Type"]) -> Callable[[Sequence[Any]], tuple]:
+    """A function from the leaves of arguments of ``types`` (one per leaf, in
+    order) to the tuple of the arguments, each structure rebuilt (one expression:
+    no recursion per call).  Keys and NamedTuple classes are read from tuples,
+    never written into the text."""
+    keys: list[Any] = []
+    classes: list[Any] = []
+    count = [0]
+
+    def text(t: "Type", depth: int) -> str:
+        if not isinstance(t, StructT):
+            count[0] += 1
+            return f"l[{count[0] - 1}]"
+        if depth > 40:  # deeper than Python's parser may nest: the recursive method
+            n = sum(leaf_counts([t]))
+            classes.append(t)
+            count[0] += n
+            return f"c[{len(classes) - 1}].unflatten(iter(l[{count[0] - n}:{count[0]}]))"
+        items = [text(item, depth + 1) for item in t.items]
+        if t.kind == "dict":
+            keys.extend(t.keys)
+            first = len(keys) - len(t.keys)
+            return "{" + ", ".join(f"k[{first + i}]: {v}" for i, v in enumerate(items)) + "}"
+        if t.kind == "namedtuple":
+            classes.append(t.cls)
+            return f"c[{len(classes) - 1}](" + ", ".join(items) + ")"
+        if t.kind == "list":
+            return "[" + ", ".join(items) + "]"
+        return "(" + "".join(v + ", " for v in items) + ")"
+
+    body = "(" + "".join(text(t, 0) + ", " for t in types) + ")"
+    return eval("lambda l: " + body, {"__builtins__": {"iter": iter}, "k": tuple(keys), "c": tuple(classes)})  # noqa: S307
+
+
 def _key_paths(t: StructT, keys: list[Any]) -> list[str]:
     """The subscripts of each leaf as text (``[k[0]][k[3]]``), the keys appended to ``keys``."""
     out = []

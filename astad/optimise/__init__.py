@@ -20,6 +20,13 @@ block to block), run in order by ``optimise``:
 - ``lists_in_place.lists_in_place``: lists appended to and popped in place;
 - ``remat.rematerialise``: residual arrays made by one or two cheap elementwise
   operations are computed again in the backward pass rather than kept;
+- ``cotangent_signs.absorb_negations``: a negation in the backward pass that
+  every reader can take is not computed (``a + -x`` -> ``a - x``, ``-x * 0.2``
+  -> ``x * -0.2``, a product's result negated instead), exactly;
+  ``unit_axes.unit_axes``: over an axis of length 1, ``x.T @ ct`` of rows is
+  ``x.T * ct`` and ``ct.sum(axis=0)`` is ``ct[0]`` (the same numbers, cheaper);
+  ``tiles.tiles``: parts' cotangents written into the slices of zeros that they
+  tile are concatenated instead;
 - ``outputs``: only the cotangents asked for (``restrict``); parameter
   cotangents that are statically zero become real zeros, and read-only
   broadcast views returned to the user become arrays (``finish``).
@@ -41,6 +48,7 @@ from ..ir import ReverseProgram, Var, bound_set, bound_vars, kinds, read_set
 from ..names import Namer
 from .accumulate import accumulate_in_loops, accumulates
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
+from .cotangent_signs import absorb_negations
 from .cse import cse
 from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
@@ -48,9 +56,10 @@ from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
-from .signs import cancel_negations
 from .simplify import fold, fold_forward, name_cotangents
 from .structure import forget_structure
+from .tiles import tiles
+from .unit_axes import unit_axes
 
 __all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward", "forget_structure",
            "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums", "prune_tapes",
@@ -69,7 +78,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     prog = cse(hoist_invariants(sink_broadcasts(prog)))
-    cleaned = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cancel_negations(prog.backward)))
+    cleaned = dce(prog)
     prog = shapes_not_arrays(cleaned)
     prog = prog if prog is cleaned else dce(prog)  # (dce of dce's own output is itself)
     # (each of the next two only where the backward block has what it rewrites, else its
@@ -82,6 +91,8 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
         prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                   outer_sums(prog.backward, Namer.of(prog))))
     prog = dce(rematerialise(prog))
+    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                              absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))

@@ -5,17 +5,15 @@ the negation runs on the smaller array), and a sum absorbs it
 (``a - -b`` -> ``a + b``, ``a + -b`` -> ``a - b``; two negations of one product
 cancel).  Each rewrite is exact in floating point (negation is, and rounding is
 symmetric), and only tangents are rewritten, in the block that binds the
-negation; ``dce`` removes the negations left unread.  In reverse mode's backward
-block, ``cancel_negations``: a negation of a negation, and a scalar cotangent
-sum of a negation."""
+negation; ``dce`` removes the negations left unread.  (Reverse mode's backward
+block: ``cotangent_signs.absorb_negations``.)"""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from ..blocks import with_branches
-from ..ir import Atom, Bind, Block, Function, Num, Plus, Prim, Var, use_counts
-from ..ir.walk import substitute_block
+from ..ir import Atom, Bind, Block, Function, Prim, Var, use_counts
 from ..names import Namer, program_names
 
 #: operations linear in each of their arguments (``div``: in its numerator, and odd in its denominator)
@@ -78,38 +76,3 @@ def _rewritten(target: Var, rhs: Prim, plain, namer: Namer) -> list[tuple[tuple[
         return [((target,), Prim(rhs.op, args, rhs.params))]
     inner = Var(namer.temp(), target.type)
     return [((inner,), Prim(rhs.op, args, rhs.params)), ((target,), Prim("neg", (inner,)))]
-
-
-def cancel_negations(block: Block) -> Block:
-    """A backward block's negations of negations read as what they negate (``t3_ct = -t4_ct``
-    of ``t4_ct = -t7``: ``t7``, as ``x - 2.0 * y`` and ``q / d`` make them), and a scalar sum
-    ``a + t4_ct`` of a negation read nowhere else ``a - t7``.  Exact in floating point
-    (negation is, and ``a + -b == a - b``); ``dce`` removes the negations left unread.  Only
-    negations bound in the same block as what reads them are looked at."""
-    block = Block(tuple(with_branches(b, b.rhs, cancel_negations) for b in block.binds), block.result)
-    negs = {b.targets[0].name: b.rhs.args[0] for b in block.binds
-            if len(b.targets) == 1 and isinstance(b.rhs, Prim) and b.rhs.op == "neg"}
-    env = {name: negs[a.name] for name, a in negs.items() if isinstance(a, Var) and a.name in negs}
-    if env:
-        block = substitute_block(Block(tuple(b for b in block.binds if b.targets[0].name not in env), block.result),
-                                 env)
-    counts = use_counts(block)
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        if isinstance(rhs, Plus) and len(rhs.items) == 2 and _scalar(b.targets[0]):
-            a, n = rhs.items
-            if not _read_once_neg(n, negs, counts):
-                a, n = n, a
-            if _read_once_neg(n, negs, counts) and _scalar(a):
-                b = Bind(b.targets, Prim("sub", (a, negs[n.name])), b.loc)  # type: ignore[union-attr]
-        binds.append(b)
-    return Block(tuple(binds), block.result)
-
-
-def _read_once_neg(a: Atom, negs: dict[str, Atom], counts: Counter) -> bool:
-    return isinstance(a, Var) and a.name in negs and counts[a.name] == 1
-
-
-def _scalar(a: Atom) -> bool:
-    return isinstance(a.type, Num) and a.type.shape == ()

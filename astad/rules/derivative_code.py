@@ -120,6 +120,8 @@ def log_domain(x: Any) -> Any:
     floats: the derivative ``ct / x`` of ``log`` is then nan outside its domain,
     as the primal is, and inf at 0 (a Python float would raise there).  A Dask or
     CuPy array (not numpy's nor a number) gets the ``where`` unasked: asking would compute it."""
+    if type(x) is np.ndarray and x.ndim:  # the common case first (count_nonzero: no Python-level reduction)
+        return np.where(x >= 0, x, np.nan) if np.count_nonzero(x < 0) else x
     if not isinstance(x, (np.ndarray, np.generic, float, int)):
         return np.where(x >= 0, x, np.nan)
     if np.ndim(x) == 0:
@@ -169,7 +171,9 @@ def list_add(a: list, b: list) -> list:
 
 @runtime
 def list_zeros_like(like: list) -> list:
-    return [list_zeros_like(e) if isinstance(e, list) else np.zeros_like(e) if hasattr(e, "shape")
+    # np.zeros of a numpy array's shape and dtype: the same zeros, five times faster than zeros_like
+    return [np.zeros(e.shape, e.dtype) if type(e) is np.ndarray else list_zeros_like(e) if isinstance(e, list)
+            else np.zeros_like(e) if hasattr(e, "shape")
             else 0.0 for e in like]  # zeros_like: of a Dask (CuPy) array, a Dask (CuPy) array
 
 

@@ -1,0 +1,224 @@
+"""Negations in the backward pass taken by what reads them (``absorb_negations``).
+
+The transposes of ``-x``, ``a - b`` and ``cos`` negate a cotangent, and the
+next cotangent sum reads the negation: ``t = -(ct / d)`` then
+``u = -(t * y)``, ``ct2 = -t1`` then ``a_ct = b_ct + ct2``.  On small arrays
+each negation is a numpy call of its own (about as dear as a product), so a
+negation whose every reader can take it is not computed: a sum takes it
+(``a + -x`` -> ``a - x``, ``-x + b`` -> ``b - x``, ``a - -x`` -> ``a + x``, a
+cotangent sum of many terms likewise, term by term in its order), a negation
+cancels it, a product by a literal takes it into the literal
+(``-x * 0.2`` -> ``x * -0.2``), a negation of a negation that is computed
+(some other reader cannot take it) reads as what it negates, and an operation linear in the argument
+(products, quotients, matrix products, sums, views: ``signs._EACH`` and
+``signs._FIRST``) negates its result instead, when that result is in turn
+taken by all its readers.  A negation some reader cannot take (a tuple, a
+loop, a nested block, a return) is left as it is.
+
+Every rewrite is exact in floating point: negation is, rounding is symmetric,
+``a + -b`` is ``a - b`` by definition, and the terms of a sum are added in
+their order.  It runs on each block of the backward pass (every binding there
+is derivative code), after the passes that look for sums of a given shape
+(``accumulate``, ``arrays.outer_sums``), and never makes a program longer:
+a negation of a result appears only where two negations it replaces meet.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..blocks import with_branches
+from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts
+from ..names import Namer
+from .signs import _EACH, _FIRST
+
+Signed = tuple[bool, Atom]  # (negated, atom): the value is -atom when negated
+
+
+def absorb_negations(block: Block, namer: Namer) -> Block:
+    """``block`` (a backward block) with the negations its readers take removed."""
+    binds = tuple(with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer)) for b in block.binds)
+    if not any(type(b.rhs) is Prim and b.rhs.op == "neg" for b in binds):
+        return block if all(x is y for x, y in zip(binds, block.binds)) else Block(binds, block.result)
+    return _Absorb(Block(binds, block.result), namer).run()
+
+
+def _literal(a: Atom) -> bool:
+    """A float literal (its negation is another literal)."""
+    return isinstance(a, Const) and a.name is None and type(a.value) is float
+
+
+class _Absorb:
+    def __init__(self, block: Block, namer: Namer) -> None:
+        self.block, self.namer = block, namer
+        self.counts = use_counts(block)
+        self.readers: dict[str, list[Bind]] = defaultdict(list)  # the primitives and sums of this block reading a name
+        for b in block.binds:
+            if type(b.rhs) is Prim or type(b.rhs) is Plus:
+                args = b.rhs.args if type(b.rhs) is Prim else b.rhs.items
+                for name in dict.fromkeys(a.name for a in args if isinstance(a, Var)):
+                    self.readers[name].append(b)
+        self.memo: dict[str, bool] = {}
+        self.negated: dict[str, Atom] = {}  # a name whose negation was not computed -> what it is the negation of
+        self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
+        self.computed: dict[str, Atom] = {}  # a negation computed as it was (some reader cannot take it) -> its operand
+        self.out: list[Bind] = []
+
+    def taken(self, name: str) -> bool:
+        """Whether every read of ``name`` is by a binding of this block that takes its negation."""
+        if name not in self.memo:
+            self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
+            readers = self.readers.get(name, [])
+            reads = sum(self._reads(b, name) for b in readers)
+            self.memo[name] = bool(readers) and reads == self.counts[name] and all(self._takes(b, name) for b in readers)
+        return self.memo[name]
+
+    @staticmethod
+    def _reads(b: Bind, name: str) -> int:
+        args = b.rhs.args if type(b.rhs) is Prim else b.rhs.items  # type: ignore[union-attr]
+        return sum(1 for a in args if isinstance(a, Var) and a.name == name)
+
+    def _takes(self, b: Bind, name: str) -> bool:
+        rhs = b.rhs
+        if type(rhs) is Plus:
+            return len(b.targets) == 1
+        assert isinstance(rhs, Prim)
+        if len(b.targets) != 1:
+            return False
+        if rhs.op == "neg" or (rhs.op in ("add", "sub") and len(rhs.args) == 2):
+            return True
+        linear = range(len(rhs.args)) if rhs.op in _EACH else (0,) if rhs.op in _FIRST else ()
+        if any(isinstance(a, Var) and a.name == name and i not in linear for i, a in enumerate(rhs.args)):
+            return False
+        if rhs.op in ("mul", "div") and len(rhs.args) == 2 and any(_literal(a) for a in rhs.args):
+            return True
+        return self.taken(b.targets[0].name)
+
+    def signed(self, a: Atom) -> Signed:
+        if isinstance(a, Var) and a.name in self.negated:
+            return True, self.negated[a.name]
+        return False, a
+
+    def run(self) -> Block:
+        for b in self.block.binds:
+            rhs = substitute(b.rhs, self.env) if self.env else b.rhs
+            if type(rhs) is Prim and len(b.targets) == 1:
+                self.prim(b, rhs)
+            elif type(rhs) is Plus and len(b.targets) == 1:
+                self.plus(b, rhs)
+            else:
+                self.materialise(rhs)
+                self.out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+        result = self.env.get(self.block.result.name, self.block.result) if isinstance(self.block.result, Var) \
+            else self.block.result
+        self.materialise(Prim("result", (result,)))
+        if result is self.block.result and len(self.out) == len(self.block.binds) \
+                and all(x is y for x, y in zip(self.out, self.block.binds)):
+            return self.block
+        return Block(tuple(self.out), result)
+
+    def materialise(self, rhs: object) -> None:
+        """A negation read where it cannot be taken (not expected: see ``taken``) is computed after all."""
+        for a in atoms_of(rhs) if not isinstance(rhs, Prim) else rhs.args:  # type: ignore[arg-type]
+            if isinstance(a, Var) and a.name in self.negated:
+                self.out.append(Bind((a,), Prim("neg", (self.negated.pop(a.name),))))
+
+    def emit(self, b: Bind, rhs: Prim | Plus) -> None:
+        self.out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))  # (a binding left as it was is kept)
+
+    def negative(self, b: Bind, rhs: Prim | Plus) -> None:
+        """``b``'s target is ``-rhs``: computed as that when its readers cannot take the negation."""
+        target = b.targets[0]
+        inner = Var(self.namer.temp(), target.type)
+        self.out.append(Bind((inner,), rhs, b.loc))
+        if self.taken(target.name):
+            self.negated[target.name] = inner
+        else:
+            self.out.append(Bind((target,), Prim("neg", (inner,)), b.loc))
+
+    def prim(self, b: Bind, rhs: Prim) -> None:
+        target = b.targets[0]
+        args = [self.signed(a) for a in rhs.args]
+        if not any(n for n, _ in args):
+            inner = rhs.args[0] if rhs.op == "neg" else None
+            if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
+                self.env[target.name] = self.computed[inner.name]
+            elif rhs.op == "neg" and self.taken(target.name):
+                self.negated[target.name] = rhs.args[0]
+            else:
+                if inner is not None:
+                    self.computed[target.name] = inner
+                self.emit(b, rhs)
+            return
+        plain = tuple(a for _, a in args)
+        if rhs.op == "neg":  # -(-u) is u
+            self.env[target.name] = plain[0]
+            return
+        if rhs.op in ("add", "sub") and len(args) == 2:
+            (na, a), (nb, c) = args
+            if rhs.op == "add":
+                if na and nb:
+                    return self.negative(b, Prim("add", (a, c), rhs.params))
+                return self.emit(b, Prim("sub", (c, a) if na else (a, c), rhs.params))
+            if na and nb:  # -a - -c = c - a
+                return self.emit(b, Prim("sub", (c, a), rhs.params))
+            if nb:
+                return self.emit(b, Prim("add", (a, c), rhs.params))
+            return self.negative(b, Prim("add", (a, c), rhs.params))  # -a - c = -(a + c)
+        odd = sum(n for n, _ in args) % 2 == 1
+        if not odd:
+            return self.emit(b, Prim(rhs.op, plain, rhs.params))
+        if rhs.op in ("mul", "div") and len(plain) == 2 and any(_literal(a) for a in plain):
+            k = next(i for i, a in enumerate(plain) if _literal(a))
+            lit = plain[k]
+            assert isinstance(lit, Const)
+            flipped = Const.literal(-lit.value, lit.type)
+            return self.emit(b, Prim(rhs.op, tuple(flipped if i == k else a for i, a in enumerate(plain)), rhs.params))
+        self.negative(b, Prim(rhs.op, plain, rhs.params))
+
+    def plus(self, b: Bind, rhs: Plus) -> None:
+        """A cotangent sum of signed terms, added in their order: runs of positive
+        terms stay one sum; a negated term is subtracted."""
+        terms = [self.signed(a) for a in rhs.items]
+        if not any(n for n, _ in terms):
+            return self.emit(b, rhs)
+        if all(n for n, _ in terms):
+            return self.negative(b, Plus(tuple(a for _, a in terms)))
+        target = b.targets[0]
+        steps: list[tuple[str, Atom]] = []  # ("add" | "sub", term) after the first positive partial sum
+        neg_acc, acc = terms[0]
+        rest = terms[1:]
+        if neg_acc:  # -u + (positive run) ...: start from the first positive term
+            k = next(i for i, (n, _) in enumerate(rest) if not n)
+            # -u0 - u1 ... + p: the negated terms before p are added into one negated partial sum
+            negs = [acc] + [a for _, a in rest[:k]]
+            acc_neg: Atom = negs[0]
+            for a in negs[1:]:
+                acc_neg = self.temp_bind(b, Prim("add", (acc_neg, a)), target)
+            acc = self.temp_bind(b, Prim("sub", (rest[k][1], acc_neg)), target)
+            rest = rest[k + 1:]
+        run: list[Atom] = [acc]
+        for n, a in rest:
+            if n:
+                steps.append(("sub", a))
+            else:
+                steps.append(("add", a))
+        # fold: consecutive additions stay a Plus (its printing adds in place, splits long sums)
+        cur: list[Atom] = run
+        for i, (op, a) in enumerate(steps):
+            if op == "add":
+                cur.append(a)
+                continue
+            base = cur[0] if len(cur) == 1 else self.temp_bind(b, Plus(tuple(cur)), target)
+            cur = [self.temp_bind(b, Prim("sub", (base, a)), target)]
+        if len(cur) == 1:  # the last step was a subtraction: it binds the target itself
+            last = self.out.pop()
+            self.out.append(Bind(b.targets, last.rhs, b.loc))
+        else:
+            self.emit(b, Plus(tuple(cur)))
+
+    def temp_bind(self, b: Bind, rhs: Prim | Plus, target: Var) -> Var:
+        v = Var(self.namer.temp(), target.type)
+        self.out.append(Bind((v,), rhs, b.loc))
+        return v
+
