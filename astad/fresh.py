@@ -37,13 +37,6 @@ def owners(*values: Any) -> set[int]:
     return out
 
 
-def owners_of(values: Any) -> set[int]:
-    """``owners(*values)``."""
-    out: set[int] = set()
-    _add_owners(values, out)
-    return out
-
-
 _SCALARS = (float, int, bool, type(None))
 
 

@@ -116,6 +116,22 @@ def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code:
     return _compiled(f, g, scope, filename, fresh, types, function, code, holds)
 
 
+def pair_returning(jvp: Callable[..., Any], source: str, n_params: int
+                   ) -> tuple[ast.FunctionDef, dict[str, Any], list[ast.stmt], ast.Tuple] | None:
+    """The generated function ``jvp`` read back from its module's text ``source``: its tree, its
+    globals, its statements (no docstring) and the ``(value, tangent)`` tuple it returns; None where
+    it is not one plain function of ``n_params`` plain parameters ending in ``return value, tangent``."""
+    f = next((s for s in deep.parse_ast(source).body if isinstance(s, ast.FunctionDef) and s.name == jvp.__name__), None)
+    scope = getattr(jvp, "__globals__", None)
+    if f is None or scope is None or not _simple(f) or not plain(f) or len(f.args.args) != n_params:
+        return None
+    stmts = body(f)
+    ret = stmts[-1].value  # type: ignore[attr-defined]
+    if not (isinstance(ret, ast.Tuple) and len(ret.elts) == 2):
+        return None
+    return f, scope, stmts, ret
+
+
 def guard_jvp(jvp: Callable[..., Any], source: str, types: tuple[type, ...], order: tuple[int, ...],
               function: Any, code: Any, holds: Callable[[], bool] | None,
               zero: Callable[[Any], Any]) -> Callable[..., Any] | None:
@@ -125,14 +141,10 @@ def guard_jvp(jvp: Callable[..., Any], source: str, types: tuple[type, ...], ord
     the code gives as None is ``zero(value)``.  None where the text is not one plain function
     ending in ``return value, tangent``."""
     n = len(types) // 2
-    f = next((s for s in deep.parse_ast(source).body if isinstance(s, ast.FunctionDef) and s.name == jvp.__name__), None)
-    scope = getattr(jvp, "__globals__", None)
-    if f is None or scope is None or not _simple(f) or not plain(f) or len(f.args.args) != n + len(order):
+    found = pair_returning(jvp, source, n + len(order))
+    if found is None:
         return None
-    stmts = body(f)
-    ret = stmts[-1].value  # type: ignore[attr-defined]
-    if not (isinstance(ret, ast.Tuple) and len(ret.elts) == 2):
-        return None
+    f, scope, stmts, ret = found
     params = [a.arg for a in f.args.args]
     fresh = _names(f, scope, ["miss", "primals", "tangents", "function", "code", "holds", "zero", "value", "tangent",
                               f"{f.name}_guarded", *(f"type_{i}" for i in range(2 * n)),

@@ -65,11 +65,15 @@ class Derivative:
     stages: Stages | None = None
 
     def __post_init__(self) -> None:
-        self.arg_owners: Callable[[Sequence[Any]], set[int]] = fresh.owners_of  # see astad.fresh
+        self.arg_owners: Callable[[Sequence[Any]], set[int]] = _owners_of_args  # see astad.fresh
         if any(isinstance(t, StructT) for t in self.arg_types):  # the generated code takes and gives leaves
             self.forward, self.backward = _structured(self.forward, self.backward, self.arg_types)
             flat = [unpacker(t) if isinstance(t, StructT) else _single for t in self.arg_types]
-            self.arg_owners = lambda args: fresh.owners_of([leaf for f, a in zip(flat, args) for leaf in f(a)])
+            self.arg_owners = lambda args: fresh.owners(*[leaf for f, a in zip(flat, args) for leaf in f(a)])
+
+
+def _owners_of_args(args: Sequence[Any]) -> set[int]:
+    return fresh.owners(*args)
 
 
 def _structured(forward: Callable, backward: Callable, types: Sequence[Type]) -> tuple[Callable, Callable]:

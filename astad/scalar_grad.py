@@ -29,7 +29,7 @@ from . import deep, pipeline
 from .api_forward import forward_of
 from .errors import AstadError
 from .fused import Pick
-from .guards import body as _body, fresh_name as _fresh, made, plain as _plain
+from .guards import fresh_name as _fresh, made, pair_returning
 
 _RUNNERS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -45,12 +45,12 @@ def runner(rev: Any, args: tuple, i: int, pick: Pick) -> tuple[Callable[..., Any
         return None
     if not pipeline.is_real_scalar(d.out_type):
         return None
-    made = _RUNNERS.get(d)
-    if made is None:
-        made = _RUNNERS[d] = {}
-    run = made.get(pick)
+    runs = _RUNNERS.get(d)
+    if runs is None:
+        runs = _RUNNERS[d] = {}
+    run = runs.get(pick)
     if run is None:
-        run = made[pick] = _compiled(d, pick) or _wrapped(d.jvp, pick)
+        run = runs[pick] = _compiled(d, pick) or _wrapped(d.jvp, pick)
     return run, holds
 
 
@@ -74,18 +74,10 @@ def _wrapped(jvp: Callable[..., Any], pick: Pick) -> Callable[..., Any]:
 def _compiled(d: Any, pick: Pick) -> Callable[..., Any] | None:
     """The generated jvp as the gradient's one function (see the module docstring); None where
     its text is not one plain function ending in ``return value, tangent``."""
-    jvp = d.leaf_jvp
-    namespace = getattr(jvp, "__globals__", None)
-    if namespace is None:
+    found = pair_returning(d.leaf_jvp, d.source, len(d.arg_types) + 1)
+    if found is None:
         return None
-    funcs = {f.name: f for f in deep.parse_ast(d.source).body if isinstance(f, ast.FunctionDef)}
-    fn = funcs.get(jvp.__name__)
-    if fn is None or not _plain(fn) or fn.args.vararg or fn.args.kwonlyargs or len(fn.args.args) != len(d.arg_types) + 1:
-        return None
-    body = _body(fn)
-    ret = body[-1].value  # type: ignore[attr-defined]
-    if not (isinstance(ret, ast.Tuple) and len(ret.elts) == 2):
-        return None
+    fn, namespace, body, ret = found
     taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {a.arg for a in fn.args.args} | set(namespace)
     value, tangent = _fresh("value", taken), _fresh("tangent", taken)
     to_float = _fresh("as_float", taken | {value, tangent})

@@ -77,8 +77,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     prog = fold_forward(prog)
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
-    prog = cse(hoist_invariants(sink_broadcasts(prog)))
-    cleaned = dce(prog)
+    cleaned = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = shapes_not_arrays(cleaned)
     prog = prog if prog is cleaned else dce(prog)  # (dce of dce's own output is itself)
     # (each of the next two only where the backward block has what it rewrites, else its
