@@ -510,6 +510,13 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
         if out is not _MISS:
             return out
     entry = _BY_ID.get(id(fn))  # scalars of kinds this plain function was called with: its generated code
+    if entry is not None and entry[5] and entry[0]() is fn:
+        mine = entry[5].get(None)  # the checked code of fn's latest kinds (a call of another callable came between)
+        if mine is not None and mine is not checked:
+            out = mine(primals, tangents)
+            if out is not _MISS:
+                _LATEST[0] = (entry[0], mine)
+                return out
     if entry is not None and entry[3] and type(primals) is tuple and type(tangents) is tuple and \
             len(primals) == len(tangents) and entry[0]() is fn and entry[1].__code__ is entry[2]:
         both = primals + tangents

@@ -86,7 +86,9 @@ def lines(key: Any, value: str, fail: str, names: Names, scalars: Collection[typ
 
 def _lines(k: Any, v: str, fail: str, names: Names, scalars: frozenset, containers: frozenset, out: list[str]) -> None:
     is_type = names.of(type, "type")
-    if type(k) is type and k in scalars:
+    if k is type(None) and k in scalars:
+        out.append(f"if {v} is not None: {fail}")
+    elif type(k) is type and k in scalars:
         out.append(f"if {is_type}({v}) is not {names.of(k, 'kind_' + k.__name__)}: {fail}")
     elif is_array_key(k):
         shape = tuple(map(int, k[0]))
