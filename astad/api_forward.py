@@ -29,7 +29,7 @@ from .pipeline import ForwardDerivative
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
 
 
-CLEARERS.extend([_MEMORY.clear, programs.clear, lambda: LATEST.__setitem__(0, (_no_function, None))])
+CLEARERS.extend([_MEMORY.clear, programs.clear, lambda: LATEST.__setitem__(0, (_NOBODY, None))])
 
 
 class Forward(Reverse):
@@ -283,18 +283,19 @@ def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Se
     out = jvp_at(fwd, args, padded(tangents, n, len(args), fwd._parsed.name), fast=n == fwd._binder.fast_n)
     entry = _BY_ID.get(id(fn))
     if entry is not None and entry[0]() is fn and entry[5]:  # the checked function of these kinds (astad.guards)
-        LATEST[0] = (entry[0], entry[5][None])
+        LATEST[0] = (fn, entry[5][None])
     return out
 
 
-def _no_function() -> None:
-    return None
+#: no callable (what LATEST holds before a call): no argument of astad.jvp is this object
+_NOBODY = object()
 
-
-#: the latest call's callable (a weak reference) and the function of its kinds of arguments that
-#: checks them itself (astad.guards): what astad.jvp tries first, without a lookup by the callable's id.
+#: the latest call's callable and the function of its kinds of arguments that checks them itself
+#: (astad.guards): what astad.jvp tries first, without a lookup by the callable's id.  The callable
+#: is held, not weakly referenced (a weak reference is a call more, and _BY_ID's Forward holds it
+#: anyway, by its ``_root``), until another callable's call or astad.clear_caches.
 #: One tuple, replaced whole: a thread reads a pair that belongs together.
-LATEST: list[tuple[Callable[[], Any], Any]] = [(_no_function, None)]
+LATEST: list[tuple[Any, Any]] = [(_NOBODY, None)]
 
 
 def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True,

@@ -161,18 +161,18 @@ def guard_jvp(jvp: Callable[..., Any], source: str, kinds: Sequence[Any], scalar
     miss, p, t = names.of(MISS, "miss"), names.fresh("primals"), names.fresh("tangents")
     given = dict(zip(order, params[n:]))
     tangent_names = [given.get(i) or names.fresh(f"no_tangent_{i}") for i in range(n)]
-    is_type, is_len = names.of(type, "type"), names.of(len, "len")
+    is_type = names.of(type, "type")
 
     def unpacked(items: list[str], of: str) -> str:
-        return f"{', '.join(items)}{',' if len(items) == 1 else ''} = {of}\n" if items else ""
+        return f"{', '.join(items)}{',' if len(items) == 1 else ''} = {of}\n"
 
     try:
         checks = _checks(names, params[:n] + tangent_names, kinds, scalars, miss, function, code, holds)
     except kind_checks.NoCheck:
         return None
-    src = (f"if {is_type}({p}) is not {names.of(tuple, 'tuple')} or {is_type}({t}) is not {names.of(tuple, 'tuple')} "
-           f"or {is_len}({p}) != {n} or {is_len}({t}) != {n}:\n    return {miss}\n" +
-           unpacked(params[:n], p) + unpacked(tangent_names, t))
+    src = (f"if {is_type}({p}) is not {names.of(tuple, 'tuple')} or {is_type}({t}) is not {names.of(tuple, 'tuple')}:\n"
+           f"    return {miss}\ntry:\n    {unpacked(params[:n], p)}    {unpacked(tangent_names, t)}"
+           f"except {names.of(ValueError, 'ValueError')}:  # not {n} of each\n    return {miss}\n")
     v, tg = names.fresh("value"), names.fresh("tangent")
     tail_src = f"{v} = 0\n{tg} = 0\nif {tg} is None:\n    {tg} = {names.of(zero, 'zero')}({v})\n"
     if owned is not None:
