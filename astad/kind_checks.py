@@ -13,9 +13,10 @@ key instead: one test per node, each container unpacked once, no key built.  Its
 - ``tree_guards.guard_of``: ``astad.jvp`` of arguments that are trees of tuples;
 - ``calling.key_checker``: ``Reverse.entry`` for arguments that are structures.
 
-Each test implies its part of the key and the key its tests (``type(x) is ndarray`` with the
-shape and ``dtype.num``; ``type(x) is T`` for a scalar; ``type(x) is tuple`` with its length,
-...), so the checks pass exactly the values whose key is equal.  A key of another kind (a Dask or
+Each test implies its part of the key (``type(x) is ndarray`` with the shape and the dtype;
+``type(x) is T`` for a scalar; ``type(x) is tuple`` with its length, ...), so the checks pass only
+values whose key is equal, and all of them but arrays of a dtype in the other byte order (whose
+key, ``dtype.num``, is the same: they are keyed as before).  A key of another kind (a Dask or
 CuPy array's, a container its user does not accept) raises :class:`NoCheck`: that user keeps its
 lookup by key.
 """
@@ -68,6 +69,12 @@ class Names:
         return name
 
 
+#: numpy's own dtype object of each number, in this machine's byte order: a float64 array's dtype is it,
+#: or one equal to it (unpickled), or one of the same number in the other byte order, which the checks
+#: refuse (stricter than the key: that call is keyed as before)
+_USUAL_DTYPES = {np.dtype(c).num: np.dtype(c) for c in "?bBhHiIlLqQefdgFDG"}
+
+
 def is_array_key(k: Any) -> bool:
     """Whether ``k`` is a key of a numpy array: ``(shape, dtype number)``."""
     return type(k) is tuple and len(k) == 2 and type(k[0]) is tuple and type(k[1]) is int
@@ -92,8 +99,11 @@ def _lines(k: Any, v: str, fail: str, names: Names, scalars: frozenset, containe
         out.append(f"if {is_type}({v}) is not {names.of(k, 'kind_' + k.__name__)}: {fail}")
     elif is_array_key(k):
         shape = tuple(map(int, k[0]))
-        out.append(f"if {is_type}({v}) is not {names.of(np.ndarray)} or {v}.shape != {shape!r} "
-                   f"or {v}.dtype.num != {int(k[1])}: {fail}")
+        num = int(k[1])
+        usual = _USUAL_DTYPES.get(num)  # most arrays' dtype is numpy's own object: `is` is the cheaper test
+        dtype = f"{v}.dtype.num != {num}" if usual is None else \
+            f"({v}.dtype is not {names.of(usual, 'dtype_' + usual.name)} and {v}.dtype != {names.of(usual)})"
+        out.append(f"if {is_type}({v}) is not {names.of(np.ndarray)} or {v}.shape != {shape!r} or {dtype}: {fail}")
     elif type(k) is tuple and len(k) == 2 and k[0] in (tuple, list) and k[0] in containers and type(k[1]) is tuple:
         out.append(f"if {is_type}({v}) is not {names.of(k[0], 'kind_' + k[0].__name__)} "
                    f"or {names.of(len, 'len')}({v}) != {len(k[1])}: {fail}")

@@ -8,6 +8,7 @@ every refusal is the one the slow path gives (naming the parameter)."""
 
 from __future__ import annotations
 
+import pickle
 import types
 
 import numpy as np
@@ -73,6 +74,10 @@ def _args(rng, kind):
                     "f32_3": ((3,), np.float32)}.get(kind, ((3,), np.float64))
     x, w = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape[-1:]).astype(dtype)
     tx, tw = rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape[-1:]).astype(dtype)
+    if kind == "unpickled":  # (dtype: an object of its own, of the same kind)
+        return pickle.loads(pickle.dumps((x, w))), pickle.loads(pickle.dumps((tx, tw))), None
+    if kind == "big_endian":  # (the dtype.num of float64, in the other byte order; the tangent's is native)
+        return (x.astype(x.dtype.newbyteorder()), w), (tx, tw), None
     if kind == "x_only":
         return (x, w), (tx, None), None
     if kind == "w_only":
@@ -88,7 +93,7 @@ def _args(rng, kind):
     return (x, w), (tx, tw), None
 
 
-KINDS = ["f64_3", "f64_4", "f64_2x3", "f32_3", "x_only", "w_only", "subclass", "list", "tangent_shape",
+KINDS = ["f64_3", "f64_4", "f64_2x3", "f32_3", "unpickled", "big_endian", "x_only", "w_only", "subclass", "list", "tangent_shape",
          "tangent_dtype"]
 
 
@@ -209,3 +214,16 @@ def test_the_tangent_owns_its_memory(fn):
     tangent[...] = 7.0  # the caller's: the next call's tangent is still right
     np.testing.assert_array_equal(astad.jvp(fn, (x,), (tx,))[1], fn(tx))
     np.testing.assert_array_equal(tx, np.ones(4))
+
+
+def test_the_printed_check_of_an_array():
+    """Only an exact ndarray of the shape and dtype (numpy's own dtype object, or one equal to it)."""
+    from astad import kind_checks
+
+    x = np.zeros((2, 3))
+    check = kind_checks.compiled({"args": [api_forward._leaf_key(x)]}, api_forward._PLAIN, (), "<test>")
+    assert check((x,)) and check((np.ones((2, 3)),)) and check((pickle.loads(pickle.dumps(x)),))
+    for other in (x.astype(np.float32), x.reshape(3, 2), x.reshape(6), x.view(Sub), x.tolist(),
+                  x.astype(x.dtype.newbyteorder()), np.zeros((2, 3), np.int64)):
+        assert not check((other,))
+    assert not check(()) and not check((x, x))
