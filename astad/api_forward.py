@@ -15,10 +15,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, calling, fresh, guards, pipeline, programs
-from . import kind_checks, tree_guards
-from .api import (_SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, kinds,
-                  remember)
+from . import backends, calling, fresh, guards, kind_checks, pipeline, programs, tree_guards
+from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type

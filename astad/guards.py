@@ -3,12 +3,14 @@
 A call of ``grad(f)(2.0, 3.0)`` or ``jvp(f, (2.0, 3.0), (1.0, 0.5))`` with
 arguments of types seen before is answered from a table keyed by those types
 (``api.remember``): building the key (a tuple of types), hashing it and
-looking it up costs as much as a function of five float operations.  For the
-latest entry of such a table, :func:`guard` and :func:`guard_jvp` compile the
-entry's generated function again with its checks at the top: one argument of
-each type by position (``type(x) is not float``), the function's code still
-the one read (``function.__code__ is code``), the names the code read still
-the same objects (``holds()``).  A call that fails a check gets :data:`MISS`,
+looking it up costs as much as a function of five float operations (and for
+``jvp(f, (w, A, b), (w_t, None, None))`` of arrays, keyed by their shapes and
+dtypes, as much as ten).  For the latest entry of such a table, :func:`guard`
+and :func:`guard_jvp` compile the entry's generated function again with its
+checks at the top (printed by :mod:`astad.kind_checks`): one argument of each
+kind by position (``type(x) is not float``; an array's type, shape and
+dtype), the function's code still the one read (``function.__code__ is
+code``), the names the code read still the same objects (``holds()``).  A call that fails a check gets :data:`MISS`,
 and the caller goes on to the table; one that passes runs the very statements
 the table's entry runs.
 """
@@ -102,8 +104,8 @@ def _compiled(g: ast.FunctionDef, scope: dict[str, Any], filename: str, names: k
 def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code: Any,
           holds: Callable[[], bool] | None, scalars: frozenset) -> Callable[..., Any] | None:
     """``run`` (made by :func:`made`) checking, itself, that it was called with one argument of
-    each type in ``types`` (each in ``scalars``) by position, that ``function.__code__`` is ``code`` and that ``holds()``;
-    :data:`MISS` otherwise.  None where ``run`` was not made by :func:`made`."""
+    each type in ``types`` (each in ``scalars``) by position, that ``function.__code__`` is
+    ``code`` and that ``holds()``; :data:`MISS` otherwise.  None where ``run`` was not made by :func:`made`."""
     tree = getattr(run, "__astad_tree__", None)
     if tree is None:
         return None

@@ -114,10 +114,9 @@ def _lines(k: Any, v: str, fail: str, names: Names, scalars: frozenset, containe
             _lines(key, item, fail, names, scalars, containers, out)
     elif type(k) is tuple and len(k) == 3 and k[0] is dict and dict in containers and type(k[1]) is tuple \
             and type(k[2]) is tuple:
-        tup = names.of(tuple, "kind_tuple")
+        tup, key_types = names.of(tuple, "kind_tuple"), names.of(tuple(map(type, k[1])), "key_types")
         out.append(f"if {is_type}({v}) is not {names.of(dict, 'kind_dict')} or {tup}({v}) != {names.of(k[1], 'keys')} "
-                   f"or {tup}({names.of(map, 'map')}({is_type}, {v})) != {names.of(tuple(map(type, k[1])), 'key_types')}:"
-                   f" {fail}")
+                   f"or {tup}({names.of(map, 'map')}({is_type}, {v})) != {key_types}: {fail}")
         for key, item_key in zip(k[1], k[2]):
             item = names.item()
             out.append(f"{item} = {v}[{names.of(key, 'key')}]")

@@ -93,8 +93,8 @@ def _args(rng, kind):
     return (x, w), (tx, tw), None
 
 
-KINDS = ["f64_3", "f64_4", "f64_2x3", "f32_3", "unpickled", "big_endian", "x_only", "w_only", "subclass", "list", "tangent_shape",
-         "tangent_dtype"]
+KINDS = ["f64_3", "f64_4", "f64_2x3", "f32_3", "unpickled", "big_endian", "x_only", "w_only", "subclass", "list",
+         "tangent_shape", "tangent_dtype"]
 
 
 @settings(max_examples=40, deadline=None)
