@@ -227,3 +227,38 @@ def test_the_printed_check_of_an_array():
                   x.astype(x.dtype.newbyteorder()), np.zeros((2, 3), np.int64)):
         assert not check((other,))
     assert not check(()) and not check((x, x))
+
+
+G = np.array([0.5, -1.0, 2.0])
+
+
+def with_global(x):
+    return np.sum(np.sin(x) * G)
+
+
+def test_a_global_array_changed_in_place_is_read_as_it_is_now():
+    x, tx = np.array([0.1, 0.2, 0.3]), np.array([1.0, -0.5, 0.25])
+    old = G.copy()
+    try:
+        for scale in (1.0, 1.0, -2.0, -2.0, 3.0):
+            G[...] = old * scale
+            check(with_global, (x,), (tx,))
+    finally:
+        G[...] = old
+
+
+def pair_out(x, w):
+    return x * w, (w[0] * x, np.sum(x))
+
+
+def test_a_tuple_of_arrays_returned_owns_its_memory():
+    x, w = np.arange(3.0), np.array([2.0, 3.0, 4.0])
+    tx, tw = np.ones(3), np.zeros(3)
+    for _ in range(3):
+        value, (t0, (t1, t2)) = astad.jvp(pair_out, (x, w), (tx, tw))
+        np.testing.assert_allclose(t0, fd(lambda a, b: pair_out(a, b)[0], (x, w), (tx, tw)))
+        np.testing.assert_allclose(t1, fd(lambda a, b: pair_out(a, b)[1][0], (x, w), (tx, tw)))
+        assert t2 == pytest.approx(3.0)
+        for t in (t0, t1):
+            assert not any(np.shares_memory(t, a) for a in (x, w, tx, tw))
+        assert not np.shares_memory(t0, t1)
