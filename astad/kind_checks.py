@@ -101,8 +101,9 @@ def _lines(k: Any, v: str, fail: str, names: Names, scalars: frozenset, containe
         shape = tuple(map(int, k[0]))
         num = int(k[1])
         usual = _USUAL_DTYPES.get(num)  # most arrays' dtype is numpy's own object: `is` is the cheaper test
-        dtype = f"{v}.dtype.num != {num}" if usual is None else \
-            f"({v}.dtype is not {names.of(usual, 'dtype_' + usual.name)} and {v}.dtype != {names.of(usual)})"
+        dtype = f"{v}.dtype.num != {num}" if usual is None else (  # (equal dtypes may differ in number: long, longlong)
+            f"({v}.dtype is not {names.of(usual, 'dtype_' + usual.name)} and ({v}.dtype.num != {num} "
+            f"or {v}.dtype != {names.of(usual)}))")
         out.append(f"if {is_type}({v}) is not {names.of(np.ndarray)} or {v}.shape != {shape!r} or {dtype}: {fail}")
     elif type(k) is tuple and len(k) == 2 and k[0] in (tuple, list) and k[0] in containers and type(k[1]) is tuple:
         out.append(f"if {is_type}({v}) is not {names.of(k[0], 'kind_' + k[0].__name__)} "

@@ -227,6 +227,11 @@ def test_the_printed_check_of_an_array():
                   x.astype(x.dtype.newbyteorder()), np.zeros((2, 3), np.int64)):
         assert not check((other,))
     assert not check(()) and not check((x, x))
+    i = np.zeros(2, np.int64)
+    check = kind_checks.compiled({"args": [api_forward._leaf_key(i)]}, api_forward._PLAIN, (), "<test>")
+    assert check((np.ones(2, np.int64),)) and check((pickle.loads(pickle.dumps(i)),))
+    for other in (np.zeros(2, np.longlong), np.zeros(2, np.intc), i.astype(i.dtype.newbyteorder())):
+        assert check((other,)) == (api_forward._leaf_key(other) == api_forward._leaf_key(i) and other.dtype.isnative)
 
 
 G = np.array([0.5, -1.0, 2.0])
