@@ -267,3 +267,22 @@ def test_a_tuple_of_arrays_returned_owns_its_memory():
         for t in (t0, t1):
             assert not any(np.shares_memory(t, a) for a in (x, w, tx, tw))
         assert not np.shares_memory(t0, t1)
+
+
+def shadowing(type, len):
+    return type * len + type
+
+
+def shadowing_arrays(type, ndarray):
+    return np.sum(type * ndarray) + np.sum(type)
+
+
+def test_parameters_named_as_the_checks_builtins():
+    """The checks name ``type``, ``len`` and ``ndarray`` by names of their own (a parameter of the
+    generated code, the user's, may be called so: once it was read as the builtin's and failed)."""
+    for _ in range(3):
+        check(shadowing, (2.0, 3.0), (1.0, 0.5))
+        assert astad.grad(shadowing, (0, 1))(2.0, 3.0) == pytest.approx((4.0, 2.0))
+    x, y = np.array([0.5, 1.5]), np.array([2.0, -1.0])
+    for _ in range(3):
+        check(shadowing_arrays, (x, y), (np.ones(2), np.array([0.5, 0.25])))
