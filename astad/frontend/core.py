@@ -41,6 +41,7 @@ class LowererCore:
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
+        self.restores = 0  # how many lowerings were undone (a call whose lowering undid one is not replayed)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
@@ -170,6 +171,7 @@ class LowererCore:
 
     def restore(self, snapshot: tuple) -> None:
         used, taken, temps, bound, aliases = snapshot
+        self.restores += 1
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
         self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
         self.namer.used |= set(self.constants)
