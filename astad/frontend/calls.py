@@ -165,16 +165,15 @@ class Calls(LowererCore):
         mentioned = user_names(parsed.funcdef)
         if not mentioned <= self.namer.used:  # (each inlined call of a recursion mentions the same names)
             self.namer.mention(mentioned)
-        return self.replayed_call(fn, path, scope, lambda: self.run_call(
+        return self.replayed_call(fn, scope, lambda: self.run_call(
             fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
             lambda found: self.lower_as_loops(parsed, found)))
 
-    def replayed_call(self, fn: Callable[..., Any], path: tuple[str, ...], scope: Scope,
-                      lower: Callable[[], Value]) -> Value:
+    def replayed_call(self, fn: Callable[..., Any], scope: Scope, lower: Callable[[], Value]) -> Value:
         """``lower()``, or the replay of an earlier call's lowering with the same static key
         (:mod:`.replay`: a recursion over a tree lowers its body once per depth, not once per node)."""
-        call_key = make_call_key(fn, scope.env)
-        found = replay.key_of((call_key, path), scope.env, self.trying > 0)
+        call_key = make_call_key(fn, scope.env)  # (not the path: the globals it reads are noted by the first)
+        found = replay.key_of(call_key, scope.env, self.trying > 0)
         if found is None:
             return lower()
         key, inputs = found
