@@ -254,3 +254,56 @@ def test_an_update_is_lowered_at_every_node(monkeypatch):
     rng = np.random.default_rng(0)
     n = bodies_lowered(monkeypatch, updating_loss, (params(rng)[0], balanced(rng, 3)))
     assert n == 7 + 1 + 1
+
+
+# --------------------------------------------------------------------------- replayed calls and memory
+
+
+def tail(x):
+    return x[1:]
+
+
+def scaled(x):
+    y = x * 2.0
+    return y, y[:2]
+
+
+def update_a_replayed_view(a):
+    """The second `tail` is replayed: its result is a view of `z`, so `v += 1.0` changes `z` too."""
+    y = np.sin(a)
+    v1 = tail(y)
+    z = np.cos(a)
+    v = tail(z)
+    v += 1.0
+    return np.sum(v1 * v) + np.sum(z * z)
+
+
+def update_a_replayed_fresh_array(a):
+    y, w = scaled(np.sin(a))
+    z, u = scaled(np.cos(a))
+    u += 1.0  # a view of z, made by the replayed call
+    z += a
+    return np.sum(y * z) + np.sum(w * u)
+
+
+def update_an_argument_through_a_replay(a, b):
+    p = tail(a)
+    q = tail(b)
+    return np.sum(p * q)
+
+
+@pytest.mark.parametrize("fn, n, refused", [
+    (update_a_replayed_view, 1, True), (update_a_replayed_fresh_array, 1, True),
+    (update_an_argument_through_a_replay, 2, False)], ids=lambda a: getattr(a, "__name__", ""))
+def test_a_replayed_call_shares_memory_as_lowered(fn, n, refused):
+    """A replayed call's result is a view of what it was given, as a lowered one's: an update of it while
+    the base is still read is refused (never a silent copy); values and cotangents are Python's."""
+    from conftest import Refused, check_correct_or_refused
+
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(5) for _ in range(n)]
+    if refused:
+        with pytest.raises(Refused, match="shares its memory"):
+            check_correct_or_refused(fn, args)
+    else:
+        check_correct_or_refused(fn, args)
