@@ -307,3 +307,21 @@ def test_a_replayed_call_shares_memory_as_lowered(fn, n, refused):
             check_correct_or_refused(fn, args)
     else:
         check_correct_or_refused(fn, args)
+
+
+def first_times_sum(a, s):
+    return s[0] * np.sum(a)
+
+
+def two_slices(x):
+    """``s[0]`` of a slice ``s = a[2:]`` is read as ``a[2]`` (the slice's binding read): the second call,
+    whose ``s`` is ``a[1:-1]``, of the same types, must not reuse the first's lowering."""
+    return first_times_sum(x, x[2:]) + 2.0 * first_times_sum(x, x[1:-1])
+
+
+def test_a_call_that_reads_how_its_argument_was_made_is_not_replayed():
+    from conftest import check_grad
+
+    x = np.linspace(0.5, 2.0, 6)
+    value, _ = check_grad(two_slices, [x])
+    assert value == pytest.approx(two_slices(x))

@@ -42,6 +42,7 @@ class LowererCore:
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
         self.restores = 0  # how many lowerings were undone (a call whose lowering undid one is not replayed)
+        self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
@@ -85,6 +86,12 @@ class LowererCore:
         self.bound.add(var.name)
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
+
+    def definition_of(self, x: Var) -> Bind | None:
+        """The binding of ``x`` among those being lowered (a lowering that reads one depends on more
+        than its arguments' types: :mod:`.replay` notes it)."""
+        self.definitions_read.append(x.name)
+        return next((b for b in reversed(self.binds) if b.targets == (x,)), None)
 
     def copy(self, x: Atom) -> Atom:
         """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""

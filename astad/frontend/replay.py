@@ -16,8 +16,9 @@ Only a lowering that is a function of its key alone is recorded: its
 bindings are primitives without effects, on numbers and arrays (no branches,
 loops, lists or function values, whose lowering reads more of the state
 around it), it made no in-place update (whose check reads what the caller can
-still read) and undid nothing; its arguments and result are variables,
-constants and tuples of them.  Anything else is lowered at every call, as
+still read), read no argument's binding (``s[0]`` of ``s = a[2:]`` is read as
+``a[2]``: ``LowererCore.definition_of``) and undid nothing; its arguments and
+result are variables, constants and tuples of them.  Anything else is lowered at every call, as
 before.  Replaying gives each binding the aliasing facts a lowering gives it
 (``Aliases.prim``), so in-place updates after the call are checked alike.
 """
@@ -57,6 +58,7 @@ class Recording:
     binds: list[Bind]
     n_binds: int
     n_names: int
+    n_read: int
     counters: tuple
 
 
@@ -96,7 +98,8 @@ def start(lowerer: Any, key: tuple, inputs: tuple[Var, ...]) -> Recording:
     namer = lowerer.namer
     if namer.log is None:
         namer.log = []
-    return Recording(key, inputs, lowerer.binds, len(lowerer.binds), len(namer.log), counters(lowerer))
+    return Recording(key, inputs, lowerer.binds, len(lowerer.binds), len(namer.log), len(lowerer.definitions_read),
+                     counters(lowerer))
 
 
 def finish(lowerer: Any, rec: Recording, result: Any, outermost: bool) -> Template | None:
@@ -124,6 +127,9 @@ def finish(lowerer: Any, rec: Recording, result: Any, outermost: bool) -> Templa
             known.add(b.targets[0].name)
         if not _made_of(result, known):
             return None
+        bound = {b.targets[0].name for b in binds}
+        if any(name not in bound for name in lowerer.definitions_read[rec.n_read:]):
+            return None  # the lowering read how an argument was made (a slice of a slice composed)
         return Template(rec.inputs, binds, names, result)
     finally:
         if outermost:
