@@ -177,21 +177,23 @@ class Calls(LowererCore):
         if found is None:
             return lower()
         key, inputs = found
-        templates: dict = self.__dict__.setdefault("_templates", {})
+        templates = self.templates
         template = templates.get(key)
-        if template is not None and len(self.stack) <= MAX_CALL_DEPTH and \
-                all(s.call_key != call_key for s in self.stack):  # (else: lowered, to say why it cannot be)
-            return replay.replay(self, template, inputs)
-        outermost = self.namer.log is None
+        if template:
+            if len(self.stack) <= MAX_CALL_DEPTH and all(s.call_key != call_key for s in self.stack):
+                return replay.replay(self, template, inputs)
+            return lower()  # (it says why it cannot be)
+        if template is False or self.recording >= replay.MAX_NESTED:
+            return lower()
         recording = replay.start(self, key, inputs)
+        self.recording += 1
         value = None
         try:
             value = lower()
             return value
         finally:
-            template = replay.finish(self, recording, value, outermost)
-            if template is not None:
-                templates[key] = template
+            self.recording -= 1
+            templates[key] = replay.finish(self, recording, value, self.recording == 0) or False
 
     def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value],
                  as_loops: Callable[[RuntimeDepth], Value] | None = None) -> Value:

@@ -43,6 +43,8 @@ class LowererCore:
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
         self.restores = 0  # how many lowerings were undone (a call whose lowering undid one is not replayed)
         self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)
+        self.templates: dict[tuple, Any] = {}  # recorded calls by key (frontend/replay.py); False: not replayable
+        self.recording = 0  # how many calls are being recorded (one inside another)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per

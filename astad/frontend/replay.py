@@ -11,6 +11,9 @@ bindings, the argument variables they read, the result, and the names the
 namer gave (in order); each later call replays it: the same bindings with the
 arguments substituted and the names made again by the namer, in the same
 order, so the code reads as if each call had been lowered (``t12``, ``h_3``).
+At most :data:`MAX_NESTED` calls are recorded one inside another (each checks
+the bindings of those inside it: a recursion 200 deep checks ~10 times its
+bindings, not 200 times); a call deeper is lowered.
 
 Only a lowering that is a function of its key alone is recorded: its
 bindings are primitives without effects, on numbers and arrays (no branches,
@@ -31,6 +34,10 @@ from typing import Any
 from ..ir import Bind, Const, ListT, Num, Prim, Var
 from ..rules import has_effect
 from ..values import PyTuple
+
+
+#: at most this many calls recorded one inside another (each checks the bindings of those inside it)
+MAX_NESTED = 10
 
 
 class _NoKey(Exception):
