@@ -69,6 +69,7 @@ class Namer:
         self.used = {python_name(n) for n in reserved} | never
         self.taken: set[str] = set(never)
         self.temps = 0
+        self.log: list[tuple[str, str | None, str]] | None = None  # fresh/temp calls, while a call is recorded
 
     @classmethod
     def adding_to(cls, names: Iterable[str], program: str | None = None) -> "Namer":
@@ -92,6 +93,8 @@ class Namer:
         if base not in self.taken:
             self.taken.add(base)
             self.used.add(base)
+            if self.log is not None:
+                self.log.append(("fresh", base, base))
             return base
         n = 2
         while f"{base}_{n}" in self.used or f"{base}_{n}" in self.taken:
@@ -99,6 +102,8 @@ class Namer:
         name = f"{base}_{n}"
         self.taken.add(name)
         self.used.add(name)
+        if self.log is not None:
+            self.log.append(("fresh", base, name))
         return name
 
     def temp(self) -> str:
@@ -108,6 +113,8 @@ class Namer:
             if name not in self.used:
                 self.used.add(name)
                 self.taken.add(name)
+                if self.log is not None:
+                    self.log.append(("temp", None, name))
                 return name
 
     def copies(self, base: str, n: int) -> list[str]:

@@ -41,6 +41,10 @@ class LowererCore:
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
+        self.restores = 0  # how many lowerings were undone (a call whose lowering undid one is not replayed)
+        self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)
+        self.templates: dict[tuple, Any] = {}  # recorded calls by key (frontend/replay.py); False: not replayable
+        self.recording = 0  # how many calls are being recorded (one inside another)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
@@ -84,6 +88,12 @@ class LowererCore:
         self.bound.add(var.name)
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
+
+    def definition_of(self, x: Var) -> Bind | None:
+        """The binding of ``x`` among those being lowered (a lowering that reads one depends on more
+        than its arguments' types: :mod:`.replay` notes it)."""
+        self.definitions_read.append(x.name)
+        return next((b for b in reversed(self.binds) if b.targets == (x,)), None)
 
     def copy(self, x: Atom) -> Atom:
         """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""
@@ -170,6 +180,7 @@ class LowererCore:
 
     def restore(self, snapshot: tuple) -> None:
         used, taken, temps, bound, aliases = snapshot
+        self.restores += 1
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
         self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
         self.namer.used |= set(self.constants)
