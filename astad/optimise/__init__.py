@@ -54,6 +54,7 @@ from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
+from .products import shared_products
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
 from .simplify import fold, fold_forward, name_cotangents
@@ -89,7 +90,8 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     if "outer" in kinds(prog.backward):
         prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                   outer_sums(prog.backward, Namer.of(prog))))
-    prog = dce(rematerialise(prog))
+    shared = shared_products(prog)
+    prog = dce(rematerialise(shared if shared is prog else dce(shared)))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))))
     prog = finish(prog) if finishing else prog
