@@ -113,13 +113,14 @@ def test_where_del_goes(monkeypatch):
         assert have["f_backward"]((x, 3.0), 0.5)[0].tolist() == want["f_backward"]((x, 3.0), 0.5)[0].tolist()
 
 
-def test_many_names_are_freed_in_lines_of_at_most_eight(monkeypatch):
+def test_many_names_are_freed_in_lines_of_at_most_max_width(monkeypatch):
     monkeypatch.setattr(release, "MIN_NAMES", 0)
+    monkeypatch.setattr(release, "MAX_WIDTH", 36)
     names = [f"a{k}" for k in range(11)]
     text = ("def f(x):\n    # line 2: one\n" + "".join(f"    {n} = x + {k}\n" for k, n in enumerate(names))
             + f"    y = {' + '.join(names)}\n    # line 3: two\n    return y\n")
     got = release.released(text)
-    assert "    del a0, a1, a2, a3, a4, a5, a6, a7\n    del a8, a9, a10\n    # line 3: two" in got
+    assert "    del a0, a1, a2, a3, a4, a5, a6\n    del a7, a8, a9, a10\n    # line 3: two" in got  # 36 wide
 
 
 def test_below_the_threshold_nothing_changes():
@@ -168,3 +169,18 @@ def test_random_control_flow_released(released_always, program_dir, data):
     fn = load_program(source, program_dir, "released_flow").f
     check_grad(fn, args, seed=seed % 1000)
     flow.check_stages(fn, args, seed)
+
+
+def test_a_long_group_frees_every_max_group_statements(monkeypatch):
+    """One line of the user's can make hundreds of statements (a recursion inlined)."""
+    monkeypatch.setattr(release, "MIN_NAMES", 0)
+    n = 2 * release.MAX_GROUP + 3
+    text = ("def f(x):\n    # line 2: all of it\n    a0 = x + 1.0\n"
+            + "".join(f"    a{k} = a{k - 1} * 2.0\n" for k in range(1, n)) + f"    return a{n - 1}\n")
+    got = release.released(text).splitlines()
+    dels = [k for k, line in enumerate(got) if line.startswith("    del ")]
+    assert len(dels) == 2 and got[dels[0] - 1] == f"    a{release.MAX_GROUP - 1} = a{release.MAX_GROUP - 2} * 2.0"
+    assert got[dels[0]] == "    del " + ", ".join(f"a{k}" for k in range(release.MAX_GROUP - 1))
+    namespace = {}
+    exec("\n".join(got), namespace)
+    assert namespace["f"](1.0) == 2.0 * 2 ** (n - 1)

@@ -8,7 +8,8 @@ among them costs more than the arithmetic (``straight_line_500``'s backward
 pass ran ~25% slower so).  In a function that binds at least :data:`MIN_NAMES`
 names at its top level, each group of lines (headed by the line of the user's
 source it comes from) ends with ``del`` of the names its lines read for the last
-time, as a person frees what they are done with.  Every name keeps its meaning
+time (and a longer group, every :data:`MAX_GROUP` statements), as a person
+frees what they are done with.  Every name keeps its meaning
 (forward mode's :mod:`.reuse` gives temporaries' names to new values instead; a
 cotangent's name says whose cotangent it is).
 
@@ -29,8 +30,12 @@ import re
 #: functions binding fewer names at their top level are printed as they are (short code reads better without `del`)
 MIN_NAMES = 64
 
-#: a ``del`` line names at most this many variables (more go on in the next)
-MAX_PER_LINE = 8
+#: a ``del`` line is at most this many characters long (unless one name is longer; more go on the next)
+MAX_WIDTH = 100
+
+#: a group of more top-level statements than this (one line of the user's, a
+#: recursion inlined, say) frees names after every this many too
+MAX_GROUP = 16
 
 _INDENT = "    "
 _BIND = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
@@ -59,20 +64,22 @@ def _function_body(body: list[str]) -> list[str]:
     if any(line.count('"""') + line.count("'''") not in (0, 2) for line in body):
         return body  # (a string over several lines: its lines are not statements)
     # top-level statements: (first line, last line, group); a group starts at a top-level comment
+    # (or after MAX_GROUP statements)
     statements: list[tuple[int, int, int]] = []
     group_end: dict[int, int] = {}  # group -> the line before which its `del` goes
-    group = 0
+    group = size = 0
     for k, line in enumerate(body):
         if not line.startswith(_INDENT) or line[4:5] == " " or line.startswith(("    else:", "    elif ")):
             if statements and line:
                 statements[-1] = (statements[-1][0], k, statements[-1][2])  # a nested or continued line
             continue
-        if line[4:5] == "#":
-            if statements and statements[-1][2] == group:
-                group_end[group] = k
-                group += 1
-            continue
-        statements.append((k, k, group))
+        comment = line[4:5] == "#"
+        if (comment or size == MAX_GROUP) and size:  # the group ends here
+            group_end[group] = k
+            group, size = group + 1, 0
+        if not comment:
+            statements.append((k, k, group))
+            size += 1
     if not statements:
         return body
     bound: dict[str, int] = {}  # a name -> the statement binding it first at the top level
@@ -94,8 +101,13 @@ def _function_body(body: list[str]) -> list[str]:
             freed.setdefault(group_end[g], []).append(name)
     out: list[str] = []
     for k, line in enumerate(body):
-        names = freed.get(k, ())
-        for j in range(0, len(names), MAX_PER_LINE):
-            out.append(_INDENT + "del " + ", ".join(names[j:j + MAX_PER_LINE]))
+        text = ""
+        for name in freed.get(k, ()):
+            if text and len(text) + 2 + len(name) > MAX_WIDTH:
+                out.append(text)
+                text = ""
+            text = text + ", " + name if text else _INDENT + "del " + name
+        if text:
+            out.append(text)
         out.append(line)
     return out
