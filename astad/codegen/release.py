@@ -38,8 +38,8 @@ MAX_WIDTH = 100
 MAX_GROUP = 16
 
 _INDENT = "    "
-_BIND = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
-_NAME = re.compile(r"[A-Za-z_]\w*")
+_BIND = re.compile(r"    ([^\W\d]\w*(?:, [^\W\d]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
+_NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
 
 
 def released(code: str) -> str:
