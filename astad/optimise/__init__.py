@@ -18,6 +18,9 @@ block to block), run in order by ``optimise``:
   keeping what the backward reads: the residuals), tapes pruned;
 - ``accumulate.accumulate_in_loops``: one-hot cotangents added in place;
 - ``lists_in_place.lists_in_place``: lists appended to and popped in place;
+- ``products.shared_products``: products the backward pass has in hand
+  already not computed again (``x * -u`` after ``x * u`` is its negation,
+  ``(ct * a) * b`` is ``ct * c`` where the forward pass made ``c = a * b``);
 - ``remat.rematerialise``: residual arrays made by one or two cheap elementwise
   operations are computed again in the backward pass rather than kept;
 - ``cotangent_signs.absorb_negations``: a negation in the backward pass that
