@@ -7,10 +7,11 @@ each, a product it has in hand already:
 - a negated factor: ``-v * v`` (a Gaussian's ``np.exp(-v * v)``) is
   ``t = -v; u = t * v``, whose transpose computes both ``u_ct * v`` (for ``t``,
   then negated into ``v``'s cotangent) and ``u_ct * t`` (for ``v``).  A product
-  ``y = x * t`` with ``t = -u`` where the same block has computed ``z = x * u``
-  (either order of the factors) is ``y = -z``, exactly (``x * -u`` is
-  ``-(x * u)`` in floating point), and ``cotangent_signs.absorb_negations``
-  then folds that negation into the sum that reads it: one product fewer.
+  ``y = x * t`` with ``t = -u`` (a float) where the same block has computed
+  ``z = x * u`` before (either order of the factors; or ``y = x * u`` after
+  ``z = x * t``) is ``y = -z``, exactly (``x * -u`` is ``-(x * u)`` in
+  floating point), and ``cotangent_signs.absorb_negations`` then folds that
+  negation into the sum that reads it: one product fewer.
 - a factor whose product the forward pass made: ``y = a * np.exp(u)`` (``e =
   exp(u); y = a * e``); the cotangent of ``u`` is ``(y_ct * a) * e``, the
   derivative of ``exp`` being its value.  A product ``y = p * b`` where ``p =
@@ -50,14 +51,21 @@ def _float(t: object) -> bool:
     return isinstance(t, Num) and t.dtype.startswith("float")
 
 
+def _negation(b: Bind) -> bool:
+    """``t = -u`` of a float variable ``u`` (an integer's negation may wrap around)."""
+    rhs = b.rhs
+    return (type(rhs) is Prim and rhs.op == "neg" and len(b.targets) == 1 and isinstance(rhs.args[0], Var)
+            and _float(rhs.args[0].type))
+
+
 def shared_products(prog: ReverseProgram) -> ReverseProgram:
     """``prog`` with those products of its backward pass not computed (``dce`` drops the operands left unread)."""
     negations: dict[str, Var] = {}  # t -> u, for each t = -u of the forward block
     made: dict[Pair, Var] = {}  # {a, b} -> c, for each float c = a * b of the forward block
     for b in prog.forward.binds:
         rhs = b.rhs
-        if type(rhs) is Prim and rhs.op == "neg" and len(b.targets) == 1 and isinstance(rhs.args[0], Var):
-            negations[b.targets[0].name] = rhs.args[0]
+        if _negation(b):
+            negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
         factors = _product(rhs)
         if factors is not None and len(b.targets) == 1 and _float(b.targets[0].type):
             made.setdefault(_pair(*factors), b.targets[0])
@@ -77,23 +85,20 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
     out: list[Bind] = []
     for b in block.binds:
         b = with_branches(b, b.rhs, lambda blk: _block(blk, negations, made, counts))
-        rhs, target = b.rhs, b.targets[0] if len(b.targets) == 1 else None
-        factors = _product(rhs) if target is not None else None
+        factors = _product(b.rhs) if len(b.targets) == 1 else None
         if factors is not None:
             new = _made(factors, defs, made, counts)
             if new is not None:
-                rhs = new
-                factors = _product(new)
                 b = Bind(b.targets, new, b.loc)
-            key, negated = _signed(factors, negations)  # type: ignore[arg-type]
-            z, sign = products.setdefault(key, (target, negated))  # type: ignore[arg-type]
-            if sign != negated:  # x * -u after x * u
-                rhs = Prim("neg", (z,))
-                b = Bind(b.targets, rhs, b.loc)
+                factors = (new.args[0], new.args[1])  # type: ignore[assignment]
+            key, negated = _signed(factors, negations)
+            z, sign = products.setdefault(key, (b.targets[0], negated))
+            if sign != negated:  # x * -u after x * u, or x * u after x * -u
+                b = Bind(b.targets, Prim("neg", (z,)), b.loc)
             else:
-                defs[target.name] = factors  # type: ignore[union-attr,assignment]
-        if type(rhs) is Prim and rhs.op == "neg" and target is not None and isinstance(rhs.args[0], Var):
-            negations[target.name] = rhs.args[0]
+                defs[b.targets[0].name] = factors
+        if _negation(b):
+            negations[b.targets[0].name] = b.rhs.args[0]  # type: ignore[union-attr]
         out.append(b)
     return same_or_new(block, out)
 
