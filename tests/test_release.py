@@ -183,3 +183,16 @@ def test_a_long_group_frees_every_max_group_statements(monkeypatch):
     namespace = {}
     exec("\n".join(got), namespace)
     assert namespace["f"](1.0) == 2.0 * 2 ** (n - 1)
+
+
+def test_a_comment_before_except_stays_in_the_try(monkeypatch):
+    """The scalar fast path's loop is a ``try:`` whose ``except`` is headed by a comment."""
+    monkeypatch.setattr(release, "MIN_NAMES", 0)
+    text = ("def f(x):\n    # line 2: a\n    a = x + 1.0\n    try:\n        b = a * 2.0\n"
+            "    # Python floats raise where numpy warns\n    except (ArithmeticError, ValueError):\n        b = a\n"
+            "    # line 3: c\n    c = b + 1.0\n    # line 4: d\n    return c\n")
+    got = release.released(text)
+    assert got == text.replace("    # line 3: c\n", "    del a\n    # line 3: c\n")  # (b: bound in the try only)
+    namespace = {}
+    exec(got, namespace)
+    assert namespace["f"](1.0) == 5.0

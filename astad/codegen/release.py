@@ -38,6 +38,8 @@ MAX_WIDTH = 100
 MAX_GROUP = 16
 
 _INDENT = "    "
+#: the lines that go on a compound statement at its own indentation
+_CLAUSES = ("    else:", "    elif ", "    except", "    finally:")
 _BIND = re.compile(r"    ([^\W\d]\w*(?:, [^\W\d]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
 _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
 
@@ -69,11 +71,12 @@ def _function_body(body: list[str]) -> list[str]:
     group_end: dict[int, int] = {}  # group -> the line before which its `del` goes
     group = size = 0
     for k, line in enumerate(body):
-        if not line.startswith(_INDENT) or line[4:5] == " " or line.startswith(("    else:", "    elif ")):
+        comment = line[4:5] == "#"
+        if not line.startswith(_INDENT) or line[4:5] == " " or line.startswith(_CLAUSES) \
+                or (comment and _continues(body, k)):
             if statements and line:
                 statements[-1] = (statements[-1][0], k, statements[-1][2])  # a nested or continued line
             continue
-        comment = line[4:5] == "#"
         if (comment or size == MAX_GROUP) and size:  # the group ends here
             group_end[group] = k
             group, size = group + 1, 0
@@ -111,3 +114,11 @@ def _function_body(body: list[str]) -> list[str]:
             out.append(text)
         out.append(line)
     return out
+
+
+def _continues(body: list[str], k: int) -> bool:
+    """Whether the comment on line ``k`` is inside a compound statement (before its ``except:``, say)."""
+    for line in body[k + 1:]:
+        if line[4:5] != "#":
+            return line.startswith(_CLAUSES)
+    return False
