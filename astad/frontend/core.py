@@ -114,10 +114,12 @@ class LowererCore:
         the variables among them compared by name first (a program has thousands)."""
         name = value.name  # (variables are equal when their names are)
         for s in self.stack:
-            values = s.env.values()
-            if name in [v.name for v in values if type(v) is Var] or \
-                    any(mentions(v, value) for v in values if type(v) is not Var):
-                return True
+            for v in s.env.values():  # (one loop, stopping at the first: this runs at every assignment)
+                if type(v) is Var:
+                    if v.name == name:
+                        return True
+                elif type(v) is not Const and mentions(v, value):
+                    return True
         return False
 
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
