@@ -45,6 +45,15 @@ class Positions(dict):
         return self[node] if node in self else default
 
 
+def start_of(positions: Any, node: cst.CSTNode) -> tuple[int, int]:
+    """Where ``node`` starts in ``positions`` (``resolve``'s): line (1-based), column (0-based)."""
+    if type(positions) is Positions:
+        found = dict.__getitem__(positions, node)
+        return found[0], found[1]
+    start = positions[node].start
+    return start.line, start.column
+
+
 class _State(PositionProvidingCodegenState):
     """libcst's state for positions, as libcst computes them (the same numbers),
     cheaper: every token is split at line breaks there (a token without one,

@@ -20,7 +20,7 @@ from .. import deep
 from ..source import check_not_wrapped, read as read_source, read_lambda
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
-from ..positions import resolve as resolve_positions
+from ..positions import resolve as resolve_positions, start_of
 from .recursion import calls_itself
 from .syntax import FOUND, NAMES, stmts_of
 
@@ -62,15 +62,14 @@ class Parsed:
 
     def loc(self, node: cst.CSTNode) -> Loc:
         node = self.aliases.get(node, node)
-        if isinstance(node, cst.SimpleStatementLine) and node not in self.positions and node.body:
+        if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
-            pos = self.positions[node].start
+            line, column = start_of(self.positions, node)
         except KeyError:
-            pos = self.positions[self.aliases.get(self.funcdef, self.funcdef)].start
-        line = pos.line + self.line_offset
-        text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
-        return Loc(self.file, line, pos.column + self.col_offset + 1, text)
+            line, column = start_of(self.positions, self.aliases.get(self.funcdef, self.funcdef))
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return Loc(self.file, line + self.line_offset, column + self.col_offset + 1, text)
 
 
 _PARSED: dict[Any, Parsed] = {}
