@@ -55,10 +55,12 @@ class Env(dict):
     is then answered without looking at every name (see ``LowererCore._held``)."""
 
     def __init__(self, items: Any = ()) -> None:
-        super().__init__()
-        self.vars: set[str] = set()
-        self.others: set[str] = set()
-        self.update(items)
+        super().__init__(items)  # (a copy at C speed: a branch copies its scope's names)
+        if type(items) is Env:
+            self.vars, self.others = set(items.vars), set(items.others)
+            return
+        self.vars: set[str] = {v.name for v in self.values() if type(v) is Var}
+        self.others: set[str] = {k for k, v in self.items() if type(v) is not Var and type(v) is not Const}
 
     def __setitem__(self, name: str, value: Value) -> None:
         cls = type(value)
