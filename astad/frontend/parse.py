@@ -311,8 +311,24 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
                 _check_returns_last(stmts_of(stmt.orelse.body), parsed)
 
 
+#: the classes whose ``on_leave`` does something (a function's depth, where messages may be)
+_LEFT = frozenset({cst.FunctionDef, cst.Raise, cst.Assert, cst.Call})
+
+
 def check_subset(parsed: Parsed) -> None:
+    """``deep.visit(parsed.funcdef, _SubsetChecker(parsed))``, leaving only the nodes
+    whose ``on_leave`` does something (a leaving is a 1-tuple on the stack)."""
     checker = _SubsetChecker(parsed)
-    deep.visit(parsed.funcdef, checker)
+    todo: list[Any] = [parsed.funcdef]
+    children = deep.children
+    while todo:
+        n = todo.pop()
+        if type(n) is tuple:
+            checker.on_leave(n[0])
+            continue
+        if type(n) in _LEFT:
+            todo.append((n,))
+        if checker.on_visit(n):
+            todo.extend(reversed(children(n)))
     NAMES[parsed.funcdef] = frozenset(checker.names)
     parsed.calls_own_name = checker.calls_own_name  # (if so, calls_itself looks in the body alone)
