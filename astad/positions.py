@@ -12,7 +12,7 @@ a function in the same order).
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Iterator
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -43,6 +43,16 @@ class Positions(dict):
 
     def get(self, node: cst.CSTNode, default: Any = None) -> Any:
         return self[node] if node in self else default
+
+    # (a mapping to CodeRanges however it is read: dict(positions) copies through these too)
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self.keys())
+
+    def values(self) -> Any:
+        return [self[node] for node in self.keys()]
+
+    def items(self) -> Any:
+        return [(node, self[node]) for node in self.keys()]
 
 
 def start_of(positions: Any, node: cst.CSTNode) -> tuple[int, int]:
