@@ -81,8 +81,9 @@ class Namer:
 
     @classmethod
     def of(cls, prog: Function | ReverseProgram) -> "Namer":
-        """Names for a pass that adds bindings to ``prog``."""
-        return cls.adding_to(program_names(prog), prog.name)
+        """Names for a pass that adds bindings to ``prog``: the program's names are
+        collected when the first name is asked for (a pass that adds none walks nothing)."""
+        return _NamerOf(prog)
 
     def mention(self, names: Iterable[str]) -> None:
         """Names more code of the user's mentions (a helper it inlines)."""
@@ -142,6 +143,23 @@ class Namer:
     @staticmethod
     def is_temp(name: str) -> bool:
         return name[:1] == "t" and name[1:].isdigit()
+
+
+class _NamerOf(Namer):
+    """:meth:`Namer.of`: ``used`` and ``taken`` made from the program's names when first read."""
+
+    def __init__(self, prog: Function | ReverseProgram) -> None:  # (Namer's own __init__ runs when they are read)
+        self._prog = prog
+        self.temps = 0
+
+    def __getattr__(self, attr: str) -> Any:  # (only for attributes not set yet)
+        if attr not in ("used", "taken") or "_prog" not in self.__dict__:
+            raise AttributeError(attr)
+        prog, temps = self.__dict__.pop("_prog"), self.temps
+        Namer.__init__(self, program_names(prog), prog.name)
+        self.taken |= self.used
+        self.temps = temps
+        return getattr(self, attr)
 
 
 # --------------------------------------------------------------------------- the names of a program

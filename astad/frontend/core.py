@@ -20,7 +20,7 @@ from ..names import Namer
 from .syntax import user_names
 from .parse import Parsed
 from .abstract import literal_type
-from .scopes import Value, Scope, mentions
+from .scopes import Env, Value, Scope, mentions
 
 
 class LowererCore:
@@ -124,10 +124,19 @@ class LowererCore:
         the variables among them compared by name first (a program has thousands)."""
         name = value.name  # (variables are equal when their names are)
         for s in self.stack:
-            values = s.env.values()
-            if name in [v.name for v in values if type(v) is Var] or \
-                    any(mentions(v, value) for v in values if type(v) is not Var):
-                return True
+            env = s.env
+            if type(env) is Env:  # (this runs at every assignment: the names that may hold it only)
+                if name in env.vars and any(type(v) is Var and v.name == name for v in env.values()):
+                    return True
+                if any(mentions(env[k], value) for k in env.others if k in env):
+                    return True
+                continue
+            for v in env.values():
+                if type(v) is Var:
+                    if v.name == name:
+                        return True
+                elif type(v) is not Const and mentions(v, value):
+                    return True
         return False
 
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
@@ -190,7 +199,7 @@ class LowererCore:
     def branch(self, lower: Callable[[], Any]) -> tuple[list[Bind], dict[str, Value], Any]:
         """Lower one branch into bindings of its own, starting from the current names."""
         saved_binds, saved_env = self.binds, self.scope.env
-        self.binds, self.scope.env = [], dict(saved_env)
+        self.binds, self.scope.env = [], Env(saved_env)
         self.open_binds.append(saved_binds)
         try:
             out = lower()
