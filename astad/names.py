@@ -151,6 +151,7 @@ class _NamerOf(Namer):
     def __init__(self, prog: Function | ReverseProgram) -> None:  # (Namer's own __init__ runs when they are read)
         self._prog = prog
         self.temps = 0
+        self.log = None
 
     def __getattr__(self, attr: str) -> Any:  # (only for attributes not set yet)
         if attr not in ("used", "taken") or "_prog" not in self.__dict__:
