@@ -1,0 +1,81 @@
+"""Adversarial cases found by attacking the fast paths and passes that landed last (second round).
+
+Each derivative is checked against central finite differences in float64 and each value against
+the plain function, by every entry point (``grad``, ``value_and_grad``, ``jvp``, ``vjp``), on the
+first call and on the later calls that the checked fast paths answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import load_program
+
+MODES = ["grad", "value_and_grad", "jvp", "vjp"]
+
+
+def _fd(fn, args, i, eps=1e-6):
+    plus, minus = list(args), list(args)
+    plus[i], minus[i] = args[i] + eps, args[i] - eps
+    return (fn(*plus) - fn(*minus)) / (2 * eps)
+
+
+def _derivative(mode, fn, args, i):
+    """``(value or None, derivative in argument i)`` of ``fn`` at scalar ``args`` by ``mode``."""
+    if mode == "grad":
+        return None, astad.grad(fn, argnums=i)(*args)
+    if mode == "value_and_grad":
+        return astad.value_and_grad(fn, argnums=i)(*args)
+    if mode == "jvp":
+        return astad.jvp(fn, args, tuple(1.0 if j == i else None for j in range(len(args))))
+    value, pullback = astad.vjp(fn, *args)
+    return value, pullback(1.0)[i]
+
+
+def _check(mode, fn, args, calls=3):
+    """The first call and the later ones (the checked fast paths), in each argument."""
+    for i in range(len(args)):
+        for _ in range(calls):
+            value, d = _derivative(mode, fn, args, i)
+            if value is not None:
+                assert value == pytest.approx(fn(*args), rel=1e-14)
+            assert d == pytest.approx(_fd(fn, args, i), rel=1e-6)
+
+
+# --------------------------------------------------------------------------- names of builtins
+
+NAMES = '''
+import numpy as np
+
+
+def param_type(x, type):
+    return x * type + np.sin(x)
+
+
+def param_tuple(x, tuple):
+    return x * tuple + np.sin(x)
+
+
+def local_type(x, y):
+    type = x * y
+    s = 0.0
+    for i in range(3):
+        s = s + type * x
+    return s * type
+
+
+def local_tuple(x, y):
+    tuple = x * y
+    return tuple * x + np.cos(tuple)
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["param_type", "param_tuple", "local_type", "local_tuple"])
+def test_a_scalar_function_naming_a_builtin_the_checked_calls_use(tmp_path, mode, name):
+    """A parameter or local named ``type`` or ``tuple``: the checked fast calls (astad.guards,
+    astad.scalar_grad) tested ``type(x) is not float`` in the generated function's own scope,
+    where ``type`` was the user's float (TypeError) or a local not yet bound (UnboundLocalError)."""
+    fn = getattr(load_program(NAMES, tmp_path, "names"), name)
+    _check(mode, fn, (0.7, 1.1))
