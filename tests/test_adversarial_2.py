@@ -79,3 +79,68 @@ def test_a_scalar_function_naming_a_builtin_the_checked_calls_use(tmp_path, mode
     where ``type`` was the user's float (TypeError) or a local not yet bound (UnboundLocalError)."""
     fn = getattr(load_program(NAMES, tmp_path, "names"), name)
     _check(mode, fn, (0.7, 1.1))
+
+
+# --------------------------------------------------------------------------- numpy's and math's functions replaced
+
+PATCHED = '''
+import math
+
+import numpy as np
+
+
+def f(x):
+    return np.sin(x) * x + np.exp(x * 0.5)
+
+
+def g(x):
+    return math.sin(x) * x
+
+
+def h(x):
+    return np.sum(np.sin(x) * x)
+
+
+def rows(x):
+    return np.linalg.norm(x) * np.sum(np.tanh(x))
+'''
+
+
+def _replaced(monkeypatch, module, name, by):
+    monkeypatch.setattr(module, name, by)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name, module, attr, by", [
+    ("f", np, "sin", np.cos),          # a function the code reads, after fast calls
+    ("f", np, "cos", np.tan),          # one its derivative calls (d sin = cos), which the code does not read
+    ("g", "math", "sin", "cos"),
+    ("g", "math", "cos", "tan"),
+])
+def test_a_numpy_or_math_function_replaced_after_fast_calls(tmp_path, monkeypatch, mode, name, module, attr, by):
+    """``np.sin = np.cos`` (a mock) after calls: astad kept the derivative made for numpy's sin, whose
+    code now called the replacement (the value of cos with the derivative of sin); the derivative of
+    sin calls ``np.cos``, so replacing ``np.cos`` changed it too."""
+    import math
+    if module == "math":
+        module, by = math, getattr(math, by)
+    fn = getattr(load_program(PATCHED, tmp_path, "patched"), name)
+    _check(mode, fn, (0.7,))
+    monkeypatch.setattr(module, attr, by)
+    _check(mode, fn, (0.7,))
+    monkeypatch.undo()
+    _check(mode, fn, (0.7,))
+
+
+def test_a_numpy_function_replaced_before_the_first_call(tmp_path, monkeypatch):
+    """Arrays, reverse and forward mode, a linalg function: the derivative of what the names mean now."""
+    mod = load_program(PATCHED, tmp_path, "patched")
+    monkeypatch.setattr(np, "tanh", np.sin)
+    monkeypatch.setattr(np.linalg, "norm", lambda x: np.sqrt(np.sum(x * x * x * x)))
+    monkeypatch.setattr(np, "cos", np.exp)
+    x = np.array([0.3, -0.4, 0.8])
+    want = np.array([(mod.rows(x + e) - mod.rows(x - e)) / 2e-6 for e in np.eye(3) * 1e-6])
+    assert astad.grad(mod.rows)(x) == pytest.approx(want, rel=1e-6)
+    value, tangent = astad.jvp(mod.rows, (x,), (np.ones(3),))
+    assert value == pytest.approx(mod.rows(x), rel=1e-14)
+    assert tangent == pytest.approx(want.sum(), rel=1e-6)

@@ -6,6 +6,7 @@ conditional expressions.
 from __future__ import annotations
 
 import math
+import types
 from typing import Callable
 
 import libcst as cst
@@ -127,12 +128,15 @@ class Expressions(LowererCore):
             if not hasattr(base.obj, attr):
                 raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` does not exist", self.loc(node))
             obj = getattr(base.obj, attr)
+            path = base.path + (attr,) if base.path else ()
+            if path:  # a module's attribute may be assigned (a mock of np.sin): the derivative is of this one
+                self.depend(path, obj)
             if isinstance(obj, type) and issubclass(obj, np.generic):
                 return Ref("dtype", np.dtype(obj).name)
             module = "math" if base.obj is math else "np"
             if isinstance(obj, float):
                 return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
-            return self.global_value(f"{module}.{attr}", obj, node)
+            return self.global_value(f"{module}.{attr}", obj, node, path if isinstance(obj, types.ModuleType) else ())
         if isinstance(base, Ref) and base.kind == "object":
             return self.object_attribute(base, attr, node)
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):

@@ -57,10 +57,10 @@ class Lookup(LowererCore):
 
     def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
         if obj is np:
-            return Ref("module", np)
+            return Ref("module", np, path=path)
         if isinstance(obj, types.ModuleType):
             if obj.__name__.startswith("numpy") or obj is math:
-                return Ref("module", obj)
+                return Ref("module", obj, path=path)
             raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
                                            "numpy (import numpy as np), math, and your own functions")
         if builtin_spec(obj) is not None:
