@@ -89,9 +89,9 @@ class Binder:
         code = fn.__code__
         self.names = free_names(fn, fixed)
         self.n_positional = code.co_argcount - len(fixed)  # free positional parameters
-        keywords = getattr(root, "keywords", None)
-        # a call of exactly the free positional parameters needs no binding
-        self.fast_n = self.n_positional if not code.co_kwonlyargcount and not keywords else -1
+        # a call of exactly the free positional parameters needs no binding (nor do the fast paths that
+        # remember it); a partial's keywords are a dict that may gain the name of a positional parameter
+        self.fast_n = self.n_positional if not code.co_kwonlyargcount and not _partial(root) else -1
         self._stub = _stub(fn, self.names)
         self._bind = wrap(self._stub)
         self._root = root
@@ -111,6 +111,13 @@ class Binder:
     def primal(self, values: tuple) -> Any:
         """The function at the free parameters' values and the fixed ones (each by name)."""
         return self._fn(**self._fixed, **dict(zip(self.names, values)))
+
+
+def _partial(root: Any) -> bool:
+    """Whether a callable is, or is a method of, a ``functools.partial``."""
+    while isinstance(root, types.MethodType):
+        root = root.__func__
+    return isinstance(root, functools.partial)
 
 
 def _stub(fn: Any, names: tuple[str, ...]) -> Callable:

@@ -144,3 +144,34 @@ def test_a_numpy_function_replaced_before_the_first_call(tmp_path, monkeypatch):
     value, tangent = astad.jvp(mod.rows, (x,), (np.ones(3),))
     assert value == pytest.approx(mod.rows(x), rel=1e-14)
     assert tangent == pytest.approx(want.sum(), rel=1e-6)
+
+
+# --------------------------------------------------------------------------- a partial's keywords
+
+TWO = '''
+def two(x, y):
+    return x * y * y
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_keyword_added_to_a_partial_after_fast_calls(tmp_path, mode):
+    """``functools.partial(two)`` called by position, then ``p.keywords["y"] = 5.0``: Python refuses
+    ``p(2.0, 3.0)`` (two values for ``y``); astad's fast calls, remembered for a partial without
+    keywords, went on returning the value and derivative at ``y = 3.0``."""
+    import functools
+    p = functools.partial(load_program(TWO, tmp_path, "two").two)
+    grad = astad.grad(p)
+    for _ in range(3):
+        value, d = _derivative(mode, p, (2.0, 3.0), 0) if mode != "grad" else (None, grad(2.0, 3.0))
+        assert d == pytest.approx(9.0)
+    p.keywords["y"] = 5.0
+    with pytest.raises(TypeError, match="multiple values"):
+        p(2.0, 3.0)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="multiple values"):
+            if mode == "grad":
+                grad(2.0, 3.0)
+            else:
+                _derivative(mode, p, (2.0, 3.0), 0)
+    assert astad.grad(p)(2.0) == pytest.approx(25.0)
