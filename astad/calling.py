@@ -216,9 +216,30 @@ def _attribute(name: str) -> bool:
 _NOTHING: dict = {}
 
 
-def _class_dict(obj: Any, name: str) -> Any:
-    """The ``__dict__`` of the first class of ``obj``'s type that defines ``name`` (the type's own if none)."""
-    return next((c.__dict__ for c in type(obj).__mro__ if name in c.__dict__), type(obj).__dict__)
+class _ClassAttributes:
+    """What an object's class gives it, as a mapping from name to value, looked up at each read as
+    Python does: in the first class of its type's MRO that defines the name (its ``__class__`` may
+    be assigned, and a class before the one that defined the name may define it since)."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for c in type(self._obj).__mro__:
+            if name in c.__dict__:
+                return c.__dict__[name]
+        return default
+
+    def __contains__(self, name: str) -> bool:
+        return any(name in c.__dict__ for c in type(self._obj).__mro__)
+
+    def __getitem__(self, name: str) -> Any:
+        for c in type(self._obj).__mro__:
+            if name in c.__dict__:
+                return c.__dict__[name]
+        raise KeyError(name)
 
 
 def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
@@ -235,7 +256,7 @@ def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
         if name in fn.__code__.co_freevars:
             return _Cells(fn), _NOTHING
         return fn.__globals__, getattr(fn, "__builtins__", builtins.__dict__)
-    return vars(owner), _class_dict(owner, name)
+    return vars(owner), _ClassAttributes(owner)
 
 
 def read(owner: Any, name: str) -> Any:

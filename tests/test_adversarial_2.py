@@ -175,3 +175,40 @@ def test_a_keyword_added_to_a_partial_after_fast_calls(tmp_path, mode):
             else:
                 _derivative(mode, p, (2.0, 3.0), 0)
     assert astad.grad(p)(2.0) == pytest.approx(25.0)
+
+
+# --------------------------------------------------------------------------- attributes of self from its class
+
+CLASSES = '''
+class Base:
+    scale = 2.0
+
+    def loss(self, x):
+        return self.scale * x * x
+
+
+class Child(Base):
+    pass
+
+
+class Other(Base):
+    scale = 5.0
+'''
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("change", ["subclass_gains_it", "class_assigned"])
+def test_an_attribute_self_reads_from_its_class_after_fast_calls(tmp_path, mode, change):
+    """``self.scale`` found in ``Base`` when the object is a ``Child``: ``Child.scale = 5.0``, or the
+    object's ``__class__`` assigned, makes Python read another value; astad checked only that
+    ``Base.__dict__`` still held the old one, and kept the derivative at ``scale = 2.0``."""
+    mod = load_program(CLASSES, tmp_path, "classes")
+    obj = mod.Child()
+    loss = obj.loss
+    _check(mode, loss, (0.7,))
+    if change == "subclass_gains_it":
+        mod.Child.scale = 5.0
+    else:
+        obj.__class__ = mod.Other
+    assert loss(0.7) == pytest.approx(5.0 * 0.49)
+    _check(mode, loss, (0.7,))
