@@ -212,3 +212,26 @@ def test_an_attribute_self_reads_from_its_class_after_fast_calls(tmp_path, mode,
         obj.__class__ = mod.Other
     assert loss(0.7) == pytest.approx(5.0 * 0.49)
     _check(mode, loss, (0.7,))
+
+
+# --------------------------------------------------------------------------- a function of no parameters
+
+NO_PARAMETERS = '''
+K = 2.0
+
+
+def f():
+    return K * 3.0
+'''
+
+
+def test_reverse_mode_of_a_function_of_no_parameters(tmp_path):
+    """Its backward pass returns the empty tuple, which codegen printed without parentheses (an
+    InternalError, "a bug in astad"); forward mode gave the value and a zero tangent."""
+    f = load_program(NO_PARAMETERS, tmp_path, "noparams").f
+    for _ in range(2):  # the first call, then the remembered entry
+        value, pullback = astad.reverse(f)()
+        assert value == f() and pullback(1.0) == ()
+        value, pullback = astad.vjp(f)
+        assert value == f() and pullback(1.0) == ()
+        assert astad.jvp(f, (), ()) == (f(), 0.0)
