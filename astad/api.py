@@ -202,7 +202,9 @@ class Reverse:
         #: (wrt, a check that arguments have the last structured call's keys, that call's entry): see entry
         self._structured: tuple[Any, Callable[[Sequence[Any]], bool], Any] | None = None
         self._key_checks: LRU[Callable[[Sequence[Any]], bool]] = LRU(_memory_size)  # by keys
-        self._bound: "weakref.WeakKeyDictionary[Any, Reverse]" = weakref.WeakKeyDictionary()
+        #: the transforms of this method bound to each object, by the object's id (not by its __eq__,
+        #: which may make two objects with other attributes equal): (a weak reference to it, the transform)
+        self._bound: dict[int, tuple[weakref.ref, Reverse]] = {}
         functools.update_wrapper(self, fn)
         _LIVE.add(self)
 
@@ -210,12 +212,15 @@ class Reverse:
         """A decorated method, bound to ``obj``: the transform of ``obj.method``."""
         if obj is None:
             return self
+        entry = self._bound.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        found = type(self)(types.MethodType(self._root, obj))
         try:
-            found = self._bound.get(obj)
-        except TypeError:  # an object that is not hashable or weak-referenceable: made again each time
-            return type(self)(types.MethodType(self._root, obj))
-        if found is None:
-            found = self._bound[obj] = type(self)(types.MethodType(self._root, obj))
+            ref = weakref.ref(obj, lambda _, key=id(obj), table=self._bound: table.pop(key, None))
+        except TypeError:  # an object that is not weak-referenceable: made again each time
+            return found
+        self._bound[id(obj)] = (ref, found)
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:

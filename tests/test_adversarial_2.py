@@ -235,3 +235,53 @@ def test_reverse_mode_of_a_function_of_no_parameters(tmp_path):
         value, pullback = astad.vjp(f)
         assert value == f() and pullback(1.0) == ()
         assert astad.jvp(f, (), ()) == (f(), 0.0)
+
+
+# --------------------------------------------------------------------------- a decorated method of objects equal by value
+
+EQUAL_OBJECTS = '''
+import astad
+
+
+class Model:
+    def __init__(self, name, c):
+        self.name, self.c = name, c
+
+    def __eq__(self, other):
+        return isinstance(other, Model) and self.name == other.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    @astad.reverse
+    def loss(self, x):
+        return self.c * x * x
+
+    @astad.forward
+    def step(self, x):
+        return self.c * x * x
+'''
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward", "grad", "vjp", "jvp"])
+def test_a_decorated_method_of_two_objects_that_compare_equal(tmp_path, mode):
+    """``Model("a", 2.0) == Model("a", 5.0)``: the transform bound to the first object was found (by
+    equality) for the second, which got the first's value and derivative (``self.c == 2.0``)."""
+    mod = load_program(EQUAL_OBJECTS, tmp_path, "equal")
+    for obj in (mod.Model("a", 2.0), mod.Model("a", 5.0), mod.Model("a", 2.0)):
+        for _ in range(2):
+            if mode == "reverse":
+                value, pullback = obj.loss(0.7)
+                d = pullback(1.0)[0]
+            elif mode == "forward":
+                value, pushforward = obj.step(0.7)
+                d = pushforward(1.0)
+            elif mode == "grad":
+                value, d = obj.c * 0.49, astad.grad(obj.loss)(0.7)
+            elif mode == "vjp":
+                value, pullback = astad.vjp(obj.loss, 0.7)
+                d = pullback(1.0)[0]
+            else:
+                value, d = astad.jvp(obj.step, (0.7,), (1.0,))
+            assert value == pytest.approx(obj.c * 0.49, rel=1e-14)
+            assert d == pytest.approx(obj.c * 1.4, rel=1e-12)
