@@ -26,6 +26,8 @@ import functools
 import types
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from .errors import AstadTypeError, SourceUnavailableError
 
 
@@ -213,6 +215,35 @@ def _attribute(name: str) -> bool:
     return name in ATTRIBUTES or name.startswith(_KEYWORD)
 
 
+#: the name a derivative reads an array it reads as a constant's kind by (shape and dtype, which may be
+#: assigned in place: ``A.shape = (3, 1)`` keeps the object, so its check by identity would pass)
+ARRAY_KIND = "__astad_array_kind__"
+_KINDS: dict[tuple, tuple] = {}
+
+
+def array_kind(a: np.ndarray) -> tuple:
+    """The shape and dtype of an array, one object per kind (a dependency is checked by identity)."""
+    kind = (a.shape, a.dtype)
+    return _KINDS.setdefault(kind, kind)
+
+
+class _ArrayKind:
+    """An array's kind (:func:`array_kind`) as a mapping from :data:`ARRAY_KIND`."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, a: Any) -> None:
+        self._a = a
+
+    def __contains__(self, name: str) -> bool:
+        return name == ARRAY_KIND and isinstance(self._a, np.ndarray)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self:
+            raise KeyError(name)
+        return array_kind(self._a)
+
+
 _NOTHING: dict = {}
 
 
@@ -247,6 +278,8 @@ def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
     global, a builtin; a method or partial: what it fixes; an object: an
     attribute): a pair of mappings, the first looked at first, or None when what
     the name means cannot change (a method's ``self``, a partial's arguments)."""
+    if name == ARRAY_KIND:  # the shape and dtype of an array read as a constant
+        return _ArrayKind(owner), _NOTHING
     fn, fixed, _ = unwrap(owner) if callable(owner) and not isinstance(owner, type) else (owner, {}, None)
     if _attribute(name):  # a called function's own attributes that may be assigned (its code, defaults)
         return _Attributes(fn), _NOTHING

@@ -285,3 +285,67 @@ def test_a_decorated_method_of_two_objects_that_compare_equal(tmp_path, mode):
                 value, d = astad.jvp(obj.step, (0.7,), (1.0,))
             assert value == pytest.approx(obj.c * 0.49, rel=1e-14)
             assert d == pytest.approx(obj.c * 1.4, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- a constant array's shape assigned in place
+
+GLOBAL_ARRAY = '''
+import numpy as np
+
+A = np.array([1.0, 2.0, 3.0])
+
+
+def f(x):
+    return np.sum(A * x)
+
+
+class Model:
+    def __init__(self):
+        self.w = np.array([1.0, 2.0, 3.0])
+
+    def loss(self, x):
+        return np.sum(self.w * x)
+
+
+def scaled(w, x):
+    return np.sum(w * x)
+'''
+
+
+def _grad_fd(fn, x, eps=1e-6):
+    return np.array([(fn(x + e) - fn(x - e)) / (2 * eps) for e in np.eye(x.size).reshape((x.size,) + x.shape) * eps])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("owner", ["global", "self", "partial"])
+def test_a_constant_arrays_shape_assigned_in_place_after_calls(tmp_path, mode, owner):
+    """``A.shape = (3, 1)`` keeps the object (the derivative's check by identity passes), but ``A * x``
+    broadcasts to (3, 3) now: astad returned the gradient of the old function, of shape (3, 1)."""
+    import functools
+    mod = load_program(GLOBAL_ARRAY, tmp_path, "global_array")
+    if owner == "global":
+        fn, array = mod.f, mod.A
+    elif owner == "self":
+        obj = mod.Model()
+        fn, array = obj.loss, obj.w
+    else:
+        array = np.array([1.0, 2.0, 3.0])
+        fn = functools.partial(mod.scaled, array)
+    x = np.array([0.5, -0.2, 0.1])
+    for reshaped in (False, True):
+        if reshaped:
+            array.shape = (3, 1)
+        for _ in range(2):
+            if mode == "grad":
+                value, d = fn(x), astad.grad(fn)(x)
+            elif mode == "value_and_grad":
+                value, d = astad.value_and_grad(fn)(x)
+            elif mode == "jvp":
+                value, d = astad.jvp(fn, (x,), (np.ones(3),))
+            else:
+                value, pullback = astad.vjp(fn, x)
+                d = pullback(1.0)[0]
+            want = _grad_fd(fn, x)
+            assert value == pytest.approx(fn(x), rel=1e-14)
+            assert np.shape(d) == (() if mode == "jvp" else (3,))
+            assert d == pytest.approx(want.sum() if mode == "jvp" else want, rel=1e-6)

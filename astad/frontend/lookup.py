@@ -14,6 +14,7 @@ from typing import Any
 import libcst as cst
 import numpy as np
 
+from ..calling import ARRAY_KIND, array_kind
 from ..values import Ref
 from ..source import reversed_function
 from ..errors import AstadTypeError, SourceUnavailableError, UnsupportedFunctionError
@@ -132,6 +133,8 @@ class Lookup(LowererCore):
                 t = Num((), t.dtype, py=True, value=obj)
             if name is None or not path or (type(obj) in (bool, int, float) and path[0] == "<default>"):
                 return Const.literal(obj, t)
+            if isinstance(obj, np.ndarray) and path[0] != "<default>":  # its shape may be assigned in place
+                self.depend((*path, ARRAY_KIND), array_kind(obj))
             code_name = self.const_names.get(id(obj))
             if code_name is None:
                 code_name = self.const_names[id(obj)] = self.namer.fresh(name)
