@@ -154,10 +154,40 @@ def _check_cotangent(t: Type, ct: Any, what: str) -> None:
         for i, (ti, ci) in enumerate(zip(t.items, ct)):
             _check_cotangent(ti, ci, f"{what}[{i}]")
     elif isinstance(t, Num) and t.differentiable:
+        _check_real(ct, what)
         shape = np.shape(ct)
         if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
             expected = tuple("?" if d is None else d for d in t.shape)
             raise AstadTypeError(f"the cotangent of {what} must have shape {expected}, got shape {shape}")
+
+
+def _check_real(ct: Any, what: str) -> None:
+    """A cotangent of a float value is a real number or an array of them (not a string, None, a list, a bool)."""
+    if isinstance(ct, (bool, np.bool_)) or not (isinstance(ct, (float, int, np.floating, np.integer, np.ndarray))
+                                                or backends.array_backend(ct) is not None) \
+            or getattr(ct, "dtype", np.dtype(float)).kind not in "fiu":
+        raise AstadTypeError(f"the cotangent of {what} must be a float or an array of floats, got "
+                             f"{type(ct).__name__}{'' if getattr(ct, 'dtype', None) is None else ' of ' + str(ct.dtype)}",
+                             hint="one cotangent of the value's shape (a tuple of them for a tuple)")
+
+
+def check_cotangent_like(value: Any, ct: Any, what: str = "the output") -> None:
+    """``ct`` must be a cotangent of ``value``: its structure, and a real number or array of the shape
+    of each float leaf (a discrete leaf takes anything: it has no derivative)."""
+    if isinstance(value, (tuple, list)):
+        if not isinstance(ct, (tuple, list)) or len(ct) != len(value):
+            raise AstadTypeError(f"the cotangent of {what} must be a tuple of {len(value)}, got {type(ct).__name__}")
+        for i, (v, c) in enumerate(zip(value, ct)):
+            check_cotangent_like(v, c, f"{what}[{i}]")
+    elif isinstance(value, dict):
+        if not isinstance(ct, dict) or ct.keys() != value.keys():
+            raise AstadTypeError(f"the cotangent of {what} must be a dict with the keys {list(value)}")
+        for k in value:
+            check_cotangent_like(value[k], ct[k], f"{what}[{k!r}]")
+    elif np.asarray(value).dtype.kind == "f":
+        _check_real(ct, what)
+        if np.shape(ct) != np.shape(value):
+            raise AstadTypeError(f"the cotangent of {what} must have shape {np.shape(value)}, got shape {np.shape(ct)}")
 
 
 class Reverse:

@@ -106,10 +106,6 @@ def rows(x):
 '''
 
 
-def _replaced(monkeypatch, module, name, by):
-    monkeypatch.setattr(module, name, by)
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name, module, attr, by", [
     ("f", np, "sin", np.cos),          # a function the code reads, after fast calls
@@ -349,3 +345,52 @@ def test_a_constant_arrays_shape_assigned_in_place_after_calls(tmp_path, mode, o
             assert value == pytest.approx(fn(x), rel=1e-14)
             assert np.shape(d) == (() if mode == "jvp" else (3,))
             assert d == pytest.approx(want.sum() if mode == "jvp" else want, rel=1e-6)
+
+
+# --------------------------------------------------------------------------- cotangents that are not numbers
+
+COTANGENTS = '''
+import numpy as np
+
+
+def f(x, y):
+    return x * y + np.sin(x)
+
+
+def v(x):
+    return np.sin(x) * 2.0
+
+
+def s(x):
+    return np.sum(v(x))
+'''
+
+
+@pytest.mark.parametrize("ct", ["x", None, True, [1.0, 2.0], {"a": 1.0}, 1 + 2j, np.array(["a", "b"]),
+                                np.ones(2, dtype=bool), (np.ones(2), None)], ids=repr)
+@pytest.mark.parametrize("which", ["scalar", "array", "grad"])
+def test_a_pullback_given_something_that_is_not_a_cotangent(tmp_path, ct, which):
+    """A string, None, a list, a complex number, ... as the cotangent: TypeError and ValueError from
+    inside the generated code (and from a derivative's pullback, ``vjp(grad(f), ...)``, which checked
+    nothing, a cotangent of another shape broadcast silently)."""
+    mod = load_program(COTANGENTS, tmp_path, "cotangents")
+    x = np.array([0.3, 0.4])
+    if which == "scalar":
+        _, pullback = astad.vjp(mod.f, 0.7, 1.1)
+    elif which == "array":
+        _, pullback = astad.vjp(mod.v, x)
+    else:
+        _, pullback = astad.vjp(astad.grad(mod.s), x)
+    with pytest.raises(astad.AstadTypeError, match="cotangent"):
+        pullback(ct)
+
+
+def test_a_derivatives_pullback_refuses_a_cotangent_of_another_shape(tmp_path):
+    mod = load_program(COTANGENTS, tmp_path, "cotangents")
+    x = np.array([0.3, 0.4])
+    _, pullback = astad.vjp(astad.grad(mod.s), x)
+    with pytest.raises(astad.AstadTypeError, match="shape"):
+        pullback(1.0)
+    u = np.array([0.5, -1.0])
+    h = np.diag(-2.0 * np.sin(x))  # the Hessian of sum(2 sin x)
+    assert pullback(u)[0] == pytest.approx(h @ u)
