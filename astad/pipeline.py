@@ -10,14 +10,10 @@ the generated functions, their source, and (on demand) every stage's IR.
 from __future__ import annotations
 
 import contextlib
-import math
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-import numpy as np
-
-from . import codegen, deep, fresh, frontend, names, optimise, rules, structural
+from . import codegen, deep, fresh, frontend, imported, names, optimise, rules, structural
 from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
@@ -145,22 +141,6 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
     return namespace[names.python_name(f"{name}_forward")], namespace[names.python_name(f"{name}_backward")]
 
 
-def _as_imported(module: types.ModuleType, subs: tuple[str, ...] = ()) -> types.ModuleType:
-    """A copy of ``module``'s namespace as it is now (and of its submodules ``subs``)."""
-    copy = types.ModuleType(module.__name__)
-    copy.__dict__.update(vars(module))
-    for sub in subs:
-        setattr(copy, sub, _as_imported(getattr(module, sub)))
-    return copy
-
-
-#: numpy and math as astad found them: what generated code reads as ``np`` and ``math``.  Its
-#: derivatives call numpy's own functions (``np.cos`` for the derivative of ``np.sin``), which must
-#: not be what a caller assigned since (a mock of ``np.cos``); the functions the user's code reads
-#: are dependencies of the derivative (``frontend.expressions``), so a replaced one is read again.
-_IMPORTED = {id(np): _as_imported(np, ("linalg",)), id(math): _as_imported(math)}
-
-
 def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(rules.RUNTIME)
@@ -171,9 +151,9 @@ def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str,
     names.check_generated(scopes, constants)
     code = deep.compile_ast(source, f"<astad: {name}>")
     exec(code, namespace)  # noqa: S102 - our own generated code
-    for module in ("np", "math"):
-        if id(namespace.get(module)) in _IMPORTED:
-            namespace[module] = _IMPORTED[id(namespace[module])]
+    for module in ("np", "math"):  # numpy and math as astad imported them (see astad.imported)
+        if id(namespace.get(module)) in imported.MODULES:
+            namespace[module] = imported.MODULES[id(namespace[module])]
     return namespace
 
 

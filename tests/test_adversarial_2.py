@@ -103,6 +103,10 @@ def h(x):
 
 def rows(x):
     return np.linalg.norm(x) * np.sum(np.tanh(x))
+
+
+def k(x):
+    return x * math.pi + x * x * np.e
 '''
 
 
@@ -112,6 +116,8 @@ def rows(x):
     ("f", np, "cos", np.tan),          # one its derivative calls (d sin = cos), which the code does not read
     ("g", "math", "sin", "cos"),
     ("g", "math", "cos", "tan"),
+    ("k", "math", "pi", 3.0),          # a constant: generated code reads math as astad imported it
+    ("k", np, "e", 2.0),
 ])
 def test_a_numpy_or_math_function_replaced_after_fast_calls(tmp_path, monkeypatch, mode, name, module, attr, by):
     """``np.sin = np.cos`` (a mock) after calls: astad kept the derivative made for numpy's sin, whose
@@ -119,7 +125,7 @@ def test_a_numpy_or_math_function_replaced_after_fast_calls(tmp_path, monkeypatc
     sin calls ``np.cos``, so replacing ``np.cos`` changed it too."""
     import math
     if module == "math":
-        module, by = math, getattr(math, by)
+        module, by = math, getattr(math, by) if isinstance(by, str) else by
     fn = getattr(load_program(PATCHED, tmp_path, "patched"), name)
     _check(mode, fn, (0.7,))
     monkeypatch.setattr(module, attr, by)

@@ -12,7 +12,7 @@ from typing import Callable
 import libcst as cst
 import numpy as np
 
-from .. import deep
+from .. import deep, imported
 from ..values import PyTuple, Ref
 from ..errors import UnsupportedFunctionError
 from ..ir import FLOAT, Atom, Bind, Const, ListT, Num, Var, Loop, trip_count
@@ -134,7 +134,9 @@ class Expressions(LowererCore):
             if isinstance(obj, type) and issubclass(obj, np.generic):
                 return Ref("dtype", np.dtype(obj).name)
             module = "math" if base.obj is math else "np"
-            if isinstance(obj, float):
+            if isinstance(obj, float):  # (generated code reads np and math as astad imported them)
+                if obj is not imported.as_imported(base.obj, attr):  # a constant replaced (math.pi = 3.0)
+                    return Const.literal(obj, FLOAT)
                 return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
             return self.global_value(f"{module}.{attr}", obj, node, path if isinstance(obj, types.ModuleType) else ())
         if isinstance(base, Ref) and base.kind == "object":
