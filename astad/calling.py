@@ -322,6 +322,9 @@ def checker(checks: tuple) -> Callable[[], bool] | None:
         if isinstance(first, _Cells):  # a captured variable: its cell (an empty one raises ValueError)
             ns[f"c{i}"] = first._cells[name]
             terms.append(f"c{i}.cell_contents is o{i}")
+        elif isinstance(first, _ArrayKind) and name in first:  # an array's shape and dtype, compared inline
+            ns[f"a{i}"], ns[f"s{i}"], ns[f"d{i}"] = first._a, obj[0], obj[1]
+            terms.append(f"a{i}.shape == s{i} and a{i}.dtype == d{i}")
         elif name in first:
             ns[f"f{i}"] = first
             terms.append(f"f{i}[{name!r}] is o{i}")
