@@ -64,7 +64,8 @@ def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tu
         if where is not None:  # None: a method's self, a partial's argument, which cannot change
             checks.append((*where, path[-1], obj))
     unique = {(id(g), id(b), n, id(o)): (g, b, n, o) for g, b, n, o in checks}  # a recursive function reads its globals again
-    return tuple(unique.values())
+    keywords = calling.no_keywords_check(fn)  # (the fast calls of a partial skip binding while it has none)
+    return tuple(unique.values()) + ((keywords,) if keywords is not None else ())
 
 
 _MISSING = object()

@@ -85,15 +85,18 @@ def free_names(fn: Any, fixed: dict[str, Any]) -> tuple[str, ...]:
 class Binder:
     """The free parameters' values of a call, as Python binds them (see the module docstring)."""
 
-    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_stub", "_root", "_fn", "_fixed")
+    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_stub", "_root", "_fn", "_fixed", "_keywords")
 
     def __init__(self, fn: Any, fixed: dict[str, Any], wrap: Callable[[Callable], Callable], root: Any) -> None:
         code = fn.__code__
         self.names = free_names(fn, fixed)
         self.n_positional = code.co_argcount - len(fixed)  # free positional parameters
-        # a call of exactly the free positional parameters needs no binding (nor do the fast paths that
-        # remember it); a partial's keywords are a dict that may gain the name of a positional parameter
-        self.fast_n = self.n_positional if not code.co_kwonlyargcount and not _partial(root) else -1
+        partial = partial_of(root)
+        # a partial's keywords: a dict, which may gain the name of a positional parameter later (then
+        # Python refuses that parameter by position: a call binds, and the fast paths' checks fail)
+        self._keywords = partial.keywords if partial is not None else _NOTHING
+        # a call of exactly the free positional parameters needs no binding
+        self.fast_n = self.n_positional if not code.co_kwonlyargcount and not self._keywords else -1
         self._stub = _stub(fn, self.names)
         self._bind = wrap(self._stub)
         self._root = root
@@ -101,7 +104,7 @@ class Binder:
 
     def __call__(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """The values of the free parameters (Python's TypeError as a :class:`CallError` for a wrong call)."""
-        if not kwargs and len(args) == self.fast_n:
+        if not kwargs and len(args) == self.fast_n and not self._keywords:
             return args
         stub, fn = self._stub, self._fn
         stub.__defaults__, stub.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__  # as now: they may be assigned
@@ -115,11 +118,41 @@ class Binder:
         return self._fn(**self._fixed, **dict(zip(self.names, values)))
 
 
-def _partial(root: Any) -> bool:
-    """Whether a callable is, or is a method of, a ``functools.partial``."""
+def partial_of(root: Any) -> functools.partial | None:
+    """The ``functools.partial`` a callable is, or is a method of (None if none)."""
     while isinstance(root, types.MethodType):
         root = root.__func__
-    return isinstance(root, functools.partial)
+    return root if isinstance(root, functools.partial) else None
+
+
+#: the name a derivative's checks read whether a partial still has no keywords by (see Binder)
+PARTIAL_KEYWORDS = "__astad_partial_keywords__"
+
+
+class _NoKeywords:
+    """A partial's keywords as a mapping: :data:`PARTIAL_KEYWORDS` is ``()`` while it has none."""
+
+    __slots__ = ("keywords",)
+
+    def __init__(self, partial: functools.partial) -> None:
+        self.keywords = partial.keywords
+
+    def __contains__(self, name: str) -> bool:
+        return name == PARTIAL_KEYWORDS
+
+    def __getitem__(self, name: str) -> Any:
+        if name != PARTIAL_KEYWORDS:
+            raise KeyError(name)
+        return () if not self.keywords else self.keywords
+
+
+def no_keywords_check(root: Any) -> tuple | None:
+    """A check (see :func:`checker`) that the partial ``root`` is (or wraps) still has no keywords,
+    as when the fast calls that skip binding were remembered; None where there is none to make."""
+    partial = partial_of(root)
+    if partial is None or partial.keywords:
+        return None
+    return _NoKeywords(partial), _NOTHING, PARTIAL_KEYWORDS, ()
 
 
 def _stub(fn: Any, names: tuple[str, ...]) -> Callable:
@@ -322,6 +355,9 @@ def checker(checks: tuple) -> Callable[[], bool] | None:
         if isinstance(first, _Cells):  # a captured variable: its cell (an empty one raises ValueError)
             ns[f"c{i}"] = first._cells[name]
             terms.append(f"c{i}.cell_contents is o{i}")
+        elif isinstance(first, _NoKeywords):  # a partial with no keywords yet
+            ns[f"k{i}"] = first.keywords
+            terms.append(f"not k{i}")
         elif isinstance(first, _ArrayKind) and name in first:  # an array's shape and dtype, compared inline
             ns[f"a{i}"], ns[f"s{i}"], ns[f"d{i}"] = first._a, obj[0], obj[1]
             terms.append(f"a{i}.shape == s{i} and a{i}.dtype == d{i}")

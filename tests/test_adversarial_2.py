@@ -177,6 +177,10 @@ def test_a_keyword_added_to_a_partial_after_fast_calls(tmp_path, mode):
             else:
                 _derivative(mode, p, (2.0, 3.0), 0)
     assert astad.grad(p)(2.0) == pytest.approx(25.0)
+    del p.keywords["y"]  # no keywords again: the fast calls by position again
+    for _ in range(2):
+        value, d = _derivative(mode, p, (2.0, 3.0), 0) if mode != "grad" else (None, grad(2.0, 3.0))
+        assert d == pytest.approx(9.0)
 
 
 # --------------------------------------------------------------------------- attributes of self from its class
