@@ -170,6 +170,9 @@ def _check_real(ct: Any, what: str) -> None:
         raise AstadTypeError(f"the cotangent of {what} must be a float or an array of floats, got "
                              f"{type(ct).__name__}{'' if getattr(ct, 'dtype', None) is None else ' of ' + str(ct.dtype)}",
                              hint="one cotangent of the value's shape (a tuple of them for a tuple)")
+    if isinstance(ct, np.ndarray) and type(ct) is not np.ndarray:  # np.matrix: its * is a matrix product
+        raise AstadTypeError(f"the cotangent of {what} is a {type(ct).__name__}, a subclass of numpy's ndarray, whose "
+                             "operators are not numpy's", hint="np.asarray(ct)")
 
 
 def check_cotangent_like(value: Any, ct: Any, what: str = "the output") -> None:

@@ -377,12 +377,14 @@ def s(x):
 
 
 @pytest.mark.parametrize("ct", ["x", None, True, [1.0, 2.0], {"a": 1.0}, 1 + 2j, np.array(["a", "b"]),
-                                np.ones(2, dtype=bool), (np.ones(2), None)], ids=repr)
+                                np.ones(2, dtype=bool), (np.ones(2), None), np.matrix([[1.0, 2.0]]),
+                                np.ma.masked_array([1.0, 2.0], mask=[0, 1])], ids=repr)
 @pytest.mark.parametrize("which", ["scalar", "array", "grad"])
 def test_a_pullback_given_something_that_is_not_a_cotangent(tmp_path, ct, which):
     """A string, None, a list, a complex number, ... as the cotangent: TypeError and ValueError from
     inside the generated code (and from a derivative's pullback, ``vjp(grad(f), ...)``, which checked
-    nothing, a cotangent of another shape broadcast silently)."""
+    nothing, a cotangent of another shape broadcast silently); an ``np.matrix`` of the output's shape
+    gave a wrong cotangent silently (its ``*`` is a matrix product)."""
     mod = load_program(COTANGENTS, tmp_path, "cotangents")
     x = np.array([0.3, 0.4])
     if which == "scalar":
@@ -404,3 +406,14 @@ def test_a_derivatives_pullback_refuses_a_cotangent_of_another_shape(tmp_path):
     u = np.array([0.5, -1.0])
     h = np.diag(-2.0 * np.sin(x))  # the Hessian of sum(2 sin x)
     assert pullback(u)[0] == pytest.approx(h @ u)
+
+
+def test_a_matrix_as_the_cotangent_of_a_matrix_output(tmp_path):
+    """``np.matrix`` of the output's shape: the backward pass's ``ct * 2 cos x`` was a matrix product."""
+    mod = load_program(COTANGENTS, tmp_path, "cotangents")
+    x = np.array([[0.3, 0.4], [0.1, -0.2]])
+    _, pullback = astad.vjp(mod.v, x)
+    with pytest.raises(astad.AstadTypeError, match="subclass"):
+        pullback(np.matrix([[1.0, 2.0], [3.0, 4.0]]))
+    ct = np.array([[1.0, 2.0], [3.0, 4.0]])
+    assert pullback(ct)[0] == pytest.approx(ct * 2.0 * np.cos(x))
