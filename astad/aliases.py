@@ -145,6 +145,7 @@ class Aliases:
         self.lists = 0
         self.functions: dict[str, tuple[list[str], frozenset, frozenset]] = {}
         self.bodies: list[set[str]] = []  # roots allocated while lowering each function value's body
+        self.updates = 0  # in-place updates checked (a call whose lowering checks one is not replayed)
 
     # ----------------------------------------------------------------- state
 
@@ -333,6 +334,7 @@ class Aliases:
 
     def _update(self, target: frozenset, others: list[tuple[str, Any]], fail: Callable[[str], Exception],
                 about: Callable[[frozenset], frozenset]) -> None:
+        self.updates += 1
         resolved = about(_apply(target, self.subst))
 
         def why(reason: str) -> Exception:

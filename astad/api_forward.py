@@ -15,10 +15,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, calling, fresh, guards, pipeline, programs
-from . import tree_guards
-from .api import (_SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, kinds,
-                  remember)
+from . import backends, calling, fresh, guards, kind_checks, pipeline, programs, tree_guards
+from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import Num, StructT, TupleT, Type
@@ -29,7 +27,7 @@ from .pipeline import ForwardDerivative
 _MEMORY: "LRU[ForwardDerivative]" = LRU(_memory_size)
 
 
-CLEARERS.extend([_MEMORY.clear, programs.clear, lambda: LATEST.__setitem__(0, (_no_function, None))])
+CLEARERS.extend([_MEMORY.clear, programs.clear, lambda: LATEST.__setitem__(0, (_NOBODY, None))])
 
 
 class Forward(Reverse):
@@ -286,18 +284,19 @@ def jvp_of_function(fn: Callable[..., Any], primals: Sequence[Any], tangents: Se
     out = jvp_at(fwd, args, padded(tangents, n, len(args), fwd._parsed.name), fast=n == fwd._binder.fast_n)
     entry = _BY_ID.get(id(fn))
     if entry is not None and entry[0]() is fn and entry[5]:  # the checked function of these kinds (astad.guards)
-        LATEST[0] = (entry[0], entry[5][None])
+        LATEST[0] = (fn, entry[5][None])
     return out
 
 
-def _no_function() -> None:
-    return None
+#: no callable (what LATEST holds before a call): no argument of astad.jvp is this object
+_NOBODY = object()
 
-
-#: the latest call's callable (a weak reference) and the function of its kinds of arguments that
-#: checks them itself (astad.guards): what astad.jvp tries first, without a lookup by the callable's id.
+#: the latest call's callable and the function of its kinds of arguments that checks them itself
+#: (astad.guards): what astad.jvp tries first, without a lookup by the callable's id.  The callable
+#: is held, not weakly referenced (a weak reference is a call more, and _BY_ID's Forward holds it
+#: anyway, by its ``_root``), until another callable's call or astad.clear_caches.
 #: One tuple, replaced whole: a thread reads a pair that belongs together.
-LATEST: list[tuple[Callable[[], Any], Any]] = [(_no_function, None)]
+LATEST: list[tuple[Any, Any]] = [(_NOBODY, None)]
 
 
 def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bool = True,
@@ -315,6 +314,8 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
         if found is not None and tuple in map(type, args):
             _remember_guard(fwd.table(_GUARDS), key, found, args, tangents)  # type: ignore[arg-type]
     if found is not None and (found[2] is None or found[2]()):  # arguments and tangents of kinds seen before
+        if fast:
+            _check_next(fwd, key, found)
         d, order = found[0]
         value, tangent = d.jvp(*args, *[tangents[i] for i in order])
         if tangent is None or not order:
@@ -333,23 +334,47 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
         checks = _dep_checks(fwd._root, d.deps)
         order = tuple(sorted(wrt))
         holds = calling.checker(checks)
-        fwd._derivatives.put(key, ((d, order), checks, holds))
+        found = ((d, order), checks, holds)
+        fwd._derivatives.put(key, found)
         if fast:
             both = (*args, *tangents)
             entry = (d.jvp, None if order == tuple(range(len(args))) and order else order, holds, d.out_type)
             remember(fwd._jvps, both, entry, _JVP_KINDS)
-            latest = fwd.table("latest jvp")  # the function astad.jvp tries first (astad.guards)
-            guarded = guards.guard_jvp(d.leaf_jvp, d.source, tuple(map(type, both)), order, fwd.__astad_function__,
-                                       fwd._code, holds, lambda value, t=d.out_type: zeros_like_type(t, value)) \
-                if order and fwd._jvps.get(kinds(both)) is entry else None
-            if guarded is not None:
-                latest[None] = guarded
-            else:
-                latest.clear()
+            _check_next(fwd, key, found)
     value, tangent = d.jvp(*args, *(checked[i] for i in sorted(wrt)))
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
     return value, _owned(tangent, args, tangents)
+
+
+def _check_next(fwd: Forward, key: tuple, found: tuple) -> None:
+    """Make the generated JVP of ``found`` (the entry of ``key``), compiled again with checks of the
+    kinds ``key`` records at its top (astad.guards.guard_jvp), the function ``astad.jvp`` tries first
+    (compiled once per key and entry; none for structured arguments, which the tree guards serve)."""
+    made = fwd.table(_CHECKED)
+    hit = made.get(key)
+    if hit is None or hit[0] is not found:
+        if len(made) > 16:
+            made.clear()
+        hit = made[key] = (found, _checked_jvp(fwd, key, found) if _memory_size() > 0 else None)
+    latest = fwd.table("latest jvp")
+    if hit[1] is not None:
+        latest[None] = hit[1]
+    else:
+        latest.clear()
+
+
+def _checked_jvp(fwd: Forward, key: tuple, found: tuple) -> Any:
+    (d, order), _, holds = found
+    if not order or d.jvp is not d.leaf_jvp:  # (no tangent: zeros; structures: the leaves' code takes leaves)
+        return None
+    arrays = any(kind_checks.is_array_key(k) for k in key)  # (the tangent of scalars owns no memory of theirs)
+    return guards.guard_jvp(d.leaf_jvp, d.source, key, _PLAIN, order, fwd.__astad_function__, fwd._code, holds,
+                            lambda value, t=d.out_type: zeros_like_type(t, value), _owned if arrays else None)
+
+
+#: the table (Reverse.table) of the checked JVPs (_check_next) by key: (entry, checked JVP or None)
+_CHECKED = "checked jvps"
 
 
 #: the table (Reverse.table) of the guards of a Forward's calls whose arguments are trees of tuples

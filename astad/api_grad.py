@@ -58,7 +58,7 @@ class Gradient:
         table = self._table
         remember(table, args, entry)
         if table.get(kinds(args)) is entry:
-            fast = guards.guard(entry[0], tuple(map(type, args)), self._function, self._code, entry[1])
+            fast = guards.guard(entry[0], tuple(map(type, args)), self._function, self._code, entry[1], _SCALAR_KEYS)
             if fast is not None:
                 self._latest[None] = fast
             else:

@@ -504,12 +504,19 @@ def jacrev(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
 def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(value, tangent)`` of ``fn`` at ``primals`` along ``tangents`` (as ``jax.jvp``):
     one tangent per positional argument, None for one held constant."""
-    ref, checked = _LATEST[0]  # the latest call's callable and the code of its kinds, which checks them itself
-    if ref() is fn:
+    last, checked = _LATEST[0]  # the latest call's callable and the code of its kinds, which checks them itself
+    if last is fn:
         out = checked(primals, tangents)
         if out is not _MISS:
             return out
     entry = _BY_ID.get(id(fn))  # scalars of kinds this plain function was called with: its generated code
+    if entry is not None and entry[5] and entry[0]() is fn:
+        mine = entry[5].get(None)  # the checked code of fn's latest kinds (a call of another callable came between)
+        if mine is not None and mine is not checked:
+            out = mine(primals, tangents)
+            if out is not _MISS:
+                _LATEST[0] = (fn, mine)
+                return out
     if entry is not None and entry[3] and type(primals) is tuple and type(tangents) is tuple and \
             len(primals) == len(tangents) and entry[0]() is fn and entry[1].__code__ is entry[2]:
         both = primals + tangents

@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import kind_checks
 from .errors import AstadTypeError, SourceUnavailableError
 
 
@@ -378,55 +379,7 @@ def key_checker(keys: Sequence[Any], scalar_keys: frozenset) -> Callable[[Sequen
     compiled once for arguments of tuples, lists and dicts: each container is unpacked
     once and each leaf's type, shape and dtype compared, where ``_arg_key`` builds a
     nested key (one call per container and leaf) that a lookup then hashes.  Each
-    test it makes implies that part of the key (an array: ``type is np.ndarray``, its
-    shape and dtype number; a scalar: its exact type; a container: its exact type and
-    length, a dict its keys and their types), so True means equal keys.  None for a
-    key of another kind (a backend's array)."""
-    import numpy as np
-
-    consts: list[Any] = []
-    lines: list[str] = []
-    count = [0]
-
-    def const(v: Any) -> str:
-        consts.append(v)
-        return f"c[{len(consts) - 1}]"
-
-    def check(k: Any, v: str) -> None:
-        if type(k) is type and k in scalar_keys:
-            lines.append(f"if type({v}) is not {const(k)}: return False")
-        elif type(k) is tuple and len(k) == 2 and type(k[0]) is tuple and type(k[1]) is int:
-            lines.append(f"if type({v}) is not nd or {v}.shape != {const(k[0])} or {v}.dtype.num != {k[1]}: return False")
-        elif type(k) is tuple and len(k) == 2 and k[0] in (tuple, list) and type(k[1]) is tuple:
-            lines.append(f"if type({v}) is not {const(k[0])} or len({v}) != {len(k[1])}: return False")
-            names = [f"x{count[0] + i + 1}" for i in range(len(k[1]))]
-            count[0] += len(names)
-            if names:
-                lines.append(f"{', '.join(names)}, = {v}")
-            for item, n in zip(k[1], names):
-                check(item, n)
-        elif type(k) is tuple and len(k) == 3 and k[0] is dict and type(k[1]) is tuple and type(k[2]) is tuple:
-            lines.append(f"if type({v}) is not dict or tuple({v}) != {const(k[1])} "
-                         f"or tuple(map(type, {v})) != {const(tuple(map(type, k[1])))}: return False")
-            for key, item in zip(k[1], k[2]):
-                count[0] += 1
-                n = f"x{count[0]}"
-                lines.append(f"{n} = {v}[{const(key)}]")
-                check(item, n)
-        else:
-            raise LookupError
-
-    try:
-        names = [f"a{i}" for i in range(len(keys))]
-        lines.append(f"if len(args) != {len(keys)}: return False")
-        if names:
-            lines.append(f"{', '.join(names)}, = args")
-        for k, n in zip(keys, names):
-            check(k, n)
-    except LookupError:
-        return None
-    namespace: dict[str, Any] = {"__builtins__": {"type": type, "len": len, "tuple": tuple, "map": map, "dict": dict},
-                                 "nd": np.ndarray, "c": tuple(consts)}
-    exec("def same_keys(args):\n" + "".join(f"    {line}\n" for line in lines) + "    return True\n",  # noqa: S102
-         namespace)
-    return namespace["same_keys"]
+    test it makes implies that part of the key (see :mod:`astad.kind_checks`), so True
+    means equal keys.  None for a key of another kind (a backend's array)."""
+    return kind_checks.compiled({"args": keys}, scalar_keys, kind_checks.CONTAINERS,
+                                "<astad: the keys of a call's arguments>")

@@ -3,12 +3,14 @@
 A call of ``grad(f)(2.0, 3.0)`` or ``jvp(f, (2.0, 3.0), (1.0, 0.5))`` with
 arguments of types seen before is answered from a table keyed by those types
 (``api.remember``): building the key (a tuple of types), hashing it and
-looking it up costs as much as a function of five float operations.  For the
-latest entry of such a table, :func:`guard` and :func:`guard_jvp` compile the
-entry's generated function again with its checks at the top: one argument of
-each type by position (``type(x) is not float``), the function's code still
-the one read (``function.__code__ is code``), the names the code read still
-the same objects (``holds()``).  A call that fails a check gets :data:`MISS`,
+looking it up costs as much as a function of five float operations (and for
+``jvp(f, (w, A, b), (w_t, None, None))`` of arrays, keyed by their shapes and
+dtypes, as much as ten).  For the latest entry of such a table, :func:`guard`
+and :func:`guard_jvp` compile the entry's generated function again with its
+checks at the top (printed by :mod:`astad.kind_checks`): one argument of each
+kind by position (``type(x) is not float``; an array's type, shape and
+dtype), the function's code still the one read (``function.__code__ is
+code``), the names the code read still the same objects (``holds()``).  A call that fails a check gets :data:`MISS`,
 and the caller goes on to the table; one that passes runs the very statements
 the table's entry runs.
 """
@@ -17,9 +19,11 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from . import deep
+import numpy as np
+
+from . import deep, kind_checks
 
 #: what a guarded function returns for a call it was not made for
 MISS = object()
@@ -66,13 +70,10 @@ def plain(f: ast.FunctionDef) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is not None
 
 
-def _names(f: ast.FunctionDef, scope: dict[str, Any], bases: list[str]) -> dict[str, str]:
-    taken = {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} | {a.arg for a in f.args.args} | set(scope)
-    fresh = {}
-    for base in bases:
-        fresh[base] = fresh_name(base, taken)
-        taken.add(fresh[base])
-    return fresh
+def _names(f: ast.FunctionDef, scope: dict[str, Any]) -> kind_checks.Names:
+    """Fresh names for what a guarded copy of ``f`` adds: none is a name of ``f`` or of its scope."""
+    return kind_checks.Names({n.id for n in ast.walk(f) if isinstance(n, ast.Name)} | {a.arg for a in f.args.args} |
+                             set(scope))
 
 
 def _simple(f: ast.FunctionDef) -> bool:
@@ -80,24 +81,31 @@ def _simple(f: ast.FunctionDef) -> bool:
     return not (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults)
 
 
-def _checks(fresh: dict[str, str], names: list[str], holds: Any) -> list[str]:
-    return [*(f"type({p}) is not {fresh[f'type_{i}']}" for i, p in enumerate(names)),
-            f"{fresh['function']}.__code__ is not {fresh['code']}"] + ([f"not {fresh['holds']}()"] if holds else [])
+def _checks(names: kind_checks.Names, params: list[str], keys: Sequence[Any], scalars: frozenset, miss: str,
+            function: Any, code: Any, holds: Any) -> list[ast.stmt]:
+    """``params`` of the kinds ``keys`` (scalars of the types in ``scalars``, arrays: see
+    :mod:`astad.kind_checks`), ``function.__code__`` still ``code``, and ``holds()``; ``return
+    miss`` where one fails (:class:`~astad.kind_checks.NoCheck`: a kind it does not check)."""
+    lines = [line for p, k in zip(params, keys)
+             for line in kind_checks.lines(k, p, f"return {miss}", names, scalars, ())]
+    test = f"{names.of(function, 'function')}.__code__ is not {names.of(code, 'code')}"
+    if holds is not None:
+        test += f" or not {names.of(holds, 'holds')}()"
+    lines.append(f"if {test}: return {miss}")
+    return list(deep.parse_ast("\n".join(lines) + "\n").body)
 
 
-def _compiled(f: ast.FunctionDef, g: ast.FunctionDef, scope: dict[str, Any], filename: str, fresh: dict[str, str],
-              types: tuple[type, ...], function: Any, code: Any, holds: Any) -> Callable[..., Any]:
+def _compiled(g: ast.FunctionDef, scope: dict[str, Any], filename: str, names: kind_checks.Names) -> Callable[..., Any]:
     scope = dict(scope)
-    scope.update({fresh["miss"]: MISS, fresh["function"]: function, fresh["code"]: code, fresh["holds"]: holds})
-    scope.update({fresh[f"type_{i}"]: t for i, t in enumerate(types)})
+    scope.update(names.namespace)
     return made(g, scope, filename)
 
 
 def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code: Any,
-          holds: Callable[[], bool] | None) -> Callable[..., Any] | None:
+          holds: Callable[[], bool] | None, scalars: frozenset) -> Callable[..., Any] | None:
     """``run`` (made by :func:`made`) checking, itself, that it was called with one argument of
-    each type in ``types`` by position, that ``function.__code__`` is ``code`` and that ``holds()``;
-    :data:`MISS` otherwise.  None where ``run`` was not made by :func:`made`."""
+    each type in ``types`` (each in ``scalars``) by position, that ``function.__code__`` is
+    ``code`` and that ``holds()``; :data:`MISS` otherwise.  None where ``run`` was not made by :func:`made`."""
     tree = getattr(run, "__astad_tree__", None)
     if tree is None:
         return None
@@ -105,15 +113,18 @@ def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code:
     params = [a.arg for a in f.args.args]
     if len(params) != len(types) or not _simple(f):
         return None
-    fresh = _names(f, scope, ["miss", "rest", "function", "code", "holds", f"{f.name}_guarded",
-                              *(f"type_{i}" for i in range(len(types)))])
-    test = " or ".join([fresh["rest"], *_checks(fresh, params, holds)])
+    names = _names(f, scope)
+    miss, rest = names.of(MISS, "miss"), names.fresh("rest")
+    try:
+        checks = _checks(names, params, types, scalars, miss, function, code, holds)
+    except kind_checks.NoCheck:
+        return None
     g = copy.copy(f)
-    g.name = fresh[f"{f.name}_guarded"]
-    g.args = ast.arguments(posonlyargs=[], args=list(f.args.args), vararg=ast.arg(arg=fresh["rest"]), kwonlyargs=[],
-                           kw_defaults=[], kwarg=None, defaults=[ast.Name(id=fresh["miss"], ctx=ast.Load()) for _ in params])
-    g.body = [*deep.parse_ast(f"if {test}:\n    return {fresh['miss']}\n").body, *f.body]
-    return _compiled(f, g, scope, filename, fresh, types, function, code, holds)
+    g.name = names.fresh(f"{f.name}_guarded")
+    g.args = ast.arguments(posonlyargs=[], args=list(f.args.args), vararg=ast.arg(arg=rest), kwonlyargs=[],
+                           kw_defaults=[], kwarg=None, defaults=[ast.Name(id=miss, ctx=ast.Load()) for _ in params])
+    g.body = [*deep.parse_ast(f"if {rest}: return {miss}\n").body, *checks, *f.body]
+    return _compiled(g, scope, filename, names)
 
 
 def pair_returning(jvp: Callable[..., Any], source: str, n_params: int
@@ -132,41 +143,49 @@ def pair_returning(jvp: Callable[..., Any], source: str, n_params: int
     return f, scope, stmts, ret
 
 
-def guard_jvp(jvp: Callable[..., Any], source: str, types: tuple[type, ...], order: tuple[int, ...],
-              function: Any, code: Any, holds: Callable[[], bool] | None,
-              zero: Callable[[Any], Any]) -> Callable[..., Any] | None:
+def guard_jvp(jvp: Callable[..., Any], source: str, kinds: Sequence[Any], scalars: frozenset, order: tuple[int, ...],
+              function: Any, code: Any, holds: Callable[[], bool] | None, zero: Callable[[Any], Any],
+              owned: Callable[[Any, tuple, tuple], Any] | None = None) -> Callable[..., Any] | None:
     """The generated ``jvp(*args, *tangents of the arguments in order)`` (its text in ``source``)
     as ``(primals, tangents) -> (value, tangent)``: two tuples of ``n`` items, of the ``2n``
-    ``types`` (``NoneType`` for a tangent not given), checked as :func:`guard` checks; a tangent
-    the code gives as None is ``zero(value)``.  None where the text is not one plain function
-    ending in ``return value, tangent``."""
-    n = len(types) // 2
+    ``kinds`` (``api_forward.fast_key``'s keys: a scalar's or None's type in ``scalars``, an array's
+    shape and dtype), checked as :func:`guard` checks; a tangent the code gives as None is ``zero(value)``,
+    one that is not a float ``owned(tangent, primals, tangents)`` (where given: arrays may share
+    memory).  None where the text is not one plain function ending in ``return value, tangent``,
+    or a kind is not a scalar's or an array's."""
+    n = len(kinds) // 2
     found = pair_returning(jvp, source, n + len(order))
     if found is None:
         return None
     f, scope, stmts, ret = found
     params = [a.arg for a in f.args.args]
-    fresh = _names(f, scope, ["miss", "primals", "tangents", "function", "code", "holds", "zero", "value", "tangent",
-                              f"{f.name}_guarded", *(f"type_{i}" for i in range(2 * n)),
-                              *(f"no_tangent_{i}" for i in range(n))])
+    names = _names(f, scope)
+    miss, p, t = names.of(MISS, "miss"), names.fresh("primals"), names.fresh("tangents")
     given = dict(zip(order, params[n:]))
-    tangent_names = [given.get(i, fresh[f"no_tangent_{i}"]) for i in range(n)]
-    p, t = fresh["primals"], fresh["tangents"]
+    tangent_names = [given.get(i) or names.fresh(f"no_tangent_{i}") for i in range(n)]
+    is_type = names.of(type, "type")
 
-    def unpacked(names: list[str], of: str) -> str:
-        return f"{', '.join(names)}{',' if len(names) == 1 else ''} = {of}\n" if names else ""
+    def unpacked(items: list[str], of: str) -> str:
+        return f"{', '.join(items)}{',' if len(items) == 1 else ''} = {of}\n"
 
-    src = (f"if type({p}) is not tuple or type({t}) is not tuple or len({p}) != {n} or len({t}) != {n}:\n"
-           f"    return {fresh['miss']}\n" + unpacked(params[:n], p) + unpacked(tangent_names, t) +
-           f"if {' or '.join(_checks(fresh, params[:n] + tangent_names, holds))}:\n    return {fresh['miss']}\n")
-    v, tg = fresh["value"], fresh["tangent"]
-    tail = deep.parse_ast(f"{v} = 0\n{tg} = 0\nif {tg} is None:\n    {tg} = {fresh['zero']}({v})\nreturn {v}, {tg}\n").body
+    try:
+        checks = _checks(names, params[:n] + tangent_names, kinds, scalars, miss, function, code, holds)
+    except kind_checks.NoCheck:
+        return None
+    src = (f"if {is_type}({p}) is not {names.of(tuple, 'tuple')} or {is_type}({t}) is not {names.of(tuple, 'tuple')}:\n"
+           f"    return {miss}\ntry:\n    {unpacked(params[:n], p)}    {unpacked(tangent_names, t)}"
+           f"except {names.of(ValueError, 'ValueError')}:  # not {n} of each\n    return {miss}\n")
+    v, tg = names.fresh("value"), names.fresh("tangent")
+    tail_src = f"{v} = 0\n{tg} = 0\nif {tg} is None:\n    {tg} = {names.of(zero, 'zero')}({v})\n"
+    if owned is not None:
+        tail_src += (f"elif {is_type}({tg}) is not {names.of(float, 'float')} and {is_type}({tg}) is not "
+                     f"{names.of(np.float64, 'float64')}:\n"
+                     f"    {tg} = {names.of(owned, 'owned')}({tg}, {p}, {t})\n")
+    tail = deep.parse_ast(tail_src + f"return {v}, {tg}\n").body
     tail[0].value, tail[1].value = ret.elts  # type: ignore[attr-defined]
     g = copy.copy(f)
-    g.name = fresh[f"{f.name}_guarded"]
+    g.name = names.fresh(f"{f.name}_guarded")
     g.args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p), ast.arg(arg=t)], vararg=None, kwonlyargs=[],
                            kw_defaults=[], kwarg=None, defaults=[])
-    g.body = [*deep.parse_ast(src).body, *stmts[:-1], *tail]
-    scope = dict(scope)
-    scope[fresh["zero"]] = zero
-    return _compiled(f, g, scope, f"<astad: {f.name}, checked>", fresh, types, function, code, holds)
+    g.body = [*deep.parse_ast(src).body, *checks, *stmts[:-1], *tail]
+    return _compiled(g, scope, f"<astad: {f.name}, checked>", names)

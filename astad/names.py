@@ -71,6 +71,7 @@ class Namer:
         self.used = {python_name(n) for n in reserved} | never
         self.taken: set[str] = set(never)
         self.temps = 0
+        self.log: list[tuple[str, str | None, str]] | None = None  # fresh/temp calls, while a call is recorded
 
     @classmethod
     def adding_to(cls, names: Iterable[str], program: str | None = None) -> "Namer":
@@ -82,8 +83,9 @@ class Namer:
 
     @classmethod
     def of(cls, prog: Function | ReverseProgram) -> "Namer":
-        """Names for a pass that adds bindings to ``prog``."""
-        return cls.adding_to(program_names(prog), prog.name)
+        """Names for a pass that adds bindings to ``prog``: the program's names are
+        collected when the first name is asked for (a pass that adds none walks nothing)."""
+        return _NamerOf(prog)
 
     def mention(self, names: Iterable[str]) -> None:
         """Names more code of the user's mentions (a helper it inlines)."""
@@ -94,6 +96,8 @@ class Namer:
         if base not in self.taken:
             self.taken.add(base)
             self.used.add(base)
+            if self.log is not None:
+                self.log.append(("fresh", base, base))
             return base
         n = 2
         while f"{base}_{n}" in self.used or f"{base}_{n}" in self.taken:
@@ -101,6 +105,8 @@ class Namer:
         name = f"{base}_{n}"
         self.taken.add(name)
         self.used.add(name)
+        if self.log is not None:
+            self.log.append(("fresh", base, name))
         return name
 
     def temp(self) -> str:
@@ -110,6 +116,8 @@ class Namer:
             if name not in self.used:
                 self.used.add(name)
                 self.taken.add(name)
+                if self.log is not None:
+                    self.log.append(("temp", None, name))
                 return name
 
     def copies(self, base: str, n: int) -> list[str]:
@@ -137,6 +145,23 @@ class Namer:
     @staticmethod
     def is_temp(name: str) -> bool:
         return name[:1] == "t" and name[1:].isdigit()
+
+
+class _NamerOf(Namer):
+    """:meth:`Namer.of`: ``used`` and ``taken`` made from the program's names when first read."""
+
+    def __init__(self, prog: Function | ReverseProgram) -> None:  # (Namer's own __init__ runs when they are read)
+        self._prog = prog
+        self.temps = 0
+
+    def __getattr__(self, attr: str) -> Any:  # (only for attributes not set yet)
+        if attr not in ("used", "taken") or "_prog" not in self.__dict__:
+            raise AttributeError(attr)
+        prog, temps = self.__dict__.pop("_prog"), self.temps
+        Namer.__init__(self, program_names(prog), prog.name)
+        self.taken |= self.used
+        self.temps = temps
+        return getattr(self, attr)
 
 
 # --------------------------------------------------------------------------- the names of a program

@@ -12,7 +12,7 @@ a function in the same order).
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, Iterator
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -32,15 +32,84 @@ def resolve(module: cst.Module, source: str) -> Any:
         return deep.fresh(by_statement, module, source)
 
 
+class Positions(dict):
+    """Each node's position as libcst's ``PositionProvider`` gives it, kept as
+    ``(line, column, end line, end column)`` and made a ``CodeRange`` when read
+    (a few nodes are asked about; every node of the tree has one)."""
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        a, b, c, d = dict.__getitem__(self, node)
+        return CodeRange(CodePosition(a, b), CodePosition(c, d))
+
+    def get(self, node: cst.CSTNode, default: Any = None) -> Any:
+        return self[node] if node in self else default
+
+    # (a mapping to CodeRanges however it is read: dict(positions) copies through these too)
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self.keys())
+
+    def values(self) -> Any:
+        return [self[node] for node in self.keys()]
+
+    def items(self) -> Any:
+        return [(node, self[node]) for node in self.keys()]
+
+
+def start_of(positions: Any, node: cst.CSTNode) -> tuple[int, int]:
+    """Where ``node`` starts in ``positions`` (``resolve``'s): line (1-based), column (0-based)."""
+    if type(positions) is Positions:
+        found = dict.__getitem__(positions, node)
+        return found[0], found[1]
+    start = positions[node].start
+    return start.line, start.column
+
+
 class _State(PositionProvidingCodegenState):
-    """libcst's state for positions, which splits every token at line breaks: a
-    token without one (nearly all) only moves the column."""
+    """libcst's state for positions, as libcst computes them (the same numbers),
+    cheaper: every token is split at line breaks there (a token without one,
+    nearly all, only moves the column); positions are tuples here, not
+    dataclasses; the syntactic position of a node is recorded by a small
+    context manager, not a generator's."""
 
     def _update_position(self, value: str) -> None:
         if "\n" in value or "\r" in value:
             PositionProvidingCodegenState._update_position(self, value)
         else:
             self.column += len(value)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._stack.pop()  # (popped whatever happens: the stack stays balanced)
+        computed = self.provider._computed
+        if node not in computed:  # a syntactic position recorded already stays
+            computed[node] = (start[0], start[1], self.line, self.column)
+
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                  end_node: cst.CSTNode | None = None) -> "_Syntactic":
+        return _Syntactic(self, node, start_node, end_node)
+
+
+class _Syntactic:
+    """libcst's ``record_syntactic_position``: the node's position is where its
+    printing starts and ends, or those of ``start_node`` and ``end_node``."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
+
+    def __init__(self, state: _State, node: cst.CSTNode, start_node: cst.CSTNode | None,
+                 end_node: cst.CSTNode | None) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.line, self.column = self.state.line, self.state.column
+
+    def __exit__(self, *exc: Any) -> None:
+        state = self.state
+        computed = state.provider._computed
+        start = computed[self.start_node][:2] if self.start_node is not None else (self.line, self.column)
+        end = computed[self.end_node][2:] if self.end_node is not None else (state.line, state.column)
+        computed[self.node] = start + end
 
 
 def _by_codegen(module: cst.Module) -> Any:
@@ -53,7 +122,7 @@ def _by_codegen(module: cst.Module) -> Any:
         provider._computed = {}
         module._codegen(_State(default_indent=module.default_indent, default_newline=module.default_newline,
                                provider=provider))
-        return provider._computed
+        return Positions(provider._computed)
     except (AttributeError, TypeError):
         return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 

@@ -9,7 +9,8 @@ and checks, on deep copies of ``args`` (the aliasing programs update arrays in
 place):
 
 - the value of ``astad.jvp(fn, args, v)`` is ``fn(*args)`` and the arguments
-  are left as plain Python leaves them;
+  are left as plain Python leaves them, on the first call and on a second one
+  of the same kinds (which runs the generated code that checks them itself);
 - the tangent ``J v`` has the output's structure and shapes, and equals
   central finite differences in float64, ``(f(x + eps v) - f(x - eps v)) / 2 eps``
   (each evaluation on fresh copies);
@@ -27,6 +28,7 @@ import numpy as np
 from hypothesis import event, strategies as st
 
 import astad
+from astad import api_forward
 from conftest import Refused, _is_discrete, _same_state
 
 IDENTITY_RTOL = 1e-10
@@ -170,24 +172,30 @@ def check_forward(fn, args, data, eps=1e-6, rtol=1e-5, atol=1e-5, reverse=True):
     want = fn(*plain_args)
     tangents = data.draw(tangents_for(args), label="tangents v")
     event("forward: every argument held constant" if all(t is None for t in tangents) else "forward: some tangent")
-    ad_args = copy.deepcopy(args)
-    try:
-        value, jv = jvp(fn, ad_args, copy.deepcopy(tangents))
-    except astad.InternalError:
-        raise
-    except astad.AstadError as e:
-        raise Refused(str(e)) from None
-    for w, g, where in _pairs(want, value, "value"):
-        assert np.shape(g) == np.shape(w), f"{where}: shape {np.shape(g)} != {np.shape(w)}"
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=where)
-    for i, (got, expected) in enumerate(zip(ad_args, plain_args)):
-        assert _same_state(got, expected), f"argument {i} after jvp: astad leaves {got!r}, plain Python {expected!r}"
+    jvs = []
+    for _ in range(2):  # the second call of the same kinds: through the code checking them itself (astad.guards)
+        ad_args = copy.deepcopy(args)
+        try:
+            value, jv = jvp(fn, ad_args, copy.deepcopy(tangents))
+        except astad.InternalError:
+            raise
+        except astad.AstadError as e:
+            raise Refused(str(e)) from None
+        for w, g, where in _pairs(want, value, "value"):
+            assert np.shape(g) == np.shape(w), f"{where}: shape {np.shape(g)} != {np.shape(w)}"
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=where)
+        for i, (got, expected) in enumerate(zip(ad_args, plain_args)):
+            assert _same_state(got, expected), \
+                f"argument {i} after jvp: astad leaves {got!r}, plain Python {expected!r}"
+        jvs.append(jv)
+    checked = api_forward.forward_of(fn).table("latest jvp").get(None) is not None
+    event("forward: a checked JVP of these kinds (astad.guards)" if checked else "forward: no checked JVP")
 
     # J v against central finite differences along v
     plus = fn(*[_shifted(a, t, eps) for a, t in zip(args, tangents)])
     minus = fn(*[_shifted(a, t, -eps) for a, t in zip(args, tangents)])
-    pairs = _pairs(want, jv, "tangent")
-    for (w, t, where), (_, p, _), (_, m, _) in zip(pairs, _pairs(want, plus), _pairs(want, minus)):
+    pairs = [p for jv in jvs for p in _pairs(want, jv, "tangent")]
+    for (w, t, where), (_, p, _), (_, m, _) in zip(pairs, _pairs(want, plus) * 2, _pairs(want, minus) * 2):
         if w is None or not _is_real(w) and _is_discrete(w):
             assert t is None or not np.any(t), f"{where}: a discrete output has the tangent {t!r}"
             continue

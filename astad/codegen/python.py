@@ -27,6 +27,7 @@ from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, Make
 from ..blocks import result_items
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting
+from .release import released
 from .render import render
 
 Expr = cst.BaseExpression
@@ -510,12 +511,12 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
         bwd.returns(bwd.atom(result))
 
     ps = [p.name for p in prog.params]
-    return module_source(header, [
+    return released(module_source(header, [
         funcdef(f"{prog.name}_forward", ps, fwd.lines,
                 f"Primal of {prog.name}: returns (value, residuals for {prog.name}_backward)."),
         funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
                 f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
-    ])
+    ]))
 
 
 def module_source(header: str, functions: list[cst.FunctionDef]) -> str:

@@ -33,13 +33,12 @@ def _negated_constant(lw: Lowerer, value: Any) -> float | None:
     """``-c`` of a named float constant (``ord=-np.inf``), which the lowerer keeps as ``neg(np.inf)``."""
     if not isinstance(value, Var):
         return None
-    for bind in reversed(lw.binds):
-        if bind.targets == (value,):
-            rhs = bind.rhs
-            if isinstance(rhs, Prim) and rhs.op == "neg" and isinstance(rhs.args[0], Const) \
-                    and isinstance(rhs.args[0].value, float):
-                return -rhs.args[0].value
-            return None
+    bind = lw.definition_of(value)
+    if bind is not None:
+        rhs = bind.rhs
+        if isinstance(rhs, Prim) and rhs.op == "neg" and isinstance(rhs.args[0], Const) \
+                and isinstance(rhs.args[0].value, float):
+            return -rhs.args[0].value
     return None
 
 

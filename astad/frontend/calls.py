@@ -24,7 +24,7 @@ from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Nu
 from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
 from .api_python import scalar_type
 from .syntax import user_names
-from . import recursion
+from . import recursion, replay
 from .recursion import RuntimeDepth
 from .parse import parse
 from .abstract import literal_type
@@ -165,8 +165,35 @@ class Calls(LowererCore):
         mentioned = user_names(parsed.funcdef)
         if not mentioned <= self.namer.used:  # (each inlined call of a recursion mentions the same names)
             self.namer.mention(mentioned)
-        return self.run_call(fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
-                             lambda found: self.lower_as_loops(parsed, found))
+        return self.replayed_call(fn, scope, lambda: self.run_call(
+            fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
+            lambda found: self.lower_as_loops(parsed, found)))
+
+    def replayed_call(self, fn: Callable[..., Any], scope: Scope, lower: Callable[[], Value]) -> Value:
+        """``lower()``, or the replay of an earlier call's lowering with the same static key
+        (:mod:`.replay`: a recursion over a tree lowers its body once per depth, not once per node)."""
+        call_key = make_call_key(fn, scope.env)  # (not the path: the globals it reads are noted by the first)
+        found = replay.key_of(call_key, scope.env, self.trying > 0)
+        if found is None:
+            return lower()
+        key, inputs = found
+        templates = self.templates
+        template = templates.get(key)
+        if template:
+            if len(self.stack) <= MAX_CALL_DEPTH and all(s.call_key != call_key for s in self.stack):
+                return replay.replay(self, template, inputs)
+            return lower()  # (it says why it cannot be)
+        if template is False or self.recording >= replay.MAX_NESTED:
+            return lower()
+        recording = replay.start(self, key, inputs)
+        self.recording += 1
+        value = None
+        try:
+            value = lower()
+            return value
+        finally:
+            self.recording -= 1
+            templates[key] = replay.finish(self, recording, value, self.recording == 0) or False
 
     def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value],
                  as_loops: Callable[[RuntimeDepth], Value] | None = None) -> Value:

@@ -20,7 +20,7 @@ from ..names import Namer
 from .syntax import user_names
 from .parse import Parsed
 from .abstract import literal_type
-from .scopes import Value, Scope, mentions
+from .scopes import Env, Value, Scope, mentions
 
 
 class LowererCore:
@@ -41,6 +41,10 @@ class LowererCore:
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
+        self.restores = 0  # how many lowerings were undone (a call whose lowering undid one is not replayed)
+        self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)
+        self.templates: dict[tuple, Any] = {}  # recorded calls by key (frontend/replay.py); False: not replayable
+        self.recording = 0  # how many calls are being recorded (one inside another)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
@@ -85,6 +89,12 @@ class LowererCore:
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
 
+    def definition_of(self, x: Var) -> Bind | None:
+        """The binding of ``x`` among those being lowered (a lowering that reads one depends on more
+        than its arguments' types: :mod:`.replay` notes it)."""
+        self.definitions_read.append(x.name)
+        return next((b for b in reversed(self.binds) if b.targets == (x,)), None)
+
     def copy(self, x: Atom) -> Atom:
         """``x.copy()``: the same value in new memory (an in-place update of it changes nothing else)."""
         if not isinstance(x, Var) or (isinstance(x.type, Num) and x.type.py):
@@ -114,10 +124,19 @@ class LowererCore:
         the variables among them compared by name first (a program has thousands)."""
         name = value.name  # (variables are equal when their names are)
         for s in self.stack:
-            values = s.env.values()
-            if name in [v.name for v in values if type(v) is Var] or \
-                    any(mentions(v, value) for v in values if type(v) is not Var):
-                return True
+            env = s.env
+            if type(env) is Env:  # (this runs at every assignment: the names that may hold it only)
+                if name in env.vars and any(type(v) is Var and v.name == name for v in env.values()):
+                    return True
+                if any(mentions(env[k], value) for k in env.others if k in env):
+                    return True
+                continue
+            for v in env.values():
+                if type(v) is Var:
+                    if v.name == name:
+                        return True
+                elif type(v) is not Const and mentions(v, value):
+                    return True
         return False
 
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
@@ -170,6 +189,7 @@ class LowererCore:
 
     def restore(self, snapshot: tuple) -> None:
         used, taken, temps, bound, aliases = snapshot
+        self.restores += 1
         self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
         self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
         self.namer.used |= set(self.constants)
@@ -179,7 +199,7 @@ class LowererCore:
     def branch(self, lower: Callable[[], Any]) -> tuple[list[Bind], dict[str, Value], Any]:
         """Lower one branch into bindings of its own, starting from the current names."""
         saved_binds, saved_env = self.binds, self.scope.env
-        self.binds, self.scope.env = [], dict(saved_env)
+        self.binds, self.scope.env = [], Env(saved_env)
         self.open_binds.append(saved_binds)
         try:
             out = lower()

@@ -139,7 +139,7 @@ class Indexing(LowererCore):
         cotangent then goes to ``y`` in one step, not through a chain of slices."""
         if len(index) != 1 or not isinstance(x, Var):
             return None
-        d = next((b for b in reversed(self.binds) if b.targets == (x,)), None)
+        d = self.definition_of(x)
         if d is None or not (isinstance(d.rhs, Prim) and d.rhs.op == "getitem" and len(d.rhs.args) == 1):
             return None
         inner = d.rhs.param("index")

@@ -20,9 +20,9 @@ from .. import deep
 from ..source import check_not_wrapped, read as read_source, read_lambda
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
-from ..positions import resolve as resolve_positions
+from ..positions import resolve as resolve_positions, start_of
 from .recursion import calls_itself
-from .syntax import FOUND, stmts_of
+from .syntax import FOUND, NAMES, stmts_of
 
 
 @dataclass
@@ -39,6 +39,7 @@ class Parsed:
     source: str
     aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
     fixed: dict = field(default_factory=dict)  # parameters a method or partial fixes (see astad.calling) -> values
+    calls_own_name: bool = True  # False: no call of a function of its name anywhere in it (check_subset found none)
 
     @property
     def params(self) -> list[cst.Param]:
@@ -57,19 +58,18 @@ class Parsed:
     @functools.cached_property
     def calls_itself(self) -> bool:
         """Whether the function calls itself by name (a recursion that may need lowering as loops)."""
-        return calls_itself(self.funcdef)
+        return self.calls_own_name and calls_itself(self.funcdef)
 
     def loc(self, node: cst.CSTNode) -> Loc:
         node = self.aliases.get(node, node)
-        if isinstance(node, cst.SimpleStatementLine) and node not in self.positions and node.body:
+        if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
-            pos = self.positions[node].start
+            line, column = start_of(self.positions, node)
         except KeyError:
-            pos = self.positions[self.aliases.get(self.funcdef, self.funcdef)].start
-        line = pos.line + self.line_offset
-        text = self.lines[pos.line - 1] if 0 < pos.line <= len(self.lines) else ""
-        return Loc(self.file, line, pos.column + self.col_offset + 1, text)
+            line, column = start_of(self.positions, self.aliases.get(self.funcdef, self.funcdef))
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return Loc(self.file, line + self.line_offset, column + self.col_offset + 1, text)
 
 
 _PARSED: dict[Any, Parsed] = {}
@@ -78,6 +78,7 @@ _PARSED: dict[Any, Parsed] = {}
 def clear_parse_cache() -> None:
     _PARSED.clear()
     FOUND.clear()
+    NAMES.clear()
 
 
 def parse(fn: Callable[..., Any]) -> Parsed:
@@ -209,14 +210,28 @@ _CHECKED = frozenset({cst.FunctionDef, cst.Lambda, cst.Name, cst.ListComp, cst.G
 
 
 class _SubsetChecker(cst.CSTVisitor):
+    """Checks every node, and on the way notes the names the function mentions
+    (:func:`astad.frontend.syntax.user_names`) and whether it calls a function
+    of its own name (one walk of the tree for the three)."""
+
     def __init__(self, parsed: Parsed) -> None:
         self.parsed = parsed
         self.depth = 0
         self.messages = 0  # inside print(...), `raise` or `assert`, where f-strings may be
+        self.names: set[str] = set()
+        self.own_name = parsed.funcdef.name.value
+        self.calls_own_name = False
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if type(node) not in _CHECKED:  # most nodes: nothing to check
+        cls = type(node)
+        if cls is cst.Name:
+            self.names.add(node.value)
+            if node.value.isascii():  # (most nodes: nothing more to check)
+                return True
+        elif cls not in _CHECKED:  # most nodes: nothing to check
             return True
+        elif cls is cst.Call and type(node.func) is cst.Name and node.func.value == self.own_name:
+            self.calls_own_name = True
         if isinstance(node, cst.FunctionDef):
             self.depth += 1
             self._check_signature(node)
@@ -256,7 +271,7 @@ class _SubsetChecker(cst.CSTVisitor):
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
-        if type(node) not in _CHECKED:
+        if type(node) not in _CHECKED or type(node) is cst.Name:
             return
         if isinstance(node, cst.FunctionDef):
             self.depth -= 1
@@ -296,5 +311,24 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
                 _check_returns_last(stmts_of(stmt.orelse.body), parsed)
 
 
+#: the classes whose ``on_leave`` does something (a function's depth, where messages may be)
+_LEFT = frozenset({cst.FunctionDef, cst.Raise, cst.Assert, cst.Call})
+
+
 def check_subset(parsed: Parsed) -> None:
-    deep.visit(parsed.funcdef, _SubsetChecker(parsed))
+    """``deep.visit(parsed.funcdef, _SubsetChecker(parsed))``, leaving only the nodes
+    whose ``on_leave`` does something (a leaving is a 1-tuple on the stack)."""
+    checker = _SubsetChecker(parsed)
+    todo: list[Any] = [parsed.funcdef]
+    children = deep.children
+    while todo:
+        n = todo.pop()
+        if type(n) is tuple:
+            checker.on_leave(n[0])
+            continue
+        if type(n) in _LEFT:
+            todo.append((n,))
+        if checker.on_visit(n):
+            todo.extend(reversed(children(n)))
+    NAMES[parsed.funcdef] = frozenset(checker.names)
+    parsed.calls_own_name = checker.calls_own_name  # (if so, calls_itself looks in the body alone)

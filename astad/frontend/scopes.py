@@ -47,13 +47,53 @@ class Closure:
 Value = Union[Atom, PyTuple, PyDict, Ref]
 
 
+class Env(dict):
+    """A scope's names and their values, noting which variables have been
+    values of its names (``vars``, never forgotten: a superset of those that
+    are) and which names hold something else than a variable or a constant
+    (``others``: tuples, lists, functions): whether a name holds a variable
+    is then answered without looking at every name (see ``LowererCore._held``)."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)  # (a copy at C speed: a branch copies its scope's names)
+        if type(items) is Env:
+            self.vars, self.others = set(items.vars), set(items.others)
+            return
+        self.vars: set[str] = {v.name for v in self.values() if type(v) is Var}
+        self.others: set[str] = {k for k, v in self.items() if type(v) is not Var and type(v) is not Const}
+
+    def __setitem__(self, name: str, value: Value) -> None:
+        cls = type(value)
+        if cls is Var:
+            self.vars.add(value.name)
+            self.others.discard(name)
+        elif cls is Const:
+            self.others.discard(name)
+        else:
+            self.others.add(name)
+        dict.__setitem__(self, name, value)
+
+    def update(self, items: Any = (), **more: Value) -> None:  # (every value through __setitem__)
+        for name, value in dict(items, **more).items():
+            self[name] = value
+
+    def setdefault(self, name: str, value: Value = None) -> Value:  # type: ignore[assignment]
+        if name not in self:
+            self[name] = value
+        return self[name]
+
+
 @dataclass
 class Scope:
     parsed: Parsed
     path: tuple[str, ...] = ()
-    env: dict[str, Value] = field(default_factory=dict)
+    env: dict[str, Value] = field(default_factory=Env)
     call_key: Any = None  # the callee and what is known of the arguments when transforming
     parent: "Scope | None" = None  # a nested function's: the scope it was defined in
+
+    def __post_init__(self) -> None:
+        if type(self.env) is not Env:
+            self.env = Env(self.env)
 
 
 def scope_chain(scope: "Scope | None") -> Iterator["Scope"]:

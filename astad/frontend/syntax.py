@@ -12,8 +12,19 @@ import libcst as cst
 from .. import deep
 
 
-@functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
+#: the names in each parsed function, found by the walk that checks its syntax
+#: (:func:`astad.frontend.parse.check_subset`): no walk of its own
+NAMES: dict[cst.CSTNode, frozenset[str]] = {}
+
+
 def user_names(node: cst.CSTNode) -> frozenset[str]:
+    """The names (``Name`` nodes) in the tree under ``node``."""
+    found = NAMES.get(node)
+    return found if found is not None else _user_names(node)
+
+
+@functools.lru_cache(maxsize=4096)  # libcst nodes are immutable and hash by identity
+def _user_names(node: cst.CSTNode) -> frozenset[str]:
     return frozenset(n.value for n in deep.walk(node) if type(n) is cst.Name)
 
 

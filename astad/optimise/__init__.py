@@ -18,6 +18,9 @@ block to block), run in order by ``optimise``:
   keeping what the backward reads: the residuals), tapes pruned;
 - ``accumulate.accumulate_in_loops``: one-hot cotangents added in place;
 - ``lists_in_place.lists_in_place``: lists appended to and popped in place;
+- ``products.shared_products``: products the backward pass has in hand
+  already not computed again (``x * -u`` after ``x * u`` is its negation,
+  ``(ct * a) * b`` is ``ct * c`` where the forward pass made ``c = a * b``);
 - ``remat.rematerialise``: residual arrays made by one or two cheap elementwise
   operations are computed again in the backward pass rather than kept;
 - ``cotangent_signs.absorb_negations``: a negation in the backward pass that
@@ -54,6 +57,7 @@ from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
+from .products import shared_products
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
 from .simplify import fold, fold_forward, name_cotangents
@@ -89,7 +93,8 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     if "outer" in kinds(prog.backward):
         prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                   outer_sums(prog.backward, Namer.of(prog))))
-    prog = dce(rematerialise(prog))
+    shared = shared_products(prog)
+    prog = dce(rematerialise(shared if shared is prog else dce(shared)))
     prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                               absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))))
     prog = finish(prog) if finishing else prog

@@ -1,0 +1,124 @@
+"""Arrays freed as long generated code goes: ``del`` of the names read for the last time.
+
+Reverse mode's generated functions name what they keep (the backward pass
+names every cotangent: ``v7_ct``, ``v7_2_ct``, ``t3_ct``), and a Python local
+lives until its function returns: a backward pass of hundreds of statements
+holds every cotangent it computed, thousands of small arrays, and allocating
+among them costs more than the arithmetic (``straight_line_500``'s backward
+pass ran ~25% slower so).  In a function that binds at least :data:`MIN_NAMES`
+names at its top level, each group of lines (headed by the line of the user's
+source it comes from) ends with ``del`` of the names its lines read for the last
+time (and a longer group, every :data:`MAX_GROUP` statements), as a person
+frees what they are done with.  Every name keeps its meaning
+(forward mode's :mod:`.reuse` gives temporaries' names to new values instead; a
+cotangent's name says whose cotangent it is).
+
+Done on the generated text (a name's last mention is found by a regular
+expression, where libcst's visitors would take a second for a 500-statement
+function): a mention anywhere in a statement counts, in a string or after a dot
+too, so a name is at worst freed later than it could be, never before a read.
+Only names a top-level ``name = ...`` (or ``a, b = ...``) binds are freed, after
+the top-level statement (a loop, an ``if``) that mentions them last; not the
+residuals unpacked from their tuple (it keeps them), not in the group that
+returns (the return frees everything).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: functions binding fewer names at their top level are printed as they are (short code reads better without `del`)
+MIN_NAMES = 64
+
+#: a ``del`` line is at most this many characters long (unless one name is longer; more go on the next)
+MAX_WIDTH = 100
+
+#: a group of more top-level statements than this (one line of the user's, a
+#: recursion inlined, say) frees names after every this many too
+MAX_GROUP = 16
+
+_INDENT = "    "
+#: the lines that go on a compound statement at its own indentation
+_CLAUSES = ("    else:", "    elif ", "    except", "    finally:")
+_BIND = re.compile(r"    ([^\W\d]\w*(?:, [^\W\d]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
+_NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
+
+
+def released(code: str) -> str:
+    """``code`` (a generated module) with ``del`` lines in its long functions (see the module docstring)."""
+    lines = code.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        out.append(lines[i])
+        i += 1
+        if not lines[i - 1].startswith("def "):
+            continue
+        start = i
+        while i < len(lines) and (lines[i].startswith(_INDENT) or not lines[i]):
+            i += 1
+        out.extend(_function_body(lines[start:i]))
+    return "\n".join(out)
+
+
+def _function_body(body: list[str]) -> list[str]:
+    """A function's body lines, with ``del`` lines where names are read for the last time."""
+    if any(line.count('"""') + line.count("'''") not in (0, 2) for line in body):
+        return body  # (a string over several lines: its lines are not statements)
+    # top-level statements: (first line, last line, group); a group starts at a top-level comment
+    # (or after MAX_GROUP statements)
+    statements: list[tuple[int, int, int]] = []
+    group_end: dict[int, int] = {}  # group -> the line before which its `del` goes
+    group = size = 0
+    for k, line in enumerate(body):
+        comment = line[4:5] == "#"
+        if not line.startswith(_INDENT) or line[4:5] == " " or line.startswith(_CLAUSES) \
+                or (comment and _continues(body, k)):
+            if statements and line:
+                statements[-1] = (statements[-1][0], k, statements[-1][2])  # a nested or continued line
+            continue
+        if (comment or size == MAX_GROUP) and size:  # the group ends here
+            group_end[group] = k
+            group, size = group + 1, 0
+        if not comment:
+            statements.append((k, k, group))
+            size += 1
+    if not statements:
+        return body
+    bound: dict[str, int] = {}  # a name -> the statement binding it first at the top level
+    last: dict[str, int] = {}
+    for s, (first, end, _) in enumerate(statements):
+        text = "\n".join(body[first:end + 1])
+        for name in _NAME.findall(text):
+            last[name] = s
+        m = _BIND.fullmatch(body[first])
+        if m and m.group(2) != "residuals":
+            for name in m.group(1).split(", "):
+                bound.setdefault(name, s)
+    if len(bound) < MIN_NAMES:
+        return body
+    freed: dict[int, list[str]] = {}
+    for name, s in sorted(bound.items(), key=lambda item: item[1]):
+        g = statements[last[name]][2]
+        if g in group_end:  # (not the last group: the function returns there)
+            freed.setdefault(group_end[g], []).append(name)
+    out: list[str] = []
+    for k, line in enumerate(body):
+        text = ""
+        for name in freed.get(k, ()):
+            if text and len(text) + 2 + len(name) > MAX_WIDTH:
+                out.append(text)
+                text = ""
+            text = text + ", " + name if text else _INDENT + "del " + name
+        if text:
+            out.append(text)
+        out.append(line)
+    return out
+
+
+def _continues(body: list[str], k: int) -> bool:
+    """Whether the comment on line ``k`` is inside a compound statement (before its ``except:``, say)."""
+    for line in body[k + 1:]:
+        if line[4:5] != "#":
+            return line.startswith(_CLAUSES)
+    return False

@@ -1,0 +1,186 @@
+"""A call of the user's function lowered once per static key, then replayed.
+
+A recursion over a tree of tuples (``def node(t): return f(node(t[0]),
+node(t[1])) if isinstance(t, tuple) else t``) calls the function once per
+node, but with only as many different static keys as the tree has depths:
+two calls whose arguments are the same when transforming (types, shapes,
+known ints, the structure of tuples, constants, which arguments are the same
+variable) lower to the same bindings, up to the names of the variables.  The
+first such call is lowered as usual and recorded as a :class:`Template`: its
+bindings, the argument variables they read, the result, and the names the
+namer gave (in order); each later call replays it: the same bindings with the
+arguments substituted and the names made again by the namer, in the same
+order, so the code reads as if each call had been lowered (``t12``, ``h_3``).
+At most :data:`MAX_NESTED` calls are recorded one inside another (each checks
+the bindings of those inside it: a recursion 200 deep checks ~10 times its
+bindings, not 200 times); a call deeper is lowered.
+
+Only a lowering that is a function of its key alone is recorded: its
+bindings are primitives without effects, on numbers and arrays (no branches,
+loops, lists or function values, whose lowering reads more of the state
+around it), it made no in-place update (whose check reads what the caller can
+still read), read no argument's binding (``s[0]`` of ``s = a[2:]`` is read as
+``a[2]``: ``LowererCore.definition_of``) and undid nothing; its arguments and
+result are variables, constants and tuples of them.  Anything else is lowered at every call, as
+before.  Replaying gives each binding the aliasing facts a lowering gives it
+(``Aliases.prim``), so in-place updates after the call are checked alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import Bind, Const, ListT, Num, Prim, Var
+from ..rules import has_effect
+from ..values import PyTuple
+
+
+#: at most this many calls recorded one inside another (each checks the bindings of those inside it)
+MAX_NESTED = 10
+
+
+class _NoKey(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Template:
+    """One recorded lowering of a call: ``binds`` read ``inputs`` (the call's
+    argument variables, in order); ``names``: what the namer was asked, in
+    order (``("temp", None)`` or ``("fresh", base)``) and the name it gave."""
+
+    inputs: tuple[Var, ...]
+    binds: tuple[Bind, ...]
+    names: tuple[tuple[str, str | None, str], ...]
+    result: Any
+
+
+@dataclass
+class Recording:
+    """Where the lowering of one call started."""
+
+    key: tuple
+    inputs: tuple[Var, ...]
+    binds: list[Bind]
+    n_binds: int
+    n_names: int
+    n_read: int
+    counters: tuple
+
+
+def key_of(static_key: tuple, env: dict[str, Any], trying: bool) -> tuple[tuple, tuple[Var, ...]] | None:
+    """The key under which a call of the callee with parameters ``env`` is recorded, and its argument
+    variables in order; None: not a call to record (a list, dict, function or other reference in it)."""
+    inputs: list[Var] = []
+    seen: dict[str, int] = {}
+
+    def shape(v: Any) -> Any:
+        if type(v) is Var:
+            if isinstance(v.type, ListT):
+                raise _NoKey
+            if v.name not in seen:
+                seen[v.name] = len(inputs)
+                inputs.append(v)
+            return seen[v.name]
+        if type(v) is Const:
+            return "c", v.key, v.name
+        if type(v) is PyTuple and not v.is_list:
+            return "t", v.fields, tuple(shape(i) for i in v.items)
+        raise _NoKey
+
+    try:
+        pattern = tuple((k, shape(v)) for k, v in sorted(env.items()))
+    except _NoKey:
+        return None
+    return (static_key, pattern, trying), tuple(inputs)
+
+
+def counters(lowerer: Any) -> tuple:
+    """What must not change while a recorded call is lowered: the undos, the in-place update checks."""
+    return lowerer.restores, lowerer.aliases.updates, len(lowerer.aliases.pending)
+
+
+def start(lowerer: Any, key: tuple, inputs: tuple[Var, ...]) -> Recording:
+    namer = lowerer.namer
+    if namer.log is None:
+        namer.log = []
+    return Recording(key, inputs, lowerer.binds, len(lowerer.binds), len(namer.log), len(lowerer.definitions_read),
+                     counters(lowerer))
+
+
+def finish(lowerer: Any, rec: Recording, result: Any, outermost: bool) -> Template | None:
+    """The template of the call just lowered, if its lowering is one to replay."""
+    namer = lowerer.namer
+    log = namer.log
+    try:
+        if lowerer.binds is not rec.binds or len(rec.binds) < rec.n_binds or counters(lowerer) != rec.counters:
+            return None
+        binds = tuple(rec.binds[rec.n_binds:])
+        names = tuple(log[rec.n_names:])
+        given = {n for _, _, n in names}
+        known = {v.name for v in rec.inputs}
+        for b in binds:
+            rhs = b.rhs
+            if (len(b.targets) != 1 or type(rhs) is not Prim or rhs.op == "setitem" or has_effect(rhs)
+                    or isinstance(b.targets[0].type, ListT) or b.targets[0].name not in given):
+                return None
+            for a in rhs.args:
+                if type(a) is Var:
+                    if a.name not in known or isinstance(a.type, ListT):
+                        return None
+                elif type(a) is not Const:
+                    return None
+            known.add(b.targets[0].name)
+        if not _made_of(result, known):
+            return None
+        bound = {b.targets[0].name for b in binds}
+        if any(name not in bound for name in lowerer.definitions_read[rec.n_read:]):
+            return None  # the lowering read how an argument was made (a slice of a slice composed)
+        return Template(rec.inputs, binds, names, result)
+    finally:
+        if outermost:
+            namer.log = None
+
+
+def _made_of(value: Any, known: set[str]) -> bool:
+    if type(value) is Var:
+        return value.name in known and not isinstance(value.type, ListT)
+    if type(value) is Const:
+        return True
+    if type(value) is PyTuple and not value.is_list:
+        return all(_made_of(v, known) for v in value.items)
+    return False
+
+
+def replay(lowerer: Any, template: Template, inputs: tuple[Var, ...]) -> Any:
+    """The template's bindings for a call with argument variables ``inputs``; returns the call's value."""
+    namer = lowerer.namer
+    targets = {b.targets[0].name for b in template.binds}
+    new: dict[str, Any] = {old.name: v for old, v in zip(template.inputs, inputs)}
+    for method, base, old in template.names:
+        if method == "temp":
+            made = namer.temp()
+        elif method == "fresh" and old in targets:
+            made = namer.fresh(base)  # type: ignore[arg-type]
+        else:
+            continue
+        new[old] = made
+    for b in template.binds:
+        target, rhs = b.targets[0], b.rhs
+        var = Var(new[target.name], target.type)
+        new[target.name] = var
+        args = tuple(new[a.name] if type(a) is Var else a for a in rhs.args)  # type: ignore[union-attr]
+        lowerer.binds.append(Bind((var,), Prim(rhs.op, args, rhs.params), b.loc))  # type: ignore[union-attr]
+        lowerer.bound.add(var.name)
+        lowerer.aliases.prim(var, rhs.op, list(args), dict(rhs.params),  # type: ignore[union-attr]
+                             immutable=isinstance(var.type, Num) and var.type.py)
+    return _substituted(template.result, new)
+
+
+def _substituted(value: Any, new: dict[str, Any]) -> Any:
+    if type(value) is Var:
+        return new[value.name]
+    if type(value) is PyTuple:
+        return PyTuple(tuple(_substituted(v, new) for v in value.items), value.is_list, value.fields)
+    return value

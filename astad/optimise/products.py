@@ -1,0 +1,125 @@
+"""Products in the backward pass that a value already computed gives (``shared_products``).
+
+The transpose of a product multiplies the cotangent by the other factor, and
+two patterns of user code make the backward pass compute, one numpy call
+each, a product it has in hand already:
+
+- a negated factor: ``-v * v`` (a Gaussian's ``np.exp(-v * v)``) is
+  ``t = -v; u = t * v``, whose transpose computes both ``u_ct * v`` (for ``t``,
+  then negated into ``v``'s cotangent) and ``u_ct * t`` (for ``v``).  A product
+  ``y = x * t`` with ``t = -u`` (a float) where the same block has computed
+  ``z = x * u`` before (either order of the factors; or ``y = x * u`` after
+  ``z = x * t``) is ``y = -z``, exactly (``x * -u`` is ``-(x * u)`` in
+  floating point), and ``cotangent_signs.absorb_negations`` then folds that
+  negation into the sum that reads it: one product fewer.
+- a factor whose product the forward pass made: ``y = a * np.exp(u)`` (``e =
+  exp(u); y = a * e``); the cotangent of ``u`` is ``(y_ct * a) * e``, the
+  derivative of ``exp`` being its value.  A product ``y = p * b`` where ``p =
+  ct * a`` is read nowhere else and the forward pass computes ``c = a * b``
+  (a float array or number; either order of the factors) is ``y = ct * c``:
+  one product fewer, ``c`` kept as a residual (where ``a`` may no longer be).
+  The same derivative, rounded differently (a product of three numbers
+  associated the other way).
+
+Products of two operands (``mul``) only, at the top level of the forward block
+and of each block of the backward pass.  Runs before ``rematerialise`` and
+``absorb_negations``.
+"""
+
+from __future__ import annotations
+
+from ..blocks import same_or_new, with_branches
+from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
+
+Pair = tuple[str, str]
+
+
+def _product(rhs: object) -> tuple[Var, Var] | None:
+    """The two variables a ``mul`` of two variables reads (None for anything else)."""
+    if type(rhs) is Prim and rhs.op == "mul" and len(rhs.args) == 2 and not rhs.params:
+        a, b = rhs.args
+        if isinstance(a, Var) and isinstance(b, Var):
+            return a, b
+    return None
+
+
+def _pair(a: Var, b: Var) -> Pair:
+    return (a.name, b.name) if a.name <= b.name else (b.name, a.name)
+
+
+def _float(t: object) -> bool:
+    return isinstance(t, Num) and t.dtype.startswith("float")
+
+
+def _negation(b: Bind) -> bool:
+    """``t = -u`` of a float variable ``u`` (an integer's negation may wrap around)."""
+    rhs = b.rhs
+    return (type(rhs) is Prim and rhs.op == "neg" and len(b.targets) == 1 and isinstance(rhs.args[0], Var)
+            and _float(rhs.args[0].type))
+
+
+def shared_products(prog: ReverseProgram) -> ReverseProgram:
+    """``prog`` with those products of its backward pass not computed (``dce`` drops the operands left unread)."""
+    negations: dict[str, Var] = {}  # t -> u, for each t = -u of the forward block
+    made: dict[Pair, Var] = {}  # {a, b} -> c, for each float c = a * b of the forward block
+    for b in prog.forward.binds:
+        rhs = b.rhs
+        if _negation(b):
+            negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
+        factors = _product(rhs)
+        if factors is not None and len(b.targets) == 1 and _float(b.targets[0].type):
+            made.setdefault(_pair(*factors), b.targets[0])
+    if not negations and not made:
+        return prog
+    counts = use_counts(prog.backward)
+    backward = _block(prog.backward, negations, made, counts)
+    if backward is prog.backward:
+        return prog
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
+
+
+def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: object) -> Block:
+    negations = dict(negations)
+    products: dict[Pair, tuple[Var, bool]] = {}  # {x, u} -> (z, negated), for each z = ±x * ±u of this block so far
+    defs: dict[str, tuple[Var, Var]] = {}  # p -> its two factors, for each p = x * y of this block
+    out: list[Bind] = []
+    for b in block.binds:
+        b = with_branches(b, b.rhs, lambda blk: _block(blk, negations, made, counts))
+        factors = _product(b.rhs) if len(b.targets) == 1 else None
+        if factors is not None:
+            new = _made(factors, defs, made, counts)
+            if new is not None:
+                b = Bind(b.targets, new, b.loc)
+                factors = (new.args[0], new.args[1])  # type: ignore[assignment]
+            key, negated = _signed(factors, negations)
+            z, sign = products.setdefault(key, (b.targets[0], negated))
+            if sign != negated:  # x * -u after x * u, or x * u after x * -u
+                b = Bind(b.targets, Prim("neg", (z,)), b.loc)
+            else:
+                defs[b.targets[0].name] = factors
+        if _negation(b):
+            negations[b.targets[0].name] = b.rhs.args[0]  # type: ignore[union-attr]
+        out.append(b)
+    return same_or_new(block, out)
+
+
+def _signed(factors: tuple[Var, Var], negations: dict[str, Var]) -> tuple[Pair, bool]:
+    """The factors with each negation ``t = -u`` read as ``u`` (as a pair), and whether an odd number were."""
+    plain = [negations.get(f.name, f) for f in factors]
+    return _pair(*plain), sum(p is not f for p, f in zip(plain, factors)) % 2 == 1
+
+
+def _made(factors: tuple[Var, Var], defs: dict[str, tuple[Var, Var]], made: dict[Pair, Var],
+          counts: object) -> Prim | None:
+    """``ct * c`` for ``p * b`` with ``p = ct * a`` read only here and ``c = a * b`` made by the forward pass."""
+    for k in (0, 1):
+        p, b = factors[k], factors[1 - k]
+        if p.name not in defs or counts[p.name] != 1:  # type: ignore[index]
+            continue
+        inner = defs[p.name]
+        for j in (0, 1):
+            ct, a = inner[j], inner[1 - j]
+            c = made.get(_pair(a, b))
+            if c is not None:
+                return Prim("mul", (ct, c))
+    return None
