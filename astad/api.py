@@ -64,7 +64,8 @@ def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tu
         if where is not None:  # None: a method's self, a partial's argument, which cannot change
             checks.append((*where, path[-1], obj))
     unique = {(id(g), id(b), n, id(o)): (g, b, n, o) for g, b, n, o in checks}  # a recursive function reads its globals again
-    return tuple(unique.values())
+    keywords = calling.no_keywords_check(fn)  # (the fast calls of a partial skip binding while it has none)
+    return tuple(unique.values()) + ((keywords,) if keywords is not None else ())
 
 
 _MISSING = object()
@@ -154,10 +155,43 @@ def _check_cotangent(t: Type, ct: Any, what: str) -> None:
         for i, (ti, ci) in enumerate(zip(t.items, ct)):
             _check_cotangent(ti, ci, f"{what}[{i}]")
     elif isinstance(t, Num) and t.differentiable:
+        _check_real(ct, what)
         shape = np.shape(ct)
         if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
             expected = tuple("?" if d is None else d for d in t.shape)
             raise AstadTypeError(f"the cotangent of {what} must have shape {expected}, got shape {shape}")
+
+
+def _check_real(ct: Any, what: str) -> None:
+    """A cotangent of a float value is a real number or an array of them (not a string, None, a list, a bool)."""
+    if isinstance(ct, (bool, np.bool_)) or not (isinstance(ct, (float, int, np.floating, np.integer, np.ndarray))
+                                                or backends.array_backend(ct) is not None) \
+            or getattr(ct, "dtype", np.dtype(float)).kind not in "fiu":
+        raise AstadTypeError(f"the cotangent of {what} must be a float or an array of floats, got "
+                             f"{type(ct).__name__}{'' if getattr(ct, 'dtype', None) is None else ' of ' + str(ct.dtype)}",
+                             hint="one cotangent of the value's shape (a tuple of them for a tuple)")
+    if isinstance(ct, np.ndarray) and type(ct) is not np.ndarray:  # np.matrix: its * is a matrix product
+        raise AstadTypeError(f"the cotangent of {what} is a {type(ct).__name__}, a subclass of numpy's ndarray, whose "
+                             "operators are not numpy's", hint="np.asarray(ct)")
+
+
+def check_cotangent_like(value: Any, ct: Any, what: str = "the output") -> None:
+    """``ct`` must be a cotangent of ``value``: its structure, and a real number or array of the shape
+    of each float leaf (a discrete leaf takes anything: it has no derivative)."""
+    if isinstance(value, (tuple, list)):
+        if not isinstance(ct, (tuple, list)) or len(ct) != len(value):
+            raise AstadTypeError(f"the cotangent of {what} must be a tuple of {len(value)}, got {type(ct).__name__}")
+        for i, (v, c) in enumerate(zip(value, ct)):
+            check_cotangent_like(v, c, f"{what}[{i}]")
+    elif isinstance(value, dict):
+        if not isinstance(ct, dict) or ct.keys() != value.keys():
+            raise AstadTypeError(f"the cotangent of {what} must be a dict with the keys {list(value)}")
+        for k in value:
+            check_cotangent_like(value[k], ct[k], f"{what}[{k!r}]")
+    elif np.asarray(value).dtype.kind == "f":
+        _check_real(ct, what)
+        if np.shape(ct) != np.shape(value):
+            raise AstadTypeError(f"the cotangent of {what} must have shape {np.shape(value)}, got shape {np.shape(ct)}")
 
 
 class Reverse:
@@ -202,7 +236,9 @@ class Reverse:
         #: (wrt, a check that arguments have the last structured call's keys, that call's entry): see entry
         self._structured: tuple[Any, Callable[[Sequence[Any]], bool], Any] | None = None
         self._key_checks: LRU[Callable[[Sequence[Any]], bool]] = LRU(_memory_size)  # by keys
-        self._bound: "weakref.WeakKeyDictionary[Any, Reverse]" = weakref.WeakKeyDictionary()
+        #: the transforms of this method bound to each object, by the object's id (not by its __eq__,
+        #: which may make two objects with other attributes equal): (a weak reference to it, the transform)
+        self._bound: dict[int, tuple[weakref.ref, Reverse]] = {}
         functools.update_wrapper(self, fn)
         _LIVE.add(self)
 
@@ -210,12 +246,15 @@ class Reverse:
         """A decorated method, bound to ``obj``: the transform of ``obj.method``."""
         if obj is None:
             return self
+        entry = self._bound.get(id(obj))
+        if entry is not None and entry[0]() is obj:
+            return entry[1]
+        found = type(self)(types.MethodType(self._root, obj))
         try:
-            found = self._bound.get(obj)
-        except TypeError:  # an object that is not hashable or weak-referenceable: made again each time
-            return type(self)(types.MethodType(self._root, obj))
-        if found is None:
-            found = self._bound[obj] = type(self)(types.MethodType(self._root, obj))
+            ref = weakref.ref(obj, lambda _, key=id(obj), table=self._bound: table.pop(key, None))
+        except TypeError:  # an object that is not weak-referenceable: made again each time
+            return found
+        self._bound[id(obj)] = (ref, found)
         return found
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:

@@ -159,7 +159,10 @@ def _held_globals(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> 
 
 def _check_globals(name: str, held: tuple[tuple, tuple]) -> None:
     checks, arrays = held
-    changed = [c[2] for c in checks if not _checks_hold((c,))]
+    # (an array's kind, calling.ARRAY_KIND, is compared with its copy below, under the array's name)
+    # (a partial's keywords changed: the pushforward runs at the arguments the call bound)
+    changed = [c[2] for c in checks if c[2] not in (calling.ARRAY_KIND, calling.PARTIAL_KEYWORDS)
+               and not _checks_hold((c,))]
     changed += [n for n, o, copy in arrays if o.shape != copy.shape or
                 not np.array_equal(o, copy, equal_nan=o.dtype.kind in "fc")]
     if changed:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from .api import check_cotangent_like
 from .api_forward import zeros_like_type
 from .programs import Program
 
@@ -59,7 +60,10 @@ def program_vjp(prog: Program, extras: Sequence[Any], args: Sequence[Any]) -> tu
     to_raw = transpose_select(prog.select, raw_value)
     n = prog.n_user
 
+    value = prog.select(raw_value)
+
     def pullback(ct: Any) -> tuple:
+        check_cotangent_like(value, ct)
         return tuple(d.backward(residuals, to_raw(ct)))[:n]
 
-    return prog.select(raw_value), pullback
+    return value, pullback

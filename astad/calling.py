@@ -26,6 +26,8 @@ import functools
 import types
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from . import kind_checks
 from .errors import AstadTypeError, SourceUnavailableError
 
@@ -84,15 +86,18 @@ def free_names(fn: Any, fixed: dict[str, Any]) -> tuple[str, ...]:
 class Binder:
     """The free parameters' values of a call, as Python binds them (see the module docstring)."""
 
-    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_stub", "_root", "_fn", "_fixed")
+    __slots__ = ("names", "n_positional", "fast_n", "_bind", "_stub", "_root", "_fn", "_fixed", "_keywords")
 
     def __init__(self, fn: Any, fixed: dict[str, Any], wrap: Callable[[Callable], Callable], root: Any) -> None:
         code = fn.__code__
         self.names = free_names(fn, fixed)
         self.n_positional = code.co_argcount - len(fixed)  # free positional parameters
-        keywords = getattr(root, "keywords", None)
+        partial = partial_of(root)
+        # a partial's keywords: a dict, which may gain the name of a positional parameter later (then
+        # Python refuses that parameter by position: a call binds, and the fast paths' checks fail)
+        self._keywords = partial.keywords if partial is not None else _NOTHING
         # a call of exactly the free positional parameters needs no binding
-        self.fast_n = self.n_positional if not code.co_kwonlyargcount and not keywords else -1
+        self.fast_n = self.n_positional if not code.co_kwonlyargcount and not self._keywords else -1
         self._stub = _stub(fn, self.names)
         self._bind = wrap(self._stub)
         self._root = root
@@ -100,7 +105,7 @@ class Binder:
 
     def __call__(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """The values of the free parameters (Python's TypeError as a :class:`CallError` for a wrong call)."""
-        if not kwargs and len(args) == self.fast_n:
+        if not kwargs and len(args) == self.fast_n and not self._keywords:
             return args
         stub, fn = self._stub, self._fn
         stub.__defaults__, stub.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__  # as now: they may be assigned
@@ -112,6 +117,43 @@ class Binder:
     def primal(self, values: tuple) -> Any:
         """The function at the free parameters' values and the fixed ones (each by name)."""
         return self._fn(**self._fixed, **dict(zip(self.names, values)))
+
+
+def partial_of(root: Any) -> functools.partial | None:
+    """The ``functools.partial`` a callable is, or is a method of (None if none)."""
+    while isinstance(root, types.MethodType):
+        root = root.__func__
+    return root if isinstance(root, functools.partial) else None
+
+
+#: the name a derivative's checks read whether a partial still has no keywords by (see Binder)
+PARTIAL_KEYWORDS = "__astad_partial_keywords__"
+
+
+class _NoKeywords:
+    """A partial's keywords as a mapping: :data:`PARTIAL_KEYWORDS` is ``()`` while it has none."""
+
+    __slots__ = ("keywords",)
+
+    def __init__(self, partial: functools.partial) -> None:
+        self.keywords = partial.keywords
+
+    def __contains__(self, name: str) -> bool:
+        return name == PARTIAL_KEYWORDS
+
+    def __getitem__(self, name: str) -> Any:
+        if name != PARTIAL_KEYWORDS:
+            raise KeyError(name)
+        return () if not self.keywords else self.keywords
+
+
+def no_keywords_check(root: Any) -> tuple | None:
+    """A check (see :func:`checker`) that the partial ``root`` is (or wraps) still has no keywords,
+    as when the fast calls that skip binding were remembered; None where there is none to make."""
+    partial = partial_of(root)
+    if partial is None or partial.keywords:
+        return None
+    return _NoKeywords(partial), _NOTHING, PARTIAL_KEYWORDS, ()
 
 
 def _stub(fn: Any, names: tuple[str, ...]) -> Callable:
@@ -207,12 +249,62 @@ def _attribute(name: str) -> bool:
     return name in ATTRIBUTES or name.startswith(_KEYWORD)
 
 
+#: the name a derivative reads an array it reads as a constant's kind by (shape and dtype, which may be
+#: assigned in place: ``A.shape = (3, 1)`` keeps the object, so its check by identity would pass)
+ARRAY_KIND = "__astad_array_kind__"
+_KINDS: dict[tuple, tuple] = {}
+
+
+def array_kind(a: np.ndarray) -> tuple:
+    """The shape and dtype of an array, one object per kind (a dependency is checked by identity)."""
+    kind = (a.shape, a.dtype)
+    return _KINDS.setdefault(kind, kind)
+
+
+class _ArrayKind:
+    """An array's kind (:func:`array_kind`) as a mapping from :data:`ARRAY_KIND`."""
+
+    __slots__ = ("_a",)
+
+    def __init__(self, a: Any) -> None:
+        self._a = a
+
+    def __contains__(self, name: str) -> bool:
+        return name == ARRAY_KIND and isinstance(self._a, np.ndarray)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self:
+            raise KeyError(name)
+        return array_kind(self._a)
+
+
 _NOTHING: dict = {}
 
 
-def _class_dict(obj: Any, name: str) -> Any:
-    """The ``__dict__`` of the first class of ``obj``'s type that defines ``name`` (the type's own if none)."""
-    return next((c.__dict__ for c in type(obj).__mro__ if name in c.__dict__), type(obj).__dict__)
+class _ClassAttributes:
+    """What an object's class gives it, as a mapping from name to value, looked up at each read as
+    Python does: in the first class of its type's MRO that defines the name (its ``__class__`` may
+    be assigned, and a class before the one that defined the name may define it since)."""
+
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self._obj = obj
+
+    def get(self, name: str, default: Any = None) -> Any:
+        for c in type(self._obj).__mro__:
+            if name in c.__dict__:
+                return c.__dict__[name]
+        return default
+
+    def __contains__(self, name: str) -> bool:
+        return any(name in c.__dict__ for c in type(self._obj).__mro__)
+
+    def __getitem__(self, name: str) -> Any:
+        for c in type(self._obj).__mro__:
+            if name in c.__dict__:
+                return c.__dict__[name]
+        raise KeyError(name)
 
 
 def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
@@ -220,6 +312,8 @@ def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
     global, a builtin; a method or partial: what it fixes; an object: an
     attribute): a pair of mappings, the first looked at first, or None when what
     the name means cannot change (a method's ``self``, a partial's arguments)."""
+    if name == ARRAY_KIND:  # the shape and dtype of an array read as a constant
+        return _ArrayKind(owner), _NOTHING
     fn, fixed, _ = unwrap(owner) if callable(owner) and not isinstance(owner, type) else (owner, {}, None)
     if _attribute(name):  # a called function's own attributes that may be assigned (its code, defaults)
         return _Attributes(fn), _NOTHING
@@ -229,7 +323,7 @@ def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:
         if name in fn.__code__.co_freevars:
             return _Cells(fn), _NOTHING
         return fn.__globals__, getattr(fn, "__builtins__", builtins.__dict__)
-    return vars(owner), _class_dict(owner, name)
+    return vars(owner), _ClassAttributes(owner)
 
 
 def read(owner: Any, name: str) -> Any:
@@ -262,6 +356,12 @@ def checker(checks: tuple) -> Callable[[], bool] | None:
         if isinstance(first, _Cells):  # a captured variable: its cell (an empty one raises ValueError)
             ns[f"c{i}"] = first._cells[name]
             terms.append(f"c{i}.cell_contents is o{i}")
+        elif isinstance(first, _NoKeywords):  # a partial with no keywords yet
+            ns[f"k{i}"] = first.keywords
+            terms.append(f"not k{i}")
+        elif isinstance(first, _ArrayKind) and name in first:  # an array's shape and dtype, compared inline
+            ns[f"a{i}"], ns[f"s{i}"], ns[f"d{i}"] = first._a, obj[0], obj[1]
+            terms.append(f"a{i}.shape == s{i} and a{i}.dtype == d{i}")
         elif name in first:
             ns[f"f{i}"] = first
             terms.append(f"f{i}[{name!r}] is o{i}")

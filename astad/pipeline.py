@@ -13,7 +13,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, deep, fresh, frontend, names, optimise, rules, structural
+from . import codegen, deep, fresh, frontend, imported, names, optimise, rules, structural
 from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
@@ -151,6 +151,9 @@ def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str,
     names.check_generated(scopes, constants)
     code = deep.compile_ast(source, f"<astad: {name}>")
     exec(code, namespace)  # noqa: S102 - our own generated code
+    for module in ("np", "math"):  # numpy and math as astad imported them (see astad.imported)
+        if id(namespace.get(module)) in imported.MODULES:
+            namespace[module] = imported.MODULES[id(namespace[module])]
     return namespace
 
 

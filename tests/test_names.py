@@ -143,6 +143,17 @@ def f(x):
 """, (_r(3),)),
 ]
 
+#: a function of Python floats, whose grad and jvp calls of the same kinds run code that checks its
+#: own arguments (astad/guards.py, scalar_grad.py): a name of the user's shadows a builtin there too
+PROGRAMS.insert(0, ("""
+def f(x, y):
+    s = x * y
+    t = xp.sin(s) + y
+    for i in range(2):
+        t = t * x + s
+    return t * s
+""", (0.7, 1.3)))
+
 
 @pytest.fixture(scope="module")
 def program_dir(tmp_path_factory):
@@ -269,6 +280,17 @@ def renamings(draw, tmp):
 def _check(fn, args):
     check_grad(fn, args)
     check_stages(fn, args)
+    if all(type(a) is float for a in args):  # the fast calls of scalars (see PROGRAMS[0])
+        _check_fast_calls(fn, args, astad.reverse(fn)(*args)[1](1.0))  # (checked against FD by check_grad)
+
+
+def _check_fast_calls(fn, args, cts):
+    """grad, value_and_grad and jvp of a function of floats, called again (their checked fast calls)."""
+    nums = tuple(range(len(args)))
+    for _ in range(3):
+        assert astad.grad(fn, argnums=nums)(*args) == pytest.approx(cts, rel=1e-12)
+        assert astad.value_and_grad(fn, argnums=0)(*args)[1] == pytest.approx(cts[0], rel=1e-12)
+        assert astad.jvp(fn, args, (1.0,) + (None,) * (len(args) - 1))[1] == pytest.approx(cts[0], rel=1e-12)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -291,6 +313,29 @@ def test_every_name_renamed(program_dir, i):
         mapping = {name: next(pool) for name in _renamable(PROGRAMS[i][0])}
         source = renamed(PRELUDE + PROGRAMS[i][0], mapping)
         _check(load_program(source, program_dir, "every").f, PROGRAMS[i][1])
+
+
+_SCALAR_READS = _module_names(ast.parse(PRELUDE + PROGRAMS[0][0]))[1]
+
+
+@pytest.fixture(scope="module")
+def scalar_gradient(program_dir):
+    """The gradient of the function of floats, by reverse mode, checked against finite differences."""
+    args = PROGRAMS[0][1]
+    plain = load_program(PRELUDE + PROGRAMS[0][0], program_dir, "plain").f
+    fds = [(plain(*(a + 1e-6 * (i == j) for j, a in enumerate(args))) -
+            plain(*(a - 1e-6 * (i == j) for j, a in enumerate(args)))) / 2e-6 for i in range(len(args))]
+    cts = astad.reverse(plain)(*args)[1](1.0)
+    assert cts == pytest.approx(fds, rel=1e-6)
+    return cts
+
+
+@pytest.mark.parametrize("builtin", [n for n in BUILTIN_NAMES if n not in _SCALAR_READS | names.OUTSIDE])
+def test_each_builtin_as_a_name_of_the_scalar_program(program_dir, scalar_gradient, builtin):
+    """A parameter and a local of the function of floats named after each builtin that generated code
+    does not reserve (``type`` and ``tuple`` were not, which the code of its checked fast calls reads)."""
+    source = renamed(PRELUDE + PROGRAMS[0][0], {"y": builtin, "t": f"{builtin}_"})
+    _check_fast_calls(load_program(source, program_dir, "builtin").f, PROGRAMS[0][1], scalar_gradient)
 
 
 # --------------------------------------------------------------------------- the cases of issue 9

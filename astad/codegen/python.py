@@ -503,7 +503,9 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
     if final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple) and bwd.lines:
         last = bwd.lines.pop()  # return the tuple directly rather than naming it
         value = last.body[0].value  # type: ignore[union-attr]
-        bwd.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value.with_changes(lpar=[], rpar=[]))],
+        if not isinstance(value, cst.Tuple) or value.elements:  # (a function of no parameters returns `()`)
+            value = value.with_changes(lpar=[], rpar=[])
+        bwd.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)],
                                                  leading_lines=last.leading_lines))
     else:
         bwd.returns(bwd.atom(result))

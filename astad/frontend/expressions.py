@@ -6,12 +6,13 @@ conditional expressions.
 from __future__ import annotations
 
 import math
+import types
 from typing import Callable
 
 import libcst as cst
 import numpy as np
 
-from .. import deep
+from .. import deep, imported
 from ..values import PyTuple, Ref
 from ..errors import UnsupportedFunctionError
 from ..ir import FLOAT, Atom, Bind, Const, ListT, Num, Var, Loop, trip_count
@@ -127,12 +128,17 @@ class Expressions(LowererCore):
             if not hasattr(base.obj, attr):
                 raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` does not exist", self.loc(node))
             obj = getattr(base.obj, attr)
+            path = base.path + (attr,) if base.path else ()
+            if path:  # a module's attribute may be assigned (a mock of np.sin): the derivative is of this one
+                self.depend(path, obj)
             if isinstance(obj, type) and issubclass(obj, np.generic):
                 return Ref("dtype", np.dtype(obj).name)
             module = "math" if base.obj is math else "np"
-            if isinstance(obj, float):
+            if isinstance(obj, float):  # (generated code reads np and math as astad imported them)
+                if obj is not imported.as_imported(base.obj, attr):  # a constant replaced (math.pi = 3.0)
+                    return Const.literal(obj, FLOAT)
                 return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
-            return self.global_value(f"{module}.{attr}", obj, node)
+            return self.global_value(f"{module}.{attr}", obj, node, path if isinstance(obj, types.ModuleType) else ())
         if isinstance(base, Ref) and base.kind == "object":
             return self.object_attribute(base, attr, node)
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):

@@ -14,6 +14,7 @@ from typing import Any
 import libcst as cst
 import numpy as np
 
+from ..calling import ARRAY_KIND, array_kind
 from ..values import Ref
 from ..source import reversed_function
 from ..errors import AstadTypeError, SourceUnavailableError, UnsupportedFunctionError
@@ -57,10 +58,10 @@ class Lookup(LowererCore):
 
     def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
         if obj is np:
-            return Ref("module", np)
+            return Ref("module", np, path=path)
         if isinstance(obj, types.ModuleType):
             if obj.__name__.startswith("numpy") or obj is math:
-                return Ref("module", obj)
+                return Ref("module", obj, path=path)
             raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
                                            "numpy (import numpy as np), math, and your own functions")
         if builtin_spec(obj) is not None:
@@ -132,6 +133,8 @@ class Lookup(LowererCore):
                 t = Num((), t.dtype, py=True, value=obj)
             if name is None or not path or (type(obj) in (bool, int, float) and path[0] == "<default>"):
                 return Const.literal(obj, t)
+            if isinstance(obj, np.ndarray) and path[0] != "<default>":  # its shape may be assigned in place
+                self.depend((*path, ARRAY_KIND), array_kind(obj))
             code_name = self.const_names.get(id(obj))
             if code_name is None:
                 code_name = self.const_names[id(obj)] = self.namer.fresh(name)
