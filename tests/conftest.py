@@ -155,6 +155,17 @@ def pytest_configure(config):
     settings.load_profile("astad-fuzz" if os.environ.get(FUZZ_EXAMPLES_ENV, "").strip() else "astad-default")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Test ids must be the same in every process (pytest-xdist's workers each collect the suite and
+    must agree): an id made from an object's default repr holds its address."""
+    import re
+
+    moving = [item.nodeid for item in items if re.search(r" at 0x[0-9a-fA-F]+", item.nodeid)]
+    if moving:
+        raise __import__("pytest").UsageError(
+            "test ids with an address in them (give parametrize ids=...): " + ", ".join(moving[:5]))
+
+
 def fuzz_examples(default: int) -> int:
     """How many examples a random-program test runs: ``default`` (small, for CI) unless
     ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) asks for a long run."""
