@@ -607,7 +607,8 @@ def tuple_result(x, w):
 
 
 @pytest.mark.parametrize("fn, specs", [(statements, [N(4), N(4)]), (statements, [N(3), N("f")]),
-                                       (tuple_result, [N(3, 2), N(2, 4)])], ids=str)
+                                       (tuple_result, [N(3, 2), N(2, 4)])],
+                         ids=["statements-4-4", "statements-3-f", "tuple_result-3x2-2x4"])  # (no addresses: xdist)
 def test_statements_and_tuples(fn, specs):
     check_grad(fn, _args(specs, 11))
 
