@@ -121,13 +121,17 @@ class LowererCore:
 
     def _held(self, value: Var) -> bool:
         """Whether a name in scope holds ``value`` (or a tuple, list or dict holding it):
-        the variables among them compared by name first (a program has thousands)."""
+        the variables among them compared by name first (a program has thousands).  The running
+        scope first: where it does not hold it, the answer (and the renaming of ``value``'s binding)
+        reads the callers' state, which a recorded call's key does not hold (:mod:`.replay` notes it)."""
         name = value.name  # (variables are equal when their names are)
-        for s in self.stack:
+        for s in reversed(self.stack):
             values = s.env.values()
             if name in [v.name for v in values if type(v) is Var] or \
                     any(mentions(v, value) for v in values if type(v) is not Var):
                 return True
+            if s is self.stack[-1] and self.recording:
+                self.definitions_read.append(name)
         return False
 
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
