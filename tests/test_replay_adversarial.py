@@ -443,3 +443,23 @@ def test_random_programs_of_repeated_calls(tmp_path_factory, source):
     v = np.linspace(-0.5, 0.5, 6)
     _, jv = astad.jvp(fn, (x,), (v,))
     assert jv == pytest.approx(g @ v, rel=1e-7, abs=1e-9), source
+
+
+def scalar_repeats(z):
+    return h_sq(z, 0.5) + h_sq(z * 2.0, 0.5) + h_sq(h_sq(z, 0.5), 0.5)
+
+
+def test_grad_of_grad_of_replayed_calls():
+    astad.clear_caches(disk=False)
+    e = 1e-4
+    want = (scalar_repeats(0.7 + e) - 2 * scalar_repeats(0.7) + scalar_repeats(0.7 - e)) / e ** 2
+    assert astad.grad(astad.grad(scalar_repeats))(0.7) == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("fn", [swapped_and_same_arguments, tuples, recursions], ids=lambda f: f.__name__)
+def test_jacobians_of_gradients_of_replayed_calls(fn):
+    """jacfwd and jacrev of grad, and hessian: the same matrix (forward over reverse, reverse over reverse)."""
+    astad.clear_caches(disk=False)
+    hess = astad.hessian(fn)(X)
+    np.testing.assert_allclose(astad.jacfwd(astad.grad(fn))(X), hess, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(astad.jacrev(astad.grad(fn))(X), hess, rtol=1e-8, atol=1e-10)
