@@ -135,9 +135,10 @@ def finish(lowerer: Any, rec: Recording, result: Any, outermost: bool) -> Templa
             known.add(b.targets[0].name)
         if not _made_of(result, known):
             return None
+        # a variable the lowering read how it was made (a slice of a slice composed) or whether a caller holds
+        # it (a temporary assigned to a name is renamed where nothing holds it): one the call made, or no template
         if any(name not in given for name in lowerer.definitions_read[rec.n_read:]):
-            return None  # the lowering read how an argument was made (a slice of a slice composed), or whether
-            # a caller holds it (an argument assigned to a name is renamed where nothing else holds it)
+            return None
         return Template(rec.inputs, binds, names, result)
     finally:
         if outermost:
