@@ -121,22 +121,15 @@ class LowererCore:
 
     def _held(self, value: Var) -> bool:
         """Whether a name in scope holds ``value`` (or a tuple, list or dict holding it):
-        the variables among them compared by name first (a program has thousands)."""
+        the variables among them compared by name first (a program has thousands).  The running
+        scope first: where it does not hold it, the answer (and the renaming of ``value``'s binding)
+        reads the callers' state, which a recorded call's key does not hold (:mod:`.replay` notes it)."""
         name = value.name  # (variables are equal when their names are)
-        for s in self.stack:
-            env = s.env
-            if type(env) is Env:  # (this runs at every assignment: the names that may hold it only)
-                if name in env.vars and any(type(v) is Var and v.name == name for v in env.values()):
-                    return True
-                if any(mentions(env[k], value) for k in env.others if k in env):
-                    return True
-                continue
-            for v in env.values():
-                if type(v) is Var:
-                    if v.name == name:
-                        return True
-                elif type(v) is not Const and mentions(v, value):
-                    return True
+        for s in reversed(self.stack):
+            if _scope_holds(s.env, name, value):
+                return True
+            if s is self.stack[-1] and self.recording:
+                self.definitions_read.append(name)
         return False
 
     def atom(self, value: Value, node: cst.CSTNode) -> Atom:
@@ -227,3 +220,19 @@ def _describe(op: str) -> str:
 
 def ref_name(ref: Ref) -> str:
     return getattr(ref.obj, "__name__", repr(ref.obj))
+
+
+def _scope_holds(env: Any, name: str, value: Var) -> bool:
+    """Whether a name in ``env`` holds ``value`` (a variable named ``name``), or a tuple, list or dict
+    holding it; an :class:`Env` looks at the names that may hold it only (this runs at every assignment)."""
+    if type(env) is Env:
+        if name in env.vars and any(type(v) is Var and v.name == name for v in env.values()):
+            return True
+        return any(mentions(env[k], value) for k in env.others if k in env)
+    for v in env.values():
+        if type(v) is Var:
+            if v.name == name:
+                return True
+        elif type(v) is not Const and mentions(v, value):
+            return True
+    return False

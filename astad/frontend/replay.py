@@ -20,7 +20,8 @@ bindings are primitives without effects, on numbers and arrays (no branches,
 loops, lists or function values, whose lowering reads more of the state
 around it), it made no in-place update (whose check reads what the caller can
 still read), read no argument's binding (``s[0]`` of ``s = a[2:]`` is read as
-``a[2]``: ``LowererCore.definition_of``) and undid nothing; its arguments and
+``a[2]``: ``LowererCore.definition_of``), nor whether a caller holds an argument
+(``b = a`` renames the binding of a temporary nothing holds) and undid nothing; its arguments and
 result are variables, constants and tuples of them.  Anything else is lowered at every call, as
 before.  Replaying gives each binding the aliasing facts a lowering gives it
 (``Aliases.prim``), so in-place updates after the call are checked alike.
@@ -134,9 +135,10 @@ def finish(lowerer: Any, rec: Recording, result: Any, outermost: bool) -> Templa
             known.add(b.targets[0].name)
         if not _made_of(result, known):
             return None
-        bound = {b.targets[0].name for b in binds}
-        if any(name not in bound for name in lowerer.definitions_read[rec.n_read:]):
-            return None  # the lowering read how an argument was made (a slice of a slice composed)
+        # a variable the lowering read how it was made (a slice of a slice composed) or whether a caller holds
+        # it (a temporary assigned to a name is renamed where nothing holds it): one the call made, or no template
+        if any(name not in given for name in lowerer.definitions_read[rec.n_read:]):
+            return None
         return Template(rec.inputs, binds, names, result)
     finally:
         if outermost:
