@@ -96,10 +96,13 @@ class Derived:
         try:
             prog, what = self.program(self._last_args)[0], "as one program"
         except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
-            prog = self._part(self._last_args)
-            what = f"the program of one {'row (a VJP' if getattr(self, 'mode', 'fwd') == 'rev' else 'column (a JVP'}" \
-                   f" of {self.inner.name})"  # type: ignore[attr-defined]
+            prog, what = self._part(self._last_args), self._part_label(self._last_args)
         return prog.forward(frozenset()), what
+
+    def _part_label(self, args: Sequence[Any]) -> str:
+        """What :meth:`_part` is, for the header of ``.source``."""
+        part = "row (a VJP" if getattr(self, "mode", "fwd") == "rev" else "column (a JVP"
+        return f"the program of one {part} of {self.inner.name})"  # type: ignore[attr-defined]
 
     def _part(self, args: Sequence[Any]) -> Program:
         """The program of one column (a JVP of the inner callable) or row (a VJP)."""

@@ -133,7 +133,8 @@ def test_programs_of_derived_callables_are_labelled_as_programs():
     for derived, title in [(astad.grad(astad.grad(poly)), "grad(grad(poly)), as one program"),
                            (astad.hessian(weighted), "hessian(weighted)"),
                            (astad.jacfwd(poly), "jacfwd(poly), the program of one column"),
-                           (astad.jacrev(poly), "jacrev(poly), the program of one row")]:
+                           (astad.jacrev(poly), "jacrev(poly), the program of one row"),
+                           (astad.jacobian(poly), "jacobian(poly), the program of one column")]:
         derived(1.3 if title.startswith("grad(grad") else x)
         shown = derived.source
         assert shown.startswith(f"# {title}"), shown
