@@ -381,56 +381,19 @@ class PlainGrad(api_grad.Gradient, Grad):
             self._ran[None] = (skeleton(tuple(args)), i)  # (.source: no reverse derivative was made)
         return found
 
-    def _derivative(self, args: Sequence[Any]) -> Any:
-        """What a call at ``args`` (or, not given, the last call that looked its derivative up) ran: the
-        reverse Derivative, or ``(arguments, i)``: forward mode in the Python-float argument ``i``."""
-        ran = self._ran.get(None)
-        if args or ran is None:
-            if not args:
-                d = self._rev._last  # (another grad of the function made it: the types of its last call)
-                if d is None:
-                    raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: "
-                                     "call it once, or pass example arguments (e.g. .source_for(x))")
-                args = tuple(example(t) for t in d.arg_types)
-            rev = self._rev
-            args = rev._binder(tuple(args), {})
-            nums, one, wrt = self._nums.get(len(args)) or self._found_argnums(len(args), len(args))
-            if len(nums) == 1 and type(args[nums[0]]) is float and api._SCALAR_KEYS.issuperset(map(type, args)) \
-                    and scalar_grad.runner(rev, args, nums[0], (nums, one, self.with_value)) is not None:
-                return skeleton(args), nums[0]
-            return rev.entry(args, wrt)[0]
-        return ran
-
-    def _text(self, args: Sequence[Any]) -> str:
-        ran = self._derivative(args)
-        if isinstance(ran, tuple):
-            d = forward_of(self._rev._root).entry(ran[0], frozenset((ran[1],)))[0]
-            names = param_names(self._rev, len(ran[0]))
-            return shown.jvp_text(self.name, d.source, getattr(d.leaf_jvp, "__name__", ""), names[ran[1]],
-                                  self.with_value)
-        names = param_names(self._rev, len(ran.arg_types))
-        wrt = sorted(range(len(names)) if ran.wrt is None else ran.wrt)
-        return shown.reverse_text(self.name, ran.source, [names[i] for i in wrt], self.with_value)
-
     def source_for(self, *args: Any) -> str:
         """The generated code a call at ``args`` runs (see :attr:`source`)."""
-        return self._text(args)
+        return shown.grad_source(self, args)
 
     @property
     def source(self) -> str:
-        """The generated code the last call ran: the reverse derivative at its arguments' types
-        (as ``astad.reverse(f).source`` shows it) or, in one Python-float argument of scalar
-        ones, the forward-mode JVP; a comment says how the call uses it."""
-        return self._text(())
+        """The generated code the last call ran (see :mod:`astad.shown`): the reverse derivative at
+        its arguments' types, or in one Python-float argument of scalar ones the forward-mode JVP."""
+        return shown.grad_source(self, ())
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
         """The IR after a stage of the derivative a call ran (see :attr:`source`)."""
-        ran = self._derivative(args)
-        if isinstance(ran, tuple):
-            return forward_of(self._rev._root).entry(ran[0], frozenset((ran[1],)))[0].stages.text(stage)
-        if ran.stages is None:
-            ran.stages = pipeline.run_stages(self._rev._parsed, ran.arg_types, ran.wrt)[0]
-        return ran.stages.text(stage)
+        return shown.grad_ir(self, stage, args)
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)

@@ -4,7 +4,10 @@
 last call ran: the reverse derivative at its arguments' types (as
 ``astad.reverse(f).source`` shows it), or, for one Python-float argument of
 scalar functions, the forward-mode JVP (:mod:`astad.scalar_grad`), each with a
-comment that says how the call uses it.  Any other derived callable shows one
+comment that says how the call uses it.  "The last call" is the last that
+looked its derivative up, in any ``grad`` of the function with the same
+``argnums`` (they share the table of fast calls): a call of scalar arguments of
+kinds seen before runs the function found then and records nothing.  Any other derived callable shows one
 IR program (the one astad differentiates further) compiled as forward mode with
 no tangents; its header and docstrings say so.  Only the text changes: the
 functions that run are the ones compiled from the unchanged text.
@@ -15,6 +18,11 @@ from __future__ import annotations
 import ast
 import re
 from typing import Any, Sequence
+
+from . import api, pipeline, scalar_grad
+from .api_forward import forward_of, param_names
+from .errors import AstadError
+from .jacobians import example, skeleton
 
 
 def with_note(source: str, note: str) -> str:
@@ -80,3 +88,49 @@ def program_text(d: Any, title: str, what: str) -> str:
                          'argument)."""', source)
     return _ONE.sub(lambda m: f'"""The program: ({m.group(1)}{", " if m.group(1) and m.group(2) else ""}'
                               f'{m.group(2)}) -> (its value, zeros: the tangents of no argument)."""', source)
+
+
+def ran_by(g: Any, args: Sequence[Any]) -> Any:
+    """What a call of the gradient ``g`` (astad.api_higher.PlainGrad) at ``args`` runs, or
+    (none given) what its last call ran: the reverse Derivative, or ``(arguments, i)``:
+    forward mode in the Python-float argument ``i`` (astad.scalar_grad)."""
+    ran = g._ran.get(None)
+    if ran is not None and not args:
+        return ran
+    rev = g._rev
+    if not args:
+        d = rev._last  # (a call of the function by astad.reverse: the types of its last call)
+        if d is None:
+            raise AstadError(f"{g.name} has not been called yet, so its argument types are unknown: "
+                             "call it once, or pass example arguments (e.g. .source_for(x))")
+        args = tuple(example(t) for t in d.arg_types)
+    args = rev._binder(tuple(args), {})
+    nums, one, wrt = g._nums.get(len(args)) or g._found_argnums(len(args), len(args))
+    if len(nums) == 1 and type(args[nums[0]]) is float and api._SCALAR_KEYS.issuperset(map(type, args)) \
+            and scalar_grad.runner(rev, args, nums[0], (nums, one, g.with_value)) is not None:
+        return skeleton(args), nums[0]
+    return rev.entry(args, wrt)[0]
+
+
+def grad_source(g: Any, args: Sequence[Any]) -> str:
+    """The text ``g.source`` (``g.source_for(*args)``) shows."""
+    ran = ran_by(g, args)
+    if isinstance(ran, tuple):
+        d = forward_of(g._rev._root).entry(ran[0], frozenset((ran[1],)))[0]
+        names = param_names(g._rev, len(ran[0]))
+        return jvp_text(g.name, d.source, getattr(d.leaf_jvp, "__name__", ""), names[ran[1]], g.with_value)
+    names = param_names(g._rev, len(ran.arg_types))
+    wrt = sorted(range(len(names)) if ran.wrt is None else ran.wrt)
+    return reverse_text(g.name, ran.source, [names[i] for i in wrt], g.with_value)
+
+
+def grad_ir(g: Any, stage: str, args: Sequence[Any]) -> str:
+    """The IR after ``stage`` of the derivative ``g``'s call ran (see :func:`ran_by`)."""
+    ran = ran_by(g, args)
+    if isinstance(ran, tuple):
+        d = forward_of(g._rev._root).entry(ran[0], frozenset((ran[1],)))[0]
+        assert d.stages is not None
+        return d.stages.text(stage)
+    if ran.stages is None:
+        ran.stages = pipeline.run_stages(g._rev._parsed, ran.arg_types, ran.wrt)[0]
+    return ran.stages.text(stage)
