@@ -34,6 +34,9 @@ class Gradient:
         key = ("grad", argnums if single else tuple(argnums), with_value)
         self._table = rev.table(key)  # type: ignore[arg-type]
         self._latest = rev.table(("latest", key))  # the function a call tries first (see _keep)
+        # (for .source) under None, what the last call that looked its derivative up ran, in any grad of the
+        # function that shares the table: the reverse Derivative, or (arguments, i) where forward mode ran
+        self._ran: dict[None, Any] = rev.table(("ran", key))  # type: ignore[assignment]
         self._function, self._code = rev.__astad_function__, rev._code
         self._types_checked: "weakref.WeakSet[Derivative]" = weakref.WeakSet()  # derivatives whose types were checked
         # argnums by the number of arguments passed by position
@@ -80,6 +83,7 @@ class Gradient:
                     self._keep(args, found)
                 return found[0](*args)
         d, _, holds = rev.entry(args, wrt)
+        self._ran[None] = d
         if d not in self._types_checked:
             _check_grad_types(rev, d, nums)
             self._types_checked.add(d)

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, api_grad, backends, fresh, guards, pipeline, scalar_grad
+from . import api, api_grad, backends, fresh, guards, pipeline, scalar_grad, shown
 from .api_forward import (_BY_ID, LATEST as _LATEST, all_differentiable, check_pairs, checked_tangents, fast_key,
                           forward_of, jvp_at, jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
@@ -80,6 +80,10 @@ class Derived:
     _last_args: tuple | None = None  # the arguments of the last call (for .source and .ir)
 
     def _shown(self, args: Sequence[Any]) -> Any:
+        return self._shown_what(args)[0]
+
+    def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
+        """The program shown (compiled as forward mode with no tangents) and what it is."""
         if args:
             self._last_args = tuple(args)
         if self._last_args is None and isinstance(getattr(self, "inner", None), Plain):
@@ -90,10 +94,15 @@ class Derived:
             raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
                              "once, or pass example arguments (e.g. .ir('core', x))")
         try:
-            prog = self.program(self._last_args)[0]
+            prog, what = self.program(self._last_args)[0], "as one program"
         except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
-            prog = self._part(self._last_args)
-        return prog.forward(frozenset())
+            prog, what = self._part(self._last_args), self._part_label(self._last_args)
+        return prog.forward(frozenset()), what
+
+    def _part_label(self, args: Sequence[Any]) -> str:
+        """What :meth:`_part` is, for the header of ``.source``."""
+        part = "row (a VJP" if getattr(self, "mode", "fwd") == "rev" else "column (a JVP"
+        return f"the program of one {part} of {self.inner.name})"  # type: ignore[attr-defined]
 
     def _part(self, args: Sequence[Any]) -> Program:
         """The program of one column (a JVP of the inner callable) or row (a VJP)."""
@@ -106,14 +115,18 @@ class Derived:
 
     def source_for(self, *args: Any) -> str:
         """The generated code of this callable's program at ``args``."""
-        return self._shown(args).source
+        return shown.program_text(*self._labelled(args))
 
     @property
     def source(self) -> str:
         """The generated code of this callable's program (the primal of its IR program, as
         forward mode with no tangents) at the arguments of the last call; for a Jacobian
         assembled from several JVPs (VJPs), the program of one of them."""
-        return self._shown(()).source
+        return shown.program_text(*self._labelled(()))
+
+    def _labelled(self, args: Sequence[Any]) -> tuple[Any, str, str]:
+        d, what = self._shown_what(args)
+        return d, self.name, what
 
     def ir(self, stage: str = "optimised", *args: Any) -> str:
         """This callable's program after a stage: 'core' (the program itself), 'structural', 'activity',
@@ -365,8 +378,22 @@ class PlainGrad(api_grad.Gradient, Grad):
     def _by_forward(self, rev: Any, args: tuple, i: int, pick: Any) -> Any:
         found = scalar_grad.runner(rev, args, i, pick)
         if found is not None:
-            self._last_args = skeleton(tuple(args))  # (.source: no reverse derivative was made)
+            self._ran[None] = (skeleton(tuple(args)), i)  # (.source: no reverse derivative was made)
         return found
+
+    def source_for(self, *args: Any) -> str:
+        """The generated code a call at ``args`` runs (see :attr:`source`)."""
+        return shown.grad_source(self, args)
+
+    @property
+    def source(self) -> str:
+        """The generated code the last call ran (see :mod:`astad.shown`): the reverse derivative at
+        its arguments' types, or in one Python-float argument of scalar ones the forward-mode JVP."""
+        return shown.grad_source(self, ())
+
+    def ir(self, stage: str = "optimised", *args: Any) -> str:
+        """The IR after a stage of the derivative a call ran (see :attr:`source`)."""
+        return shown.grad_ir(self, stage, args)
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)
@@ -419,17 +446,17 @@ class Jac(Derived):
         rows = [fresh.distinct(r, set(held)) for r in rows]
         return from_rows(value, rows, args, nums, single)
 
-    def _shown(self, args: Sequence[Any]) -> Any:
+    def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
         """jacrev of a derivative shows the reverse program over the derivative's (reverse over reverse)."""
         if self.rows and not isinstance(self.inner, Plain):
             if args:
                 self._last_args = tuple(args)
             if self._last_args is not None:
                 try:
-                    return self.inner.program(self._last_args)[0].reverse()
+                    return self.inner.program(self._last_args)[0].reverse(), "reverse over reverse"
                 except NoProgram:
                     pass
-        return super()._shown(args)
+        return super()._shown_what(args)
 
     def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
         """The Jacobian of a derived callable by one VJP of its program per output element

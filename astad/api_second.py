@@ -46,6 +46,9 @@ class Jacobian(Derived):
     def _part(self, args: Sequence[Any]) -> Program:
         return self._pick(args)._part(args)
 
+    def _part_label(self, args: Sequence[Any]) -> str:
+        return self._pick(args)._part_label(args)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         args = _bind(self.fwd, self.argnums, args, kwargs)
         self._remember(args)
