@@ -7,7 +7,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
-from . import fresh, fused, guards, pipeline
+from . import cache, fresh, fused, guards, pipeline
 from .api import _SCALAR_KEYS, ArgNums, Reverse, _all_floats, _argnums, _check_argnums, kinds, remember, reverse
 from .errors import AstadTypeError, NonScalarOutputError
 from .ir import Num, Type
@@ -55,6 +55,12 @@ class Gradient:
                 return hit[0](*args)
         return self._call(args, kwargs)
 
+    def ran(self, what: Any) -> None:
+        """Note what the call ran, for ``.source`` (:mod:`astad.shown`); nothing where memory caches are
+        off (``astad.config.memory_cache_size`` 0: the fast tables stay empty)."""
+        if cache.config.memory_cache_size > 0:
+            self._ran[None] = what
+
     def _keep(self, args: tuple, entry: tuple) -> None:
         """``entry`` in the table (see :func:`remember`), and its function, made to check its
         arguments itself (astad.guards.guard), as the one a call tries first."""
@@ -83,7 +89,7 @@ class Gradient:
                     self._keep(args, found)
                 return found[0](*args)
         d, _, holds = rev.entry(args, wrt)
-        self._ran[None] = d
+        self.ran(d)
         if d not in self._types_checked:
             _check_grad_types(rev, d, nums)
             self._types_checked.add(d)

@@ -378,7 +378,7 @@ class PlainGrad(api_grad.Gradient, Grad):
     def _by_forward(self, rev: Any, args: tuple, i: int, pick: Any) -> Any:
         found = scalar_grad.runner(rev, args, i, pick)
         if found is not None:
-            self._ran[None] = (skeleton(tuple(args)), i)  # (.source: no reverse derivative was made)
+            self.ran((skeleton(tuple(args)), i))  # (.source: no reverse derivative was made)
         return found
 
     def source_for(self, *args: Any) -> str:
