@@ -258,3 +258,24 @@ def test_jvp_of_changing_kinds():
             assert np.shape(value) == np.shape(want_value) and np.shape(tangent) == np.shape(want_tangent)
             np.testing.assert_allclose(value, want_value, rtol=1e-12)
             np.testing.assert_allclose(tangent, want_tangent, rtol=1e-6, atol=1e-8)
+
+
+def scaled_exp_clipped(u, a):
+    y = a * np.exp(u)
+    return np.sum(np.minimum(y, 1.0))
+
+
+def test_a_product_that_overflows_is_not_shared():
+    """``(ct * a) * e`` is not ``ct * y`` where ``y = a * e`` may overflow (``e = exp(u)`` is not
+    bounded): at 1e10 * exp(700) = inf, clipped, the cotangent is 0 and ``0 * inf`` was nan where
+    the derivative is 0 (central differences, forward mode, and the backward pass before the
+    products were shared all say 0)."""
+    u, a = np.array([700.0, 0.1]), np.array([1e10, 0.5])
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(2):
+            grad_u = astad.grad(scaled_exp_clipped)(u, a)
+            _, tangent = astad.jvp(scaled_exp_clipped, (u, a), (np.array([1.0, 0.0]), np.zeros(2)))
+            eps = 1e-6
+            fd = (scaled_exp_clipped(u + [eps, 0.0], a) - scaled_exp_clipped(u - [eps, 0.0], a)) / (2 * eps)
+            assert grad_u[0] == 0.0 and tangent == 0.0 and fd == 0.0
+            np.testing.assert_allclose(grad_u[1], 0.5 * np.exp(0.1), rtol=1e-12)
