@@ -5,7 +5,8 @@
 Each pattern (both orders of the factors) against central finite differences,
 with the products the backward pass computes counted; where the rule must not
 fire (the inner product read twice, an integer product); and random expressions
-of products, negations and exponentials (hypothesis) against finite differences."""
+of products, negations and exponentials (hypothesis; arrays broadcast against each other,
+integers, statements in loops) against finite differences."""
 
 import numpy as np
 import pytest
@@ -69,8 +70,9 @@ def test_an_integer_factor():
 
 @st.composite
 def expressions(draw, names, depth=3):
-    """An expression of ``names`` (``x``, ``y``: arrays of 3, ``s``: a float, and
-    earlier results) of products, negations, sums and ``np.exp`` of bounded arguments."""
+    """An expression of ``names`` (``x``, ``y``: arrays of 3, ``s``: a float, ``m``: an array of
+    (2, 1), broadcast against the others, ``k``: integers of 3, and earlier results) of products,
+    negations, sums and ``np.exp`` of bounded arguments."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         name = draw(st.sampled_from(names))
         return draw(st.sampled_from([name, f"(-{name})", "0.7"]))
@@ -93,13 +95,17 @@ def expressions(draw, names, depth=3):
 @st.composite
 def programs(draw):
     lines = []
-    names = ["x", "y", "s"]
-    for k in range(draw(st.integers(1, 4))):
+    names = ["x", "y", "s", "m", "k"]
+    for j in range(draw(st.integers(1, 4))):
         e = draw(expressions(names))
-        lines.append(f"    v{k} = np.tanh({e})")
-        names.append(f"v{k}")
-    terms = " + ".join(f"np.sum({n} * {draw(st.sampled_from(names))})" for n in names[3:])
-    return "import numpy as np\n\n\ndef f(x, y, s):\n" + "\n".join(lines) + f"\n    return {terms}\n"
+        if draw(st.booleans()):  # in a loop: the forward's products at the top level, the backward's in the loop
+            lines += [f"    v{j} = np.tanh({e})", "    for i in range(2):",
+                      f"        v{j} = v{j} * 0.5 + np.sum(np.tanh({draw(expressions(names + [f'v{j}']))})) * 0.1"]
+        else:
+            lines.append(f"    v{j} = np.tanh({e})")
+        names.append(f"v{j}")
+    terms = " + ".join(f"np.sum({n} * {draw(st.sampled_from(names))})" for n in names[5:])
+    return "import numpy as np\n\n\ndef f(x, y, s, m, k):\n" + "\n".join(lines) + f"\n    return {terms}\n"
 
 
 @pytest.fixture(scope="module")
@@ -113,4 +119,5 @@ def test_random_products(program_dir, source, seed):
     note(source)
     fn = load_program(source, program_dir, "products").f
     rng = np.random.default_rng(seed)
-    check_grad(fn, [rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3), float(rng.uniform(-1, 1))], seed=seed)
+    check_grad(fn, [rng.uniform(-1, 1, 3), rng.uniform(-1, 1, 3), float(rng.uniform(-1, 1)),
+                    rng.uniform(-1, 1, (2, 1)), rng.integers(-3, 4, 3)], seed=seed)

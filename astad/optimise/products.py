@@ -19,7 +19,12 @@ each, a product it has in hand already:
   (a float array or number; either order of the factors) is ``y = ct * c``:
   one product fewer, ``c`` kept as a residual (where ``a`` may no longer be).
   The same derivative, rounded differently (a product of three numbers
-  associated the other way).
+  associated the other way), where one of ``a`` and ``b`` is at most 1 in
+  magnitude (``tanh``, ``sin``, ``cos``, ``exp`` of a negated square, as the
+  Gaussian's): ``c`` overflows only where that factor's partner did.  Of
+  unbounded factors ``c`` may overflow where ``(ct * a) * b`` does not
+  (``a * np.exp(u)`` at 1e10 * 1e304, clipped after: ``ct`` is 0 there, and
+  ``0 * inf`` would be nan where the gradient is 0).
 
 Products of two operands (``mul``) only, at the top level of the forward block
 and of each block of the backward pass.  Runs before ``rematerialise`` and
@@ -51,6 +56,10 @@ def _float(t: object) -> bool:
     return isinstance(t, Num) and t.dtype.startswith("float")
 
 
+#: functions of a float whose value is at most 1 in magnitude
+_BOUNDED = frozenset({"tanh", "sin", "cos"})
+
+
 def _negation(b: Bind) -> bool:
     """``t = -u`` of a float variable ``u`` (an integer's negation may wrap around)."""
     rhs = b.rhs
@@ -61,14 +70,26 @@ def _negation(b: Bind) -> bool:
 def shared_products(prog: ReverseProgram) -> ReverseProgram:
     """``prog`` with those products of its backward pass not computed (``dce`` drops the operands left unread)."""
     negations: dict[str, Var] = {}  # t -> u, for each t = -u of the forward block
-    made: dict[Pair, Var] = {}  # {a, b} -> c, for each float c = a * b of the forward block
+    made: dict[Pair, Var] = {}  # {a, b} -> c, for each float c = a * b of the forward block, a or b bounded
+    bounded: set[str] = set()  # values at most 1 in magnitude (or nan)
+    nonpositive: set[str] = set()  # -v * v, v * -v, -(v * v)
+    squares: set[str] = set()  # v * v
     for b in prog.forward.binds:
         rhs = b.rhs
         if _negation(b):
             negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
+            if rhs.args[0].name in squares:  # type: ignore[union-attr]
+                nonpositive.add(b.targets[0].name)
+        if type(rhs) is Prim and len(b.targets) == 1 and len(rhs.args) == 1 and isinstance(rhs.args[0], Var) and (
+                rhs.op in _BOUNDED or (rhs.op == "exp" and rhs.args[0].name in nonpositive)):
+            bounded.add(b.targets[0].name)
         factors = _product(rhs)
         if factors is not None and len(b.targets) == 1 and _float(b.targets[0].type):
-            made.setdefault(_pair(*factors), b.targets[0])
+            (x, u), negated = _signed(factors, negations)
+            if x == u:
+                (nonpositive if negated else squares).add(b.targets[0].name)
+            if factors[0].name in bounded or factors[1].name in bounded:
+                made.setdefault(_pair(*factors), b.targets[0])
     if not negations and not made:
         return prog
     counts = use_counts(prog.backward)
