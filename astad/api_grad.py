@@ -14,6 +14,12 @@ from .ir import Num, Type
 from .pipeline import Derivative
 
 
+def by_forward_mode(args: Sequence[Any], nums: Sequence[int]) -> bool:
+    """Whether a gradient at ``args`` in ``nums`` is one to take by forward mode: in one Python-float
+    argument, every argument a scalar (:mod:`astad.scalar_grad`, where it accepts the function)."""
+    return len(nums) == 1 and type(args[nums[0]]) is float and _SCALAR_KEYS.issuperset(map(type, args))
+
+
 class Gradient:
     """``grad`` or ``value_and_grad`` (``with_value``) of a function astad reads.
     A call of scalar arguments of types seen before finds, in one table (see
@@ -80,8 +86,7 @@ class Gradient:
         nums, one, wrt = self._nums.get(n) or self._found_argnums(n, len(args))
         remembered = not kwargs and n == binder.fast_n
         pick = (nums, one, self._with_value)
-        if len(nums) == 1 and type(args[nums[0]]) is float and self._by_forward is not None and \
-                _SCALAR_KEYS.issuperset(map(type, args)):
+        if self._by_forward is not None and by_forward_mode(args, nums):
             rev.check_code()  # (forward mode would read the new code)
             found = self._by_forward(rev, args, nums[0], pick)
             if found is not None:

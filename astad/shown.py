@@ -19,7 +19,7 @@ import ast
 import re
 from typing import Any, Sequence
 
-from . import api, pipeline, scalar_grad
+from . import api_grad, pipeline, scalar_grad
 from .api_forward import forward_of, param_names
 from .errors import AstadError
 from .jacobians import example, skeleton
@@ -106,17 +106,23 @@ def ran_by(g: Any, args: Sequence[Any]) -> Any:
         args = tuple(example(t) for t in d.arg_types)
     args = rev._binder(tuple(args), {})
     nums, one, wrt = g._nums.get(len(args)) or g._found_argnums(len(args), len(args))
-    if len(nums) == 1 and type(args[nums[0]]) is float and api._SCALAR_KEYS.issuperset(map(type, args)) \
-            and scalar_grad.runner(rev, args, nums[0], (nums, one, g.with_value)) is not None:
+    pick = (nums, one, g.with_value)
+    if api_grad.by_forward_mode(args, nums) and scalar_grad.runner(rev, args, nums[0], pick) is not None:
         return skeleton(args), nums[0]
     return rev.entry(args, wrt)[0]
+
+
+def _jvp_of(g: Any, ran: tuple) -> Any:
+    """The forward-mode derivative a call in one Python-float argument ran (``ran``: see :func:`ran_by`)."""
+    args, i = ran
+    return forward_of(g._rev._root).entry(args, frozenset((i,)))[0]
 
 
 def grad_source(g: Any, args: Sequence[Any]) -> str:
     """The text ``g.source`` (``g.source_for(*args)``) shows."""
     ran = ran_by(g, args)
     if isinstance(ran, tuple):
-        d = forward_of(g._rev._root).entry(ran[0], frozenset((ran[1],)))[0]
+        d = _jvp_of(g, ran)
         names = param_names(g._rev, len(ran[0]))
         return jvp_text(g.name, d.source, getattr(d.leaf_jvp, "__name__", ""), names[ran[1]], g.with_value)
     names = param_names(g._rev, len(ran.arg_types))
@@ -128,7 +134,7 @@ def grad_ir(g: Any, stage: str, args: Sequence[Any]) -> str:
     """The IR after ``stage`` of the derivative ``g``'s call ran (see :func:`ran_by`)."""
     ran = ran_by(g, args)
     if isinstance(ran, tuple):
-        d = forward_of(g._rev._root).entry(ran[0], frozenset((ran[1],)))[0]
+        d = _jvp_of(g, ran)
         assert d.stages is not None
         return d.stages.text(stage)
     if ran.stages is None:

@@ -84,10 +84,15 @@ class LowererCore:
             if isinstance(value, (int, float, bool)) and np.isfinite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
-        self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc()))
-        self.bound.add(var.name)
-        self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
+        self.bind_prim(var, Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc())
         return var
+
+    def bind_prim(self, var: Var, prim: Prim, loc: Any) -> None:
+        """``var = prim``, with the facts a binding gives (bound here; what it aliases)."""
+        self.binds.append(Bind((var,), prim, loc))
+        self.bound.add(var.name)
+        self.aliases.prim(var, prim.op, list(prim.args), dict(prim.params),
+                          immutable=isinstance(var.type, Num) and var.type.py)
 
     def definition_of(self, x: Var) -> Bind | None:
         """The binding of ``x`` among those being lowered (a lowering that reads one depends on more

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import Bind, Const, ListT, Num, Prim, Var
+from ..ir import Bind, Const, ListT, Prim, Var
 from ..rules import has_effect
 from ..values import PyTuple
 
@@ -173,10 +173,7 @@ def replay(lowerer: Any, template: Template, inputs: tuple[Var, ...]) -> Any:
         var = Var(new[target.name], target.type)
         new[target.name] = var
         args = tuple(new[a.name] if type(a) is Var else a for a in rhs.args)  # type: ignore[union-attr]
-        lowerer.binds.append(Bind((var,), Prim(rhs.op, args, rhs.params), b.loc))  # type: ignore[union-attr]
-        lowerer.bound.add(var.name)
-        lowerer.aliases.prim(var, rhs.op, list(args), dict(rhs.params),  # type: ignore[union-attr]
-                             immutable=isinstance(var.type, Num) and var.type.py)
+        lowerer.bind_prim(var, Prim(rhs.op, args, rhs.params), b.loc)  # type: ignore[union-attr]
     return _substituted(template.result, new)
 
 
