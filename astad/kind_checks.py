@@ -35,6 +35,15 @@ class NoCheck(Exception):
     """A key with a part the printer does not check (or too many parts)."""
 
 
+def fresh_name(base: str, taken: Collection[str]) -> str:
+    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken``."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
 class Names:
     """The names printed checks use for the objects they compare with (bound in ``namespace``),
     and fresh names for the items they unpack; none is in ``taken``."""
@@ -47,10 +56,7 @@ class Names:
         self._count = 0
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self._taken:
-            k += 1
-            name = f"{base}_{k}"
+        name = fresh_name(base, self._taken)
         self._taken.add(name)
         return name
 
