@@ -35,7 +35,7 @@ class Gradient:
         _check_argnums(argnums)
         rev = self._rev = reverse(fn)
         self._argnums, self._with_value = argnums, with_value
-        self._single = single = not isinstance(argnums, (tuple, list))
+        single = not isinstance(argnums, (tuple, list))
         # (run, holds) of calls whose derivative's types were checked, by the types of the arguments
         key = ("grad", argnums if single else tuple(argnums), with_value)
         self._table = rev.table(key)  # type: ignore[arg-type]

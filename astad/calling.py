@@ -298,13 +298,13 @@ class _ClassAttributes:
         return default
 
     def __contains__(self, name: str) -> bool:
-        return any(name in c.__dict__ for c in type(self._obj).__mro__)
+        return self.get(name, _ABSENT) is not _ABSENT
 
     def __getitem__(self, name: str) -> Any:
-        for c in type(self._obj).__mro__:
-            if name in c.__dict__:
-                return c.__dict__[name]
-        raise KeyError(name)
+        value = self.get(name, _ABSENT)
+        if value is _ABSENT:
+            raise KeyError(name)
+        return value
 
 
 def lookup_of(owner: Any, name: str) -> tuple[Any, Any] | None:

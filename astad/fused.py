@@ -25,7 +25,8 @@ import weakref
 from typing import Any, Callable
 
 from . import deep, names
-from .guards import body as _body, fresh_name as _fresh, made, plain as _plain
+from .guards import body as _body, made, plain as _plain
+from .kind_checks import fresh_name as _fresh
 from .ir import StructT
 
 _FUSED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()

@@ -29,15 +29,6 @@ from . import deep, kind_checks
 MISS = object()
 
 
-def fresh_name(base: str, taken: set[str]) -> str:
-    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken``."""
-    name, k = base, 1
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    return name
-
-
 def made(f: ast.FunctionDef, scope: dict[str, Any], filename: str) -> Callable[..., Any]:
     """The function ``f`` compiled in ``scope``, which it keeps with its tree (see :func:`guard`)."""
     tree = ast.fix_missing_locations(ast.Module(body=[f], type_ignores=[]))
@@ -70,8 +61,8 @@ def plain(f: ast.FunctionDef) -> bool:
     return bool(stmts) and isinstance(stmts[-1], ast.Return) and stmts[-1].value is not None
 
 
-def _names(f: ast.FunctionDef, scope: dict[str, Any]) -> kind_checks.Names:
-    """Fresh names for what a guarded copy of ``f`` adds: none is a name of ``f`` or of its scope."""
+def names_of(f: ast.FunctionDef, scope: dict[str, Any]) -> kind_checks.Names:
+    """Fresh names for what a guarded (or rewritten) copy of ``f`` adds: none is a name of ``f`` or of its scope."""
     return kind_checks.Names({n.id for n in ast.walk(f) if isinstance(n, ast.Name)} | {a.arg for a in f.args.args} |
                              set(scope))
 
@@ -95,7 +86,8 @@ def _checks(names: kind_checks.Names, params: list[str], keys: Sequence[Any], sc
     return list(deep.parse_ast("\n".join(lines) + "\n").body)
 
 
-def _compiled(g: ast.FunctionDef, scope: dict[str, Any], filename: str, names: kind_checks.Names) -> Callable[..., Any]:
+def compiled(g: ast.FunctionDef, scope: dict[str, Any], filename: str, names: kind_checks.Names) -> Callable[..., Any]:
+    """:func:`made` in ``scope`` with the objects ``names`` bound added."""
     scope = dict(scope)
     scope.update(names.namespace)
     return made(g, scope, filename)
@@ -113,7 +105,7 @@ def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code:
     params = [a.arg for a in f.args.args]
     if len(params) != len(types) or not _simple(f):
         return None
-    names = _names(f, scope)
+    names = names_of(f, scope)
     miss, rest = names.of(MISS, "miss"), names.fresh("rest")
     try:
         checks = _checks(names, params, types, scalars, miss, function, code, holds)
@@ -124,7 +116,7 @@ def guard(run: Callable[..., Any], types: tuple[type, ...], function: Any, code:
     g.args = ast.arguments(posonlyargs=[], args=list(f.args.args), vararg=ast.arg(arg=rest), kwonlyargs=[],
                            kw_defaults=[], kwarg=None, defaults=[ast.Name(id=miss, ctx=ast.Load()) for _ in params])
     g.body = [*deep.parse_ast(f"if {rest}: return {miss}\n").body, *checks, *f.body]
-    return _compiled(g, scope, filename, names)
+    return compiled(g, scope, filename, names)
 
 
 def pair_returning(jvp: Callable[..., Any], source: str, n_params: int
@@ -159,7 +151,7 @@ def guard_jvp(jvp: Callable[..., Any], source: str, kinds: Sequence[Any], scalar
         return None
     f, scope, stmts, ret = found
     params = [a.arg for a in f.args.args]
-    names = _names(f, scope)
+    names = names_of(f, scope)
     miss, p, t = names.of(MISS, "miss"), names.fresh("primals"), names.fresh("tangents")
     given = dict(zip(order, params[n:]))
     tangent_names = [given.get(i) or names.fresh(f"no_tangent_{i}") for i in range(n)]
@@ -188,4 +180,4 @@ def guard_jvp(jvp: Callable[..., Any], source: str, kinds: Sequence[Any], scalar
     g.args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p), ast.arg(arg=t)], vararg=None, kwonlyargs=[],
                            kw_defaults=[], kwarg=None, defaults=[])
     g.body = [*deep.parse_ast(src).body, *checks, *stmts[:-1], *tail]
-    return _compiled(g, scope, f"<astad: {f.name}, checked>", names)
+    return compiled(g, scope, f"<astad: {f.name}, checked>", names)

@@ -27,6 +27,9 @@ from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 
+#: the most items the checks of one key unpack (a larger key's checks would be a long compile)
+MOST_ITEMS = 20000
+
 #: the containers a key may record (each user says which of them it accepts)
 CONTAINERS = frozenset({tuple, list, dict})
 
@@ -35,22 +38,28 @@ class NoCheck(Exception):
     """A key with a part the printer does not check (or too many parts)."""
 
 
+def fresh_name(base: str, taken: Collection[str]) -> str:
+    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken``."""
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
 class Names:
     """The names printed checks use for the objects they compare with (bound in ``namespace``),
     and fresh names for the items they unpack; none is in ``taken``."""
 
-    def __init__(self, taken: Collection[str] = (), most: int = 20000) -> None:
+    def __init__(self, taken: Collection[str] = (), most: int = MOST_ITEMS) -> None:
         self.namespace: dict[str, Any] = {}
         self._taken = set(taken)
         self._by_id: dict[int, str] = {}
-        self._most = most  # the most items unpacked (a larger key's checks would be a long compile)
+        self._most = most  # the most items unpacked
         self._count = 0
 
     def fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self._taken:
-            k += 1
-            name = f"{base}_{k}"
+        name = fresh_name(base, self._taken)
         self._taken.add(name)
         return name
 
@@ -127,7 +136,7 @@ def _lines(k: Any, v: str, fail: str, names: Names, scalars: frozenset, containe
 
 
 def compiled(groups: dict[str, Sequence[Any]], scalars: Collection[type], containers: Collection[type],
-             filename: str, most: int = 20000) -> Callable[..., bool] | None:
+             filename: str, most: int = MOST_ITEMS) -> Callable[..., bool] | None:
     """``check(*groups)``: whether each parameter (a sequence, of any type) has one item of each
     key in its group, compiled; None where a key has a part the printer does not check."""
     names = Names(groups, most)

@@ -25,11 +25,11 @@ import copy
 import weakref
 from typing import Any, Callable
 
-from . import deep, pipeline
+from . import deep, guards, pipeline
 from .api_forward import forward_of
 from .errors import AstadError
 from .fused import Pick
-from .guards import fresh_name as _fresh, made, pair_returning
+from .guards import pair_returning
 
 _RUNNERS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -78,10 +78,10 @@ def _compiled(d: Any, pick: Pick) -> Callable[..., Any] | None:
     if found is None:
         return None
     fn, namespace, body, ret = found
-    taken = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {a.arg for a in fn.args.args} | set(namespace)
-    value, tangent = _fresh("value", taken), _fresh("tangent", taken)
-    to_float = _fresh("as_float", taken | {value, tangent})
-    name = _fresh(f"{fn.name}_grad", taken | {value, tangent, to_float})
+    names = guards.names_of(fn, namespace)
+    value, tangent = names.fresh("value"), names.fresh("tangent")
+    to_float = names.of(as_float, "as_float")
+    name = names.fresh(f"{fn.name}_grad")
     _, single, with_value = pick
     g: ast.expr = ast.Name(id=tangent, ctx=ast.Load())
     g = g if single else ast.Tuple(elts=[g], ctx=ast.Load())
@@ -96,6 +96,4 @@ def _compiled(d: Any, pick: Pick) -> Callable[..., Any] | None:
     f.args.args = fn.args.args[:-1]
     f.body = [ast.Assign(targets=[ast.Name(id=seed, ctx=ast.Store())], value=ast.Constant(1.0)), *body[:-1], *tail,
               ast.Return(value=out)]
-    scope = dict(namespace)
-    scope[to_float] = as_float
-    return made(f, scope, f"<astad: {d.name} grad by forward mode>")
+    return guards.compiled(f, namespace, f"<astad: {d.name} grad by forward mode>", names)

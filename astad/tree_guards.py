@@ -26,19 +26,17 @@ import numpy as np
 
 from . import kind_checks
 
-#: the most nodes a printed guard checks (a larger tree keeps the key: its guard would be a long compile)
-MAX_NODES = 20000
-
 
 def guard_of(args: Sequence[Any], tangents: Sequence[Any], plain: frozenset) -> Callable[[tuple, tuple], bool] | None:
     """``guard(args, tangents)``: whether a call's arguments and tangents have the kinds these
     have (``plain``: the types a key records by their type alone); None where the kinds are not
-    all arrays, tuples and ``plain`` ones."""
+    all arrays, tuples and ``plain`` ones, or more than ``kind_checks.MOST_ITEMS`` (a larger tree
+    keeps the key: its guard would be a long compile)."""
     try:
         keys = {"args": [_key(a, plain) for a in args], "tangents": [_key(t, plain) for t in tangents]}
     except (kind_checks.NoCheck, RecursionError):
         return None
-    return kind_checks.compiled(keys, plain, {tuple}, "<astad: the kinds of a call's arguments>", MAX_NODES)
+    return kind_checks.compiled(keys, plain, {tuple}, "<astad: the kinds of a call's arguments>")
 
 
 def _key(value: Any, plain: frozenset) -> Any:
