@@ -95,8 +95,9 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
                                   outer_sums(prog.backward, Namer.of(prog))))
     shared = shared_products(prog)
     prog = dce(rematerialise(shared if shared is prog else dce(shared)))
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))))
+    backward = absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))
+    if backward is not prog.backward:  # (else dce would give back what the last dce gave)
+        prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))
