@@ -93,10 +93,14 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     if "outer" in kinds(prog.backward):
         prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                   outer_sums(prog.backward, Namer.of(prog))))
+    # (prog is dce's output here: each pass after it needs dce again only where it changed something)
     shared = shared_products(prog)
-    prog = dce(rematerialise(shared if shared is prog else dce(shared)))
-    prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                              absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))))
+    prog = prog if shared is prog else dce(shared)
+    recomputed = rematerialise(prog)
+    prog = prog if recomputed is prog else dce(recomputed)
+    backward = absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))
+    if backward is not prog.backward:
+        prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..blocks import with_branches
+from ..blocks import same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts
 from ..names import Namer
 from .signs import _EACH, _FIRST
@@ -37,10 +37,11 @@ Signed = tuple[bool, Atom]  # (negated, atom): the value is -atom when negated
 
 def absorb_negations(block: Block, namer: Namer) -> Block:
     """``block`` (a backward block) with the negations its readers take removed."""
-    binds = tuple(with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer)) for b in block.binds)
-    if not any(type(b.rhs) is Prim and b.rhs.op == "neg" for b in binds):
-        return block if all(x is y for x, y in zip(binds, block.binds)) else Block(binds, block.result)
-    return _Absorb(Block(binds, block.result), namer).run()
+    block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
+                                for b in block.binds])
+    if not any(type(b.rhs) is Prim and b.rhs.op == "neg" for b in block.binds):
+        return block
+    return _Absorb(block, namer).run()
 
 
 def _literal(a: Atom) -> bool:
@@ -112,10 +113,7 @@ class _Absorb:
         result = self.env.get(self.block.result.name, self.block.result) if isinstance(self.block.result, Var) \
             else self.block.result
         self.materialise(Prim("result", (result,)))
-        if result is self.block.result and len(self.out) == len(self.block.binds) \
-                and all(x is y for x, y in zip(self.out, self.block.binds)):
-            return self.block
-        return Block(tuple(self.out), result)
+        return same_or_new(self.block, self.out, result)
 
     def materialise(self, rhs: object) -> None:
         """A negation read where it cannot be taken (not expected: see ``taken``) is computed after all."""

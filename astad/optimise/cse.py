@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import rules
-from ..blocks import with_branches
-from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Prim, ReverseProgram, Var, substitute
+from ..blocks import rebound, same_or_new, with_branches
+from ..ir import Atom, Block, Const, If, Loop, LoopBack, Prim, ReverseProgram, Var, substitute
 from .structure import subst_atom
 
 
@@ -48,7 +48,7 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                 env[b.targets[0].name] = seen[key]
                 continue
             seen[key] = b.targets[0]
-        out.append(Bind(b.targets, rhs, b.loc))
+        out.append(rebound(b, rhs))
     if top is not None:
         top.update(seen)
-    return Block(tuple(out), subst_atom(block.result, env))
+    return same_or_new(block, out, subst_atom(block.result, env))

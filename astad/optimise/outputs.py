@@ -31,17 +31,12 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     if final is None or not isinstance(final.rhs, MakeTuple):
         return prog
     items = []
-    namers: list[Namer] = []
-
-    def namer() -> Namer:  # made once, when a name is first needed (walking the program costs)
-        if not namers:
-            namers.append(Namer.of(prog))
-        return namers[0]
+    namer = Namer.of(prog)  # (walks the program only when a name is first asked for)
 
     for p, a in zip(prog.params, final.rhs.items):
         if isinstance(p.type, Num) and p.type.py and not p.type.shape and p.type.differentiable \
                 and isinstance(a, Var) and not (isinstance(a.type, Num) and a.type.py):
-            v = Var(namer().temp(), p.type)  # a float for a float argument: `return float(x_ct)`
+            v = Var(namer.temp(), p.type)  # a float for a float argument: `return float(x_ct)`
             binds.insert(binds.index(final), Bind((v,), Prim("to_float", (a,))))
             a = v
         if isinstance(a, Zero):
@@ -49,7 +44,7 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
             if isinstance(t, Num) and t.py:
                 a = Const.literal(0.0, t)
             else:
-                zv = Var(namer().fresh(f"{p.name}_ct"), t)
+                zv = Var(namer.fresh(f"{p.name}_ct"), t)
                 binds.insert(binds.index(final), Bind((zv,), Prim("zeros_like", (p,))))
                 a = zv
         items.append(a)

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Callable
 
 import numpy as np
 
+from ..blocks import same_or_new
 from ..rules import is_advanced
 from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, nested_blocks, read_set,
                   substitute, vars_of)
@@ -52,12 +52,7 @@ def rematerialise(prog: ReverseProgram) -> ReverseProgram:
     top_free = params | top_scalars
     residual_reads = read_set(prog.backward) - bound_set(prog.backward)
     loops = {b.rhs.tape.name: b.rhs for b in prog.forward.binds if isinstance(b.rhs, Loop) and b.rhs.tape is not None}
-    names: list[Namer] = []
-
-    def namer() -> Namer:  # made once, when the first value is recomputed
-        if not names:
-            names.append(Namer.of(prog))
-        return names[0]
+    namer = Namer.of(prog)  # (walks the program only when the first value is recomputed)
 
     binds = []
     for b in prog.backward.binds:
@@ -72,8 +67,8 @@ def rematerialise(prog: ReverseProgram) -> ReverseProgram:
             if body is not rhs.body:
                 b = Bind(b.targets, replace(rhs, body=body), b.loc)
         binds.append(b)
-    backward = _recompute(Block(tuple(binds), prog.backward.result), top_defs, residual_reads, top_free, namer)
-    if backward is prog.backward and all(x is y for x, y in zip(binds, prog.backward.binds)):
+    backward = _recompute(same_or_new(prog.backward, binds), top_defs, residual_reads, top_free, namer)
+    if backward is prog.backward:
         return prog
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
 
@@ -151,7 +146,7 @@ def _basic_getitem(p: Prim) -> bool:
 
 
 def _recompute(block: Block, defs: dict[str, Bind], wanted: set[str] | frozenset[str], free: set[str],
-               namer: Callable[[], Namer]) -> Block:
+               namer: Namer) -> Block:
     """``block`` with the residuals of ``wanted`` worth recomputing bound again in it, each (and
     what it needs) just before the first binding that reads it, under a new name (the forward
     and backward passes are one function again in forward mode over reverse mode)."""
@@ -183,7 +178,7 @@ def _recompute(block: Block, defs: dict[str, Bind], wanted: set[str] | frozenset
     env: dict[str, Atom] = {}
     for n in sorted(done, key=order.index):
         t = defs[n].targets[0]
-        env[n] = Var(namer().temp() if Namer.is_temp(n) else namer().fresh(re.sub(r"_\d+$", "", n)), t.type)
+        env[n] = Var(namer.temp() if Namer.is_temp(n) else namer.fresh(re.sub(r"_\d+$", "", n)), t.type)
     renamed = [Bind(tuple(env[t.name] for t in b.targets) if id(b) in made else b.targets, substitute(b.rhs, env), b.loc)
                for b in binds]
     return Block(tuple(renamed), env.get(block.result.name, block.result) if isinstance(block.result, Var)

@@ -25,10 +25,9 @@ slice) is left as it is.
 
 from __future__ import annotations
 
-from ..blocks import with_branches
+from ..blocks import same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Num, Prim, Var, use_counts
-
-_ALL = ("slice", None, None, None)
+from ..rules.structure import ALL
 
 
 def _static(a: Atom) -> int | None:
@@ -44,8 +43,8 @@ def _part(rhs: Prim, base: int, shape: tuple) -> tuple[int, int, int, Atom] | No
     index, value = rhs.param("index"), rhs.args[base - 1]
     if not isinstance(index, tuple) or not 0 < len(index) <= len(shape):
         return None
-    index = index + (_ALL,) * (len(shape) - len(index))  # (the axes an index leaves out are whole)
-    cut = [i for i, e in enumerate(index) if e != _ALL]
+    index = index + (ALL,) * (len(shape) - len(index))  # (the axes an index leaves out are whole)
+    cut = [i for i, e in enumerate(index) if e != ALL]
     if len(cut) != 1 or not isinstance(index[cut[0]], tuple) or index[cut[0]][0] != "slice":
         return None
     k = cut[0]
@@ -76,8 +75,9 @@ def _part(rhs: Prim, base: int, shape: tuple) -> tuple[int, int, int, Atom] | No
 
 def tiles(block: Block) -> Block:
     """``block`` (a backward block) with each chain of parts that tile an array one ``concatenate``."""
-    binds = [with_branches(b, b.rhs, tiles) for b in block.binds]
-    counts = use_counts(Block(tuple(binds), block.result))
+    block = same_or_new(block, [with_branches(b, b.rhs, tiles) for b in block.binds])
+    binds = block.binds
+    counts = use_counts(block)
     chains: dict[str, list[int]] = {}  # the last target of a chain so far -> the positions of its bindings
     found: list[list[int]] = []
     for i, b in enumerate(binds):
@@ -101,7 +101,7 @@ def tiles(block: Block) -> Block:
             replaced.update({i: None for i in chain[:-1]})
             replaced[chain[-1]] = made
     if not replaced:
-        return block if all(x is y for x, y in zip(binds, block.binds)) else Block(tuple(binds), block.result)
+        return block
     out = [replaced.get(i, b) for i, b in enumerate(binds)]
     return Block(tuple(b for b in out if b is not None), block.result)
 

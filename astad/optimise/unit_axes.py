@@ -22,10 +22,9 @@ The forward pass (the user's own operations) is left as written.
 
 from __future__ import annotations
 
-from ..blocks import with_branches
+from ..blocks import same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Num, Prim
-
-_ALL = ("slice", None, None, None)
+from ..rules.structure import ALL
 
 
 def _float(t: object) -> bool:
@@ -51,7 +50,7 @@ def _unit_sum(rhs: Prim) -> Prim | None:
     k = axis + t.ndim if axis < 0 else axis
     if not 0 <= k < t.ndim or type(t.shape[k]) is not int or t.shape[k] != 1:
         return None
-    return Prim("getitem", (x, Const.integer(0)), (("index", (_ALL,) * k + (("arg", 1),)),))
+    return Prim("getitem", (x, Const.integer(0)), (("index", (ALL,) * k + (("arg", 1),)),))
 
 
 def unit_axes(block: Block) -> Block:
@@ -67,6 +66,4 @@ def unit_axes(block: Block) -> Block:
             if new is not None:
                 b = Bind(b.targets, new, b.loc)
         binds.append(b)
-    if all(x is y for x, y in zip(binds, block.binds)):
-        return block
-    return Block(tuple(binds), block.result)
+    return same_or_new(block, binds)
