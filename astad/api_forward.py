@@ -211,7 +211,11 @@ def _check_tangent(t: Type, tv: Any, what: str) -> Any:
         if len(leaves) != sum(1 for _ in t.paths()):
             raise AstadTypeError(f"{what} must have the structure {t}")
         checked = [_leaf(lt, lv, f"{what}{p}") for lt, lv, p in zip(pipeline._leaf_types(t), leaves, t.paths())]
-        return None if all(c is None for c in checked) else tv
+        if all(c is None for c in checked):
+            return None
+        if any(c is not None and c is not lv for c, lv in zip(checked, leaves)):  # a float made the argument's dtype
+            return t.unflatten(iter([lv if c is None else c for c, lv in zip(checked, leaves)]))
+        return tv
     if isinstance(t, TupleT):
         raise AstadTypeError(f"{what}: an argument of type {t} takes no tangent here")
     return _leaf(t, tv, what)
@@ -250,6 +254,8 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
     # numpy computes the tangent at the lower precision of the two (a float32 tangent of a float64 argument)
     if dtype.kind != "f" or (type(tv) is not float and dtype != np.dtype(t.dtype)):
         raise AstadTypeError(f"{what} must have dtype {t.dtype} like the argument, got {dtype}")
+    if type(tv) is float and not t.py:  # a Python float is weak in every operation, the argument (a numpy scalar,
+        return np.dtype(t.dtype).type(tv)  # a 0-d array) is not: as it is, x32 * tv would round a float64 tangent
     return tv
 
 
@@ -329,8 +335,8 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
     fwd._tables.get(_GUARDS, {}).pop(_LAST, None)  # (another call's entry, or its checks failed: made again below)
     d = fwd.derivative(args, wrt)
-    if key is not None and all((tv is None) == (c is None) for tv, c in zip(tangents, checked)) and \
-            all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
+    if key is not None and all(c is tv for tv, c in zip(tangents, checked)) and \
+            all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone (and changed none)
         checks = _dep_checks(fwd._root, d.deps)
         order = tuple(sorted(wrt))
         holds = calling.checker(checks)
