@@ -236,7 +236,7 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
     if not isinstance(t, Num):
         raise AstadTypeError(f"{what}: an argument of type {t} takes no tangent (give None)")
     if not t.differentiable:
-        if _is_zero(tv):
+        if tv is None or _is_zero(tv):  # (None: a leaf of a structured tangent)
             return None
         raise AstadTypeError(f"{what} must be None: the argument is {t}, which is discrete (no tangent)")
     if isinstance(tv, (bool, np.bool_)) or not (isinstance(tv, (float, int, np.floating, np.integer, np.ndarray))

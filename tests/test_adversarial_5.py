@@ -60,3 +60,35 @@ def test_a_python_float_tangent_of_a_numpy_scalar_keeps_its_precision(kind, low,
         assert tangent.dtype == np.float64
         want = np.cos(np.float64(y)) * ty * z.astype(np.float64) + 0.25 * z.astype(np.float64)
         np.testing.assert_allclose(tangent, want, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ 2. None for a discrete leaf of a structure
+
+def dict_params(p, x):
+    return np.sum(np.tanh(x * p["w"]) + p["b"] * p["n"])
+
+
+def nested_params(t, x):
+    a, (b, c) = t
+    return a * x + b * c * x[0]
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_none_for_a_discrete_leaf_of_a_structured_tangent(calls):
+    """A structured tangent with None at an int leaf was refused with "must be None" (it was None):
+    it is that leaf's tangent, as 0 is."""
+    x = np.array([0.3, -1.2, 2.0])
+    p = {"w": np.array([1.0, 0.5, -0.5]), "b": 0.3, "n": 2}
+    for n_tangent in (None, 0, None):
+        tp = {"w": np.array([1.0, -1.0, 2.0]), "b": 0.7, "n": n_tangent}
+        for _ in range(calls):
+            _, tangent = astad.jvp(dict_params, (p, x), (tp, None))
+            want = fd(lambda w, b: dict_params({"w": w, "b": b, "n": 2}, x), (p["w"], p["b"]), (tp["w"], tp["b"]))
+            assert tangent == pytest.approx(want, rel=1e-6)
+    t = (0.5, (x, 2))
+    for _ in range(calls):
+        _, tangent = astad.jvp(nested_params, (t, x), ((1.0, (x, None)), x))
+        want = fd(lambda a, b, z: nested_params((a, (b, 2)), z), (0.5, x, x), (1.0, x, x))
+        np.testing.assert_allclose(tangent, want, rtol=1e-6)
+    with pytest.raises(AstadError, match="must be a float"):  # (a float leaf takes a tangent: None is refused)
+        astad.jvp(nested_params, (t, x), ((None, (x, None)), x))
