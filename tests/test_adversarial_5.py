@@ -92,3 +92,53 @@ def test_none_for_a_discrete_leaf_of_a_structured_tangent(calls):
         np.testing.assert_allclose(tangent, want, rtol=1e-6)
     with pytest.raises(AstadError, match="must be a float"):  # (a float leaf takes a tangent: None is refused)
         astad.jvp(nested_params, (t, x), ((None, (x, None)), x))
+
+
+# ------------------------------------------------------------------ 3. a tangent has its value's dtype
+
+OFFSET = np.float64(0.0)
+
+
+def accumulated(x, y):
+    s = np.float64(0.0)
+    for i in range(x.shape[0]):
+        s = s + x[i]
+    return s * y[0]
+
+
+def offset_then_scaled(x, y):
+    s = x + OFFSET
+    return np.sum(s * y)
+
+
+def joined(x, y):
+    s = np.float64(0.0)
+    if y[0] > -10.0:
+        s = s + x[0]
+    for i in range(1, x.shape[0]):
+        s = s + x[i]
+    return s * y[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([accumulated, offset_then_scaled, joined]), st.sampled_from([np.float16, np.float32]),
+       st.integers(1, 400), st.integers(0, 2**16))
+def test_a_tangent_is_computed_at_its_values_precision(fn, low, n, seed):
+    """``s = np.float64(0.0); s = s + x16[i]``: the value is float64; its tangent started as a literal 0.0
+    (weak: the tangent was float16, and 3000 halves summed to 1024 instead of 1500), and ``x16 +
+    np.float64(c)`` had the tangent ``x16_t`` (float16) where the value is float64.  Each JVP is linear in
+    ``t`` and computed in float64 exactly as below; it agrees with reverse mode's gradient."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 3.0, n).astype(low)
+    y = rng.uniform(0.1, 1.0, n).astype(low)
+    t = rng.uniform(-1.0, 1.0, n).astype(low)
+    t64, y64 = t.astype(np.float64), y.astype(np.float64)
+    exact = np.sum(t64 * y64) if fn is offset_then_scaled else np.sum(t64) * y64[0]
+    for _ in range(2):
+        value, tangent = astad.jvp(fn, (x, y), (t, None))
+        assert np.asarray(value).dtype == np.float64 and np.asarray(tangent).dtype == np.float64
+        assert tangent == pytest.approx(exact, rel=1e-12, abs=1e-12)
+    _, push = astad.forward(fn)(x, y)
+    assert push(t, None) == pytest.approx(exact, rel=1e-12, abs=1e-12)
+    grad = astad.grad(fn)(x, y)  # (float16: the gradient itself is rounded to the argument's dtype)
+    assert np.sum(grad.astype(np.float64) * t.astype(np.float64)) == pytest.approx(exact, rel=2e-3, abs=1e-3)

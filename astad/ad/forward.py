@@ -131,6 +131,11 @@ class Forward:
             return a
         if isinstance(a, Var) and a.name in self.lists:  # a list made here: a list of zeros like its items
             return self.b.prim("list", *(zeros_of(self.b, x) for x in self.lists[a.name]))
+        if isinstance(a.type, Num) and not a.type.shape and not a.type.py and a.type.differentiable:
+            # a numpy scalar's zero as one (``np.float64(0.0)``): a literal 0.0 is weak, and the tangent
+            # carried from it would take the dtype of a float16 or float32 array added to it, not the value's
+            return self.b.prim("convert_float", Const.literal(0.0, Num((), "float64", py=True)), dtype=a.type.dtype,
+                               py=False)
         return zeros_of(self.b, a)
 
     # blocks -----------------------------------------------------------------
@@ -238,13 +243,25 @@ def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
     if rule is None:
         raise UnsupportedSyntaxError(f"forward mode: {rhs.op} has no tangent rule", bind.loc)
     try:
-        m.set(out, rule(m.b, same_copies(m, rhs), out, tangents))
+        m.set(out, _of_dtype(m.b, rule(m.b, same_copies(m, rhs), out, tangents), out.type))
     except prims.ShapeError as e:
         raise AstadTypeError(f"cannot differentiate {rhs.op} in forward mode: {e}", bind.loc) from None
     except AstadError as e:
         if e.loc is not None:
             raise
         raise type(e)(e.message, bind.loc, e.hint) from None
+
+
+def _of_dtype(b: Builder, t: Atom | None, like: Type) -> Atom | None:
+    """A tangent of a narrower float dtype than its value's (``x16 + np.float64(c)``: the tangent is
+    ``x16_t``) converted to the value's: the tangent of a float64 value is computed in float64."""
+    if t is None or not isinstance(like, Num) or not isinstance(t.type, Num) or like.py:
+        return t
+    have, want = t.type.dtype, like.dtype
+    if have == want or not (have.startswith("float") and want.startswith("float")) or \
+            int(have[5:]) >= int(want[5:]):
+        return t
+    return b.prim("convert_float", t, dtype=want, py=False)
 
 
 def rule_make_tuple(m: Forward, bind: Bind, rhs: MakeTuple) -> None:
