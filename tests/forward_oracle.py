@@ -201,6 +201,9 @@ def check_forward(fn, args, data, eps=1e-6, rtol=1e-5, atol=1e-5, reverse=True):
             continue
         assert t is not None, f"{where}: no tangent for a real output"
         assert np.shape(t) == np.shape(w), f"{where}: tangent shape {np.shape(t)} != value shape {np.shape(w)}"
+        if isinstance(w, (np.ndarray, np.floating)) and w.dtype.kind == "f":  # computed at the value's precision
+            assert np.asarray(t).dtype.itemsize >= w.dtype.itemsize, f"{where}: a {np.asarray(t).dtype} tangent " \
+                                                                     f"of a {w.dtype} value"
         fd = (np.asarray(p, dtype=float) - np.asarray(m, dtype=float)) / (2 * eps)
         np.testing.assert_allclose(t, fd, rtol=rtol, atol=atol, err_msg=f"{where}: J v vs central differences")
     if reverse:
