@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 import astad
 from astad.errors import AstadError
+from conftest import fuzz_examples, load_program
 
 
 def sin_times(x, y):
@@ -142,3 +143,47 @@ def test_a_tangent_is_computed_at_its_values_precision(fn, low, n, seed):
     assert push(t, None) == pytest.approx(exact, rel=1e-12, abs=1e-12)
     grad = astad.grad(fn)(x, y)  # (float16: the gradient itself is rounded to the argument's dtype)
     assert np.sum(grad.astype(np.float64) * t.astype(np.float64)) == pytest.approx(exact, rel=2e-3, abs=1e-3)
+
+
+# a small generator of programs mixing low-precision arguments with float64 constants (numpy scalars,
+# 0-d and 1-d arrays: none is weak), straight-line or summed in a loop: every tangent has at least its
+# value's precision and agrees with reverse mode
+
+_LOW_TERMS = ["x", "y", "x * y", "np.sin(x)", "x * 0.5", "x + C", "x * c", "y - c", "x + z"]
+
+
+@st.composite
+def mixed_precision_programs(draw):
+    lines = ["import numpy as np", "C = np.linspace(0.5, 1.5, 5)", "c = np.float64(1.25)", "z = np.array(0.75)",
+             "", "", "def f(x, y):"]
+    names = ["x", "y"]
+    for k in range(draw(st.integers(1, 4))):
+        a, b = draw(st.sampled_from(names)), draw(st.sampled_from(_LOW_TERMS)).replace("x", "X").replace("y", "Y")
+        b = b.replace("X", draw(st.sampled_from(names))).replace("Y", draw(st.sampled_from(names)))
+        op = draw(st.sampled_from(["+", "*", "-"]))
+        lines.append(f"    v{k} = {a} {op} {b}")
+        names.append(f"v{k}")
+    if draw(st.booleans()):
+        start = draw(st.sampled_from(["np.float64(0.0)", "np.zeros(())", "c * 0.0"]))
+        lines += [f"    s = {start}", "    for i in range(x.shape[0]):", f"        s = s + {names[-1]}[i] * x[i]",
+                  "    return s"]
+    else:
+        lines.append(f"    return np.sum({names[-1]} * {draw(st.sampled_from(names))})")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=fuzz_examples(40), deadline=None)
+@given(mixed_precision_programs(), st.sampled_from([np.float16, np.float32]), st.integers(0, 2**16))
+def test_random_mixed_precision_programs(tmp_path_factory, source, low, seed):
+    f = load_program(source, tmp_path_factory.mktemp("mixed"), "mixed").f
+    rng = np.random.default_rng(seed)
+    x, y = (rng.uniform(0.5, 1.5, 5).astype(low) for _ in range(2))
+    tx, ty = (rng.uniform(-1.0, 1.0, 5).astype(low) for _ in range(2))
+    value = f(x, y)
+    got, tangent = astad.jvp(f, (x, y), (tx, ty))
+    assert np.asarray(got).dtype == np.asarray(value).dtype
+    assert np.asarray(tangent).dtype.itemsize >= np.asarray(value).dtype.itemsize, source
+    gx, gy = astad.grad(f, argnums=(0, 1))(x, y)
+    by_reverse = np.sum(gx.astype(np.float64) * tx) + np.sum(gy.astype(np.float64) * ty)
+    scale = np.sum(np.abs(gx.astype(np.float64) * tx)) + np.sum(np.abs(gy.astype(np.float64) * ty)) + 1e-3
+    assert abs(float(tangent) - by_reverse) <= (1e-2 if low == np.float16 else 1e-5) * scale, source
