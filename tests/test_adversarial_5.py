@@ -187,3 +187,52 @@ def test_random_mixed_precision_programs(tmp_path_factory, source, low, seed):
     by_reverse = np.sum(gx.astype(np.float64) * tx) + np.sum(gy.astype(np.float64) * ty)
     scale = np.sum(np.abs(gx.astype(np.float64) * tx)) + np.sum(np.abs(gy.astype(np.float64) * ty)) + 1e-3
     assert abs(float(tangent) - by_reverse) <= (1e-2 if low == np.float16 else 1e-5) * scale, source
+
+
+# ------------------------------------------------------------------ 4. astad called inside the code it differentiates
+
+INSIDE = '''\
+import numpy as np
+import astad
+from astad import grad, jvp, hessian
+import astad.api_higher as higher
+
+
+def h(x):
+    return np.sum(np.sin(x) * x)
+
+
+def by_name(x):
+    return np.sum(grad(h)(x) * x)
+
+
+def by_jvp(x):
+    return jvp(h, (x,), (x,))[1]
+
+
+def by_hessian(x):
+    return np.sum(hessian(h)(x))
+
+
+def by_module(x):
+    return np.sum(astad.grad(h)(x) * x)
+
+
+def by_submodule(x):
+    return np.sum(higher.grad(h)(x))
+'''
+
+
+@pytest.mark.parametrize("name", ["by_name", "by_jvp", "by_hessian", "by_module", "by_submodule"])
+@pytest.mark.parametrize("how", ["jvp", "grad", "value_and_grad", "hessian"])
+def test_astad_called_inside_is_refused_at_the_users_line(tmp_path, name, how):
+    """``from astad import grad`` and ``grad(h)(x)`` in the code: astad read its own source (api_higher.py)
+    and refused at one of its own lines (``Derived`` is a type, f-strings ...); now at the user's."""
+    mod = load_program(INSIDE, tmp_path, "inside")
+    fn, x = getattr(mod, name), np.array([0.3, 0.7])
+    run = {"jvp": lambda: astad.jvp(fn, (x,), (x,)), "grad": lambda: astad.grad(fn)(x),
+           "value_and_grad": lambda: astad.value_and_grad(fn)(x), "hessian": lambda: astad.hessian(fn)(x)}[how]
+    with pytest.raises(AstadError, match="inside a function astad differentiates") as e:
+        run()
+    assert e.value.loc is not None and e.value.loc.file == mod.__file__
+    assert "astad.grad(astad.grad(f))" in str(e.value)

@@ -62,6 +62,8 @@ class Lookup(LowererCore):
         if isinstance(obj, types.ModuleType):
             if obj.__name__.startswith("numpy") or obj is math:
                 return Ref("module", obj, path=path)
+            if obj.__name__.split(".")[0] == "astad":  # astad.grad(f)(x) in the code: a derivative inside
+                raise _astad_inside(f"module `{obj.__name__}`", self.loc(node))
             raise UnsupportedFunctionError(f"module `{obj.__name__}` is not supported", self.loc(node),
                                            "numpy (import numpy as np), math, and your own functions")
         if builtin_spec(obj) is not None:
@@ -88,6 +90,8 @@ class Lookup(LowererCore):
                 "derivative inside the code) is not supported yet", self.loc(node),
                 "differentiate the derivative itself (astad.grad(astad.grad(f))), or compute it outside")
         if isinstance(obj, types.FunctionType):
+            if str(getattr(obj, "__module__", "")).split(".")[0] == "astad":  # (from astad import grad): not read
+                raise _astad_inside(f"`{name}`, astad's {obj.__module__}.{obj.__name__},", self.loc(node))
             return Ref("user", obj, path=path)
         if any(obj is k for k in _PY_DTYPES):
             return Ref("dtype", _PY_DTYPES[obj])
@@ -204,3 +208,11 @@ _TYPES = (tuple, list, dict, float, int, bool, np.ndarray)
 
 
 _PY_DTYPES = {builtins.float: "float64", builtins.int: "int64", builtins.bool: "bool"}
+
+
+def _astad_inside(what: str, loc: Any) -> UnsupportedFunctionError:
+    """astad itself called in the code it differentiates (``astad.grad(f)(x)``): its source is not read."""
+    return UnsupportedFunctionError(f"{what} is not supported inside a function astad differentiates (a "
+                                    "derivative inside the code)", loc,
+                                    "differentiate the derivative itself (astad.grad(astad.grad(f))), or compute "
+                                    "it outside")
