@@ -282,12 +282,15 @@ def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
 
 
 def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: bool, parts: tuple,
-                  tangent_list: list) -> list[tuple[Any, Any]]:
+                  tangent_list: list, gradient: bool = False) -> list[tuple[Any, Any]]:
     """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
-    element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs)."""
+    element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs);
+    ``gradient``: the Jacobian is a gradient, of a real scalar."""
     progs, extras = parts
     units = basis(primals, nums)
     value = inner(*primals)
+    if gradient:
+        _require_scalar(inner.name, value)
     out = []
     for tangents in tangent_list:
         cols, dcols = [], []
@@ -300,6 +303,13 @@ def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: b
         out.append((from_columns(value, cols, primals, nums, single),
                     from_columns(value, dcols, primals, nums, single)))
     return out
+
+
+def _require_scalar(name: str, value: Any) -> None:
+    """The output of a function whose gradient is asked for is a real scalar."""
+    if not (np.ndim(value) == 0 and is_real(np.asarray(value)) and not isinstance(value, tuple)):
+        raise NonScalarOutputError(f"grad of {name} needs a real scalar output, got {type(value).__name__}",
+                                   hint="astad.jacfwd or astad.jacrev for a non-scalar output, or reduce it (np.sum)")
 
 
 class Grad(Derived):
@@ -324,8 +334,7 @@ class Grad(Derived):
         pairs = self.inner._jvps(tuple(args), basis(args, nums))
         value = pairs[0][0] if pairs else self.inner(*args)
         cols = [t for _, t in pairs]
-        if not (np.ndim(value) == 0 and is_real(np.asarray(value)) and not isinstance(value, tuple)):
-            raise NonScalarOutputError(f"grad of {self.inner.name} needs a real scalar output, got {type(value).__name__}")
+        _require_scalar(self.inner.name, value)
         return value, from_columns(value, cols, args, nums, single)
 
     def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
@@ -352,7 +361,7 @@ class Grad(Derived):
         if kind == "vjp":
             return [parts.jvp(primals, (1.0,), t) for t in tangent_list]
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list)
+        return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list, gradient=True)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
@@ -364,6 +373,7 @@ class Grad(Derived):
         units = basis(args, nums)
         if len(units) != 1:
             return super().program(args)
+        _require_scalar(self.inner.name, self.inner(*args))  # (the column of a vector is not a gradient)
         progs, extras = parts
         i = nums[0]
         q, tail = progs[i]

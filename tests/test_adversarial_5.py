@@ -236,3 +236,46 @@ def test_astad_called_inside_is_refused_at_the_users_line(tmp_path, name, how):
         run()
     assert e.value.loc is not None and e.value.loc.file == mod.__file__
     assert "astad.grad(astad.grad(f))" in str(e.value)
+
+
+# ------------------------------------------------------------------ 5. grad of a derivative that is not a scalar
+
+def two_vectors(x, y):
+    return np.sum(np.sin(x) * y) + np.sum(x ** 2) * np.sum(y)
+
+
+def of_a_scalar(t):
+    return np.array([t, t * t, np.sin(t)])
+
+
+def scalar_of_two(a, b):
+    return np.sin(a) * b ** 2 + a * b
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(["jvp", "hvp", "hessian", "jacfwd", "jacrev", "call"]), st.integers(0, 2**16))
+def test_grad_of_a_vector_valued_derivative_is_refused_however_it_is_reached(how, seed):
+    """``grad(grad(f))`` where ``grad(f)`` is a vector: calling it raised NonScalarOutputError, but
+    ``jvp(grad(grad(f)), ...)``, ``hvp(grad(f), ...)`` and ``hessian(grad(f))`` returned the Hessian (and its
+    derivative) as if they were a gradient's; likewise ``grad`` of a derivative whose one input gives a vector."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.standard_normal(3), rng.standard_normal(3)
+    gg = astad.grad(astad.grad(two_vectors))
+    run = {"jvp": lambda: astad.jvp(gg, (x, y), (x, None)),
+           "hvp": lambda: astad.hvp(astad.grad(two_vectors), (x, y), (x, None)),
+           "hessian": lambda: astad.hessian(astad.grad(two_vectors))(x, y),
+           "jacfwd": lambda: astad.jacfwd(gg)(x, y), "jacrev": lambda: astad.jacrev(gg)(x, y),
+           "call": lambda: gg(x, y)}[how]
+    with pytest.raises(astad.NonScalarOutputError, match=r"grad of grad\(two_vectors\)"):
+        run()
+    t = float(rng.uniform(-1, 1))
+    with pytest.raises(astad.NonScalarOutputError):  # one input element, a vector out: its column is no gradient
+        {"jvp": lambda: astad.jvp(astad.grad(astad.jacfwd(of_a_scalar)), (t,), (1.0,)),
+         "jacrev": lambda: astad.jacrev(astad.grad(astad.jacfwd(of_a_scalar)))(t)}.get(how, lambda: astad.grad(
+             astad.jacfwd(of_a_scalar))(t))()
+    # a gradient of a gradient that is a scalar is differentiated: against central differences
+    a, b = float(rng.uniform(-1, 1)), float(rng.uniform(0.5, 1.5))
+    h = astad.grad(astad.grad(scalar_of_two))
+    d3 = astad.jvp(h, (a, b), (1.0, None))[1]
+    want = (h(a + 1e-5, b) - h(a - 1e-5, b)) / 2e-5
+    assert d3 == pytest.approx(want, rel=1e-5, abs=1e-6)
