@@ -279,3 +279,29 @@ def test_grad_of_a_vector_valued_derivative_is_refused_however_it_is_reached(how
     d3 = astad.jvp(h, (a, b), (1.0, None))[1]
     want = (h(a + 1e-5, b) - h(a - 1e-5, b)) / 2e-5
     assert d3 == pytest.approx(want, rel=1e-5, abs=1e-6)
+
+
+# ------------------------------------------------------------------ 6. async def
+
+ASYNC = '''\
+import numpy as np
+
+
+async def co(a):
+    return np.sin(a) * 2.0
+
+
+def calls_it(a):
+    return co(a)
+'''
+
+
+@pytest.mark.parametrize("name", ["co", "calls_it"])
+@pytest.mark.parametrize("how", ["jvp", "forward", "grad", "hessian"])
+def test_an_async_def_is_refused(tmp_path, name, how):
+    """``co(1.0)`` returns a coroutine; astad read ``async def`` as ``def`` and returned (2 sin 1, 2 cos 1)."""
+    fn = getattr(load_program(ASYNC, tmp_path, "async"), name)
+    run = {"jvp": lambda: astad.jvp(fn, (1.0,), (1.0,)), "forward": lambda: astad.forward(fn)(1.0),
+           "grad": lambda: astad.grad(fn)(1.0), "hessian": lambda: astad.hessian(fn)(1.0)}[how]
+    with pytest.raises(astad.UnsupportedSyntaxError, match="`async def` is not supported"):
+        run()

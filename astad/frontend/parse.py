@@ -279,6 +279,8 @@ class _SubsetChecker(cst.CSTVisitor):
             self.messages -= 1
 
     def _check_signature(self, node: cst.FunctionDef) -> None:
+        if node.asynchronous is not None:  # (calling it returns a coroutine, not its result)
+            raise UnsupportedSyntaxError("`async def` is not supported", self.parsed.loc(node), "a plain `def`")
         self._check_params(node.params, module_level=self.depth == 1)
         _check_returns_last(stmts_of(node.body), self.parsed)
 
