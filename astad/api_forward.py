@@ -11,6 +11,7 @@ only (the disk cache holds reverse derivatives).
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -222,8 +223,9 @@ def _check_tangent(t: Type, tv: Any, what: str) -> Any:
 
 
 def _same_structure(a: Any, b: Any) -> bool:
-    """Whether ``b`` has the structure of ``a`` (the same containers, dict keys and lengths)."""
-    if type(a) is not type(b):
+    """Whether ``b`` has the structure of ``a`` (the same containers, dict keys and lengths; an
+    ``OrderedDict`` is a dict, as an argument is)."""
+    if type(a) is not type(b) and not (type(a) is dict and type(b) is OrderedDict):
         return False
     if isinstance(a, dict):
         return a.keys() == b.keys() and all(_same_structure(a[k], b[k]) for k in a)

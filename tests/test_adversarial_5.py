@@ -305,3 +305,20 @@ def test_an_async_def_is_refused(tmp_path, name, how):
            "grad": lambda: astad.grad(fn)(1.0), "hessian": lambda: astad.hessian(fn)(1.0)}[how]
     with pytest.raises(astad.UnsupportedSyntaxError, match="`async def` is not supported"):
         run()
+
+
+def test_an_ordered_dict_tangent_of_an_ordered_dict_argument():
+    """An ``OrderedDict`` argument is accepted; a tangent of its very structure (an ``OrderedDict``) was
+    refused ("must have the structure ..., got OrderedDict")."""
+    from collections import OrderedDict
+
+    x = np.array([0.3, -1.2, 2.0])
+    p = OrderedDict(w=np.array([1.0, 0.5, -0.5]), b=0.3, n=2)
+    tp = OrderedDict(w=np.array([1.0, -1.0, 2.0]), b=0.7, n=None)
+    want = fd(lambda w, b: dict_params({"w": w, "b": b, "n": 2}, x), (p["w"], p["b"]), (tp["w"], tp["b"]))
+    for _ in range(2):
+        assert astad.jvp(dict_params, (p, x), (tp, None))[1] == pytest.approx(want, rel=1e-6)
+    hv = astad.hvp(dict_params, (p, x), (tp, None))[0]
+    grad = astad.grad(dict_params)
+    plus, minus = (grad({"w": p["w"] + s * tp["w"], "b": p["b"] + s * tp["b"], "n": 2}, x) for s in (1e-5, -1e-5))
+    np.testing.assert_allclose(hv["w"], (plus["w"] - minus["w"]) / 2e-5, rtol=1e-5, atol=1e-7)
