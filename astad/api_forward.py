@@ -322,9 +322,11 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
         if found is not None and tuple in map(type, args):
             _remember_guard(fwd.table(_GUARDS), key, found, args, tangents)  # type: ignore[arg-type]
     if found is not None and (found[2] is None or found[2]()):  # arguments and tangents of kinds seen before
-        if fast:
+        d, order, *cast = found[0]
+        if cast:  # Python-float tangents of numpy scalars: made numpy scalars (see _leaf), the checked code not used
+            tangents = [tangents[i] if k is None else k(tangents[i]) for i, k in enumerate(cast[0])]
+        elif fast:
             _check_next(fwd, key, found)
-        d, order = found[0]
         value, tangent = d.jvp(*args, *[tangents[i] for i in order])
         if tangent is None or not order:
             tangent = zeros_like_type(d.out_type, value)
@@ -337,14 +339,15 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     wrt = frozenset(i for i, tv in enumerate(checked) if tv is not None)
     fwd._tables.get(_GUARDS, {}).pop(_LAST, None)  # (another call's entry, or its checks failed: made again below)
     d = fwd.derivative(args, wrt)
-    if key is not None and all(c is tv for tv, c in zip(tangents, checked)) and \
-            all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone (and changed none)
+    cast = _casts(tangents, checked)
+    if key is not None and cast is not None and \
+            all(all_differentiable(types[i]) for i in wrt):  # the check depends on the key alone
         checks = _dep_checks(fwd._root, d.deps)
         order = tuple(sorted(wrt))
         holds = calling.checker(checks)
-        found = ((d, order), checks, holds)
+        found = ((d, order, cast) if cast else (d, order), checks, holds)
         fwd._derivatives.put(key, found)
-        if fast:
+        if fast and not cast:
             both = (*args, *tangents)
             entry = (d.jvp, None if order == tuple(range(len(args))) and order else order, holds, d.out_type)
             remember(fwd._jvps, both, entry, _JVP_KINDS)
@@ -353,6 +356,16 @@ def jvp_at(fwd: Forward, args: Sequence[Any], tangents: Sequence[Any], check: bo
     if tangent is None or not wrt:
         tangent = zeros_like_type(d.out_type, value)
     return value, _owned(tangent, args, tangents)
+
+
+def _casts(tangents: Sequence[Any], checked: Sequence[Any]) -> tuple | None:
+    """``()`` where the check gave the tangents as they are; where it made Python floats numpy scalars
+    (:func:`_leaf`), the numpy scalar type of each (None for the others); None for any other change."""
+    if all(c is tv for tv, c in zip(tangents, checked)):
+        return ()
+    if not all(c is tv or (type(tv) is float and type(c) in _SCALAR_KEYS) for tv, c in zip(tangents, checked)):
+        return None
+    return tuple(None if c is tv else type(c) for tv, c in zip(tangents, checked))
 
 
 def _check_next(fwd: Forward, key: tuple, found: tuple) -> None:
