@@ -6,7 +6,6 @@ output."""
 
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 import pytest
