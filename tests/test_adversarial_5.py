@@ -6,7 +6,6 @@ output."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
