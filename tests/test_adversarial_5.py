@@ -320,3 +320,32 @@ def test_an_ordered_dict_tangent_of_an_ordered_dict_argument():
     grad = astad.grad(dict_params)
     plus, minus = (grad({"w": p["w"] + s * tp["w"], "b": p["b"] + s * tp["b"], "n": 2}, x) for s in (1e-5, -1e-5))
     np.testing.assert_allclose(hv["w"], (plus["w"] - minus["w"]) / 2e-5, rtol=1e-5, atol=1e-7)
+
+
+_Y_KINDS = {"float": float, "np.float64": np.float64, "np.float32": np.float32, "0-d f64": lambda v: np.array(v),
+            "0-d f32": lambda v: np.array(v, np.float32)}
+_T_KINDS = {"float": float, "like": None, "None": lambda v: None}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(_Y_KINDS)), st.sampled_from(sorted(_T_KINDS)),
+                          st.sampled_from([np.float16, np.float32, np.float64])), min_size=2, max_size=12))
+def test_calls_of_changing_scalar_kinds_and_tangent_kinds(calls):
+    """``sin(x) * y`` with ``y`` a Python float, a numpy scalar or a 0-d array and its tangent a Python
+    float, one of ``y``'s own kind or None, called in any order (the cached entries of each kind, the
+    conversion of a Python-float tangent, the checked code of the latest kind): the exact tangent
+    ``sin(x) * ty`` (``ty`` of ``y``'s dtype), at the value's precision."""
+    for y_kind, t_kind, x_dtype in calls:
+        x = np.array([0.5, 1.3, -2.1], x_dtype)
+        y = _Y_KINDS[y_kind](1.7)
+        ty = _Y_KINDS[y_kind](0.3) if t_kind == "like" else _T_KINDS[t_kind](0.3)
+        value, tangent = astad.jvp(sin_times, (x, y), (None, ty))
+        assert np.asarray(value).dtype == (np.sin(x) * y).dtype
+        if ty is None:
+            assert not np.any(tangent)
+            continue
+        assert np.asarray(tangent).dtype == np.asarray(value).dtype
+        ty = np.asarray(y).dtype.type(ty)  # (a Python float takes the argument's dtype)
+        want = np.sin(x).astype(np.float64) * np.float64(ty)
+        rel = {np.float16: 1e-3, np.float32: 1e-6}.get(np.asarray(value).dtype.type, 1e-12)
+        np.testing.assert_allclose(np.asarray(tangent, np.float64), want, rtol=rel)
