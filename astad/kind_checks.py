@@ -117,6 +117,13 @@ def _lines(k: Any, v: str, fail: str, names: Names, scalars: frozenset, containe
     elif type(k) is tuple and len(k) == 2 and k[0] in (tuple, list) and k[0] in containers and type(k[1]) is tuple:
         out.append(f"if {is_type}({v}) is not {names.of(k[0], 'kind_' + k[0].__name__)} "
                    f"or {names.of(len, 'len')}({v}) != {len(k[1])}: {fail}")
+        if len(k[1]) > 1 and all(key == k[1][0] for key in k[1]):  # items of one kind: a loop
+            item = names.item()
+            body: list[str] = []
+            _lines(k[1][0], item, fail, names, scalars, containers, body)
+            out.append(f"for {item} in {v}:")
+            out.extend(f"    {line}" for line in body)
+            return
         items = [names.item() for _ in k[1]]
         if items:
             out.append(f"{', '.join(items)}, = {v}")
