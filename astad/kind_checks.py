@@ -6,7 +6,9 @@ A derivative is specialised on the kinds of its arguments, and a call finds it b
 scalar's (or None's) exact type, a container's type and length, a dict's keys, recursively.
 Building that key, hashing it and comparing it on every call costs as much as a small derivative.
 :func:`lines` prints, once per key, the statements that answer whether values have exactly that
-key instead: one test per node, each container unpacked once, no key built.  Its users:
+key instead: one test per node, each container unpacked once, no key built; a tuple or list
+whose items all have one key is checked by a loop over them (its items' checks compiled once: a
+tree of 256 arrays compiles in under a millisecond, not in 25).  Its users:
 
 - ``guards.guard_jvp``: the checks at the top of a generated JVP (``astad.jvp`` of scalars and
   arrays), which runs straight on when they pass;
