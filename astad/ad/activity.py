@@ -124,10 +124,19 @@ def _varied_block(act: Activity, block: Block) -> None:
 
 
 def _varied_prim(act: Activity, b: Bind, rhs: Prim) -> None:
-    if rules.TABLE[rhs.op].kind in _NO_DERIVATIVE:
-        _set_varied(act, b.targets, lambda i: False)
-    else:
-        _all(act, b, rhs.args)
+    """``_all`` of the arguments, or nothing varied through a primitive without a derivative
+    (written out: this runs for most bindings)."""
+    known, varied = act.known, act.varied
+    flag = False
+    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE:
+        for a in rhs.args:
+            if isinstance(a, Var) and (a.name in varied or a.name not in known):
+                flag = True
+                break
+    for t in b.targets:
+        known.add(t.name)
+        if flag and t.type.differentiable:
+            varied.add(t.name)
 
 
 def _items(block: Block) -> tuple[Atom, ...]:
@@ -225,8 +234,10 @@ def _reads(atoms: Callable[[object], tuple[Atom, ...]]) -> Callable:
 
 
 def _useful_prim(act: Activity, b: Bind, rhs: Prim) -> None:
-    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE:
-        _reads(lambda r: r.args)(act, b, rhs)
+    """Each argument useful if a target is, through a primitive with a derivative."""
+    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE and _any_useful(act, b.targets):
+        for a in rhs.args:
+            _need(act, a)
 
 
 def _seed(act: Activity, block: Block, useful: Callable[[int], bool]) -> None:

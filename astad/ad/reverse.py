@@ -44,9 +44,9 @@ class Builder:
         self.loc: Loc | None = None  # the source line whose backward pass is being built
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        t = rules.infer(op, [a.type for a in args], params)
+        t = rules.TABLE[op].infer([a.type for a in args], params)
         var = Var(self.namer.temp(), t)
-        self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items()))), self.loc))
+        self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items())) if params else ()), self.loc))
         return var
 
     def const(self, value: Any) -> Const:
@@ -93,8 +93,11 @@ def _ct_type(t: Type, *cts: Atom) -> Type:
     that of a function value is a copower."""
     if isinstance(t, FunT):
         return CopowerT(t)
-    numpy_scalar = any(isinstance(c.type, Num) and not c.type.py for c in cts)
-    return _joined_ct_type(t) if numpy_scalar else t
+    for c in cts:  # (a loop, not any() of a generator: this runs for every cotangent made)
+        ct = c.type
+        if isinstance(ct, Num) and not ct.py:
+            return _joined_ct_type(t)
+    return t
 
 
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
@@ -121,9 +124,11 @@ class _Macro:
         self.cts: dict[str, Atom] = {}
         self.functions: dict[str, Lam] = {}  # the variable a lam is bound to (its type's name) -> the lam
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
+        self.rules: dict[type, Callable[[Bind, Any], None]] = {}  # a construct's class -> its rule (looked up once)
 
     def ct_of(self, v: Var) -> Atom:
-        return self.cts.get(v.name, Zero(_ct_type(v.type)))
+        ct = self.cts.get(v.name)  # (the zero made only when there is none)
+        return Zero(_ct_type(v.type)) if ct is None else ct
 
     def give(self, a: Atom, ct: Atom | None) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
@@ -340,12 +345,16 @@ class _Macro:
         bindings in reverse, each by the rule for its construct."""
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
+        rules_ = self.rules
         for bind in reversed(block.binds):
-            rule: Callable[[Bind, Any], None] | None = getattr(self, "rule_" + type(bind.rhs).__name__, None)
+            rhs = bind.rhs
+            rule = rules_.get(type(rhs))
             if rule is None:
-                raise InternalError(f"reverse macro: no rule for {type(bind.rhs).__name__}")
+                rule = rules_[type(rhs)] = getattr(self, "rule_" + type(rhs).__name__, None)
+                if rule is None:
+                    raise InternalError(f"reverse macro: no rule for {type(rhs).__name__}")
             saved, self.b.loc = self.b.loc, bind.loc
-            rule(bind, bind.rhs)
+            rule(bind, rhs)
             self.b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
