@@ -124,7 +124,6 @@ class _Macro:
         self.cts: dict[str, Atom] = {}
         self.functions: dict[str, Lam] = {}  # the variable a lam is bound to (its type's name) -> the lam
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
-        self.rules: dict[type, Callable[[Bind, Any], None]] = {}  # a construct's class -> its rule (looked up once)
 
     def ct_of(self, v: Var) -> Atom:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
@@ -345,16 +344,15 @@ class _Macro:
         bindings in reverse, each by the rule for its construct."""
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
-        rules_ = self.rules
         for bind in reversed(block.binds):
             rhs = bind.rhs
-            rule = rules_.get(type(rhs))
+            rule = _RULES.get(type(rhs))
             if rule is None:
-                rule = rules_[type(rhs)] = getattr(self, "rule_" + type(rhs).__name__, None)
+                rule = _RULES[type(rhs)] = getattr(_Macro, "rule_" + type(rhs).__name__, None)
                 if rule is None:
                     raise InternalError(f"reverse macro: no rule for {type(rhs).__name__}")
             saved, self.b.loc = self.b.loc, bind.loc
-            rule(bind, rhs)
+            rule(self, bind, rhs)
             self.b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
@@ -375,6 +373,10 @@ class _Macro:
     def captured(self, lam: Lam) -> tuple[Var, ...]:
         """What a function value captures that has a cotangent."""
         return tuple(v for v in lam_free_vars(lam) if differentiable(v.type) and self.active(v))
+
+
+#: a construct's class -> the macro's rule for it (looked up by name once)
+_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = {}
 
 
 def _always(a: Atom) -> bool:
