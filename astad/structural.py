@@ -98,7 +98,10 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
         return a
 
     if type(rhs) is Prim:  # the most common: itself when it reads no duplicated variable
-        if not any(type(a) is Var and a.name in pending for a in rhs.args):
+        for a in rhs.args:
+            if type(a) is Var and a.name in pending:
+                break
+        else:
             return rhs
     if isinstance(rhs, If):
         cond = take(rhs.cond)

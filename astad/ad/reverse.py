@@ -16,6 +16,7 @@ from typing import Any, Callable
 from .. import rules
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
+from ..blocks import rebound
 from ..names import Namer
 from dataclasses import replace
 
@@ -101,7 +102,10 @@ def _ct_type(t: Type, *cts: Atom) -> Type:
 
 
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
-    """The forward block with each function value's backward map attached."""
+    """The forward block with each function value's backward map attached (the
+    block itself when there is none: a program without function values)."""
+    if not backs:
+        return block
     binds = []
     for b in block.binds:
         rhs = b.rhs
@@ -111,7 +115,7 @@ def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
             rhs = If(rhs.cond, _with_backs(rhs.then, backs), _with_backs(rhs.orelse, backs))
         elif isinstance(rhs, Loop):
             rhs = replace(rhs, body=_with_backs(rhs.body, backs))
-        binds.append(Bind(b.targets, rhs, b.loc))
+        binds.append(rebound(b, rhs))
     return Block(tuple(binds), block.result)
 
 
@@ -122,7 +126,8 @@ class _Macro:
         self.namer = Namer.of(fn)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
-        self.functions: dict[str, Lam] = {}  # the variable a lam is bound to (its type's name) -> the lam
+        self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
+        self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
 
     def ct_of(self, v: Var) -> Atom:
@@ -131,7 +136,7 @@ class _Macro:
 
     def give(self, a: Atom, ct: Atom | None) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
-        if not isinstance(a, Var) or not differentiable(a.type):
+        if not isinstance(a, Var) or not a.type.differentiable:
             return
         if ct is None or isinstance(ct, Zero) or not self.active(a):
             self.cts[a.name] = Zero(_ct_type(a.type))
@@ -284,6 +289,9 @@ class _Macro:
             for a in (rhs.fn, *rhs.args):
                 self.give(a, None)
             return
+        if self.functions is None:  # (found once, when the first call is reached: most programs make none)
+            assert self.forward is not None
+            self.functions = function_values(self.forward)
         lam = self.functions[rhs.fn.type.name]  # type: ignore[union-attr]
         captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in self.captured(lam))
         args = tuple(Var(self.namer.fresh(f"{p.name}_ct"), _ct_type(p.type)) for p in lam.params)
@@ -360,7 +368,7 @@ class _Macro:
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer))
-        self.functions = function_values(fn.body)
+        self.forward = fn.body
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(
