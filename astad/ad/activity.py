@@ -234,10 +234,18 @@ def _reads(atoms: Callable[[object], tuple[Atom, ...]]) -> Callable:
 
 
 def _useful_prim(act: Activity, b: Bind, rhs: Prim) -> None:
-    """Each argument useful if a target is, through a primitive with a derivative."""
-    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE and _any_useful(act, b.targets):
+    """Each argument useful if a target is, through a primitive with a derivative
+    (``_reads`` written out: this runs for most bindings)."""
+    useful = act.useful
+    for t in b.targets:
+        if t.name in useful:
+            break
+    else:
+        return
+    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE:
         for a in rhs.args:
-            _need(act, a)
+            if isinstance(a, Var) and a.type.differentiable:
+                useful.add(a.name)
 
 
 def _seed(act: Activity, block: Block, useful: Callable[[int], bool]) -> None:
