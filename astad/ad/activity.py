@@ -88,7 +88,11 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
     _need(act, fn.body.result)
     # a function value may read what is bound after it (and is made useful by its calls, later
     # still): with one, the backward pass is made again until the useful values stop growing
-    again = any(isinstance(b.rhs, Lam) for b in all_binds(fn.body))
+    again = False
+    for b in all_binds(fn.body):
+        if type(b.rhs) is Lam:
+            again = True
+            break
     size = -1
     while size != len(act.useful):
         size = len(act.useful)

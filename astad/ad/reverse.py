@@ -94,10 +94,11 @@ def _ct_type(t: Type, *cts: Atom) -> Type:
     that of a function value is a copower."""
     if isinstance(t, FunT):
         return CopowerT(t)
-    for c in cts:  # (a loop, not any() of a generator: this runs for every cotangent made)
-        ct = c.type
-        if isinstance(ct, Num) and not ct.py:
-            return _joined_ct_type(t)
+    if isinstance(t, Num) and t.py and not t.shape:  # (a loop, not any() of a generator: this runs for every cotangent)
+        for c in cts:
+            ct = c.type
+            if isinstance(ct, Num) and not ct.py:
+                return Num((), t.dtype, py=False)  # as _joined_ct_type
     return t
 
 
