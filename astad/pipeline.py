@@ -67,8 +67,9 @@ class Derivative:
     def __post_init__(self) -> None:
         self.arg_owners: Callable[[Sequence[Any]], set[int]] = _owners_of_args  # see astad.fresh
         if any(isinstance(t, StructT) for t in self.arg_types):  # the generated code takes and gives leaves
-            self.forward, self.backward = _structured(self.forward, self.backward, self.arg_types)
-            flat = [unpacker(t) if isinstance(t, StructT) else _single for t in self.arg_types]
+            unpackers = [unpacker(t) if isinstance(t, StructT) else None for t in self.arg_types]  # (each compiled once)
+            self.forward, self.backward = _structured(self.forward, self.backward, self.arg_types, unpackers)
+            flat = [_single if f is None else f for f in unpackers]
             self.arg_owners = lambda args: fresh.owners(*[leaf for f, a in zip(flat, args) for leaf in f(a)])
 
 
@@ -76,11 +77,12 @@ def _owners_of_args(args: Sequence[Any]) -> set[int]:
     return fresh.owners(*args)
 
 
-def _structured(forward: Callable, backward: Callable, types: Sequence[Type]) -> tuple[Callable, Callable]:
+def _structured(forward: Callable, backward: Callable, types: Sequence[Type],
+                flatteners: Sequence[Callable | None]) -> tuple[Callable, Callable]:
     """Forward and backward functions of structured arguments (tuples, lists,
-    dicts, NamedTuples) around generated code that takes their leaves."""
+    dicts, NamedTuples) around generated code that takes their leaves;
+    ``flatteners``: each structure's :func:`unpacker` (None for another argument)."""
 
-    flatteners = [unpacker(t) if isinstance(t, StructT) else None for t in types]  # (a structure the key matched)
     build = builder(types)  # (compiled once: the types of a large structure hash slowly)
 
     def structured_forward(*args: Any) -> Any:

@@ -17,8 +17,9 @@ from collections import Counter
 from typing import Iterable
 
 from .errors import InternalError
+from .blocks import rebound
 from .names import Namer
-from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Var, atoms_of,
+from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Prim, Var, atoms_of,
                  if_free_vars, lam_free_vars, loop_free_vars, map_atoms, substitute_block)
 
 
@@ -32,7 +33,11 @@ class _Fresh:
 
 def _use_counts(block: Block) -> Counter:
     """Uses in this block; an ``if`` uses each variable its branches read once."""
-    counts: Counter = Counter(a.name for b in block.binds for a in atoms_of(b.rhs) if isinstance(a, Var))
+    read: list[str] = []
+    for b in block.binds:
+        rhs = b.rhs  # (a primitive's arguments read directly: most bindings are of one)
+        read.extend([a.name for a in (rhs.args if type(rhs) is Prim else atoms_of(rhs)) if type(a) is Var])
+    counts: Counter = Counter(read)
     if isinstance(block.result, Var):
         counts[block.result.name] += 1
     return counts
@@ -72,9 +77,10 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
             rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
         elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
             rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
-        binds.append(Bind(b.targets, rhs, b.loc))
+        binds.append(rebound(b, rhs))
         for t in b.targets:
-            binds += introduce(t, b.loc)
+            if counts[t.name] != 1:
+                binds += introduce(t, b.loc)
     result = block.result
     if isinstance(result, Var) and result.name in pending:
         result = pending[result.name].pop(0)
@@ -91,6 +97,12 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
             return pending[a.name].pop(0)
         return a
 
+    if type(rhs) is Prim:  # the most common: itself when it reads no duplicated variable
+        for a in rhs.args:
+            if type(a) is Var and a.name in pending:
+                break
+        else:
+            return rhs
     if isinstance(rhs, If):
         cond = take(rhs.cond)
         env = {v.name: take(v) for v in if_free_vars(rhs)}

@@ -34,6 +34,38 @@ def test_the_check_is_key_equality(first, second):
         assert check(other) == (keys == tuple(map(api._arg_key, other))), (first, other)
 
 
+def _homogeneous(leaf, shape):
+    """Nested containers of equal items (checked by a loop): ``shape`` is [(kind, length), ...], outermost first."""
+    if not shape:
+        return leaf
+    (kind, n), rest = shape[0], shape[1:]
+    return kind(_homogeneous(leaf, rest) for _ in range(n))
+
+
+def _changed(value, path, leaf):
+    """``value`` with the item at ``path`` (indices, each taken modulo the length) replaced by ``leaf``."""
+    if not path or type(value) not in (tuple, list) or not value:
+        return leaf
+    i = path[0] % len(value)
+    items = list(value)
+    items[i] = _changed(items[i], path[1:], leaf)
+    return type(value)(items)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_LEAVES), st.lists(st.tuples(st.sampled_from([tuple, list]), st.integers(0, 3)), max_size=4),
+       st.lists(st.integers(0, 5), max_size=5), st.sampled_from(_LEAVES + [(), [], (1.0,)]))
+def test_the_check_of_containers_of_equal_items(leaf, shape, path, other_leaf):
+    """A container whose items have one key is checked by a loop: still exactly key equality,
+    whichever item (at whatever depth) is changed."""
+    value = _homogeneous(leaf, shape)
+    keys = (api._arg_key(value),)
+    check = calling.key_checker(keys, api._SCALAR_KEYS)
+    assert check is not None and check((value,))
+    other = _changed(value, path, other_leaf)
+    assert check((other,)) == (keys == (api._arg_key(other),)), (value, other)
+
+
 def dict_loss(p, x):
     return np.sum(p["w"] * x) + p["s"][0] * np.sum(p["s"][1])
 

@@ -88,7 +88,11 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
     _need(act, fn.body.result)
     # a function value may read what is bound after it (and is made useful by its calls, later
     # still): with one, the backward pass is made again until the useful values stop growing
-    again = any(isinstance(b.rhs, Lam) for b in all_binds(fn.body))
+    again = False
+    for b in all_binds(fn.body):
+        if type(b.rhs) is Lam:
+            again = True
+            break
     size = -1
     while size != len(act.useful):
         size = len(act.useful)
@@ -124,10 +128,19 @@ def _varied_block(act: Activity, block: Block) -> None:
 
 
 def _varied_prim(act: Activity, b: Bind, rhs: Prim) -> None:
-    if rules.TABLE[rhs.op].kind in _NO_DERIVATIVE:
-        _set_varied(act, b.targets, lambda i: False)
-    else:
-        _all(act, b, rhs.args)
+    """``_all`` of the arguments, or nothing varied through a primitive without a derivative
+    (written out: this runs for most bindings)."""
+    known, varied = act.known, act.varied
+    flag = False
+    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE:
+        for a in rhs.args:
+            if isinstance(a, Var) and (a.name in varied or a.name not in known):
+                flag = True
+                break
+    for t in b.targets:
+        known.add(t.name)
+        if flag and t.type.differentiable:
+            varied.add(t.name)
 
 
 def _items(block: Block) -> tuple[Atom, ...]:
@@ -225,8 +238,18 @@ def _reads(atoms: Callable[[object], tuple[Atom, ...]]) -> Callable:
 
 
 def _useful_prim(act: Activity, b: Bind, rhs: Prim) -> None:
+    """Each argument useful if a target is, through a primitive with a derivative
+    (``_reads`` written out: this runs for most bindings)."""
+    useful = act.useful
+    for t in b.targets:
+        if t.name in useful:
+            break
+    else:
+        return
     if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE:
-        _reads(lambda r: r.args)(act, b, rhs)
+        for a in rhs.args:
+            if isinstance(a, Var) and a.type.differentiable:
+                useful.add(a.name)
 
 
 def _seed(act: Activity, block: Block, useful: Callable[[int], bool]) -> None:

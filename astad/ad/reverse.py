@@ -16,6 +16,7 @@ from typing import Any, Callable
 from .. import rules
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
+from ..blocks import rebound
 from ..names import Namer
 from dataclasses import replace
 
@@ -44,9 +45,9 @@ class Builder:
         self.loc: Loc | None = None  # the source line whose backward pass is being built
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        t = rules.infer(op, [a.type for a in args], params)
+        t = rules.TABLE[op].infer([a.type for a in args], params)
         var = Var(self.namer.temp(), t)
-        self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items()))), self.loc))
+        self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items())) if params else ()), self.loc))
         return var
 
     def const(self, value: Any) -> Const:
@@ -93,12 +94,19 @@ def _ct_type(t: Type, *cts: Atom) -> Type:
     that of a function value is a copower."""
     if isinstance(t, FunT):
         return CopowerT(t)
-    numpy_scalar = any(isinstance(c.type, Num) and not c.type.py for c in cts)
-    return _joined_ct_type(t) if numpy_scalar else t
+    if isinstance(t, Num) and t.py and not t.shape:  # (a loop, not any() of a generator: this runs for every cotangent)
+        for c in cts:
+            ct = c.type
+            if isinstance(ct, Num) and not ct.py:
+                return Num((), t.dtype, py=False)  # as _joined_ct_type
+    return t
 
 
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
-    """The forward block with each function value's backward map attached."""
+    """The forward block with each function value's backward map attached (the
+    block itself when there is none: a program without function values)."""
+    if not backs:
+        return block
     binds = []
     for b in block.binds:
         rhs = b.rhs
@@ -108,7 +116,7 @@ def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
             rhs = If(rhs.cond, _with_backs(rhs.then, backs), _with_backs(rhs.orelse, backs))
         elif isinstance(rhs, Loop):
             rhs = replace(rhs, body=_with_backs(rhs.body, backs))
-        binds.append(Bind(b.targets, rhs, b.loc))
+        binds.append(rebound(b, rhs))
     return Block(tuple(binds), block.result)
 
 
@@ -119,15 +127,17 @@ class _Macro:
         self.namer = Namer.of(fn)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
-        self.functions: dict[str, Lam] = {}  # the variable a lam is bound to (its type's name) -> the lam
+        self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
+        self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
 
     def ct_of(self, v: Var) -> Atom:
-        return self.cts.get(v.name, Zero(_ct_type(v.type)))
+        ct = self.cts.get(v.name)  # (the zero made only when there is none)
+        return Zero(_ct_type(v.type)) if ct is None else ct
 
     def give(self, a: Atom, ct: Atom | None) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
-        if not isinstance(a, Var) or not differentiable(a.type):
+        if not isinstance(a, Var) or not a.type.differentiable:
             return
         if ct is None or isinstance(ct, Zero) or not self.active(a):
             self.cts[a.name] = Zero(_ct_type(a.type))
@@ -280,6 +290,9 @@ class _Macro:
             for a in (rhs.fn, *rhs.args):
                 self.give(a, None)
             return
+        if self.functions is None:  # (found once, when the first call is reached: most programs make none)
+            assert self.forward is not None
+            self.functions = function_values(self.forward)
         lam = self.functions[rhs.fn.type.name]  # type: ignore[union-attr]
         captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in self.captured(lam))
         args = tuple(Var(self.namer.fresh(f"{p.name}_ct"), _ct_type(p.type)) for p in lam.params)
@@ -341,11 +354,14 @@ class _Macro:
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
         for bind in reversed(block.binds):
-            rule: Callable[[Bind, Any], None] | None = getattr(self, "rule_" + type(bind.rhs).__name__, None)
+            rhs = bind.rhs
+            rule = _RULES.get(type(rhs))
             if rule is None:
-                raise InternalError(f"reverse macro: no rule for {type(bind.rhs).__name__}")
+                rule = _RULES[type(rhs)] = getattr(_Macro, "rule_" + type(rhs).__name__, None)
+                if rule is None:
+                    raise InternalError(f"reverse macro: no rule for {type(rhs).__name__}")
             saved, self.b.loc = self.b.loc, bind.loc
-            rule(bind, bind.rhs)
+            rule(self, bind, rhs)
             self.b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
@@ -353,7 +369,7 @@ class _Macro:
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer))
-        self.functions = function_values(fn.body)
+        self.forward = fn.body
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(
@@ -366,6 +382,10 @@ class _Macro:
     def captured(self, lam: Lam) -> tuple[Var, ...]:
         """What a function value captures that has a cotangent."""
         return tuple(v for v in lam_free_vars(lam) if differentiable(v.type) and self.active(v))
+
+
+#: a construct's class -> the macro's rule for it (looked up by name once)
+_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = {}
 
 
 def _always(a: Atom) -> bool:

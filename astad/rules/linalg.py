@@ -24,7 +24,7 @@ from . import emit
 from .derive import bilinear, expand_reduced, explicit, linear, sum_to
 from .shape import reshape_like
 from .table import DerivativeKind, Primitive, ShapeError, num, register, runtime
-from .types import broadcast_shapes, fmt_shape, reduction
+from .types import broadcast_shapes, fmt_shape, reduction, result_dtype, size_of
 
 RULE, ZERO, BACKWARD = DerivativeKind.RULE, DerivativeKind.ZERO, DerivativeKind.BACKWARD_ONLY
 
@@ -48,8 +48,7 @@ def _matmul_infer(ts: list[Type], params: dict) -> Type:
         shape = a.shape[:-1]
     else:
         shape = broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-    dtype = np.result_type(a.dtype, b.dtype).name
-    return Num(shape, dtype)
+    return Num(shape, result_dtype(a.dtype, b.dtype))
 
 
 def _dot_infer(ts: list[Type], params: dict) -> Type:
@@ -61,8 +60,8 @@ def _dot_infer(ts: list[Type], params: dict) -> Type:
 
 def _outer_infer(ts: list[Type], params: dict) -> Type:
     a, b = num(ts[0]), num(ts[1])
-    size = lambda t: None if not t.known_shape else int(np.prod(t.shape, dtype=int))  # noqa: E731
-    return Num((size(a), size(b)), np.result_type(a.dtype, b.dtype).name)
+    size = lambda t: None if not t.known_shape else size_of(t.shape)  # noqa: E731
+    return Num((size(a), size(b)), result_dtype(a.dtype, b.dtype))
 
 
 def _diag_infer(ts: list[Type], params: dict) -> Type:

@@ -15,7 +15,7 @@ from ..ir import Atom, Num, TupleT, Type
 from . import emit
 from .derive import broadcast_like, explicit, like_scalar, linear, shape_atom, sum_to
 from .table import DerivativeKind, Primitive, ShapeError, norm_axes, num, register, runtime
-from .types import broadcast_shapes, known_ints, mismatch, size_infer
+from .types import broadcast_shapes, known_ints, mismatch, result_dtype, size_infer, size_of
 
 RULE, ZERO, DISCRETE, BACKWARD = (DerivativeKind.RULE, DerivativeKind.ZERO, DerivativeKind.DISCRETE,
                                   DerivativeKind.BACKWARD_ONLY)
@@ -38,13 +38,13 @@ def _reshape_infer(ts: list[Type], params: dict) -> Type:
     for t in ts[1:]:
         if not (isinstance(t, Num) and t.shape == () and np.dtype(t.dtype).kind in "iu"):
             raise ShapeError("reshape needs integer dimensions")
-    total = int(np.prod(x.shape)) if x.known_shape else None
+    total = size_of(x.shape) if x.known_shape else None
     if dims.count(-1) == 1 and total is not None and all(d is not None for d in dims):
-        rest = int(np.prod([d for d in dims if d != -1]))
+        rest = size_of([d for d in dims if d != -1])
         if rest == 0 or total % rest:
             raise ShapeError(f"cannot reshape an array of size {total} into shape {tuple(dims)}")
         dims = [total // rest if d == -1 else d for d in dims]
-    elif all(d is not None for d in dims) and total is not None and int(np.prod(dims)) != total:
+    elif all(d is not None for d in dims) and total is not None and size_of(dims) != total:
         raise ShapeError(f"cannot reshape an array of size {total} into shape {tuple(dims)}")
     return Num(tuple(None if d in (None, -1) else d for d in dims), x.dtype)
 
@@ -62,7 +62,7 @@ def _concat_infer(ts: list[Type], params: dict) -> Type:
             shape.append(None if None in dims else sum(dims))  # type: ignore[arg-type]
         else:
             shape.append(broadcast_shapes(*[(d,) for d in dims])[0] if len({d for d in dims if d is not None}) <= 1 else mismatch(xs))
-    return Num(tuple(shape), np.result_type(*[x.dtype for x in xs]).name)
+    return Num(tuple(shape), result_dtype(*[x.dtype for x in xs]))
 
 
 def _stack_infer(ts: list[Type], params: dict) -> Type:
@@ -73,7 +73,7 @@ def _stack_infer(ts: list[Type], params: dict) -> Type:
     axis = norm_axes(params.get("axis", 0), nd)[0]
     shape = list(xs[0].shape)
     shape.insert(axis, len(xs))
-    return Num(tuple(shape), np.result_type(*[x.dtype for x in xs]).name)
+    return Num(tuple(shape), result_dtype(*[x.dtype for x in xs]))
 
 
 def _expand_infer(ts: list[Type], params: dict) -> Type:

@@ -4,6 +4,8 @@ broadcasting of shapes, reductions."""
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -23,6 +25,18 @@ def _sample(t: Type) -> Any:
 
 
 sample = _sample  # for the type rules of other modules
+
+
+@functools.lru_cache(maxsize=None)
+def result_dtype(*dtypes: str) -> str:
+    """``np.result_type(*dtypes).name`` of dtype names, remembered (numpy's look-up
+    costs microseconds, and the type rules ask it for every product and concatenation)."""
+    return np.result_type(*dtypes).name
+
+
+def size_of(shape: tuple) -> int:
+    """The number of elements of a known shape, a Python int (``math.prod``, not numpy's: no array made)."""
+    return int(math.prod(shape))
 
 
 def broadcast_shapes(*shapes: tuple) -> tuple:
@@ -138,4 +152,4 @@ def mismatch(xs: Sequence[Num]) -> Any:
 
 def size_infer(ts: list[Type], params: dict) -> Type:
     x = num(ts[0])
-    return Num((), "int64", py=True, value=int(np.prod(x.shape)) if x.known_shape else None)
+    return Num((), "int64", py=True, value=size_of(x.shape) if x.known_shape else None)
