@@ -94,7 +94,7 @@ class LowererCore:
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
                 "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
-        if op in _FOLDABLE and _foldable(op, args):
+        if _foldable(op, args):
             with np.errstate(all="ignore"):
                 value = rules.TABLE[op].impl(*[a.value for a in args], **params)
             if isinstance(value, (int, float, bool)) and np.isfinite(value):
@@ -228,8 +228,12 @@ class LowererCore:
 
 
 def _foldable(op: str, args: list[Atom]) -> bool:
-    return (op in _FOLDABLE and all(isinstance(a, Const) and a.name is None and isinstance(a.type, Num)
-                                    and a.type.py for a in args))
+    if op not in _FOLDABLE:
+        return False
+    for a in args:  # (a loop, not all(...) of a generator: this runs at every binding)
+        if not (isinstance(a, Const) and a.name is None and isinstance(a.type, Num) and a.type.py):
+            return False
+    return True
 
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}
