@@ -31,7 +31,7 @@ class Statements(LowererCore):
             name = p.name.value
             self.scope.env[name] = (self.fixed_value(name, self.root.fixed[name], p) if name in self.root.fixed
                                     else self.parameter(name, next(types), params))
-        self.scope.call_key = make_call_key(self.root.fn, self.scope.env)
+        self.scope.call_key = make_call_key(self.root.fn, self.scope.env, self._static_keys)
         result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
