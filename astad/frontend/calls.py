@@ -247,6 +247,7 @@ class Calls(LowererCore):
         except recursion.NotLinear as e:
             raise recursion.refusal(e, parsed.loc, found) from None
         parsed.aliases.update(form.aliases)
+        self._locs.clear()  # (the user's nodes the loop form reuses now point at the node they stand for)
         self.namer.mention(user_names(form.funcdef))
         return self.lower_body(form.funcdef)
 
