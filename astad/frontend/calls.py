@@ -172,7 +172,7 @@ class Calls(LowererCore):
     def replayed_call(self, fn: Callable[..., Any], scope: Scope, lower: Callable[[], Value]) -> Value:
         """``lower()``, or the replay of an earlier call's lowering with the same static key
         (:mod:`.replay`: a recursion over a tree lowers its body once per depth, not once per node)."""
-        call_key = make_call_key(fn, scope.env)  # (not the path: the globals it reads are noted by the first)
+        call_key = make_call_key(fn, scope.env, self._static_keys)  # (not the path: the globals it reads are noted by the first)
         found = replay.key_of(call_key, scope.env, self.trying > 0)
         if found is None:
             return lower()
@@ -203,7 +203,7 @@ class Calls(LowererCore):
         recursion ends while transforming.  A call that repeats the key of one it
         is inside recurses to a depth known only when running: the outer call is
         lowered again ``as_loops`` (:mod:`.recursion`), where it can be."""
-        scope.call_key = make_call_key(callee, scope.env)
+        scope.call_key = make_call_key(callee, scope.env, self._static_keys)
         again = next((s for s in self.stack if s.call_key == scope.call_key), None)
         if again is not None:
             raise RuntimeDepth(
@@ -247,6 +247,7 @@ class Calls(LowererCore):
         except recursion.NotLinear as e:
             raise recursion.refusal(e, parsed.loc, found) from None
         parsed.aliases.update(form.aliases)
+        self._locs.clear()  # (the user's nodes the loop form reuses now point at the node they stand for)
         self.namer.mention(user_names(form.funcdef))
         return self.lower_body(form.funcdef)
 

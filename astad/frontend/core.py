@@ -45,6 +45,15 @@ class LowererCore:
         self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)
         self.templates: dict[tuple, Any] = {}  # recorded calls by key (frontend/replay.py); False: not replayable
         self.recording = 0  # how many calls are being recorded (one inside another)
+        # per node lowered: (node, parsed, its Loc); a loop's body lowered again, or many bindings made
+        # for one expression, ask for the same node's position (keyed by id, the node kept alive with it)
+        self._locs: dict[int, tuple[cst.CSTNode, Parsed, Loc]] = {}
+        # the globals read by name, per (id of the parsed function, scope path, name): (parsed, value)
+        # (what a name that is no variable is does not change while a function is lowered)
+        self._globals: dict[tuple, tuple[Parsed, Any]] = {}
+        # a module's attributes read, per (id of the module, path, attribute): (module, value)
+        self._attributes: dict[tuple, tuple[Any, Any]] = {}
+        self._static_keys: dict[int, tuple[Any, Any]] = {}  # the static keys of tuples and dicts (make_call_key)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
@@ -59,7 +68,15 @@ class LowererCore:
         return self.stack[-1]
 
     def loc(self, node: cst.CSTNode | None = None) -> Loc:
-        return self.scope.parsed.loc(node if node is not None else self.node)
+        if node is None:
+            node = self.node
+        parsed = self.stack[-1].parsed
+        found = self._locs.get(id(node))
+        if found is not None and found[0] is node and found[1] is parsed:
+            return found[2]
+        loc = parsed.loc(node)
+        self._locs[id(node)] = (node, parsed, loc)
+        return loc
 
     def syntax_error(self, message: str, hint: str, node: cst.CSTNode | None = None) -> UnsupportedSyntaxError:
         return UnsupportedSyntaxError(message, self.loc(node), hint)
@@ -84,7 +101,7 @@ class LowererCore:
             if isinstance(value, (int, float, bool)) and np.isfinite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
-        self.bind_prim(var, Prim(op, tuple(args), tuple(sorted(params.items()))), self.loc())
+        self.bind_prim(var, Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()), self.loc())
         return var
 
     def bind_prim(self, var: Var, prim: Prim, loc: Any) -> None:
@@ -212,8 +229,12 @@ class LowererCore:
 
 
 def _foldable(op: str, args: list[Atom]) -> bool:
-    return (op in _FOLDABLE and all(isinstance(a, Const) and a.name is None and isinstance(a.type, Num)
-                                    and a.type.py for a in args))
+    if op not in _FOLDABLE:
+        return False
+    for a in args:  # (a loop, not all(...) of a generator: this runs at every binding)
+        if not (isinstance(a, Const) and a.name is None and isinstance(a.type, Num) and a.type.py):
+            return False
+    return True
 
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}

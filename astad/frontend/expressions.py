@@ -27,16 +27,23 @@ class Expressions(LowererCore):
     """Expressions (but names, subscripts and calls: see lookup, indexing, calls)."""
 
     def expr(self, node: cst.BaseExpression) -> Value:
-        method = getattr(self, "expr_" + type(node).__name__, None)
+        cls = type(node)
+        key = (type(self), cls)
+        method = _METHODS.get(key)
         if method is None:
-            entry = UNSUPPORTED.get(type(node))
-            message, hint = entry if entry else (f"`{type(node).__name__}` expressions are not supported",
-                                                 "arithmetic, numpy calls, indexing")
-            raise self.syntax_error(message, hint, node)
+            method = getattr(type(self), "expr_" + cls.__name__, None)
+            if method is None:
+                entry = UNSUPPORTED.get(cls)
+                message, hint = entry if entry else (f"`{cls.__name__}` expressions are not supported",
+                                                     "arithmetic, numpy calls, indexing")
+                raise self.syntax_error(message, hint, node)
+            _METHODS[key] = method
         saved = self.node
         self.node = node
         try:
-            return deep.call(method, node)  # a deeply nested expression goes on with a fresh stack
+            if cls in _LEAVES:  # nothing nested to lower: no need for room on the stack
+                return method(self, node)
+            return deep.call(method, self, node)  # a deeply nested expression goes on with a fresh stack
         finally:
             self.node = saved
 
@@ -125,20 +132,14 @@ class Expressions(LowererCore):
         base = self.expr(node.value)
         attr = node.attr.value
         if isinstance(base, Ref) and base.kind == "module":
-            if not hasattr(base.obj, attr):
-                raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` does not exist", self.loc(node))
-            obj = getattr(base.obj, attr)
-            path = base.path + (attr,) if base.path else ()
-            if path:  # a module's attribute may be assigned (a mock of np.sin): the derivative is of this one
-                self.depend(path, obj)
-            if isinstance(obj, type) and issubclass(obj, np.generic):
-                return Ref("dtype", np.dtype(obj).name)
-            module = "math" if base.obj is math else "np"
-            if isinstance(obj, float):  # (generated code reads np and math as astad imported them)
-                if obj is not imported.as_imported(base.obj, attr):  # a constant replaced (math.pi = 3.0)
-                    return Const.literal(obj, FLOAT)
-                return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
-            return self.global_value(f"{module}.{attr}", obj, node, path if isinstance(obj, types.ModuleType) else ())
+            key = (id(base.obj), base.path, attr)
+            known = self._attributes.get(key)
+            if known is not None and known[0] is base.obj:
+                return known[1]  # (read before: the code's dependence on it is noted)
+            value = self.module_attribute(base, attr, node)
+            if type(value) is Ref or type(value) is Const:
+                self._attributes[key] = (base.obj, value)
+            return value
         if isinstance(base, Ref) and base.kind == "object":
             return self.object_attribute(base, attr, node)
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
@@ -147,6 +148,23 @@ class Expressions(LowererCore):
             return base.items[base.fields.index(attr)]
         raise self.syntax_error(f"attribute `.{attr}` is not supported here", "array attributes .T .shape .ndim .size",
                                 node)
+
+    def module_attribute(self, base: Ref, attr: str, node: cst.Attribute) -> Value:
+        """``np.sin``, ``np.pi``, ``np.linalg``: a module's attribute."""
+        if not hasattr(base.obj, attr):
+            raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` does not exist", self.loc(node))
+        obj = getattr(base.obj, attr)
+        path = base.path + (attr,) if base.path else ()
+        if path:  # a module's attribute may be assigned (a mock of np.sin): the derivative is of this one
+            self.depend(path, obj)
+        if isinstance(obj, type) and issubclass(obj, np.generic):
+            return Ref("dtype", np.dtype(obj).name)
+        module = "math" if base.obj is math else "np"
+        if isinstance(obj, float):  # (generated code reads np and math as astad imported them)
+            if obj is not imported.as_imported(base.obj, attr):  # a constant replaced (math.pi = 3.0)
+                return Const.literal(obj, FLOAT)
+            return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
+        return self.global_value(f"{module}.{attr}", obj, node, path if isinstance(obj, types.ModuleType) else ())
 
     def array_attribute(self, x: Atom, attr: str, node: cst.CSTNode) -> Value:
         t = x.type
@@ -248,6 +266,13 @@ def _trip_count(binds: list[Bind]) -> int | None:
     """How often the ``for`` loop among ``binds`` (a comprehension's) runs, when its bounds are known."""
     loops = [b.rhs for b in binds if isinstance(b.rhs, Loop)]
     return trip_count(loops[0]) if len(loops) == 1 else None
+
+
+#: per (lowerer class, node class): the method lowering such an expression (``expr_`` and the class's name)
+_METHODS: dict[tuple[type, type], Callable] = {}
+
+#: expressions with no expression inside them to lower
+_LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString})
 
 
 _BIN_OPS: dict[type, str] = {

@@ -4,6 +4,7 @@ of a slice composed into one index), lists, tuples and dicts.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import libcst as cst
@@ -183,16 +184,16 @@ class Indexing(LowererCore):
         return base.items[i]
 
     def index_item(self, s: cst.BaseSlice, args: list[Atom]) -> Any:
-        if isinstance(s, cst.Slice):
+        if type(s) is cst.Slice:  # (`type(...) is`: libcst's classes are abstract-based, isinstance costs more)
             return ("slice", *(self.index_int(b, args) for b in (s.lower, s.upper, s.step)))
-        v = s.value
-        if isinstance(v, cst.Name) and v.value == "None":
+        v = s.value  # type: ignore[attr-defined]
+        if type(v) is cst.Name and v.value == "None":
             return None
-        if isinstance(v, cst.Attribute) and v.attr.value == "newaxis":
+        if type(v) is cst.Attribute and v.attr.value == "newaxis":
             got = self.expr(v)
             if isinstance(got, Const) and got.value is None:
                 return None
-        if isinstance(v, cst.Ellipsis):
+        if type(v) is cst.Ellipsis:
             return Ellipsis
         return self.index_int(v, args, arrays=True)
 
@@ -205,13 +206,19 @@ class Indexing(LowererCore):
             value = self.emit("stack", [self.atom(v, node) for v in value.items], {"axis": 0}) if value.items else value
         a = self.atom(value, node)
         t = a.type
-        if arrays and isinstance(t, Num) and t.shape and np.dtype(t.dtype).kind in "iub":
+        if arrays and isinstance(t, Num) and t.shape and _kind(t.dtype) in "iub":
             args.append(a)
             return ("mask" if t.dtype == "bool" else "array", len(args) - 1)
-        if not (isinstance(t, Num) and t.shape == () and np.dtype(t.dtype).kind in "iu"):
+        if not (isinstance(t, Num) and t.shape == () and _kind(t.dtype) in "iu"):
             raise self.type_error(f"indices must be integers, not {t}", node,
                                   "integers, slices, None, integer arrays or boolean masks of the indexed axes")
         if isinstance(a, Const) and a.name is None:
             return int(a.value)
         args.append(a)
         return ("arg", len(args) - 1)
+
+
+@functools.lru_cache(maxsize=None)
+def _kind(dtype: str) -> str:
+    """``np.dtype(dtype).kind``, once per dtype (an index is looked at for every subscript)."""
+    return np.dtype(dtype).kind

@@ -36,6 +36,11 @@ class Lookup(LowererCore):
         if for_name in ("True", "False", "None"):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
+        scope = self.scope
+        key = (id(scope.parsed), scope.path, for_name)
+        known = self._globals.get(key)
+        if known is not None and known[0] is scope.parsed:
+            return known[1]  # (read before: what it is, and that the code depends on it, are known)
         fn = self.scope.parsed.fn
         g = fn.__globals__
         if for_name in fn.__code__.co_freevars:  # captured from an enclosing function: read as a global is
@@ -54,7 +59,10 @@ class Lookup(LowererCore):
                                   hint="a parameter, a variable assigned earlier, or a module-level name")
         path = self.scope.path + (for_name,)
         self.depend(path, obj)
-        return self.object_value(for_name, obj, node, path)
+        value = self.object_value(for_name, obj, node, path)
+        if type(value) is Ref or type(value) is Const:
+            self._globals[key] = (scope.parsed, value)
+        return value
 
     def global_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...] = ()) -> Value:
         if obj is np:
@@ -152,7 +160,12 @@ class Lookup(LowererCore):
 
     def _lookup(self, scope: "Scope | None", name: str) -> Value | None:
         """What ``name`` is in ``scope`` or the scopes around it (as a nested function reads it)."""
-        return next((s.env[name] for s in scope_chain(scope) if name in s.env), None)
+        while scope is not None:
+            env = scope.env
+            if name in env:
+                return env[name]
+            scope = scope.parent
+        return None
 
     def readable_besides(self, name: str) -> list[tuple[str, Value]]:
         """Every value that can still be read, but the current scope's ``name``:

@@ -197,11 +197,14 @@ class Loops(LowererCore):
                 items = (ended if isinstance(ended, PyTuple) else leave("end")).items
                 return [self.atom(v, stmt) for v in items]
 
-            snapshot = self.snapshot()
+            # the state to go back to: all of it where the body may `return` (its first pass ends there,
+            # undone), else the aliases alone (what a pass whose types did not settle undoes)
+            snapshot = self.snapshot() if has_return else (self.aliases.snapshot(),)
             self.aliases.enter_loop()
             try:
                 binds, _, outs = self.branch(body)
             except _ReturnSeen as seen:  # the returned value's structure is known now: carry it
+                assert has_return, "a `return` found in a loop body without one"
                 self.aliases.loops.pop()
                 self.restore(snapshot)
                 ret_shape, ret_slots = seen.shape, len(seen.types)

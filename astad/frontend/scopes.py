@@ -161,21 +161,30 @@ def sample_of(v: Any) -> Any:
     return v
 
 
-def make_call_key(callee: Any, env: dict[str, Any]) -> tuple:
-    return id(callee), tuple(sorted((k, _static_key(v)) for k, v in env.items()))
+def make_call_key(callee: Any, env: dict[str, Any], memo: dict[int, tuple[Any, Any]] | None = None) -> tuple:
+    """What identifies a call when transforming; ``memo`` keeps the keys of tuples and dicts
+    (per id, with the value: they are immutable), which a recursion over a tree passes down
+    part by part (each call's key would otherwise walk its whole subtree again)."""
+    return id(callee), tuple(sorted((k, _static_key(v, memo)) for k, v in env.items()))
 
 
-def _static_key(v: Any) -> Any:
+def _static_key(v: Any, memo: dict[int, tuple[Any, Any]] | None = None) -> Any:
     """What is known of a value when transforming: constants, types (with the
     values of ints and shapes), the structure of tuples, which function."""
     if isinstance(v, Const):
         return "c", v.key if v.name is None else v.name
     if isinstance(v, Var):
         return "v", v.type
-    if isinstance(v, PyTuple):
-        return "t", v.is_list, tuple(_static_key(i) for i in v.items)
-    if isinstance(v, PyDict):
-        return "d", v.keys, tuple(_static_key(i) for i in v.items)
+    if isinstance(v, (PyTuple, PyDict)):
+        if memo is not None:
+            found = memo.get(id(v))
+            if found is not None and found[0] is v:
+                return found[1]
+        key = (("t", v.is_list, tuple(_static_key(i, memo) for i in v.items)) if isinstance(v, PyTuple) else
+               ("d", v.keys, tuple(_static_key(i, memo) for i in v.items)))
+        if memo is not None:
+            memo[id(v)] = (v, key)
+        return key
     if isinstance(v, Ref):
         return "r", v.kind, id(v.obj)
     return "o", repr(v)

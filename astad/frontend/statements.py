@@ -31,7 +31,7 @@ class Statements(LowererCore):
             name = p.name.value
             self.scope.env[name] = (self.fixed_value(name, self.root.fixed[name], p) if name in self.root.fixed
                                     else self.parameter(name, next(types), params))
-        self.scope.call_key = make_call_key(self.root.fn, self.scope.env)
+        self.scope.call_key = make_call_key(self.root.fn, self.scope.env, self._static_keys)
         result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
@@ -76,7 +76,8 @@ class Statements(LowererCore):
 
     def _lower_stmts(self, stmts: list[cst.BaseStatement]) -> Value | None:
         for i, stmt in enumerate(stmts):
-            if isinstance(stmt, cst.If):
+            cls = type(stmt)  # (libcst's node classes are abstract-based: `type(...) is` is the cheap test)
+            if cls is cst.If:
                 split = self.split_raising_if(stmt, stmts[i + 1:])
                 if split is not None:  # `if c: raise ...` `else: ...`: the other way runs after the guard
                     return self.lower_stmts(split)
@@ -84,22 +85,23 @@ class Statements(LowererCore):
                     return self.lower_if(stmt, stmts[i + 1:])
                 self.lower_if(stmt, None)
                 continue
-            if isinstance(stmt, cst.FunctionDef):
+            if cls is cst.FunctionDef:
                 self.scope.env[stmt.name.value] = self.closure(stmt)
                 continue
-            if isinstance(stmt, (cst.For, cst.While)):
-                returned = self.lower_for(stmt) if isinstance(stmt, cst.For) else self.lower_while(stmt)
+            if cls is cst.For or cls is cst.While:
+                returned = self.lower_for(stmt) if cls is cst.For else self.lower_while(stmt)
                 if returned is not None:  # `return` inside the loop: it or the rest of the block gives the value
                     return self.after_return(stmt, *returned, stmts[i + 1:])
                 continue
-            if not isinstance(stmt, cst.SimpleStatementLine):
+            if cls is not cst.SimpleStatementLine:
                 entry = UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
                 raise self.syntax_error(entry[0], entry[1] or "assignments, `if` and `return`", stmt)
             for small in stmt.body:
                 self.node = small
-                if isinstance(small, (cst.Break, cst.Continue)):
-                    return self.exits[-1]("break" if isinstance(small, cst.Break) else "continue")
-                if isinstance(small, cst.Return):
+                kind = type(small)
+                if kind is cst.Break or kind is cst.Continue:
+                    return self.exits[-1]("break" if kind is cst.Break else "continue")
+                if kind is cst.Return:
                     if small.value is None:
                         raise self.syntax_error("`return` without a value", "return a float, an array or a tuple",
                                                 small)
