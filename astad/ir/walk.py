@@ -70,14 +70,25 @@ def all_binds(block: Block) -> Iterator[Bind]:
     """Every binding of a block, also inside its branches, in order (each
     binding before those nested in it).  A stack, not nested generators: a
     binding deep down is passed up through no generator per level."""
-    stack = [iter(block.binds)]
-    while stack:
-        b = next(stack[-1], None)
-        if b is None:
-            stack.pop()
-            continue
-        yield b
-        stack.extend(iter(inner.binds) for inner in reversed(nested_blocks(b.rhs)))
+    stack: list[Iterator[Bind]] = []
+    binds = iter(block.binds)
+    while True:
+        for b in binds:
+            yield b
+            if type(b.rhs) in _NESTING:
+                inners = nested_blocks(b.rhs)
+                stack.append(binds)  # (resumed after the nested blocks, where it stopped)
+                stack.extend(iter(inner.binds) for inner in reversed(inners[1:]))
+                binds = iter(inners[0].binds)
+                break
+        else:
+            if not stack:
+                return
+            binds = stack.pop()
+
+
+#: the classes of right-hand side with blocks inside (``nested_blocks``)
+_NESTING = frozenset({If, Loop, LoopBack, Lam})
 
 
 def _bound_here(b: Bind, backward: bool) -> Iterator[Var]:
