@@ -18,7 +18,7 @@ from .types import Num, Type
 # --------------------------------------------------------------------------- atoms
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Var:
     name: str
     type: Type = field(compare=False)
@@ -27,7 +27,7 @@ class Var:
         return self.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Const:
     """A constant.  ``name`` is set for a module-level constant of the user's,
     which generated code refers to by that name; otherwise it is a literal."""
@@ -50,7 +50,7 @@ class Const:
         return self.name if self.name is not None else repr(self.value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Zero:
     """The statically-zero cotangent of a type: never materialised unless it
     has to be returned or combined with something non-zero."""
@@ -67,7 +67,7 @@ Atom = Union[Var, Const, Zero]
 # --------------------------------------------------------------------------- computations
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Prim:
     """An application of a primitive from the table in :mod:`astad.rules`.
     ``params`` are static (hashable) parameters such as ``axis``."""
@@ -87,7 +87,7 @@ class Prim:
         return f"{self.op}({', '.join(map(str, self.args))}{ps})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MakeTuple:
     items: tuple[Atom, ...]
 
@@ -95,7 +95,7 @@ class MakeTuple:
         return "(" + ", ".join(map(str, self.items)) + ("," if len(self.items) == 1 else "") + ")"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unpack:
     """``let (a, b, ...) = t``: split a tuple into its components."""
 
@@ -105,7 +105,7 @@ class Unpack:
         return f"unpack {self.tup}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dup:
     """Contraction made explicit: ``let (x_1, ..., x_n) = dup x``."""
 
@@ -115,7 +115,7 @@ class Dup:
         return f"dup {self.var}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Drop:
     """Weakening made explicit: ``drop x`` ends a variable that is not used."""
 
@@ -125,7 +125,7 @@ class Drop:
         return f"drop {self.var}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plus:
     """Cotangent addition (the monoid that ``dup`` is mapped to)."""
 
@@ -135,7 +135,7 @@ class Plus:
         return "plus(" + ", ".join(map(str, self.items)) + ")"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Copy:
     """``let y = x``: an alias (produced by the AD macro, removed by the optimiser)."""
 
@@ -145,7 +145,7 @@ class Copy:
         return str(self.atom)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class If:
     """``let (y_1, ..., y_k) = if cond then A else B``: CHAD's sum-type
     elimination on a boolean.  Each branch block ends in a tuple of the k joined
@@ -159,7 +159,7 @@ class If:
         return f"if {self.cond}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loop:
     """``let (c_1, ..., c_k) = for index in range(*bounds) from init: body``:
     iteration with loop-carried state.  The body's inputs are ``index`` and the
@@ -187,7 +187,7 @@ class Loop:
         return f"{head} from ({', '.join(f'{c}={i}' for c, i in zip(self.carried, self.init))}){saved}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LoopBack:
     """The backward pass of a loop: over the ``tape`` in reverse, each
     iteration's ``saved`` values bound again; ``params`` (cotangents of the
@@ -205,7 +205,7 @@ class LoopBack:
                 f"({', '.join(f'{c}={i}' for c, i in zip(self.params, self.init))})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lam:
     """``let f = lam (z_1, ..., z_n) body``: a function value; the variables its
     body reads from outside are what it captures.  In the target IR each call
@@ -226,7 +226,7 @@ class Lam:
         return f"lam ({', '.join(f'{p.name}: {p.type}' for p in self.params)}){saved} ="
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class App:
     """``let y = f(a_1, ..., a_n)``: a call of a function value.  In the target IR
     the call also binds its record (what its backward map needs) as its last target."""
@@ -238,7 +238,7 @@ class App:
         return f"{self.fn}({', '.join(map(str, self.args))})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AppBack:
     """The backward map of one call of ``fn``, at the values the call recorded,
     applied to the cotangent of its result: the cotangents of what ``fn``
@@ -252,7 +252,7 @@ class AppBack:
         return f"{self.fn}.back({self.record}, {self.ct})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Copower:
     """``!r ⊗ ct``: the cotangent of a function value from one call: the call's
     record with the cotangent of its result.  Copowers add by concatenation."""
@@ -264,7 +264,7 @@ class Copower:
         return f"!{self.record} ⊗ {self.ct}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseCopower:
     """``case c of !r ⊗ ct -> ...``: the cotangents of what ``fn`` captures, summed
     over the calls in the copower ``c``: each call's backward map, at its record."""
@@ -302,7 +302,7 @@ def trip_count(loop: "Loop") -> int | None:
 # --------------------------------------------------------------------------- bindings, blocks, programs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loc:
     """A position in the user's source: file, 1-based line and column."""
 
@@ -312,7 +312,7 @@ class Loc:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Bind:
     targets: tuple[Var, ...]
     rhs: Comp
