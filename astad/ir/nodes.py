@@ -18,13 +18,21 @@ from .types import Num, Type
 # --------------------------------------------------------------------------- atoms
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Var:
     name: str
     type: Type = field(compare=False)
 
+    def __init__(self, name: str, type: Type) -> None:
+        _set_var_name(self, name)  # (the fields' own setters: a frozen class's __setattr__ refuses)
+        _set_var_type(self, type)
+
     def __str__(self) -> str:
         return self.name
+
+
+# the three classes made most often (every pass makes them) are made without ``object.__setattr__`` per field
+_set_var_name, _set_var_type = Var.name.__set__, Var.type.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +75,7 @@ Atom = Union[Var, Const, Zero]
 # --------------------------------------------------------------------------- computations
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Prim:
     """An application of a primitive from the table in :mod:`astad.rules`.
     ``params`` are static (hashable) parameters such as ``axis``."""
@@ -75,6 +83,11 @@ class Prim:
     op: str
     args: tuple[Atom, ...]
     params: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, op: str, args: tuple[Atom, ...], params: tuple[tuple[str, Any], ...] = ()) -> None:
+        _set_prim_op(self, op)
+        _set_prim_args(self, args)
+        _set_prim_params(self, params)
 
     def param(self, name: str, default: Any = None) -> Any:
         for k, v in self.params:
@@ -85,6 +98,9 @@ class Prim:
     def __str__(self) -> str:
         ps = "".join(f", {k}={v!r}" for k, v in self.params)
         return f"{self.op}({', '.join(map(str, self.args))}{ps})"
+
+
+_set_prim_op, _set_prim_args, _set_prim_params = Prim.op.__set__, Prim.args.__set__, Prim.params.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,11 +328,16 @@ class Loc:
     text: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Bind:
     targets: tuple[Var, ...]
     rhs: Comp
     loc: Loc | None = field(default=None, compare=False)
+
+    def __init__(self, targets: tuple[Var, ...], rhs: Comp, loc: Loc | None = None) -> None:
+        _set_bind_targets(self, targets)
+        _set_bind_rhs(self, rhs)
+        _set_bind_loc(self, loc)
 
     def __str__(self) -> str:
         if not self.targets:
@@ -325,6 +346,9 @@ class Bind:
             "(" + ", ".join(t.name for t in self.targets) + ")"
         )
         return f"let {lhs} = {self.rhs}"
+
+
+_set_bind_targets, _set_bind_rhs, _set_bind_loc = Bind.targets.__set__, Bind.rhs.__set__, Bind.loc.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -210,11 +210,15 @@ def map_block(block: Block, f: Callable[[Atom], Atom]) -> Block:
 
 def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
     """The atoms a computation reads (for a branch or a loop: what it reads from outside)."""
-    cls = type(rhs)
+    cls = type(rhs)  # (no class of the IR has subclasses)
     if cls is Prim:  # the most common first
         return rhs.args
     if cls is MakeTuple or cls is Plus:
         return rhs.items
+    if cls is Copy:
+        return (rhs.atom,)
+    if cls is Unpack:
+        return (rhs.tup,)
     if isinstance(rhs, If):
         return (rhs.cond, *if_free_vars(rhs))
     if isinstance(rhs, Loop):
@@ -245,6 +249,10 @@ def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
 
 
 def vars_of(rhs: Comp) -> list[Var]:
+    cls = type(rhs)
+    if cls is Copy:  # (one atom: no tuple made)
+        a = rhs.atom
+        return [a] if type(a) is Var else []
     return [a for a in atoms_of(rhs) if type(a) is Var]
 
 
@@ -349,6 +357,8 @@ def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
                 return Prim(rhs.op, tuple(env.get(a.name, a) if type(a) is Var else a for a in rhs.args), rhs.params)
         return rhs
     if not nested_blocks(rhs):
+        if all(v.name not in env for v in vars_of(rhs)):
+            return rhs  # (what map_atoms would make again)
         return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
     if all(v.name not in env for v in vars_of(rhs)):
         return rhs
