@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .. import rules
-from ..blocks import result_items, same_or_new, with_branches
+from ..blocks import NESTING, result_items, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Copy, Function, If, Loop, Plus, Prim, Var, all_binds, kinds, use_counts
 from ..names import Namer
 from .cse import _atom_key
@@ -45,18 +45,28 @@ def _key(f: "Atom | Inverse") -> object:
 
 def tangent_names(fn: Function, tangents: Sequence[Var]) -> set[str]:
     """The names whose values depend on a tangent parameter (to a fixed point over loops
-    and branches; a block with neither is done in one walk: each name is read after it is bound)."""
-    tainted = {v.name for v in tangents}
+    and branches; a block with neither is done in one walk: each name is read after it is bound).
+    Remembered on the block (blocks are immutable): the tangent passes run one after another
+    ask it of a block that the pass before them left as it was."""
+    known = fn.body.__dict__.setdefault("_tangent_names", {})
+    key = tuple(v.name for v in tangents)
+    if key not in known:
+        known[key] = frozenset(_tangent_names(fn.body, key))
+    return set(known[key])
+
+
+def _tangent_names(body: Block, tangents: tuple[str, ...]) -> set[str]:
+    tainted = set(tangents)
 
     def reads(atoms) -> bool:
         return any(isinstance(a, Var) and a.name in tainted for a in atoms)
 
     # a branch's or loop's targets are tainted from bindings visited after them (inside it), and
     # a loop's carried values from its later iterations: only then is a second walk needed
-    again = not {"If", "Loop"}.isdisjoint(kinds(fn.body))
+    again = not {"If", "Loop"}.isdisjoint(kinds(body))
     while True:
         before = len(tainted)
-        for b in all_binds(fn.body):
+        for b in all_binds(body):
             rhs = b.rhs
             cls = type(rhs)
             if cls is Prim or cls is Plus:  # the most common
@@ -97,7 +107,8 @@ def factor_tangents(fn: Function, n_primal: int) -> Function:
 
 
 def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Block:
-    binds = [with_branches(b, b.rhs, lambda blk: _block(blk, tainted, counts, namer)) for b in block.binds]
+    inner_blocks = lambda blk: _block(blk, tainted, counts, namer)  # noqa: E731
+    binds = [with_branches(b, b.rhs, inner_blocks) if type(b.rhs) in NESTING else b for b in block.binds]
     defs = {b.targets[0].name: b.rhs for b in binds
             if len(b.targets) == 1 and isinstance(b.rhs, Prim) and not b.rhs.params and b.targets[0].name in tainted}
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..blocks import same_or_new, with_branches
+from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Function, Prim, Var, all_binds, use_counts
 from ..names import Namer
 from .factor import tangent_names
@@ -43,7 +43,8 @@ def cancel_shifts(fn: Function, n_primal: int) -> Function:
 def _block(block: Block, tainted: set[str], bound: Defs, namer: Namer) -> Block:
     out: list[Bind] = []
     for b in block.binds:
-        b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, bound, namer))
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, bound, namer))
         t = b.targets[0] if len(b.targets) == 1 else None
         new = _cancelled(t, b.rhs, bound) if t is not None and t.name in tainted and isinstance(b.rhs, Prim) else None
         if new is None:

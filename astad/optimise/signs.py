@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..blocks import same_or_new, with_branches
+from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Function, Prim, Var, use_counts
 from ..names import Namer
 
@@ -41,7 +41,8 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
         return found
 
     for b in block.binds:
-        b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, counts, namer))
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, counts, namer))
         rhs, target = b.rhs, b.targets[0] if len(b.targets) == 1 else None
         if target is None or not isinstance(rhs, Prim) or target.name not in tainted:
             out.append(b)
