@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
-from .ir import Atom, Bind, Block, Comp, If, Loop, LoopBack, MakeTuple, Prim
+from .ir import Atom, Bind, Block, Comp, If, Lam, Loop, LoopBack, MakeTuple, Prim
+
+#: the classes of right-hand side with blocks inside (``ir.nested_blocks``)
+NESTING = frozenset({If, Loop, LoopBack, Lam})
 
 
 def same(new: Sequence[object], old: Sequence[object]) -> bool:

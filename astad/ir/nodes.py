@@ -18,16 +18,24 @@ from .types import Num, Type
 # --------------------------------------------------------------------------- atoms
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Var:
     name: str
     type: Type = field(compare=False)
+
+    def __init__(self, name: str, type: Type) -> None:
+        _set_var_name(self, name)  # (the fields' own setters: a frozen class's __setattr__ refuses)
+        _set_var_type(self, type)
 
     def __str__(self) -> str:
         return self.name
 
 
-@dataclass(frozen=True)
+# the three classes made most often (every pass makes them) are made without ``object.__setattr__`` per field
+_set_var_name, _set_var_type = Var.name.__set__, Var.type.__set__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
 class Const:
     """A constant.  ``name`` is set for a module-level constant of the user's,
     which generated code refers to by that name; otherwise it is a literal."""
@@ -50,7 +58,7 @@ class Const:
         return self.name if self.name is not None else repr(self.value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Zero:
     """The statically-zero cotangent of a type: never materialised unless it
     has to be returned or combined with something non-zero."""
@@ -67,7 +75,7 @@ Atom = Union[Var, Const, Zero]
 # --------------------------------------------------------------------------- computations
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Prim:
     """An application of a primitive from the table in :mod:`astad.rules`.
     ``params`` are static (hashable) parameters such as ``axis``."""
@@ -75,6 +83,11 @@ class Prim:
     op: str
     args: tuple[Atom, ...]
     params: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, op: str, args: tuple[Atom, ...], params: tuple[tuple[str, Any], ...] = ()) -> None:
+        _set_prim_op(self, op)
+        _set_prim_args(self, args)
+        _set_prim_params(self, params)
 
     def param(self, name: str, default: Any = None) -> Any:
         for k, v in self.params:
@@ -87,7 +100,10 @@ class Prim:
         return f"{self.op}({', '.join(map(str, self.args))}{ps})"
 
 
-@dataclass(frozen=True)
+_set_prim_op, _set_prim_args, _set_prim_params = Prim.op.__set__, Prim.args.__set__, Prim.params.__set__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
 class MakeTuple:
     items: tuple[Atom, ...]
 
@@ -95,7 +111,7 @@ class MakeTuple:
         return "(" + ", ".join(map(str, self.items)) + ("," if len(self.items) == 1 else "") + ")"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unpack:
     """``let (a, b, ...) = t``: split a tuple into its components."""
 
@@ -105,7 +121,7 @@ class Unpack:
         return f"unpack {self.tup}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Dup:
     """Contraction made explicit: ``let (x_1, ..., x_n) = dup x``."""
 
@@ -115,7 +131,7 @@ class Dup:
         return f"dup {self.var}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Drop:
     """Weakening made explicit: ``drop x`` ends a variable that is not used."""
 
@@ -125,7 +141,7 @@ class Drop:
         return f"drop {self.var}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Plus:
     """Cotangent addition (the monoid that ``dup`` is mapped to)."""
 
@@ -135,7 +151,7 @@ class Plus:
         return "plus(" + ", ".join(map(str, self.items)) + ")"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Copy:
     """``let y = x``: an alias (produced by the AD macro, removed by the optimiser)."""
 
@@ -145,7 +161,7 @@ class Copy:
         return str(self.atom)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class If:
     """``let (y_1, ..., y_k) = if cond then A else B``: CHAD's sum-type
     elimination on a boolean.  Each branch block ends in a tuple of the k joined
@@ -159,7 +175,7 @@ class If:
         return f"if {self.cond}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loop:
     """``let (c_1, ..., c_k) = for index in range(*bounds) from init: body``:
     iteration with loop-carried state.  The body's inputs are ``index`` and the
@@ -187,7 +203,7 @@ class Loop:
         return f"{head} from ({', '.join(f'{c}={i}' for c, i in zip(self.carried, self.init))}){saved}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LoopBack:
     """The backward pass of a loop: over the ``tape`` in reverse, each
     iteration's ``saved`` values bound again; ``params`` (cotangents of the
@@ -205,7 +221,7 @@ class LoopBack:
                 f"({', '.join(f'{c}={i}' for c, i in zip(self.params, self.init))})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lam:
     """``let f = lam (z_1, ..., z_n) body``: a function value; the variables its
     body reads from outside are what it captures.  In the target IR each call
@@ -226,7 +242,7 @@ class Lam:
         return f"lam ({', '.join(f'{p.name}: {p.type}' for p in self.params)}){saved} ="
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class App:
     """``let y = f(a_1, ..., a_n)``: a call of a function value.  In the target IR
     the call also binds its record (what its backward map needs) as its last target."""
@@ -238,7 +254,7 @@ class App:
         return f"{self.fn}({', '.join(map(str, self.args))})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AppBack:
     """The backward map of one call of ``fn``, at the values the call recorded,
     applied to the cotangent of its result: the cotangents of what ``fn``
@@ -252,7 +268,7 @@ class AppBack:
         return f"{self.fn}.back({self.record}, {self.ct})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Copower:
     """``!r ⊗ ct``: the cotangent of a function value from one call: the call's
     record with the cotangent of its result.  Copowers add by concatenation."""
@@ -264,7 +280,7 @@ class Copower:
         return f"!{self.record} ⊗ {self.ct}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CaseCopower:
     """``case c of !r ⊗ ct -> ...``: the cotangents of what ``fn`` captures, summed
     over the calls in the copower ``c``: each call's backward map, at its record."""
@@ -302,7 +318,7 @@ def trip_count(loop: "Loop") -> int | None:
 # --------------------------------------------------------------------------- bindings, blocks, programs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loc:
     """A position in the user's source: file, 1-based line and column."""
 
@@ -312,11 +328,16 @@ class Loc:
     text: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Bind:
     targets: tuple[Var, ...]
     rhs: Comp
     loc: Loc | None = field(default=None, compare=False)
+
+    def __init__(self, targets: tuple[Var, ...], rhs: Comp, loc: Loc | None = None) -> None:
+        _set_bind_targets(self, targets)
+        _set_bind_rhs(self, rhs)
+        _set_bind_loc(self, loc)
 
     def __str__(self) -> str:
         if not self.targets:
@@ -325,6 +346,9 @@ class Bind:
             "(" + ", ".join(t.name for t in self.targets) + ")"
         )
         return f"let {lhs} = {self.rhs}"
+
+
+_set_bind_targets, _set_bind_rhs, _set_bind_loc = Bind.targets.__set__, Bind.rhs.__set__, Bind.loc.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

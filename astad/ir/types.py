@@ -13,7 +13,7 @@ Dim = Union[int, None]  # None: not known statically
 # --------------------------------------------------------------------------- types
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Num:
     """Numbers: a scalar (``shape == ()``) or an array.
 
@@ -52,7 +52,7 @@ class Num:
         return f"{base}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TupleT:
     items: tuple["Type", ...]
 
@@ -64,7 +64,7 @@ class TupleT:
         return "(" + ", ".join(map(str, self.items)) + ("," if len(self.items) == 1 else "") + ")"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NoneT:
     differentiable = False
 
@@ -72,7 +72,7 @@ class NoneT:
         return "None"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ListT:
     """A Python list whose length is known only at run time (built by
     ``append`` in a loop); ``elem`` is None until the first append is seen."""
@@ -88,7 +88,7 @@ class ListT:
         return f"list[{self.elem if self.elem is not None else '?'}{'' if self.length is None else f'; {self.length}'}]"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StructT:
     """A structured argument (a "pytree" in JAX's words): a tuple, list, dict or
     NamedTuple of numbers, arrays and further structures.  It exists only at
@@ -222,7 +222,7 @@ def leaf_counts(types: Sequence["Type"]) -> list[int]:
     return [sum(leaf_counts(t.items)) if isinstance(t, StructT) else 1 for t in types]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FunT:
     """A function value (a ``lambda`` or nested ``def``) called with arguments of
     types ``params``, returning a ``result``."""
@@ -236,7 +236,7 @@ class FunT:
         return f"({', '.join(map(str, self.params))}) -> {self.result}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CopowerT:
     """The cotangent of a function value (CHAD: ``!D1(τ) ⊗ D2(σ)``): the
     formal sum of the calls made to it, each the call's primal argument (here:

@@ -70,14 +70,25 @@ def all_binds(block: Block) -> Iterator[Bind]:
     """Every binding of a block, also inside its branches, in order (each
     binding before those nested in it).  A stack, not nested generators: a
     binding deep down is passed up through no generator per level."""
-    stack = [iter(block.binds)]
-    while stack:
-        b = next(stack[-1], None)
-        if b is None:
-            stack.pop()
-            continue
-        yield b
-        stack.extend(iter(inner.binds) for inner in reversed(nested_blocks(b.rhs)))
+    stack: list[Iterator[Bind]] = []
+    binds = iter(block.binds)
+    while True:
+        for b in binds:
+            yield b
+            if type(b.rhs) in _NESTING:
+                inners = nested_blocks(b.rhs)
+                stack.append(binds)  # (resumed after the nested blocks, where it stopped)
+                stack.extend(iter(inner.binds) for inner in reversed(inners[1:]))
+                binds = iter(inners[0].binds)
+                break
+        else:
+            if not stack:
+                return
+            binds = stack.pop()
+
+
+#: the classes of right-hand side with blocks inside (``nested_blocks``)
+_NESTING = frozenset({If, Loop, LoopBack, Lam})
 
 
 def _bound_here(b: Bind, backward: bool) -> Iterator[Var]:
@@ -199,11 +210,15 @@ def map_block(block: Block, f: Callable[[Atom], Atom]) -> Block:
 
 def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
     """The atoms a computation reads (for a branch or a loop: what it reads from outside)."""
-    cls = type(rhs)
+    cls = type(rhs)  # (no class of the IR has subclasses)
     if cls is Prim:  # the most common first
         return rhs.args
     if cls is MakeTuple or cls is Plus:
         return rhs.items
+    if cls is Copy:
+        return (rhs.atom,)
+    if cls is Unpack:
+        return (rhs.tup,)
     if isinstance(rhs, If):
         return (rhs.cond, *if_free_vars(rhs))
     if isinstance(rhs, Loop):
@@ -234,6 +249,10 @@ def atoms_of(rhs: Comp) -> tuple[Atom, ...]:
 
 
 def vars_of(rhs: Comp) -> list[Var]:
+    cls = type(rhs)
+    if cls is Copy:  # (one atom: no tuple made)
+        a = rhs.atom
+        return [a] if type(a) is Var else []
     return [a for a in atoms_of(rhs) if type(a) is Var]
 
 
@@ -338,6 +357,8 @@ def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
                 return Prim(rhs.op, tuple(env.get(a.name, a) if type(a) is Var else a for a in rhs.args), rhs.params)
         return rhs
     if not nested_blocks(rhs):
+        if all(v.name not in env for v in vars_of(rhs)):
+            return rhs  # (what map_atoms would make again)
         return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)
     if all(v.name not in env for v in vars_of(rhs)):
         return rhs

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..blocks import same_or_new, with_branches
+from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts
 from ..names import Namer
 from .signs import _EACH, _FIRST
@@ -38,7 +38,7 @@ Signed = tuple[bool, Atom]  # (negated, atom): the value is -atom when negated
 def absorb_negations(block: Block, namer: Namer) -> Block:
     """``block`` (a backward block) with the negations its readers take removed."""
     block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
-                                for b in block.binds])
+                                if type(b.rhs) in NESTING else b for b in block.binds])
     if not any(type(b.rhs) is Prim and b.rhs.op == "neg" for b in block.binds):
         return block
     return _Absorb(block, namer).run()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .. import rules
-from ..blocks import rebound, same_or_new, with_branches
-from ..ir import Atom, Block, Const, If, Loop, LoopBack, Prim, ReverseProgram, Var, substitute
+from ..blocks import same_or_new, with_branches
+from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Prim, ReverseProgram, Var, substitute
 from .structure import subst_atom
 
 
@@ -37,18 +37,21 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
     block may reuse)."""
     seen = dict(seen)
     out = []
+    table = rules.TABLE
     for b in block.binds:
         rhs = substitute(b.rhs, env)
-        if isinstance(rhs, (If, Loop, LoopBack)):
+        if type(rhs) is Prim:  # the most common
+            if table[rhs.op].stmts is None and rhs.op not in BUFFERS:
+                # a variable's key is its name (no tuple made): a string equals no other atom's key
+                key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in rhs.args]), rhs.params)
+                if key in seen:
+                    env[b.targets[0].name] = seen[key]
+                    continue
+                seen[key] = b.targets[0]
+        elif isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _cse(blk, seen, env, None)))
             continue
-        if isinstance(rhs, Prim) and rules.TABLE[rhs.op].stmts is None and rhs.op not in BUFFERS:
-            key = (rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
-            if key in seen:
-                env[b.targets[0].name] = seen[key]
-                continue
-            seen[key] = b.targets[0]
-        out.append(rebound(b, rhs))
+        out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
     if top is not None:
         top.update(seen)
     return same_or_new(block, out, subst_atom(block.result, env))

@@ -5,7 +5,7 @@ exactly what its backward pass reads (``prune_tapes``)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from ..blocks import same, same_or_new, with_branches
+from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, If, Loop, LoopBack, Prim, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
                   kinds, nested_blocks, read_names, read_set, vars_of)
 from ..rules import has_effect
@@ -15,9 +15,16 @@ from .simplify import select_items
 def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     """Remove bindings nothing reads; ``keep`` are names read from elsewhere (the
     residuals, which may be bound inside branches)."""
+    return _dce_reads(block, live, keep)[0]
+
+
+def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set[str], bool]:
+    """``_dce``, with what the block left reads (``live`` and the reads of the bindings
+    kept) and whether none of those has blocks inside (then they are ``read_set``)."""
     live = set(live)
     add = live.add
     kept = []
+    flat = True
     for b in reversed(block.binds):
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common: no blocks inside
@@ -32,6 +39,8 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
                 if type(a) is Var:
                     add(a.name)
             continue
+        if type(rhs) in NESTING:
+            flat = False
         if isinstance(b.rhs, If):
             alive = [i for i, t in enumerate(b.targets) if t.name in live or t.name in keep]
             inner = bound_set(b.rhs.then) | bound_set(b.rhs.orelse)
@@ -56,7 +65,7 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
         kept.append(b)
         live.update(v.name for v in vars_of(b.rhs))
     kept.reverse()
-    return same_or_new(block, kept)
+    return same_or_new(block, kept), live, flat
 
 
 def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
@@ -84,10 +93,13 @@ def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
 
 
 def dce(prog: ReverseProgram) -> ReverseProgram:
-    backward = _dce(prog.backward, read_names(Block((), prog.backward.result)), set())
-    prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
+    cleaned, reads, flat = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
+    prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned))
     backward = prog.backward
-    needed = read_set(backward) - bound_set(backward)
+    if flat and backward is cleaned:  # what it reads and does not bind, without a walk of it
+        needed = reads.difference([t.name for b in backward.binds for t in b.targets])
+    else:
+        needed = read_set(backward) - bound_set(backward)
     forward = _dce(prog.forward, read_names(Block((), prog.forward.result)), needed)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 

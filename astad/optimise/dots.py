@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Callable
 
 from .. import rules
-from ..blocks import with_branches
+from ..blocks import same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Function, Num, Prim, Var, all_binds, use_counts
-from ..names import Namer, program_names
+from ..names import Namer
 from .factor import tangent_names
 
 
@@ -32,7 +32,7 @@ def dot_sums(fn: Function, n_primal: int) -> Function:
     once = {b.targets[0].name: b.rhs for b in all_binds(fn.body) if len(b.targets) == 1
             and isinstance(b.rhs, Prim) and counts[b.targets[0].name] == 1}
     products = {n: rhs for n, rhs in once.items() if rhs.op == "mul"}
-    namer = Namer.adding_to(program_names(fn), fn.name)
+    namer = Namer.of(fn)
 
     def factors(a: Atom) -> list[Atom]:
         """The factors of a product of products, left to right (a loop: chains run thousands deep)."""
@@ -55,7 +55,7 @@ def dot_sums(fn: Function, n_primal: int) -> Function:
             new = (_as_dot(b, factors, namer) or _as_matvec(b, factors, namer) or
                    _constants_out(b, once, factors, namer)) if tangent else None
             out.extend(new or [b])
-        return Block(tuple(out), blk.result)
+        return same_or_new(blk, out)
 
     return Function(fn.name, fn.params, block(fn.body))
 

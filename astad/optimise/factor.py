@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .. import rules
-from ..blocks import result_items, with_branches
-from ..ir import Atom, Bind, Block, Copy, Function, If, Loop, Plus, Prim, Var, all_binds, use_counts
-from ..names import Namer, program_names
+from ..blocks import NESTING, result_items, same_or_new, with_branches
+from ..ir import Atom, Bind, Block, Copy, Function, If, Loop, Plus, Prim, Var, all_binds, kinds, use_counts
+from ..names import Namer
 from .cse import _atom_key
 from .signs import sink_negations
 
@@ -44,22 +44,40 @@ def _key(f: "Atom | Inverse") -> object:
 
 
 def tangent_names(fn: Function, tangents: Sequence[Var]) -> set[str]:
-    """The names whose values depend on a tangent parameter (to a fixed point over loops)."""
-    tainted = {v.name for v in tangents}
+    """The names whose values depend on a tangent parameter (to a fixed point over loops
+    and branches; a block with neither is done in one walk: each name is read after it is bound).
+    Remembered on the block (blocks are immutable): the tangent passes run one after another
+    ask it of a block that the pass before them left as it was."""
+    known = fn.body.__dict__.setdefault("_tangent_names", {})
+    key = tuple(v.name for v in tangents)
+    if key not in known:
+        known[key] = frozenset(_tangent_names(fn.body, key))
+    return set(known[key])
+
+
+def _tangent_names(body: Block, tangents: tuple[str, ...]) -> set[str]:
+    tainted = set(tangents)
 
     def reads(atoms) -> bool:
         return any(isinstance(a, Var) and a.name in tainted for a in atoms)
 
-    changed = True
-    while changed:
+    # a branch's or loop's targets are tainted from bindings visited after them (inside it), and
+    # a loop's carried values from its later iterations: only then is a second walk needed
+    again = not {"If", "Loop"}.isdisjoint(kinds(body))
+    while True:
         before = len(tainted)
-        for b in all_binds(fn.body):
+        for b in all_binds(body):
             rhs = b.rhs
-            if isinstance(rhs, Prim):
-                hit = [t for t in b.targets if reads(rhs.args)]
-            elif isinstance(rhs, (Copy, Plus)):
-                hit = [t for t in b.targets if reads([rhs.atom] if isinstance(rhs, Copy) else rhs.items)]
-            elif isinstance(rhs, Loop):
+            cls = type(rhs)
+            if cls is Prim or cls is Plus:  # the most common
+                for a in (rhs.args if cls is Prim else rhs.items):
+                    if type(a) is Var and a.name in tainted:
+                        tainted.update([t.name for t in b.targets])
+                        break
+                continue
+            if cls is Copy:
+                hit = list(b.targets) if reads([rhs.atom]) else []
+            elif cls is Loop:
                 items = result_items(rhs.body) or ()
                 hit = []
                 for i, c in enumerate(rhs.carried):
@@ -67,15 +85,15 @@ def tangent_names(fn: Function, tangents: Sequence[Var]) -> set[str]:
                         tainted.add(c.name)
                         if i < len(b.targets):
                             hit.append(b.targets[i])
-            elif isinstance(rhs, If):
+            elif cls is If:
                 then, orelse = result_items(rhs.then) or (), result_items(rhs.orelse) or ()
                 hit = [t for i, t in enumerate(b.targets)
                        if (i < len(then) and reads([then[i]])) or (i < len(orelse) and reads([orelse[i]]))]
             else:
                 hit = []
             tainted.update(t.name for t in hit)
-        changed = len(tainted) != before
-    return tainted
+        if not again or len(tainted) == before:
+            return tainted
 
 
 def factor_tangents(fn: Function, n_primal: int) -> Function:
@@ -83,13 +101,14 @@ def factor_tangents(fn: Function, n_primal: int) -> Function:
     (factored, then its negations moved outward: :mod:`astad.optimise.signs`)."""
     tainted = tangent_names(fn, fn.params[n_primal:])
     counts = use_counts(fn.body)
-    namer = Namer.adding_to(program_names(fn), fn.name)  # never one of the program's own names
+    namer = Namer.of(fn)  # never one of the program's own names (walked when the first is asked for)
     factored = Function(fn.name, fn.params, _block(fn.body, tainted, counts, namer))
     return sink_negations(factored, tangent_names(factored, fn.params[n_primal:]))
 
 
 def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Block:
-    binds = [with_branches(b, b.rhs, lambda blk: _block(blk, tainted, counts, namer)) for b in block.binds]
+    inner_blocks = lambda blk: _block(blk, tainted, counts, namer)  # noqa: E731
+    binds = [with_branches(b, b.rhs, inner_blocks) if type(b.rhs) in NESTING else b for b in block.binds]
     defs = {b.targets[0].name: b.rhs for b in binds
             if len(b.targets) == 1 and isinstance(b.rhs, Prim) and not b.rhs.params and b.targets[0].name in tainted}
 
@@ -124,7 +143,7 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
                 out.extend(new)
                 continue
         out.append(b)
-    return Block(tuple(out), block.result)
+    return same_or_new(block, out)
 
 
 def _unnegated(target: Var, rhs: Prim, inner, namer: Namer, loc) -> list[Bind] | None:

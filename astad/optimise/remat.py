@@ -22,15 +22,14 @@ needs to keep (``prune_tapes`` drops the tape entries).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
 
-import numpy as np
-
 from ..blocks import same_or_new
 from ..rules import is_advanced
-from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, nested_blocks, read_set,
-                  substitute, vars_of)
+from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, kinds, nested_blocks,
+                  read_set, substitute, vars_of)
 from ..names import Namer
 
 #: elementwise operations that cost one pass over memory (no transcendental function)
@@ -46,11 +45,13 @@ MIN_SIZE = 4096
 
 def rematerialise(prog: ReverseProgram) -> ReverseProgram:
     """``prog`` with its cheap residual arrays (and taped arrays) computed again in the backward pass."""
-    params = {p.name for p in prog.params}
     top_defs = _defs(prog.forward)
+    residual_reads = read_set(prog.backward) - bound_set(prog.backward)
+    if "LoopBack" not in kinds(prog.backward) and not _candidates(top_defs, residual_reads):
+        return prog  # nothing worth recomputing (what ``_recompute`` would find first)
+    params = {p.name for p in prog.params}
     top_scalars = {n for n, b in top_defs.items() if _scalar(b.targets[0])}
     top_free = params | top_scalars
-    residual_reads = read_set(prog.backward) - bound_set(prog.backward)
     loops = {b.rhs.tape.name: b.rhs for b in prog.forward.binds if isinstance(b.rhs, Loop) and b.rhs.tape is not None}
     namer = Namer.of(prog)  # (walks the program only when the first value is recomputed)
 
@@ -78,13 +79,18 @@ def _defs(block: Block) -> dict[str, Bind]:
     return {b.targets[0].name: b for b in block.binds if isinstance(b.rhs, Prim) and len(b.targets) == 1}
 
 
+def _candidates(defs: dict[str, Bind], wanted: set[str] | frozenset[str]) -> set[str]:
+    """The names in ``wanted`` bound in ``defs`` to a big array by a cheap operation."""
+    return {n for n in wanted if n in defs and defs[n].rhs.op in CHEAP and _big(defs[n].targets[0])}  # type: ignore[union-attr]
+
+
 def _scalar(v: Var) -> bool:
     return isinstance(v.type, Num) and v.type.shape == ()
 
 
 def _big(v: Var) -> bool:
     t = v.type
-    return isinstance(t, Num) and bool(t.shape) and t.known_shape and int(np.prod(t.shape)) >= MIN_SIZE
+    return isinstance(t, Num) and bool(t.shape) and t.known_shape and math.prod(t.shape) >= MIN_SIZE
 
 
 def _recomputable(defs: dict[str, Bind], wanted: set[str] | frozenset[str], free: set[str]) -> set[str]:
@@ -100,7 +106,7 @@ class _Planner:
 
     def __init__(self, defs: dict[str, Bind], wanted: set[str] | frozenset[str], free: set[str]) -> None:
         self.defs, self.wanted, self.free = defs, wanted, free
-        self.candidates = {n for n in wanted if n in defs and _big(defs[n].targets[0]) and defs[n].rhs.op in CHEAP}
+        self.candidates = _candidates(defs, wanted)
         self.cost: dict[str, int | None] = {}
 
     def plan(self, name: str) -> int | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..blocks import with_branches
-from ..ir import Atom, Bind, Block, Loop, Num, Prim, ReverseProgram, Var, bound_vars, nested_blocks, vars_of
+from ..ir import Atom, Bind, Block, Loop, Num, Prim, ReverseProgram, Var, bound_vars, kinds, nested_blocks, vars_of
 from ..names import Namer
 from ..rules import infer
 from .structure import rename_deep
@@ -25,6 +25,8 @@ _SHAPE_READS = {("sum_to", 1), ("shape", 0)}
 
 
 def shapes_not_arrays(prog: ReverseProgram) -> ReverseProgram:
+    if {op for op, _ in _SHAPE_READS}.isdisjoint(kinds(prog.backward)):
+        return prog  # nothing read only for its shape
     forward_vars = {v.name: v for v in (*prog.params, *bound_vars(prog.forward))}
     uses: dict[str, bool] = {}  # forward name -> read only for its shape
     _classify(prog.backward, forward_vars, uses)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..blocks import with_branches
+from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Function, Prim, Var, all_binds, use_counts
-from ..names import Namer, program_names
+from ..names import Namer
 from .factor import tangent_names
 
 Defs = Callable[[Atom, str, int], Prim | None]
@@ -36,14 +36,15 @@ def cancel_shifts(fn: Function, n_primal: int) -> Function:
         ok = rhs is not None and rhs.op == op and (not reads or counts[a.name] == reads)
         return rhs if ok else None
 
-    namer = Namer.adding_to(program_names(fn), fn.name)
+    namer = Namer.of(fn)
     return Function(fn.name, fn.params, _block(fn.body, tainted, bound, namer))
 
 
 def _block(block: Block, tainted: set[str], bound: Defs, namer: Namer) -> Block:
     out: list[Bind] = []
     for b in block.binds:
-        b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, bound, namer))
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, bound, namer))
         t = b.targets[0] if len(b.targets) == 1 else None
         new = _cancelled(t, b.rhs, bound) if t is not None and t.name in tainted and isinstance(b.rhs, Prim) else None
         if new is None:
@@ -54,7 +55,7 @@ def _block(block: Block, tainted: set[str], bound: Defs, namer: Namer) -> Block:
             rhs = Prim(rhs.op, tuple(fresh.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args), rhs.params)
             var = t if target is new[-1][0] else fresh.setdefault(target.name, Var(namer.temp(), target.type))
             out.append(Bind((var,), rhs, b.loc))
-    return Block(tuple(out), block.result)
+    return same_or_new(block, out)
 
 
 def _cancelled(t: Var, rhs: Prim, bound: Defs) -> list[tuple[Var, Prim]] | None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..blocks import with_branches
+from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Function, Prim, Var, use_counts
-from ..names import Namer, program_names
+from ..names import Namer
 
 #: operations linear in each of their arguments (``div``: in its numerator, and odd in its denominator)
 _EACH = {"mul", "div", "matmul", "dot"}
@@ -25,7 +25,7 @@ _FIRST = {"sum", "mean", "getitem", "transpose", "reshape"}
 def sink_negations(fn: Function, tainted: set[str]) -> Function:
     """``fn``: a forward program; ``tainted``: the names of its tangents (see factor.tangent_names)."""
     counts = use_counts(fn.body)
-    namer = Namer.adding_to(program_names(fn), fn.name)
+    namer = Namer.of(fn)
     return Function(fn.name, fn.params, _block(fn.body, tainted, counts, namer))
 
 
@@ -41,7 +41,8 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
         return found
 
     for b in block.binds:
-        b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, counts, namer))
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, lambda blk: _block(blk, tainted, counts, namer))
         rhs, target = b.rhs, b.targets[0] if len(b.targets) == 1 else None
         if target is None or not isinstance(rhs, Prim) or target.name not in tainted:
             out.append(b)
@@ -55,7 +56,7 @@ def _block(block: Block, tainted: set[str], counts: Counter, namer: Namer) -> Bl
         out.extend(Bind(targets, value, b.loc) for targets, value in new)
         if new[-1][1].op == "neg" and counts[target.name] == 1:
             negs[target.name] = new[-1][1].args[0]
-    return Block(tuple(b for b in out if len(b.targets) != 1 or b.targets[0].name not in consumed), block.result)
+    return same_or_new(block, [b for b in out if len(b.targets) != 1 or b.targets[0].name not in consumed])
 
 
 def _rewritten(target: Var, rhs: Prim, plain, namer: Namer) -> list[tuple[tuple[Var, ...], Prim]] | None:

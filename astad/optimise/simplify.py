@@ -10,9 +10,9 @@ from collections import Counter
 from dataclasses import replace
 
 from .. import rules
-from ..blocks import ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
+from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
-                  TupleT, Unpack, Var, Zero, bound_set, nested_blocks, read_set, substitute, substitute_block, vars_of)
+                  TupleT, Unpack, Var, Zero, bound_set, read_set, substitute, substitute_block, vars_of)
 from ..names import Namer
 from .structure import rename_deep, rename_vars, subst_atom
 
@@ -111,6 +111,12 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
               result: Atom, made_zero: set[str], renamed: Renamed, keep: frozenset[str] = frozenset()) -> Bind | None:
     """Simplify one binding; returns None when it was absorbed into ``env``.  ``keep``: names read
     elsewhere (residuals), whose bindings stay."""
+    if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common first
+        for i in rules.TABLE[rhs.op].zero_in:
+            if type(rhs.args[i]) is Zero:
+                env[b.targets[0].name] = Zero(b.targets[0].type)
+                return None
+        return rebound(b, rhs)
     if isinstance(rhs, If):
         return _fold_if(b, rhs, env, keep_copies, renamed, keep)
     if isinstance(rhs, LoopBack):
@@ -122,7 +128,7 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
         if len(items) <= 1:
             env[b.targets[0].name] = items[0] if items else Zero(b.targets[0].type)
             return None
-        return Bind(b.targets, Plus(items), b.loc)
+        return rebound(b, rhs if len(items) == len(rhs.items) else Plus(items))
     if isinstance(rhs, Prim) and rhs.op == "or_zeros_like":
         ct, like = rhs.args
         if not isinstance(ct, Zero):
@@ -134,13 +140,13 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
         if any(isinstance(rhs.args[i], Zero) for i in zero_in):
             env[b.targets[0].name] = Zero(b.targets[0].type)
             return None
-        return Bind(b.targets, rhs, b.loc)
+        return rebound(b, rhs)
     if isinstance(rhs, MakeTuple):
         if _is_zero_tuple(rhs.items) and b.targets[0] != result:
             env[b.targets[0].name] = Zero(b.targets[0].type)
             return None
         tuples[b.targets[0].name] = rhs.items
-        return Bind(b.targets, rhs, b.loc)
+        return rebound(b, rhs)
     if isinstance(rhs, Unpack):
         src = rhs.tup
         items = None
@@ -149,16 +155,16 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
         elif isinstance(src, Var) and src.name in tuples:
             items = tuples[src.name]
         if items is None:
-            return Bind(b.targets, rhs, b.loc)
+            return rebound(b, rhs)
         for t, a in zip(b.targets, items):
             env[t.name] = a
         return None
     if isinstance(rhs, Copy):
         if keep_copies and not isinstance(rhs.atom, (Zero, Const)):
-            return Bind(b.targets, rhs, b.loc)
+            return rebound(b, rhs)
         env[b.targets[0].name] = rhs.atom
         return None
-    return Bind(b.targets, rhs, b.loc)  # type: ignore[arg-type]
+    return rebound(b, rhs)  # type: ignore[arg-type]
 
 
 #: where ``fold`` records every name it replaced (in every nested block) by what replaced it
@@ -180,7 +186,7 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
                 made_zero.add(new.targets[0].name)
     if renamed is not None:
         renamed.update(env)
-    return Block(tuple(out), subst_atom(block.result, env))
+    return same_or_new(block, out, subst_atom(block.result, env))
 
 
 def fold_forward(prog: ReverseProgram) -> ReverseProgram:
@@ -221,11 +227,18 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``.
     ``outer``: the copies the enclosing blocks removed (name -> what replaces it);
     a nested block applies them with its own in one walk."""
-    uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
+    read: list[str] = []
+    for b in block.binds:
+        rhs = b.rhs
+        if type(rhs) is Prim:  # the most common
+            read.extend([a.name for a in rhs.args if type(a) is Var])
+        else:
+            read.extend([v.name for v in vars_of(rhs)])
+    uses = Counter(read)
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
-    defined_at = {t.name: i for i, b in enumerate(block.binds) for t in b.targets
-                  if len(b.targets) == 1 and not nested_blocks(b.rhs)}
+    defined_at = {b.targets[0].name: i for i, b in enumerate(block.binds)
+                  if len(b.targets) == 1 and type(b.rhs) not in NESTING}
     binds: list[Bind | None] = list(block.binds)
     env: dict[str, Atom] = dict(outer or {})
     for i, b in enumerate(block.binds):
@@ -243,6 +256,11 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
         else:
             env[target.name] = src
             binds[i] = None
-    binds = [b if b is None else with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env)) for b in binds]
-    out = [rebound(b, substitute(b.rhs, env)) for b in binds if b is not None]
+    out = []
+    for b in binds:
+        if b is None:
+            continue
+        if type(b.rhs) in NESTING:  # (each nested block applies env with its own copies, in a copy of it)
+            b = with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env))
+        out.append(rebound(b, substitute(b.rhs, env)))
     return same_or_new(block, out, subst_atom(block.result, env))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..blocks import rebound, same_or_new, with_branches
-from ..ir import Atom, Bind, Block, Drop, Dup, If, Loop, LoopBack, ReverseProgram, Var, substitute
+from ..ir import Atom, Bind, Block, Drop, Dup, If, Loop, LoopBack, Prim, ReverseProgram, Var, substitute
 
 
 def subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
@@ -28,7 +28,9 @@ def _forget(block: Block, env: dict[str, Atom]) -> Block:
     binds = []
     for b in block.binds:
         rhs = substitute(b.rhs, env)
-        if isinstance(rhs, Dup):
+        if type(rhs) is Prim:  # the most common
+            binds.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+        elif isinstance(rhs, Dup):
             for t in b.targets:
                 env[t.name] = rhs.var
         elif isinstance(rhs, Loop):
@@ -57,6 +59,10 @@ def rename_deep(block: Block, env: dict[str, Atom]) -> Block:
     binds = []
     for b in block.binds:
         rhs = b.rhs
+        if type(rhs) is Prim:  # the most common
+            rhs = substitute(rhs, env)
+            binds.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+            continue
         if isinstance(rhs, LoopBack):
             rhs = replace(rhs, init=tuple(subst_atom(a, env) for a in rhs.init), saved=rename_vars(rhs.saved, env),
                           body=rename_deep(rhs.body, env))

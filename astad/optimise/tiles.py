@@ -26,7 +26,7 @@ slice) is left as it is.
 from __future__ import annotations
 
 from ..blocks import same_or_new, with_branches
-from ..ir import Atom, Bind, Block, Const, Num, Prim, Var, use_counts
+from ..ir import Atom, Bind, Block, Const, Num, Prim, Var, kinds, use_counts
 from ..rules.structure import ALL
 
 
@@ -75,6 +75,8 @@ def _part(rhs: Prim, base: int, shape: tuple) -> tuple[int, int, int, Atom] | No
 
 def tiles(block: Block) -> Block:
     """``block`` (a backward block) with each chain of parts that tile an array one ``concatenate``."""
+    if "scatter" not in kinds(block):
+        return block  # no chain starts
     block = same_or_new(block, [with_branches(b, b.rhs, tiles) for b in block.binds])
     binds = block.binds
     counts = use_counts(block)
