@@ -92,7 +92,20 @@ _PRECEDENCE = {cst.UnaryOperation: _UNARY, cst.Comparison: 5, cst.IfExp: 1, cst.
 
 
 def paren(node: cst.BaseExpression) -> cst.BaseExpression:
-    return node.with_changes(lpar=_PARENS[0], rpar=_PARENS[1])
+    """``node`` in parentheses (``node.with_changes(lpar=..., rpar=...)``, less its validation: balanced)."""
+    cls = type(node)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("lpar", "rpar"))
+    copy = object.__new__(cls)
+    for f in names:
+        object.__setattr__(copy, f, getattr(node, f))
+    object.__setattr__(copy, "lpar", _PARENS[0])
+    object.__setattr__(copy, "rpar", _PARENS[1])
+    return copy
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _at_least(node: cst.BaseExpression, prec: int) -> cst.BaseExpression:
@@ -147,8 +160,8 @@ def method(obj: cst.BaseExpression, meth: str, args: Sequence[cst.BaseExpression
 
 
 def subscript(value: cst.BaseExpression, items: Sequence[cst.BaseExpression | cst.Slice]) -> cst.BaseExpression:
-    elements = [cst.SubscriptElement(slice=i if isinstance(i, cst.Slice) else cst.Index(value=i)) for i in items]
-    return cst.Subscript(value=_at_least(value, _ATOM), slice=elements)
+    elements = [_subscript_element(i if isinstance(i, cst.Slice) else _index(i)) for i in items]
+    return _subscript(_at_least(value, _ATOM), elements)
 
 
 def tuple_(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
@@ -191,4 +204,10 @@ def literal(value: Any) -> cst.BaseExpression:
 
 
 def slice_(start: cst.BaseExpression | None, stop: cst.BaseExpression | None, step: cst.BaseExpression | None) -> cst.Slice:
-    return cst.Slice(lower=start, upper=stop, step=step)
+    return _slice(start, stop, step)
+
+
+_subscript = maker(cst.Subscript, "value", "slice")
+_subscript_element = maker(cst.SubscriptElement, "slice")
+_index = maker(cst.Index, "value")
+_slice = maker(cst.Slice, "lower", "upper", "step")

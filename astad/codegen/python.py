@@ -295,7 +295,7 @@ class Printer(LoopPrinting):
             self.print_deferred(name)
         pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
-            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
 
     def flush_reading(self, a: Atom) -> None:
         """Assign the pending inlined expressions that read list ``a`` before it is
@@ -304,7 +304,7 @@ class Printer(LoopPrinting):
             return
         for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
             value = self.inlined.pop(name)
-            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
         """``t = a + b`` with ``a`` an array this function allocated and reads only
@@ -503,7 +503,7 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
     for b in prog.forward.binds:
         fwd.bind(b)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
-    passed = [cst.Name(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
+    passed = [px.identifier(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
 
     bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan)
