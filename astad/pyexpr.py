@@ -136,9 +136,9 @@ def neg(operand: cst.BaseExpression) -> cst.BaseExpression:
 def name(text: str) -> cst.BaseExpression:
     """A dotted name such as ``np.tanh`` (one node for each text: nodes are immutable)."""
     parts = text.split(".")
-    node: cst.BaseExpression = cst.Name(parts[0])
+    node: cst.BaseExpression = identifier(parts[0])
     for part in parts[1:]:
-        node = cst.Attribute(value=node, attr=cst.Name(part))
+        node = _attribute(node, identifier(part))
     return node
 
 
@@ -177,6 +177,7 @@ def bare_tuple(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
 
 _bare_tuple = maker(cst.Tuple, "elements", lpar=(), rpar=())
 _name = maker(cst.Name, "value")
+_attribute = maker(cst.Attribute, "value", "attr")
 
 
 def identifier(text: str) -> cst.Name:
