@@ -32,8 +32,30 @@ def names_in(node: cst.CSTNode) -> set[str]:
         elif cls is cst.Attribute or cls is cst.Arg:  # (`x.shape`, `f(axis=0)`: the value only)
             todo.append(n.value)
         else:
-            todo += deep.children(n)
+            fields = _NAMED.get(cls)
+            if fields is None:
+                todo += deep.children(n)
+                continue
+            for f in fields:
+                value = getattr(n, f)
+                if type(value) is tuple or type(value) is list:
+                    todo += value
+                elif value is not None:
+                    todo.append(value)
     return found
+
+
+#: the fields that may hold a name, of the classes codegen's statements are mostly made of (the
+#: others: whitespace, parentheses, operators, commas, comments); the fields of any other class are all read
+_NAMED: dict[type, tuple[str, ...]] = {
+    cst.SimpleStatementLine: ("body",), cst.Assign: ("targets", "value"), cst.AssignTarget: ("target",),
+    cst.AugAssign: ("target", "value"), cst.Expr: ("value",), cst.Return: ("value",),
+    cst.BinaryOperation: ("left", "right"), cst.UnaryOperation: ("expression",), cst.Call: ("func", "args"),
+    cst.Subscript: ("value", "slice"), cst.SubscriptElement: ("slice",), cst.Index: ("value",),
+    cst.Slice: ("lower", "upper", "step"), cst.Tuple: ("elements",), cst.List: ("elements",),
+    cst.Element: ("value",), cst.Comparison: ("left", "comparisons"), cst.ComparisonTarget: ("comparator",),
+    cst.Integer: (), cst.Float: (), cst.SimpleString: (),
+}
 
 
 def renaming(node: cst.CSTNode, renames: dict[str, str]) -> cst.CSTNode:
@@ -47,9 +69,11 @@ def renaming(node: cst.CSTNode, renames: dict[str, str]) -> cst.CSTNode:
         value = renaming(node.value, renames)  # type: ignore[attr-defined]
         return node if value is node.value else node.with_changes(value=value)  # type: ignore[attr-defined]
     changes: dict[str, object] = {}
-    fields = _FIELDS.get(cls)
+    fields = _NAMED.get(cls)
     if fields is None:
-        fields = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
     for f in fields:
         value = getattr(node, f)
         if type(value) is tuple or type(value) is list:
