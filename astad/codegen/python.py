@@ -124,11 +124,13 @@ class Printer(LoopPrinting):
                     copied[name] = copied.get(name, 0) + n
             if rhs.op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[b.targets[0].name] == 1:
                 self.views[b.targets[0].name] = rhs.args[0].name
-            if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
+            # (every in-place form writes a result of at least inplace.MIN_SIZE elements: not asked otherwise)
+            big = self.in_place and inplace.big(b.targets[0].type)
+            if big and rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
-            if rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
+            if big and rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
                 return
-            if self.in_place and (inplace.fuse(self, b) or inplace.defer_masked(self, b)):
+            if big and (inplace.fuse(self, b) or inplace.defer_masked(self, b)):
                 return
             args = [self.atom(a) for a in rhs.args]
             if rhs.op in _LIST_IN_PLACE:
@@ -154,7 +156,7 @@ class Printer(LoopPrinting):
             (target,) = b.targets
             if rhs.op in _FRESH and isinstance(target.type, Num) and target.type.shape:
                 self.fresh.add(target.name)
-            if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
+            if big and rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             cheaper = _CHEAPER.get(rhs.op)
             value = (cheaper and cheaper(rhs, args)) or entry.emit(args, params)
@@ -185,9 +187,8 @@ class Printer(LoopPrinting):
                 for a in rhs.items:
                     if type(a) is Var:
                         copied[a.name] = copied.get(a.name, 0) + 1
-            if self.in_place and inplace.masked_sum(self, b):
-                return
-            if self.accumulate(b, list(rhs.items), "+"):
+            big = self.in_place and inplace.big(b.targets[0].type)
+            if big and (inplace.masked_sum(self, b) or self.accumulate(b, list(rhs.items), "+")):
                 return
             self.sum(b, list(rhs.items))
         else:
