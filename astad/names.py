@@ -309,7 +309,8 @@ def compiled_scopes(code: types.CodeType, source: str) -> list[tuple[str, set[st
 
 def _code_scopes(code: types.CodeType) -> list[tuple[str, set[str], set[str]]] | None:
     """``(name, bound, read)`` of each function of a compiled module (``read``: the
-    globals it reads, which is what :func:`function_scopes`' ``read - bound`` is); None where a function is not plain (see :func:`compiled_scopes`)."""
+    globals it reads, which is what :func:`function_scopes`' ``read - bound`` is);
+    None where a function is not plain (see :func:`compiled_scopes`)."""
     out = []
     for fn in code.co_consts:
         if not isinstance(fn, types.CodeType):
@@ -355,8 +356,9 @@ def _reads_bytecode() -> bool:
     probe = ("import numpy as np\n\ndef f_forward(x, n):\n    t = np.tanh(x) + zz\n    del x\n"
              "    for i in range(n):\n        t = t * W\n    return t, abs(t)\n")
     scopes = _code_scopes(compile(probe, "<probe>", "exec", dont_inherit=True))
+    want = [("f_forward", {"x", "n", "t", "i"}, {"np", "zz", "range", "W", "abs"})]
     return scopes is not None and [(n, b, r - b) for n, b, r in scopes] == \
-        [(n, b, r - b) for n, b, r in function_scopes(probe)] == [("f_forward", {"x", "n", "t", "i"}, {"np", "zz", "range", "W", "abs"})]
+        [(n, b, r - b) for n, b, r in function_scopes(probe)] == want
 
 
 def _table_names(table: symtable.SymbolTable, bound: set[str], read: set[str]) -> None:
