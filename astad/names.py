@@ -23,8 +23,11 @@ from __future__ import annotations
 import ast
 import dataclasses
 import builtins
+import dis
 import keyword
 import symtable
+import sys
+import types
 import unicodedata
 from typing import Any, Iterable
 
@@ -265,7 +268,7 @@ def function_scopes(module: ast.Module | str | list) -> list[tuple[str, set[str]
     names it binds (its parameters, what it assigns, anywhere in its body) and the
     names it reads.  Of source text, from Python's symbol table (no syntax tree is
     built: a third of the time); of a syntax tree, from its ``Name`` nodes; a list
-    of scopes is returned as it is."""
+    of scopes is returned as it is.  (:func:`compiled_scopes`: of compiled code.)"""
     if isinstance(module, list):
         return module
     if isinstance(module, str):
@@ -291,6 +294,73 @@ def function_scopes(module: ast.Module | str | list) -> list[tuple[str, set[str]
     return scopes
 
 
+def compiled_scopes(code: types.CodeType, source: str) -> list[tuple[str, set[str], set[str]]]:
+    """:func:`function_scopes` of ``source``, read from ``code`` (``source``
+    compiled) where it can be: a generated function of plain statements (no
+    nested scope, no import, no ``global``) binds exactly its code's local
+    variables and reads as globals exactly the names of its ``LOAD_GLOBAL``
+    instructions (Python's compiler decides both from the same symbol table), so
+    the symbol table is not built again from the text (a third of compiling it).
+    Any other module (or a Python whose bytecode :data:`_BYTECODE` does not read)
+    is read from its symbol table."""
+    scopes = _code_scopes(code) if _BYTECODE else None
+    return function_scopes(source) if scopes is None else scopes
+
+
+def _code_scopes(code: types.CodeType) -> list[tuple[str, set[str], set[str]]] | None:
+    """``(name, bound, read)`` of each function of a compiled module (``read``: the
+    globals it reads, which is what :func:`function_scopes`' ``read - bound`` is);
+    None where a function is not plain (see :func:`compiled_scopes`)."""
+    out = []
+    for fn in code.co_consts:
+        if not isinstance(fn, types.CodeType):
+            continue
+        if fn.co_cellvars or fn.co_freevars or any(isinstance(c, types.CodeType) for c in fn.co_consts):
+            return None
+        ops, args = fn.co_code[::2], fn.co_code[1::2]
+        if any(op in ops for op in _NOT_PLAIN):
+            return None
+        read = set()
+        names = fn.co_names
+        for op in _GLOBAL_LOADS:
+            at = ops.find(op)
+            while at >= 0:
+                arg, back, shift = args[at], at - 1, 8
+                while back >= 0 and ops[back] == _EXTENDED_ARG:
+                    arg |= args[back] << shift
+                    back, shift = back - 1, shift + 8
+                read.add(names[arg >> _GLOBAL_SHIFT])
+                at = ops.find(op, at + 1)
+        out.append((fn.co_name, set(fn.co_varnames), read))
+    return out
+
+
+def _opcodes(*names: str) -> bytes:
+    return bytes(dis.opmap[n] for n in names if n in dis.opmap)
+
+
+#: instructions reading a global (a builtin) by name, and where their argument has the name's index
+_GLOBAL_LOADS = _opcodes("LOAD_GLOBAL")
+_GLOBAL_SHIFT = 1 if sys.version_info >= (3, 11) else 0  # (3.11: the low bit says "push NULL too")
+_EXTENDED_ARG = dis.EXTENDED_ARG
+#: instructions a plain function has none of: names read or bound other than as globals and locals
+_NOT_PLAIN = _opcodes("IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
+                      "STORE_NAME", "DELETE_NAME", "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_CLASSDEREF",
+                      "LOAD_FROM_DICT_OR_DEREF", "LOAD_DEREF", "STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE",
+                      "MAKE_CELL", "COPY_FREE_VARS")
+
+
+def _reads_bytecode() -> bool:
+    """Whether :func:`_code_scopes` reads this Python's code as the symbol table does (a module
+    of the kinds generated code has: globals read, names bound, deleted, looped over)."""
+    probe = ("import numpy as np\n\ndef f_forward(x, n):\n    t = np.tanh(x) + zz\n    del x\n"
+             "    for i in range(n):\n        t = t * W\n    return t, abs(t)\n")
+    scopes = _code_scopes(compile(probe, "<probe>", "exec", dont_inherit=True))
+    want = [("f_forward", {"x", "n", "t", "i"}, {"np", "zz", "range", "W", "abs"})]
+    return scopes is not None and [(n, b, r - b) for n, b, r in scopes] == \
+        [(n, b, r - b) for n, b, r in function_scopes(probe)] == want
+
+
 def _table_names(table: symtable.SymbolTable, bound: set[str], read: set[str]) -> None:
     """The names ``table`` and the scopes inside it (comprehensions) assign and read."""
     for sym in table.get_symbols():
@@ -300,6 +370,9 @@ def _table_names(table: symtable.SymbolTable, bound: set[str], read: set[str]) -
             read.add(sym.get_name())
     for inner in table.get_children():
         _table_names(inner, bound, read)
+
+
+_BYTECODE = _reads_bytecode()
 
 
 def global_reads(module: ast.Module | str | list) -> set[str]:

@@ -146,12 +146,12 @@ def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[C
 def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(rules.RUNTIME)
-    scopes = names.function_scopes(source)  # from the symbol table: no syntax tree built
+    code = deep.compile_ast(source, f"<astad: {name}>")
+    scopes = names.compiled_scopes(code, source)  # read from the code: the text is parsed once
     read = names.global_reads(scopes)
     constants = {k: v for k, v in constants.items() if k in read}  # what the code reads of them
     namespace.update(constants)
-    names.check_generated(scopes, constants)
-    code = deep.compile_ast(source, f"<astad: {name}>")
+    names.check_generated(scopes, constants)  # before anything of it runs
     exec(code, namespace)  # noqa: S102 - our own generated code
     for module in ("np", "math"):  # numpy and math as astad imported them (see astad.imported)
         if id(namespace.get(module)) in imported.MODULES:

@@ -431,3 +431,41 @@ def test_second_order_names_do_not_collide_with_globals_or_parameters():
     hv = astad.hvp(_named_like_generated, (x, 0.7), (v, None))[0]
     np.testing.assert_allclose(hv, -np.sin(x) * 0.7 * v, rtol=1e-12)
     assert astad.grad(_named_like_generated)(x, 0.7) == pytest.approx(np.cos(x) * 0.7)
+
+
+_MODULES = [  # generated-looking modules: plain functions (read from their code) and others (their symbol table)
+    "def g_forward(x):\n    t = np.tanh(x)\n    return t * W\n",
+    "def g_forward(x):\n    reversed = 1.0\n    return reversed\n",
+    "def g_forward(x):\n    np = x\n    return np\n",
+    "def g_forward(x):\n    return W + x\n\ndef g_backward(residuals, out_ct):\n    W = 1.0\n    return W\n",
+    "def g_forward(x):\n    return sorted(x), abs(x)\n",
+    "def g_forward(x):\n    del x\n    return x\n",
+    "def g_forward(x):\n    for i in range(3):\n        y = x[i]\n    try:\n        z = y\n    except (ValueError, E) as e:\n"
+    "        z = e\n    return z\n",
+    "def W(x):\n    return x\n",
+    "def g_forward(x):\n    return [W * a for a in x]\n",                 # a comprehension: the symbol table
+    "def g_forward(x):\n    f = lambda a: a * W\n    return f(x)\n",     # a lambda
+    "def g_forward(x):\n    import numpy as np\n    return np.tanh(x)\n",  # an import
+    "def g_forward(x):\n    global W\n    W = x\n    return W\n",       # a global bound
+    "def g_forward(x):\n    def h():\n        return x\n    return h()\n",  # a closure
+    "class C:\n    W = 1.0\n\ndef g_forward(x):\n    return x\n",
+    "def g_forward(x):\n" + "".join(f"    v{i} = g{i}(x)\n" for i in range(300)) + "    return v0\n",  # EXTENDED_ARG
+]
+
+
+@pytest.mark.parametrize("text", _MODULES)
+def test_compiled_scopes_are_the_symbol_tables(text):
+    """The scopes read from compiled code are the symbol table's (bindings, globals read), and the
+    check before running refuses the same modules either way."""
+    def verdict(scopes):
+        try:
+            names.check_generated(scopes, ["W"])
+            return "ok"
+        except InternalError as e:
+            return str(e)
+
+    compiled = names.compiled_scopes(compile(text, "<test>", "exec", dont_inherit=True), text)
+    table = names.function_scopes(text)
+    assert [(n, b, r - b) for n, b, r in compiled] == [(n, b, r - b) for n, b, r in table if n != "C"]
+    assert verdict(compiled) == verdict(table)
+    assert names._BYTECODE  # (this Python's bytecode is read: else every module is read from its symbol table)

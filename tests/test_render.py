@@ -155,3 +155,87 @@ def test_generated_modules_print_as_libcst(monkeypatch):
     assert seen
     for module in seen:
         assert render(module) == module.code
+
+
+# --------------------------------------------------------------------------- codegen's faster libcst helpers
+
+
+class _LibcstNames(cst.CSTVisitor):
+    """The variables a statement mentions, found by libcst's own visitor (what carried.names_in reads)."""
+
+    def __init__(self):
+        self.found = set()
+
+    def visit_Name(self, node):
+        self.found.add(node.value)
+
+    def visit_Attribute(self, node):
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node):
+        node.value.visit(self)
+        return False
+
+
+class _LibcstRename(cst.CSTTransformer):
+    """Variables renamed by libcst's own transformer (what carried.renaming does)."""
+
+    def __init__(self, renames):
+        self.renames = renames
+
+    def leave_Name(self, original, updated):
+        new = self.renames.get(updated.value)
+        return updated if new is None else updated.with_changes(value=new)
+
+    def leave_Attribute(self, original, updated):
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original, updated):
+        return updated.with_changes(keyword=original.keyword)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_statements, st.sets(_names))
+def test_names_and_renaming_are_libcsts(statement, renamed):
+    """codegen.carried's walks over a statement's fields find the names libcst's visitor finds and
+    rename them as libcst's transformer does (an attribute's and a keyword's name kept)."""
+    from astad.codegen import carried
+
+    visitor = _LibcstNames()
+    statement.visit(visitor)
+    assert carried.names_in(statement) == visitor.found
+    renames = {n: n + "_r" for n in renamed}
+    module = cst.Module([])
+    ours = carried.renaming(statement, renames)
+    assert module.code_for_node(ours) == module.code_for_node(statement.visit(_LibcstRename(renames)))
+    if not renames.keys() & visitor.found:
+        assert ours is statement  # (nothing rebuilt)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_exprs, _exprs, _exprs)
+def test_makers_make_libcsts_nodes(a, b, c):
+    """pyexpr.maker's nodes are libcst's (every field, the defaults libcst fills in)."""
+    from astad import pyexpr as px
+
+    space = cst.SimpleWhitespace("")
+    pairs = [
+        (px.maker(cst.BinaryOperation, "left", "operator", "right")(a, cst.Add(), b), cst.BinaryOperation(a, cst.Add(), b)),
+        (px.maker(cst.Call, "func", "args")(a, [cst.Arg(b)]), cst.Call(a, [cst.Arg(b)])),
+        (px.maker(cst.Arg, "value", whitespace_after_star=space, whitespace_after_arg=space)(c),
+         cst.Arg(c, whitespace_after_star=space, whitespace_after_arg=space)),
+        (px.maker(cst.Tuple, "elements", lpar=(), rpar=())([cst.Element(a), cst.Element(b)]),
+         cst.Tuple([cst.Element(a), cst.Element(b)], lpar=[], rpar=[])),
+        (px.maker(cst.Slice, "lower", "upper", "step")(a, None, c), cst.Slice(a, None, c)),
+        (px.maker(cst.SimpleStatementLine, "body", "leading_lines")([cst.Expr(a)], ()),
+         cst.SimpleStatementLine([cst.Expr(a)])),
+        (px.maker(cst.EmptyLine, "comment")(cst.Comment("# x")), cst.EmptyLine(comment=cst.Comment("# x"))),
+        (px.paren(a), a.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])),
+        (px.subscript(a, [b, px.slice_(None, c, None)]),
+         cst.Subscript(px._at_least(a, px._ATOM), [cst.SubscriptElement(cst.Index(b)),
+                                                    cst.SubscriptElement(cst.Slice(None, c, None))])),
+    ]
+    for ours, theirs in pairs:
+        assert ours.deep_equals(theirs)
+        assert cst.Module([]).code_for_node(ours) == cst.Module([]).code_for_node(theirs)

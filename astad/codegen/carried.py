@@ -12,59 +12,100 @@ the tuple of the final assignment and its copies.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import libcst as cst
 
-
-class _Names(cst.CSTVisitor):
-    """The variables a statement mentions (an attribute's or a keyword argument's name is none)."""
-
-    def __init__(self) -> None:
-        self.found: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found.add(node.value)
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-
-class _Rename(cst.CSTTransformer):
-    def __init__(self, renames: dict[str, str]) -> None:
-        self.renames = renames
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        new = self.renames.get(updated.value)
-        return updated if new is None else updated.with_changes(value=new)
-
-    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
-        return updated.with_changes(attr=original.attr)
-
-    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        return updated.with_changes(keyword=original.keyword)
+from .. import deep
 
 
 def names_in(node: cst.CSTNode) -> set[str]:
-    visitor = _Names()
-    node.visit(visitor)
-    return visitor.found
+    """The variables ``node`` mentions (an attribute's or a keyword argument's name is none)."""
+    found: set[str] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        cls = type(n)
+        if cls is cst.Name:
+            found.add(n.value)
+        elif cls is cst.Attribute or cls is cst.Arg:  # (`x.shape`, `f(axis=0)`: the value only)
+            todo.append(n.value)
+        else:
+            fields = _NAMED.get(cls)
+            if fields is None:
+                todo += deep.children(n)
+                continue
+            for f in fields:
+                value = getattr(n, f)
+                if type(value) is tuple or type(value) is list:
+                    todo += value
+                elif value is not None:
+                    todo.append(value)
+    return found
+
+
+#: the fields that may hold a name, of the classes codegen's statements are mostly made of (the
+#: others: whitespace, parentheses, operators, commas, comments); the fields of any other class are all read
+_NAMED: dict[type, tuple[str, ...]] = {
+    cst.SimpleStatementLine: ("body",), cst.Assign: ("targets", "value"), cst.AssignTarget: ("target",),
+    cst.AugAssign: ("target", "value"), cst.Expr: ("value",), cst.Return: ("value",),
+    cst.BinaryOperation: ("left", "right"), cst.UnaryOperation: ("expression",), cst.Call: ("func", "args"),
+    cst.Subscript: ("value", "slice"), cst.SubscriptElement: ("slice",), cst.Index: ("value",),
+    cst.Slice: ("lower", "upper", "step"), cst.Tuple: ("elements",), cst.List: ("elements",),
+    cst.Element: ("value",), cst.Comparison: ("left", "comparisons"), cst.ComparisonTarget: ("comparator",),
+    cst.Integer: (), cst.Float: (), cst.SimpleString: (),
+}
+
+
+def renaming(node: cst.CSTNode, renames: dict[str, str]) -> cst.CSTNode:
+    """``node`` with the variables ``renames`` names renamed (not an attribute's or a keyword
+    argument's name); the nodes holding none of them are ``node``'s own."""
+    cls = type(node)
+    if cls is cst.Name:
+        new = renames.get(node.value)  # type: ignore[attr-defined]
+        return node if new is None else node.with_changes(value=new)
+    if cls is cst.Attribute or cls is cst.Arg:
+        value = renaming(node.value, renames)  # type: ignore[attr-defined]
+        return node if value is node.value else node.with_changes(value=value)  # type: ignore[attr-defined]
+    changes: dict[str, object] = {}
+    fields = _NAMED.get(cls)
+    if fields is None:
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    for f in fields:
+        value = getattr(node, f)
+        if type(value) is tuple or type(value) is list:
+            if value and _is_node(value[0]):
+                items = [renaming(item, renames) for item in value]
+                if any(new is not old for new, old in zip(items, value)):
+                    changes[f] = items
+        elif _is_node(value):
+            new = renaming(value, renames)
+            if new is not value:
+                changes[f] = new
+    return node.with_changes(**changes) if changes else node
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a node class's fields
+_NODE: dict[type, bool] = {}  # a class: whether a libcst node
+
+
+def _is_node(value: object) -> bool:
+    cls = type(value)
+    found = _NODE.get(cls)
+    if found is None:
+        found = _NODE[cls] = issubclass(cls, cst.CSTNode)
+    return found
 
 
 def _bound_names(node: cst.CSTNode) -> set[str]:
     """The names ``node`` assigns to (``v = ...``, ``a, v = ...``, anywhere inside it)."""
     found: set[str] = set()
-
-    class Targets(cst.CSTVisitor):
-        def visit_AssignTarget(self, target: cst.AssignTarget) -> None:
-            found.update(names_in(target.target))
-
-    node.visit(Targets())
+    for n in deep.walk(node):
+        if type(n) is cst.AssignTarget:
+            found.update(names_in(n.target))
     return found
 
 
@@ -111,9 +152,8 @@ def renamed(body: cst.IndentedBlock) -> cst.IndentedBlock:
                if _mergeable(p, v, values[:k] + values[k + 1:], statements, mentions)}
     if not renames:
         return body
-    rename = _Rename(renames)
     kept = [(p, v) for p, v in pairs if not (isinstance(v, cst.Name) and v.value in renames)]
-    lines = _without_self_assignments([s.visit(rename) for s in statements])  # type: ignore[misc]
+    lines = _without_self_assignments([renaming(s, renames) for s in statements])
     if kept:
         lines.append(_assignment(last, kept))
     return body.with_changes(body=lines or [cst.SimpleStatementLine(body=[cst.Pass()])])

@@ -67,7 +67,7 @@ def writable(p: Printer, a: Atom, target: Var) -> bool:
     (see the module's docstring); ``p.copied`` already counts this binding's reads."""
     if not isinstance(a, Var) or a.name not in p.fresh or p.uses[a.name] != p.copied[a.name]:
         return False  # (the latter: read later, or read before by a view that may still be alive)
-    if a.type != target.type or not big(a.type):
+    if not big(a.type) or a.type != target.type:
         return False
     return not any(a.name in {x.name for x in sb.rhs.args if isinstance(x, Var)}  # type: ignore[union-attr]
                    for sb, _ in p.deferred.values())

@@ -33,6 +33,10 @@ from .render import render
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
 _SPACE, _EOL = cst.SimpleWhitespace(" "), cst.TrailingWhitespace()
+_line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whitespace=_EOL)
+_assign = px.maker(cst.Assign, "targets", "value")
+_target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
+_comment_line = px.maker(cst.EmptyLine, "comment")
 
 
 def _zero(t: object) -> Expr:
@@ -90,16 +94,15 @@ class Printer(LoopPrinting):
         if loc is None or (loc.file, loc.line) == self.last_loc:
             return []
         self.last_loc = (loc.file, loc.line)
-        return [cst.EmptyLine(comment=cst.Comment(f"# line {loc.line}: {loc.text.strip()}"))]
+        return [_comment_line(cst.Comment(f"# line {loc.line}: {loc.text.strip()}"))]  # (the comment checked)
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
-        self.lines.append(cst.SimpleStatementLine(body=[small], leading_lines=self.comment(loc), trailing_whitespace=_EOL))
+        self.lines.append(_line([small], self.comment(loc)))
 
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
-        target: Expr = cst.Name(targets[0].name) if len(targets) == 1 else px.tuple_([cst.Name(t.name) for t in targets])
-        if len(targets) > 1:
-            target = target.with_changes(lpar=[], rpar=[])
-        self.emit(cst.Assign(targets=[cst.AssignTarget(target, _SPACE, _SPACE)], value=value), loc)
+        target = px.identifier(targets[0].name) if len(targets) == 1 else \
+            px.bare_tuple([px.identifier(t.name) for t in targets])
+        self.emit(_assign([_target(target)], value), loc)
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -112,16 +115,22 @@ class Printer(LoopPrinting):
             entry = rules.TABLE[rhs.op]
             params = dict(rhs.params)
             reads = _copying_reads(rhs)
-            for name in [n for n in reads if n in self.views]:  # `y[a:b] + v`: the view is read into new memory
-                reads[self.views.pop(name)] += reads[name]
-            self.copied.update(reads)
+            if reads:
+                views, copied = self.views, self.copied
+                for name in [n for n in reads if n in views]:  # `y[a:b] + v`: the view is read into new memory
+                    viewed = views.pop(name)
+                    reads[viewed] = reads.get(viewed, 0) + reads[name]
+                for name, n in reads.items():
+                    copied[name] = copied.get(name, 0) + n
             if rhs.op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[b.targets[0].name] == 1:
                 self.views[b.targets[0].name] = rhs.args[0].name
-            if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
+            # (every in-place form writes a result of at least inplace.MIN_SIZE elements: not asked otherwise)
+            big = self.in_place and inplace.big(b.targets[0].type)
+            if big and rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
-            if rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
+            if big and rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
                 return
-            if self.in_place and (inplace.fuse(self, b) or inplace.defer_masked(self, b)):
+            if big and (inplace.fuse(self, b) or inplace.defer_masked(self, b)):
                 return
             args = [self.atom(a) for a in rhs.args]
             if rhs.op in _LIST_IN_PLACE:
@@ -147,7 +156,7 @@ class Printer(LoopPrinting):
             (target,) = b.targets
             if rhs.op in _FRESH and isinstance(target.type, Num) and target.type.shape:
                 self.fresh.add(target.name)
-            if rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
+            if big and rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
                 return
             cheaper = _CHEAPER.get(rhs.op)
             value = (cheaper and cheaper(rhs, args)) or entry.emit(args, params)
@@ -173,10 +182,13 @@ class Printer(LoopPrinting):
                 self.fresh.add(b.targets[0].name)
             if self.scatter_into(b, list(rhs.items)):
                 return
-            self.copied.update(a.name for a in rhs.items if isinstance(a, Var) and many)  # read into the sum's memory
-            if self.in_place and inplace.masked_sum(self, b):
-                return
-            if self.accumulate(b, list(rhs.items), "+"):
+            if many:  # read into the sum's memory
+                copied = self.copied
+                for a in rhs.items:
+                    if type(a) is Var:
+                        copied[a.name] = copied.get(a.name, 0) + 1
+            big = self.in_place and inplace.big(b.targets[0].type)
+            if big and (inplace.masked_sum(self, b) or self.accumulate(b, list(rhs.items), "+")):
                 return
             self.sum(b, list(rhs.items))
         else:
@@ -284,7 +296,7 @@ class Printer(LoopPrinting):
             self.print_deferred(name)
         pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
-            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
 
     def flush_reading(self, a: Atom) -> None:
         """Assign the pending inlined expressions that read list ``a`` before it is
@@ -293,7 +305,7 @@ class Printer(LoopPrinting):
             return
         for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
             value = self.inlined.pop(name)
-            self.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], value)]))
+            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
         """``t = a + b`` with ``a`` an array this function allocated and reads only
@@ -348,7 +360,7 @@ class Printer(LoopPrinting):
             return True
         made = next((bb.rhs for bb in body.binds if bb.targets == (r,)), None)
         new = isinstance(made, Plus) or (isinstance(made, Prim) and (made.op in _FRESH or made.op in _UPDATES))
-        return new and isinstance(r, Var) and self.uses[r.name] == 1 + sum(_copying_reads(bb.rhs)[r.name]
+        return new and isinstance(r, Var) and self.uses[r.name] == 1 + sum(_copying_reads(bb.rhs).get(r.name, 0)
                                                                          for bb in body.binds)
 
     def _reusable(self, a: Atom, target: Var) -> bool:
@@ -436,10 +448,11 @@ def _summed_pairs(block: Block) -> dict[str, str]:
     return pairs
 
 
-def _copying_reads(rhs: object) -> Counter:
-    """The variables ``rhs`` reads into new memory (an element, a computation), not as a view or in place."""
+def _copying_reads(rhs: object) -> dict[str, int]:
+    """The variables ``rhs`` reads into new memory (an element, a computation), not as a view or in
+    place: how many times each."""
     if not isinstance(rhs, Prim):
-        return Counter()
+        return {}
     if rhs.op in _FRESH:
         args = rhs.args
     elif rhs.op == "getitem" and rhs.args and _copying_index(rhs):
@@ -447,8 +460,12 @@ def _copying_reads(rhs: object) -> Counter:
     elif rhs.op in _UPDATES:
         args = rhs.args[1:]
     else:
-        return Counter()
-    return Counter(a.name for a in args if isinstance(a, Var))
+        return {}
+    reads: dict[str, int] = {}
+    for a in args:
+        if type(a) is Var:
+            reads[a.name] = reads.get(a.name, 0) + 1
+    return reads
 
 
 def _copying_index(p: Prim) -> bool:
@@ -487,7 +504,7 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
     for b in prog.forward.binds:
         fwd.bind(b)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
-    passed = [cst.Name(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
+    passed = [px.identifier(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
 
     bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan)
@@ -530,7 +547,7 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
     )
     code = render(module)  # module.code, printed faster
     # (a comment quoting the user's line may say `math.` too: then the import is unused)
-    more = ["import math\n"] if re.search(r"\bmath\.", code) else []
+    more = ["import math\n"] if "math." in code and re.search(r"\bmath\.", code) else []
     helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
     numpy = "import numpy as np\n"
     more.append(backends.import_line())  # numpy, or numpy with Dask's (CuPy's) array creation

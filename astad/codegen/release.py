@@ -42,6 +42,7 @@ _INDENT = "    "
 _CLAUSES = ("    else:", "    elif ", "    except", "    finally:")
 _BIND = re.compile(r"    ([^\W\d]\w*(?:, [^\W\d]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
 _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
+_QUOTES = ('"' * 3, "'" * 3)
 
 
 def released(code: str) -> str:
@@ -63,35 +64,36 @@ def released(code: str) -> str:
 
 def _function_body(body: list[str]) -> list[str]:
     """A function's body lines, with ``del`` lines where names are read for the last time."""
-    if any(line.count('"""') + line.count("'''") not in (0, 2) for line in body):
+    if any(line.count(_QUOTES[0]) + line.count(_QUOTES[1]) not in (0, 2)
+           for line in body if _QUOTES[0] in line or _QUOTES[1] in line):
         return body  # (a string over several lines: its lines are not statements)
-    # top-level statements: (first line, last line, group); a group starts at a top-level comment
+    # top-level statements: [first line, last line, group]; a group starts at a top-level comment
     # (or after MAX_GROUP statements)
-    statements: list[tuple[int, int, int]] = []
+    statements: list[list[int]] = []
     group_end: dict[int, int] = {}  # group -> the line before which its `del` goes
     group = size = 0
     for k, line in enumerate(body):
-        comment = line[4:5] == "#"
-        if not line.startswith(_INDENT) or line[4:5] == " " or line.startswith(_CLAUSES) \
+        fifth = line[4:5]
+        comment = fifth == "#"
+        if fifth == " " or not line.startswith(_INDENT) or line.startswith(_CLAUSES) \
                 or (comment and _continues(body, k)):
             if statements and line:
-                statements[-1] = (statements[-1][0], k, statements[-1][2])  # a nested or continued line
+                statements[-1][1] = k  # a nested or continued line
             continue
         if (comment or size == MAX_GROUP) and size:  # the group ends here
             group_end[group] = k
             group, size = group + 1, 0
         if not comment:
-            statements.append((k, k, group))
+            statements.append([k, k, group])
             size += 1
     if not statements:
         return body
     bound: dict[str, int] = {}  # a name -> the statement binding it first at the top level
     last: dict[str, int] = {}
+    findall, fullmatch = _NAME.findall, _BIND.fullmatch
     for s, (first, end, _) in enumerate(statements):
-        text = "\n".join(body[first:end + 1])
-        for name in _NAME.findall(text):
-            last[name] = s
-        m = _BIND.fullmatch(body[first])
+        last.update(dict.fromkeys(findall(body[first] if first == end else "\n".join(body[first:end + 1])), s))
+        m = fullmatch(body[first])
         if m and m.group(2) != "residuals":
             for name in m.group(1).split(", "):
                 bound.setdefault(name, s)
@@ -103,22 +105,25 @@ def _function_body(body: list[str]) -> list[str]:
         if g in group_end:  # (not the last group: the function returns there)
             freed.setdefault(group_end[g], []).append(name)
     out: list[str] = []
-    for k, line in enumerate(body):
+    at = 0
+    for k in sorted(freed):  # the lines up to k, then k's `del` lines
+        out += body[at:k]
+        at = k
         text = ""
-        for name in freed.get(k, ()):
+        for name in freed[k]:
             if text and len(text) + 2 + len(name) > MAX_WIDTH:
                 out.append(text)
                 text = ""
             text = text + ", " + name if text else _INDENT + "del " + name
         if text:
             out.append(text)
-        out.append(line)
+    out += body[at:]
     return out
 
 
 def _continues(body: list[str], k: int) -> bool:
     """Whether the comment on line ``k`` is inside a compound statement (before its ``except:``, say)."""
-    for line in body[k + 1:]:
-        if line[4:5] != "#":
-            return line.startswith(_CLAUSES)
+    for j in range(k + 1, len(body)):
+        if body[j][4:5] != "#":
+            return body[j].startswith(_CLAUSES)
     return False

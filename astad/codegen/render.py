@@ -298,13 +298,21 @@ def _leading(n: Any, st: State) -> None:
 
 def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
     _leading(n, st)
-    if n.body:
-        last = len(n.body) - 1
-        for i, small in enumerate(n.body):
+    body = n.body
+    if len(body) == 1:  # (most lines)
+        _node(body[0], st)
+    elif body:
+        last = len(body) - 1
+        for i, small in enumerate(body):
             _node(small, st, default_semicolon=(i != last))
     else:
         st.tokens.append("pass")
-    _node(n.trailing_whitespace, st)
+    end = n.trailing_whitespace
+    if type(end) is cst.TrailingWhitespace and end.comment is None and type(end.whitespace) is _WS \
+            and not end.whitespace.value and type(end.newline) is cst.Newline and end.newline.value is None:
+        st.tokens.append(st.default_newline)  # (most lines)
+    else:
+        _node(end, st)
 
 
 def _assign(n: cst.Assign, st: State, default_semicolon: bool = False) -> None:
@@ -432,13 +440,30 @@ def _funcdef(n: cst.FunctionDef, st: State) -> None:
     _ws(n.whitespace_after_name, st)
     st.tokens.append("(")
     _ws(n.whitespace_before_params, st)
-    n.params._codegen(st)
+    _parameters(n.params, st)
     st.tokens.append(")")
     if n.returns is not None:
         n.returns._codegen(st, default_indicator="->")
     _ws(n.whitespace_before_colon, st)
     st.tokens.append(":")
     _node(n.body, st)
+
+
+def _parameters(n: cst.Parameters, st: State) -> None:
+    """``a, b, c``: parameters without defaults, annotations, stars or their own whitespace (others: libcst's)."""
+    if type(n) is not cst.Parameters or n.posonly_params or n.kwonly_params or n.star_kwarg is not None \
+            or n.star_arg is not _DEFAULT or n.posonly_ind is not _DEFAULT \
+            or not all(type(p) is cst.Param and _plain(p) for p in n.params):
+        n._codegen(st)
+        return
+    st.tokens.append(", ".join(p.name.value for p in n.params))
+
+
+def _plain(p: cst.Param) -> bool:
+    return (p.star is _DEFAULT or p.star == "") and p.annotation is None and p.equal is _DEFAULT \
+        and p.default is None and p.comma is _DEFAULT and type(p.name) is cst.Name and not p.name.lpar \
+        and type(p.whitespace_after_star) is _WS and not p.whitespace_after_star.value \
+        and type(p.whitespace_after_param) is _WS and not p.whitespace_after_param.value
 
 
 _PRINTERS: dict[type, Printer] = {

@@ -19,7 +19,7 @@ from typing import Sequence
 import libcst as cst
 
 from ..names import Namer
-from .carried import _Rename, names_in
+from .carried import names_in, renaming
 
 #: functions with fewer temporaries bound at their top level keep every name (short code reads better so)
 MIN_TEMPORARIES = 64
@@ -61,5 +61,4 @@ def reused(lines: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
     renames = {old: new for old, new in renames.items() if old != new}
     if not renames:
         return list(lines)
-    rename = _Rename(renames)
-    return [s.visit(rename) for s in lines]  # type: ignore[misc]
+    return [renaming(s, renames) for s in lines]  # type: ignore[misc]
