@@ -19,7 +19,7 @@ import libcst as cst
 
 from .. import deep
 from ..positions import Starts
-from .from_ast_expr import Decline, Expressions, Pos, Text
+from .from_ast_expr import Decline, Expressions, Pos, Text, new
 
 __all__ = ["Decline", "read"]
 
@@ -42,11 +42,11 @@ def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts]:
 
 _SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,
                      ast.Continue, ast.Raise, ast.Assert})
-_AUGMENTED = {ast.Add: cst.AddAssign, ast.Sub: cst.SubtractAssign, ast.Mult: cst.MultiplyAssign,
-              ast.Div: cst.DivideAssign, ast.FloorDiv: cst.FloorDivideAssign, ast.Mod: cst.ModuloAssign,
-              ast.Pow: cst.PowerAssign, ast.MatMult: cst.MatrixMultiplyAssign, ast.LShift: cst.LeftShiftAssign,
-              ast.RShift: cst.RightShiftAssign, ast.BitOr: cst.BitOrAssign, ast.BitXor: cst.BitXorAssign,
-              ast.BitAnd: cst.BitAndAssign}
+_AUGMENTED = {ast.Add: new.AddAssign, ast.Sub: new.SubtractAssign, ast.Mult: new.MultiplyAssign,
+              ast.Div: new.DivideAssign, ast.FloorDiv: new.FloorDivideAssign, ast.Mod: new.ModuloAssign,
+              ast.Pow: new.PowerAssign, ast.MatMult: new.MatrixMultiplyAssign, ast.LShift: new.LeftShiftAssign,
+              ast.RShift: new.RightShiftAssign, ast.BitOr: new.BitOrAssign, ast.BitXor: new.BitXorAssign,
+              ast.BitAnd: new.BitAndAssign}
 
 
 class _Reader(Expressions):
@@ -72,7 +72,7 @@ class _Reader(Expressions):
                 semi = self.text.next(self.text.end(st))
                 if self.text.char(semi) == ";" and self.text.one_line_after(semi, self.text.start(stmts[i + 1])):
                     continue
-            made = cst.SimpleStatementLine(tuple(line))
+            made = new.SimpleStatementLine(tuple(line))
             self.starts[made] = self.starts[line[0]]
             out.append(made)
             line = []
@@ -88,10 +88,10 @@ class _Reader(Expressions):
             if len(body) != 1 or type(body[0]) is not cst.SimpleStatementLine:
                 raise Decline("block")
             small = body[0].body  # type: ignore[attr-defined]
-            made: Any = cst.SimpleStatementSuite(small)
+            made: Any = new.SimpleStatementSuite(small)
             self.starts[made] = self.starts[small[0]]
             return made
-        made = cst.IndentedBlock(tuple(body))
+        made = new.IndentedBlock(tuple(body))
         self.starts[made] = self.starts[body[0]]
         return made
 
@@ -107,7 +107,7 @@ class _Reader(Expressions):
             sign = text.prev(at)
             if text.char(sign) != "@":
                 raise Decline("decorator")
-            decorators.append(self.small(cst.Decorator(value), sign))
+            decorators.append(self.small(new.Decorator(value), sign))
         s = text.start(n)
         if not text.lines[s[0] - 1].startswith("def", s[1]):
             raise Decline("def")
@@ -118,7 +118,7 @@ class _Reader(Expressions):
             raise Decline("def")
         params = self.parameters(n.args, text.next((paren[0], paren[1] + 1)))
         returns = None if n.returns is None else self.annotation(n.returns)
-        made = cst.FunctionDef(name, params, self.suite(n.body), tuple(decorators), returns)
+        made = new.FunctionDef(name, params, self.suite(n.body), tuple(decorators), returns)
         self.starts[made] = s
         return made
 
@@ -134,68 +134,68 @@ class _Reader(Expressions):
             if line.startswith("elif", at[1]) and len(n.orelse) == 1 and type(n.orelse[0]) is ast.If:
                 orelse = self.s_If(n.orelse[0])
             elif line.startswith("else", at[1]):
-                orelse = self.small(cst.Else(self.suite(n.orelse)), at)
+                orelse = self.small(new.Else(self.suite(n.orelse)), at)
             else:
                 raise Decline("else")
-        return self.small(cst.If(test, body, orelse), self.text.start(n))
+        return self.small(new.If(test, body, orelse), self.text.start(n))
 
     def s_For(self, n: ast.For) -> cst.For:
         if n.orelse:
             raise Decline("for else")  # (refused: check_subset says where)
         target, _, _ = self.expr(n.target)
         it, _, _ = self.expr(n.iter)
-        return self.small(cst.For(target, it, self.suite(n.body)), self.text.start(n))
+        return self.small(new.For(target, it, self.suite(n.body)), self.text.start(n))
 
     def s_While(self, n: ast.While) -> cst.While:
         if n.orelse:
             raise Decline("while else")
         test, _, _ = self.expr(n.test)
-        return self.small(cst.While(test, self.suite(n.body)), self.text.start(n))
+        return self.small(new.While(test, self.suite(n.body)), self.text.start(n))
 
     def s_Assign(self, n: ast.Assign) -> cst.Assign:
         targets, first = [], None
         for t in n.targets:
             target, at, _ = self.expr(t)
-            targets.append(self.small(cst.AssignTarget(target), at))
+            targets.append(self.small(new.AssignTarget(target), at))
             first = first or at
         value, _, _ = self.expr(n.value)
-        return self.small(cst.Assign(tuple(targets), value), first)  # type: ignore[arg-type]
+        return self.small(new.Assign(tuple(targets), value), first)  # type: ignore[arg-type]
 
     def s_AugAssign(self, n: ast.AugAssign) -> cst.AugAssign:
         target, at, _ = self.expr(n.target)
         value, _, _ = self.expr(n.value)
-        return self.small(cst.AugAssign(target, _AUGMENTED[type(n.op)](), value), at)
+        return self.small(new.AugAssign(target, _AUGMENTED[type(n.op)](), value), at)
 
     def s_AnnAssign(self, n: ast.AnnAssign) -> cst.AnnAssign:
         target, at, _ = self.expr(n.target)
         annotation = self.annotation(n.annotation)
         value = None if n.value is None else self.expr(n.value)[0]
-        return self.small(cst.AnnAssign(target, annotation, value), at)
+        return self.small(new.AnnAssign(target, annotation, value), at)
 
     def s_Expr(self, n: ast.Expr) -> cst.Expr:
         value, at, _ = self.expr(n.value)
-        return self.small(cst.Expr(value), at)
+        return self.small(new.Expr(value), at)
 
     def s_Return(self, n: ast.Return) -> cst.Return:
         value = None if n.value is None else self.expr(n.value)[0]
-        return self.small(cst.Return(value), self.text.start(n))
+        return self.small(new.Return(value), self.text.start(n))
 
     def s_Pass(self, n: ast.Pass) -> cst.Pass:
-        return self.small(cst.Pass(), self.text.start(n))
+        return self.small(new.Pass(), self.text.start(n))
 
     def s_Break(self, n: ast.Break) -> cst.Break:
-        return self.small(cst.Break(), self.text.start(n))
+        return self.small(new.Break(), self.text.start(n))
 
     def s_Continue(self, n: ast.Continue) -> cst.Continue:
-        return self.small(cst.Continue(), self.text.start(n))
+        return self.small(new.Continue(), self.text.start(n))
 
     def s_Raise(self, n: ast.Raise) -> cst.Raise:
         if n.cause is not None:
             raise Decline("raise from")
         exc = None if n.exc is None else self.expr(n.exc)[0]
-        return self.small(cst.Raise(exc), self.text.start(n))
+        return self.small(new.Raise(exc), self.text.start(n))
 
     def s_Assert(self, n: ast.Assert) -> cst.Assert:
         test, _, _ = self.expr(n.test)
         msg = None if n.msg is None else self.expr(n.msg)[0]
-        return self.small(cst.Assert(test, msg), self.text.start(n))
+        return self.small(new.Assert(test, msg), self.text.start(n))

@@ -11,6 +11,7 @@ characters next to what Python's tree gives (:class:`Text`).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import re
 import tokenize
@@ -19,6 +20,35 @@ from typing import Any
 import libcst as cst
 
 Pos = tuple[int, int]
+
+
+def _maker(cls: type) -> Any:
+    """A maker of ``cls`` nodes, called as the class is: it sets the fields and
+    skips libcst's validation (what is made here is what libcst's parser would
+    make: tests/test_from_ast.py), and shares the default whitespace nodes
+    (nodes are immutable).  A node costs a third of its constructor's time."""
+    params, namespace = [], {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            namespace["_d_" + f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace["_d_" + f.name] = f.default_factory()
+        params.append(f.name if "_d_" + f.name not in namespace else f"{f.name}=_d_{f.name}")
+    sets = "".join(f"    _set(node, {f.name!r}, {f.name})\n" for f in dataclasses.fields(cls))
+    exec(f"def make({', '.join(params)}):\n    node = _new(_cls)\n{sets}    return node\n", namespace)
+    return namespace["make"]
+
+
+class _Makers:
+    """``new.Name(...)``: :func:`_maker` of ``cst.Name``."""
+
+    def __getattr__(self, name: str) -> Any:
+        made = _maker(getattr(cst, name))
+        setattr(self, name, made)
+        return made
+
+
+new: Any = _Makers()
 
 
 class Decline(Exception):
@@ -49,10 +79,12 @@ class Text:
         return len(self.lines[line - 1].encode()[:byte_col].decode())
 
     def start(self, n: Any) -> Pos:
-        return n.lineno, self.col(n.lineno, n.col_offset)
+        line = n.lineno
+        return (line, n.col_offset) if self.ascii[line - 1] else (line, self.col(line, n.col_offset))
 
     def end(self, n: Any) -> Pos:
-        return n.end_lineno, self.col(n.end_lineno, n.end_col_offset)
+        line = n.end_lineno
+        return (line, n.end_col_offset) if self.ascii[line - 1] else (line, self.col(line, n.end_col_offset))
 
     def char(self, pos: Pos) -> str:
         line = self.lines[pos[0] - 1] if pos[0] <= len(self.lines) else ""
@@ -131,14 +163,14 @@ class Text:
         return "\n".join([self.lines[l1 - 1][c1:], *self.lines[l1:l2 - 1], self.lines[l2 - 1][:c2]])
 
 
-_BINARY = {ast.Add: cst.Add, ast.Sub: cst.Subtract, ast.Mult: cst.Multiply, ast.Div: cst.Divide,
-           ast.FloorDiv: cst.FloorDivide, ast.Mod: cst.Modulo, ast.Pow: cst.Power, ast.MatMult: cst.MatrixMultiply,
-           ast.LShift: cst.LeftShift, ast.RShift: cst.RightShift, ast.BitOr: cst.BitOr, ast.BitXor: cst.BitXor,
-           ast.BitAnd: cst.BitAnd}
-_UNARY = {ast.UAdd: cst.Plus, ast.USub: cst.Minus, ast.Not: cst.Not, ast.Invert: cst.BitInvert}
+_BINARY = {ast.Add: new.Add, ast.Sub: new.Subtract, ast.Mult: new.Multiply, ast.Div: new.Divide,
+           ast.FloorDiv: new.FloorDivide, ast.Mod: new.Modulo, ast.Pow: new.Power, ast.MatMult: new.MatrixMultiply,
+           ast.LShift: new.LeftShift, ast.RShift: new.RightShift, ast.BitOr: new.BitOr, ast.BitXor: new.BitXor,
+           ast.BitAnd: new.BitAnd}
+_UNARY = {ast.UAdd: new.Plus, ast.USub: new.Minus, ast.Not: new.Not, ast.Invert: new.BitInvert}
 # (`in`, `not in`, `is`, `is not` are refused by check_subset: libcst's reading says where)
-_COMPARE = {ast.Lt: cst.LessThan, ast.LtE: cst.LessThanEqual, ast.Gt: cst.GreaterThan, ast.GtE: cst.GreaterThanEqual,
-            ast.Eq: cst.Equal, ast.NotEq: cst.NotEqual}
+_COMPARE = {ast.Lt: new.LessThan, ast.LtE: new.LessThanEqual, ast.Gt: new.GreaterThan, ast.GtE: new.GreaterThanEqual,
+            ast.Eq: new.Equal, ast.NotEq: new.NotEqual}
 _NAMED = {True: "True", False: "False", None: "None"}
 
 
@@ -154,70 +186,77 @@ class Expressions:
         """``n``'s node.  ``opened``/``closed``: a ``(`` of the parent is right
         before it / a ``)`` of the parent right after it unless a comma is
         (a call's only argument: ``f((a))`` has one pair of ``a``'s)."""
-        make = getattr(self, "e_" + type(n).__name__, None)
+        make = _MAKERS.get(type(n))
         if make is None:
             raise Decline(type(n).__name__)
-        s, e = self.text.start(n), self.text.end(n)
-        node, start = make(n, s, e)
-        found, stop = self.text.closing(e)
-        f, g = len(found) - (closed if stop != "," else 0), 0
-        if f > 0:
-            opening = self.text.opening(s, f + opened)
-            g = min(len(opening) - opened, f)
-            if g > 0:
-                s, e = opening[g - 1], found[g - 1]
+        text = self.text
+        s, e = text.start(n), text.end(n)
+        node, start = make(self, n, s, e)
+        line, i = text.lines[e[0] - 1], e[1]
+        while line.startswith(" ", i):
+            i += 1
+        if i >= len(line) or line[i] in _MAYBE_CLOSING:  # (else no `)` follows: no parentheses of its own)
+            found, stop = text.closing(e)
+            f, g = len(found) - (closed if stop != "," else 0), 0
+            if f > 0:
+                opening = text.opening(s, f + opened)
+                g = min(len(opening) - opened, f)
+                if g > 0:
+                    s, e = opening[g - 1], found[g - 1]
+        else:
+            g = 0
         if type(node) is _Parenthesised:
-            node = node.node.with_changes(lpar=tuple(cst.LeftParen() for _ in range(g + 1)),
-                                          rpar=tuple(cst.RightParen() for _ in range(g + 1)))
+            node = node.node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g + 1)),
+                                          rpar=tuple(new.RightParen() for _ in range(g + 1)))
         elif g > 0:
-            node = node.with_changes(lpar=tuple(cst.LeftParen() for _ in range(g)),
-                                     rpar=tuple(cst.RightParen() for _ in range(g)))
+            node = node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g)),
+                                     rpar=tuple(new.RightParen() for _ in range(g)))
         self.starts[node] = start
         return node, s, e
 
     def name(self, value: str, at: Pos) -> cst.Name:
-        node = cst.Name(value)
+        node = new.Name(value)
         self.starts[node] = at
         return node
 
     def e_Name(self, n: ast.Name, s: Pos, e: Pos) -> Any:
-        return cst.Name(n.id), s
+        return new.Name(n.id), s
 
     def e_Constant(self, n: ast.Constant, s: Pos, e: Pos) -> Any:
         v = n.value
         if v is None or v is True or v is False:
-            return cst.Name(_NAMED[v]), s
+            return new.Name(_NAMED[v]), s
         if v is Ellipsis:
-            return cst.Ellipsis(), s
+            return new.Ellipsis(), s
         raw = self.text.segment(n)
         if type(v) is int:
-            return cst.Integer(raw), s
+            return new.Integer(raw), s
         if type(v) is float:
-            return cst.Float(raw), s
+            return new.Float(raw), s
         if type(v) in (str, bytes) and n.kind is None:
             if s[0] != e[0] or "#" in raw:  # (a comment's `#` is after a string's end, where it is found)
                 self.text.string_ends[e[0]] = e[1]
             tokens = list(tokenize.generate_tokens(io.StringIO(raw).readline))
             if [t.type for t in tokens[:1]] == [tokenize.STRING] and tokens[0].end == (raw.count("\n") + 1,
                                                                                        len(raw) - raw.rfind("\n") - 1):
-                return cst.SimpleString(raw), s
+                return new.SimpleString(raw), s
         raise Decline("constant")  # strings side by side, complex numbers, u"": libcst's reading
 
     def e_BinOp(self, n: ast.BinOp, s: Pos, e: Pos) -> Any:
         left, _, _ = self.expr(n.left)
         right, _, _ = self.expr(n.right)
-        return cst.BinaryOperation(left, _BINARY[type(n.op)](), right), s
+        return new.BinaryOperation(left, _BINARY[type(n.op)](), right), s
 
     def e_UnaryOp(self, n: ast.UnaryOp, s: Pos, e: Pos) -> Any:
         operand, _, _ = self.expr(n.operand)
-        return cst.UnaryOperation(_UNARY[type(n.op)](), operand), s
+        return new.UnaryOperation(_UNARY[type(n.op)](), operand), s
 
     def e_BoolOp(self, n: ast.BoolOp, s: Pos, e: Pos) -> Any:
-        op = cst.And if type(n.op) is ast.And else cst.Or
+        op = new.And if type(n.op) is ast.And else new.Or
         node, _, _ = self.expr(n.values[0])
         for i, v in enumerate(n.values[1:]):
             right, _, _ = self.expr(v)
-            node = cst.BooleanOperation(node, op(), right)
+            node = new.BooleanOperation(node, op(), right)
             if i < len(n.values) - 2:
                 self.starts[node] = s  # ((a and b) and c): the inner ones start where it does
         return node, s
@@ -230,21 +269,21 @@ class Expressions:
             if make is None:
                 raise Decline("comparison")
             comparator, _, end = self.expr(v)
-            target = cst.ComparisonTarget(make(), comparator)
+            target = new.ComparisonTarget(make(), comparator)
             self.starts[target] = after  # (its operator's blanks before it are its own)
             targets.append(target)
             after = end
-        return cst.Comparison(left, tuple(targets)), s
+        return new.Comparison(left, tuple(targets)), s
 
     def e_IfExp(self, n: ast.IfExp, s: Pos, e: Pos) -> Any:
         body, _, _ = self.expr(n.body)
         test, _, _ = self.expr(n.test)
         orelse, _, _ = self.expr(n.orelse)
-        return cst.IfExp(test, body, orelse), s
+        return new.IfExp(test, body, orelse), s
 
     def e_Attribute(self, n: ast.Attribute, s: Pos, e: Pos) -> Any:
         value, _, _ = self.expr(n.value)
-        return cst.Attribute(value, self.name(n.attr, (e[0], e[1] - len(n.attr)))), s
+        return new.Attribute(value, self.name(n.attr, (e[0], e[1] - len(n.attr)))), s
 
     def e_Call(self, n: ast.Call, s: Pos, e: Pos) -> Any:
         func, _, after = self.expr(n.func)
@@ -256,22 +295,22 @@ class Expressions:
                 value, _, _ = self.expr(a.value, 0, i == last)
                 at = self.text.start(a)
                 if a.arg is None:
-                    arg = cst.Arg(value, star="**")
+                    arg = new.Arg(value, star="**")
                 else:
-                    arg = cst.Arg(value, keyword=self.name(a.arg, at))
+                    arg = new.Arg(value, keyword=self.name(a.arg, at))
             elif type(a) is ast.Starred:
                 value, _, _ = self.expr(a.value, 0, i == last)
                 at = self.text.start(a)
-                arg = cst.Arg(value, star="*")
+                arg = new.Arg(value, star="*")
             elif type(a) is ast.GeneratorExp and last == 0 and self.text.start(a) == self.text.next(after):
                 value, at = self.generator(a)  # `f(x for x in xs)`: Python's tree gives it the call's ()
-                arg = cst.Arg(value)
+                arg = new.Arg(value)
             else:
                 value, at, _ = self.expr(a, i == 0, i == last)
-                arg = cst.Arg(value)
+                arg = new.Arg(value)
             self.starts[arg] = at
             args.append(arg)
-        return cst.Call(func, tuple(args)), s
+        return new.Call(func, tuple(args)), s
 
     def e_Subscript(self, n: ast.Subscript, s: Pos, e: Pos) -> Any:
         value, _, _ = self.expr(n.value)
@@ -283,16 +322,16 @@ class Expressions:
                 made, at = self.slice(item)
             else:
                 value_, at, _ = self.expr(item)
-                made = cst.Index(value_)
+                made = new.Index(value_)
                 self.starts[made] = at
-            element = cst.SubscriptElement(made)
+            element = new.SubscriptElement(made)
             self.starts[element] = at
             elements.append(element)
-        return cst.Subscript(value, tuple(elements)), s
+        return new.Subscript(value, tuple(elements)), s
 
     def slice(self, n: ast.Slice) -> tuple[cst.Slice, Pos]:
         parts = [None if p is None else self.expr(p)[0] for p in (n.lower, n.upper, n.step)]
-        made = cst.Slice(parts[0], parts[1], parts[2])
+        made = new.Slice(parts[0], parts[1], parts[2])
         at = self.text.start(n)
         self.starts[made] = at
         return made, at
@@ -311,7 +350,7 @@ class Expressions:
             if type(el) is ast.Starred:
                 raise Decline("starred")
             value, at, _ = self.expr(el, own and i == 0, own and i == len(elts) - 1)
-            element = cst.Element(value)
+            element = new.Element(value)
             self.starts[element] = at
             first = first or at
             made.append(element)
@@ -321,12 +360,12 @@ class Expressions:
         own = not n.elts or self.own_parens(n)
         elements, first = self.elements(n.elts, own)
         if not own:
-            return cst.Tuple(elements, lpar=(), rpar=()), s  # (libcst's default has parentheses)
+            return new.Tuple(elements, lpar=(), rpar=()), s  # (libcst's default has parentheses)
         # its own parentheses: the expression's; libcst starts it after them
-        return _Parenthesised(cst.Tuple(elements)), first or self.text.prev(e)
+        return _Parenthesised(new.Tuple(elements)), first or self.text.prev(e)
 
     def e_List(self, n: ast.List, s: Pos, e: Pos) -> Any:
-        return cst.List(self.elements(n.elts, False)[0]), s
+        return new.List(self.elements(n.elts, False)[0]), s
 
     def comprehension(self, gens: list[ast.comprehension], after: Pos) -> cst.CompFor:
         fors = []
@@ -338,7 +377,7 @@ class Expressions:
             ifs, start = [], after
             for t in g.ifs:
                 test, _, end2 = self.expr(t)
-                made = cst.CompIf(test)
+                made = new.CompIf(test)
                 self.starts[made] = end
                 ifs.append(made)
                 end = end2
@@ -346,17 +385,17 @@ class Expressions:
             after = end
         inner = None
         for target, it, ifs, start in reversed(fors):
-            inner = cst.CompFor(target, it, ifs, inner)
+            inner = new.CompFor(target, it, ifs, inner)
             self.starts[inner] = start
         return inner  # type: ignore[return-value]
 
     def e_ListComp(self, n: ast.ListComp, s: Pos, e: Pos) -> Any:
         elt, _, after = self.expr(n.elt)
-        return cst.ListComp(elt, self.comprehension(n.generators, after)), s
+        return new.ListComp(elt, self.comprehension(n.generators, after)), s
 
     def generator(self, n: ast.GeneratorExp) -> tuple[cst.GeneratorExp, Pos]:
         elt, at, after = self.expr(n.elt)
-        made = cst.GeneratorExp(elt, self.comprehension(n.generators, after), lpar=(), rpar=())
+        made = new.GeneratorExp(elt, self.comprehension(n.generators, after), lpar=(), rpar=())
         self.starts[made] = at
         return made, at
 
@@ -367,7 +406,7 @@ class Expressions:
     def e_Lambda(self, n: ast.Lambda, s: Pos, e: Pos) -> Any:
         params = self.parameters(n.args, self.text.next((s[0], s[1] + 6)), lambda_=True)
         body, _, _ = self.expr(n.body)
-        return cst.Lambda(params, body), s
+        return new.Lambda(params, body), s
 
     def parameters(self, a: ast.arguments, at: Pos, lambda_: bool = False) -> cst.Parameters:
         if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg:
@@ -379,18 +418,23 @@ class Expressions:
             ps = self.text.start(p)
             annotation = None if p.annotation is None else self.annotation(p.annotation, int(d is None and last))
             default = None if d is None else self.expr(d, 0, last)[0]
-            made = cst.Param(self.name(p.arg, ps), annotation, default=default, star="")
+            made = new.Param(self.name(p.arg, ps), annotation, default=default, star="")
             self.starts[made] = ps
             params.append(made)
-        made = cst.Parameters(tuple(params))
+        made = new.Parameters(tuple(params))
         self.starts[made] = at
         return made
 
     def annotation(self, n: ast.expr, closed: int = 0) -> cst.Annotation:
         value, at, _ = self.expr(n, 0, closed)
-        made = cst.Annotation(value)
+        made = new.Annotation(value)
         self.starts[made] = at
         return made
+
+
+#: what may follow an expression that has parentheses of its own (blanks skipped): ``)``, a comment, a line's end
+_MAYBE_CLOSING = frozenset(")#\\\t\f")
+_MAKERS = {getattr(ast, name[2:]): make for name, make in vars(Expressions).items() if name.startswith("e_")}
 
 
 class _Parenthesised:
