@@ -22,6 +22,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 import test_random_control_flow
 import test_random_programs
+from astad import deep
 from astad.frontend import from_ast
 from astad.positions import Starts
 from conftest import fuzz_examples
@@ -160,6 +161,26 @@ def test_what_it_does_not_know_is_left_to_libcst(source):
 def test_other_line_breaks_are_left_to_libcst():
     with pytest.raises(from_ast.Decline):
         from_ast.read("def f(x):\r\n    return x\r\n", "f")
+
+
+def test_syntax_children_are_the_children_but_formatting():
+    for source in SOURCES:
+        for node in deep.walk(cst.parse_module(source)):
+            if isinstance(node, (*_PUNCTUATION, cst.Comment)):
+                continue  # (never reached: their parents' fields are skipped)
+            expected = [c for c in deep.children(node) if not isinstance(c, (*_PUNCTUATION, *_UNPLACED[-2:],
+                                                                             cst.Comment))]
+            assert deep.syntax_children(node) == expected, type(node).__name__
+
+
+def test_every_formatting_field_of_libcst_is_skipped():
+    kinds = ("Whitespace", "Comma", "Colon", "Semicolon", "AssignEqual", "Dot", "Paren", "Bracket", "Brace",
+             "EmptyLine", "Newline", "Comment")
+    for cls in vars(cst).values():
+        if isinstance(cls, type) and issubclass(cls, cst.CSTNode) and dataclasses.is_dataclass(cls):
+            for f in dataclasses.fields(cls):
+                if any(k in str(f.type) for k in kinds) and f.name != "relative":  # (`from ..a import b`'s dots)
+                    assert f.name in deep._FORMATTING or "whitespace" in f.name, (cls.__name__, f.name)
 
 
 # --------------------------------------------------------------------------- random programs, reformatted

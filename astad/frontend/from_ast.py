@@ -68,7 +68,7 @@ class _Reader(Expressions):
                 out.append(make(st))
                 continue
             line.append(make(st))
-            if i + 1 < len(stmts) and type(stmts[i + 1]) in _SIMPLE:
+            if i + 1 < len(stmts) and type(stmts[i + 1]) in _SIMPLE and ";" in self.text.lines[st.end_lineno - 1]:
                 semi = self.text.next(self.text.end(st))
                 if self.text.char(semi) == ";" and self.text.one_line_after(semi, self.text.start(stmts[i + 1])):
                     continue

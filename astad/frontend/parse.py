@@ -335,10 +335,11 @@ _LEFT = frozenset({cst.FunctionDef, cst.Raise, cst.Assert, cst.Call})
 
 def check_subset(parsed: Parsed) -> None:
     """``deep.visit(parsed.funcdef, _SubsetChecker(parsed))``, leaving only the nodes
-    whose ``on_leave`` does something (a leaving is a 1-tuple on the stack)."""
+    whose ``on_leave`` does something (a leaving is a 1-tuple on the stack), and
+    not visiting whitespace and punctuation (:func:`astad.deep.syntax_children`)."""
     checker = _SubsetChecker(parsed)
     todo: list[Any] = [parsed.funcdef]
-    children = deep.children
+    children = deep.syntax_children  # (whitespace and punctuation hold nothing it checks)
     while todo:
         n = todo.pop()
         if type(n) is tuple:
