@@ -4,7 +4,8 @@ libcst's parser makes (whitespace, comments and punctuation aside), and each
 must start where libcst's ``PositionProvider`` says (errors point there).
 Checked on every function of the tests, the examples and the bench programs,
 on hand-written sources, and on random programs reformatted at random
-(parentheses, comments, line continuations, tabs, non-ASCII names and strings).
+(parentheses, comments, line continuations, tabs, non-ASCII names and strings,
+semicolons, one-line blocks).
 """
 
 import ast
@@ -136,6 +137,7 @@ SOURCES = [
     "def f(a):\n  if (a <\n      b): return (\n    a)\n  elif a: return b\n  else: return c\n",
     "def f(x):\n    '''doc\n    # not a comment (\n    '''\n    return (  # c\n        x)\n",
     "def f(x):\n    s = '''a\n  b # c'''; t = (x)\n    return t\n",
+    "def f(x):\n    \"ü ö é (\" \\\n      ; ä = (\"ß\", x)\n    return x\n",  # a semicolon on a continued line
     "def f(x):\n    y = (lambda: x)()\n    return (lambda q=(1): q)(x) + 1_000 + 0x1F + 1e-3 + 2.\n",
 ]
 
@@ -258,7 +260,41 @@ def _non_ascii(draw, source):
     return source[:header.end()] + text + source[header.end():]
 
 
-_CHANGES = [_parenthesised, _commented, _continued, _tabbed, _non_ascii]
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue)
+
+
+def _one_line_statements(tree):
+    return [s for s in ast.walk(tree) if isinstance(s, _SIMPLE) and s.lineno == s.end_lineno]
+
+
+def _semicolons(draw, source):
+    """Two simple statements of a block on one line: ``a = 1; b = 2``."""
+    lines = source.splitlines(keepends=True)
+    pairs = [(a, b) for block in ast.walk(ast.parse(source)) for field in ("body", "orelse")
+             for a, b in zip(getattr(block, field, []), getattr(block, field, [])[1:])
+             if isinstance(a, _SIMPLE) and isinstance(b, _SIMPLE) and a.end_lineno + 1 == b.lineno
+             and b.lineno == b.end_lineno and not isinstance(a, ast.Return)]
+    if not pairs:
+        return source
+    a, b = draw(st.sampled_from(pairs))
+    i = b.lineno - 1
+    return "".join(lines[:i - 1] + [lines[i - 1].rstrip("\n") + draw(st.sampled_from(["; ", " ;", ";"]))
+                                    + lines[i].lstrip(" \t")] + lines[i + 1:])
+
+
+def _one_line_block(draw, source):
+    """A block of one simple statement on its header's line: ``if c: return x``."""
+    lines = source.splitlines(keepends=True)
+    heads = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.If, ast.For, ast.While))
+             and len(n.body) == 1 and isinstance(n.body[0], _SIMPLE) and n.body[0].lineno == n.body[0].end_lineno
+             and n.body[0].lineno == (n.test if isinstance(n, (ast.If, ast.While)) else n.iter).end_lineno + 1]
+    if not heads:
+        return source
+    i = draw(st.sampled_from(heads)).body[0].lineno - 1
+    return "".join(lines[:i - 1] + [lines[i - 1].rstrip("\n") + " " + lines[i].lstrip(" \t")] + lines[i + 1:])
+
+
+_CHANGES = [_parenthesised, _commented, _continued, _tabbed, _non_ascii, _semicolons, _one_line_block]
 
 
 @st.composite

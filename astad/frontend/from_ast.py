@@ -68,8 +68,10 @@ class _Reader(Expressions):
                 out.append(make(st))
                 continue
             line.append(make(st))
-            if i + 1 < len(stmts) and type(stmts[i + 1]) in _SIMPLE and ";" in self.text.lines[st.end_lineno - 1]:
-                semi = self.text.next(self.text.end(st))
+            end = self.text.end(st)
+            if i + 1 < len(stmts) and type(stmts[i + 1]) in _SIMPLE and \
+                    self.text.lines[end[0] - 1][end[1]:].lstrip(" \t\f").startswith((";", "\\")):
+                semi = self.text.next(end)
                 if self.text.char(semi) == ";" and self.text.one_line_after(semi, self.text.start(stmts[i + 1])):
                     continue
             made = new.SimpleStatementLine(tuple(line))
