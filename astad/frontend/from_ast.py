@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from typing import Any
 
 import libcst as cst
@@ -32,6 +33,8 @@ def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts]:
     Raises :class:`Decline` (or SyntaxError, RecursionError) where libcst's parser should read it."""
     if _ODD.search(source):
         raise Decline("line breaks")
+    if not source.isascii() and not unicodedata.is_normalized("NFKC", source):
+        raise Decline("NFKC")  # Python's parser normalises names (`ﬁ` is `fi`): check_subset says which
     tree = deep.parse_ast(source)
     fn = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if type(fn) is not ast.FunctionDef or fn.name != name:
