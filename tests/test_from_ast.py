@@ -71,12 +71,13 @@ def assert_same_tree(made, parsed, starts, positions, path="def"):
 
 def same_reading(source, name=None):
     """Read ``source``'s first ``def`` both ways and compare; False: from_ast declines it."""
-    module = cst.parse_module(source)
-    parsed = next(s for s in module.body if isinstance(s, cst.FunctionDef))
     try:
-        made, starts = from_ast.read(source, name or parsed.name.value)
+        made, starts = from_ast.read(source, name or next(
+            s.name for s in ast.parse(source).body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))))
     except from_ast.Decline:
         return False
+    module = cst.parse_module(source)
+    parsed = next(s for s in module.body if isinstance(s, cst.FunctionDef))
     assert type(starts) is Starts
     assert_same_tree(made, parsed, starts, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
     return True
