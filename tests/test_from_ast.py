@@ -24,7 +24,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 import test_random_control_flow
 import test_random_programs
-from astad import deep, source
+from astad import deep, source as astad_source
 from astad.frontend import from_ast
 from astad.positions import Starts
 from conftest import fuzz_examples
@@ -114,7 +114,7 @@ def test_every_function_of_the_tests_examples_and_bench(path):
 def test_a_defs_lines_are_inspects(path):
     """astad.source reads the lines of a ``def`` where Python's parser ends it: inspect.getblock's lines."""
     lines = path.read_text().splitlines(keepends=True)
-    _, ends = source._module_facts("".join(lines))
+    _, ends = astad_source._module_facts("".join(lines))
     for first, end in ends.items():
         assert lines[first - 1:end] == inspect.getblock(lines[first - 1:]), first
 
