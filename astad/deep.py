@@ -158,6 +158,48 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
+#: fields that hold only whitespace, comments or punctuation (parentheses, commas, ...)
+#: (those typed so in libcst's classes, but the ``whitespace...`` ones)
+_FORMATTING = frozenset({"lpar", "rpar", "comma", "trailing_comma", "semicolon", "equal", "dot", "colon",
+                         "first_colon", "second_colon", "leading_lines", "lines_after_decorators", "header", "footer",
+                         "empty_lines", "first_line", "last_line", "lbracket", "rbracket", "lbrace", "rbrace",
+                         "newline", "comment"})
+#: per libcst node class, its fields that are not formatting (:data:`_FORMATTING`, whitespace)
+_SYNTAX_FIELDS: dict[type, tuple[str, ...]] = {}
+#: (class, the syntax fields holding nodes in one instance) -> those fields in source order
+_SYNTAX_ORDER: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """:func:`children` but whitespace, comments and punctuation (a check of the
+    syntax never looks at them; about half the nodes of a tree), in the same order."""
+    cls = type(node)
+    fields = _SYNTAX_FIELDS.get(cls)
+    if fields is None:
+        fields = _SYNTAX_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)
+                                             if f.name not in _FORMATTING and "whitespace" not in f.name)
+    present = tuple(f for f in fields if _holds_nodes(getattr(node, f)))
+    order = _SYNTAX_ORDER.get((cls, present))
+    if order is None:
+        field_of = {}
+        for f in present:
+            value = getattr(node, f)
+            for child in (value if type(value) in (tuple, list) else (value,)):
+                field_of[id(child)] = f
+        order = tuple(dict.fromkeys(field_of[id(c)] for c in children(node) if id(c) in field_of))
+        if sorted(order) != sorted(present):  # (not a plain walk of the fields: as children does)
+            return [c for c in children(node) if id(c) in field_of]
+        _SYNTAX_ORDER[(cls, present)] = order
+    out: list[cst.CSTNode] = []
+    for f in order:
+        value = getattr(node, f)
+        if _is_node(value):
+            out.append(value)
+        else:
+            out.extend(value)
+    return out
+
+
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node of the tree under ``node`` (itself first), parents before
     children, children in source order."""

@@ -55,8 +55,16 @@ class Positions(dict):
         return [(node, self[node]) for node in self.keys()]
 
 
+class Starts(dict):
+    """Where each node of a function read with Python's parser starts, as libcst's
+    ``PositionProvider`` would have it: ``(line, column)`` (:mod:`astad.frontend.from_ast`;
+    the frontend reads only where nodes start)."""
+
+
 def start_of(positions: Any, node: cst.CSTNode) -> tuple[int, int]:
-    """Where ``node`` starts in ``positions`` (``resolve``'s): line (1-based), column (0-based)."""
+    """Where ``node`` starts in ``positions`` (``resolve``'s, or :class:`Starts`): line (1-based), column (0-based)."""
+    if type(positions) is Starts:
+        return dict.__getitem__(positions, node)
     if type(positions) is Positions:
         found = dict.__getitem__(positions, node)
         return found[0], found[1]

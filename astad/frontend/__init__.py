@@ -9,7 +9,9 @@ functions are inlined, and every primitive's type is inferred from the table.
 
 The modules, in the order a function goes through them:
 
-- :mod:`.parse`: the source, parsed and checked against the subset; positions;
+- :mod:`.parse`: the source, parsed and checked against the subset; positions
+  (:mod:`.from_ast` and :mod:`.from_ast_expr` make libcst's nodes and their
+  positions from Python's parser, libcst's parser reads what they do not know);
   :mod:`.syntax`: facts about the syntax tree the other modules ask for;
 - :mod:`.abstract`: the abstract types of arguments and literals;
 - :mod:`.lowerer`: the :class:`Lowerer`, assembled from one class per room:

@@ -1,6 +1,7 @@
-"""Parsing: a function's source, read and parsed with libcst (cached per
-code object), checked against the supported subset, with the positions
-that errors point at.
+"""Parsing: a function's source, read and parsed (cached per code object),
+checked against the supported subset, with the positions that errors point
+at.  Python's parser reads it and :mod:`.from_ast` makes the libcst nodes the
+frontend reads; libcst's parser reads what that does not know.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from .. import deep
 from ..source import check_not_wrapped, read as read_source, read_lambda
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
-from ..positions import resolve as resolve_positions, start_of
+from ..positions import Starts, resolve as resolve_positions, start_of
+from . import from_ast
 from .recursion import calls_itself
 from .syntax import FOUND, NAMES, stmts_of
 
@@ -53,7 +55,7 @@ class Parsed:
 
     @property
     def funcdef_line(self) -> int:
-        return self.positions[self.aliases.get(self.funcdef, self.funcdef)].start.line + self.line_offset
+        return start_of(self.positions, self.aliases.get(self.funcdef, self.funcdef))[0] + self.line_offset
 
     @functools.cached_property
     def calls_itself(self) -> bool:
@@ -107,6 +109,12 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
     source = "".join(lines)
     dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
+    read = _read_with_ast(dedented, code.co_name)
+    if read is not None:
+        parsed = Parsed(fn, file, read[0], read[1], start - 1, col_offset, lines, source)
+        check_subset(parsed)
+        _PARSED[key] = parsed
+        return parsed
     try:
         module = deep.fresh(cst.parse_module, dedented)  # libcst recurses: give it a whole stack
     except cst.ParserSyntaxError as e:
@@ -128,6 +136,16 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
     check_subset(parsed)
     _PARSED[key] = parsed
     return parsed
+
+
+def _read_with_ast(source: str, name: str) -> tuple[cst.FunctionDef, Starts] | None:
+    """The ``def`` of ``name`` and where its nodes start, read with Python's parser
+    (:mod:`.from_ast`); None where libcst's parser should read it (a construct
+    not known there, a syntax error, a function nested too deeply)."""
+    try:
+        return from_ast.read(source, name)
+    except Exception:  # (from_ast.Decline, SyntaxError, RecursionError, ...: libcst's reading says what is wrong)
+        return None
 
 
 #: the name a lambda has in messages and generated code
@@ -319,10 +337,11 @@ _LEFT = frozenset({cst.FunctionDef, cst.Raise, cst.Assert, cst.Call})
 
 def check_subset(parsed: Parsed) -> None:
     """``deep.visit(parsed.funcdef, _SubsetChecker(parsed))``, leaving only the nodes
-    whose ``on_leave`` does something (a leaving is a 1-tuple on the stack)."""
+    whose ``on_leave`` does something (a leaving is a 1-tuple on the stack), and
+    not visiting whitespace and punctuation (:func:`astad.deep.syntax_children`)."""
     checker = _SubsetChecker(parsed)
     todo: list[Any] = [parsed.funcdef]
-    children = deep.children
+    children = deep.syntax_children  # (whitespace and punctuation hold nothing it checks)
     while todo:
         n = todo.pop()
         if type(n) is tuple:

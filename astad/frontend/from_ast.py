@@ -1,0 +1,206 @@
+"""A function's source read with Python's parser (``ast``), made directly the
+libcst nodes the frontend reads, with where each starts: what libcst's parser
+and ``PositionProvider`` would give (the same nodes, whitespace and comments
+left at their defaults; the same starts), for a fraction of their time.
+
+Any construct not known here raises :class:`Decline`: libcst's parser then
+reads the function, as before (and :func:`.parse.check_subset` says precisely
+what it does not support).  ``tests/test_from_ast.py`` checks both readings
+give the same trees and starts.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import unicodedata
+from typing import Any
+
+import libcst as cst
+
+from .. import deep
+from ..positions import Starts
+from .from_ast_expr import Decline, Expressions, Pos, Text, new
+
+__all__ = ["Decline", "read"]
+
+#: line breaks other than "\n" (and form feeds): where Python and libcst count lines differently
+_ODD = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts]:
+    """The ``def`` of ``name`` first in ``source``, and where each of its nodes starts.
+    Raises :class:`Decline` (or SyntaxError, RecursionError) where libcst's parser should read it."""
+    if _ODD.search(source):
+        raise Decline("line breaks")
+    if not source.isascii() and not unicodedata.is_normalized("NFKC", source):
+        raise Decline("NFKC")  # Python's parser normalises names (`ﬁ` is `fi`): check_subset says which
+    tree = deep.parse_ast(source)
+    fn = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if type(fn) is not ast.FunctionDef or fn.name != name:
+        raise Decline("no def")
+    reader = _Reader(source)
+    return reader.s_FunctionDef(fn), reader.starts
+
+
+_SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,
+                     ast.Continue, ast.Raise, ast.Assert})
+_AUGMENTED = {ast.Add: new.AddAssign, ast.Sub: new.SubtractAssign, ast.Mult: new.MultiplyAssign,
+              ast.Div: new.DivideAssign, ast.FloorDiv: new.FloorDivideAssign, ast.Mod: new.ModuloAssign,
+              ast.Pow: new.PowerAssign, ast.MatMult: new.MatrixMultiplyAssign, ast.LShift: new.LeftShiftAssign,
+              ast.RShift: new.RightShiftAssign, ast.BitOr: new.BitOrAssign, ast.BitXor: new.BitXorAssign,
+              ast.BitAnd: new.BitAndAssign}
+
+
+class _Reader(Expressions):
+    """Statements (expressions: :class:`Expressions`)."""
+
+    def __init__(self, source: str) -> None:
+        self.text = Text(source)
+        self.starts = Starts()
+
+    def statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
+        """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line."""
+        out: list[cst.BaseStatement] = []
+        line: list[Any] = []
+        for i, st in enumerate(stmts):
+            make = getattr(self, "s_" + type(st).__name__, None)
+            if make is None:
+                raise Decline(type(st).__name__)
+            if type(st) not in _SIMPLE:
+                out.append(make(st))
+                continue
+            line.append(make(st))
+            end = self.text.end(st)
+            if i + 1 < len(stmts) and type(stmts[i + 1]) in _SIMPLE and \
+                    self.text.lines[end[0] - 1][end[1]:].lstrip(" \t\f").startswith((";", "\\")):
+                semi = self.text.next(end)
+                if self.text.char(semi) == ";" and self.text.one_line_after(semi, self.text.start(stmts[i + 1])):
+                    continue
+            made = new.SimpleStatementLine(tuple(line))
+            self.starts[made] = self.starts[line[0]]
+            out.append(made)
+            line = []
+        return out
+
+    def suite(self, stmts: list[ast.stmt]) -> cst.BaseSuite:
+        """A compound statement's block: indented, or on the line of its ``:``."""
+        colon = self.text.prev(self.text.start(stmts[0]))
+        if self.text.char(colon) != ":":
+            raise Decline("block")
+        body = self.statements(stmts)
+        if self.text.one_line_after(colon, self.text.start(stmts[0])):
+            if len(body) != 1 or type(body[0]) is not cst.SimpleStatementLine:
+                raise Decline("block")
+            small = body[0].body  # type: ignore[attr-defined]
+            made: Any = new.SimpleStatementSuite(small)
+            self.starts[made] = self.starts[small[0]]
+            return made
+        made = new.IndentedBlock(tuple(body))
+        self.starts[made] = self.starts[body[0]]
+        return made
+
+    def small(self, made: Any, at: Pos) -> Any:
+        self.starts[made] = at
+        return made
+
+    def s_FunctionDef(self, n: ast.FunctionDef) -> cst.FunctionDef:
+        text = self.text
+        decorators = []
+        for d in n.decorator_list:
+            value, at, _ = self.expr(d)
+            sign = text.prev(at)
+            if text.char(sign) != "@":
+                raise Decline("decorator")
+            decorators.append(self.small(new.Decorator(value), sign))
+        s = text.start(n)
+        if not text.lines[s[0] - 1].startswith("def", s[1]):
+            raise Decline("def")
+        name_at = text.next((s[0], s[1] + 3))
+        name = self.name(n.name, name_at)
+        paren = text.next((name_at[0], name_at[1] + len(n.name)))
+        if text.char(paren) != "(":
+            raise Decline("def")
+        params = self.parameters(n.args, text.next((paren[0], paren[1] + 1)))
+        returns = None if n.returns is None else self.annotation(n.returns)
+        made = new.FunctionDef(name, params, self.suite(n.body), tuple(decorators), returns)
+        self.starts[made] = s
+        return made
+
+    def s_If(self, n: ast.If) -> cst.If:
+        test, _, _ = self.expr(n.test)
+        body = self.suite(n.body)
+        orelse: Any = None
+        if n.orelse:
+            at = self.text.next(self.text.end(n.body[-1]))
+            while self.text.char(at) == ";":
+                at = self.text.next((at[0], at[1] + 1))
+            line = self.text.lines[at[0] - 1]
+            if line.startswith("elif", at[1]) and len(n.orelse) == 1 and type(n.orelse[0]) is ast.If:
+                orelse = self.s_If(n.orelse[0])
+            elif line.startswith("else", at[1]):
+                orelse = self.small(new.Else(self.suite(n.orelse)), at)
+            else:
+                raise Decline("else")
+        return self.small(new.If(test, body, orelse), self.text.start(n))
+
+    def s_For(self, n: ast.For) -> cst.For:
+        if n.orelse:
+            raise Decline("for else")  # (refused: check_subset says where)
+        target, _, _ = self.expr(n.target)
+        it, _, _ = self.expr(n.iter)
+        return self.small(new.For(target, it, self.suite(n.body)), self.text.start(n))
+
+    def s_While(self, n: ast.While) -> cst.While:
+        if n.orelse:
+            raise Decline("while else")
+        test, _, _ = self.expr(n.test)
+        return self.small(new.While(test, self.suite(n.body)), self.text.start(n))
+
+    def s_Assign(self, n: ast.Assign) -> cst.Assign:
+        targets, first = [], None
+        for t in n.targets:
+            target, at, _ = self.expr(t)
+            targets.append(self.small(new.AssignTarget(target), at))
+            first = first or at
+        value, _, _ = self.expr(n.value)
+        return self.small(new.Assign(tuple(targets), value), first)  # type: ignore[arg-type]
+
+    def s_AugAssign(self, n: ast.AugAssign) -> cst.AugAssign:
+        target, at, _ = self.expr(n.target)
+        value, _, _ = self.expr(n.value)
+        return self.small(new.AugAssign(target, _AUGMENTED[type(n.op)](), value), at)
+
+    def s_AnnAssign(self, n: ast.AnnAssign) -> cst.AnnAssign:
+        target, at, _ = self.expr(n.target)
+        annotation = self.annotation(n.annotation)
+        value = None if n.value is None else self.expr(n.value)[0]
+        return self.small(new.AnnAssign(target, annotation, value), at)
+
+    def s_Expr(self, n: ast.Expr) -> cst.Expr:
+        value, at, _ = self.expr(n.value)
+        return self.small(new.Expr(value), at)
+
+    def s_Return(self, n: ast.Return) -> cst.Return:
+        value = None if n.value is None else self.expr(n.value)[0]
+        return self.small(new.Return(value), self.text.start(n))
+
+    def s_Pass(self, n: ast.Pass) -> cst.Pass:
+        return self.small(new.Pass(), self.text.start(n))
+
+    def s_Break(self, n: ast.Break) -> cst.Break:
+        return self.small(new.Break(), self.text.start(n))
+
+    def s_Continue(self, n: ast.Continue) -> cst.Continue:
+        return self.small(new.Continue(), self.text.start(n))
+
+    def s_Raise(self, n: ast.Raise) -> cst.Raise:
+        if n.cause is not None:
+            raise Decline("raise from")
+        exc = None if n.exc is None else self.expr(n.exc)[0]
+        return self.small(new.Raise(exc), self.text.start(n))
+
+    def s_Assert(self, n: ast.Assert) -> cst.Assert:
+        test, _, _ = self.expr(n.test)
+        msg = None if n.msg is None else self.expr(n.msg)[0]
+        return self.small(new.Assert(test, msg), self.text.start(n))

@@ -1,0 +1,447 @@
+"""Expressions of a function read with Python's parser (``ast``), made the
+libcst nodes the frontend reads, each with where libcst's ``PositionProvider``
+starts it (line 1-based, column 0-based in characters): see :mod:`.from_ast`.
+
+Python's tree keeps no parentheses, commas or keywords: the few libcst
+positions that are theirs (a parenthesised expression's parentheses, a
+comparison's operator, a comprehension's ``for``) are found by looking at the
+characters next to what Python's tree gives (:class:`Text`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import io
+import re
+import tokenize
+from typing import Any
+
+import libcst as cst
+
+Pos = tuple[int, int]
+
+
+def _maker(cls: type) -> Any:
+    """A maker of ``cls`` nodes, called as the class is: it sets the fields and
+    skips libcst's validation (what is made here is what libcst's parser would
+    make: tests/test_from_ast.py), and shares the default whitespace nodes
+    (nodes are immutable).  A node costs a third of its constructor's time."""
+    params, namespace = [], {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            namespace["_d_" + f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace["_d_" + f.name] = f.default_factory()
+        params.append(f.name if "_d_" + f.name not in namespace else f"{f.name}=_d_{f.name}")
+    sets = "".join(f"    _set(node, {f.name!r}, {f.name})\n" for f in dataclasses.fields(cls))
+    exec(f"def make({', '.join(params)}):\n    node = _new(_cls)\n{sets}    return node\n", namespace)
+    return namespace["make"]
+
+
+class _Makers:
+    """``new.Name(...)``: :func:`_maker` of ``cst.Name``."""
+
+    def __getattr__(self, name: str) -> Any:
+        made = _maker(getattr(cst, name))
+        setattr(self, name, made)
+        return made
+
+
+new: Any = _Makers()
+
+
+class Decline(Exception):
+    """A construct the reading with ``ast`` does not know: libcst's parser reads the function."""
+
+
+_WS = " \t\f\\"  # (outside strings and comments a backslash only continues a line)
+#: a line's code before its comment: anything but a quote or ``#``, and strings on one line
+_CODE = re.compile(r"""(?:[^#'"]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*""")
+
+
+class Text:
+    """The source's lines, and the significant characters next to a position
+    (skipping blanks, line continuations, line breaks and comments: a scan
+    starts between tokens and stops at the first other character, so it never
+    looks into a string)."""
+
+    def __init__(self, source: str) -> None:
+        self.lines = source.split("\n")
+        self.ascii = [line.isascii() for line in self.lines]
+        self.code_ends: dict[int, int] = {}
+        self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
+
+    def col(self, line: int, byte_col: int) -> int:
+        """``ast``'s column (UTF-8 bytes) in characters."""
+        if self.ascii[line - 1]:
+            return byte_col
+        return len(self.lines[line - 1].encode()[:byte_col].decode())
+
+    def start(self, n: Any) -> Pos:
+        line = n.lineno
+        return (line, n.col_offset) if self.ascii[line - 1] else (line, self.col(line, n.col_offset))
+
+    def end(self, n: Any) -> Pos:
+        line = n.end_lineno
+        return (line, n.end_col_offset) if self.ascii[line - 1] else (line, self.col(line, n.end_col_offset))
+
+    def char(self, pos: Pos) -> str:
+        line = self.lines[pos[0] - 1] if pos[0] <= len(self.lines) else ""
+        return line[pos[1]] if pos[1] < len(line) else ""
+
+    def code_end(self, i: int) -> int:
+        """Where line ``i``'s code ends (its comment, if any, after)."""
+        found = self.code_ends.get(i)
+        if found is None:
+            line = self.lines[i - 1]
+            found = len(line)
+            if "#" in line:
+                end = _CODE.match(line, self.string_ends.get(i, 0)).end()  # type: ignore[union-attr]
+                found = end if line.startswith("#", end) else len(line)
+            self.code_ends[i] = found
+        return found
+
+    def next(self, pos: Pos) -> Pos:
+        """The first significant character at or after ``pos``."""
+        line, col = pos
+        lines = self.lines
+        while line <= len(lines):
+            s = lines[line - 1]
+            n = len(s)
+            while col < n and s[col] in _WS:
+                col += 1
+            if col < n and s[col] != "#":
+                return line, col
+            line, col = line + 1, 0
+        return line, 0
+
+    def prev(self, pos: Pos) -> Pos:
+        """The last significant character before ``pos`` ((0, 0): none)."""
+        line, col = pos
+        while line >= 1:
+            s = self.lines[line - 1]
+            while col > 0 and s[col - 1] in _WS:
+                col -= 1
+            if col > 0:
+                return line, col - 1
+            line -= 1
+            if line >= 1:
+                col = self.code_end(line)
+        return 0, 0
+
+    def opening(self, pos: Pos, most: int) -> list[Pos]:
+        """The ``(`` right before ``pos`` (at most ``most``), nearest first."""
+        found: list[Pos] = []
+        while len(found) < most:
+            p = self.prev(pos)
+            if p[0] == 0 or self.lines[p[0] - 1][p[1]] != "(":
+                break
+            found.append(p)
+            pos = p
+        return found
+
+    def closing(self, pos: Pos) -> tuple[list[Pos], str]:
+        """The ends of the ``)`` right after ``pos``, and the character after them."""
+        found: list[Pos] = []
+        while True:
+            p = self.next(pos)
+            c = self.char(p)
+            if c != ")":
+                return found, c
+            pos = (p[0], p[1] + 1)
+            found.append(pos)
+
+    def one_line_after(self, a: Pos, b: Pos) -> bool:
+        """Whether ``b`` is on ``a``'s logical line (lines between continued by a backslash)."""
+        return all(self.lines[i - 1][:self.code_end(i)].rstrip(" \t\f").endswith("\\") for i in range(a[0], b[0]))
+
+    def segment(self, n: Any) -> str:
+        (l1, c1), (l2, c2) = self.start(n), self.end(n)
+        if l1 == l2:
+            return self.lines[l1 - 1][c1:c2]
+        return "\n".join([self.lines[l1 - 1][c1:], *self.lines[l1:l2 - 1], self.lines[l2 - 1][:c2]])
+
+
+_BINARY = {ast.Add: new.Add, ast.Sub: new.Subtract, ast.Mult: new.Multiply, ast.Div: new.Divide,
+           ast.FloorDiv: new.FloorDivide, ast.Mod: new.Modulo, ast.Pow: new.Power, ast.MatMult: new.MatrixMultiply,
+           ast.LShift: new.LeftShift, ast.RShift: new.RightShift, ast.BitOr: new.BitOr, ast.BitXor: new.BitXor,
+           ast.BitAnd: new.BitAnd}
+_UNARY = {ast.UAdd: new.Plus, ast.USub: new.Minus, ast.Not: new.Not, ast.Invert: new.BitInvert}
+# (`in`, `not in`, `is`, `is not` are refused by check_subset: libcst's reading says where)
+_COMPARE = {ast.Lt: new.LessThan, ast.LtE: new.LessThanEqual, ast.Gt: new.GreaterThan, ast.GtE: new.GreaterThanEqual,
+            ast.Eq: new.Equal, ast.NotEq: new.NotEqual}
+_NAMED = {True: "True", False: "False", None: "None"}
+
+
+class Expressions:
+    """Makes the libcst node of each ``ast`` expression, noting where it starts
+    in ``starts``; each maker returns the node and where it starts and ends
+    with its own parentheses (its "outer" extent), which its parent needs."""
+
+    text: Text
+    starts: dict[cst.CSTNode, Pos]
+
+    def expr(self, n: ast.expr, opened: int = 0, closed: int = 0) -> tuple[Any, Pos, Pos]:
+        """``n``'s node.  ``opened``/``closed``: a ``(`` of the parent is right
+        before it / a ``)`` of the parent right after it unless a comma is
+        (a call's only argument: ``f((a))`` has one pair of ``a``'s)."""
+        make = _MAKERS.get(type(n))
+        if make is None:
+            raise Decline(type(n).__name__)
+        text = self.text
+        s, e = text.start(n), text.end(n)
+        node, start = make(self, n, s, e)
+        line, i = text.lines[e[0] - 1], e[1]
+        while line.startswith(" ", i):
+            i += 1
+        if i >= len(line) or line[i] in _MAYBE_CLOSING:  # (else no `)` follows: no parentheses of its own)
+            found, stop = text.closing(e)
+            f, g = len(found) - (closed if stop != "," else 0), 0
+            if f > 0:
+                opening = text.opening(s, f + opened)
+                g = min(len(opening) - opened, f)
+                if g > 0:
+                    s, e = opening[g - 1], found[g - 1]
+        else:
+            g = 0
+        if type(node) is _Parenthesised:
+            node = node.node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g + 1)),
+                                          rpar=tuple(new.RightParen() for _ in range(g + 1)))
+        elif g > 0:
+            node = node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g)),
+                                     rpar=tuple(new.RightParen() for _ in range(g)))
+        self.starts[node] = start
+        return node, s, e
+
+    def name(self, value: str, at: Pos) -> cst.Name:
+        node = new.Name(value)
+        self.starts[node] = at
+        return node
+
+    def e_Name(self, n: ast.Name, s: Pos, e: Pos) -> Any:
+        return new.Name(n.id), s
+
+    def e_Constant(self, n: ast.Constant, s: Pos, e: Pos) -> Any:
+        v = n.value
+        if v is None or v is True or v is False:
+            return new.Name(_NAMED[v]), s
+        if v is Ellipsis:
+            return new.Ellipsis(), s
+        raw = self.text.segment(n)
+        if type(v) is int:
+            return new.Integer(raw), s
+        if type(v) is float:
+            return new.Float(raw), s
+        if type(v) in (str, bytes) and n.kind is None:
+            if s[0] != e[0] or "#" in raw:  # (a comment's `#` is after a string's end, where it is found)
+                self.text.string_ends[e[0]] = e[1]
+            tokens = list(tokenize.generate_tokens(io.StringIO(raw).readline))
+            if [t.type for t in tokens[:1]] == [tokenize.STRING] and tokens[0].end == (raw.count("\n") + 1,
+                                                                                       len(raw) - raw.rfind("\n") - 1):
+                return new.SimpleString(raw), s
+        raise Decline("constant")  # strings side by side, complex numbers, u"": libcst's reading
+
+    def e_BinOp(self, n: ast.BinOp, s: Pos, e: Pos) -> Any:
+        left, _, _ = self.expr(n.left)
+        right, _, _ = self.expr(n.right)
+        return new.BinaryOperation(left, _BINARY[type(n.op)](), right), s
+
+    def e_UnaryOp(self, n: ast.UnaryOp, s: Pos, e: Pos) -> Any:
+        operand, _, _ = self.expr(n.operand)
+        return new.UnaryOperation(_UNARY[type(n.op)](), operand), s
+
+    def e_BoolOp(self, n: ast.BoolOp, s: Pos, e: Pos) -> Any:
+        op = new.And if type(n.op) is ast.And else new.Or
+        node, _, _ = self.expr(n.values[0])
+        for i, v in enumerate(n.values[1:]):
+            right, _, _ = self.expr(v)
+            node = new.BooleanOperation(node, op(), right)
+            if i < len(n.values) - 2:
+                self.starts[node] = s  # ((a and b) and c): the inner ones start where it does
+        return node, s
+
+    def e_Compare(self, n: ast.Compare, s: Pos, e: Pos) -> Any:
+        left, _, after = self.expr(n.left)
+        targets = []
+        for op, v in zip(n.ops, n.comparators):
+            make = _COMPARE.get(type(op))
+            if make is None:
+                raise Decline("comparison")
+            comparator, _, end = self.expr(v)
+            target = new.ComparisonTarget(make(), comparator)
+            self.starts[target] = after  # (its operator's blanks before it are its own)
+            targets.append(target)
+            after = end
+        return new.Comparison(left, tuple(targets)), s
+
+    def e_IfExp(self, n: ast.IfExp, s: Pos, e: Pos) -> Any:
+        body, _, _ = self.expr(n.body)
+        test, _, _ = self.expr(n.test)
+        orelse, _, _ = self.expr(n.orelse)
+        return new.IfExp(test, body, orelse), s
+
+    def e_Attribute(self, n: ast.Attribute, s: Pos, e: Pos) -> Any:
+        value, _, _ = self.expr(n.value)
+        return new.Attribute(value, self.name(n.attr, (e[0], e[1] - len(n.attr)))), s
+
+    def e_Call(self, n: ast.Call, s: Pos, e: Pos) -> Any:
+        func, _, after = self.expr(n.func)
+        parts = sorted([*n.args, *n.keywords], key=lambda a: (a.lineno, a.col_offset))
+        last = len(parts) - 1
+        args = []
+        for i, a in enumerate(parts):
+            if type(a) is ast.keyword:
+                value, _, _ = self.expr(a.value, 0, i == last)
+                at = self.text.start(a)
+                if a.arg is None:
+                    arg = new.Arg(value, star="**")
+                else:
+                    arg = new.Arg(value, keyword=self.name(a.arg, at))
+            elif type(a) is ast.Starred:
+                value, _, _ = self.expr(a.value, 0, i == last)
+                at = self.text.start(a)
+                arg = new.Arg(value, star="*")
+            elif type(a) is ast.GeneratorExp and last == 0 and self.text.start(a) == self.text.next(after):
+                value, at = self.generator(a)  # `f(x for x in xs)`: Python's tree gives it the call's ()
+                arg = new.Arg(value)
+            else:
+                value, at, _ = self.expr(a, i == 0, i == last)
+                arg = new.Arg(value)
+            self.starts[arg] = at
+            args.append(arg)
+        return new.Call(func, tuple(args)), s
+
+    def e_Subscript(self, n: ast.Subscript, s: Pos, e: Pos) -> Any:
+        value, _, _ = self.expr(n.value)
+        sl = n.slice
+        items = sl.elts if type(sl) is ast.Tuple and sl.elts and not self.own_parens(sl) else [sl]
+        elements = []
+        for item in items:
+            if type(item) is ast.Slice:
+                made, at = self.slice(item)
+            else:
+                value_, at, _ = self.expr(item)
+                made = new.Index(value_)
+                self.starts[made] = at
+            element = new.SubscriptElement(made)
+            self.starts[element] = at
+            elements.append(element)
+        return new.Subscript(value, tuple(elements)), s
+
+    def slice(self, n: ast.Slice) -> tuple[cst.Slice, Pos]:
+        parts = [None if p is None else self.expr(p)[0] for p in (n.lower, n.upper, n.step)]
+        made = new.Slice(parts[0], parts[1], parts[2])
+        at = self.text.start(n)
+        self.starts[made] = at
+        return made, at
+
+    def own_parens(self, n: ast.Tuple) -> bool:
+        """Whether a tuple's first ``(`` is its own (``(a, b)``, not ``(a), b``)."""
+        first = n.elts[0]
+        found, _ = self.text.closing(self.text.end(first))  # (a comma follows it: its own alone)
+        s = self.text.start(first)
+        opening = self.text.opening(s, len(found))
+        return self.text.start(n) < (opening[len(found) - 1] if found else s)
+
+    def elements(self, elts: list[ast.expr], own: bool) -> tuple[tuple[cst.Element, ...], Pos | None]:
+        made, first = [], None
+        for i, el in enumerate(elts):
+            if type(el) is ast.Starred:
+                raise Decline("starred")
+            value, at, _ = self.expr(el, own and i == 0, own and i == len(elts) - 1)
+            element = new.Element(value)
+            self.starts[element] = at
+            first = first or at
+            made.append(element)
+        return tuple(made), first
+
+    def e_Tuple(self, n: ast.Tuple, s: Pos, e: Pos) -> Any:
+        own = not n.elts or self.own_parens(n)
+        elements, first = self.elements(n.elts, own)
+        if not own:
+            return new.Tuple(elements, lpar=(), rpar=()), s  # (libcst's default has parentheses)
+        # its own parentheses: the expression's; libcst starts it after them
+        return _Parenthesised(new.Tuple(elements)), first or self.text.prev(e)
+
+    def e_List(self, n: ast.List, s: Pos, e: Pos) -> Any:
+        return new.List(self.elements(n.elts, False)[0]), s
+
+    def comprehension(self, gens: list[ast.comprehension], after: Pos) -> cst.CompFor:
+        fors = []
+        for g in gens:
+            if g.is_async:
+                raise Decline("async for")
+            target, _, _ = self.expr(g.target)
+            it, _, end = self.expr(g.iter)
+            ifs, start = [], after
+            for t in g.ifs:
+                test, _, end2 = self.expr(t)
+                made = new.CompIf(test)
+                self.starts[made] = end
+                ifs.append(made)
+                end = end2
+            fors.append((target, it, tuple(ifs), start))
+            after = end
+        inner = None
+        for target, it, ifs, start in reversed(fors):
+            inner = new.CompFor(target, it, ifs, inner)
+            self.starts[inner] = start
+        return inner  # type: ignore[return-value]
+
+    def e_ListComp(self, n: ast.ListComp, s: Pos, e: Pos) -> Any:
+        elt, _, after = self.expr(n.elt)
+        return new.ListComp(elt, self.comprehension(n.generators, after)), s
+
+    def generator(self, n: ast.GeneratorExp) -> tuple[cst.GeneratorExp, Pos]:
+        elt, at, after = self.expr(n.elt)
+        made = new.GeneratorExp(elt, self.comprehension(n.generators, after), lpar=(), rpar=())
+        self.starts[made] = at
+        return made, at
+
+    def e_GeneratorExp(self, n: ast.GeneratorExp, s: Pos, e: Pos) -> Any:
+        made, at = self.generator(n)
+        return _Parenthesised(made), at
+
+    def e_Lambda(self, n: ast.Lambda, s: Pos, e: Pos) -> Any:
+        params = self.parameters(n.args, self.text.next((s[0], s[1] + 6)), lambda_=True)
+        body, _, _ = self.expr(n.body)
+        return new.Lambda(params, body), s
+
+    def parameters(self, a: ast.arguments, at: Pos, lambda_: bool = False) -> cst.Parameters:
+        if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg:
+            raise Decline("parameters")  # (refused where nested; a module-level function: libcst's reading)
+        defaults = [None] * (len(a.args) - len(a.defaults)) + list(a.defaults)
+        params = []
+        for i, (p, d) in enumerate(zip(a.args, defaults)):
+            last = 0 if lambda_ else int(i == len(a.args) - 1)
+            ps = self.text.start(p)
+            annotation = None if p.annotation is None else self.annotation(p.annotation, int(d is None and last))
+            default = None if d is None else self.expr(d, 0, last)[0]
+            made = new.Param(self.name(p.arg, ps), annotation, default=default, star="")
+            self.starts[made] = ps
+            params.append(made)
+        made = new.Parameters(tuple(params))
+        self.starts[made] = at
+        return made
+
+    def annotation(self, n: ast.expr, closed: int = 0) -> cst.Annotation:
+        value, at, _ = self.expr(n, 0, closed)
+        made = new.Annotation(value)
+        self.starts[made] = at
+        return made
+
+
+#: what may follow an expression that has parentheses of its own (blanks skipped): ``)``, a comment, a line's end
+_MAYBE_CLOSING = frozenset(")#\\\t\f")
+_MAKERS = {getattr(ast, name[2:]): make for name, make in vars(Expressions).items() if name.startswith("e_")}
+
+
+class _Parenthesised:
+    """A node whose parentheses Python's tree counts as its own (a tuple's, a
+    generator's): :meth:`Expressions.expr` gives it one pair more."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Any) -> None:
+        self.node = node

@@ -1,0 +1,334 @@
+"""The frontend reads a function with Python's parser and makes libcst's nodes
+from its tree (astad/frontend/from_ast.py): those nodes must be the ones
+libcst's parser makes (whitespace, comments and punctuation aside), and each
+must start where libcst's ``PositionProvider`` says (errors point there).
+Checked on every function of the tests, the examples and the bench programs,
+on hand-written sources, and on random programs reformatted at random
+(parentheses, comments, line continuations, tabs, non-ASCII names and strings,
+semicolons, one-line blocks).
+"""
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import pathlib
+import re
+import textwrap
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+import test_random_control_flow
+import test_random_programs
+from astad import deep, source as astad_source
+from astad.frontend import from_ast
+from astad.positions import Starts
+from conftest import fuzz_examples
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+#: fields that hold only whitespace, comments or punctuation
+_FORMATTING = frozenset({"leading_lines", "lines_after_decorators", "header", "footer", "indent", "first_colon",
+                         "second_colon", "equal", "comma", "semicolon", "trailing_whitespace"})
+#: nodes that are whitespace, comments or punctuation
+_PUNCTUATION = (cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline, cst.Comma,
+                cst.Semicolon, cst.Colon, cst.AssignEqual, cst.Dot, cst.LeftSquareBracket, cst.RightSquareBracket,
+                cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.MaybeSentinel)
+#: nodes without a position the frontend asks for (operators: it asks for their expression's)
+_UNPLACED = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseUnaryOp, cst.BaseCompOp, cst.BaseAugOp, cst.LeftParen,
+             cst.RightParen)
+
+
+def assert_same_tree(made, parsed, starts, positions, path="def"):
+    """``made`` (from_ast's, starts in ``starts``) is ``parsed`` (libcst's, positions in ``positions``)
+    but for whitespace, comments and punctuation; lpar/rpar by their number; every node starts alike."""
+    assert type(made) is type(parsed), f"{path}: {type(made).__name__} != {type(parsed).__name__}"
+    if isinstance(parsed, _UNPLACED):
+        return
+    where = positions[parsed].start
+    assert made in starts, f"{path}: no start"
+    assert starts[made] == (where.line, where.column), f"{path}: starts at {starts[made]}, libcst: {where}"
+    for f in dataclasses.fields(parsed):
+        a, b = getattr(made, f.name), getattr(parsed, f.name)
+        if f.name in ("lpar", "rpar"):
+            assert len(a) == len(b), f"{path}.{f.name}: {len(a)} != {len(b)}"
+        elif f.name.startswith("whitespace") or f.name in _FORMATTING or isinstance(a, _PUNCTUATION) \
+                or isinstance(b, _PUNCTUATION):
+            continue
+        elif isinstance(b, cst.CSTNode):
+            assert_same_tree(a, b, starts, positions, f"{path}.{f.name}")
+        elif isinstance(b, (list, tuple)):
+            assert isinstance(a, tuple) and len(a) == len(b), f"{path}.{f.name}: {a!r} != {b!r}"
+            for i, (x, y) in enumerate(zip(a, b)):
+                assert_same_tree(x, y, starts, positions, f"{path}.{f.name}[{i}]")
+        else:
+            assert a == b, f"{path}.{f.name}: {a!r} != {b!r}"
+
+
+def same_reading(source, name=None):
+    """Read ``source``'s first ``def`` both ways and compare; False: from_ast declines it."""
+    try:
+        made, starts = from_ast.read(source, name or next(
+            s.name for s in ast.parse(source).body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))))
+    except from_ast.Decline:
+        return False
+    module = cst.parse_module(source)
+    parsed = next(s for s in module.body if isinstance(s, cst.FunctionDef))
+    assert type(starts) is Starts
+    assert_same_tree(made, parsed, starts, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    return True
+
+
+def defs(source):
+    """The source of every ``def`` in ``source`` (nested ones too), decorators included and
+    dedented, as the frontend reads a function."""
+    lines = source.splitlines(keepends=True)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            text = textwrap.dedent("".join(lines[first - 1:node.end_lineno]))
+            try:
+                ast.parse(text)
+            except SyntaxError:  # (a line of it at column 0, in parentheses: no reading reads it)
+                continue
+            yield text
+
+
+def _files():
+    return [*sorted((ROOT / "tests").glob("*.py")), *sorted((ROOT / "examples").glob("*.py")),
+            ROOT / "bench" / "programs.py"]
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_function_of_the_tests_examples_and_bench(path):
+    for source in defs(path.read_text()):  # (tests' own functions use much the frontend refuses: declined)
+        if len(source) < 20000:
+            same_reading(source)
+
+
+@pytest.mark.parametrize("path", _files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_defs_lines_are_inspects(path):
+    """astad.source reads the lines of a ``def`` where Python's parser ends it: inspect.getblock's lines."""
+    lines = path.read_text().splitlines(keepends=True)
+    _, ends = astad_source._module_facts("".join(lines))
+    for first, end in ends.items():
+        assert lines[first - 1:end] == inspect.getblock(lines[first - 1:]), first
+
+
+def test_the_bench_programs_are_read_with_pythons_parser():
+    import astad
+    parse = importlib.import_module("astad.frontend.parse")
+    programs = importlib.import_module("bench.programs")
+    astad.clear_caches(disk=False)
+    for name, (fn, _, _) in programs.PROGRAMS.items():
+        if fn.__name__ != "<lambda>":
+            assert type(parse.parse(fn).positions) is Starts, name
+
+
+SOURCES = [
+    # parentheses: grouping, a call's only argument, tuples' own, generators', comments inside
+    "def f(a, b: int = (2)) -> float:\n  x = f((a)); y = g((a), (b),); z=h(((a, b)), k=(c))\n  t = (a), b\n"
+    "  u = ((a, b))\n  v = (1,); w=()\n  return ( # c (\n   a +\n  b) * c\n",
+    "def f(a):\n  return np.stack([ g(x) for x in a ]), sum((x for x in a), 0), tuple(x for x in a), a[(1, 2)], a[()]\n",
+    "def f(a):\n  return sum((x for x in a)), g(*a, **k), g(*(a), k=(a), **(k)), (a)(b)(c), (a).b, a[(1)], a[(i), j]\n",
+    "def f(a):\n    if a: x = 1\n    elif b:\n        y = sum(x for x in a)\n    else:\n        z = a[ :2, ::]\n"
+    "    return (a) < ( b)\n",
+    # decorators, nested defs, one-line blocks, semicolons, comments between statements
+    "@dec\n@ d2 (3)\ndef f(a, b: int = (2)) -> float:\n  # comment\n\n  def g(y): return y; pass\n"
+    "  if a:  # (\n    pass\n  else:  # x\n    # y\n    return g(a)\n",
+    # non-ASCII: columns in characters, not bytes
+    "def f(é, b):\n  \"doc ü\"\n  y = é + \"ü\" + b  # ü (\n  z = [ (i) for i in ( y ) if i>0 if (i) for j in y]\n"
+    "  return lambda q, r=1: q+é, 'ö' , (é)\n",
+    # tabs, slices, loops, augmented assignments, comparisons, assert and raise
+    "def f(a):\n\tx = a[1:2, 3][:, None][...]\n\tfor i, j in zip(a, b):\n\t\tx += i ** -j\n\t\tif i: break\n"
+    "\t\telse: continue\n\twhile x < 3 <= 4: x = x @ a\n\tdef g(y):\n\t\treturn y\n\tassert x, \"m\"\n"
+    "\traise ValueError(\"no\")\n",
+    # line continuations, multi-line expressions, conditional and boolean expressions, annotations
+    "def f(a):\n  x = a \\\n    + 1\n  y: float = -(a if a else not a and b or c)\n  z = [\n    1,\n    (2\n     ),\n  ]\n"
+    "  return x.T.sum(axis=(0, 1)) \\\n    , y\n",
+    "def f(a):\n  if (a <\n      b): return (\n    a)\n  elif a: return b\n  else: return c\n",
+    "def f(x):\n    '''doc\n    # not a comment (\n    '''\n    return (  # c\n        x)\n",
+    "def f(x):\n    s = '''a\n  b # c'''; t = (x)\n    return t\n",
+    "def f(x):\n    \"ü ö é (\" \\\n      ; ä = (\"ß\", x)\n    return x\n",  # a semicolon on a continued line
+    "def f(x):\n    y = (lambda: x)()\n    return (lambda q=(1): q)(x) + 1_000 + 0x1F + 1e-3 + 2.\n",
+]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_source_read_alike(source):
+    assert same_reading(source)
+
+
+@pytest.mark.parametrize("source", [
+    "def f(x):\n    return f'{x}'\n",  # f-strings: libcst's reading (only print, raise and assert may have them)
+    "def f(x):\n    return 'a' 'b'\n",
+    "def f(x):\n    return {1: x}\n",
+    "def f(x, *args):\n    return x\n",
+    "def f(x):\n    for i in x:\n        pass\n    else:\n        pass\n",
+    "def f(x):\n    return x in y\n",
+    "async def f(x):\n    return x\n",
+    "def f(x):\n    \ufb01 = x\n    return \ufb01\n",  # `ﬁ`: `fi` to Python's parser, not to libcst
+])
+def test_what_it_does_not_know_is_left_to_libcst(source):
+    assert not same_reading(source, "f")
+
+
+def test_other_line_breaks_are_left_to_libcst():
+    with pytest.raises(from_ast.Decline):
+        from_ast.read("def f(x):\r\n    return x\r\n", "f")
+
+
+def test_syntax_children_are_the_children_but_formatting():
+    for source in SOURCES:
+        for node in deep.walk(cst.parse_module(source)):
+            if isinstance(node, (*_PUNCTUATION, cst.Comment)):
+                continue  # (never reached: their parents' fields are skipped)
+            expected = [c for c in deep.children(node) if not isinstance(c, (*_PUNCTUATION, *_UNPLACED[-2:],
+                                                                             cst.Comment))]
+            assert deep.syntax_children(node) == expected, type(node).__name__
+
+
+def test_every_formatting_field_of_libcst_is_skipped():
+    kinds = ("Whitespace", "Comma", "Colon", "Semicolon", "AssignEqual", "Dot", "Paren", "Bracket", "Brace",
+             "EmptyLine", "Newline", "Comment")
+    for cls in vars(cst).values():
+        if isinstance(cls, type) and issubclass(cls, cst.CSTNode) and dataclasses.is_dataclass(cls):
+            for f in dataclasses.fields(cls):
+                if any(k in str(f.type) for k in kinds) and f.name != "relative":  # (`from ..a import b`'s dots)
+                    assert f.name in deep._FORMATTING or "whitespace" in f.name, (cls.__name__, f.name)
+
+
+# --------------------------------------------------------------------------- random programs, reformatted
+
+_WRAPS = [("(", ")"), ("( ", " )"), ("(\n", "\n)"), ("(  # c (\n", ")"), ("((", "))"), ("(\\\n", ")")]
+_NAMES = ["é", "xé", "δ", "变量", "ŝ", "\ufb01x"]
+
+
+def _offsets(source):
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    return lines, starts
+
+
+def _parses(source):
+    try:
+        ast.parse(source)
+        cst.parse_module(source)
+    except (SyntaxError, cst.ParserSyntaxError):
+        return False
+    return True
+
+
+def _parenthesised(draw, source):
+    tree = ast.parse(source)
+    inside = {id(n) for j in ast.walk(tree) if isinstance(j, ast.JoinedStr) for n in ast.walk(j)}
+    exprs = [n for n in ast.walk(tree) if isinstance(n, ast.expr) and id(n) not in inside
+             and not isinstance(n, (ast.Slice, ast.Starred))]
+    if not exprs:
+        return source
+    n = draw(st.sampled_from(exprs))
+    lines, starts = _offsets(source)
+
+    def at(line, col):
+        return starts[line - 1] + len(lines[line - 1].encode()[:col].decode())
+
+    a, b = at(n.lineno, n.col_offset), at(n.end_lineno, n.end_col_offset)
+    left, right = draw(st.sampled_from(_WRAPS))
+    return source[:a] + left + source[a:b] + right + source[b:]
+
+
+def _commented(draw, source):
+    lines = source.splitlines(keepends=True)
+    i = draw(st.integers(0, len(lines) - 1))
+    text = draw(st.sampled_from(["  # ü (\n", "  #)\n", " # é ' \" \\\n"]))
+    if draw(st.booleans()):
+        return "".join(lines[:i] + [lines[i].rstrip("\n") + text] + lines[i + 1:])
+    indent = re.match(r"[ \t]*", lines[i]).group()
+    return "".join(lines[:i] + [indent + text.lstrip(), "\n"] + lines[i:])
+
+
+def _continued(draw, source):
+    spaces = [m.start() for m in re.finditer(r"(?<=\S) (?=\S)", source)]
+    if not spaces:
+        return source
+    k = draw(st.sampled_from(spaces))
+    return source[:k] + " \\\n      " + source[k + 1:]
+
+
+def _tabbed(draw, source):
+    return re.sub(r"(?m)^((?:    )+)", lambda m: "\t" * (len(m.group(1)) // 4), source)
+
+
+def _non_ascii(draw, source):
+    names = sorted(set(re.findall(r"\b(?:v|acc|t|y|z)\d*\b", source)))
+    if names and draw(st.booleans()):
+        old, new = draw(st.sampled_from(names)), draw(st.sampled_from(_NAMES))
+        return re.sub(rf"\b{old}\b", new, source)
+    header = re.search(r"def f\(.*\):\n", source)
+    if header is None:
+        return source
+    text = draw(st.sampled_from(['    "ü ö é (" ; ä = ("ß", x)\n', "    é = 'ü' + \"(\" ; é = x\n"]))
+    return source[:header.end()] + text + source[header.end():]
+
+
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue)
+
+
+def _one_line_statements(tree):
+    return [s for s in ast.walk(tree) if isinstance(s, _SIMPLE) and s.lineno == s.end_lineno]
+
+
+def _semicolons(draw, source):
+    """Two simple statements of a block on one line: ``a = 1; b = 2``."""
+    lines = source.splitlines(keepends=True)
+    blocks = [b for n in ast.walk(ast.parse(source)) for b in (getattr(n, "body", 0), getattr(n, "orelse", 0))
+              if isinstance(b, list)]
+    pairs = [(a, b) for block in blocks for a, b in zip(block, block[1:])
+             if isinstance(a, _SIMPLE) and isinstance(b, _SIMPLE) and a.end_lineno + 1 == b.lineno
+             and b.lineno == b.end_lineno and not isinstance(a, ast.Return)]
+    if not pairs:
+        return source
+    a, b = draw(st.sampled_from(pairs))
+    i = b.lineno - 1
+    return "".join(lines[:i - 1] + [lines[i - 1].rstrip("\n") + draw(st.sampled_from(["; ", " ;", ";"]))
+                                    + lines[i].lstrip(" \t")] + lines[i + 1:])
+
+
+def _one_line_block(draw, source):
+    """A block of one simple statement on its header's line: ``if c: return x``."""
+    lines = source.splitlines(keepends=True)
+    heads = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.If, ast.For, ast.While))
+             and len(n.body) == 1 and isinstance(n.body[0], _SIMPLE) and n.body[0].lineno == n.body[0].end_lineno
+             and n.body[0].lineno == (n.test if isinstance(n, (ast.If, ast.While)) else n.iter).end_lineno + 1]
+    if not heads:
+        return source
+    i = draw(st.sampled_from(heads)).body[0].lineno - 1
+    return "".join(lines[:i - 1] + [lines[i - 1].rstrip("\n") + " " + lines[i].lstrip(" \t")] + lines[i + 1:])
+
+
+_CHANGES = [_parenthesised, _commented, _continued, _tabbed, _non_ascii, _semicolons, _one_line_block]
+
+
+@st.composite
+def reformatted(draw):
+    source = draw(st.one_of(test_random_programs.programs(), test_random_control_flow.programs()))[0]
+    for _ in range(draw(st.integers(0, 8))):
+        changed = draw(st.sampled_from(_CHANGES))(draw, source)
+        if _parses(changed):
+            source = changed
+    return source
+
+
+@settings(max_examples=fuzz_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reformatted())
+def test_random_programs_reformatted_read_alike(source):
+    note(source)
+    read = [same_reading(d) for d in defs(source)]
+    # (f: the program; an f-string, and a name Python normalises, are left to libcst)
+    assert read[-1] or "f'" in source or 'f"' in source or "\ufb01" in source
