@@ -240,7 +240,7 @@ def _factored(target: Var, rhs: Prim, inner, negated, namer: Namer, loc) -> list
     while True:
         seen: Counter = Counter()
         for i in free:
-            seen.update({_key(f) for f in products[i]})
+            seen.update(dict.fromkeys(map(_key, products[i])).keys())  # once per product, in its order (a set's order varies with the hash seed)
         key, n = seen.most_common(1)[0] if seen else (None, 0)
         if n < 2:
             break
