@@ -85,6 +85,109 @@ def test_the_scalar_fast_path_keeps_numpys_semantics(tmp_path, name, args):
         assert astad.grad(fn)(*args) == pytest.approx(cts[0])
 
 
+# --------------------------------------------------------------------------- NamedTuples of their own
+
+NAMED = '''
+import collections
+from typing import NamedTuple
+
+import numpy as np
+
+
+class P(NamedTuple):
+    a: float
+    b: float = 1.0
+
+    def total(self):
+        return self.a + self.b
+
+
+class Sub(P):
+    """A subclass with a docstring and a repr of its own: read as P."""
+
+    def __repr__(self):
+        return "Sub"
+
+
+N = collections.namedtuple("N", "a b")
+
+
+class Reversed(NamedTuple):
+    a: float
+    b: float
+
+    def __getitem__(self, i):
+        return tuple.__getitem__(self, 1 - i)
+
+    def __iter__(self):
+        return iter((self.b, self.a))
+
+
+class Swapped(P):
+    a = P.b
+
+
+class Property(P):
+    @property
+    def a(self):
+        return 99.0
+
+
+class New(P):
+    def __new__(cls, a, b):
+        return super().__new__(cls, b, a)
+
+
+class Long(P):
+    def __len__(self):
+        return 7
+
+
+def by_name(p):
+    return p.a * p.b + 2.0 * p.a
+
+
+def by_index(p):
+    return p[0] * 2.0 + p[1] * 3.0
+
+
+def unpacked(p):
+    x, y = p
+    return x * 2.0 + y * 3.0 + len(p)
+'''
+
+
+@pytest.mark.parametrize("cls", ["P", "Sub", "N"])
+@pytest.mark.parametrize("name", ["by_name", "by_index", "unpacked"])
+def test_plain_namedtuples_are_read_as_their_fields(tmp_path, cls, name):
+    prog = load_program(NAMED, tmp_path)
+    fn, p = getattr(prog, name), getattr(prog, cls)(1.5, 2.5)
+    for _ in range(2):
+        g = astad.grad(fn)(p)
+        assert type(g) is type(p)
+        for k in range(2):
+            plus, minus = list(tuple(p)), list(tuple(p))
+            plus[k] += 1e-6
+            minus[k] -= 1e-6
+            want = (fn(type(p)(*plus)) - fn(type(p)(*minus))) / 2e-6
+            assert tuple.__getitem__(g, k) == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("cls, words", [("Reversed", "__getitem__"), ("Swapped", "`.a`"), ("Property", "`.a`"),
+                                        ("New", "__new__"), ("Long", "__len__")])
+@pytest.mark.parametrize("name", ["by_name", "by_index", "unpacked"])
+def test_a_namedtuple_that_reads_its_items_otherwise_is_refused(tmp_path, cls, words, name):
+    """astad reads ``p[0]``, ``p.a``, unpacking and ``len`` as the fields in order; a class whose
+    ``__getitem__``, ``__iter__``, ``__len__``, field or ``__new__`` differs gave the gradient of
+    another function (and rebuilt the cotangent through its ``__new__``)."""
+    prog = load_program(NAMED, tmp_path)
+    fn, p = getattr(prog, name), getattr(prog, cls)(1.5, 2.5)
+    for entry in (lambda: astad.grad(fn)(p), lambda: astad.vjp(fn, p), lambda: astad.jvp(fn, (p,), (p,))):
+        with pytest.raises(astad.AstadTypeError, match="NamedTuple") as info:
+            entry()
+        assert words in str(info.value) and "argument `p`" in str(info.value)
+
+
 # --------------------------------------------------------------------------- the output cotangent's type
 
 DIVIDED = '''
