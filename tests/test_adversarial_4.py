@@ -85,6 +85,58 @@ def test_the_scalar_fast_path_keeps_numpys_semantics(tmp_path, name, args):
         assert astad.grad(fn)(*args) == pytest.approx(cts[0])
 
 
+# --------------------------------------------------------------------------- a Python float typed as numpy's
+
+JOINED = '''
+import numpy as np
+
+
+def power_after_a_join(x, y):
+    s = x
+    if y > 0.0:
+        s = np.float64(x)
+    return s ** -1 + s ** 0.5 + y
+
+
+def np_power_after_a_join(x, y):
+    s = x
+    if y > 0.0:
+        s = np.float64(x)
+    return np.power(s, 2.5) + y
+
+
+def carried_through_a_loop(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + 1e-300
+        if y[i] < 0:
+            s = s * x[i]
+        else:
+            s = s - s ** -1
+    return s
+'''
+
+
+@pytest.mark.parametrize("name, args, want", [
+    ("power_after_a_join", (1e-300, -1.0), -np.inf),
+    ("power_after_a_join", (2.0, -1.0), -0.25 + 0.5 * 2.0 ** -0.5),
+    ("np_power_after_a_join", (-2.0, -1.0), np.nan),
+    ("carried_through_a_loop", (np.array([0.0]), np.array([0.0])), np.array([0.0])),
+])
+def test_a_python_float_joined_with_a_numpy_one_is_raised_to_a_power_as_numpy_does(tmp_path, name, args, want):
+    """An ``if`` joins a Python float and an np.float64 as an np.float64, but the Python float is what
+    runs: the derivative ``s ** -2`` of ``s ** -1`` raised OverflowError at ``s = 1e-300`` (numpy: inf),
+    and ``s ** 1.5`` of ``np.power(s, 2.5)`` was complex at ``s = -2.0`` (numpy: nan, as the primal)."""
+    fn = getattr(load_program(JOINED, tmp_path), name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value, pullback = astad.reverse(fn)(*args)
+        assert _same(value, fn(*args))
+        dx = pullback(1.0)[0]
+        assert np.all(np.isreal(dx))
+        np.testing.assert_allclose(dx, want, rtol=1e-12)
+
+
 # --------------------------------------------------------------------------- NamedTuples of their own
 
 NAMED = '''
