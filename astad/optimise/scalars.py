@@ -75,7 +75,7 @@ _SAME = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "div", 
 #: of those, the ones that may raise on Python floats (numpy warns)
 _RAISING = {"div", "pow"} | (set(MATH) - _NEVER_RAISE)
 #: numpy functions of a float whose result is a numpy scalar whether it reads a Python float or not
-_NUMPY_RESULT = {"log_domain", "reciprocal"}
+_NUMPY_RESULT = {"log_domain", "reciprocal", "power"}
 #: what is computed again rather than recorded
 _CHEAP = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne"}
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
