@@ -388,22 +388,23 @@ def test_random_fast_loops_compute_what_numpy_computes(tmp_path_factory, case):
             return
         assert _same(value, want), (value, want)
         TALLY["fast" if "tolist" in rev.source else "array path"] += 1
-        dx, dy = pullback(1.0)
-        vx, vy = np.linspace(0.5, 1.5, x.size), np.linspace(-1.0, 1.0, y.size)
-        dot = np.sum(dx * vx) + np.sum(dy * vy)
-        _, tangent = astad.jvp(fn, (x, y), (vx, vy))  # forward mode: no fast path for loops
-        scale = np.sum(np.abs(dx * vx)) + np.sum(np.abs(dy * vy))  # (terms of 2**53 round)
-        if np.isfinite(dot) and np.isfinite(tangent):  # (inf or nan: the two modes' orders of inf * 0)
-            assert abs(dot - tangent) <= 1e-9 * (1.0 + scale), (dot, tangent)
-        if "1e300" in src or "9007" in src or not (np.all(np.abs(x) < 1e3) and abs(want) < 1e6):
-            return  # (finite differences lose a step of 1e-6 next to 1e300 or 2**53)
+        pullback(1.0)  # (at ties of the special values, a kink: the two modes may pick other subgradients)
+        if not np.all(np.isfinite(x)):
+            return
         # off the ties of the special values (``(x == y) * x`` at 0 is the branch's derivative, 1)
         x, y = x + 0.0123 * np.arange(1, x.size + 1), y - 0.0071 * np.arange(1, y.size + 1)
         want = fn(x, y)
         value, pullback = rev(x, y)
         assert _same(value, want), (value, want)
-        if not abs(want) < 1e6:
-            return
+        dx, dy = pullback(1.0)
+        vx, vy = np.linspace(0.5, 1.5, x.size), np.linspace(-1.0, 1.0, y.size)
+        dot = np.sum(dx * vx) + np.sum(dy * vy)
+        _, tangent = astad.jvp(fn, (x, y), (vx, vy))  # forward mode: no fast path for loops
+        scale = np.sum(np.abs(dx * vx)) + np.sum(np.abs(dy * vy))
+        if np.isfinite(dot) and np.isfinite(tangent):  # (inf or nan: the two modes' orders of inf * 0)
+            assert abs(dot - tangent) <= 1e-9 * (1.0 + scale), (dot, tangent)
+        if "1e300" in src or "9007" in src or not (np.all(np.abs(x) < 1e3) and abs(want) < 1e6):
+            return  # (finite differences lose a step of 1e-6 next to 1e300 or 2**53)
         for k, d in zip((0, 1), pullback(1.0)):
             central, left, right = _one_sided(fn, (x, y), k, want)
             smooth = np.isfinite(central) & np.isclose(left, right, rtol=1e-4, atol=1e-4) \
