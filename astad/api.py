@@ -128,6 +128,9 @@ class Pullback:
         t = self._out_type
         if type(ct) is not float or type(t) is not Num or t.shape:  # a float is a cotangent of any scalar
             _check_cotangent(t, ct, "the output")
+            ct = typed_cotangent(t, ct)
+        elif not t.py and t.differentiable:
+            ct = np.dtype(t.dtype).type(ct)  # (see typed_cotangent)
         cts = self._backward(self._residuals, ct)
         if self._n is not None:
             cts = tuple(cts)[:self._n]
@@ -139,6 +142,26 @@ class Pullback:
 
     def __repr__(self) -> str:
         return f"<astad pullback: cotangent of type {self._out_type} -> cotangents of the arguments>"
+
+
+def typed_cotangent(t: Type, ct: Any) -> Any:
+    """``ct`` with each Python number that is the cotangent of a numpy scalar (``x[0] / n``'s) made
+    that numpy scalar: the generated code computes with it as the primal did with the value
+    (``ct / n`` at ``n = 0`` is inf for an ``np.float64``, a ZeroDivisionError for a Python float)."""
+    if isinstance(t, Num):
+        if not t.py and not t.shape and t.differentiable and type(ct) in (float, int):
+            return np.dtype(t.dtype).type(ct)
+        return ct
+    if isinstance(t, TupleT) and isinstance(ct, (tuple, list)):
+        typed = [typed_cotangent(ti, ci) for ti, ci in zip(t.items, ct)]
+        if any(a is not b for a, b in zip(typed, ct)):
+            return tuple(typed)
+    return ct
+
+
+def seed(t: Type) -> Any:
+    """The output cotangent 1.0 of a gradient, of the output's type (see typed_cotangent)."""
+    return typed_cotangent(t, 1.0)
 
 
 def _all_floats(values: tuple) -> bool:

@@ -8,7 +8,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from . import cache, fresh, fused, guards, pipeline
-from .api import _SCALAR_KEYS, ArgNums, Reverse, _all_floats, _argnums, _check_argnums, kinds, remember, reverse
+from .api import _SCALAR_KEYS, ArgNums, Reverse, _all_floats, _argnums, _check_argnums, kinds, remember, reverse, seed
 from .errors import AstadTypeError, NonScalarOutputError
 from .ir import Num, Type
 from .pipeline import Derivative
@@ -101,7 +101,7 @@ class Gradient:
         if remembered:
             self._keep(args, (_runner(d, pick), holds))
         value, residuals = d.forward(*args)
-        cts = d.backward(residuals, 1.0)
+        cts = d.backward(residuals, seed(d.out_type))
         picked = tuple(cts[i] for i in nums)
         if not _all_floats(picked):  # Python floats are immutable: nothing to copy
             picked = fresh.distinct(picked, d.arg_owners(args))  # (a structure's leaves walked without recursion)
@@ -134,7 +134,7 @@ def _runner(d: Derivative, pick: tuple[tuple[int, ...], bool, bool]) -> Callable
         if found is not None:
             return found
     joined = fused.of(d)
-    forward, backward = d.forward, d.backward
+    forward, backward, one = d.forward, d.backward, seed(d.out_type)
     every = nums == tuple(range(len(d.arg_types)))
 
     def run(*args: Any) -> Any:
@@ -142,7 +142,7 @@ def _runner(d: Derivative, pick: tuple[tuple[int, ...], bool, bool]) -> Callable
             value, cts = joined(*args)
         else:
             value, residuals = forward(*args)
-            cts = backward(residuals, 1.0)
+            cts = backward(residuals, one)
         if single:  # scalar arguments own no memory: one cotangent needs no copy
             return (value, cts[nums[0]]) if with_value else cts[nums[0]]
         picked = cts if every and type(cts) is tuple else tuple(map(cts.__getitem__, nums))

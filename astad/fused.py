@@ -24,10 +24,12 @@ import copy
 import weakref
 from typing import Any, Callable
 
+import numpy as np
+
 from . import deep, names
 from .guards import body as _body, made, plain as _plain
 from .kind_checks import fresh_name as _fresh
-from .ir import StructT
+from .ir import Num, StructT
 
 _FUSED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -46,11 +48,14 @@ def of(d: Any, pick: Pick | None = None) -> Callable[..., Any] | None:
     if pick in by_pick:
         return by_pick[pick]
     plain = not any(isinstance(t, StructT) for t in d.arg_types) and hasattr(d.forward, "__globals__")
-    found = by_pick[pick] = fuse(d.source, d.name, d.forward.__globals__, pick) if plain else None
+    t = d.out_type  # (a real scalar: grad checked it) the cotangent 1.0 of a numpy scalar is that numpy scalar
+    one = 1.0 if not isinstance(t, Num) or t.py or t.shape else np.dtype(t.dtype).type(1.0)
+    found = by_pick[pick] = fuse(d.source, d.name, d.forward.__globals__, pick, one) if plain else None
     return found
 
 
-def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None = None) -> Callable[..., Any] | None:
+def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None = None,
+         one: Any = 1.0) -> Callable[..., Any] | None:
     """``program``'s forward and backward, from the generated ``source``, as one
     function ``(*args) -> (value, cotangents)`` at output cotangent 1.0, compiled
     in a copy of ``namespace`` (the generated module's globals); None when the
@@ -66,7 +71,15 @@ def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None
     if fwd is None or bwd is None or not _plain(fwd) or not _plain(bwd) or len(bwd.args.args) != 2:
         return None
     params = {a.arg for a in fwd.args.args}
-    joined = _join(_body(fwd), _body(bwd), params, bwd.args.args[0].arg, bwd.args.args[1].arg)
+    namespace = dict(namespace)
+    seed: ast.expr = ast.Constant(1.0)
+    if type(one) is not float:  # a numpy scalar: read from the namespace, by a name nothing else has
+        taken = set(namespace) | {n.id for n in ast.walk(fwd) if isinstance(n, ast.Name)} \
+            | {n.id for n in ast.walk(bwd) if isinstance(n, ast.Name)} | params
+        seed_name = _fresh("out_ct_one", taken)
+        namespace[seed_name] = one
+        seed = ast.Name(id=seed_name, ctx=ast.Load())
+    joined = _join(_body(fwd), _body(bwd), params, bwd.args.args[0].arg, bwd.args.args[1].arg, seed)
     if joined is None or (pick is not None and not _picked(joined[-1], pick, len(params))):
         return None
     name = "_".join(("fused", fwd.name, "value_and_grad"))
@@ -74,11 +87,11 @@ def fuse(source: str, program: str, namespace: dict[str, Any], pick: Pick | None
         return None
     fused = copy.copy(fwd)
     fused.name, fused.body, fused.decorator_list = name, joined, []
-    return made(fused, dict(namespace), f"<astad: {program} value_and_grad>")
+    return made(fused, namespace, f"<astad: {program} value_and_grad>")
 
 
 def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals: str,
-          ct: str) -> list[ast.stmt] | None:
+          ct: str, seed: ast.expr) -> list[ast.stmt] | None:
     """The joined statements, or None where a name would change what it refers to:
     one function has one scope, so a name the backward assigns is local in the
     forward part too, and a global the backward reads must not be a forward local."""
@@ -102,9 +115,9 @@ def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals:
             or bwd_globals & fwd_locals):
         return None
     if ct in bwd_bound:
-        start: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=ct, ctx=ast.Store())], value=ast.Constant(1.0))]
+        start: list[ast.stmt] = [ast.Assign(targets=[ast.Name(id=ct, ctx=ast.Store())], value=seed)]
     else:  # read only: each read is the constant (``t6 = 1.0 / t4``: the same operation on the same value)
-        start, tail = [], [_Constant(ct).visit(stmt) for stmt in tail]
+        start, tail = [], [_Constant(ct, seed).visit(stmt) for stmt in tail]
     if isinstance(value, ast.Name) and value.id not in rebound | _bound(tail):  # the value as it is, by its name
         result = value
     else:
@@ -117,13 +130,13 @@ def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals:
 
 
 class _Constant(ast.NodeTransformer):
-    """Each read of ``name`` as the output cotangent, 1.0."""
+    """Each read of ``name`` as the output cotangent, 1.0 (``seed``)."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, seed: ast.expr) -> None:
+        self.name, self.seed = name, seed
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
-        return ast.copy_location(ast.Constant(1.0), node) if node.id == self.name else node
+        return ast.copy_location(copy.copy(self.seed), node) if node.id == self.name else node
 
 
 def _picked(ret: ast.Return, pick: Pick, n: int) -> bool:

@@ -5,6 +5,8 @@ Python literal.
 from __future__ import annotations
 
 import collections
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -107,8 +109,39 @@ def _abstract_struct(value: tuple | list | dict, what: str) -> StructT:
     items = tuple(abstract(v, f"{what}[{i}]") for i, v in enumerate(value))
     if type(value) is tuple or type(value) is list:
         return StructT("tuple" if type(value) is tuple else "list", (), items)
+    bad = _changed_tuple_behaviour(type(value))
+    if bad is not None:
+        raise AstadTypeError(
+            f"{what} is a {type(value).__name__}, a NamedTuple whose class {bad}: astad reads a NamedTuple as "
+            "its fields in order (p[0], p.a, unpacking, iterating), which its own methods may not be",
+            hint="a NamedTuple class with fields only (methods that read them are fine), or pass tuple(x)")
     fields = type(value)._fields
     return StructT("namedtuple", tuple(fields), items, type(value).__qualname__, type(value))
+
+
+#: what ``collections.namedtuple`` defines of tuple's attributes, and a class may define besides:
+#: none changes what the tuple holds or how it is read
+_NAMEDTUPLE_MADE = frozenset({"__new__", "__getnewargs__", "__repr__", "__doc__"})
+_HARMLESS = frozenset({"__repr__", "__str__", "__format__", "__doc__"})
+_TUPLE_ATTRIBUTES = frozenset(dir(tuple))
+_TUPLEGETTER = type(collections.namedtuple("_Probe", "a").__dict__["a"])
+
+
+@functools.lru_cache(maxsize=256)
+def _changed_tuple_behaviour(cls: type) -> str | None:
+    """What a NamedTuple class (or a subclass of one) changes of how a tuple is read (``__getitem__``,
+    ``__iter__``, ``__len__``, an operator, a field that is not its item, a ``__new__`` of its own), or
+    None for a plain one."""
+    for klass in cls.__mro__[:cls.__mro__.index(tuple)]:
+        allowed = _NAMEDTUPLE_MADE if "_make" in vars(klass) else _HARMLESS
+        changed = sorted(set(vars(klass)) & _TUPLE_ATTRIBUTES - allowed)
+        if changed:
+            return f"defines {changed[0]}"
+    for i, field in enumerate(cls._fields):
+        found = inspect.getattr_static(cls, field, None)
+        if type(found) is not _TUPLEGETTER or found.__reduce__()[1][0] != i:
+            return f"reads `.{field}` otherwise than as its item {i}"
+    return None
 
 
 def literal_type(value: Any) -> Type:

@@ -75,7 +75,7 @@ _SAME = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne", "div", 
 #: of those, the ones that may raise on Python floats (numpy warns)
 _RAISING = {"div", "pow"} | (set(MATH) - _NEVER_RAISE)
 #: numpy functions of a float whose result is a numpy scalar whether it reads a Python float or not
-_NUMPY_RESULT = {"log_domain", "reciprocal"}
+_NUMPY_RESULT = {"log_domain", "reciprocal", "power"}
 #: what is computed again rather than recorded
 _CHEAP = {"add", "sub", "mul", "neg", "lt", "le", "gt", "ge", "eq", "ne"}
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
@@ -350,12 +350,16 @@ def _walk(block: Block, fast: FastLoop, getitems: bool) -> None:
             raise _Refused
         if rhs.op == "pow" and not _integral(rhs.args[1]):
             raise _Refused
+        if rhs.op in _COMPARISONS and any(_python_int(a) and not _exact_in_float(a) for a in rhs.args):
+            raise _Refused  # numpy compares 2**53 + 1 as a float64 (== 2.0**53), Python exactly
         if rewritten:
             fast.calls[target.name] = MATH[rhs.op]
         if rhs.op in _RAISING or any(_python_int(a) for a in rhs.args):
             fast.guarded = True
         if isinstance(target.type, Num) and target.type.dtype.startswith("int"):
             raise _Refused  # (``count + (a > 0)``: a Python int where numpy's would be np.int64)
+        if isinstance(target.type, Num) and target.type.dtype == "bool" and rhs.op not in _COMPARISONS:
+            raise _Refused  # ``(a > 0) + (b > 0)``: numpy's bools add as ``or`` (True), Python's as ints (2)
         d.add(target.name)  # a comparison's Python bool too: an if's test, the tape and carried values read it
 
 
@@ -429,6 +433,11 @@ def _operand(a: Atom) -> bool:
 
 def _python_int(a: Atom) -> bool:
     return isinstance(a.type, Num) and a.type.py and a.type.dtype.startswith("int")
+
+
+def _exact_in_float(a: Atom) -> bool:
+    """An int constant a float64 holds exactly: compared with a float, Python and numpy agree."""
+    return isinstance(a, Const) and isinstance(a.value, int) and abs(a.value) <= 2**53
 
 
 def _integral(a: Atom) -> bool:

@@ -120,8 +120,11 @@ def _pow_op(p: Prim, negative_exponent: bool) -> str:
     numpy: raised to a possibly negative power (``0.0 ** -0.5`` raises where
     numpy gives inf, the derivative of ``x ** 0.5`` at 0), and in the
     derivative of ``np.power``/``math.pow`` (``(-2.0) ** 0.5`` is complex
-    where ``np.power`` gives nan, as its primal did)."""
-    return "power" if num(p.args[0].type).py and (negative_exponent or p.op != "pow") else "pow"
+    where ``np.power`` gives nan, as its primal did).  Any scalar base, not only a
+    Python float's type: a numpy scalar's may be a Python float when the code runs
+    (an ``if`` that gives a Python float in one branch, an np.float64 in the other,
+    joins them as an np.float64)."""
+    return "power" if not num(p.args[0].type).shape and (negative_exponent or p.op != "pow") else "pow"
 
 
 def first_wins(b: Any, x: Atom, y: Atom, wins: str, loses: str) -> tuple[Atom, bool]:
