@@ -359,7 +359,7 @@ class Grad(Derived):
             raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
         kind, parts = self._parts(primals)
         if kind == "vjp":
-            return [parts.jvp(primals, (1.0,), t) for t in tangent_list]
+            return [parts.jvp(primals, _seed(parts), t) for t in tangent_list]
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
         return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list, gradient=True)
 
@@ -368,7 +368,7 @@ class Grad(Derived):
             return super().program(args)
         kind, parts = self._parts(args)
         if kind == "vjp":
-            return parts, (1.0,)
+            return parts, _seed(parts)
         nums, _ = _nums(self.argnums, len(args), self.inner.name)
         units = basis(args, nums)
         if len(units) != 1:
@@ -505,7 +505,8 @@ class Jac(Derived):
             value = self.inner(*args)
             if len(out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
                 return super().program(args)
-            return self._vjp_program(args, nums, single), (1.0,)
+            prog = self._vjp_program(args, nums, single)
+            return prog, _seed(prog)
         units = basis(args, nums)
         if len(units) != 1:
             return super().program(args)
@@ -586,3 +587,9 @@ def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callabl
     if len(full) == len(args):
         return value, pullback
     return value, lambda ct: pullback(ct)[:len(args)]  # as in JAX: the arguments passed by position
+
+
+def _seed(prog: Program) -> tuple[Any]:
+    """The extras of a vjp program that give a gradient: the output's cotangent 1.0, of the
+    output's type (a numpy scalar's is that numpy scalar, see :func:`astad.api.seed`)."""
+    return (api.seed(prog.arg_types[prog.n_user]),)

@@ -307,6 +307,22 @@ def test_a_tuple_outputs_float_cotangents_are_its_numpy_scalars(tmp_path):
         np.testing.assert_array_equal(astad.vjp(fn, x, 0)[1]((1.0, 1.0))[0], [np.inf, 2.0])
 
 
+
+def test_second_derivatives_seed_the_numpy_scalar_too(tmp_path):
+    """The gradient inside hessian, grad(grad(.)) and jvp(grad(.)) starts from the output's
+    cotangent of the output's type too: -sin(x0) / 0 is -inf (finite differences of the
+    gradient cos(x0) / n at n = 0 are not defined; the IEEE value is the oracle)."""
+    prog = load_program(DIVIDED, tmp_path)
+    x = np.array([0.5, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(2):
+            assert astad.hessian(prog.by_int)(x, 0)[0, 0] == -np.inf
+            assert astad.grad(astad.grad(prog.scalar_by_int))(0.5, 0) == 0.0  # d/dx of 1 / n (a ZeroDivisionError)
+            value, tangent = astad.jvp(astad.grad(prog.by_int), (x, 0), (np.array([1.0, 0.0]), None))
+            np.testing.assert_array_equal(value, [np.inf, 1.0])
+            assert tangent[0] == -np.inf
+
 # random loops over float64 vectors: elements, bools of comparisons, constants of every kind
 
 _FLOAT_CONSTS = ["0.5", "2.0", "-1.5", "0.0", "-0.0", "3", "1e300", "9007199254740993"]
