@@ -1,0 +1,141 @@
+"""What the ``np.linalg`` rules use where a matrix may be singular.
+
+**The adjugate.**  ``d det(A)[dA] = tr(adj(A) dA)``: the derivative of the
+determinant exists everywhere (it is a polynomial), but ``det(A) inv(A)``, the
+adjugate's usual formula, does not exist where ``A`` is singular.  With the
+singular value decomposition ``A = U S V^T`` the adjugate is
+``adj(A) = det(U) det(V) V adj(S) U^T`` (``adj`` reverses products, ``adj(U) =
+det(U) U^T`` for an orthogonal ``U``) and ``adj(S)`` is diagonal with the
+products ``prod_{k != i} s_k``, which need no division: right at any rank
+(the approach of JAX's ``det``, whose JVP solves by cofactors for the same
+reason).  Its own derivative (for a Hessian of ``det``) follows the same way:
+``d adj(A)[T] = det(U) det(V) V D(U^T T V) U^T`` with
+``D(M) = diag(P diag(M)) - P o M`` and ``P_ij = prod_{k != i, j} s_k`` off
+the diagonal, 0 on it (``D`` is self-adjoint, so the transpose of ``T ->
+d adj(A)[T]`` is ``G -> d adj(A^T)[G]``).  Third derivatives are refused.
+
+**An inverse that says "none".**  ``log|det A|``'s derivative is ``inv(A)^T``
+and the QR decomposition's is made with ``R^-1``: where the matrix is singular
+these derivatives do not exist (they are infinite; R's zero diagonal of a
+rank-deficient matrix is not differentiable).  ``inv_or_nan`` gives nans for
+the singular matrices of a stack instead of raising numpy's ``LinAlgError``
+from generated code (JAX's LU-based rules give infs and nans there too); the
+primal ``np.linalg.inv`` keeps raising."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import Num
+from . import emit
+from .derive import explicit
+from .linalg import _inv_jvp, _inv_vjp, float_dtype, mT, square
+from .table import DerivativeKind, Primitive, ShapeError, num, register, runtime
+from .types import broadcast_shapes
+
+RULE, BACKWARD = DerivativeKind.RULE, DerivativeKind.BACKWARD_ONLY
+
+
+def _exclusive_products(v: Any) -> Any:
+    """``out[..., i] = prod_{k != i} v[..., k]`` by prefix and suffix products (no division)."""
+    ones = np.ones(v.shape[:-1] + (1,), dtype=v.dtype)
+    before = np.cumprod(np.concatenate([ones, v[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, v[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return before * after
+
+
+def _svd_parts(a: Any) -> tuple:
+    u, s, vh = np.linalg.svd(a)
+    sign = np.linalg.det(u) * np.linalg.det(vh)  # each +-1
+    return u, s, vh, sign[..., None, None]
+
+
+@runtime
+def adjugate(a: Any) -> Any:
+    """The adjugate of each matrix of ``a`` (``..., n, n``): ``det(a) inv(a)`` where that exists, and right
+    where it does not."""
+    a = np.asarray(a)
+    if a.shape[-1] == 0:
+        return np.zeros(a.shape, dtype=np.result_type(a.dtype, np.float32))
+    u, s, vh, sign = _svd_parts(a)
+    return sign * np.swapaxes(vh, -1, -2) @ (_exclusive_products(s)[..., :, None] * np.swapaxes(u, -1, -2))
+
+
+def _pair_products(s: Any) -> Any:
+    """``P[..., i, j] = prod_{k != i, j} s_k`` for ``i != j``, 0 for ``i == j``."""
+    n = s.shape[-1]
+    eye = np.eye(n, dtype=bool)
+    rows = np.where(eye, 1.0, s[..., None, :])  # row i: s with s_i replaced by 1
+    return np.where(eye, 0.0, _exclusive_products(rows))
+
+
+@runtime
+def adjugate_tangent(a: Any, t: Any) -> Any:
+    """``d adj(a)[t]``, for each matrix of the stacks ``a`` and ``t``."""
+    a, t = np.asarray(a), np.asarray(t)
+    if a.shape[-1] == 0:
+        return np.zeros(np.broadcast_shapes(a.shape, t.shape), dtype=np.result_type(a.dtype, t.dtype, np.float32))
+    u, s, vh, sign = _svd_parts(a)
+    m = np.swapaxes(u, -1, -2) @ t @ np.swapaxes(vh, -1, -2)  # U^T t V
+    p = _pair_products(s)
+    diag_m = np.diagonal(m, axis1=-2, axis2=-1)
+    d = -p * m
+    i = np.arange(s.shape[-1])
+    d[..., i, i] = np.einsum("...ij,...j->...i", p, diag_m)
+    return sign * np.swapaxes(vh, -1, -2) @ d @ np.swapaxes(u, -1, -2)
+
+
+@runtime
+def inv_or_nan(a: Any) -> Any:
+    """``np.linalg.inv`` of each matrix of ``a``, nans for the singular ones (where no derivative exists)."""
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        a = np.asarray(a)
+        out = np.full(a.shape, np.nan, dtype=np.result_type(a.dtype, np.float32))
+        for idx in np.ndindex(a.shape[:-2]):
+            try:
+                out[idx] = np.linalg.inv(a[idx])
+            except np.linalg.LinAlgError:
+                pass
+        return out
+
+
+def _adjugate_jvp(b, p, out, ts):
+    return b.prim("adjugate_tangent", p.args[0], ts[0])
+
+
+def _adjugate_vjp(b, p, out, ct):
+    return [b.prim("adjugate_tangent", mT(b, p.args[0]), ct)]
+
+
+def _third(*_: Any) -> Any:
+    raise ShapeError("third and higher derivatives of np.linalg.det are not supported")
+
+
+def _tangent_jvp(b, p, out, ts):
+    if ts[0] is not None:
+        _third()
+    return None if ts[1] is None else b.prim("adjugate_tangent", p.args[0], ts[1])
+
+
+def _square(ts: list, ps: dict) -> Num:
+    return Num(square(ts[0], "the adjugate").shape, float_dtype(num(ts[0]).dtype))
+
+
+def _tangent_infer(ts: list, ps: dict) -> Num:
+    a, t = _square(ts, ps), num(ts[1])
+    return Num(broadcast_shapes(a.shape[:-2], t.shape[:-2]) + a.shape[-2:], a.dtype)
+
+
+register(
+    Primitive("adjugate", adjugate, _square, emit.runtime("adjugate"), kind=RULE,
+              **explicit(_adjugate_jvp, _adjugate_vjp)),
+    # made only in derivative code: linear in its second argument (refused in the first: a third derivative of det)
+    Primitive("adjugate_tangent", adjugate_tangent, _tangent_infer, emit.runtime("adjugate_tangent"), zero_in=(1,),
+              kind=BACKWARD, jvp=_tangent_jvp, vjp=_third),
+    Primitive("inv_or_nan", inv_or_nan, _square, emit.runtime("inv_or_nan"), kind=RULE,
+              **explicit(_inv_jvp, _inv_vjp)),
+)
