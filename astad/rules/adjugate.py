@@ -12,7 +12,8 @@ reason).  Its own derivative (for a Hessian of ``det``) follows the same way:
 ``d adj(A)[T] = det(U) det(V) V D(U^T T V) U^T`` with
 ``D(M) = diag(P diag(M)) - P o M`` and ``P_ij = prod_{k != i, j} s_k`` off
 the diagonal, 0 on it (``D`` is self-adjoint, so the transpose of ``T ->
-d adj(A)[T]`` is ``G -> d adj(A^T)[G]``).  Third derivatives are refused.
+d adj(A)[T]`` is ``G -> d adj(A^T)[G]``).  Its derivative in ``A`` (a third
+derivative of ``det``) is made with ``inv``: nans at singular matrices.
 
 **An inverse that says "none".**  ``log|det A|``'s derivative is ``inv(A)^T``
 and the QR decomposition's is made with ``R^-1``: where the matrix is singular
@@ -31,8 +32,8 @@ import numpy as np
 from ..ir import Num
 from . import emit
 from .derive import explicit
-from .linalg import _inv_jvp, _inv_vjp, float_dtype, mT, square
-from .table import DerivativeKind, Primitive, ShapeError, num, register, runtime
+from .linalg import _inv_jvp, _inv_vjp, float_dtype, mT, on_matrices, square, trace_of_product
+from .table import DerivativeKind, Primitive, num, register, runtime
 from .types import broadcast_shapes
 
 RULE, BACKWARD = DerivativeKind.RULE, DerivativeKind.BACKWARD_ONLY
@@ -111,14 +112,49 @@ def _adjugate_vjp(b, p, out, ct):
     return [b.prim("adjugate_tangent", mT(b, p.args[0]), ct)]
 
 
-def _third(*_: Any) -> Any:
-    raise ShapeError("third and higher derivatives of np.linalg.det are not supported")
-
-
 def _tangent_jvp(b, p, out, ts):
-    if ts[0] is not None:
-        _third()
-    return None if ts[1] is None else b.prim("adjugate_tangent", p.args[0], ts[1])
+    a, t = p.args
+    terms = [] if ts[1] is None else [b.prim("adjugate_tangent", a, ts[1])]
+    if ts[0] is not None:  # a third derivative of det: by inv (nans where ``a`` is singular)
+        terms.append(_tangent_in_a(b, a, t, ts[0]))
+    return None if not terms else terms[0] if len(terms) == 1 else b.prim("add", *terms)
+
+
+def _tangent_in_a(b: Any, a: Any, t: Any, s: Any) -> Any:
+    """``d/da adjugate_tangent(a, t)[s]``: with ``X = inv(a)``, ``adjugate_tangent(a, t) = det(a) (tr(X t) X -
+    X t X)``, whose derivative along ``s`` is ``det(a) (tr(X s) (tr(X t) X - X t X) - tr(X s X t) X
+    - tr(X t) X s X + X s X t X + X t X s X)``."""
+    mm = lambda x, y: b.prim("matmul", x, y)  # noqa: E731
+    x = b.prim("inv_or_nan", a)
+    xt = mT(b, x)
+    tr = lambda m: on_matrices(b, trace_of_product(b, xt, m), a)  # noqa: E731  tr(X m), broadcast per matrix
+    xs, xt_ = mm(x, s), mm(x, t)
+    xsx, xtx = mm(xs, x), mm(xt_, x)
+    first = b.prim("mul", tr(s), b.prim("sub", b.prim("mul", tr(t), x), xtx))
+    second = b.prim("add", b.prim("mul", tr(mm(s, xt_)), x), b.prim("mul", tr(t), xsx))
+    third = b.prim("add", mm(xs, xtx), mm(xt_, xsx))
+    inner = b.prim("add", b.prim("sub", first, second), third)
+    return b.prim("mul", on_matrices(b, b.prim("det", a), a), inner)
+
+
+def _tangent_vjp(b, p, out, ct):
+    """The transpose in ``t`` is ``adjugate_tangent(a^T, ct)``; in ``a``, of the map in ``s`` above:
+    ``det(a) (<G, K> X^T - <G, X> Y^T - tr(X t) X^T G X^T + X^T G Y^T + Y^T G X^T)`` with ``G = ct``,
+    ``Y = X t X`` and ``K = tr(X t) X - Y``."""
+    a, t = p.args
+    mm = lambda x, y: b.prim("matmul", x, y)  # noqa: E731
+    inner = lambda x, y: on_matrices(b, trace_of_product(b, x, y), a)  # noqa: E731  <x, y> per matrix
+    x = b.prim("inv_or_nan", a)
+    xt = mT(b, x)
+    y = mm(mm(x, t), x)
+    yt = mT(b, y)
+    tr_t = inner(xt, t)
+    k = b.prim("sub", b.prim("mul", tr_t, x), y)
+    xgx = mm(mm(xt, ct), xt)
+    scalars = b.prim("sub", b.prim("mul", inner(ct, k), xt), b.prim("mul", inner(ct, x), yt))
+    pairs = b.prim("add", mm(mm(xt, ct), yt), mm(mm(yt, ct), xt))
+    total = b.prim("add", b.prim("sub", scalars, b.prim("mul", tr_t, xgx)), pairs)
+    return [b.prim("mul", on_matrices(b, b.prim("det", a), a), total), b.prim("adjugate_tangent", mT(b, a), ct)]
 
 
 def _square(ts: list, ps: dict) -> Num:
@@ -133,9 +169,9 @@ def _tangent_infer(ts: list, ps: dict) -> Num:
 register(
     Primitive("adjugate", adjugate, _square, emit.runtime("adjugate"), kind=RULE,
               **explicit(_adjugate_jvp, _adjugate_vjp)),
-    # made only in derivative code: linear in its second argument (refused in the first: a third derivative of det)
+    # made only in derivative code (derivatives of det's rules): linear in its second argument
     Primitive("adjugate_tangent", adjugate_tangent, _tangent_infer, emit.runtime("adjugate_tangent"), zero_in=(1,),
-              kind=BACKWARD, jvp=_tangent_jvp, vjp=_third),
+              kind=BACKWARD, jvp=_tangent_jvp, vjp=_tangent_vjp),
     Primitive("inv_or_nan", inv_or_nan, _square, emit.runtime("inv_or_nan"), kind=RULE,
               **explicit(_inv_jvp, _inv_vjp)),
 )
