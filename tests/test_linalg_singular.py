@@ -154,3 +154,45 @@ def test_slogdet_and_qr_still_match_finite_differences_where_regular():
 def test_inv_and_solve_of_a_singular_matrix_raise_from_the_primal(f):
     with pytest.raises(np.linalg.LinAlgError):
         astad.grad(f)(np.zeros((3, 3)))
+
+
+def test_det_derivatives_at_a_matrix_with_a_nan_are_nan():
+    """numpy's det is nan there; its SVD would raise: the derivative is nan (for that matrix of a stack only)."""
+    a = np.stack([RNG.standard_normal((3, 3)), np.full((3, 3), np.nan)])
+    g = astad.grad(det_loss)(a)
+    assert np.isnan(g[1]).all() and np.isfinite(g[0]).all()
+    _, tangent = astad.jvp(plain_det, (a[1],), (np.ones((3, 3)),))
+    assert np.isnan(tangent)
+    assert np.isnan(astad.hessian(plain_det)(a[1])).all()
+
+
+def test_third_derivative_of_det_matches_finite_differences_of_the_hessian():
+    a = RNG.standard_normal((3, 3)) + 2 * np.eye(3)
+    t = RNG.standard_normal((3, 3))
+    h = astad.hessian(plain_det)
+    _, third = astad.jvp(h, (a,), (t,))
+    eps = 1e-5
+    np.testing.assert_allclose(third, (h(a + eps * t) - h(a - eps * t)) / (2 * eps), rtol=1e-6, atol=1e-8)
+
+
+def test_the_two_ways_to_the_adjugate_agree():
+    """``det inv`` (well conditioned matrices) and the SVD (any), on a stack mixing both."""
+    from astad.rules.adjugate import _adjugate_svd, _tangent_svd, adjugate, adjugate_tangent
+    a = RNG.standard_normal((6, 4, 4)) + 2 * np.eye(4)
+    t = RNG.standard_normal((6, 4, 4))
+    np.testing.assert_allclose(adjugate(a), _adjugate_svd(a), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(adjugate_tangent(a, t), _tangent_svd(a, t), rtol=1e-9, atol=1e-12)
+    mixed = a.copy()
+    mixed[1], mixed[4] = low_rank(4, 3), low_rank(4, 2)
+    by_svd = _adjugate_svd(mixed)
+    np.testing.assert_allclose(adjugate(mixed), by_svd, rtol=1e-9, atol=1e-10 * np.max(np.abs(by_svd)))
+    by_svd = _tangent_svd(mixed, t)
+    np.testing.assert_allclose(adjugate_tangent(mixed, t), by_svd, rtol=1e-9, atol=1e-10 * np.max(np.abs(by_svd)))
+
+
+def test_det_hessian_of_a_stack_mixing_singular_and_regular_matrices():
+    a = np.stack([low_rank(3, 2), RNG.standard_normal((3, 3)) + 2 * np.eye(3)])
+    h = astad.hessian(lambda a: np.sum(np.linalg.det(a)))(a)
+    for k in range(2):
+        np.testing.assert_allclose(h[k, :, :, k], astad.hessian(plain_det)(a[k]), atol=1e-12)
+        np.testing.assert_allclose(h[k, :, :, 1 - k], 0.0, atol=1e-15)

@@ -48,20 +48,60 @@ def _exclusive_products(v: Any) -> Any:
 
 
 def _svd_parts(a: Any) -> tuple:
+    """``U, s, V^T`` and ``det(U) det(V^T)`` (+-1); for a matrix with a nan or an infinity (where numpy's SVD
+    raises) a sign of nan, so that what is made from them is nan (as ``det`` and ``inv`` of such a matrix)."""
+    bad = ~np.isfinite(a).all(axis=(-2, -1))
+    if bad.any():
+        a = np.where(bad[..., None, None], 0.0, a)
     u, s, vh = np.linalg.svd(a)
     sign = np.linalg.det(u) * np.linalg.det(vh)  # each +-1
+    if bad.any():
+        sign = np.where(bad, np.nan, sign)
     return u, s, vh, sign[..., None, None]
+
+
+def _by_inverse(a: Any) -> tuple:
+    """``det(a)`` and ``inv(a)`` per matrix, and which matrices are well conditioned enough that ``det(a)
+    inv(a)`` is the adjugate to rounding (1-norm condition number below ``1e-8 / eps``); ``None`` if numpy's
+    ``inv`` raises (an exactly singular matrix in the stack)."""
+    try:
+        x = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        return None
+    with np.errstate(all="ignore"):
+        cond = np.linalg.norm(a, 1, axis=(-2, -1)) * np.linalg.norm(x, 1, axis=(-2, -1))
+        well = cond * np.finfo(x.dtype).eps < 1e-8  # false for a nan
+    return np.linalg.det(a), x, well
+
+
+def _mixed(a: Any, fast: Any, slow: Any, *more: Any) -> Any:
+    """``fast(det, inv, *more)`` where ``a`` is well conditioned, else ``slow(a, *more)`` (by the SVD)."""
+    a = np.asarray(a)
+    if a.shape[-1] == 0:
+        return np.zeros(np.broadcast_shapes(a.shape, *(np.shape(m) for m in more)),
+                        dtype=np.result_type(a.dtype, *more, np.float32))
+    parts = _by_inverse(a)
+    if parts is None or not parts[2].any():
+        return slow(a, *more)
+    det, x, well = parts
+    out = fast(det[..., None, None], x, *more)
+    if not well.all():
+        bad = ~np.broadcast_to(well, out.shape[:-2])
+        ab = np.broadcast_to(a, out.shape[:-2] + a.shape[-2:])
+        out[bad] = slow(ab[bad], *(np.broadcast_to(m, out.shape)[bad] for m in more))
+    return out
+
+
+def _adjugate_svd(a: Any) -> Any:
+    u, s, vh, sign = _svd_parts(a)
+    return sign * np.swapaxes(vh, -1, -2) @ (_exclusive_products(s)[..., :, None] * np.swapaxes(u, -1, -2))
 
 
 @runtime
 def adjugate(a: Any) -> Any:
-    """The adjugate of each matrix of ``a`` (``..., n, n``): ``det(a) inv(a)`` where that exists, and right
-    where it does not."""
-    a = np.asarray(a)
-    if a.shape[-1] == 0:
-        return np.zeros(a.shape, dtype=np.result_type(a.dtype, np.float32))
-    u, s, vh, sign = _svd_parts(a)
-    return sign * np.swapaxes(vh, -1, -2) @ (_exclusive_products(s)[..., :, None] * np.swapaxes(u, -1, -2))
+    """The adjugate of each matrix of ``a`` (``..., n, n``): ``det(a) inv(a)`` where ``a`` is well
+    conditioned, else from the SVD (right at singular matrices)."""
+    return _mixed(a, lambda det, x: det * x, _adjugate_svd)
 
 
 def _pair_products(s: Any) -> Any:
@@ -72,20 +112,26 @@ def _pair_products(s: Any) -> Any:
     return np.where(eye, 0.0, _exclusive_products(rows))
 
 
-@runtime
-def adjugate_tangent(a: Any, t: Any) -> Any:
-    """``d adj(a)[t]``, for each matrix of the stacks ``a`` and ``t``."""
-    a, t = np.asarray(a), np.asarray(t)
-    if a.shape[-1] == 0:
-        return np.zeros(np.broadcast_shapes(a.shape, t.shape), dtype=np.result_type(a.dtype, t.dtype, np.float32))
+def _tangent_svd(a: Any, t: Any) -> Any:
     u, s, vh, sign = _svd_parts(a)
     m = np.swapaxes(u, -1, -2) @ t @ np.swapaxes(vh, -1, -2)  # U^T t V
     p = _pair_products(s)
-    diag_m = np.diagonal(m, axis1=-2, axis2=-1)
     d = -p * m
     i = np.arange(s.shape[-1])
-    d[..., i, i] = np.einsum("...ij,...j->...i", p, diag_m)
+    d[..., i, i] = np.einsum("...ij,...j->...i", p, np.diagonal(m, axis1=-2, axis2=-1))
     return sign * np.swapaxes(vh, -1, -2) @ d @ np.swapaxes(u, -1, -2)
+
+
+def _tangent_by_inverse(det: Any, x: Any, t: Any) -> Any:
+    """``det (tr(X t) X - X t X)``."""
+    xt = x @ t
+    return det * (np.trace(xt, axis1=-2, axis2=-1)[..., None, None] * x - xt @ x)
+
+
+@runtime
+def adjugate_tangent(a: Any, t: Any) -> Any:
+    """``d adj(a)[t]``, for each matrix of the stacks ``a`` and ``t``."""
+    return _mixed(a, _tangent_by_inverse, _tangent_svd, np.asarray(t))
 
 
 @runtime
