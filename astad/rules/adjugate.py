@@ -68,9 +68,8 @@ def _by_inverse(a: Any) -> tuple:
         x = np.linalg.inv(a)
     except np.linalg.LinAlgError:
         return None
-    with np.errstate(all="ignore"):
-        cond = np.linalg.norm(a, 1, axis=(-2, -1)) * np.linalg.norm(x, 1, axis=(-2, -1))
-        well = cond * np.finfo(x.dtype).eps < 1e-8  # false for a nan
+    norm_a, norm_x = (np.abs(m).sum(axis=-2).max(axis=-1) for m in (a, x))  # 1-norms
+    well = norm_a < (1e-8 / np.finfo(x.dtype).eps) / norm_x  # false for a nan
     return np.linalg.det(a), x, well
 
 
@@ -80,6 +79,15 @@ def _mixed(a: Any, fast: Any, slow: Any, *more: Any) -> Any:
     if a.shape[-1] == 0:
         return np.zeros(np.broadcast_shapes(a.shape, *(np.shape(m) for m in more)),
                         dtype=np.result_type(a.dtype, *more, np.float32))
+    if a.ndim == 2 and np.ndim(more[0] if more else a) == 2:  # one matrix: no masks (the common case, kept cheap)
+        try:
+            x = np.linalg.inv(a)
+        except np.linalg.LinAlgError:
+            return slow(a, *more)
+        norm_a, norm_x = np.abs(a).sum(axis=0).max(), np.abs(x).sum(axis=0).max()
+        if norm_a < (1e-8 / np.finfo(x.dtype).eps) / norm_x:
+            return fast(np.linalg.det(a), x, *more)
+        return slow(a, *more)
     parts = _by_inverse(a)
     if parts is None or not parts[2].any():
         return slow(a, *more)
