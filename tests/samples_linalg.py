@@ -95,6 +95,8 @@ CASES: dict[str, list[tuple]] = {
     "det": [case(SQ), case(SQ2)],
     "slogdet_sign": [case(SQ)],
     "slogdet_logabsdet": [case(SQ), case(SQ2)],
+    "adjugate": [case(SQ), case(SQ2), case(Square(n=1))],
+    "inv_or_nan": [case(SQ), case(SQ2)],
     "solve": [case(SQ, A()), case(SQ, A((3, 2))), case(SQ2, A((2, 2, 3))), case(SQ2, A((2, 1)))],
     "pinv": [case(Full(m=4, n=3)), case(Full(m=2, n=3)), case(SQ)],
     "norm": [case(NZ, ord=2, axis=None, keepdims=False), case(M, ord=2, axis=None, keepdims=True),

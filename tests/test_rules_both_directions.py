@@ -30,6 +30,7 @@ from astad.names import Namer
 from astad.rules import TABLE, DerivativeKind, infer
 from astad.rules.table import vjp_never
 from test_primitive_rules import CASES, POS, A, B, C, I, L, M, P, case
+from samples_linalg import Square
 
 # Sample arguments of the entries the reverse macro and the optimiser make.
 DERIVATIVE_CODE: dict[str, list[tuple]] = {
@@ -53,6 +54,7 @@ DERIVATIVE_CODE: dict[str, list[tuple]] = {
     "split_like": [case(A((6,)), L(3, (2,)), axis=0), case(A((2, 6)), L(3, (2, 2)), axis=1)],
     "list_zeros_like": [case(L(2))],
     "or_zeros_like": [case(A(), A()), case(L(2), L(2))],
+    "adjugate_tangent": [case(Square(), A((3, 3))), case(Square(n=2, batch=(2,)), A((2, 2, 2)))],
     "sum_to_dims": [case(M, C((2, 3))), case(M, C((1, 3))), case(A((2, 2, 3)), C((2, 1))), case(M, C(()))],
 }
 

@@ -178,13 +178,13 @@ def _eigh_vectors_vjp(b, p, out, ct):
 
 
 def _right_inv_r(b: Any, x: Atom, r: Atom) -> Atom:
-    """``x R^-1``."""
-    return mT(b, b.prim("solve", mT(b, r), mT(b, x)))
+    """``x R^-1``: nans where ``R`` is singular (a rank-deficient matrix, whose QR decomposition has no derivative)."""
+    return mm(b, x, b.prim("inv_or_nan", r))
 
 
 def _right_inv_rt(b: Any, x: Atom, r: Atom) -> Atom:
     """``x R^-T``."""
-    return mT(b, b.prim("solve", r, mT(b, x)))
+    return mm(b, x, mT(b, b.prim("inv_or_nan", r)))
 
 
 def _qr_parts(b, p):

@@ -7,7 +7,7 @@ with table primitives, so that their derivatives can be differentiated again.
 The formulas are the standard matrix-calculus results (Giles, "Collected
 matrix derivative results for forward and reverse mode algorithmic
 differentiation", 2008): with ``X = inv(A)``, ``dX = -X dA X``; ``d det A =
-det A tr(X dA)``; ``x = solve(A, b)``: ``dx = solve(A, db - dA x)``,
+tr(adj(A) dA)`` (the adjugate, :mod:`.adjugate`: right where ``A`` is singular); ``x = solve(A, b)``: ``dx = solve(A, db - dA x)``,
 ``b_bar = solve(A^T, x_bar)``, ``A_bar = -b_bar x^T``.  The decompositions
 are in :mod:`.decompositions`."""
 
@@ -248,20 +248,23 @@ def _inv_vjp(b, p, out, ct):
 
 
 def _logabsdet_jvp(b, p, out, ts):
-    return trace_of_product(b, mT(b, b.prim("inv", p.args[0])), ts[0])
+    """``tr(inv(A) dA)``; nan where ``A`` is singular (``log|det|`` is -inf there, its derivative infinite)."""
+    return trace_of_product(b, mT(b, b.prim("inv_or_nan", p.args[0])), ts[0])
 
 
 def _logabsdet_vjp(b, p, out, ct):
     a = p.args[0]
-    return [b.prim("mul", on_matrices(b, ct, a), mT(b, b.prim("inv", a)))]
+    return [b.prim("mul", on_matrices(b, ct, a), mT(b, b.prim("inv_or_nan", a)))]
 
 
 def _det_jvp(b, p, out, ts):
-    return b.prim("mul", out, _logabsdet_jvp(b, p, out, ts))
+    """``tr(adj(A) dA)``: right at singular matrices too (:mod:`.adjugate`)."""
+    return trace_of_product(b, mT(b, b.prim("adjugate", p.args[0])), ts[0])
 
 
 def _det_vjp(b, p, out, ct):
-    return _logabsdet_vjp(b, p, out, b.prim("mul", ct, out))
+    a = p.args[0]
+    return [b.prim("mul", on_matrices(b, ct, a), mT(b, b.prim("adjugate", a)))]
 
 
 def _solve_jvp(b, p, out, ts):
