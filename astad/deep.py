@@ -148,14 +148,7 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         if sorted(learnt) != sorted(present):  # not a plain walk of the fields: ask libcst every time
             return slow
         order = _ORDER[(cls, present)] = learnt
-    out: list[cst.CSTNode] = []
-    for f in order:
-        value = getattr(node, f)
-        if _is_node(value):
-            out.append(value)
-        else:
-            out.extend(value)
-    return out
+    return _in_order(node, order)
 
 
 #: fields that hold only whitespace, comments or punctuation (parentheses, commas, ...)
@@ -168,6 +161,18 @@ _FORMATTING = frozenset({"lpar", "rpar", "comma", "trailing_comma", "semicolon",
 _SYNTAX_FIELDS: dict[type, tuple[str, ...]] = {}
 #: (class, the syntax fields holding nodes in one instance) -> those fields in source order
 _SYNTAX_ORDER: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def _in_order(node: cst.CSTNode, order: tuple[str, ...]) -> list[cst.CSTNode]:
+    """The nodes in ``node``'s fields ``order``, a sequence's items in place."""
+    out: list[cst.CSTNode] = []
+    for f in order:
+        value = getattr(node, f)
+        if _is_node(value):
+            out.append(value)
+        else:
+            out.extend(value)
+    return out
 
 
 def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -190,14 +195,7 @@ def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
         if sorted(order) != sorted(present):  # (not a plain walk of the fields: as children does)
             return [c for c in children(node) if id(c) in field_of]
         _SYNTAX_ORDER[(cls, present)] = order
-    out: list[cst.CSTNode] = []
-    for f in order:
-        value = getattr(node, f)
-        if _is_node(value):
-            out.append(value)
-        else:
-            out.extend(value)
-    return out
+    return _in_order(node, order)
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
