@@ -96,10 +96,10 @@ def _fields(cls):
     return found
 
 
-def _starts(module, line=0, column=0):
-    """``PositionProvider``'s start of each node of ``module``, ``line`` lines up and ``column`` left."""
+def _starts(module):
+    """``PositionProvider``'s start of each node of ``module``."""
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return lambda node: (positions[node].start.line - line, positions[node].start.column - column)
+    return lambda node: (positions[node].start.line, positions[node].start.column)
 
 
 def same_reading(source, name=None):
