@@ -16,27 +16,32 @@ import libcst as cst
 
 
 def maker(cls: type, *given: str, **fixed: Any) -> Callable[..., Any]:
-    """``make(*values)``: libcst's ``cls(**dict(zip(given, values)), **fixed)``, made
-    as its dataclass ``__init__`` makes it, less its ``_validate`` (an empty name, a
-    bad number: the builders here never make one) and its default factories: each
-    field neither given nor fixed holds one default instance, shared by every node
-    (nodes are immutable).  A third of the time of making a node; codegen makes
-    some 25 thousand for a 500-statement function."""
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in fixed:
-            values[f.name] = fixed[f.name]
-        elif f.name not in given:
-            assert f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING, (cls, f.name)
-            values[f.name] = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    """``make(*values, **others)``: libcst's ``cls(**dict(zip(given, values)), **fixed, **others)``,
+    made as its dataclass ``__init__`` makes it, less its ``_validate`` (what is made
+    here is what libcst would make: tests/test_render.py, tests/test_from_ast.py) and
+    its default factories: each field neither given nor passed holds its ``fixed``
+    value or one default instance, shared by every node (nodes are immutable).  The
+    parameters: the ``given`` fields, then the others in the class's order (so
+    ``maker(cls)`` is called as ``cls`` is).  A third of the time of making a node;
+    codegen makes some 25 thousand for a 500-statement function."""
     fields = [f.name for f in dataclasses.fields(cls)]
     assert set(given) | set(fixed) <= set(fields) and not set(given) & set(fixed), (cls, given, fixed)
-    params = [f"v{i}" for i in range(len(given))]
-    body = "".join(f"    _set(node, {f!r}, {params[given.index(f)] if f in given else f'_values[{f!r}]'})\n"
-                   for f in fields)
-    scope = {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls, "_values": values}
-    exec(f"def make({', '.join(params)}):\n    node = _new(_cls)\n{body}    return node\n", scope)  # noqa: S102
+    scope: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
+    params = list(given)
+    for f in dataclasses.fields(cls):
+        if f.name in given:
+            continue
+        if f.name in fixed:
+            scope["_d_" + f.name] = fixed[f.name]
+        elif f.default is not dataclasses.MISSING:
+            scope["_d_" + f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            scope["_d_" + f.name] = f.default_factory()  # type: ignore[misc]
+        params.append(f"{f.name}=_d_{f.name}" if "_d_" + f.name in scope else f.name)
+    body = "".join(f"    _set(_node, {f!r}, {f})\n" for f in fields)
+    exec(f"def make({', '.join(params)}):\n    _node = _new(_cls)\n{body}    return _node\n", scope)  # noqa: S102
     return scope["make"]  # type: ignore[no-any-return]
+
 
 _BINOPS: dict[str, tuple[type, int]] = {
     "+": (cst.Add, 10),

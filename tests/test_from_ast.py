@@ -43,30 +43,63 @@ _UNPLACED = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseUnaryOp, cst.BaseCompO
              cst.RightParen)
 
 
-def assert_same_tree(made, parsed, starts, positions, path="def"):
-    """``made`` (from_ast's, starts in ``starts``) is ``parsed`` (libcst's, positions in ``positions``)
-    but for whitespace, comments and punctuation; lpar/rpar by their number; every node starts alike."""
+def assert_same_tree(made, parsed, starts, at, path="def", margin=""):
+    """``made`` (from_ast's, starts in ``starts``) is ``parsed`` (libcst's, ``at(node)``: where its
+    ``PositionProvider`` starts it) but for whitespace, comments and punctuation; lpar/rpar by their
+    number; every node starts alike (``margin``: what dedenting ``made``'s source took off each line,
+    a string's lines too)."""
     assert type(made) is type(parsed), f"{path}: {type(made).__name__} != {type(parsed).__name__}"
-    if isinstance(parsed, _UNPLACED):
+    if _is(type(parsed), _UNPLACED):
         return
-    where = positions[parsed].start
     assert made in starts, f"{path}: no start"
-    assert starts[made] == (where.line, where.column), f"{path}: starts at {starts[made]}, libcst: {where}"
-    for f in dataclasses.fields(parsed):
-        a, b = getattr(made, f.name), getattr(parsed, f.name)
-        if f.name in ("lpar", "rpar"):
-            assert len(a) == len(b), f"{path}.{f.name}: {len(a)} != {len(b)}"
-        elif f.name.startswith("whitespace") or f.name in _FORMATTING or isinstance(a, _PUNCTUATION) \
-                or isinstance(b, _PUNCTUATION):
+    assert starts[made] == at(parsed), f"{path}: starts at {starts[made]}, libcst: {at(parsed)}"
+    for f in _fields(type(parsed)):
+        a, b = getattr(made, f), getattr(parsed, f)
+        if f in ("lpar", "rpar"):
+            assert len(a) == len(b), f"{path}.{f}: {len(a)} != {len(b)}"
+        elif f.startswith("whitespace") or f in _FORMATTING or _is(type(a), _PUNCTUATION) \
+                or _is(type(b), _PUNCTUATION):
             continue
-        elif isinstance(b, cst.CSTNode):
-            assert_same_tree(a, b, starts, positions, f"{path}.{f.name}")
+        elif _is(type(b), cst.CSTNode):
+            assert_same_tree(a, b, starts, at, f"{path}.{f}", margin)
         elif isinstance(b, (list, tuple)):
-            assert isinstance(a, tuple) and len(a) == len(b), f"{path}.{f.name}: {a!r} != {b!r}"
+            assert isinstance(a, tuple) and len(a) == len(b), f"{path}.{f}: {a!r} != {b!r}"
             for i, (x, y) in enumerate(zip(a, b)):
-                assert_same_tree(x, y, starts, positions, f"{path}.{f.name}[{i}]")
+                assert_same_tree(x, y, starts, at, f"{path}.{f}[{i}]", margin)
+        elif margin and isinstance(b, str) and "\n" in b:
+            assert a == _dedented(b, margin), f"{path}.{f}: {a!r} != {b!r}"
         else:
-            assert a == b, f"{path}.{f.name}: {a!r} != {b!r}"
+            assert a == b, f"{path}.{f}: {a!r} != {b!r}"
+
+
+def _dedented(text, margin):
+    """``text``'s lines after its first as ``textwrap.dedent`` of ``margin`` leaves them."""
+    first, *rest = text.split("\n")
+    return "\n".join([first, *("" if re.fullmatch(r"[ \t]+", line) else line.removeprefix(margin) for line in rest)])
+
+
+_ISINSTANCE: dict = {}  # (type, classes) -> issubclass (isinstance of libcst's abstract classes is slow)
+_FIELDS: dict = {}
+
+
+def _is(cls, classes):
+    found = _ISINSTANCE.get((cls, classes))
+    if found is None:
+        found = _ISINSTANCE[cls, classes] = issubclass(cls, classes)
+    return found
+
+
+def _fields(cls):
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = [f.name for f in dataclasses.fields(cls)]
+    return found
+
+
+def _starts(module):
+    """``PositionProvider``'s start of each node of ``module``."""
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return lambda node: (positions[node].start.line, positions[node].start.column)
 
 
 def same_reading(source, name=None):
@@ -79,23 +112,25 @@ def same_reading(source, name=None):
     module = cst.parse_module(source)
     parsed = next(s for s in module.body if isinstance(s, cst.FunctionDef))
     assert type(starts) is Starts
-    assert_same_tree(made, parsed, starts, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    assert_same_tree(made, parsed, starts, _starts(module))
     return True
 
 
-def defs(source):
-    """The source of every ``def`` in ``source`` (nested ones too), decorators included and
-    dedented, as the frontend reads a function."""
+def defs(source, check=True):
+    """Each ``def`` in ``source`` (nested ones too, after the defs around them; ``check``: only those
+    Python's parser reads alone): its node, its first line (a decorator's), its indentation and its source, decorators
+    included and dedented, as the frontend reads a function."""
     lines = source.splitlines(keepends=True)
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef):
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             text = textwrap.dedent("".join(lines[first - 1:node.end_lineno]))
-            try:
-                ast.parse(text)
-            except SyntaxError:  # (a line of it at column 0, in parentheses: no reading reads it)
-                continue
-            yield text
+            if check:
+                try:
+                    ast.parse(text)
+                except SyntaxError:  # (a line of it at column 0, in parentheses: no reading reads it)
+                    continue
+            yield node, first, len(lines[first - 1]) - len(lines[first - 1].lstrip()), text
 
 
 def _files():
@@ -105,9 +140,39 @@ def _files():
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_function_of_the_tests_examples_and_bench(path):
-    for source in defs(path.read_text()):  # (tests' own functions use much the frontend refuses: declined)
-        if len(source) < 20000:
-            same_reading(source)
+    """Each def from_ast reads (tests' own functions use much it declines) is libcst's reading of it.
+    libcst reads each file's defs in one module, once (a def inside another found in the other's
+    reading), their starts moved to each def's own dedented source."""
+    text = path.read_text()
+    lines = text.splitlines()
+    read, outermost, module = [], [], []  # outermost: (first line, last line, indent, line in module)
+    for node, first, indent, source in defs(text, check=False):
+        if len(source) >= 20000:
+            continue
+        try:
+            made, starts = from_ast.read(source, node.name)
+        except (from_ast.Decline, SyntaxError):  # (SyntaxError: a def no reading reads alone, see defs)
+            continue
+        assert type(starts) is Starts
+        around = next((o for o in outermost if o[0] <= node.lineno <= o[1]), None)  # (defs nest by lines)
+        if around is None:
+            around = (first, node.end_lineno, indent, len(module))
+            outermost.append(around)
+            module += source.splitlines()
+        read.append((node, first, indent, made, starts, around))
+    if not read:
+        return
+    positions = MetadataWrapper(cst.parse_module("\n".join(module) + "\n"),
+                                unsafe_skip_copy=True).resolve(PositionProvider)
+    found = {(positions[n].start.line, n.name.value): n for n in positions if type(n) is cst.FunctionDef}
+    for node, first, indent, made, starts, (outer_first, _, outer_indent, at_line) in read:
+        line = outer_first - 1 - at_line  # module's line + line: the file's
+
+        def at(n, line=line - first + 1, column=outer_indent - indent):
+            start = positions[n].start
+            return start.line + line, start.column + column
+        assert_same_tree(made, found[node.lineno - line, node.name], starts, at,
+                         margin=lines[first - 1][outer_indent:indent])
 
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -329,6 +394,6 @@ def reformatted(draw):
 @given(reformatted())
 def test_random_programs_reformatted_read_alike(source):
     note(source)
-    read = [same_reading(d) for d in defs(source)]
+    read = [same_reading(d[3]) for d in defs(source)]
     # (f: the program; an f-string, and a name Python normalises, are left to libcst)
     assert read[-1] or "f'" in source or 'f"' in source or "\ufb01" in source

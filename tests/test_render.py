@@ -231,6 +231,12 @@ def test_makers_make_libcsts_nodes(a, b, c):
         (px.maker(cst.SimpleStatementLine, "body", "leading_lines")([cst.Expr(a)], ()),
          cst.SimpleStatementLine([cst.Expr(a)])),
         (px.maker(cst.EmptyLine, "comment")(cst.Comment("# x")), cst.EmptyLine(comment=cst.Comment("# x"))),
+        # called as the class is (frontend.from_ast_expr's ``new``): positional in the class's order, keywords
+        (px.maker(cst.Subscript)(a, [cst.SubscriptElement(cst.Index(b))], lpar=px._PARENS[0], rpar=px._PARENS[1]),
+         cst.Subscript(a, [cst.SubscriptElement(cst.Index(b))], lpar=px._PARENS[0], rpar=px._PARENS[1])),
+        (px.maker(cst.Comparison)(a, [cst.ComparisonTarget(cst.LessThan(), c)]),
+         cst.Comparison(a, [cst.ComparisonTarget(cst.LessThan(), c)])),
+        (px.maker(cst.Arg, "value", keyword=cst.Name("k"))(b, star=""), cst.Arg(b, keyword=cst.Name("k"))),
         (px.paren(a), a.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])),
         (px.subscript(a, [b, px.slice_(None, c, None)]),
          cst.Subscript(px._at_least(a, px._ATOM), [cst.SubscriptElement(cst.Index(b)),

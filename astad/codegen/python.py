@@ -156,8 +156,8 @@ class Printer(LoopPrinting):
             (target,) = b.targets
             if rhs.op in _FRESH and isinstance(target.type, Num) and target.type.shape:
                 self.fresh.add(target.name)
-            if big and rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
-                return
+            # (no second `accumulate` here: what it reads (fresh, uses, copied, deferred, the types) is as
+            # it was above but for `target` now fresh, never an argument of its own binding)
             cheaper = _CHEAPER.get(rhs.op)
             value = (cheaper and cheaper(rhs, args)) or entry.emit(args, params)
             first = rhs.args[0].type if rhs.args else None

@@ -11,7 +11,6 @@ characters next to what Python's tree gives (:class:`Text`).
 from __future__ import annotations
 
 import ast
-import dataclasses
 import io
 import re
 import tokenize
@@ -19,31 +18,17 @@ from typing import Any
 
 import libcst as cst
 
+from ..pyexpr import maker
+
 Pos = tuple[int, int]
 
 
-def _maker(cls: type) -> Any:
-    """A maker of ``cls`` nodes, called as the class is: it sets the fields and
-    skips libcst's validation (what is made here is what libcst's parser would
-    make: tests/test_from_ast.py), and shares the default whitespace nodes
-    (nodes are immutable).  A node costs a third of its constructor's time."""
-    params, namespace = [], {"_new": object.__new__, "_set": object.__setattr__, "_cls": cls}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            namespace["_d_" + f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            namespace["_d_" + f.name] = f.default_factory()
-        params.append(f.name if "_d_" + f.name not in namespace else f"{f.name}=_d_{f.name}")
-    sets = "".join(f"    _set(node, {f.name!r}, {f.name})\n" for f in dataclasses.fields(cls))
-    exec(f"def make({', '.join(params)}):\n    node = _new(_cls)\n{sets}    return node\n", namespace)
-    return namespace["make"]
-
-
 class _Makers:
-    """``new.Name(...)``: :func:`_maker` of ``cst.Name``."""
+    """``new.Name(...)``: :func:`astad.pyexpr.maker` of ``cst.Name``, called as ``cst.Name`` is
+    (what is made here is what libcst's parser would make: tests/test_from_ast.py)."""
 
     def __getattr__(self, name: str) -> Any:
-        made = _maker(getattr(cst, name))
+        made = maker(getattr(cst, name))
         setattr(self, name, made)
         return made
 
