@@ -104,7 +104,7 @@ _ORDER: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
 _IS_NODE: dict[type, bool] = {}
 
 
-def _is_node(value: Any) -> bool:
+def is_node(value: Any) -> bool:
     cls = type(value)
     found = _IS_NODE.get(cls)
     if found is None:
@@ -113,7 +113,7 @@ def _is_node(value: Any) -> bool:
 
 
 def _holds_nodes(value: Any) -> bool:
-    return _is_node(value) or (type(value) in (tuple, list) and bool(value) and _is_node(value[0]))
+    return is_node(value) or (type(value) in (tuple, list) and bool(value) and is_node(value[0]))
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -132,8 +132,8 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         kind = type(value)
         node_like = _IS_NODE.get(kind)
         if node_like is None:
-            node_like = _is_node(value)
-        if node_like or ((kind is tuple or kind is list) and value and _is_node(value[0])):
+            node_like = is_node(value)
+        if node_like or ((kind is tuple or kind is list) and value and is_node(value[0])):
             found.append(f)
     present = tuple(found)
     order = _ORDER.get((cls, present))
@@ -168,7 +168,7 @@ def _in_order(node: cst.CSTNode, order: tuple[str, ...]) -> list[cst.CSTNode]:
     out: list[cst.CSTNode] = []
     for f in order:
         value = getattr(node, f)
-        if _is_node(value):
+        if is_node(value):
             out.append(value)
         else:
             out.extend(value)

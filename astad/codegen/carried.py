@@ -77,11 +77,11 @@ def renaming(node: cst.CSTNode, renames: dict[str, str]) -> cst.CSTNode:
     for f in fields:
         value = getattr(node, f)
         if type(value) is tuple or type(value) is list:
-            if value and _is_node(value[0]):
+            if value and deep.is_node(value[0]):
                 items = [renaming(item, renames) for item in value]
                 if any(new is not old for new, old in zip(items, value)):
                     changes[f] = items
-        elif _is_node(value):
+        elif deep.is_node(value):
             new = renaming(value, renames)
             if new is not value:
                 changes[f] = new
@@ -89,15 +89,6 @@ def renaming(node: cst.CSTNode, renames: dict[str, str]) -> cst.CSTNode:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a node class's fields
-_NODE: dict[type, bool] = {}  # a class: whether a libcst node
-
-
-def _is_node(value: object) -> bool:
-    cls = type(value)
-    found = _NODE.get(cls)
-    if found is None:
-        found = _NODE[cls] = issubclass(cls, cst.CSTNode)
-    return found
 
 
 def _bound_names(node: cst.CSTNode) -> set[str]:
