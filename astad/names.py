@@ -228,7 +228,11 @@ def _block_names(block: Block) -> frozenset[str]:
                     stack.append(t)
             rhs = b.rhs
             if type(rhs) is Prim:
-                stack.extend(rhs.args)
+                for a in rhs.args:  # (mostly variables: named here, not stacked)
+                    if type(a) is Var:
+                        add(a.name)
+                    else:
+                        stack.append(a)
             else:
                 stack.append(rhs)
             while stack:
