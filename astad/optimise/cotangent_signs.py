@@ -136,18 +136,22 @@ class _Absorb:
 
     def prim(self, b: Bind, rhs: Prim) -> None:
         target = b.targets[0]
+        negated = self.negated
+        if negated and any(isinstance(a, Var) and a.name in negated for a in rhs.args):
+            return self.signed_prim(b, rhs, target)
+        # no argument negated
+        inner = rhs.args[0] if rhs.op == "neg" else None
+        if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
+            self.env[target.name] = self.computed[inner.name]
+        elif rhs.op == "neg" and self.taken(target.name):
+            negated[target.name] = rhs.args[0]
+        else:
+            if inner is not None:
+                self.computed[target.name] = inner
+            self.emit(b, rhs)
+
+    def signed_prim(self, b: Bind, rhs: Prim, target: Var) -> None:
         args = [self.signed(a) for a in rhs.args]
-        if not any(n for n, _ in args):
-            inner = rhs.args[0] if rhs.op == "neg" else None
-            if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
-                self.env[target.name] = self.computed[inner.name]
-            elif rhs.op == "neg" and self.taken(target.name):
-                self.negated[target.name] = rhs.args[0]
-            else:
-                if inner is not None:
-                    self.computed[target.name] = inner
-                self.emit(b, rhs)
-            return
         plain = tuple(a for _, a in args)
         if rhs.op == "neg":  # -(-u) is u
             self.env[target.name] = plain[0]
@@ -177,9 +181,10 @@ class _Absorb:
     def plus(self, b: Bind, rhs: Plus) -> None:
         """A cotangent sum of signed terms, added in their order: runs of positive
         terms stay one sum; a negated term is subtracted."""
-        terms = [self.signed(a) for a in rhs.items]
-        if not any(n for n, _ in terms):
+        negated = self.negated
+        if not (negated and any(isinstance(a, Var) and a.name in negated for a in rhs.items)):
             return self.emit(b, rhs)
+        terms = [self.signed(a) for a in rhs.items]
         if all(n for n, _ in terms):
             return self.negative(b, Plus(tuple(a for _, a in terms)))
         target = b.targets[0]
