@@ -54,11 +54,15 @@ class _Absorb:
         self.block, self.namer = block, namer
         self.counts = use_counts(block)
         self.readers: dict[str, list[Bind]] = defaultdict(list)  # the primitives and sums of this block reading a name
+        readers = self.readers
         for b in block.binds:
-            if type(b.rhs) is Prim or type(b.rhs) is Plus:
-                args = b.rhs.args if type(b.rhs) is Prim else b.rhs.items
-                for name in dict.fromkeys(a.name for a in args if isinstance(a, Var)):
-                    self.readers[name].append(b)
+            cls = type(b.rhs)
+            if cls is Prim or cls is Plus:
+                for a in b.rhs.args if cls is Prim else b.rhs.items:  # type: ignore[union-attr]
+                    if isinstance(a, Var):
+                        found = readers[a.name]
+                        if not found or found[-1] is not b:  # (each reader once)
+                            found.append(b)
         self.memo: dict[str, bool] = {}
         self.negated: dict[str, Atom] = {}  # a name whose negation was not computed -> what it is the negation of
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
