@@ -4,6 +4,7 @@ again, shared by the optimiser's passes."""
 from __future__ import annotations
 
 from dataclasses import replace
+from operator import is_
 from typing import Callable, Sequence
 
 from .ir import Atom, Bind, Block, Comp, If, Lam, Loop, LoopBack, MakeTuple, Prim
@@ -14,7 +15,7 @@ NESTING = frozenset({If, Loop, LoopBack, Lam})
 
 def same(new: Sequence[object], old: Sequence[object]) -> bool:
     """Whether ``new`` holds the very objects of ``old``, in order."""
-    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+    return len(new) == len(old) and all(map(is_, new, old))
 
 
 def same_or_new(block: Block, binds: Sequence[Bind], result: Atom | None = None) -> Block:

@@ -71,7 +71,10 @@ class Namer:
 
     def __init__(self, reserved: Iterable[str] = (), program: str | None = None) -> None:
         never = OUTSIDE | KEYWORDS | (function_names(program) if program is not None else frozenset())
-        self.used = {python_name(n) for n in reserved} | never
+        used = set(reserved)
+        if not "".join(used).isascii():  # (rare: only a name that is not ASCII can read as another)
+            used = {python_name(n) for n in used}
+        self.used = used | never
         self.taken: set[str] = set(never)
         self.temps = 0
         self.log: list[tuple[str, str | None, str]] | None = None  # fresh/temp calls, while a call is recorded
@@ -228,7 +231,11 @@ def _block_names(block: Block) -> frozenset[str]:
                     stack.append(t)
             rhs = b.rhs
             if type(rhs) is Prim:
-                stack.extend(rhs.args)
+                for a in rhs.args:  # (mostly variables: named here, not stacked)
+                    if type(a) is Var:
+                        add(a.name)
+                    else:
+                        stack.append(a)
             else:
                 stack.append(rhs)
             while stack:

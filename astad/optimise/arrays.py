@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .. import rules
-from ..blocks import with_branches
+from ..blocks import same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds,
                  use_counts)
@@ -100,7 +100,7 @@ def static_zeros(block: Block) -> Block:
             elif shape is not None:
                 rhs = Prim(rhs.op, rhs.args, tuple(sorted(rhs.params + (("zeros", (shape, like.type.dtype)),))))  # type: ignore[union-attr]
         binds.append(with_branches(b, rhs, static_zeros))
-    return Block(tuple(binds), block.result)
+    return same_or_new(block, binds)
 
 
 def _static_shape(t: object) -> tuple[int, ...] | None:

@@ -54,11 +54,15 @@ class _Absorb:
         self.block, self.namer = block, namer
         self.counts = use_counts(block)
         self.readers: dict[str, list[Bind]] = defaultdict(list)  # the primitives and sums of this block reading a name
+        readers = self.readers
         for b in block.binds:
-            if type(b.rhs) is Prim or type(b.rhs) is Plus:
-                args = b.rhs.args if type(b.rhs) is Prim else b.rhs.items
-                for name in dict.fromkeys(a.name for a in args if isinstance(a, Var)):
-                    self.readers[name].append(b)
+            cls = type(b.rhs)
+            if cls is Prim or cls is Plus:
+                for a in b.rhs.args if cls is Prim else b.rhs.items:  # type: ignore[union-attr]
+                    if isinstance(a, Var):
+                        found = readers[a.name]
+                        if not found or found[-1] is not b:  # (each reader once)
+                            found.append(b)
         self.memo: dict[str, bool] = {}
         self.negated: dict[str, Atom] = {}  # a name whose negation was not computed -> what it is the negation of
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
@@ -136,18 +140,22 @@ class _Absorb:
 
     def prim(self, b: Bind, rhs: Prim) -> None:
         target = b.targets[0]
+        negated = self.negated
+        if negated and any(isinstance(a, Var) and a.name in negated for a in rhs.args):
+            return self.signed_prim(b, rhs, target)
+        # no argument negated
+        inner = rhs.args[0] if rhs.op == "neg" else None
+        if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
+            self.env[target.name] = self.computed[inner.name]
+        elif rhs.op == "neg" and self.taken(target.name):
+            negated[target.name] = rhs.args[0]
+        else:
+            if inner is not None:
+                self.computed[target.name] = inner
+            self.emit(b, rhs)
+
+    def signed_prim(self, b: Bind, rhs: Prim, target: Var) -> None:
         args = [self.signed(a) for a in rhs.args]
-        if not any(n for n, _ in args):
-            inner = rhs.args[0] if rhs.op == "neg" else None
-            if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
-                self.env[target.name] = self.computed[inner.name]
-            elif rhs.op == "neg" and self.taken(target.name):
-                self.negated[target.name] = rhs.args[0]
-            else:
-                if inner is not None:
-                    self.computed[target.name] = inner
-                self.emit(b, rhs)
-            return
         plain = tuple(a for _, a in args)
         if rhs.op == "neg":  # -(-u) is u
             self.env[target.name] = plain[0]
@@ -177,9 +185,10 @@ class _Absorb:
     def plus(self, b: Bind, rhs: Plus) -> None:
         """A cotangent sum of signed terms, added in their order: runs of positive
         terms stay one sum; a negated term is subtracted."""
-        terms = [self.signed(a) for a in rhs.items]
-        if not any(n for n, _ in terms):
+        negated = self.negated
+        if not (negated and any(isinstance(a, Var) and a.name in negated for a in rhs.items)):
             return self.emit(b, rhs)
+        terms = [self.signed(a) for a in rhs.items]
         if all(n for n, _ in terms):
             return self.negative(b, Plus(tuple(a for _, a in terms)))
         target = b.targets[0]

@@ -4,7 +4,9 @@ views made arrays (``finish``)."""
 
 from __future__ import annotations
 
-from ..blocks import result_items, with_branches
+from operator import is_
+
+from ..blocks import result_items, same_or_new, with_branches
 from ..ir import Bind, Block, Const, If, MakeTuple, NoneT, Num, Prim, ReverseProgram, TupleT, Var, Zero
 from ..names import Namer
 
@@ -26,18 +28,20 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     """Materialise zero parameter cotangents; return writable arrays, not broadcast views."""
     backward = prog.backward
     result = backward.result
-    binds = list(backward.binds)
-    final = next((b for b in binds if isinstance(result, Var) and b.targets == (result,)), None)
+    binds = backward.binds
+    k = next((i for i in range(len(binds) - 1, -1, -1) if isinstance(result, Var) and binds[i].targets == (result,)), None)
+    final = binds[k] if k is not None else None
     if final is None or not isinstance(final.rhs, MakeTuple):
         return prog
     items = []
+    made: list[Bind] = []  # the bindings put before the final tuple
     namer = Namer.of(prog)  # (walks the program only when a name is first asked for)
 
     for p, a in zip(prog.params, final.rhs.items):
         if isinstance(p.type, Num) and p.type.py and not p.type.shape and p.type.differentiable \
                 and isinstance(a, Var) and not (isinstance(a.type, Num) and a.type.py):
             v = Var(namer.temp(), p.type)  # a float for a float argument: `return float(x_ct)`
-            binds.insert(binds.index(final), Bind((v,), Prim("to_float", (a,))))
+            made.append(Bind((v,), Prim("to_float", (a,))))
             a = v
         if isinstance(a, Zero):
             t = p.type
@@ -45,13 +49,19 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
                 a = Const.literal(0.0, t)
             else:
                 zv = Var(namer.fresh(f"{p.name}_ct"), t)
-                binds.insert(binds.index(final), Bind((zv,), Prim("zeros_like", (p,))))
+                made.append(Bind((zv,), Prim("zeros_like", (p,))))
                 a = zv
         items.append(a)
-    binds[binds.index(final)] = Bind(final.targets, MakeTuple(tuple(items)), final.loc)
-    returned = _flowing_into(Block(tuple(binds), result), {a.name for a in items if isinstance(a, Var)})
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                          _materialise(Block(tuple(binds), result), returned))
+    if not made and all(map(is_, items, final.rhs.items)):  # the final tuple as it was
+        block = backward
+    else:
+        block = Block(binds[:k] + tuple(made) + (Bind(final.targets, MakeTuple(tuple(items)), final.loc),)
+                      + binds[k + 1:], result)
+    returned = _flowing_into(block, {a.name for a in items if isinstance(a, Var)})
+    materialised = _materialise(block, returned)
+    if materialised is backward:
+        return prog
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, materialised)
 
 
 def _flowing_into(block: Block, names: set[str]) -> set[str]:
@@ -80,4 +90,4 @@ def _materialise(block: Block, returned: set[str]) -> Block:
             dtype = (("dtype", t.dtype),) if isinstance(t, Num) else ()
             b = Bind(b.targets, Prim("full", rhs.args, dtype), b.loc)
         binds.append(b)
-    return Block(tuple(binds), block.result)
+    return same_or_new(block, binds)
