@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..blocks import ZERO_MAKERS, prim_op, result_items, with_branches
-from ..ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Plus, Prim, Var, kinds, use_counts, vars_of
+from ..ir import Atom, Bind, Block, If, ListT, LoopBack, MakeTuple, Num, Plus, Prim, Var, Zero, kinds, use_counts, vars_of
 from .lists_in_place import FRESH_LISTS, fresh_list
 
 
@@ -47,10 +47,11 @@ def accumulate_in_loops(block: Block, taken: set[str], accumulators: frozenset[s
 
 
 def _sums_into_branches(block: Block, owned: frozenset[str]) -> tuple[Block, frozenset[str], frozenset[str]]:
-    """``t = j + acc`` where ``j`` is a list of cotangents an ``if`` joins (a read
-    ``xs[i]`` in one branch) and ``acc`` a list this block owns, read only
-    there: each branch adds its part into ``acc`` instead (a one-hot list
-    becomes an add in place, zeros become ``acc``), so ``j`` is the sum.
+    """``t = j + acc`` where ``j`` is a list (or array) of cotangents an ``if``
+    joins (a read ``xs[i]`` or ``x[i]`` in one branch) and ``acc`` a list (or
+    array) this block owns, read only there: each branch adds its part into
+    ``acc`` instead (a one-hot list or array becomes an add in place, zeros
+    become ``acc``), so ``j`` is the sum.
     Returns the block, the lists the branches may now add into in place, and
     the joined sums (lists this block owns)."""
     uses = Counter(v.name for b in block.binds for v in vars_of(b.rhs))
@@ -63,7 +64,7 @@ def _sums_into_branches(block: Block, owned: frozenset[str]) -> tuple[Block, fro
     sums: set[str] = set()  # the joined sums: owned here
     for i, b in enumerate(block.binds):
         rhs = b.rhs
-        if not (isinstance(rhs, Plus) and isinstance(b.targets[0].type, ListT)) or binds[i] is None:
+        if not (isinstance(rhs, Plus) and _in_place(b.targets[0].type)) or binds[i] is None:
             continue
         visited: set[str] = set()
         items = [leaf for a in rhs.items for leaf in _leaves(a, defs, uses, visited)]
@@ -104,13 +105,24 @@ def _add_in_branches(b: Bind, j: Var, acc: Var) -> Bind | None:
     for branch in (rhs.then, rhs.orelse):
         items = result_items(branch)
         r = items[pos] if items is not None else None
-        k = next((n for n, d in enumerate(branch.binds) if d.targets == (r,)), None)
+        if isinstance(r, Zero):  # the branch passes ``acc`` on
+            last = branch.binds[-1]
+            passed = MakeTuple(tuple(acc if n == pos else a for n, a in enumerate(items)))  # type: ignore[arg-type]
+            branches.append(Block((*branch.binds[:-1], Bind(last.targets, passed, last.loc)), branch.result))
+            continue
+        k = next((n for n, d in enumerate(branch.binds) if d.targets == (r,)
+                  or (isinstance(d.rhs, If) and r in d.targets)), None)
         if k is None or use_counts(branch)[r.name] != 1:  # type: ignore[union-attr]
             return None
         d = branch.binds[k].rhs
         binds = list(branch.binds)
-        if isinstance(d, Prim) and d.op == "list_onehot" and not _of_lists(d):
-            binds[k] = Bind(binds[k].targets, Prim("list_scatter_add", (acc, d.args[1], d.args[2])), binds[k].loc)
+        if isinstance(d, If):  # an ``elif``: its branches add into ``acc``
+            inner = _add_in_branches(binds[k], r, acc)  # type: ignore[arg-type]
+            if inner is None:
+                return None
+            binds[k] = inner
+        elif isinstance(d, Prim) and d.op in _SCATTER_ADD and not _of_lists(d):
+            binds[k] = Bind(binds[k].targets, _SCATTER_ADD[d.op](acc, d), binds[k].loc)
         elif isinstance(d, Prim) and d.op in ZERO_MAKERS:  # the branch passes ``acc`` on
             last = binds[-1]
             binds[-1] = Bind(last.targets, MakeTuple(tuple(acc if a == r else a for a in items)), last.loc)
@@ -121,6 +133,11 @@ def _add_in_branches(b: Bind, j: Var, acc: Var) -> Bind | None:
             return None
         branches.append(Block(tuple(binds), branch.result))
     return Bind(b.targets, If(rhs.cond, branches[0], branches[1]), b.loc)
+
+
+def _in_place(t: object) -> bool:
+    """A list or an array: added into in place (a scalar is not)."""
+    return isinstance(t, ListT) or (isinstance(t, Num) and t.shape != ())
 
 
 def _owned_params(loop: LoopBack, block: Block) -> frozenset[str]:
