@@ -89,7 +89,8 @@ KIND: dict[str, str] = {
     **dict.fromkeys(("einsum", "flip", "squeeze", "unpad_edge"), "view"),  # np.einsum('ii->i', x) is a view of x
     # np.linalg: every result a new array (or a numpy scalar)
     **dict.fromkeys(("inv", "solve", "det", "slogdet_sign", "slogdet_logabsdet", "pinv", "norm", "cholesky", "eigvalsh",
-                     "eigh_vectors", "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh"), "fresh"),
+                     "eigh_vectors", "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh",
+                     "adjugate", "adjugate_tangent", "inv_or_nan"), "fresh"),
     "getitem": "getitem",
     "list": "list",
     **dict.fromkeys(("append", "append_in_place"), "append"),
