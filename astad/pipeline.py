@@ -144,9 +144,12 @@ def leaf_wrt(arg_types: Sequence[Type], wrt: frozenset[int] | None) -> frozenset
 
 def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
                wrt: frozenset[int] | None = None) -> tuple[Stages, frontend.Lowerer]:
-    lowerer = frontend.Lowerer(parsed)
-    core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
-    return reverse_stages(core, core, arg_types, wrt), lowerer
+    """Every stage of reverse mode, and the lowerer (which knows the names the code
+    reads); the garbage collector waits meanwhile (:func:`astad.deep.gc_paused`)."""
+    with deep.gc_paused():
+        lowerer = frontend.Lowerer(parsed)
+        core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
+        return reverse_stages(core, core, arg_types, wrt), lowerer
 
 
 def reverse_stages(fn: Function, core: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Stages:
@@ -157,8 +160,9 @@ def reverse_stages(fn: Function, core: Function, arg_types: Sequence[Type], wrt:
     return Stages(core, linear, active, ad, optimise.optimise(copowers.remove_functions(ad), active.wrt))
 
 
-def _stages_again(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None) -> Stages:
-    """The stages of :func:`transform`, computed again (for a stage read later)."""
+def stages_of(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Stages:
+    """The stages of :func:`transform` (computed again for a stage read later), the
+    transformation's errors as its."""
     with _ours(parsed.name):
         return run_stages(parsed, arg_types, wrt)[0]
 
@@ -228,7 +232,7 @@ def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset
         # (a function of its own: the IR is gone before the garbage collector is on again)
         source, forward, backward, out_type, deps, paths = _generate(parsed, arg_types, wrt)
     return Derivative(parsed.name, source, forward, backward, out_type, arg_types, wrt, deps, paths,
-                      Stages(later=functools.partial(_stages_again, parsed, arg_types, wrt)))
+                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt)))
 
 
 def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
