@@ -160,3 +160,25 @@ def test_an_error_computing_a_stage_again_is_the_transformations(monkeypatch):
     monkeypatch.setattr(pipeline.structural, "make_explicit", broken)
     with pytest.raises(InternalError, match="internal error while transforming"):
         d.stages.structural
+
+
+def test_stages_refused_once_a_name_read_means_another_object(tmp_path, monkeypatch):
+    """The stages computed again read the module's names as they are now: where one
+    means another object than when the derivative was made, they are refused (they
+    would not be the derivative's)."""
+    (tmp_path / "scaled_mod.py").write_text("import numpy as np\n\nSCALE = 2.0\n\n\n"
+                                            "def scaled(x):\n    return np.sin(x) * SCALE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import scaled_mod
+
+    rev = astad.api.Reverse(scaled_mod.scaled)
+    d = rev.derivative((0.5,))
+    fwd = astad.api_forward.Forward(scaled_mod.scaled).derivative((0.5,), frozenset({0}))
+    old, scaled_mod.SCALE = scaled_mod.SCALE, 3.0
+    with pytest.raises(AstadError, match="means another object"):
+        d.stages.core
+    with pytest.raises(AstadError, match="means another object"):
+        fwd.stages.forward
+    assert "SCALE" in fwd.stages.text("optimised")  # kept
+    scaled_mod.SCALE = old  # the same object again
+    assert "SCALE" in d.stages.text("core") and "SCALE" in fwd.stages.text("core")
