@@ -149,11 +149,11 @@ def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
     with deep.gc_paused():
         lowerer = frontend.Lowerer(parsed)
         core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
-        return reverse_stages(core, core, arg_types, wrt), lowerer
+        return reverse_stages(core, arg_types, wrt), lowerer
 
 
-def reverse_stages(fn: Function, core: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Stages:
-    """Reverse mode's stages of ``core`` (``fn`` lowered to core IR)."""
+def reverse_stages(core: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Stages:
+    """Reverse mode's stages of the core IR ``core``."""
     linear = structural.make_explicit(core)
     active = activity.analyse(linear, leaf_wrt(arg_types, wrt))
     ad = reverse.reverse(linear, active)
@@ -462,7 +462,7 @@ def reverse_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[
 
 def _reverse_stages_of(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None) -> Stages:
     from .ad.lower_target import lower
-    return reverse_stages(fn, lower(fn), arg_types, wrt)  # (lower: the identity on core IR)
+    return reverse_stages(lower(fn), arg_types, wrt)  # (lower: the identity on core IR)
 
 
 def _generate_reverse(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None, name: str,
