@@ -431,7 +431,7 @@ class Reverse:
         inactive bindings marked), 'ad', or 'optimised'."""
         d = self._current(args)
         if d.stages is None:
-            d.stages = pipeline.run_stages(self._parsed, d.arg_types, d.wrt)[0]
+            d.stages = pipeline.stages_of(self._parsed, d.arg_types, d.wrt, d.deps)
         return d.stages.text(stage)
 
     def _repr_markdown_(self) -> str:

@@ -158,7 +158,7 @@ def show(target: str, stage: str, arg_specs: Sequence[str], mode: str = "reverse
     if stage == "source":
         return _sizes_note(d.source, sizes)
     if d.stages is None:
-        d.stages = pipeline.run_stages(rev._parsed, d.arg_types, d.wrt)[0]
+        d.stages = pipeline.stages_of(rev._parsed, d.arg_types, d.wrt, d.deps)
     return d.stages.text(stage) + "\n"
 
 

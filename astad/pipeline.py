@@ -10,6 +10,7 @@ the generated functions, their source, and (on demand) every stage's IR.
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
@@ -28,9 +29,40 @@ STAGES = ("core", "structural", "activity", "ad", "optimised")
 
 
 class _StageText:
-    """``text(stage)``: a stage's IR printed, for the stages named in ``NAMES``."""
+    """Each stage's IR, for the stages named in ``NAMES`` (as attributes of
+    those names), and ``text(stage)``, one printed.
+
+    Made either with every stage (in order), or with ``later``, which computes
+    them all again, and the stages to keep (``kept``): a stage not kept is
+    computed (with the others) when first read.  The IR of every stage,
+    kept for each derivative made, was most of the objects a transformation
+    leaves alive, which the garbage collector then walks; the stages are
+    deterministic, so a stage computed later is the one the code was made from."""
 
     NAMES: tuple[str, ...] = ()
+
+    def __init__(self, *stages: Any, later: Callable[[], "_StageText"] | None = None, **kept: Any) -> None:
+        if stages:
+            if len(stages) != len(self.NAMES) or later is not None or kept:
+                raise TypeError(f"{type(self).__name__} takes every stage, or later= and the stages kept")
+            kept = dict(zip(self.NAMES, stages))
+        elif later is None:
+            raise TypeError(f"{type(self).__name__} takes every stage, or later= and the stages kept")
+        self.__dict__.update(kept)
+        self._later = later
+
+    def __getattr__(self, name: str) -> Any:  # (only for an attribute not set: a stage not computed yet)
+        later = self.__dict__.get("_later")
+        if later is None or name not in self.NAMES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        computed = later()
+        for stage in self.NAMES:
+            self.__dict__.setdefault(stage, computed.__dict__[stage])
+        self._later = None
+        return self.__dict__[name]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(self.NAMES)})"
 
     def text(self, stage: str) -> str:
         if stage not in self.NAMES:
@@ -38,8 +70,9 @@ class _StageText:
         return getattr(self, stage).pretty()
 
 
-@dataclass
 class Stages(_StageText):
+    """Each stage of reverse mode (see :class:`_StageText`)."""
+
     NAMES = STAGES
 
     core: Function
@@ -111,12 +144,40 @@ def leaf_wrt(arg_types: Sequence[Type], wrt: frozenset[int] | None) -> frozenset
 
 def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
                wrt: frozenset[int] | None = None) -> tuple[Stages, frontend.Lowerer]:
-    lowerer = frontend.Lowerer(parsed)
-    core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
+    """Every stage of reverse mode, and the lowerer (which knows the names the code
+    reads); the garbage collector waits meanwhile (:func:`astad.deep.gc_paused`)."""
+    with deep.gc_paused():
+        lowerer = frontend.Lowerer(parsed)
+        core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
+        return reverse_stages(core, arg_types, wrt), lowerer
+
+
+def reverse_stages(core: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Stages:
+    """Reverse mode's stages of the core IR ``core``."""
     linear = structural.make_explicit(core)
     active = activity.analyse(linear, leaf_wrt(arg_types, wrt))
     ad = reverse.reverse(linear, active)
-    return Stages(core, linear, active, ad, optimise.optimise(copowers.remove_functions(ad), active.wrt)), lowerer
+    return Stages(core, linear, active, ad, optimise.optimise(copowers.remove_functions(ad), active.wrt))
+
+
+def stages_of(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None,
+              deps: list | None = None) -> Stages:
+    """The stages of :func:`transform` (computed again for a stage read later), the
+    transformation's errors as its; ``deps``: the names its derivative read
+    (:class:`Derivative`), which must mean the same objects still."""
+    with _ours(parsed.name):
+        stages, lowerer = run_stages(parsed, arg_types, wrt)
+    if deps is not None:
+        _same_reads(parsed.name, lowerer.deps, deps)
+    return stages
+
+
+def _same_reads(name: str, now: list, then: list) -> None:
+    """Refuse stages computed again when a name the function reads means another object now."""
+    if [(path, id(obj)) for path, obj in now] != [(path, id(obj)) for path, obj in then]:
+        raise AstadError(f"a name {name} reads means another object than when its derivative was made, so its "
+                         f"stages computed again would not be the derivative's: call {name} again (or pass "
+                         "example arguments to .ir) to transform it again")
 
 
 def header(parsed: frontend.Parsed, arg_types: Sequence[Type], constants: Sequence[str]) -> str:
@@ -177,15 +238,27 @@ def _ours(name: str, what: str = "while transforming") -> Iterator[None]:
 
 
 def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None = None) -> Derivative:
-    """Run every stage on ``parsed`` at ``arg_types`` and compile the result."""
+    """Run every stage on ``parsed`` at ``arg_types`` and compile the result.  The stages
+    are not kept: each is computed again when first read (see :class:`_StageText`)."""
+    arg_types = tuple(arg_types)
     with _ours(parsed.name):
-        stages, lowerer = run_stages(parsed, arg_types, wrt)
-        prog = stages.optimised
-        source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)))
-        values = {name: obj for name, (path, obj) in lowerer.constants.items()}
-        forward, backward = compile_source(parsed.name, source, values)
-    return Derivative(parsed.name, source, forward, backward, prog.forward.result.type, tuple(arg_types), wrt,
-                      lowerer.deps, {n: p for n, (p, _) in lowerer.constants.items()}, stages)
+        # (a function of its own: the IR is gone before the garbage collector is on again)
+        source, forward, backward, out_type, deps, paths = _generate(parsed, arg_types, wrt)
+    return Derivative(parsed.name, source, forward, backward, out_type, arg_types, wrt, deps, paths,
+                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps)))
+
+
+def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
+              ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]]]:
+    """The generated source, its forward and backward functions, the output's type,
+    and the names the code reads (:class:`Derivative`'s deps and constants)."""
+    stages, lowerer = run_stages(parsed, arg_types, wrt)
+    prog = stages.optimised
+    source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)))
+    values = {name: obj for name, (path, obj) in lowerer.constants.items()}
+    forward, backward = compile_source(parsed.name, source, values)
+    paths = {n: p for n, (p, _) in lowerer.constants.items()}
+    return source, forward, backward, prog.forward.result.type, lowerer.deps, paths
 
 
 def is_real_scalar(t: Type) -> bool:
@@ -198,11 +271,11 @@ def is_real_scalar(t: Type) -> bool:
 FORWARD_STAGES = ("core", "structural", "activity", "forward", "optimised")
 
 
-@dataclass
 class ForwardStages(_StageText):
     """Each stage of forward mode: the core IR, with explicit dup/drop, its
     inactive bindings marked (:mod:`astad.ad.activity`), the forward macro's
-    output (params, tangents) -> (value, tangent), optimised."""
+    output (params, tangents) -> (value, tangent), optimised (kept: see
+    :func:`forward_of_function`; the others computed when read, see :class:`_StageText`)."""
 
     NAMES = FORWARD_STAGES
 
@@ -322,23 +395,55 @@ def _compile_forward(fn: Function, optimised: Function | ReverseProgram, header_
 
 def forward_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None, name: str,
                         constants: dict[str, Any], header_text: str = "", core: Function | None = None,
-                        deps: list | None = None, constant_paths: dict | None = None) -> ForwardDerivative:
+                        deps: list | None = None, constant_paths: dict | None = None,
+                        again: Callable[[], Function] | None = None) -> ForwardDerivative:
     """Forward mode of an IR function: core IR, or a reverse program made one
     function by :func:`astad.ad.vjp_function.vjp_function` (forward over reverse).
     ``wrt`` are argument indices (None: all); a structured argument's leaves are
-    parameters of ``fn``.  ``constants``: the module-level values the code reads."""
+    parameters of ``fn``.  ``constants``: the module-level values the code reads.
+    ``again``: makes ``fn`` again, for the stages read later (by default ``fn`` is kept)."""
     wrt = frozenset(range(len(arg_types))) if wrt is None else frozenset(wrt)
+    arg_types = tuple(arg_types)
     with _ours(name, "in forward mode of"):
-        split = isinstance(fn, SplitFunction)
-        linear = fn if split else structural.make_explicit(fn)
-        active = activity.analyse(linear, leaf_wrt(arg_types, wrt))
-        fwd = forward_macro.forward(linear, active.wrt, active)
-        optimised: Function | ReverseProgram = optimise_split(fwd) if isinstance(fwd, SplitFunction) \
-            else optimise_forward(fwd, len(fn.params))
-        source, jvp = _compile_forward(fn, optimised, header_text or f"Forward mode of {name}, generated by astad.",
-                                       name, constants)
-    return ForwardDerivative(name, source, jvp, fn.body.result.type, tuple(arg_types), wrt, deps or [],
-                             constant_paths or {}, ForwardStages(core or fn, linear, active, fwd, optimised))
+        # (a function of its own: the IR is gone before the garbage collector is on again)
+        source, jvp, optimised = _generate_forward(fn, arg_types, wrt, name, constants, header_text)
+    if again is None:
+        again = functools.partial(_same, fn)
+    later = functools.partial(_forward_stages_again, again, arg_types, wrt, name, None if core is fn else core)
+    return ForwardDerivative(name, source, jvp, fn.body.result.type, arg_types, wrt, deps or [],
+                             constant_paths or {}, ForwardStages(later=later, optimised=optimised))
+
+
+def forward_stages(fn: Function, arg_types: Sequence[Type], wrt: frozenset[int], core: Function | None = None
+                   ) -> ForwardStages:
+    """Forward mode's stages of ``fn`` (whose core IR, where it is a lowered function, is ``core``)."""
+    linear = fn if isinstance(fn, SplitFunction) else structural.make_explicit(fn)
+    active = activity.analyse(linear, leaf_wrt(arg_types, wrt))
+    fwd = forward_macro.forward(linear, active.wrt, active)
+    optimised: Function | ReverseProgram = optimise_split(fwd) if isinstance(fwd, SplitFunction) \
+        else optimise_forward(fwd, len(fn.params))
+    return ForwardStages(core or fn, linear, active, fwd, optimised)
+
+
+def _generate_forward(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int], name: str,
+                      constants: dict[str, Any], header_text: str) -> tuple[str, Callable, Function | ReverseProgram]:
+    """The generated source, its JVP function, and the optimised stage (which higher
+    derivatives differentiate again: see :mod:`astad.programs`)."""
+    optimised = forward_stages(fn, arg_types, wrt).optimised
+    source, jvp = _compile_forward(fn, optimised, header_text or f"Forward mode of {name}, generated by astad.",
+                                   name, constants)
+    return source, jvp, optimised
+
+
+def _same(fn: Function) -> Function:
+    return fn
+
+
+def _forward_stages_again(again: Callable[[], Function], arg_types: tuple[Type, ...], wrt: frozenset[int],
+                          name: str, core: Function | None) -> ForwardStages:
+    """The stages of :func:`forward_of_function`, computed again (for a stage read later)."""
+    with _ours(name, "in forward mode of"):
+        return forward_stages(again(), arg_types, wrt, core)
 
 
 def reverse_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None, name: str,
@@ -347,26 +452,57 @@ def reverse_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[
     reverse program made one function by :func:`astad.ad.vjp_function.vjp_function`:
     reverse over reverse), lowered to core IR first by :mod:`astad.ad.lower_target`.
     ``wrt`` are argument indices; a structured argument's leaves are parameters of ``fn``."""
-    from .ad.lower_target import lower
+    arg_types = tuple(arg_types)
     with _ours(name, "in reverse mode of"):
-        core = lower(fn)  # the identity on core IR
-        linear = structural.make_explicit(core)
-        active = activity.analyse(linear, leaf_wrt(arg_types, wrt))
-        ad = reverse.reverse(linear, active)
-        prog = optimise.optimise(copowers.remove_functions(ad), active.wrt)
-        source = codegen.generate(prog, optimise.residuals(prog), f"Reverse mode of {name}, generated by astad.")
-        forward, backward = compile_source(fn.name, source, constants)
-    return Derivative(name, source, forward, backward, prog.forward.result.type, tuple(arg_types), wrt, deps or [],
-                      {}, Stages(core, linear, active, ad, prog))
+        # (a function of its own: the IR is gone before the garbage collector is on again)
+        source, forward, backward, out_type = _generate_reverse(fn, arg_types, wrt, name, constants)
+    return Derivative(name, source, forward, backward, out_type, arg_types, wrt, deps or [], {},
+                      Stages(later=functools.partial(_reverse_stages_again, fn, arg_types, wrt, name)))
+
+
+def _reverse_stages_of(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None) -> Stages:
+    from .ad.lower_target import lower
+    return reverse_stages(lower(fn), arg_types, wrt)  # (lower: the identity on core IR)
+
+
+def _generate_reverse(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None, name: str,
+                      constants: dict[str, Any]) -> tuple[str, Callable, Callable, Type]:
+    prog = _reverse_stages_of(fn, arg_types, wrt).optimised
+    source = codegen.generate(prog, optimise.residuals(prog), f"Reverse mode of {name}, generated by astad.")
+    forward, backward = compile_source(fn.name, source, constants)
+    return source, forward, backward, prog.forward.result.type
+
+
+def _reverse_stages_again(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None,
+                          name: str) -> Stages:
+    with _ours(name, "in reverse mode of"):
+        return _reverse_stages_of(fn, arg_types, wrt)
 
 
 def transform_forward(parsed: frontend.Parsed, arg_types: Sequence[Type],
                       wrt: frozenset[int] | None = None) -> ForwardDerivative:
     """Forward mode of ``parsed`` at ``arg_types``: tangents for the arguments in ``wrt`` (None: all)."""
-    with _ours(parsed.name):
-        lowerer = frontend.Lowerer(parsed)
-        core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
+    with _ours(parsed.name):  # (one pause: the core IR is gone before the garbage collector is on again)
+        return _transform_forward(parsed, arg_types, wrt)
+
+
+def _transform_forward(parsed: frontend.Parsed, arg_types: Sequence[Type],
+                       wrt: frozenset[int] | None) -> ForwardDerivative:
+    lowerer = frontend.Lowerer(parsed)
+    core = _lowered(lowerer, arg_types)
     values = {n: obj for n, (path, obj) in lowerer.constants.items()}
     text = header(parsed, arg_types, list(lowerer.constants)).replace("Generated by astad", "Forward mode (JVP), generated by astad", 1)
     return forward_of_function(core, arg_types, wrt, parsed.name, values, text, core, lowerer.deps,
-                               {n: p for n, (p, _) in lowerer.constants.items()})
+                               {n: p for n, (p, _) in lowerer.constants.items()},
+                               functools.partial(_lowered_again, parsed, tuple(arg_types), lowerer.deps))
+
+
+def _lowered(lowerer: frontend.Lowerer, arg_types: Sequence[Type]) -> Function:
+    return frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
+
+
+def _lowered_again(parsed: frontend.Parsed, arg_types: tuple[Type, ...], deps: list) -> Function:
+    lowerer = frontend.Lowerer(parsed)
+    fn = _lowered(lowerer, arg_types)
+    _same_reads(parsed.name, lowerer.deps, deps)
+    return fn

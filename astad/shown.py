@@ -138,5 +138,5 @@ def grad_ir(g: Any, stage: str, args: Sequence[Any]) -> str:
         assert d.stages is not None
         return d.stages.text(stage)
     if ran.stages is None:
-        ran.stages = pipeline.run_stages(g._rev._parsed, ran.arg_types, ran.wrt)[0]
+        ran.stages = pipeline.stages_of(g._rev._parsed, ran.arg_types, ran.wrt, ran.deps)
     return ran.stages.text(stage)
