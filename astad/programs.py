@@ -22,7 +22,7 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from . import pipeline
+from . import deep, pipeline
 from .ad.vjp_function import vjp_function
 from .errors import AstadError
 from .ir import Function, NoneT, ReverseProgram, Type, Var, free_vars
@@ -122,8 +122,9 @@ def plain_program(rev: Any, args: Sequence[Any]) -> Program:
     from . import frontend
 
     types = rev._types(args)
-    lowerer = frontend.Lowerer(rev._parsed)
-    core = frontend.drop_dead_temporaries(lowerer.lower_function(list(types)))
+    with deep.gc_paused():  # (as the transformation lowers: the collector would walk the IR as it grows)
+        lowerer = frontend.Lowerer(rev._parsed)
+        core = frontend.drop_dead_temporaries(lowerer.lower_function(list(types)))
     values = {n: obj for n, (_, obj) in lowerer.constants.items()}
     return Program(core, tuple(types), len(types), rev._parsed.name, values, deps=lowerer.deps)
 
