@@ -323,6 +323,33 @@ def test_second_derivatives_seed_the_numpy_scalar_too(tmp_path):
             np.testing.assert_array_equal(value, [np.inf, 1.0])
             assert tangent[0] == -np.inf
 
+
+def test_the_fast_backward_loop_reads_a_numpy_cotangent_as_a_python_float(tmp_path):
+    """grad's seed is an np.float64 where the output is one: the backward loop on the fast path reads
+    it as a Python float (``float(ct)`` once, exact), its fallback (after a division by zero) as numpy's,
+    so the fast path keeps its speed and ``x[i] / i`` at ``i = 0`` still gives inf."""
+    src = """
+import numpy as np
+
+def loop(x, y):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.sin(x[i]) * y[i] + 0.5 * x[i] * x[i]
+    return s
+"""
+    fn = load_program(src, tmp_path).loop
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal(7), rng.standard_normal(7)
+    source = astad.reverse(fn).transform(x, y).source
+    backward = source[source.index("def loop_backward"):]
+    assert "_float = float(" in backward
+    fast_loop = backward[:backward.index("except")]
+    assert "s_5_ct *" not in fast_loop and "_float *" in fast_loop
+    for _ in range(3):
+        gx, gy = astad.grad(fn, (0, 1))(x, y)
+        np.testing.assert_allclose(gx, np.cos(x) * y + x, rtol=1e-13)
+        np.testing.assert_allclose(gy, np.sin(x), rtol=1e-13)
+
 # random loops over float64 vectors: elements, bools of comparisons, constants of every kind
 
 _FLOAT_CONSTS = ["0.5", "2.0", "-1.5", "0.0", "-0.0", "3", "1e300", "9007199254740993"]

@@ -53,9 +53,10 @@ class LoopPrinting:
         if fast is None:
             self.lines += self.loop_lines(b, rhs, inits, self.fast, leading)
             return
-        if fast.lists:
-            names = [cst.Name(n) for n in fast.lists.values()]
-            values = [px.method(cst.Name(x), "tolist") for x in fast.lists]
+        if fast.lists or fast.floats:  # vectors read as lists, numpy floats as Python floats
+            names = [cst.Name(n) for n in (*fast.lists.values(), *fast.floats.values())]
+            values = [px.method(cst.Name(x), "tolist") for x in fast.lists] + \
+                [px.call("float", [cst.Name(x)]) for x in fast.floats]
             self.lines.append(cst.SimpleStatementLine(body=[cst.Assign(
                 [cst.AssignTarget(_flat_tuple(names))], _flat_tuple(values))], leading_lines=leading))
             leading = []

@@ -85,6 +85,9 @@ class Printer(LoopPrinting):
             if a.name in self.inlined:
                 self.reach = max(self.reach, self.depth.pop(a.name))
                 return self.inlined.pop(a.name)
+            fast = self.fast
+            if fast is not None and a.name in fast.floats:  # (a numpy float read as a Python float)
+                return px.name(fast.floats[a.name])
             return px.name(a.name)
         if isinstance(a, Const):
             return px.name(a.name) if a.name is not None else px.literal(a.value)

@@ -16,7 +16,8 @@ generated code instead
   recorded ``x``: one multiplication rather than an append);
 - and, in the loop's backward pass, accumulates the cotangent of such a vector
   in a list of floats (``x_ct = [0.0] * n; x_ct[i] += v``), made an array once
-  after the loop.
+  after the loop; a numpy float it reads from outside (the output's cotangent, ``np.float64(1.0)``
+  where the output is an ``np.float64``) it reads as a Python float made once before the loop.
 
 **What may differ, and how each difference is handled.**  A value the array
 path holds as an ``np.float64`` may now be a Python float (the pass calls it
@@ -99,6 +100,7 @@ class FastLoop:
     recompute: tuple[Bind, ...] = ()  # recorded values computed again in the backward pass, not recorded
     numpy: set[str] = field(default_factory=set)  # backward fallback: recorded floats read back as numpy scalars
     scatters: dict[str, str] = field(default_factory=dict)  # backward: ``acc[i] += v``'s result -> the list
+    floats: dict[str, str] = field(default_factory=dict)  # backward: a numpy float the loop reads -> its float's name
 
 
 @dataclass
@@ -133,7 +135,7 @@ def plan(prog: ReverseProgram, residuals: Sequence[Var] = ()) -> ScalarPlan:
             continue
         try:
             fwd = _forward(loop, taken, read)
-            bwd = _backward(back.rhs, fwd, prog.backward) if back is not None else None  # type: ignore[union-attr]
+            bwd = _fast_backward(back.rhs, fwd, prog.backward, taken) if back is not None else None  # type: ignore
             if bwd is not None and bwd.guarded and bwd.demoted & _in_branches(loop):
                 raise _Refused  # the fallback's np.array(tape) of floats and Nones would hold Python floats
         except _Refused:
@@ -216,8 +218,8 @@ def _forward(loop: Loop, taken: set[str], residuals: set[str]) -> FastLoop:
     return fast
 
 
-def _backward(back: LoopBack, fwd: FastLoop, block: Block) -> FastLoop:
-    fast = FastLoop(tapes=fwd.tapes, recompute=fwd.recompute, index=fwd.index)
+def _backward(back: LoopBack, fwd: FastLoop, block: Block, floats: dict[str, str] | None = None) -> FastLoop:
+    fast = FastLoop(tapes=fwd.tapes, recompute=fwd.recompute, index=fwd.index, floats=dict(floats or {}))
     _plain_body(back.body)
     items = _result(back.body)
     zeros = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "zeros"}
@@ -232,9 +234,30 @@ def _backward(back: LoopBack, fwd: FastLoop, block: Block) -> FastLoop:
         fast.accumulators[p.name] = p.type.shape[0]  # type: ignore[union-attr]
         for name in chain:
             fast.scatters[name] = p.name
-    fast.demoted = {v.name for v in back.saved if v.name in fwd.demoted}
+    fast.demoted = {v.name for v in back.saved if v.name in fwd.demoted} | set(fast.floats)
     _demote(Block((*fwd.recompute, *back.body.binds), back.body.result), back.params, fast, getitems=False)
     return fast
+
+
+def _fast_backward(back: LoopBack, fwd: FastLoop, block: Block, taken: set[str]) -> FastLoop:
+    """:func:`_backward`, the numpy floats it reads from outside (the output's cotangent, an
+    ``np.float64`` where the output is one: grad's ``np.float64(1.0)``) read as Python floats
+    (``out_ct_float = float(out_ct)`` before the fast loop; the fallback reads the numpy float), if
+    the loop stays on the fast path so; else as they are."""
+    inside = _bound(back.body) | {v.name for v in back.params} | {v.name for v in back.saved} \
+        | {r.targets[0].name for r in fwd.recompute}
+    free = {a.name: a for b in _all_binds(back.body) for a in _reads(b.rhs) if a.name not in inside}
+    floats = {n: _name(f"{n}_float", taken) for n, a in free.items()
+              if _float_scalar(a) and not a.type.py}  # type: ignore[union-attr]
+    if floats:
+        try:
+            fast = _backward(back, fwd, block, floats)
+        except _Refused:
+            pass
+        else:
+            taken |= set(floats.values())
+            return fast
+    return _backward(back, fwd, block)
 
 
 def _known(a: Atom) -> int:
