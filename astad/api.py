@@ -128,9 +128,7 @@ class Pullback:
         t = self._out_type
         if type(ct) is not float or type(t) is not Num or t.shape:  # a float is a cotangent of any scalar
             _check_cotangent(t, ct, "the output")
-            ct = typed_cotangent(t, ct)
-        elif not t.py and t.differentiable:
-            ct = np.dtype(t.dtype).type(ct)  # (see typed_cotangent)
+        ct = typed_cotangent(t, ct)
         cts = self._backward(self._residuals, ct)
         if self._n is not None:
             cts = tuple(cts)[:self._n]

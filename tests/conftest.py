@@ -91,6 +91,19 @@ def check_grad(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5):
 _programs = __import__("itertools").count()
 
 
+def central_differences(f, x, eps=1e-6):
+    """The derivative of scalar ``f`` at ``x`` by central differences: a number at a number, an array
+    of x's shape at an array (every element)."""
+    if np.ndim(x) == 0:
+        return (f(x + eps) - f(x - eps)) / (2 * eps)
+    out = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = eps
+        out[k] = (f(x + e) - f(x - e)) / (2 * eps)
+    return out
+
+
 def load_program(source, directory, stem="prog"):
     """Write ``source`` to a uniquely named .py file in ``directory`` and import
     it (astad reads functions' source, so they must live in a real file)."""

@@ -17,6 +17,7 @@ import pytest
 from astad import cli
 from astad.cli_types import CliError, read_type
 from astad.ir import BOOL, FLOAT, INT, Num, StructT
+from conftest import central_differences
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -146,19 +147,9 @@ def generated(source):
     return ns
 
 
-def central_differences(f, args, i, eps=1e-6):
+def differences_in(f, args, i):
     """The gradient of ``f`` in argument ``i`` (an array or a float) by central differences."""
-    def at(xi):
-        return f(*args[:i], xi, *args[i + 1:])
-    x = args[i]
-    if isinstance(x, float):
-        return (at(x + eps) - at(x - eps)) / (2 * eps)
-    g = np.zeros_like(x)
-    for j in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[j] = eps
-        g[j] = (at(x + e) - at(x - e)) / (2 * eps)
-    return g
+    return central_differences(lambda xi: f(*args[:i], xi, *args[i + 1:]), args[i])
 
 
 def check_reverse(source, name, f, args):
@@ -167,7 +158,7 @@ def check_reverse(source, name, f, args):
     np.testing.assert_allclose(value, f(*args), rtol=1e-12)
     cts = ns[f"{name}_backward"](residuals, 1.0)
     for i, ct in enumerate(cts):
-        np.testing.assert_allclose(ct, central_differences(f, args, i), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(ct, differences_in(f, args, i), rtol=1e-6, atol=1e-7)
 
 
 # --------------------------------------------------------------------------- through the command line
@@ -225,7 +216,7 @@ def test_structures_on_the_command_line_and_keyword_only_parameters(mods):
         return mod.nested({"W": W, "b": b}, [x0, x1], (t0, t1))
     assert value == pytest.approx(f(*leaves), rel=1e-12)
     for i, ct in enumerate(ns["nested_backward"](residuals, 1.0)):
-        np.testing.assert_allclose(ct, central_differences(f, leaves, i), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(ct, differences_in(f, leaves, i), rtol=1e-6, atol=1e-7)
     # keyword-only parameters: scale by its annotation, eps by its default, y by --arg
     proc = run(where, "ann_text.py:kw", "--arg", "y=f64[3]")
     assert proc.returncode == 0, proc.stderr

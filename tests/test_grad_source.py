@@ -7,8 +7,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 import astad
-
-EPS = 1e-6
+from conftest import central_differences
 
 
 def poly(x):
@@ -25,18 +24,6 @@ def weighted(x):
 
 def two(x, y):
     return np.sum(np.sin(x) * y) + x[0] * y[1]
-
-
-def _fd(f, x, i=None):
-    """Central differences of scalar f at x (an array: every element)."""
-    if np.ndim(x) == 0:
-        return (f(x + EPS) - f(x - EPS)) / (2 * EPS)
-    out = np.zeros_like(x)
-    for k in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[k] = EPS
-        out[k] = (f(x + e) - f(x - e)) / (2 * EPS)
-    return out
 
 
 def _run(source):
@@ -73,7 +60,7 @@ def test_grad_of_arrays_shows_the_reverse_derivative():
     value, residuals = scope["weighted_forward"](x)
     ct = scope["weighted_backward"](residuals, 1.0)[0]
     assert value == weighted(x)
-    np.testing.assert_allclose(ct, _fd(weighted, x), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(ct, central_differences(weighted, x), rtol=1e-7, atol=1e-9)
     assert g.source_for(x) == shown
     assert f"```python\n{shown}" in g._repr_markdown_()
     assert g.ir("core") == astad.reverse(weighted).ir("core", x)
@@ -97,7 +84,7 @@ def test_shown_reverse_code_of_two_arguments_runs_to_the_gradient(shift, argnum)
 
     def along(a):
         return two(*[a if i == argnum else args[i] for i in range(2)])
-    np.testing.assert_allclose(ct, _fd(along, args[argnum]), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(ct, central_differences(along, args[argnum]), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(ct, grad, rtol=1e-12, atol=1e-12)
 
 
@@ -111,7 +98,7 @@ def test_grad_of_a_python_float_shows_the_forward_mode_jvp(x):
     assert "poly_forward" not in shown and "poly_backward" not in shown and "poly_vjp" not in shown
     value, tangent = _run(shown)["poly_jvp"](x, 1.0)
     assert value == poly(x)
-    np.testing.assert_allclose(tangent, _fd(poly, x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(tangent, central_differences(poly, x), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(tangent, d, rtol=1e-13, atol=1e-13)
 
 
@@ -145,4 +132,4 @@ def test_programs_of_derived_callables_are_labelled_as_programs():
     gg(0.7)
     scope = _run(gg.source)
     (value, tangent), _ = scope["poly_vjp_vjp_backward"](scope["poly_vjp_vjp_forward"](0.7, 1.0, 1.0, None)[1], None)
-    np.testing.assert_allclose(tangent[0], _fd(astad.grad(poly), 0.7), rtol=1e-6)
+    np.testing.assert_allclose(tangent[0], central_differences(astad.grad(poly), 0.7), rtol=1e-6)
