@@ -124,6 +124,10 @@ identity = _kind_filter("A:", "PL:")
 @dataclass
 class _Loop:
     made: set[str] = field(default_factory=set)  # roots allocated while lowering the body
+    #: per carried slot, the roots of what an exit that goes on to the next iteration (the body's
+    #: end, ``continue``) passes on; ``None`` until one is seen.  What ``break`` or ``return``
+    #: passes reaches the loop's results only: no later iteration runs the body with it.
+    going_on: list[frozenset] | None = None
 
 
 @dataclass
@@ -291,13 +295,25 @@ class Aliases:
         """A loop's carried variable: its initial value, or what the body passes on."""
         self.of_var[param.name] = self.roots(init) | {"P:" + param.name}
 
+    def leaving(self, stops: bool, state: list) -> None:
+        """The body is left here with ``state`` (one atom per carried slot); ``stops``:
+        by ``break`` or ``return``, after which the body does not run again."""
+        lp = self.loops[-1]
+        if stops:
+            return
+        roots = [self.roots(a) for a in state]
+        lp.going_on = roots if lp.going_on is None else [a | b for a, b in zip(lp.going_on, roots)]
+
     def exit_loop(self, params: list, outs: list, finals: list) -> None:
         """The body is lowered: resolve its placeholders, check again what waited
-        for them, and give the loop's results their roots."""
+        for them, and give the loop's results their roots.  The checks made in the
+        body see, at the start of an iteration, what the previous one passed on."""
         lp = self.loops.pop()
         flows = {"P:" + p.name: self.roots(o) for p, o in zip(params, outs)}
         merged = _close(flows, lambda r: r)
-        previous = _close(flows, lambda r: r + "'" if r in lp.made else r)
+        going_on = lp.going_on if lp.going_on is not None and len(lp.going_on) == len(params) else None
+        passed = flows if going_on is None else {"P:" + p.name: rs for p, rs in zip(params, going_on)}
+        previous = _close(passed, lambda r: r + "'" if r in lp.made else r)
         self.subst.update(merged)
         waiting = self.pending
         self.pending = []

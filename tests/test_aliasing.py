@@ -187,6 +187,18 @@ def alias_in_a_branch(x):
     return np.sum(y * v)
 
 
+def alias_kept_by_continue(x):
+    r = x * 1.0
+    held = [x * 0.5]
+    for i in range(4):
+        r /= 2.0      # after a `continue`, r is the array the list holds
+        if x[i] > 0.5:
+            held.append(r)
+            continue
+        r = r + x
+    return np.sum(np.stack(held)) + np.sum(r)
+
+
 def zero_d_argument_scalar(x):
     s = x[0] * 1.0
     t = np.where(s > 0.0, s, -s)  # a 0-d array
@@ -200,7 +212,7 @@ REFUSED = [view_slice, view_rows_in_a_loop, view_made_in_a_lambda, view_made_in_
            view_expand_dims, view_np_transpose, base_changed_under_a_view, view_of_an_argument, argument_itself,
            alias_by_name, alias_in_a_tuple, alias_in_a_list, alias_carried_through_a_loop,
            alias_made_by_the_loop_back_edge, alias_through_two_carried_names, alias_in_a_branch,
-           zero_d_argument_scalar]
+           zero_d_argument_scalar, alias_kept_by_continue]
 
 X = np.array([0.3, -1.2, 0.7, 2.0])
 
@@ -325,6 +337,18 @@ def copy_of_an_argument(x):
     return np.sum(y * z) + np.sum(w * x)
 
 
+def alias_kept_only_by_break(x):
+    r = x * 1.0
+    held = [x * 0.5]
+    for i in range(4):
+        r /= 2.0      # the list holds r only once the loop has stopped
+        if x[i] > 0.5:
+            held.append(r)
+            break
+        r = r + x
+    return np.sum(np.stack(held)) + np.sum(r)
+
+
 def copy_of_a_local(x):
     y = x * 1.0
     z = y.copy()
@@ -334,7 +358,7 @@ def copy_of_a_local(x):
 
 ACCEPTED = [copy_of_an_argument, copy_of_a_local, fresh_update, view_dead_before_the_update, base_rebound_before_the_update, scalar_element_copy,
             accumulate_in_a_loop, fresh_each_iteration_and_kept, loop_over_a_copy_of_rows, scalar_accumulators,
-            update_then_view]
+            update_then_view, alias_kept_only_by_break]
 
 
 @pytest.mark.parametrize("fn", ACCEPTED, ids=lambda f: f.__name__)

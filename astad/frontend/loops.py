@@ -187,6 +187,7 @@ class Loops(LowererCore):
                         state.append(Const.literal(False, BOOL) if stop else self.next_go(test, has_break))
                     elif running:
                         state.append(Const.literal(not stop, BOOL))
+                    self.aliases.leaving(stop, state)
                     return PyTuple(tuple(state))
 
                 self.exits.append(leave)
