@@ -29,10 +29,10 @@ before.  Replaying gives each binding the aliasing facts a lowering gives it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
-from ..ir import Bind, Const, ListT, Prim, Var
+from ..ir import Bind, Block, Const, Function, KeyFunction, ListT, Num, Prim, Var
 from ..rules import has_effect
 from ..values import PyTuple
 
@@ -55,6 +55,7 @@ class Template:
     binds: tuple[Bind, ...]
     names: tuple[tuple[str, str | None, str], ...]
     result: Any
+    function: KeyFunction | None = None  # called, not replayed (:func:`as_function`)
 
 
 @dataclass
@@ -183,3 +184,41 @@ def _substituted(value: Any, new: dict[str, Any]) -> Any:
     if type(value) is PyTuple:
         return PyTuple(tuple(_substituted(v, new) for v in value.items), value.is_list, value.fields)
     return value
+
+
+# --------------------------------------------------------------------------- a template as a function
+
+
+def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable[[], str], loc: Any
+                ) -> Template | None:
+    """The template of a call just lowered, as a function of its own (:class:`KeyFunction`) that this
+    call and every later one with its key calls (reverse mode generates it once, not at each call:
+    a recursion over a tree of depth 8 makes 9 functions, not 255 inlined bodies); None where the
+    template is not one: no bindings, or a result that is not one array the call made (a view of an
+    argument, whose in-place update would change the argument, is inlined as before), or an argument
+    that is a Python float (whose cotangent's type the caller's code decides)."""
+    result = template.result
+    targets = {b.targets[0].name for b in template.binds}
+    if not template.binds or type(result) is not Var or result.name not in targets:
+        return None
+    t = result.type
+    if not isinstance(t, Num) or t.py or not t.differentiable:
+        return None
+    if any(not isinstance(v.type, Num) or (v.type.py and v.type.differentiable) for v in template.inputs):
+        return None
+    if not lowerer.aliases.roots(result) <= {"A:" + n for n in targets}:
+        return None
+    made = name()
+    fn = KeyFunction(made, Function(made, template.inputs, Block(template.binds, result)))
+    del lowerer.binds[rec.n_binds:]
+    lowerer.bind_prim(result, Prim("call", template.inputs, (("fn", fn),)), loc)
+    return replace(template, function=fn)
+
+
+def call(lowerer: Any, template: Template, inputs: tuple[Var, ...], loc: Any) -> Var:
+    """A later call with the key of ``template``, which is a function: ``let y = call(inputs)``."""
+    fn = template.function
+    assert fn is not None
+    var = Var(lowerer.namer.temp(), template.result.type)
+    lowerer.bind_prim(var, Prim("call", inputs, (("fn", fn),)), loc)
+    return var

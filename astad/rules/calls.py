@@ -1,0 +1,80 @@
+"""A call of a function the frontend lowered once per static key (:class:`astad.ir.KeyFunction`).
+
+``call(args, fn=k)`` is the primal: ``k``'s body at ``args``.  The reverse macro
+(:mod:`astad.ad.calls`) splits it into ``call_forward(args, fn=k, mask=m, name=n)``,
+printed ``n_forward(args)`` and giving the pair ``(value, residuals)``, and
+``call_backward(residuals, ct, ...)``, printed ``n_backward(residuals, ct)`` and
+giving one cotangent per argument (None where ``m`` says none is needed): the
+generated functions of ``k``'s own reverse program.  Neither is differentiated
+again: forward mode and derivatives of derivatives lower the user's function
+with every call inlined (:attr:`astad.frontend.Lowerer.functions` is off there).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import pyexpr as px
+from ..errors import InternalError
+from ..ir import NoneT, TupleT, Type
+from .table import DerivativeKind, Expr, Primitive, register
+
+
+def _call_infer(ts: list[Type], params: dict) -> Type:
+    return params["fn"].fn.body.result.type
+
+
+def _call_impl(*args: Any, fn: Any, **params: Any) -> Any:
+    from ..ir.interp import run
+    return run(fn.fn, *args)
+
+
+def _forward_infer(ts: list[Type], params: dict) -> Type:
+    return TupleT((params["fn"].fn.body.result.type, TupleT(())))
+
+
+def _forward_impl(*args: Any, fn: Any, mask: tuple[bool, ...], name: str) -> Any:
+    """(The interpreter's residuals are the arguments: its backward runs the reverse program whole.)"""
+    from ..ir.interp import run
+    return run(fn.fn, *args), args
+
+
+def _backward_infer(ts: list[Type], params: dict) -> Type:
+    fn, mask = params["fn"], params["mask"]
+    return TupleT(tuple(p.type if m else NoneT() for p, m in zip(fn.fn.params, mask)))
+
+
+def _backward_impl(residuals: Any, ct: Any, fn: Any, mask: tuple[bool, ...], name: str) -> Any:
+    from ..ad.calls import reverse_of_key
+    from ..ir.interp import run_reverse
+    _, cts = run_reverse(reverse_of_key(fn, mask), residuals, ct)
+    return tuple(c if m else None for c, m in zip(cts, mask))
+
+
+def _no_jvp(b: Any, p: Any, out: Any, tangents: Any) -> Any:
+    raise InternalError(f"{p.op}: forward mode lowers calls inlined, never as `call`")
+
+
+def _no_vjp(b: Any, p: Any, out: Any, ct: Any) -> Any:
+    raise InternalError(f"{p.op}: the reverse macro splits a call (astad.ad.calls), never by the table's VJP")
+
+
+def _emit_forward(a: list[Expr], ps: dict) -> Expr:
+    return px.call(f"{ps['name']}_forward", a)
+
+
+def _emit_backward(a: list[Expr], ps: dict) -> Expr:
+    return px.call(f"{ps['name']}_backward", a)
+
+
+def _emit_call(a: list[Expr], ps: dict) -> Expr:
+    raise InternalError("call: printed only as call_forward and call_backward (reverse mode)")
+
+
+register(
+    Primitive("call", _call_impl, _call_infer, _emit_call, vjp=_no_vjp, kind=DerivativeKind.RULE, jvp=_no_jvp),
+    Primitive("call_forward", _forward_impl, _forward_infer, _emit_forward, vjp=_no_vjp,
+              kind=DerivativeKind.BACKWARD_ONLY, jvp=_no_jvp),
+    Primitive("call_backward", _backward_impl, _backward_infer, _emit_backward, vjp=_no_vjp,
+              kind=DerivativeKind.BACKWARD_ONLY, jvp=_no_jvp),
+)
