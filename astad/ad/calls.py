@@ -49,10 +49,12 @@ def backward(macro: Any, bind: Bind, forward: Prim) -> None:
     params = dict(forward.params)
     cts = Var(macro.namer.temp(), rules.infer("call_backward", [residuals.type, ct.type], params))
     macro.b.bind((cts,), Prim("call_backward", (residuals, ct), forward.params))
-    parts = tuple(Var(macro.namer.temp(), t) for t in cts.type.items)  # type: ignore[attr-defined]
+    active = [a for a, m in zip(forward.args, mask) if m]
+    parts = tuple(Var(macro.namer.fresh(f"{a.name}_ct"), a.type) for a in active)
     macro.b.bind(parts, Unpack(cts))
-    for a, part, m in zip(forward.args, parts, mask):
-        macro.give(a, part if m else None)
+    given = iter(parts)
+    for a, m in zip(forward.args, mask):
+        macro.give(a, next(given) if m else None)
 
 
 def reverse_of_key(fn: KeyFunction, mask: tuple[bool, ...]) -> ReverseProgram:
@@ -68,8 +70,20 @@ def reverse_of_key(fn: KeyFunction, mask: tuple[bool, ...]) -> ReverseProgram:
         linear = structural.make_explicit(core)
         active = activity.analyse(linear, frozenset(i for i, m in enumerate(mask) if m))
         ad = reverse.reverse(linear, active)
-        found = fn.derived[mask] = optimise.optimise(copowers.remove_functions(ad), active.wrt)
+        found = fn.derived[mask] = _active_only(optimise.optimise(copowers.remove_functions(ad), active.wrt), mask)
     return found
+
+
+def _active_only(prog: ReverseProgram, mask: tuple[bool, ...]) -> ReverseProgram:
+    """``prog`` returning the cotangents of the parameters ``mask`` makes active only (not a None for each other)."""
+    from ..ir import Block, MakeTuple
+
+    final = prog.backward.binds[-1]
+    assert isinstance(final.rhs, MakeTuple) and final.targets == (prog.backward.result,)
+    items = tuple(a for a, m in zip(final.rhs.items, mask) if m)
+    result = Var(final.targets[0].name, TupleT(tuple(a.type for a in items)))
+    binds = prog.backward.binds[:-1] + (Bind((result,), MakeTuple(items), final.loc),)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, Block(binds, result))
 
 
 def called(prog: ReverseProgram) -> list[tuple[KeyFunction, tuple[bool, ...]]]:

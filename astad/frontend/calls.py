@@ -206,7 +206,7 @@ class Calls(LowererCore):
         """Whether a call is made a function of its own (:func:`replay.as_function`), in reverse mode: a
         call of a function that calls itself at more than one place (a recursion over a tree), from
         inside a call of that function (the outermost call is inlined)."""
-        return (self.functions and self.trying == 0 and scope.parsed.self_call_sites > 1
+        return (self.functions and replay.FUNCTIONS and self.trying == 0 and scope.parsed.self_call_sites > 1
                 and any(s.parsed is scope.parsed for s in self.stack))
 
     def _function_name(self, fn: Callable[..., Any]) -> str:

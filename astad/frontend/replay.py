@@ -37,6 +37,14 @@ from ..rules import has_effect
 from ..values import PyTuple
 
 
+#: a recursion's calls made functions of their own in reverse mode (:func:`as_function`; tests switch it off)
+FUNCTIONS = True
+
+#: a call is made a function when its lowering has at least this many bindings: a smaller one is replayed
+#: inline (a recursion's lowest levels inline, where the optimiser's products over many nodes are worth more
+#: than the call, then a function for the subtrees above them)
+MIN_BINDS = 32
+
 #: at most this many calls recorded one inside another (each checks the bindings of those inside it)
 MAX_NESTED = 10
 
@@ -199,7 +207,7 @@ def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable
     that is a Python float (whose cotangent's type the caller's code decides)."""
     result = template.result
     targets = {b.targets[0].name for b in template.binds}
-    if not template.binds or type(result) is not Var or result.name not in targets:
+    if len(template.binds) < MIN_BINDS or type(result) is not Var or result.name not in targets:
         return None
     t = result.type
     if not isinstance(t, Num) or t.py or not t.differentiable:

@@ -4,7 +4,7 @@
 (:mod:`astad.ad.calls`) splits it into ``call_forward(args, fn=k, mask=m, name=n)``,
 printed ``n_forward(args)`` and giving the pair ``(value, residuals)``, and
 ``call_backward(residuals, ct, ...)``, printed ``n_backward(residuals, ct)`` and
-giving one cotangent per argument (None where ``m`` says none is needed): the
+giving the cotangents of the arguments ``m`` makes active: the
 generated functions of ``k``'s own reverse program.  Neither is differentiated
 again: forward mode and derivatives of derivatives lower the user's function
 with every call inlined (:attr:`astad.frontend.Lowerer.functions` is off there).
@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import pyexpr as px
 from ..errors import InternalError
-from ..ir import NoneT, TupleT, Type
+from ..ir import TupleT, Type
 from .table import DerivativeKind, Expr, Primitive, register
 
 
@@ -41,14 +41,13 @@ def _forward_impl(*args: Any, fn: Any, mask: tuple[bool, ...], name: str) -> Any
 
 def _backward_infer(ts: list[Type], params: dict) -> Type:
     fn, mask = params["fn"], params["mask"]
-    return TupleT(tuple(p.type if m else NoneT() for p, m in zip(fn.fn.params, mask)))
+    return TupleT(tuple(p.type for p, m in zip(fn.fn.params, mask) if m))
 
 
 def _backward_impl(residuals: Any, ct: Any, fn: Any, mask: tuple[bool, ...], name: str) -> Any:
     from ..ad.calls import reverse_of_key
     from ..ir.interp import run_reverse
-    _, cts = run_reverse(reverse_of_key(fn, mask), residuals, ct)
-    return tuple(c if m else None for c, m in zip(cts, mask))
+    return run_reverse(reverse_of_key(fn, mask), residuals, ct)[1]
 
 
 def _no_jvp(b: Any, p: Any, out: Any, tangents: Any) -> Any:
