@@ -14,8 +14,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, deep, fresh, frontend, imported, names, optimise, rules, structural
-from .ad import activity, calls as ad_calls, forward as forward_macro, reverse
+from . import codegen, deep, fresh, frontend, imported, key_functions, names, optimise, rules, structural
+from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
 from .optimise.dots import dot_sums
@@ -259,7 +259,8 @@ def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozens
     stages, lowerer = run_stages(parsed, arg_types, wrt, functions=True)
     prog = stages.optimised
     with deep.gc_paused():
-        called = [(p, optimise.residuals(p)) for p in (ad_calls.reverse_of_key(f, m) for f, m in ad_calls.called(prog))]
+        programs = [key_functions.reverse_of_key(f, m) for f, m in key_functions.called(prog)]
+        called = [(p, optimise.residuals(p)) for p in programs]
     source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)),
                               called)
     values = {name: obj for name, (path, obj) in lowerer.constants.items()}

@@ -12,7 +12,7 @@ with every call inlined (:attr:`astad.frontend.Lowerer.functions` is off there).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .. import pyexpr as px
 from ..errors import InternalError
@@ -24,9 +24,13 @@ def _call_infer(ts: list[Type], params: dict) -> Type:
     return params["fn"].fn.body.result.type
 
 
+#: what the interpreter runs these with: ``run`` (an IR function), ``run_reverse`` (a reverse program) and
+#: ``derive(fn, mask)`` (a function's reverse program), set by :mod:`astad.ad.calls` (the table imports neither)
+HOOKS: dict[str, Callable[..., Any]] = {}
+
+
 def _call_impl(*args: Any, fn: Any, **params: Any) -> Any:
-    from ..ir.interp import run
-    return run(fn.fn, *args)
+    return HOOKS["run"](fn.fn, *args)
 
 
 def _forward_infer(ts: list[Type], params: dict) -> Type:
@@ -35,8 +39,7 @@ def _forward_infer(ts: list[Type], params: dict) -> Type:
 
 def _forward_impl(*args: Any, fn: Any, mask: tuple[bool, ...], name: str) -> Any:
     """(The interpreter's residuals are the arguments: its backward runs the reverse program whole.)"""
-    from ..ir.interp import run
-    return run(fn.fn, *args), args
+    return HOOKS["run"](fn.fn, *args), args
 
 
 def _backward_infer(ts: list[Type], params: dict) -> Type:
@@ -45,9 +48,7 @@ def _backward_infer(ts: list[Type], params: dict) -> Type:
 
 
 def _backward_impl(residuals: Any, ct: Any, fn: Any, mask: tuple[bool, ...], name: str) -> Any:
-    from ..ad.calls import reverse_of_key
-    from ..ir.interp import run_reverse
-    return run_reverse(reverse_of_key(fn, mask), residuals, ct)[1]
+    return HOOKS["run_reverse"](HOOKS["derive"](fn, mask), residuals, ct)[1]
 
 
 def _no_jvp(b: Any, p: Any, out: Any, tangents: Any) -> Any:
