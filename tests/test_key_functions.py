@@ -231,3 +231,24 @@ def test_default_size_deep_tree():
     gW, gb = astad.grad(loss, argnums=(0, 1))(W, b, tree)
     np.testing.assert_allclose(gb, central_differences(lambda v: loss(W, v, tree), b), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(gW, central_differences(lambda w: loss(w, b, tree), W), rtol=1e-6, atol=1e-8)
+
+
+def in_loop_and_branch(W, b, tree):
+    """Calls inside a loop's body (their residuals on its tape) and inside a branch decided when running."""
+    acc = np.zeros(K)
+    for i in range(3):
+        acc = acc + node(tree, W * (i + 1.0), b)
+    if acc[0] > 0.0:
+        acc = acc * node(tree, W, b)
+    else:
+        acc = acc - node(tree, W, b * 2.0)
+    return np.sum(acc ** 2)
+
+
+@pytest.mark.parametrize("seed", [17, 18])
+def test_calls_in_loops_and_branches(small_functions, seed):
+    rng = np.random.default_rng(seed)
+    W, b = _weights(rng)
+    tree = balanced(rng, 3)
+    _check(in_loop_and_branch, [W, b, tree])
+    assert "node_1_backward(" in _source(in_loop_and_branch, W, b, tree)
