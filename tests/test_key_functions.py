@@ -9,10 +9,11 @@ trees here make functions (``small_functions``); one keeps the default."""
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import astad
 from astad.frontend import replay
-from conftest import Refused, central_differences, check_correct_or_refused
+from conftest import Refused, central_differences, check_correct_or_refused, fuzz_examples
 
 K = 2  # leaves are K-vectors
 
@@ -252,3 +253,39 @@ def test_calls_in_loops_and_branches(small_functions, seed):
     tree = balanced(rng, 3)
     _check(in_loop_and_branch, [W, b, tree])
     assert "node_1_backward(" in _source(in_loop_and_branch, W, b, tree)
+
+
+def gated_node(t, W, b):
+    """A gate between the children (their product, a sign read when running) and a leaf transformed."""
+    if isinstance(t, tuple):
+        left, right = gated_node(t[0], W, b), gated_node(t[1], W, b)
+        h = W @ np.concatenate([left * right, left - right]) + b
+        return np.where(h > 0.0, h, 0.1 * h) + np.exp(-left * left)
+    return np.sin(t) * b
+
+
+def gated_loss(W, b, tree):
+    out = gated_node(tree, W, b)
+    return np.sum(out * gated_node(tree, W, b * 0.5))
+
+
+SHAPES = st.recursive(st.just(0), lambda kids: st.tuples(kids, kids), max_leaves=12)
+
+
+def _shaped(rng, shape):
+    return _leaf(rng) if shape == 0 else tuple(_shaped(rng, s) for s in shape)
+
+
+@settings(max_examples=fuzz_examples(15), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(SHAPES, st.sampled_from([1, 3, 8, 32]), st.sampled_from(["loss", "gated_loss", "helper_loss"]),
+       st.integers(0, 2 ** 16))
+def test_random_trees(monkeypatch, shape, min_binds, program, seed):
+    """Trees of random shapes, node bodies and sizes from which a call is a function."""
+    monkeypatch.setattr(replay, "MIN_BINDS", min_binds)
+    astad.clear_caches(disk=False)
+    rng = np.random.default_rng(seed)
+    W, b = _weights(rng)
+    tree = _shaped(rng, shape)
+    args = [W, tree] if program == "helper_loss" else [W, b, tree]
+    _check(globals()[program], args)
