@@ -25,6 +25,15 @@ still read), read no argument's binding (``s[0]`` of ``s = a[2:]`` is read as
 result are variables, constants and tuples of them.  Anything else is lowered at every call, as
 before.  Replaying gives each binding the aliasing facts a lowering gives it
 (``Aliases.prim``), so in-place updates after the call are checked alike.
+
+In reverse mode (``Lowerer.functions``), a recorded call of a function that calls
+itself at more than one place (a recursion over a tree), made inside a call of that
+function, with at least :data:`MIN_BINDS` bindings and one array it made as its
+result, becomes a function of its own (:func:`as_function`): its bindings are
+replaced by ``call(inputs, fn=...)`` and every later call with its key is that call
+(:func:`call`), which :mod:`astad.ad.calls` differentiates and the generated code
+calls (``node_1_forward``, ``node_1_backward``): each stage after lowering sees one
+body per such key, not one per node.
 """
 
 from __future__ import annotations
@@ -200,11 +209,12 @@ def _substituted(value: Any, new: dict[str, Any]) -> Any:
 def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable[[], str], loc: Any
                 ) -> Template | None:
     """The template of a call just lowered, as a function of its own (:class:`KeyFunction`) that this
-    call and every later one with its key calls (reverse mode generates it once, not at each call:
-    a recursion over a tree of depth 8 makes 9 functions, not 255 inlined bodies); None where the
-    template is not one: no bindings, or a result that is not one array the call made (a view of an
-    argument, whose in-place update would change the argument, is inlined as before), or an argument
-    that is a Python float (whose cotangent's type the caller's code decides)."""
+    call and every later one with its key calls (reverse mode generates it once, not at each call: a
+    recursion over a tree of depth 8 is a few functions, not 255 inlined bodies); None where the
+    template is not one: fewer than :data:`MIN_BINDS` bindings, a result that is not one array the
+    call made (a view of an argument, whose in-place update would change the argument, is inlined as
+    before), or an argument that is a Python float (whose cotangent's type the caller's code decides).
+    The call's bindings are replaced by ``let result = call(inputs, fn=function)``."""
     result = template.result
     targets = {b.targets[0].name for b in template.binds}
     if len(template.binds) < MIN_BINDS or type(result) is not Var or result.name not in targets:
