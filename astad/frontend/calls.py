@@ -199,7 +199,8 @@ class Calls(LowererCore):
             self.recording -= 1
             made = replay.finish(self, recording, value, self.recording == 0)
             if made is not None and lowered and self._a_function(fn, scope):
-                made = replay.as_function(self, recording, made, lambda: self._function_name(fn), self.loc()) or made
+                made = replay.as_function(self, recording, made, lambda: self._function_name(fn), self.loc(),
+                                           scope.env) or made
             templates[key] = made or False
 
     def _a_function(self, fn: Callable[..., Any], scope: Scope) -> bool:

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ..ir import Bind, Block, Const, Function, KeyFunction, ListT, Num, Prim, Var
+from ..ir import Bind, Block, Const, Function, KeyFunction, ListT, Num, Prim, Var, substitute_block
 from ..rules import has_effect
 from ..values import PyTuple
 
@@ -206,8 +206,8 @@ def _substituted(value: Any, new: dict[str, Any]) -> Any:
 # --------------------------------------------------------------------------- a template as a function
 
 
-def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable[[], str], loc: Any
-                ) -> Template | None:
+def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable[[], str], loc: Any,
+                env: dict[str, Any]) -> Template | None:
     """The template of a call just lowered, as a function of its own (:class:`KeyFunction`) that this
     call and every later one with its key calls (reverse mode generates it once, not at each call: a
     recursion over a tree of depth 8 is a few functions, not 255 inlined bodies); None where the
@@ -227,10 +227,35 @@ def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable
     if not lowerer.aliases.roots(result) <= {"A:" + n for n in targets}:
         return None
     made = name()
-    fn = KeyFunction(made, Function(made, template.inputs, Block(template.binds, result)))
+    params, body = _named_by_parameters(template, env)
+    fn = KeyFunction(made, Function(made, params, body))
     del lowerer.binds[rec.n_binds:]
     lowerer.bind_prim(result, Prim("call", template.inputs, (("fn", fn),)), loc)
     return replace(template, function=fn)
+
+
+def _named_by_parameters(template: Template, env: dict[str, Any]) -> tuple[tuple[Var, ...], Block]:
+    """The function's parameters named after the callee's (``W``, ``t_0_1`` for ``t[0][1]``), not after
+    the first call's arguments, and its body reading them (the names of the first call where one would
+    be a name the body binds)."""
+    names: dict[str, str] = {}
+
+    def visit(v: Any, path: str) -> None:
+        if type(v) is Var:
+            names.setdefault(v.name, path)
+        elif type(v) is PyTuple and not v.is_list:
+            for i, item in enumerate(v.items):
+                visit(item, f"{path}_{i}")
+
+    for k, v in sorted(env.items()):
+        visit(v, k)
+    body = Block(template.binds, template.result)
+    wanted = [names.get(v.name, v.name) for v in template.inputs]
+    bound = {b.targets[0].name for b in template.binds}
+    if len(set(wanted)) != len(wanted) or bound & set(wanted) or not all(w.isidentifier() for w in wanted):
+        return template.inputs, body
+    params = tuple(Var(w, v.type) for w, v in zip(wanted, template.inputs))
+    return params, substitute_block(body, {v.name: p for v, p in zip(template.inputs, params)})
 
 
 def call(lowerer: Any, template: Template, inputs: tuple[Var, ...], loc: Any) -> Var:
