@@ -289,3 +289,23 @@ def test_random_trees(monkeypatch, shape, min_binds, program, seed):
     tree = _shaped(rng, shape)
     args = [W, tree] if program == "helper_loss" else [W, b, tree]
     _check(globals()[program], args)
+
+
+def fib(x, n):
+    """A recursion on a known int: the calls of each n repeat at many places (not a tree of tuples)."""
+    if n <= 1:
+        return x * 1.5
+    return np.sin(fib(x, n - 1)) * fib(x, n - 2) + x
+
+
+def fib_loss(x):
+    return np.sum(fib(x, 9))
+
+
+@pytest.mark.parametrize("min_binds", [1, 32])
+def test_recursion_on_an_int(monkeypatch, min_binds):
+    monkeypatch.setattr(replay, "MIN_BINDS", min_binds)
+    astad.clear_caches(disk=False)
+    x = np.random.default_rng(19).standard_normal(3) * 0.5
+    _check(fib_loss, [x])
+    assert "fib_1_backward(" in _source(fib_loss, x)
