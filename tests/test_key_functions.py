@@ -309,3 +309,25 @@ def test_recursion_on_an_int(monkeypatch, min_binds):
     x = np.random.default_rng(19).standard_normal(3) * 0.5
     _check(fib_loss, [x])
     assert "fib_1_backward(" in _source(fib_loss, x)
+
+
+def set_after(W, b, tree):
+    """An element of a call's result set, the result then read again: the residuals the called
+    function keeps (its tanh's value) must not see the update."""
+    h = node(tree, W, b)
+    h[0] = 5.0
+    g = node(tree[1], W, b)
+    g[1] = g[0] * h[1]
+    return np.sum(h * np.tanh(h)) + np.sum(g * g)
+
+
+def test_an_update_after_a_call_leaves_its_residuals(small_functions):
+    rng = np.random.default_rng(20)
+    W, b = _weights(rng)
+    tree = balanced(rng, 3)
+    _check(set_after, [W, b, tree])
+    _, pullback = astad.reverse(set_after)(W, b, tree)
+    first = pullback(1.0)
+    second = pullback(1.0)
+    for x, y in zip(_leaf_list(first), _leaf_list(second)):
+        np.testing.assert_array_equal(x, y)
