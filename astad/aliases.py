@@ -91,6 +91,8 @@ KIND: dict[str, str] = {
     **dict.fromkeys(("inv", "solve", "det", "slogdet_sign", "slogdet_logabsdet", "pinv", "norm", "cholesky", "eigvalsh",
                      "eigh_vectors", "qr_q", "qr_r", "svdvals", "svd_u", "svd_vh",
                      "adjugate", "adjugate_tangent", "inv_or_nan"), "fresh"),
+    # a call of a function of its own (astad.ad.calls): made one only where its result is an array it made
+    **dict.fromkeys(("call", "call_forward", "call_backward"), "fresh"),
     "getitem": "getitem",
     "list": "list",
     **dict.fromkeys(("append", "append_in_place"), "append"),

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, deep, fresh, frontend, imported, names, optimise, rules, structural
+from . import codegen, deep, fresh, frontend, imported, key_functions, names, optimise, rules, structural
 from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
@@ -143,11 +143,15 @@ def leaf_wrt(arg_types: Sequence[Type], wrt: frozenset[int] | None) -> frozenset
 
 
 def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
-               wrt: frozenset[int] | None = None) -> tuple[Stages, frontend.Lowerer]:
+               wrt: frozenset[int] | None = None, functions: bool = False) -> tuple[Stages, frontend.Lowerer]:
     """Every stage of reverse mode, and the lowerer (which knows the names the code
-    reads); the garbage collector waits meanwhile (:func:`astad.deep.gc_paused`)."""
+    reads); the garbage collector waits meanwhile (:func:`astad.deep.gc_paused`).
+    ``functions``: a recursion's calls made functions of their own (:mod:`astad.ad.calls`),
+    which only the generated code of :func:`transform` calls (a derivative of a derivative,
+    forward mode and the IR given to other programs have every call inlined)."""
     with deep.gc_paused():
         lowerer = frontend.Lowerer(parsed)
+        lowerer.functions = functions
         core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
         return reverse_stages(core, arg_types, wrt), lowerer
 
@@ -161,12 +165,12 @@ def reverse_stages(core: Function, arg_types: Sequence[Type], wrt: frozenset[int
 
 
 def stages_of(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None,
-              deps: list | None = None) -> Stages:
+              deps: list | None = None, functions: bool = False) -> Stages:
     """The stages of :func:`transform` (computed again for a stage read later), the
     transformation's errors as its; ``deps``: the names its derivative read
     (:class:`Derivative`), which must mean the same objects still."""
     with _ours(parsed.name):
-        stages, lowerer = run_stages(parsed, arg_types, wrt)
+        stages, lowerer = run_stages(parsed, arg_types, wrt, functions)
     if deps is not None:
         _same_reads(parsed.name, lowerer.deps, deps)
     return stages
@@ -245,16 +249,20 @@ def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset
         # (a function of its own: the IR is gone before the garbage collector is on again)
         source, forward, backward, out_type, deps, paths = _generate(parsed, arg_types, wrt)
     return Derivative(parsed.name, source, forward, backward, out_type, arg_types, wrt, deps, paths,
-                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps)))
+                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps, True)))
 
 
 def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
               ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]]]:
     """The generated source, its forward and backward functions, the output's type,
     and the names the code reads (:class:`Derivative`'s deps and constants)."""
-    stages, lowerer = run_stages(parsed, arg_types, wrt)
+    stages, lowerer = run_stages(parsed, arg_types, wrt, functions=True)
     prog = stages.optimised
-    source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)))
+    with deep.gc_paused():
+        programs = [key_functions.reverse_of_key(f, m) for f, m in key_functions.called(prog)]
+        called = [(p, optimise.residuals(p)) for p in programs]
+    source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)),
+                              called)
     values = {name: obj for name, (path, obj) in lowerer.constants.items()}
     forward, backward = compile_source(parsed.name, source, values)
     paths = {n: p for n, (p, _) in lowerer.constants.items()}

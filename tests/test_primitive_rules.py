@@ -229,10 +229,14 @@ FEW = settings(max_examples=6, deadline=None)
 # --------------------------------------------------------------------------- the walk over the table
 
 
+#: calls of a function of its own, whose arguments are a function's IR: tests/test_key_functions.py
+KEY_FUNCTION_CALLS = {"call", "call_forward", "call_backward"}
+
+
 def test_every_entry_has_a_kind_and_samples():
     for name, entry in TABLE.items():
         assert isinstance(entry.kind, DerivativeKind), name
-        if entry.kind is not DerivativeKind.BACKWARD_ONLY:
+        if entry.kind is not DerivativeKind.BACKWARD_ONLY and name not in KEY_FUNCTION_CALLS:
             assert CASES.get(name), f"primitive {name} has no sample arguments in CASES"
     assert set(CASES) <= set(TABLE)
 

@@ -247,6 +247,16 @@ class _Off:
         replay.key_of = self.old
 
 
+class _Inlined:
+    """Every replayed call inlined: no recursion's call made a function of its own (tests/test_key_functions.py)."""
+
+    def __enter__(self):
+        self.old, replay.FUNCTIONS = replay.FUNCTIONS, False
+
+    def __exit__(self, *exc):
+        replay.FUNCTIONS = self.old
+
+
 def _core(fn, x, off=False):
     astad.clear_caches(disk=False)
     if off:
@@ -254,9 +264,10 @@ def _core(fn, x, off=False):
             d = astad.reverse(fn)
             d.transform(x)
             return d.ir("core", x)
-    d = astad.reverse(fn)
-    d.transform(x)
-    return d.ir("core", x)
+    with _Inlined():
+        d = astad.reverse(fn)
+        d.transform(x)
+        return d.ir("core", x)
 
 
 def _fd_grad(f, x, eps=1e-6):

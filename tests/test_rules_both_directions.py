@@ -209,7 +209,8 @@ FEW = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck
 
 def test_every_entry_has_samples():
     """No entry can be added untested: each needs sample arguments here or in CASES."""
-    missing = sorted(name for name in TABLE if not SAMPLES.get(name))
+    # (calls of a function of its own take a function's IR: tests/test_key_functions.py)
+    missing = sorted(name for name in TABLE if not SAMPLES.get(name) and name not in ("call", "call_forward", "call_backward"))
     assert not missing, f"entries without sample arguments: {missing}"
     assert set(SAMPLES) <= set(TABLE), sorted(set(SAMPLES) - set(TABLE))
 

@@ -25,6 +25,7 @@ from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Cop
                  TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
                  loop_free_vars)
 from .activity import Activity
+from .calls import backward as call_backward, split as split_call
 
 
 def _sized_at_run_time(a: Atom) -> bool:
@@ -59,21 +60,29 @@ class Builder:
         self.binds.append(Bind(targets, rhs, self.loc))
 
 
-def with_tapes(block: Block, namer: Namer) -> Block:
+def with_tapes(block: Block, namer: Namer, active: Callable[[Atom], bool] | None = None,
+               calls: dict[str, Prim] | None = None) -> Block:
     """Give every loop a tape on which it records, per iteration, what its body
-    binds (the optimiser keeps only what the backward pass reads)."""
+    binds (the optimiser keeps only what the backward pass reads); split each
+    call of a function of its own into its forward part and its residuals
+    (:func:`astad.ad.calls.split`, which notes it in ``calls``)."""
     binds = []
     for b in block.binds:
         rhs = b.rhs
-        if isinstance(rhs, If):
-            b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer), with_tapes(rhs.orelse, namer)), b.loc)
+        if type(rhs) is Prim:
+            if rhs.op == "call" and calls is not None:
+                binds += split_call(b, active or _always, namer, calls)
+                continue
+        elif isinstance(rhs, If):
+            b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer, active, calls),
+                                   with_tapes(rhs.orelse, namer, active, calls)), b.loc)
         elif isinstance(rhs, Loop):
-            body = with_tapes(rhs.body, namer)
+            body = with_tapes(rhs.body, namer, active, calls)
             save = (*rhs.inputs, *bound_vars(body))
             tape = Var(namer.fresh(f"{(rhs.index or rhs.carried[-1]).name}_tape"), TupleT(()))
             b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
         elif isinstance(rhs, Lam):  # each call records what the function's backward map needs
-            body = with_tapes(rhs.body, namer)
+            body = with_tapes(rhs.body, namer, active, calls)
             b = Bind(b.targets, replace(rhs, body=body, save=(*rhs.params, *bound_vars(body))), b.loc)
         elif isinstance(rhs, App):
             record = Var(namer.fresh(f"{rhs.fn.name}_record"), TupleT(()))
@@ -130,6 +139,7 @@ class _Macro:
         self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
+        self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
 
     def ct_of(self, v: Var) -> Atom:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
@@ -149,6 +159,8 @@ class _Macro:
     # one rule per construct -------------------------------------------------
 
     def rule_Prim(self, bind: Bind, rhs: Prim) -> None:
+        if rhs.op == "call_forward":  # (its arguments' cotangents were given at its unpacking: call_backward)
+            return
         (out,) = bind.targets
         ct = self.ct_of(out)
         entry = rules.TABLE[rhs.op]
@@ -194,6 +206,8 @@ class _Macro:
             self.give(a, p)
 
     def rule_Unpack(self, bind: Bind, rhs: Unpack) -> None:
+        if self.calls and type(rhs.tup) is Var and rhs.tup.name in self.calls:
+            return call_backward(self, bind, self.calls[rhs.tup.name])
         tup = Var(self.namer.temp(), rhs.tup.type)
         self.b.bind((tup,), MakeTuple(tuple(self.ct_of(t) for t in bind.targets)))
         self.give(rhs.tup, tup)
@@ -368,7 +382,7 @@ class _Macro:
         result = fn.body.result
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
-        fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer))
+        fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))

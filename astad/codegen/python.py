@@ -499,8 +499,16 @@ def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine
     )
 
 
-def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str:
-    """The generated module's source text."""
+def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str,
+             called: Sequence[tuple[ReverseProgram, Sequence[Var]]] = ()) -> str:
+    """The generated module's source text; ``called``: the programs (with their residuals) of the
+    functions of its own the program calls (:mod:`astad.ad.calls`), generated before it."""
+    functions = [f for p, r in called for f in _pair(p, r)]
+    return released(module_source(header, functions + _pair(prog, residuals)))
+
+
+def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDef]:
+    """A reverse program's forward and backward functions."""
     # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
     plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY else ScalarPlan()
     fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan)
@@ -531,12 +539,12 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str) -> str
         bwd.returns(bwd.atom(result))
 
     ps = [p.name for p in prog.params]
-    return released(module_source(header, [
+    return [
         funcdef(f"{prog.name}_forward", ps, fwd.lines,
                 f"Primal of {prog.name}: returns (value, residuals for {prog.name}_backward)."),
         funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
                 f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
-    ]))
+    ]
 
 
 def module_source(header: str, functions: list[cst.FunctionDef]) -> str:

@@ -181,6 +181,8 @@ class Calls(LowererCore):
         template = templates.get(key)
         if template:
             if len(self.stack) <= MAX_CALL_DEPTH and all(s.call_key != call_key for s in self.stack):
+                if template.function is not None:
+                    return replay.call(self, template, inputs, self.loc())
                 return replay.replay(self, template, inputs)
             return lower()  # (it says why it cannot be)
         if template is False or self.recording >= replay.MAX_NESTED:
@@ -188,12 +190,39 @@ class Calls(LowererCore):
         recording = replay.start(self, key, inputs)
         self.recording += 1
         value = None
+        lowered = False
         try:
             value = lower()
+            lowered = True
             return value
         finally:
             self.recording -= 1
-            templates[key] = replay.finish(self, recording, value, self.recording == 0) or False
+            made = replay.finish(self, recording, value, self.recording == 0)
+            if made is not None and lowered and self._a_function(fn, scope):
+                made = replay.as_function(self, recording, made, lambda: self._function_name(fn), self.loc(),
+                                           scope.env) or made
+            templates[key] = made or False
+
+    def _a_function(self, fn: Callable[..., Any], scope: Scope) -> bool:
+        """Whether a call is made a function of its own (:func:`replay.as_function`), in reverse mode: a
+        call of a function that calls itself at more than one place (a recursion over a tree), from
+        inside a call of that function (the outermost call is inlined)."""
+        return (self.functions and replay.FUNCTIONS and self.trying == 0 and scope.parsed.self_call_sites > 1
+                and any(s.parsed is scope.parsed for s in self.stack))
+
+    def _function_name(self, fn: Callable[..., Any]) -> str:
+        """``tree_node_1``, ``tree_node_2``, ...: names no variable has, nor their generated functions."""
+        base = getattr(fn, "__name__", "call")
+        k = self.function_names.get(base, 0)
+        while True:
+            k += 1
+            name = f"{base}_{k}"
+            made = (name, f"{name}_forward", f"{name}_backward")
+            if not any(n in self.namer.used for n in made):
+                break
+        self.function_names[base] = k
+        self.namer.mention(set(made))
+        return name
 
     def run_call(self, callee: Any, name: str, scope: Scope, node: cst.CSTNode, lower: Callable[[], Value],
                  as_loops: Callable[[RuntimeDepth], Value] | None = None) -> Value:

@@ -45,6 +45,8 @@ class LowererCore:
         self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)
         self.templates: dict[tuple, Any] = {}  # recorded calls by key (frontend/replay.py); False: not replayable
         self.recording = 0  # how many calls are being recorded (one inside another)
+        self.functions = False  # reverse mode: a recursion's calls made functions of their own (replay.as_function)
+        self.function_names: dict[str, int] = {}  # the last number given to a function of each name
         # per node lowered: (node, parsed, its Loc); a loop's body lowered again, or many bindings made
         # for one expression, ask for the same node's position (keyed by id, the node kept alive with it)
         self._locs: dict[int, tuple[cst.CSTNode, Parsed, Loc]] = {}

@@ -23,7 +23,7 @@ from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import Starts, resolve as resolve_positions, start_of
 from . import from_ast
-from .recursion import calls_itself
+from .recursion import calls_itself, self_call_sites
 from .syntax import FOUND, NAMES, stmts_of
 
 
@@ -61,6 +61,11 @@ class Parsed:
     def calls_itself(self) -> bool:
         """Whether the function calls itself by name (a recursion that may need lowering as loops)."""
         return self.calls_own_name and calls_itself(self.funcdef)
+
+    @functools.cached_property
+    def self_call_sites(self) -> int:
+        """How many calls of the function by its own name its body holds (2 for a recursion over a tree)."""
+        return self_call_sites(self.funcdef) if self.calls_own_name else 0
 
     def loc(self, node: cst.CSTNode) -> Loc:
         node = self.aliases.get(node, node)

@@ -270,6 +270,19 @@ def calls_itself(fd: cst.FunctionDef) -> bool:
     return False
 
 
+def self_call_sites(fd: cst.FunctionDef) -> int:
+    """How many calls of ``fd`` by its own name its body holds."""
+    name = fd.name.value
+    todo: list[cst.CSTNode] = [fd.body]
+    n = 0
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+            n += 1
+        todo.extend(deep.children(node))
+    return n
+
+
 def _negated(test: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression

@@ -25,17 +25,34 @@ still read), read no argument's binding (``s[0]`` of ``s = a[2:]`` is read as
 result are variables, constants and tuples of them.  Anything else is lowered at every call, as
 before.  Replaying gives each binding the aliasing facts a lowering gives it
 (``Aliases.prim``), so in-place updates after the call are checked alike.
+
+In reverse mode (``Lowerer.functions``), a recorded call of a function that calls
+itself at more than one place (a recursion over a tree), made inside a call of that
+function, with at least :data:`MIN_BINDS` bindings and one array it made as its
+result, becomes a function of its own (:func:`as_function`): its bindings are
+replaced by ``call(inputs, fn=...)`` and every later call with its key is that call
+(:func:`call`), which :mod:`astad.ad.calls` differentiates and the generated code
+calls (``node_1_forward``, ``node_1_backward``): each stage after lowering sees one
+body per such key, not one per node.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
-from ..ir import Bind, Const, ListT, Prim, Var
+from ..ir import Bind, Block, Const, Function, KeyFunction, ListT, Num, Prim, Var, substitute_block
 from ..rules import has_effect
 from ..values import PyTuple
 
+
+#: a recursion's calls made functions of their own in reverse mode (:func:`as_function`; tests switch it off)
+FUNCTIONS = True
+
+#: a call is made a function when its lowering has at least this many bindings: a smaller one is replayed
+#: inline (a recursion's lowest levels inline, where the optimiser's products over many nodes are worth more
+#: than the call, then a function for the subtrees above them)
+MIN_BINDS = 32
 
 #: at most this many calls recorded one inside another (each checks the bindings of those inside it)
 MAX_NESTED = 10
@@ -55,6 +72,7 @@ class Template:
     binds: tuple[Bind, ...]
     names: tuple[tuple[str, str | None, str], ...]
     result: Any
+    function: KeyFunction | None = None  # called, not replayed (:func:`as_function`)
 
 
 @dataclass
@@ -183,3 +201,67 @@ def _substituted(value: Any, new: dict[str, Any]) -> Any:
     if type(value) is PyTuple:
         return PyTuple(tuple(_substituted(v, new) for v in value.items), value.is_list, value.fields)
     return value
+
+
+# --------------------------------------------------------------------------- a template as a function
+
+
+def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable[[], str], loc: Any,
+                env: dict[str, Any]) -> Template | None:
+    """The template of a call just lowered, as a function of its own (:class:`KeyFunction`) that this
+    call and every later one with its key calls (reverse mode generates it once, not at each call: a
+    recursion over a tree of depth 8 is a few functions, not 255 inlined bodies); None where the
+    template is not one: fewer than :data:`MIN_BINDS` bindings, a result that is not one array the
+    call made (a view of an argument, whose in-place update would change the argument, is inlined as
+    before), or an argument that is a Python float (whose cotangent's type the caller's code decides).
+    The call's bindings are replaced by ``let result = call(inputs, fn=function)``."""
+    result = template.result
+    targets = {b.targets[0].name for b in template.binds}
+    if len(template.binds) < MIN_BINDS or type(result) is not Var or result.name not in targets:
+        return None
+    t = result.type
+    if not isinstance(t, Num) or t.py or not t.differentiable:
+        return None
+    if any(not isinstance(v.type, Num) or (v.type.py and v.type.differentiable) for v in template.inputs):
+        return None
+    if not lowerer.aliases.roots(result) <= {"A:" + n for n in targets}:
+        return None
+    made = name()
+    params, body = _named_by_parameters(template, env)
+    fn = KeyFunction(made, Function(made, params, body))
+    del lowerer.binds[rec.n_binds:]
+    lowerer.bind_prim(result, Prim("call", template.inputs, (("fn", fn),)), loc)
+    return replace(template, function=fn)
+
+
+def _named_by_parameters(template: Template, env: dict[str, Any]) -> tuple[tuple[Var, ...], Block]:
+    """The function's parameters named after the callee's (``W``, ``t_0_1`` for ``t[0][1]``), not after
+    the first call's arguments, and its body reading them (the names of the first call where one would
+    be a name the body binds)."""
+    names: dict[str, str] = {}
+
+    def visit(v: Any, path: str) -> None:
+        if type(v) is Var:
+            names.setdefault(v.name, path)
+        elif type(v) is PyTuple and not v.is_list:
+            for i, item in enumerate(v.items):
+                visit(item, f"{path}_{i}")
+
+    for k, v in sorted(env.items()):
+        visit(v, k)
+    body = Block(template.binds, template.result)
+    wanted = [names.get(v.name, v.name) for v in template.inputs]
+    bound = {b.targets[0].name for b in template.binds}
+    if len(set(wanted)) != len(wanted) or bound & set(wanted) or not all(w.isidentifier() for w in wanted):
+        return template.inputs, body
+    params = tuple(Var(w, v.type) for w, v in zip(wanted, template.inputs))
+    return params, substitute_block(body, {v.name: p for v, p in zip(template.inputs, params)})
+
+
+def call(lowerer: Any, template: Template, inputs: tuple[Var, ...], loc: Any) -> Var:
+    """A later call with the key of ``template``, which is a function: ``let y = call(inputs)``."""
+    fn = template.function
+    assert fn is not None
+    var = Var(lowerer.namer.temp(), template.result.type)
+    lowerer.bind_prim(var, Prim("call", inputs, (("fn", fn),)), loc)
+    return var

@@ -15,14 +15,14 @@ primitive table).
 from .types import (BOOL, CopowerT, Dim, FLOAT, FunT, INT, ListT, NoneT, Num, StructT, TupleT, Type,
                     is_scalar, leaf_counts, tuple_items)
 from .nodes import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, Copy, Drop, Dup,
-                    Function, If, Lam, Loc, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack,
+                    Function, If, KeyFunction, Lam, Loc, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack,
                     Var, Zero, nested_blocks, trip_count)
 from .walk import (all_binds, as_var, atoms_of, bound_names, bound_set, bound_var_names, bound_vars,
                    free_vars, function_values, if_free_vars, kinds, lam_free_vars, loop_free_vars, map_atoms,
                    map_block, read_names, read_set, substitute, substitute_block, use_counts, vars_of)
 
 __all__ = ["App", "AppBack", "Atom", "BOOL", "Bind", "Block", "CaseCopower", "Comp", "Const", "Copower",
-           "CopowerT", "Copy", "Dim", "Drop", "Dup", "FLOAT", "FunT", "Function", "INT", "If", "Lam",
+           "CopowerT", "Copy", "Dim", "Drop", "Dup", "FLOAT", "FunT", "Function", "INT", "If", "KeyFunction", "Lam",
            "ListT", "Loc", "Loop", "LoopBack", "MakeTuple", "NoneT", "Num", "Plus", "Prim", "ReverseProgram",
            "StructT", "TupleT", "Type", "Unpack", "Var", "Zero", "all_binds", "as_var", "atoms_of",
            "bound_names", "bound_set", "bound_var_names", "bound_vars", "free_vars", "function_values",

@@ -409,3 +409,27 @@ class ReverseProgram:
             f"{self.name}_backward({self.ct_in.name}: {self.ct_in.type}) =\n{self.backward.pretty()}"
         )
 
+
+
+@dataclass(eq=False)
+class KeyFunction:
+    """A call of the user's function lowered once for its static key (:mod:`astad.frontend.replay`)
+    and called, not inlined, at each site with that key: ``let y = call(args, fn=this)``.  ``fn`` is
+    its IR: parameters (the call's argument variables), a body of primitives, one array result.
+    Reverse mode generates it as a pair of functions per set of active parameters (``variants``:
+    which parameters need a cotangent -> the pair's name), each derived once (``derived``)."""
+
+    name: str
+    fn: Function
+    variants: dict[tuple[bool, ...], str] = field(default_factory=dict)
+    derived: dict[tuple[bool, ...], Any] = field(default_factory=dict)
+
+    def variant(self, mask: tuple[bool, ...]) -> str:
+        """The name of the pair of generated functions for the parameters ``mask`` makes active."""
+        found = self.variants.get(mask)
+        if found is None:
+            found = self.variants[mask] = self.name if not self.variants else f"{self.name}_v{len(self.variants) + 1}"
+        return found
+
+    def __repr__(self) -> str:
+        return self.name

@@ -117,7 +117,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     """A sum of outer products is one matrix product: ``outer(u_1, v_1) + ... +
     outer(u_n, v_n)`` is ``stack(u_1..u_n).T @ stack(v_1..v_n)`` (the cotangent of
     a weight matrix applied at many places, as in a recursive model): two stacks
-    and one product instead of n products and n - 1 sums of matrices."""
+    and one product instead of n products and n - 1 sums of matrices; other terms of
+    the sum are added to the product."""
     outers = {b.targets[0].name: b.rhs for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "outer"
               and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     uses = use_counts(block)
@@ -125,11 +126,14 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     for b in block.binds:
         b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
         rhs = b.rhs
-        found = [outers[a.name] for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
+        mine = [a for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
             if isinstance(rhs, Plus) else []
-        if len(found) < _OUTER_SUM_MIN or len(found) != len(rhs.items):  # type: ignore[union-attr]
+        found = [outers[a.name] for a in mine]
+        if len(found) < _OUTER_SUM_MIN:
             binds.append(b)
             continue
+        others = tuple(a for a in rhs.items if a not in mine)  # type: ignore[union-attr]
+        target = b.targets[0] if not others else Var(namer.temp(), b.targets[0].type)
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
         for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
@@ -138,5 +142,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
             binds.append(Bind((v,), Prim(op, args, tuple(sorted(params.items()))), b.loc))
         ut = Var(namer.temp(), rules.infer("transpose", [made[0].type], {}))
         binds.append(Bind((ut,), Prim("transpose", (made[0],)), b.loc))
-        binds.append(Bind(b.targets, Prim("matmul", (ut, made[1])), b.loc))
+        binds.append(Bind((target,), Prim("matmul", (ut, made[1])), b.loc))
+        if others:  # the other terms (a function's cotangents of the weight: astad.ad.calls) added to the product
+            binds.append(Bind(b.targets, Plus((*others, target)), b.loc))
     return Block(tuple(binds), block.result)

@@ -50,7 +50,7 @@ and the transpose identity, for every entry).
 from __future__ import annotations
 
 from . import (elementwise, elementwise_more, math_functions, reductions, scans, shape, structure, einsum, indexing, updates,  # noqa: F401
-               linalg, adjugate, decompositions, lists, derivative_code, python)  # (they register)
+               linalg, adjugate, decompositions, lists, derivative_code, python, calls)  # (they register)
 from .derive import expand_reduced, like_scalar, shape_atom, sum_to, zeros_of
 from .indexing import index_exprs, index_shape, is_advanced, shift_index
 from .table import (RUNTIME, TABLE, DerivativeKind, JvpRule, Primitive, ShapeError, VjpRule, has_effect, infer, norm_axes, num,
