@@ -136,7 +136,7 @@ def list_index_is_an_integer_array(x):
     return y[[0, 1]] * 2.0   # numpy: rows 0 and 1
 
 
-@pytest.mark.parametrize("fn", [tuple_index_row, tuple_index_element, tuple_index_assigned, tuple_index_empty,
+@pytest.mark.parametrize("fn", [tuple_index_row, tuple_index_element, tuple_index_assigned,
                                 list_index_is_an_integer_array])
 def test_a_tuple_index_is_one_index_per_axis(fn):
     """``y[(0, 1)]`` is numpy's ``y[0, 1]``; astad read the tuple as an integer array (``y[[0, 1]]``):
@@ -145,7 +145,7 @@ def test_a_tuple_index_is_one_index_per_axis(fn):
     forward_correct_or_refused(fn, X.copy())
 
 
-@pytest.mark.parametrize("fn", [tuple_index_row_view_then_update, tuple_held_by_a_name])
+@pytest.mark.parametrize("fn", [tuple_index_row_view_then_update, tuple_held_by_a_name, tuple_index_empty])
 def test_a_tuple_index_is_correct_or_refused(fn):
     """``z = y[(0,)]`` is a view: astad took it for a copy (an integer-array index), and accepted
     ``y *= 2.0`` after it (value 0.54 where Python gives 2.17)."""

@@ -35,8 +35,8 @@ class Indexing(LowererCore):
             return self.emit("list_get", [x, i])
         index: list[Any] = []
         args: list[Atom] = [x]
-        for el in node.slice:
-            index.append(self.index_item(el.slice, args))
+        for s in self.index_parts(node):
+            index.append(self.index_item(s, args))
         if len(args) == 1:
             composed = self.compose_index(x, tuple(index))
             if composed is not None:
@@ -67,7 +67,7 @@ class Indexing(LowererCore):
 
         self.aliases.update_array(y, self.readable_besides(name), fail)
         args: list[Atom] = [y]
-        index = tuple(self.index_item(el.slice, args) for el in target.slice)
+        index = tuple(self.index_item(s, args) for s in self.index_parts(target))
         v = self.atom(value, target)
         self.node = target
         if op is not None:
@@ -183,6 +183,17 @@ class Indexing(LowererCore):
             raise self.type_error(f"tuple index {i!r} is out of range for a tuple of {len(base.items)}", node)
         return base.items[i]
 
+    def index_parts(self, node: cst.Subscript) -> list[cst.BaseSlice]:
+        """The parts of an index: ``y[(i, j)]`` is ``y[i, j]`` (numpy reads a tuple as one index per axis)."""
+        if len(node.slice) == 1:
+            s = node.slice[0].slice
+            if type(s) is cst.Index and type(s.value) is cst.Tuple and s.value.elements:
+                for e in s.value.elements:
+                    if isinstance(e, cst.StarredElement):
+                        raise self.syntax_error("`*` unpacking is not supported", "explicit elements", e)
+                return [cst.Index(e.value) for e in s.value.elements]
+        return [el.slice for el in node.slice]
+
     def index_item(self, s: cst.BaseSlice, args: list[Atom]) -> Any:
         if type(s) is cst.Slice:  # (`type(...) is`: libcst's classes are abstract-based, isinstance costs more)
             return ("slice", *(self.index_int(b, args) for b in (s.lower, s.upper, s.step)))
@@ -202,6 +213,10 @@ class Indexing(LowererCore):
         if node is None:
             return None
         value = self.expr(node)
+        if arrays and isinstance(value, PyTuple) and not value.is_list:
+            raise self.type_error("a tuple in an index: numpy reads it as one index per axis where it is the "
+                                  "whole index, and as an integer array where it is one of several", node,
+                                  "the indices themselves, y[i, j], or a list as an integer array, y[[i, j]]")
         if arrays and isinstance(value, PyTuple):  # x[[0, 2]]: the list as an integer array
             value = self.emit("stack", [self.atom(v, node) for v in value.items], {"axis": 0}) if value.items else value
         a = self.atom(value, node)
