@@ -258,6 +258,19 @@ def test_list_concatenation_shares_elements_refused():
         assert correct_or_refused(fn, X.copy()), fn.__name__
 
 
+def list_extended_in_place(x):
+    xs = [x * 1.0]
+    ys = xs
+    xs += [x * 2.0]        # extends the list ys names too
+    return np.sum(np.stack(ys) ** 2)
+
+
+def test_list_augmented_assignment_refused_with_what_works():
+    with pytest.raises(astad.AstadError) as e:
+        astad.grad(list_extended_in_place)(X.copy())
+    assert "xs.append(v)" in str(e.value) and "xs = xs + [v]" in str(e.value)
+
+
 def test_list_plus_a_non_list_is_refused():
     def bad(x):
         xs = [x]

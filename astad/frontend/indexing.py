@@ -174,7 +174,11 @@ class Indexing(LowererCore):
         s = node.slice[0].slice
         if isinstance(s, cst.Slice):
             bounds = [None if b is None else self.static(self.expr(b), b, "slice bound") for b in (s.lower, s.upper, s.step)]
-            return PyTuple(base.items[slice(*bounds)])
+            if not base.is_list:
+                return PyTuple(base.items[slice(*bounds)])
+            value = PyTuple(base.items[slice(*bounds)], is_list=True)  # a new list
+            self.aliases.new_list(value)
+            return value
         index_value = self.expr(s.value)
         if base.is_list and isinstance(index_value, Var):
             return self.emit("list_get", [self.dynamic_list(base, node), index_value])

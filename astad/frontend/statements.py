@@ -189,6 +189,10 @@ class Statements(LowererCore):
             raise self.syntax_error("augmented assignment is supported on a name or an element of an array",
                                     "x = x + ... on a whole name", target)
         old = self.expr(target)
+        if is_list_value(old):
+            raise self.type_error(f"`{target.value} {_AUG_SYMBOL[op]}= ...` on a list is not supported (`+=` extends "
+                                  f"the list in place)", node, f"{target.value}.append(v), or a new list: "
+                                  f"{target.value} = {target.value} + [v]")
         old_atom = self.atom(old, target)
         if isinstance(old_atom.type, Num) and not old_atom.type.py:  # a 0-d array changes in place too
             self.check_in_place(old_atom, target.value, _AUG_SYMBOL[op], node)
