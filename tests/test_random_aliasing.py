@@ -220,12 +220,13 @@ class AliasGen:
         forms = [f"{a}[1:]", f"{a}[::-1]", f"{a}[::2]", f"{a}[:{max(d0 - 1, 1)}]", f"{a}[..., 0]",
                  f"{a}[:, None]", f"{a}[None]", f"{a}.T", f"{a}.ravel()", f"{a}.reshape(-1)", f"{a}[...]",
                  f"np.expand_dims({a}, 0)", f"np.transpose({a})", f"{a}[:]", f"np.ravel({a})",
-                 f"{a}.reshape({', '.join(map(str, v.shape))})"]
+                 f"{a}.reshape({', '.join(map(str, v.shape))})",
+                 f"{a}.conj()", f"{a}.conjugate()"]  # the array itself (numpy returns it for a real array)
         if v.ndim >= 2:
             forms += [f"{a}[0]", f"{a}[:, 1:]", f"{a}[1:, ::-1]", f"{a}[:, 0]", f"{a}.reshape({v.shape[0]}, -1)",
-                      f"np.reshape({a}, (-1,))"]
+                      f"np.reshape({a}, (-1,))", f"{a}[(0,)]"]  # a tuple index: one index per axis
         if v.ndim == 3:
-            forms += [f"{a}.transpose(1, 0, 2)", f"np.transpose({a}, (2, 0, 1))", f"{a}[0, 1]"]
+            forms += [f"{a}.transpose(1, 0, 2)", f"np.transpose({a}, (2, 0, 1))", f"{a}[0, 1]", f"{a}[(0, 1)]"]
         return forms
 
     def viewable(self):
@@ -456,6 +457,7 @@ def list_programs(draw):
     lines = [draw(st.sampled_from([f"{acc} = []", f"{acc} = [x * 1.0]", f"{acc} = [np.sin(x)]"]))]
     elems = ["x * 2.0", "np.sin(x) * s", "x * s", "np.tanh(x + s)", "x * (i + 1.0)"]
     forms = ["tuple", "nested", "name", "helper"] + ["plain"] * 4 + (["loop name"] * 2 if LIST_ALIAS_IN_LOOP else [])
+    forms += ["concat", "concat name", "slice", "replace"]  # new lists: `xs + [v]`, a slice `xs[:]`
     if LIST_DEFAULT_ARGUMENT:
         forms += ["default"] * 2
     if dict_arg:
@@ -479,7 +481,12 @@ def list_programs(draw):
                   "default": [f"def add{holders}(v, out=[]):", "    out.append(v)", "    return out",
                               f"{h} = add{holders}({e})", f"{h} = add{holders}(x * 0.5)",
                               f"{acc}.append(np.sum(np.stack({h}), axis=0))"],
-                  "dict": ["d['xs'].append(x * d['w'])", f"{acc}.append(np.stack(d['xs'])[-1])"]}[form]
+                  "dict": ["d['xs'].append(x * d['w'])", f"{acc}.append(np.stack(d['xs'])[-1])"],
+                  "concat": [f"{acc} = {acc} + [{e}]"],
+                  "concat name": [f"{h} = {acc} + [{e}]", f"{acc}.append(x * 0.5)", f"{acc} = {acc} + {h}[-1:]"],
+                  "slice": [f"{h} = {acc}[:]", f"if isinstance({h}, list):", f"    {h}.append({e})",
+                            f"{acc} = {h}"],
+                  "replace": [f"{acc} = {acc}[:1] + [{e}] + {acc}[1:]"]}[form]
     ret = draw(st.sampled_from([f"np.sum(np.stack({acc}) ** 2) + len({acc}) * s",
                                 f"np.sum({acc}[-1] * {acc}[0]) + s * len({acc})",
                                 f"np.sum(np.sin(np.stack({acc})))"]))
