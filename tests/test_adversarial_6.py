@@ -375,3 +375,83 @@ def test_updates_with_break_and_return_accepted(fn):
 def test_break_on_the_first_iteration(n):
     accepted_and_correct(break_on_the_first_iteration, X.copy(), n)
     forward_correct_or_refused(break_on_the_first_iteration, X.copy(), n)
+
+
+# ------------------------------------------------------------------ 5. 0-d arrays are mutable, numpy scalars are not
+
+def tensordot_zero_d_updated(x):
+    a = x * 1.0
+    t = np.tensordot(a, a, 1)      # numpy: a 0-d array, not a numpy scalar
+    u = t
+    t += 1.0                       # in place: u changes too
+    return u * 2.0
+
+
+def tensordot_zero_d_in_a_tuple(x):
+    a = x * 1.0
+    t = np.tensordot(a, x, axes=([0], [0]))
+    p = (t, 1.0)
+    t -= 0.5
+    return p[0] * 2.0
+
+
+def tensordot_zero_d_held_through_a_loop(x):
+    t = np.tensordot(x * 1.0, x, 1)
+    held = [t]
+    for i in range(2):
+        t *= 1.5
+    return np.sum(np.stack(held)) + t
+
+
+def astype_zero_d_updated(x):
+    s = np.where(x[0] > 0.0, x[0], -x[0])
+    t = s.astype(np.float64)       # a 0-d array (astype of one)
+    u = t
+    t *= 3.0
+    return u * 2.0 + np.sum(x)
+
+
+def astype_discrete_zero_d_updated(x):
+    s = np.where(x[0] > 0.0, 2.0, 3.0)
+    k = s.astype(np.int64)         # a 0-d integer array
+    m = k
+    k += 1
+    return np.sum(x) * m
+
+
+def roll_zero_d_updated(x):
+    s = np.where(x[0] > 0.0, x[0], -x[0])
+    t = np.roll(s, 1)
+    u = t
+    t *= 3.0
+    return u * 2.0 + np.sum(x)
+
+
+def tile_zero_d_updated(x):
+    s = np.where(x[0] > 0.0, x[0], -x[0])
+    t = np.tile(s, ())
+    u = t
+    t *= 3.0
+    return u * 2.0 + np.sum(x)
+
+
+def tensordot_zero_d_alone(x):
+    t = np.tensordot(x * 1.0, x, 1)
+    t *= 1.5                       # nothing else holds it: sound
+    return t * np.sum(x)
+
+
+@pytest.mark.parametrize("fn", [tensordot_zero_d_updated, tensordot_zero_d_in_a_tuple,
+                                tensordot_zero_d_held_through_a_loop, astype_zero_d_updated,
+                                astype_discrete_zero_d_updated, roll_zero_d_updated, tile_zero_d_updated])
+def test_zero_d_arrays_updated_through_another_name(fn):
+    """np.tensordot of two vectors, ``astype``, ``np.roll`` and ``np.tile`` of a 0-d array give a 0-d
+    array (mutable), which astad took for a numpy scalar: ``u = t; t += 1.0`` was accepted and ``u``
+    kept the old value (reverse mode: value and gradient wrong)."""
+    assert correct_or_refused(fn, X.copy())
+    forward_correct_or_refused(fn, X.copy())
+
+
+def test_zero_d_array_nothing_else_holds_is_accepted():
+    accepted_and_correct(tensordot_zero_d_alone, X.copy())
+    forward_correct_or_refused(tensordot_zero_d_alone, X.copy())
