@@ -372,6 +372,21 @@ class AliasGen:
         name = self.new_name()
         self.run([f"{name} = {a}", f"{name} {op} {rhs}"], "inplace second name")
 
+    def s_zero_d(self):
+        """A 0-d array (mutable, unlike the numpy scalar most operations give for one number), held
+        by a second name, a tuple or a list, updated in place, and read through the holder."""
+        a = self.pick(self.arrays(1))
+        r = f"{a}.ravel()" if self.ns[a].ndim > 1 else a
+        e = f"np.where({r}[0] > 0.0, {r}[0], -{r}[0])"
+        form = self.pick([f"np.tensordot({r}, {r}, 1)", f"np.tensordot({r}, {r}, 1)", e, f"{e}.astype(np.float64)",
+                          f"np.roll({e}, 1)", f"np.tile({e}, ())", f"np.copy({r}[0])"])
+        t, u, w = self.new_name(), self.new_name(), self.new_name()
+        hold, read = self.pick([(t, u), (f"({t}, 1.0)", f"{u}[0]"), (f"[{t}]", f"{u}[-1]")])
+        if self.run([f"{t} = {form}", f"{u} = {hold}", f"{t} {self.pick(['+=', '*=', '-='])} 0.5",
+                     f"{w} = {read} + np.zeros(1)"], "zero-d"):
+            return w
+        return None
+
     def s_rebind(self):
         a = self.pick(self.arrays())
         self.run([f"{a} = np.tanh({a}) * 1.5"], "rebind")
@@ -384,7 +399,7 @@ class AliasGen:
             targets = [t for t in sorted(self.fresh) if t in self.arrays(1)]
             return self.s_inplace(self.pick(targets)) if targets else None
         kinds = ["fresh", "view", "view", "view", "inplace", "inplace", "inplace", "rows", "alias", "loop_alias",
-                 "function", "rebind", "shared"]
+                 "function", "rebind", "shared", "zero_d"]
         getattr(self, "s_" + self.pick(kinds))()
 
     def ret(self):
@@ -421,9 +436,11 @@ def alias_programs(draw):
     g.run([f"y0 = {first} * 1.0"], "fresh")
     g.fresh.add("y0")
     sound = draw(st.integers(0, 3)) == 0  # a quarter of the programs update only arrays nothing else sees
+    zero_d = draw(st.integers(0, 7)) == 0  # an eighth: such updates, and a 0-d array's alias updated (s_zero_d)
     for _ in range(draw(st.integers(1, 7))):
-        g.statement(sound)
-    ret = g.ret()
+        g.statement(sound or zero_d)
+    read = g.s_zero_d() if zero_d else None
+    ret = g.ret() + (f" + np.sum({read})" if read else "")
     source = _render(g.lines, [p for p, _ in params], ret, "onp" if "P_np" in names else "np")
     source = source.replace("P_np", "np")
     return source, args, seed, g.counts
