@@ -455,3 +455,84 @@ def test_zero_d_arrays_updated_through_another_name(fn):
 def test_zero_d_array_nothing_else_holds_is_accepted():
     accepted_and_correct(tensordot_zero_d_alone, X.copy())
     forward_correct_or_refused(tensordot_zero_d_alone, X.copy())
+
+
+# ------------------------------------------------------------------ 6. higher order on the programs above
+
+@pytest.mark.parametrize("fn", [list_plus_in_a_loop, list_replaced_element, tensordot_zero_d_alone])
+def test_hessians_of_list_concatenation_and_zero_d_updates(fn):
+    """Forward over reverse (``hessian``), forward over reverse by hand (``jacfwd(grad)``) and reverse
+    over reverse (``jacrev(grad)``) against central differences of the gradient (itself checked
+    against central differences above)."""
+    g = astad.grad(fn)
+    want = np.stack([central_differences(lambda y: g(y)[k], X.copy(), 1e-5) for k in range(4)])
+    for h in (astad.hessian(fn), astad.jacfwd(astad.grad(fn)), astad.jacrev(astad.grad(fn))):
+        np.testing.assert_allclose(h(X.copy()), want, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ 7. found sound: kept as regressions
+
+def nested_def_updates_a_captured_array(x):
+    y = x * 1.0
+
+    def g():
+        y[1] += 3.0        # changes the enclosing function's y
+        return np.sum(y)
+
+    a = g()
+    return np.sum(y ** 2) + a
+
+
+def nested_def_appends_to_a_captured_list(x):
+    acc = [x * 1.0]
+
+    def g(v):
+        acc.append(v * 2.0)
+        return 0.0
+
+    a = g(x)
+    return np.sum(np.stack(acc) ** 2) + a
+
+
+def returned_closure_reads_an_updated_array(x):
+    def make(a):
+        return lambda: np.sum(a ** 2)
+
+    r = x * 1.0
+    f = make(r)
+    r += 1.0               # f reads the same object
+    return f()
+
+
+def continue_keeps_what_the_list_holds(x):
+    r = x * 1.0
+    held = [x]
+    i = 0
+    while i < 4:
+        i += 1
+        r *= 1.1           # changes what the list took before the `continue`
+        if x[i - 1] < 0.0:
+            held.append(r)
+            continue
+        r = r + 1.0
+    return np.sum(np.stack(held) ** 2) + np.sum(r)
+
+
+def break_keeps_a_view_updated_after(x):
+    r = np.outer(x, x)
+    held = [x]
+    for i in range(4):
+        r *= 0.5
+        if r[i, i] > 0.1:
+            held.append(r[i])  # a row of r
+            break
+        r = r + 1.0
+    r[0, 0] = 7.0
+    return np.sum(np.stack(held) ** 2) + np.sum(r)
+
+
+@pytest.mark.parametrize("fn", [nested_def_updates_a_captured_array, nested_def_appends_to_a_captured_list,
+                                returned_closure_reads_an_updated_array, continue_keeps_what_the_list_holds,
+                                break_keeps_a_view_updated_after])
+def test_updates_others_see_are_refused(fn):
+    assert correct_or_refused(fn, X.copy()), fn.__name__
