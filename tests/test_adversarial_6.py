@@ -131,13 +131,18 @@ def tuple_held_by_a_name(x):
     return y[i] * 2.0      # numpy: y[0, 1]
 
 
+def tuple_among_indices_is_an_integer_array(x):
+    y = np.outer(x, x)
+    return y[(0, 2), 1] * 2.0  # numpy: y[[0, 2], 1]
+
+
 def list_index_is_an_integer_array(x):
     y = np.outer(x, x)
     return y[[0, 1]] * 2.0   # numpy: rows 0 and 1
 
 
 @pytest.mark.parametrize("fn", [tuple_index_row, tuple_index_element, tuple_index_assigned,
-                                list_index_is_an_integer_array])
+                                list_index_is_an_integer_array, tuple_among_indices_is_an_integer_array])
 def test_a_tuple_index_is_one_index_per_axis(fn):
     """``y[(0, 1)]`` is numpy's ``y[0, 1]``; astad read the tuple as an integer array (``y[[0, 1]]``):
     a (2, 4) array where Python gives a number, and its derivative."""
