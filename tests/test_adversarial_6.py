@@ -212,6 +212,20 @@ def list_plus_in_a_loop_with_break(x, n):
     return np.sum(np.stack(xs) ** 2) * len(xs)
 
 
+def list_copy_appended(x):
+    xs = [x * 1.0]
+    ys = list(xs)          # a new list: appending to it leaves xs alone
+    ys.append(x * 2.0)
+    return np.sum(np.stack(ys) ** 2) + len(xs)
+
+
+def list_copy_shares_the_elements(x):
+    r = x * 1.0
+    ys = list([r, x])
+    r *= 2.0               # ys[0] is r
+    return np.sum(np.stack(ys) ** 2)
+
+
 def list_plus_then_append_to_the_old(x):
     xs = [x * 1.0]
     ys = xs + [x * 2.0]    # a new list: appending to xs leaves ys alone
@@ -236,7 +250,7 @@ def list_plus_aliased_elements_in_a_loop(x):
 
 
 @pytest.mark.parametrize("fn", [slice_of_a_list_is_a_list, slice_of_a_list_appended, list_plus_list,
-                                list_replaced_element, list_plus_in_a_loop])
+                                list_replaced_element, list_plus_in_a_loop, list_copy_appended])
 def test_lists_sliced_and_concatenated(fn):
     """A slice of a list was a tuple (``isinstance(ys[:], list)`` False: wrong value), and ``xs + [v]``,
     which astad's refusals of ``xs.append(v)`` and ``ys[i] = v`` suggest, was itself refused."""
@@ -259,7 +273,7 @@ def test_list_concatenation_aliasing_correct_or_refused(fn):
 
 def test_list_concatenation_shares_elements_refused():
     """``r *= 2.0`` changes the array ``ys`` holds: refused, naming ``ys``."""
-    for fn in (list_plus_shares_the_elements, list_plus_aliased_elements_in_a_loop):
+    for fn in (list_plus_shares_the_elements, list_plus_aliased_elements_in_a_loop, list_copy_shares_the_elements):
         assert correct_or_refused(fn, X.copy()), fn.__name__
 
 
