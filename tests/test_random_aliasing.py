@@ -474,7 +474,7 @@ def list_programs(draw):
     lines = [draw(st.sampled_from([f"{acc} = []", f"{acc} = [x * 1.0]", f"{acc} = [np.sin(x)]"]))]
     elems = ["x * 2.0", "np.sin(x) * s", "x * s", "np.tanh(x + s)", "x * (i + 1.0)"]
     forms = ["tuple", "nested", "name", "helper"] + ["plain"] * 4 + (["loop name"] * 2 if LIST_ALIAS_IN_LOOP else [])
-    forms += ["concat", "concat name", "slice", "replace"]  # new lists: `xs + [v]`, a slice `xs[:]`
+    forms += ["concat", "concat name", "slice", "replace", "copy"]  # new lists: `xs + [v]`, `xs[:]`, `list(xs)`
     if LIST_DEFAULT_ARGUMENT:
         forms += ["default"] * 2
     if dict_arg:
@@ -503,7 +503,8 @@ def list_programs(draw):
                   "concat name": [f"{h} = {acc} + [{e}]", f"{acc}.append(x * 0.5)", f"{acc} = {acc} + {h}[-1:]"],
                   "slice": [f"{h} = {acc}[:]", f"if isinstance({h}, list):", f"    {h}.append({e})",
                             f"{acc} = {h}"],
-                  "replace": [f"{acc} = {acc}[:1] + [{e}] + {acc}[1:]"]}[form]
+                  "replace": [f"{acc} = {acc}[:1] + [{e}] + {acc}[1:]"],
+                  "copy": [f"{h} = list({acc})", f"{h}.append({e})", f"{acc}.append({h}[-1] * 0.5)"]}[form]
     ret = draw(st.sampled_from([f"np.sum(np.stack({acc}) ** 2) + len({acc}) * s",
                                 f"np.sum({acc}[-1] * {acc}[0]) + s * len({acc})",
                                 f"np.sum(np.sin(np.stack({acc})))"]))
