@@ -555,3 +555,25 @@ def break_keeps_a_view_updated_after(x):
                                 break_keeps_a_view_updated_after])
 def test_updates_others_see_are_refused(fn):
     assert correct_or_refused(fn, X.copy()), fn.__name__
+
+
+def zero_d_integer_array_added_a_float(x):
+    k = np.where(x[0] > 0.0, 1, 2)   # a 0-d integer array: `+= 0.5` raises in numpy (same_kind casting)
+    k += 0.5
+    return np.sum(x) * k
+
+
+def numpy_integer_scalar_added_a_float(x):
+    k = np.sum(np.array([1, 2]))     # a numpy integer, immutable: `+=` makes a new float
+    k += 0.5
+    return np.sum(x) * k
+
+
+def test_an_in_place_update_that_would_change_a_zero_d_arrays_dtype_is_refused():
+    """Python raises (UFuncTypeError); astad gave a gradient."""
+    with pytest.raises(Exception):
+        zero_d_integer_array_added_a_float(X.copy())
+    with pytest.raises(astad.AstadError) as e:
+        astad.grad(zero_d_integer_array_added_a_float)(X.copy())
+    assert "cannot change" in str(e.value) and "k = k + ..." in str(e.value)
+    accepted_and_correct(numpy_integer_scalar_added_a_float, X.copy())
