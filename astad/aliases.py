@@ -100,8 +100,10 @@ KIND: dict[str, str] = {
     **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
 }
 
-#: operations that give a 0-d array (mutable, unlike a numpy scalar) for a scalar result
-ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like", "copy"}
+#: operations that give a 0-d array (mutable, unlike a numpy scalar) for a scalar result (np.tensordot of
+#: two vectors; astype, np.roll and np.tile of a 0-d array)
+ZERO_D_ARRAYS = {"where", "select", "zeros", "ones", "full", "zeros_like", "ones_like", "copy", "tensordot", "astype",
+                 "astype_discrete", "roll", "tile", "pad"}
 
 
 def _kind_filter(drop: str, placeholder: str) -> Callable[[frozenset], frozenset]:

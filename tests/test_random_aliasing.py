@@ -220,12 +220,13 @@ class AliasGen:
         forms = [f"{a}[1:]", f"{a}[::-1]", f"{a}[::2]", f"{a}[:{max(d0 - 1, 1)}]", f"{a}[..., 0]",
                  f"{a}[:, None]", f"{a}[None]", f"{a}.T", f"{a}.ravel()", f"{a}.reshape(-1)", f"{a}[...]",
                  f"np.expand_dims({a}, 0)", f"np.transpose({a})", f"{a}[:]", f"np.ravel({a})",
-                 f"{a}.reshape({', '.join(map(str, v.shape))})"]
+                 f"{a}.reshape({', '.join(map(str, v.shape))})",
+                 f"{a}.conj()", f"{a}.conjugate()"]  # the array itself (numpy returns it for a real array)
         if v.ndim >= 2:
             forms += [f"{a}[0]", f"{a}[:, 1:]", f"{a}[1:, ::-1]", f"{a}[:, 0]", f"{a}.reshape({v.shape[0]}, -1)",
-                      f"np.reshape({a}, (-1,))"]
+                      f"np.reshape({a}, (-1,))", f"{a}[(0,)]"]  # a tuple index: one index per axis
         if v.ndim == 3:
-            forms += [f"{a}.transpose(1, 0, 2)", f"np.transpose({a}, (2, 0, 1))", f"{a}[0, 1]"]
+            forms += [f"{a}.transpose(1, 0, 2)", f"np.transpose({a}, (2, 0, 1))", f"{a}[0, 1]", f"{a}[(0, 1)]"]
         return forms
 
     def viewable(self):
@@ -371,6 +372,21 @@ class AliasGen:
         name = self.new_name()
         self.run([f"{name} = {a}", f"{name} {op} {rhs}"], "inplace second name")
 
+    def s_zero_d(self):
+        """A 0-d array (mutable, unlike the numpy scalar most operations give for one number), held
+        by a second name, a tuple or a list, updated in place, and read through the holder."""
+        a = self.pick(self.arrays(1))
+        r = f"{a}.ravel()" if self.ns[a].ndim > 1 else a
+        e = f"np.where({r}[0] > 0.0, {r}[0], -{r}[0])"
+        form = self.pick([f"np.tensordot({r}, {r}, 1)", f"np.tensordot({r}, {r}, 1)", e, f"{e}.astype(np.float64)",
+                          f"np.roll({e}, 1)", f"np.tile({e}, ())", f"np.copy({r}[0])"])
+        t, u, w = self.new_name(), self.new_name(), self.new_name()
+        hold, read = self.pick([(t, u), (f"({t}, 1.0)", f"{u}[0]"), (f"[{t}]", f"{u}[-1]")])
+        if self.run([f"{t} = {form}", f"{u} = {hold}", f"{t} {self.pick(['+=', '*=', '-='])} 0.5",
+                     f"{w} = {read} + np.zeros(1)"], "zero-d"):
+            return w
+        return None
+
     def s_rebind(self):
         a = self.pick(self.arrays())
         self.run([f"{a} = np.tanh({a}) * 1.5"], "rebind")
@@ -383,7 +399,7 @@ class AliasGen:
             targets = [t for t in sorted(self.fresh) if t in self.arrays(1)]
             return self.s_inplace(self.pick(targets)) if targets else None
         kinds = ["fresh", "view", "view", "view", "inplace", "inplace", "inplace", "rows", "alias", "loop_alias",
-                 "function", "rebind", "shared"]
+                 "function", "rebind", "shared", "zero_d"]
         getattr(self, "s_" + self.pick(kinds))()
 
     def ret(self):
@@ -420,9 +436,11 @@ def alias_programs(draw):
     g.run([f"y0 = {first} * 1.0"], "fresh")
     g.fresh.add("y0")
     sound = draw(st.integers(0, 3)) == 0  # a quarter of the programs update only arrays nothing else sees
+    zero_d = draw(st.integers(0, 7)) == 0  # an eighth: such updates, and a 0-d array's alias updated (s_zero_d)
     for _ in range(draw(st.integers(1, 7))):
-        g.statement(sound)
-    ret = g.ret()
+        g.statement(sound or zero_d)
+    read = g.s_zero_d() if zero_d else None
+    ret = g.ret() + (f" + np.sum({read})" if read else "")
     source = _render(g.lines, [p for p, _ in params], ret, "onp" if "P_np" in names else "np")
     source = source.replace("P_np", "np")
     return source, args, seed, g.counts
@@ -456,6 +474,7 @@ def list_programs(draw):
     lines = [draw(st.sampled_from([f"{acc} = []", f"{acc} = [x * 1.0]", f"{acc} = [np.sin(x)]"]))]
     elems = ["x * 2.0", "np.sin(x) * s", "x * s", "np.tanh(x + s)", "x * (i + 1.0)"]
     forms = ["tuple", "nested", "name", "helper"] + ["plain"] * 4 + (["loop name"] * 2 if LIST_ALIAS_IN_LOOP else [])
+    forms += ["concat", "concat name", "slice", "replace", "copy"]  # new lists: `xs + [v]`, `xs[:]`, `list(xs)`
     if LIST_DEFAULT_ARGUMENT:
         forms += ["default"] * 2
     if dict_arg:
@@ -479,7 +498,13 @@ def list_programs(draw):
                   "default": [f"def add{holders}(v, out=[]):", "    out.append(v)", "    return out",
                               f"{h} = add{holders}({e})", f"{h} = add{holders}(x * 0.5)",
                               f"{acc}.append(np.sum(np.stack({h}), axis=0))"],
-                  "dict": ["d['xs'].append(x * d['w'])", f"{acc}.append(np.stack(d['xs'])[-1])"]}[form]
+                  "dict": ["d['xs'].append(x * d['w'])", f"{acc}.append(np.stack(d['xs'])[-1])"],
+                  "concat": [f"{acc} = {acc} + [{e}]"],
+                  "concat name": [f"{h} = {acc} + [{e}]", f"{acc}.append(x * 0.5)", f"{acc} = {acc} + {h}[-1:]"],
+                  "slice": [f"{h} = {acc}[:]", f"if isinstance({h}, list):", f"    {h}.append({e})",
+                            f"{acc} = {h}"],
+                  "replace": [f"{acc} = {acc}[:1] + [{e}] + {acc}[1:]"],
+                  "copy": [f"{h} = list({acc})", f"{h}.append({e})", f"{acc}.append({h}[-1] * 0.5)"]}[form]
     ret = draw(st.sampled_from([f"np.sum(np.stack({acc}) ** 2) + len({acc}) * s",
                                 f"np.sum({acc}[-1] * {acc}[0]) + s * len({acc})",
                                 f"np.sum(np.sin(np.stack({acc})))"]))

@@ -124,6 +124,12 @@ ZERO_TRIP_NESTED_LOOPS = True
 # if nothing else), and no name is overwritten there before it is read.
 DEAD_CODE_IN_LOOPS = True
 
+# `acc = acc + [e]` for `acc.append(e)` (a quarter of the appends), in straight-line code, branches
+# and loops with `break`/`continue`: a new list, the same elements.
+# Fixed by list concatenation in the frontend; was: refused ("a list is used where a number or an
+# array is expected"), though astad's refusals of `acc.append(e)` suggest it.
+LIST_CONCATENATION = True
+
 # (fixed; the switch stays as a regression check) a float parameter whose value is joined (by an `if` or a loop) with
 # a numpy scalar, then given to np.maximum/np.minimum/np.where: its cotangent
 # comes back as a 0-d array, not a float, e.g.
@@ -739,7 +745,11 @@ class ControlFlowGen(Gen):
         name = name or self.pick(self.appendable())
         v = self.lists[name]
         expr, _ = self.element(v["elem"], v["bound"], named=not self.runtime(name))
-        self.stmt(f"{name}.append({expr})", expr)
+        if LIST_CONCATENATION and self.draw(st.integers(0, 3)) == 0:  # the same list, made anew
+            self.stmt(f"{name} = {name} + [{expr}]", expr)
+            self.counts["list concatenation"] += 1
+        else:
+            self.stmt(f"{name}.append({expr})", expr)
         if v["fdepth"] == len(self.frames) and self.branches == v["branches"]:
             v["seen"] = True  # (astad types the elements of an empty list from an append on every path)
         v["lo"] += 1

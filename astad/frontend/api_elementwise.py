@@ -42,6 +42,10 @@ def _lower_conj(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     return lw.emit("conjugate", [real_atom(lw, b["x"], node, "np.conj")])
 
 
+def _lower_conj_method(lw: Lowerer, b: dict, node: cst.Call) -> Value:
+    return real_atom(lw, b["x"], node, "x.conj()")  # the array itself: numpy returns it (np.conj makes a copy)
+
+
 def _lower_nan_to_num(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     if lw.static(lw.const_or(b["copy"]), node, "copy") is False:
         raise lw.type_error("np.nan_to_num(..., copy=False) replaces the entries of its argument in place", node,
@@ -71,8 +75,8 @@ FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
 #: array methods by name (``x.<name>()``), merged into ``numpy_api.METHODS``
 METHODS: dict[str, Callable[[str], ApiSpec]] = {
     "round": _round,
-    "conj": spec("x", _lower_conj),
-    "conjugate": spec("x", _lower_conj),
+    "conj": spec("x", _lower_conj_method),
+    "conjugate": spec("x", _lower_conj_method),
 }
 
 

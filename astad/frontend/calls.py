@@ -63,7 +63,11 @@ class Calls(LowererCore):
             if len(args) != 1 or kwargs or not (isinstance(args[0], PyTuple) or (
                     isinstance(args[0], Var) and isinstance(args[0].type, ListT))):
                 raise self.type_error("list() takes one list, tuple or comprehension", node, "list(map(f, xs))")
-            return PyTuple(args[0].items, is_list=True) if isinstance(args[0], PyTuple) else args[0]
+            if not isinstance(args[0], PyTuple):
+                return args[0]  # a run-time list: taken for the same list (conservative)
+            made = PyTuple(args[0].items, is_list=True)
+            self.aliases.new_list(made)  # a new list holding the same elements
+            return made
         if func.kind == "method":
             return self.apply(func.obj, [func.self_value, *args], kwargs, node)
         if func.kind == "builtin":

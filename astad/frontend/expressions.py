@@ -19,7 +19,7 @@ from ..ir import FLOAT, Atom, Bind, Const, ListT, Num, Var, Loop, trip_count
 from .numpy_api import METHODS
 from .parse import UNSUPPORTED
 from .abstract import literal_type
-from .scopes import Value, Scope
+from .scopes import Value, Scope, is_list_value
 from .core import LowererCore
 
 
@@ -201,9 +201,26 @@ class Expressions(LowererCore):
         op = _BIN_OPS.get(type(node.operator))
         if op is None:
             raise self.syntax_error("this operator is not supported", "+ - * / // % ** @ & |", node)
-        left = self.atom(self.expr(node.left), node.left)
+        left_value = self.expr(node.left)
+        if op == "add" and is_list_value(left_value):
+            return self.concatenate_lists(left_value, self.expr(node.right), node)
+        left = self.atom(left_value, node.left)
         right = self.atom(self.expr(node.right), node.right)
         return self.emit(op, [left, right])
+
+    def concatenate_lists(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value:
+        """``xs + [v, w]``: a new list holding the same elements (what the refusal of an
+        ``xs.append(v)`` that others would see suggests)."""
+        if not (isinstance(b, PyTuple) and b.is_list):
+            raise self.type_error("a list is concatenated with `+` to a list written out (`[v]`, `[v, w]`, "
+                                  "a slice of one, a list made so)", node, "xs + [v], or xs.append(v) in a loop")
+        if isinstance(a, PyTuple):  # known element by element: so is the new list
+            value = PyTuple(a.items + b.items, is_list=True)
+            self.aliases.new_list(value)
+            return value
+        for v in b.items:  # a list known only at run time: the new one is taken for the same list (conservative)
+            a = self.emit("append", [a, self.atom(v, node)])
+        return a
 
     def expr_Comparison(self, node: cst.Comparison) -> Value:
         """``a < b``; a chain ``a < b < c`` means ``a < b and b < c`` (``b`` evaluated once)."""

@@ -35,8 +35,9 @@ class Indexing(LowererCore):
             return self.emit("list_get", [x, i])
         index: list[Any] = []
         args: list[Atom] = [x]
-        for el in node.slice:
-            index.append(self.index_item(el.slice, args))
+        parts = self.index_parts(node)
+        for s in parts:
+            index.append(self.index_item(s, args, len(parts) == 1))
         if len(args) == 1:
             composed = self.compose_index(x, tuple(index))
             if composed is not None:
@@ -67,7 +68,8 @@ class Indexing(LowererCore):
 
         self.aliases.update_array(y, self.readable_besides(name), fail)
         args: list[Atom] = [y]
-        index = tuple(self.index_item(el.slice, args) for el in target.slice)
+        parts = self.index_parts(target)
+        index = tuple(self.index_item(s, args, len(parts) == 1) for s in parts)
         v = self.atom(value, target)
         self.node = target
         if op is not None:
@@ -174,7 +176,11 @@ class Indexing(LowererCore):
         s = node.slice[0].slice
         if isinstance(s, cst.Slice):
             bounds = [None if b is None else self.static(self.expr(b), b, "slice bound") for b in (s.lower, s.upper, s.step)]
-            return PyTuple(base.items[slice(*bounds)])
+            if not base.is_list:
+                return PyTuple(base.items[slice(*bounds)])
+            value = PyTuple(base.items[slice(*bounds)], is_list=True)  # a new list
+            self.aliases.new_list(value)
+            return value
         index_value = self.expr(s.value)
         if base.is_list and isinstance(index_value, Var):
             return self.emit("list_get", [self.dynamic_list(base, node), index_value])
@@ -183,7 +189,19 @@ class Indexing(LowererCore):
             raise self.type_error(f"tuple index {i!r} is out of range for a tuple of {len(base.items)}", node)
         return base.items[i]
 
-    def index_item(self, s: cst.BaseSlice, args: list[Atom]) -> Any:
+    def index_parts(self, node: cst.Subscript) -> list[cst.BaseSlice]:
+        """The parts of an index: ``y[(i, j)]`` is ``y[i, j]`` (numpy reads a tuple as one index per axis)."""
+        if len(node.slice) == 1:
+            s = node.slice[0].slice
+            if type(s) is cst.Index and type(s.value) is cst.Tuple and s.value.elements:
+                for e in s.value.elements:
+                    if isinstance(e, cst.StarredElement):
+                        raise self.syntax_error("`*` unpacking is not supported", "explicit elements", e)
+                return [cst.Index(e.value) for e in s.value.elements]
+        return [el.slice for el in node.slice]
+
+    def index_item(self, s: cst.BaseSlice, args: list[Atom], whole: bool = False) -> Any:
+        """One part of an index (``whole``: the only one)."""
         if type(s) is cst.Slice:  # (`type(...) is`: libcst's classes are abstract-based, isinstance costs more)
             return ("slice", *(self.index_int(b, args) for b in (s.lower, s.upper, s.step)))
         v = s.value  # type: ignore[attr-defined]
@@ -195,14 +213,18 @@ class Indexing(LowererCore):
                 return None
         if type(v) is cst.Ellipsis:
             return Ellipsis
-        return self.index_int(v, args, arrays=True)
+        return self.index_int(v, args, arrays=True, whole=whole)
 
-    def index_int(self, node: cst.BaseExpression | None, args: list[Atom], arrays: bool = False) -> Any:
+    def index_int(self, node: cst.BaseExpression | None, args: list[Atom], arrays: bool = False,
+                  whole: bool = False) -> Any:
         """A slice bound or an index: an int (an integer array or a boolean mask where ``arrays``)."""
         if node is None:
             return None
         value = self.expr(node)
-        if arrays and isinstance(value, PyTuple):  # x[[0, 2]]: the list as an integer array
+        if whole and isinstance(value, PyTuple) and not value.is_list:
+            raise self.type_error("a tuple named as the whole index: numpy reads it as one index per axis", node,
+                                  "the indices themselves, y[i, j], or a list as an integer array, y[[i, j]]")
+        if arrays and isinstance(value, PyTuple):  # x[[0, 2]], x[(0, 2), 1]: the sequence as an integer array
             value = self.emit("stack", [self.atom(v, node) for v in value.items], {"axis": 0}) if value.items else value
         a = self.atom(value, node)
         t = a.type

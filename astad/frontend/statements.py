@@ -189,11 +189,17 @@ class Statements(LowererCore):
             raise self.syntax_error("augmented assignment is supported on a name or an element of an array",
                                     "x = x + ... on a whole name", target)
         old = self.expr(target)
+        if is_list_value(old):
+            raise self.type_error(f"`{target.value} {_AUG_SYMBOL[op]}= ...` on a list is not supported (`+=` extends "
+                                  f"the list in place)", node, f"{target.value}.append(v), or a new list: "
+                                  f"{target.value} = {target.value} + [v]")
         old_atom = self.atom(old, target)
         if isinstance(old_atom.type, Num) and not old_atom.type.py:  # a 0-d array changes in place too
             self.check_in_place(old_atom, target.value, _AUG_SYMBOL[op], node)
         value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
-        if isinstance(old_atom.type, Num) and old_atom.type.shape and (
+        maybe_array = isinstance(old_atom.type, Num) and (  # a 0-d one too, unless a numpy scalar for sure
+            old_atom.type.shape or not old_atom.type.py and self.aliases.roots(old_atom))
+        if maybe_array and (
                 value.type.shape != old_atom.type.shape or value.type.dtype != old_atom.type.dtype):  # type: ignore[union-attr]
             raise self.type_error(f"in-place `{_AUG_SYMBOL[op]}=` cannot change {old_atom.type} into {value.type}", node,
                                   f"{target.value} = {target.value} {_AUG_SYMBOL[op]} ...")
