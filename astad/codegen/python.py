@@ -11,6 +11,7 @@ Deterministic: the same program always prints to the same text.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from typing import Callable, Sequence
@@ -37,6 +38,13 @@ _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whit
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
 _comment_line = px.maker(cst.EmptyLine, "comment")
+
+
+@functools.lru_cache(maxsize=4096)
+def _comment_lines(text: str) -> tuple[cst.EmptyLine]:
+    """The leading line of a comment ``text`` (one node for each text, as the forward and
+    backward passes head the same groups with the same lines; the comment checked)."""
+    return (_comment_line(cst.Comment(text)),)
 
 
 def _zero(t: object) -> Expr:
@@ -93,11 +101,11 @@ class Printer(LoopPrinting):
             return px.name(a.name) if a.name is not None else px.literal(a.value)
         return _zero(a.type)
 
-    def comment(self, loc: Loc | None) -> list[cst.EmptyLine]:
+    def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
         if loc is None or (loc.file, loc.line) == self.last_loc:
-            return []
+            return ()
         self.last_loc = (loc.file, loc.line)
-        return [_comment_line(cst.Comment(f"# line {loc.line}: {loc.text.strip()}"))]  # (the comment checked)
+        return _comment_lines(f"# line {loc.line}: {loc.text.strip()}")
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
         self.lines.append(_line([small], self.comment(loc)))

@@ -100,7 +100,7 @@ def _function_body(body: list[str]) -> list[str]:
     if len(bound) < MIN_NAMES:
         return body
     freed: dict[int, list[str]] = {}
-    for name, s in sorted(bound.items(), key=lambda item: item[1]):
+    for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
         g = statements[last[name]][2]
         if g in group_end:  # (not the last group: the function returns there)
             freed.setdefault(group_end[g], []).append(name)
