@@ -121,8 +121,11 @@ def binop(op: str, left: cst.BaseExpression, right: cst.BaseExpression) -> cst.B
     p = _BINOPS[op][1]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         left, right = _at_least(left, p + 1), _at_least(right, _UNARY)
-    else:
-        left, right = _at_least(left, p), _at_least(right, p + 1)
+    else:  # (_at_least's, inlined: most operands are names)
+        if precedence(left) < p:
+            left = paren(left)
+        if precedence(right) <= p:
+            right = paren(right)
     return _binary(left, _OPERATORS[op], right)
 
 
@@ -185,8 +188,10 @@ _name = maker(cst.Name, "value")
 _attribute = maker(cst.Attribute, "value", "attr")
 
 
+@functools.lru_cache(maxsize=4096)
 def identifier(text: str) -> cst.Name:
-    """``cst.Name(text)``, of a plain identifier made faster (libcst's check kept: an identifier)."""
+    """``cst.Name(text)``, of a plain identifier made faster (libcst's check kept: an identifier; one
+    node for each text, as :func:`name`'s)."""
     return _name(text) if text.isidentifier() else cst.Name(text)
 
 

@@ -113,7 +113,7 @@ class Printer(LoopPrinting):
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
         target = px.identifier(targets[0].name) if len(targets) == 1 else \
             px.bare_tuple([px.identifier(t.name) for t in targets])
-        self.emit(_assign([_target(target)], value), loc)
+        self.lines.append(_line([_assign([_target(target)], value)], self.comment(loc)))  # (self.emit's, inlined)
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -128,7 +128,7 @@ class Printer(LoopPrinting):
             reads = _copying_reads(rhs)
             if reads:
                 views, copied = self.views, self.copied
-                for name in [n for n in reads if n in views]:  # `y[a:b] + v`: the view is read into new memory
+                for name in [n for n in reads if n in views] if views else ():  # `y[a:b] + v`: the view is read into new memory
                     viewed = views.pop(name)
                     reads[viewed] = reads.get(viewed, 0) + reads[name]
                 for name, n in reads.items():

@@ -297,10 +297,17 @@ def _leading(n: Any, st: State) -> None:
 
 
 def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
-    _leading(n, st)
+    tokens = st.tokens
+    for line in n.leading_lines:
+        _node(line, st)
+    tokens.extend(st.indent_tokens)
     body = n.body
     if len(body) == 1:  # (most lines)
-        _node(body[0], st)
+        small = body[0]
+        if type(small) is cst.Assign:
+            _assign(small, st)
+        else:
+            _node(small, st)
     elif body:
         last = len(body) - 1
         for i, small in enumerate(body):
@@ -321,9 +328,13 @@ def _assign(n: cst.Assign, st: State, default_semicolon: bool = False) -> None:
             target._codegen(st)
             continue
         _node(target.target, st)
-        _ws(target.whitespace_before_equal, st)
-        st.tokens.append("=")
-        _ws(target.whitespace_after_equal, st)
+        before, after = target.whitespace_before_equal, target.whitespace_after_equal
+        if type(before) is _WS and type(after) is _WS:  # (every assignment codegen makes)
+            st.tokens.append(before.value + "=" + after.value)
+        else:
+            _ws(before, st)
+            st.tokens.append("=")
+            _ws(after, st)
     _node(n.value, st)
     _semicolon(n, st, default_semicolon)
 
