@@ -125,14 +125,7 @@ class Printer(LoopPrinting):
                 return
             entry = rules.TABLE[rhs.op]
             params = dict(rhs.params)
-            reads = _copying_reads(rhs)
-            if reads:
-                views, copied = self.views, self.copied
-                for name in [n for n in reads if n in views] if views else ():  # `y[a:b] + v`: the view is read into new memory
-                    viewed = views.pop(name)
-                    reads[viewed] = reads.get(viewed, 0) + reads[name]
-                for name, n in reads.items():
-                    copied[name] = copied.get(name, 0) + n
+            reads = self.count_copies(rhs)
             if rhs.op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[b.targets[0].name] == 1:
                 self.views[b.targets[0].name] = rhs.args[0].name
             # (every in-place form writes a result of at least inplace.MIN_SIZE elements: not asked otherwise)
@@ -204,6 +197,25 @@ class Printer(LoopPrinting):
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def count_copies(self, rhs: Prim) -> bool:
+        """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
+        views too); whether it reads any."""
+        copied = self.copied
+        if rhs.op in _FRESH and not self.views:  # (most: a computation of its operands, no view pending)
+            found = False
+            for a in rhs.args:
+                if type(a) is Var:
+                    copied[a.name] = copied.get(a.name, 0) + 1
+                    found = True
+            return found
+        reads, views = _copying_reads(rhs), self.views
+        for name in [n for n in reads if n in views]:  # `y[a:b] + v`: the view is read into new memory
+            viewed = views.pop(name)
+            reads[viewed] = reads.get(viewed, 0) + reads[name]
+        for name, n in reads.items():
+            copied[name] = copied.get(name, 0) + n
+        return bool(reads)
 
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
