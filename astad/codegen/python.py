@@ -83,13 +83,16 @@ class Printer(LoopPrinting):
         self.copied: Counter = Counter()  # reads, so far in this block, by operations whose result is new memory
         self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
-        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (_taped(block) - self.plan.recomputed)
-        self.summed_with = _summed_pairs(block)  # x -> y for each sum x + y of two variables
+        taped: set[str] = set()
+        self.summed_with: dict[str, str] = {}  # x -> y for each sum x + y of two variables
+        _taped_and_summed(block, taped, self.summed_with)
+        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
 
     def atom(self, a: Atom) -> Expr:
-        if isinstance(a, Var):
+        cls = type(a)  # (no class of the IR has subclasses)
+        if cls is Var:
             if a.name in self.inlined:
                 self.reach = max(self.reach, self.depth.pop(a.name))
                 return self.inlined.pop(a.name)
@@ -97,8 +100,8 @@ class Printer(LoopPrinting):
             if fast is not None and a.name in fast.floats:  # (a numpy float read as a Python float)
                 return px.name(fast.floats[a.name])
             return px.name(a.name)
-        if isinstance(a, Const):
-            return px.name(a.name) if a.name is not None else px.literal(a.value)
+        if cls is Const:
+            return px.name(a.name) if a.name is not None else px.literal(a.value)  # type: ignore[union-attr]
         return _zero(a.type)
 
     def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
@@ -459,18 +462,6 @@ _IN_PLACE_CALL = {"neg": "negative", "sub": "subtract", "div": "divide"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
 
 
-def _summed_pairs(block: Block) -> dict[str, str]:
-    """For each sum of two variables ``x + y`` anywhere in ``block``: x -> y and y -> x."""
-    pairs: dict[str, str] = {}
-    for b in block.binds:
-        if isinstance(b.rhs, Plus) and len(b.rhs.items) == 2 and all(isinstance(a, Var) for a in b.rhs.items):
-            x, y = b.rhs.items
-            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
-        for inner in nested_blocks(b.rhs):
-            pairs.update(_summed_pairs(inner))
-    return pairs
-
-
 def _copying_reads(rhs: object) -> dict[str, int]:
     """The variables ``rhs`` reads into new memory (an element, a computation), not as a view or in
     place: how many times each."""
@@ -499,14 +490,21 @@ def _copying_index(p: Prim) -> bool:
     return (ints and isinstance(t, Num) and len(index) == t.ndim) or rules.is_advanced(index)
 
 
-def _taped(block: Block) -> set[str]:
-    names: set[str] = set()
+def _taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> None:
+    """Into ``taped``, what the loops anywhere in ``block`` record on tapes; into ``pairs``, for each
+    sum of two variables ``x + y`` anywhere in it, x -> y and y -> x (one walk for both)."""
     for b in block.binds:
-        if isinstance(b.rhs, Loop):
-            names.update(v.name for v in b.rhs.save)
-        for inner in nested_blocks(b.rhs):
-            names |= _taped(inner)
-    return names
+        rhs = b.rhs
+        cls = type(rhs)  # (no class of the IR has subclasses)
+        if cls is Prim:
+            continue
+        if cls is Plus and len(rhs.items) == 2 and all(type(a) is Var for a in rhs.items):  # type: ignore[union-attr]
+            x, y = rhs.items  # type: ignore[union-attr]
+            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
+        elif cls is Loop:
+            taped.update(v.name for v in rhs.save)  # type: ignore[union-attr]
+        for inner in nested_blocks(rhs):
+            _taped_and_summed(inner, taped, pairs)
 
 
 def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
