@@ -187,12 +187,18 @@ def tuple_(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
     return _tuple([_element(i) for i in items])
 
 
+def list_(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
+    """``[a, b, ...]``."""
+    return _list([_element(i) for i in items])
+
+
 def bare_tuple(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
     """``a, b`` (a tuple of at least two items, without parentheses: a target, a return value)."""
     return _bare_tuple([_element(i) for i in items])
 
 
 _bare_tuple = maker(cst.Tuple, "elements", lpar=(), rpar=())
+_list = maker(cst.List, "elements")
 _name = maker(cst.Name, "value")
 _attribute = maker(cst.Attribute, "value", "attr")
 

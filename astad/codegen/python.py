@@ -38,6 +38,7 @@ _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whit
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
 _comment_line = px.maker(cst.EmptyLine, "comment")
+_param = px.maker(cst.Param, "name")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -511,7 +512,7 @@ def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine
     docline = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(f'"""{doc}"""'))])
     return cst.FunctionDef(
         name=cst.Name(name),
-        params=cst.Parameters(params=[cst.Param(cst.Name(p)) for p in params]),
+        params=cst.Parameters(params=[_param(px.identifier(p)) for p in params]),
         body=cst.IndentedBlock(body=[docline, *body]),
         leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
     )
