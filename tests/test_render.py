@@ -240,7 +240,7 @@ def test_makers_make_libcsts_nodes(a, b, c):
         (px.paren(a), a.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])),
         (px.list_([a, b]), cst.List([cst.Element(a), cst.Element(b)])),
         (px.list_([]), cst.List([])),
-        (codegen_python._param(px.identifier("x")), cst.Param(cst.Name("x"))),
+        (cst.Parameters([codegen_python._param(px.identifier("x"))]), cst.Parameters([cst.Param(cst.Name("x"))])),
         (px.subscript(a, [b, px.slice_(None, c, None)]),
          cst.Subscript(px._at_least(a, px._ATOM), [cst.SubscriptElement(cst.Index(b)),
                                                     cst.SubscriptElement(cst.Slice(None, c, None))])),
