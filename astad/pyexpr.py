@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import types
 from typing import Any, Callable, Sequence
 
 import libcst as cst
@@ -38,7 +39,15 @@ def maker(cls: type, *given: str, **fixed: Any) -> Callable[..., Any]:
         elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
             scope["_d_" + f.name] = f.default_factory()  # type: ignore[misc]
         params.append(f"{f.name}=_d_{f.name}" if "_d_" + f.name in scope else f.name)
-    body = "".join(f"    _set(_node, {f!r}, {f})\n" for f in fields)
+    lines = []
+    for f in fields:  # a slot's own setter where the field is one (a third faster than object.__setattr__)
+        slot = getattr(cls, f, None)
+        if isinstance(slot, types.MemberDescriptorType):
+            scope["_s_" + f] = slot.__set__
+            lines.append(f"    _s_{f}(_node, {f})\n")
+        else:
+            lines.append(f"    _set(_node, {f!r}, {f})\n")
+    body = "".join(lines)
     exec(f"def make({', '.join(params)}):\n    _node = _new(_cls)\n{body}    return _node\n", scope)  # noqa: S102
     return scope["make"]  # type: ignore[no-any-return]
 
@@ -121,8 +130,11 @@ def binop(op: str, left: cst.BaseExpression, right: cst.BaseExpression) -> cst.B
     p = _BINOPS[op][1]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         left, right = _at_least(left, p + 1), _at_least(right, _UNARY)
-    else:
-        left, right = _at_least(left, p), _at_least(right, p + 1)
+    else:  # (_at_least's, inlined: most operands are names)
+        if precedence(left) < p:
+            left = paren(left)
+        if precedence(right) <= p:
+            right = paren(right)
     return _binary(left, _OPERATORS[op], right)
 
 
@@ -175,18 +187,26 @@ def tuple_(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
     return _tuple([_element(i) for i in items])
 
 
+def list_(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
+    """``[a, b, ...]``."""
+    return _list([_element(i) for i in items])
+
+
 def bare_tuple(items: Sequence[cst.BaseExpression]) -> cst.BaseExpression:
     """``a, b`` (a tuple of at least two items, without parentheses: a target, a return value)."""
     return _bare_tuple([_element(i) for i in items])
 
 
 _bare_tuple = maker(cst.Tuple, "elements", lpar=(), rpar=())
+_list = maker(cst.List, "elements")
 _name = maker(cst.Name, "value")
 _attribute = maker(cst.Attribute, "value", "attr")
 
 
+@functools.lru_cache(maxsize=4096)
 def identifier(text: str) -> cst.Name:
-    """``cst.Name(text)``, of a plain identifier made faster (libcst's check kept: an identifier)."""
+    """``cst.Name(text)``, of a plain identifier made faster (libcst's check kept: an identifier; one
+    node for each text, as :func:`name`'s)."""
     return _name(text) if text.isidentifier() else cst.Name(text)
 
 

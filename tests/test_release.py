@@ -196,3 +196,25 @@ def test_a_comment_before_except_stays_in_the_try(monkeypatch):
     namespace = {}
     exec(got, namespace)
     assert namespace["f"](1.0) == 5.0
+
+
+def test_non_ascii_names_are_freed_as_ascii_ones(monkeypatch):
+    """Code that is not all ASCII is read with the Unicode patterns: the same ``del`` lines."""
+    monkeypatch.setattr(release, "MIN_NAMES", 0)
+    greek = {"a_ct": "α_ct", "b_ct": "β_ct", "c_ct": "γ_ct"}
+
+    def renamed(text):
+        for old, new in greek.items():
+            text = text.replace(old, new)
+        return text
+
+    assert release.released(renamed(TEXT)) == renamed(release.released(TEXT))
+
+
+@given(st.text(st.characters(max_codepoint=127), max_size=40))
+def test_ascii_patterns_match_as_the_unicode_ones(text):
+    """On ASCII text, the patterns release.py uses there find what its Unicode patterns find."""
+    assert release._NAME_ASCII.findall(text) == release._NAME.findall(text)
+    for line in (text, "    " + text, "    x, y2 = " + text, "    _a += " + text):
+        ascii_match, unicode_match = release._BIND_ASCII.fullmatch(line), release._BIND.fullmatch(line)
+        assert (ascii_match and ascii_match.groups()) == (unicode_match and unicode_match.groups())

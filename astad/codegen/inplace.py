@@ -59,7 +59,10 @@ _OPERATOR = {"or_": "|", "and_": "&"}
 
 def big(t: object) -> bool:
     """An array of known shape with at least :data:`MIN_SIZE` elements."""
-    return isinstance(t, Num) and bool(t.shape) and t.known_shape and math.prod(t.shape) >= MIN_SIZE
+    if not isinstance(t, Num):
+        return False
+    shape = t.shape
+    return bool(shape) and None not in shape and math.prod(shape) >= MIN_SIZE  # (None: a size not known)
 
 
 def writable(p: Printer, a: Atom, target: Var) -> bool:

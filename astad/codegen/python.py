@@ -11,6 +11,7 @@ Deterministic: the same program always prints to the same text.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from typing import Callable, Sequence
@@ -37,6 +38,14 @@ _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whit
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
 _comment_line = px.maker(cst.EmptyLine, "comment")
+_param = px.maker(cst.Param, "name")
+
+
+@functools.lru_cache(maxsize=4096)
+def _comment_lines(text: str) -> tuple[cst.EmptyLine]:
+    """The leading line of a comment ``text`` (one node for each text, as the forward and
+    backward passes head the same groups with the same lines; the comment checked)."""
+    return (_comment_line(cst.Comment(text)),)
 
 
 def _zero(t: object) -> Expr:
@@ -75,13 +84,16 @@ class Printer(LoopPrinting):
         self.copied: Counter = Counter()  # reads, so far in this block, by operations whose result is new memory
         self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
-        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (_taped(block) - self.plan.recomputed)
-        self.summed_with = _summed_pairs(block)  # x -> y for each sum x + y of two variables
+        taped: set[str] = set()
+        self.summed_with: dict[str, str] = {}  # x -> y for each sum x + y of two variables
+        _taped_and_summed(block, taped, self.summed_with)
+        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
 
     def atom(self, a: Atom) -> Expr:
-        if isinstance(a, Var):
+        cls = type(a)  # (no class of the IR has subclasses)
+        if cls is Var:
             if a.name in self.inlined:
                 self.reach = max(self.reach, self.depth.pop(a.name))
                 return self.inlined.pop(a.name)
@@ -89,15 +101,15 @@ class Printer(LoopPrinting):
             if fast is not None and a.name in fast.floats:  # (a numpy float read as a Python float)
                 return px.name(fast.floats[a.name])
             return px.name(a.name)
-        if isinstance(a, Const):
-            return px.name(a.name) if a.name is not None else px.literal(a.value)
+        if cls is Const:
+            return px.name(a.name) if a.name is not None else px.literal(a.value)  # type: ignore[union-attr]
         return _zero(a.type)
 
-    def comment(self, loc: Loc | None) -> list[cst.EmptyLine]:
+    def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
         if loc is None or (loc.file, loc.line) == self.last_loc:
-            return []
+            return ()
         self.last_loc = (loc.file, loc.line)
-        return [_comment_line(cst.Comment(f"# line {loc.line}: {loc.text.strip()}"))]  # (the comment checked)
+        return _comment_lines(f"# line {loc.line}: {loc.text.strip()}")
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
         self.lines.append(_line([small], self.comment(loc)))
@@ -105,7 +117,7 @@ class Printer(LoopPrinting):
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
         target = px.identifier(targets[0].name) if len(targets) == 1 else \
             px.bare_tuple([px.identifier(t.name) for t in targets])
-        self.emit(_assign([_target(target)], value), loc)
+        self.lines.append(_line([_assign([_target(target)], value)], self.comment(loc)))  # (self.emit's, inlined)
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -117,14 +129,7 @@ class Printer(LoopPrinting):
                 return
             entry = rules.TABLE[rhs.op]
             params = dict(rhs.params)
-            reads = _copying_reads(rhs)
-            if reads:
-                views, copied = self.views, self.copied
-                for name in [n for n in reads if n in views]:  # `y[a:b] + v`: the view is read into new memory
-                    viewed = views.pop(name)
-                    reads[viewed] = reads.get(viewed, 0) + reads[name]
-                for name, n in reads.items():
-                    copied[name] = copied.get(name, 0) + n
+            reads = self.count_copies(rhs)
             if rhs.op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[b.targets[0].name] == 1:
                 self.views[b.targets[0].name] = rhs.args[0].name
             # (every in-place form writes a result of at least inplace.MIN_SIZE elements: not asked otherwise)
@@ -196,6 +201,25 @@ class Printer(LoopPrinting):
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def count_copies(self, rhs: Prim) -> bool:
+        """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
+        views too); whether it reads any."""
+        copied = self.copied
+        if rhs.op in _FRESH and not self.views:  # (most: a computation of its operands, no view pending)
+            found = False
+            for a in rhs.args:
+                if type(a) is Var:
+                    copied[a.name] = copied.get(a.name, 0) + 1
+                    found = True
+            return found
+        reads, views = _copying_reads(rhs), self.views
+        for name in [n for n in reads if n in views]:  # `y[a:b] + v`: the view is read into new memory
+            viewed = views.pop(name)
+            reads[viewed] = reads.get(viewed, 0) + reads[name]
+        for name, n in reads.items():
+            copied[name] = copied.get(name, 0) + n
+        return bool(reads)
 
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
@@ -439,18 +463,6 @@ _IN_PLACE_CALL = {"neg": "negative", "sub": "subtract", "div": "divide"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
 
 
-def _summed_pairs(block: Block) -> dict[str, str]:
-    """For each sum of two variables ``x + y`` anywhere in ``block``: x -> y and y -> x."""
-    pairs: dict[str, str] = {}
-    for b in block.binds:
-        if isinstance(b.rhs, Plus) and len(b.rhs.items) == 2 and all(isinstance(a, Var) for a in b.rhs.items):
-            x, y = b.rhs.items
-            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
-        for inner in nested_blocks(b.rhs):
-            pairs.update(_summed_pairs(inner))
-    return pairs
-
-
 def _copying_reads(rhs: object) -> dict[str, int]:
     """The variables ``rhs`` reads into new memory (an element, a computation), not as a view or in
     place: how many times each."""
@@ -479,21 +491,28 @@ def _copying_index(p: Prim) -> bool:
     return (ints and isinstance(t, Num) and len(index) == t.ndim) or rules.is_advanced(index)
 
 
-def _taped(block: Block) -> set[str]:
-    names: set[str] = set()
+def _taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> None:
+    """Into ``taped``, what the loops anywhere in ``block`` record on tapes; into ``pairs``, for each
+    sum of two variables ``x + y`` anywhere in it, x -> y and y -> x (one walk for both)."""
     for b in block.binds:
-        if isinstance(b.rhs, Loop):
-            names.update(v.name for v in b.rhs.save)
-        for inner in nested_blocks(b.rhs):
-            names |= _taped(inner)
-    return names
+        rhs = b.rhs
+        cls = type(rhs)  # (no class of the IR has subclasses)
+        if cls is Prim:
+            continue
+        if cls is Plus and len(rhs.items) == 2 and all(type(a) is Var for a in rhs.items):  # type: ignore[union-attr]
+            x, y = rhs.items  # type: ignore[union-attr]
+            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
+        elif cls is Loop:
+            taped.update(v.name for v in rhs.save)  # type: ignore[union-attr]
+        for inner in nested_blocks(rhs):
+            _taped_and_summed(inner, taped, pairs)
 
 
 def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
     docline = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(f'"""{doc}"""'))])
     return cst.FunctionDef(
         name=cst.Name(name),
-        params=cst.Parameters(params=[cst.Param(cst.Name(p)) for p in params]),
+        params=cst.Parameters(params=[_param(px.identifier(p)) for p in params]),
         body=cst.IndentedBlock(body=[docline, *body]),
         leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
     )

@@ -42,12 +42,16 @@ _INDENT = "    "
 _CLAUSES = ("    else:", "    elif ", "    except", "    finally:")
 _BIND = re.compile(r"    ([^\W\d]\w*(?:, [^\W\d]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
 _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
+#: the same two, for ASCII text (the same matches there, found a third faster)
+_BIND_ASCII = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)", re.ASCII)
+_NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
 
 
 def released(code: str) -> str:
     """``code`` (a generated module) with ``del`` lines in its long functions (see the module docstring)."""
     lines = code.split("\n")
+    ascii_only = code.isascii()
     out: list[str] = []
     i = 0
     while i < len(lines):
@@ -58,11 +62,11 @@ def released(code: str) -> str:
         start = i
         while i < len(lines) and (lines[i].startswith(_INDENT) or not lines[i]):
             i += 1
-        out.extend(_function_body(lines[start:i]))
+        out.extend(_function_body(lines[start:i], ascii_only))
     return "\n".join(out)
 
 
-def _function_body(body: list[str]) -> list[str]:
+def _function_body(body: list[str], ascii_only: bool = False) -> list[str]:
     """A function's body lines, with ``del`` lines where names are read for the last time."""
     if any(line.count(_QUOTES[0]) + line.count(_QUOTES[1]) not in (0, 2)
            for line in body if _QUOTES[0] in line or _QUOTES[1] in line):
@@ -75,7 +79,7 @@ def _function_body(body: list[str]) -> list[str]:
     for k, line in enumerate(body):
         fifth = line[4:5]
         comment = fifth == "#"
-        if fifth == " " or not line.startswith(_INDENT) or line.startswith(_CLAUSES) \
+        if fifth == " " or not line.startswith(_INDENT) or (fifth in "ef" and line.startswith(_CLAUSES)) \
                 or (comment and _continues(body, k)):
             if statements and line:
                 statements[-1][1] = k  # a nested or continued line
@@ -90,7 +94,7 @@ def _function_body(body: list[str]) -> list[str]:
         return body
     bound: dict[str, int] = {}  # a name -> the statement binding it first at the top level
     last: dict[str, int] = {}
-    findall, fullmatch = _NAME.findall, _BIND.fullmatch
+    findall, fullmatch = (_NAME_ASCII.findall, _BIND_ASCII.fullmatch) if ascii_only else (_NAME.findall, _BIND.fullmatch)
     for s, (first, end, _) in enumerate(statements):
         last.update(dict.fromkeys(findall(body[first] if first == end else "\n".join(body[first:end + 1])), s))
         m = fullmatch(body[first])
@@ -100,7 +104,7 @@ def _function_body(body: list[str]) -> list[str]:
     if len(bound) < MIN_NAMES:
         return body
     freed: dict[int, list[str]] = {}
-    for name, s in sorted(bound.items(), key=lambda item: item[1]):
+    for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
         g = statements[last[name]][2]
         if g in group_end:  # (not the last group: the function returns there)
             freed.setdefault(group_end[g], []).append(name)

@@ -48,12 +48,21 @@ def render(module: cst.Module) -> str:
     return "".join(st.tokens)
 
 
-def _node(n: cst.CSTNode, st: State, **kw: Any) -> None:
+def _node(n: cst.CSTNode, st: State) -> None:
     f = _PRINTERS.get(type(n))
     if f is None:
-        n._codegen(st, **kw)  # libcst's own
+        n._codegen(st)  # libcst's own
     else:
-        f(n, st, **kw)
+        f(n, st)
+
+
+def _small(n: cst.BaseSmallStatement, st: State, default_semicolon: bool) -> None:
+    """A statement of a line of several (``a = 1; b = 2``)."""
+    f = _PRINTERS.get(type(n))
+    if f is None:
+        n._codegen(st, default_semicolon=default_semicolon)  # libcst's own
+    else:
+        f(n, st, default_semicolon=default_semicolon)
 
 
 def _ws(w: Any, st: State) -> None:
@@ -70,12 +79,17 @@ def _op(op: Any, st: State) -> None:
     if token is None:
         op._codegen(st)
         return
-    _ws(op.whitespace_before, st)
+    before, after = op.whitespace_before, op.whitespace_after
+    if type(before) is _WS and type(after) is _WS:  # (nearly every one: one token with its whitespace)
+        st.tokens.append(before.value + token + after.value)
+        return
+    _ws(before, st)
     st.tokens.append(token)
-    _ws(op.whitespace_after, st)
+    _ws(after, st)
 
 
 def _open(n: Any, st: State) -> None:
+    """``n``'s left parentheses (called where it has some)."""
     for p in n.lpar:
         if type(p) is cst.LeftParen:
             st.tokens.append("(")
@@ -125,15 +139,18 @@ def _token(n: Any, st: State) -> None:  # Name, Integer, Float, SimpleString
 
 
 def _attribute(n: cst.Attribute, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     _node(n.value, st)
     _op(n.dot, st)
     _node(n.attr, st)
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _call(n: cst.Call, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     _node(n.func, st)
     _ws(n.whitespace_after_func, st)
     st.tokens.append("(")
@@ -142,7 +159,8 @@ def _call(n: cst.Call, st: State) -> None:
     for i, arg in enumerate(n.args):
         _arg(arg, st, default_comma=(i != last))
     st.tokens.append(")")
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _arg(n: cst.Arg, st: State, default_comma: bool = False) -> None:
@@ -155,8 +173,9 @@ def _arg(n: cst.Arg, st: State, default_comma: bool = False) -> None:
     _ws(n.whitespace_after_star, st)
     if n.keyword is not None:
         _node(n.keyword, st)
-    if n.equal is _DEFAULT and n.keyword is not None:
-        tokens.append(" = ")
+    if n.equal is _DEFAULT:
+        if n.keyword is not None:
+            tokens.append(" = ")
     elif isinstance(n.equal, cst.AssignEqual):
         _op(n.equal, st)
     _node(n.value, st)
@@ -165,15 +184,18 @@ def _arg(n: cst.Arg, st: State, default_comma: bool = False) -> None:
 
 
 def _binary(n: cst.BinaryOperation, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     _node(n.left, st)
     _op(n.operator, st)
     _node(n.right, st)
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _unary(n: cst.UnaryOperation, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     op = n.operator
     token = _UNARY.get(type(op))
     if token is None:
@@ -182,16 +204,19 @@ def _unary(n: cst.UnaryOperation, st: State) -> None:
         st.tokens.append(token)
         _ws(op.whitespace_after, st)
     _node(n.expression, st)
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _comparison(n: cst.Comparison, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     _node(n.left, st)
     for target in n.comparisons:
         _op(target.operator, st)
         _node(target.comparator, st)
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _elements(elements: Any, st: State, single: bool = False) -> None:
@@ -205,17 +230,21 @@ def _elements(elements: Any, st: State, single: bool = False) -> None:
 
 
 def _tuple(n: cst.Tuple, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     _elements(n.elements, st, single=len(n.elements) == 1)
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _list(n: cst.List, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     _bracket(n.lbracket, "[", st)
     _elements(n.elements, st)
     _bracket(n.rbracket, "]", st)
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _bracket(b: Any, token: str, st: State) -> None:
@@ -230,7 +259,8 @@ def _bracket(b: Any, token: str, st: State) -> None:
 
 
 def _subscript(n: cst.Subscript, st: State) -> None:
-    _open(n, st)
+    if n.lpar:
+        _open(n, st)
     _node(n.value, st)
     _ws(n.whitespace_after_value, st)
     _bracket(n.lbracket, "[", st)
@@ -242,7 +272,8 @@ def _subscript(n: cst.Subscript, st: State) -> None:
         _node(el.slice, st)
         _comma(el.comma, st, i != last)
     _bracket(n.rbracket, "]", st)
-    _close(n, st)
+    if n.rpar:
+        _close(n, st)
 
 
 def _index(n: cst.Index, st: State) -> None:
@@ -297,14 +328,21 @@ def _leading(n: Any, st: State) -> None:
 
 
 def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
-    _leading(n, st)
+    tokens = st.tokens
+    for line in n.leading_lines:
+        _node(line, st)
+    tokens.extend(st.indent_tokens)
     body = n.body
     if len(body) == 1:  # (most lines)
-        _node(body[0], st)
+        small = body[0]
+        if type(small) is cst.Assign:
+            _assign(small, st)
+        else:
+            _node(small, st)
     elif body:
         last = len(body) - 1
         for i, small in enumerate(body):
-            _node(small, st, default_semicolon=(i != last))
+            _small(small, st, i != last)
     else:
         st.tokens.append("pass")
     end = n.trailing_whitespace
@@ -321,9 +359,13 @@ def _assign(n: cst.Assign, st: State, default_semicolon: bool = False) -> None:
             target._codegen(st)
             continue
         _node(target.target, st)
-        _ws(target.whitespace_before_equal, st)
-        st.tokens.append("=")
-        _ws(target.whitespace_after_equal, st)
+        before, after = target.whitespace_before_equal, target.whitespace_after_equal
+        if type(before) is _WS and type(after) is _WS:  # (every assignment codegen makes)
+            st.tokens.append(before.value + "=" + after.value)
+        else:
+            _ws(before, st)
+            st.tokens.append("=")
+            _ws(after, st)
     _node(n.value, st)
     _semicolon(n, st, default_semicolon)
 

@@ -53,7 +53,7 @@ def sequence(fn: str) -> Callable[[list[Expr], dict], Expr]:
 
     def emit(a: list[Expr], ps: dict) -> Expr:
         kw = {"axis": px.literal(ps["axis"])} if ps.get("axis", 0) != 0 else {}
-        return px.call(f"np.{fn}", [cst.List([cst.Element(e) for e in a])], **kw)
+        return px.call(f"np.{fn}", [px.list_(a)], **kw)
 
     return emit
 
@@ -94,7 +94,7 @@ def runtime(fn: str, *static: str) -> Callable[[list[Expr], dict], Expr]:
 
 
 def list_display(a: list[Expr], ps: dict) -> Expr:
-    return cst.List([cst.Element(e) for e in a])
+    return px.list_(a)
 
 
 def assign(target: Expr, value: Expr) -> cst.Assign:
