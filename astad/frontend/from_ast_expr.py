@@ -166,6 +166,8 @@ class Expressions:
 
     text: Text
     starts: dict[cst.CSTNode, Pos]
+    names: set[str]  # the values of the ``Name`` nodes made
+    called: set[str]  # the names called (``f(...)``)
 
     def expr(self, n: ast.expr, opened: int = 0, closed: int = 0) -> tuple[Any, Pos, Pos]:
         """``n``'s node.  ``opened``/``closed``: a ``(`` of the parent is right
@@ -201,15 +203,18 @@ class Expressions:
 
     def name(self, value: str, at: Pos) -> cst.Name:
         node = new.Name(value)
+        self.names.add(value)
         self.starts[node] = at
         return node
 
     def e_Name(self, n: ast.Name, s: Pos, e: Pos) -> Any:
+        self.names.add(n.id)
         return new.Name(n.id), s
 
     def e_Constant(self, n: ast.Constant, s: Pos, e: Pos) -> Any:
         v = n.value
         if v is None or v is True or v is False:
+            self.names.add(_NAMED[v])
             return new.Name(_NAMED[v]), s
         if v is Ellipsis:
             return new.Ellipsis(), s
@@ -272,6 +277,8 @@ class Expressions:
 
     def e_Call(self, n: ast.Call, s: Pos, e: Pos) -> Any:
         func, _, after = self.expr(n.func)
+        if type(func) is cst.Name:
+            self.called.add(func.value)
         parts = sorted([*n.args, *n.keywords], key=lambda a: (a.lineno, a.col_offset))
         last = len(parts) - 1
         args = []
