@@ -63,7 +63,8 @@ class Parsed:
         return self.calls_own_name and calls_itself(self.funcdef)
 
     def loc(self, node: cst.CSTNode) -> Loc:
-        node = self.aliases.get(node, node)
+        if self.aliases:
+            node = self.aliases.get(node, node)
         if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
@@ -71,7 +72,24 @@ class Parsed:
         except KeyError:
             line, column = start_of(self.positions, self.aliases.get(self.funcdef, self.funcdef))
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return Loc(self.file, line + self.line_offset, column + self.col_offset + 1, text)
+        return _loc(self.file, line + self.line_offset, column + self.col_offset + 1, text)
+
+
+_new = object.__new__
+_set_file, _set_line, _set_col, _set_text = (Loc.file.__set__, Loc.line.__set__,  # type: ignore[attr-defined]
+                                             Loc.col.__set__, Loc.text.__set__)  # type: ignore[attr-defined]
+
+
+def _loc(file: str, line: int, col: int, text: str) -> Loc:
+    """``Loc(file, line, col, text)`` made by its fields' own setters, not its frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field: a third of its time; the lowering makes one
+    per binding)."""
+    loc = _new(Loc)
+    _set_file(loc, file)
+    _set_line(loc, line)
+    _set_col(loc, col)
+    _set_text(loc, text)
+    return loc
 
 
 _PARSED: dict[Any, Parsed] = {}
