@@ -141,8 +141,9 @@ class Text:
         """Whether ``b`` is on ``a``'s logical line (lines between continued by a backslash)."""
         return all(self.lines[i - 1][:self.code_end(i)].rstrip(" \t\f").endswith("\\") for i in range(a[0], b[0]))
 
-    def segment(self, n: Any) -> str:
-        (l1, c1), (l2, c2) = self.start(n), self.end(n)
+    def segment(self, s: Pos, e: Pos) -> str:
+        """The text from ``s`` to ``e``."""
+        (l1, c1), (l2, c2) = s, e
         if l1 == l2:
             return self.lines[l1 - 1][c1:c2]
         return "\n".join([self.lines[l1 - 1][c1:], *self.lines[l1:l2 - 1], self.lines[l2 - 1][:c2]])
@@ -177,7 +178,9 @@ class Expressions:
         if make is None:
             raise Decline(type(n).__name__)
         text = self.text
-        s, e = text.start(n), text.end(n)
+        s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
+        if not (text.ascii[s[0] - 1] and text.ascii[e[0] - 1]):  # (text.start(n), text.end(n))
+            s, e = text.start(n), text.end(n)
         node, start = make(self, n, s, e)
         line, i = text.lines[e[0] - 1], e[1]
         while line.startswith(" ", i):
@@ -218,7 +221,7 @@ class Expressions:
             return new.Name(_NAMED[v]), s
         if v is Ellipsis:
             return new.Ellipsis(), s
-        raw = self.text.segment(n)
+        raw = self.text.segment(s, e)
         if type(v) is int:
             return new.Integer(raw), s
         if type(v) is float:
@@ -279,7 +282,7 @@ class Expressions:
         func, _, after = self.expr(n.func)
         if type(func) is cst.Name:
             self.called.add(func.value)
-        parts = sorted([*n.args, *n.keywords], key=lambda a: (a.lineno, a.col_offset))
+        parts = sorted([*n.args, *n.keywords], key=lambda a: (a.lineno, a.col_offset)) if n.keywords else n.args
         last = len(parts) - 1
         args = []
         for i, a in enumerate(parts):
