@@ -56,6 +56,7 @@ class Text:
         self.ascii = [line.isascii() for line in self.lines]
         self.code_ends: dict[int, int] = {}
         self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
+        self.closings: dict[Pos, tuple[list[Pos], str]] = {}
 
     def col(self, line: int, byte_col: int) -> int:
         """``ast``'s column (UTF-8 bytes) in characters."""
@@ -127,7 +128,14 @@ class Text:
         return found
 
     def closing(self, pos: Pos) -> tuple[list[Pos], str]:
-        """The ends of the ``)`` right after ``pos``, and the character after them."""
+        """The ends of the ``)`` right after ``pos``, and the character after them (the same for
+        the expressions ending at ``pos``, ``a + b`` and ``b``: kept)."""
+        known = self.closings.get(pos)
+        if known is None:
+            known = self.closings[pos] = self._closing(pos)
+        return known
+
+    def _closing(self, pos: Pos) -> tuple[list[Pos], str]:
         found: list[Pos] = []
         while True:
             p = self.next(pos)
