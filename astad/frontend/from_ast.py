@@ -5,8 +5,10 @@ left at their defaults; the same starts), for a fraction of their time.
 
 Any construct not known here raises :class:`Decline`: libcst's parser then
 reads the function, as before (and :func:`.parse.check_subset` says precisely
-what it does not support).  ``tests/test_from_ast.py`` checks both readings
-give the same trees and starts.
+what it does not support).  On the way it notes what the check of the syntax
+would walk the tree for (:class:`Found`): that check then looks at the
+signature alone.  ``tests/test_from_ast.py`` checks both readings give the
+same trees and starts, and both checks the same answers.
 """
 
 from __future__ import annotations
