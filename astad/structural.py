@@ -98,11 +98,12 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
         return a
 
     if type(rhs) is Prim:  # the most common: itself when it reads no duplicated variable
-        for a in rhs.args:
+        args = rhs.args
+        for a in args:
             if type(a) is Var and a.name in pending:
-                break
-        else:
-            return rhs
+                return Prim(rhs.op, tuple(pending[a.name].pop(0) if type(a) is Var and a.name in pending else a
+                                          for a in args), rhs.params)
+        return rhs
     if isinstance(rhs, If):
         cond = take(rhs.cond)
         env = {v.name: take(v) for v in if_free_vars(rhs)}

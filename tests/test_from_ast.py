@@ -25,11 +25,13 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 import test_random_control_flow
 import test_random_programs
 from astad import deep, source as astad_source
-from astad.frontend import from_ast
+from astad.errors import UnsupportedSyntaxError
+from astad.frontend import from_ast, syntax
 from astad.positions import Starts
 from conftest import fuzz_examples
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+parse = importlib.import_module("astad.frontend.parse")  # (the package's `parse` is the function)
 
 #: fields that hold only whitespace, comments or punctuation
 _FORMATTING = frozenset({"leading_lines", "lines_after_decorators", "header", "footer", "indent", "first_colon",
@@ -102,10 +104,30 @@ def _starts(module):
     return lambda node: (positions[node].start.line, positions[node].start.column)
 
 
+def assert_found(made, starts, found, source):
+    """What from_ast says it found in ``made`` is what a walk of it finds, and the check of the
+    syntax (astad.frontend.parse.check_subset) told it says what the full walk says."""
+    nodes = list(deep.walk(made))
+    assert found.names == {n.value for n in nodes if type(n) is cst.Name}
+    assert found.called == {n.func.value for n in nodes if type(n) is cst.Call and type(n.func) is cst.Name}
+    assert found.defs == sum(type(n) is cst.FunctionDef for n in nodes)
+    outcomes = []
+    for told in (None, found):
+        parsed = parse.Parsed(None, "<source>", made, starts, 0, 0, source.splitlines(keepends=True), source)
+        try:
+            parse.check_subset(parsed, told)
+        except UnsupportedSyntaxError as e:
+            outcomes.append(str(e))
+        else:
+            outcomes.append((syntax.NAMES.pop(made), parsed.calls_own_name))
+    assert outcomes[0] == outcomes[1]
+    return outcomes[0]
+
+
 def same_reading(source, name=None):
     """Read ``source``'s first ``def`` both ways and compare; False: from_ast declines it."""
     try:
-        made, starts = from_ast.read(source, name or next(
+        made, starts, found = from_ast.read(source, name or next(
             s.name for s in ast.parse(source).body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))))
     except from_ast.Decline:
         return False
@@ -113,6 +135,7 @@ def same_reading(source, name=None):
     parsed = next(s for s in module.body if isinstance(s, cst.FunctionDef))
     assert type(starts) is Starts
     assert_same_tree(made, parsed, starts, _starts(module))
+    assert_found(made, starts, found, source)
     return True
 
 
@@ -150,10 +173,11 @@ def test_every_function_of_the_tests_examples_and_bench(path):
         if len(source) >= 20000:
             continue
         try:
-            made, starts = from_ast.read(source, node.name)
+            made, starts, found = from_ast.read(source, node.name)
         except (from_ast.Decline, SyntaxError):  # (SyntaxError: a def no reading reads alone, see defs)
             continue
         assert type(starts) is Starts
+        assert_found(made, starts, found, source)
         around = next((o for o in outermost if o[0] <= node.lineno <= o[1]), None)  # (defs nest by lines)
         if around is None:
             around = (first, node.end_lineno, indent, len(module))
@@ -186,7 +210,6 @@ def test_a_defs_lines_are_inspects(path):
 
 def test_the_bench_programs_are_read_with_pythons_parser():
     import astad
-    parse = importlib.import_module("astad.frontend.parse")
     programs = importlib.import_module("bench.programs")
     astad.clear_caches(disk=False)
     for name, (fn, _, _) in programs.PROGRAMS.items():
@@ -240,6 +263,17 @@ def test_a_source_read_alike(source):
 ])
 def test_what_it_does_not_know_is_left_to_libcst(source):
     assert not same_reading(source, "f")
+
+
+@pytest.mark.parametrize("source", [
+    "def f(x):\n    return x\n    y = 1\n",
+    "def f(x):\n    if x:\n        return x; y = 1\n    return x\n",
+    "def f(x):\n    y = x\n    @dec\n    def g(y):\n        return y\n    return g(x)\n",
+    "def f(x):\n    def g(y):\n        return y\n        y = 2\n    return g(x)\n",
+])
+def test_what_the_check_refuses_in_a_def_read_with_pythons_parser(source):
+    made, starts, found = from_ast.read(source, "f")
+    assert isinstance(assert_found(made, starts, found, source), str)  # (a refusal's message)
 
 
 def test_other_line_breaks_are_left_to_libcst():

@@ -147,13 +147,13 @@ class _Macro:
 
     def give(self, a: Atom, ct: Atom | None) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
-        if not isinstance(a, Var) or not a.type.differentiable:
+        if type(a) is not Var or not a.type.differentiable:  # (`type(...) is`: this runs for every argument)
             return
-        if ct is None or isinstance(ct, Zero) or not self.active(a):
+        if ct is None or type(ct) is Zero or not self.active(a):
             self.cts[a.name] = Zero(_ct_type(a.type))
             return
-        named = Var(self.namer.fresh(f"{a.name}_ct"), _ct_type(a.type, ct))
-        self.b.bind((named,), Copy(ct))
+        named = Var(self.namer.fresh(a.name + "_ct"), _ct_type(a.type, ct))
+        self.b.binds.append(Bind((named,), Copy(ct), self.b.loc))
         self.cts[a.name] = named
 
     # one rule per construct -------------------------------------------------
@@ -164,7 +164,7 @@ class _Macro:
         (out,) = bind.targets
         ct = self.ct_of(out)
         entry = rules.TABLE[rhs.op]
-        if not differentiable(out.type) or isinstance(ct, Zero) or entry.vjp is None:
+        if type(ct) is Zero or not out.type.differentiable or entry.vjp is None:
             for a in rhs.args:
                 self.give(a, None)
             return

@@ -32,6 +32,7 @@ class LowererCore:
         self.binds: list[Bind] = []
         self.stack: list[Scope] = []
         self.node: cst.CSTNode = parsed.funcdef
+        self.expr_depth = 0  # how many expressions the one being lowered is nested in (Expressions.expr)
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
         self.const_names: dict[int, str] = {}
         self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object), each once

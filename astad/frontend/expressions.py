@@ -6,6 +6,7 @@ conditional expressions.
 from __future__ import annotations
 
 import math
+import sys
 import types
 from typing import Callable
 
@@ -38,14 +39,17 @@ class Expressions(LowererCore):
                                                      "arithmetic, numpy calls, indexing")
                 raise self.syntax_error(message, hint, node)
             _METHODS[key] = method
-        saved = self.node
+        saved, depth = self.node, self.expr_depth
         self.node = node
         try:
             if cls in _LEAVES:  # nothing nested to lower: no need for room on the stack
                 return method(self, node)
+            self.expr_depth = depth + 1
+            if depth % _ROOM_EVERY and sys.getrecursionlimit() >= 1000:  # (most levels: no look at the stack)
+                return method(self, node)
             return deep.call(method, self, node)  # a deeply nested expression goes on with a fresh stack
         finally:
-            self.node = saved
+            self.node, self.expr_depth = saved, depth
 
     def expr_Integer(self, node: cst.Integer) -> Value:
         try:
@@ -287,6 +291,12 @@ def _trip_count(binds: list[Bind]) -> int | None:
 
 #: per (lowerer class, node class): the method lowering such an expression (``expr_`` and the class's name)
 _METHODS: dict[tuple[type, type], Callable] = {}
+
+#: an expression nested in this many others goes through :func:`astad.deep.call` (which looks at the
+#: stack's depth at every few of its own levels); between, the lowering of an expression nests a few
+#: frames a level, well within the room a segment of the stack leaves (a look costs microseconds:
+#: at every expression, a sixth of the lowering of straight-line code)
+_ROOM_EVERY = 8
 
 #: expressions with no expression inside them to lower
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString})

@@ -5,8 +5,10 @@ left at their defaults; the same starts), for a fraction of their time.
 
 Any construct not known here raises :class:`Decline`: libcst's parser then
 reads the function, as before (and :func:`.parse.check_subset` says precisely
-what it does not support).  ``tests/test_from_ast.py`` checks both readings
-give the same trees and starts.
+what it does not support).  On the way it notes what the check of the syntax
+would walk the tree for (:class:`Found`): that check then looks at the
+signature alone.  ``tests/test_from_ast.py`` checks both readings give the
+same trees and starts, and both checks the same answers.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 import unicodedata
-from typing import Any
+from typing import Any, NamedTuple
 
 import libcst as cst
 
@@ -22,15 +24,26 @@ from .. import deep
 from ..positions import Starts
 from .from_ast_expr import Decline, Expressions, Pos, Text, new
 
-__all__ = ["Decline", "read"]
+__all__ = ["Decline", "Found", "read"]
 
 #: line breaks other than "\n" (and form feeds): where Python and libcst count lines differently
 _ODD = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
-def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts]:
-    """The ``def`` of ``name`` first in ``source``, and where each of its nodes starts.
-    Raises :class:`Decline` (or SyntaxError, RecursionError) where libcst's parser should read it."""
+class Found(NamedTuple):
+    """What the reading met on the way, which the check of the syntax would walk the tree for
+    (:func:`.parse.check_subset`): the values of its ``Name`` nodes, the names it calls
+    (``f(...)``), and how many ``def`` it holds (itself included)."""
+
+    names: frozenset[str]
+    called: frozenset[str]
+    defs: int
+
+
+def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts, Found]:
+    """The ``def`` of ``name`` first in ``source``, where each of its nodes starts,
+    and what the reading found in it.  Raises :class:`Decline` (or SyntaxError,
+    RecursionError) where libcst's parser should read it."""
     if _ODD.search(source):
         raise Decline("line breaks")
     if not source.isascii() and not unicodedata.is_normalized("NFKC", source):
@@ -40,7 +53,8 @@ def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts]:
     if type(fn) is not ast.FunctionDef or fn.name != name:
         raise Decline("no def")
     reader = _Reader(source)
-    return reader.s_FunctionDef(fn), reader.starts
+    made = reader.s_FunctionDef(fn)
+    return made, reader.starts, Found(frozenset(reader.names), frozenset(reader.called), reader.defs)
 
 
 _SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,
@@ -58,6 +72,9 @@ class _Reader(Expressions):
     def __init__(self, source: str) -> None:
         self.text = Text(source)
         self.starts = Starts()
+        self.names: set[str] = set()
+        self.called: set[str] = set()
+        self.defs = 0
 
     def statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
         """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line."""
@@ -105,6 +122,7 @@ class _Reader(Expressions):
         return made
 
     def s_FunctionDef(self, n: ast.FunctionDef) -> cst.FunctionDef:
+        self.defs += 1
         text = self.text
         decorators = []
         for d in n.decorator_list:

@@ -56,6 +56,7 @@ class Text:
         self.ascii = [line.isascii() for line in self.lines]
         self.code_ends: dict[int, int] = {}
         self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
+        self.closings: dict[Pos, tuple[list[Pos], str]] = {}
 
     def col(self, line: int, byte_col: int) -> int:
         """``ast``'s column (UTF-8 bytes) in characters."""
@@ -127,7 +128,14 @@ class Text:
         return found
 
     def closing(self, pos: Pos) -> tuple[list[Pos], str]:
-        """The ends of the ``)`` right after ``pos``, and the character after them."""
+        """The ends of the ``)`` right after ``pos``, and the character after them (the same for
+        the expressions ending at ``pos``, ``a + b`` and ``b``: kept)."""
+        known = self.closings.get(pos)
+        if known is None:
+            known = self.closings[pos] = self._closing(pos)
+        return known
+
+    def _closing(self, pos: Pos) -> tuple[list[Pos], str]:
         found: list[Pos] = []
         while True:
             p = self.next(pos)
@@ -141,8 +149,9 @@ class Text:
         """Whether ``b`` is on ``a``'s logical line (lines between continued by a backslash)."""
         return all(self.lines[i - 1][:self.code_end(i)].rstrip(" \t\f").endswith("\\") for i in range(a[0], b[0]))
 
-    def segment(self, n: Any) -> str:
-        (l1, c1), (l2, c2) = self.start(n), self.end(n)
+    def segment(self, s: Pos, e: Pos) -> str:
+        """The text from ``s`` to ``e``."""
+        (l1, c1), (l2, c2) = s, e
         if l1 == l2:
             return self.lines[l1 - 1][c1:c2]
         return "\n".join([self.lines[l1 - 1][c1:], *self.lines[l1:l2 - 1], self.lines[l2 - 1][:c2]])
@@ -166,6 +175,8 @@ class Expressions:
 
     text: Text
     starts: dict[cst.CSTNode, Pos]
+    names: set[str]  # the values of the ``Name`` nodes made
+    called: set[str]  # the names called (``f(...)``)
 
     def expr(self, n: ast.expr, opened: int = 0, closed: int = 0) -> tuple[Any, Pos, Pos]:
         """``n``'s node.  ``opened``/``closed``: a ``(`` of the parent is right
@@ -175,7 +186,9 @@ class Expressions:
         if make is None:
             raise Decline(type(n).__name__)
         text = self.text
-        s, e = text.start(n), text.end(n)
+        s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
+        if not (text.ascii[s[0] - 1] and text.ascii[e[0] - 1]):  # (text.start(n), text.end(n))
+            s, e = text.start(n), text.end(n)
         node, start = make(self, n, s, e)
         line, i = text.lines[e[0] - 1], e[1]
         while line.startswith(" ", i):
@@ -201,19 +214,22 @@ class Expressions:
 
     def name(self, value: str, at: Pos) -> cst.Name:
         node = new.Name(value)
+        self.names.add(value)
         self.starts[node] = at
         return node
 
     def e_Name(self, n: ast.Name, s: Pos, e: Pos) -> Any:
+        self.names.add(n.id)
         return new.Name(n.id), s
 
     def e_Constant(self, n: ast.Constant, s: Pos, e: Pos) -> Any:
         v = n.value
         if v is None or v is True or v is False:
+            self.names.add(_NAMED[v])
             return new.Name(_NAMED[v]), s
         if v is Ellipsis:
             return new.Ellipsis(), s
-        raw = self.text.segment(n)
+        raw = self.text.segment(s, e)
         if type(v) is int:
             return new.Integer(raw), s
         if type(v) is float:
@@ -272,7 +288,9 @@ class Expressions:
 
     def e_Call(self, n: ast.Call, s: Pos, e: Pos) -> Any:
         func, _, after = self.expr(n.func)
-        parts = sorted([*n.args, *n.keywords], key=lambda a: (a.lineno, a.col_offset))
+        if type(func) is cst.Name:
+            self.called.add(func.value)
+        parts = sorted([*n.args, *n.keywords], key=lambda a: (a.lineno, a.col_offset)) if n.keywords else n.args
         last = len(parts) - 1
         args = []
         for i, a in enumerate(parts):

@@ -68,7 +68,8 @@ class Parsed:
         return self_call_sites(self.funcdef) if self.calls_own_name else 0
 
     def loc(self, node: cst.CSTNode) -> Loc:
-        node = self.aliases.get(node, node)
+        if self.aliases:
+            node = self.aliases.get(node, node)
         if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
@@ -76,7 +77,24 @@ class Parsed:
         except KeyError:
             line, column = start_of(self.positions, self.aliases.get(self.funcdef, self.funcdef))
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return Loc(self.file, line + self.line_offset, column + self.col_offset + 1, text)
+        return _loc(self.file, line + self.line_offset, column + self.col_offset + 1, text)
+
+
+_new = object.__new__
+_set_file, _set_line, _set_col, _set_text = (Loc.file.__set__, Loc.line.__set__,  # type: ignore[attr-defined]
+                                             Loc.col.__set__, Loc.text.__set__)  # type: ignore[attr-defined]
+
+
+def _loc(file: str, line: int, col: int, text: str) -> Loc:
+    """``Loc(file, line, col, text)`` made by its fields' own setters, not its frozen dataclass's
+    ``__init__`` (``object.__setattr__`` per field: a third of its time; the lowering makes one
+    per binding)."""
+    loc = _new(Loc)
+    _set_file(loc, file)
+    _set_line(loc, line)
+    _set_col(loc, col)
+    _set_text(loc, text)
+    return loc
 
 
 _PARSED: dict[Any, Parsed] = {}
@@ -117,7 +135,7 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
     read = _read_with_ast(dedented, code.co_name)
     if read is not None:
         parsed = Parsed(fn, file, read[0], read[1], start - 1, col_offset, lines, source)
-        check_subset(parsed)
+        check_subset(parsed, read[2])
         _PARSED[key] = parsed
         return parsed
     try:
@@ -143,10 +161,10 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
     return parsed
 
 
-def _read_with_ast(source: str, name: str) -> tuple[cst.FunctionDef, Starts] | None:
-    """The ``def`` of ``name`` and where its nodes start, read with Python's parser
-    (:mod:`.from_ast`); None where libcst's parser should read it (a construct
-    not known there, a syntax error, a function nested too deeply)."""
+def _read_with_ast(source: str, name: str) -> tuple[cst.FunctionDef, Starts, from_ast.Found] | None:
+    """The ``def`` of ``name``, where its nodes start and what the reading found,
+    read with Python's parser (:mod:`.from_ast`); None where libcst's parser should
+    read it (a construct not known there, a syntax error, a function nested too deeply)."""
     try:
         return from_ast.read(source, name)
     except Exception:  # (from_ast.Decline, SyntaxError, RecursionError, ...: libcst's reading says what is wrong)
@@ -340,11 +358,22 @@ def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> No
 _LEFT = frozenset({cst.FunctionDef, cst.Raise, cst.Assert, cst.Call})
 
 
-def check_subset(parsed: Parsed) -> None:
+def check_subset(parsed: Parsed, found: from_ast.Found | None = None) -> None:
     """``deep.visit(parsed.funcdef, _SubsetChecker(parsed))``, leaving only the nodes
     whose ``on_leave`` does something (a leaving is a 1-tuple on the stack), and
-    not visiting whitespace and punctuation (:func:`astad.deep.syntax_children`)."""
+    not visiting whitespace and punctuation (:func:`astad.deep.syntax_children`).
+
+    ``found``: the function was read by :mod:`.from_ast`, which found its names and
+    calls on the way, and declines every construct the walk refuses (libcst's parser
+    then reads it) but those of a ``def``'s own: with no ``def`` inside, only its
+    signature is left to check (tests/test_from_ast.py checks both ways agree)."""
     checker = _SubsetChecker(parsed)
+    if found is not None and found.defs == 1:
+        checker.depth = 1
+        checker._check_signature(parsed.funcdef)
+        NAMES[parsed.funcdef] = found.names
+        parsed.calls_own_name = checker.own_name in found.called
+        return
     todo: list[Any] = [parsed.funcdef]
     children = deep.syntax_children  # (whitespace and punctuation hold nothing it checks)
     while todo:
