@@ -123,7 +123,7 @@ def load_program(source, directory, stem="prog"):
 
 
 def known_to_inspect(module):
-    """Tell ``inspect`` which module ``module``'s file is, as its own search would find it.
+    """Tell ``inspect`` which module ``module``'s file is, as its own search would find it; ``module``.
 
     astad reads a function's source with ``inspect.findsource``, which calls ``inspect.getmodule``:
     for a file it has not seen, that walks every module in ``sys.modules`` (over a thousand in a test
@@ -135,6 +135,7 @@ def known_to_inspect(module):
     file = inspect.getabsfile(module)
     inspect.modulesbyfile[file] = inspect.modulesbyfile[os.path.realpath(file)] = module.__name__
     inspect._filesbymodname[module.__name__] = module.__file__
+    return module
 
 
 def check_stages(fn, args):

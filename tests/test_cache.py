@@ -17,6 +17,7 @@ import pytest
 import astad
 import astad.pipeline
 from astad import cachefiles
+from conftest import known_to_inspect
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(astad.__file__)))  # this checkout, for subprocesses
 _ids = itertools.count()
@@ -31,6 +32,7 @@ def load_module(tmp_path, text, monkeypatch):
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, name, mod)
     spec.loader.exec_module(mod)
+    known_to_inspect(mod)
     return mod
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import astad
+from conftest import known_to_inspect
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("ASTAD_UPDATE_GOLDEN") == "1"
@@ -72,6 +73,7 @@ def load(tmp_path, key, monkeypatch):
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, name, mod)
     spec.loader.exec_module(mod)
+    known_to_inspect(mod)
     return mod, getattr(mod, fname), args()
 
 
