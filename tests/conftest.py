@@ -217,33 +217,15 @@ def _digest_each_test_once():
     core.function_digest = function_digest
 
 
-#: The files that take longest (serial CPU seconds, 2026-11-28: 31 down to 8), in that order: under
-#: pytest-xdist they are collected first, so that the workers start them first (pyproject's
-#: ``--no-loadscope-reorder`` keeps this order; by default xdist hands out the files with the
-#: most tests first, which left the long random-program files, one test each, for the end,
-#: where one worker ran them while the other had nothing left to do).  A file not named here
-#: keeps its place after them.  Only the order changes, never what runs.
-SLOW_FILES = (
-    "test_examples.py", "test_primitive_rules.py", "test_lazy_stages.py", "test_cache.py", "test_from_ast.py",
-    "test_random_programs.py", "test_gradients.py", "test_cli_annotations.py", "test_rules_both_directions.py",
-    "test_random_control_flow.py", "test_random_aliasing.py", "test_backend_dask.py", "test_replay_adversarial.py",
-    "test_random_higher.py", "test_program_size.py", "test_names.py", "test_hash_seed.py", "test_notebook.py",
-)
-
-
 def pytest_collection_modifyitems(config, items):
     """Test ids must be the same in every process (pytest-xdist's workers each collect the suite and
-    must agree): an id made from an object's default repr holds its address.  In a pytest-xdist
-    worker, the files of SLOW_FILES come first (a stable sort: each file's tests keep their order)."""
+    must agree): an id made from an object's default repr holds its address."""
     import re
 
     moving = [item.nodeid for item in items if re.search(r" at 0x[0-9a-fA-F]+", item.nodeid)]
     if moving:
         raise __import__("pytest").UsageError(
             "test ids with an address in them (give parametrize ids=...): " + ", ".join(moving[:5]))
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        rank = {name: i for i, name in enumerate(SLOW_FILES)}
-        items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0].rsplit("/", 1)[-1], len(rank)))
 
 
 def fuzz_examples(default: int) -> int:
