@@ -132,9 +132,11 @@ def known_to_inspect(module):
     meets a file once; this is the entry that walk would make, made when the module is loaded."""
     import inspect
 
-    file = inspect.getabsfile(module)
-    inspect.modulesbyfile[file] = inspect.modulesbyfile[os.path.realpath(file)] = module.__name__
-    inspect._filesbymodname[module.__name__] = module.__file__
+    by_file, by_name = getattr(inspect, "modulesbyfile", None), getattr(inspect, "_filesbymodname", None)
+    if isinstance(by_file, dict) and isinstance(by_name, dict):  # (else inspect walks, as it did)
+        file = inspect.getabsfile(module)
+        by_file[file] = by_file[os.path.realpath(file)] = module.__name__
+        by_name[module.__name__] = module.__file__
     return module
 
 
