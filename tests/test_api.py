@@ -369,7 +369,8 @@ def test_the_readme_example_runs_and_shows_its_code():
     raised: only a derivative of every argument counted as "called")."""
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.run([sys.executable, str(root / "examples" / "mlp.py")], capture_output=True, text=True,
-                          timeout=300, cwd=root, env=dict(os.environ, ASTAD_DISK_CACHE="0"))
+                          timeout=300, cwd=root, env=dict(os.environ, ASTAD_DISK_CACHE="0",  # (this checkout's astad)
+                                                          PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))))
     assert proc.returncode == 0, proc.stderr
     losses = [float(line.split()[-1]) for line in proc.stdout.splitlines() if line.startswith("step")]
     assert len(losses) == 5 and losses[-1] < losses[0] / 5

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import astad
 from astad import api, ir
-from conftest import check_grad
+from conftest import check_grad, known_to_inspect
 
 
 def fd(fn, args, i, eps=1e-6):
@@ -62,6 +62,7 @@ def write_module(tmp_path, monkeypatch):
         path.write_text(textwrap.dedent(text), encoding="utf-8")
         importlib.invalidate_caches()
         module = importlib.import_module(name)
+        known_to_inspect(module)
         made.append(name)
         return module, path
 

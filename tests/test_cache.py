@@ -6,6 +6,7 @@ import importlib.util
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ import pytest
 import astad
 import astad.pipeline
 from astad import cachefiles
+from conftest import known_to_inspect
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(astad.__file__)))  # this checkout, for subprocesses
 _ids = itertools.count()
@@ -30,6 +32,7 @@ def load_module(tmp_path, text, monkeypatch):
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, name, mod)
     spec.loader.exec_module(mod)
+    known_to_inspect(mod)
     return mod
 
 
@@ -415,24 +418,38 @@ EDITS = {
 }
 
 
-@pytest.mark.parametrize("edit", list(EDITS))
-def test_editing_the_source_is_not_stale(tmp_path, edit):
-    module = tmp_path / "edited_module.py"
+@pytest.fixture(scope="module")
+def unedited(tmp_path_factory):
+    """A module written from EDIT_BASE and its disk cache after two fresh processes: the first
+    transforms, the second loads every entry (valid before any edit); a copy of the cache is kept,
+    for each edit to start from (the same file and cache path: entries are keyed by the file)."""
+    where = tmp_path_factory.mktemp("edited")
+    module, cache = where / "edited_module.py", where / "cache"
     module.write_text(textwrap.dedent(EDIT_BASE))
-    cache = tmp_path / "cache"
-    first = run_fresh(tmp_path, module, "f", cache)
+    first = run_fresh(where, module, "f", cache)
     assert first["transforms"] >= 1
-    again = run_fresh(tmp_path, module, "f", cache)
+    again = run_fresh(where, module, "f", cache)
     assert again["transforms"] == 0  # the entry is valid before the edit
+    shutil.copytree(cache, where / "cache before the edit", symlinks=True)
+    return where, first
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_editing_the_source_is_not_stale(unedited, edit):
+    where, first = unedited
+    module, cache = where / "edited_module.py", where / "cache"
+    shutil.rmtree(cache)  # the state after the two processes of `unedited`, whatever an edit before did
+    shutil.copytree(where / "cache before the edit", cache, symlinks=True)
+    module.write_text(textwrap.dedent(EDIT_BASE))
     old, new = EDITS[edit]
     text = module.read_text()
     assert old in text
     module.write_text(text.replace(old, new))
-    after = run_fresh(tmp_path, module, "f", cache)  # value == plain function, grad == FD
+    after = run_fresh(where, module, "f", cache)  # value == plain function, grad == FD
     assert after["value"] != first["value"]
     if edit != "constant value":
         assert after["transforms"] == first["transforms"]
-    reused = run_fresh(tmp_path, module, "f", cache)
+    reused = run_fresh(where, module, "f", cache)
     assert reused["transforms"] == 0
     assert reused["value"] == after["value"]
 

@@ -18,6 +18,7 @@ import pytest
 
 import astad
 from astad import api
+from conftest import known_to_inspect
 
 
 def fd(fn, args, i, eps=1e-6):
@@ -43,7 +44,7 @@ def write_module(tmp_path, monkeypatch):
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(text), encoding="utf-8")
         importlib.invalidate_caches()
         made.append(name)
-        return importlib.import_module(name)
+        return known_to_inspect(importlib.import_module(name))
 
     yield write
     for name in made:

@@ -67,18 +67,33 @@ def _programs(directory):
     return out
 
 
-def _generated(listing, hash_seed):
-    env = dict(os.environ, PYTHONHASHSEED=str(hash_seed), PYTHONPATH=str(ROOT), ASTAD_DISK_CACHE="0")
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(listing)], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+def _generated(listing, *hash_seeds):
+    """What SCRIPT prints, in one process per hash seed (run at the same time, each writing to a file:
+    a full pipe would stop one while the other is read)."""
+    procs, outs = [], []
+    try:
+        for seed in hash_seeds:
+            env = dict(os.environ, PYTHONHASHSEED=str(seed), PYTHONPATH=str(ROOT), ASTAD_DISK_CACHE="0")
+            out = listing.with_name(f"hash_seed_{seed}.out")
+            with open(out, "w") as stdout:
+                procs.append((subprocess.Popen([sys.executable, "-c", SCRIPT, str(listing)], env=env, stdout=stdout,
+                                               stderr=subprocess.PIPE, text=True), out))
+        for proc, out in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err[-3000:]
+            outs.append(out.read_text())
+    finally:
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return outs
 
 
 def test_generated_code_independent_of_hash_seed(tmp_path):
     listing = tmp_path / "programs.pkl"
     listing.write_bytes(pickle.dumps(_programs(tmp_path)))
-    first, second = _generated(listing, 1), _generated(listing, 2)
+    first, second = _generated(listing, 1, 2)
     assert first.count("refused:") < first.count("=" * 20) // 2  # (most programs make code)
     if first != second:
         a, b = first.split("=" * 20), second.split("=" * 20)

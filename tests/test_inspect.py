@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import astad
+from conftest import known_to_inspect
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("ASTAD_UPDATE_GOLDEN") == "1"
@@ -72,6 +73,7 @@ def load(tmp_path, key, monkeypatch):
     mod = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, name, mod)
     spec.loader.exec_module(mod)
+    known_to_inspect(mod)
     return mod, getattr(mod, fname), args()
 
 
@@ -214,12 +216,13 @@ spec = importlib.util.spec_from_file_location("det_mod", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 sys.modules["det_mod"] = mod
 spec.loader.exec_module(mod)
-args = eval(sys.argv[3], {"np": np})
-rev = astad.reverse(getattr(mod, sys.argv[2]))
-rev(*args)
-sys.stdout.write(rev.source)
-for stage in astad.STAGES:
-    sys.stdout.write(rev.ir(stage))
+for name, args in zip(sys.argv[2::2], sys.argv[3::2]):
+    rev = astad.reverse(getattr(mod, name))
+    rev(*eval(args, {"np": np}))
+    sys.stdout.write("=" * 20 + "\\n")  # (before each function's output)
+    sys.stdout.write(rev.source)
+    for stage in astad.STAGES:
+        sys.stdout.write(rev.ir(stage))
 """
 
 
@@ -236,14 +239,16 @@ def test_generated_source_is_identical_across_processes(tmp_path):
     runner = tmp_path / "det_runner.py"
     runner.write_text(DETERMINISM)
     outputs = []
-    for seed in ("1", "2"):
-        env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONHASHSEED=seed)
-        for fn, args in (("g", "(np.ones(3), np.ones(2), 0.5)"),
-                         ("h", "(np.ones((4, 3)), np.ones(3), np.ones((2, 4)))")):
-            proc = subprocess.run([sys.executable, str(runner), str(module), fn, args], env=env,
-                                  capture_output=True, timeout=120, check=False)
-            assert proc.returncode == 0, proc.stderr.decode()
-            outputs.append(proc.stdout)
+    for seed in ("1", "2"):  # (one process per seed transforms both functions)
+        env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONHASHSEED=seed,  # (this checkout's astad)
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(GOLDEN.parents[1]), os.environ.get("PYTHONPATH")])))
+        proc = subprocess.run([sys.executable, str(runner), str(module),
+                               "g", "(np.ones(3), np.ones(2), 0.5)",
+                               "h", "(np.ones((4, 3)), np.ones(3), np.ones((2, 4)))"], env=env,
+                              capture_output=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr.decode()
+        _, g, h = proc.stdout.split(b"=" * 20 + b"\n")
+        outputs += [g, h]
     assert outputs[0] == outputs[2]
     assert outputs[1] == outputs[3]
     assert b"def g_forward(" in outputs[0] and b"def h_backward(" in outputs[1]
