@@ -185,38 +185,6 @@ def pytest_configure(config):
     settings.register_profile("astad-default", derandomize=True)
     settings.register_profile("astad-fuzz", derandomize=False)
     settings.load_profile("astad-fuzz" if os.environ.get(FUZZ_EXAMPLES_ENV, "").strip() else "astad-default")
-    _digest_each_test_once()
-
-
-def _digest_each_test_once():
-    """hypothesis hashes a test's source (``function_digest``: inspect.getsource, then ast.parse and
-    tokenize in ``_clean_source``, some 4 ms) twice every time the test runs, for its seed
-    (derandomize) and its database key, and again for each case of a parametrized test (whose
-    node id is added to the digest).  Here each digest is made once per function and case, and
-    each source cleaned once: the same digests (both are functions of what they are keyed by).
-    Where hypothesis is laid out otherwise, nothing is changed."""
-    import functools
-
-    from hypothesis import core
-    from hypothesis.internal import reflection
-
-    digest, clean = getattr(reflection, "function_digest", None), getattr(reflection, "_clean_source", None)
-    if digest is None or clean is None or getattr(core, "function_digest", None) is not digest:
-        return
-    reflection._clean_source = functools.lru_cache(maxsize=None)(clean)
-    known = {}
-
-    def function_digest(function):
-        key = (function, getattr(function, "_hypothesis_internal_add_digest", None))
-        try:
-            return known[key]
-        except KeyError:
-            found = known[key] = digest(function)
-            return found
-        except TypeError:  # (unhashable)
-            return digest(function)
-
-    core.function_digest = function_digest
 
 
 def pytest_collection_modifyitems(config, items):
