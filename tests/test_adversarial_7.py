@@ -516,3 +516,30 @@ def test_integer_array_parameter(small_functions):
     W, _ = _weights(rng)
     tree = balanced(rng, 3)
     check_correct_or_refused(int_loss, [W, tree, np.array([1, 2])])
+
+
+# --------------------------------------------------------------------------- names
+
+
+def node_1(W, b, tree):
+    """The program named as the recursion's first function would be (``node_1``)."""
+    return np.sum(node(tree, W, b) ** 2)
+
+
+def clash_variant(W, b, tree):
+    """Locals named as the second variant's pair would be (``node_1_v2_forward``): astad raised an
+    internal error (the generated code's name check) before the variants' names avoided the user's."""
+    node_1_v2_forward = np.full((K, 2 * K), 0.25)
+    node_1_v2_backward = np.zeros(K)
+    return (np.sum(node(tree, W, b) * node(tree, node_1_v2_forward, b))
+            + np.sum(node(tree, node_1_v2_forward, node_1_v2_backward)))
+
+
+@pytest.mark.parametrize("fn", [node_1, clash_variant])
+def test_generated_names_never_clash_with_the_users(small_functions, fn):
+    rng = np.random.default_rng(20)
+    W, b = _weights(rng)
+    tree = balanced(rng, 3)
+    check_correct_or_refused(fn, [W, b, tree])
+    src = _source(fn, W, b, tree)
+    assert "node_1_forward(" in src or "node_2_forward(" in src
