@@ -543,3 +543,47 @@ def test_generated_names_never_clash_with_the_users(small_functions, fn):
     check_correct_or_refused(fn, [W, b, tree])
     src = _source(fn, W, b, tree)
     assert "node_1_forward(" in src or "node_2_forward(" in src
+
+
+NODE_A = """\
+    import numpy as np
+
+
+    def node(t, W):
+        if isinstance(t, tuple):
+            return np.tanh(W @ np.concatenate([node(t[0], W), node(t[1], W)]))
+        return t
+    """
+
+NODE_B = """\
+    import numpy as np
+
+
+    def node(t, W):
+        if isinstance(t, tuple):
+            return np.sin(W @ np.concatenate([node(t[1], W), node(t[0], W)])) * 2.0
+        return t * 0.5
+    """
+
+BOTH = """\
+    import numpy as np
+    from {a} import node as anode
+    from {b} import node as bnode
+
+
+    def both(W, tree):
+        return np.sum(anode(tree, W) * bnode(tree, W)) + np.sum(bnode(tree[0], W))
+    """
+
+
+def test_two_recursions_of_one_name(small_functions, tmp_path, monkeypatch):
+    """Two different recursions named ``node`` (two modules) in one program: functions of their own
+    named apart (node_1 ... node_5), each the right one."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    a = load_module(tmp_path, NODE_A, monkeypatch)
+    b = load_module(tmp_path, NODE_B, monkeypatch)
+    mod = load_module(tmp_path, BOTH.format(a=a.__name__, b=b.__name__), monkeypatch)
+    W, tree = _tree_case(21)
+    check_correct_or_refused(mod.both, [W, tree])
+    src = _source(mod.both, W, tree)
+    assert "node_1_forward(" in src and "node_2_forward(" in src
