@@ -331,7 +331,11 @@ def test_every_stage_displayable(small_functions):
     assert "node_1_forward" in r.source
     for stage in astad.pipeline.STAGES:
         text = r.ir(stage)
-        assert isinstance(text, str) and text
+        # the functions of their own too (they were not shown before)
+        assert ("node_1_backward(" if stage in ("ad", "optimised") else "node_1(W") in text, stage
+    g = astad.grad(loss, argnums=(0, 1))
+    g(W, b, tree)
+    assert "node_1_backward(" in g.ir("optimised")
     r._repr_markdown_()
     r._repr_html_()
 
