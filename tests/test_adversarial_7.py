@@ -18,7 +18,7 @@ import pytest
 import astad
 from astad import cachefiles
 from astad.frontend import replay
-from conftest import Refused, central_differences, check_correct_or_refused
+from conftest import central_differences, check_correct_or_refused
 
 K = 2
 _ids = itertools.count()
