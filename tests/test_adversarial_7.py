@@ -539,7 +539,15 @@ def clash_variant(W, b, tree):
             + np.sum(node(tree, node_1_v2_forward, node_1_v2_backward)))
 
 
-@pytest.mark.parametrize("fn", [node_1, clash_variant])
+def node_1_v2(W, b, tree):
+    """The program named as the second variant of ``node_1`` would be: its generated ``node_1_v2_forward``
+    replaced the variant's in the module (before the variants' names avoided the program's), and the
+    variant's callers called it (a TypeError from the generated code; with equal arities, the wrong function)."""
+    const = np.full((K, 2 * K), 0.25)
+    return np.sum(node(tree, W, b) * node(tree, const, b)) + np.sum(node(tree, const, np.zeros(K)))
+
+
+@pytest.mark.parametrize("fn", [node_1, clash_variant, node_1_v2])
 def test_generated_names_never_clash_with_the_users(small_functions, fn):
     rng = np.random.default_rng(20)
     W, b = _weights(rng)
