@@ -22,7 +22,8 @@ from .optimise.dots import dot_sums
 from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
-from .ir import Bind, Block, Const, Function, MakeTuple, NoneT, Num, ReverseProgram, StructT, TupleT, Type, Var, leaf_counts
+from .ir import (Bind, Block, Const, Function, KeyFunction, MakeTuple, NoneT, Num, Prim, ReverseProgram, StructT, TupleT,
+                 Type, Var, all_binds, leaf_counts)
 from .ir.types import _flattener, builder, unpacker  # the flattener of a structure, looked up once per derivative
 
 STAGES = ("core", "structural", "activity", "ad", "optimised")
@@ -80,6 +81,31 @@ class Stages(_StageText):
     activity: activity.Activity  # the structural IR, its inactive bindings marked
     ad: ReverseProgram
     optimised: ReverseProgram
+
+    def text(self, stage: str) -> str:
+        """The stage's IR, and after it the functions of their own it calls (:mod:`astad.key_functions`):
+        their bodies up to ``activity``, their reverse programs (those generated) after."""
+        main = super().text(stage)
+        if stage in ("ad", "optimised"):
+            parts = [key_functions.reverse_of_key(f, m).pretty() for f, m in key_functions.called(getattr(self, stage))]
+        else:
+            parts = [f.fn.pretty() for f in _key_functions_in(self.core.body)]
+        return "\n\n".join([main, *parts])
+
+
+def _key_functions_in(block: Block) -> list[KeyFunction]:
+    """The functions of their own the calls in ``block`` call, and those they call, each once, a callee first."""
+    order: list[KeyFunction] = []
+
+    def visit(b: Block) -> None:
+        for bind in all_binds(b):
+            rhs = bind.rhs
+            if type(rhs) is Prim and rhs.op == "call" and all(rhs.param("fn") is not f for f in order):
+                visit(rhs.param("fn").fn.body)
+                order.append(rhs.param("fn"))
+
+    visit(block)
+    return order
 
 
 @dataclass(eq=False)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import astad
-from astad import codegen, frontend, optimise, pipeline
+from astad import codegen, frontend, key_functions, optimise, pipeline
 from astad.errors import AstadError, InternalError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -75,7 +75,9 @@ def test_stages_computed_again_are_the_ones_transformed(name, monkeypatch):
     # the optimised stage computed again gives the generated code
     prog = d.stages.optimised
     header = pipeline.header(rev._parsed, d.arg_types, list(d.constants))
-    assert codegen.generate(prog, optimise.residuals(prog), header) == d.source
+    called = [(p, optimise.residuals(p)) for p in
+              (key_functions.reverse_of_key(f, m) for f, m in key_functions.called(prog))]  # (tree: its functions)
+    assert codegen.generate(prog, optimise.residuals(prog), header, called) == d.source
 
 
 def test_a_stage_is_computed_once_with_the_others():

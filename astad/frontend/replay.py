@@ -228,7 +228,7 @@ def as_function(lowerer: Any, rec: Recording, template: Template, name: Callable
         return None
     made = name()
     params, body = _named_by_parameters(template, env)
-    fn = KeyFunction(made, Function(made, params, body))
+    fn = KeyFunction(made, Function(made, params, body), names=lowerer.namer.used)
     del lowerer.binds[rec.n_binds:]
     lowerer.bind_prim(result, Prim("call", template.inputs, (("fn", fn),)), loc)
     return replace(template, function=fn)

@@ -417,18 +417,25 @@ class KeyFunction:
     and called, not inlined, at each site with that key: ``let y = call(args, fn=this)``.  ``fn`` is
     its IR: parameters (the call's argument variables), a body of primitives, one array result.
     Reverse mode generates it as a pair of functions per set of active parameters (``variants``:
-    which parameters need a cotangent -> the pair's name), each derived once (``derived``)."""
+    which parameters need a cotangent -> the pair's name), each derived once (``derived``).
+    ``names``: the names the lowering handed out or the user's code mentions (its namer's, shared),
+    which no variant's pair may shadow."""
 
     name: str
     fn: Function
     variants: dict[tuple[bool, ...], str] = field(default_factory=dict)
     derived: dict[tuple[bool, ...], Any] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
 
     def variant(self, mask: tuple[bool, ...]) -> str:
         """The name of the pair of generated functions for the parameters ``mask`` makes active."""
         found = self.variants.get(mask)
         if found is None:
-            found = self.variants[mask] = self.name if not self.variants else f"{self.name}_v{len(self.variants) + 1}"
+            found, k = self.name, len(self.variants) + 1
+            while self.variants and any(n in self.names for n in (found, f"{found}_forward", f"{found}_backward")):
+                found, k = f"{self.name}_v{k}", k + 1
+            self.names.update((found, f"{found}_forward", f"{found}_backward"))
+            self.variants[mask] = found
         return found
 
     def __repr__(self) -> str:
