@@ -60,7 +60,7 @@ from .outputs import finish, restrict
 from .products import shared_products
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
-from .simplify import fold, fold_forward, name_cotangents
+from .simplify import fold, fold_forward, fold_program, name_cotangents
 from .structure import forget_structure
 from .tiles import tiles
 from .unit_axes import unit_axes
@@ -77,9 +77,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
 def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReverseProgram:
     """The passes of ``optimise``; ``finish`` (parameter cotangents materialised) only
     with ``finishing`` (forward mode over a reverse program returns something else)."""
-    prog = forget_structure(prog)
-    prog = fold_forward(prog)
-    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+    prog = fold_program(prog)  # (forget_structure, fold_forward and fold of the backward block)
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     cleaned = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = shapes_not_arrays(cleaned)

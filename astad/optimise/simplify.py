@@ -12,9 +12,9 @@ from dataclasses import replace
 from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
-                  TupleT, Unpack, Var, Zero, bound_set, read_set, substitute, substitute_block, vars_of)
+                  TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block, vars_of)
 from ..names import Namer
-from .structure import rename_deep, rename_vars, subst_atom
+from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
 def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
@@ -171,10 +171,13 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
 Renamed = "dict[str, Atom] | None"
 
 
-def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset()) -> Block:
+def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset(),
+         env: dict[str, Atom] | None = None) -> Block:
     """The zero/plus algebra on ``block``; the names it replaces are added to
-    ``renamed`` (when given) with what replaced them."""
-    env: dict[str, Atom] = {}
+    ``renamed`` (when given) with what replaced them.  ``env``: names the block
+    reads from outside, renamed as it is folded (a renaming of a block without
+    a backward loop: ``structure.rename_deep`` would rename a loop's tape values too)."""
+    env = dict(env) if env else {}
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
@@ -194,9 +197,15 @@ def fold_forward(prog: ReverseProgram) -> ReverseProgram:
     value an ``if`` joins that is the same in both branches, a copy) may be a
     residual: the backward block and the tapes read what replaced it, so the
     two blocks agree."""
-    renamed: dict[str, Atom] = {}
     residuals = frozenset(read_set(prog.backward) - bound_set(prog.backward))  # an `if` binding one stays
-    forward = fold(prog.forward, keep_copies=False, renamed=renamed, keep=residuals)
+    forward, env = _fold_forward_block(prog.forward, residuals)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
+
+
+def _fold_forward_block(forward: Block, residuals: frozenset[str]) -> tuple[Block, dict[str, Atom]]:
+    """``fold_forward``'s forward block, and what each name it replaced is now."""
+    renamed: dict[str, Atom] = {}
+    forward = fold(forward, keep_copies=False, renamed=renamed, keep=residuals)
 
     def final(a: Atom) -> Atom:
         while isinstance(a, Var) and a.name in renamed:
@@ -204,8 +213,28 @@ def fold_forward(prog: ReverseProgram) -> ReverseProgram:
         return a
 
     env = {name: final(a) for name, a in renamed.items()}
-    return ReverseProgram(prog.name, prog.params, _rename_saves(forward, env), prog.ct_in,
-                          rename_deep(prog.backward, env))
+    return _rename_saves(forward, env), env
+
+
+def fold_program(prog: ReverseProgram) -> ReverseProgram:
+    """``structure.forget_structure``, ``fold_forward``, then ``fold`` of the
+    backward block, which renames what it reads of the forward block (the copies
+    ``dup`` made, the names the forward fold replaced) as it folds: one walk of
+    the backward block, not three.  (Where the backward block has a backward
+    loop, whose tape values are renamed too, the three passes in turn.)"""
+    if "LoopBack" in kinds(prog.backward):
+        prog = fold_forward(forget_structure(prog))
+        return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+    copies: dict[str, Atom] = {}  # (each a variable of the forward block)
+    forward = forget_forward(prog.forward, copies)
+    # the backward block's residuals, as ``fold_forward`` would find them after ``forget_structure``
+    # (no backward loop: what the backward block binds is the same, none of it a copy's name)
+    residuals = frozenset(copies[n].name if n in copies else n  # type: ignore[union-attr]
+                          for n in read_set(prog.backward) - bound_set(prog.backward))
+    forward, env = _fold_forward_block(forward, residuals)
+    both = {name: env.get(a.name, a) for name, a in copies.items()}  # type: ignore[union-attr]
+    both.update(env)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, fold(prog.backward, env=both))
 
 
 def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
