@@ -100,7 +100,11 @@ def dce(prog: ReverseProgram) -> ReverseProgram:
         needed = reads.difference([t.name for b in backward.binds for t in b.targets])
     else:
         needed = read_set(backward) - bound_set(backward)
-    forward = _dce(prog.forward, read_names(Block((), prog.forward.result)), needed)
+    forward = prog.forward
+    if forward.__dict__.get("_dce_needed") != needed:  # (else it is dce's output for these residuals: itself)
+        forward, _, flat = _dce_reads(forward, read_names(Block((), forward.result)), needed)
+        if flat:  # (of a block without nested blocks, dce's output is its own dce's output)
+            forward.__dict__["_dce_needed"] = needed
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 

@@ -266,30 +266,23 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     uses = Counter(read)
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
-    defined_at = {b.targets[0].name: i for i, b in enumerate(block.binds)
-                  if len(b.targets) == 1 and type(b.rhs) not in NESTING}
-    binds: list[Bind | None] = list(block.binds)
-    env: dict[str, Atom] = dict(outer or {})
-    for i, b in enumerate(block.binds):
-        if not isinstance(b.rhs, Copy):
+    out: list[Bind] = []
+    at: dict[str, int] = {}  # each name bound by a binding of one target without blocks inside -> where in ``out``
+    env: dict[str, Atom] = dict(outer or {})  # (a name is read only after its binding: what env has so far serves)
+    for b in block.binds:
+        rhs = b.rhs
+        cls = type(rhs)
+        if cls is Copy:
+            src = subst_atom(rhs.atom, env)  # type: ignore[union-attr]
+            if isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in at:
+                old = out[at[src.name]]
+                out[at[src.name]] = Bind(b.targets, old.rhs, old.loc)
+            else:
+                env[b.targets[0].name] = src
             continue
-        src = subst_atom(b.rhs.atom, env)
-        target = b.targets[0]
-        if (isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in defined_at
-                and binds[defined_at[src.name]] is not None):
-            j = defined_at[src.name]
-            old = binds[j]
-            assert old is not None
-            binds[j] = Bind((target,), old.rhs, old.loc)
-            binds[i] = None
-        else:
-            env[target.name] = src
-            binds[i] = None
-    out = []
-    for b in binds:
-        if b is None:
-            continue
-        if type(b.rhs) in NESTING:  # (each nested block applies env with its own copies, in a copy of it)
-            b = with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env))
+        if cls in NESTING:  # (each nested block applies env with its own copies, in a copy of it)
+            b = with_branches(b, rhs, lambda blk: name_cotangents(blk, env))
+        elif len(b.targets) == 1:
+            at[b.targets[0].name] = len(out)
         out.append(rebound(b, substitute(b.rhs, env)))
     return same_or_new(block, out, subst_atom(block.result, env))
