@@ -94,7 +94,9 @@ def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
 
 def dce(prog: ReverseProgram) -> ReverseProgram:
     cleaned, reads, flat = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
-    prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned))
+    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned)
+    if not flat or "Loop" in kinds(prog.forward):  # (a flat backward block has no backward loop: no tapes)
+        prog = prune_tapes(prog)
     backward = prog.backward
     if flat and backward is cleaned:  # what it reads and does not bind, without a walk of it
         needed = reads.difference([t.name for b in backward.binds for t in b.targets])

@@ -228,9 +228,11 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     copies: dict[str, Atom] = {}  # (each a variable of the forward block)
     forward = forget_forward(prog.forward, copies)
     # the backward block's residuals, as ``fold_forward`` would find them after ``forget_structure``
-    # (no backward loop: what the backward block binds is the same, none of it a copy's name)
+    # (no backward loop: what the backward block binds is the same, none of it a copy's name);
+    # the fold reads them only at an `if`
     residuals = frozenset(copies[n].name if n in copies else n  # type: ignore[union-attr]
-                          for n in read_set(prog.backward) - bound_set(prog.backward))
+                          for n in read_set(prog.backward) - bound_set(prog.backward)) \
+        if "If" in kinds(forward) else frozenset()
     forward, env = _fold_forward_block(forward, residuals)
     both = {name: env.get(a.name, a) for name, a in copies.items()}  # type: ignore[union-attr]
     both.update(env)
