@@ -185,6 +185,12 @@ def _read_set(block: Block) -> frozenset[str]:
     return frozenset(names)
 
 
+def outside_reads(block: Block) -> frozenset[str]:
+    """The names a block reads and binds nowhere in it (``read_set`` less ``bound_set``:
+    a backward block's residuals and its parameter), computed once per block."""
+    return _memo(block, "_outside_reads", lambda blk: read_set(blk) - bound_set(blk))
+
+
 def if_free_vars(rhs: If) -> tuple[Var, ...]:
     """The variables the branches of an ``if`` read from outside, in order."""
     seen: dict[str, Var] = {}

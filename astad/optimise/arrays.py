@@ -117,11 +117,13 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     """A sum of outer products is one matrix product: ``outer(u_1, v_1) + ... +
     outer(u_n, v_n)`` is ``stack(u_1..u_n).T @ stack(v_1..v_n)`` (the cotangent of
     a weight matrix applied at many places, as in a recursive model): two stacks
-    and one product instead of n products and n - 1 sums of matrices."""
+    and one product instead of n products and n - 1 sums of matrices.  The outer
+    products such a sum read (nothing else reads them) are left out too."""
     outers = {b.targets[0].name: b.rhs for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "outer"
               and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     uses = use_counts(block)
     binds: list[Bind] = []
+    summed: set[str] = set()  # the outer products made one matrix product
     for b in block.binds:
         b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
         rhs = b.rhs
@@ -130,6 +132,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         if len(found) < _OUTER_SUM_MIN or len(found) != len(rhs.items):  # type: ignore[union-attr]
             binds.append(b)
             continue
+        summed.update(a.name for a in rhs.items)  # type: ignore[union-attr]
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
         for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
@@ -139,4 +142,6 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         ut = Var(namer.temp(), rules.infer("transpose", [made[0].type], {}))
         binds.append(Bind((ut,), Prim("transpose", (made[0],)), b.loc))
         binds.append(Bind(b.targets, Prim("matmul", (ut, made[1])), b.loc))
-    return Block(tuple(binds), block.result)
+    if not summed:
+        return same_or_new(block, binds)
+    return Block(tuple(b for b in binds if len(b.targets) != 1 or b.targets[0].name not in summed), block.result)

@@ -25,10 +25,10 @@ a negation of a result appears only where two negations it replaces meet.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from ..blocks import NESTING, same_or_new, with_branches
-from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts
+from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts, vars_of
 from ..names import Namer
 from .signs import _EACH, _FIRST
 
@@ -52,17 +52,29 @@ def _literal(a: Atom) -> bool:
 class _Absorb:
     def __init__(self, block: Block, namer: Namer) -> None:
         self.block, self.namer = block, namer
-        self.counts = use_counts(block)
         self.readers: dict[str, list[Bind]] = defaultdict(list)  # the primitives and sums of this block reading a name
         readers = self.readers
+        read: list[str] = []  # every read of the block, when it has no nested blocks (then they are ``use_counts``)
+        flat = True
         for b in block.binds:
             cls = type(b.rhs)
             if cls is Prim or cls is Plus:
                 for a in b.rhs.args if cls is Prim else b.rhs.items:  # type: ignore[union-attr]
-                    if isinstance(a, Var):
+                    if type(a) is Var:
+                        read.append(a.name)
                         found = readers[a.name]
                         if not found or found[-1] is not b:  # (each reader once)
                             found.append(b)
+            elif cls in NESTING:
+                flat = False
+            else:
+                read.extend([v.name for v in vars_of(b.rhs)])
+        if flat:
+            self.counts = Counter(read)
+            if isinstance(block.result, Var):
+                self.counts[block.result.name] += 1
+        else:
+            self.counts = use_counts(block)
         self.memo: dict[str, bool] = {}
         self.negated: dict[str, Atom] = {}  # a name whose negation was not computed -> what it is the negation of
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
@@ -141,8 +153,10 @@ class _Absorb:
     def prim(self, b: Bind, rhs: Prim) -> None:
         target = b.targets[0]
         negated = self.negated
-        if negated and any(isinstance(a, Var) and a.name in negated for a in rhs.args):
-            return self.signed_prim(b, rhs, target)
+        if negated:
+            for a in rhs.args:
+                if type(a) is Var and a.name in negated:
+                    return self.signed_prim(b, rhs, target)
         # no argument negated
         inner = rhs.args[0] if rhs.op == "neg" else None
         if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
