@@ -13,6 +13,8 @@ from ..names import Namer
 
 
 _ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "select"}
+#: what ``_sink`` rewrites or records
+_SUNK = _ELEMENTWISE | {"broadcast_to", "expand_dims"}
 
 
 def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
@@ -43,7 +45,9 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
         if isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
             continue
-        if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
+        if type(rhs) is not Prim or rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
+            pass  # (the most common: nothing to sink)
+        elif rhs.op == "broadcast_to":
             src = rhs.args[0]
             small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
         elif not _known_shape(b.targets[0]):
@@ -69,7 +73,7 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             small[target.name] = reduced
             continue
         out.append(b)
-    return Block(tuple(out), block.result)
+    return same_or_new(block, out)
 
 
 def _known_shape(v: Var) -> bool:

@@ -110,13 +110,7 @@ def _through_copies(a: Atom, block: Block) -> Atom:
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
               result: Atom, made_zero: set[str], renamed: Renamed, keep: frozenset[str] = frozenset()) -> Bind | None:
     """Simplify one binding; returns None when it was absorbed into ``env``.  ``keep``: names read
-    elsewhere (residuals), whose bindings stay."""
-    if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common first
-        for i in rules.TABLE[rhs.op].zero_in:
-            if type(rhs.args[i]) is Zero:
-                env[b.targets[0].name] = Zero(b.targets[0].type)
-                return None
-        return rebound(b, rhs)
+    elsewhere (residuals), whose bindings stay.  (``fold`` folds most primitives itself.)"""
     if isinstance(rhs, If):
         return _fold_if(b, rhs, env, keep_copies, renamed, keep)
     if isinstance(rhs, LoopBack):
@@ -181,8 +175,20 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
+    table = rules.TABLE
     for b in block.binds:
-        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero, renamed, keep)
+        rhs = substitute(b.rhs, env)
+        if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
+            for i in table[rhs.op].zero_in:
+                if type(rhs.args[i]) is Zero:
+                    env[b.targets[0].name] = Zero(b.targets[0].type)
+                    break
+            else:
+                out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+                if rhs.op in ZERO_MAKERS:
+                    made_zero.add(b.targets[0].name)
+            continue
+        new = _fold_one(b, rhs, tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
             out.append(new)
             if isinstance(new.rhs, Prim) and new.rhs.op in ZERO_MAKERS:
