@@ -360,7 +360,7 @@ def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
     if type(rhs) is Prim:  # the most common: itself when it reads none of env's names
         for a in rhs.args:
             if type(a) is Var and a.name in env:
-                return Prim(rhs.op, tuple(env.get(a.name, a) if type(a) is Var else a for a in rhs.args), rhs.params)
+                return Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]), rhs.params)
         return rhs
     if not nested_blocks(rhs):
         if all(v.name not in env for v in vars_of(rhs)):

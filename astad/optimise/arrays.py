@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .. import rules
-from ..blocks import same_or_new, with_branches
+from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds,
                  use_counts)
@@ -103,7 +103,7 @@ def static_zeros(block: Block) -> Block:
                 rhs = Prim("zeros", tuple(Const.literal(d, literal_type(d)) for d in shape), (("dtype", dtype),))
             elif shape is not None:
                 rhs = Prim(rhs.op, rhs.args, tuple(sorted(rhs.params + (("zeros", (shape, like.type.dtype)),))))  # type: ignore[union-attr]
-        binds.append(with_branches(b, rhs, static_zeros))
+        binds.append(with_branches(b, rhs, static_zeros) if type(rhs) in NESTING else rebound(b, rhs))
     return same_or_new(block, binds)
 
 
@@ -129,7 +129,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     binds: list[Bind] = []
     summed: set[str] = set()  # the outer products made one matrix product
     for b in block.binds:
-        b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
         rhs = b.rhs
         found = [outers[a.name] for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
             if isinstance(rhs, Plus) else []
