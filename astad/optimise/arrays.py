@@ -50,8 +50,8 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
         elif rhs.op == "broadcast_to":
             src = rhs.args[0]
             small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
-        elif not _known_shape(b.targets[0]):
-            pass  # a length known only at run time: no constant shape to broadcast to
+        elif not _reads_any(rhs.args, small) or not _known_shape(b.targets[0]):
+            pass  # no broadcast read; or a length known only at run time: no constant shape to broadcast to
         elif (isinstance(rhs, Prim) and rhs.op == "expand_dims" and isinstance(rhs.args[0], Var)
               and rhs.args[0].name in small and _is_scalar(small[rhs.args[0].name])):
             # a broadcast scalar with an axis inserted is the scalar broadcast to the new shape
@@ -59,8 +59,7 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             out.append(Bind(b.targets, Prim("broadcast_to", (src, _shape_const(target))), b.loc))
             small[target.name] = src
             continue
-        elif isinstance(rhs, Prim) and rhs.op in _ELEMENTWISE and any(isinstance(a, Var) and a.name in small
-                                                                       for a in rhs.args):
+        elif isinstance(rhs, Prim) and rhs.op in _ELEMENTWISE:  # (reading a broadcast)
             args = tuple(small.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args)
             target = b.targets[0]
             t = rules.infer(rhs.op, [a.type for a in args], dict(rhs.params))
@@ -74,6 +73,13 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             continue
         out.append(b)
     return same_or_new(block, out)
+
+
+def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:
+    for a in args:
+        if type(a) is Var and a.name in names:
+            return True
+    return False
 
 
 def _known_shape(v: Var) -> bool:

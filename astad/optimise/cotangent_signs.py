@@ -86,14 +86,13 @@ class _Absorb:
         if name not in self.memo:
             self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
             readers = self.readers.get(name, [])
-            reads = sum(self._reads(b, name) for b in readers)
+            reads = 0
+            for b in readers:
+                for a in b.rhs.args if type(b.rhs) is Prim else b.rhs.items:  # type: ignore[union-attr]
+                    if type(a) is Var and a.name == name:
+                        reads += 1
             self.memo[name] = bool(readers) and reads == self.counts[name] and all(self._takes(b, name) for b in readers)
         return self.memo[name]
-
-    @staticmethod
-    def _reads(b: Bind, name: str) -> int:
-        args = b.rhs.args if type(b.rhs) is Prim else b.rhs.items  # type: ignore[union-attr]
-        return sum(1 for a in args if isinstance(a, Var) and a.name == name)
 
     def _takes(self, b: Bind, name: str) -> bool:
         rhs = b.rhs
