@@ -219,7 +219,8 @@ def _fold_forward_block(forward: Block, residuals: frozenset[str]) -> tuple[Bloc
         return a
 
     env = {name: final(a) for name, a in renamed.items()}
-    return _rename_saves(forward, env), env
+    # (kinds: remembered on the block, which the passes after this one ask too)
+    return _rename_saves(forward, env) if env and "Loop" in kinds(forward) else forward, env
 
 
 def fold_program(prog: ReverseProgram) -> ReverseProgram:
