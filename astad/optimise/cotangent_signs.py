@@ -44,6 +44,13 @@ def absorb_negations(block: Block, namer: Namer) -> Block:
     return _Absorb(block, namer).run()
 
 
+def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:
+    for a in args:
+        if type(a) is Var and a.name in names:
+            return True
+    return False
+
+
 def _literal(a: Atom) -> bool:
     """A float literal (its negation is another literal)."""
     return isinstance(a, Const) and a.name is None and type(a.value) is float
@@ -116,9 +123,13 @@ class _Absorb:
         return False, a
 
     def run(self) -> Block:
+        negated, out = self.negated, self.out
         for b in self.block.binds:
             rhs = substitute(b.rhs, self.env) if self.env else b.rhs
             if type(rhs) is Prim and len(b.targets) == 1:
+                if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
+                    out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))  # (the most common: as it is)
+                    continue
                 self.prim(b, rhs)
             elif type(rhs) is Plus and len(b.targets) == 1:
                 self.plus(b, rhs)
@@ -152,10 +163,8 @@ class _Absorb:
     def prim(self, b: Bind, rhs: Prim) -> None:
         target = b.targets[0]
         negated = self.negated
-        if negated:
-            for a in rhs.args:
-                if type(a) is Var and a.name in negated:
-                    return self.signed_prim(b, rhs, target)
+        if negated and _reads_any(rhs.args, negated):
+            return self.signed_prim(b, rhs, target)
         # no argument negated
         inner = rhs.args[0] if rhs.op == "neg" else None
         if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
