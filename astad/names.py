@@ -231,9 +231,13 @@ def _block_names(block: Block) -> frozenset[str]:
                     stack.append(t)
             rhs = b.rhs
             if type(rhs) is Prim:
-                for a in rhs.args:  # (mostly variables: named here, not stacked)
-                    if type(a) is Var:
+                for a in rhs.args:  # (mostly variables and constants: named here, not stacked)
+                    cls = type(a)
+                    if cls is Var:
                         add(a.name)
+                    elif cls is Const:
+                        if a.name is not None:
+                            add(a.name)
                     else:
                         stack.append(a)
             else:

@@ -185,6 +185,12 @@ def _read_set(block: Block) -> frozenset[str]:
     return frozenset(names)
 
 
+def outside_reads(block: Block) -> frozenset[str]:
+    """The names a block reads and binds nowhere in it (``read_set`` less ``bound_set``:
+    a backward block's residuals and its parameter), computed once per block."""
+    return _memo(block, "_outside_reads", lambda blk: read_set(blk) - bound_set(blk))
+
+
 def if_free_vars(rhs: If) -> tuple[Var, ...]:
     """The variables the branches of an ``if`` read from outside, in order."""
     seen: dict[str, Var] = {}
@@ -354,7 +360,7 @@ def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
     if type(rhs) is Prim:  # the most common: itself when it reads none of env's names
         for a in rhs.args:
             if type(a) is Var and a.name in env:
-                return Prim(rhs.op, tuple(env.get(a.name, a) if type(a) is Var else a for a in rhs.args), rhs.params)
+                return Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]), rhs.params)
         return rhs
     if not nested_blocks(rhs):
         if all(v.name not in env for v in vars_of(rhs)):

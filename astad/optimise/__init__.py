@@ -47,7 +47,8 @@ helpers the passes share.
 
 from __future__ import annotations
 
-from ..ir import ReverseProgram, Var, bound_set, bound_vars, kinds, read_set
+from ..ir import ReverseProgram, Var, bound_vars, kinds
+from ..ir.walk import outside_reads
 from ..names import Namer
 from .accumulate import accumulate_in_loops, accumulates
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
@@ -60,7 +61,7 @@ from .outputs import finish, restrict
 from .products import shared_products
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
-from .simplify import fold, fold_forward, name_cotangents
+from .simplify import fold, fold_forward, fold_program, name_cotangents
 from .structure import forget_structure
 from .tiles import tiles
 from .unit_axes import unit_axes
@@ -77,9 +78,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
 def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReverseProgram:
     """The passes of ``optimise``; ``finish`` (parameter cotangents materialised) only
     with ``finishing`` (forward mode over a reverse program returns something else)."""
-    prog = forget_structure(prog)
-    prog = fold_forward(prog)
-    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+    prog = fold_program(prog)  # (forget_structure, fold_forward and fold of the backward block)
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
     cleaned = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = shapes_not_arrays(cleaned)
@@ -91,8 +90,10 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
         prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                   accumulate_in_loops(prog.backward, taken)))
     if "outer" in kinds(prog.backward):
-        prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
-                                  outer_sums(prog.backward, Namer.of(prog))))
+        summed = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
+                                outer_sums(prog.backward, Namer.of(prog)))
+        # (outer_sums leaves out what it makes dead: of dce's output without nested blocks, the output of dce)
+        prog = summed if kinds(prog.backward).isdisjoint(NESTED) else dce(summed)
     # (prog is dce's output here: each pass after it needs dce again only where it changed something)
     shared = shared_products(prog)
     prog = prog if shared is prog else dce(shared)
@@ -106,8 +107,12 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
                                          static_zeros(prog.backward)))
 
 
+#: the kinds (``ir.kinds``) of the bindings with blocks inside
+NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
+
+
 def residuals(prog: ReverseProgram) -> tuple[Var, ...]:
     """The forward variables (and parameters) the backward block reads, in forward order."""
-    read = read_set(prog.backward) - bound_set(prog.backward) - {prog.ct_in.name}
+    read = outside_reads(prog.backward) - {prog.ct_in.name}
     order = list(prog.params) + list(bound_vars(prog.forward))
     return tuple(v for v in order if v.name in read)

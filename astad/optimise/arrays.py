@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .. import rules
-from ..blocks import same_or_new, with_branches
+from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds,
                  use_counts)
@@ -13,6 +13,8 @@ from ..names import Namer
 
 
 _ELEMENTWISE = {"add", "sub", "mul", "div", "neg", "select"}
+#: what ``_sink`` rewrites or records
+_SUNK = _ELEMENTWISE | {"broadcast_to", "expand_dims"}
 
 
 def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
@@ -43,11 +45,13 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
         if isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
             continue
-        if isinstance(rhs, Prim) and rhs.op == "broadcast_to":
+        if type(rhs) is not Prim or rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
+            pass  # (the most common: nothing to sink)
+        elif rhs.op == "broadcast_to":
             src = rhs.args[0]
             small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
-        elif not _known_shape(b.targets[0]):
-            pass  # a length known only at run time: no constant shape to broadcast to
+        elif not _reads_any(rhs.args, small) or not _known_shape(b.targets[0]):
+            pass  # no broadcast read; or a length known only at run time: no constant shape to broadcast to
         elif (isinstance(rhs, Prim) and rhs.op == "expand_dims" and isinstance(rhs.args[0], Var)
               and rhs.args[0].name in small and _is_scalar(small[rhs.args[0].name])):
             # a broadcast scalar with an axis inserted is the scalar broadcast to the new shape
@@ -55,8 +59,7 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             out.append(Bind(b.targets, Prim("broadcast_to", (src, _shape_const(target))), b.loc))
             small[target.name] = src
             continue
-        elif isinstance(rhs, Prim) and rhs.op in _ELEMENTWISE and any(isinstance(a, Var) and a.name in small
-                                                                       for a in rhs.args):
+        elif isinstance(rhs, Prim) and rhs.op in _ELEMENTWISE:  # (reading a broadcast)
             args = tuple(small.get(a.name, a) if isinstance(a, Var) else a for a in rhs.args)
             target = b.targets[0]
             t = rules.infer(rhs.op, [a.type for a in args], dict(rhs.params))
@@ -69,7 +72,14 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             small[target.name] = reduced
             continue
         out.append(b)
-    return Block(tuple(out), block.result)
+    return same_or_new(block, out)
+
+
+def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:
+    for a in args:
+        if type(a) is Var and a.name in names:
+            return True
+    return False
 
 
 def _known_shape(v: Var) -> bool:
@@ -99,7 +109,7 @@ def static_zeros(block: Block) -> Block:
                 rhs = Prim("zeros", tuple(Const.literal(d, literal_type(d)) for d in shape), (("dtype", dtype),))
             elif shape is not None:
                 rhs = Prim(rhs.op, rhs.args, tuple(sorted(rhs.params + (("zeros", (shape, like.type.dtype)),))))  # type: ignore[union-attr]
-        binds.append(with_branches(b, rhs, static_zeros))
+        binds.append(with_branches(b, rhs, static_zeros) if type(rhs) in NESTING else rebound(b, rhs))
     return same_or_new(block, binds)
 
 
@@ -118,13 +128,16 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     outer(u_n, v_n)`` is ``stack(u_1..u_n).T @ stack(v_1..v_n)`` (the cotangent of
     a weight matrix applied at many places, as in a recursive model): two stacks
     and one product instead of n products and n - 1 sums of matrices; other terms of
-    the sum are added to the product."""
+    the sum are added to the product.  The outer products such a sum read (nothing
+    else reads them) are left out too."""
     outers = {b.targets[0].name: b.rhs for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "outer"
               and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     uses = use_counts(block)
     binds: list[Bind] = []
+    summed: set[str] = set()  # the outer products made one matrix product
     for b in block.binds:
-        b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
         rhs = b.rhs
         mine = [a for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
             if isinstance(rhs, Plus) else []
@@ -134,6 +147,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
             continue
         others = tuple(a for a in rhs.items if a not in mine)  # type: ignore[union-attr]
         target = b.targets[0] if not others else Var(namer.temp(), b.targets[0].type)
+        summed.update(a.name for a in mine)
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
         for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
@@ -145,4 +159,6 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         binds.append(Bind((target,), Prim("matmul", (ut, made[1])), b.loc))
         if others:  # the other terms (a function's cotangents of the weight: astad.ad.calls) added to the product
             binds.append(Bind(b.targets, Plus((*others, target)), b.loc))
-    return Block(tuple(binds), block.result)
+    if not summed:
+        return same_or_new(block, binds)
+    return Block(tuple(b for b in binds if len(b.targets) != 1 or b.targets[0].name not in summed), block.result)

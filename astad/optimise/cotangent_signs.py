@@ -25,10 +25,10 @@ a negation of a result appears only where two negations it replaces meet.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from ..blocks import NESTING, same_or_new, with_branches
-from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts
+from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts, vars_of
 from ..names import Namer
 from .signs import _EACH, _FIRST
 
@@ -44,6 +44,13 @@ def absorb_negations(block: Block, namer: Namer) -> Block:
     return _Absorb(block, namer).run()
 
 
+def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:
+    for a in args:
+        if type(a) is Var and a.name in names:
+            return True
+    return False
+
+
 def _literal(a: Atom) -> bool:
     """A float literal (its negation is another literal)."""
     return isinstance(a, Const) and a.name is None and type(a.value) is float
@@ -52,17 +59,29 @@ def _literal(a: Atom) -> bool:
 class _Absorb:
     def __init__(self, block: Block, namer: Namer) -> None:
         self.block, self.namer = block, namer
-        self.counts = use_counts(block)
         self.readers: dict[str, list[Bind]] = defaultdict(list)  # the primitives and sums of this block reading a name
         readers = self.readers
+        read: list[str] = []  # every read of the block, when it has no nested blocks (then they are ``use_counts``)
+        flat = True
         for b in block.binds:
             cls = type(b.rhs)
             if cls is Prim or cls is Plus:
                 for a in b.rhs.args if cls is Prim else b.rhs.items:  # type: ignore[union-attr]
-                    if isinstance(a, Var):
+                    if type(a) is Var:
+                        read.append(a.name)
                         found = readers[a.name]
                         if not found or found[-1] is not b:  # (each reader once)
                             found.append(b)
+            elif cls in NESTING:
+                flat = False
+            else:
+                read.extend([v.name for v in vars_of(b.rhs)])
+        if flat:
+            self.counts = Counter(read)
+            if isinstance(block.result, Var):
+                self.counts[block.result.name] += 1
+        else:
+            self.counts = use_counts(block)
         self.memo: dict[str, bool] = {}
         self.negated: dict[str, Atom] = {}  # a name whose negation was not computed -> what it is the negation of
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
@@ -74,14 +93,13 @@ class _Absorb:
         if name not in self.memo:
             self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
             readers = self.readers.get(name, [])
-            reads = sum(self._reads(b, name) for b in readers)
+            reads = 0
+            for b in readers:
+                for a in b.rhs.args if type(b.rhs) is Prim else b.rhs.items:  # type: ignore[union-attr]
+                    if type(a) is Var and a.name == name:
+                        reads += 1
             self.memo[name] = bool(readers) and reads == self.counts[name] and all(self._takes(b, name) for b in readers)
         return self.memo[name]
-
-    @staticmethod
-    def _reads(b: Bind, name: str) -> int:
-        args = b.rhs.args if type(b.rhs) is Prim else b.rhs.items  # type: ignore[union-attr]
-        return sum(1 for a in args if isinstance(a, Var) and a.name == name)
 
     def _takes(self, b: Bind, name: str) -> bool:
         rhs = b.rhs
@@ -105,9 +123,13 @@ class _Absorb:
         return False, a
 
     def run(self) -> Block:
+        negated, out = self.negated, self.out
         for b in self.block.binds:
             rhs = substitute(b.rhs, self.env) if self.env else b.rhs
             if type(rhs) is Prim and len(b.targets) == 1:
+                if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
+                    out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))  # (the most common: as it is)
+                    continue
                 self.prim(b, rhs)
             elif type(rhs) is Plus and len(b.targets) == 1:
                 self.plus(b, rhs)
@@ -141,7 +163,7 @@ class _Absorb:
     def prim(self, b: Bind, rhs: Prim) -> None:
         target = b.targets[0]
         negated = self.negated
-        if negated and any(isinstance(a, Var) and a.name in negated for a in rhs.args):
+        if negated and _reads_any(rhs.args, negated):
             return self.signed_prim(b, rhs, target)
         # no argument negated
         inner = rhs.args[0] if rhs.op == "neg" else None

@@ -8,6 +8,7 @@ from dataclasses import replace
 from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, If, Loop, LoopBack, Prim, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
                   kinds, nested_blocks, read_names, read_set, vars_of)
+from ..ir.walk import outside_reads
 from ..rules import has_effect
 from .simplify import select_items
 
@@ -94,13 +95,20 @@ def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
 
 def dce(prog: ReverseProgram) -> ReverseProgram:
     cleaned, reads, flat = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
-    prog = prune_tapes(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned))
+    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned)
+    if not flat or "Loop" in kinds(prog.forward):  # (a flat backward block has no backward loop: no tapes)
+        prog = prune_tapes(prog)
     backward = prog.backward
     if flat and backward is cleaned:  # what it reads and does not bind, without a walk of it
-        needed = reads.difference([t.name for b in backward.binds for t in b.targets])
+        needed = frozenset(reads.difference([t.name for b in backward.binds for t in b.targets]))
+        backward.__dict__.setdefault("_outside_reads", needed)  # (remembered as ``outside_reads`` would)
     else:
-        needed = read_set(backward) - bound_set(backward)
-    forward = _dce(prog.forward, read_names(Block((), prog.forward.result)), needed)
+        needed = outside_reads(backward)
+    forward = prog.forward
+    if forward.__dict__.get("_dce_needed") != needed:  # (else it is dce's output for these residuals: itself)
+        forward, _, flat = _dce_reads(forward, read_names(Block((), forward.result)), needed)
+        if flat:  # (of a block without nested blocks, dce's output is its own dce's output)
+            forward.__dict__["_dce_needed"] = needed
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 

@@ -33,7 +33,7 @@ and of each block of the backward pass.  Runs before ``rematerialise`` and
 
 from __future__ import annotations
 
-from ..blocks import same_or_new, with_branches
+from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
 
 Pair = tuple[str, str]
@@ -105,7 +105,8 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
     defs: dict[str, tuple[Var, Var]] = {}  # p -> its two factors, for each p = x * y of this block
     out: list[Bind] = []
     for b in block.binds:
-        b = with_branches(b, b.rhs, lambda blk: _block(blk, negations, made, counts))
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, lambda blk: _block(blk, negations, made, counts))
         factors = _product(b.rhs) if len(b.targets) == 1 else None
         if factors is not None:
             new = _made(factors, defs, made, counts)

@@ -30,6 +30,7 @@ from ..blocks import same_or_new
 from ..rules import is_advanced
 from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, kinds, nested_blocks,
                   read_set, substitute, vars_of)
+from ..ir.walk import outside_reads
 from ..names import Namer
 
 #: elementwise operations that cost one pass over memory (no transcendental function)
@@ -46,7 +47,9 @@ MIN_SIZE = 4096
 def rematerialise(prog: ReverseProgram) -> ReverseProgram:
     """``prog`` with its cheap residual arrays (and taped arrays) computed again in the backward pass."""
     top_defs = _defs(prog.forward)
-    residual_reads = read_set(prog.backward) - bound_set(prog.backward)
+    if "LoopBack" not in kinds(prog.backward) and not _candidates(top_defs, top_defs.keys()):
+        return prog  # no big array made by a cheap operation (without a walk of the backward block)
+    residual_reads = outside_reads(prog.backward)
     if "LoopBack" not in kinds(prog.backward) and not _candidates(top_defs, residual_reads):
         return prog  # nothing worth recomputing (what ``_recompute`` would find first)
     params = {p.name for p in prog.params}

@@ -12,9 +12,9 @@ from dataclasses import replace
 from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
-                  TupleT, Unpack, Var, Zero, bound_set, read_set, substitute, substitute_block, vars_of)
+                  TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block, vars_of)
 from ..names import Namer
-from .structure import rename_deep, rename_vars, subst_atom
+from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
 def _is_zero_tuple(items: tuple[Atom, ...]) -> bool:
@@ -110,13 +110,7 @@ def _through_copies(a: Atom, block: Block) -> Atom:
 def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: dict[str, Atom], keep_copies: bool,
               result: Atom, made_zero: set[str], renamed: Renamed, keep: frozenset[str] = frozenset()) -> Bind | None:
     """Simplify one binding; returns None when it was absorbed into ``env``.  ``keep``: names read
-    elsewhere (residuals), whose bindings stay."""
-    if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common first
-        for i in rules.TABLE[rhs.op].zero_in:
-            if type(rhs.args[i]) is Zero:
-                env[b.targets[0].name] = Zero(b.targets[0].type)
-                return None
-        return rebound(b, rhs)
+    elsewhere (residuals), whose bindings stay.  (``fold`` folds most primitives itself.)"""
     if isinstance(rhs, If):
         return _fold_if(b, rhs, env, keep_copies, renamed, keep)
     if isinstance(rhs, LoopBack):
@@ -171,15 +165,30 @@ def _fold_one(b: Bind, rhs: object, tuples: dict[str, tuple[Atom, ...]], env: di
 Renamed = "dict[str, Atom] | None"
 
 
-def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset()) -> Block:
+def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset(),
+         env: dict[str, Atom] | None = None) -> Block:
     """The zero/plus algebra on ``block``; the names it replaces are added to
-    ``renamed`` (when given) with what replaced them."""
-    env: dict[str, Atom] = {}
+    ``renamed`` (when given) with what replaced them.  ``env``: names the block
+    reads from outside, renamed as it is folded (a renaming of a block without
+    a backward loop: ``structure.rename_deep`` would rename a loop's tape values too)."""
+    env = dict(env) if env else {}
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
+    table = rules.TABLE
     for b in block.binds:
-        new = _fold_one(b, substitute(b.rhs, env), tuples, env, keep_copies, block.result, made_zero, renamed, keep)
+        rhs = substitute(b.rhs, env)
+        if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
+            for i in table[rhs.op].zero_in:
+                if type(rhs.args[i]) is Zero:
+                    env[b.targets[0].name] = Zero(b.targets[0].type)
+                    break
+            else:
+                out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+                if rhs.op in ZERO_MAKERS:
+                    made_zero.add(b.targets[0].name)
+            continue
+        new = _fold_one(b, rhs, tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
             out.append(new)
             if isinstance(new.rhs, Prim) and new.rhs.op in ZERO_MAKERS:
@@ -194,9 +203,15 @@ def fold_forward(prog: ReverseProgram) -> ReverseProgram:
     value an ``if`` joins that is the same in both branches, a copy) may be a
     residual: the backward block and the tapes read what replaced it, so the
     two blocks agree."""
-    renamed: dict[str, Atom] = {}
     residuals = frozenset(read_set(prog.backward) - bound_set(prog.backward))  # an `if` binding one stays
-    forward = fold(prog.forward, keep_copies=False, renamed=renamed, keep=residuals)
+    forward, env = _fold_forward_block(prog.forward, residuals)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
+
+
+def _fold_forward_block(forward: Block, residuals: frozenset[str]) -> tuple[Block, dict[str, Atom]]:
+    """``fold_forward``'s forward block, and what each name it replaced is now."""
+    renamed: dict[str, Atom] = {}
+    forward = fold(forward, keep_copies=False, renamed=renamed, keep=residuals)
 
     def final(a: Atom) -> Atom:
         while isinstance(a, Var) and a.name in renamed:
@@ -204,8 +219,31 @@ def fold_forward(prog: ReverseProgram) -> ReverseProgram:
         return a
 
     env = {name: final(a) for name, a in renamed.items()}
-    return ReverseProgram(prog.name, prog.params, _rename_saves(forward, env), prog.ct_in,
-                          rename_deep(prog.backward, env))
+    # (kinds: remembered on the block, which the passes after this one ask too)
+    return _rename_saves(forward, env) if env and "Loop" in kinds(forward) else forward, env
+
+
+def fold_program(prog: ReverseProgram) -> ReverseProgram:
+    """``structure.forget_structure``, ``fold_forward``, then ``fold`` of the
+    backward block, which renames what it reads of the forward block (the copies
+    ``dup`` made, the names the forward fold replaced) as it folds: one walk of
+    the backward block, not three.  (Where the backward block has a backward
+    loop, whose tape values are renamed too, the three passes in turn.)"""
+    if "LoopBack" in kinds(prog.backward):
+        prog = fold_forward(forget_structure(prog))
+        return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+    copies: dict[str, Atom] = {}  # (each a variable of the forward block)
+    forward = forget_forward(prog.forward, copies)
+    # the backward block's residuals, as ``fold_forward`` would find them after ``forget_structure``
+    # (no backward loop: what the backward block binds is the same, none of it a copy's name);
+    # the fold reads them only at an `if`
+    residuals = frozenset(copies[n].name if n in copies else n  # type: ignore[union-attr]
+                          for n in read_set(prog.backward) - bound_set(prog.backward)) \
+        if "If" in kinds(forward) else frozenset()
+    forward, env = _fold_forward_block(forward, residuals)
+    both = {name: env.get(a.name, a) for name, a in copies.items()}  # type: ignore[union-attr]
+    both.update(env)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, fold(prog.backward, env=both))
 
 
 def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
@@ -237,30 +275,23 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     uses = Counter(read)
     if isinstance(block.result, Var):
         uses[block.result.name] += 1
-    defined_at = {b.targets[0].name: i for i, b in enumerate(block.binds)
-                  if len(b.targets) == 1 and type(b.rhs) not in NESTING}
-    binds: list[Bind | None] = list(block.binds)
-    env: dict[str, Atom] = dict(outer or {})
-    for i, b in enumerate(block.binds):
-        if not isinstance(b.rhs, Copy):
+    out: list[Bind] = []
+    at: dict[str, int] = {}  # each name bound by a binding of one target without blocks inside -> where in ``out``
+    env: dict[str, Atom] = dict(outer or {})  # (a name is read only after its binding: what env has so far serves)
+    for b in block.binds:
+        rhs = b.rhs
+        cls = type(rhs)
+        if cls is Copy:
+            src = subst_atom(rhs.atom, env)  # type: ignore[union-attr]
+            if isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in at:
+                old = out[at[src.name]]
+                out[at[src.name]] = Bind(b.targets, old.rhs, old.loc)
+            else:
+                env[b.targets[0].name] = src
             continue
-        src = subst_atom(b.rhs.atom, env)
-        target = b.targets[0]
-        if (isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in defined_at
-                and binds[defined_at[src.name]] is not None):
-            j = defined_at[src.name]
-            old = binds[j]
-            assert old is not None
-            binds[j] = Bind((target,), old.rhs, old.loc)
-            binds[i] = None
-        else:
-            env[target.name] = src
-            binds[i] = None
-    out = []
-    for b in binds:
-        if b is None:
-            continue
-        if type(b.rhs) in NESTING:  # (each nested block applies env with its own copies, in a copy of it)
-            b = with_branches(b, b.rhs, lambda blk: name_cotangents(blk, env))
+        if cls in NESTING:  # (each nested block applies env with its own copies, in a copy of it)
+            b = with_branches(b, rhs, lambda blk: name_cotangents(blk, env))
+        elif len(b.targets) == 1:
+            at[b.targets[0].name] = len(out)
         out.append(rebound(b, substitute(b.rhs, env)))
     return same_or_new(block, out, subst_atom(block.result, env))

@@ -17,11 +17,11 @@ def subst_atom(a: Atom, env: dict[str, Atom]) -> Atom:
 
 def forget_structure(prog: ReverseProgram) -> ReverseProgram:
     env: dict[str, Atom] = {}  # names are unique in a program, so one map serves every block
-    forward = _forget(prog.forward, env)
+    forward = forget_forward(prog.forward, env)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
 
 
-def _forget(block: Block, env: dict[str, Atom]) -> Block:
+def forget_forward(block: Block, env: dict[str, Atom]) -> Block:
     """``block`` without ``dup`` and ``drop``, the copies ``dup`` made added to ``env``.
     (A function of the module, not one nested in ``forget_structure`` that calls
     itself: that would be a cycle holding the program until the collector ran.)"""
@@ -34,10 +34,10 @@ def _forget(block: Block, env: dict[str, Atom]) -> Block:
             for t in b.targets:
                 env[t.name] = rhs.var
         elif isinstance(rhs, Loop):
-            body = _forget(rhs.body, env)
+            body = forget_forward(rhs.body, env)
             binds.append(Bind(b.targets, replace(rhs, body=body, save=rename_vars(rhs.save, env)), b.loc))
         elif isinstance(rhs, (If, LoopBack)):
-            binds.append(with_branches(b, rhs, lambda blk: _forget(blk, env)))
+            binds.append(with_branches(b, rhs, lambda blk: forget_forward(blk, env)))
         elif not isinstance(rhs, Drop):
             binds.append(rebound(b, rhs))
     return same_or_new(block, binds, subst_atom(block.result, env))

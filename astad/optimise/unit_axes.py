@@ -22,8 +22,8 @@ The forward pass (the user's own operations) is left as written.
 
 from __future__ import annotations
 
-from ..blocks import same_or_new, with_branches
-from ..ir import Atom, Bind, Block, Const, Num, Prim
+from ..blocks import NESTING, same_or_new, with_branches
+from ..ir import Atom, Bind, Block, Const, Num, Prim, kinds
 from ..rules.structure import ALL
 
 
@@ -55,9 +55,12 @@ def _unit_sum(rhs: Prim) -> Prim | None:
 
 def unit_axes(block: Block) -> Block:
     """``block`` (a backward block) with those operations replaced."""
+    if "matmul" not in kinds(block) and "sum" not in kinds(block):
+        return block  # nothing to replace
     binds = []
     for b in block.binds:
-        b = with_branches(b, b.rhs, unit_axes)
+        if type(b.rhs) in NESTING:
+            b = with_branches(b, b.rhs, unit_axes)
         rhs = b.rhs
         if type(rhs) is Prim and rhs.op == "matmul" and _column_times_row(rhs.args):
             b = Bind(b.targets, Prim("mul", rhs.args), b.loc)
