@@ -10,9 +10,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import astad
-from conftest import _inner, _random_like, check_grad
+from conftest import _inner, _random_like, check_grad, fuzz_examples, load_program
 
 
 def two(x):
@@ -233,3 +235,59 @@ def test_disk_cache_hit_in_a_fresh_process_keeps_the_lists(tmp_path):
     x = np.array([0.3, -0.7, 1.1])
     np.testing.assert_allclose(second["ct"], 1.0 + 2.0 * x + x * np.cos(x), rtol=1e-12)
     assert second["ct"] == first["ct"]
+
+
+# --------------------------------------------------------------------------- random output structures
+
+_LEAVES = ["x * 2.0", "np.sin(x)", "np.sum(x * y)", "y", "x * y - 1.5", "3"]
+
+
+def _structures():
+    leaf = st.sampled_from(_LEAVES)
+    return st.recursive(leaf, lambda inner: st.tuples(st.booleans(), st.lists(inner, min_size=1, max_size=3)),
+                        max_leaves=6).filter(lambda s: not isinstance(s, str))
+
+
+def _text(s):
+    if isinstance(s, str):
+        return s
+    items = ", ".join(_text(i) for i in s[1])
+    return f"[{items}]" if s[0] else f"({items}{',' if len(s[1]) == 1 else ''})"
+
+
+@settings(max_examples=fuzz_examples(20), deadline=None, suppress_health_check=list(HealthCheck))
+@given(_structures())
+def test_random_output_structures(tmp_path_factory, structure):
+    text = _text(structure)
+    source = f"import numpy as np\n\n\ndef f(x, y):\n    out = {text}\n    return out\n"
+    fn = load_program(source, tmp_path_factory.mktemp("lists"), "list_outputs").f
+    args = (X, Y)
+    want = fn(*args)
+    same(astad.reverse(fn)(*args)[0], want)
+    value, tangent = astad.jvp(fn, args, (Y, X))
+    same(value, want)
+    assert template(tangent) == template(want)
+    h = 1e-6
+    for t, p, m in zip(leaves(tangent), leaves(fn(X + h * Y, Y + h * X)), leaves(fn(X - h * Y, Y - h * X))):
+        if t is None:
+            assert p == m  # the int
+        else:
+            np.testing.assert_allclose(t, (p - m) / (2 * h), rtol=1e-6, atol=1e-8)
+    jac = astad.jacrev(fn)(*args)
+    assert template(jac) == template(want)
+    u = _random_like(np.random.default_rng(3), want)
+    u = _ints_zero(u, want)
+    cts = astad.vjp(fn, *args)[1](u)  # forward vs reverse: <u, J v> = <J^T u, v>
+    np.testing.assert_allclose(_inner(u, _nones_zero(tangent)), _inner(cts[0], Y) + _inner(cts[1], X), rtol=1e-10)
+
+
+def _ints_zero(u, want):
+    if isinstance(want, (list, tuple)):
+        return type(want)(_ints_zero(a, b) for a, b in zip(u, want))
+    return 0.0 if isinstance(want, int) else u
+
+
+def _nones_zero(t):
+    if isinstance(t, (list, tuple)):
+        return type(t)(_nones_zero(a) for a in t)
+    return 0.0 if t is None else t
