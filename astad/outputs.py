@@ -61,3 +61,16 @@ def jvp(fn: Callable, t: Any) -> Callable:
         return rebuilt(t, value), rebuilt(t, tangent)
 
     return with_lists
+
+
+def guarded_jvp(fn: Callable, t: Any) -> Callable:
+    """A guarded JVP ``(primals, tangents) -> (value, tangent)`` (:func:`astad.guards.guard_jvp`)
+    with the output's lists in both; its miss (not a pair) as it is."""
+
+    def with_lists(primals: Any, tangents: Any) -> Any:
+        found = fn(primals, tangents)
+        if type(found) is not tuple:  # guards.MISS
+            return found
+        return rebuilt(t, found[0]), rebuilt(t, found[1])
+
+    return with_lists

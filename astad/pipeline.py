@@ -318,7 +318,7 @@ class ForwardDerivative:
 
     def __post_init__(self) -> None:
         self.leaf_jvp = self.jvp  # the generated function: leaves, then the tangents of the differentiable ones
-        self.jvp = _structured_jvp(self.jvp, self.arg_types, self.wrt)
+        self.jvp = self.plain_jvp = _structured_jvp(self.jvp, self.arg_types, self.wrt)  # (plain: no lists made)
         if self.out_lists is not None:
             self.jvp = outputs.jvp(self.jvp, self.out_lists)
 

@@ -291,3 +291,11 @@ def _nones_zero(t):
     if isinstance(t, (list, tuple)):
         return type(t)(_nones_zero(a) for a in t)
     return 0.0 if t is None else t
+
+
+def test_zero_tangents_and_repeated_calls_keep_the_lists():
+    for _ in range(3):  # (the later calls take astad.jvp's checked fast path)
+        same(astad.jvp(two, (X,), (None,)), ([X * 2.0, np.sin(X)], [X * 0.0, X * 0.0]))
+        same(astad.jvp(of_floats, (0.7, -1.3), (None, None)), ([0.7 * -1.3, 0.7 - 1.3], [0.0, 0.0]))
+        same(astad.jvp(of_floats, (0.7, -1.3), (1.0, 0.0)), ([0.7 * -1.3, 0.7 - 1.3], [-1.3, 1.0]))
+        same(astad.jvp(two, (X,), (Y,)), ([X * 2.0, np.sin(X)], [Y * 2.0, np.cos(X) * Y]))
