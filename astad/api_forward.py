@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import backends, calling, fresh, guards, kind_checks, pipeline, programs, tree_guards
+from . import backends, calling, fresh, guards, kind_checks, outputs, pipeline, programs, tree_guards
 from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
@@ -387,11 +387,12 @@ def _check_next(fwd: Forward, key: tuple, found: tuple) -> None:
 
 def _checked_jvp(fwd: Forward, key: tuple, found: tuple) -> Any:
     (d, order), _, holds = found
-    if not order or d.jvp is not d.leaf_jvp:  # (no tangent: zeros; structures: the leaves' code takes leaves)
+    if not order or d.plain_jvp is not d.leaf_jvp:  # (no tangent: zeros; structures: the leaves' code takes leaves)
         return None
     arrays = any(kind_checks.is_array_key(k) for k in key)  # (the tangent of scalars owns no memory of theirs)
-    return guards.guard_jvp(d.leaf_jvp, d.source, key, _PLAIN, order, fwd.__astad_function__, fwd._code, holds,
-                            lambda value, t=d.out_type: zeros_like_type(t, value), _owned if arrays else None)
+    found = guards.guard_jvp(d.leaf_jvp, d.source, key, _PLAIN, order, fwd.__astad_function__, fwd._code, holds,
+                             lambda value, t=d.out_type: zeros_like_type(t, value), _owned if arrays else None)
+    return found if found is None or d.out_lists is None else outputs.guarded_jvp(found, d.out_lists)
 
 
 #: the table (Reverse.table) of the checked JVPs (_check_next) by key: (entry, checked JVP or None)

@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import backends, cachefiles, calling, ir
+from . import backends, cachefiles, calling, ir, outputs
 from .frontend import Parsed, abstract
 from .pipeline import Derivative, compile_source
 
@@ -55,7 +55,7 @@ class Config:
 
 config = Config()
 
-FORMAT = 2
+FORMAT = 3  # 3: entries hold the output's lists (out_lists)
 
 
 def cache_dir() -> Path | None:
@@ -209,8 +209,9 @@ def _derivative(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int
     out_type = type_from_data(entry["out_type"])
     values = {name: resolve(parsed.fn, p) for name, p in constants.items()}
     forward, backward = compile_source(parsed.name, entry["source"], values)
+    lists = outputs.checked(entry["out_lists"])  # (an entry without them: KeyError, recomputed)
     return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt,
-                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants)
+                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants, None, lists)
 
 
 def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
@@ -225,6 +226,7 @@ def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
             "key": key,
             "source": d.source,
             "out_type": type_data(d.out_type),
+            "out_lists": d.out_lists,
             "constants": {name: list(p) for name, p in d.constants.items()},
             "deps": [[list(p), fingerprint(obj)] for p, obj in d.deps],
         }

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-from . import codegen, deep, fresh, frontend, imported, key_functions, names, optimise, rules, structural
+from . import codegen, deep, fresh, frontend, imported, key_functions, names, optimise, outputs, rules, structural
 from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
 from .optimise.factor import factor_tangents
@@ -122,8 +122,11 @@ class Derivative:
     deps: list[tuple[tuple[str, ...], Any]] = field(default_factory=list)
     constants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stages: Stages | None = None
+    out_lists: Any = None  # which of the output's tuples are lists (astad.outputs; None: none)
 
     def __post_init__(self) -> None:
+        if self.out_lists is not None:
+            self.forward = outputs.reverse_forward(self.forward, self.out_lists)
         self.arg_owners: Callable[[Sequence[Any]], set[int]] = _owners_of_args  # see astad.fresh
         if any(isinstance(t, StructT) for t in self.arg_types):  # the generated code takes and gives leaves
             unpackers = [unpacker(t) if isinstance(t, StructT) else None for t in self.arg_types]  # (each compiled once)
@@ -273,15 +276,15 @@ def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset
     arg_types = tuple(arg_types)
     with _ours(parsed.name):
         # (a function of its own: the IR is gone before the garbage collector is on again)
-        source, forward, backward, out_type, deps, paths = _generate(parsed, arg_types, wrt)
+        source, forward, backward, out_type, deps, paths, lists = _generate(parsed, arg_types, wrt)
     return Derivative(parsed.name, source, forward, backward, out_type, arg_types, wrt, deps, paths,
-                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps, True)))
+                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps, True)), lists)
 
 
 def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
-              ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]]]:
+              ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]], Any]:
     """The generated source, its forward and backward functions, the output's type,
-    and the names the code reads (:class:`Derivative`'s deps and constants)."""
+    the names the code reads (:class:`Derivative`'s deps and constants) and the output's lists."""
     stages, lowerer = run_stages(parsed, arg_types, wrt, functions=True)
     prog = stages.optimised
     with deep.gc_paused():
@@ -292,7 +295,7 @@ def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozens
     values = {name: obj for name, (path, obj) in lowerer.constants.items()}
     forward, backward = compile_source(parsed.name, source, values)
     paths = {n: p for n, (p, _) in lowerer.constants.items()}
-    return source, forward, backward, prog.forward.result.type, lowerer.deps, paths
+    return source, forward, backward, prog.forward.result.type, lowerer.deps, paths, lowerer.out_template
 
 
 def is_real_scalar(t: Type) -> bool:
@@ -337,10 +340,13 @@ class ForwardDerivative:
     deps: list[tuple[tuple[str, ...], Any]] = field(default_factory=list)
     constants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stages: ForwardStages | None = None
+    out_lists: Any = None  # which of the output's tuples are lists (astad.outputs; None: none)
 
     def __post_init__(self) -> None:
         self.leaf_jvp = self.jvp  # the generated function: leaves, then the tangents of the differentiable ones
-        self.jvp = _structured_jvp(self.jvp, self.arg_types, self.wrt)
+        self.jvp = self.plain_jvp = _structured_jvp(self.jvp, self.arg_types, self.wrt)  # (plain: no lists made)
+        if self.out_lists is not None:
+            self.jvp = outputs.jvp(self.jvp, self.out_lists)
 
 
 def _leaf_types(t: Type) -> list[Type]:
@@ -430,7 +436,7 @@ def _compile_forward(fn: Function, optimised: Function | ReverseProgram, header_
 def forward_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None, name: str,
                         constants: dict[str, Any], header_text: str = "", core: Function | None = None,
                         deps: list | None = None, constant_paths: dict | None = None,
-                        again: Callable[[], Function] | None = None) -> ForwardDerivative:
+                        again: Callable[[], Function] | None = None, out_lists: Any = None) -> ForwardDerivative:
     """Forward mode of an IR function: core IR, or a reverse program made one
     function by :func:`astad.ad.vjp_function.vjp_function` (forward over reverse).
     ``wrt`` are argument indices (None: all); a structured argument's leaves are
@@ -445,7 +451,7 @@ def forward_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[
         again = functools.partial(_same, fn)
     later = functools.partial(_forward_stages_again, again, arg_types, wrt, name, None if core is fn else core)
     return ForwardDerivative(name, source, jvp, fn.body.result.type, arg_types, wrt, deps or [],
-                             constant_paths or {}, ForwardStages(later=later, optimised=optimised))
+                             constant_paths or {}, ForwardStages(later=later, optimised=optimised), out_lists)
 
 
 def forward_stages(fn: Function, arg_types: Sequence[Type], wrt: frozenset[int], core: Function | None = None
@@ -528,7 +534,8 @@ def _transform_forward(parsed: frontend.Parsed, arg_types: Sequence[Type],
     text = header(parsed, arg_types, list(lowerer.constants)).replace("Generated by astad", "Forward mode (JVP), generated by astad", 1)
     return forward_of_function(core, arg_types, wrt, parsed.name, values, text, core, lowerer.deps,
                                {n: p for n, (p, _) in lowerer.constants.items()},
-                               functools.partial(_lowered_again, parsed, tuple(arg_types), lowerer.deps))
+                               functools.partial(_lowered_again, parsed, tuple(arg_types), lowerer.deps),
+                               lowerer.out_template)
 
 
 def _lowered(lowerer: frontend.Lowerer, arg_types: Sequence[Type]) -> Function:

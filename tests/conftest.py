@@ -25,22 +25,23 @@ def _is_discrete(a):
 
 
 def _random_like(rng, v):
-    if isinstance(v, tuple):
-        return tuple(_random_like(rng, x) for x in v)
+    if isinstance(v, (tuple, list)):
+        return type(v)(_random_like(rng, x) for x in v)
     if np.ndim(v) == 0:
         return float(rng.standard_normal())
     return rng.standard_normal(np.shape(v))
 
 
 def _inner(u, v):
-    if isinstance(u, tuple):
+    if isinstance(u, (tuple, list)):
         return sum(_inner(a, b) for a, b in zip(u, v))
     return float(np.sum(np.asarray(u) * np.asarray(v)))
 
 
 def _assert_same_value(got, want):
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
+    if isinstance(want, (tuple, list)):  # a list where Python gives one, a tuple where a tuple
+        assert isinstance(got, (tuple, list)) and isinstance(got, list) == isinstance(want, list), (type(got), type(want))
+        assert len(got) == len(want)
         for g, w in zip(got, want):
             _assert_same_value(g, w)
         return

@@ -9,6 +9,7 @@ import libcst as cst
 
 from .. import deep
 from ..aliases import CALLER
+from .. import outputs
 from ..values import PyDict, PyTuple
 from ..errors import UnsupportedSyntaxError
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
@@ -33,6 +34,7 @@ class Statements(LowererCore):
                                     else self.parameter(name, next(types), params))
         self.scope.call_key = make_call_key(self.root.fn, self.scope.env, self._static_keys)
         result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
+        self.out_template = outputs.template(result)  # which of the output's tuples are lists (astad.outputs)
         atom = self.result_atom(result, self.node)
         return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
 

@@ -1,0 +1,76 @@
+"""The list/tuple structure of a function's output.
+
+The IR has one tuple type for Python's tuples and the lists of a fixed length
+(a list literal, a list parameter); the generated code returns tuples.  The
+frontend records which of the output's tuples are lists (:func:`template`) and
+the API rebuilds them (:func:`rebuilt`), so ``return [a, b]`` gives a list, as
+plain Python does, and so do its tangent and its Jacobians (their structure
+is the output's).  A template is JSON data (the disk cache stores it): None
+for a leaf (an array, a number, a run-time list: already a list), else
+``[is_list, [template of each item]]``; a template without any list is None."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .values import PyTuple
+
+
+def template(value: Any) -> Any:
+    """The template of a returned frontend value (None: no list in it)."""
+    if type(value) is not PyTuple:
+        return None
+    items = [template(v) for v in value.items]
+    if not value.is_list and all(i is None for i in items):
+        return None
+    return [bool(value.is_list), items]
+
+
+def checked(data: Any) -> Any:
+    """A template read from the disk cache, checked to be one (else ValueError)."""
+    if data is None:
+        return None
+    if not (type(data) is list and len(data) == 2 and type(data[0]) is bool and type(data[1]) is list):
+        raise ValueError("not an output template")
+    return [data[0], [checked(i) for i in data[1]]]
+
+
+def rebuilt(t: Any, value: Any) -> Any:
+    """``value`` (tuples from the generated code) with the lists of template ``t``."""
+    if t is None or type(value) is not tuple:  # (None: a zero tangent, a symbolic zero)
+        return value
+    items = [rebuilt(ti, v) for ti, v in zip(t[1], value)]
+    return items if t[0] else tuple(items)
+
+
+def reverse_forward(forward: Callable, t: Any) -> Callable:
+    """Reverse mode's forward function ``(*args) -> (value, residuals)`` with the output's lists."""
+
+    def with_lists(*args: Any) -> tuple[Any, Any]:
+        value, residuals = forward(*args)
+        return rebuilt(t, value), residuals
+
+    return with_lists
+
+
+def jvp(fn: Callable, t: Any) -> Callable:
+    """A JVP ``(*args, *tangents) -> (value, tangent)`` with the output's lists in both."""
+
+    def with_lists(*args: Any) -> tuple[Any, Any]:
+        value, tangent = fn(*args)
+        return rebuilt(t, value), rebuilt(t, tangent)
+
+    return with_lists
+
+
+def guarded_jvp(fn: Callable, t: Any) -> Callable:
+    """A guarded JVP ``(primals, tangents) -> (value, tangent)`` (:func:`astad.guards.guard_jvp`)
+    with the output's lists in both; its miss (not a pair) as it is."""
+
+    def with_lists(primals: Any, tangents: Any) -> Any:
+        found = fn(primals, tangents)
+        if type(found) is not tuple:  # guards.MISS
+            return found
+        return rebuilt(t, found[0]), rebuilt(t, found[1])
+
+    return with_lists
