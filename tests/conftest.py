@@ -15,6 +15,7 @@ os.environ["ASTAD_DISK_CACHE"] = "0"
 gc.set_threshold(10_000, 10, 10)
 
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 import astad  # noqa: E402
 
@@ -382,3 +383,13 @@ def _assert_close_tree(got, want, what):
         return
     assert np.shape(got) == np.shape(want), f"{what}: shape {np.shape(got)} != {np.shape(want)}"
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=what)
+
+
+@pytest.fixture
+def disk_cache(tmp_path, monkeypatch):
+    """astad's disk cache on, in a directory of the test's own (returned)."""
+    d = tmp_path / "cache"
+    monkeypatch.setenv("ASTAD_DISK_CACHE", "1")
+    monkeypatch.setenv("ASTAD_CACHE_DIR", str(d))
+    monkeypatch.setattr(astad.config, "disk_cache", True)
+    return d

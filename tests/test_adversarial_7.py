@@ -32,15 +32,6 @@ def small_functions(monkeypatch):
     astad.clear_caches(disk=False)
 
 
-@pytest.fixture
-def disk_cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("ASTAD_DISK_CACHE", "1")
-    monkeypatch.setenv("ASTAD_CACHE_DIR", str(d))
-    monkeypatch.setattr(astad.config, "disk_cache", True)
-    return d
-
-
 def load_module(tmp_path, text, monkeypatch, name=None):
     name = name or f"astad_adv7_case_{os.getpid()}_{next(_ids)}"
     path = tmp_path / f"{name}.py"

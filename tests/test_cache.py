@@ -50,15 +50,6 @@ def transforms(monkeypatch):
     return calls
 
 
-@pytest.fixture
-def disk_cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("ASTAD_DISK_CACHE", "1")
-    monkeypatch.setenv("ASTAD_CACHE_DIR", str(d))
-    monkeypatch.setattr(astad.config, "disk_cache", True)
-    return d
-
-
 def entries(d):
     """The entries astad wrote in cache directory ``d``."""
     return sorted(p for p in (d / cachefiles.SUBDIR).glob("*.json") if cachefiles.ENTRY.match(p.name))
