@@ -24,7 +24,7 @@ import pytest
 
 import astad
 from astad import cachefiles
-from test_cache import (LOSS, ROOT, RUNNER, X, check_loss, disk_cache, entries,  # noqa: F401 - fixtures
+from test_cache import (LOSS, ROOT, RUNNER, X, check_loss, entries,  # noqa: F401 - fixtures
                         forget_in_memory, load_module, transforms)
 
 FOREIGN_UID = 54321
