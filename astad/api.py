@@ -145,10 +145,15 @@ class Pullback:
 def typed_cotangent(t: Type, ct: Any) -> Any:
     """``ct`` with each Python number that is the cotangent of a numpy scalar (``x[0] / n``'s) made
     that numpy scalar: the generated code computes with it as the primal did with the value
-    (``ct / n`` at ``n = 0`` is inf for an ``np.float64``, a ZeroDivisionError for a Python float)."""
+    (``ct / n`` at ``n = 0`` is inf for an ``np.float64``, a ZeroDivisionError for a Python float);
+    an integer cotangent (a number or an array) of a float value is made a float one of its dtype."""
     if isinstance(t, Num):
-        if not t.py and not t.shape and t.differentiable and type(ct) in (float, int):
-            return np.dtype(t.dtype).type(ct)
+        if not t.differentiable:
+            return ct
+        if not t.shape and (type(ct) in (float, int) or isinstance(ct, np.integer)):
+            return float(ct) if t.py else np.dtype(t.dtype).type(ct)
+        if type(ct) is np.ndarray and ct.dtype.kind in "iu":  # an integer cotangent of a float value: a float one
+            return ct.astype(t.dtype)
         return ct
     if isinstance(t, TupleT) and isinstance(ct, (tuple, list)):
         typed = [typed_cotangent(ti, ci) for ti, ci in zip(t.items, ct)]
