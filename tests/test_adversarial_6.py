@@ -577,3 +577,30 @@ def test_an_in_place_update_that_would_change_a_zero_d_arrays_dtype_is_refused()
         astad.grad(zero_d_integer_array_added_a_float)(X.copy())
     assert "cannot change" in str(e.value) and "k = k + ..." in str(e.value)
     accepted_and_correct(numpy_integer_scalar_added_a_float, X.copy())
+
+
+def list_extend(x):
+    xs = [x, x * 2.0]
+    xs.extend([x])
+    return np.sum(np.stack(xs))
+
+
+def list_pop(x):
+    xs = [x, x * 2.0]
+    v = xs.pop()
+    return np.sum(v)
+
+
+def tuple_count(x):
+    t = (x, x * 2.0)
+    return t.count(x)
+
+
+@pytest.mark.parametrize("fn, hint", [(list_extend, "on a list: xs.append(v)"), (list_pop, "on a list: xs.append(v)"),
+                                      (tuple_count, "on a tuple: t[i]")], ids=lambda v: getattr(v, "__name__", ""))
+def test_an_attribute_of_a_list_or_tuple_is_refused_with_what_works_there(fn, hint):
+    with pytest.raises(astad.UnsupportedSyntaxError) as info:
+        astad.reverse(fn)(np.ones(2))
+    message = str(info.value)
+    assert f"supported instead: {hint}" in message and "array attributes" not in message
+    assert f"{fn.__code__.co_filename}:" in message

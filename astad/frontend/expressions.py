@@ -24,6 +24,14 @@ from .scopes import Value, Scope, is_list_value
 from .core import LowererCore
 
 
+
+#: what a refused attribute's message suggests, by what it is read from
+_ATTRIBUTE_HINT = {
+    "list": "on a list: xs.append(v), xs = xs + [v], xs[i], len(xs)",
+    "tuple": "on a tuple: t[i], len(t), unpacking (a, b = t)",
+    "array": "array attributes .T .shape .ndim .size",
+}
+
 class Expressions(LowererCore):
     """Expressions (but names, subscripts and calls: see lookup, indexing, calls)."""
 
@@ -150,8 +158,8 @@ class Expressions(LowererCore):
             return self.array_attribute(base, attr, node)
         if isinstance(base, PyTuple) and base.fields is not None and attr in base.fields:
             return base.items[base.fields.index(attr)]
-        raise self.syntax_error(f"attribute `.{attr}` is not supported here", "array attributes .T .shape .ndim .size",
-                                node)
+        raise self.syntax_error(f"attribute `.{attr}` is not supported here", _ATTRIBUTE_HINT[
+            "list" if is_list_value(base) else "tuple" if isinstance(base, PyTuple) else "array"], node)
 
     def module_attribute(self, base: Ref, attr: str, node: cst.Attribute) -> Value:
         """``np.sin``, ``np.pi``, ``np.linalg``: a module's attribute."""
