@@ -5,11 +5,8 @@ updates, loops, branches on shapes, globals rebound between calls, the pullback 
 after the arguments changed, partial activity, threads, every stage displayable, and the higher
 derivatives (which inline).  Standard: correct or refused, never a wrong derivative."""
 
-import importlib.util
 import itertools
 import os
-import sys
-import textwrap
 import threading
 
 import numpy as np
@@ -19,6 +16,7 @@ import astad
 from astad import cachefiles
 from astad.frontend import replay
 from conftest import central_differences, check_correct_or_refused
+from test_cache import load_module
 
 K = 2
 _ids = itertools.count()
@@ -30,17 +28,6 @@ def small_functions(monkeypatch):
     astad.clear_caches(disk=False)
     yield
     astad.clear_caches(disk=False)
-
-
-def load_module(tmp_path, text, monkeypatch, name=None):
-    name = name or f"astad_adv7_case_{os.getpid()}_{next(_ids)}"
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(text))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, mod)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _entries(d):

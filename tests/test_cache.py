@@ -23,9 +23,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(astad.__file__)))  # this
 _ids = itertools.count()
 
 
-def load_module(tmp_path, text, monkeypatch):
-    """Write ``text`` to a uniquely named module in ``tmp_path`` and import it."""
-    name = f"astad_cache_case_{os.getpid()}_{next(_ids)}"
+def load_module(tmp_path, text, monkeypatch, name=None):
+    """Write ``text`` to a module in ``tmp_path`` (uniquely named unless ``name``) and import it."""
+    name = name or f"astad_cache_case_{os.getpid()}_{next(_ids)}"
     path = tmp_path / f"{name}.py"
     path.write_text(textwrap.dedent(text))
     spec = importlib.util.spec_from_file_location(name, path)

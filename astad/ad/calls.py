@@ -27,10 +27,11 @@ def split(b: Bind, active: Callable[[Any], bool], namer: Any, calls: dict[str, P
     assert isinstance(prim, Prim)
     fn: KeyFunction = prim.param("fn")
     mask = tuple(bool(a.type.differentiable) and type(a) is Var and active(a) for a in prim.args)
-    params = (("fn", fn), ("mask", mask), ("name", fn.variant(mask)))
+    name = fn.variant(mask)
+    params = (("fn", fn), ("mask", mask), ("name", name))
     (y,) = b.targets
     pair = Var(namer.temp(), rules.infer("call_forward", [a.type for a in prim.args], dict(params)))
-    residuals = Var(namer.fresh(f"{fn.variant(mask)}_residuals"), TupleT(()))
+    residuals = Var(namer.fresh(f"{name}_residuals"), TupleT(()))
     forward = Prim("call_forward", prim.args, params)
     calls[pair.name] = forward
     return Bind((pair,), forward, b.loc), Bind((y, residuals), Unpack(pair), b.loc)
