@@ -1,0 +1,67 @@
+"""Adversarial cases of the ninth round: reverse mode (``astad.reverse``, ``grad``, ``vjp``) on
+everyday numerical code (numpy's breadth, indexing, updates, Python's conventions, recursion, the
+disk cache).  The oracle is plain Python and central finite differences in float64
+(``conftest.check_correct_or_refused``), and forward mode against reverse mode
+(``forward_oracle.check_forward``: ``<u, J v> == <J^T u, v>``), never astad's own output.  Each
+section names what astad did before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import astad
+from conftest import Refused, check_correct_or_refused
+from forward_oracle import check_forward
+
+
+def accepted_and_correct(fn, args, data=None):
+    """astad accepts ``fn``; its value and pullback agree with plain Python and central differences,
+    and (given hypothesis' ``data``) ``astad.jvp`` agrees with central differences and the pullback."""
+    try:
+        check_correct_or_refused(fn, list(args))
+        if data is not None:
+            check_forward(fn, list(args), data)
+    except Refused as e:
+        pytest.fail(f"{fn.__name__} refused: {e}")
+
+
+def _arrays(*shapes):
+    """Arrays of ``shapes`` from a drawn seed (normal samples: no ties, no kinks)."""
+    return st.integers(0, 2 ** 32 - 1).map(
+        lambda s: [np.random.default_rng(s).standard_normal(shape) for shape in shapes])
+
+
+# ------------------------------------------------------------------ 1. np.concatenate(..., axis=None) flattens
+# Before: typed as a join along axis 0; the value was numpy's (flat), the pullback cut the cotangent
+# into rows (x_ct = t_ct[:2]) and refused a cotangent of the value's shape.
+
+def concat_none(x, y):
+    return np.concatenate([x, y], axis=None) * np.arange(12.0)
+
+
+def concat_none_of_different_ranks(x, y):
+    return np.sin(np.concatenate((x, y[0]), axis=None)) * np.arange(9.0)
+
+
+def concat_none_of_a_list(x, y):
+    xs = []
+    for i in range(2):
+        xs.append(x * (i + 1.0) + y)
+    return np.concatenate(xs, axis=None) ** 2
+
+
+def concat_none_of_a_list_of_scalars(x, y):
+    xs = []
+    for i in range(3):
+        xs.append(np.sum(x[0, i] * y))
+    return np.concatenate(xs, axis=None) * np.arange(3.0)
+
+
+@pytest.mark.parametrize("fn", [concat_none, concat_none_of_different_ranks, concat_none_of_a_list,
+                                concat_none_of_a_list_of_scalars])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(xy=_arrays((2, 3), (2, 3)), data=st.data())
+def test_concatenate_axis_none_flattens(fn, xy, data):
+    accepted_and_correct(fn, xy, data)
