@@ -65,3 +65,67 @@ def concat_none_of_a_list_of_scalars(x, y):
 @given(xy=_arrays((2, 3), (2, 3)), data=st.data())
 def test_concatenate_axis_none_flattens(fn, xy, data):
     accepted_and_correct(fn, xy, data)
+
+
+# ------------------------------------------------------------------ 2. chained assignment `a = b = value`
+# Before: InternalError ("structural pass: not linear ... unbound ['t1']"): the first name took the
+# value's binding for itself and left the second one naming a variable nothing bound.
+
+def chained(x):
+    a = b = x * 2.0
+    a = a + 1.0
+    return a * b
+
+
+def chained_scalar(x):
+    a = b = x[0] * 2.0
+    return a * b + x
+
+
+def chained_tuple(x):
+    a, b = c = x[0] * 3.0, np.sin(x[1])
+    return a * b + c[0] * c[1] + x
+
+
+def chained_in_loop_and_branch(x):
+    s = t = 0.0
+    for i in range(3):
+        if x[i] > 0:
+            s = t = s + x[i] * t + x[i]
+        else:
+            u = v = np.cos(x[i])
+            s = s * u + v
+    return s * t + x
+
+
+def chained_subscript(x):
+    y = np.zeros(3)
+    y[0] = z = x[1] * x[2]
+    y[1:] = w = np.exp(x[:2])
+    return y * z + np.sum(w)
+
+
+def chained_in_helper(x):
+    def h(v):
+        p = q = np.tanh(v)
+        return p * q
+    return h(x) + h(x * 2.0)
+
+
+@pytest.mark.parametrize("fn", [chained, chained_scalar, chained_tuple, chained_in_loop_and_branch,
+                                chained_subscript, chained_in_helper])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(xs=_arrays((3,)), data=st.data())
+def test_chained_assignment(fn, xs, data):
+    accepted_and_correct(fn, xs, data)
+
+
+def test_chained_assignment_shares_the_object():
+    """``a = b = x * 2`` makes one array: an update of ``a`` is seen by ``b``, so it is refused."""
+    def update(x):
+        a = b = x * 2.0
+        a[0] = 5.0
+        return b
+
+    with pytest.raises(astad.AstadError, match="shares its memory"):
+        astad.grad(lambda x: np.sum(update(x)))(np.ones(3))
