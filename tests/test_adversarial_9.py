@@ -129,3 +129,41 @@ def test_chained_assignment_shares_the_object():
 
     with pytest.raises(astad.AstadError, match="shares its memory"):
         astad.grad(lambda x: np.sum(update(x)))(np.ones(3))
+
+
+# ------------------------------------------------------------------ 3. the disk cache and keyword-only defaults
+# Before: a called function's fingerprint held its source and `__defaults__` but not its
+# `__kwdefaults__`, whose values the derivative reads when transforming: `def helper(v, *, k=SCALE)`
+# with SCALE edited in the file gave, in a fresh process, the value and derivative of the old SCALE
+# (1.085 for 2.713) from the disk cache.
+
+KEYWORD_DEFAULTS = """\
+import numpy as np
+
+SCALE = 2.0
+
+
+def helper(v, *, k=SCALE, n=2):
+    for i in range(n):
+        v = np.sin(v) * k
+    return v
+
+
+def loss(x):
+    return np.sum(helper(x) ** 2)
+"""
+
+
+@pytest.mark.parametrize("edit", ["SCALE = 5.0", "SCALE = -0.5"])
+def test_a_keyword_only_default_edited_in_the_file_is_not_stale(tmp_path, edit):
+    from test_cache import run_fresh  # a fresh process: value == plain function, gradient == central differences
+
+    module, cache = tmp_path / "keyword_defaults.py", tmp_path / "cache"
+    module.write_text(KEYWORD_DEFAULTS)
+    first = run_fresh(tmp_path, module, "loss", cache)
+    assert first["transforms"] >= 1
+    assert run_fresh(tmp_path, module, "loss", cache)["transforms"] == 0  # the entry is used while it is valid
+    module.write_text(KEYWORD_DEFAULTS.replace("SCALE = 2.0", edit))
+    after = run_fresh(tmp_path, module, "loss", cache)
+    assert after["value"] != first["value"]
+    assert after["transforms"] >= 1
