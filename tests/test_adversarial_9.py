@@ -167,3 +167,52 @@ def test_a_keyword_only_default_edited_in_the_file_is_not_stale(tmp_path, edit):
     after = run_fresh(tmp_path, module, "loss", cache)
     assert after["value"] != first["value"]
     assert after["transforms"] >= 1
+
+
+# ------------------------------------------------------------------ 4. a `while` on a shape the loop changes
+# Before: refused, "this `while` loop never ends: its condition is always true": the condition was
+# decided on the first pass over the body, where the array still has its shape from before the loop
+# (README: an array may grow or shrink from one iteration to the next).  A loop whose condition stays
+# true is still refused.
+
+def shrinking_while(x):
+    v = x
+    while v.shape[0] > 1:
+        v = v[1:] * v[:-1] + 0.5
+    return v
+
+
+def shrinking_while_len(x):
+    v = x
+    s = 0.0
+    while len(v) > 2:
+        s = s + np.sum(v ** 2)
+        v = v[::2]
+    return s + np.sum(v)
+
+
+def growing_while(x):
+    v = x[:1]
+    while v.shape[0] < 4:
+        v = np.concatenate([v, np.sin(v[-1:]) * x[1]])
+    return v
+
+
+@pytest.mark.parametrize("fn", [shrinking_while, shrinking_while_len, growing_while])
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(xs=_arrays((5,)), data=st.data())
+def test_while_on_a_shape_the_loop_changes(fn, xs, data):
+    accepted_and_correct(fn, xs, data)
+
+
+def endless_on_a_shape(x):
+    v = x
+    while x.shape[0] > 1:  # x's shape: always true
+        v = v * 0.5
+    return v
+
+
+def test_a_while_whose_condition_stays_true_is_still_refused():
+    with pytest.raises(astad.AstadError, match="never ends") as e:
+        astad.grad(lambda x: np.sum(endless_on_a_shape(x)))(np.ones(3))
+    assert "while x.shape[0] > 1" in str(e.value)
