@@ -385,7 +385,13 @@ def check_subset(parsed: Parsed, found: from_ast.Found | None = None) -> None:
             todo.append((n,))
         if checker.on_visit(n):
             kids = children(n)
-            if n is parsed.funcdef:  # its decorators run where it is defined, not in the code differentiated
+            if n is parsed.funcdef:  # its decorators run where it is defined, not in the code differentiated:
+                decorators = [k for k in kids if type(k) is cst.Decorator]  # their names are read, nothing checked
+                while decorators:
+                    d = decorators.pop()
+                    if type(d) is cst.Name:
+                        checker.names.add(d.value)
+                    decorators.extend(children(d))
                 kids = [k for k in kids if type(k) is not cst.Decorator]
             todo.extend(reversed(kids))
     NAMES[parsed.funcdef] = frozenset(checker.names)
