@@ -253,3 +253,29 @@ def test_what_the_function_itself_holds_is_still_checked():
     with pytest.raises(astad.AstadError, match="dicts are not supported") as e:
         astad.grad(registered_loss_with_a_dict_inside)(np.ones(3))
     assert 'd = {"w": w}' in str(e.value)
+
+
+# ------------------------------------------------------------------ 6. np.array of an array is a copy
+# Before: refused with "np.stack needs a list or tuple of arrays" (no hint): `np.array(y)` of an array
+# is numpy's copy (copy=True), so updating it leaves `y` alone.
+
+def array_of_an_array_updated(x):
+    y = x * 1.5
+    z = np.array(y)
+    z[0] = 5.0
+    z *= x
+    return y * z + np.array(np.sin(y))
+
+
+def test_np_array_of_an_array_is_a_copy():
+    accepted_and_correct(array_of_an_array_updated, [np.array([0.3, -1.2, 0.7])])
+
+
+def array_of_a_number(x):
+    return x * np.array(2.0)
+
+
+def test_np_array_of_a_number_is_refused_with_what_to_write():
+    with pytest.raises(astad.AstadError, match="np.array of a number") as e:
+        astad.grad(lambda x: np.sum(array_of_a_number(x)))(np.ones(3))
+    assert "np.float64(x)" in str(e.value)
