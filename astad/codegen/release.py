@@ -45,6 +45,9 @@ _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
 #: the same two, for ASCII text (the same matches there, found a third faster)
 _BIND_ASCII = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)", re.ASCII)
 _NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+#: the top-level bindings of a text of several lines (``_BIND``'s, line by line)
+_BINDS = re.compile("^" + _BIND.pattern + "$", re.MULTILINE)
+_BINDS_ASCII = re.compile("^" + _BIND_ASCII.pattern + "$", re.MULTILINE | re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
 
 
@@ -78,34 +81,52 @@ def _function_body(body: list[str], ascii_only: bool = False) -> list[str]:
     group = size = 0
     for k, line in enumerate(body):
         fifth = line[4:5]
-        comment = fifth == "#"
-        if fifth == " " or not line.startswith(_INDENT) or (fifth in "ef" and line.startswith(_CLAUSES)) \
-                or (comment and _continues(body, k)):
+        if fifth == "#":  # a comment: a group's head, or a line of the compound statement before it
+            if _continues(body, k):
+                if statements:
+                    statements[-1][1] = k
+            elif size:
+                group_end[group] = k
+                group, size = group + 1, 0
+            continue
+        if fifth == " " or not line.startswith(_INDENT) or (fifth in "ef" and line.startswith(_CLAUSES)):
             if statements and line:
                 statements[-1][1] = k  # a nested or continued line
             continue
-        if (comment or size == MAX_GROUP) and size:  # the group ends here
+        if size == MAX_GROUP:  # the group ends here
             group_end[group] = k
             group, size = group + 1, 0
-        if not comment:
-            statements.append([k, k, group])
-            size += 1
+        statements.append([k, k, group])
+        size += 1
     if not statements:
         return body
-    bound: dict[str, int] = {}  # a name -> the statement binding it first at the top level
+    # the names bound at the top level (in the order of the statements binding them first), and the
+    # last group mentioning each: the text of a group is its statements' lines, from its first
+    # statement's first line to its last one's last (between them: empty lines only), so one search
+    # of each group's text (its statements' first lines are the only ones at the top level: a
+    # statement's other lines are deeper, comments, or clauses, which no binding matches)
+    bound: dict[str, None] = {}
     last: dict[str, int] = {}
-    findall, fullmatch = (_NAME_ASCII.findall, _BIND_ASCII.fullmatch) if ascii_only else (_NAME.findall, _BIND.fullmatch)
-    for s, (first, end, _) in enumerate(statements):
-        last.update(dict.fromkeys(findall(body[first] if first == end else "\n".join(body[first:end + 1])), s))
-        m = fullmatch(body[first])
-        if m and m.group(2) != "residuals":
-            for name in m.group(1).split(", "):
-                bound.setdefault(name, s)
+    findall, bindings = (_NAME_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_NAME.findall, _BINDS.findall)
+    s = 0
+    n = len(statements)
+    while s < n:
+        first, _, g = statements[s]
+        t = s + 1
+        while t < n and statements[t][2] == g:
+            t += 1
+        s = t
+        end = statements[t - 1][1]
+        text = body[first] if first == end else "\n".join(body[first:end + 1])
+        last.update(dict.fromkeys(findall(text), g))
+        for targets, value in bindings(text):
+            if value != "residuals":
+                bound.update(dict.fromkeys(targets.split(", ")))
     if len(bound) < MIN_NAMES:
         return body
     freed: dict[int, list[str]] = {}
     for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
-        g = statements[last[name]][2]
+        g = last[name]
         if g in group_end:  # (not the last group: the function returns there)
             freed.setdefault(group_end[g], []).append(name)
     out: list[str] = []
