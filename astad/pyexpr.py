@@ -76,6 +76,7 @@ _UNARY = 12
 # Nodes are immutable: one instance of an operator (and of empty whitespace) serves every
 # expression (libcst makes a node for each default field of each node otherwise)
 _OPERATORS = {op: cls() for op, (cls, _) in _BINOPS.items()}
+OPERATORS = tuple(_OPERATORS.values())  # (printed by table: astad.codegen.render)
 _NO_SPACE = cst.SimpleWhitespace("")
 _KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
 _MINUS = cst.Minus()

@@ -29,11 +29,11 @@ from ..blocks import result_items
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting
 from .release import released
-from .render import render
+from .render import EOL, render
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
-_SPACE, _EOL = cst.SimpleWhitespace(" "), cst.TrailingWhitespace()
+_SPACE, _EOL = cst.SimpleWhitespace(" "), EOL
 _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whitespace=_EOL)
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
