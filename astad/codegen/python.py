@@ -157,10 +157,11 @@ class Printer(LoopPrinting):
                     return
                 if inplace.fuse(self, b) or inplace.defer_masked(self, b):
                     return
-            if self.inlined or self.fast is not None:
+            if self.fast is None:  # (atom's, inlined for a variable not pending)
+                inlined = self.inlined
+                args = [px.name(a.name) if type(a) is Var and a.name not in inlined else self.atom(a) for a in rhs.args]
+            else:
                 args = [self.atom(a) for a in rhs.args]
-            else:  # (atom's, inlined: nothing pending)
-                args = [px.name(a.name) if type(a) is Var else self.atom(a) for a in rhs.args]
             if op in _SPECIAL:
                 if op in _LIST_IN_PLACE:
                     self.flush_reading(rhs.args[0])
