@@ -77,7 +77,7 @@ _UNARY = 12
 # expression (libcst makes a node for each default field of each node otherwise)
 _OPERATORS = {op: cls() for op, (cls, _) in _BINOPS.items()}
 OPERATORS = tuple(_OPERATORS.values())  # (printed by table: astad.codegen.render)
-_NO_SPACE = cst.SimpleWhitespace("")
+_NO_SPACE = NO_SPACE = cst.SimpleWhitespace("")
 _KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
 _MINUS = cst.Minus()
 _PARENS = ((cst.LeftParen(),), (cst.RightParen(),))
@@ -256,3 +256,5 @@ _subscript = maker(cst.Subscript, "value", "slice")
 _subscript_element = maker(cst.SubscriptElement, "slice")
 _index = maker(cst.Index, "value")
 _slice = maker(cst.Slice, "lower", "upper", "step")
+#: the dot of every dotted name :func:`name` makes (one instance: printed by table, astad.codegen.render)
+DOT = _attribute(_name("a"), _name("b")).dot

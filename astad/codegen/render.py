@@ -29,6 +29,8 @@ _WS = cst.SimpleWhitespace
 #: the classes of a node printed as its ``value`` where it has no parentheses
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString})
 
+_NO_SPACE = px.NO_SPACE  # (the whitespace of pyexpr's arguments)
+
 #: the end of a line shared by the lines codegen makes (no comment, the default newline)
 EOL = cst.TrailingWhitespace()
 
@@ -148,9 +150,21 @@ def _token(n: Any, st: State) -> None:  # Name, Integer, Float, SimpleString
 def _attribute(n: cst.Attribute, st: State) -> None:
     if n.lpar:
         _open(n, st)
-    _node(n.value, st)
-    _op(n.dot, st)
-    _node(n.attr, st)
+    tokens = st.tokens
+    value, dot, attr = n.value, n.dot, n.attr
+    if type(value) is cst.Name and not value.lpar:  # (_node's, inlined for a name: `np.exp`)
+        tokens.append(value.value)
+    else:
+        _node(value, st)
+    text = _SHARED_OPERATORS.get(id(dot))
+    if text is None:
+        _op(dot, st)
+    else:
+        tokens.append(text)
+    if type(attr) is cst.Name and not attr.lpar:
+        tokens.append(attr.value)
+    else:
+        _node(attr, st)
     if n.rpar:
         _close(n, st)
 
@@ -162,10 +176,21 @@ def _call(n: cst.Call, st: State) -> None:
     _ws(n.whitespace_after_func, st)
     st.tokens.append("(")
     _ws(n.whitespace_before_args, st)
+    tokens = st.tokens
     last = len(n.args) - 1
     for i, arg in enumerate(n.args):
-        _arg(arg, st, default_comma=(i != last))
-    st.tokens.append(")")
+        if type(arg) is cst.Arg and arg.whitespace_after_star is _NO_SPACE and arg.whitespace_after_arg is _NO_SPACE \
+                and arg.keyword is None and arg.equal is _DEFAULT and arg.comma is _DEFAULT and not arg.star:
+            value = arg.value  # (_arg's, inlined for a positional argument as pyexpr makes it)
+            if type(value) in _LEAVES and not value.lpar:
+                tokens.append(value.value)
+            else:
+                _node(value, st)
+            if i != last:
+                tokens.append(", ")
+        else:
+            _arg(arg, st, default_comma=(i != last))
+    tokens.append(")")
     if n.rpar:
         _close(n, st)
 
@@ -239,6 +264,10 @@ def _comparison(n: cst.Comparison, st: State) -> None:
 
 
 def _elements(elements: Any, st: State, single: bool = False) -> None:
+    if not single and all(type(el) is cst.Element and el.comma is _DEFAULT and type(el.value) in _LEAVES
+                          and not el.value.lpar for el in elements):  # (names: a tuple of residuals)
+        st.tokens.append(", ".join([el.value.value for el in elements]))
+        return
     last = len(elements) - 1
     for i, el in enumerate(elements):
         if type(el) is not cst.Element:
@@ -588,4 +617,4 @@ def share_operators(operators: Any) -> None:
             _SHARED_OPERATORS[id(op)] = before.value + _TOKENS[type(op)] + after.value
 
 
-share_operators(px.OPERATORS)
+share_operators([*px.OPERATORS, px.DOT])
