@@ -12,7 +12,6 @@ Deterministic: the same program always prints to the same text.
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from typing import Callable, Sequence
 
@@ -29,7 +28,8 @@ from ..blocks import result_items
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting
 from .release import released
-from .render import EOL, render
+from .module import funcdef, module_source
+from .render import EOL
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
@@ -38,7 +38,6 @@ _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whit
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
 _comment_line = px.maker(cst.EmptyLine, "comment")
-_param = px.maker(cst.Param, "name")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -91,6 +90,7 @@ class Printer(LoopPrinting):
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
+        self.big_types: dict[int, tuple[object, bool]] = {}  # id(type) -> (type, inplace.big(type))
 
     def atom(self, a: Atom) -> Expr:
         cls = type(a)  # (no class of the IR has subclasses)
@@ -150,12 +150,12 @@ class Printer(LoopPrinting):
             if op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[target.name] == 1:
                 self.views[target.name] = rhs.args[0].name
             # (every in-place form writes a result of at least inplace.MIN_SIZE elements: not asked otherwise)
-            if self.in_place and inplace.big(target.type):
-                if op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[op]):
-                    return
-                if op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[op]):
-                    return
-                if inplace.fuse(self, b) or inplace.defer_masked(self, b):
+            if self.in_place:  # (inplace.big's answer kept for each type object, held meanwhile: its id is its own)
+                t = target.type
+                big = self.big_types.get(id(t))
+                if big is None or big[0] is not t:
+                    big = self.big_types[id(t)] = (t, inplace.big(t))
+                if big[1] and self.in_place_form(b, rhs):
                     return
             if self.fast is None:  # (atom's, inlined for a variable not pending)
                 inlined = self.inlined
@@ -230,6 +230,16 @@ class Printer(LoopPrinting):
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def in_place_form(self, b: Bind, rhs: Prim) -> bool:
+        """``b`` (a large array's) printed computing into the memory of an array nothing reads after it,
+        if it can be."""
+        op = rhs.op
+        if op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[op]):
+            return True
+        if op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[op]):
+            return True
+        return inplace.fuse(self, b) or inplace.defer_masked(self, b)
 
     def count_copies(self, rhs: Prim) -> bool:
         """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
@@ -541,16 +551,6 @@ def _taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> N
             _taped_and_summed(inner, taped, pairs)
 
 
-def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
-    docline = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(f'"""{doc}"""'))])
-    return cst.FunctionDef(
-        name=cst.Name(name),
-        params=cst.Parameters(params=[_param(px.identifier(p)) for p in params]),
-        body=cst.IndentedBlock(body=[docline, *body]),
-        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
-    )
-
-
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str,
              called: Sequence[tuple[ReverseProgram, Sequence[Var]]] = ()) -> str:
     """The generated module's source text; ``called``: the programs (with their residuals) of the
@@ -597,26 +597,3 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
         funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
                 f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
     ]
-
-
-def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
-    """A generated module: ``header`` as comments, ``import numpy as np`` (and
-    ``import math`` where it prints ``math.exp(x)`` of a Python float), the
-    runtime helpers the functions call (from :data:`astad.rules.RUNTIME`), the functions."""
-    imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
-    module = cst.Module(
-        header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
-        body=[*imports, *functions],
-    )
-    code = render(module)  # module.code, printed faster
-    # (a comment quoting the user's line may say `math.` too: then the import is unused)
-    more = ["import math\n"] if "math." in code and re.search(r"\bmath\.", code) else []
-    helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
-    numpy = "import numpy as np\n"
-    more.append(backends.import_line())  # numpy, or numpy with Dask's (CuPy's) array creation
-    if helpers:
-        more.append(f"from astad.primitives import {', '.join(helpers)}\n")
-    if more != [numpy]:  # the imports' lines put in place of numpy's, rather than printing the module again
-        at = 0 if code.startswith(numpy) else code.index("\n" + numpy) + 1  # the first line not a comment
-        code = code[:at] + "".join(more) + code[at + len(numpy):]
-    return code
