@@ -526,7 +526,10 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
     st.indent_tokens.append(st.default_indent if n.indent is None else n.indent)
     if n.body:
         for s in n.body:
-            _node(s, st)
+            if type(s) is cst.SimpleStatementLine:  # (_node's, inlined for the most common line)
+                _simple_line(s, st)
+            else:
+                _node(s, st)
     else:
         st.tokens.extend(st.indent_tokens)
         st.tokens.append("pass")
