@@ -39,8 +39,12 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
     out = []
     table = rules.TABLE
     for b in block.binds:
-        rhs = substitute(b.rhs, env)
-        if type(rhs) is Prim:  # the most common
+        rhs = b.rhs
+        if type(rhs) is Prim:  # the most common (``substitute``'s own test, without a call)
+            for a in rhs.args:
+                if type(a) is Var and a.name in env:
+                    rhs = substitute(rhs, env)
+                    break
             if table[rhs.op].stmts is None and rhs.op not in BUFFERS:
                 # a variable's key is its name (no tuple made): a string equals no other atom's key
                 key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in rhs.args]), rhs.params)
@@ -48,7 +52,10 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                     env[b.targets[0].name] = seen[key]
                     continue
                 seen[key] = b.targets[0]
-        elif isinstance(rhs, (If, Loop, LoopBack)):
+            out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+            continue
+        rhs = substitute(rhs, env)
+        if isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _cse(blk, seen, env, None)))
             continue
         out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))

@@ -177,7 +177,14 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
     out = []
     table = rules.TABLE
     for b in block.binds:
-        rhs = substitute(b.rhs, env)
+        rhs = b.rhs
+        if type(rhs) is Prim:  # (``substitute``'s own test, without a call)
+            for a in rhs.args:
+                if type(a) is Var and a.name in env:
+                    rhs = substitute(rhs, env)
+                    break
+        else:
+            rhs = substitute(rhs, env)
         if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
             for i in table[rhs.op].zero_in:
                 if type(rhs.args[i]) is Zero:
@@ -265,12 +272,12 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``.
     ``outer``: the copies the enclosing blocks removed (name -> what replaces it);
     a nested block applies them with its own in one walk."""
-    read: list[str] = []
-    for b in block.binds:
-        rhs = b.rhs
-        if type(rhs) is Prim:  # the most common
-            read.extend([a.name for a in rhs.args if type(a) is Var])
-        else:
+    binds = block.binds
+    rhss = [b.rhs for b in binds]
+    # the reads of the primitives (the most common) in one comprehension, then the rest's
+    read = [a.name for rhs in rhss if type(rhs) is Prim for a in rhs.args if type(a) is Var]
+    for rhs in rhss:
+        if type(rhs) is not Prim:
             read.extend([v.name for v in vars_of(rhs)])
     uses = Counter(read)
     if isinstance(block.result, Var):
@@ -278,12 +285,25 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     out: list[Bind] = []
     at: dict[str, int] = {}  # each name bound by a binding of one target without blocks inside -> where in ``out``
     env: dict[str, Atom] = dict(outer or {})  # (a name is read only after its binding: what env has so far serves)
-    for b in block.binds:
+    for b in binds:
         rhs = b.rhs
         cls = type(rhs)
+        if cls is Prim:  # the most common: ``substitute``'s own test, without a call
+            if env:
+                for a in rhs.args:
+                    if type(a) is Var and a.name in env:
+                        b = Bind(b.targets, substitute(rhs, env), b.loc)
+                        break
+            if len(b.targets) == 1:
+                at[b.targets[0].name] = len(out)
+            out.append(b)
+            continue
         if cls is Copy:
-            src = subst_atom(rhs.atom, env)  # type: ignore[union-attr]
-            if isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in at:
+            src = rhs.atom  # type: ignore[union-attr]
+            if type(src) is Var:
+                src = env.get(src.name, src)
+            if type(src) is Var and src.name[:1] == "t" and src.name[1:].isdigit() and uses[src.name] == 1 \
+                    and src.name in at:  # (``Namer.is_temp``)
                 old = out[at[src.name]]
                 out[at[src.name]] = Bind(b.targets, old.rhs, old.loc)
             else:
