@@ -25,7 +25,7 @@ a negation of a result appears only where two negations it replaces meet.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts, vars_of
@@ -37,9 +37,10 @@ Signed = tuple[bool, Atom]  # (negated, atom): the value is -atom when negated
 
 def absorb_negations(block: Block, namer: Namer) -> Block:
     """``block`` (a backward block) with the negations its readers take removed."""
-    block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
-                                if type(b.rhs) in NESTING else b for b in block.binds])
-    if not any(type(b.rhs) is Prim and b.rhs.op == "neg" for b in block.binds):
+    if any(type(b.rhs) in NESTING for b in block.binds):
+        block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
+                                    if type(b.rhs) in NESTING else b for b in block.binds])
+    if "neg" not in {b.rhs.op for b in block.binds if type(b.rhs) is Prim}:
         return block
     return _Absorb(block, namer).run()
 
@@ -59,26 +60,35 @@ def _literal(a: Atom) -> bool:
 class _Absorb:
     def __init__(self, block: Block, namer: Namer) -> None:
         self.block, self.namer = block, namer
-        self.readers: dict[str, list[Bind]] = defaultdict(list)  # the primitives and sums of this block reading a name
+        # the primitives and sums of this block reading a name (each reader once), of the names ``taken`` may
+        # ask about: a negation's target and, in turn, the target of a primitive or sum reading such a name
+        self.readers: dict[str, list[Bind]] = {}
         readers = self.readers
-        read: list[str] = []  # every read of the block, when it has no nested blocks (then they are ``use_counts``)
+        read: list[str] = []  # the reads of those names (their ``use_counts`` where no block is nested)
         flat = True
         for b in block.binds:
-            cls = type(b.rhs)
+            rhs = b.rhs
+            cls = type(rhs)
             if cls is Prim or cls is Plus:
-                for a in b.rhs.args if cls is Prim else b.rhs.items:  # type: ignore[union-attr]
-                    if type(a) is Var:
-                        read.append(a.name)
-                        found = readers[a.name]
-                        if not found or found[-1] is not b:  # (each reader once)
-                            found.append(b)
+                asked = cls is Prim and rhs.op == "neg"  # type: ignore[union-attr]
+                if readers:
+                    for a in rhs.args if cls is Prim else rhs.items:  # type: ignore[union-attr]
+                        if type(a) is Var and a.name in readers:
+                            read.append(a.name)
+                            found = readers[a.name]
+                            if not found or found[-1] is not b:  # (each reader once)
+                                found.append(b)
+                            asked = True
+                if asked:
+                    for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
+                        readers[t.name] = []
             elif cls in NESTING:
                 flat = False
-            else:
-                read.extend([v.name for v in vars_of(b.rhs)])
+            elif readers:
+                read.extend([v.name for v in vars_of(rhs) if v.name in readers])
         if flat:
             self.counts = Counter(read)
-            if isinstance(block.result, Var):
+            if isinstance(block.result, Var) and block.result.name in readers:
                 self.counts[block.result.name] += 1
         else:
             self.counts = use_counts(block)
@@ -124,12 +134,25 @@ class _Absorb:
 
     def run(self) -> Block:
         negated, out = self.negated, self.out
+        env = self.env
         for b in self.block.binds:
-            rhs = substitute(b.rhs, self.env) if self.env else b.rhs
+            rhs = b.rhs
+            if type(rhs) is Prim:  # (``substitute``'s own test, without a call)
+                if env:
+                    for a in rhs.args:
+                        if type(a) is Var and a.name in env:
+                            rhs = substitute(rhs, env)
+                            break
+            elif env:
+                rhs = substitute(rhs, env)
             if type(rhs) is Prim and len(b.targets) == 1:
-                if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
-                    out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))  # (the most common: as it is)
-                    continue
+                if rhs.op != "neg":
+                    for a in rhs.args if negated else ():
+                        if type(a) is Var and a.name in negated:
+                            break
+                    else:  # (the most common: no argument negated, kept as it is)
+                        out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+                        continue
                 self.prim(b, rhs)
             elif type(rhs) is Plus and len(b.targets) == 1:
                 self.plus(b, rhs)

@@ -29,12 +29,18 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
     for b in reversed(block.binds):
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common: no blocks inside
-            for t in b.targets:
-                if t.name in live or t.name in keep:
-                    break
-            else:
-                if not has_effect(rhs):
+            targets = b.targets
+            if len(targets) == 1:  # (one target, the most common: no loop over them)
+                name = targets[0].name
+                if name not in live and name not in keep and not has_effect(rhs):
                     continue
+            else:
+                for t in targets:
+                    if t.name in live or t.name in keep:
+                        break
+                else:
+                    if not has_effect(rhs):
+                        continue
             kept.append(b)
             for a in rhs.args:
                 if type(a) is Var:

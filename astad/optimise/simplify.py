@@ -13,7 +13,6 @@ from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
                   TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block, vars_of)
-from ..names import Namer
 from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
