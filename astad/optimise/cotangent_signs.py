@@ -37,12 +37,26 @@ Signed = tuple[bool, Atom]  # (negated, atom): the value is -atom when negated
 
 def absorb_negations(block: Block, namer: Namer) -> Block:
     """``block`` (a backward block) with the negations its readers take removed."""
-    if any(type(b.rhs) in NESTING for b in block.binds):
+    return absorbed(block, namer)[0]
+
+
+def absorbed(block: Block, namer: Namer) -> tuple[Block, bool]:
+    """``absorb_negations``, and whether a binding may be left unread that was read before
+    (False only where the block has no nested blocks and no negation of a negation was
+    read as what it negates: a negation not computed leaves what it negated read by
+    the negation's readers, and nothing else is read less; then of ``dce``'s output,
+    the output is ``dce``'s output too)."""
+    if [b for b in block.binds if type(b.rhs) in NESTING]:
         block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
                                     if type(b.rhs) in NESTING else b for b in block.binds])
+        nested = True
+    else:
+        nested = False
     if "neg" not in {b.rhs.op for b in block.binds if type(b.rhs) is Prim}:
-        return block
-    return _Absorb(block, namer).run()
+        return block, nested
+    absorb = _Absorb(block, namer)
+    out = absorb.run()
+    return out, nested or bool(absorb.env)
 
 
 def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:

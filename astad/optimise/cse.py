@@ -20,6 +20,10 @@ def _atom_key(a: Atom) -> object:
 BUFFERS = {"zeros", "zeros_like", "ones", "ones_like", "full", "eye", "list", "list_zeros_like", "list_onehot"}
 
 
+#: per primitive, whether a second application to the same atoms is the first's result (filled as met)
+_SHARED: dict[str, bool] = {}
+
+
 def cse(prog: ReverseProgram) -> ReverseProgram:
     """Common subexpressions: a primitive applied again to the same atoms is the
     earlier result (the backward pass reuses forward values as residuals).  A
@@ -45,7 +49,10 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                 if type(a) is Var and a.name in env:
                     rhs = substitute(rhs, env)
                     break
-            if table[rhs.op].stmts is None and rhs.op not in BUFFERS:
+            shared = _SHARED.get(rhs.op)
+            if shared is None:
+                shared = _SHARED[rhs.op] = table[rhs.op].stmts is None and rhs.op not in BUFFERS
+            if shared:
                 # a variable's key is its name (no tuple made): a string equals no other atom's key
                 key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in rhs.args]), rhs.params)
                 if key in seen:

@@ -194,6 +194,12 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
                 if rhs.op in ZERO_MAKERS:
                     made_zero.add(b.targets[0].name)
             continue
+        if type(rhs) is Copy:  # (the next most common: ``_fold_one``'s rule, without a call)
+            if keep_copies and type(rhs.atom) is Var:
+                out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+            else:
+                env[b.targets[0].name] = rhs.atom
+            continue
         new = _fold_one(b, rhs, tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
             out.append(new)

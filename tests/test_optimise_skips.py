@@ -1,0 +1,116 @@
+"""Where ``optimise_passes`` leaves out a ``dce`` (the program it has is ``dce``'s
+output already: after ``outer_sums`` in a block without nested blocks, after
+``absorbed`` when it says it left nothing unread), the program must be ``dce``'s
+fixpoint: ``dce`` of it is the same program.  Checked at the end of the passes
+(``finish`` is handed the program): on random straight-line programs and
+random programs with branches and loops, and on the bench programs the skips
+were made for.  A missed ``dce`` would not change a derivative, only leave dead
+code in the generated code: no other test would see it."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, note, settings
+
+import astad
+import astad.optimise as optimise
+from astad.optimise.dce import dce
+from conftest import fuzz_examples, load_program
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+
+def _same(a, b):
+    return a.forward.pretty() == b.forward.pretty() and a.backward.pretty() == b.backward.pretty()
+
+
+@pytest.fixture
+def checked(monkeypatch):
+    """``finish`` asserts that the program it is handed is ``dce``'s fixpoint; the list of checks."""
+    seen = []
+    finish = optimise.finish
+
+    def checking(prog):
+        again = dce(prog)
+        seen.append(_same(again, prog))
+        assert seen[-1], f"dce left out where it removes something:\n{prog.pretty()}"
+        return finish(prog)
+
+    monkeypatch.setattr(optimise, "finish", checking)
+    astad.clear_caches()
+    yield seen
+    astad.clear_caches()
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp"])
+def test_bench_programs_end_at_dce_fixpoint(checked, name):
+    import programs
+
+    fn, make, argnums = programs.PROGRAMS[name]
+    args = make(np.random.default_rng(0))
+    astad.api.Reverse(fn).derivative(args, frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert checked and all(checked)
+
+
+def _random(module_name):
+    module = pytest.importorskip(module_name)
+    return module
+
+
+@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_random("test_random_programs").programs())
+def test_random_programs_end_at_dce_fixpoint(tmp_path_factory, program):
+    from test_random_programs import _arguments
+
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("skips"), "skips").f
+    finish = optimise.finish
+    seen = []
+
+    def checking(prog):
+        seen.append(_same(dce(prog), prog))
+        assert seen[-1], prog.pretty()
+        return finish(prog)
+
+    optimise.finish = checking
+    try:
+        astad.clear_caches()
+        astad.reverse(fn).transform(*_arguments(params, seed))
+    finally:
+        optimise.finish = finish
+    assert seen and all(seen)
+
+
+@settings(max_examples=fuzz_examples(20), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@given(_random("test_random_control_flow").programs())
+def test_random_control_flow_ends_at_dce_fixpoint(tmp_path_factory, program):
+    from test_random_programs import _arguments
+
+    source, _, params, dynamic, seed = program
+    note(source)
+    args = _arguments(params, seed)
+    if dynamic:
+        args[-1] = np.int64(args[-1])
+    fn = load_program(source, tmp_path_factory.mktemp("skips"), "skips_cf").f
+    finish = optimise.finish
+    seen = []
+
+    def checking(prog):
+        seen.append(_same(dce(prog), prog))
+        assert seen[-1], prog.pretty()
+        return finish(prog)
+
+    optimise.finish = checking
+    try:
+        astad.clear_caches()
+        try:
+            astad.reverse(fn).transform(*args)
+        except astad.AstadError:
+            assume(False)  # (refused: nothing to check)
+    finally:
+        optimise.finish = finish
+    assert seen and all(seen)
