@@ -42,10 +42,11 @@ def absorb_negations(block: Block, namer: Namer) -> Block:
 
 def absorbed(block: Block, namer: Namer) -> tuple[Block, bool]:
     """``absorb_negations``, and whether a binding may be left unread that was read before
-    (False only where the block has no nested blocks and no negation of a negation was
-    read as what it negates: a negation not computed leaves what it negated read by
-    the negation's readers, and nothing else is read less; then of ``dce``'s output,
-    the output is ``dce``'s output too)."""
+    (False only where the block has no nested blocks and no computed negation lost its
+    last reader to a negation of it read as what it negates: a negation not computed
+    leaves what it negated read by the negation's readers, a negation of a negation
+    not computed leaves it read by its own readers, and nothing else is read less;
+    then of ``dce``'s output, the output is ``dce``'s output too)."""
     if [b for b in block.binds if type(b.rhs) in NESTING]:
         block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
                                     if type(b.rhs) in NESTING else b for b in block.binds])
@@ -56,7 +57,7 @@ def absorbed(block: Block, namer: Namer) -> tuple[Block, bool]:
         return block, nested
     absorb = _Absorb(block, namer)
     out = absorb.run()
-    return out, nested or bool(absorb.env)
+    return out, nested or absorb.unread
 
 
 def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:
@@ -111,6 +112,7 @@ class _Absorb:
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
         self.computed: dict[str, Atom] = {}  # a negation computed as it was (some reader cannot take it) -> its operand
         self.out: list[Bind] = []
+        self.unread = False  # whether a binding kept may be read no more (see ``absorbed``)
 
     def taken(self, name: str) -> bool:
         """Whether every read of ``name`` is by a binding of this block that takes its negation."""
@@ -206,6 +208,7 @@ class _Absorb:
         inner = rhs.args[0] if rhs.op == "neg" else None
         if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
             self.env[target.name] = self.computed[inner.name]
+            self.unread |= self.counts[inner.name] < 2  # (the computed negation may be read no more)
         elif rhs.op == "neg" and self.taken(target.name):
             negated[target.name] = rhs.args[0]
         else:
