@@ -114,3 +114,27 @@ def test_random_control_flow_ends_at_dce_fixpoint(tmp_path_factory, program):
     finally:
         optimise.finish = finish
     assert seen and all(seen)
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "tree"])
+def test_outer_sums_remembers_what_its_block_reads(monkeypatch, name):
+    """``outer_sums`` remembers its new block's reads (from its input's) for ``use_counts``:
+    they are what a count of the new block finds."""
+    import programs
+    from astad.ir import walk
+
+    outer_sums, checked = optimise.outer_sums, []
+
+    def checking(block, namer):
+        out = outer_sums(block, namer)
+        known = out.__dict__.get("_use_counts")
+        if out is not block and known is not None:
+            checked.append(dict(known) == dict(walk._nested_use_counts(out)))
+        return out
+
+    monkeypatch.setattr(optimise, "outer_sums", checking)
+    fn, make, argnums = programs.PROGRAMS[name]
+    astad.clear_caches()
+    astad.api.Reverse(fn).derivative(make(np.random.default_rng(0)),
+                                      frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert checked and all(checked)

@@ -267,6 +267,23 @@ def use_counts(block: Block) -> "Counter[str]":
     return counts
 
 
+def binding_reads(block: Block) -> "Counter[str]":
+    """``use_counts`` less the block's result: how often its bindings read each name (a new Counter)."""
+    return Counter(_memo(block, "_use_counts", _nested_use_counts))
+
+
+def flat_reads(binds: Sequence[Bind]) -> list[str]:
+    """The names bindings without blocks inside read, each time it is read."""
+    return [v.name for b in binds for v in vars_of(b.rhs)]
+
+
+def remember_binding_reads(block: Block, reads: "Counter[str]") -> None:
+    """``binding_reads`` of a new block, known to the pass that made it (from the block it came
+    from): remembered as if counted, so ``use_counts`` of it costs no walk.  Names read no more
+    (counts of 0 or less) are dropped, as a count would not have them."""
+    block.__dict__.setdefault("_use_counts", +reads)
+
+
 def _nested_use_counts(blk: Block) -> "Counter[str]":
     """The reads of a block's bindings, nested blocks included (not its result)."""
     rhss = [b.rhs for b in blk.binds]
