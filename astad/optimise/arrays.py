@@ -43,11 +43,15 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
     out: list[Bind] = []
     for b in block.binds:
         rhs = b.rhs
-        if isinstance(rhs, (If, Loop, LoopBack)):
+        if type(rhs) is Prim:
+            if rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
+                out.append(b)  # (the most common: nothing to sink)
+                continue
+        elif isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
             continue
-        if type(rhs) is not Prim or rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
-            pass  # (the most common: nothing to sink)
+        if type(rhs) is not Prim:
+            pass  # (nothing to sink)
         elif rhs.op == "broadcast_to":
             src = rhs.args[0]
             small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src

@@ -54,7 +54,13 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                 shared = _SHARED[rhs.op] = table[rhs.op].stmts is None and rhs.op not in BUFFERS
             if shared:
                 # a variable's key is its name (no tuple made): a string equals no other atom's key
-                key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in rhs.args]), rhs.params)
+                args = rhs.args
+                if len(args) == 2:  # (the most common: no comprehension)
+                    a, c = args
+                    key = (rhs.op, (a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
+                                    else _atom_key(c)), rhs.params)
+                else:
+                    key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]), rhs.params)
                 if key in seen:
                     env[b.targets[0].name] = seen[key]
                     continue
