@@ -138,3 +138,47 @@ def test_outer_sums_remembers_what_its_block_reads(monkeypatch, name):
     astad.api.Reverse(fn).derivative(make(np.random.default_rng(0)),
                                       frozenset((argnums,) if isinstance(argnums, int) else argnums))
     assert checked and all(checked)
+
+
+def _check_dce_names(monkeypatch):
+    """``dce`` wrapped: the names it remembers on a block are what ``names.program_names`` finds."""
+    from astad import names
+    from astad.ir import Block
+
+    dce_before, checked = optimise.dce, []
+
+    def checking(prog):
+        out = dce_before(prog)
+        for block in (out.forward, out.backward):
+            known = block.__dict__.get("_program_names")
+            if known is not None:
+                checked.append(known == names._block_names(Block(block.binds, block.result)))
+        return out
+
+    monkeypatch.setattr(optimise, "dce", checking)
+    return checked
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "lstm", "gmm", "rk4"])
+def test_dce_remembers_the_names_of_its_blocks(monkeypatch, name):
+    """``dce`` remembers the names of the blocks it keeps (so that ``Namer.of`` walks them
+    no more): they are the names a walk of the block finds."""
+    import programs
+
+    checked = _check_dce_names(monkeypatch)
+    fn, make, argnums = programs.PROGRAMS[name]
+    astad.clear_caches()
+    astad.api.Reverse(fn).derivative(make(np.random.default_rng(0)),
+                                      frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert checked and all(checked)
+
+
+def test_dce_names_of_named_constants(monkeypatch, tmp_path):
+    """A module constant the program reads by name is one of its names."""
+    source = ("import numpy as np\nSCALE = 0.25\nOFFSET = np.array([1.0, 2.0, 3.0])\n\n"
+              "def f(x):\n    y = np.sin(x) * SCALE + OFFSET\n    z = y * y + OFFSET\n    return np.sum(z * SCALE)\n")
+    checked = _check_dce_names(monkeypatch)
+    fn = load_program(source, tmp_path, "named").f
+    astad.clear_caches()
+    astad.grad(fn)(np.array([0.1, 0.2, 0.3]))
+    assert checked and all(checked)

@@ -153,24 +153,23 @@ class _Absorb:
         env = self.env
         for b in self.block.binds:
             rhs = b.rhs
-            if type(rhs) is Prim:  # (``substitute``'s own test, without a call)
-                if env:
-                    for a in rhs.args:
-                        if type(a) is Var and a.name in env:
-                            rhs = substitute(rhs, env)
-                            break
-            elif env:
-                rhs = substitute(rhs, env)
             if type(rhs) is Prim and len(b.targets) == 1:
                 if rhs.op != "neg":
-                    for a in rhs.args if negated else ():
-                        if type(a) is Var and a.name in negated:
+                    for a in rhs.args:
+                        if type(a) is Var and (a.name in env or a.name in negated):
                             break
-                    else:  # (the most common: no argument negated, kept as it is)
-                        out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+                    else:  # (the most common: no argument renamed or negated, kept as it is)
+                        out.append(b)
                         continue
+                rhs = substitute(rhs, env)
+                if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
+                    out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+                    continue
                 self.prim(b, rhs)
-            elif type(rhs) is Plus and len(b.targets) == 1:
+                continue
+            if env:
+                rhs = substitute(rhs, env)
+            if type(rhs) is Plus and len(b.targets) == 1:
                 self.plus(b, rhs)
             else:
                 self.materialise(rhs)
