@@ -11,8 +11,9 @@ from dataclasses import replace
 
 from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
-from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
-                  TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block, vars_of)
+from ..ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim,
+                  ReverseProgram, TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block,
+                  vars_of)
 from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
@@ -165,11 +166,13 @@ Renamed = "dict[str, Atom] | None"
 
 
 def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset(),
-         env: dict[str, Atom] | None = None) -> Block:
+         env: dict[str, Atom] | None = None, forget: bool = False) -> Block:
     """The zero/plus algebra on ``block``; the names it replaces are added to
     ``renamed`` (when given) with what replaced them.  ``env``: names the block
     reads from outside, renamed as it is folded (a renaming of a block without
-    a backward loop: ``structure.rename_deep`` would rename a loop's tape values too)."""
+    a backward loop: ``structure.rename_deep`` would rename a loop's tape values too).
+    ``forget``: ``structure.forget_forward`` in the same walk, of a block without
+    nested blocks (a copy ``dup`` made is renamed as what it copies, ``drop`` left out)."""
     env = dict(env) if env else {}
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
@@ -193,6 +196,12 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
                 out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
                 if rhs.op in ZERO_MAKERS:
                     made_zero.add(b.targets[0].name)
+            continue
+        if forget and type(rhs) is Dup:
+            for t in b.targets:
+                env[t.name] = rhs.var
+            continue
+        if forget and type(rhs) is Drop:
             continue
         if type(rhs) is Copy:  # (the next most common: ``_fold_one``'s rule, without a call)
             if keep_copies and type(rhs.atom) is Var:
@@ -220,10 +229,11 @@ def fold_forward(prog: ReverseProgram) -> ReverseProgram:
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
 
 
-def _fold_forward_block(forward: Block, residuals: frozenset[str]) -> tuple[Block, dict[str, Atom]]:
-    """``fold_forward``'s forward block, and what each name it replaced is now."""
+def _fold_forward_block(forward: Block, residuals: frozenset[str],
+                        forget: bool = False) -> tuple[Block, dict[str, Atom]]:
+    """``fold_forward``'s forward block, and what each name it replaced is now (``forget``: see ``fold``)."""
     renamed: dict[str, Atom] = {}
-    forward = fold(forward, keep_copies=False, renamed=renamed, keep=residuals)
+    forward = fold(forward, keep_copies=False, renamed=renamed, keep=residuals, forget=forget)
 
     def final(a: Atom) -> Atom:
         while isinstance(a, Var) and a.name in renamed:
@@ -244,6 +254,11 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     if "LoopBack" in kinds(prog.backward):
         prog = fold_forward(forget_structure(prog))
         return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+    if kinds(prog.forward).isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+        # forget_forward in the forward fold's own walk: what it renames is renamed with what the
+        # fold replaces (no residuals to keep: they matter only at an `if`)
+        forward, env = _fold_forward_block(prog.forward, frozenset(), forget=True)
+        return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, fold(prog.backward, env=env))
     copies: dict[str, Atom] = {}  # (each a variable of the forward block)
     forward = forget_forward(prog.forward, copies)
     # the backward block's residuals, as ``fold_forward`` would find them after ``forget_structure``
