@@ -155,10 +155,14 @@ def kinds(block: Block) -> frozenset[str]:
 def _kinds(block: Block) -> frozenset[str]:
     rhss = [b.rhs for b in block.binds]
     found = {rhs.op for rhs in rhss if type(rhs) is Prim}  # (the most common, in one comprehension)
-    for rhs in [rhs for rhs in rhss if type(rhs) is not Prim]:
-        found.add(type(rhs).__name__)
-        for inner in nested_blocks(rhs):
-            found |= kinds(inner)
+    others = [rhs for rhs in rhss if type(rhs) is not Prim]
+    if others:
+        classes = set(map(type, others))
+        found.update([cls.__name__ for cls in classes])
+        if not classes.isdisjoint(_NESTING):
+            for rhs in others:
+                for inner in nested_blocks(rhs):
+                    found |= kinds(inner)
     return frozenset(found)
 
 
