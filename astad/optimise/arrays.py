@@ -106,6 +106,9 @@ def static_zeros(block: Block) -> Block:
     binds = []
     for b in block.binds:
         rhs = b.rhs
+        if type(rhs) is Prim and rhs.op != "zeros_like" and rhs.op != "scatter":
+            binds.append(b)  # (the most common: as it is)
+            continue
         if isinstance(rhs, Prim) and rhs.op in ("zeros_like", "scatter"):
             like = rhs.args[0 if rhs.op == "zeros_like" else 1]
             shape = _static_shape(like.type)

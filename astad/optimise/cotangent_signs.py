@@ -247,7 +247,10 @@ class _Absorb:
         """A cotangent sum of signed terms, added in their order: runs of positive
         terms stay one sum; a negated term is subtracted."""
         negated = self.negated
-        if not (negated and any(isinstance(a, Var) and a.name in negated for a in rhs.items)):
+        for a in rhs.items if negated else ():
+            if type(a) is Var and a.name in negated:
+                break
+        else:
             return self.emit(b, rhs)
         terms = [self.signed(a) for a in rhs.items]
         if all(n for n, _ in terms):

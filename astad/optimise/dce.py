@@ -50,6 +50,17 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
                 elif type(a) is Const and a.name is not None and named is not None:
                     named.append(a.name)
             continue
+        if type(rhs) is Plus and len(b.targets) == 1:  # (the next most common: a cotangent sum, no effect)
+            name = b.targets[0].name
+            if name not in live and name not in keep:
+                continue
+            kept.append(b)
+            for a in rhs.items:
+                if type(a) is Var:
+                    add(a.name)
+                elif type(a) is Const and a.name is not None and named is not None:
+                    named.append(a.name)
+            continue
         if type(rhs) in NESTING:
             flat = False
         if isinstance(b.rhs, If):

@@ -133,8 +133,9 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
 
 def _signed(factors: tuple[Var, Var], negations: dict[str, Var]) -> tuple[Pair, bool]:
     """The factors with each negation ``t = -u`` read as ``u`` (as a pair), and whether an odd number were."""
-    plain = [negations.get(f.name, f) for f in factors]
-    return _pair(*plain), sum(p is not f for p, f in zip(plain, factors)) % 2 == 1
+    f, g = factors
+    p, q = negations.get(f.name, f), negations.get(g.name, g)
+    return _pair(p, q), (p is not f) is not (q is not g)
 
 
 def _made(factors: tuple[Var, Var], defs: dict[str, tuple[Var, Var]], made: dict[Pair, Var],

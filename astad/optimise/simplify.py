@@ -180,11 +180,15 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
     table = rules.TABLE
     for b in block.binds:
         rhs = b.rhs
-        if type(rhs) is Prim:  # (``substitute``'s own test, without a call)
+        if type(rhs) is Prim:  # (what ``substitute`` makes, without a call)
             for a in rhs.args:
                 if type(a) is Var and a.name in env:
-                    rhs = substitute(rhs, env)
+                    rhs = Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]),
+                               rhs.params)
                     break
+        elif type(rhs) is Copy:
+            if type(rhs.atom) is Var and rhs.atom.name in env:
+                rhs = Copy(env[rhs.atom.name])
         else:
             rhs = substitute(rhs, env)
         if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
@@ -297,7 +301,13 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     # the reads of the primitives (the most common) in one comprehension, then the rest's
     read = [a.name for rhs in rhss if type(rhs) is Prim for a in rhs.args if type(a) is Var]
     for rhs in rhss:
-        if type(rhs) is not Prim:
+        cls = type(rhs)
+        if cls is Prim:
+            continue
+        if cls is Copy:  # (the next most common: one atom)
+            if type(rhs.atom) is Var:
+                read.append(rhs.atom.name)
+        else:
             read.extend([v.name for v in vars_of(rhs)])
     uses = Counter(read)
     if isinstance(block.result, Var):
@@ -311,8 +321,10 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
         if cls is Prim:  # the most common: ``substitute``'s own test, without a call
             if env:
                 for a in rhs.args:
-                    if type(a) is Var and a.name in env:
-                        b = Bind(b.targets, substitute(rhs, env), b.loc)
+                    if type(a) is Var and a.name in env:  # (what ``substitute`` makes)
+                        rhs = Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]),
+                                   rhs.params)
+                        b = Bind(b.targets, rhs, b.loc)
                         break
             if len(b.targets) == 1:
                 at[b.targets[0].name] = len(out)
