@@ -79,7 +79,8 @@ class _Absorb:
         # ask about: a negation's target and, in turn, the target of a primitive or sum reading such a name
         self.readers: dict[str, list[Bind]] = {}
         readers = self.readers
-        read: list[str] = []  # the reads of those names (their ``use_counts`` where no block is nested)
+        read: list[str] = []  # the reads of those names by primitives and sums
+        others: list[str] = []  # and by the rest (with ``read``, their ``use_counts`` where no block is nested)
         flat = True
         for b in block.binds:
             rhs = b.rhs
@@ -100,9 +101,10 @@ class _Absorb:
             elif cls in NESTING:
                 flat = False
             elif readers:
-                read.extend([v.name for v in vars_of(rhs) if v.name in readers])
+                others.extend([v.name for v in vars_of(rhs) if v.name in readers])
+        self.reader_reads = Counter(read)  # (of the names ``taken`` may ask about)
         if flat:
-            self.counts = Counter(read)
+            self.counts = Counter(read + others)
             if isinstance(block.result, Var) and block.result.name in readers:
                 self.counts[block.result.name] += 1
         else:
@@ -119,11 +121,7 @@ class _Absorb:
         if name not in self.memo:
             self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
             readers = self.readers.get(name, [])
-            reads = 0
-            for b in readers:
-                for a in b.rhs.args if type(b.rhs) is Prim else b.rhs.items:  # type: ignore[union-attr]
-                    if type(a) is Var and a.name == name:
-                        reads += 1
+            reads = self.reader_reads[name]  # (the reads of ``name`` by its readers)
             self.memo[name] = bool(readers) and reads == self.counts[name] and all(self._takes(b, name) for b in readers)
         return self.memo[name]
 
@@ -216,8 +214,9 @@ class _Absorb:
             self.emit(b, rhs)
 
     def signed_prim(self, b: Bind, rhs: Prim, target: Var) -> None:
-        args = [self.signed(a) for a in rhs.args]
-        plain = tuple(a for _, a in args)
+        negated = self.negated
+        args = [(True, negated[a.name]) if type(a) is Var and a.name in negated else (False, a) for a in rhs.args]
+        plain = tuple([a for _, a in args])
         if rhs.op == "neg":  # -(-u) is u
             self.env[target.name] = plain[0]
             return
@@ -232,7 +231,7 @@ class _Absorb:
             if nb:
                 return self.emit(b, Prim("add", (a, c), rhs.params))
             return self.negative(b, Prim("add", (a, c), rhs.params))  # -a - c = -(a + c)
-        odd = sum(n for n, _ in args) % 2 == 1
+        odd = [n for n, _ in args].count(True) % 2 == 1
         if not odd:
             return self.emit(b, Prim(rhs.op, plain, rhs.params))
         if rhs.op in ("mul", "div") and len(plain) == 2 and any(_literal(a) for a in plain):
