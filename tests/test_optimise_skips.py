@@ -5,7 +5,12 @@ fixpoint: ``dce`` of it is the same program.  Checked at the end of the passes
 (``finish`` is handed the program): on random straight-line programs and
 random programs with branches and loops, and on the bench programs the skips
 were made for.  A missed ``dce`` would not change a derivative, only leave dead
-code in the generated code: no other test would see it."""
+code in the generated code: no other test would see it.
+
+Also the facts passes remember on the blocks they make, so that the passes after
+them need not walk those blocks (``outer_sums``: what its block's bindings read,
+for ``use_counts``; ``dce``: the names of its blocks, for ``Namer.of``): they
+are what a walk of the block finds."""
 
 import sys
 from pathlib import Path
@@ -17,6 +22,8 @@ from hypothesis import HealthCheck, assume, given, note, settings
 import astad
 import astad.optimise as optimise
 from astad.optimise.dce import dce
+import test_random_control_flow as random_control_flow
+import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -54,66 +61,47 @@ def test_bench_programs_end_at_dce_fixpoint(checked, name):
     assert checked and all(checked)
 
 
-def _random(module_name):
-    module = pytest.importorskip(module_name)
-    return module
-
-
-@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_random("test_random_programs").programs())
-def test_random_programs_end_at_dce_fixpoint(tmp_path_factory, program):
-    from test_random_programs import _arguments
-
-    source, params, seed = program
-    note(source)
-    fn = load_program(source, tmp_path_factory.mktemp("skips"), "skips").f
-    finish = optimise.finish
-    seen = []
+def _ends_at_dce_fixpoint(fn, args):
+    """Transform ``fn`` at ``args``; whether every program ``finish`` was handed was ``dce``'s fixpoint."""
+    finish, seen = optimise.finish, []
 
     def checking(prog):
         seen.append(_same(dce(prog), prog))
         assert seen[-1], prog.pretty()
         return finish(prog)
 
-    optimise.finish = checking
+    optimise.finish = checking  # (not monkeypatch: hypothesis runs many examples in one test)
     try:
         astad.clear_caches()
-        astad.reverse(fn).transform(*_arguments(params, seed))
+        astad.reverse(fn).transform(*args)
     finally:
         optimise.finish = finish
-    assert seen and all(seen)
+    return bool(seen) and all(seen)
+
+
+@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_random_programs_end_at_dce_fixpoint(tmp_path_factory, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("skips"), "skips").f
+    assert _ends_at_dce_fixpoint(fn, random_programs._arguments(params, seed))
 
 
 @settings(max_examples=fuzz_examples(20), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
-@given(_random("test_random_control_flow").programs())
+@given(random_control_flow.programs())
 def test_random_control_flow_ends_at_dce_fixpoint(tmp_path_factory, program):
-    from test_random_programs import _arguments
-
     source, _, params, dynamic, seed = program
     note(source)
-    args = _arguments(params, seed)
+    args = random_programs._arguments(params, seed)
     if dynamic:
         args[-1] = np.int64(args[-1])
     fn = load_program(source, tmp_path_factory.mktemp("skips"), "skips_cf").f
-    finish = optimise.finish
-    seen = []
-
-    def checking(prog):
-        seen.append(_same(dce(prog), prog))
-        assert seen[-1], prog.pretty()
-        return finish(prog)
-
-    optimise.finish = checking
     try:
-        astad.clear_caches()
-        try:
-            astad.reverse(fn).transform(*args)
-        except astad.AstadError:
-            assume(False)  # (refused: nothing to check)
-    finally:
-        optimise.finish = finish
-    assert seen and all(seen)
+        assert _ends_at_dce_fixpoint(fn, args)
+    except astad.AstadError:
+        assume(False)  # (refused: nothing to check)
 
 
 @pytest.mark.parametrize("name", ["straight_line_500", "tree"])
