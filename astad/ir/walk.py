@@ -153,15 +153,16 @@ def kinds(block: Block) -> frozenset[str]:
 
 
 def _kinds(block: Block) -> frozenset[str]:
-    found: set[str] = set()
-    for b in block.binds:
-        rhs = b.rhs
-        if type(rhs) is Prim:
-            found.add(rhs.op)
-            continue
-        found.add(type(rhs).__name__)
-        for inner in nested_blocks(rhs):
-            found |= kinds(inner)
+    rhss = [b.rhs for b in block.binds]
+    found = {rhs.op for rhs in rhss if type(rhs) is Prim}  # (the most common, in one comprehension)
+    others = [rhs for rhs in rhss if type(rhs) is not Prim]
+    if others:
+        classes = set(map(type, others))
+        found.update([cls.__name__ for cls in classes])
+        if not classes.isdisjoint(_NESTING):
+            for rhs in others:
+                for inner in nested_blocks(rhs):
+                    found |= kinds(inner)
     return frozenset(found)
 
 
@@ -171,16 +172,14 @@ def read_set(block: Block) -> frozenset[str]:
 
 
 def _read_set(block: Block) -> frozenset[str]:
-    names = {block.result.name} if isinstance(block.result, Var) else set()
-    add = names.add
-    for b in block.binds:
-        if type(b.rhs) is Prim:  # the most common: its arguments, no blocks inside
-            for a in b.rhs.args:
-                if type(a) is Var:
-                    add(a.name)
-            continue
-        names.update(v.name for v in vars_of(b.rhs))
-        for inner in nested_blocks(b.rhs):
+    rhss = [b.rhs for b in block.binds]
+    # (primitives, the most common, read their arguments only: one comprehension)
+    names = {a.name for rhs in rhss if type(rhs) is Prim for a in rhs.args if type(a) is Var}
+    if isinstance(block.result, Var):
+        names.add(block.result.name)
+    for rhs in [rhs for rhs in rhss if type(rhs) is not Prim]:
+        names.update(v.name for v in vars_of(rhs))
+        for inner in nested_blocks(rhs):
             names |= read_set(inner)
     return frozenset(names)
 
@@ -272,15 +271,30 @@ def use_counts(block: Block) -> "Counter[str]":
     return counts
 
 
+def binding_reads(block: Block) -> "Counter[str]":
+    """``use_counts`` less the block's result: how often its bindings read each name (a new Counter)."""
+    return Counter(_memo(block, "_use_counts", _nested_use_counts))
+
+
+def flat_reads(binds: Sequence[Bind]) -> list[str]:
+    """The names bindings without blocks inside read, each time it is read."""
+    return [v.name for b in binds for v in vars_of(b.rhs)]
+
+
+def remember_binding_reads(block: Block, reads: "Counter[str]") -> None:
+    """``binding_reads`` of a new block, known to the pass that made it (from the block it came
+    from): remembered as if counted, so ``use_counts`` of it costs no walk.  Names read no more
+    (counts of 0 or less) are dropped, as a count would not have them."""
+    block.__dict__.setdefault("_use_counts", +reads)
+
+
 def _nested_use_counts(blk: Block) -> "Counter[str]":
     """The reads of a block's bindings, nested blocks included (not its result)."""
-    counts: Counter[str] = Counter()
-    read: list[str] = []  # the direct reads of the bindings of primitives, counted at once
-    for b in blk.binds:
-        rhs = b.rhs
-        if type(rhs) is Prim:
-            read.extend([a.name for a in rhs.args if type(a) is Var])
-            continue
+    rhss = [b.rhs for b in blk.binds]
+    # the direct reads of the bindings of primitives (the most common), counted at once
+    read = [a.name for rhs in rhss if type(rhs) is Prim for a in rhs.args if type(a) is Var]
+    nested = []
+    for rhs in [rhs for rhs in rhss if type(rhs) is not Prim]:
         if isinstance(rhs, If):
             direct: tuple[Atom, ...] = (rhs.cond,)
         elif isinstance(rhs, Loop):
@@ -290,11 +304,13 @@ def _nested_use_counts(blk: Block) -> "Counter[str]":
         elif isinstance(rhs, Lam):
             direct = ()
         else:
-            direct = tuple(vars_of(rhs))
-        counts.update(a.name for a in direct if isinstance(a, Var))
-        for inner in nested_blocks(rhs):
-            counts.update(_memo(inner, "_use_counts", _nested_use_counts))
-    counts.update(read)
+            read.extend([v.name for v in vars_of(rhs)])
+            continue
+        read.extend([a.name for a in direct if isinstance(a, Var)])
+        nested.extend(nested_blocks(rhs))
+    counts = Counter(read)
+    for inner in nested:
+        counts.update(_memo(inner, "_use_counts", _nested_use_counts))
     return counts
 
 
@@ -357,12 +373,21 @@ def substitute(rhs: Comp, env: dict[str, Atom]) -> Comp:
     every level of a deeply nested block costs each level once."""
     if not env:
         return rhs
-    if type(rhs) is Prim:  # the most common: itself when it reads none of env's names
+    cls = type(rhs)
+    if cls is Prim:  # the most common: itself when it reads none of env's names
         for a in rhs.args:
             if type(a) is Var and a.name in env:
                 return Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]), rhs.params)
         return rhs
-    if not nested_blocks(rhs):
+    if cls is Copy:  # (the next most common, made by the reverse macro: one atom)
+        a = rhs.atom
+        return Copy(env[a.name]) if type(a) is Var and a.name in env else rhs
+    if cls is Plus or cls is MakeTuple:
+        for a in rhs.items:
+            if type(a) is Var and a.name in env:
+                return cls(tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.items]))
+        return rhs
+    if cls is not If and cls is not Loop and cls is not LoopBack and cls is not Lam:  # (no blocks inside)
         if all(v.name not in env for v in vars_of(rhs)):
             return rhs  # (what map_atoms would make again)
         return map_atoms(rhs, lambda a: env.get(a.name, a) if isinstance(a, Var) else a)

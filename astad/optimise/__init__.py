@@ -52,7 +52,7 @@ from ..ir.walk import outside_reads
 from ..names import Namer
 from .accumulate import accumulate_in_loops, accumulates
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
-from .cotangent_signs import absorb_negations
+from .cotangent_signs import absorbed
 from .cse import cse
 from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
@@ -99,9 +99,14 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     prog = prog if shared is prog else dce(shared)
     recomputed = rematerialise(prog)
     prog = prog if recomputed is prog else dce(recomputed)
-    backward = absorb_negations(unit_axes(tiles(prog.backward)), Namer.of(prog))
+    replaced = unit_axes(tiles(prog.backward))
+    backward, unread = absorbed(replaced, Namer.of(prog))
     if backward is not prog.backward:
-        prog = dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward))
+        # (prog is dce's output here: so is absorbed's output where nothing before it changed the block,
+        # absorbed left nothing unread, and the forward block has no tapes to prune)
+        clean = replaced is prog.backward and not unread and "Loop" not in kinds(prog.forward)
+        prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
+        prog = prog if clean else dce(prog)
     prog = finish(prog) if finishing else prog
     return lists_in_place(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                          static_zeros(prog.backward)))

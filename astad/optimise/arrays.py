@@ -9,6 +9,7 @@ from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds,
                  use_counts)
+from ..ir.walk import binding_reads, flat_reads, remember_binding_reads
 from ..names import Namer
 
 
@@ -42,11 +43,15 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
     out: list[Bind] = []
     for b in block.binds:
         rhs = b.rhs
-        if isinstance(rhs, (If, Loop, LoopBack)):
+        if type(rhs) is Prim:
+            if rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
+                out.append(b)  # (the most common: nothing to sink)
+                continue
+        elif isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
             continue
-        if type(rhs) is not Prim or rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
-            pass  # (the most common: nothing to sink)
+        if type(rhs) is not Prim:
+            pass  # (nothing to sink)
         elif rhs.op == "broadcast_to":
             src = rhs.args[0]
             small[b.targets[0].name] = small.get(src.name, src) if isinstance(src, Var) else src
@@ -101,6 +106,9 @@ def static_zeros(block: Block) -> Block:
     binds = []
     for b in block.binds:
         rhs = b.rhs
+        if type(rhs) is Prim and rhs.op != "zeros_like" and rhs.op != "scatter":
+            binds.append(b)  # (the most common: as it is)
+            continue
         if isinstance(rhs, Prim) and rhs.op in ("zeros_like", "scatter"):
             like = rhs.args[0 if rhs.op == "zeros_like" else 1]
             shape = _static_shape(like.type)
@@ -135,19 +143,30 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     uses = use_counts(block)
     binds: list[Bind] = []
     summed: set[str] = set()  # the outer products made one matrix product
+    replaced: list[Bind] = []  # the sums made a matrix product
+    made_here: list[Bind] = []  # the bindings made for them
+    flat = True
     for b in block.binds:
-        if type(b.rhs) in NESTING:
-            b = with_branches(b, b.rhs, lambda blk: outer_sums(blk, namer))
+        rhs = b.rhs
+        if type(rhs) is Prim:  # (the most common: no sum)
+            binds.append(b)
+            continue
+        if type(rhs) in NESTING:
+            b = with_branches(b, rhs, lambda blk: outer_sums(blk, namer))
+            flat = False
         rhs = b.rhs
         mine = [a for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
             if isinstance(rhs, Plus) else []
-        found = [outers[a.name] for a in mine]
-        if len(found) < _OUTER_SUM_MIN:
+        if len(mine) < _OUTER_SUM_MIN:
             binds.append(b)
             continue
-        others = tuple(a for a in rhs.items if a not in mine)  # type: ignore[union-attr]
+        found = [outers[a.name] for a in mine]
+        taken = {a.name for a in mine}
+        others = tuple(a for a in rhs.items if not (type(a) is Var and a.name in taken))  # type: ignore[union-attr]
         target = b.targets[0] if not others else Var(namer.temp(), b.targets[0].type)
         summed.update(a.name for a in mine)
+        replaced.append(b)
+        first = len(binds)
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
         for op, args, params in (("stack", us, {"axis": 0}), ("stack", vs, {"axis": 0})):
@@ -159,6 +178,14 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         binds.append(Bind((target,), Prim("matmul", (ut, made[1])), b.loc))
         if others:  # the other terms (a function's cotangents of the weight: astad.ad.calls) added to the product
             binds.append(Bind(b.targets, Plus((*others, target)), b.loc))
+        made_here.extend(binds[first:])
     if not summed:
         return same_or_new(block, binds)
-    return Block(tuple(b for b in binds if len(b.targets) != 1 or b.targets[0].name not in summed), block.result)
+    out = Block(tuple([b for b in binds if len(b.targets) != 1 or b.targets[0].name not in summed]), block.result)
+    if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
+        gone = replaced + [b for b in block.binds if len(b.targets) == 1 and b.targets[0].name in summed]
+        reads = binding_reads(block)
+        reads.subtract(flat_reads(gone))
+        reads.update(flat_reads(made_here))
+        remember_binding_reads(out, reads)
+    return out

@@ -25,7 +25,7 @@ a negation of a result appears only where two negations it replaces meet.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts, vars_of
@@ -37,11 +37,27 @@ Signed = tuple[bool, Atom]  # (negated, atom): the value is -atom when negated
 
 def absorb_negations(block: Block, namer: Namer) -> Block:
     """``block`` (a backward block) with the negations its readers take removed."""
-    block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
-                                if type(b.rhs) in NESTING else b for b in block.binds])
-    if not any(type(b.rhs) is Prim and b.rhs.op == "neg" for b in block.binds):
-        return block
-    return _Absorb(block, namer).run()
+    return absorbed(block, namer)[0]
+
+
+def absorbed(block: Block, namer: Namer) -> tuple[Block, bool]:
+    """``absorb_negations``, and whether a binding may be left unread that was read before
+    (False only where the block has no nested blocks and no computed negation lost its
+    last reader to a negation of it read as what it negates: a negation not computed
+    leaves what it negated read by the negation's readers, a negation of a negation
+    not computed leaves it read by its own readers, and nothing else is read less;
+    then of ``dce``'s output, the output is ``dce``'s output too)."""
+    if [b for b in block.binds if type(b.rhs) in NESTING]:
+        block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
+                                    if type(b.rhs) in NESTING else b for b in block.binds])
+        nested = True
+    else:
+        nested = False
+    if "neg" not in {b.rhs.op for b in block.binds if type(b.rhs) is Prim}:
+        return block, nested
+    absorb = _Absorb(block, namer)
+    out = absorb.run()
+    return out, nested or absorb.unread
 
 
 def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:
@@ -59,26 +75,37 @@ def _literal(a: Atom) -> bool:
 class _Absorb:
     def __init__(self, block: Block, namer: Namer) -> None:
         self.block, self.namer = block, namer
-        self.readers: dict[str, list[Bind]] = defaultdict(list)  # the primitives and sums of this block reading a name
+        # the primitives and sums of this block reading a name (each reader once), of the names ``taken`` may
+        # ask about: a negation's target and, in turn, the target of a primitive or sum reading such a name
+        self.readers: dict[str, list[Bind]] = {}
         readers = self.readers
-        read: list[str] = []  # every read of the block, when it has no nested blocks (then they are ``use_counts``)
+        read: list[str] = []  # the reads of those names by primitives and sums
+        others: list[str] = []  # and by the rest (with ``read``, their ``use_counts`` where no block is nested)
         flat = True
         for b in block.binds:
-            cls = type(b.rhs)
+            rhs = b.rhs
+            cls = type(rhs)
             if cls is Prim or cls is Plus:
-                for a in b.rhs.args if cls is Prim else b.rhs.items:  # type: ignore[union-attr]
-                    if type(a) is Var:
-                        read.append(a.name)
-                        found = readers[a.name]
-                        if not found or found[-1] is not b:  # (each reader once)
-                            found.append(b)
+                asked = cls is Prim and rhs.op == "neg"  # type: ignore[union-attr]
+                if readers:
+                    for a in rhs.args if cls is Prim else rhs.items:  # type: ignore[union-attr]
+                        if type(a) is Var and a.name in readers:
+                            read.append(a.name)
+                            found = readers[a.name]
+                            if not found or found[-1] is not b:  # (each reader once)
+                                found.append(b)
+                            asked = True
+                if asked:
+                    for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
+                        readers[t.name] = []
             elif cls in NESTING:
                 flat = False
-            else:
-                read.extend([v.name for v in vars_of(b.rhs)])
+            elif readers:
+                others.extend([v.name for v in vars_of(rhs) if v.name in readers])
+        self.reader_reads = Counter(read)  # (of the names ``taken`` may ask about)
         if flat:
-            self.counts = Counter(read)
-            if isinstance(block.result, Var):
+            self.counts = Counter(read + others)
+            if isinstance(block.result, Var) and block.result.name in readers:
                 self.counts[block.result.name] += 1
         else:
             self.counts = use_counts(block)
@@ -87,17 +114,14 @@ class _Absorb:
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
         self.computed: dict[str, Atom] = {}  # a negation computed as it was (some reader cannot take it) -> its operand
         self.out: list[Bind] = []
+        self.unread = False  # whether a binding kept may be read no more (see ``absorbed``)
 
     def taken(self, name: str) -> bool:
         """Whether every read of ``name`` is by a binding of this block that takes its negation."""
         if name not in self.memo:
             self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
             readers = self.readers.get(name, [])
-            reads = 0
-            for b in readers:
-                for a in b.rhs.args if type(b.rhs) is Prim else b.rhs.items:  # type: ignore[union-attr]
-                    if type(a) is Var and a.name == name:
-                        reads += 1
+            reads = self.reader_reads[name]  # (the reads of ``name`` by its readers)
             self.memo[name] = bool(readers) and reads == self.counts[name] and all(self._takes(b, name) for b in readers)
         return self.memo[name]
 
@@ -124,14 +148,26 @@ class _Absorb:
 
     def run(self) -> Block:
         negated, out = self.negated, self.out
+        env = self.env
         for b in self.block.binds:
-            rhs = substitute(b.rhs, self.env) if self.env else b.rhs
+            rhs = b.rhs
             if type(rhs) is Prim and len(b.targets) == 1:
+                if rhs.op != "neg":
+                    for a in rhs.args:
+                        if type(a) is Var and (a.name in env or a.name in negated):
+                            break
+                    else:  # (the most common: no argument renamed or negated, kept as it is)
+                        out.append(b)
+                        continue
+                rhs = substitute(rhs, env)
                 if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
-                    out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))  # (the most common: as it is)
+                    out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
                     continue
                 self.prim(b, rhs)
-            elif type(rhs) is Plus and len(b.targets) == 1:
+                continue
+            if env:
+                rhs = substitute(rhs, env)
+            if type(rhs) is Plus and len(b.targets) == 1:
                 self.plus(b, rhs)
             else:
                 self.materialise(rhs)
@@ -169,6 +205,7 @@ class _Absorb:
         inner = rhs.args[0] if rhs.op == "neg" else None
         if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
             self.env[target.name] = self.computed[inner.name]
+            self.unread |= self.counts[inner.name] < 2  # (the computed negation may be read no more)
         elif rhs.op == "neg" and self.taken(target.name):
             negated[target.name] = rhs.args[0]
         else:
@@ -177,8 +214,9 @@ class _Absorb:
             self.emit(b, rhs)
 
     def signed_prim(self, b: Bind, rhs: Prim, target: Var) -> None:
-        args = [self.signed(a) for a in rhs.args]
-        plain = tuple(a for _, a in args)
+        negated = self.negated
+        args = [(True, negated[a.name]) if type(a) is Var and a.name in negated else (False, a) for a in rhs.args]
+        plain = tuple([a for _, a in args])
         if rhs.op == "neg":  # -(-u) is u
             self.env[target.name] = plain[0]
             return
@@ -193,7 +231,7 @@ class _Absorb:
             if nb:
                 return self.emit(b, Prim("add", (a, c), rhs.params))
             return self.negative(b, Prim("add", (a, c), rhs.params))  # -a - c = -(a + c)
-        odd = sum(n for n, _ in args) % 2 == 1
+        odd = [n for n, _ in args].count(True) % 2 == 1
         if not odd:
             return self.emit(b, Prim(rhs.op, plain, rhs.params))
         if rhs.op in ("mul", "div") and len(plain) == 2 and any(_literal(a) for a in plain):
@@ -208,7 +246,10 @@ class _Absorb:
         """A cotangent sum of signed terms, added in their order: runs of positive
         terms stay one sum; a negated term is subtracted."""
         negated = self.negated
-        if not (negated and any(isinstance(a, Var) and a.name in negated for a in rhs.items)):
+        for a in rhs.items if negated else ():
+            if type(a) is Var and a.name in negated:
+                break
+        else:
             return self.emit(b, rhs)
         terms = [self.signed(a) for a in rhs.items]
         if all(n for n, _ in terms):

@@ -20,6 +20,10 @@ def _atom_key(a: Atom) -> object:
 BUFFERS = {"zeros", "zeros_like", "ones", "ones_like", "full", "eye", "list", "list_zeros_like", "list_onehot"}
 
 
+#: per primitive, whether a second application to the same atoms is the first's result (filled as met)
+_SHARED: dict[str, bool] = {}
+
+
 def cse(prog: ReverseProgram) -> ReverseProgram:
     """Common subexpressions: a primitive applied again to the same atoms is the
     earlier result (the backward pass reuses forward values as residuals).  A
@@ -39,16 +43,32 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
     out = []
     table = rules.TABLE
     for b in block.binds:
-        rhs = substitute(b.rhs, env)
-        if type(rhs) is Prim:  # the most common
-            if table[rhs.op].stmts is None and rhs.op not in BUFFERS:
+        rhs = b.rhs
+        if type(rhs) is Prim:  # the most common (``substitute``'s own test, without a call)
+            for a in rhs.args:
+                if type(a) is Var and a.name in env:
+                    rhs = substitute(rhs, env)
+                    break
+            shared = _SHARED.get(rhs.op)
+            if shared is None:
+                shared = _SHARED[rhs.op] = table[rhs.op].stmts is None and rhs.op not in BUFFERS
+            if shared:
                 # a variable's key is its name (no tuple made): a string equals no other atom's key
-                key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in rhs.args]), rhs.params)
+                args = rhs.args
+                if len(args) == 2:  # (the most common: no comprehension)
+                    a, c = args
+                    key = (rhs.op, (a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
+                                    else _atom_key(c)), rhs.params)
+                else:
+                    key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]), rhs.params)
                 if key in seen:
                     env[b.targets[0].name] = seen[key]
                     continue
                 seen[key] = b.targets[0]
-        elif isinstance(rhs, (If, Loop, LoopBack)):
+            out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+            continue
+        rhs = substitute(rhs, env)
+        if isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _cse(blk, seen, env, None)))
             continue
         out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))

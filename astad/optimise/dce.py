@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from ..blocks import NESTING, same, same_or_new, with_branches
-from ..ir import (Bind, Block, If, Loop, LoopBack, Prim, ReverseProgram, Var, all_binds, bound_names, bound_set, bound_vars,
-                  kinds, nested_blocks, read_names, read_set, vars_of)
+from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack, Var, all_binds,
+                  atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
 from ..ir.walk import outside_reads
 from ..rules import has_effect
 from .simplify import select_items
@@ -19,26 +19,47 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     return _dce_reads(block, live, keep)[0]
 
 
-def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set[str], bool]:
+def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set[str], bool, list[str] | None]:
     """``_dce``, with what the block left reads (``live`` and the reads of the bindings
-    kept) and whether none of those has blocks inside (then they are ``read_set``)."""
+    kept), whether none of those has blocks inside (then they are ``read_set``), and
+    the names of the constants they read (None where one is not a primitive, sum, tuple, copy or unpack)."""
     live = set(live)
     add = live.add
     kept = []
     flat = True
+    named: list[str] | None = []  # the names of the constants read
     for b in reversed(block.binds):
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common: no blocks inside
-            for t in b.targets:
-                if t.name in live or t.name in keep:
-                    break
-            else:
-                if not has_effect(rhs):
+            targets = b.targets
+            if len(targets) == 1:  # (one target, the most common: no loop over them)
+                name = targets[0].name
+                if name not in live and name not in keep and not has_effect(rhs):
                     continue
+            else:
+                for t in targets:
+                    if t.name in live or t.name in keep:
+                        break
+                else:
+                    if not has_effect(rhs):
+                        continue
             kept.append(b)
             for a in rhs.args:
                 if type(a) is Var:
                     add(a.name)
+                elif type(a) is Const and a.name is not None and named is not None:
+                    named.append(a.name)
+            continue
+        if type(rhs) is Plus and len(b.targets) == 1:  # (the next most common: a cotangent sum, no effect)
+            name = b.targets[0].name
+            if name not in live and name not in keep:
+                continue
+            kept.append(b)
+            for a in rhs.items:
+                if type(a) is Var:
+                    add(a.name)
+                elif type(a) is Const and a.name is not None and named is not None:
+                    named.append(a.name)
             continue
         if type(rhs) in NESTING:
             flat = False
@@ -65,8 +86,33 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
             continue
         kept.append(b)
         live.update(v.name for v in vars_of(b.rhs))
+        if named is not None:
+            if type(b.rhs) in _ATOMS_ONLY:
+                named.extend([a.name for a in atoms_of(b.rhs) if type(a) is Const and a.name is not None])
+            else:
+                named = None
     kept.reverse()
-    return same_or_new(block, kept), live, flat
+    return same_or_new(block, kept), live, flat, named
+
+
+#: the right-hand sides without blocks inside that read atoms and have no other names
+_ATOMS_ONLY = frozenset({Plus, MakeTuple, Copy, Unpack})
+
+
+def _remember_names(block: Block, live: set[str], named: list[str] | None) -> None:
+    """``names.program_names`` of a block ``_dce_reads`` kept, without nested blocks, from what
+    it found: what the kept bindings and the result read (``live``), the targets and the names
+    of the constants read; remembered on the block as ``names._block_names`` would (then a
+    pass asking for a new name does not walk the block for them)."""
+    if named is None or "_program_names" in block.__dict__:
+        return
+    found = set(live)
+    found.update([t.name for b in block.binds for t in b.targets])
+    found.update(named)
+    r = block.result
+    if type(r) is Const and r.name is not None:
+        found.add(r.name)
+    block.__dict__["_program_names"] = frozenset(found)
 
 
 def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
@@ -94,7 +140,7 @@ def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
 
 
 def dce(prog: ReverseProgram) -> ReverseProgram:
-    cleaned, reads, flat = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
+    cleaned, reads, flat, named = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned)
     if not flat or "Loop" in kinds(prog.forward):  # (a flat backward block has no backward loop: no tapes)
         prog = prune_tapes(prog)
@@ -102,13 +148,15 @@ def dce(prog: ReverseProgram) -> ReverseProgram:
     if flat and backward is cleaned:  # what it reads and does not bind, without a walk of it
         needed = frozenset(reads.difference([t.name for b in backward.binds for t in b.targets]))
         backward.__dict__.setdefault("_outside_reads", needed)  # (remembered as ``outside_reads`` would)
+        _remember_names(backward, reads, named)
     else:
         needed = outside_reads(backward)
     forward = prog.forward
     if forward.__dict__.get("_dce_needed") != needed:  # (else it is dce's output for these residuals: itself)
-        forward, _, flat = _dce_reads(forward, read_names(Block((), forward.result)), needed)
+        forward, reads, flat, named = _dce_reads(forward, read_names(Block((), forward.result)), needed)
         if flat:  # (of a block without nested blocks, dce's output is its own dce's output)
             forward.__dict__["_dce_needed"] = needed
+            _remember_names(forward, reads, named)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 

@@ -76,6 +76,8 @@ def shared_products(prog: ReverseProgram) -> ReverseProgram:
     squares: set[str] = set()  # v * v
     for b in prog.forward.binds:
         rhs = b.rhs
+        if type(rhs) is not Prim or len(b.targets) != 1:
+            continue  # (neither a negation, nor a bounded function, nor a product)
         if _negation(b):
             negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
             if rhs.args[0].name in squares:  # type: ignore[union-attr]
@@ -105,8 +107,12 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
     defs: dict[str, tuple[Var, Var]] = {}  # p -> its two factors, for each p = x * y of this block
     out: list[Bind] = []
     for b in block.binds:
-        if type(b.rhs) in NESTING:
-            b = with_branches(b, b.rhs, lambda blk: _block(blk, negations, made, counts))
+        rhs = b.rhs
+        if type(rhs) is Prim and rhs.op != "mul" and rhs.op != "neg":  # (the most common: neither rule's)
+            out.append(b)
+            continue
+        if type(rhs) in NESTING:
+            b = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
         factors = _product(b.rhs) if len(b.targets) == 1 else None
         if factors is not None:
             new = _made(factors, defs, made, counts)
@@ -127,8 +133,9 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
 
 def _signed(factors: tuple[Var, Var], negations: dict[str, Var]) -> tuple[Pair, bool]:
     """The factors with each negation ``t = -u`` read as ``u`` (as a pair), and whether an odd number were."""
-    plain = [negations.get(f.name, f) for f in factors]
-    return _pair(*plain), sum(p is not f for p, f in zip(plain, factors)) % 2 == 1
+    f, g = factors
+    p, q = negations.get(f.name, f), negations.get(g.name, g)
+    return _pair(p, q), (p is not f) is not (q is not g)
 
 
 def _made(factors: tuple[Var, Var], defs: dict[str, tuple[Var, Var]], made: dict[Pair, Var],

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
-from ..ir import (Atom, Bind, Block, Const, Copy, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram,
-                  TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block, vars_of)
-from ..names import Namer
+from ..ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim,
+                  ReverseProgram, TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block,
+                  vars_of)
 from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
@@ -166,18 +166,31 @@ Renamed = "dict[str, Atom] | None"
 
 
 def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset(),
-         env: dict[str, Atom] | None = None) -> Block:
+         env: dict[str, Atom] | None = None, forget: bool = False) -> Block:
     """The zero/plus algebra on ``block``; the names it replaces are added to
     ``renamed`` (when given) with what replaced them.  ``env``: names the block
     reads from outside, renamed as it is folded (a renaming of a block without
-    a backward loop: ``structure.rename_deep`` would rename a loop's tape values too)."""
+    a backward loop: ``structure.rename_deep`` would rename a loop's tape values too).
+    ``forget``: ``structure.forget_forward`` in the same walk, of a block without
+    nested blocks (a copy ``dup`` made is renamed as what it copies, ``drop`` left out)."""
     env = dict(env) if env else {}
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
     table = rules.TABLE
     for b in block.binds:
-        rhs = substitute(b.rhs, env)
+        rhs = b.rhs
+        if type(rhs) is Prim:  # (what ``substitute`` makes, without a call)
+            for a in rhs.args:
+                if type(a) is Var and a.name in env:
+                    rhs = Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]),
+                               rhs.params)
+                    break
+        elif type(rhs) is Copy:
+            if type(rhs.atom) is Var and rhs.atom.name in env:
+                rhs = Copy(env[rhs.atom.name])
+        else:
+            rhs = substitute(rhs, env)
         if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
             for i in table[rhs.op].zero_in:
                 if type(rhs.args[i]) is Zero:
@@ -187,6 +200,18 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
                 out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
                 if rhs.op in ZERO_MAKERS:
                     made_zero.add(b.targets[0].name)
+            continue
+        if forget and type(rhs) is Dup:
+            for t in b.targets:
+                env[t.name] = rhs.var
+            continue
+        if forget and type(rhs) is Drop:
+            continue
+        if type(rhs) is Copy:  # (the next most common: ``_fold_one``'s rule, without a call)
+            if keep_copies and type(rhs.atom) is Var:
+                out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+            else:
+                env[b.targets[0].name] = rhs.atom
             continue
         new = _fold_one(b, rhs, tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
@@ -208,10 +233,11 @@ def fold_forward(prog: ReverseProgram) -> ReverseProgram:
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, rename_deep(prog.backward, env))
 
 
-def _fold_forward_block(forward: Block, residuals: frozenset[str]) -> tuple[Block, dict[str, Atom]]:
-    """``fold_forward``'s forward block, and what each name it replaced is now."""
+def _fold_forward_block(forward: Block, residuals: frozenset[str],
+                        forget: bool = False) -> tuple[Block, dict[str, Atom]]:
+    """``fold_forward``'s forward block, and what each name it replaced is now (``forget``: see ``fold``)."""
     renamed: dict[str, Atom] = {}
-    forward = fold(forward, keep_copies=False, renamed=renamed, keep=residuals)
+    forward = fold(forward, keep_copies=False, renamed=renamed, keep=residuals, forget=forget)
 
     def final(a: Atom) -> Atom:
         while isinstance(a, Var) and a.name in renamed:
@@ -232,6 +258,11 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     if "LoopBack" in kinds(prog.backward):
         prog = fold_forward(forget_structure(prog))
         return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+    if kinds(prog.forward).isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+        # forget_forward in the forward fold's own walk: what it renames is renamed with what the
+        # fold replaces (no residuals to keep: they matter only at an `if`)
+        forward, env = _fold_forward_block(prog.forward, frozenset(), forget=True)
+        return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, fold(prog.backward, env=env))
     copies: dict[str, Atom] = {}  # (each a variable of the forward block)
     forward = forget_forward(prog.forward, copies)
     # the backward block's residuals, as ``fold_forward`` would find them after ``forget_structure``
@@ -265,11 +296,17 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     """``let t5 = e; let x_ct = t5`` (t5 used nowhere else) becomes ``let x_ct = e``.
     ``outer``: the copies the enclosing blocks removed (name -> what replaces it);
     a nested block applies them with its own in one walk."""
-    read: list[str] = []
-    for b in block.binds:
-        rhs = b.rhs
-        if type(rhs) is Prim:  # the most common
-            read.extend([a.name for a in rhs.args if type(a) is Var])
+    binds = block.binds
+    rhss = [b.rhs for b in binds]
+    # the reads of the primitives (the most common) in one comprehension, then the rest's
+    read = [a.name for rhs in rhss if type(rhs) is Prim for a in rhs.args if type(a) is Var]
+    for rhs in rhss:
+        cls = type(rhs)
+        if cls is Prim:
+            continue
+        if cls is Copy:  # (the next most common: one atom)
+            if type(rhs.atom) is Var:
+                read.append(rhs.atom.name)
         else:
             read.extend([v.name for v in vars_of(rhs)])
     uses = Counter(read)
@@ -278,12 +315,27 @@ def name_cotangents(block: Block, outer: dict[str, Atom] | None = None) -> Block
     out: list[Bind] = []
     at: dict[str, int] = {}  # each name bound by a binding of one target without blocks inside -> where in ``out``
     env: dict[str, Atom] = dict(outer or {})  # (a name is read only after its binding: what env has so far serves)
-    for b in block.binds:
+    for b in binds:
         rhs = b.rhs
         cls = type(rhs)
+        if cls is Prim:  # the most common: ``substitute``'s own test, without a call
+            if env:
+                for a in rhs.args:
+                    if type(a) is Var and a.name in env:  # (what ``substitute`` makes)
+                        rhs = Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]),
+                                   rhs.params)
+                        b = Bind(b.targets, rhs, b.loc)
+                        break
+            if len(b.targets) == 1:
+                at[b.targets[0].name] = len(out)
+            out.append(b)
+            continue
         if cls is Copy:
-            src = subst_atom(rhs.atom, env)  # type: ignore[union-attr]
-            if isinstance(src, Var) and Namer.is_temp(src.name) and uses[src.name] == 1 and src.name in at:
+            src = rhs.atom  # type: ignore[union-attr]
+            if type(src) is Var:
+                src = env.get(src.name, src)
+            if type(src) is Var and src.name[:1] == "t" and src.name[1:].isdigit() and uses[src.name] == 1 \
+                    and src.name in at:  # (``Namer.is_temp``)
                 old = out[at[src.name]]
                 out[at[src.name]] = Bind(b.targets, old.rhs, old.loc)
             else:

@@ -59,8 +59,12 @@ def unit_axes(block: Block) -> Block:
         return block  # nothing to replace
     binds = []
     for b in block.binds:
-        if type(b.rhs) in NESTING:
-            b = with_branches(b, b.rhs, unit_axes)
+        rhs = b.rhs
+        if type(rhs) is Prim and rhs.op != "matmul" and rhs.op != "sum":  # (the most common: nothing to replace)
+            binds.append(b)
+            continue
+        if type(rhs) in NESTING:
+            b = with_branches(b, rhs, unit_axes)
         rhs = b.rhs
         if type(rhs) is Prim and rhs.op == "matmul" and _column_times_row(rhs.args):
             b = Bind(b.targets, Prim("mul", rhs.args), b.loc)
