@@ -41,6 +41,10 @@ class Decline(Exception):
 
 
 _WS = " \t\f\\"  # (outside strings and comments a backslash only continues a line)
+_BLANKS = re.compile(r"[ \t\f\\]*")  # (:data:`_WS`)
+#: what may follow an expression that has parentheses of its own: blanks, then ``)``, a comment, a line
+#: continuation (or a tab, a form feed), or the line's end
+_CLOSER = re.compile(r" *(?:[)#\\\t\f]|$)")
 #: a line's code before its comment: anything but a quote or ``#``, and strings on one line
 _CODE = re.compile(r"""(?:[^#'"]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*""")
 
@@ -54,6 +58,17 @@ class Text:
     def __init__(self, source: str) -> None:
         self.lines = source.split("\n")
         self.ascii = [line.isascii() for line in self.lines]
+        self.all_ascii = source.isascii()
+        #: the positions :data:`_CLOSER` follows: where an expression ending there may have parentheses of its own
+        self.closers: set[Pos] = set()
+        closers = self.closers
+        for i, line in enumerate(self.lines, 1):
+            for m in _CLOSER.finditer(line):
+                a, b = m.span()
+                if b == a + 1 and line[a] != " ":  # (most: a `)` right there)
+                    closers.add((i, a))
+                else:  # blanks before a closing character, or before the line's end (which follows too)
+                    closers.update((i, c) for c in range(a, b if b > a and line[b - 1] != " " else b + 1))
         self.code_ends: dict[int, int] = {}
         self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
         self.closings: dict[Pos, tuple[list[Pos], str]] = {}
@@ -92,12 +107,11 @@ class Text:
         """The first significant character at or after ``pos``."""
         line, col = pos
         lines = self.lines
+        skip = _BLANKS.match
         while line <= len(lines):
             s = lines[line - 1]
-            n = len(s)
-            while col < n and s[col] in _WS:
-                col += 1
-            if col < n and s[col] != "#":
+            col = skip(s, col).end()
+            if col < len(s) and s[col] != "#":
                 return line, col
             line, col = line + 1, 0
         return line, 0
@@ -186,29 +200,20 @@ class Expressions:
         if make is None:
             raise Decline(type(n).__name__)
         text = self.text
-        s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
-        if not (text.ascii[s[0] - 1] and text.ascii[e[0] - 1]):  # (text.start(n), text.end(n))
+        if text.all_ascii:  # (else columns in characters: text.start(n), text.end(n))
+            s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
+        else:
             s, e = text.start(n), text.end(n)
         node, start = make(self, n, s, e)
-        line, i = text.lines[e[0] - 1], e[1]
-        while line.startswith(" ", i):
-            i += 1
-        if i >= len(line) or line[i] in _MAYBE_CLOSING:  # (else no `)` follows: no parentheses of its own)
+        if e in text.closers:  # (else no `)` follows: no parentheses of its own)
             found, stop = text.closing(e)
-            f, g = len(found) - (closed if stop != "," else 0), 0
+            f = len(found) - (closed if stop != "," else 0)
             if f > 0:
                 opening = text.opening(s, f + opened)
                 g = min(len(opening) - opened, f)
                 if g > 0:
                     s, e = opening[g - 1], found[g - 1]
-        else:
-            g = 0
-        if type(node) is _Parenthesised:
-            node = node.node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g + 1)),
-                                          rpar=tuple(new.RightParen() for _ in range(g + 1)))
-        elif g > 0:
-            node = node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g)),
-                                     rpar=tuple(new.RightParen() for _ in range(g)))
+                    _add_parentheses(node, g)
         self.starts[node] = start
         return node, s, e
 
@@ -365,7 +370,7 @@ class Expressions:
         if not own:
             return new.Tuple(elements, lpar=(), rpar=()), s  # (libcst's default has parentheses)
         # its own parentheses: the expression's; libcst starts it after them
-        return _Parenthesised(new.Tuple(elements)), first or self.text.prev(e)
+        return _parenthesised(new.Tuple(elements)), first or self.text.prev(e)
 
     def e_List(self, n: ast.List, s: Pos, e: Pos) -> Any:
         return new.List(self.elements(n.elts, False)[0]), s
@@ -404,7 +409,7 @@ class Expressions:
 
     def e_GeneratorExp(self, n: ast.GeneratorExp, s: Pos, e: Pos) -> Any:
         made, at = self.generator(n)
-        return _Parenthesised(made), at
+        return _parenthesised(made), at
 
     def e_Lambda(self, n: ast.Lambda, s: Pos, e: Pos) -> Any:
         params = self.parameters(n.args, self.text.next((s[0], s[1] + 6)), lambda_=True)
@@ -435,16 +440,22 @@ class Expressions:
         return made
 
 
-#: what may follow an expression that has parentheses of its own (blanks skipped): ``)``, a comment, a line's end
-_MAYBE_CLOSING = frozenset(")#\\\t\f")
 _MAKERS = {getattr(ast, name[2:]): make for name, make in vars(Expressions).items() if name.startswith("e_")}
 
 
-class _Parenthesised:
-    """A node whose parentheses Python's tree counts as its own (a tuple's, a
-    generator's): :meth:`Expressions.expr` gives it one pair more."""
+def _add_parentheses(node: Any, g: int) -> None:
+    """Give ``node`` ``g`` pairs of parentheses more: ``with_changes``, but in place (the node
+    was just made, and nothing holds it yet)."""
+    _set(node, "lpar", (*node.lpar, *[new.LeftParen() for _ in range(g)]))
+    _set(node, "rpar", (*node.rpar, *[new.RightParen() for _ in range(g)]))
 
-    __slots__ = ("node",)
 
-    def __init__(self, node: Any) -> None:
-        self.node = node
+_set = object.__setattr__  # (libcst's nodes are frozen dataclasses)
+
+
+def _parenthesised(node: Any) -> Any:
+    """``node`` with the parentheses Python's tree counts as its own (a tuple's, a generator's);
+    :meth:`Expressions.expr` gives it those it has besides."""
+    _set(node, "lpar", (new.LeftParen(),))
+    _set(node, "rpar", (new.RightParen(),))
+    return node
