@@ -171,11 +171,15 @@ class Text:
         return "\n".join([self.lines[l1 - 1][c1:], *self.lines[l1:l2 - 1], self.lines[l2 - 1][:c2]])
 
 
-_BINARY = {ast.Add: new.Add, ast.Sub: new.Subtract, ast.Mult: new.Multiply, ast.Div: new.Divide,
-           ast.FloorDiv: new.FloorDivide, ast.Mod: new.Modulo, ast.Pow: new.Power, ast.MatMult: new.MatrixMultiply,
-           ast.LShift: new.LeftShift, ast.RShift: new.RightShift, ast.BitOr: new.BitOr, ast.BitXor: new.BitXor,
-           ast.BitAnd: new.BitAnd}
-_UNARY = {ast.UAdd: new.Plus, ast.USub: new.Minus, ast.Not: new.Not, ast.Invert: new.BitInvert}
+#: arithmetic operators: one node of each, shared by the trees made (a leaf of no position,
+#: immutable as every libcst node is; libcst's parser makes one per operation)
+_BINARY = {k: make() for k, make in {
+    ast.Add: new.Add, ast.Sub: new.Subtract, ast.Mult: new.Multiply, ast.Div: new.Divide,
+    ast.FloorDiv: new.FloorDivide, ast.Mod: new.Modulo, ast.Pow: new.Power, ast.MatMult: new.MatrixMultiply,
+    ast.LShift: new.LeftShift, ast.RShift: new.RightShift, ast.BitOr: new.BitOr, ast.BitXor: new.BitXor,
+    ast.BitAnd: new.BitAnd}.items()}
+_UNARY = {k: make() for k, make in {ast.UAdd: new.Plus, ast.USub: new.Minus, ast.Not: new.Not,
+                                     ast.Invert: new.BitInvert}.items()}
 # (`in`, `not in`, `is`, `is not` are refused by check_subset: libcst's reading says where)
 _COMPARE = {ast.Lt: new.LessThan, ast.LtE: new.LessThanEqual, ast.Gt: new.GreaterThan, ast.GtE: new.GreaterThanEqual,
             ast.Eq: new.Equal, ast.NotEq: new.NotEqual}
@@ -251,11 +255,11 @@ class Expressions:
     def e_BinOp(self, n: ast.BinOp, s: Pos, e: Pos) -> Any:
         left, _, _ = self.expr(n.left)
         right, _, _ = self.expr(n.right)
-        return new.BinaryOperation(left, _BINARY[type(n.op)](), right), s
+        return new.BinaryOperation(left, _BINARY[type(n.op)], right), s
 
     def e_UnaryOp(self, n: ast.UnaryOp, s: Pos, e: Pos) -> Any:
         operand, _, _ = self.expr(n.operand)
-        return new.UnaryOperation(_UNARY[type(n.op)](), operand), s
+        return new.UnaryOperation(_UNARY[type(n.op)], operand), s
 
     def e_BoolOp(self, n: ast.BoolOp, s: Pos, e: Pos) -> Any:
         op = new.And if type(n.op) is ast.And else new.Or

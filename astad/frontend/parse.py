@@ -70,6 +70,16 @@ class Parsed:
     def loc(self, node: cst.CSTNode) -> Loc:
         if self.aliases:
             node = self.aliases.get(node, node)
+        positions = self.positions
+        at = positions.get(node) if type(positions) is Starts else None
+        if at is not None:  # (the rest, inline: the lowering asks at every binding)
+            line, lines = at[0], self.lines
+            loc = _new(Loc)
+            _set_file(loc, self.file)
+            _set_line(loc, line + self.line_offset)
+            _set_col(loc, at[1] + self.col_offset + 1)
+            _set_text(loc, lines[line - 1] if 0 < line <= len(lines) else "")
+            return loc
         if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
