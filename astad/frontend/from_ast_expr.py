@@ -41,10 +41,9 @@ class Decline(Exception):
 
 
 _WS = " \t\f\\"  # (outside strings and comments a backslash only continues a line)
-_BLANKS = re.compile(r"[ \t\f\\]*")  # (:data:`_WS`)
-#: what may follow an expression that has parentheses of its own: blanks, then ``)``, a comment, a line
-#: continuation (or a tab, a form feed), or the line's end
-_CLOSER = re.compile(r" *(?:[)#\\\t\f]|$)")
+#: what may follow an expression that has parentheses of its own (after blanks; or the line's end):
+#: ``)``, a comment, a line continuation (or a tab, a form feed)
+_CLOSING = re.compile(r"[)#\\\t\f]")
 #: a line's code before its comment: anything but a quote or ``#``, and strings on one line
 _CODE = re.compile(r"""(?:[^#'"]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*""")
 
@@ -59,16 +58,29 @@ class Text:
         self.lines = source.split("\n")
         self.ascii = [line.isascii() for line in self.lines]
         self.all_ascii = source.isascii()
-        #: the positions :data:`_CLOSER` follows: where an expression ending there may have parentheses of its own
+        #: the positions blanks and then :data:`_CLOSING` or the line's end follow: where an expression
+        #: ending there may have parentheses of its own
         self.closers: set[Pos] = set()
         closers = self.closers
+        add = closers.add
         for i, line in enumerate(self.lines, 1):
-            for m in _CLOSER.finditer(line):
-                a, b = m.span()
-                if b == a + 1 and line[a] != " ":  # (most: a `)` right there)
-                    closers.add((i, a))
-                else:  # blanks before a closing character, or before the line's end (which follows too)
-                    closers.update((i, c) for c in range(a, b if b > a and line[b - 1] != " " else b + 1))
+            n = len(line)
+            k = len(line.rstrip(" "))  # the line's end, and the blanks before it
+            if k == n:
+                add((i, n))
+            else:
+                closers.update([(i, c) for c in range(k, n + 1)])
+            c = line.find(")")  # (str.find, not a regular expression: a match's set-up costs more here)
+            while c >= 0:
+                if c and line[c - 1] == " ":
+                    closers.update([(i, b) for b in range(len(line[:c].rstrip(" ")), c + 1)])
+                else:
+                    add((i, c))
+                c = line.find(")", c + 1)
+            if "#" in line or "\\" in line or "\t" in line or "\f" in line:
+                for m in _CLOSING.finditer(line):
+                    c = m.start()
+                    closers.update([(i, b) for b in range(len(line[:c].rstrip(" ")), c + 1)])
         self.code_ends: dict[int, int] = {}
         self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
         self.closings: dict[Pos, tuple[list[Pos], str]] = {}
@@ -107,10 +119,9 @@ class Text:
         """The first significant character at or after ``pos``."""
         line, col = pos
         lines = self.lines
-        skip = _BLANKS.match
         while line <= len(lines):
             s = lines[line - 1]
-            col = skip(s, col).end()
+            col = len(s) - len(s[col:].lstrip(_WS))
             if col < len(s) and s[col] != "#":
                 return line, col
             line, col = line + 1, 0
