@@ -10,7 +10,6 @@ import ast
 import dataclasses
 import functools
 import re
-import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -18,7 +17,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep
-from ..source import check_not_wrapped, read as read_source, read_lambda
+from ..source import check_not_wrapped, read_dedented, read_lambda
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import Starts, resolve as resolve_positions, start_of
@@ -138,9 +137,8 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
         check_subset(parsed)
         _PARSED[key] = parsed
         return parsed
-    lines, start, file = read_source(fn)
+    lines, start, file, dedented = read_dedented(fn)
     source = "".join(lines)
-    dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     read = _read_with_ast(dedented, code.co_name)
     if read is not None:
