@@ -211,15 +211,20 @@ class Expressions:
         """``n``'s node.  ``opened``/``closed``: a ``(`` of the parent is right
         before it / a ``)`` of the parent right after it unless a comma is
         (a call's only argument: ``f((a))`` has one pair of ``a``'s)."""
-        make = _MAKERS.get(type(n))
-        if make is None:
-            raise Decline(type(n).__name__)
+        cls = type(n)
         text = self.text
         if text.all_ascii:  # (else columns in characters: text.start(n), text.end(n))
             s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
         else:
             s, e = text.start(n), text.end(n)
-        node, start = make(self, n, s, e)
+        if cls is ast.Name:  # (e_Name, inline: nearly half the expressions)
+            self.names.add(n.id)
+            node, start = _make_name(n.id), s
+        else:
+            make = _MAKERS.get(cls)
+            if make is None:
+                raise Decline(cls.__name__)
+            node, start = make(self, n, s, e)
         if e in text.closers:  # (else no `)` follows: no parentheses of its own)
             found, stop = text.closing(e)
             f = len(found) - (closed if stop != "," else 0)
@@ -466,6 +471,7 @@ def _add_parentheses(node: Any, g: int) -> None:
 
 
 _set = object.__setattr__  # (libcst's nodes are frozen dataclasses)
+_make_name = new.Name
 
 
 def _parenthesised(node: Any) -> Any:

@@ -348,13 +348,15 @@ class _SubsetChecker(cst.CSTVisitor):
 def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:
     """A ``return`` ends its block: nothing may follow it there (dead code is
     more likely a mistake than intended)."""
+    last = len(body) - 1
     for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.SimpleStatementLine):
+        cls = type(stmt)  # (libcst's node classes have no subclasses: `type(...) is` is the cheap test)
+        if cls is cst.SimpleStatementLine:
             for small in stmt.body:
-                if isinstance(small, cst.Return) and (i != len(body) - 1 or small is not stmt.body[-1]):
+                if type(small) is cst.Return and (i != last or small is not stmt.body[-1]):
                     raise UnsupportedSyntaxError("code after `return` is never run", parsed.loc(small),
                                                  "end the block with its `return`")
-        elif isinstance(stmt, cst.If):
+        elif cls is cst.If:
             _check_returns_last(stmts_of(stmt.body), parsed)
             if isinstance(stmt.orelse, cst.If):
                 _check_returns_last([stmt.orelse], parsed)
