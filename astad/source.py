@@ -77,7 +77,7 @@ def read_dedented(fn: Callable[..., Any]) -> tuple[list[str], int, str, str]:
     code = fn.__code__
     try:
         file_lines, start = inspect.findsource(code)  # the code object: inspect does not unwrap it
-        file = inspect.getsourcefile(code) or code.co_filename
+        file = _source_file(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
@@ -91,6 +91,15 @@ def read_dedented(fn: Callable[..., Any]) -> tuple[list[str], int, str, str]:
     return lines, start + 1, file, dedented
 
 
+def _source_file(code: types.CodeType) -> str:
+    """``inspect.getsourcefile(code) or code.co_filename``: a name ``<...>`` (a notebook cell's, a
+    text linecache holds) is that, without inspect's search of every module for one of that file."""
+    name = code.co_filename
+    if name.startswith("<") and name.endswith(">"):  # (getsourcefile gives it or None: no suffix of its maps it)
+        return name
+    return inspect.getsourcefile(code) or name
+
+
 def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
     """The lines of ``fn``'s file from the line of the lambda ``fn`` is, that line
     number, the lambda's column (0-based), the file, and the lambda's text; checked
@@ -98,7 +107,7 @@ def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
     code = fn.__code__
     try:
         file_lines, _ = inspect.findsource(code)
-        file = inspect.getsourcefile(code) or code.co_filename
+        file = _source_file(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of the lambda {fn.__qualname__} (defined in {code.co_filename}): {e}",
