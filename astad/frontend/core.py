@@ -58,7 +58,7 @@ class LowererCore:
         # a module's attributes read, per (id of the module, path, attribute): (module, value)
         self._attributes: dict[tuple, tuple[Any, Any]] = {}
         self._static_keys: dict[int, tuple[Any, Any]] = {}  # the static keys of tuples and dicts (make_call_key)
-        self.literals: dict[str, Const] = {}  # the numbers written in the code, by their text (expr_Integer, expr_Float)
+        self.literals: dict[str, Const] = {}  # the numbers written in the code by their text (expr_Float, ...)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
