@@ -37,8 +37,9 @@ class Expressions(LowererCore):
 
     def expr(self, node: cst.BaseExpression) -> Value:
         cls = type(node)
-        if cls is cst.Name:  # a variable of the running scope (or around it): Lookup.expr_Name's first step
-            scope, name = self.stack[-1], node.value
+        if cls is cst.Name:  # Lookup.expr_Name's first steps: a variable of the running scope (or around it),
+            running = scope = self.stack[-1]  # or a global read before (never True, False or None)
+            name = node.value
             while scope is not None:
                 env = scope.env
                 if name in env:
@@ -47,6 +48,10 @@ class Expressions(LowererCore):
                         return found
                     break
                 scope = scope.parent
+            else:
+                known = self._globals.get((id(running.parsed), running.path, name))
+                if known is not None and known[0] is running.parsed:
+                    return known[1]
         methods = _METHODS.get(type(self))
         if methods is None:
             methods = _METHODS[type(self)] = {}
