@@ -242,8 +242,10 @@ class Expressions(LowererCore):
         left_value = self.expr(node.left)
         if op == "add" and is_list_value(left_value):
             return self.concatenate_lists(left_value, self.expr(node.right), node)
-        left = self.atom(left_value, node.left)
-        right = self.atom(self.expr(node.right), node.right)
+        left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, node.left)
+        right = self.expr(node.right)  # (an atom as it is, else what atom says of it)
+        if not (type(right) is Var or type(right) is Const):
+            right = self.atom(right, node.right)
         return self.emit(op, [left, right])
 
     def concatenate_lists(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value:
