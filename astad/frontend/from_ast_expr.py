@@ -162,13 +162,22 @@ class Text:
 
     def _closing(self, pos: Pos) -> tuple[list[Pos], str]:
         found: list[Pos] = []
-        while True:
-            p = self.next(pos)
-            c = self.char(p)
+        lines = self.lines
+        line, col = pos
+        while True:  # (self.next and self.char, inline)
+            while line <= len(lines):
+                s = lines[line - 1]
+                col = len(s) - len(s[col:].lstrip(_WS))
+                if col < len(s) and s[col] != "#":
+                    break
+                line, col = line + 1, 0
+            else:
+                return found, ""
+            c = s[col]
             if c != ")":
                 return found, c
-            pos = (p[0], p[1] + 1)
-            found.append(pos)
+            col += 1
+            found.append((line, col))
 
     def one_line_after(self, a: Pos, b: Pos) -> bool:
         """Whether ``b`` is on ``a``'s logical line (lines between continued by a backslash)."""
