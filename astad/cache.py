@@ -81,7 +81,8 @@ def fingerprint(obj: Any) -> str:
             src = inspect.getsource(inner)
         except (OSError, TypeError):
             src = repr(inner.__code__.co_code)
-        text = f"{src}{inner.__defaults__!r}{inner.__code__.co_filename}:{inner.__code__.co_firstlineno}"
+        text = (f"{src}{inner.__defaults__!r}{inner.__kwdefaults__!r}"  # a default is read when transforming
+                f"{inner.__code__.co_filename}:{inner.__code__.co_firstlineno}")
         return "fn:" + hashlib.sha256(text.encode()).hexdigest()
     if isinstance(obj, types.ModuleType):
         return "module:" + obj.__name__

@@ -23,7 +23,7 @@ from .optimise.shifts import cancel_shifts
 from .errors import AstadError, InternalError
 from .ad.vjp_function import SplitFunction
 from .ir import (Bind, Block, Const, Function, KeyFunction, MakeTuple, NoneT, Num, Prim, ReverseProgram, StructT, TupleT,
-                 Type, Var, all_binds, leaf_counts)
+                 Type, Var, all_binds, kinds, leaf_counts)
 from .ir.types import _flattener, builder, unpacker  # the flattener of a structure, looked up once per derivative
 
 STAGES = ("core", "structural", "activity", "ad", "optimised")
@@ -288,7 +288,9 @@ def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozens
     stages, lowerer = run_stages(parsed, arg_types, wrt, functions=True)
     prog = stages.optimised
     with deep.gc_paused():
-        programs = [key_functions.reverse_of_key(f, m) for f, m in key_functions.called(prog)]
+        # (the functions it calls looked for only where it calls one: the blocks' kinds are known by now, mostly)
+        calls = "call_forward" in kinds(prog.forward) or "call_forward" in kinds(prog.backward)
+        programs = [key_functions.reverse_of_key(f, m) for f, m in key_functions.called(prog)] if calls else []
         called = [(p, optimise.residuals(p)) for p in programs]
     source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)),
                               called)

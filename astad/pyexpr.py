@@ -76,7 +76,8 @@ _UNARY = 12
 # Nodes are immutable: one instance of an operator (and of empty whitespace) serves every
 # expression (libcst makes a node for each default field of each node otherwise)
 _OPERATORS = {op: cls() for op, (cls, _) in _BINOPS.items()}
-_NO_SPACE = cst.SimpleWhitespace("")
+OPERATORS = tuple(_OPERATORS.values())  # (printed by table: astad.codegen.render)
+_NO_SPACE = NO_SPACE = cst.SimpleWhitespace("")
 _KEYWORD_EQUAL = cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE)
 _MINUS = cst.Minus()
 _PARENS = ((cst.LeftParen(),), (cst.RightParen(),))
@@ -103,6 +104,9 @@ def precedence(node: cst.BaseExpression) -> int:
 
 _OPERATOR_PRECEDENCE = {cls: p for cls, p in _BINOPS.values()}
 _PRECEDENCE = {cst.UnaryOperation: _UNARY, cst.Comparison: 5, cst.IfExp: 1, cst.Tuple: 0}
+#: classes whose nodes are atoms with or without parentheses (``precedence`` is ``_ATOM``)
+_ATOMS = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Call, cst.Attribute, cst.Subscript,
+                    cst.List}) - _PRECEDENCE.keys() - {cst.BinaryOperation}
 
 
 def paren(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -130,10 +134,10 @@ def binop(op: str, left: cst.BaseExpression, right: cst.BaseExpression) -> cst.B
     p = _BINOPS[op][1]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         left, right = _at_least(left, p + 1), _at_least(right, _UNARY)
-    else:  # (_at_least's, inlined: most operands are names)
-        if precedence(left) < p:
+    else:  # (_at_least's, inlined: most operands are names, calls, numbers)
+        if type(left) not in _ATOMS and precedence(left) < p:
             left = paren(left)
-        if precedence(right) <= p:
+        if type(right) not in _ATOMS and precedence(right) <= p:
             right = paren(right)
     return _binary(left, _OPERATORS[op], right)
 
@@ -212,6 +216,21 @@ def identifier(text: str) -> cst.Name:
 
 def literal(value: Any) -> cst.BaseExpression:
     """Python source for a constant: numbers, booleans, None, tuples of them."""
+    cls = type(value)
+    if (cls is float or cls is int) and value and value == value:  # (one node for each number: nodes are
+        node = _NUMBERS.get((cls, value))  # immutable; not zero, whose sign equality does not tell, nor NaN)
+        if node is None:
+            node = _literal(value)
+            if len(_NUMBERS) < 4096:
+                _NUMBERS[cls, value] = node
+        return node
+    return _literal(value)
+
+
+_NUMBERS: dict[tuple[type, Any], cst.BaseExpression] = {}
+
+
+def _literal(value: Any) -> cst.BaseExpression:
     if value is None or isinstance(value, bool):
         return cst.Name(repr(value))
     if isinstance(value, tuple):
@@ -237,3 +256,5 @@ _subscript = maker(cst.Subscript, "value", "slice")
 _subscript_element = maker(cst.SubscriptElement, "slice")
 _index = maker(cst.Index, "value")
 _slice = maker(cst.Slice, "lower", "upper", "step")
+#: the dot of every dotted name :func:`name` makes (one instance: printed by table, astad.codegen.render)
+DOT = _attribute(_name("a"), _name("b")).dot

@@ -542,10 +542,10 @@ class ControlFlowGen(Gen):
 
     def line(self, text):
         aug = re.match(r"^(\w+) [-+*/]= (.*)$", text)
-        lhs, rhs = (aug.group(1), text) if aug else text.split(" = ", 1)
+        *lhs, rhs = (aug.group(1), text) if aug else text.split(" = ")  # (`a = b = value`: two targets)
         self.count_reads(rhs)
         for f in self.frames:
-            f["updated"].update(re.findall(r"\w+", lhs))
+            f["updated"].update(re.findall(r"\w+", " ".join(lhs)))
         super().line(text)
         self.lines[-1] = "    " * self.depth + self.lines[-1]
 

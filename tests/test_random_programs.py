@@ -365,8 +365,8 @@ class Gen:
         if aug:
             targets, rhs = [aug.group(1)], text
         else:
-            lhs, rhs = text.split(" = ", 1)
-            targets = re.findall(names, lhs)
+            *lhs, rhs = text.split(" = ")  # (`a = b = value`: two targets)
+            targets = re.findall(names, " ".join(lhs))
         self.unread.difference_update(re.findall(names, rhs))
         self.unread.update(targets)
         self.assigned.update(targets)
@@ -395,7 +395,13 @@ class Gen:
             if v in self.env:
                 self.env[v]["fresh"] = False
         shape = self.shape_of(expr)
-        self.line(f"{target} = {expr}")
+        if self.draw(st.integers(0, 7)) == 0:  # `a = b = value`: two names of one object (neither updated in place)
+            also = self.fresh_name()
+            self.line(f"{target} = {also} = {expr}")
+            self.env[also] = {"shape": shape, "bound": bound, "fresh": False}
+            fresh = False
+        else:
+            self.line(f"{target} = {expr}")
         self.env[target] = {"shape": shape, "bound": bound, "fresh": fresh and shape != "f"}
 
     # ------------------------------------------------------------------ expressions: (expr, bound, fresh, views)
@@ -496,7 +502,8 @@ class Gen:
             forms += [f"np.transpose({a}, (1, 0, 2))", f"{a}.transpose(2, 0, 1)"]
         same = [n for n in names if self.env[n]["shape"] == shape]
         b = self.pick(same)
-        forms += [f"np.stack([{a}, {b}])", f"np.stack(({a}, {b}), axis=-1)", f"np.concatenate([{a}, {b}])"]
+        forms += [f"np.stack([{a}, {b}])", f"np.stack(({a}, {b}), axis=-1)", f"np.concatenate([{a}, {b}])",
+                  f"np.concatenate(({a}, {b}), axis=None)"]  # (numpy flattens them)
         if len(shape) >= 2:
             forms.append(f"np.concatenate([{a}, {b}], axis=1)")
         if len(shape) == 2:

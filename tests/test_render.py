@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import astad
-from astad.codegen import python as codegen_python
+from astad.codegen import module as codegen_module
 from astad.codegen.render import render
 
 _names = st.sampled_from(["x", "np", "t12", "x_ct", "residuals", "_"])
@@ -137,7 +137,7 @@ def test_generated_modules_print_as_libcst(monkeypatch):
         seen.append(module)
         return render(module)
 
-    monkeypatch.setattr(codegen_python, "render", checked)
+    monkeypatch.setattr(codegen_module, "render", checked)
 
     def f(x, W, k):
         s = 0.0
@@ -240,7 +240,7 @@ def test_makers_make_libcsts_nodes(a, b, c):
         (px.paren(a), a.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])),
         (px.list_([a, b]), cst.List([cst.Element(a), cst.Element(b)])),
         (px.list_([]), cst.List([])),
-        (cst.Parameters([codegen_python._param(px.identifier("x"))]), cst.Parameters([cst.Param(cst.Name("x"))])),
+        (cst.Parameters([codegen_module._param(px.identifier("x"))]), cst.Parameters([cst.Param(cst.Name("x"))])),
         (px.subscript(a, [b, px.slice_(None, c, None)]),
          cst.Subscript(px._at_least(a, px._ATOM), [cst.SubscriptElement(cst.Index(b)),
                                                     cst.SubscriptElement(cst.Slice(None, c, None))])),

@@ -16,7 +16,8 @@ import libcst as cst
 
 from .. import backends
 from .loops import zipped_rows
-from .python import Printer, funcdef, module_source
+from .module import funcdef, module_source
+from .python import Printer
 from .reuse import reused
 from ..ir import Bind, Block, Function, If, Loop, MakeTuple, Var
 from ..ir.walk import substitute

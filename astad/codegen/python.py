@@ -12,7 +12,6 @@ Deterministic: the same program always prints to the same text.
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from typing import Callable, Sequence
 
@@ -29,23 +28,24 @@ from ..blocks import result_items
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting
 from .release import released
-from .render import render
+from .module import funcdef, module_source
+from .render import EOL
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
-_SPACE, _EOL = cst.SimpleWhitespace(" "), cst.TrailingWhitespace()
+_SPACE, _EOL = cst.SimpleWhitespace(" "), EOL
 _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whitespace=_EOL)
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
 _comment_line = px.maker(cst.EmptyLine, "comment")
-_param = px.maker(cst.Param, "name")
 
 
 @functools.lru_cache(maxsize=4096)
-def _comment_lines(text: str) -> tuple[cst.EmptyLine]:
-    """The leading line of a comment ``text`` (one node for each text, as the forward and
-    backward passes head the same groups with the same lines; the comment checked)."""
-    return (_comment_line(cst.Comment(text)),)
+def _comment_lines(line: int, text: str) -> tuple[cst.EmptyLine]:
+    """The leading line of the comment quoting the user's line ``line``, ``text`` (one node for
+    each, as the forward and backward passes head the same groups with the same lines; the
+    comment checked)."""
+    return (_comment_line(cst.Comment(f"# line {line}: {text.strip()}")),)
 
 
 def _zero(t: object) -> Expr:
@@ -90,26 +90,33 @@ class Printer(LoopPrinting):
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
+        self.big_types: dict[int, tuple[object, bool]] = {}  # id(type) -> (type, inplace.big(type))
 
     def atom(self, a: Atom) -> Expr:
         cls = type(a)  # (no class of the IR has subclasses)
         if cls is Var:
-            if a.name in self.inlined:
-                self.reach = max(self.reach, self.depth.pop(a.name))
-                return self.inlined.pop(a.name)
+            name = a.name
+            if name in self.inlined:
+                depth = self.depth.pop(name)
+                if depth > self.reach:
+                    self.reach = depth
+                return self.inlined.pop(name)
             fast = self.fast
-            if fast is not None and a.name in fast.floats:  # (a numpy float read as a Python float)
-                return px.name(fast.floats[a.name])
-            return px.name(a.name)
+            if fast is not None and name in fast.floats:  # (a numpy float read as a Python float)
+                return px.name(fast.floats[name])
+            return px.name(name)
         if cls is Const:
             return px.name(a.name) if a.name is not None else px.literal(a.value)  # type: ignore[union-attr]
         return _zero(a.type)
 
     def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
-        if loc is None or (loc.file, loc.line) == self.last_loc:
+        if loc is None:
             return ()
-        self.last_loc = (loc.file, loc.line)
-        return _comment_lines(f"# line {loc.line}: {loc.text.strip()}")
+        at = (loc.file, loc.line)
+        if at == self.last_loc:
+            return ()
+        self.last_loc = at
+        return _comment_lines(loc.line, loc.text)
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
         self.lines.append(_line([small], self.comment(loc)))
@@ -122,57 +129,79 @@ class Printer(LoopPrinting):
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
         self.reach = 0
-        if isinstance(rhs, Prim):
-            if self.zipped and b.targets[0].name in self.zipped:
+        if type(rhs) is Prim:  # (no class of the IR has subclasses)
+            op = rhs.op
+            target = b.targets[0]
+            if self.zipped and target.name in self.zipped:
                 return  # a row the loop's head binds (codegen/loops.py: zipped_rows)
             if (self.fast is not None or self.plan.calls) and self.fast_prim(b, rhs):
                 return
-            entry = rules.TABLE[rhs.op]
-            params = dict(rhs.params)
-            reads = self.count_copies(rhs)
-            if rhs.op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[b.targets[0].name] == 1:
-                self.views[b.targets[0].name] = rhs.args[0].name
+            entry = _TABLE[op]
+            params = dict(rhs.params) if rhs.params else {}
+            if op in _FRESH and not self.views:  # (most: count_copies', inlined)
+                copied = self.copied
+                reads = False
+                for a in rhs.args:
+                    if type(a) is Var:
+                        copied[a.name] = copied.get(a.name, 0) + 1
+                        reads = True
+            else:
+                reads = self.count_copies(rhs)
+            if op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[target.name] == 1:
+                self.views[target.name] = rhs.args[0].name
             # (every in-place form writes a result of at least inplace.MIN_SIZE elements: not asked otherwise)
-            big = self.in_place and inplace.big(b.targets[0].type)
-            if big and rhs.op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[rhs.op]):
-                return
-            if big and rhs.op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[rhs.op]):
-                return
-            if big and (inplace.fuse(self, b) or inplace.defer_masked(self, b)):
-                return
-            args = [self.atom(a) for a in rhs.args]
-            if rhs.op in _LIST_IN_PLACE:
-                self.flush_reading(rhs.args[0])
-            if rhs.op in _UPDATES:  # a copy of the array updated, or the array itself where nothing else reads it
-                self.fresh.add(b.targets[0].name)
-                params["in_place"] = self.in_place and self._owned(rhs.args[0])
-                if params["in_place"]:
-                    self.flush_reading(rhs.args[0])  # what read the array before is computed before
-            if rhs.op == "scatter" and self.defer(b, args):
-                return
+            if self.in_place:  # (inplace.big's answer kept for each type object, held meanwhile: its id is its own)
+                t = target.type
+                big = self.big_types.get(id(t))
+                if big is None or big[0] is not t:
+                    big = self.big_types[id(t)] = (t, inplace.big(t))
+                if big[1] and self.in_place_form(b, rhs):
+                    return
+            if self.fast is None:  # (atom's, inlined for a variable not pending)
+                inlined = self.inlined
+                args = [px.name(a.name) if type(a) is Var and a.name not in inlined else self.atom(a) for a in rhs.args]
+            else:
+                args = [self.atom(a) for a in rhs.args]
+            if op in _SPECIAL:
+                if op in _LIST_IN_PLACE:
+                    self.flush_reading(rhs.args[0])
+                if op in _UPDATES:  # a copy of the array updated, or the array itself where nothing else reads it
+                    self.fresh.add(target.name)
+                    params["in_place"] = self.in_place and self._owned(rhs.args[0])
+                    if params["in_place"]:
+                        self.flush_reading(rhs.args[0])  # what read the array before is computed before
+                if op == "scatter" and self.defer(b, args):
+                    return
             if entry.stmts is not None:
-                target = b.targets[0].name
-                into = rhs.op == "scatter_add" and isinstance(args[0], cst.Name) and self.uses[target] == 1
-                stmts = entry.stmts(args[0] if into else cst.Name(target), args, params)
+                name = target.name
+                into = op == "scatter_add" and isinstance(args[0], cst.Name) and self.uses[name] == 1
+                stmts = entry.stmts(args[0] if into else cst.Name(name), args, params)
                 for small in stmts[1:] if into else stmts:  # `acc[i] += v`: no `t = acc` before it
                     self.emit(small, b.loc)
                 if into:  # the result is the accumulator itself, read once, by its name
-                    self.inlined[target], self.depth[target] = args[0], 0
+                    self.inlined[name], self.depth[name] = args[0], 0
                 return
             if entry.emit is None:
-                raise InternalError(f"codegen: no printer for {rhs.op}")
+                raise InternalError(f"codegen: no printer for {op}")
             (target,) = b.targets
-            if rhs.op in _FRESH and isinstance(target.type, Num) and target.type.shape:
+            if op in _FRESH and isinstance(target.type, Num) and target.type.shape:
                 self.fresh.add(target.name)
             # (no second `accumulate` here: what it reads (fresh, uses, copied, deferred, the types) is as
             # it was above but for `target` now fresh, never an argument of its own binding)
-            cheaper = _CHEAPER.get(rhs.op)
+            cheaper = _CHEAPER.get(op)
             value = (cheaper and cheaper(rhs, args)) or entry.emit(args, params)
-            first = rhs.args[0].type if rhs.args else None
-            if entry.method and isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
-                value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
-                                  **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
-            self.put(b, value)
+            if entry.method:
+                first = rhs.args[0].type if rhs.args else None
+                if isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
+                    value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
+                                      **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
+            # self.put's, inlined: ``target = value``, or ``value`` inlined where its temporary is read (once)
+            name = target.name
+            if name[:1] == "t" and self.uses[name] == 1 and self.reach < MAX_INLINED and name[1:].isdigit() \
+                    and not (self.in_if and name in self.residuals):
+                self.inlined[name], self.depth[name] = value, self.reach + 1
+                return
+            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], self.comment(b.loc)))
         elif isinstance(rhs, MakeTuple):
             self.assign(b.targets, px.tuple_([self.atom(a) for a in rhs.items]), b.loc)
         elif isinstance(rhs, Unpack) and len(b.targets) == 1:  # `(x,) = t`: a tuple of one
@@ -201,6 +230,16 @@ class Printer(LoopPrinting):
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def in_place_form(self, b: Bind, rhs: Prim) -> bool:
+        """``b`` (a large array's) printed computing into the memory of an array nothing reads after it,
+        if it can be."""
+        op = rhs.op
+        if op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[op]):
+            return True
+        if op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[op]):
+            return True
+        return inplace.fuse(self, b) or inplace.defer_masked(self, b)
 
     def count_copies(self, rhs: Prim) -> bool:
         """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
@@ -452,6 +491,8 @@ def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
 #: printers used instead of the table's where the argument types allow a cheaper call (None: they do not)
 _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": _array_of_list}
 
+_TABLE = rules.TABLE
+
 #: primitives that change the list they are given (its first operand) in place
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
 #: array updates printed as ``y_new = y.copy(); y_new[index] = v``, without the copy where ``y`` is owned
@@ -460,6 +501,8 @@ _UPDATES = {"setitem"}
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 #: operations that can update their last operand in place by a ufunc's ``out=`` (the first, for + and *, above)
 _IN_PLACE_CALL = {"neg": "negative", "sub": "subtract", "div": "divide"}
+#: the operations ``bind`` looks at before printing them (the others: none of these)
+_SPECIAL = _LIST_IN_PLACE | _UPDATES | {"scatter"}
 _AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
 
 
@@ -508,16 +551,6 @@ def _taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> N
             _taped_and_summed(inner, taped, pairs)
 
 
-def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
-    docline = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(f'"""{doc}"""'))])
-    return cst.FunctionDef(
-        name=cst.Name(name),
-        params=cst.Parameters(params=[_param(px.identifier(p)) for p in params]),
-        body=cst.IndentedBlock(body=[docline, *body]),
-        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
-    )
-
-
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str,
              called: Sequence[tuple[ReverseProgram, Sequence[Var]]] = ()) -> str:
     """The generated module's source text; ``called``: the programs (with their residuals) of the
@@ -564,26 +597,3 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
         funcdef(f"{prog.name}_backward", ["residuals", prog.ct_in.name], bwd.lines,
                 f"Reverse pass of {prog.name}: cotangent of the value -> one cotangent per parameter."),
     ]
-
-
-def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
-    """A generated module: ``header`` as comments, ``import numpy as np`` (and
-    ``import math`` where it prints ``math.exp(x)`` of a Python float), the
-    runtime helpers the functions call (from :data:`astad.rules.RUNTIME`), the functions."""
-    imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
-    module = cst.Module(
-        header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
-        body=[*imports, *functions],
-    )
-    code = render(module)  # module.code, printed faster
-    # (a comment quoting the user's line may say `math.` too: then the import is unused)
-    more = ["import math\n"] if "math." in code and re.search(r"\bmath\.", code) else []
-    helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
-    numpy = "import numpy as np\n"
-    more.append(backends.import_line())  # numpy, or numpy with Dask's (CuPy's) array creation
-    if helpers:
-        more.append(f"from astad.primitives import {', '.join(helpers)}\n")
-    if more != [numpy]:  # the imports' lines put in place of numpy's, rather than printing the module again
-        at = 0 if code.startswith(numpy) else code.index("\n" + numpy) + 1  # the first line not a comment
-        code = code[:at] + "".join(more) + code[at + len(numpy):]
-    return code

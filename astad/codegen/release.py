@@ -45,67 +45,96 @@ _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
 #: the same two, for ASCII text (the same matches there, found a third faster)
 _BIND_ASCII = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)", re.ASCII)
 _NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+#: the top-level bindings of a text of several lines (``_BIND``'s, line by line)
+_BINDS = re.compile("^" + _BIND.pattern + "$", re.MULTILINE)
+_BINDS_ASCII = re.compile("^" + _BIND_ASCII.pattern + "$", re.MULTILINE | re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
+_DEF = re.compile(r"^def ", re.MULTILINE)
+#: the end of a function's body: a line neither indented nor empty
+_BODY_END = re.compile(r"\n(?!    |\n|\Z)")
 
 
 def released(code: str) -> str:
     """``code`` (a generated module) with ``del`` lines in its long functions (see the module docstring)."""
-    lines = code.split("\n")
     ascii_only = code.isascii()
     out: list[str] = []
-    i = 0
-    while i < len(lines):
-        out.append(lines[i])
-        i += 1
-        if not lines[i - 1].startswith("def "):
+    copied = pos = 0  # code[:copied] is in out; the next function is looked for from pos
+    while True:
+        m = _DEF.search(code, pos)
+        if m is None:
+            break
+        start = code.find("\n", m.start()) + 1  # the body: the lines after, indented or empty
+        if not start:
+            break
+        e = _BODY_END.search(code, start - 1)
+        pos = end = len(code) if e is None else e.start()
+        if end < start:
             continue
-        start = i
-        while i < len(lines) and (lines[i].startswith(_INDENT) or not lines[i]):
-            i += 1
-        out.extend(_function_body(lines[start:i], ascii_only))
-    return "\n".join(out)
+        body = code[start:end].split("\n")
+        lines = _function_body(body, ascii_only)
+        if lines is not body:
+            out += (code[copied:start], "\n".join(lines))
+            copied = end
+    out.append(code[copied:])
+    return "".join(out)
 
 
 def _function_body(body: list[str], ascii_only: bool = False) -> list[str]:
-    """A function's body lines, with ``del`` lines where names are read for the last time."""
+    """A function's body lines, with ``del`` lines where names are read for the last time (``body``
+    itself where none are)."""
     if any(line.count(_QUOTES[0]) + line.count(_QUOTES[1]) not in (0, 2)
            for line in body if _QUOTES[0] in line or _QUOTES[1] in line):
         return body  # (a string over several lines: its lines are not statements)
-    # top-level statements: [first line, last line, group]; a group starts at a top-level comment
-    # (or after MAX_GROUP statements)
-    statements: list[list[int]] = []
+    # groups of top-level statements: [first line, last line] (of the last statement: its nested or
+    # continued lines too); a group starts at a top-level comment (or after MAX_GROUP statements)
+    groups: list[list[int]] = []
     group_end: dict[int, int] = {}  # group -> the line before which its `del` goes
-    group = size = 0
+    size = 0  # statements in the group being read
+    n = len(body)
     for k, line in enumerate(body):
         fifth = line[4:5]
-        comment = fifth == "#"
-        if fifth == " " or not line.startswith(_INDENT) or (fifth in "ef" and line.startswith(_CLAUSES)) \
-                or (comment and _continues(body, k)):
-            if statements and line:
-                statements[-1][1] = k  # a nested or continued line
+        if fifth == "#":  # a comment: a group's head, or a line of the compound statement before it
+            following = body[k + 1] if k + 1 < n else ""
+            if following[4:5] == "#" and _continues(body, k) or following.startswith(_CLAUSES):
+                if groups:
+                    groups[-1][1] = k
+            elif size:
+                group_end[len(groups) - 1] = k
+                size = 0
             continue
-        if (comment or size == MAX_GROUP) and size:  # the group ends here
-            group_end[group] = k
-            group, size = group + 1, 0
-        if not comment:
-            statements.append([k, k, group])
-            size += 1
-    if not statements:
+        if fifth == " " or not line.startswith(_INDENT) or (fifth in "ef" and line.startswith(_CLAUSES)):
+            if groups and line:
+                groups[-1][1] = k  # a nested or continued line
+            continue
+        if size == MAX_GROUP:  # the group ends here
+            group_end[len(groups) - 1] = k
+            size = 0
+        if size:
+            groups[-1][1] = k
+        else:
+            groups.append([k, k])
+        size += 1
+    if not groups:
         return body
-    bound: dict[str, int] = {}  # a name -> the statement binding it first at the top level
+    # the names bound at the top level (in the order of the statements binding them first), and the
+    # last group mentioning each: the text of a group is its statements' lines, from its first
+    # statement's first line to its last one's last (between them: empty lines only), so one search
+    # of each group's text (its statements' first lines are the only ones at the top level: a
+    # statement's other lines are deeper, comments, or clauses, which no binding matches)
+    bound: dict[str, None] = {}
     last: dict[str, int] = {}
-    findall, fullmatch = (_NAME_ASCII.findall, _BIND_ASCII.fullmatch) if ascii_only else (_NAME.findall, _BIND.fullmatch)
-    for s, (first, end, _) in enumerate(statements):
-        last.update(dict.fromkeys(findall(body[first] if first == end else "\n".join(body[first:end + 1])), s))
-        m = fullmatch(body[first])
-        if m and m.group(2) != "residuals":
-            for name in m.group(1).split(", "):
-                bound.setdefault(name, s)
+    findall, bindings = (_NAME_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_NAME.findall, _BINDS.findall)
+    for g, (first, end) in enumerate(groups):
+        text = body[first] if first == end else "\n".join(body[first:end + 1])
+        last.update(dict.fromkeys(findall(text), g))
+        for targets, value in bindings(text):
+            if value != "residuals":
+                bound.update(dict.fromkeys(targets.split(", ")))
     if len(bound) < MIN_NAMES:
         return body
     freed: dict[int, list[str]] = {}
     for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
-        g = statements[last[name]][2]
+        g = last[name]
         if g in group_end:  # (not the last group: the function returns there)
             freed.setdefault(group_end[g], []).append(name)
     out: list[str] = []

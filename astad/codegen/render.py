@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import libcst as cst
 
+from .. import pyexpr as px
+
 try:  # libcst's printing state: where its own printing of a node writes
     from libcst._nodes.internal import CodegenState
 except ImportError:  # pragma: no cover - another libcst: its own printing only
@@ -24,6 +26,13 @@ except ImportError:  # pragma: no cover - another libcst: its own printing only
 
 _DEFAULT = cst.MaybeSentinel.DEFAULT
 _WS = cst.SimpleWhitespace
+#: the classes of a node printed as its ``value`` where it has no parentheses
+_LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString})
+
+_NO_SPACE = px.NO_SPACE  # (the whitespace of pyexpr's arguments)
+
+#: the end of a line shared by the lines codegen makes (no comment, the default newline)
+EOL = cst.TrailingWhitespace()
 
 State = Any
 Printer = Callable[..., None]
@@ -141,9 +150,21 @@ def _token(n: Any, st: State) -> None:  # Name, Integer, Float, SimpleString
 def _attribute(n: cst.Attribute, st: State) -> None:
     if n.lpar:
         _open(n, st)
-    _node(n.value, st)
-    _op(n.dot, st)
-    _node(n.attr, st)
+    tokens = st.tokens
+    value, dot, attr = n.value, n.dot, n.attr
+    if type(value) is cst.Name and not value.lpar:  # (_node's, inlined for a name: `np.exp`)
+        tokens.append(value.value)
+    else:
+        _node(value, st)
+    text = _SHARED_OPERATORS.get(id(dot))
+    if text is None:
+        _op(dot, st)
+    else:
+        tokens.append(text)
+    if type(attr) is cst.Name and not attr.lpar:
+        tokens.append(attr.value)
+    else:
+        _node(attr, st)
     if n.rpar:
         _close(n, st)
 
@@ -155,10 +176,21 @@ def _call(n: cst.Call, st: State) -> None:
     _ws(n.whitespace_after_func, st)
     st.tokens.append("(")
     _ws(n.whitespace_before_args, st)
+    tokens = st.tokens
     last = len(n.args) - 1
     for i, arg in enumerate(n.args):
-        _arg(arg, st, default_comma=(i != last))
-    st.tokens.append(")")
+        if type(arg) is cst.Arg and arg.whitespace_after_star is _NO_SPACE and arg.whitespace_after_arg is _NO_SPACE \
+                and arg.keyword is None and arg.equal is _DEFAULT and arg.comma is _DEFAULT and not arg.star:
+            value = arg.value  # (_arg's, inlined for a positional argument as pyexpr makes it)
+            if type(value) in _LEAVES and not value.lpar:
+                tokens.append(value.value)
+            else:
+                _node(value, st)
+            if i != last:
+                tokens.append(", ")
+        else:
+            _arg(arg, st, default_comma=(i != last))
+    tokens.append(")")
     if n.rpar:
         _close(n, st)
 
@@ -186,9 +218,21 @@ def _arg(n: cst.Arg, st: State, default_comma: bool = False) -> None:
 def _binary(n: cst.BinaryOperation, st: State) -> None:
     if n.lpar:
         _open(n, st)
-    _node(n.left, st)
-    _op(n.operator, st)
-    _node(n.right, st)
+    tokens = st.tokens
+    left, op, right = n.left, n.operator, n.right
+    if type(left) in _LEAVES and not left.lpar:  # (_node's, inlined for a name or a number)
+        tokens.append(left.value)
+    else:
+        _node(left, st)
+    text = _SHARED_OPERATORS.get(id(op))
+    if text is None:
+        _op(op, st)
+    else:
+        tokens.append(text)
+    if type(right) in _LEAVES and not right.lpar:
+        tokens.append(right.value)
+    else:
+        _node(right, st)
     if n.rpar:
         _close(n, st)
 
@@ -220,6 +264,10 @@ def _comparison(n: cst.Comparison, st: State) -> None:
 
 
 def _elements(elements: Any, st: State, single: bool = False) -> None:
+    if not single and all(type(el) is cst.Element and el.comma is _DEFAULT and type(el.value) in _LEAVES
+                          and not el.value.lpar for el in elements):  # (names: a tuple of residuals)
+        st.tokens.append(", ".join([el.value.value for el in elements]))
+        return
     last = len(elements) - 1
     for i, el in enumerate(elements):
         if type(el) is not cst.Element:
@@ -302,12 +350,18 @@ def _slice(n: cst.Slice, st: State) -> None:
 
 
 def _empty_line(n: cst.EmptyLine, st: State) -> None:
+    tokens = st.tokens
     if n.indent:
-        st.tokens.extend(st.indent_tokens)
-    _ws(n.whitespace, st)
+        tokens.extend(st.indent_tokens)
+    w = n.whitespace
+    if type(w) is not _WS:
+        w._codegen(st)
+    elif w.value:
+        tokens.append(w.value)
     if n.comment is not None:
-        st.tokens.append(n.comment.value)
-    _newline(n.newline, st)
+        tokens.append(n.comment.value)
+    newline = n.newline
+    tokens.append(st.default_newline if newline.value is None else newline.value)  # (_newline's)
 
 
 def _newline(n: cst.Newline, st: State) -> None:
@@ -330,7 +384,10 @@ def _leading(n: Any, st: State) -> None:
 def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
     tokens = st.tokens
     for line in n.leading_lines:
-        _node(line, st)
+        if type(line) is cst.EmptyLine:
+            _empty_line(line, st)
+        else:
+            _node(line, st)
     tokens.extend(st.indent_tokens)
     body = n.body
     if len(body) == 1:  # (most lines)
@@ -346,7 +403,9 @@ def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
     else:
         st.tokens.append("pass")
     end = n.trailing_whitespace
-    if type(end) is cst.TrailingWhitespace and end.comment is None and type(end.whitespace) is _WS \
+    if end is EOL:
+        tokens.append(st.default_newline)  # (nearly every line)
+    elif type(end) is cst.TrailingWhitespace and end.comment is None and type(end.whitespace) is _WS \
             and not end.whitespace.value and type(end.newline) is cst.Newline and end.newline.value is None:
         st.tokens.append(st.default_newline)  # (most lines)
     else:
@@ -354,20 +413,31 @@ def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
 
 
 def _assign(n: cst.Assign, st: State, default_semicolon: bool = False) -> None:
+    tokens = st.tokens
     for target in n.targets:
         if type(target) is not cst.AssignTarget:
             target._codegen(st)
             continue
-        _node(target.target, st)
+        name = target.target
+        if type(name) is cst.Name and not name.lpar:  # (_node's, inlined for a name)
+            tokens.append(name.value)
+        else:
+            _node(name, st)
         before, after = target.whitespace_before_equal, target.whitespace_after_equal
         if type(before) is _WS and type(after) is _WS:  # (every assignment codegen makes)
-            st.tokens.append(before.value + "=" + after.value)
+            tokens.append(before.value + "=" + after.value)
         else:
             _ws(before, st)
-            st.tokens.append("=")
+            tokens.append("=")
             _ws(after, st)
-    _node(n.value, st)
-    _semicolon(n, st, default_semicolon)
+    value = n.value
+    f = _PRINTERS.get(type(value))
+    if f is None:
+        value._codegen(st)
+    else:
+        f(value, st)
+    if n.semicolon is not _DEFAULT or default_semicolon:
+        _semicolon(n, st, default_semicolon)
 
 
 def _aug_assign(n: cst.AugAssign, st: State, default_semicolon: bool = False) -> None:
@@ -456,7 +526,10 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
     st.indent_tokens.append(st.default_indent if n.indent is None else n.indent)
     if n.body:
         for s in n.body:
-            _node(s, st)
+            if type(s) is cst.SimpleStatementLine:  # (_node's, inlined for the most common line)
+                _simple_line(s, st)
+            else:
+                _node(s, st)
     else:
         st.tokens.extend(st.indent_tokens)
         st.tokens.append("pass")
@@ -533,3 +606,18 @@ _TOKENS: dict[type, str] = {
 
 #: unary operators: the token, then the whitespace after it
 _UNARY: dict[type, str] = {cls: cls()._get_token() for cls in (cst.Minus, cst.Plus, cst.BitInvert, cst.Not)}
+
+#: the text of each of the shared operators (:mod:`astad.pyexpr`'s, one instance of each: immortal, so
+#: their ids are theirs) with the whitespace about them
+_SHARED_OPERATORS: dict[int, str] = {}
+
+
+def share_operators(operators: Any) -> None:
+    """Print ``operators`` (nodes kept alive by the caller as long as the process lives) by table."""
+    for op in operators:
+        before, after = op.whitespace_before, op.whitespace_after
+        if type(op) in _TOKENS and type(before) is _WS and type(after) is _WS:
+            _SHARED_OPERATORS[id(op)] = before.value + _TOKENS[type(op)] + after.value
+
+
+share_operators([*px.OPERATORS, px.DOT])

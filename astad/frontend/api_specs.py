@@ -12,7 +12,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, Const, ListT, Var
+from ..ir import Atom, Const, ListT, Num, Var
 from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 
@@ -121,10 +121,20 @@ def sequence(op: str) -> Callable[[str], ApiSpec]:
         seq = b["arrays"]
         if isinstance(seq, Var) and isinstance(seq.type, ListT):
             axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+            if axis is None and op == "concatenate":  # numpy flattens: the elements (one shape) joined, raveled
+                e = seq.type.elem
+                if e is None or not isinstance(e, Num):
+                    raise lw.type_error("np.concatenate(xs, axis=None) of a list of unknown elements", node,
+                                        "np.concatenate(xs).ravel()")
+                joined = lw.emit("stack_list" if e.ndim == 0 else "concatenate_list", [seq], {"axis": 0})
+                return joined if e.ndim <= 1 else lw.emit("ravel", [joined])
             return lw.emit(f"{op}_list", [seq], {"axis": axis})
         if not hasattr(seq, "items"):
             raise lw.type_error(f"np.{op} needs a list or tuple of arrays", node)
         axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+        if axis is None and op == "concatenate":  # numpy flattens each array, then joins them
+            flat = [lw.emit("ravel", [lw.atom(v, node)]) for v in seq.items]
+            return lw.emit(op, flat, {"axis": 0})
         return lw.emit(op, [lw.atom(v, node) for v in seq.items], {"axis": axis})
 
     return lambda title: ApiSpec(title, sig("arrays, axis=0"), lower)

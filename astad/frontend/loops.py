@@ -150,6 +150,8 @@ class Loops(LowererCore):
             if index is not None:
                 self.aliases.made(index.name, ())
 
+            endless: list[cst.BaseExpression] = []  # a condition always true where the loop cannot stop (this pass)
+
             def body() -> list[Atom]:
                 if index is not None:
                     self.scope.env[index_name] = index  # type: ignore[index]
@@ -184,7 +186,7 @@ class Loops(LowererCore):
                         state += params[len(names):n_state]
                     stop = kind in ("break", "return")
                     if test is not None:  # a `while` goes on unless it stops here, if its condition holds now
-                        state.append(Const.literal(False, BOOL) if stop else self.next_go(test, has_break))
+                        state.append(Const.literal(False, BOOL) if stop else self.next_go(test, has_break, endless))
                     elif running:
                         state.append(Const.literal(not stop, BOOL))
                     self.aliases.leaving(stop, state)
@@ -215,6 +217,9 @@ class Loops(LowererCore):
                 continue
             new = [forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
             if new == types:
+                if endless:  # (on the first pass a shape may be the one before the loop: `while len(v) > 1`)
+                    raise self.syntax_error("this `while` loop never ends: its condition is always true",
+                                            "a condition on the values the loop changes, or a `break`", endless[0])
                 break
             self.aliases.loops.pop()
             self.aliases.restore(snapshot[-1])  # this pass's checks are made again by the next
@@ -275,13 +280,13 @@ class Loops(LowererCore):
         raise self.type_error(f"a {t} returned from inside a loop is not supported", node,
                               "assign the value to a variable, `break`, and return it after the loop")
 
-    def next_go(self, test: cst.BaseExpression, can_stop: bool) -> Atom:
+    def next_go(self, test: cst.BaseExpression, can_stop: bool, endless: list) -> Atom:
         """Whether a ``while`` loop runs again after an iteration that goes on: its
-        condition, on the values the names have where the iteration ends."""
+        condition, on the values the names have where the iteration ends (``test`` noted in
+        ``endless`` where it is always true and the loop cannot stop otherwise)."""
         c = self.condition(test)
         if c is True and not can_stop:
-            raise self.syntax_error("this `while` loop never ends: its condition is always true",
-                                    "a condition on the values the loop changes, or a `break`", test)
+            endless.append(test)
         return Const.literal(c, BOOL) if isinstance(c, bool) else c
 
     def range_bounds(self, node: cst.BaseExpression) -> list[Atom]:

@@ -87,6 +87,17 @@ def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     return lw.copy(lw.atom(b["a"], node))
 
 
+def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    """``np.array(xs)``: a list or tuple stacked; an array copied (numpy's default, copy=True)."""
+    x = b["object"]
+    if isinstance(x, (Var, Const)) and isinstance(x.type, Num) and x.type.ndim >= 1:
+        return lw.copy(x)
+    if isinstance(x, (Var, Const)) and isinstance(x.type, Num):
+        raise lw.type_error("np.array of a number (a 0-d array) is not supported", node,
+                            "the number itself, np.float64(x), or np.array([x]) for a 1-d array")
+    return sequence("stack")("np.array").lower(lw, {"arrays": x, "axis": 0}, node)
+
+
 def _lower_arange(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     given = [b[n] for n in ("start", "stop", "step") if b[n] is not None]
     return lw.emit("arange", [lw.atom(lw.const_or(v), node) for v in given])
@@ -140,7 +151,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "eye": spec("N, M=None, dtype=None", _lower_eye),
     "arange": spec("start, stop=None, step=None", _lower_arange),
     "shape": spec("a", _lower_shape),
-    "array": spec("object", lambda lw, b, node: sequence("stack")("np.array").lower(lw, {"arrays": b["object"], "axis": 0}, node)),
+    "array": spec("object", _lower_array),
 }
 for _family in _FAMILIES:
     _FUNCTIONS.update(_family.FUNCTIONS)

@@ -394,6 +394,15 @@ def check_subset(parsed: Parsed, found: from_ast.Found | None = None) -> None:
         if type(n) in _LEFT:
             todo.append((n,))
         if checker.on_visit(n):
-            todo.extend(reversed(children(n)))
+            kids = children(n)
+            if n is parsed.funcdef:  # its decorators run where it is defined, not in the code differentiated:
+                decorators = [k for k in kids if type(k) is cst.Decorator]  # their names are read, nothing checked
+                while decorators:
+                    d = decorators.pop()
+                    if type(d) is cst.Name:
+                        checker.names.add(d.value)
+                    decorators.extend(children(d))
+                kids = [k for k in kids if type(k) is not cst.Decorator]
+            todo.extend(reversed(kids))
     NAMES[parsed.funcdef] = frozenset(checker.names)
     parsed.calls_own_name = checker.calls_own_name  # (if so, calls_itself looks in the body alone)

@@ -132,8 +132,18 @@ class Statements(LowererCore):
     def statement(self, node: cst.BaseSmallStatement) -> None:
         if isinstance(node, cst.Assign):
             value = self.expr(node.value)
-            for target in node.targets:
-                self.assign(target.target, value)
+            if len(node.targets) == 1:
+                self.assign(node.targets[0].target, value)
+                return
+            # `a = b = value`: held by a name no code can write while each target is assigned, so that
+            # the first does not take the value's binding for its own name and leave the others unbound
+            pin = "<a = b = value>"
+            self.scope.env[pin] = value
+            try:
+                for target in node.targets:
+                    self.assign(target.target, value)
+            finally:
+                dict.pop(self.scope.env, pin, None)
         elif isinstance(node, cst.AnnAssign):
             if node.value is None:
                 return

@@ -1,0 +1,48 @@
+"""The generated module around codegen's functions: its header of comments, its imports (numpy,
+``math`` where it is read, the runtime helpers the functions call), the functions' definitions."""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import libcst as cst
+
+from .. import backends, rules
+from .. import pyexpr as px
+from .render import render
+
+_param = px.maker(cst.Param, "name")
+
+
+def funcdef(name: str, params: Sequence[str], body: list[cst.SimpleStatementLine], doc: str) -> cst.FunctionDef:
+    docline = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(f'"""{doc}"""'))])
+    return cst.FunctionDef(
+        name=cst.Name(name),
+        params=cst.Parameters(params=[_param(px.identifier(p)) for p in params]),
+        body=cst.IndentedBlock(body=[docline, *body]),
+        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+    )
+
+
+def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
+    """A generated module: ``header`` as comments, ``import numpy as np`` (and
+    ``import math`` where it prints ``math.exp(x)`` of a Python float), the
+    runtime helpers the functions call (from :data:`astad.rules.RUNTIME`), the functions."""
+    imports = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("numpy"), asname=cst.AsName(cst.Name("np")))])])]
+    module = cst.Module(
+        header=[cst.EmptyLine(comment=cst.Comment(f"# {line}")) if line else cst.EmptyLine() for line in header.splitlines()],
+        body=[*imports, *functions],
+    )
+    code = render(module)  # module.code, printed faster
+    # (a comment quoting the user's line may say `math.` too: then the import is unused)
+    more = ["import math\n"] if "math." in code and re.search(r"\bmath\.", code) else []
+    helpers = sorted(name for name in rules.RUNTIME if f"{name}(" in code)
+    numpy = "import numpy as np\n"
+    more.append(backends.import_line())  # numpy, or numpy with Dask's (CuPy's) array creation
+    if helpers:
+        more.append(f"from astad.primitives import {', '.join(helpers)}\n")
+    if more != [numpy]:  # the imports' lines put in place of numpy's, rather than printing the module again
+        at = 0 if code.startswith(numpy) else code.index("\n" + numpy) + 1  # the first line not a comment
+        code = code[:at] + "".join(more) + code[at + len(numpy):]
+    return code
