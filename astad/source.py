@@ -18,6 +18,7 @@ import ast
 import dis
 import functools
 import inspect
+import re
 import textwrap
 import types
 from typing import Any, Callable
@@ -68,10 +69,15 @@ def check_not_wrapped(fn: Any) -> None:
 def read(fn: Callable[..., Any]) -> tuple[list[str], int, str]:
     """The lines of ``fn``'s ``def`` (decorators included), its first line
     number, and its file; checked against ``fn.__code__`` (the caller has refused wrappers)."""
+    return read_dedented(fn)[:3]
+
+
+def read_dedented(fn: Callable[..., Any]) -> tuple[list[str], int, str, str]:
+    """:func:`read`, and the text of the lines dedented (as checked)."""
     code = fn.__code__
     try:
         file_lines, start = inspect.findsource(code)  # the code object: inspect does not unwrap it
-        file = inspect.getsourcefile(code) or code.co_filename
+        file = _source_file(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
@@ -80,8 +86,18 @@ def read(fn: Callable[..., Any]) -> tuple[list[str], int, str]:
     imported, ends = _module_facts("".join(file_lines))
     end = ends.get(start + 1)  # (inspect.getblock finds the same last line with tokenize: some 20 times slower)
     lines = file_lines[start:end] if end is not None else inspect.getblock(file_lines[start:])
-    check_matches(code, "".join(lines), fn.__qualname__, file, imported)
-    return lines, start + 1, file
+    dedented = dedent("".join(lines))
+    _check_dedented(code, dedented, fn.__qualname__, file, imported)
+    return lines, start + 1, file, dedented
+
+
+def _source_file(code: types.CodeType) -> str:
+    """``inspect.getsourcefile(code) or code.co_filename``: a name ``<...>`` (a notebook cell's, a
+    text linecache holds) is that, without inspect's search of every module for one of that file."""
+    name = code.co_filename
+    if name.startswith("<") and name.endswith(">"):  # (getsourcefile gives it or None: no suffix of its maps it)
+        return name
+    return inspect.getsourcefile(code) or name
 
 
 def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
@@ -91,7 +107,7 @@ def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
     code = fn.__code__
     try:
         file_lines, _ = inspect.findsource(code)
-        file = inspect.getsourcefile(code) or code.co_filename
+        file = _source_file(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of the lambda {fn.__qualname__} (defined in {code.co_filename}): {e}",
@@ -163,11 +179,27 @@ def _imported(tree: ast.Module) -> frozenset[str]:
 def check_matches(code: types.CodeType, source: str, what: str, file: str,
                   imported: frozenset[str] = frozenset()) -> None:
     """Refuse ``source`` unless, compiled, it gives ``code`` (up to line numbers)."""
-    compiled = _compile(code, textwrap.dedent(source), imported)
+    _check_dedented(code, dedent(source), what, file, imported)
+
+
+def _check_dedented(code: types.CodeType, source: str, what: str, file: str, imported: frozenset[str]) -> None:
+    compiled = _compile(code, source, imported)
     if compiled is None or not same_code(compiled, code):
         raise SourceUnavailableError(
             f"the source of {what} in {file} is not the code Python runs: the file was edited since the module "
             "was imported (or the text at that line is another function)", hint=_RELOAD)
+
+
+#: a line of blanks only (:func:`textwrap.dedent` empties them)
+_BLANK_LINE = re.compile("^[ \t]+$", re.MULTILINE)
+
+
+def dedent(text: str) -> str:
+    """``textwrap.dedent(text)``; where the first line is not indented (a module-level
+    ``def``), only its emptying of blank lines (the rest finds no margin to remove)."""
+    if text[:1] not in ("", " ", "\t", "\n"):
+        return _BLANK_LINE.sub("", text)
+    return textwrap.dedent(text)
 
 
 def _compile(code: types.CodeType, source: str, imported: frozenset[str]) -> types.CodeType | None:

@@ -5,13 +5,14 @@ below make the common shapes of spec (elementwise, reduction, constructor...).""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, ListT, Num, Var
+from ..ir import Atom, Const, ListT, Num, Var
 from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 
@@ -45,8 +46,12 @@ class ApiSpec:
     params: tuple[tuple[str, Any], ...]  # (name, default or REQUIRED)
     lower: Lower
 
+    @functools.cached_property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.params]
+
     def bind(self, args: list, kwargs: dict) -> dict:
-        names = [n for n, _ in self.params]
+        names = self.names
         if len(args) > len(names):
             raise TypeError(f"takes at most {len(names)} positional arguments ({len(args)} given)")
         bound = dict(zip(names, args))
@@ -74,7 +79,11 @@ def sig(text: str) -> tuple[tuple[str, Any], ...]:
 
 
 def atoms(lw: "Lowerer", bound: dict, node: cst.Call, *names: str) -> list[Atom]:
-    return [lw.atom(lw.const_or(bound[n]), node) for n in names]
+    out = []
+    for n in names:  # (a loop, an atom as it is: this runs at every call of a numpy function)
+        v = bound[n]
+        out.append(v if type(v) is Var or type(v) is Const else lw.atom(lw.const_or(v), node))
+    return out
 
 
 def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:

@@ -51,6 +51,13 @@ class Calls(LowererCore):
                 args.append(self.expr(arg.value))
         if not isinstance(func, Ref):
             raise self.type_error("this value is not callable", node.func)
+        if func.kind == "numpy":  # (first: the most common)
+            spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
+            if spec is None:
+                raise UnsupportedFunctionError(
+                    f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
+                    "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
+            return self.apply(spec, args, kwargs, node)
         if func.kind == "user":
             return self.inline_call(func.obj, func.path, args, kwargs, node)
         if func.kind == "closure":
@@ -74,13 +81,6 @@ class Calls(LowererCore):
             return self.apply(builtin_spec(func.obj), args, kwargs, node)  # type: ignore[arg-type]
         if func.kind == "dtype" and scalar_type(func.obj) is not None:  # np.float64(x)
             return self.apply(scalar_type(func.obj), args, kwargs, node)  # type: ignore[arg-type]
-        if func.kind == "numpy":
-            spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
-            if spec is None:
-                raise UnsupportedFunctionError(
-                    f"np.{numpy_name(func.obj)} is not supported", self.loc(node.func),
-                    "numpy functions " + ", ".join(sorted(f"np.{k}" for k in API)))
-            return self.apply(spec, args, kwargs, node)
         if func.kind in ("type", "dtype", "exception"):  # callable in Python, not here
             name = f"np.{func.obj}" if func.kind == "dtype" else ref_name(func)
             raise self.type_error(f"calling `{name}` is not supported", node.func,

@@ -6,6 +6,7 @@ point at the node being lowered.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 import libcst as cst
@@ -57,6 +58,7 @@ class LowererCore:
         # a module's attributes read, per (id of the module, path, attribute): (module, value)
         self._attributes: dict[tuple, tuple[Any, Any]] = {}
         self._static_keys: dict[int, tuple[Any, Any]] = {}  # the static keys of tuples and dicts (make_call_key)
+        self.literals: dict[str, Const] = {}  # the numbers written in the code by their text (expr_Float, ...)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
@@ -91,20 +93,24 @@ class LowererCore:
         """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
         params = params or {}
         try:
-            t = rules.infer(op, [a.type for a in args], params)
+            t = rules.TABLE[op].infer(list(map(_TYPE, args)), params)  # (rules.infer; map: no frame of a comprehension)
         except rules.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
             raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
                 "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
-        if _foldable(op, args):
+        if op in _FOLDABLE and _foldable(args):
             with np.errstate(all="ignore"):
                 value = rules.TABLE[op].impl(*[a.value for a in args], **params)
             if isinstance(value, (int, float, bool)) and np.isfinite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
-        self.bind_prim(var, Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()), self.loc())
+        # (bind_prim, inline: this runs at every binding)
+        self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()),
+                               self.loc()))
+        self.bound.add(var.name)
+        self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
 
     def bind_prim(self, var: Var, prim: Prim, loc: Any) -> None:
@@ -231,14 +237,14 @@ class LowererCore:
         return self.branch(then), self.branch(orelse)
 
 
-def _foldable(op: str, args: list[Atom]) -> bool:
-    if op not in _FOLDABLE:
-        return False
+def _foldable(args: list[Atom]) -> bool:
     for a in args:  # (a loop, not all(...) of a generator: this runs at every binding)
         if not (isinstance(a, Const) and a.name is None and isinstance(a.type, Num) and a.type.py):
             return False
     return True
 
+
+_TYPE = operator.attrgetter("type")
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}
 
@@ -257,7 +263,7 @@ def _scope_holds(env: Any, name: str, value: Var) -> bool:
     if type(env) is Env:
         if name in env.vars and any(type(v) is Var and v.name == name for v in env.values()):
             return True
-        return any(mentions(env[k], value) for k in env.others if k in env)
+        return bool(env.others) and any(mentions(env[k], value) for k in env.others if k in env)
     for v in env.values():
         if type(v) is Var:
             if v.name == name:

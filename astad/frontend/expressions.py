@@ -37,8 +37,25 @@ class Expressions(LowererCore):
 
     def expr(self, node: cst.BaseExpression) -> Value:
         cls = type(node)
-        key = (type(self), cls)
-        method = _METHODS.get(key)
+        if cls is cst.Name:  # Lookup.expr_Name's first steps: a variable of the running scope (or around it),
+            running = scope = self.stack[-1]  # or a global read before (never True, False or None)
+            name = node.value
+            while scope is not None:
+                env = scope.env
+                if name in env:
+                    found = env[name]
+                    if found is not None:
+                        return found
+                    break
+                scope = scope.parent
+            else:
+                known = self._globals.get((id(running.parsed), running.path, name))
+                if known is not None and known[0] is running.parsed:
+                    return known[1]
+        methods = _METHODS.get(type(self))
+        if methods is None:
+            methods = _METHODS[type(self)] = {}
+        method = methods.get(cls)
         if method is None:
             method = getattr(type(self), "expr_" + cls.__name__, None)
             if method is None:
@@ -46,7 +63,7 @@ class Expressions(LowererCore):
                 message, hint = entry if entry else (f"`{cls.__name__}` expressions are not supported",
                                                      "arithmetic, numpy calls, indexing")
                 raise self.syntax_error(message, hint, node)
-            _METHODS[key] = method
+            methods[cls] = method
         saved, depth = self.node, self.expr_depth
         self.node = node
         try:
@@ -60,17 +77,26 @@ class Expressions(LowererCore):
             self.node, self.expr_depth = saved, depth
 
     def expr_Integer(self, node: cst.Integer) -> Value:
+        known = self.literals.get(node.value)  # (a constant, immutable: one per text)
+        if known is not None and type(known.value) is int:
+            return known
         try:
             v = int(node.value, 0)  # (libcst's evaluated_value runs ast.literal_eval: a parse, and a cycle of closures)
         except ValueError:
             v = int(node.evaluated_value)
-        return Const.literal(v, literal_type(v))
+        made = self.literals[node.value] = Const.literal(v, literal_type(v))
+        return made
 
     def expr_Float(self, node: cst.Float) -> Value:
+        known = self.literals.get(node.value)
+        if known is not None and type(known.value) is float:
+            return known
         try:
-            return Const.literal(float(node.value), FLOAT)
+            made = Const.literal(float(node.value), FLOAT)
         except ValueError:
-            return Const.literal(float(node.evaluated_value), FLOAT)
+            made = Const.literal(float(node.evaluated_value), FLOAT)
+        self.literals[node.value] = made
+        return made
 
     def expr_Tuple(self, node: cst.Tuple) -> Value:
         return PyTuple(tuple(self.element(e) for e in node.elements))
@@ -216,8 +242,10 @@ class Expressions(LowererCore):
         left_value = self.expr(node.left)
         if op == "add" and is_list_value(left_value):
             return self.concatenate_lists(left_value, self.expr(node.right), node)
-        left = self.atom(left_value, node.left)
-        right = self.atom(self.expr(node.right), node.right)
+        left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, node.left)
+        right = self.expr(node.right)  # (an atom as it is, else what atom says of it)
+        if not (type(right) is Var or type(right) is Const):
+            right = self.atom(right, node.right)
         return self.emit(op, [left, right])
 
     def concatenate_lists(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value:
@@ -297,8 +325,8 @@ def _trip_count(binds: list[Bind]) -> int | None:
     return trip_count(loops[0]) if len(loops) == 1 else None
 
 
-#: per (lowerer class, node class): the method lowering such an expression (``expr_`` and the class's name)
-_METHODS: dict[tuple[type, type], Callable] = {}
+#: per lowerer class, per node class: the method lowering such an expression (``expr_`` and the class's name)
+_METHODS: dict[type, dict[type, Callable]] = {}
 
 #: an expression nested in this many others goes through :func:`astad.deep.call` (which looks at the
 #: stack's depth at every few of its own levels); between, the lowering of an expression nests a few

@@ -41,6 +41,9 @@ class Decline(Exception):
 
 
 _WS = " \t\f\\"  # (outside strings and comments a backslash only continues a line)
+#: what may follow an expression that has parentheses of its own (after blanks; or the line's end):
+#: ``)``, a comment, a line continuation (or a tab, a form feed)
+_CLOSING = re.compile(r"[)#\\\t\f]")
 #: a line's code before its comment: anything but a quote or ``#``, and strings on one line
 _CODE = re.compile(r"""(?:[^#'"]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*""")
 
@@ -54,6 +57,30 @@ class Text:
     def __init__(self, source: str) -> None:
         self.lines = source.split("\n")
         self.ascii = [line.isascii() for line in self.lines]
+        self.all_ascii = source.isascii()
+        #: the positions blanks and then :data:`_CLOSING` or the line's end follow: where an expression
+        #: ending there may have parentheses of its own
+        self.closers: set[Pos] = set()
+        closers = self.closers
+        add = closers.add
+        for i, line in enumerate(self.lines, 1):
+            n = len(line)
+            k = len(line.rstrip(" "))  # the line's end, and the blanks before it
+            if k == n:
+                add((i, n))
+            else:
+                closers.update([(i, c) for c in range(k, n + 1)])
+            c = line.find(")")  # (str.find, not a regular expression: a match's set-up costs more here)
+            while c >= 0:
+                if c and line[c - 1] == " ":
+                    closers.update([(i, b) for b in range(len(line[:c].rstrip(" ")), c + 1)])
+                else:
+                    add((i, c))
+                c = line.find(")", c + 1)
+            if "#" in line or "\\" in line or "\t" in line or "\f" in line:
+                for m in _CLOSING.finditer(line):
+                    c = m.start()
+                    closers.update([(i, b) for b in range(len(line[:c].rstrip(" ")), c + 1)])
         self.code_ends: dict[int, int] = {}
         self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
         self.closings: dict[Pos, tuple[list[Pos], str]] = {}
@@ -94,10 +121,8 @@ class Text:
         lines = self.lines
         while line <= len(lines):
             s = lines[line - 1]
-            n = len(s)
-            while col < n and s[col] in _WS:
-                col += 1
-            if col < n and s[col] != "#":
+            col = len(s) - len(s[col:].lstrip(_WS))
+            if col < len(s) and s[col] != "#":
                 return line, col
             line, col = line + 1, 0
         return line, 0
@@ -137,13 +162,22 @@ class Text:
 
     def _closing(self, pos: Pos) -> tuple[list[Pos], str]:
         found: list[Pos] = []
-        while True:
-            p = self.next(pos)
-            c = self.char(p)
+        lines = self.lines
+        line, col = pos
+        while True:  # (self.next and self.char, inline)
+            while line <= len(lines):
+                s = lines[line - 1]
+                col = len(s) - len(s[col:].lstrip(_WS))
+                if col < len(s) and s[col] != "#":
+                    break
+                line, col = line + 1, 0
+            else:
+                return found, ""
+            c = s[col]
             if c != ")":
                 return found, c
-            pos = (p[0], p[1] + 1)
-            found.append(pos)
+            col += 1
+            found.append((line, col))
 
     def one_line_after(self, a: Pos, b: Pos) -> bool:
         """Whether ``b`` is on ``a``'s logical line (lines between continued by a backslash)."""
@@ -157,11 +191,15 @@ class Text:
         return "\n".join([self.lines[l1 - 1][c1:], *self.lines[l1:l2 - 1], self.lines[l2 - 1][:c2]])
 
 
-_BINARY = {ast.Add: new.Add, ast.Sub: new.Subtract, ast.Mult: new.Multiply, ast.Div: new.Divide,
-           ast.FloorDiv: new.FloorDivide, ast.Mod: new.Modulo, ast.Pow: new.Power, ast.MatMult: new.MatrixMultiply,
-           ast.LShift: new.LeftShift, ast.RShift: new.RightShift, ast.BitOr: new.BitOr, ast.BitXor: new.BitXor,
-           ast.BitAnd: new.BitAnd}
-_UNARY = {ast.UAdd: new.Plus, ast.USub: new.Minus, ast.Not: new.Not, ast.Invert: new.BitInvert}
+#: arithmetic operators: one node of each, shared by the trees made (a leaf of no position,
+#: immutable as every libcst node is; libcst's parser makes one per operation)
+_BINARY = {k: make() for k, make in {
+    ast.Add: new.Add, ast.Sub: new.Subtract, ast.Mult: new.Multiply, ast.Div: new.Divide,
+    ast.FloorDiv: new.FloorDivide, ast.Mod: new.Modulo, ast.Pow: new.Power, ast.MatMult: new.MatrixMultiply,
+    ast.LShift: new.LeftShift, ast.RShift: new.RightShift, ast.BitOr: new.BitOr, ast.BitXor: new.BitXor,
+    ast.BitAnd: new.BitAnd}.items()}
+_UNARY = {k: make() for k, make in {ast.UAdd: new.Plus, ast.USub: new.Minus, ast.Not: new.Not,
+                                     ast.Invert: new.BitInvert}.items()}
 # (`in`, `not in`, `is`, `is not` are refused by check_subset: libcst's reading says where)
 _COMPARE = {ast.Lt: new.LessThan, ast.LtE: new.LessThanEqual, ast.Gt: new.GreaterThan, ast.GtE: new.GreaterThanEqual,
             ast.Eq: new.Equal, ast.NotEq: new.NotEqual}
@@ -182,33 +220,29 @@ class Expressions:
         """``n``'s node.  ``opened``/``closed``: a ``(`` of the parent is right
         before it / a ``)`` of the parent right after it unless a comma is
         (a call's only argument: ``f((a))`` has one pair of ``a``'s)."""
-        make = _MAKERS.get(type(n))
-        if make is None:
-            raise Decline(type(n).__name__)
+        cls = type(n)
         text = self.text
-        s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
-        if not (text.ascii[s[0] - 1] and text.ascii[e[0] - 1]):  # (text.start(n), text.end(n))
+        if text.all_ascii:  # (else columns in characters: text.start(n), text.end(n))
+            s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
+        else:
             s, e = text.start(n), text.end(n)
-        node, start = make(self, n, s, e)
-        line, i = text.lines[e[0] - 1], e[1]
-        while line.startswith(" ", i):
-            i += 1
-        if i >= len(line) or line[i] in _MAYBE_CLOSING:  # (else no `)` follows: no parentheses of its own)
+        if cls is ast.Name:  # (e_Name, inline: nearly half the expressions)
+            self.names.add(n.id)
+            node, start = _make_name(n.id), s
+        else:
+            make = _MAKERS.get(cls)
+            if make is None:
+                raise Decline(cls.__name__)
+            node, start = make(self, n, s, e)
+        if e in text.closers:  # (else no `)` follows: no parentheses of its own)
             found, stop = text.closing(e)
-            f, g = len(found) - (closed if stop != "," else 0), 0
+            f = len(found) - (closed if stop != "," else 0)
             if f > 0:
                 opening = text.opening(s, f + opened)
                 g = min(len(opening) - opened, f)
                 if g > 0:
                     s, e = opening[g - 1], found[g - 1]
-        else:
-            g = 0
-        if type(node) is _Parenthesised:
-            node = node.node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g + 1)),
-                                          rpar=tuple(new.RightParen() for _ in range(g + 1)))
-        elif g > 0:
-            node = node.with_changes(lpar=tuple(new.LeftParen() for _ in range(g)),
-                                     rpar=tuple(new.RightParen() for _ in range(g)))
+                    _add_parentheses(node, g)
         self.starts[node] = start
         return node, s, e
 
@@ -246,11 +280,11 @@ class Expressions:
     def e_BinOp(self, n: ast.BinOp, s: Pos, e: Pos) -> Any:
         left, _, _ = self.expr(n.left)
         right, _, _ = self.expr(n.right)
-        return new.BinaryOperation(left, _BINARY[type(n.op)](), right), s
+        return new.BinaryOperation(left, _BINARY[type(n.op)], right), s
 
     def e_UnaryOp(self, n: ast.UnaryOp, s: Pos, e: Pos) -> Any:
         operand, _, _ = self.expr(n.operand)
-        return new.UnaryOperation(_UNARY[type(n.op)](), operand), s
+        return new.UnaryOperation(_UNARY[type(n.op)], operand), s
 
     def e_BoolOp(self, n: ast.BoolOp, s: Pos, e: Pos) -> Any:
         op = new.And if type(n.op) is ast.And else new.Or
@@ -365,7 +399,7 @@ class Expressions:
         if not own:
             return new.Tuple(elements, lpar=(), rpar=()), s  # (libcst's default has parentheses)
         # its own parentheses: the expression's; libcst starts it after them
-        return _Parenthesised(new.Tuple(elements)), first or self.text.prev(e)
+        return _parenthesised(new.Tuple(elements)), first or self.text.prev(e)
 
     def e_List(self, n: ast.List, s: Pos, e: Pos) -> Any:
         return new.List(self.elements(n.elts, False)[0]), s
@@ -404,7 +438,7 @@ class Expressions:
 
     def e_GeneratorExp(self, n: ast.GeneratorExp, s: Pos, e: Pos) -> Any:
         made, at = self.generator(n)
-        return _Parenthesised(made), at
+        return _parenthesised(made), at
 
     def e_Lambda(self, n: ast.Lambda, s: Pos, e: Pos) -> Any:
         params = self.parameters(n.args, self.text.next((s[0], s[1] + 6)), lambda_=True)
@@ -435,16 +469,23 @@ class Expressions:
         return made
 
 
-#: what may follow an expression that has parentheses of its own (blanks skipped): ``)``, a comment, a line's end
-_MAYBE_CLOSING = frozenset(")#\\\t\f")
 _MAKERS = {getattr(ast, name[2:]): make for name, make in vars(Expressions).items() if name.startswith("e_")}
 
 
-class _Parenthesised:
-    """A node whose parentheses Python's tree counts as its own (a tuple's, a
-    generator's): :meth:`Expressions.expr` gives it one pair more."""
+def _add_parentheses(node: Any, g: int) -> None:
+    """Give ``node`` ``g`` pairs of parentheses more: ``with_changes``, but in place (the node
+    was just made, and nothing holds it yet)."""
+    _set(node, "lpar", (*node.lpar, *[new.LeftParen() for _ in range(g)]))
+    _set(node, "rpar", (*node.rpar, *[new.RightParen() for _ in range(g)]))
 
-    __slots__ = ("node",)
 
-    def __init__(self, node: Any) -> None:
-        self.node = node
+_set = object.__setattr__  # (libcst's nodes are frozen dataclasses)
+_make_name = new.Name
+
+
+def _parenthesised(node: Any) -> Any:
+    """``node`` with the parentheses Python's tree counts as its own (a tuple's, a generator's);
+    :meth:`Expressions.expr` gives it those it has besides."""
+    _set(node, "lpar", (new.LeftParen(),))
+    _set(node, "rpar", (new.RightParen(),))
+    return node

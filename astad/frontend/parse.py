@@ -10,7 +10,6 @@ import ast
 import dataclasses
 import functools
 import re
-import textwrap
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -18,7 +17,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep
-from ..source import check_not_wrapped, read as read_source, read_lambda
+from ..source import check_not_wrapped, read_dedented, read_lambda
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import Starts, resolve as resolve_positions, start_of
@@ -70,6 +69,16 @@ class Parsed:
     def loc(self, node: cst.CSTNode) -> Loc:
         if self.aliases:
             node = self.aliases.get(node, node)
+        positions = self.positions
+        at = positions.get(node) if type(positions) is Starts else None
+        if at is not None:  # (the rest, inline: the lowering asks at every binding)
+            line, lines = at[0], self.lines
+            loc = _new(Loc)
+            _set_file(loc, self.file)
+            _set_line(loc, line + self.line_offset)
+            _set_col(loc, at[1] + self.col_offset + 1)
+            _set_text(loc, lines[line - 1] if 0 < line <= len(lines) else "")
+            return loc
         if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
@@ -128,9 +137,8 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
         check_subset(parsed)
         _PARSED[key] = parsed
         return parsed
-    lines, start, file = read_source(fn)
+    lines, start, file, dedented = read_dedented(fn)
     source = "".join(lines)
-    dedented = textwrap.dedent(source)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     read = _read_with_ast(dedented, code.co_name)
     if read is not None:
@@ -340,13 +348,15 @@ class _SubsetChecker(cst.CSTVisitor):
 def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:
     """A ``return`` ends its block: nothing may follow it there (dead code is
     more likely a mistake than intended)."""
+    last = len(body) - 1
     for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.SimpleStatementLine):
+        cls = type(stmt)  # (libcst's node classes have no subclasses: `type(...) is` is the cheap test)
+        if cls is cst.SimpleStatementLine:
             for small in stmt.body:
-                if isinstance(small, cst.Return) and (i != len(body) - 1 or small is not stmt.body[-1]):
+                if type(small) is cst.Return and (i != last or small is not stmt.body[-1]):
                     raise UnsupportedSyntaxError("code after `return` is never run", parsed.loc(small),
                                                  "end the block with its `return`")
-        elif isinstance(stmt, cst.If):
+        elif cls is cst.If:
             _check_returns_last(stmts_of(stmt.body), parsed)
             if isinstance(stmt.orelse, cst.If):
                 _check_returns_last([stmt.orelse], parsed)
