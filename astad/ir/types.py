@@ -27,7 +27,9 @@ def fast_init(cls: type) -> type:
             scope[f"_default{i}"] = f.default
             params.append(f"{f.name}=_default{i}")
         body.append(f"    _set{i}(self, {f.name})")
-    exec(f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n", scope)  # noqa: S102
+    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"
+    # (a file name of its own: profiles tell the classes' __init__s apart)
+    exec(compile(source, f"<astad.ir: {cls.__name__}.__init__>", "exec"), scope)  # noqa: S102
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     cls.__init__ = init  # type: ignore[misc]
