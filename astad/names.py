@@ -98,47 +98,54 @@ class Namer:
         self.used |= {python_name(n) for n in names}
 
     def fresh(self, base: str) -> str:
-        base = python_name(base)
-        if base not in self.taken:
-            self.taken.add(base)
+        if not base.isascii():
+            base = python_name(base)
+        taken = self.taken
+        if base not in taken:
+            taken.add(base)
             self.used.add(base)
             if self.log is not None:
                 self.log.append(("fresh", base, base))
             return base
-        n = 2
-        while f"{base}_{n}" in self.used or f"{base}_{n}" in self.taken:
+        used, n = self.used, 2
+        name = f"{base}_2"
+        while name in used or name in taken:
             n += 1
-        name = f"{base}_{n}"
-        self.taken.add(name)
-        self.used.add(name)
+            name = f"{base}_{n}"
+        taken.add(name)
+        used.add(name)
         if self.log is not None:
             self.log.append(("fresh", base, name))
         return name
 
     def temp(self) -> str:
-        while True:
-            self.temps += 1
-            name = f"t{self.temps}"
-            if name not in self.used:
-                self.used.add(name)
-                self.taken.add(name)
-                if self.log is not None:
-                    self.log.append(("temp", None, name))
-                return name
+        used, n = self.used, self.temps + 1
+        name = f"t{n}"
+        while name in used:
+            n += 1
+            name = f"t{n}"
+        self.temps = n
+        used.add(name)
+        self.taken.add(name)
+        if self.log is not None:
+            self.log.append(("temp", None, name))
+        return name
 
     def copies(self, base: str, n: int) -> list[str]:
         """``n`` names for the copies of ``base`` that ``dup`` makes: ``base_1``,
         ``base_2``, ... (those not taken)."""
         out: list[str] = []
         base = python_name(base)
-        i = 1
-        while len(out) < n:
-            name = f"{base}_{i}"
+        taken, used = self.taken, self.used
+        i = 0
+        while n > 0:
             i += 1
-            if name not in self.taken and name not in self.used:
-                self.taken.add(name)
-                self.used.add(name)
+            name = f"{base}_{i}"
+            if name not in taken and name not in used:
+                taken.add(name)
+                used.add(name)
                 out.append(name)
+                n -= 1
         return out
 
     def hidden(self, base: str) -> str:

@@ -62,6 +62,10 @@ class Activity:
             return False
         return v.name not in self.known or (v.name in self.varied and v.name in self.useful)
 
+    def inactive(self) -> frozenset[str]:
+        """The names :meth:`active` says no to (besides what is not a variable)."""
+        return frozenset(self.known - (self.varied & self.useful))
+
     def mark(self, b: Bind) -> str:
         """The comment a binding gets in :meth:`pretty`."""
         if not b.targets or isinstance(b.rhs, Drop) or b.targets[0].name in self.ends:

@@ -28,6 +28,9 @@ from .activity import Activity
 from .calls import backward as call_backward, split as split_call
 
 
+_TABLE = rules.TABLE
+
+
 def _sized_at_run_time(a: Atom) -> bool:
     """A zero whose shape is known only at run time: it is made like its primal."""
     return isinstance(a, Zero) and isinstance(a.type, Num) and None in a.type.shape
@@ -44,11 +47,23 @@ class Builder:
         self.namer = namer
         self.binds: list[Bind] = []
         self.loc: Loc | None = None  # the source line whose backward pass is being built
+        # the result types of primitives without parameters, by the primitive and its arguments' type
+        # objects (their ids: no type's __hash__ or __eq__ runs; the types are kept, so the ids stay theirs)
+        self.types: dict[tuple, tuple[Type, list[Type]]] = {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        t = rules.TABLE[op].infer([a.type for a in args], params)
-        var = Var(self.namer.temp(), t)
-        self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items())) if params else ()), self.loc))
+        types = [a.type for a in args]
+        if params:
+            t = _TABLE[op].infer(types, params)
+            var = Var(self.namer.temp(), t)
+            self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items()))), self.loc))
+            return var
+        key = (op, *map(id, types))
+        known = self.types.get(key)
+        if known is None:
+            known = self.types[key] = (_TABLE[op].infer(types, params), types)
+        var = Var(self.namer.temp(), known[0])
+        self.binds.append(Bind((var,), Prim(op, args, ()), self.loc))
         return var
 
     def const(self, value: Any) -> Const:
@@ -133,6 +148,8 @@ class _Macro:
     def __init__(self, fn: Function, activity: Activity | None = None) -> None:
         # only an active value gets a cotangent (astad.ad.activity; without the analysis: every one)
         self.active: Callable[[Atom], bool] = activity.active if activity is not None else _always
+        # (``give``'s test, which runs for every argument: the names the analysis saw and found inactive)
+        self.inactive: frozenset[str] = activity.inactive() if activity is not None else frozenset()
         self.namer = Namer.of(fn)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
@@ -147,42 +164,66 @@ class _Macro:
 
     def give(self, a: Atom, ct: Atom | None) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
-        if type(a) is not Var or not a.type.differentiable:  # (`type(...) is`: this runs for every argument)
+        if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
             return
-        if ct is None or type(ct) is Zero or not self.active(a):
-            self.cts[a.name] = Zero(_ct_type(a.type))
+        t = a.type
+        if not t.differentiable:
             return
-        named = Var(self.namer.fresh(a.name + "_ct"), _ct_type(a.type, ct))
-        self.b.binds.append(Bind((named,), Copy(ct), self.b.loc))
-        self.cts[a.name] = named
+        name = a.name
+        if ct is None or type(ct) is Zero or name in self.inactive:
+            self.cts[name] = Zero(CopowerT(t) if type(t) is FunT else t)  # _ct_type(t)
+            return
+        if type(t) is FunT:
+            ct_t: Type = CopowerT(t)
+        elif type(t) is Num and t.py and not t.shape and type(ct.type) is Num and not ct.type.py:
+            ct_t = Num((), t.dtype, py=False)
+        else:
+            ct_t = t
+        named = Var(self.namer.fresh(name + "_ct"), ct_t)
+        b = self.b
+        b.binds.append(Bind((named,), Copy(ct), b.loc))
+        self.cts[name] = named
 
     # one rule per construct -------------------------------------------------
 
     def rule_Prim(self, bind: Bind, rhs: Prim) -> None:
-        if rhs.op == "call_forward":  # (its arguments' cotangents were given at its unpacking: call_backward)
+        op = rhs.op
+        if op == "call_forward":  # (its arguments' cotangents were given at its unpacking: call_backward)
             return
         (out,) = bind.targets
-        ct = self.ct_of(out)
-        entry = rules.TABLE[rhs.op]
-        if type(ct) is Zero or not out.type.differentiable or entry.vjp is None:
+        ct = self.cts.get(out.name)  # (ct_of, without making the zero there is no use for)
+        vjp = _TABLE[op].vjp
+        give = self.give
+        if ct is None or type(ct) is Zero or vjp is None or not out.type.differentiable:
             for a in rhs.args:
-                self.give(a, None)
+                give(a, None)
             return
         try:
-            arg_cts = entry.vjp(self.b, rhs, out, ct)
+            arg_cts = vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
-            raise AstadTypeError(f"cannot differentiate {rhs.op}: {e}", bind.loc) from None
+            raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
         for a, c in zip(rhs.args, arg_cts):
-            self.give(a, c)
+            give(a, c)
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
-        items = tuple(self.ct_of(t) for t in bind.targets)
-        if differentiable(rhs.var.type) and all(isinstance(c, Zero) for c in items):
-            self.give(rhs.var, None)  # no use gives it a cotangent: a zero (made later if it must be)
-        elif differentiable(rhs.var.type):
-            total = Var(self.namer.temp(), _ct_type(rhs.var.type, *items))
-            self.b.bind((total,), Plus(items))
-            self.give(rhs.var, total)
+        v = rhs.var
+        if not v.type.differentiable:
+            return
+        cts = self.cts
+        items = []
+        for t in bind.targets:
+            ct = cts.get(t.name)  # (ct_of, written out)
+            items.append(Zero(_ct_type(t.type)) if ct is None else ct)
+        for c in items:
+            if type(c) is not Zero:
+                break
+        else:
+            self.give(v, None)  # no use gives it a cotangent: a zero (made later if it must be)
+            return
+        items = tuple(items)
+        total = Var(self.namer.temp(), _ct_type(v.type, *items))
+        self.b.bind((total,), Plus(items))
+        self.give(v, total)
 
     def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
         """``plus`` (in a derivative differentiated again) is linear: each summand gets the sum's cotangent."""
@@ -367,16 +408,12 @@ class _Macro:
         bindings in reverse, each by the rule for its construct."""
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
+        b, rules_ = self.b, _RULES
         for bind in reversed(block.binds):
             rhs = bind.rhs
-            rule = _RULES.get(type(rhs))
-            if rule is None:
-                rule = _RULES[type(rhs)] = getattr(_Macro, "rule_" + type(rhs).__name__, None)
-                if rule is None:
-                    raise InternalError(f"reverse macro: no rule for {type(rhs).__name__}")
-            saved, self.b.loc = self.b.loc, bind.loc
-            rule(self, bind, rhs)
-            self.b.loc = saved
+            saved, b.loc = b.loc, bind.loc
+            rules_[type(rhs)](self, bind, rhs)
+            b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
         result = fn.body.result
@@ -398,8 +435,18 @@ class _Macro:
         return tuple(v for v in lam_free_vars(lam) if differentiable(v.type) and self.active(v))
 
 
-#: a construct's class -> the macro's rule for it (looked up by name once)
-_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = {}
+class _Rules(dict):
+    """A construct's class -> the macro's rule for it (looked up by name once)."""
+
+    def __missing__(self, cls: type) -> Callable[[_Macro, Bind, Any], None]:
+        rule = getattr(_Macro, "rule_" + cls.__name__, None)
+        if rule is None:
+            raise InternalError(f"reverse macro: no rule for {cls.__name__}")
+        self[cls] = rule
+        return rule
+
+
+_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = _Rules()
 
 
 def _always(a: Atom) -> bool:

@@ -44,7 +44,9 @@ def shape_atom(b: Any, x: Atom) -> Atom:
 
 def sum_to(b: Any, ct: Atom, like: Atom) -> Atom:
     """Undo broadcasting: sum ``ct`` down to the shape of ``like``."""
-    cs, ls = num(ct.type).shape, num(like.type).shape
+    ct_t, like_t = ct.type, like.type  # (``num`` of each, for what is not a Num: this runs for every argument)
+    cs = (ct_t if type(ct_t) is Num else num(ct_t)).shape
+    ls = (like_t if type(like_t) is Num else num(like_t)).shape
     if cs == ls and None not in cs:
         return ct
     if None in ls:
@@ -145,10 +147,12 @@ class Memo:
         self.b, self.made = b, {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        key = (op, tuple(a.name if isinstance(a, Var) else ("const", id(a)) for a in args), tuple(sorted(params.items())))
-        if key not in self.made:
-            self.made[key] = self.b.prim(op, *args, **params)
-        return self.made[key]
+        key = (op, tuple([a.name if type(a) is Var else ("const", id(a)) for a in args]),
+               tuple(sorted(params.items())) if params else ())
+        made = self.made.get(key)
+        if made is None:
+            made = self.made[key] = self.b.prim(op, *args, **params)
+        return made
 
     def const(self, value: Any) -> Const:
         return self.b.const(value)
