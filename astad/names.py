@@ -84,7 +84,7 @@ class Namer:
         """Names for a pass that adds bindings to a program: every name there is
         taken, so ``fresh`` never hands one out again."""
         namer = cls(names, program)
-        namer.taken |= namer.used
+        namer.taken = namer.used  # (every name used is taken: one set, each name made added once)
         return namer
 
     @classmethod
@@ -95,25 +95,34 @@ class Namer:
 
     def mention(self, names: Iterable[str]) -> None:
         """Names more code of the user's mentions (a helper it inlines)."""
+        self._unshare()
         self.used |= {python_name(n) for n in names}
+
+    def _unshare(self) -> None:
+        """``taken`` a set of its own before a name is added to ``used`` only (:meth:`adding_to`
+        and :meth:`of` start with every name used taken, and the two the same set)."""
+        if self.taken is self.used:
+            self.taken = set(self.used)
 
     def fresh(self, base: str) -> str:
         if not base.isascii():
             base = python_name(base)
-        taken = self.taken
+        taken, used = self.taken, self.used  # (the same set, as a pass's namer starts: each name added once)
         if base not in taken:
             taken.add(base)
-            self.used.add(base)
+            if used is not taken:
+                used.add(base)
             if self.log is not None:
                 self.log.append(("fresh", base, base))
             return base
-        used, n = self.used, 2
+        n = 2
         name = f"{base}_2"
         while name in used or name in taken:
             n += 1
             name = f"{base}_{n}"
         taken.add(name)
-        used.add(name)
+        if used is not taken:
+            used.add(name)
         if self.log is not None:
             self.log.append(("fresh", base, name))
         return name
@@ -126,7 +135,8 @@ class Namer:
             name = f"t{n}"
         self.temps = n
         used.add(name)
-        self.taken.add(name)
+        if self.taken is not used:
+            self.taken.add(name)
         if self.log is not None:
             self.log.append(("temp", None, name))
         return name
@@ -143,7 +153,8 @@ class Namer:
             name = f"{base}_{i}"
             if name not in taken and name not in used:
                 taken.add(name)
-                used.add(name)
+                if used is not taken:
+                    used.add(name)
                 out.append(name)
                 n -= 1
         return out
@@ -152,6 +163,7 @@ class Namer:
         """A name for the frontend's own use (``items``, ``items1``, ...) that no
         code of the user's mentions."""
         name = next(f"{base}{i or ''}" for i in range(len(self.used) + 1) if f"{base}{i or ''}" not in self.used)
+        self._unshare()
         self.used.add(name)
         return name
 
@@ -173,7 +185,7 @@ class _NamerOf(Namer):
             raise AttributeError(attr)
         prog, temps = self.__dict__.pop("_prog"), self.temps
         Namer.__init__(self, program_names(prog), prog.name)
-        self.taken |= self.used
+        self.taken = self.used  # (as adding_to)
         self.temps = temps
         return getattr(self, attr)
 

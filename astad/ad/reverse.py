@@ -24,6 +24,7 @@ from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Cop
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
                  loop_free_vars)
+from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
 from .calls import backward as call_backward, split as split_call
 
@@ -167,7 +168,7 @@ class _Macro:
         if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
             return
         t = a.type
-        if not t.differentiable:
+        if not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
             return
         name = a.name
         if ct is None or type(ct) is Zero or name in self.inactive:
@@ -194,7 +195,9 @@ class _Macro:
         ct = self.cts.get(out.name)  # (ct_of, without making the zero there is no use for)
         vjp = _TABLE[op].vjp
         give = self.give
-        if ct is None or type(ct) is Zero or vjp is None or not out.type.differentiable:
+        t = out.type
+        if ct is None or type(ct) is Zero or vjp is None or \
+                not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
             for a in rhs.args:
                 give(a, None)
             return

@@ -39,6 +39,18 @@ def fast_init(cls: type) -> type:
 # --------------------------------------------------------------------------- types
 
 
+class _DifferentiableDtype(dict):
+    """A dtype's name -> whether numbers of it are differentiable (float and complex ones),
+    each name's answer found once (a hot path's test: ``DIFFERENTIABLE_DTYPE[t.dtype]`` of a Num ``t``)."""
+
+    def __missing__(self, dtype: str) -> bool:
+        found = self[dtype] = dtype.startswith(("float", "complex"))
+        return found
+
+
+DIFFERENTIABLE_DTYPE: dict[str, bool] = _DifferentiableDtype()
+
+
 @fast_init
 @dataclass(frozen=True, slots=True)
 class Num:
@@ -62,7 +74,7 @@ class Num:
 
     @property
     def differentiable(self) -> bool:
-        return self.dtype.startswith(("float", "complex"))
+        return DIFFERENTIABLE_DTYPE[self.dtype]
 
     @property
     def known_shape(self) -> bool:
