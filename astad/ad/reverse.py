@@ -53,15 +53,17 @@ class Builder:
         self.types: dict[tuple, tuple[Type, list[Type]]] = {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        types = [a.type for a in args]
         if params:
-            t = _TABLE[op].infer(types, params)
+            t = _TABLE[op].infer([a.type for a in args], params)
             var = Var(self.namer.temp(), t)
             self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items()))), self.loc))
             return var
-        key = (op, *map(id, types))
+        n = len(args)
+        key = (op, id(args[0].type), id(args[1].type)) if n == 2 else (op, id(args[0].type)) if n == 1 else \
+            (op, *[id(a.type) for a in args])
         known = self.types.get(key)
         if known is None:
+            types = [a.type for a in args]
             known = self.types[key] = (_TABLE[op].infer(types, params), types)
         var = Var(self.namer.temp(), known[0])
         self.binds.append(Bind((var,), Prim(op, args, ()), self.loc))
