@@ -211,8 +211,12 @@ def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
     """Every name ``prog`` has: its parameters, every variable bound or read in
     any block (branches, loop bodies, functions and their backward maps) and
     the names of the constants it reads."""
-    if type(prog) is Block:
+    cls = type(prog)
+    if cls is Block:
         return set(_block_names(prog))
+    known = prog.__dict__.get("_program_names") if cls is Function else None
+    if known is not None:
+        return set(known)
     names: set[str] = set()
     stack: list[Any] = [prog]
     while stack:
@@ -223,6 +227,22 @@ def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
         else:
             _add_names(node, cls, names, stack)
     return names
+
+
+#: whether :func:`remember_names` checks what it is told against a walk of the function (tests turn it on)
+CHECK_REMEMBERED = False
+
+
+def remember_names(fn: Function, names: Iterable[str]) -> None:
+    """Remember ``names`` as ``program_names(fn)`` (a pass that knows the names of the function it
+    made: those of its input and those it added), so the next pass's namer does not walk ``fn``."""
+    names = frozenset(names)
+    if CHECK_REMEMBERED:
+        walked = program_names(Function(fn.name, fn.params, fn.body))  # (a new Function: nothing remembered)
+        if walked != names:
+            raise InternalError(f"names remembered for {fn.name} are not its own: missing {sorted(walked - names)}, "
+                                f"extra {sorted(names - walked)}")
+    fn.__dict__["_program_names"] = names
 
 
 def _block_names(block: Block) -> frozenset[str]:

@@ -18,7 +18,7 @@ from typing import Iterable
 
 from .errors import InternalError
 from .blocks import rebound
-from .names import Namer
+from .names import Namer, program_names, remember_names
 from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Prim, Var, atoms_of,
                  if_free_vars, lam_free_vars, loop_free_vars, map_atoms, substitute_block)
 
@@ -26,10 +26,16 @@ from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loo
 class _Fresh:
     def __init__(self, fn: Function) -> None:
         self.namer = Namer.of(fn)
+        self.made: list[str] = []  # the names of the copies
+        # whether the output's names are the input's and the copies' (not where a loop's tape or a
+        # function value's backward map, which the pass leaves out, has names of its own)
+        self.exact = True
 
     def copies(self, v: Var, n: int) -> tuple[Var, ...]:
         t = v.type
-        return tuple([Var(name, t) for name in self.namer.copies(v.name, n)])
+        names = self.namer.copies(v.name, n)
+        self.made += names
+        return tuple([Var(name, t) for name in names])
 
 
 def _reads(rhs: Comp) -> tuple[Atom, ...]:
@@ -54,8 +60,11 @@ def _use_counts(block: Block) -> Counter:
 
 def make_explicit(fn: Function) -> Function:
     """Insert ``dup`` and ``drop`` so that every variable is used exactly once."""
-    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, _Fresh(fn)))
+    fresh = _Fresh(fn)
+    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh))
     check_linear(out)
+    if fresh.exact:  # the next pass's namer starts from them, without walking the output again
+        remember_names(out, program_names(fn).union(fresh.made))
     return out
 
 
@@ -86,6 +95,9 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
                         break
             binds.append(b)
         else:
+            if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
+                    (type(rhs) is Lam and (rhs.save or rhs.back is not None or rhs.back_ct is not None or rhs.captured)):
+                fresh.exact = False  # (names the output does not have)
             rhs = _rename_occurrences(rhs, pending)
             if isinstance(rhs, If):
                 fv = if_free_vars(rhs)
