@@ -87,22 +87,23 @@ def with_tapes(block: Block, namer: Namer, active: Callable[[Atom], bool] | None
     binds = []
     for b in block.binds:
         rhs = b.rhs
-        if type(rhs) is Prim:
+        cls = type(rhs)  # (no class of the IR has subclasses)
+        if cls is Prim:
             if rhs.op == "call" and calls is not None:
                 binds += split_call(b, active or _always, namer, calls)
                 continue
-        elif isinstance(rhs, If):
+        elif cls is If:
             b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer, active, calls),
                                    with_tapes(rhs.orelse, namer, active, calls)), b.loc)
-        elif isinstance(rhs, Loop):
+        elif cls is Loop:
             body = with_tapes(rhs.body, namer, active, calls)
             save = (*rhs.inputs, *bound_vars(body))
             tape = Var(namer.fresh(f"{(rhs.index or rhs.carried[-1]).name}_tape"), TupleT(()))
             b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
-        elif isinstance(rhs, Lam):  # each call records what the function's backward map needs
+        elif cls is Lam:  # each call records what the function's backward map needs
             body = with_tapes(rhs.body, namer, active, calls)
             b = Bind(b.targets, replace(rhs, body=body, save=(*rhs.params, *bound_vars(body))), b.loc)
-        elif isinstance(rhs, App):
+        elif cls is App:
             record = Var(namer.fresh(f"{rhs.fn.name}_record"), TupleT(()))
             b = Bind(b.targets + (record,), rhs, b.loc)
         binds.append(b)
@@ -119,12 +120,13 @@ def _ct_type(t: Type, *cts: Atom) -> Type:
     """The type of a cotangent of a ``t`` computed from ``cts``: a numpy scalar
     flowing to a Python float stays one (``finish`` makes it a float when returned);
     that of a function value is a copower."""
-    if isinstance(t, FunT):
+    cls = type(t)  # (the types have no subclasses)
+    if cls is FunT:
         return CopowerT(t)
-    if isinstance(t, Num) and t.py and not t.shape:  # (a loop, not any() of a generator: this runs for every cotangent)
+    if cls is Num and t.py and not t.shape:  # (a loop, not any() of a generator: this runs for every cotangent)
         for c in cts:
             ct = c.type
-            if isinstance(ct, Num) and not ct.py:
+            if type(ct) is Num and not ct.py:
                 return Num((), t.dtype, py=False)  # as _joined_ct_type
     return t
 

@@ -58,7 +58,8 @@ def sum_to(b: Any, ct: Atom, like: Atom) -> Atom:
     axes = tuple(range(lead)) + ones
     keep = not lead and bool(ones)  # only size-1 axes to sum: keep them, no reshape needed
     out = b.prim("sum", ct, axis=axes if len(axes) != 1 else axes[0], keepdims=keep) if axes else ct
-    if num(out.type).shape != ls:
+    out_t = out.type
+    if (out_t if type(out_t) is Num else num(out_t)).shape != ls:
         out = b.prim("reshape", out, *[b.const(d) for d in ls])
     return out
 
