@@ -32,6 +32,26 @@ from .calls import backward as call_backward, split as split_call
 _TABLE = rules.TABLE
 
 
+_PLAIN = frozenset({int, bool, str, type(None)})
+
+
+def _plain(params: tuple[tuple[str, Any], ...]) -> tuple | None:
+    """Static parameters as part of a key that tells apart only what is the same value (each
+    value's class with it: ``True`` is not ``1``); None where a value is not of a class whose
+    equal values are the same (a float: ``-0.0 == 0.0``, an array, an object)."""
+    out = []
+    for k, v in params:
+        cls = type(v)
+        if cls is tuple:
+            for x in v:
+                if type(x) is not int:
+                    return None
+        elif cls not in _PLAIN:
+            return None
+        out.append((k, cls, v))
+    return tuple(out)
+
+
 def _sized_at_run_time(a: Atom) -> bool:
     """A zero whose shape is known only at run time: it is made like its primal."""
     return isinstance(a, Zero) and isinstance(a.type, Num) and None in a.type.shape
@@ -48,25 +68,27 @@ class Builder:
         self.namer = namer
         self.binds: list[Bind] = []
         self.loc: Loc | None = None  # the source line whose backward pass is being built
-        # the result types of primitives without parameters, by the primitive and its arguments' type
-        # objects (their ids: no type's __hash__ or __eq__ runs; the types are kept, so the ids stay theirs)
+        # the result types of primitives, by the primitive, its arguments' type objects (their ids: no
+        # type's __hash__ or __eq__ runs; the types are kept, so the ids stay theirs) and its parameters
         self.types: dict[tuple, tuple[Type, list[Type]]] = {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        if params:
-            t = _TABLE[op].infer([a.type for a in args], params)
-            var = Var(self.namer.temp(), t)
-            self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items()))), self.loc))
-            return var
         n = len(args)
         key = (op, id(args[0].type), id(args[1].type)) if n == 2 else (op, id(args[0].type)) if n == 1 else \
             (op, *[id(a.type) for a in args])
-        known = self.types.get(key)
+        ps = ()
+        if params:
+            ps = tuple(sorted(params.items()))
+            plain = _plain(ps)
+            key = None if plain is None else (key, plain)
+        known = None if key is None else self.types.get(key)
         if known is None:
             types = [a.type for a in args]
-            known = self.types[key] = (_TABLE[op].infer(types, params), types)
+            known = (_TABLE[op].infer(types, params), types)
+            if key is not None:
+                self.types[key] = known
         var = Var(self.namer.temp(), known[0])
-        self.binds.append(Bind((var,), Prim(op, args, ()), self.loc))
+        self.binds.append(Bind((var,), Prim(op, args, ps), self.loc))
         return var
 
     def const(self, value: Any) -> Const:
