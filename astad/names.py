@@ -84,7 +84,7 @@ class Namer:
         """Names for a pass that adds bindings to a program: every name there is
         taken, so ``fresh`` never hands one out again."""
         namer = cls(names, program)
-        namer.taken |= namer.used
+        namer.taken = namer.used  # (every name used is taken: one set, each name made added once)
         return namer
 
     @classmethod
@@ -95,56 +95,75 @@ class Namer:
 
     def mention(self, names: Iterable[str]) -> None:
         """Names more code of the user's mentions (a helper it inlines)."""
+        self._unshare()
         self.used |= {python_name(n) for n in names}
 
+    def _unshare(self) -> None:
+        """``taken`` a set of its own before a name is added to ``used`` only (:meth:`adding_to`
+        and :meth:`of` start with every name used taken, and the two the same set)."""
+        if self.taken is self.used:
+            self.taken = set(self.used)
+
     def fresh(self, base: str) -> str:
-        base = python_name(base)
-        if base not in self.taken:
-            self.taken.add(base)
-            self.used.add(base)
+        if not base.isascii():
+            base = python_name(base)
+        taken, used = self.taken, self.used  # (the same set, as a pass's namer starts: each name added once)
+        if base not in taken:
+            taken.add(base)
+            if used is not taken:
+                used.add(base)
             if self.log is not None:
                 self.log.append(("fresh", base, base))
             return base
         n = 2
-        while f"{base}_{n}" in self.used or f"{base}_{n}" in self.taken:
+        name = f"{base}_2"
+        while name in used or name in taken:
             n += 1
-        name = f"{base}_{n}"
-        self.taken.add(name)
-        self.used.add(name)
+            name = f"{base}_{n}"
+        taken.add(name)
+        if used is not taken:
+            used.add(name)
         if self.log is not None:
             self.log.append(("fresh", base, name))
         return name
 
     def temp(self) -> str:
-        while True:
-            self.temps += 1
-            name = f"t{self.temps}"
-            if name not in self.used:
-                self.used.add(name)
-                self.taken.add(name)
-                if self.log is not None:
-                    self.log.append(("temp", None, name))
-                return name
+        used, n = self.used, self.temps + 1
+        name = f"t{n}"
+        while name in used:
+            n += 1
+            name = f"t{n}"
+        self.temps = n
+        used.add(name)
+        if self.taken is not used:
+            self.taken.add(name)
+        if self.log is not None:
+            self.log.append(("temp", None, name))
+        return name
 
     def copies(self, base: str, n: int) -> list[str]:
         """``n`` names for the copies of ``base`` that ``dup`` makes: ``base_1``,
         ``base_2``, ... (those not taken)."""
         out: list[str] = []
         base = python_name(base)
-        i = 1
-        while len(out) < n:
-            name = f"{base}_{i}"
+        taken, used = self.taken, self.used
+        i = 0
+        while n > 0:
             i += 1
-            if name not in self.taken and name not in self.used:
-                self.taken.add(name)
-                self.used.add(name)
+            name = f"{base}_{i}"
+            if name not in taken and name not in used:
+                taken.add(name)
+                if used is not taken:
+                    used.add(name)
                 out.append(name)
+                n -= 1
         return out
 
     def hidden(self, base: str) -> str:
         """A name for the frontend's own use (``items``, ``items1``, ...) that no
         code of the user's mentions."""
         name = next(f"{base}{i or ''}" for i in range(len(self.used) + 1) if f"{base}{i or ''}" not in self.used)
+        self._unshare()
         self.used.add(name)
         return name
 
@@ -166,7 +185,7 @@ class _NamerOf(Namer):
             raise AttributeError(attr)
         prog, temps = self.__dict__.pop("_prog"), self.temps
         Namer.__init__(self, program_names(prog), prog.name)
-        self.taken |= self.used
+        self.taken = self.used  # (as adding_to)
         self.temps = temps
         return getattr(self, attr)
 
@@ -192,8 +211,12 @@ def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
     """Every name ``prog`` has: its parameters, every variable bound or read in
     any block (branches, loop bodies, functions and their backward maps) and
     the names of the constants it reads."""
-    if type(prog) is Block:
+    cls = type(prog)
+    if cls is Block:
         return set(_block_names(prog))
+    known = prog.__dict__.get("_program_names") if cls is Function else None
+    if known is not None:
+        return set(known)
     names: set[str] = set()
     stack: list[Any] = [prog]
     while stack:
@@ -204,6 +227,22 @@ def program_names(prog: Function | ReverseProgram | Block) -> set[str]:
         else:
             _add_names(node, cls, names, stack)
     return names
+
+
+#: whether :func:`remember_names` checks what it is told against a walk of the function (tests turn it on)
+CHECK_REMEMBERED = False
+
+
+def remember_names(fn: Function, names: Iterable[str]) -> None:
+    """Remember ``names`` as ``program_names(fn)`` (a pass that knows the names of the function it
+    made: those of its input and those it added), so the next pass's namer does not walk ``fn``."""
+    names = frozenset(names)
+    if CHECK_REMEMBERED:
+        walked = program_names(Function(fn.name, fn.params, fn.body))  # (a new Function: nothing remembered)
+        if walked != names:
+            raise InternalError(f"names remembered for {fn.name} are not its own: missing {sorted(walked - names)}, "
+                                f"extra {sorted(names - walked)}")
+    fn.__dict__["_program_names"] = names
 
 
 def _block_names(block: Block) -> frozenset[str]:

@@ -18,7 +18,7 @@ from typing import Iterable
 
 from .errors import InternalError
 from .blocks import rebound
-from .names import Namer
+from .names import Namer, program_names, remember_names
 from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loop, Prim, Var, atoms_of,
                  if_free_vars, lam_free_vars, loop_free_vars, map_atoms, substitute_block)
 
@@ -26,18 +26,33 @@ from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loo
 class _Fresh:
     def __init__(self, fn: Function) -> None:
         self.namer = Namer.of(fn)
+        self.made: list[str] = []  # the names of the copies
+        # whether the output's names are the input's and the copies' (not where a loop's tape or a
+        # function value's backward map, which the pass leaves out, has names of its own)
+        self.exact = True
 
     def copies(self, v: Var, n: int) -> tuple[Var, ...]:
-        return tuple(Var(name, v.type) for name in self.namer.copies(v.name, n))
+        t = v.type
+        names = self.namer.copies(v.name, n)
+        self.made += names
+        return tuple([Var(name, t) for name in names])
+
+
+def _reads(rhs: Comp) -> tuple[Atom, ...]:
+    """``atoms_of(rhs)``, a primitive's arguments and a ``dup``'s or ``drop``'s variable read directly
+    (most bindings are of one of these: atoms_of tests the other classes first)."""
+    cls = type(rhs)
+    if cls is Prim:
+        return rhs.args
+    if cls is Dup or cls is Drop:
+        return (rhs.var,)
+    return atoms_of(rhs)
 
 
 def _use_counts(block: Block) -> Counter:
     """Uses in this block; an ``if`` uses each variable its branches read once."""
-    read: list[str] = []
-    for b in block.binds:
-        rhs = b.rhs  # (a primitive's arguments read directly: most bindings are of one)
-        read.extend([a.name for a in (rhs.args if type(rhs) is Prim else atoms_of(rhs)) if type(a) is Var])
-    counts: Counter = Counter(read)
+    counts: Counter = Counter([a.name for b in block.binds
+                               for a in (b.rhs.args if type(b.rhs) is Prim else _reads(b.rhs)) if type(a) is Var])
     if isinstance(block.result, Var):
         counts[block.result.name] += 1
     return counts
@@ -45,8 +60,11 @@ def _use_counts(block: Block) -> Counter:
 
 def make_explicit(fn: Function) -> Function:
     """Insert ``dup`` and ``drop`` so that every variable is used exactly once."""
-    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, _Fresh(fn)))
+    fresh = _Fresh(fn)
+    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh))
     check_linear(out)
+    if fresh.exact:  # the next pass's namer starts from them, without walking the output again
+        remember_names(out, program_names(fn).union(fresh.made))
     return out
 
 
@@ -68,16 +86,28 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
     for v in inputs:
         binds += introduce(v, None)
     for b in block.binds:
-        rhs = _rename_occurrences(b.rhs, pending)
-        if isinstance(rhs, If):
-            fv = if_free_vars(rhs)
-            rhs = If(rhs.cond, _linearize(rhs.then, fv, fresh), _linearize(rhs.orelse, fv, fresh))
-        elif isinstance(rhs, Loop):
-            inputs_ = (*rhs.inputs, *loop_free_vars(rhs))
-            rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
-        elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
-            rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
-        binds.append(rebound(b, rhs))
+        rhs = b.rhs
+        if type(rhs) is Prim:  # the most common (written out): itself when it reads no duplicated variable
+            if pending:
+                for a in rhs.args:
+                    if type(a) is Var and a.name in pending:
+                        b = Bind(b.targets, _renamed_prim(rhs, pending), b.loc)
+                        break
+            binds.append(b)
+        else:
+            if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
+                    (type(rhs) is Lam and (rhs.save or rhs.back is not None or rhs.back_ct is not None or rhs.captured)):
+                fresh.exact = False  # (names the output does not have)
+            rhs = _rename_occurrences(rhs, pending)
+            if isinstance(rhs, If):
+                fv = if_free_vars(rhs)
+                rhs = If(rhs.cond, _linearize(rhs.then, fv, fresh), _linearize(rhs.orelse, fv, fresh))
+            elif isinstance(rhs, Loop):
+                inputs_ = (*rhs.inputs, *loop_free_vars(rhs))
+                rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
+            elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
+                rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
+            binds.append(rebound(b, rhs))
         for t in b.targets:
             if counts[t.name] != 1:
                 binds += introduce(t, b.loc)
@@ -98,11 +128,9 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
         return a
 
     if type(rhs) is Prim:  # the most common: itself when it reads no duplicated variable
-        args = rhs.args
-        for a in args:
+        for a in rhs.args:
             if type(a) is Var and a.name in pending:
-                return Prim(rhs.op, tuple(pending[a.name].pop(0) if type(a) is Var and a.name in pending else a
-                                          for a in args), rhs.params)
+                return _renamed_prim(rhs, pending)
         return rhs
     if isinstance(rhs, If):
         cond = take(rhs.cond)
@@ -120,6 +148,16 @@ def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:
     return map_atoms(rhs, take)
 
 
+#: the classes of right-hand side the structural pass goes into
+_NESTED = frozenset({If, Loop, Lam})
+
+
+def _renamed_prim(rhs: Prim, pending: dict[str, list[Var]]) -> Prim:
+    """``_rename_occurrences`` of a primitive that reads a duplicated variable."""
+    return Prim(rhs.op, tuple([pending[a.name].pop(0) if type(a) is Var and a.name in pending else a
+                               for a in rhs.args]), rhs.params)
+
+
 def check_linear(fn: Function) -> None:
     """Every variable bound (or a parameter, or an input of a branch) is used exactly once."""
     _check_block(fn.body, [p.name for p in fn.params], fn.name)
@@ -128,11 +166,14 @@ def check_linear(fn: Function) -> None:
 def _check_block(block: Block, inputs: list[str], where: str) -> None:
     counts = _use_counts(block)
     bound = inputs + [t.name for b in block.binds for t in b.targets]
-    bad = {name: counts[name] for name in bound if counts[name] != 1}
-    unbound = set(counts) - set(bound)
-    if bad or unbound:
-        raise InternalError(f"structural pass: not linear in {where}: uses {bad}, unbound {sorted(unbound)}")
+    if not (counts.keys() == set(bound) and max(counts.values(), default=1) == 1):  # (else: what is wrong)
+        bad = {name: counts[name] for name in bound if counts[name] != 1}
+        unbound = set(counts) - set(bound)
+        if bad or unbound:
+            raise InternalError(f"structural pass: not linear in {where}: uses {bad}, unbound {sorted(unbound)}")
     for b in block.binds:
+        if type(b.rhs) not in _NESTED:
+            continue
         if isinstance(b.rhs, If):
             fv = [v.name for v in if_free_vars(b.rhs)]
             _check_block(b.rhs.then, fv, where)

@@ -33,8 +33,9 @@ from typing import Callable
 
 from .. import rules
 from ..blocks import result_items
-from ..ir import (App, Atom, Bind, Block, Copy, Drop, Dup, Function, If, Lam, Loop, LoopBack, MakeTuple, Plus,
-                  Prim, Type, Unpack, Var, all_binds, lam_free_vars, vars_of)
+from ..ir import (App, Atom, Bind, Block, Copy, Drop, Dup, Function, If, Lam, Loop, LoopBack, MakeTuple, Num, Plus,
+                  Prim, Type, Unpack, Var, lam_free_vars, nested_blocks, vars_of)
+from ..ir.types import DIFFERENTIABLE_DTYPE
 
 #: primitives whose result has a zero derivative (or none): nothing flows through them
 _NO_DERIVATIVE = (rules.DerivativeKind.ZERO, rules.DerivativeKind.DISCRETE)
@@ -62,6 +63,10 @@ class Activity:
             return False
         return v.name not in self.known or (v.name in self.varied and v.name in self.useful)
 
+    def inactive(self) -> frozenset[str]:
+        """The names :meth:`active` says no to (besides what is not a variable)."""
+        return frozenset(self.known - (self.varied & self.useful))
+
     def mark(self, b: Bind) -> str:
         """The comment a binding gets in :meth:`pretty`."""
         if not b.targets or isinstance(b.rhs, Drop) or b.targets[0].name in self.ends:
@@ -88,11 +93,7 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
     _need(act, fn.body.result)
     # a function value may read what is bound after it (and is made useful by its calls, later
     # still): with one, the backward pass is made again until the useful values stop growing
-    again = False
-    for b in all_binds(fn.body):
-        if type(b.rhs) is Lam:
-            again = True
-            break
+    again = _has_lam(fn.body)
     size = -1
     while size != len(act.useful):
         size = len(act.useful)
@@ -100,6 +101,31 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
         if not again:
             break
     return act
+
+
+def _has_lam(block: Block) -> bool:
+    """Whether a function value is made anywhere in ``block`` (a stack of blocks: nothing is
+    called per binding of a primitive)."""
+    blocks = [block]
+    while blocks:
+        for b in blocks.pop().binds:
+            cls = type(b.rhs)
+            if cls is Lam:
+                return True
+            if cls is If or cls is Loop or cls is LoopBack:
+                blocks.extend(nested_blocks(b.rhs))
+    return False
+
+
+class _Flows(dict):
+    """A primitive's name -> whether dependence flows through it (it has a derivative), found once."""
+
+    def __missing__(self, op: str) -> bool:
+        found = self[op] = rules.TABLE[op].kind not in _NO_DERIVATIVE
+        return found
+
+
+_FLOWS: dict[str, bool] = _Flows()
 
 
 # --------------------------------------------------------------------------- forward: varied
@@ -123,16 +149,37 @@ def _all(act: Activity, b: Bind, atoms: tuple[Atom, ...]) -> None:
 
 
 def _varied_block(act: Activity, block: Block) -> None:
+    """Each binding by its rule; a primitive's and a ``dup``'s written out (most bindings are)."""
+    known, varied = act.known, act.varied
     for b in block.binds:
-        VARIED.get(type(b.rhs), _varied_other)(act, b, b.rhs)
+        rhs = b.rhs
+        cls = type(rhs)
+        if cls is Prim:  # _varied_prim
+            flag = False
+            if _FLOWS[rhs.op]:
+                for a in rhs.args:
+                    if type(a) is Var and (a.name in varied or a.name not in known):
+                        flag = True
+                        break
+        elif cls is Dup:  # _all of its variable
+            a = rhs.var
+            flag = a.name in varied or a.name not in known
+        else:
+            VARIED.get(cls, _varied_other)(act, b, rhs)
+            continue
+        for t in b.targets:
+            known.add(t.name)
+            if flag:
+                tt = t.type
+                if DIFFERENTIABLE_DTYPE[tt.dtype] if type(tt) is Num else tt.differentiable:
+                    varied.add(t.name)
 
 
 def _varied_prim(act: Activity, b: Bind, rhs: Prim) -> None:
-    """``_all`` of the arguments, or nothing varied through a primitive without a derivative
-    (written out: this runs for most bindings)."""
+    """``_all`` of the arguments, or nothing varied through a primitive without a derivative."""
     known, varied = act.known, act.varied
     flag = False
-    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE:
+    if _FLOWS[rhs.op]:
         for a in rhs.args:
             if isinstance(a, Var) and (a.name in varied or a.name not in known):
                 flag = True
@@ -224,8 +271,30 @@ def _any_useful(act: Activity, targets: tuple[Var, ...]) -> bool:
 
 
 def _useful_block(act: Activity, block: Block) -> None:
+    """Each binding by its rule, last first; a primitive's and a ``dup``'s written out (most bindings are)."""
+    useful = act.useful
     for b in reversed(block.binds):
-        USEFUL.get(type(b.rhs), _useful_other)(act, b, b.rhs)
+        rhs = b.rhs
+        cls = type(rhs)
+        if cls is Prim:  # _useful_prim
+            for t in b.targets:
+                if t.name in useful:
+                    break
+            else:
+                continue
+            if _FLOWS[rhs.op]:
+                for a in rhs.args:
+                    if type(a) is Var:
+                        at = a.type
+                        if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                            useful.add(a.name)
+        elif cls is Dup:  # _reads of its variable
+            for t in b.targets:
+                if t.name in useful:
+                    _need(act, rhs.var)
+                    break
+        else:
+            USEFUL.get(cls, _useful_other)(act, b, rhs)
 
 
 def _reads(atoms: Callable[[object], tuple[Atom, ...]]) -> Callable:
@@ -246,7 +315,7 @@ def _useful_prim(act: Activity, b: Bind, rhs: Prim) -> None:
             break
     else:
         return
-    if rules.TABLE[rhs.op].kind not in _NO_DERIVATIVE:
+    if _FLOWS[rhs.op]:
         for a in rhs.args:
             if isinstance(a, Var) and a.type.differentiable:
                 useful.add(a.name)

@@ -24,8 +24,32 @@ from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Cop
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
                  loop_free_vars)
+from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
 from .calls import backward as call_backward, split as split_call
+
+
+_TABLE = rules.TABLE
+
+
+_PLAIN = frozenset({int, bool, str, type(None)})
+
+
+def _plain(params: tuple[tuple[str, Any], ...]) -> tuple | None:
+    """Static parameters as part of a key that tells apart only what is the same value (each
+    value's class with it: ``True`` is not ``1``); None where a value is not of a class whose
+    equal values are the same (a float: ``-0.0 == 0.0``, an array, an object)."""
+    out = []
+    for k, v in params:
+        cls = type(v)
+        if cls is tuple:
+            for x in v:
+                if type(x) is not int:
+                    return None
+        elif cls not in _PLAIN:
+            return None
+        out.append((k, cls, v))
+    return tuple(out)
 
 
 def _sized_at_run_time(a: Atom) -> bool:
@@ -44,11 +68,27 @@ class Builder:
         self.namer = namer
         self.binds: list[Bind] = []
         self.loc: Loc | None = None  # the source line whose backward pass is being built
+        # the result types of primitives, by the primitive, its arguments' type objects (their ids: no
+        # type's __hash__ or __eq__ runs; the types are kept, so the ids stay theirs) and its parameters
+        self.types: dict[tuple, tuple[Type, list[Type]]] = {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        t = rules.TABLE[op].infer([a.type for a in args], params)
-        var = Var(self.namer.temp(), t)
-        self.binds.append(Bind((var,), Prim(op, args, tuple(sorted(params.items())) if params else ()), self.loc))
+        n = len(args)
+        key = (op, id(args[0].type), id(args[1].type)) if n == 2 else (op, id(args[0].type)) if n == 1 else \
+            (op, *[id(a.type) for a in args])
+        ps = ()
+        if params:
+            ps = tuple(sorted(params.items()))
+            plain = _plain(ps)
+            key = None if plain is None else (key, plain)
+        known = None if key is None else self.types.get(key)
+        if known is None:
+            types = [a.type for a in args]
+            known = (_TABLE[op].infer(types, params), types)
+            if key is not None:
+                self.types[key] = known
+        var = Var(self.namer.temp(), known[0])
+        self.binds.append(Bind((var,), Prim(op, args, ps), self.loc))
         return var
 
     def const(self, value: Any) -> Const:
@@ -69,22 +109,23 @@ def with_tapes(block: Block, namer: Namer, active: Callable[[Atom], bool] | None
     binds = []
     for b in block.binds:
         rhs = b.rhs
-        if type(rhs) is Prim:
+        cls = type(rhs)  # (no class of the IR has subclasses)
+        if cls is Prim:
             if rhs.op == "call" and calls is not None:
                 binds += split_call(b, active or _always, namer, calls)
                 continue
-        elif isinstance(rhs, If):
+        elif cls is If:
             b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer, active, calls),
                                    with_tapes(rhs.orelse, namer, active, calls)), b.loc)
-        elif isinstance(rhs, Loop):
+        elif cls is Loop:
             body = with_tapes(rhs.body, namer, active, calls)
             save = (*rhs.inputs, *bound_vars(body))
             tape = Var(namer.fresh(f"{(rhs.index or rhs.carried[-1]).name}_tape"), TupleT(()))
             b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
-        elif isinstance(rhs, Lam):  # each call records what the function's backward map needs
+        elif cls is Lam:  # each call records what the function's backward map needs
             body = with_tapes(rhs.body, namer, active, calls)
             b = Bind(b.targets, replace(rhs, body=body, save=(*rhs.params, *bound_vars(body))), b.loc)
-        elif isinstance(rhs, App):
+        elif cls is App:
             record = Var(namer.fresh(f"{rhs.fn.name}_record"), TupleT(()))
             b = Bind(b.targets + (record,), rhs, b.loc)
         binds.append(b)
@@ -101,12 +142,13 @@ def _ct_type(t: Type, *cts: Atom) -> Type:
     """The type of a cotangent of a ``t`` computed from ``cts``: a numpy scalar
     flowing to a Python float stays one (``finish`` makes it a float when returned);
     that of a function value is a copower."""
-    if isinstance(t, FunT):
+    cls = type(t)  # (the types have no subclasses)
+    if cls is FunT:
         return CopowerT(t)
-    if isinstance(t, Num) and t.py and not t.shape:  # (a loop, not any() of a generator: this runs for every cotangent)
+    if cls is Num and t.py and not t.shape:  # (a loop, not any() of a generator: this runs for every cotangent)
         for c in cts:
             ct = c.type
-            if isinstance(ct, Num) and not ct.py:
+            if type(ct) is Num and not ct.py:
                 return Num((), t.dtype, py=False)  # as _joined_ct_type
     return t
 
@@ -133,6 +175,8 @@ class _Macro:
     def __init__(self, fn: Function, activity: Activity | None = None) -> None:
         # only an active value gets a cotangent (astad.ad.activity; without the analysis: every one)
         self.active: Callable[[Atom], bool] = activity.active if activity is not None else _always
+        # (``give``'s test, which runs for every argument: the names the analysis saw and found inactive)
+        self.inactive: frozenset[str] = activity.inactive() if activity is not None else frozenset()
         self.namer = Namer.of(fn)
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
@@ -147,42 +191,68 @@ class _Macro:
 
     def give(self, a: Atom, ct: Atom | None) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
-        if type(a) is not Var or not a.type.differentiable:  # (`type(...) is`: this runs for every argument)
+        if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
             return
-        if ct is None or type(ct) is Zero or not self.active(a):
-            self.cts[a.name] = Zero(_ct_type(a.type))
+        t = a.type
+        if not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
             return
-        named = Var(self.namer.fresh(a.name + "_ct"), _ct_type(a.type, ct))
-        self.b.binds.append(Bind((named,), Copy(ct), self.b.loc))
-        self.cts[a.name] = named
+        name = a.name
+        if ct is None or type(ct) is Zero or name in self.inactive:
+            self.cts[name] = Zero(CopowerT(t) if type(t) is FunT else t)  # _ct_type(t)
+            return
+        if type(t) is FunT:
+            ct_t: Type = CopowerT(t)
+        elif type(t) is Num and t.py and not t.shape and type(ct.type) is Num and not ct.type.py:
+            ct_t = Num((), t.dtype, py=False)
+        else:
+            ct_t = t
+        named = Var(self.namer.fresh(name + "_ct"), ct_t)
+        b = self.b
+        b.binds.append(Bind((named,), Copy(ct), b.loc))
+        self.cts[name] = named
 
     # one rule per construct -------------------------------------------------
 
     def rule_Prim(self, bind: Bind, rhs: Prim) -> None:
-        if rhs.op == "call_forward":  # (its arguments' cotangents were given at its unpacking: call_backward)
+        op = rhs.op
+        if op == "call_forward":  # (its arguments' cotangents were given at its unpacking: call_backward)
             return
         (out,) = bind.targets
-        ct = self.ct_of(out)
-        entry = rules.TABLE[rhs.op]
-        if type(ct) is Zero or not out.type.differentiable or entry.vjp is None:
+        ct = self.cts.get(out.name)  # (ct_of, without making the zero there is no use for)
+        vjp = _TABLE[op].vjp
+        give = self.give
+        t = out.type
+        if ct is None or type(ct) is Zero or vjp is None or \
+                not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
             for a in rhs.args:
-                self.give(a, None)
+                give(a, None)
             return
         try:
-            arg_cts = entry.vjp(self.b, rhs, out, ct)
+            arg_cts = vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
-            raise AstadTypeError(f"cannot differentiate {rhs.op}: {e}", bind.loc) from None
+            raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
         for a, c in zip(rhs.args, arg_cts):
-            self.give(a, c)
+            give(a, c)
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
-        items = tuple(self.ct_of(t) for t in bind.targets)
-        if differentiable(rhs.var.type) and all(isinstance(c, Zero) for c in items):
-            self.give(rhs.var, None)  # no use gives it a cotangent: a zero (made later if it must be)
-        elif differentiable(rhs.var.type):
-            total = Var(self.namer.temp(), _ct_type(rhs.var.type, *items))
-            self.b.bind((total,), Plus(items))
-            self.give(rhs.var, total)
+        v = rhs.var
+        if not v.type.differentiable:
+            return
+        cts = self.cts
+        items = []
+        for t in bind.targets:
+            ct = cts.get(t.name)  # (ct_of, written out)
+            items.append(Zero(_ct_type(t.type)) if ct is None else ct)
+        for c in items:
+            if type(c) is not Zero:
+                break
+        else:
+            self.give(v, None)  # no use gives it a cotangent: a zero (made later if it must be)
+            return
+        items = tuple(items)
+        total = Var(self.namer.temp(), _ct_type(v.type, *items))
+        self.b.bind((total,), Plus(items))
+        self.give(v, total)
 
     def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
         """``plus`` (in a derivative differentiated again) is linear: each summand gets the sum's cotangent."""
@@ -367,16 +437,12 @@ class _Macro:
         bindings in reverse, each by the rule for its construct."""
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
+        b, rules_ = self.b, _RULES
         for bind in reversed(block.binds):
             rhs = bind.rhs
-            rule = _RULES.get(type(rhs))
-            if rule is None:
-                rule = _RULES[type(rhs)] = getattr(_Macro, "rule_" + type(rhs).__name__, None)
-                if rule is None:
-                    raise InternalError(f"reverse macro: no rule for {type(rhs).__name__}")
-            saved, self.b.loc = self.b.loc, bind.loc
-            rule(self, bind, rhs)
-            self.b.loc = saved
+            saved, b.loc = b.loc, bind.loc
+            rules_[type(rhs)](self, bind, rhs)
+            b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
         result = fn.body.result
@@ -398,8 +464,18 @@ class _Macro:
         return tuple(v for v in lam_free_vars(lam) if differentiable(v.type) and self.active(v))
 
 
-#: a construct's class -> the macro's rule for it (looked up by name once)
-_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = {}
+class _Rules(dict):
+    """A construct's class -> the macro's rule for it (looked up by name once)."""
+
+    def __missing__(self, cls: type) -> Callable[[_Macro, Bind, Any], None]:
+        rule = getattr(_Macro, "rule_" + cls.__name__, None)
+        if rule is None:
+            raise InternalError(f"reverse macro: no rule for {cls.__name__}")
+        self[cls] = rule
+        return rule
+
+
+_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = _Rules()
 
 
 def _always(a: Atom) -> bool:

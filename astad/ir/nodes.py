@@ -12,29 +12,26 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
-from .types import Num, Type
+from .types import Num, Type, fast_init
 
 
 # --------------------------------------------------------------------------- atoms
 
 
-@dataclass(frozen=True, slots=True, init=False)
+# (``fast_init``: the classes every pass makes by the thousand are made without ``object.__setattr__`` per field)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class Var:
     name: str
     type: Type = field(compare=False)
-
-    def __init__(self, name: str, type: Type) -> None:
-        _set_var_name(self, name)  # (the fields' own setters: a frozen class's __setattr__ refuses)
-        _set_var_type(self, type)
 
     def __str__(self) -> str:
         return self.name
 
 
-# the three classes made most often (every pass makes them) are made without ``object.__setattr__`` per field
-_set_var_name, _set_var_type = Var.name.__set__, Var.type.__set__  # type: ignore[attr-defined]
-
-
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Const:
     """A constant.  ``name`` is set for a module-level constant of the user's,
@@ -58,6 +55,7 @@ class Const:
         return self.name if self.name is not None else repr(self.value)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Zero:
     """The statically-zero cotangent of a type: never materialised unless it
@@ -75,7 +73,8 @@ Atom = Union[Var, Const, Zero]
 # --------------------------------------------------------------------------- computations
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class Prim:
     """An application of a primitive from the table in :mod:`astad.rules`.
     ``params`` are static (hashable) parameters such as ``axis``."""
@@ -83,11 +82,6 @@ class Prim:
     op: str
     args: tuple[Atom, ...]
     params: tuple[tuple[str, Any], ...] = ()
-
-    def __init__(self, op: str, args: tuple[Atom, ...], params: tuple[tuple[str, Any], ...] = ()) -> None:
-        _set_prim_op(self, op)
-        _set_prim_args(self, args)
-        _set_prim_params(self, params)
 
     def param(self, name: str, default: Any = None) -> Any:
         for k, v in self.params:
@@ -100,9 +94,7 @@ class Prim:
         return f"{self.op}({', '.join(map(str, self.args))}{ps})"
 
 
-_set_prim_op, _set_prim_args, _set_prim_params = Prim.op.__set__, Prim.args.__set__, Prim.params.__set__  # type: ignore[attr-defined]
-
-
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MakeTuple:
     items: tuple[Atom, ...]
@@ -111,6 +103,7 @@ class MakeTuple:
         return "(" + ", ".join(map(str, self.items)) + ("," if len(self.items) == 1 else "") + ")"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Unpack:
     """``let (a, b, ...) = t``: split a tuple into its components."""
@@ -121,6 +114,7 @@ class Unpack:
         return f"unpack {self.tup}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Dup:
     """Contraction made explicit: ``let (x_1, ..., x_n) = dup x``."""
@@ -131,6 +125,7 @@ class Dup:
         return f"dup {self.var}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Drop:
     """Weakening made explicit: ``drop x`` ends a variable that is not used."""
@@ -141,6 +136,7 @@ class Drop:
         return f"drop {self.var}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Plus:
     """Cotangent addition (the monoid that ``dup`` is mapped to)."""
@@ -151,6 +147,7 @@ class Plus:
         return "plus(" + ", ".join(map(str, self.items)) + ")"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Copy:
     """``let y = x``: an alias (produced by the AD macro, removed by the optimiser)."""
@@ -161,6 +158,7 @@ class Copy:
         return str(self.atom)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class If:
     """``let (y_1, ..., y_k) = if cond then A else B``: CHAD's sum-type
@@ -175,6 +173,7 @@ class If:
         return f"if {self.cond}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Loop:
     """``let (c_1, ..., c_k) = for index in range(*bounds) from init: body``:
@@ -203,6 +202,7 @@ class Loop:
         return f"{head} from ({', '.join(f'{c}={i}' for c, i in zip(self.carried, self.init))}){saved}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LoopBack:
     """The backward pass of a loop: over the ``tape`` in reverse, each
@@ -221,6 +221,7 @@ class LoopBack:
                 f"({', '.join(f'{c}={i}' for c, i in zip(self.params, self.init))})")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Lam:
     """``let f = lam (z_1, ..., z_n) body``: a function value; the variables its
@@ -242,6 +243,7 @@ class Lam:
         return f"lam ({', '.join(f'{p.name}: {p.type}' for p in self.params)}){saved} ="
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class App:
     """``let y = f(a_1, ..., a_n)``: a call of a function value.  In the target IR
@@ -254,6 +256,7 @@ class App:
         return f"{self.fn}({', '.join(map(str, self.args))})"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AppBack:
     """The backward map of one call of ``fn``, at the values the call recorded,
@@ -268,6 +271,7 @@ class AppBack:
         return f"{self.fn}.back({self.record}, {self.ct})"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Copower:
     """``!r ⊗ ct``: the cotangent of a function value from one call: the call's
@@ -280,6 +284,7 @@ class Copower:
         return f"!{self.record} ⊗ {self.ct}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CaseCopower:
     """``case c of !r ⊗ ct -> ...``: the cotangents of what ``fn`` captures, summed
@@ -318,6 +323,7 @@ def trip_count(loop: "Loop") -> int | None:
 # --------------------------------------------------------------------------- bindings, blocks, programs
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Loc:
     """A position in the user's source: file, 1-based line and column."""
@@ -328,16 +334,12 @@ class Loc:
     text: str = ""
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class Bind:
     targets: tuple[Var, ...]
     rhs: Comp
     loc: Loc | None = field(default=None, compare=False)
-
-    def __init__(self, targets: tuple[Var, ...], rhs: Comp, loc: Loc | None = None) -> None:
-        _set_bind_targets(self, targets)
-        _set_bind_rhs(self, rhs)
-        _set_bind_loc(self, loc)
 
     def __str__(self) -> str:
         if not self.targets:
@@ -346,9 +348,6 @@ class Bind:
             "(" + ", ".join(t.name for t in self.targets) + ")"
         )
         return f"let {lhs} = {self.rhs}"
-
-
-_set_bind_targets, _set_bind_rhs, _set_bind_loc = Bind.targets.__set__, Bind.rhs.__set__, Bind.loc.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

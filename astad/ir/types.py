@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
@@ -10,9 +11,47 @@ from typing import Any, Callable, Iterator, Sequence, Union
 Dim = Union[int, None]  # None: not known statically
 
 
+def fast_init(cls: type) -> type:
+    """A frozen slotted dataclass ``cls`` with an ``__init__`` that sets each field by its
+    slot's own setter: what the generated one does through ``object.__setattr__`` (which a
+    frozen class needs), in two thirds of the time: the IR's nodes and types are made by the
+    ten thousand (same signature and defaults, no checks in either)."""
+    scope: dict[str, Any] = {}
+    params, body = [], []
+    for i, f in enumerate(dataclasses.fields(cls)):
+        assert f.init and not f.kw_only and f.default_factory is dataclasses.MISSING, (cls, f.name)
+        scope[f"_set{i}"] = getattr(cls, f.name).__set__
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            scope[f"_default{i}"] = f.default
+            params.append(f"{f.name}=_default{i}")
+        body.append(f"    _set{i}(self, {f.name})")
+    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"
+    # (a file name of its own: profiles tell the classes' __init__s apart)
+    exec(compile(source, f"<astad.ir: {cls.__name__}.__init__>", "exec"), scope)  # noqa: S102
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
 # --------------------------------------------------------------------------- types
 
 
+class _DifferentiableDtype(dict):
+    """A dtype's name -> whether numbers of it are differentiable (float and complex ones),
+    each name's answer found once (a hot path's test: ``DIFFERENTIABLE_DTYPE[t.dtype]`` of a Num ``t``)."""
+
+    def __missing__(self, dtype: str) -> bool:
+        found = self[dtype] = dtype.startswith(("float", "complex"))
+        return found
+
+
+DIFFERENTIABLE_DTYPE: dict[str, bool] = _DifferentiableDtype()
+
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Num:
     """Numbers: a scalar (``shape == ()``) or an array.
@@ -35,7 +74,7 @@ class Num:
 
     @property
     def differentiable(self) -> bool:
-        return self.dtype.startswith(("float", "complex"))
+        return DIFFERENTIABLE_DTYPE[self.dtype]
 
     @property
     def known_shape(self) -> bool:
@@ -52,6 +91,7 @@ class Num:
         return f"{base}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TupleT:
     items: tuple["Type", ...]
@@ -72,6 +112,7 @@ class NoneT:
         return "None"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ListT:
     """A Python list whose length is known only at run time (built by
@@ -88,6 +129,7 @@ class ListT:
         return f"list[{self.elem if self.elem is not None else '?'}{'' if self.length is None else f'; {self.length}'}]"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StructT:
     """A structured argument (a "pytree" in JAX's words): a tuple, list, dict or
@@ -222,6 +264,7 @@ def leaf_counts(types: Sequence["Type"]) -> list[int]:
     return [sum(leaf_counts(t.items)) if isinstance(t, StructT) else 1 for t in types]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FunT:
     """A function value (a ``lambda`` or nested ``def``) called with arguments of
@@ -236,6 +279,7 @@ class FunT:
         return f"({', '.join(map(str, self.params))}) -> {self.result}"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CopowerT:
     """The cotangent of a function value (CHAD: ``!D1(τ) ⊗ D2(σ)``): the

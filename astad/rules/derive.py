@@ -44,7 +44,9 @@ def shape_atom(b: Any, x: Atom) -> Atom:
 
 def sum_to(b: Any, ct: Atom, like: Atom) -> Atom:
     """Undo broadcasting: sum ``ct`` down to the shape of ``like``."""
-    cs, ls = num(ct.type).shape, num(like.type).shape
+    ct_t, like_t = ct.type, like.type  # (``num`` of each, for what is not a Num: this runs for every argument)
+    cs = (ct_t if type(ct_t) is Num else num(ct_t)).shape
+    ls = (like_t if type(like_t) is Num else num(like_t)).shape
     if cs == ls and None not in cs:
         return ct
     if None in ls:
@@ -56,7 +58,8 @@ def sum_to(b: Any, ct: Atom, like: Atom) -> Atom:
     axes = tuple(range(lead)) + ones
     keep = not lead and bool(ones)  # only size-1 axes to sum: keep them, no reshape needed
     out = b.prim("sum", ct, axis=axes if len(axes) != 1 else axes[0], keepdims=keep) if axes else ct
-    if num(out.type).shape != ls:
+    out_t = out.type
+    if (out_t if type(out_t) is Num else num(out_t)).shape != ls:
         out = b.prim("reshape", out, *[b.const(d) for d in ls])
     return out
 
@@ -145,10 +148,12 @@ class Memo:
         self.b, self.made = b, {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        key = (op, tuple(a.name if isinstance(a, Var) else ("const", id(a)) for a in args), tuple(sorted(params.items())))
-        if key not in self.made:
-            self.made[key] = self.b.prim(op, *args, **params)
-        return self.made[key]
+        key = (op, tuple([a.name if type(a) is Var else ("const", id(a)) for a in args]),
+               tuple(sorted(params.items())) if params else ())
+        made = self.made.get(key)
+        if made is None:
+            made = self.made[key] = self.b.prim(op, *args, **params)
+        return made
 
     def const(self, value: Any) -> Const:
         return self.b.const(value)
