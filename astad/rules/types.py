@@ -67,7 +67,7 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
 
     def infer(ts: list[Type], params: dict) -> Type:
         try:
-            whole: tuple | None = (tuple(ts), tuple(params.items()))
+            whole: tuple | None = (tuple(ts), _keyed(params))
             out = known.get(whole)  # type: ignore[arg-type]
         except TypeError:  # an unhashable parameter (or value)
             whole, out = None, None
@@ -83,7 +83,7 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
         kinds = [_kind(t) for t in ts]
         shape = broadcast_shapes(*(t.shape for t in ts))  # type: ignore[union-attr]
         try:
-            key: tuple | None = (*kinds, *params.items())
+            key: tuple | None = (*kinds, *_keyed(params))
             result = found.get(key)  # type: ignore[arg-type]
         except TypeError:  # an unhashable parameter
             key, result = None, None
@@ -103,6 +103,12 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
             else Num(shape, dtype)
 
     return infer
+
+
+def _keyed(params: dict) -> tuple:
+    """``params`` as a memo key: each value with its class (``True == 1`` and ``0.0 == -0.0``
+    as dict keys, but numpy's result may differ between them)."""
+    return tuple((k, type(v), v) for k, v in params.items()) if params else ()
 
 
 def _kind(t: Type) -> Any:
