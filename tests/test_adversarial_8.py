@@ -7,6 +7,8 @@ gradient), never astad's own output.  Each section names what astad did before i
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -79,3 +81,79 @@ def test_return_in_while_loop_runs_to_its_end():
     assert while_counter_return(0.5) < 3.0  # the loop ends without returning
     check_scalar_function(while_counter_return, 0.5)
     check_scalar_function(while_counter_first_return, 0.1)
+
+
+# ------------------------------------------------------------------ 2. an `@astad.reverse` / `@astad.forward`
+# function called inside a differentiated function
+# Python's call gives the pair (value, pullback) (or (value, pushforward)); astad took the call for a call
+# of the undecorated function, so `helper(x)[0]` was the value's first element, not the value (wrong
+# value and derivatives), and `v, pb = two(x)` of a function of two outputs bound its outputs.
+
+@astad.reverse
+def rev_helper(x):
+    return np.sin(x) * x
+
+
+@astad.forward
+def fwd_helper(x):
+    return np.tanh(x) * x
+
+
+@astad.reverse
+def two_outputs(x):
+    return x * 2.0, np.sin(x)
+
+
+def indexes_rev_helper(x):
+    return np.sum(rev_helper(x)[0] * x)
+
+
+def indexes_fwd_helper(x):
+    return np.sum(fwd_helper(x * 2.0)[0])
+
+
+def unpacks_helper(x):
+    v, _ = rev_helper(x)
+    (a, b), _ = two_outputs(v)
+    return np.sum(a * b)
+
+
+def unpacks_two_outputs(x):
+    a, b = two_outputs(x)  # Python: a is the pair of outputs, b the pullback
+    return np.sum(a[0] * b)
+
+
+def calls_the_pullback(x):
+    v, pb = rev_helper(x)
+    return np.sum(pb(v)[0])
+
+
+def uses_the_pair_as_its_value(x):
+    return np.sum(fwd_helper(x))
+
+
+X = np.array([0.3, -1.2, 0.7, 2.0])
+
+
+@pytest.mark.parametrize("fn", [indexes_rev_helper, indexes_fwd_helper, unpacks_helper])
+def test_a_decorated_helper_gives_value_and_derivative_as_in_python(fn):
+    want = central_differences(fn, X)
+    value, tangent = astad.jvp(fn, (X,), (np.ones(4),))
+    assert value == pytest.approx(fn(X), rel=1e-12)
+    assert tangent == pytest.approx(np.sum(want), rel=1e-6)
+    np.testing.assert_allclose(astad.grad(fn)(X), want, rtol=1e-6, atol=1e-8)
+    h = astad.hessian(fn)(X)
+    np.testing.assert_allclose(h, np.stack([central_differences(lambda x: astad.grad(fn)(x)[i], X)
+                                            for i in range(4)]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (unpacks_two_outputs, "the pullback that `two_outputs(...)` returns"),
+    (calls_the_pullback, "the pullback that `rev_helper(...)` returns"),
+    (uses_the_pair_as_its_value, "returns a pair (value, pushforward)"),
+])
+def test_a_decorated_helper_s_derivative_inside_the_code_is_refused(fn, words):
+    for transform in (lambda f: astad.grad(f)(X), lambda f: astad.jvp(f, (X,), (X,))):
+        with pytest.raises(astad.UnsupportedFunctionError, match=re.escape(words)) as info:
+            transform(fn)
+        assert info.value.loc is not None and info.value.loc.line > 0 and "[0]" in info.value.hint
