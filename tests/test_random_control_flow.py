@@ -952,7 +952,7 @@ class ControlFlowGen(Gen):
         frame = self.frames[-1]
         self.no_updates_in_place()
         word = self.pick(["break", "continue"] if frame["continue_ok"] else ["break"])
-        if RETURN_IN_LOOPS and self.draw(st.integers(0, 3)) == 0:
+        if RETURN_IN_LOOPS and self.draw(st.integers(0, 3 if frame["kind"] == "for" else 1)) == 0:
             word = "return"  # a scalar, as every `return` then (and the rest of the function is a branch)
             self.early_return = True
         at_body = self.depth == frame["body_depth"]
