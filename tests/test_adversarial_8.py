@@ -157,3 +157,51 @@ def test_a_decorated_helper_s_derivative_inside_the_code_is_refused(fn, words):
         with pytest.raises(astad.UnsupportedFunctionError, match=re.escape(words)) as info:
             transform(fn)
         assert info.value.loc is not None and info.value.loc.line > 0 and "[0]" in info.value.hint
+
+
+# ------------------------------------------------------------------ 3. chained assignment `a = b = e`
+# The first name took over the binding of the temporary computing `e`; the second was left holding the
+# temporary, bound nowhere (InternalError: structural pass: not linear ..., unbound ['t1']).
+
+def chained(x):
+    a = b = np.sin(x) * x
+    a = a * 2.0
+    return np.sum(a * b)
+
+
+def chained_three_and_tuples(x):
+    p = q = r = x * 2.0
+    (s, t) = u = (x * 3.0, q)
+    return np.sum(p * q * r) + np.sum(s * u[1]) + np.sum(t * u[0])
+
+
+def chained_in_a_loop(x):
+    s = t = 0.5
+    for i in range(3):
+        s = t = s * x + t * 0.5
+    return s * t
+
+
+def chained_arrays_updated(x):
+    a = b = np.zeros(3)
+    a[0] = x[0]  # Python: b is a too
+    return np.sum(b * x)
+
+
+@SETTINGS
+@given(st.lists(st.floats(-1.5, 1.5), min_size=3, max_size=3))
+def test_chained_assignment(xs):
+    x = np.array(xs)
+    for fn in (chained, chained_three_and_tuples):
+        want = central_differences(fn, x)
+        np.testing.assert_allclose(astad.grad(fn)(x), want, rtol=1e-6, atol=1e-8)
+        value, tangent = astad.jvp(fn, (x,), (np.ones(3),))
+        assert value == pytest.approx(fn(x), rel=1e-12)
+        assert tangent == pytest.approx(np.sum(want), rel=1e-6, abs=1e-8)
+    check_scalar_function(chained_in_a_loop, float(x[0]))
+
+
+def test_chained_assignment_of_an_array_updated_through_one_name_is_refused():
+    for transform in (lambda f: astad.grad(f)(X[:3]), lambda f: astad.jvp(f, (X[:3],), (X[:3],))):
+        with pytest.raises(astad.UnsupportedSyntaxError, match="`b` shares its memory"):
+            transform(chained_arrays_updated)

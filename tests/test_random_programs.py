@@ -163,6 +163,15 @@ LOOKALIKE_NAMES = ["out_ct", "x_ct_sum", "x_ct", "reversed", "log_domain", "i_ta
 # pipeline passed for the unused cotangent of forward-over-reverse (hessian, grad(grad), jacfwd(jacrev)).
 # False: parameters keep their names, no constant is read.
 GENERATED_LOOKING_PARAMS = True
+
+# (fixed; the switch stays as a regression check) astad bug up to b7a652f: a chained assignment
+# `a = b = e` named the value `a` and left `b` holding the temporary it no longer binds
+# (InternalError: structural pass: not linear ..., unbound ['t1']):
+#     def f(x):
+#         a = b = x * 2.0
+#         return a * b
+# False: one target per assignment.
+CHAINED_ASSIGNMENT = True
 PARAM_LOOKALIKES = ["no_ct", "x_t", "nothing", "x_t_t", "ct", "t1", "x_ct", "f_t_t"]
 CONSTANT_LOOKALIKES = ["f_jvp", "f_forward", "f_backward", "f_t_jvp", "no_ct_2"]
 
@@ -365,7 +374,8 @@ class Gen:
         if aug:
             targets, rhs = [aug.group(1)], text
         else:
-            lhs, rhs = text.split(" = ", 1)
+            chained = re.match(r"^(\w+) = (\w+) = (.*)$", text)  # `a = b = e`
+            lhs, rhs = (chained.group(1) + " " + chained.group(2), chained.group(3)) if chained else text.split(" = ", 1)
             targets = re.findall(names, lhs)
         self.unread.difference_update(re.findall(names, rhs))
         self.unread.update(targets)
@@ -1058,6 +1068,8 @@ class Gen:
 
     def statement(self):
         kinds = ["expr"] * 6 + ["unpack", "aug", "pair"]
+        if CHAINED_ASSIGNMENT:
+            kinds += ["chain"]
         if self.functions:
             kinds += (["fn_lambda"] * 3 + ["fn_def"] * 2 + ["fn_hof"] * 2
                       + ["fn_tuple", "fn_factory", "fn_comprehension", "fn_forward", "fn_pair", "fn_fdefault"])
@@ -1078,6 +1090,16 @@ class Gen:
                 for v in views:
                     self.env[v]["fresh"] = False
                 self.env[t] = {"shape": self.shape_of(expr), "bound": bound, "fresh": False}
+            return
+        if kind == "chain":  # `t1 = t2 = e`: two names of one value (never updated in place then)
+            expr, bound, _, views = self.expression()
+            t1, t2 = self.target(), self.fresh_name()
+            for v in views:
+                self.env[v]["fresh"] = False
+            shape = self.shape_of(expr)
+            self.line(f"{t1} = {t2} = {expr}")
+            for t in (t1, t2):
+                self.env[t] = {"shape": shape, "bound": bound, "fresh": False}
             return
         if kind == "pair":
             a = self.pick(self.floats())
