@@ -205,3 +205,100 @@ def test_chained_assignment_of_an_array_updated_through_one_name_is_refused():
     for transform in (lambda f: astad.grad(f)(X[:3]), lambda f: astad.jvp(f, (X[:3],), (X[:3],))):
         with pytest.raises(astad.UnsupportedSyntaxError, match="`b` shares its memory"):
             transform(chained_arrays_updated)
+
+
+# ------------------------------------------------------------------ 4. `np.concatenate(xs, axis=None)`
+# numpy flattens the arrays first; astad joined them along axis 0: the type was wrong ((4, 3) for two
+# (2, 3) arrays, not (12,)), the pullback crashed on its shapes or, for arrays of one row, broadcast
+# its pieces silently into a wrong gradient.  Forward mode ran numpy's own call and was right.
+
+def concatenate_flat(x):
+    return np.sum(np.concatenate([x, x ** 2], axis=None) ** 2 * np.arange(2.0 * x.size))
+
+
+def concatenate_flat_mixed(x):
+    return np.sum(np.concatenate([x[0], np.sin(x), x[0, 0]], axis=None) ** 3 * np.arange(1.0 + x.shape[-1] + x.size))
+
+
+def concatenate_flat_list(x, n):
+    acc = []
+    for i in range(n):
+        acc.append(x[0] * (i + 1.0))
+    return np.sum(np.concatenate(acc, axis=None) ** 2)
+
+
+def concatenate_flat_list_2d(x, n):
+    acc = []
+    for i in range(n):
+        acc.append(x * (i + 1.0))
+    return np.sum(np.concatenate(acc, axis=None) ** 2)
+
+
+def stack_axis_none(x):
+    return np.sum(np.stack([x, x], axis=None))  # numpy: TypeError
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (1, 3), (3, 1), (4,)])
+@pytest.mark.parametrize("fn", [concatenate_flat, concatenate_flat_mixed])
+def test_concatenate_with_axis_none_flattens(fn, shape):
+    if fn is concatenate_flat_mixed and len(shape) == 1:
+        return
+    x = np.linspace(-0.8, 1.1, int(np.prod(shape))).reshape(shape)
+    want = central_differences(fn, x)
+    np.testing.assert_allclose(astad.grad(fn)(x), want, rtol=1e-6, atol=1e-8)
+    value, tangent = astad.jvp(fn, (x,), (np.ones(shape),))
+    assert value == pytest.approx(fn(x), rel=1e-12) and tangent == pytest.approx(np.sum(want), rel=1e-6)
+    h = astad.hessian(fn)(x).reshape(x.size, x.size)
+    np.testing.assert_allclose(h, h.T, rtol=1e-9, atol=1e-10)
+
+
+def test_concatenate_with_axis_none_of_a_list_built_at_run_time():
+    x = np.array([[0.3, -0.5, 1.2], [0.8, 0.1, -0.7]])
+    for n in (1, 3, np.int64(2)):
+        want = central_differences(lambda v: concatenate_flat_list(v, n), x)
+        np.testing.assert_allclose(astad.grad(concatenate_flat_list)(x, n), want, rtol=1e-6, atol=1e-8)
+    with pytest.raises(astad.AstadTypeError, match="axis=None"):
+        astad.grad(concatenate_flat_list_2d)(x, 2)
+    with pytest.raises(TypeError):
+        stack_axis_none(x)
+    with pytest.raises(astad.AstadTypeError, match="integer axis"):
+        astad.grad(stack_axis_none)(x)
+
+
+# ------------------------------------------------------------------ 5. a function value capturing an array of
+# run-time shape, called in a loop
+# (found by test_random_programs once it drew chained assignments) The backward loop's accumulator of
+# the captured array's cotangent started as the empty copower's zero, which codegen cannot make for a
+# shape known only at run time (InternalError: codegen: cannot materialise a zero of type f64[?,3]).
+
+def rows_through_a_lambda(x, k):
+    y = np.stack([x * (i + 1.0) for i in range(k)])
+    v = np.tanh(y + y)
+
+    def rows(fn, rs):
+        return np.stack([fn(r) for r in rs])
+
+    return np.sum(rows(lambda t: t / (y * y + 1.0), v) ** 2)
+
+
+def lambda_in_nested_loops(x, k):
+    s = 0.0
+    for j in range(2):
+        y = np.stack([x * (i + j + 1.0) for i in range(k)])
+        g = lambda t: np.sum(t * y)  # noqa: E731
+        for r in np.tanh(y):
+            s = s + g(r)
+    return s
+
+
+@pytest.mark.parametrize("k", [1, 3, np.int64(2)])
+@pytest.mark.parametrize("fn", [rows_through_a_lambda, lambda_in_nested_loops])
+def test_function_capturing_an_array_of_run_time_shape(fn, k):
+    x = np.array([0.3, -0.5, 1.2])
+    want = central_differences(lambda v: fn(v, k), x)
+    np.testing.assert_allclose(astad.grad(fn)(x, k), want, rtol=1e-6, atol=1e-8)
+    value, tangent = astad.jvp(fn, (x, k), (np.ones(3), None))
+    assert value == pytest.approx(fn(x, k), rel=1e-12) and tangent == pytest.approx(np.sum(want), rel=1e-6)
+    h = astad.hessian(fn)(x, k)
+    np.testing.assert_allclose(h, np.stack([central_differences(lambda v: astad.grad(fn)(v, k)[i], x)
+                                            for i in range(3)]), rtol=1e-5, atol=1e-6)

@@ -172,6 +172,15 @@ GENERATED_LOOKING_PARAMS = True
 #         return a * b
 # False: one target per assignment.
 CHAINED_ASSIGNMENT = True
+
+# (fixed; the switch stays as a regression check) astad bug up to b7a652f: `np.concatenate(xs,
+# axis=None)` (numpy flattens the arrays first) was joined along axis 0: a wrong type, a pullback
+# that crashed on its shapes or, for arrays of one row, broadcast into a wrong gradient:
+#     def f(x):
+#         return np.sum(np.concatenate([x, x ** 2], axis=None) ** 2 * np.arange(6.0))
+#     f(np.array([[0.3, -0.5, 1.2]]))  # astad: [[-0.6, 1.0, -2.4]], finite differences: [[0.324, -3.0, 39.36]]
+# False: np.concatenate along an axis only.
+CONCATENATE_AXIS_NONE = True
 PARAM_LOOKALIKES = ["no_ct", "x_t", "nothing", "x_t_t", "ct", "t1", "x_ct", "f_t_t"]
 CONSTANT_LOOKALIKES = ["f_jvp", "f_forward", "f_backward", "f_t_jvp", "no_ct_2"]
 
@@ -509,12 +518,18 @@ class Gen:
         forms += [f"np.stack([{a}, {b}])", f"np.stack(({a}, {b}), axis=-1)", f"np.concatenate([{a}, {b}])"]
         if len(shape) >= 2:
             forms.append(f"np.concatenate([{a}, {b}], axis=1)")
+        if CONCATENATE_AXIS_NONE:
+            c = self.pick(names)  # any shape: flattened
+            forms.append(f"np.concatenate([{a}, {c}], axis=None)")
+            bound_c = self.bound(c)
         if len(shape) == 2:
             forms += [f"np.tril({a})", f"np.triu({a}, 1)", f"np.diag({a})"]
         if len(shape) == 1:
             forms += [f"np.diag({a})", f"np.outer({a}, {b})"]
         bound = max(self.bound(a), self.bound(b))
         form = self.pick(forms)
+        if "axis=None" in form:
+            bound = max(bound, bound_c)
         if "outer" in form:
             bound = self.bound(a) * self.bound(b)
         fresh = any(s in form for s in ("stack", "concatenate", "tril", "triu", "outer"))

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, ListT, Var
+from ..ir import Atom, ListT, Num, Var
 from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 
@@ -110,13 +110,22 @@ def static_params(op: str, signature: str, values: tuple[str, ...], statics: tup
 def sequence(op: str) -> Callable[[str], ApiSpec]:
     def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
         seq = b["arrays"]
+        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
         if isinstance(seq, Var) and isinstance(seq.type, ListT):
-            axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+            if axis is None and op == "concatenate" and isinstance(seq.type.elem, Num) and seq.type.elem.ndim == 1:
+                axis = 0  # (the elements flattened are themselves)
+            if axis is None:
+                raise lw.type_error(f"np.{op}(xs, axis=None) of a list built at run time is not supported", node,
+                                    "np.concatenate([x.ravel() for x in xs]), or an integer axis")
             return lw.emit(f"{op}_list", [seq], {"axis": axis})
         if not hasattr(seq, "items"):
             raise lw.type_error(f"np.{op} needs a list or tuple of arrays", node)
-        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
-        return lw.emit(op, [lw.atom(v, node) for v in seq.items], {"axis": axis})
+        items = [lw.atom(v, node) for v in seq.items]
+        if axis is None and op == "concatenate":  # numpy flattens the arrays first
+            items, axis = [lw.emit("ravel", [x]) for x in items], 0
+        if axis is None:
+            raise lw.type_error(f"np.{op} takes an integer axis, not None", node, f"np.{op}(xs, axis=0)")
+        return lw.emit(op, items, {"axis": axis})
 
     return lambda title: ApiSpec(title, sig("arrays, axis=0"), lower)
 
