@@ -172,12 +172,23 @@ def rev_helper(x):
 
 
 def calls_rev_helper(x):
-    return np.sum(rev_helper(x) * 2.0)
+    return np.sum(rev_helper(x)[0] * 2.0)  # (value, pullback), as in Python
 
 
-def test_an_astad_reverse_helper_is_still_inlined_as_its_function():
-    plain = rev_helper.__astad_function__
-    close(astad.grad(calls_rev_helper)(X3), fd(lambda x: np.sum(plain(x) * 2.0), [X3], 0))
+def calls_rev_helper_as_its_function(x):
+    return np.sum(rev_helper(x) * 2.0)  # Python: TypeError (a pair times a float)
+
+
+def test_an_astad_reverse_helper_is_inlined_and_its_value_differentiated():
+    close(astad.grad(calls_rev_helper)(X3), fd(calls_rev_helper, [X3], 0))
+
+
+def test_an_astad_reverse_helper_is_not_taken_for_its_function():
+    with pytest.raises(TypeError):
+        calls_rev_helper_as_its_function(X3)
+    with pytest.raises(astad.UnsupportedFunctionError, match=r"returns a pair \(value, pullback\)") as info:
+        astad.grad(calls_rev_helper_as_its_function)(X3)
+    assert "rev_helper(...)[0]" in info.value.hint and info.value.loc.line > 0
 
 
 # --------------------------------------------------------------------------- 4: argument types and keys

@@ -377,6 +377,22 @@ LIST_APPEND_IN_BRANCH = True
 # are not updated in place after it.
 UPDATE_AFTER_EXIT = True
 
+# (fixed; the switch stays as a regression check) astad bug up to b7a652f: a `while` loop whose condition
+# holds when the loop starts, known when transforming (`k = 0; while k < 10:`), with a `return`
+# inside, was taken for `while True:` (left only by its `return`): the `return` after the loop was
+# lost, and a call that ran the loop to its end returned the placeholder 0.0 (value and derivatives):
+#     def f(x):
+#         k = 0
+#         while k < 10:
+#             x = x * 1.1 + 0.1
+#             if x > 3.0:
+#                 return x * x
+#             k += 1
+#         return x
+#     f(0.5)  # astad: 0.0, Python: 2.89
+# False: loops are left by `break` and `continue` only, not by `return`.
+RETURN_IN_LOOPS = True
+
 # Not generated (refused with an AstadError): appending to a list known element
 # by element (not yet carried through a loop) in only some branches ("`acc` is
 # a tuple in one branch and not in the other"); list elements of two types (a
@@ -936,6 +952,9 @@ class ControlFlowGen(Gen):
         frame = self.frames[-1]
         self.no_updates_in_place()
         word = self.pick(["break", "continue"] if frame["continue_ok"] else ["break"])
+        if RETURN_IN_LOOPS and self.draw(st.integers(0, 3 if frame["kind"] == "for" else 1)) == 0:
+            word = "return"  # a scalar, as every `return` then (and the rest of the function is a branch)
+            self.early_return = True
         at_body = self.depth == frame["body_depth"]
         if nested and self.draw(st.integers(0, 3)) == 0:
             return self.nested_exit()
@@ -945,7 +964,8 @@ class ControlFlowGen(Gen):
             self.statement()
         self.read_new_values(set(before))
         frame["in_exit"] -= 1
-        self.lines.append("    " * self.depth + word)
+        self.lines.append("    " * self.depth + (word if word != "return" else
+                                                  f"return {self.scalar_return()}{_SINK}"))
         frame["exits"].add(word)
         frame["exited"] = True
         frame["levels"].append(self.enter("leave", frame))  # for astad, the rest of the body is a branch
@@ -1438,6 +1458,10 @@ class ControlFlowGen(Gen):
         self.depth -= 1
         self.forget_lists()
         self.frames.pop()
+        if "return" in frame["exits"]:  # for astad the rest of the function (and of a loop around) is a branch
+            self.enter("return")
+            if self.frames:
+                self.frames[-1]["exits"].add("return")
         self.accumulators.discard(frame["acc"])
         self.env = self.merge(before, [self.env] + frame["exit_envs"])
         self.end_lists(frame)
@@ -1447,7 +1471,7 @@ class ControlFlowGen(Gen):
     def end_lists(self, frame):
         """The lists' lengths after the loop."""
         low, high = frame["trips"]
-        if "break" in frame["exits"]:
+        if {"break", "return"} & frame["exits"]:
             low = min(low, 1)
         for n, (lo, hi, var) in frame["lists"].items():
             if n in self.lists:

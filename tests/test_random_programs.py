@@ -163,6 +163,24 @@ LOOKALIKE_NAMES = ["out_ct", "x_ct_sum", "x_ct", "reversed", "log_domain", "i_ta
 # pipeline passed for the unused cotangent of forward-over-reverse (hessian, grad(grad), jacfwd(jacrev)).
 # False: parameters keep their names, no constant is read.
 GENERATED_LOOKING_PARAMS = True
+
+# (fixed; the switch stays as a regression check) astad bug up to b7a652f: a chained assignment
+# `a = b = e` named the value `a` and left `b` holding the temporary it no longer binds
+# (InternalError: structural pass: not linear ..., unbound ['t1']):
+#     def f(x):
+#         a = b = x * 2.0
+#         return a * b
+# False: one target per assignment.
+CHAINED_ASSIGNMENT = True
+
+# (fixed; the switch stays as a regression check) astad bug up to b7a652f: `np.concatenate(xs,
+# axis=None)` (numpy flattens the arrays first) was joined along axis 0: a wrong type, a pullback
+# that crashed on its shapes or, for arrays of one row, broadcast into a wrong gradient:
+#     def f(x):
+#         return np.sum(np.concatenate([x, x ** 2], axis=None) ** 2 * np.arange(6.0))
+#     f(np.array([[0.3, -0.5, 1.2]]))  # astad: [[-0.6, 1.0, -2.4]], finite differences: [[0.324, -3.0, 39.36]]
+# False: np.concatenate along an axis only.
+CONCATENATE_AXIS_NONE = True
 PARAM_LOOKALIKES = ["no_ct", "x_t", "nothing", "x_t_t", "ct", "t1", "x_ct", "f_t_t"]
 CONSTANT_LOOKALIKES = ["f_jvp", "f_forward", "f_backward", "f_t_jvp", "no_ct_2"]
 
@@ -395,13 +413,7 @@ class Gen:
             if v in self.env:
                 self.env[v]["fresh"] = False
         shape = self.shape_of(expr)
-        if self.draw(st.integers(0, 7)) == 0:  # `a = b = value`: two names of one object (neither updated in place)
-            also = self.fresh_name()
-            self.line(f"{target} = {also} = {expr}")
-            self.env[also] = {"shape": shape, "bound": bound, "fresh": False}
-            fresh = False
-        else:
-            self.line(f"{target} = {expr}")
+        self.line(f"{target} = {expr}")
         self.env[target] = {"shape": shape, "bound": bound, "fresh": fresh and shape != "f"}
 
     # ------------------------------------------------------------------ expressions: (expr, bound, fresh, views)
@@ -502,16 +514,21 @@ class Gen:
             forms += [f"np.transpose({a}, (1, 0, 2))", f"{a}.transpose(2, 0, 1)"]
         same = [n for n in names if self.env[n]["shape"] == shape]
         b = self.pick(same)
-        forms += [f"np.stack([{a}, {b}])", f"np.stack(({a}, {b}), axis=-1)", f"np.concatenate([{a}, {b}])",
-                  f"np.concatenate(({a}, {b}), axis=None)"]  # (numpy flattens them)
+        forms += [f"np.stack([{a}, {b}])", f"np.stack(({a}, {b}), axis=-1)", f"np.concatenate([{a}, {b}])"]
         if len(shape) >= 2:
             forms.append(f"np.concatenate([{a}, {b}], axis=1)")
+        if CONCATENATE_AXIS_NONE:
+            c = self.pick(names)  # any shape: flattened
+            forms.append(f"np.concatenate([{a}, {c}], axis=None)")
+            bound_c = self.bound(c)
         if len(shape) == 2:
             forms += [f"np.tril({a})", f"np.triu({a}, 1)", f"np.diag({a})"]
         if len(shape) == 1:
             forms += [f"np.diag({a})", f"np.outer({a}, {b})"]
         bound = max(self.bound(a), self.bound(b))
         form = self.pick(forms)
+        if "axis=None" in form:
+            bound = max(bound, bound_c)
         if "outer" in form:
             bound = self.bound(a) * self.bound(b)
         fresh = any(s in form for s in ("stack", "concatenate", "tril", "triu", "outer"))
@@ -1065,6 +1082,8 @@ class Gen:
 
     def statement(self):
         kinds = ["expr"] * 6 + ["unpack", "aug", "pair"]
+        if CHAINED_ASSIGNMENT:
+            kinds += ["chain"]
         if self.functions:
             kinds += (["fn_lambda"] * 3 + ["fn_def"] * 2 + ["fn_hof"] * 2
                       + ["fn_tuple", "fn_factory", "fn_comprehension", "fn_forward", "fn_pair", "fn_fdefault"])
@@ -1085,6 +1104,16 @@ class Gen:
                 for v in views:
                     self.env[v]["fresh"] = False
                 self.env[t] = {"shape": self.shape_of(expr), "bound": bound, "fresh": False}
+            return
+        if kind == "chain":  # `t1 = t2 = e`: two names of one value (never updated in place then)
+            expr, bound, _, views = self.expression()
+            t1, t2 = self.target(), self.fresh_name()
+            for v in views:
+                self.env[v]["fresh"] = False
+            shape = self.shape_of(expr)
+            self.line(f"{t1} = {t2} = {expr}")
+            for t in (t1, t2):
+                self.env[t] = {"shape": shape, "bound": bound, "fresh": False}
             return
         if kind == "pair":
             a = self.pick(self.floats())

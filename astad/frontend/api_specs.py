@@ -119,9 +119,11 @@ def static_params(op: str, signature: str, values: tuple[str, ...], statics: tup
 def sequence(op: str) -> Callable[[str], ApiSpec]:
     def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
         seq = b["arrays"]
+        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
+        if axis is None and op != "concatenate":
+            raise lw.type_error(f"np.{op} takes an integer axis, not None", node, f"np.{op}(xs, axis=0)")
         if isinstance(seq, Var) and isinstance(seq.type, ListT):
-            axis = lw.static(lw.const_or(b["axis"]), node, "axis")
-            if axis is None and op == "concatenate":  # numpy flattens: the elements (one shape) joined, raveled
+            if axis is None:  # numpy flattens: the elements (one shape) joined, raveled
                 e = seq.type.elem
                 if e is None or not isinstance(e, Num):
                     raise lw.type_error("np.concatenate(xs, axis=None) of a list of unknown elements", node,
@@ -131,11 +133,10 @@ def sequence(op: str) -> Callable[[str], ApiSpec]:
             return lw.emit(f"{op}_list", [seq], {"axis": axis})
         if not hasattr(seq, "items"):
             raise lw.type_error(f"np.{op} needs a list or tuple of arrays", node)
-        axis = lw.static(lw.const_or(b["axis"]), node, "axis")
-        if axis is None and op == "concatenate":  # numpy flattens each array, then joins them
-            flat = [lw.emit("ravel", [lw.atom(v, node)]) for v in seq.items]
-            return lw.emit(op, flat, {"axis": 0})
-        return lw.emit(op, [lw.atom(v, node) for v in seq.items], {"axis": axis})
+        items = [lw.atom(v, node) for v in seq.items]
+        if axis is None:  # numpy flattens the arrays first
+            items, axis = [lw.emit("ravel", [x]) for x in items], 0
+        return lw.emit(op, items, {"axis": axis})
 
     return lambda title: ApiSpec(title, sig("arrays, axis=0"), lower)
 

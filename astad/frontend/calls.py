@@ -18,6 +18,7 @@ from .. import deep
 from ..calling import ATTRIBUTES, keyword_default
 from ..rules import has_effect
 from ..values import PyTuple, Ref
+from ..source import reversed_function
 from ..errors import AstadError, SourceUnavailableError, UnsupportedFunctionError
 from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Num, Prim, Type, Unpack, Var,
                   lam_free_vars)
@@ -30,7 +31,7 @@ from .parse import parse
 from .abstract import literal_type
 from .scopes import (Closure, Value, Scope, scope_chain, closures_in, atoms_in, value_key, sample_of, make_call_key,
                      forget_value)
-from .core import LowererCore, ref_name
+from .core import LowererCore, derivative_used, ref_name
 
 
 class Calls(LowererCore):
@@ -62,6 +63,11 @@ class Calls(LowererCore):
             return self.inline_call(func.obj, func.path, args, kwargs, node)
         if func.kind == "closure":
             return self.call_closure(func.obj, args, kwargs, node)
+        if func.kind == "decorated":  # as in Python: (value, pullback or pushforward); the value is differentiated
+            value = self.inline_call(reversed_function(func.obj), func.path, args, kwargs, node)
+            return PyTuple((value, Ref("derivative", func.obj)))
+        if func.kind == "derivative":
+            raise derivative_used(func, self.loc(node.func))
         if func.kind == "map":
             return self.map_call(node)
         if func.kind == "isinstance":
@@ -400,3 +406,4 @@ class Calls(LowererCore):
 
 #: how deep calls (recursion, unrolled) may nest
 MAX_CALL_DEPTH = 1000
+

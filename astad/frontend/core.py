@@ -15,9 +15,10 @@ import numpy as np
 from .. import rules
 from ..aliases import Aliases
 from ..values import PyDict, PyTuple, Ref
-from ..errors import AstadTypeError, UnsupportedSyntaxError
+from ..errors import AstadTypeError, UnsupportedFunctionError, UnsupportedSyntaxError
 from ..ir import Atom, Bind, Const, ListT, Loc, Num, Prim, Var, vars_of
 from ..names import Namer
+from ..source import reversed_function
 from .syntax import user_names
 from .parse import Parsed
 from .abstract import literal_type
@@ -170,6 +171,9 @@ class LowererCore:
             raise self.type_error("a list is used where a number or an array is expected (astad does not turn "
                                   "it into an array)", node, "np.array(xs) to make an array of a list of numbers, "
                                   "np.stack or np.concatenate of a list of arrays")
+        if isinstance(value, PyTuple) and len(value.items) == 2 and isinstance(value.items[1], Ref) and (
+                value.items[1].kind == "derivative"):
+            raise derivative_used(value.items[1], self.loc(node), pair=True)
         if isinstance(value, PyTuple):
             raise self.type_error("a tuple is used where a number or an array is expected", node,
                                   "np.stack or np.concatenate to make an array from several")
@@ -178,6 +182,8 @@ class LowererCore:
                                   "read its entries: d['w']")
         if isinstance(value, Ref) and value.kind == "string":
             raise self.syntax_error("strings are supported only as dict keys", "numbers and arrays", node)
+        if isinstance(value, Ref) and value.kind == "derivative":
+            raise derivative_used(value, self.loc(node))
         if isinstance(value, Ref) and value.kind == "after_loop":
             raise self.syntax_error(f"the loop variable `{value.obj}` is used after its loop", 
                                     "keep what you need in a variable assigned before the loop", node)
@@ -255,6 +261,23 @@ def _describe(op: str) -> str:
 
 def ref_name(ref: Ref) -> str:
     return getattr(ref.obj, "__name__", repr(ref.obj))
+
+
+def derivative_used(ref: Ref, loc: Any, pair: bool = False) -> UnsupportedFunctionError:
+    """The pullback (or pushforward) that an ``@astad.reverse`` (``@astad.forward``) function returns as
+    its second item, used inside a function astad differentiates: a derivative inside the code."""
+    name = reversed_function(ref.obj).__name__
+    kind = "pushforward" if getattr(type(ref.obj), "_MODE", "") == "forward" else "pullback"
+    if pair:  # `np.sum(helper(x))`: Python's TypeError too
+        return UnsupportedFunctionError(
+            f"`{name}` is decorated with astad.{getattr(type(ref.obj), '_MODE', 'reverse')}: `{name}(...)` returns a "
+            f"pair (value, {kind}), as in Python, not its value", loc,
+            f"its value, `{name}(...)[0]` (differentiated through), or the undecorated function")
+    return UnsupportedFunctionError(
+        f"the {kind} that `{name}(...)` returns (its second item) is not supported inside a function astad "
+        "differentiates (a derivative inside the code)", loc,
+        f"its value, `{name}(...)[0]` (differentiated through); for a higher-order derivative differentiate the "
+        "derivative itself (astad.grad(astad.grad(f)))")
 
 
 def _scope_holds(env: Any, name: str, value: Var) -> bool:

@@ -89,9 +89,8 @@ class Lookup(LowererCore):
             return Ref("type", obj)
         if numpy_name(obj) is not None:
             return Ref("numpy", obj)
-        inner = reversed_function(obj)
-        if inner is not None:
-            return Ref("user", inner, path=path)
+        if reversed_function(obj) is not None:  # @astad.reverse / @astad.forward: calls give (value, derivative)
+            return Ref("decorated", obj, path=path)
         if getattr(type(obj), "__astad_program__", None) is not None:
             raise SourceUnavailableError(
                 f"`{name}` is {obj!r}: calling a derivative inside a function astad differentiates (a higher-order "

@@ -144,6 +144,7 @@ class Loops(LowererCore):
             slot_names = names + (["returned"] + _slot_names("result", ret_slots) if ret_shape else []) + extra_names
             params = [Var(self.namer.fresh(n), t) for n, t in zip(slot_names, types)]
             n_state = len(names) + (1 + ret_slots if ret_shape else 0)
+            goes_on: list[Atom] = []  # this pass's conditions for another iteration (`while` only)
 
             for p, a in zip(params, init + extra):
                 self.aliases.carried(p, a)
@@ -186,7 +187,9 @@ class Loops(LowererCore):
                         state += params[len(names):n_state]
                     stop = kind in ("break", "return")
                     if test is not None:  # a `while` goes on unless it stops here, if its condition holds now
-                        state.append(Const.literal(False, BOOL) if stop else self.next_go(test, has_break, endless))
+                        if not stop:
+                            goes_on.append(self.next_go(test, has_break, endless))
+                        state.append(Const.literal(False, BOOL) if stop else goes_on[-1])
                     elif running:
                         state.append(Const.literal(not stop, BOOL))
                     self.aliases.leaving(stop, state)
@@ -242,7 +245,10 @@ class Loops(LowererCore):
         if ret_shape is None:
             return None
         returned = next(it)
-        only_by_return = isinstance(go, Const) and go.value is True and not breaks_out(stmt.body)  # `while True:`
+        # `while True:` ends only by its `return`: its condition holds before the first iteration and
+        # after every one (not only before the first, as `k = 0; while k < 10:`'s)
+        only_by_return = all(isinstance(g, Const) and g.value is True for g in [go] + goes_on) and not breaks_out(
+            stmt.body)
         return (Const.literal(True, BOOL) if only_by_return else returned), rebuild(ret_shape, it)
 
     def flatten(self, value: Value, name: str, node: cst.CSTNode, shape: Any = None) -> tuple[Any, list[Atom]]:

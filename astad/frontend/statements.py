@@ -132,18 +132,9 @@ class Statements(LowererCore):
     def statement(self, node: cst.BaseSmallStatement) -> None:
         if isinstance(node, cst.Assign):
             value = self.expr(node.value)
-            if len(node.targets) == 1:
-                self.assign(node.targets[0].target, value)
-                return
-            # `a = b = value`: held by a name no code can write while each target is assigned, so that
-            # the first does not take the value's binding for its own name and leave the others unbound
-            pin = "<a = b = value>"
-            self.scope.env[pin] = value
-            try:
-                for target in node.targets:
-                    self.assign(target.target, value)
-            finally:
-                dict.pop(self.scope.env, pin, None)
+            for target in node.targets:  # `a = b = v`: b gets the value under the name a gave it
+                self.assign(target.target, value)
+                value = self.assigned_value(target.target, value)
         elif isinstance(node, cst.AnnAssign):
             if node.value is None:
                 return
@@ -172,6 +163,16 @@ class Statements(LowererCore):
         else:
             raise self.syntax_error(f"`{type(node).__name__}` statements are not supported",
                                     "assignments and a final `return`", node)
+
+    def assigned_value(self, target: cst.BaseExpression, value: Value) -> Value:
+        """``value`` after its assignment to ``target``, which may have renamed what it computes (a
+        name takes over the binding of a temporary)."""
+        if isinstance(target, cst.Name):
+            return self.scope.env[target.value]
+        if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, PyTuple):
+            return PyTuple(tuple(self.assigned_value(e.value, v) for e, v in zip(target.elements, value.items)),
+                           value.is_list, value.fields)
+        return value
 
     def assign(self, target: cst.BaseExpression, value: Value) -> None:
         if isinstance(target, cst.Name):

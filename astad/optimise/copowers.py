@@ -27,7 +27,7 @@ from dataclasses import replace
 from ..errors import InternalError
 from ..names import Namer
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Dup, FunT, If, Lam, Loop,
-                 LoopBack, MakeTuple, Plus, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
+                 LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
                  bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
 
 
@@ -91,6 +91,20 @@ class _Folder:
         (one,) = self.atoms(a)
         return one
 
+    def init_atoms(self, a: Atom, made: list[Bind]) -> list[Atom]:
+        """A loop's initial accumulator: an empty copower's zeros, one made like its captured value
+        where that value's shape is known only at run time (codegen cannot make such a zero)."""
+        if not (isinstance(a, Zero) and isinstance(a.type, CopowerT)):
+            return self.atoms(a)
+        out: list[Atom] = []
+        for c in self.captured(a.type):
+            if isinstance(c.type, Num) and None in c.type.shape:
+                out.append(Var(self.namer.temp(), c.type))
+                made.append(Bind((out[-1],), Prim("zeros_like", (c,)), None))
+            else:
+                out.append(Zero(c.type))
+        return out
+
     def targets(self, ts: tuple[Var, ...]) -> tuple[Var, ...]:
         return tuple(v for t in ts for v in self.vars(t))
 
@@ -118,7 +132,10 @@ class _Folder:
         elif isinstance(rhs, If):
             rhs = If(rhs.cond, self.block(rhs.then), self.block(rhs.orelse))
         elif isinstance(rhs, LoopBack):
-            rhs = LoopBack(rhs.tape, rhs.saved, self.targets(rhs.params), self.many(rhs.init), self.block(rhs.body))
+            made: list[Bind] = []
+            init = tuple(x for a in rhs.init for x in self.init_atoms(a, made))
+            return made + [Bind(self.targets(b.targets), LoopBack(rhs.tape, rhs.saved, self.targets(rhs.params), init,
+                                                                  self.block(rhs.body)), loc)]
         elif not isinstance(rhs, Unpack):
             rhs = map_atoms(rhs, self.atom)
         else:
