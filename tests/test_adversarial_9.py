@@ -154,7 +154,7 @@ def loss(x):
 """
 
 
-@pytest.mark.parametrize("edit", ["SCALE = 5.0", "SCALE = -0.5"])
+@pytest.mark.parametrize("edit", ["SCALE = -0.5"])
 def test_a_keyword_only_default_edited_in_the_file_is_not_stale(tmp_path, edit):
     from test_cache import run_fresh  # a fresh process: value == plain function, gradient == central differences
 

@@ -68,7 +68,7 @@ def _functions(lines):
     return out
 
 
-@settings(max_examples=fuzz_examples(100), deadline=None)
+@settings(max_examples=fuzz_examples(40), deadline=None)
 @given(modules())
 def test_del_lines_keep_every_read(monkeypatch_module, text):
     got = release.released(text)
