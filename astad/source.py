@@ -18,8 +18,10 @@ import ast
 import dis
 import functools
 import inspect
+import io
 import re
 import textwrap
+import tokenize
 import types
 from typing import Any, Callable
 
@@ -195,11 +197,49 @@ _BLANK_LINE = re.compile("^[ \t]+$", re.MULTILINE)
 
 
 def dedent(text: str) -> str:
-    """``textwrap.dedent(text)``; where the first line is not indented (a module-level
-    ``def``), only its emptying of blank lines (the rest finds no margin to remove)."""
+    """``textwrap.dedent(text)`` of the lines of code: a line inside a string literal (a
+    multi-line docstring's) is kept as it is, since it is part of the string's value.  Where the
+    first line is not indented (a module-level ``def``), only the emptying of blank lines."""
+    inside = _in_strings(text)
+    if inside:
+        return _dedent_code(text, inside)
     if text[:1] not in ("", " ", "\t", "\n"):
         return _BLANK_LINE.sub("", text)
     return textwrap.dedent(text)
+
+
+def indent(text: str, prefix: str) -> str:
+    """``textwrap.indent(text, prefix)`` of the lines of code (not of those inside a string literal)."""
+    inside = _in_strings(text)
+    return "".join(line if i in inside or not line.strip() else prefix + line
+                   for i, line in enumerate(text.splitlines(True)))
+
+
+def _in_strings(text: str) -> frozenset[int]:
+    """The (0-based) lines of ``text`` that begin inside a string literal: the lines after the first
+    of each multi-line string (only triple-quoted strings and backslash-continued ones span lines)."""
+    if '"""' not in text and "'''" not in text and "\\\n" not in text:
+        return frozenset()
+    inside: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.end[0] > tok.start[0] and tok.type not in (tokenize.NEWLINE, tokenize.NL):
+                inside.update(range(tok.start[0], tok.end[0]))  # rows start+1 .. end (1-based), 0-based
+    except (tokenize.TokenError, SyntaxError):
+        return frozenset()  # (not Python: the check that follows refuses it)
+    return frozenset(inside)
+
+
+def _dedent_code(text: str, inside: frozenset[int]) -> str:
+    lines = text.splitlines(True)
+    code = [line for i, line in enumerate(lines) if i not in inside and line.strip()]
+    margins = [line[:len(line) - len(line.lstrip(" \t"))] for line in code]
+    margin = margins[0] if margins else ""
+    for m in margins[1:]:
+        while not m.startswith(margin):
+            margin = margin[:-1]
+    return "".join(line if i in inside else (line[len(margin):] if line.strip() else line[len(line.rstrip("\r\n")):])
+                   for i, line in enumerate(lines))
 
 
 def _compile(code: types.CodeType, source: str, imported: frozenset[str]) -> types.CodeType | None:
@@ -210,7 +250,7 @@ def _compile(code: types.CodeType, source: str, imported: frozenset[str]) -> typ
     text = source
     if code.co_freevars:
         cells = "".join(f"    {n} = None\n" for n in code.co_freevars)
-        text = "def __astad_enclosing__():\n" + cells + textwrap.indent(source, "    ")
+        text = "def __astad_enclosing__():\n" + cells + indent(source, "    ")
     if imported:
         text = f"import {', '.join(sorted(imported))}\n" + text
     try:

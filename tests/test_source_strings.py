@@ -1,0 +1,66 @@
+"""Functions whose text holds a multi-line string (a docstring, a string constant): the lines
+inside the string are part of its value, so reading the function's source must neither dedent
+nor indent them. astad refused such a closure, a method with a string constant less indented
+than its code, and a function whose docstring has a line of spaces ("the file was edited since
+the module was imported"). Gradients are checked against central differences."""
+
+import numpy as np
+import pytest
+
+import astad
+from astad import source
+
+X = np.array([0.1, -0.4, 0.7])
+
+
+def central(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def make_closure(scale):
+    def closure(x):
+        """A closure's docstring,
+        on two lines."""
+        note = """a string
+whose second line is at column 0"""
+        return np.sum(np.sin(x) * scale)
+    return closure
+
+
+def spaces_in_docstring(x):
+    """A docstring whose second line holds only spaces:
+    
+    (editors keep them)."""
+    return np.sum(x ** 3)
+
+
+class Model:
+    def loss(self, x):
+        """A method."""
+        label = '''raw
+  text less indented than the code'''
+        return np.sum(np.tanh(x) * 2.0)
+
+
+@pytest.mark.parametrize("fn", [make_closure(2.0), spaces_in_docstring, Model().loss],
+                         ids=["closure", "spaces", "method"])
+def test_functions_with_multi_line_strings_are_read(fn):
+    np.testing.assert_allclose(astad.grad(fn)(X), central(fn, X), rtol=1e-6, atol=1e-8)
+
+
+def test_the_lines_inside_strings_are_left_as_they_are():
+    text = '    def f(x):\n        """doc\n  inside\n    """\n        return x\n'
+    assert source.dedent(text) == 'def f(x):\n    """doc\n  inside\n    """\n    return x\n'
+    assert source.indent(source.dedent(text), "  ") == '  def f(x):\n      """doc\n  inside\n    """\n      return x\n'
+
+
+def test_without_multi_line_strings_dedent_is_textwrap_s():
+    import textwrap
+    for text in ["    a = 1\n\n      b = 2\n", "def f():\n    \n    return 1\n", "\tx\n\ty\n"]:
+        assert source.dedent(text) == textwrap.dedent(text)
+        assert source.indent(text, "  ") == textwrap.indent(text, "  ")
