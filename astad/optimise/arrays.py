@@ -103,6 +103,8 @@ def _shape_const(v: Var) -> Const:
 def static_zeros(block: Block) -> Block:
     """Zeros of a shape known when transforming are made by ``np.zeros(shape)``,
     not ``np.zeros_like(x)`` (a fifth of the cost for a small array)."""
+    if "zeros_like" not in kinds(block) and "scatter" not in kinds(block):
+        return block  # (nothing to rewrite; the kinds are remembered for ``lists_in_place``)
     binds = []
     for b in block.binds:
         rhs = b.rhs
