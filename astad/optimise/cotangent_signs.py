@@ -94,12 +94,13 @@ class _Absorb:
                 asked = cls is Prim and rhs.op == "neg"  # type: ignore[union-attr]
                 if readers:
                     for a in rhs.args if cls is Prim else rhs.items:  # type: ignore[union-attr]
-                        if type(a) is Var and a.name in readers:
-                            read.append(a.name)
-                            found = readers[a.name]
-                            if not found or found[-1] is not b:  # (each reader once)
-                                found.append(b)
-                            asked = True
+                        if type(a) is Var:
+                            found = readers.get(a.name)  # (one lookup)
+                            if found is not None:
+                                read.append(a.name)
+                                if not found or found[-1] is not b:  # (each reader once)
+                                    found.append(b)
+                                asked = True
                 if asked:
                     for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
                         readers[t.name] = []
