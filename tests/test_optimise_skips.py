@@ -170,3 +170,64 @@ def test_dce_names_of_named_constants(monkeypatch, tmp_path):
     astad.clear_caches()
     astad.grad(fn)(np.array([0.1, 0.2, 0.3]))
     assert checked and all(checked)
+
+
+def _check_fold_named(monkeypatch):
+    """``simplify._fold`` wrapped: where it names the cotangents in its own walk (``named``), the block is
+    ``name_cotangents`` of the plain fold; the list of checks (None where the walk could not tell)."""
+    from astad.optimise import simplify
+
+    fold_before, checked = simplify._fold, []
+
+    def checking(block, *args, **kwargs):
+        out = fold_before(block, *args, **kwargs)
+        if kwargs.get("named"):
+            plain = simplify.name_cotangents(fold_before(block, env=kwargs.get("env")))
+            checked.append(None if out is None else out.pretty() == plain.pretty())
+        return out
+
+    monkeypatch.setattr(simplify, "_fold", checking)
+    return checked
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "tree", "mlp"])
+def test_fold_names_cotangents_in_its_walk(monkeypatch, name):
+    """``fold_program`` names the cotangents of a backward block without nested blocks in the
+    fold's own walk: the block ``name_cotangents`` makes of the fold's."""
+    import programs
+
+    checked = _check_fold_named(monkeypatch)
+    fn, make, argnums = programs.PROGRAMS[name]
+    astad.clear_caches()
+    astad.api.Reverse(fn).derivative(make(np.random.default_rng(0)),
+                                      frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert checked and all(c is True for c in checked)
+
+
+@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_random_programs_fold_names_cotangents_in_its_walk(tmp_path_factory, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("named"), "named").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _check_fold_named(monkeypatch)
+        astad.clear_caches()
+        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(c is not False for c in checked)
+
+
+def test_fold_named_where_a_named_temporary_is_read_again():
+    """A temporary a copy names (``let x_ct = t1``) read after that copy: ``name_cotangents`` keeps it
+    (read twice), which the walk learns too late; ``fold_named`` folds, then names."""
+    from astad.ir import Bind, Block, Copy, Num, Prim, Var
+    from astad.optimise.simplify import _fold, fold, fold_named, name_cotangents
+
+    f = Num((3,), "float64")
+    a, c, t1, x_ct, y, t2, z_ct = (Var(n, f) for n in ("a", "c", "t1", "x_ct", "y", "t2", "z_ct"))
+    block = Block((Bind((t1,), Prim("mul", (a, c))), Bind((x_ct,), Copy(t1)), Bind((y,), Prim("mul", (t1, x_ct))),
+                   Bind((t2,), Prim("sin", (y,))), Bind((z_ct,), Copy(t2))), z_ct)
+    assert _fold(block, named=True) is None
+    expected = name_cotangents(fold(block))
+    assert fold_named(block).pretty() == expected.pretty()
+    assert "let t1 = mul(a, c)" in expected.pretty() and "let z_ct = sin(y)" in expected.pretty()

@@ -78,8 +78,7 @@ def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> Reverse
 def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReverseProgram:
     """The passes of ``optimise``; ``finish`` (parameter cotangents materialised) only
     with ``finishing`` (forward mode over a reverse program returns something else)."""
-    prog = fold_program(prog)  # (forget_structure, fold_forward and fold of the backward block)
-    prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(prog.backward))
+    prog = fold_program(prog)  # (forget_structure, fold_forward, fold and name_cotangents of the backward block)
     cleaned = dce(cse(hoist_invariants(sink_broadcasts(prog))))
     prog = shapes_not_arrays(cleaned)
     prog = prog if prog is cleaned else dce(prog)  # (dce of dce's own output is itself)

@@ -103,6 +103,8 @@ def _shape_const(v: Var) -> Const:
 def static_zeros(block: Block) -> Block:
     """Zeros of a shape known when transforming are made by ``np.zeros(shape)``,
     not ``np.zeros_like(x)`` (a fifth of the cost for a small array)."""
+    if "zeros_like" not in kinds(block) and "scatter" not in kinds(block):
+        return block  # (nothing to rewrite; the kinds are remembered for ``lists_in_place``)
     binds = []
     for b in block.binds:
         rhs = b.rhs
@@ -138,7 +140,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     and one product instead of n products and n - 1 sums of matrices; other terms of
     the sum are added to the product.  The outer products such a sum read (nothing
     else reads them) are left out too."""
-    outers = {b.targets[0].name: b.rhs for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op == "outer"
+    outers = {b.targets[0].name: b.rhs for b in block.binds if type(b.rhs) is Prim and b.rhs.op == "outer"
               and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     uses = use_counts(block)
     binds: list[Bind] = []

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..blocks import NESTING, same_or_new, with_branches
-from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, substitute, use_counts, vars_of
+from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, kinds, substitute, use_counts, vars_of
 from ..names import Namer
 from .signs import _EACH, _FIRST
 
@@ -47,17 +47,22 @@ def absorbed(block: Block, namer: Namer) -> tuple[Block, bool]:
     leaves what it negated read by the negation's readers, a negation of a negation
     not computed leaves it read by its own readers, and nothing else is read less;
     then of ``dce``'s output, the output is ``dce``'s output too)."""
-    if [b for b in block.binds if type(b.rhs) in NESTING]:
-        block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
-                                    if type(b.rhs) in NESTING else b for b in block.binds])
-        nested = True
-    else:
-        nested = False
+    found = kinds(block)  # (remembered on the block: ``tiles`` and ``unit_axes`` asked)
+    if found.isdisjoint(_NESTED):  # (no walk: ``found`` has the ops of the block's own primitives)
+        if "neg" not in found:
+            return block, False
+        absorb = _Absorb(block, namer)
+        return absorb.run(), absorb.unread
+    # (a block nested at some depth is nested in a binding of this one)
+    block = same_or_new(block, [with_branches(b, b.rhs, lambda blk: absorb_negations(blk, namer))
+                                if type(b.rhs) in NESTING else b for b in block.binds])
     if "neg" not in {b.rhs.op for b in block.binds if type(b.rhs) is Prim}:
-        return block, nested
-    absorb = _Absorb(block, namer)
-    out = absorb.run()
-    return out, nested or absorb.unread
+        return block, True
+    return _Absorb(block, namer).run(), True
+
+
+#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
+_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
 
 
 def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:
@@ -89,12 +94,13 @@ class _Absorb:
                 asked = cls is Prim and rhs.op == "neg"  # type: ignore[union-attr]
                 if readers:
                     for a in rhs.args if cls is Prim else rhs.items:  # type: ignore[union-attr]
-                        if type(a) is Var and a.name in readers:
-                            read.append(a.name)
-                            found = readers[a.name]
-                            if not found or found[-1] is not b:  # (each reader once)
-                                found.append(b)
-                            asked = True
+                        if type(a) is Var:
+                            found = readers.get(a.name)  # (one lookup)
+                            if found is not None:
+                                read.append(a.name)
+                                if not found or found[-1] is not b:  # (each reader once)
+                                    found.append(b)
+                                asked = True
                 if asked:
                     for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
                         readers[t.name] = []

@@ -61,10 +61,10 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                                     else _atom_key(c)), rhs.params)
                 else:
                     key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]), rhs.params)
-                if key in seen:
-                    env[b.targets[0].name] = seen[key]
+                first = seen.setdefault(key, b.targets[0])  # (the key hashed once)
+                if first is not b.targets[0]:
+                    env[b.targets[0].name] = first
                     continue
-                seen[key] = b.targets[0]
             out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
             continue
         rhs = substitute(rhs, env)

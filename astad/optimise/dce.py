@@ -19,13 +19,16 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     return _dce_reads(block, live, keep)[0]
 
 
-def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set[str], bool, list[str] | None]:
+def _dce_reads(block: Block, live: set[str], keep: set[str]) \
+        -> tuple[Block, set[str], bool, list[str] | None, list[str]]:
     """``_dce``, with what the block left reads (``live`` and the reads of the bindings
-    kept), whether none of those has blocks inside (then they are ``read_set``), and
-    the names of the constants they read (None where one is not a primitive, sum, tuple, copy or unpack)."""
+    kept), whether none of those has blocks inside (then they are ``read_set``), the
+    names of the constants they read (None where one is not a primitive, sum, tuple, copy
+    or unpack) and the names of their targets."""
     live = set(live)
     add = live.add
     kept = []
+    bound: list[str] = []  # the names of the targets of the bindings kept
     flat = True
     named: list[str] | None = []  # the names of the constants read
     for b in reversed(block.binds):
@@ -36,6 +39,7 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
                 name = targets[0].name
                 if name not in live and name not in keep and not has_effect(rhs):
                     continue
+                bound.append(name)
             else:
                 for t in targets:
                     if t.name in live or t.name in keep:
@@ -43,6 +47,7 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
                 else:
                     if not has_effect(rhs):
                         continue
+                bound.extend([t.name for t in targets])
             kept.append(b)
             for a in rhs.args:
                 if type(a) is Var:
@@ -54,6 +59,7 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
             name = b.targets[0].name
             if name not in live and name not in keep:
                 continue
+            bound.append(name)
             kept.append(b)
             for a in rhs.items:
                 if type(a) is Var:
@@ -85,6 +91,7 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
         elif not any(t.name in live or t.name in keep for t in b.targets) and not has_effect(b.rhs):
             continue
         kept.append(b)
+        bound.extend([t.name for t in b.targets])
         live.update(v.name for v in vars_of(b.rhs))
         if named is not None:
             if type(b.rhs) in _ATOMS_ONLY:
@@ -92,22 +99,22 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) -> tuple[Block, set
             else:
                 named = None
     kept.reverse()
-    return same_or_new(block, kept), live, flat, named
+    return same_or_new(block, kept), live, flat, named, bound
 
 
 #: the right-hand sides without blocks inside that read atoms and have no other names
 _ATOMS_ONLY = frozenset({Plus, MakeTuple, Copy, Unpack})
 
 
-def _remember_names(block: Block, live: set[str], named: list[str] | None) -> None:
+def _remember_names(block: Block, live: set[str], named: list[str] | None, bound: list[str]) -> None:
     """``names.program_names`` of a block ``_dce_reads`` kept, without nested blocks, from what
-    it found: what the kept bindings and the result read (``live``), the targets and the names
-    of the constants read; remembered on the block as ``names._block_names`` would (then a
-    pass asking for a new name does not walk the block for them)."""
+    it found: what the kept bindings and the result read (``live``), the names of their targets
+    (``bound``) and of the constants read; remembered on the block as ``names._block_names`` would
+    (then a pass asking for a new name does not walk the block for them)."""
     if named is None or "_program_names" in block.__dict__:
         return
     found = set(live)
-    found.update([t.name for b in block.binds for t in b.targets])
+    found.update(bound)
     found.update(named)
     r = block.result
     if type(r) is Const and r.name is not None:
@@ -140,23 +147,23 @@ def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
 
 
 def dce(prog: ReverseProgram) -> ReverseProgram:
-    cleaned, reads, flat, named = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
+    cleaned, reads, flat, named, bound = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned)
     if not flat or "Loop" in kinds(prog.forward):  # (a flat backward block has no backward loop: no tapes)
         prog = prune_tapes(prog)
     backward = prog.backward
     if flat and backward is cleaned:  # what it reads and does not bind, without a walk of it
-        needed = frozenset(reads.difference([t.name for b in backward.binds for t in b.targets]))
+        needed = frozenset(reads.difference(bound))
         backward.__dict__.setdefault("_outside_reads", needed)  # (remembered as ``outside_reads`` would)
-        _remember_names(backward, reads, named)
+        _remember_names(backward, reads, named, bound)
     else:
         needed = outside_reads(backward)
     forward = prog.forward
     if forward.__dict__.get("_dce_needed") != needed:  # (else it is dce's output for these residuals: itself)
-        forward, reads, flat, named = _dce_reads(forward, read_names(Block((), forward.result)), needed)
+        forward, reads, flat, named, bound = _dce_reads(forward, read_names(Block((), forward.result)), needed)
         if flat:  # (of a block without nested blocks, dce's output is its own dce's output)
             forward.__dict__["_dce_needed"] = needed
-            _remember_names(forward, reads, named)
+            _remember_names(forward, reads, named, bound)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from operator import is_
 
 from ..blocks import result_items, same_or_new, with_branches
-from ..ir import Bind, Block, Const, If, MakeTuple, NoneT, Num, Prim, ReverseProgram, TupleT, Var, Zero
+from ..ir import Bind, Block, Const, If, MakeTuple, NoneT, Num, Prim, ReverseProgram, TupleT, Var, Zero, kinds
 from ..names import Namer
 
 
@@ -57,8 +57,12 @@ def finish(prog: ReverseProgram) -> ReverseProgram:
     else:
         block = Block(binds[:k] + tuple(made) + (Bind(final.targets, MakeTuple(tuple(items)), final.loc),)
                       + binds[k + 1:], result)
-    returned = _flowing_into(block, {a.name for a in items if isinstance(a, Var)})
-    materialised = _materialise(block, returned)
+    found = kinds(block)  # (remembered: ``static_zeros`` and ``lists_in_place`` ask too)
+    if "broadcast_to" not in found:
+        materialised = block  # (no view to materialise: no walk)
+    else:
+        returned = _flowing_into(block, {a.name for a in items if isinstance(a, Var)})
+        materialised = _materialise(block, returned)
     if materialised is backward:
         return prog
     return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, materialised)

@@ -60,6 +60,10 @@ def _float(t: object) -> bool:
 _BOUNDED = frozenset({"tanh", "sin", "cos"})
 
 
+#: the primitives the forward block's walk records: negations, bounded functions, products
+_RECORDED = _BOUNDED | {"neg", "exp", "mul"}
+
+
 def _negation(b: Bind) -> bool:
     """``t = -u`` of a float variable ``u`` (an integer's negation may wrap around)."""
     rhs = b.rhs
@@ -76,7 +80,7 @@ def shared_products(prog: ReverseProgram) -> ReverseProgram:
     squares: set[str] = set()  # v * v
     for b in prog.forward.binds:
         rhs = b.rhs
-        if type(rhs) is not Prim or len(b.targets) != 1:
+        if type(rhs) is not Prim or len(b.targets) != 1 or rhs.op not in _RECORDED:
             continue  # (neither a negation, nor a bounded function, nor a product)
         if _negation(b):
             negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]

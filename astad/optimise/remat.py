@@ -79,7 +79,7 @@ def rematerialise(prog: ReverseProgram) -> ReverseProgram:
 
 def _defs(block: Block) -> dict[str, Bind]:
     """The primitive bindings of one target each at the top level of ``block``, by name."""
-    return {b.targets[0].name: b for b in block.binds if isinstance(b.rhs, Prim) and len(b.targets) == 1}
+    return {b.targets[0].name: b for b in block.binds if type(b.rhs) is Prim and len(b.targets) == 1}
 
 
 def _candidates(defs: dict[str, Bind], wanted: set[str] | frozenset[str]) -> set[str]:

@@ -167,13 +167,34 @@ Renamed = "dict[str, Atom] | None"
 
 def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset(),
          env: dict[str, Atom] | None = None, forget: bool = False) -> Block:
+    """The zero/plus algebra on ``block`` (see ``_fold``)."""
+    folded = _fold(block, keep_copies, renamed, keep, env, forget)
+    assert folded is not None
+    return folded
+
+
+def fold_named(block: Block, env: dict[str, Atom] | None = None) -> Block:
+    """``name_cotangents(fold(block, env=env))``, of a block without nested blocks: in one walk
+    where that can tell (nearly always), else in two."""
+    named = _fold(block, env=env, named=True)
+    return named if named is not None else name_cotangents(fold(block, env=env))
+
+
+def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: frozenset[str] = frozenset(),
+          env: dict[str, Atom] | None = None, forget: bool = False, named: bool = False) -> Block | None:
     """The zero/plus algebra on ``block``; the names it replaces are added to
     ``renamed`` (when given) with what replaced them.  ``env``: names the block
     reads from outside, renamed as it is folded (a renaming of a block without
     a backward loop: ``structure.rename_deep`` would rename a loop's tape values too).
     ``forget``: ``structure.forget_forward`` in the same walk, of a block without
-    nested blocks (a copy ``dup`` made is renamed as what it copies, ``drop`` left out)."""
+    nested blocks (a copy ``dup`` made is renamed as what it copies, ``drop`` left out).
+    ``named``: ``name_cotangents`` of the result in the same walk, of a block without nested
+    blocks (copies kept): None where a temporary a copy named is read after that copy (then
+    the walk cannot tell: fold, then ``name_cotangents``)."""
     env = dict(env) if env else {}
+    # (named) each name a binding of one target binds, not read yet -> where in ``out``; -1: a temporary named
+    # by the copy that read it (``name_cotangents``'s use count of 1, if nothing reads it after)
+    watch: dict[str, int] = {}
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
@@ -197,6 +218,12 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
                     env[b.targets[0].name] = Zero(b.targets[0].type)
                     break
             else:
+                if named:
+                    for a in rhs.args:
+                        if type(a) is Var and a.name in watch and watch.pop(a.name) < 0:
+                            return None
+                    if len(b.targets) == 1:
+                        watch[b.targets[0].name] = len(out)
                 out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
                 if rhs.op in ZERO_MAKERS:
                     made_zero.add(b.targets[0].name)
@@ -209,18 +236,40 @@ def fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep: 
             continue
         if type(rhs) is Copy:  # (the next most common: ``_fold_one``'s rule, without a call)
             if keep_copies and type(rhs.atom) is Var:
+                if named:  # (``name_cotangents``'s rule)
+                    src = rhs.atom
+                    at = watch.pop(src.name, None)
+                    if at is not None:
+                        if at < 0:
+                            return None
+                        if src.name[:1] == "t" and src.name[1:].isdigit():  # (``Namer.is_temp``)
+                            old = out[at]
+                            out[at] = Bind(b.targets, old.rhs, old.loc)
+                            watch[src.name] = -1
+                            continue
+                    env[b.targets[0].name] = src
+                    continue
                 out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
             else:
                 env[b.targets[0].name] = rhs.atom
             continue
         new = _fold_one(b, rhs, tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
+            if named:
+                for v in vars_of(new.rhs):
+                    if v.name in watch and watch.pop(v.name) < 0:
+                        return None
+                if len(new.targets) == 1:
+                    watch[new.targets[0].name] = len(out)
             out.append(new)
             if isinstance(new.rhs, Prim) and new.rhs.op in ZERO_MAKERS:
                 made_zero.add(new.targets[0].name)
     if renamed is not None:
         renamed.update(env)
-    return same_or_new(block, out, subst_atom(block.result, env))
+    result = subst_atom(block.result, env)
+    if named and type(result) is Var and watch.get(result.name) == -1:
+        return None
+    return same_or_new(block, out, result)
 
 
 def fold_forward(prog: ReverseProgram) -> ReverseProgram:
@@ -254,15 +303,16 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     backward block, which renames what it reads of the forward block (the copies
     ``dup`` made, the names the forward fold replaced) as it folds: one walk of
     the backward block, not three.  (Where the backward block has a backward
-    loop, whose tape values are renamed too, the three passes in turn.)"""
+    loop, whose tape values are renamed too, the three passes in turn.)  Then
+    ``name_cotangents`` of the backward block (in the fold's own walk where it has no nested blocks)."""
     if "LoopBack" in kinds(prog.backward):
         prog = fold_forward(forget_structure(prog))
-        return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, fold(prog.backward))
+        return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(fold(prog.backward)))
     if kinds(prog.forward).isdisjoint(("If", "Loop", "LoopBack", "Lam")):
         # forget_forward in the forward fold's own walk: what it renames is renamed with what the
         # fold replaces (no residuals to keep: they matter only at an `if`)
         forward, env = _fold_forward_block(prog.forward, frozenset(), forget=True)
-        return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, fold(prog.backward, env=env))
+        return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, env))
     copies: dict[str, Atom] = {}  # (each a variable of the forward block)
     forward = forget_forward(prog.forward, copies)
     # the backward block's residuals, as ``fold_forward`` would find them after ``forget_structure``
@@ -274,7 +324,14 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     forward, env = _fold_forward_block(forward, residuals)
     both = {name: env.get(a.name, a) for name, a in copies.items()}  # type: ignore[union-attr]
     both.update(env)
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, fold(prog.backward, env=both))
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, both))
+
+
+def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:
+    """``name_cotangents(fold(backward, env=env))``."""
+    if kinds(backward).isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+        return fold_named(backward, env)
+    return name_cotangents(fold(backward, env=env))
 
 
 def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
