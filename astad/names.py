@@ -128,11 +128,15 @@ class Namer:
         return name
 
     def temp(self) -> str:
-        used, n = self.used, self.temps + 1
-        name = f"t{n}"
-        while name in used:
+        used, n, names = self.used, self.temps + 1, _TEMPS
+        if n >= len(names):
+            _more_temps(n)
+        name = names[n]
+        while name in used:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
             n += 1
-            name = f"t{n}"
+            if n >= len(names):
+                _more_temps(n)
+            name = names[n]
         self.temps = n
         used.add(name)
         if self.taken is not used:
@@ -170,6 +174,15 @@ class Namer:
     @staticmethod
     def is_temp(name: str) -> bool:
         return name[:1] == "t" and name[1:].isdigit()
+
+
+#: the names of temporaries by number, made once (their hashes too: a pass's namer steps over thousands)
+_TEMPS: list[str] = [f"t{n}" for n in range(1024)]
+
+
+def _more_temps(n: int) -> None:
+    """``_TEMPS`` long enough to hold ``t{n}``."""
+    _TEMPS.extend(f"t{k}" for k in range(len(_TEMPS), max(2 * len(_TEMPS), n + 1)))
 
 
 class _NamerOf(Namer):
