@@ -149,7 +149,8 @@ class Namer:
         """``n`` names for the copies of ``base`` that ``dup`` makes: ``base_1``,
         ``base_2``, ... (those not taken)."""
         out: list[str] = []
-        base = python_name(base)
+        if not base.isascii():
+            base = python_name(base)
         taken, used = self.taken, self.used
         i = 0
         while n > 0:
