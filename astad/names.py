@@ -129,14 +129,15 @@ class Namer:
 
     def temp(self) -> str:
         used, n, names = self.used, self.temps + 1, _TEMPS
-        if n >= len(names):
-            _more_temps(n)
-        name = names[n]
-        while name in used:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
-            n += 1
-            if n >= len(names):
+        size = len(names)
+        while True:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
+            if n >= size:
                 _more_temps(n)
+                size = len(names)
             name = names[n]
+            if name not in used:
+                break
+            n += 1
         self.temps = n
         used.add(name)
         if self.taken is not used:
