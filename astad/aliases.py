@@ -187,8 +187,14 @@ class Aliases:
         scalar_result = getattr(var.type, "shape", None) == ()
         if immutable or (kind == "fresh" and scalar_result and op not in ZERO_D_ARRAYS):
             roots: frozenset = frozenset()  # a Python or numpy scalar, which nothing can change
-        elif kind == "fresh":
-            roots = self.fresh(var.name)
+        elif kind == "fresh":  # (self.fresh, inline: the most common, at every binding)
+            root = "A:" + var.name
+            if self.loops or self.bodies:
+                for lp in self.loops:
+                    lp.made.add(root)
+                for body in self.bodies:
+                    body.add(root)
+            roots = frozenset((root,))
         elif kind == "getitem":
             scalar = scalar_result and all(
                 isinstance(i, (int, np.integer)) or (isinstance(i, tuple) and i[:1] == ("arg",))

@@ -128,11 +128,16 @@ class Namer:
         return name
 
     def temp(self) -> str:
-        used, n = self.used, self.temps + 1
-        name = f"t{n}"
-        while name in used:
+        used, n, names = self.used, self.temps + 1, _TEMPS
+        size = len(names)
+        while True:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
+            if n >= size:
+                _more_temps(n)
+                size = len(names)
+            name = names[n]
+            if name not in used:
+                break
             n += 1
-            name = f"t{n}"
         self.temps = n
         used.add(name)
         if self.taken is not used:
@@ -145,7 +150,8 @@ class Namer:
         """``n`` names for the copies of ``base`` that ``dup`` makes: ``base_1``,
         ``base_2``, ... (those not taken)."""
         out: list[str] = []
-        base = python_name(base)
+        if not base.isascii():
+            base = python_name(base)
         taken, used = self.taken, self.used
         i = 0
         while n > 0:
@@ -170,6 +176,15 @@ class Namer:
     @staticmethod
     def is_temp(name: str) -> bool:
         return name[:1] == "t" and name[1:].isdigit()
+
+
+#: the names of temporaries by number, made once (their hashes too: a pass's namer steps over thousands)
+_TEMPS: list[str] = [f"t{n}" for n in range(1024)]
+
+
+def _more_temps(n: int) -> None:
+    """``_TEMPS`` long enough to hold ``t{n}``."""
+    _TEMPS.extend(f"t{k}" for k in range(len(_TEMPS), max(2 * len(_TEMPS), n + 1)))
 
 
 class _NamerOf(Namer):

@@ -1,6 +1,7 @@
 """The structural pass remembers the names of its output (those of its input and of the copies it
 makes: astad.names.remember_names) for the next pass's namer, which then does not walk the program
-again.  They must be exactly the names a walk finds: a name missing could be handed out twice, a
+again; so does the frontend (frontend.drop_dead_temporaries: the names it collects on its walk) for
+the structural pass's.  They must be exactly the names a walk finds: a name missing could be handed out twice, a
 name too many would change the names of generated code.  With ``names.CHECK_REMEMBERED`` on,
 remember_names compares them with a walk; here over the bench programs and random programs with
 branches, loops, lists and early exits (test_random_control_flow's generator), in both modes."""
@@ -62,6 +63,29 @@ def test_remembered_and_read():
     assert made
     out = made[0]
     assert names.program_names(out) == names.program_names(Function(out.name, out.params, out.body))
+
+
+def test_frontend_remembers_its_output_names():
+    """The frontend's output (after drop_dead_temporaries) comes with its names, a walk's."""
+    from astad import frontend
+    fn, mk, argnums = bench.PROGRAMS["straight_line_500"]
+    made = []
+    original = frontend.drop_dead_temporaries
+
+    def spy(core):
+        out = original(core)
+        made.append(out)
+        return out
+
+    frontend.drop_dead_temporaries = spy
+    try:
+        _both_modes(fn, mk(np.random.default_rng(0)), frozenset({argnums}) if isinstance(argnums, int) else argnums)
+    finally:
+        frontend.drop_dead_temporaries = original
+    assert made
+    for out in made:
+        assert "_program_names" in out.__dict__
+        assert names.program_names(out) == names.program_names(Function(out.name, out.params, out.body))
 
 
 @pytest.fixture(scope="module")

@@ -77,11 +77,12 @@ class LowererCore:
         if node is None:
             node = self.node
         parsed = self.stack[-1].parsed
-        found = self._locs.get(id(node))
+        key = id(node)
+        found = self._locs.get(key)
         if found is not None and found[0] is node and found[1] is parsed:
             return found[2]
         loc = parsed.loc(node)
-        self._locs[id(node)] = (node, parsed, loc)
+        self._locs[key] = (node, parsed, loc)
         return loc
 
     def syntax_error(self, message: str, hint: str, node: cst.CSTNode | None = None) -> UnsupportedSyntaxError:

@@ -163,20 +163,21 @@ class Text:
     def _closing(self, pos: Pos) -> tuple[list[Pos], str]:
         found: list[Pos] = []
         lines = self.lines
+        n = len(lines)
         line, col = pos
         while True:  # (self.next and self.char, inline)
-            while line <= len(lines):
+            while line <= n:
                 s = lines[line - 1]
-                col = len(s) - len(s[col:].lstrip(_WS))
-                if col < len(s) and s[col] != "#":
+                rest = s[col:].lstrip(_WS)
+                if rest and rest[0] != "#":
                     break
                 line, col = line + 1, 0
             else:
                 return found, ""
-            c = s[col]
+            c = rest[0]
             if c != ")":
                 return found, c
-            col += 1
+            col = len(s) - len(rest) + 1
             found.append((line, col))
 
     def one_line_after(self, a: Pos, b: Pos) -> bool:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Bind, Block, Function, If, Loop, Type, Var, vars_of
-from ..names import Namer
-from ..rules import has_effect
+from ..ir import Bind, Block, Const, Function, If, Loop, Prim, Type, Var, vars_of
+from ..names import Namer, program_names, remember_names
+from ..rules import TABLE, has_effect
 from .calls import Calls
 from .conditionals import Conditionals
 from .effects import Effects
@@ -32,24 +32,68 @@ def lower(parsed: Parsed, arg_types: list[Type]) -> tuple[Function, dict[str, An
     return drop_dead_temporaries(fn), {n: obj for n, (_, obj) in lowerer.constants.items()}
 
 
+is_temp = Namer.is_temp
+
+
 def drop_dead_temporaries(fn: Function) -> Function:
     """Remove bindings of temporaries the lowering made and nothing reads
     (e.g. the dimensions of ``x.shape`` that are not used).  Unused *user*
-    variables stay: the structural pass ends them with an explicit ``drop``."""
-    return Function(fn.name, fn.params, _drop_dead(fn.body))
+    variables stay: the structural pass ends them with an explicit ``drop``.
+    The names of the function made are remembered (:func:`.names.remember_names`),
+    collected on the way: the structural pass's namer walks nothing."""
+    names: set[str] = {p.name for p in fn.params}
+    out = Function(fn.name, fn.params, _drop_dead(fn.body, names))
+    remember_names(out, names)
+    return out
 
 
-def _drop_dead(block: Block) -> Block:
-    used = {block.result.name} if isinstance(block.result, Var) else set()
+def _drop_dead(block: Block, names: set[str] | None = None) -> Block:
+    """``block`` less its dead temporaries (the same block where it has none); with ``names``,
+    the names of the block made added to it (those of nested blocks too)."""
+    result = block.result
+    used = {result.name} if type(result) is Var else set()
     kept = []
+    changed = False
     for b in reversed(block.binds):
-        if b.targets and all(Namer.is_temp(t.name) and t.name not in used for t in b.targets) and not has_effect(b.rhs):
+        rhs = b.rhs
+        targets = b.targets
+        if targets:  # (a loop, not all() of a generator: this runs at every binding)
+            for t in targets:
+                if t.name in used or not is_temp(t.name):
+                    break
+            else:
+                if not (TABLE[rhs.op].effect if type(rhs) is Prim else has_effect(rhs)):
+                    changed = True
+                    continue
+        if type(rhs) is Prim:  # (the most common: its arguments read directly)
+            kept.append(b)
+            for a in rhs.args:
+                if type(a) is Var:
+                    used.add(a.name)
+                elif names is not None and type(a) is Const and a.name is not None:
+                    names.add(a.name)
+            if names is not None:
+                for t in targets:
+                    names.add(t.name)
             continue
-        if isinstance(b.rhs, If):
-            b = Bind(b.targets, If(b.rhs.cond, _drop_dead(b.rhs.then), _drop_dead(b.rhs.orelse)), b.loc)
-        elif isinstance(b.rhs, Loop):
-            r = b.rhs
-            b = Bind(b.targets, Loop(r.bounds, r.index, r.carried, r.init, _drop_dead(r.body)), b.loc)
+        if isinstance(rhs, If):
+            then, orelse = _drop_dead(rhs.then), _drop_dead(rhs.orelse)
+            if then is not rhs.then or orelse is not rhs.orelse:
+                b = Bind(targets, If(rhs.cond, then, orelse), b.loc)
+                changed = True
+        elif isinstance(rhs, Loop):
+            body = _drop_dead(rhs.body)
+            if body is not rhs.body:
+                b = Bind(targets, Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body), b.loc)
+                changed = True
         kept.append(b)
         used.update(v.name for v in vars_of(b.rhs))
-    return Block(tuple(reversed(kept)), block.result)
+        if names is not None:
+            names |= program_names(b)
+    if names is not None:
+        names |= used  # (what the kept bindings read, and the result)
+        if type(result) is Const and result.name is not None:
+            names.add(result.name)
+    if not changed:
+        return block
+    return Block(tuple(reversed(kept)), result)

@@ -132,9 +132,11 @@ class Statements(LowererCore):
     def statement(self, node: cst.BaseSmallStatement) -> None:
         if isinstance(node, cst.Assign):
             value = self.expr(node.value)
+            last = node.targets[-1]
             for target in node.targets:  # `a = b = v`: b gets the value under the name a gave it
                 self.assign(target.target, value)
-                value = self.assigned_value(target.target, value)
+                if target is not last:
+                    value = self.assigned_value(target.target, value)
         elif isinstance(node, cst.AnnAssign):
             if node.value is None:
                 return

@@ -63,8 +63,25 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
             continue  # its assignments are its own
         elif cls is cst.Lambda or cls is cst.CompFor:
             continue  # a comprehension's variables are its own
-        todo.extend(reversed(deep.children(n)))
+        elif cls is _Body:  # a nested loop's body: its names, walked once (its own loop asks for them too)
+            for name in assigned_names(n.block):
+                names.setdefault(name)
+            continue
+        kids = deep.children(n)
+        if cls is cst.For or cls is cst.While:
+            body = n.body  # type: ignore[attr-defined]
+            kids = [_Body(c) if c is body else c for c in kids]
+        todo.extend(reversed(kids))
     return tuple(names)
+
+
+class _Body:
+    """(assigned_names) the body of a loop nested in the block walked, in its place."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: cst.CSTNode) -> None:
+        self.block = block
 
 
 def _puts_along_axis(call: cst.Call) -> bool:

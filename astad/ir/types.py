@@ -81,14 +81,19 @@ class Num:
         return None not in self.shape  # (sizes are ints or None)
 
     def __str__(self) -> str:
-        base = {"float64": "f64", "float32": "f32", "int64": "int", "bool": "bool"}.get(self.dtype, self.dtype)
+        base = _SHORT.get(self.dtype, self.dtype)
         if self.py and not self.shape:
-            base = {"f64": "float", "int": "int", "bool": "bool"}.get(base, base)
+            base = _PY_SHORT.get(base, base)
         if self.value is not None:
             return f"{base}={self.value}"
         if not self.shape:
             return base
         return f"{base}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
+
+
+#: a dtype's short name in a type's text, and a Python scalar's
+_SHORT = {"float64": "f64", "float32": "f32", "int64": "int", "bool": "bool"}
+_PY_SHORT = {"f64": "float", "int": "int", "bool": "bool"}
 
 
 @fast_init

@@ -65,9 +65,18 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
     found: dict[tuple, tuple] = {}  # the operands' kinds and the params -> what numpy's result is
     known: dict[tuple, Type] = {}  # the operands' types and the params -> the result's (a program repeats them)
 
+    # the operands' types by identity, without parameters -> (those types, kept alive: their ids stay
+    # theirs; the result): no type hashed (a dataclass's hash, per operand) where a program repeats them
+    same: dict[tuple, tuple[tuple, Type]] = {}
+
     def infer(ts: list[Type], params: dict) -> Type:
+        if not params:
+            ids = (id(ts[0]), id(ts[1])) if len(ts) == 2 else tuple(map(id, ts))
+            hit = same.get(ids)
+            if hit is not None:
+                return hit[1]
         try:
-            whole: tuple | None = (tuple(ts), _keyed(params))
+            whole: tuple | None = (tuple(ts), _keyed(params) if params else ())
             out = known.get(whole)  # type: ignore[arg-type]
         except TypeError:  # an unhashable parameter (or value)
             whole, out = None, None
@@ -77,6 +86,10 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
                 if len(known) >= 4096:  # (bounded: a long session sees many shapes)
                     known.clear()
                 known[whole] = out
+        if not params:
+            if len(same) >= 4096:
+                same.clear()
+            same[ids] = (tuple(ts), out)
         return out
 
     def _infer(ts: list[Type], params: dict) -> Type:
