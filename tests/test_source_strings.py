@@ -9,17 +9,9 @@ import pytest
 
 import astad
 from astad import source
+from conftest import central_differences
 
 X = np.array([0.1, -0.4, 0.7])
-
-
-def central(f, x, h=1e-6):
-    g = np.zeros_like(x)
-    for i in range(x.size):
-        e = np.zeros_like(x)
-        e[i] = h
-        g[i] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
 
 
 def make_closure(scale):
@@ -50,7 +42,7 @@ class Model:
 @pytest.mark.parametrize("fn", [make_closure(2.0), spaces_in_docstring, Model().loss],
                          ids=["closure", "spaces", "method"])
 def test_functions_with_multi_line_strings_are_read(fn):
-    np.testing.assert_allclose(astad.grad(fn)(X), central(fn, X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(astad.grad(fn)(X), central_differences(fn, X), rtol=1e-6, atol=1e-8)
 
 
 def test_the_lines_inside_strings_are_left_as_they_are():
