@@ -46,6 +46,13 @@ class Loops(LowererCore):
                 if len(it.args) != 1 or len(targets) != 2:
                     raise self.syntax_error("use `for i, v in enumerate(x):`", "for i, v in enumerate(x):", it)
                 seqs, names, index_target = [it.args[0].value], [targets[1]], targets[0]
+                zipped = self.zipped(it.args[0].value)
+                if zipped is not None:  # `for i, (a, b) in enumerate(zip(x, y)):` the index and one name per array
+                    names = target_names(targets[1])
+                    if not isinstance(targets[1], (cst.Tuple, cst.List)) or len(names) != len(zipped.args):
+                        raise self.syntax_error("name one loop variable per zipped array",
+                                                "for i, (a, b) in enumerate(zip(x, y)):", it)
+                    seqs = [a.value for a in zipped.args]
             else:
                 if len(targets) != len(it.args):
                     raise self.syntax_error("name one loop variable per zipped array", "for a, b in zip(x, y):", it)
@@ -77,6 +84,13 @@ class Loops(LowererCore):
 
         return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
                         hidden=index_target is None, element_names=[n.value for n in names])
+
+    def zipped(self, node: cst.BaseExpression) -> cst.Call | None:
+        """``node`` where it is a call of ``zip`` (what a loop's ``enumerate`` runs over), else None."""
+        if not isinstance(node, cst.Call):
+            return None
+        func = self.expr(node.func)
+        return node if isinstance(func, Ref) and func.kind == "iterator" and func.obj is builtins.zip else None
 
     def unroll(self, stmt: cst.For, values: list[Value], names: list[cst.BaseExpression],
                index_target: cst.BaseExpression | None) -> None:
