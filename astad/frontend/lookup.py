@@ -54,6 +54,12 @@ class Lookup(LowererCore):
             obj = g[for_name]
         elif hasattr(builtins, for_name):
             obj = getattr(builtins, for_name)
+        elif (self.scope.path, for_name) in self.loop_locals:
+            line = self.loop_locals[self.scope.path, for_name]
+            raise self.type_error(f"`{for_name}` is assigned only inside the loop at line {line}: "
+                                  "astad carries out of a loop only the variables assigned before it", node,
+                                  hint=f"assign `{for_name}` before the loop (`{for_name} = 0.0`, or an array of its "
+                                       "shape) and update it in the loop")
         else:
             raise self.type_error(f"name `{for_name}` is not defined", node,
                                   hint="a parameter, a variable assigned earlier, or a module-level name")

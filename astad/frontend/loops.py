@@ -256,6 +256,9 @@ class Loops(LowererCore):
             self.scope.env[n] = rebuild(shape, it)
         for name in ([] if hidden or index_name is None else [index_name]) + list(element_names):
             self.scope.env[name] = Ref("after_loop", name)
+        for name in assigned_names(stmt.body):  # (not carried out of the loop: a later read is refused)
+            if name not in self.scope.env:
+                self.loop_locals.setdefault((self.scope.path, name), self.loc(stmt).line)
         if ret_shape is None:
             return None
         returned = next(it)
