@@ -138,15 +138,7 @@ class Printer(LoopPrinting):
                 return
             entry = _TABLE[op]
             params = dict(rhs.params) if rhs.params else {}
-            if op in _FRESH and not self.views:  # (most: count_copies', inlined)
-                copied = self.copied
-                reads = False
-                for a in rhs.args:
-                    if type(a) is Var:
-                        copied[a.name] = copied.get(a.name, 0) + 1
-                        reads = True
-            else:
-                reads = self.count_copies(rhs)
+            reads = self.count_copies(rhs)
             if op == "getitem" and not reads and isinstance(rhs.args[0], Var) and self.uses[target.name] == 1:
                 self.views[target.name] = rhs.args[0].name
             # (every in-place form writes a result of at least inplace.MIN_SIZE elements: not asked otherwise)
@@ -195,13 +187,7 @@ class Printer(LoopPrinting):
                 if isinstance(first, Num) and first.shape and isinstance(value, cst.Call):
                     value = px.method(value.args[0].value, entry.method, [a.value for a in value.args[1:] if not a.keyword],
                                       **{a.keyword.value: a.value for a in value.args[1:] if a.keyword})
-            # self.put's, inlined: ``target = value``, or ``value`` inlined where its temporary is read (once)
-            name = target.name
-            if name[:1] == "t" and self.uses[name] == 1 and self.reach < MAX_INLINED and name[1:].isdigit() \
-                    and not (self.in_if and name in self.residuals):
-                self.inlined[name], self.depth[name] = value, self.reach + 1
-                return
-            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], self.comment(b.loc)))
+            self.put(b, value)
         elif isinstance(rhs, MakeTuple):
             self.assign(b.targets, px.tuple_([self.atom(a) for a in rhs.items]), b.loc)
         elif isinstance(rhs, Unpack) and len(b.targets) == 1:  # `(x,) = t`: a tuple of one

@@ -36,8 +36,20 @@ def _ws(w: Any, st: State) -> None:
         w._codegen(st)
 
 
+def _operand(n: Any, st: State) -> None:
+    """``node(n, st)``, a name or a number without parentheses printed at once (most operands)."""
+    if type(n) in _LEAVES and not n.lpar:
+        st.tokens.append(n.value)
+    else:
+        node(n, st)
+
+
 def _op(op: Any, st: State) -> None:
     """A one-token operator between two whitespaces (``+``, ``=``, ``,``, ``.``, ``<``, ``+=``)."""
+    text = _SHARED_OPERATORS.get(id(op))  # (pyexpr's shared operators: their text by table)
+    if text is not None:
+        st.tokens.append(text)
+        return
     token = _TOKENS.get(type(op))
     if token is None:
         op._codegen(st)
@@ -94,21 +106,9 @@ def _token(n: Any, st: State) -> None:  # Name, Integer, Float, SimpleString
 def _attribute(n: cst.Attribute, st: State) -> None:
     if n.lpar:
         _open(n, st)
-    tokens = st.tokens
-    value, dot, attr = n.value, n.dot, n.attr
-    if type(value) is cst.Name and not value.lpar:  # (_node's, inlined for a name: `np.exp`)
-        tokens.append(value.value)
-    else:
-        node(value, st)
-    text = _SHARED_OPERATORS.get(id(dot))
-    if text is None:
-        _op(dot, st)
-    else:
-        tokens.append(text)
-    if type(attr) is cst.Name and not attr.lpar:
-        tokens.append(attr.value)
-    else:
-        node(attr, st)
+    _operand(n.value, st)
+    _op(n.dot, st)
+    _operand(n.attr, st)
     if n.rpar:
         _close(n, st)
 
@@ -125,11 +125,7 @@ def _call(n: cst.Call, st: State) -> None:
     for i, arg in enumerate(n.args):
         if type(arg) is cst.Arg and arg.whitespace_after_star is _NO_SPACE and arg.whitespace_after_arg is _NO_SPACE \
                 and arg.keyword is None and arg.equal is _DEFAULT and arg.comma is _DEFAULT and not arg.star:
-            value = arg.value  # (_arg's, inlined for a positional argument as pyexpr makes it)
-            if type(value) in _LEAVES and not value.lpar:
-                tokens.append(value.value)
-            else:
-                node(value, st)
+            _operand(arg.value, st)  # (_arg's, inlined for a positional argument as pyexpr makes it)
             if i != last:
                 tokens.append(", ")
         else:
@@ -162,21 +158,9 @@ def _arg(n: cst.Arg, st: State, default_comma: bool = False) -> None:
 def _binary(n: cst.BinaryOperation, st: State) -> None:
     if n.lpar:
         _open(n, st)
-    tokens = st.tokens
-    left, op, right = n.left, n.operator, n.right
-    if type(left) in _LEAVES and not left.lpar:  # (_node's, inlined for a name or a number)
-        tokens.append(left.value)
-    else:
-        node(left, st)
-    text = _SHARED_OPERATORS.get(id(op))
-    if text is None:
-        _op(op, st)
-    else:
-        tokens.append(text)
-    if type(right) in _LEAVES and not right.lpar:
-        tokens.append(right.value)
-    else:
-        node(right, st)
+    _operand(n.left, st)
+    _op(n.operator, st)
+    _operand(n.right, st)
     if n.rpar:
         _close(n, st)
 

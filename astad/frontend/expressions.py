@@ -38,20 +38,13 @@ class Expressions(LowererCore):
     def expr(self, node: cst.BaseExpression) -> Value:
         cls = type(node)
         if cls is cst.Name:  # Lookup.expr_Name's first steps: a variable of the running scope (or around it),
-            running = scope = self.stack[-1]  # or a global read before (never True, False or None)
-            name = node.value
-            while scope is not None:
-                env = scope.env
-                if name in env:
-                    found = env[name]
-                    if found is not None:
-                        return found
-                    break
-                scope = scope.parent
-            else:
-                known = self._globals.get((id(running.parsed), running.path, name))
-                if known is not None and known[0] is running.parsed:
-                    return known[1]
+            running = self.stack[-1]  # or a global read before (never True, False or None), before the dispatch
+            found = self._lookup(running, node.value)
+            if found is not None:
+                return found
+            known = self._globals.get((id(running.parsed), running.path, node.value))
+            if known is not None and known[0] is running.parsed:
+                return known[1]
         methods = _METHODS.get(type(self))
         if methods is None:
             methods = _METHODS[type(self)] = {}

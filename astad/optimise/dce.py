@@ -33,11 +33,12 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) \
     named: list[str] | None = []  # the names of the constants read
     for b in reversed(block.binds):
         rhs = b.rhs
-        if type(rhs) is Prim:  # the most common: no blocks inside
+        cls = type(rhs)
+        if cls is Prim or cls is Plus and len(b.targets) == 1:  # (the most common: no blocks inside)
             targets = b.targets
             if len(targets) == 1:  # (one target, the most common: no loop over them)
                 name = targets[0].name
-                if name not in live and name not in keep and not has_effect(rhs):
+                if name not in live and name not in keep and not (cls is Prim and has_effect(rhs)):
                     continue
                 bound.append(name)
             else:
@@ -49,19 +50,7 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) \
                         continue
                 bound.extend([t.name for t in targets])
             kept.append(b)
-            for a in rhs.args:
-                if type(a) is Var:
-                    add(a.name)
-                elif type(a) is Const and a.name is not None and named is not None:
-                    named.append(a.name)
-            continue
-        if type(rhs) is Plus and len(b.targets) == 1:  # (the next most common: a cotangent sum, no effect)
-            name = b.targets[0].name
-            if name not in live and name not in keep:
-                continue
-            bound.append(name)
-            kept.append(b)
-            for a in rhs.items:
+            for a in rhs.args if cls is Prim else rhs.items:
                 if type(a) is Var:
                     add(a.name)
                 elif type(a) is Const and a.name is not None and named is not None:
