@@ -17,8 +17,10 @@ import __future__
 import ast
 import dis
 import functools
+import importlib.machinery
 import inspect
 import io
+import linecache
 import re
 import textwrap
 import tokenize
@@ -78,7 +80,7 @@ def read_dedented(fn: Callable[..., Any]) -> tuple[list[str], int, str, str]:
     """:func:`read`, and the text of the lines dedented (as checked)."""
     code = fn.__code__
     try:
-        file_lines, start = inspect.findsource(code)  # the code object: inspect does not unwrap it
+        file_lines, start = _find_source(code)  # the code object: inspect does not unwrap it
         file = _source_file(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
@@ -97,9 +99,44 @@ def _source_file(code: types.CodeType) -> str:
     """``inspect.getsourcefile(code) or code.co_filename``: a name ``<...>`` (a notebook cell's, a
     text linecache holds) is that, without inspect's search of every module for one of that file."""
     name = code.co_filename
-    if name.startswith("<") and name.endswith(">"):  # (getsourcefile gives it or None: no suffix of its maps it)
-        return name
+    if (name.startswith("<") and name.endswith(">")) or _kept_text(name) is not None:
+        return name  # (getsourcefile gives it or None: no suffix of its maps it)
     return inspect.getsourcefile(code) or name
+
+
+#: the endings of files of compiled code, which ``inspect.getsourcefile`` maps to another name or refuses
+_COMPILED_SUFFIXES = tuple(importlib.machinery.BYTECODE_SUFFIXES + importlib.machinery.EXTENSION_SUFFIXES)
+
+#: the lines ``inspect.findsource`` steps back to from a code object's first line (its own pattern)
+_DEF_LINE = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+
+
+def _kept_text(name: str) -> list[str] | None:
+    """The lines linecache keeps of the file ``name`` where they were put there, not read from a file
+    (a notebook cell's, generated code's: no time of a file with them, which ``linecache.checkcache``
+    leaves as they are); None for any other file."""
+    entry = linecache.cache.get(name)
+    if entry is None or len(entry) != 4 or entry[1] is not None or not entry[2] or name.endswith(_COMPILED_SUFFIXES):
+        return None
+    return entry[2]
+
+
+def _find_source(code: types.CodeType) -> tuple[list[str], int]:
+    """``inspect.findsource(code)``: the lines of the file and the (0-based) line of its ``def``.  For a
+    text linecache keeps (:func:`_kept_text`), what inspect finds there, without its search of every
+    module (``inspect.getmodule``: for such a file, at every call) for the one whose file it is, which
+    would only say where to load lines linecache does not have."""
+    lines = _kept_text(code.co_filename)
+    if lines is None:
+        return inspect.findsource(code)
+    lnum = code.co_firstlineno - 1
+    while lnum > 0:
+        if lnum >= len(lines):
+            raise OSError("lineno is out of bounds")
+        if _DEF_LINE.match(lines[lnum]):
+            break
+        lnum -= 1
+    return lines, lnum
 
 
 def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
@@ -108,7 +145,7 @@ def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
     against ``fn.__code__`` as :func:`read` checks a ``def``."""
     code = fn.__code__
     try:
-        file_lines, _ = inspect.findsource(code)
+        file_lines, _ = _find_source(code)
         file = _source_file(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
