@@ -41,6 +41,7 @@ class Parsed:
     aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
     fixed: dict = field(default_factory=dict)  # parameters a method or partial fixes (see astad.calling) -> values
     calls_own_name: bool = True  # False: no call of a function of its name anywhere in it (check_subset found none)
+    locs: dict = field(default_factory=dict, repr=False, compare=False)  # where a node starts (Starts) -> its Loc
 
     @property
     def params(self) -> list[cst.Param]:
@@ -72,8 +73,11 @@ class Parsed:
         positions = self.positions
         at = positions.get(node) if type(positions) is Starts else None
         if at is not None:  # (the rest, inline: the lowering asks at every binding)
+            loc = self.locs.get(at)  # (nodes starting at one place, `a * b + c` and `a * b`: one Loc)
+            if loc is not None:
+                return loc
             line, lines = at[0], self.lines
-            loc = _new(Loc)
+            loc = self.locs[at] = _new(Loc)
             _set_file(loc, self.file)
             _set_line(loc, line + self.line_offset)
             _set_col(loc, at[1] + self.col_offset + 1)
