@@ -6,6 +6,7 @@ import inspect
 import linecache
 
 import numpy as np
+from hypothesis import given, settings, strategies as st
 import pytest
 
 import astad
@@ -80,3 +81,33 @@ def test_lines_out_of_range_are_refused():
         source._find_source(code)
     with pytest.raises(OSError):
         inspect.findsource(code)
+
+
+def _dedent_by_tokens(text):
+    """``source.dedent`` as it was before its shortcut: the strings found by reading the tokens."""
+    import textwrap
+    inside = source._in_strings(text)
+    if inside:
+        return source._dedent_code(text, inside)
+    if text[:1] not in ("", " ", "\t", "\n"):
+        return source._BLANK_LINE.sub("", text)
+    return textwrap.dedent(text)
+
+
+_PIECES = ["def f(x):", "    ", "\t", " ", "\n", "\r\n", "\r", "\f", '"""', "'''", "\\", "x", "#", "return x", "'", '"']
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+@settings(max_examples=400, deadline=None)
+def test_dedent_shortcut_is_the_reading_by_tokens(pieces):
+    text = "".join(pieces)
+    assert source.dedent(text) == _dedent_by_tokens(text)
+    top = "def f(x):\n" + text  # (a module-level def: where the shortcut applies)
+    assert source.dedent(top) == _dedent_by_tokens(top)
+
+
+def test_dedent_of_a_docstring_with_blank_lines_keeps_them():
+    text = 'def f(x):\n    """Doc.\n    \n    more\n    """\n    \n    return x\n'
+    assert source.dedent(text) == 'def f(x):\n    """Doc.\n    \n    more\n    """\n\n    return x\n'
+    plain = 'def f(x):\n    """Doc.\n\n    more\n    """\n    return x\n'
+    assert source.dedent(plain) == plain
