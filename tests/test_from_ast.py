@@ -270,10 +270,31 @@ def test_what_it_does_not_know_is_left_to_libcst(source):
     "def f(x):\n    if x:\n        return x; y = 1\n    return x\n",
     "def f(x):\n    y = x\n    @dec\n    def g(y):\n        return y\n    return g(x)\n",
     "def f(x):\n    def g(y):\n        return y\n        y = 2\n    return g(x)\n",
+    # which of several refusals is said: the first the walk meets (a def before the defs inside it)
+    "def f(x):\n    y = x\n    @dec\n    def g(y):\n        return y\n        y = 2\n    return g(x)\n",
+    "def f(x):\n    def g(y):\n        y = 1\n        @dec\n        def h(z):\n            return z\n        return h(y)\n"
+    "        y = 1\n    return g(x)\n",
+    "def f(x):\n    def g(y):\n        def h(z):\n            return z\n            z = 1\n        return h(y)\n"
+    "    @dec\n    def k(y):\n        return y\n    return g(x)\n",
+    "def f(x):\n    if x:\n        def g(y):\n            return y\n            y = 1\n    return x\n    z = 1\n",
+    "def f(x):\n    y = [lambda q: q for _ in x]\n    def g(y):\n        def h(z):\n            return z\n"
+    "        return h(y)\n    @d1\n    @d2\n    def k(y):\n        return y\n    return g(x)\n",
 ])
 def test_what_the_check_refuses_in_a_def_read_with_pythons_parser(source):
     made, starts, found = from_ast.read(source, "f")
     assert isinstance(assert_found(made, starts, found, source), str)  # (a refusal's message)
+
+
+@pytest.mark.parametrize("source", [
+    "def f(x):\n    def g(y):\n        def h(z):\n            return z + f(z)\n        return h(y)\n"
+    "    def k(y, w=(1)):\n        return lambda q: q + y\n    return g(x) + k(x)(x)\n",
+    "def f(x):\n    if x:\n        def g(y):\n            return y\n    else:\n        def g(y):\n            return -y\n"
+    "    return g(x)\n",
+])
+def test_defs_inside_a_def_read_with_pythons_parser_are_checked_alike(source):
+    made, starts, found = from_ast.read(source, "f")
+    assert found.defs == 1 + len(found.nested) > 2  # (the check looks at their signatures alone)
+    assert not isinstance(assert_found(made, starts, found, source), str)
 
 
 def test_other_line_breaks_are_left_to_libcst():

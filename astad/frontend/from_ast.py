@@ -33,11 +33,13 @@ _ODD = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 class Found(NamedTuple):
     """What the reading met on the way, which the check of the syntax would walk the tree for
     (:func:`.parse.check_subset`): the values of its ``Name`` nodes, the names it calls
-    (``f(...)``), and how many ``def`` it holds (itself included)."""
+    (``f(...)``), how many ``def`` it holds (itself included), and the ``def`` inside it, each
+    before those inside it (the order the walk of the check meets them)."""
 
     names: frozenset[str]
     called: frozenset[str]
     defs: int
+    nested: tuple[cst.FunctionDef, ...] = ()
 
 
 def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts, Found]:
@@ -54,7 +56,8 @@ def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts, Found]:
         raise Decline("no def")
     reader = _Reader(source)
     made = reader.s_FunctionDef(fn)
-    return made, reader.starts, Found(frozenset(reader.names), frozenset(reader.called), reader.defs)
+    return made, reader.starts, Found(frozenset(reader.names), frozenset(reader.called), reader.defs,
+                                      tuple(reader.nested))
 
 
 _SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,
@@ -75,6 +78,7 @@ class _Reader(Expressions):
         self.names: set[str] = set()
         self.called: set[str] = set()
         self.defs = 0
+        self.nested: list[Any] = []  # the defs inside the function, each before those inside it
 
     def statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
         """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line."""
@@ -122,6 +126,9 @@ class _Reader(Expressions):
         return made
 
     def s_FunctionDef(self, n: ast.FunctionDef) -> cst.FunctionDef:
+        slot = len(self.nested) if self.defs else None  # (a def inside: its place among them, made below)
+        if slot is not None:
+            self.nested.append(None)
         self.defs += 1
         text = self.text
         decorators = []
@@ -143,6 +150,8 @@ class _Reader(Expressions):
         returns = None if n.returns is None else self.annotation(n.returns)
         made = new.FunctionDef(name, params, self.suite(n.body), tuple(decorators), returns)
         self.starts[made] = s
+        if slot is not None:
+            self.nested[slot] = made
         return made
 
     def s_If(self, n: ast.If) -> cst.If:

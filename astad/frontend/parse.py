@@ -377,14 +377,21 @@ def check_subset(parsed: Parsed, found: from_ast.Found | None = None) -> None:
     whose ``on_leave`` does something (a leaving is a 1-tuple on the stack), and
     not visiting whitespace and punctuation (:func:`astad.deep.syntax_children`).
 
-    ``found``: the function was read by :mod:`.from_ast`, which found its names and
-    calls on the way, and declines every construct the walk refuses (libcst's parser
-    then reads it) but those of a ``def``'s own: with no ``def`` inside, only its
-    signature is left to check (tests/test_from_ast.py checks both ways agree)."""
+    ``found``: the function was read by :mod:`.from_ast`, which found its names, calls
+    and the ``def`` inside it on the way, and declines every construct the walk refuses
+    (libcst's parser then reads it) but those of a ``def``'s own: only the signatures of
+    the function and of the ``def`` inside it are left to check, and a nested one's
+    decorators (tests/test_from_ast.py checks both ways agree)."""
     checker = _SubsetChecker(parsed)
-    if found is not None and found.defs == 1:
+    if found is not None and found.defs == 1 + len(found.nested):
         checker.depth = 1
         checker._check_signature(parsed.funcdef)
+        checker.depth = 2
+        for node in found.nested:  # (what on_visit checks of a def inside, in the order the walk meets them)
+            checker._check_signature(node)
+            if node.decorators:
+                raise UnsupportedSyntaxError("decorators on nested functions are not supported",
+                                             parsed.loc(node.decorators[0]), "a plain nested `def`")
         NAMES[parsed.funcdef] = found.names
         parsed.calls_own_name = checker.own_name in found.called
         return
