@@ -183,7 +183,16 @@ def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     if fields is None:
         fields = _SYNTAX_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)
                                              if f.name not in _FORMATTING and "whitespace" not in f.name)
-    present = tuple(f for f in fields if _holds_nodes(getattr(node, f)))
+    found: list[str] = []  # (_holds_nodes of each field, inline as in children: this runs for every node of a walk)
+    for f in fields:
+        value = getattr(node, f)
+        kind = type(value)
+        node_like = _IS_NODE.get(kind)
+        if node_like is None:
+            node_like = is_node(value)
+        if node_like or ((kind is tuple or kind is list) and value and is_node(value[0])):
+            found.append(f)
+    present = tuple(found)
     order = _SYNTAX_ORDER.get((cls, present))
     if order is None:
         field_of = {}
@@ -223,24 +232,42 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
             todo.extend((c, False) for c in reversed(children(n)))
 
 
+#: per tuple of classes ``found_below`` stops at or looks for, per class: whether it is one of them
+_STOPS: dict[tuple[type, ...], dict[type, bool]] = {}
+
+
 def found_below(node: cst.CSTNode, kinds: tuple[type, ...], stop: tuple[type, ...],
                 memo: dict[cst.CSTNode, bool]) -> bool:
     """Whether ``node`` or a node under it is one of ``kinds``, not looking under
-    the nodes of ``stop`` below ``node``.  ``memo`` keeps the answer for every
-    node looked at, so that asking about each statement of a nest of blocks
+    the nodes of ``stop`` below ``node``, nor at whitespace, comments and punctuation
+    (:func:`syntax_children`: ``kinds`` are none of those).  ``memo`` keeps the answer
+    for every node looked at, so that asking about each statement of a nest of blocks
     costs time linear in the nest, not quadratic (one ``memo`` per ``kinds``
     and ``stop``)."""
+    stops = _STOPS.setdefault(stop, {})  # (per class: isinstance of libcst's abstract classes is slow)
+    wanted = _STOPS.setdefault(kinds, {})
     todo: list[tuple[cst.CSTNode, list[cst.CSTNode] | None]] = [(node, None)]
     while todo:
         n, kids = todo.pop()
         if n in memo:
             continue
         if kids is None:
-            kids = [c for c in children(n) if not isinstance(c, stop)]
+            kids = []
+            for c in syntax_children(n):
+                cls = type(c)
+                stopped = stops.get(cls)
+                if stopped is None:
+                    stopped = stops[cls] = issubclass(cls, stop)
+                if not stopped:
+                    kids.append(c)
             todo.append((n, kids))
             todo.extend((c, None) for c in kids if c not in memo)
         else:
-            memo[n] = isinstance(n, kinds) or any(memo[c] for c in kids)
+            cls = type(n)
+            found = wanted.get(cls)
+            if found is None:
+                found = wanted[cls] = issubclass(cls, kinds)
+            memo[n] = found or any(memo[c] for c in kids)
     return memo[node]
 
 

@@ -67,7 +67,7 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
             for name in assigned_names(n.block):
                 names.setdefault(name)
             continue
-        kids = deep.children(n)
+        kids = deep.syntax_children(n)  # (no target is in whitespace, comments or punctuation)
         if cls is cst.For or cls is cst.While:
             body = n.body  # type: ignore[attr-defined]
             kids = [_Body(c) if c is body else c for c in kids]
