@@ -10,14 +10,15 @@ import libcst as cst
 from .. import deep
 from ..aliases import CALLER
 from .. import outputs
-from ..values import PyDict, PyTuple
-from ..errors import UnsupportedSyntaxError
+from ..values import PyDict, PyTuple, Ref
+from ..errors import UnsupportedFunctionError, UnsupportedSyntaxError
+from ..source import reversed_function
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
 from .syntax import can_leave, stmts_of, is_append
 from .api_reductions import in_place_method
 from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
-from .core import LowererCore
+from .core import LowererCore, ref_name
 
 
 class Statements(LowererCore):
@@ -235,7 +236,28 @@ class Statements(LowererCore):
 
         if is_list_value(old):
             self.aliases.update_list(old, self.readable_besides(name), fail)
-        v = self.atom(self.expr(call.args[0].value), call.args[0].value)
+        given = self.expr(call.args[0].value)
+        if isinstance(old, PyTuple) and old.is_list and not isinstance(given, (Var, Const)):
+            # a list known element by element holds what a list literal holds: functions, tuples, lists
+            new = self.scope.env[name] = PyTuple(old.items + (given,), is_list=True)
+            self.aliases.new_list(new, self.aliases.list_identity(old))
+            return
+        if isinstance(given, PyTuple) and len(given.items) == 2 and isinstance(given.items[1], Ref) and (
+                given.items[1].kind == "derivative"):  # `[helper(v) for v in x]`, `map(helper, x)`
+            f = reversed_function(given.items[1].obj).__name__
+            raise UnsupportedFunctionError(
+                f"a list built at run time (a loop, a comprehension or a map over an array) holds numbers and arrays "
+                f"only, and `{f}(...)` returns a pair (value, {'pushforward' if getattr(type(given.items[1].obj), '_MODE', '') == 'forward' else 'pullback'}): "
+                f"`{f}` is decorated with astad", self.loc(call.args[0].value),
+                f"its value, `{f}(...)[0]` (differentiated through), or the undecorated function")
+        if isinstance(given, Ref) and given.kind in _FUNCTIONS:
+            made = isinstance(self.scope.parsed.aliases.get(call), (cst.ListComp, cst.GeneratorExp))
+            raise self.type_error(
+                f"{'a comprehension makes a list of functions' if made else 'a function is appended to a list in a loop'}"
+                f" (`{ref_name(given)}`): a list built at run time holds numbers and arrays only", call.args[0].value,
+                "a list written out, fs = [f, g, h], or one function taking what varies as a parameter: "
+                "lambda v, k: v * k, called as f(x, k)")
+        v = self.atom(given, call.args[0].value)
         if isinstance(old, PyTuple) and old.is_list:
             new = self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
             self.aliases.new_list(new, self.aliases.list_identity(old))
@@ -270,5 +292,8 @@ _AUG_OPS: dict[type, str] = {
     cst.PowerAssign: "pow", cst.MatrixMultiplyAssign: "matmul",
 }
 
+
+#: kinds of :class:`Ref` that are functions (a list known element by element may hold them)
+_FUNCTIONS = frozenset({"closure", "user", "decorated", "numpy", "builtin"})
 
 _AUG_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
