@@ -6,6 +6,7 @@ the statements in order, ``return``, assignments, augmented assignments
 from __future__ import annotations
 
 import libcst as cst
+import numpy as np
 
 from .. import deep
 from ..aliases import CALLER
@@ -215,6 +216,13 @@ class Statements(LowererCore):
         value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
         maybe_array = isinstance(old_atom.type, Num) and (  # a 0-d one too, unless a numpy scalar for sure
             old_atom.type.shape or not old_atom.type.py and self.aliases.roots(old_atom))
+        if maybe_array and old_atom.type.shape and value.type.shape == old_atom.type.shape and (  # type: ignore[union-attr]
+                value.type.dtype != old_atom.type.dtype and  # type: ignore[union-attr]
+                np.can_cast(value.type.dtype, old_atom.type.dtype, "same_kind")):  # type: ignore[union-attr]
+            # numpy computes in the wider dtype and casts back into the array (casting="same_kind"): f32 += f64
+            kind = np.dtype(old_atom.type.dtype).kind  # type: ignore[union-attr]
+            value = self.emit("astype" if kind == "f" else "astype_discrete", [value],
+                              {"dtype": old_atom.type.dtype, "scalar": False})  # type: ignore[union-attr]
         if maybe_array and (
                 value.type.shape != old_atom.type.shape or value.type.dtype != old_atom.type.dtype):  # type: ignore[union-attr]
             raise self.type_error(f"in-place `{_AUG_SYMBOL[op]}=` cannot change {old_atom.type} into {value.type}", node,
