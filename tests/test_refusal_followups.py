@@ -386,3 +386,28 @@ def test_aliased_updates_stay_refused():
     assert "cannot change int[3] into f64[3]" in e.message and "k = k + ..." in e.hint
     e = refusal(plus_of_a_mask, x)
     assert "positive" in e.message  # numpy has no +(bool array) either
+
+
+# --------------------------------------------------------------------------- 4. the caret after a multi-line string
+
+
+class WithStrings:
+    def loss(self, x):
+        print("""first
+  second""", np.frobnicate(x))
+        return np.sum(x)
+
+    def plain(self, x):
+        return np.frobnicate(x)
+
+
+def test_the_caret_after_a_multi_line_string_in_an_indented_function():
+    for fn, snippet in ((WithStrings().loss, 'np.frobnicate'), (WithStrings().plain, 'np.frobnicate')):
+        with pytest.raises(astad.AstadError) as info:
+            astad.grad(fn)(np.ones(2))
+        e = info.value
+        lines, first = inspect.getsourcelines(fn)
+        want = next((first + k, line.index(snippet) + 1) for k, line in enumerate(lines) if snippet in line)
+        assert (e.loc.line, e.loc.col) == want, str(e)
+        quoted, caret = str(e).splitlines()[1:3]
+        assert quoted[caret.index("^"):].startswith(snippet), str(e)
