@@ -411,3 +411,52 @@ def test_the_caret_after_a_multi_line_string_in_an_indented_function():
         assert (e.loc.line, e.loc.col) == want, str(e)
         quoted, caret = str(e).splitlines()[1:3]
         assert quoted[caret.index("^"):].startswith(snippet), str(e)
+
+
+# --------------------------------------------------------------------------- 3. derivatives in a 0-d array
+
+
+def scalar_function(x):
+    return np.sin(x) * x
+
+
+def scalar_and_vector(x, v):
+    return np.sum(np.sin(x) * v)
+
+
+def _derivatives(x):
+    """Every derivative astad takes of ``scalar_function`` at ``x``, by name."""
+    unit = np.ones_like(x) if isinstance(x, np.ndarray) else type(x)(1.0)
+    return {
+        "grad": astad.grad(scalar_function)(x),
+        "value_and_grad": astad.value_and_grad(scalar_function)(x)[1],
+        "vjp": astad.vjp(scalar_function, x)[1](1.0)[0],
+        "pullback": astad.reverse(scalar_function)(x)[1](1.0)[0],
+        "jacfwd": astad.jacfwd(scalar_function)(x),
+        "jacrev": astad.jacrev(scalar_function)(x),
+        "jacobian": astad.jacobian(scalar_function)(x),
+        "hessian": astad.hessian(scalar_function)(x),
+        "grad_grad": astad.grad(astad.grad(scalar_function))(x),
+        "hvp": astad.hvp(scalar_function, (x,), (unit,))[0],
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_derivatives_in_a_0d_array_are_0d_arrays(dtype):
+    x = np.array(0.7, dtype=dtype)
+    first = np.cos(0.7) * 0.7 + np.sin(0.7)
+    second = -np.sin(0.7) * 0.7 + 2 * np.cos(0.7)
+    rtol = 1e-12 if dtype == np.float64 else 1e-6
+    for name, d in _derivatives(x).items():
+        assert type(d) is np.ndarray and d.shape == () and d.dtype == dtype, (name, repr(d))
+        want = second if name in ("hessian", "grad_grad", "hvp") else first
+        np.testing.assert_allclose(d, want, rtol=rtol, err_msg=name)
+    g = astad.grad(scalar_and_vector, argnums=(0, 1))(np.array(0.7), np.ones(2))
+    assert type(g[0]) is np.ndarray and g[0].shape == () and g[1].shape == (2,)
+
+
+def test_derivatives_in_a_number_stay_numbers():
+    for name, d in _derivatives(0.7).items():
+        assert type(d) is float, (name, repr(d))
+    for name, d in _derivatives(np.float64(0.7)).items():
+        assert isinstance(d, np.float64) and not isinstance(d, np.ndarray), (name, repr(d))
