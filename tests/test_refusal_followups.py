@@ -142,7 +142,7 @@ def test_np_array_of_nested_lists_is_their_stack(data):
 
 def test_np_array_of_a_ragged_nesting_is_refused():
     e = refusal(nested_ragged, np.ones(2))
-    assert "shapes (2,), (1,)" in e.message
+    assert "ragged nesting" in e.message and "(1,) and (2,)" in e.message and "one length" in e.hint
     assert_points_at(e, nested_ragged, "np.array")
 
 

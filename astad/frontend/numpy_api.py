@@ -98,9 +98,15 @@ def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
                             "the number itself, np.float64(x), or np.array([x]) for a 1-d array")
     if isinstance(x, PyTuple) and any(isinstance(v, PyTuple) or _run_time_list(v) for v in x.items):
         # nested lists or tuples (``[[a], [b]]``, ``[xs, ys]``): each inner one an array, as numpy reads a regular
-        # nesting; a ragged one is refused by the stack's shapes (numpy raises too)
+        # nesting; a ragged one is refused (numpy raises too)
         x = PyTuple(tuple(_lower_array(lw, {"object": v}, node) if isinstance(v, PyTuple) or _run_time_list(v) else v
                           for v in x.items), x.is_list)
+        shapes = sorted({t.shape for t in (getattr(v, "type", None) for v in x.items)
+                         if isinstance(t, Num) and t.known_shape}, key=lambda s: (len(s), s))
+        if len(shapes) > 1:
+            raise lw.type_error(f"np.array of a ragged nesting: its elements have the shapes {shapes[0]} and "
+                                f"{shapes[-1]} (numpy refuses it too)", node,
+                                "lists of one length at each level, or np.concatenate to join them")
     return sequence("stack")("np.array").lower(lw, {"arrays": x, "axis": 0}, node)
 
 
