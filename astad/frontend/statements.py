@@ -245,34 +245,34 @@ class Statements(LowererCore):
         if is_list_value(old):
             self.aliases.update_list(old, self.readable_besides(name), fail)
         given = self.expr(call.args[0].value)
-        if isinstance(old, PyTuple) and old.is_list and not isinstance(given, (Var, Const)):
-            # a list known element by element holds what a list literal holds: functions, tuples, lists
+        if isinstance(old, PyTuple) and old.is_list:  # it holds what a list literal holds: functions, tuples, lists
             new = self.scope.env[name] = PyTuple(old.items + (given,), is_list=True)
             self.aliases.new_list(new, self.aliases.list_identity(old))
-            return
-        if isinstance(given, PyTuple) and len(given.items) == 2 and isinstance(given.items[1], Ref) and (
-                given.items[1].kind == "derivative"):  # `[helper(v) for v in x]`, `map(helper, x)`
-            f = reversed_function(given.items[1].obj).__name__
-            raise UnsupportedFunctionError(
-                f"a list built at run time (a loop, a comprehension or a map over an array) holds numbers and arrays "
-                f"only, and `{f}(...)` returns a pair (value, {'pushforward' if getattr(type(given.items[1].obj), '_MODE', '') == 'forward' else 'pullback'}): "
-                f"`{f}` is decorated with astad", self.loc(call.args[0].value),
-                f"its value, `{f}(...)[0]` (differentiated through), or the undecorated function")
-        if isinstance(given, Ref) and given.kind in _FUNCTIONS:
-            made = isinstance(self.scope.parsed.aliases.get(call), (cst.ListComp, cst.GeneratorExp))
-            raise self.type_error(
-                f"{'a comprehension makes a list of functions' if made else 'a function is appended to a list in a loop'}"
-                f" (`{ref_name(given)}`): a list built at run time holds numbers and arrays only", call.args[0].value,
-                "a list written out, fs = [f, g, h], or one function taking what varies as a parameter: "
-                "lambda v, k: v * k, called as f(x, k)")
-        v = self.atom(given, call.args[0].value)
-        if isinstance(old, PyTuple) and old.is_list:
-            new = self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
-            self.aliases.new_list(new, self.aliases.list_identity(old))
         elif isinstance(old, Var) and isinstance(old.type, ListT):
+            self.check_element(given, call)
+            v = self.atom(given, call.args[0].value)
             self.scope.env[name] = self.name_result(self.emit("append", [old, v]), name)
         else:
             raise self.type_error(f"`{name}` is not a list", call, "append to a list made by [] or [a, b]")
+
+    def check_element(self, given: Value, call: cst.Call) -> None:
+        """Refuse, by name, a function or a decorated function's pair appended to a list built at run time
+        (in a loop, a comprehension, a ``map``), which holds numbers and arrays only."""
+        arg = call.args[0].value
+        if isinstance(given, PyTuple) and len(given.items) == 2 and isinstance(given.items[1], Ref) and (
+                given.items[1].kind == "derivative"):  # `[helper(v) for v in x]`, `map(helper, x)`
+            f = reversed_function(given.items[1].obj).__name__
+            kind = "pushforward" if getattr(type(given.items[1].obj), "_MODE", "") == "forward" else "pullback"
+            raise UnsupportedFunctionError(
+                f"a list built at run time (a loop, a comprehension or a map over an array) holds numbers and arrays "
+                f"only, and `{f}(...)` returns a pair (value, {kind}): `{f}` is decorated with astad", self.loc(arg),
+                f"its value, `{f}(...)[0]` (differentiated through), or the undecorated function")
+        if isinstance(given, Ref) and given.kind in _FUNCTIONS:
+            made = isinstance(self.scope.parsed.aliases.get(call), (cst.ListComp, cst.GeneratorExp))
+            what = "a comprehension makes a list of functions" if made else "a function is appended to a list in a loop"
+            raise self.type_error(f"{what} (`{ref_name(given)}`): a list built at run time holds numbers and arrays "
+                                  "only", arg, "a list written out, fs = [f, g, h], or one function taking what varies "
+                                  "as a parameter: lambda v, k: v * k, called as f(x, k)")
 
     def dynamic_list(self, value: PyTuple, node: cst.CSTNode) -> Atom:
         """A list known element by element, as a run-time list (to carry it through a loop)."""
@@ -301,7 +301,7 @@ _AUG_OPS: dict[type, str] = {
 }
 
 
-#: kinds of :class:`Ref` that are functions (a list known element by element may hold them)
+#: kinds of :class:`Ref` that are functions (refused by name as the elements of a list built at run time)
 _FUNCTIONS = frozenset({"closure", "user", "decorated", "numpy", "builtin"})
 
 _AUG_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
