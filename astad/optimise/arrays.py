@@ -7,9 +7,8 @@ from __future__ import annotations
 from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
-from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds,
-                 use_counts)
-from ..ir.walk import binding_reads, flat_reads, remember_binding_reads
+from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds
+from ..ir.walk import binding_reads, flat_reads, known_binding_reads, remember_binding_reads
 from ..names import Namer
 
 
@@ -142,7 +141,9 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     else reads them) are left out too."""
     outers = {b.targets[0].name: b.rhs for b in block.binds if type(b.rhs) is Prim and b.rhs.op == "outer"
               and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
-    uses = use_counts(block)
+    # (how often the bindings read each name, not copied: read only; the block's result counted where read)
+    reads = known_binding_reads(block)
+    result = block.result.name if isinstance(block.result, Var) else None
     binds: list[Bind] = []
     summed: set[str] = set()  # the outer products made one matrix product
     replaced: list[Bind] = []  # the sums made a matrix product
@@ -157,8 +158,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
             b = with_branches(b, rhs, lambda blk: outer_sums(blk, namer))
             flat = False
         rhs = b.rhs
-        mine = [a for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
-            if isinstance(rhs, Plus) else []
+        mine = [a for a in rhs.items if isinstance(a, Var) and a.name in outers
+                and reads[a.name] + (a.name == result) == 1] if isinstance(rhs, Plus) else []  # (``use_counts`` 1)
         if len(mine) < _OUTER_SUM_MIN:
             binds.append(b)
             continue
@@ -187,7 +188,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
         gone = replaced + [b for b in block.binds if len(b.targets) == 1 and b.targets[0].name in summed]
         reads = binding_reads(block)
-        reads.subtract(flat_reads(gone))
+        lowered = flat_reads(gone)
+        reads.subtract(lowered)
         reads.update(flat_reads(made_here))
-        remember_binding_reads(out, reads)
+        remember_binding_reads(out, reads, lowered)
     return out
