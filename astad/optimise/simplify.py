@@ -213,6 +213,28 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
         elif type(rhs) is Copy:
             if type(rhs.atom) is Var and rhs.atom.name in env:
                 rhs = Copy(env[rhs.atom.name])
+        elif type(rhs) is Plus:  # (a cotangent sum: ``substitute``'s test and ``_fold_one``'s rule, without a call)
+            items = rhs.items
+            plain = len(items) > 1  # (of one item or none, ``_fold_one`` makes that item or a zero)
+            for a in items:
+                if type(a) is Zero or type(a) is Var and a.name in env:
+                    plain = False
+                    break
+            if plain:  # (the most common: nothing renamed, no zero, kept as it is: ``_fold_one`` and what follows it)
+                if named:
+                    for a in items:
+                        if type(a) is Var and a.name in watch and watch.pop(a.name) < 0:
+                            return None
+                    if len(b.targets) == 1:
+                        watch[b.targets[0].name] = len(out)
+                out.append(b)
+                continue
+            rhs = substitute(rhs, env)
+        elif forget and type(rhs) is Dup and type(env.get(rhs.var.name, rhs.var)) is Var:
+            var = env.get(rhs.var.name, rhs.var)  # (``forget_forward``'s rule below, without ``substitute``'s call)
+            for t in b.targets:
+                env[t.name] = var
+            continue
         else:
             rhs = substitute(rhs, env)
         if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
