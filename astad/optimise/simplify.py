@@ -205,10 +205,15 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # (what ``substitute`` makes, without a call)
-            for a in rhs.args:
+            args = rhs.args
+            for a in args:
                 if type(a) is Var and a.name in env:
-                    rhs = Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]),
-                               rhs.params)
+                    if len(args) == 2:  # (the most common: no comprehension)
+                        a, c = args
+                        args = (env.get(a.name, a) if type(a) is Var else a, env.get(c.name, c) if type(c) is Var else c)
+                    else:
+                        args = tuple([env.get(a.name, a) if type(a) is Var else a for a in args])
+                    rhs = Prim(rhs.op, args, rhs.params)
                     break
         elif type(rhs) is Copy:
             if type(rhs.atom) is Var and rhs.atom.name in env:
