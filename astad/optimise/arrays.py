@@ -46,6 +46,13 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             if rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
                 out.append(b)  # (the most common: nothing to sink)
                 continue
+            if rhs.op != "broadcast_to":  # (the next most common: no broadcast read, ``_reads_any`` written out)
+                for a in rhs.args:
+                    if type(a) is Var and a.name in small:
+                        break
+                else:
+                    out.append(b)
+                    continue
         elif isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
             continue
