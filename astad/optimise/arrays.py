@@ -146,14 +146,14 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     and one product instead of n products and n - 1 sums of matrices; other terms of
     the sum are added to the product.  The outer products such a sum read (nothing
     else reads them) are left out too."""
-    outers = {b.targets[0].name: b.rhs for b in block.binds if type(b.rhs) is Prim and b.rhs.op == "outer"
+    outers = {b.targets[0].name: b for b in block.binds if type(b.rhs) is Prim and b.rhs.op == "outer"
               and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     # (how often the bindings read each name, not copied: read only; the block's result counted where read)
     reads = known_binding_reads(block)
     result = block.result.name if isinstance(block.result, Var) else None
     binds: list[Bind] = []
     summed: set[str] = set()  # the outer products made one matrix product
-    replaced: list[Bind] = []  # the sums made a matrix product
+    replaced: list[Bind] = []  # the sums made a matrix product, and the outer products they read
     made_here: list[Bind] = []  # the bindings made for them
     flat = True
     for b in block.binds:
@@ -170,12 +170,13 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         if len(mine) < _OUTER_SUM_MIN:
             binds.append(b)
             continue
-        found = [outers[a.name] for a in mine]
+        found = [outers[a.name].rhs for a in mine]
         taken = {a.name for a in mine}
         others = tuple(a for a in rhs.items if not (type(a) is Var and a.name in taken))  # type: ignore[union-attr]
         target = b.targets[0] if not others else Var(namer.temp(), b.targets[0].type)
         summed.update(a.name for a in mine)
         replaced.append(b)
+        replaced.extend([outers[a.name] for a in mine])  # (and the outer products it read)
         first = len(binds)
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
@@ -193,9 +194,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         return same_or_new(block, binds)
     out = Block(tuple([b for b in binds if len(b.targets) != 1 or b.targets[0].name not in summed]), block.result)
     if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
-        gone = replaced + [b for b in block.binds if len(b.targets) == 1 and b.targets[0].name in summed]
         reads = binding_reads(block)
-        lowered = flat_reads(gone)
+        lowered = flat_reads(replaced)
         reads.subtract(lowered)
         reads.update(flat_reads(made_here))
         remember_binding_reads(out, reads, lowered)
