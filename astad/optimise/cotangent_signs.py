@@ -173,7 +173,8 @@ class _Absorb:
                     else:  # (the most common: no argument renamed or negated, kept as it is)
                         out.append(b)
                         continue
-                rhs = substitute(rhs, env)
+                if env:
+                    rhs = substitute(rhs, env)
                 if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
                     out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
                     continue
