@@ -109,8 +109,9 @@ class _Absorb:
             elif readers:
                 others.extend([v.name for v in vars_of(rhs) if v.name in readers])
         self.reader_reads = Counter(read)  # (of the names ``taken`` may ask about)
-        if flat:
-            self.counts = Counter(read + others)
+        if flat:  # (the reads by primitives and sums counted once: a copy of those counts, the rest's added)
+            self.counts = Counter(self.reader_reads)
+            self.counts.update(others)
             if isinstance(block.result, Var) and block.result.name in readers:
                 self.counts[block.result.name] += 1
         else:
