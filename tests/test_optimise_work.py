@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, note, settings
 import astad
 import astad.optimise as optimise
 from astad.api_forward import forward_of
-from astad.ir import Block
+from astad.ir import Block, read_names
 from astad.optimise import remat, simplify
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
@@ -84,8 +84,8 @@ def _checking_dce(monkeypatch):
         out = dce_before(prog)
         if out.forward is prog.forward and prog.forward.__dict__.get("_dce_needed") is not None:
             fresh = Block(prog.forward.binds, prog.forward.result)
-            walked = dce_module._dce_reads(fresh, {prog.forward.result.name} if hasattr(prog.forward.result, "name")
-                                           else set(), set(prog.forward.__dict__["_dce_needed"]))[0]
+            walked = dce_module._dce_reads(fresh, read_names(Block((), fresh.result)),
+                                           set(prog.forward.__dict__["_dce_needed"]))[0]
             checked.append(walked is fresh)
         return out
 
