@@ -8,6 +8,8 @@ is the same), and what each takes for granted is checked where it is taken:
 - ``simplify.FINAL_AT_ONCE``: the names the fold of a forward block without nested blocks replaced
   are replaced by names it replaced not (each is final);
 - ``simplify.DEFER_BINDS``: the fold's named walk makes the binding of a renamed primitive once;
+- ``arrays.REMEMBER_KINDS``: ``sink_broadcasts`` remembers its new block's kinds as its input's
+  (checked against a walk of a fresh copy);
 - ``remat._any_candidate``: what ``_candidates`` of all the block's names would say.
 """
 
@@ -23,7 +25,7 @@ import astad
 import astad.optimise as optimise
 from astad.api_forward import forward_of
 from astad.ir import Block, read_names
-from astad.optimise import remat, simplify
+from astad.optimise import arrays, remat, simplify
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
 
@@ -34,7 +36,8 @@ dce_module = importlib.import_module("astad.optimise.dce")  # (``astad.optimise.
 import programs  # noqa: E402
 
 #: the switches of the work left out (module, attribute)
-SWITCHES = [(dce_module, "SKIP_FORWARD"), (simplify, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS")]
+SWITCHES = [(dce_module, "SKIP_FORWARD"), (simplify, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS"),
+            (arrays, "REMEMBER_KINDS")]
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
 
@@ -214,3 +217,49 @@ def test_dce_removes_a_residual_only_the_backward_block_read():
     third = dce_module.dce(program(first.forward, Bind((g,), Prim("mul", (ct, b)))))
     assert third.forward is first.forward
     assert dce_module._dce_reads(Block(forward.binds, c), {"c"}, {"out_ct", "b"})[0].binds == forward.binds
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "logsumexp", "gmm"])
+def test_sink_broadcasts_remembers_the_kinds_of_its_block(name, monkeypatch):
+    from astad.ir import walk
+
+    sink_before, checked = optimise.sink_broadcasts, []
+
+    def checking(prog):
+        out = sink_before(prog)
+        known = out.backward.__dict__.get("_kinds")
+        if out is not prog and known is not None:
+            checked.append(known == walk._kinds(Block(out.backward.binds, out.backward.result)))
+        return out
+
+    monkeypatch.setattr(optimise, "sink_broadcasts", checking)
+    fn, args, wrt = _bench(name)
+    astad.clear_caches(disk=False)
+    astad.reverse(fn).derivative(args, wrt)
+    assert all(checked)
+    if name == "straight_line_500":
+        assert checked
+
+
+@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_sink_broadcasts_kinds_of_random_programs(tmp_path_factory, program):
+    from astad.ir import walk
+
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_sink").f
+    sink_before, checked = optimise.sink_broadcasts, []
+
+    def checking(prog):
+        out = sink_before(prog)
+        known = out.backward.__dict__.get("_kinds")
+        if out is not prog and known is not None:
+            checked.append(known == walk._kinds(Block(out.backward.binds, out.backward.result)))
+        return out
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(optimise, "sink_broadcasts", checking)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(checked)

@@ -23,9 +23,20 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     broadcasts of small values is done on the small values, then broadcast.  A
     cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
     materialised as a full array unless it has to be."""
-    if "broadcast_to" not in kinds(prog.backward):
+    found = kinds(prog.backward)
+    if "broadcast_to" not in found:
         return prog  # nothing to sink
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, Namer.of(prog)))
+    sunk = _sink(prog.backward, {}, Namer.of(prog))
+    if REMEMBER_KINDS and "expand_dims" not in found and found.isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+        # (``_sink`` of a block without nested blocks keeps each binding, or makes it again with the same
+        # primitive, or adds a ``broadcast_to``, which the block has: only an ``expand_dims`` may go.  So the
+        # new block is made of what the old one is: remembered as ``kinds`` would find it, without a walk)
+        sunk.__dict__.setdefault("_kinds", found)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, sunk)
+
+
+#: whether ``sink_broadcasts`` remembers the kinds of the block it makes (tests turn it off)
+REMEMBER_KINDS = True
 
 
 def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
