@@ -82,8 +82,17 @@ class Loops(LowererCore):
                            self.emit("getitem", [a, index], {"index": (("arg", 1),)}))
                 self.scope.env[n.value] = self.name_result(element, n.value)
 
-        return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
-                        hidden=index_target is None, element_names=[n.value for n in names])
+        # the loop reads the next element from the object it runs over: an update of that object in the
+        # body would be seen by the iterations after it, so it is refused (aliases), as for any value still read
+        held = [(f"the loop over `{cst.Module([]).code_for_node(s)}` reads its next elements from it (loop over "
+                 f"the indices instead: `for i in range(len(...)):`, reading the element by index)", a)
+                for a, s in zip(arrays, seqs)]
+        self.iterated += held
+        try:
+            return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
+                                   hidden=index_target is None, element_names=[n.value for n in names])
+        finally:
+            del self.iterated[len(self.iterated) - len(held):]
 
     def zipped(self, node: cst.BaseExpression) -> cst.Call | None:
         """``node`` where it is a call of ``zip`` (what a loop's ``enumerate`` runs over), else None."""
