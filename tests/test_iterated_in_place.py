@@ -73,3 +73,19 @@ def test_rebinding_it_or_updating_another_array_is_differentiated(fn):
     value, pullback = astad.reverse(fn)(X.copy())
     assert value == pytest.approx(fn(X.copy()), rel=1e-12)
     np.testing.assert_allclose(pullback(1.0)[0], central_differences(fn, X), rtol=1e-6, atol=1e-8)
+
+
+def appending_to_the_list_it_runs_over(x):
+    lst = [x[0] * 1.0]
+    s = 0.0
+    for a in lst:  # Python runs over the elements appended too (astad ran over the one there at the start)
+        s = s + a * a
+        if len(lst) < 3:
+            lst.append(a * 2.0)
+    return s
+
+
+def test_an_append_to_the_list_a_loop_runs_over_is_refused():
+    with pytest.raises(astad.UnsupportedSyntaxError, match="reads its next elements from it") as info:
+        astad.grad(appending_to_the_list_it_runs_over)(X)
+    assert info.value.loc.line > 0
