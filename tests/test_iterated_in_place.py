@@ -66,13 +66,19 @@ def test_an_update_of_the_array_a_loop_runs_over_is_refused(fn):
     with pytest.raises(astad.UnsupportedSyntaxError, match="reads its next elements from it") as info:
         astad.grad(fn)(X)
     assert info.value.loc.line > 0 and "for i in range(len(...))" in str(info.value)
+    with pytest.raises(astad.UnsupportedSyntaxError, match="reads its next elements from it"):
+        astad.jvp(fn, (X,), (np.ones(4),))  # forward mode too
 
 
 @pytest.mark.parametrize("fn", [rebinding, updating_another_array], ids=lambda f: f.__name__)
 def test_rebinding_it_or_updating_another_array_is_differentiated(fn):
     value, pullback = astad.reverse(fn)(X.copy())
     assert value == pytest.approx(fn(X.copy()), rel=1e-12)
-    np.testing.assert_allclose(pullback(1.0)[0], central_differences(fn, X), rtol=1e-6, atol=1e-8)
+    gradient = pullback(1.0)[0]
+    np.testing.assert_allclose(gradient, central_differences(fn, X), rtol=1e-6, atol=1e-8)
+    v = np.array([0.3, -1.0, 0.5, 2.0])
+    _, tangent = astad.jvp(fn, (X,), (v,))
+    assert tangent == pytest.approx(np.dot(gradient, v), rel=1e-10, abs=1e-12)  # <1, J v> == <J^T 1, v>
 
 
 def appending_to_the_list_it_runs_over(x):
