@@ -129,7 +129,7 @@ class LoopGen:
 
     def array(self):
         s = self.bounded()
-        return self.pick([f"{s} * w", f"x * {s}", f"np.sin(y) * {s}", f"y * w * 0.5", "np.tanh(x * y)"])
+        return self.pick([f"{s} * w", f"x * {s}", f"np.sin(y) * {s}", "y * w * 0.5", "np.tanh(x * y)"])
 
     def condition(self):
         ints = [loop.index for loop in self.loops if loop.index is not None]
@@ -211,7 +211,19 @@ class LoopGen:
 
     def s_append(self):
         self.counts["lst"] += 1
-        self.emit(f"lst.append({self.scalar()})")
+        self.append(self.scalar())
+
+    def append(self, value):
+        """``lst.append(value)``; in a loop over ``lst`` (which Python runs over what is appended
+        too: refused by astad) only while the list is short, so that plain Python ends."""
+        if any(loop.kind in ("list", "shadow_lst", "zip_lst") for loop in self.loops):
+            self.counts["append to the list iterated"] += 1
+            self.emit_cond("if ", ("int", "len(lst) < 6"))
+            self.indent += 1
+            self.emit(f"lst.append({value})")
+            self.indent -= 1
+        else:
+            self.emit(f"lst.append({value})")
 
     def s_append_array(self):
         self.arrs = True
@@ -233,7 +245,8 @@ class LoopGen:
             p = self.name("p")
             self.indent += 1
             self.emit(f"{p} = {self.scalar()}")
-            self.emit(self.pick([f"acc = acc + {p}", f"y[{self.index()}] = {p}", f"lst.append({p})"]))
+            self.pick([lambda: self.emit(f"acc = acc + {p}"), lambda: self.emit(f"y[{self.index()}] = {p}"),
+                       lambda: self.append(p)])()
             self.indent -= 1
             return
         self.block(1, 2)
@@ -288,7 +301,7 @@ class LoopGen:
             s1, s2 = self.pick([("x", "w"), ("x", "z"), ("z", "w"), ("y", "x"), ("w", "y[1:]"), ("x", "x[1:]"),
                                 ("y", "y[1:]"), ("lst", "x")])
             self.emit(f"for {a}, {b} in zip({s1}, {s2}):")
-            loop = Loop(None, 0, [a, b], [], kind)
+            loop = Loop(None, 0, [a, b], [], "zip_lst" if s1 == "lst" else kind)
         elif kind == "enumerate_zip":
             s1, s2 = self.pick([("x", "w"), ("x", "z"), ("y", "w"), ("z", "y")])
             self.emit(f"for {i}, ({a}, {b}) in enumerate(zip({s1}, {s2})):")
@@ -310,8 +323,9 @@ class LoopGen:
             self.indent -= 1
             loop = Loop(i if "{i}" in form else None, 3, [], [a], kind)
         elif kind == "shadow":  # the loop rebinds a name that exists before it (read after it)
-            self.emit(f"for c in {self.pick(['x', 'z', 'lst', 'w[:n]'])}:")
-            loop = Loop(None, 0, [], [], kind)
+            seq = self.pick(['x', 'z', 'lst', 'w[:n]'])
+            self.emit(f"for c in {seq}:")
+            loop = Loop(None, 0, [], [], "shadow_lst" if seq == "lst" else kind)
         elif kind == "list_range":
             self.emit(f"for {i} in range(len(lst)):")
             self.indent += 1
@@ -359,7 +373,7 @@ class LoopGen:
         self.indent -= 1
         self.block(1, 4)
         self.loops.pop()
-        if self.draw(st.integers(0, 11)) == 0:  # for/while ... else (refused today: rarely)
+        if self.draw(st.integers(0, 29)) == 0:  # for/while ... else (refused today: rarely)
             self.counts["loop else"] += 1
             self.emit("else:")
             self.block(1, 2, exits=False)
