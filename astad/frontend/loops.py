@@ -93,8 +93,8 @@ class Loops(LowererCore):
         """While a `for` loop's body is lowered: the loop reads its next elements from the objects it runs
         over, so an update of one of them in place (or an append) would be seen by the iterations after
         it; it is refused (aliases), as an update of any other value that can still be read."""
-        held = [(f"the loop over `{cst.Module([]).code_for_node(s)}` reads its next elements from it (loop over "
-                 f"the indices instead: `for i in range(len(...)):`, reading the element by index)", v)
+        held = [(f"the `for` loop at line {self.loc(s).line} reads its next elements from it (loop over the "
+                 f"indices instead: `for i in range(len(...)):`, reading the element by index)", v)
                 for v, s in zip(values, seqs)]
         self.iterated += held
         try:
