@@ -39,6 +39,16 @@ def zipped_with_a_view(x):
     return s
 
 
+def rebinding_to_a_view(x):
+    y = x * 1.0
+    s = 0.0
+    for a in y:
+        y = y[::-1]  # a view of the array the loop runs over: the update below changes it
+        y[0] += a
+        s = s + a * a
+    return s
+
+
 def rebinding(x):
     y = x * 1.0
     s = 0.0
@@ -61,7 +71,8 @@ def updating_another_array(x):
 X = np.array([0.5, 1.0, -0.7, 0.3])
 
 
-@pytest.mark.parametrize("fn", [over_updated_array, whole_array_update, zipped_with_a_view], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [over_updated_array, whole_array_update, zipped_with_a_view, rebinding_to_a_view],
+                         ids=lambda f: f.__name__)
 def test_an_update_of_the_array_a_loop_runs_over_is_refused(fn):
     with pytest.raises(astad.UnsupportedSyntaxError, match="reads its next elements from it") as info:
         astad.grad(fn)(X)
