@@ -473,6 +473,6 @@ def test_random_loop_forms(program_dir, program, data):
 def test_tallies_show_both_outcomes():
     """Refusing everything passes the oracle: most of these programs must be accepted."""
     print(f"\nloop forms: {dict(sorted(TALLY.items()))}")
-    if TALLY["accepted"] + TALLY["refused"] < 20:
+    if TALLY["accepted"] + TALLY["refused"] < 10:
         pytest.skip("run with the random test of this module")
     assert TALLY["accepted"] > 0, TALLY
