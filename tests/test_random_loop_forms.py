@@ -14,7 +14,15 @@ every stage, or astad's own refusal) and forward mode (``forward_oracle.check_fo
 against central differences, ``<u, J v> == <J^T u, v>``).  Every comparison on reals is written
 twice: plainly, and in an instrumented copy of the program that records its margin; a point where a
 margin is below ``MARGIN`` is rejected (finite differences are only right away from branch
-boundaries).  ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) runs N examples."""
+boundaries).  ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) runs N examples.
+
+Found: a loop over an array (or a list) whose body updates it in place (``for i, a in enumerate(y):
+y[(i + 1) % 4] += a``, ``for a in lst: lst.append(...)``) read the elements as they were when the
+loop started (value and derivatives wrong); refused now (tests/test_iterated_in_place.py).  Drawn
+rarely, as astad refuses them today: ``for ... else``, ``enumerate(x, start)``, assigning to a list's
+element, updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
+refused: ``break``/``continue``/``return`` in a loop over a list known element by element, reading a
+list before any ``append`` to it in the source, a loop variable read after its loop."""
 
 import copy
 import os
