@@ -5,12 +5,17 @@ and the modules astad generates for a few programs."""
 
 import libcst as cst
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import astad
+from astad import codegen
 from astad.codegen import module as codegen_module
+from astad.codegen import python as codegen_python
 from astad.codegen.render import render
+from conftest import load_program
+import test_random_control_flow as random_control_flow
 
 _names = st.sampled_from(["x", "np", "t12", "x_ct", "residuals", "_"])
 _space = st.sampled_from(["", " ", "  "])
@@ -248,3 +253,67 @@ def test_makers_make_libcsts_nodes(a, b, c):
     for ours, theirs in pairs:
         assert ours.deep_equals(theirs)
         assert cst.Module([]).code_for_node(ours) == cst.Module([]).code_for_node(theirs)
+
+
+# --------------------------------------------------------------------------- lines printed as they are made
+
+
+def _printed_both_ways(monkeypatch):
+    """Every reverse-mode module generated, and the same module made of libcst's nodes
+    (``codegen.python.TEXT_LINES`` off: no line printed when made) printed by libcst itself
+    (``Module.code``): a list of the pairs, filled as the modules are generated."""
+    generate, checked = codegen.generate, []
+
+    def both(*args, **kwargs):
+        made = generate(*args, **kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(codegen_python, "TEXT_LINES", False)
+            m.setattr(codegen_module, "render", lambda module: module.code)
+            checked.append((made, generate(*args, **kwargs)))
+        return made
+
+    monkeypatch.setattr(codegen, "generate", both)
+    return checked
+
+
+def test_text_lines_print_as_libcsts_nodes(monkeypatch):
+    """Reverse mode's lines printed as they are made (:class:`astad.codegen.render.Line`) read as the
+    libcst nodes they stand for, printed by libcst: every benchmark program, and loops, branches and
+    in-place updates (a line in a `try` printed by libcst's own printing of the `try`)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import programs
+
+    checked = _printed_both_ways(monkeypatch)
+    astad.clear_caches()
+    for name, (fn, make, argnums) in programs.PROGRAMS.items():
+        args = make(np.random.default_rng(0))
+        astad.api.Reverse(fn).derivative(args, frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert len(checked) >= len(programs.PROGRAMS)
+    for text, libcsts in checked:
+        assert text == libcsts
+    assert any("del " in text for text, _ in checked) and any("    try:" in text for text, _ in checked)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_control_flow.programs())
+def test_random_programs_text_lines_print_as_libcsts_nodes(tmp_path_factory, program):
+    """As above, for random programs with loops and branches (tests/test_random_control_flow.py's)."""
+    source, _, params, dynamic, seed = program
+    args = random_control_flow._arguments(params, seed)
+    if dynamic:
+        args[-1] = np.int64(args[-1])
+    fn = load_program(source, tmp_path_factory.getbasetemp(), "text_lines").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _printed_both_ways(monkeypatch)
+        try:
+            astad.reverse(fn).transform(*args)
+        except astad.errors.InternalError:
+            raise
+        except astad.errors.AstadError:
+            return  # (refused)
+    assert checked
+    for text, libcsts in checked:
+        assert text == libcsts

@@ -29,7 +29,7 @@ from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting
 from .release import released
 from .module import funcdef, module_source
-from .render import EOL
+from .render import EOL, Line, text, text_state
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
@@ -38,6 +38,10 @@ _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whit
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
 _comment_line = px.maker(cst.EmptyLine, "comment")
+
+#: reverse mode's lines printed as they are made (:class:`astad.codegen.render.Line`); False: libcst's nodes,
+#: printed with the module (what tests/test_render.py compares them with)
+TEXT_LINES = True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -65,7 +69,9 @@ class Printer(LoopPrinting):
     rename_carried = False  # loop variables bound where their next values are computed (codegen/carried.py)
 
     def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False,
-                 plan: ScalarPlan | None = None) -> None:
+                 plan: ScalarPlan | None = None, text_lines: bool = False) -> None:
+        # plain lines printed as they are made (None: as libcst nodes; forward mode's reuse renames in those)
+        self.state = text_state() if text_lines else None
         self.plan = plan or ScalarPlan()  # the loops on the scalar fast path (codegen/loops.py)
         self.fast = None
         self.uses: Counter = use_counts(block)
@@ -119,12 +125,26 @@ class Printer(LoopPrinting):
         return _comment_lines(loc.line, loc.text)
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
-        self.lines.append(_line([small], self.comment(loc)))
+        if self.state is None:
+            self.lines.append(_line([small], self.comment(loc)))
+        else:
+            self.lines.append(Line(self.comment(loc), text(small, self.state)))
 
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
-        target = px.identifier(targets[0].name) if len(targets) == 1 else \
-            px.bare_tuple([px.identifier(t.name) for t in targets])
-        self.lines.append(_line([_assign([_target(target)], value)], self.comment(loc)))  # (self.emit's, inlined)
+        self.assign_line([t.name for t in targets], value, self.comment(loc))
+
+    def assign_line(self, names: list[str], value: Expr, leading: Sequence[cst.EmptyLine]) -> None:
+        """``a = value`` (``a, b = value``) after the ``leading`` lines."""
+        st = self.state
+        if st is None:
+            target = px.identifier(names[0]) if len(names) == 1 else px.bare_tuple([px.identifier(n) for n in names])
+            self.lines.append(_line([_assign([_target(target)], value)], leading))
+            return
+        for name in names:
+            if not name.isidentifier():
+                px.identifier(name)  # (libcst's check of the name)
+        self.lines.append(Line(leading, (names[0] if len(names) == 1 else ", ".join(names)) + " = " + (
+            value.value if type(value) is cst.Name and not value.lpar else text(value, st))))
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -348,7 +368,7 @@ class Printer(LoopPrinting):
             self.print_deferred(name)
         pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
-            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
+            self.assign_line([name], value, ())
 
     def flush_reading(self, a: Atom) -> None:
         """Assign the pending inlined expressions that read list ``a`` before it is
@@ -356,8 +376,7 @@ class Printer(LoopPrinting):
         if not isinstance(a, Var):
             return
         for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
-            value = self.inlined.pop(name)
-            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
+            self.assign_line([name], self.inlined.pop(name), ())
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
         """``t = a + b`` with ``a`` an array this function allocated and reads only
@@ -549,30 +568,30 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
     """A reverse program's forward and backward functions."""
     # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
     plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY else ScalarPlan()
-    fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan)
+    fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     for b in prog.forward.binds:
         fwd.bind(b)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
     passed = [px.identifier(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
 
-    bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan)
+    bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     if residuals:
         unpack = px.tuple_(passed)
         if len(passed) > 1:
             unpack = unpack.with_changes(lpar=[], rpar=[])
         bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
-    for b in prog.backward.binds:
+    binds, result = prog.backward.binds, prog.backward.result
+    final = binds[-1] if binds else None
+    returns_tuple = final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple)
+    for b in binds[:-1] if returns_tuple else binds:
         bwd.bind(b)
-    result = prog.backward.result
-    final = prog.backward.binds[-1] if prog.backward.binds else None
-    if final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple) and bwd.lines:
-        last = bwd.lines.pop()  # return the tuple directly rather than naming it
-        value = last.body[0].value  # type: ignore[union-attr]
+    if returns_tuple:  # return the tuple directly rather than naming it (`bind`'s MakeTuple, returned)
+        value = px.tuple_([bwd.atom(a) for a in final.rhs.items])  # type: ignore[union-attr]
         if not isinstance(value, cst.Tuple) or value.elements:  # (a function of no parameters returns `()`)
             value = value.with_changes(lpar=[], rpar=[])
         bwd.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)],
-                                                 leading_lines=last.leading_lines))
+                                                 leading_lines=bwd.comment(final.loc)))  # type: ignore[union-attr]
     else:
         bwd.returns(bwd.atom(result))
 
