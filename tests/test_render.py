@@ -317,3 +317,45 @@ def test_random_programs_text_lines_print_as_libcsts_nodes(tmp_path_factory, pro
     assert checked
     for text, libcsts in checked:
         assert text == libcsts
+
+
+def _pyexpr_compound(expr):
+    """Expressions as codegen builds them (pyexpr's helpers: its shared operators, whitespace, parentheses)."""
+    from astad import pyexpr as px
+
+    ops = st.sampled_from(["+", "-", "*", "/", "**", "@", "//", "%"])
+    dotted = st.sampled_from(["np.exp", "np.sum", "f", "math.sin", "list_add"])
+    return st.one_of(
+        st.builds(px.binop, ops, expr, expr),
+        st.builds(px.neg, expr),
+        st.builds(lambda f, args, kw: px.call(f, args, **kw), dotted, st.lists(expr, max_size=3),
+                  st.dictionaries(st.sampled_from(["axis", "out", "dtype"]), expr, max_size=2)),
+        st.builds(px.method, expr, st.sampled_from(["sum", "tolist", "append"]), st.lists(expr, max_size=2)),
+        st.builds(px.attr, expr, st.sampled_from(["T", "shape"])),
+        st.builds(px.paren, expr),
+        st.builds(px.tuple_, st.lists(expr, max_size=3)),
+        st.builds(px.subscript, expr, st.lists(expr, min_size=1, max_size=2)),
+    )
+
+
+def _pyexpr_leaves():
+    from astad import pyexpr as px
+
+    return st.one_of(
+        st.sampled_from(["x", "v1_ct", "np.pi", "residuals"]).map(px.name),
+        st.one_of(st.integers(-3, 40), st.floats(-1e3, 1e3, allow_nan=False), st.just(-0.0)).map(px.literal),
+    )
+
+
+_built_exprs = st.recursive(_pyexpr_leaves() | _exprs, _pyexpr_compound, max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_built_exprs)
+def test_expression_text_is_libcsts(expr):
+    """render_expr.text (joined strings for the nodes pyexpr makes, the token printers for any other)
+    prints an expression as libcst does, for expressions built by pyexpr around any libcst nodes."""
+    from astad.codegen.render import text_state
+    from astad.codegen.render_expr import text
+
+    assert text(expr, text_state()) == cst.Module([]).code_for_node(expr)

@@ -29,7 +29,7 @@ from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting
 from .release import released
 from .module import funcdef, module_source
-from .render import EOL, Line, text, text_state
+from .render import EOL, Line, expression_text, text, text_state
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
@@ -144,7 +144,7 @@ class Printer(LoopPrinting):
             if not name.isidentifier():
                 px.identifier(name)  # (libcst's check of the name)
         self.lines.append(Line(leading, (names[0] if len(names) == 1 else ", ".join(names)) + " = " + (
-            value.value if type(value) is cst.Name and not value.lpar else text(value, st))))
+            value.value if type(value) is cst.Name and not value.lpar else expression_text(value, st))))
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
