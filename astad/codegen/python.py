@@ -268,13 +268,19 @@ class Printer(LoopPrinting):
 
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
-        target = b.targets[0]
+        targets = b.targets
+        name = targets[0].name
         # (a value a tape records is bound in its branch, not inlined where the tape is written)
-        if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED \
-                and not (self.in_if and target.name in self.residuals):
-            self.inlined[target.name], self.depth[target.name] = value, self.reach + 1
+        if name[:1] == "t" and name[1:].isdigit() and self.uses[name] == 1 and self.reach < MAX_INLINED \
+                and not (self.in_if and name in self.residuals):  # (Namer.is_temp's test, inlined)
+            self.inlined[name], self.depth[name] = value, self.reach + 1
             return
-        self.assign(b.targets, value, b.loc)
+        st = self.state
+        if st is not None and len(targets) == 1 and name.isidentifier():  # (assign's, inlined)
+            self.lines.append(Line(self.comment(b.loc), name + " = " + (
+                value.value if type(value) is cst.Name and not value.lpar else expression_text(value, st))))
+            return
+        self.assign(targets, value, b.loc)
 
     def sum(self, b: Bind, items: list[Atom]) -> None:
         """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms

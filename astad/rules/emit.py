@@ -21,10 +21,13 @@ def compare(op: str) -> Callable[[list[Expr], dict], Expr]:
 
 def np_call(fn: str, *static: str) -> Callable[[list[Expr], dict], Expr]:
     """Print as ``np.fn(args..., static_kw=...)``, leaving out defaults."""
+    func = f"np.{fn}"
+    if not static:  # (most: np.sin, np.exp)
+        return lambda a, ps: px.call(func, a)
 
     def emit(a: list[Expr], ps: dict) -> Expr:
         kw = {k: px.literal(ps[k]) for k in static if ps.get(k) not in (None, False, 0) or (k == "axis" and ps.get(k) == 0)}
-        return px.call(f"np.{fn}", a, **kw)
+        return px.call(func, a, **kw)
 
     return emit
 
