@@ -46,9 +46,10 @@ _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
 #: the same two, for ASCII text (the same matches there, found a third faster)
 _BIND_ASCII = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)", re.ASCII)
 _NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
-#: the top-level bindings of a text of several lines (``_BIND``'s, line by line)
-_BINDS = re.compile("^" + _BIND.pattern + "$", re.MULTILINE)
-_BINDS_ASCII = re.compile("^" + _BIND_ASCII.pattern + "$", re.MULTILINE | re.ASCII)
+#: the targets of the top-level bindings of a text of several lines (``_BIND``'s, line by line), but of
+#: the residuals unpacked from their tuple (``... = residuals``)
+_BINDS = re.compile("^" + _BIND.pattern.removesuffix("(.*)") + "(?!residuals$).*$", re.MULTILINE)
+_BINDS_ASCII = re.compile("^" + _BIND_ASCII.pattern.removesuffix("(.*)") + "(?!residuals$).*$", re.MULTILINE | re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
 _DEF = re.compile(r"^def ", re.MULTILINE)
 #: the end of a function's body: a line neither indented nor empty
@@ -91,10 +92,8 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     # the names bound at the top level, in the order of the statements binding them first (the top-level
     # statements' first lines are the only lines at the top level a binding matches: a statement's other
     # lines are deeper, comments, or clauses)
-    bound: dict[str, None] = {}
-    for targets, value in bindings("\n".join(body) if text is None else text):
-        if value != "residuals":
-            bound.update(dict.fromkeys(targets.split(", ")))
+    found = bindings("\n".join(body) if text is None else text)
+    bound: dict[str, None] = dict.fromkeys(", ".join(found).split(", ")) if found else {}
     if len(bound) < MIN_NAMES or _read_at_end(body, bound, findall):
         return body
     # groups of top-level statements: [first line, last line] (of the last statement: its nested or
