@@ -131,19 +131,21 @@ class Printer(LoopPrinting):
             self.lines.append(Line(self.comment(loc), text(small, self.state)))
 
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
-        self.assign_line([t.name for t in targets], value, self.comment(loc))
+        self.assign_line((targets[0].name,) if len(targets) == 1 else [t.name for t in targets], value,
+                         self.comment(loc))
 
-    def assign_line(self, names: list[str], value: Expr, leading: Sequence[cst.EmptyLine]) -> None:
+    def assign_line(self, names: Sequence[str], value: Expr, leading: Sequence[cst.EmptyLine]) -> None:
         """``a = value`` (``a, b = value``) after the ``leading`` lines."""
         st = self.state
         if st is None:
             target = px.identifier(names[0]) if len(names) == 1 else px.bare_tuple([px.identifier(n) for n in names])
             self.lines.append(_line([_assign([_target(target)], value)], leading))
             return
-        for name in names:
-            if not name.isidentifier():
-                px.identifier(name)  # (libcst's check of the name)
-        self.lines.append(Line(leading, (names[0] if len(names) == 1 else ", ".join(names)) + " = " + (
+        target = names[0] if len(names) == 1 else ", ".join(names)
+        if len(names) > 1 or not target.isidentifier():
+            for name in names:
+                px.identifier(name)  # (libcst's check of a name not an identifier)
+        self.lines.append(Line(leading, target + " = " + (
             value.value if type(value) is cst.Name and not value.lpar else expression_text(value, st))))
 
     def bind(self, b: Bind) -> None:
@@ -268,19 +270,13 @@ class Printer(LoopPrinting):
 
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
-        targets = b.targets
-        name = targets[0].name
+        name = b.targets[0].name
         # (a value a tape records is bound in its branch, not inlined where the tape is written)
-        if name[:1] == "t" and name[1:].isdigit() and self.uses[name] == 1 and self.reach < MAX_INLINED \
-                and not (self.in_if and name in self.residuals):  # (Namer.is_temp's test, inlined)
+        if Namer.is_temp(name) and self.uses[name] == 1 and self.reach < MAX_INLINED \
+                and not (self.in_if and name in self.residuals):
             self.inlined[name], self.depth[name] = value, self.reach + 1
             return
-        st = self.state
-        if st is not None and len(targets) == 1 and name.isidentifier():  # (assign's, inlined)
-            self.lines.append(Line(self.comment(b.loc), name + " = " + (
-                value.value if type(value) is cst.Name and not value.lpar else expression_text(value, st))))
-            return
-        self.assign(targets, value, b.loc)
+        self.assign(b.targets, value, b.loc)
 
     def sum(self, b: Bind, items: list[Atom]) -> None:
         """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
