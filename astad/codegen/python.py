@@ -29,7 +29,8 @@ from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting
 from .release import released
 from .module import funcdef, module_source
-from .render import EOL, Line, expression_text, text, text_state
+from .render import EOL, Line, text, text_state
+from .render_expr import text as expression_text
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)

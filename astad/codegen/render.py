@@ -23,7 +23,7 @@ try:  # libcst's printing state: where its own printing of a node writes
 except ImportError:  # pragma: no cover - another libcst: its own printing only
     CodegenState = None  # type: ignore[assignment,misc]
 
-from .render_expr import _DEFAULT, _WS, PRINTERS, State, _op, _ws, node as _node, text as expression_text
+from .render_expr import _DEFAULT, _WS, PRINTERS, State, _op, _ws, node as _node
 
 #: the end of a line shared by the lines codegen makes (no comment, the default newline)
 EOL = cst.TrailingWhitespace()
@@ -53,7 +53,7 @@ def text_state() -> Any:
 
 def text(n: cst.CSTNode, st: State) -> str:
     """What ``n`` (a small statement or an expression: no line of its own, nothing indented) prints as
-    (an expression's: :func:`expression_text`, faster)."""
+    (an expression is printed faster by :func:`astad.codegen.render_expr.text`)."""
     tokens = st.tokens = []
     f = PRINTERS.get(type(n))
     if f is None:
