@@ -6,7 +6,9 @@ computes the value and returns it with the residuals the backward pass needs;
 cotangent per parameter.  Temporaries used once are inlined into the
 expression that reads them, so the code reads like the user's; every group of
 statements is headed by the line of the user's source it comes from.
-Deterministic: the same program always prints to the same text.
+Deterministic: the same program always prints to the same text.  Expressions
+are libcst nodes; reverse mode prints each plain line when it is made
+(:class:`astad.codegen.render.Line`), compound statements stay nodes.
 """
 
 from __future__ import annotations
