@@ -359,3 +359,39 @@ def test_expression_text_is_libcsts(expr):
     from astad.codegen.render_expr import text
 
     assert text(expr, text_state()) == cst.Module([]).code_for_node(expr)
+
+
+def _texts_and_nodes():
+    """(codegen.text_expr's expression, the same made of pyexpr's nodes), drawn alike."""
+    from astad import pyexpr as px
+    from astad.codegen import text_expr as tx
+    from astad.codegen.render import text_state
+
+    state = text_state()
+    names = st.sampled_from(["x", "v1_ct", "t12"]).map(lambda n: (tx.name(n), px.name(n)))
+    numbers = st.one_of(st.integers(-3, 40), st.floats(-1e3, 1e3, allow_nan=False), st.just(-0.0), st.tuples(
+        st.integers(0, 3), st.integers(-1, 2))).map(px.literal).map(lambda node: (tx.of(node, state), node))
+    others = _exprs.map(lambda node: (tx.of(node, state), node))  # (another rule's expression: any node)
+
+    def compound(pair):
+        ops = st.sampled_from(["+", "-", "*", "/", "**", "@", "//", "%"])
+        return st.one_of(
+            st.builds(lambda op, a, b: (tx.binop(op, a[0], b[0]), px.binop(op, a[1], b[1])), ops, pair, pair),
+            st.builds(lambda a: (tx.neg(a[0]), px.neg(a[1])), pair),
+            st.builds(lambda f, args: (tx.call(f, [a[0] for a in args]), px.call(f, [a[1] for a in args])),
+                      st.sampled_from(["np.sin", "f"]), st.lists(pair, max_size=3)),
+        )
+    return st.recursive(names | numbers | others, compound, max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_texts_and_nodes())
+def test_text_expressions_are_pyexprs_nodes(pair):
+    """An expression printed as it is made (codegen.text_expr) is the text libcst prints for the node
+    pyexpr makes of the same operations, at that node's precedence; the node it makes is that node."""
+    from astad import pyexpr as px
+
+    text, node = pair
+    assert text.text == cst.Module([]).code_for_node(node)
+    assert text.prec == px.precedence(node)
+    assert text.node().deep_equals(node)

@@ -33,6 +33,8 @@ from .release import released
 from .module import funcdef, module_source
 from .render import EOL, Line, text, text_state
 from .render_expr import text as expression_text
+from . import text_expr as tx
+from .text_expr import Text
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
@@ -106,10 +108,8 @@ class Printer(LoopPrinting):
         if cls is Var:
             name = a.name
             if name in self.inlined:
-                depth = self.depth.pop(name)
-                if depth > self.reach:
-                    self.reach = depth
-                return self.inlined.pop(name)
+                value = self.pending(name)
+                return value.node() if type(value) is Text else value
             fast = self.fast
             if fast is not None and name in fast.floats:  # (a numpy float read as a Python float)
                 return px.name(fast.floats[name])
@@ -117,6 +117,22 @@ class Printer(LoopPrinting):
         if cls is Const:
             return px.name(a.name) if a.name is not None else px.literal(a.value)  # type: ignore[union-attr]
         return _zero(a.type)
+
+    def pending(self, name: str) -> Expr | Text:
+        """The inlined expression of temporary ``name``, read now (it nests the ones it nests)."""
+        depth = self.depth.pop(name)
+        if depth > self.reach:
+            self.reach = depth
+        return self.inlined.pop(name)
+
+    def text_atom(self, a: Atom) -> Text:
+        """``atom(a)``, printed (:mod:`.text_expr`; called where no fast path is being printed)."""
+        if type(a) is Var:
+            if a.name in self.inlined:
+                value = self.pending(a.name)
+                return value if type(value) is Text else tx.of(value, self.state)
+            return tx.name(a.name)
+        return tx.of(self.atom(a), self.state)
 
     def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
         if loc is None:
@@ -140,6 +156,8 @@ class Printer(LoopPrinting):
     def assign_line(self, names: Sequence[str], value: Expr, leading: Sequence[cst.EmptyLine]) -> None:
         """``a = value`` (``a, b = value``) after the ``leading`` lines."""
         st = self.state
+        if type(value) is Text:
+            value = value.node() if st is None else value
         if st is None:
             target = px.identifier(names[0]) if len(names) == 1 else px.bare_tuple([px.identifier(n) for n in names])
             self.lines.append(_line([_assign([_target(target)], value)], leading))
@@ -149,7 +167,8 @@ class Printer(LoopPrinting):
             for name in names:
                 px.identifier(name)  # (libcst's check of a name not an identifier)
         self.lines.append(Line(leading, target + " = " + (
-            value.value if type(value) is cst.Name and not value.lpar else expression_text(value, st))))
+            value.text if type(value) is Text else value.value if type(value) is cst.Name and not value.lpar
+            else expression_text(value, st))))
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -174,7 +193,15 @@ class Printer(LoopPrinting):
                     big = self.big_types[id(t)] = (t, inplace.big(t))
                 if big[1] and self.in_place_form(b, rhs):
                     return
-            if self.fast is None:  # (atom's, inlined for a variable not pending)
+            # printed as text where the table's printer prints as pyexpr does (text_expr)
+            printed = _TEXT.get(entry.emit) if self.state is not None and self.fast is None else None
+            if printed is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER):
+                printed = None
+            if printed is not None:  # (text_atom's, inlined for a variable not pending)
+                inlined = self.inlined
+                args = [tx.name(a.name) if type(a) is Var and a.name not in inlined else self.text_atom(a)
+                        for a in rhs.args]
+            elif self.fast is None:  # (atom's, inlined for a variable not pending)
                 inlined = self.inlined
                 args = [px.name(a.name) if type(a) is Var and a.name not in inlined else self.atom(a) for a in rhs.args]
             else:
@@ -205,6 +232,9 @@ class Printer(LoopPrinting):
                 self.fresh.add(target.name)
             # (no second `accumulate` here: what it reads (fresh, uses, copied, deferred, the types) is as
             # it was above but for `target` now fresh, never an argument of its own binding)
+            if printed is not None:
+                self.put(b, printed(args))
+                return
             cheaper = _CHEAPER.get(op)
             value = (cheaper and cheaper(rhs, args)) or entry.emit(args, params)
             if entry.method:
@@ -285,13 +315,15 @@ class Printer(LoopPrinting):
         """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
         each (``t = t + ...`` goes on), so that no expression nests deeply."""
         target = b.targets[0]
-        value = self.atom(items[0])
+        lists = isinstance(target.type, ListT)
+        text = self.state is not None and self.fast is None and not lists  # printed as text (text_expr)
+        atom, plus = (self.text_atom, tx.binop) if text else (self.atom, px.binop)
+        value = atom(items[0])
         for i, a in enumerate(items[1:], 1):
             if i % MAX_TERMS == 0:
                 self.assign(b.targets, value, b.loc)
-                value = cst.Name(target.name)
-            value = (px.call("list_add", [value, self.atom(a)]) if isinstance(target.type, ListT)
-                     else px.binop("+", value, self.atom(a)))
+                value = tx.name(target.name) if text else cst.Name(target.name)
+            value = px.call("list_add", [value, atom(a)]) if lists else plus("+", value, atom(a))  # type: ignore
         self.assign(b.targets, value, b.loc)
 
     def emit_if(self, b: Bind, rhs: If) -> None:
@@ -380,7 +412,8 @@ class Printer(LoopPrinting):
         changed in place (an element read before an append stays that element)."""
         if not isinstance(a, Var):
             return
-        for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
+        for name in [n for n, value in self.inlined.items()
+                     if _mentions(value.node() if type(value) is Text else value, a.name)]:
             self.assign_line([name], self.inlined.pop(name), ())
 
     def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
@@ -502,6 +535,8 @@ def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
 _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": _array_of_list}
 
 _TABLE = rules.TABLE
+#: the table's printers that print as pyexpr does, as text (text_expr), by printer
+_TEXT = {emit: tx.printer(form) for emit, form in rules.emit.TEXT_FORMS.items()}
 
 #: primitives that change the list they are given (its first operand) in place
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
