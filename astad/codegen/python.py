@@ -25,10 +25,10 @@ from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
 from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
-                 Unpack, Var, bound_var_names, nested_blocks, use_counts)
+                 Unpack, Var, bound_var_names, use_counts)
 from ..blocks import result_items
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
-from .loops import LoopPrinting
+from .loops import LoopPrinting, taped_and_summed
 from .release import released
 from .module import funcdef, module_source
 from .render import EOL, Line, text, text_state
@@ -77,6 +77,7 @@ class Printer(LoopPrinting):
                  plan: ScalarPlan | None = None, text_lines: bool = False) -> None:
         # plain lines printed as they are made (None: as libcst nodes; forward mode's reuse renames in those)
         self.state = text_state() if text_lines else None
+        self.constants: dict[int, Text] = {}  # id(a constant's node) -> it printed
         self.plan = plan or ScalarPlan()  # the loops on the scalar fast path (codegen/loops.py)
         self.fast = None
         self.uses: Counter = use_counts(block)
@@ -97,7 +98,7 @@ class Printer(LoopPrinting):
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
         taped: set[str] = set()
         self.summed_with: dict[str, str] = {}  # x -> y for each sum x + y of two variables
-        _taped_and_summed(block, taped, self.summed_with)
+        taped_and_summed(block, taped, self.summed_with)
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
@@ -132,7 +133,11 @@ class Printer(LoopPrinting):
                 value = self.pending(a.name)
                 return value if type(value) is Text else tx.of(value, self.state)
             return tx.name(a.name)
-        return tx.of(self.atom(a), self.state)
+        node = self.atom(a)  # (a constant: printed once for each node, pyexpr sharing a number's)
+        known = self.constants.get(id(node))
+        if known is None:
+            known = self.constants[id(node)] = tx.of(node, self.state)  # (the node held: its id its own)
+        return known
 
     def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
         if loc is None:
@@ -577,23 +582,6 @@ def _copying_index(p: Prim) -> bool:
     ints = all(isinstance(i, int) or (isinstance(i, tuple) and i[:1] == ("arg",)) for i in index)
     t = p.args[0].type
     return (ints and isinstance(t, Num) and len(index) == t.ndim) or rules.is_advanced(index)
-
-
-def _taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> None:
-    """Into ``taped``, what the loops anywhere in ``block`` record on tapes; into ``pairs``, for each
-    sum of two variables ``x + y`` anywhere in it, x -> y and y -> x (one walk for both)."""
-    for b in block.binds:
-        rhs = b.rhs
-        cls = type(rhs)  # (no class of the IR has subclasses)
-        if cls is Prim:
-            continue
-        if cls is Plus and len(rhs.items) == 2 and all(type(a) is Var for a in rhs.items):  # type: ignore[union-attr]
-            x, y = rhs.items  # type: ignore[union-attr]
-            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
-        elif cls is Loop:
-            taped.update(v.name for v in rhs.save)  # type: ignore[union-attr]
-        for inner in nested_blocks(rhs):
-            _taped_and_summed(inner, taped, pairs)
 
 
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str,

@@ -47,7 +47,7 @@ def name(text: str) -> Text:
 
 
 def of(node: Any, st: Any) -> Text:
-    """A node already made (a number, another rule's expression), printed."""
+    """A node already made (another rule's expression), printed."""
     return Text(node_text(node, st), px.precedence(node), node)
 
 
