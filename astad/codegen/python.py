@@ -7,7 +7,8 @@ cotangent per parameter.  Temporaries used once are inlined into the
 expression that reads them, so the code reads like the user's; every group of
 statements is headed by the line of the user's source it comes from.
 Deterministic: the same program always prints to the same text.  Expressions
-are libcst nodes; reverse mode prints each plain line when it is made
+are libcst nodes, but reverse mode's common operations, printed as they are made
+(:mod:`.text_expr`); reverse mode prints each plain line when it is made
 (:class:`astad.codegen.render.Line`), compound statements stay nodes.
 """
 
