@@ -95,6 +95,7 @@ KIND: dict[str, str] = {
     **dict.fromkeys(("call", "call_forward", "call_backward"), "fresh"),
     "getitem": "getitem",
     "list": "list",
+    "list_copy": "list_copy",
     **dict.fromkeys(("append", "append_in_place"), "append"),
     **dict.fromkeys(("list_get", "list_pop"), "element"),
     **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
@@ -207,6 +208,10 @@ class Aliases:
             roots = frozenset().union(*[self.roots(a) for a in args])
         elif kind == "list":
             roots = self.fresh(var.name, "L:").union(*[self.roots(a) for a in args])
+        elif kind == "list_copy":  # a new list object holding the same elements (which may be lists: then shared)
+            held = self.roots(args[0])
+            elem = getattr(args[0].type, "elem", None)
+            roots = self.fresh(var.name, "L:") | (held if elem is None or type(elem).__name__ == "ListT" else storage(held))
         elif kind == "append":
             roots = self.roots(args[0]) | self.roots(args[1])
         elif kind == "element":  # an element of a list is not the list (unless it is a list itself)

@@ -115,14 +115,16 @@ class Pullback:
     copies of the arguments and of the returned value where it needs them, and
     each cotangent it returns is an array of its own (see :mod:`astad.fresh`)."""
 
-    __slots__ = ("_backward", "_residuals", "_out_type", "_held", "_n")
+    __slots__ = ("_backward", "_residuals", "_out_type", "_held", "_n", "_zero_d")
 
-    def __init__(self, backward: Callable, residuals: Any, out_type: Type, n: int | None = None) -> None:
+    def __init__(self, backward: Callable, residuals: Any, out_type: Type, n: int | None = None,
+                 zero_d: tuple[int, ...] = ()) -> None:
         self._backward = backward
         self._residuals = residuals
         self._out_type = out_type
         self._held: set[int] | None = None  # the owners of the residuals' memory, found at the first call
         self._n = n  # how many arguments were passed by position (None: every parameter)
+        self._zero_d = zero_d  # the positions of 0-d arrays: their cotangents are 0-d arrays (as JAX's)
 
     def __call__(self, ct: Any) -> tuple:
         t = self._out_type
@@ -132,6 +134,9 @@ class Pullback:
         cts = self._backward(self._residuals, ct)
         if self._n is not None:
             cts = tuple(cts)[:self._n]
+        if self._zero_d:  # (generated code computes a 0-d array's cotangent as numpy does: a numpy scalar)
+            cts = tuple(np.asarray(c) if i in self._zero_d and c is not None and type(c) is not np.ndarray else c
+                        for i, c in enumerate(cts))
         if type(cts) is tuple and _all_floats(cts):  # Python floats are immutable: nothing to copy
             return cts
         if self._held is None:
@@ -315,7 +320,8 @@ class Reverse:
         held = fresh.owners(args, value)
         if held:
             residuals = fresh.copy_shared(residuals, held)
-        return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n)
+        zero_d = tuple(i for i in range(n) if type(args[i]) is np.ndarray and not args[i].shape)
+        return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n, zero_d)
 
     def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """The arguments of a call, one per free parameter in order (the positional

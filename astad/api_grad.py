@@ -7,6 +7,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from . import cache, fresh, fused, guards, pipeline
 from .api import _SCALAR_KEYS, ArgNums, Reverse, _all_floats, _argnums, _check_argnums, kinds, remember, reverse, seed
 from .errors import AstadTypeError, NonScalarOutputError
@@ -102,7 +104,8 @@ class Gradient:
             self._keep(args, (_runner(d, pick), holds))
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, seed(d.out_type))
-        picked = tuple(cts[i] for i in nums)
+        picked = tuple(cts[i] if type(args[i]) is not np.ndarray or args[i].shape or type(cts[i]) is np.ndarray
+                       else np.asarray(cts[i]) for i in nums)  # a 0-d array's: a 0-d array, as JAX's
         if not _all_floats(picked):  # Python floats are immutable: nothing to copy
             picked = fresh.distinct(picked, d.arg_owners(args))  # (a structure's leaves walked without recursion)
         g = picked[0] if one else picked

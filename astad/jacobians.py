@@ -114,8 +114,14 @@ def example(t: Any) -> Any:
     return np.broadcast_to(np.zeros((), t.dtype), t.shape)
 
 
-def _as_result(a: np.ndarray) -> Any:
-    return float(a) if a.ndim == 0 and a.dtype == np.float64 else a
+def _as_result(a: np.ndarray, leaf: Any) -> Any:
+    """A block of the Jacobian for the input ``leaf``: an array, or for a scalar block a number like ``leaf``
+    (a Python float for a Python float, a numpy scalar for a numpy scalar; a 0-d array for a 0-d array, as JAX)."""
+    if a.ndim or type(leaf) is np.ndarray:
+        return a
+    if type(leaf) is float:
+        return float(a) if a.dtype == np.float64 else a
+    return a[()]
 
 
 def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
@@ -145,7 +151,7 @@ def _split_inputs(stacked: np.ndarray, out_shape: tuple, args: Sequence[Any], nu
                 parts.append(None)
                 continue
             size = int(np.size(leaf))
-            parts.append(_as_result(stacked[..., at:at + size].reshape(out_shape + np.shape(leaf))))
+            parts.append(_as_result(stacked[..., at:at + size].reshape(out_shape + np.shape(leaf)), leaf))
             at += size
         per_arg.append(rebuild(parts))
     return per_arg[0] if single else tuple(per_arg)
@@ -187,7 +193,7 @@ def from_rows(value: Any, rows: list[tuple], args: Sequence[Any], nums: Sequence
                     continue
                 stacked = np.stack([np.broadcast_to(np.asarray(0.0 if c[j] is None else c[j]), np.shape(x))
                                     for c in ct_leaves]) if mine else np.zeros((0,) + np.shape(x))
-                parts.append(_as_result(stacked.reshape(shape + np.shape(x))))
+                parts.append(_as_result(stacked.reshape(shape + np.shape(x)), x))
             per_arg.append(in_rebuild(parts))
         result.append(per_arg[0] if single else tuple(per_arg))
     return out_rebuild(result)

@@ -257,6 +257,11 @@ def indent(text: str, prefix: str) -> str:
                    for i, line in enumerate(text.splitlines(True)))
 
 
+def string_lines(text: str) -> frozenset[int]:
+    """The (0-based) lines of ``text`` that :func:`dedent` keeps as they are (inside a string literal)."""
+    return _in_strings(text)
+
+
 def _in_strings(text: str) -> frozenset[int]:
     """The (0-based) lines of ``text`` that begin inside a string literal: the lines after the first
     of each multi-line string (only triple-quoted strings and backslash-continued ones span lines)."""

@@ -90,6 +90,7 @@ CASES: dict[str, list[tuple]] = {
     "append": [case(L(2), A((2,)))],
     "list_get": [case(L(3), C(1)), case(L(3), C(-1))],
     "list_of_length": [case(L(3), n=3)],
+    "list_copy": [case(L(3))],
     "stack_list": [case(L(3), axis=0), case(L(3), axis=1)],
     "concatenate_list": [case(L(3), axis=0)],
     # kind ZERO

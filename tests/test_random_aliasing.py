@@ -209,7 +209,7 @@ class AliasGen:
         a = self.pick(self.arrays())
         b = self.pick(self.arrays() + ["s"] if "s" in self.ns else self.arrays())
         form = self.pick([f"{a} * 1.0", f"np.sin({a})", f"{a}.copy()", f"np.tanh({a}) + {b}", f"{a} * {b}",
-                          f"0.5 * {a} - {b}"])
+                          f"0.5 * {a} - {b}", f"+{a}"])  # (+a: np.positive, a new array)
         name = self.new_name()
         if self.run([f"{name} = {form}"], "fresh"):
             self.fresh.add(name)

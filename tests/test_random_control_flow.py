@@ -45,6 +45,10 @@ as ``np.int64`` (dynamic).
 
 Constructs astad gets wrong are left out by the switches below (each with a
 reproducer), not skipped or marked xfail.
+
+Loops over arrays and lists (``for a in x``, ``enumerate``, ``zip``, ``enumerate(zip(...))``),
+``while`` loops with a data-dependent condition, and in-place updates (``y[i] += ...``, views,
+``append``) in loop bodies: tests/test_random_loop_forms.py (an oracle that allows refusals).
 """
 
 import copy

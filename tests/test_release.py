@@ -218,3 +218,19 @@ def test_ascii_patterns_match_as_the_unicode_ones(text):
     for line in (text, "    " + text, "    x, y2 = " + text, "    _a += " + text):
         ascii_match, unicode_match = release._BIND_ASCII.fullmatch(line), release._BIND.fullmatch(line)
         assert (ascii_match and ascii_match.groups()) == (unicode_match and unicode_match.groups())
+
+
+_LINE_PIECES = st.sampled_from(["    ", "x", "y2", ", ", " = ", " += ", " == ", "residuals", "=", " ", "#", "é", "\t"])
+
+
+@given(st.lists(st.lists(_LINE_PIECES, max_size=8).map("".join) | st.sampled_from(
+    ["    x = residuals", "    x, y2 = residuals", "    x = residuals ", "    x = residuals2", "    x += y2"]), max_size=6))
+def test_bindings_of_a_text_are_its_lines_bindings(lines):
+    """The targets _BINDS finds in a text of several lines are, in order, those of its lines _BIND
+    matches, but where the value is ``residuals`` (the ASCII patterns too, on ASCII text)."""
+    text = "\n".join(lines)
+    for bind, binds in [(release._BIND, release._BINDS), (release._BIND_ASCII, release._BINDS_ASCII)]:
+        if binds is release._BINDS_ASCII and not text.isascii():
+            continue
+        want = [m.group(1) for m in map(bind.fullmatch, lines) if m and m.group(2) != "residuals"]
+        assert binds.findall(text) == want

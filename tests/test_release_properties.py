@@ -89,6 +89,20 @@ def test_del_lines_keep_every_read(monkeypatch_module, text):
 
 
 
+@settings(max_examples=fuzz_examples(40), deadline=None)
+@given(modules())
+def test_nothing_freed_found_early_as_by_groups(monkeypatch_module, text):
+    """A function whose last statement reads every name it binds is left as it is without grouping its
+    lines (release._read_at_end): what grouping them gives."""
+    got = release.released(text)
+    found_early = release._read_at_end
+    release._read_at_end = lambda *args: False
+    try:
+        assert release.released(text) == got
+    finally:
+        release._read_at_end = found_early
+
+
 @pytest.fixture(scope="module")
 def monkeypatch_module():
     old = release.MIN_NAMES, release.MAX_GROUP

@@ -5,12 +5,17 @@ and the modules astad generates for a few programs."""
 
 import libcst as cst
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import astad
+from astad import codegen
 from astad.codegen import module as codegen_module
+from astad.codegen import python as codegen_python
 from astad.codegen.render import render
+from conftest import load_program
+import test_random_control_flow as random_control_flow
 
 _names = st.sampled_from(["x", "np", "t12", "x_ct", "residuals", "_"])
 _space = st.sampled_from(["", " ", "  "])
@@ -248,3 +253,145 @@ def test_makers_make_libcsts_nodes(a, b, c):
     for ours, theirs in pairs:
         assert ours.deep_equals(theirs)
         assert cst.Module([]).code_for_node(ours) == cst.Module([]).code_for_node(theirs)
+
+
+# --------------------------------------------------------------------------- lines printed as they are made
+
+
+def _printed_both_ways(monkeypatch):
+    """Every reverse-mode module generated, and the same module made of libcst's nodes
+    (``codegen.python.TEXT_LINES`` off: no line printed when made) printed by libcst itself
+    (``Module.code``): a list of the pairs, filled as the modules are generated."""
+    generate, checked = codegen.generate, []
+
+    def both(*args, **kwargs):
+        made = generate(*args, **kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(codegen_python, "TEXT_LINES", False)
+            m.setattr(codegen_module, "render", lambda module: module.code)
+            checked.append((made, generate(*args, **kwargs)))
+        return made
+
+    monkeypatch.setattr(codegen, "generate", both)
+    return checked
+
+
+def test_text_lines_print_as_libcsts_nodes(monkeypatch):
+    """Reverse mode's lines printed as they are made (:class:`astad.codegen.render.Line`) read as the
+    libcst nodes they stand for, printed by libcst: every benchmark program, and loops, branches and
+    in-place updates (a line in a `try` printed by libcst's own printing of the `try`)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import programs
+
+    checked = _printed_both_ways(monkeypatch)
+    astad.clear_caches()
+    for name, (fn, make, argnums) in programs.PROGRAMS.items():
+        args = make(np.random.default_rng(0))
+        astad.api.Reverse(fn).derivative(args, frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert len(checked) >= len(programs.PROGRAMS)
+    for text, libcsts in checked:
+        assert text == libcsts
+    assert any("del " in text for text, _ in checked) and any("    try:" in text for text, _ in checked)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_control_flow.programs())
+def test_random_programs_text_lines_print_as_libcsts_nodes(tmp_path_factory, program):
+    """As above, for random programs with loops and branches (tests/test_random_control_flow.py's)."""
+    source, _, params, dynamic, seed = program
+    args = random_control_flow._arguments(params, seed)
+    if dynamic:
+        args[-1] = np.int64(args[-1])
+    fn = load_program(source, tmp_path_factory.getbasetemp(), "text_lines").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _printed_both_ways(monkeypatch)
+        try:
+            astad.reverse(fn).transform(*args)
+        except astad.errors.InternalError:
+            raise
+        except astad.errors.AstadError:
+            return  # (refused)
+    assert checked
+    for text, libcsts in checked:
+        assert text == libcsts
+
+
+def _pyexpr_compound(expr):
+    """Expressions as codegen builds them (pyexpr's helpers: its shared operators, whitespace, parentheses)."""
+    from astad import pyexpr as px
+
+    ops = st.sampled_from(["+", "-", "*", "/", "**", "@", "//", "%"])
+    dotted = st.sampled_from(["np.exp", "np.sum", "f", "math.sin", "list_add"])
+    return st.one_of(
+        st.builds(px.binop, ops, expr, expr),
+        st.builds(px.neg, expr),
+        st.builds(lambda f, args, kw: px.call(f, args, **kw), dotted, st.lists(expr, max_size=3),
+                  st.dictionaries(st.sampled_from(["axis", "out", "dtype"]), expr, max_size=2)),
+        st.builds(px.method, expr, st.sampled_from(["sum", "tolist", "append"]), st.lists(expr, max_size=2)),
+        st.builds(px.attr, expr, st.sampled_from(["T", "shape"])),
+        st.builds(px.paren, expr),
+        st.builds(px.tuple_, st.lists(expr, max_size=3)),
+        st.builds(px.subscript, expr, st.lists(expr, min_size=1, max_size=2)),
+    )
+
+
+def _pyexpr_leaves():
+    from astad import pyexpr as px
+
+    return st.one_of(
+        st.sampled_from(["x", "v1_ct", "np.pi", "residuals"]).map(px.name),
+        st.one_of(st.integers(-3, 40), st.floats(-1e3, 1e3, allow_nan=False), st.just(-0.0)).map(px.literal),
+    )
+
+
+_built_exprs = st.recursive(_pyexpr_leaves() | _exprs, _pyexpr_compound, max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_built_exprs)
+def test_expression_text_is_libcsts(expr):
+    """render_expr.text (joined strings for the nodes pyexpr makes, the token printers for any other)
+    prints an expression as libcst does, for expressions built by pyexpr around any libcst nodes."""
+    from astad.codegen.render import text_state
+    from astad.codegen.render_expr import text
+
+    assert text(expr, text_state()) == cst.Module([]).code_for_node(expr)
+
+
+def _texts_and_nodes():
+    """(codegen.text_expr's expression, the same made of pyexpr's nodes), drawn alike."""
+    from astad import pyexpr as px
+    from astad.codegen import text_expr as tx
+    from astad.codegen.render import text_state
+
+    state = text_state()
+    names = st.sampled_from(["x", "v1_ct", "t12"]).map(lambda n: (tx.name(n), px.name(n)))
+    numbers = st.one_of(st.integers(-3, 40), st.floats(-1e3, 1e3, allow_nan=False), st.just(-0.0), st.tuples(
+        st.integers(0, 3), st.integers(-1, 2))).map(px.literal).map(lambda node: (tx.of(node, state), node))
+    others = _exprs.map(lambda node: (tx.of(node, state), node))  # (another rule's expression: any node)
+
+    def compound(pair):
+        ops = st.sampled_from(["+", "-", "*", "/", "**", "@", "//", "%"])
+        return st.one_of(
+            st.builds(lambda op, a, b: (tx.binop(op, a[0], b[0]), px.binop(op, a[1], b[1])), ops, pair, pair),
+            st.builds(lambda a: (tx.neg(a[0]), px.neg(a[1])), pair),
+            st.builds(lambda f, args: (tx.call(f, [a[0] for a in args]), px.call(f, [a[1] for a in args])),
+                      st.sampled_from(["np.sin", "f"]), st.lists(pair, max_size=3)),
+        )
+    return st.recursive(names | numbers | others, compound, max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_texts_and_nodes())
+def test_text_expressions_are_pyexprs_nodes(pair):
+    """An expression printed as it is made (codegen.text_expr) is the text libcst prints for the node
+    pyexpr makes of the same operations, at that node's precedence; the node it makes is that node."""
+    from astad import pyexpr as px
+
+    text, node = pair
+    assert text.text == cst.Module([]).code_for_node(node)
+    assert text.prec == px.precedence(node)
+    assert text.node().deep_equals(node)

@@ -19,7 +19,8 @@ from .. import pyexpr as px
 from . import carried
 from ..blocks import result_items
 from ..errors import InternalError
-from ..ir import Atom, Bind, Block, Loop, LoopBack, Num, Prim, Var, bound_var_names, trip_count, use_counts
+from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Plus, Prim, Var, bound_var_names, nested_blocks, trip_count,
+                 use_counts)
 from ..optimise.scalars import CAUGHT, FastLoop, ScalarPlan
 
 
@@ -255,3 +256,20 @@ def _flat_tuple(items: list[Any]) -> cst.BaseExpression:
 
 def _float(v: Var) -> bool:
     return isinstance(v.type, Num) and v.type.shape == () and v.type.dtype == "float64"
+
+
+def taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> None:
+    """Into ``taped``, what the loops anywhere in ``block`` record on tapes; into ``pairs``, for each
+    sum of two variables ``x + y`` anywhere in it, x -> y and y -> x (one walk for both)."""
+    for b in block.binds:
+        rhs = b.rhs
+        cls = type(rhs)  # (no class of the IR has subclasses)
+        if cls is Prim:
+            continue
+        if cls is Plus and len(rhs.items) == 2 and all(type(a) is Var for a in rhs.items):  # type: ignore[union-attr]
+            x, y = rhs.items  # type: ignore[union-attr]
+            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
+        elif cls is Loop:
+            taped.update(v.name for v in rhs.save)  # type: ignore[union-attr]
+        for inner in nested_blocks(rhs):
+            taped_and_summed(inner, taped, pairs)

@@ -6,7 +6,10 @@ computes the value and returns it with the residuals the backward pass needs;
 cotangent per parameter.  Temporaries used once are inlined into the
 expression that reads them, so the code reads like the user's; every group of
 statements is headed by the line of the user's source it comes from.
-Deterministic: the same program always prints to the same text.
+Deterministic: the same program always prints to the same text.  Expressions
+are libcst nodes, but reverse mode's common operations, printed as they are made
+(:mod:`.text_expr`); reverse mode prints each plain line when it is made
+(:class:`astad.codegen.render.Line`), compound statements stay nodes.
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
 from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
-                 Unpack, Var, bound_var_names, nested_blocks, use_counts)
-from ..blocks import result_items
+                 Unpack, Var, bound_var_names, use_counts)
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
-from .loops import LoopPrinting
+from .loops import LoopPrinting, taped_and_summed
+from .memory import FRESH as _FRESH, UPDATES as _UPDATES, MemoryPrinting, copying_reads as _copying_reads
 from .release import released
 from .module import funcdef, module_source
-from .render import EOL
+from .render import EOL, Line, text, text_state
+from .render_expr import text as expression_text
+from . import text_expr as tx
+from .text_expr import Text
 
 Expr = cst.BaseExpression
 # shared by every line (nodes are immutable; libcst would make new ones for each)
@@ -38,6 +44,10 @@ _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whit
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
 _comment_line = px.maker(cst.EmptyLine, "comment")
+
+#: reverse mode's lines printed as they are made (:class:`astad.codegen.render.Line`); False: libcst's nodes,
+#: printed with the module (what tests/test_render.py compares them with)
+TEXT_LINES = True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -59,13 +69,16 @@ def _zero(t: object) -> Expr:
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
 
 
-class Printer(LoopPrinting):
+class Printer(LoopPrinting, MemoryPrinting):
     """Prints one block as the body of one Python function."""
 
     rename_carried = False  # loop variables bound where their next values are computed (codegen/carried.py)
 
     def __init__(self, block: Block, extra_uses: Sequence[Atom] = (), in_place: bool = False,
-                 plan: ScalarPlan | None = None) -> None:
+                 plan: ScalarPlan | None = None, text_lines: bool = False) -> None:
+        # plain lines printed as they are made (None: as libcst nodes; forward mode's reuse renames in those)
+        self.state = text_state() if text_lines else None
+        self.constants: dict[int, Text] = {}  # id(a constant's node) -> it printed
         self.plan = plan or ScalarPlan()  # the loops on the scalar fast path (codegen/loops.py)
         self.fast = None
         self.uses: Counter = use_counts(block)
@@ -86,7 +99,7 @@ class Printer(LoopPrinting):
         # what must be bound whichever branch ran: the residuals and what loops record on tapes
         taped: set[str] = set()
         self.summed_with: dict[str, str] = {}  # x -> y for each sum x + y of two variables
-        _taped_and_summed(block, taped, self.summed_with)
+        taped_and_summed(block, taped, self.summed_with)
         self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
@@ -97,10 +110,8 @@ class Printer(LoopPrinting):
         if cls is Var:
             name = a.name
             if name in self.inlined:
-                depth = self.depth.pop(name)
-                if depth > self.reach:
-                    self.reach = depth
-                return self.inlined.pop(name)
+                value = self.pending(name)
+                return value.node() if type(value) is Text else value
             fast = self.fast
             if fast is not None and name in fast.floats:  # (a numpy float read as a Python float)
                 return px.name(fast.floats[name])
@@ -108,6 +119,26 @@ class Printer(LoopPrinting):
         if cls is Const:
             return px.name(a.name) if a.name is not None else px.literal(a.value)  # type: ignore[union-attr]
         return _zero(a.type)
+
+    def pending(self, name: str) -> Expr | Text:
+        """The inlined expression of temporary ``name``, read now (it nests the ones it nests)."""
+        depth = self.depth.pop(name)
+        if depth > self.reach:
+            self.reach = depth
+        return self.inlined.pop(name)
+
+    def text_atom(self, a: Atom) -> Text:
+        """``atom(a)``, printed (:mod:`.text_expr`; called where no fast path is being printed)."""
+        if type(a) is Var:
+            if a.name in self.inlined:
+                value = self.pending(a.name)
+                return value if type(value) is Text else tx.of(value, self.state)
+            return tx.name(a.name)
+        node = self.atom(a)  # (a constant: printed once for each node, pyexpr sharing a number's)
+        known = self.constants.get(id(node))
+        if known is None:
+            known = self.constants[id(node)] = tx.of(node, self.state)  # (the node held: its id its own)
+        return known
 
     def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
         if loc is None:
@@ -119,12 +150,31 @@ class Printer(LoopPrinting):
         return _comment_lines(loc.line, loc.text)
 
     def emit(self, small: cst.BaseSmallStatement, loc: Loc | None) -> None:
-        self.lines.append(_line([small], self.comment(loc)))
+        if self.state is None:
+            self.lines.append(_line([small], self.comment(loc)))
+        else:
+            self.lines.append(Line(self.comment(loc), text(small, self.state)))
 
     def assign(self, targets: Sequence[Var], value: Expr, loc: Loc | None) -> None:
-        target = px.identifier(targets[0].name) if len(targets) == 1 else \
-            px.bare_tuple([px.identifier(t.name) for t in targets])
-        self.lines.append(_line([_assign([_target(target)], value)], self.comment(loc)))  # (self.emit's, inlined)
+        self.assign_line((targets[0].name,) if len(targets) == 1 else [t.name for t in targets], value,
+                         self.comment(loc))
+
+    def assign_line(self, names: Sequence[str], value: Expr, leading: Sequence[cst.EmptyLine]) -> None:
+        """``a = value`` (``a, b = value``) after the ``leading`` lines."""
+        st = self.state
+        if type(value) is Text:
+            value = value.node() if st is None else value
+        if st is None:
+            target = px.identifier(names[0]) if len(names) == 1 else px.bare_tuple([px.identifier(n) for n in names])
+            self.lines.append(_line([_assign([_target(target)], value)], leading))
+            return
+        target = names[0] if len(names) == 1 else ", ".join(names)
+        if len(names) > 1 or not target.isidentifier():
+            for name in names:
+                px.identifier(name)  # (libcst's check of a name not an identifier)
+        self.lines.append(Line(leading, target + " = " + (
+            value.text if type(value) is Text else value.value if type(value) is cst.Name and not value.lpar
+            else expression_text(value, st))))
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -149,7 +199,15 @@ class Printer(LoopPrinting):
                     big = self.big_types[id(t)] = (t, inplace.big(t))
                 if big[1] and self.in_place_form(b, rhs):
                     return
-            if self.fast is None:  # (atom's, inlined for a variable not pending)
+            # printed as text where the table's printer prints as pyexpr does (text_expr)
+            printed = _TEXT.get(entry.emit) if self.state is not None and self.fast is None else None
+            if printed is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER):
+                printed = None
+            if printed is not None:  # (text_atom's, inlined for a variable not pending)
+                inlined = self.inlined
+                args = [tx.name(a.name) if type(a) is Var and a.name not in inlined else self.text_atom(a)
+                        for a in rhs.args]
+            elif self.fast is None:  # (atom's, inlined for a variable not pending)
                 inlined = self.inlined
                 args = [px.name(a.name) if type(a) is Var and a.name not in inlined else self.atom(a) for a in rhs.args]
             else:
@@ -180,6 +238,9 @@ class Printer(LoopPrinting):
                 self.fresh.add(target.name)
             # (no second `accumulate` here: what it reads (fresh, uses, copied, deferred, the types) is as
             # it was above but for `target` now fresh, never an argument of its own binding)
+            if printed is not None:
+                self.put(b, printed(args))
+                return
             cheaper = _CHEAPER.get(op)
             value = (cheaper and cheaper(rhs, args)) or entry.emit(args, params)
             if entry.method:
@@ -217,16 +278,6 @@ class Printer(LoopPrinting):
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
 
-    def in_place_form(self, b: Bind, rhs: Prim) -> bool:
-        """``b`` (a large array's) printed computing into the memory of an array nothing reads after it,
-        if it can be."""
-        op = rhs.op
-        if op in _IN_PLACE and self.accumulate(b, list(rhs.args), _IN_PLACE[op]):
-            return True
-        if op in _IN_PLACE_CALL and self.in_place_call(b, list(rhs.args), _IN_PLACE_CALL[op]):
-            return True
-        return inplace.fuse(self, b) or inplace.defer_masked(self, b)
-
     def count_copies(self, rhs: Prim) -> bool:
         """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
         views too); whether it reads any."""
@@ -248,11 +299,11 @@ class Printer(LoopPrinting):
 
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
-        target = b.targets[0]
+        name = b.targets[0].name
         # (a value a tape records is bound in its branch, not inlined where the tape is written)
-        if Namer.is_temp(target.name) and self.uses[target.name] == 1 and self.reach < MAX_INLINED \
-                and not (self.in_if and target.name in self.residuals):
-            self.inlined[target.name], self.depth[target.name] = value, self.reach + 1
+        if Namer.is_temp(name) and self.uses[name] == 1 and self.reach < MAX_INLINED \
+                and not (self.in_if and name in self.residuals):
+            self.inlined[name], self.depth[name] = value, self.reach + 1
             return
         self.assign(b.targets, value, b.loc)
 
@@ -260,13 +311,15 @@ class Printer(LoopPrinting):
         """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
         each (``t = t + ...`` goes on), so that no expression nests deeply."""
         target = b.targets[0]
-        value = self.atom(items[0])
+        lists = isinstance(target.type, ListT)
+        text = self.state is not None and self.fast is None and not lists  # printed as text (text_expr)
+        atom, plus = (self.text_atom, tx.binop) if text else (self.atom, px.binop)
+        value = atom(items[0])
         for i, a in enumerate(items[1:], 1):
             if i % MAX_TERMS == 0:
                 self.assign(b.targets, value, b.loc)
-                value = cst.Name(target.name)
-            value = (px.call("list_add", [value, self.atom(a)]) if isinstance(target.type, ListT)
-                     else px.binop("+", value, self.atom(a)))
+                value = tx.name(target.name) if text else cst.Name(target.name)
+            value = px.call("list_add", [value, atom(a)]) if lists else plus("+", value, atom(a))  # type: ignore
         self.assign(b.targets, value, b.loc)
 
     def emit_if(self, b: Bind, rhs: If) -> None:
@@ -300,47 +353,6 @@ class Printer(LoopPrinting):
         self.lines.append(cst.If(test=test, body=bodies[0], orelse=None if empty else cst.Else(body=bodies[1]),  # type: ignore[arg-type]
                                  leading_lines=leading))
 
-    def defer(self, b: Bind, args: list[Expr]) -> bool:
-        """``s = scatter(ct, x, i)`` read only by ``t = s + acc``: printed there, as ``acc[i] += ct`` where
-        ``acc`` is owned (no one-hot array made).  Its operands are named now (read now, not later)."""
-        target = b.targets[0]
-        if not self.in_place or target.name not in self.summed_with or self.uses[target.name] != 1:
-            return False
-        stable = []
-        for a, e in zip(b.rhs.args, args):  # type: ignore[union-attr]
-            if isinstance(a, Var) and not isinstance(e, cst.Name):
-                self.emit(cst.Assign([cst.AssignTarget(cst.Name(a.name))], e), b.loc)
-                e = cst.Name(a.name)
-            stable.append(e)
-        self.deferred[target.name] = (b, stable)
-        return True
-
-    def print_deferred(self, name: str) -> None:
-        sb, args = self.deferred.pop(name)
-        for small in rules.TABLE["scatter"].stmts(cst.Name(name), args, dict(sb.rhs.params)):  # type: ignore
-            self.emit(small, sb.loc)
-
-    def scatter_into(self, b: Bind, items: list[Atom]) -> bool:
-        """``t = scatter(ct, x, i) + acc`` with ``acc`` owned: ``t = acc; t[i] += ct``."""
-        found = [k for k, a in enumerate(items) if isinstance(a, Var) and a.name in self.deferred]
-        if len(items) != 2 or not found:
-            for k in found:
-                self.print_deferred(items[k].name)  # type: ignore[union-attr]
-            return False
-        k = found[0]
-        acc, target = items[1 - k], b.targets[0]
-        read = {a.name for a in self.deferred[items[k].name][0].rhs.args if isinstance(a, Var)}  # type: ignore
-        if len(found) == 2 or not self._owned(acc) or acc.type != target.type or acc.name in read:  # type: ignore
-            for j in found:
-                self.print_deferred(items[j].name)  # type: ignore[union-attr]
-            return False
-        sb, args = self.deferred.pop(items[k].name)  # type: ignore[union-attr]
-        self.flush_reading(acc)
-        for small in rules.TABLE["scatter_add"].stmts(cst.Name(target.name), [self.atom(acc), *args],
-                                                      dict(sb.rhs.params)):  # type: ignore[union-attr]
-            self.emit(small, b.loc)
-        return True
-
     def flush(self) -> None:
         """Assign the pending inlined expressions: nothing computed before a loop
         may be moved into it (it would be computed on every iteration)."""
@@ -348,75 +360,16 @@ class Printer(LoopPrinting):
             self.print_deferred(name)
         pending, self.inlined, self.depth = self.inlined, {}, {}
         for name, value in pending.items():
-            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
+            self.assign_line([name], value, ())
 
     def flush_reading(self, a: Atom) -> None:
         """Assign the pending inlined expressions that read list ``a`` before it is
         changed in place (an element read before an append stays that element)."""
         if not isinstance(a, Var):
             return
-        for name in [n for n, value in self.inlined.items() if _mentions(value, a.name)]:
-            value = self.inlined.pop(name)
-            self.lines.append(_line([_assign([_target(px.identifier(name))], value)], ()))
-
-    def accumulate(self, b: Bind, items: list[Atom], op: str) -> bool:
-        """``t = a + b`` with ``a`` an array this function allocated and reads only
-        here becomes ``t = a; t += b``: the cotangent is accumulated in place,
-        without allocating another array."""
-        if not self.in_place:
-            return False
-        target = b.targets[0]
-        candidates = range(len(items)) if op in "+*" else range(1)
-        base = next((i for i in candidates if self._reusable(items[i], target)
-                     and (len(items) == 2 or items.count(items[i]) == 1)), None)  # (`t += a` after `a` changed)
-        if base is None:
-            return False
-        rest = [a for i, a in enumerate(items) if i != base]
-        inplace.claim(self, items[base])  # type: ignore[arg-type]
-        self.fresh.add(target.name)
-        self.assign(b.targets, self.atom(items[base]), b.loc)
-        for a in rest:
-            self.emit(cst.AugAssign(target=cst.Name(target.name), operator=_AUG[op](), value=self.atom(a)), b.loc)
-        return True
-
-    def in_place_call(self, b: Bind, items: list[Atom], ufunc: str) -> bool:
-        """``t = -a`` or ``t = c - a`` (``/``) with ``a`` an array this function
-        allocated and reads only here: ``t = a`` then ``np.negative(t, out=t)``
-        (``np.subtract(c, t, out=t)``), no other array allocated."""
-        target = b.targets[0]
-        if not self.in_place or not self._reusable(items[-1], target):
-            return False
-        inplace.claim(self, items[-1])  # type: ignore[arg-type]
-        first = [self.atom(a) for a in items[:-1]]
-        self.fresh.add(target.name)
-        self.assign(b.targets, self.atom(items[-1]), b.loc)
-        name = cst.Name(target.name)
-        self.emit(cst.Expr(px.call(f"np.{ufunc}", [*first, name], out=cst.Name(target.name))), b.loc)
-        return True
-
-    def _owned(self, a: Atom) -> bool:
-        """``a`` holds an array only it holds, read only here and, before, by operations that copy
-        what they read (``y[i]``, ``y * 2``): it may be changed in place."""
-        return (isinstance(a, Var) and (a.name in self.fresh or a.name in self.updatable) and a.name not in self.inlined
-                and self.uses[a.name] == 1 + self.copied[a.name])
-
-    def _loop_owns(self, p: Var, init: Atom, body: Block, k: int) -> bool:
-        """Loop variable ``p`` holds an array only it holds in every iteration: its initial value is
-        owned (read by nothing after the loop starts), and what the body passes on is a new array
-        (an update's or a computation's result) that nothing else keeps (no tape, no other name)."""
-        items = result_items(body)
-        if items is None or not self._owned(init):
-            return False
-        r = items[k]
-        if isinstance(r, Var) and r.name == p.name:
-            return True
-        made = next((bb.rhs for bb in body.binds if bb.targets == (r,)), None)
-        new = isinstance(made, Plus) or (isinstance(made, Prim) and (made.op in _FRESH or made.op in _UPDATES))
-        return new and isinstance(r, Var) and self.uses[r.name] == 1 + sum(_copying_reads(bb.rhs).get(r.name, 0)
-                                                                         for bb in body.binds)
-
-    def _reusable(self, a: Atom, target: Var) -> bool:
-        return inplace.writable(self, a, target)
+        for name in [n for n, value in self.inlined.items()
+                     if _mentions(value.node() if type(value) is Text else value, a.name)]:
+            self.assign_line([name], self.inlined.pop(name), ())
 
     def returns(self, value: Expr) -> None:
         self.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)]))
@@ -453,15 +406,6 @@ def _always_bound(block: Block) -> frozenset[str]:
 
 IN_PLACE_MIN_SIZE = inplace.MIN_SIZE
 
-#: operations whose result is a new array (not a view of an argument)
-_FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs",
-          "sign", "maximum", "minimum", "select", "where", "clip", "matmul", "dot", "outer", "sum", "mean",
-          "prod_vjp", "diag_embed", "scatter", "full", "zeros", "ones", "zeros_like", "ones_like", "concatenate",
-          "stack", "tril", "triu", "copy"}
-_FRESH |= {"cumsum", "cumprod", "diff", "sort", "linear_scan", "shift_along", "permute", "trace_embed"}  # rules/scans.py
-_FRESH |= inplace.FRESH
-
-
 def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
     """``np.array(xs)`` for stacking a list along its first axis: the same array
     (an empty list gives an empty array rather than an error), made without
@@ -478,63 +422,13 @@ def _array_of_list(p: Prim, args: list[Expr]) -> Expr | None:
 _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": _array_of_list}
 
 _TABLE = rules.TABLE
+#: the table's printers that print as pyexpr does, as text (text_expr), by printer
+_TEXT = {emit: tx.printer(form) for emit, form in rules.emit.TEXT_FORMS.items()}
 
 #: primitives that change the list they are given (its first operand) in place
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
-#: array updates printed as ``y_new = y.copy(); y_new[index] = v``, without the copy where ``y`` is owned
-_UPDATES = {"setitem"}
-#: operations that can update their first (for + and *, either) operand in place
-_IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
-#: operations that can update their last operand in place by a ufunc's ``out=`` (the first, for + and *, above)
-_IN_PLACE_CALL = {"neg": "negative", "sub": "subtract", "div": "divide"}
 #: the operations ``bind`` looks at before printing them (the others: none of these)
 _SPECIAL = _LIST_IN_PLACE | _UPDATES | {"scatter"}
-_AUG = {"+": cst.AddAssign, "*": cst.MultiplyAssign, "-": cst.SubtractAssign, "/": cst.DivideAssign}
-
-
-def _copying_reads(rhs: object) -> dict[str, int]:
-    """The variables ``rhs`` reads into new memory (an element, a computation), not as a view or in
-    place: how many times each."""
-    if not isinstance(rhs, Prim):
-        return {}
-    if rhs.op in _FRESH:
-        args = rhs.args
-    elif rhs.op == "getitem" and rhs.args and _copying_index(rhs):
-        args = rhs.args
-    elif rhs.op in _UPDATES:
-        args = rhs.args[1:]
-    else:
-        return {}
-    reads: dict[str, int] = {}
-    for a in args:
-        if type(a) is Var:
-            reads[a.name] = reads.get(a.name, 0) + 1
-    return reads
-
-
-def _copying_index(p: Prim) -> bool:
-    """``x[index]`` gives a copy: a scalar (an int per axis) or numpy's advanced indexing."""
-    index = p.param("index")
-    ints = all(isinstance(i, int) or (isinstance(i, tuple) and i[:1] == ("arg",)) for i in index)
-    t = p.args[0].type
-    return (ints and isinstance(t, Num) and len(index) == t.ndim) or rules.is_advanced(index)
-
-
-def _taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> None:
-    """Into ``taped``, what the loops anywhere in ``block`` record on tapes; into ``pairs``, for each
-    sum of two variables ``x + y`` anywhere in it, x -> y and y -> x (one walk for both)."""
-    for b in block.binds:
-        rhs = b.rhs
-        cls = type(rhs)  # (no class of the IR has subclasses)
-        if cls is Prim:
-            continue
-        if cls is Plus and len(rhs.items) == 2 and all(type(a) is Var for a in rhs.items):  # type: ignore[union-attr]
-            x, y = rhs.items  # type: ignore[union-attr]
-            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
-        elif cls is Loop:
-            taped.update(v.name for v in rhs.save)  # type: ignore[union-attr]
-        for inner in nested_blocks(rhs):
-            _taped_and_summed(inner, taped, pairs)
 
 
 def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str,
@@ -549,30 +443,30 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
     """A reverse program's forward and backward functions."""
     # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
     plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY else ScalarPlan()
-    fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan)
+    fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     for b in prog.forward.binds:
         fwd.bind(b)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
     passed = [px.identifier(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
 
-    bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan)
+    bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     if residuals:
         unpack = px.tuple_(passed)
         if len(passed) > 1:
             unpack = unpack.with_changes(lpar=[], rpar=[])
         bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
-    for b in prog.backward.binds:
+    binds, result = prog.backward.binds, prog.backward.result
+    final = binds[-1] if binds else None
+    returns_tuple = final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple)
+    for b in binds[:-1] if returns_tuple else binds:
         bwd.bind(b)
-    result = prog.backward.result
-    final = prog.backward.binds[-1] if prog.backward.binds else None
-    if final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple) and bwd.lines:
-        last = bwd.lines.pop()  # return the tuple directly rather than naming it
-        value = last.body[0].value  # type: ignore[union-attr]
+    if returns_tuple:  # return the tuple directly rather than naming it (`bind`'s MakeTuple, returned)
+        value = px.tuple_([bwd.atom(a) for a in final.rhs.items])  # type: ignore[union-attr]
         if not isinstance(value, cst.Tuple) or value.elements:  # (a function of no parameters returns `()`)
             value = value.with_changes(lpar=[], rpar=[])
         bwd.lines.append(cst.SimpleStatementLine(body=[cst.Return(value=value)],
-                                                 leading_lines=last.leading_lines))
+                                                 leading_lines=bwd.comment(final.loc)))  # type: ignore[union-attr]
     else:
         bwd.returns(bwd.atom(result))
 

@@ -26,6 +26,7 @@ returns (the return frees everything).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: functions binding fewer names at their top level are printed as they are (short code reads better without `del`)
 MIN_NAMES = 64
@@ -45,9 +46,10 @@ _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
 #: the same two, for ASCII text (the same matches there, found a third faster)
 _BIND_ASCII = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)", re.ASCII)
 _NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
-#: the top-level bindings of a text of several lines (``_BIND``'s, line by line)
-_BINDS = re.compile("^" + _BIND.pattern + "$", re.MULTILINE)
-_BINDS_ASCII = re.compile("^" + _BIND_ASCII.pattern + "$", re.MULTILINE | re.ASCII)
+#: the targets of the top-level bindings of a text of several lines (``_BIND``'s, line by line), but of
+#: the residuals unpacked from their tuple (``... = residuals``)
+_BINDS = re.compile("^" + _BIND.pattern.removesuffix("(.*)") + "(?!residuals$).*$", re.MULTILINE)
+_BINDS_ASCII = re.compile("^" + _BIND_ASCII.pattern.removesuffix("(.*)") + "(?!residuals$).*$", re.MULTILINE | re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
 _DEF = re.compile(r"^def ", re.MULTILINE)
 #: the end of a function's body: a line neither indented nor empty
@@ -70,8 +72,9 @@ def released(code: str) -> str:
         pos = end = len(code) if e is None else e.start()
         if end < start:
             continue
-        body = code[start:end].split("\n")
-        lines = _function_body(body, ascii_only)
+        text = code[start:end]
+        body = text.split("\n")
+        lines = _function_body(body, ascii_only, text)
         if lines is not body:
             out += (code[copied:start], "\n".join(lines))
             copied = end
@@ -79,12 +82,20 @@ def released(code: str) -> str:
     return "".join(out)
 
 
-def _function_body(body: list[str], ascii_only: bool = False) -> list[str]:
-    """A function's body lines, with ``del`` lines where names are read for the last time (``body``
-    itself where none are)."""
+def _function_body(body: list[str], ascii_only: bool = False, text: str | None = None) -> list[str]:
+    """A function's body lines (``text``, split at its newlines), with ``del`` lines where names are
+    read for the last time (``body`` itself where none are)."""
     if any(line.count(_QUOTES[0]) + line.count(_QUOTES[1]) not in (0, 2)
            for line in body if _QUOTES[0] in line or _QUOTES[1] in line):
         return body  # (a string over several lines: its lines are not statements)
+    findall, bindings = (_NAME_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_NAME.findall, _BINDS.findall)
+    # the names bound at the top level, in the order of the statements binding them first (the top-level
+    # statements' first lines are the only lines at the top level a binding matches: a statement's other
+    # lines are deeper, comments, or clauses)
+    found = bindings("\n".join(body) if text is None else text)
+    bound: dict[str, None] = dict.fromkeys(", ".join(found).split(", ")) if found else {}
+    if len(bound) < MIN_NAMES or _read_at_end(body, bound, findall):
+        return body
     # groups of top-level statements: [first line, last line] (of the last statement: its nested or
     # continued lines too); a group starts at a top-level comment (or after MAX_GROUP statements)
     groups: list[list[int]] = []
@@ -116,22 +127,12 @@ def _function_body(body: list[str], ascii_only: bool = False) -> list[str]:
         size += 1
     if not groups:
         return body
-    # the names bound at the top level (in the order of the statements binding them first), and the
-    # last group mentioning each: the text of a group is its statements' lines, from its first
+    # the last group mentioning each name: the text of a group is its statements' lines, from its first
     # statement's first line to its last one's last (between them: empty lines only), so one search
-    # of each group's text (its statements' first lines are the only ones at the top level: a
-    # statement's other lines are deeper, comments, or clauses, which no binding matches)
-    bound: dict[str, None] = {}
+    # of each group's text
     last: dict[str, int] = {}
-    findall, bindings = (_NAME_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_NAME.findall, _BINDS.findall)
     for g, (first, end) in enumerate(groups):
-        text = body[first] if first == end else "\n".join(body[first:end + 1])
-        last.update(dict.fromkeys(findall(text), g))
-        for targets, value in bindings(text):
-            if value != "residuals":
-                bound.update(dict.fromkeys(targets.split(", ")))
-    if len(bound) < MIN_NAMES:
-        return body
+        last.update(dict.fromkeys(findall(body[first] if first == end else "\n".join(body[first:end + 1])), g))
     freed: dict[int, list[str]] = {}
     for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
         g = last[name]
@@ -152,6 +153,24 @@ def _function_body(body: list[str], ascii_only: bool = False) -> list[str]:
             out.append(text)
     out += body[at:]
     return out
+
+
+def _read_at_end(body: list[str], bound: dict[str, None], findall: Any) -> bool:
+    """Whether the function's last top-level statement (nothing but its own lines after it: no comment)
+    mentions every name in ``bound``: then each is last read in the last group, which the return
+    frees (a forward pass returning its residuals), found without grouping the lines."""
+    k = len(body) - 1
+    while k >= 0:
+        line = body[k]
+        fifth = line[4:5]
+        if fifth == "#":
+            return False  # (a comment: what it heads, or whether it is in a compound statement, not looked at)
+        if not (fifth == " " or not line.startswith(_INDENT) or (fifth in "ef" and line.startswith(_CLAUSES))):
+            break  # the last statement's first line (as _function_body's loop tells them)
+        k -= 1
+    if k < 0:
+        return False
+    return bound.keys() <= set(findall("\n".join(body[k:])))
 
 
 def _continues(body: list[str], k: int) -> bool:

@@ -29,6 +29,40 @@ from .render_expr import _DEFAULT, _WS, PRINTERS, State, _op, _ws, node as _node
 EOL = cst.TrailingWhitespace()
 
 
+class Line:
+    """A plain statement line printed when codegen made it (reverse mode's printer makes these rather than
+    ``SimpleStatementLine``s of an ``Assign`` of an ``AssignTarget``, three nodes a line printed later):
+    its leading lines (libcst's ``EmptyLine``s: the comment quoting the user's line) and its text, without
+    indentation or newline.  A body of them prints as the ``SimpleStatementLine``s would
+    (tests/test_render.py prints a module both ways)."""
+
+    __slots__ = ("leading_lines", "text")
+
+    def __init__(self, leading_lines: Any, text: str) -> None:
+        self.leading_lines = leading_lines
+        self.text = text
+
+    def _codegen(self, st: State) -> None:  # (printed by libcst's printing of a node holding it: a `try`)
+        _text_line(self, st)
+
+
+def text_state() -> Any:
+    """A printing state for :func:`text` (None where this libcst has none: then print nodes, not text)."""
+    return None if CodegenState is None else CodegenState(default_indent="    ", default_newline="\n")
+
+
+def text(n: cst.CSTNode, st: State) -> str:
+    """What ``n`` (a small statement or an expression: no line of its own, nothing indented) prints as
+    (an expression is printed faster by :func:`astad.codegen.render_expr.text`)."""
+    tokens = st.tokens = []
+    f = PRINTERS.get(type(n))
+    if f is None:
+        n._codegen(st)
+    else:
+        f(n, st)
+    return "".join(tokens)
+
+
 def render(module: cst.Module) -> str:
     """``module.code``."""
     if CodegenState is None:
@@ -96,6 +130,18 @@ def _leading(n: Any, st: State) -> None:
     for line in n.leading_lines:
         _node(line, st)
     st.tokens.extend(st.indent_tokens)
+
+
+def _text_line(n: Line, st: State) -> None:
+    for line in n.leading_lines:
+        if type(line) is cst.EmptyLine:
+            _empty_line(line, st)
+        else:
+            _node(line, st)
+    tokens = st.tokens
+    tokens.extend(st.indent_tokens)
+    tokens.append(n.text)
+    tokens.append(st.default_newline)
 
 
 def _simple_line(n: cst.SimpleStatementLine, st: State) -> None:
@@ -243,7 +289,10 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
     st.indent_tokens.append(st.default_indent if n.indent is None else n.indent)
     if n.body:
         for s in n.body:
-            if type(s) is cst.SimpleStatementLine:  # (_node's, inlined for the most common line)
+            cls = type(s)
+            if cls is Line:  # (_node's, inlined for the most common lines)
+                _text_line(s, st)
+            elif cls is cst.SimpleStatementLine:
                 _simple_line(s, st)
             else:
                 _node(s, st)
@@ -301,5 +350,5 @@ PRINTERS.update({
     cst.EmptyLine: _empty_line, cst.TrailingWhitespace: _trailing, cst.SimpleStatementLine: _simple_line,
     cst.Assign: _assign, cst.AugAssign: _aug_assign, cst.Expr: _expr, cst.Return: _return, cst.Pass: _pass,
     cst.If: _if, cst.Else: _else, cst.For: _for, cst.While: _while, cst.IndentedBlock: _block,
-    cst.FunctionDef: _funcdef,
+    cst.FunctionDef: _funcdef, Line: _text_line,
 })

@@ -17,6 +17,7 @@ _WS = cst.SimpleWhitespace
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString})
 
 _NO_SPACE = px.NO_SPACE  # (the whitespace of pyexpr's arguments)
+_KEYWORD_EQUAL, _MINUS, _PARENS = px._KEYWORD_EQUAL, px._MINUS, px._PARENS  # (pyexpr's shared nodes)
 
 State = Any
 Printer = Callable[..., None]
@@ -27,6 +28,67 @@ def node(n: cst.CSTNode, st: State) -> None:
         n._codegen(st)  # libcst's own
     else:
         f(n, st)
+
+def text(n: Any, st: State) -> str:
+    """What expression ``n`` prints as: the nodes :mod:`astad.pyexpr` makes (names, numbers, operations
+    with its shared operators, calls of its arguments, ``-x``, in its parentheses or none), their texts
+    joined as strings; any other node (another whitespace, a tuple, a subscript) by the printers below,
+    into ``st``'s tokens (tests/test_render.py compares both with libcst's printing)."""
+    cls = type(n)
+    if cls in _LEAVES:
+        if not n.lpar:
+            return n.value  # type: ignore[no-any-return]
+        inner: str | None = n.value
+    elif cls is cst.BinaryOperation:
+        op = _SHARED_OPERATORS.get(id(n.operator))
+        if op is None:
+            inner = None
+        else:
+            left, right = n.left, n.right
+            inner = (left.value if type(left) in _LEAVES and not left.lpar else text(left, st)) + op + \
+                (right.value if type(right) in _LEAVES and not right.lpar else text(right, st))
+    elif cls is cst.Call:
+        inner = _call_text(n, st)
+    elif cls is cst.Attribute:
+        dot, attr = _SHARED_OPERATORS.get(id(n.dot)), n.attr
+        inner = None if dot is None or type(attr) is not cst.Name or attr.lpar else text(n.value, st) + dot + attr.value
+    elif cls is cst.UnaryOperation and n.operator is _MINUS:
+        inner = "-" + text(n.expression, st)
+    else:
+        inner = None
+    if inner is not None:
+        lpar = n.lpar
+        if not lpar:
+            return inner
+        if lpar is _PARENS[0] and n.rpar is _PARENS[1]:
+            return "(" + inner + ")"
+    tokens = st.tokens = []
+    node(n, st)
+    return "".join(tokens)
+
+
+def _call_text(n: cst.Call, st: State) -> str | None:
+    """``text`` of a call pyexpr makes (None: another)."""
+    w, w2 = n.whitespace_after_func, n.whitespace_before_args
+    if type(w) is not _WS or w.value or type(w2) is not _WS or w2.value:
+        return None
+    parts = []
+    for arg in n.args:
+        if type(arg) is not cst.Arg or arg.whitespace_after_star is not _NO_SPACE \
+                or arg.whitespace_after_arg is not _NO_SPACE or arg.comma is not _DEFAULT or arg.star:
+            return None
+        keyword, value = arg.keyword, arg.value
+        value = value.value if type(value) in _LEAVES and not value.lpar else text(value, st)
+        if keyword is None:
+            if arg.equal is not _DEFAULT:
+                return None
+            parts.append(value)
+        elif arg.equal is _KEYWORD_EQUAL and type(keyword) is cst.Name and not keyword.lpar:
+            parts.append(keyword.value + "=" + value)
+        else:
+            return None
+    return text(n.func, st) + "(" + ", ".join(parts) + ")"
+
 
 def _ws(w: Any, st: State) -> None:
     if type(w) is _WS:

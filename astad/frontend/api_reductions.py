@@ -15,7 +15,7 @@ import libcst as cst
 import numpy as np
 
 from ..ir import FLOAT, Atom, Const, Num
-from ..values import Ref
+from ..values import PyTuple, Ref
 from .api_specs import ApiSpec, Refused, dtype_params, elementwise, sig
 from .core import LowererCore as Lowerer
 from .scopes import Value
@@ -202,8 +202,43 @@ def in_place_method(expr: cst.BaseExpression) -> bool:
     return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in IN_PLACE
 
 
-def _item(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
-    return lw.emit("item", [x])
+class _ItemSpec(ApiSpec):
+    """``x.item(*index)``: numpy's index is variadic: none (an array of one element), one flat index in C
+    order, or one per axis (also as one tuple)."""
+
+    def bind(self, args: list, kwargs: dict) -> dict:
+        if kwargs:
+            raise TypeError(f"takes no keyword arguments (`{next(iter(kwargs))}=` given)")
+        return {"a": args[0], "index": args[1:]}
+
+
+def _item(lw: Lowerer, b: dict, node: cst.Call) -> Value:
+    """``x.item()``; ``x.item(i)`` is ``x.ravel()[i].item()`` and ``x.item(i, j)`` is ``x[i, j].item()``, as numpy
+    reads them (differentiated as that indexing)."""
+    x = _array(lw, b, node, ".item()", True)
+    given = list(b["index"])
+    if len(given) == 1 and isinstance(given[0], PyTuple) and not given[0].is_list:
+        given = list(given[0].items)  # x.item((i, j))
+    if not given:
+        return lw.emit("item", [x])
+    ndim = x.type.ndim if isinstance(x.type, Num) else None
+    if len(given) > 1 and len(given) != ndim:
+        raise lw.type_error(f".item() takes one flat index or one index per axis: {len(given)} indices for an "
+                            f"array of {ndim} dimension{'s' if ndim != 1 else ''}", node,
+                            "x.item(i) for the i-th element in C order, or x.item(i, j, ...) with one index per axis")
+    args: list[Atom] = [x if len(given) > 1 or ndim == 1 else lw.emit("ravel", [x])]
+    index: list[Any] = []
+    for v in given:
+        a = lw.atom(lw.const_or(v), node)
+        if not (isinstance(a.type, Num) and a.type.shape == () and np.dtype(a.type.dtype).kind in "iu"):
+            raise lw.type_error(f".item() takes integer indices, not {a.type}", node,
+                                "x.item(i) with an int i, or x.item(i, j, ...) with one int per axis")
+        if isinstance(a, Const) and a.name is None:
+            index.append(int(a.value))
+        else:
+            args.append(a)
+            index.append(("arg", len(args) - 1))
+    return lw.emit("item", [lw.emit("getitem", args, {"index": tuple(index)})])
 
 
 def _astype(lw: Lowerer, b: dict, node: cst.Call) -> Value:
@@ -278,7 +313,7 @@ FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
 METHODS: dict[str, Callable[[str], ApiSpec]] = {
     **{n: FUNCTIONS[n] for n in ("var", "std", "cumsum", "cumprod", "trace", "argmax", "argmin", "argsort", "all", "any")},
     "clip": elementwise("clip", "a, min=None, max=None"),
-    "item": op_spec("item", "a", (), _item),
+    "item": lambda title: _ItemSpec(title, sig("a"), _item),
     "astype": lambda title: ApiSpec(title, sig("a, dtype"), _astype),
     "squeeze": op_spec("reshape", "a, axis=None", ("axis",), _squeeze),
     "sort": _refusal("x.sort() sorts the array in place", "y = np.sort(x) (a sorted copy, differentiated through the order)"),

@@ -77,7 +77,7 @@ class Calls(LowererCore):
                     isinstance(args[0], Var) and isinstance(args[0].type, ListT))):
                 raise self.type_error("list() takes one list, tuple or comprehension", node, "list(map(f, xs))")
             if not isinstance(args[0], PyTuple):
-                return args[0]  # a run-time list: taken for the same list (conservative)
+                return self.emit("list_copy", [args[0]])  # a run-time list: a new list of the same elements
             made = PyTuple(args[0].items, is_list=True)
             self.aliases.new_list(made)  # a new list holding the same elements
             return made

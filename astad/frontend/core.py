@@ -43,6 +43,7 @@ class LowererCore:
         self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
+        self.iterated: list[tuple[str, Any]] = []  # what the `for` loops being lowered run over (they read it)
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
         self.restores = 0  # how many lowerings were undone (a call whose lowering undid one is not replayed)
         self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)

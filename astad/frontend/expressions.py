@@ -224,8 +224,10 @@ class Expressions(LowererCore):
         operand = self.atom(self.expr(node.expression), node.expression)
         if isinstance(node.operator, cst.Minus):
             return self.emit("neg", [operand])
-        if isinstance(node.operator, cst.Plus):
-            return operand
+        if isinstance(node.operator, cst.Plus):  # numpy's `+x` is np.positive(x): a new array
+            if not (isinstance(operand.type, Num) and operand.type.py):
+                return self.emit("positive", [operand])
+            return self.emit("add", [Const.integer(0), operand]) if operand.type.dtype == "bool" else operand  # +True: 1
         raise self.syntax_error("this unary operator is not supported", "unary - and +", node)
 
     def expr_BinaryOperation(self, node: cst.BinaryOperation) -> Value:

@@ -188,7 +188,7 @@ class Lookup(LowererCore):
                           for k, v in env.items() if not (sc is self.scope and k == name)]
         found += [("a function made earlier holds it (as a default, or as a variable it reads)", v)
                   for v in self.held_by_functions()]
-        return found
+        return found + self.iterated
 
     def held_by_functions(self) -> list[Value]:
         """The values the lambdas and nested defs that can still be called hold

@@ -7,7 +7,8 @@ structured values are unrolled.
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
 import numpy as np
@@ -59,7 +60,8 @@ class Loops(LowererCore):
                 seqs, names, index_target = [a.value for a in it.args], targets, None
         values = [self.expr(s) for s in seqs]
         if all(isinstance(v, (PyTuple, PyDict)) for v in values):
-            self.unroll(stmt, values, names, index_target)
+            with self.iterating(values, seqs):
+                self.unroll(stmt, values, names, index_target)
             return None
         arrays = [self.dynamic_list(v, s) if isinstance(v, PyTuple) else self.atom(v, s) for v, s in zip(values, seqs)]
         for a, s in zip(arrays, seqs):
@@ -82,8 +84,23 @@ class Loops(LowererCore):
                            self.emit("getitem", [a, index], {"index": (("arg", 1),)}))
                 self.scope.env[n.value] = self.name_result(element, n.value)
 
-        return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
-                        hidden=index_target is None, element_names=[n.value for n in names])
+        with self.iterating(arrays, seqs):
+            return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
+                                   hidden=index_target is None, element_names=[n.value for n in names])
+
+    @contextmanager
+    def iterating(self, values: Sequence[Value], seqs: Sequence[cst.BaseExpression]) -> Iterator[None]:
+        """While a `for` loop's body is lowered: the loop reads its next elements from the objects it runs
+        over, so an update of one of them in place (or an append) would be seen by the iterations after
+        it; it is refused (aliases), as an update of any other value that can still be read."""
+        held = [(f"the `for` loop at line {self.loc(s).line} reads its next elements from it (loop over the "
+                 f"indices instead: `for i in range(len(...)):`, reading the element by index)", v)
+                for v, s in zip(values, seqs)]
+        self.iterated += held
+        try:
+            yield
+        finally:
+            del self.iterated[len(self.iterated) - len(held):]
 
     def zipped(self, node: cst.BaseExpression) -> cst.Call | None:
         """``node`` where it is a call of ``zip`` (what a loop's ``enumerate`` runs over), else None."""

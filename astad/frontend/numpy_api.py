@@ -13,6 +13,7 @@ import libcst as cst
 import numpy as np
 
 from ..ir import Atom, Const, ListT, Num, Var
+from ..values import PyTuple
 from . import api_elementwise, api_linalg, api_python, api_reductions, api_shape
 from .api_specs import (ApiSpec, atoms, constructor, dims, dtype_params, elementwise, like, reduction,  # noqa: F401
                         sequence, sig, spec, static_params)
@@ -95,7 +96,22 @@ def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     if isinstance(x, (Var, Const)) and isinstance(x.type, Num):
         raise lw.type_error("np.array of a number (a 0-d array) is not supported", node,
                             "the number itself, np.float64(x), or np.array([x]) for a 1-d array")
+    if isinstance(x, PyTuple) and any(isinstance(v, PyTuple) or _run_time_list(v) for v in x.items):
+        # nested lists or tuples (``[[a], [b]]``, ``[xs, ys]``): each inner one an array, as numpy reads a regular
+        # nesting; a ragged one is refused (numpy raises too)
+        x = PyTuple(tuple(_lower_array(lw, {"object": v}, node) if isinstance(v, PyTuple) or _run_time_list(v) else v
+                          for v in x.items), x.is_list)
+        shapes = sorted({t.shape for t in (getattr(v, "type", None) for v in x.items)
+                         if isinstance(t, Num) and t.known_shape}, key=lambda s: (len(s), s))
+        if len(shapes) > 1:
+            raise lw.type_error(f"np.array of a ragged nesting: its elements have the shapes {shapes[0]} and "
+                                f"{shapes[-1]} (numpy refuses it too)", node,
+                                "lists of one length at each level, or np.concatenate to join them")
     return sequence("stack")("np.array").lower(lw, {"arrays": x, "axis": 0}, node)
+
+
+def _run_time_list(v: Any) -> bool:
+    return isinstance(v, Var) and isinstance(v.type, ListT)
 
 
 def _lower_arange(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":

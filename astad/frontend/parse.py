@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep
-from ..source import check_not_wrapped, read_dedented, read_lambda
+from ..source import check_not_wrapped, read_dedented, read_lambda, string_lines
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import Starts, resolve as resolve_positions, start_of
@@ -41,6 +41,7 @@ class Parsed:
     aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
     fixed: dict = field(default_factory=dict)  # parameters a method or partial fixes (see astad.calling) -> values
     calls_own_name: bool = True  # False: no call of a function of its name anywhere in it (check_subset found none)
+    kept: frozenset = frozenset()  # the lines (1-based) inside a multi-line string: not dedented, no col_offset
     locs: dict = field(default_factory=dict, repr=False, compare=False)  # where a node starts (Starts) -> its Loc
 
     @property
@@ -80,7 +81,7 @@ class Parsed:
             loc = self.locs[at] = _new(Loc)
             _set_file(loc, self.file)
             _set_line(loc, line + self.line_offset)
-            _set_col(loc, at[1] + self.col_offset + 1)
+            _set_col(loc, at[1] + (self.col_offset if line not in self.kept else 0) + 1)
             _set_text(loc, lines[line - 1] if 0 < line <= len(lines) else "")
             return loc
         if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
@@ -90,7 +91,8 @@ class Parsed:
         except KeyError:
             line, column = start_of(self.positions, self.aliases.get(self.funcdef, self.funcdef))
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return _loc(self.file, line + self.line_offset, column + self.col_offset + 1, text)
+        return _loc(self.file, line + self.line_offset, column + (self.col_offset if line not in self.kept else 0) + 1,
+                    text)
 
 
 _new = object.__new__
@@ -144,9 +146,10 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
     lines, start, file, dedented = read_dedented(fn)
     source = "".join(lines)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
+    kept = frozenset(i + 1 for i in string_lines(source)) if col_offset else frozenset()
     read = _read_with_ast(dedented, code.co_name)
     if read is not None:
-        parsed = Parsed(fn, file, read[0], read[1], start - 1, col_offset, lines, source)
+        parsed = Parsed(fn, file, read[0], read[1], start - 1, col_offset, lines, source, kept=kept)
         check_subset(parsed, read[2])
         _PARSED[key] = parsed
         return parsed
@@ -162,12 +165,12 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
         text = lines[line - 1] if 0 < line <= len(lines) else ""
         raise UnsupportedSyntaxError(
             f"{fn.__qualname__} is nested too deeply for astad's parser (libcst), here",
-            Loc(file, line + start - 1, col + col_offset + 1, text),
+            Loc(file, line + start - 1, col + (col_offset if line not in kept else 0) + 1, text),
             "name the inner parts: `a = np.sin(x)`, `b = np.sin(a)`, ...")
     funcdef = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
     if funcdef is None or funcdef.name.value != code.co_name:
         raise SourceUnavailableError(f"cannot find the `def` of {fn.__qualname__} in its source")
-    parsed = Parsed(fn, file, funcdef, positions, start - 1, col_offset, lines, source)
+    parsed = Parsed(fn, file, funcdef, positions, start - 1, col_offset, lines, source, kept=kept)
     check_subset(parsed)
     _PARSED[key] = parsed
     return parsed

@@ -6,18 +6,20 @@ the statements in order, ``return``, assignments, augmented assignments
 from __future__ import annotations
 
 import libcst as cst
+import numpy as np
 
 from .. import deep
 from ..aliases import CALLER
 from .. import outputs
-from ..values import PyDict, PyTuple
-from ..errors import UnsupportedSyntaxError
+from ..values import PyDict, PyTuple, Ref
+from ..errors import UnsupportedFunctionError, UnsupportedSyntaxError
+from ..source import reversed_function
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
 from .syntax import can_leave, stmts_of, is_append
 from .api_reductions import in_place_method
 from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
-from .core import LowererCore
+from .core import LowererCore, ref_name
 
 
 class Statements(LowererCore):
@@ -214,6 +216,13 @@ class Statements(LowererCore):
         value = self.emit(op, [old_atom, self.atom(self.expr(node.value), node.value)])
         maybe_array = isinstance(old_atom.type, Num) and (  # a 0-d one too, unless a numpy scalar for sure
             old_atom.type.shape or not old_atom.type.py and self.aliases.roots(old_atom))
+        if maybe_array and old_atom.type.shape and value.type.shape == old_atom.type.shape and (  # type: ignore[union-attr]
+                value.type.dtype != old_atom.type.dtype and  # type: ignore[union-attr]
+                np.can_cast(value.type.dtype, old_atom.type.dtype, "same_kind")):  # type: ignore[union-attr]
+            # numpy computes in the wider dtype and casts back into the array (casting="same_kind"): f32 += f64
+            kind = np.dtype(old_atom.type.dtype).kind  # type: ignore[union-attr]
+            value = self.emit("astype" if kind == "f" else "astype_discrete", [value],
+                              {"dtype": old_atom.type.dtype, "scalar": False})  # type: ignore[union-attr]
         if maybe_array and (
                 value.type.shape != old_atom.type.shape or value.type.dtype != old_atom.type.dtype):  # type: ignore[union-attr]
             raise self.type_error(f"in-place `{_AUG_SYMBOL[op]}=` cannot change {old_atom.type} into {value.type}", node,
@@ -235,14 +244,35 @@ class Statements(LowererCore):
 
         if is_list_value(old):
             self.aliases.update_list(old, self.readable_besides(name), fail)
-        v = self.atom(self.expr(call.args[0].value), call.args[0].value)
-        if isinstance(old, PyTuple) and old.is_list:
-            new = self.scope.env[name] = PyTuple(old.items + (v,), is_list=True)
+        given = self.expr(call.args[0].value)
+        if isinstance(old, PyTuple) and old.is_list:  # it holds what a list literal holds: functions, tuples, lists
+            new = self.scope.env[name] = PyTuple(old.items + (given,), is_list=True)
             self.aliases.new_list(new, self.aliases.list_identity(old))
         elif isinstance(old, Var) and isinstance(old.type, ListT):
+            self.check_element(given, call)
+            v = self.atom(given, call.args[0].value)
             self.scope.env[name] = self.name_result(self.emit("append", [old, v]), name)
         else:
             raise self.type_error(f"`{name}` is not a list", call, "append to a list made by [] or [a, b]")
+
+    def check_element(self, given: Value, call: cst.Call) -> None:
+        """Refuse, by name, a function or a decorated function's pair appended to a list built at run time
+        (in a loop, a comprehension, a ``map``), which holds numbers and arrays only."""
+        arg = call.args[0].value
+        if isinstance(given, PyTuple) and len(given.items) == 2 and isinstance(given.items[1], Ref) and (
+                given.items[1].kind == "derivative"):  # `[helper(v) for v in x]`, `map(helper, x)`
+            f = reversed_function(given.items[1].obj).__name__
+            kind = "pushforward" if getattr(type(given.items[1].obj), "_MODE", "") == "forward" else "pullback"
+            raise UnsupportedFunctionError(
+                f"a list built at run time (a loop, a comprehension or a map over an array) holds numbers and arrays "
+                f"only, and `{f}(...)` returns a pair (value, {kind}): `{f}` is decorated with astad", self.loc(arg),
+                f"its value, `{f}(...)[0]` (differentiated through), or the undecorated function")
+        if isinstance(given, Ref) and given.kind in _FUNCTIONS:
+            made = isinstance(self.scope.parsed.aliases.get(call), (cst.ListComp, cst.GeneratorExp))
+            what = "a comprehension makes a list of functions" if made else "a function is appended to a list in a loop"
+            raise self.type_error(f"{what} (`{ref_name(given)}`): a list built at run time holds numbers and arrays "
+                                  "only", arg, "a list written out, fs = [f, g, h], or one function taking what varies "
+                                  "as a parameter: lambda v, k: v * k, called as f(x, k)")
 
     def dynamic_list(self, value: PyTuple, node: cst.CSTNode) -> Atom:
         """A list known element by element, as a run-time list (to carry it through a loop)."""
@@ -270,5 +300,8 @@ _AUG_OPS: dict[type, str] = {
     cst.PowerAssign: "pow", cst.MatrixMultiplyAssign: "matmul",
 }
 
+
+#: kinds of :class:`Ref` that are functions (refused by name as the elements of a list built at run time)
+_FUNCTIONS = frozenset({"closure", "user", "decorated", "numpy", "builtin"})
 
 _AUG_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}

@@ -7,9 +7,8 @@ from __future__ import annotations
 from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
-from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds,
-                 use_counts)
-from ..ir.walk import binding_reads, flat_reads, remember_binding_reads
+from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds
+from ..ir.walk import binding_reads, flat_reads, known_binding_reads, remember_binding_reads
 from ..names import Namer
 
 
@@ -24,9 +23,20 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     broadcasts of small values is done on the small values, then broadcast.  A
     cotangent that is a broadcast scalar (from ``sum``/``mean``) is thus never
     materialised as a full array unless it has to be."""
-    if "broadcast_to" not in kinds(prog.backward):
+    found = kinds(prog.backward)
+    if "broadcast_to" not in found:
         return prog  # nothing to sink
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, _sink(prog.backward, {}, Namer.of(prog)))
+    sunk = _sink(prog.backward, {}, Namer.of(prog))
+    if REMEMBER_KINDS and "expand_dims" not in found and found.isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+        # (``_sink`` of a block without nested blocks keeps each binding, or makes it again with the same
+        # primitive, or adds a ``broadcast_to``, which the block has: only an ``expand_dims`` may go.  So the
+        # new block is made of what the old one is: remembered as ``kinds`` would find it, without a walk)
+        sunk.__dict__.setdefault("_kinds", found)
+    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, sunk)
+
+
+#: whether ``sink_broadcasts`` remembers the kinds of the block it makes (tests turn it off)
+REMEMBER_KINDS = True
 
 
 def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
@@ -47,6 +57,13 @@ def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
             if rhs.op not in _SUNK or not small and rhs.op != "broadcast_to":
                 out.append(b)  # (the most common: nothing to sink)
                 continue
+            if rhs.op != "broadcast_to":  # (the next most common: no broadcast read, ``_reads_any`` written out)
+                for a in rhs.args:
+                    if type(a) is Var and a.name in small:
+                        break
+                else:
+                    out.append(b)
+                    continue
         elif isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _sink(blk, small, namer)))
             continue
@@ -140,12 +157,14 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     and one product instead of n products and n - 1 sums of matrices; other terms of
     the sum are added to the product.  The outer products such a sum read (nothing
     else reads them) are left out too."""
-    outers = {b.targets[0].name: b.rhs for b in block.binds if type(b.rhs) is Prim and b.rhs.op == "outer"
+    outers = {b.targets[0].name: b for b in block.binds if type(b.rhs) is Prim and b.rhs.op == "outer"
               and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
-    uses = use_counts(block)
+    # (how often the bindings read each name, not copied: read only; the block's result counted where read)
+    reads = known_binding_reads(block)
+    result = block.result.name if isinstance(block.result, Var) else None
     binds: list[Bind] = []
     summed: set[str] = set()  # the outer products made one matrix product
-    replaced: list[Bind] = []  # the sums made a matrix product
+    replaced: list[Bind] = []  # the sums made a matrix product, and the outer products they read
     made_here: list[Bind] = []  # the bindings made for them
     flat = True
     for b in block.binds:
@@ -157,17 +176,18 @@ def outer_sums(block: Block, namer: Namer) -> Block:
             b = with_branches(b, rhs, lambda blk: outer_sums(blk, namer))
             flat = False
         rhs = b.rhs
-        mine = [a for a in rhs.items if isinstance(a, Var) and a.name in outers and uses[a.name] == 1] \
-            if isinstance(rhs, Plus) else []
+        mine = [a for a in rhs.items if isinstance(a, Var) and a.name in outers
+                and reads[a.name] + (a.name == result) == 1] if isinstance(rhs, Plus) else []  # (``use_counts`` 1)
         if len(mine) < _OUTER_SUM_MIN:
             binds.append(b)
             continue
-        found = [outers[a.name] for a in mine]
+        found = [outers[a.name].rhs for a in mine]
         taken = {a.name for a in mine}
         others = tuple(a for a in rhs.items if not (type(a) is Var and a.name in taken))  # type: ignore[union-attr]
         target = b.targets[0] if not others else Var(namer.temp(), b.targets[0].type)
         summed.update(a.name for a in mine)
         replaced.append(b)
+        replaced.extend([outers[a.name] for a in mine])  # (and the outer products it read)
         first = len(binds)
         us, vs = (tuple(p.args[k] for p in found) for k in (0, 1))
         made = []
@@ -185,9 +205,9 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         return same_or_new(block, binds)
     out = Block(tuple([b for b in binds if len(b.targets) != 1 or b.targets[0].name not in summed]), block.result)
     if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
-        gone = replaced + [b for b in block.binds if len(b.targets) == 1 and b.targets[0].name in summed]
         reads = binding_reads(block)
-        reads.subtract(flat_reads(gone))
+        lowered = flat_reads(replaced)
+        reads.subtract(lowered)
         reads.update(flat_reads(made_here))
-        remember_binding_reads(out, reads)
+        remember_binding_reads(out, reads, lowered)
     return out

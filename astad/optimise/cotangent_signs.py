@@ -109,8 +109,9 @@ class _Absorb:
             elif readers:
                 others.extend([v.name for v in vars_of(rhs) if v.name in readers])
         self.reader_reads = Counter(read)  # (of the names ``taken`` may ask about)
-        if flat:
-            self.counts = Counter(read + others)
+        if flat:  # (the reads by primitives and sums counted once: a copy of those counts, the rest's added)
+            self.counts = Counter(self.reader_reads)
+            self.counts.update(others)
             if isinstance(block.result, Var) and block.result.name in readers:
                 self.counts[block.result.name] += 1
         else:
@@ -120,6 +121,7 @@ class _Absorb:
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
         self.computed: dict[str, Atom] = {}  # a negation computed as it was (some reader cannot take it) -> its operand
         self.out: list[Bind] = []
+        self.flipped: dict[object, Const] = {}  # a literal's key -> its negation
         self.unread = False  # whether a binding kept may be read no more (see ``absorbed``)
 
     def taken(self, name: str) -> bool:
@@ -128,7 +130,12 @@ class _Absorb:
             self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
             readers = self.readers.get(name, [])
             reads = self.reader_reads[name]  # (the reads of ``name`` by its readers)
-            self.memo[name] = bool(readers) and reads == self.counts[name] and all(self._takes(b, name) for b in readers)
+            if readers and reads == self.counts[name]:
+                for b in readers:
+                    if not self._takes(b, name):
+                        break
+                else:
+                    self.memo[name] = True
         return self.memo[name]
 
     def _takes(self, b: Bind, name: str) -> bool:
@@ -140,10 +147,12 @@ class _Absorb:
             return False
         if rhs.op == "neg" or (rhs.op in ("add", "sub") and len(rhs.args) == 2):
             return True
-        linear = range(len(rhs.args)) if rhs.op in _EACH else (0,) if rhs.op in _FIRST else ()
-        if any(isinstance(a, Var) and a.name == name and i not in linear for i, a in enumerate(rhs.args)):
-            return False
-        if rhs.op in ("mul", "div") and len(rhs.args) == 2 and any(_literal(a) for a in rhs.args):
+        if rhs.op not in _EACH:  # (linear in each argument: no argument to look at)
+            linear = (0,) if rhs.op in _FIRST else ()
+            for i, a in enumerate(rhs.args):
+                if type(a) is Var and a.name == name and i not in linear:
+                    return False
+        if rhs.op in ("mul", "div") and len(rhs.args) == 2 and (_literal(rhs.args[0]) or _literal(rhs.args[1])):
             return True
         return self.taken(b.targets[0].name)
 
@@ -165,7 +174,8 @@ class _Absorb:
                     else:  # (the most common: no argument renamed or negated, kept as it is)
                         out.append(b)
                         continue
-                rhs = substitute(rhs, env)
+                if env:
+                    rhs = substitute(rhs, env)
                 if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
                     out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
                     continue
@@ -244,7 +254,9 @@ class _Absorb:
             k = next(i for i, a in enumerate(plain) if _literal(a))
             lit = plain[k]
             assert isinstance(lit, Const)
-            flipped = Const.literal(-lit.value, lit.type)
+            flipped = self.flipped.get(lit.key)  # (each literal's negation made once)
+            if flipped is None:
+                flipped = self.flipped[lit.key] = Const.literal(-lit.value, lit.type)
             return self.emit(b, Prim(rhs.op, tuple(flipped if i == k else a for i, a in enumerate(plain)), rhs.params))
         self.negative(b, Prim(rhs.op, plain, rhs.params))
 
@@ -286,8 +298,12 @@ class _Absorb:
                 cur.append(a)
                 continue
             base = cur[0] if len(cur) == 1 else self.temp_bind(b, Plus(tuple(cur)), target)
+            if i == len(steps) - 1:  # the last step, a subtraction: it binds the target itself (the name of the
+                self.namer.temp()  # temporary it would have bound taken all the same: later names are as they were)
+                self.out.append(Bind(b.targets, Prim("sub", (base, a)), b.loc))
+                return
             cur = [self.temp_bind(b, Prim("sub", (base, a)), target)]
-        if len(cur) == 1:  # the last step was a subtraction: it binds the target itself
+        if len(cur) == 1:  # the last binding made (of ``acc``, no step after it) binds the target itself
             last = self.out.pop()
             self.out.append(Bind(b.targets, last.rhs, b.loc))
         else:

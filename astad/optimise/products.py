@@ -119,7 +119,8 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
             b = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
         factors = _product(b.rhs) if len(b.targets) == 1 else None
         if factors is not None:
-            new = _made(factors, defs, made, counts)
+            # (``_made`` finds nothing where neither factor is a product of this block's)
+            new = _made(factors, defs, made, counts) if factors[0].name in defs or factors[1].name in defs else None
             if new is not None:
                 b = Bind(b.targets, new, b.loc)
                 factors = (new.args[0], new.args[1])  # type: ignore[assignment]
@@ -129,7 +130,7 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
                 b = Bind(b.targets, Prim("neg", (z,)), b.loc)
             else:
                 defs[b.targets[0].name] = factors
-        if _negation(b):
+        if type(b.rhs) is Prim and b.rhs.op == "neg" and _negation(b):  # (the op first: most are products)
             negations[b.targets[0].name] = b.rhs.args[0]  # type: ignore[union-attr]
         out.append(b)
     return same_or_new(block, out)
@@ -139,7 +140,7 @@ def _signed(factors: tuple[Var, Var], negations: dict[str, Var]) -> tuple[Pair, 
     """The factors with each negation ``t = -u`` read as ``u`` (as a pair), and whether an odd number were."""
     f, g = factors
     p, q = negations.get(f.name, f), negations.get(g.name, g)
-    return _pair(p, q), (p is not f) is not (q is not g)
+    return (p.name, q.name) if p.name <= q.name else (q.name, p.name), (p is not f) is not (q is not g)  # (``_pair``)
 
 
 def _made(factors: tuple[Var, Var], defs: dict[str, tuple[Var, Var]], made: dict[Pair, Var],

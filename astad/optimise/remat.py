@@ -46,9 +46,9 @@ MIN_SIZE = 4096
 
 def rematerialise(prog: ReverseProgram) -> ReverseProgram:
     """``prog`` with its cheap residual arrays (and taped arrays) computed again in the backward pass."""
-    top_defs = _defs(prog.forward)
-    if "LoopBack" not in kinds(prog.backward) and not _candidates(top_defs, top_defs.keys()):
+    if "LoopBack" not in kinds(prog.backward) and not _any_candidate(prog.forward):
         return prog  # no big array made by a cheap operation (without a walk of the backward block)
+    top_defs = _defs(prog.forward)
     residual_reads = outside_reads(prog.backward)
     if "LoopBack" not in kinds(prog.backward) and not _candidates(top_defs, residual_reads):
         return prog  # nothing worth recomputing (what ``_recompute`` would find first)
@@ -80,6 +80,23 @@ def rematerialise(prog: ReverseProgram) -> ReverseProgram:
 def _defs(block: Block) -> dict[str, Bind]:
     """The primitive bindings of one target each at the top level of ``block``, by name."""
     return {b.targets[0].name: b for b in block.binds if type(b.rhs) is Prim and len(b.targets) == 1}
+
+
+def _any_candidate(block: Block) -> bool:
+    """Whether ``_candidates(_defs(block), _defs(block).keys())`` has a name, without making them:
+    ``_big`` asked once per type object (the passes share the objects: nearly every binding's is one
+    seen before; each is alive while the block is, so no two of them have the same ``id``)."""
+    big: dict[int, bool] = {}
+    for b in block.binds:
+        rhs = b.rhs
+        if type(rhs) is Prim and rhs.op in CHEAP and len(b.targets) == 1:
+            t = b.targets[0]
+            known = big.get(id(t.type))
+            if known is None:
+                known = big[id(t.type)] = _big(t)
+            if known:
+                return True
+    return False
 
 
 def _candidates(defs: dict[str, Bind], wanted: set[str] | frozenset[str]) -> set[str]:

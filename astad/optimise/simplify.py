@@ -198,18 +198,48 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
     tuples: dict[str, tuple[Atom, ...]] = {}
     made_zero: set[str] = set()  # variables bound to zeros made at run time
     out = []
+    # (named) a primitive renamed, by where in ``out`` its binding (the old one) is: its binding is made once its
+    # target is known (a copy naming it may come), not made and then made again
+    renamed_at: dict[int, Prim] = {}
     table = rules.TABLE
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # (what ``substitute`` makes, without a call)
-            for a in rhs.args:
+            args = rhs.args
+            for a in args:
                 if type(a) is Var and a.name in env:
-                    rhs = Prim(rhs.op, tuple([env.get(a.name, a) if type(a) is Var else a for a in rhs.args]),
-                               rhs.params)
+                    if len(args) == 2:  # (the most common: no comprehension)
+                        a, c = args
+                        args = (env.get(a.name, a) if type(a) is Var else a, env.get(c.name, c) if type(c) is Var else c)
+                    else:
+                        args = tuple([env.get(a.name, a) if type(a) is Var else a for a in args])
+                    rhs = Prim(rhs.op, args, rhs.params)
                     break
         elif type(rhs) is Copy:
             if type(rhs.atom) is Var and rhs.atom.name in env:
                 rhs = Copy(env[rhs.atom.name])
+        elif type(rhs) is Plus:  # (a cotangent sum: ``substitute``'s test and ``_fold_one``'s rule, without a call)
+            items = rhs.items
+            plain = len(items) > 1  # (of one item or none, ``_fold_one`` makes that item or a zero)
+            for a in items:
+                if type(a) is Zero or type(a) is Var and a.name in env:
+                    plain = False
+                    break
+            if plain:  # (the most common: nothing renamed, no zero, kept as it is: ``_fold_one`` and what follows it)
+                if named:
+                    for a in items:
+                        if type(a) is Var and a.name in watch and watch.pop(a.name) < 0:
+                            return None
+                    if len(b.targets) == 1:
+                        watch[b.targets[0].name] = len(out)
+                out.append(b)
+                continue
+            rhs = substitute(rhs, env)
+        elif forget and type(rhs) is Dup and type(env.get(rhs.var.name, rhs.var)) is Var:
+            var = env.get(rhs.var.name, rhs.var)  # (``forget_forward``'s rule below, without ``substitute``'s call)
+            for t in b.targets:
+                env[t.name] = var
+            continue
         else:
             rhs = substitute(rhs, env)
         if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
@@ -224,6 +254,10 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
                             return None
                     if len(b.targets) == 1:
                         watch[b.targets[0].name] = len(out)
+                        if rhs is not b.rhs and DEFER_BINDS:
+                            renamed_at[len(out)] = rhs
+                            out.append(b)
+                            continue
                 out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
                 if rhs.op in ZERO_MAKERS:
                     made_zero.add(b.targets[0].name)
@@ -244,7 +278,7 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
                             return None
                         if src.name[:1] == "t" and src.name[1:].isdigit():  # (``Namer.is_temp``)
                             old = out[at]
-                            out[at] = Bind(b.targets, old.rhs, old.loc)
+                            out[at] = Bind(b.targets, renamed_at.pop(at, old.rhs), old.loc)
                             watch[src.name] = -1
                             continue
                     env[b.targets[0].name] = src
@@ -269,6 +303,9 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
     result = subst_atom(block.result, env)
     if named and type(result) is Var and watch.get(result.name) == -1:
         return None
+    for at, rhs in renamed_at.items():  # (the renamed primitives no copy named)
+        old = out[at]
+        out[at] = Bind(old.targets, rhs, old.loc)
     return same_or_new(block, out, result)
 
 
@@ -287,6 +324,11 @@ def _fold_forward_block(forward: Block, residuals: frozenset[str],
     """``fold_forward``'s forward block, and what each name it replaced is now (``forget``: see ``fold``)."""
     renamed: dict[str, Atom] = {}
     forward = fold(forward, keep_copies=False, renamed=renamed, keep=residuals, forget=forget)
+    if forget and FINAL_AT_ONCE:
+        # (a block without nested blocks: what the fold put in for a name is an atom it had renamed already,
+        # or a zero; a name is put in only at its own binding, and an atom read there is bound before it,
+        # so no name replacing another is ever replaced itself: each is final)
+        return forward, renamed
 
     def final(a: Atom) -> Atom:
         while isinstance(a, Var) and a.name in renamed:
@@ -296,6 +338,15 @@ def _fold_forward_block(forward: Block, residuals: frozenset[str],
     env = {name: final(a) for name, a in renamed.items()}
     # (kinds: remembered on the block, which the passes after this one ask too)
     return _rename_saves(forward, env) if env and "Loop" in kinds(forward) else forward, env
+
+
+#: whether ``_fold``'s named walk makes the binding of a renamed primitive once its target is known (tests turn
+#: it off: then it is made at once, and made again where a copy names it)
+DEFER_BINDS = True
+
+#: whether ``_fold_forward_block`` takes the names a fold of a block without nested blocks replaced as final
+#: (tests turn it off: then each is followed to the end)
+FINAL_AT_ONCE = True
 
 
 def fold_program(prog: ReverseProgram) -> ReverseProgram:

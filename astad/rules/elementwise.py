@@ -259,7 +259,7 @@ register(
     binary("power", np.power, emit.np_call("power"), by_partials(_pow_partials)),
     binary("maximum", np.maximum, emit.np_call("maximum"), MAXIMUM),
     binary("minimum", np.minimum, emit.np_call("minimum"), MINIMUM),
-    Primitive("neg", operator.neg, elementwise(operator.neg), lambda a, ps: px.neg(a[0]), zero_in=(0,), kind=RULE,
+    Primitive("neg", operator.neg, elementwise(operator.neg), emit.neg, zero_in=(0,), kind=RULE,
               **linear(lambda b, p, out, ct: [b.prim("neg", ct)])),
     Primitive("where", np.where, _where_infer, emit.np_call("where"), kind=RULE, **by_partials(_where_partials, floats=True)),
     Primitive("clip", np.clip, _clip_infer, emit.np_call("clip"), kind=RULE, **explicit(jvp_clip, vjp_clip)),

@@ -11,8 +11,22 @@ from .. import pyexpr as px
 from .table import Expr
 
 
+#: the printers that print their operands as pyexpr's helpers do, whatever the parameters: what
+#: codegen prints as text (astad.codegen.text_expr): ("binop", "+"), ("call", "np.sin"), ("neg", "")
+TEXT_FORMS: dict[Callable, tuple[str, str]] = {}
+
+
 def binop(op: str) -> Callable[[list[Expr], dict], Expr]:
-    return lambda a, ps: px.binop(op, a[0], a[1])
+    emit = lambda a, ps: px.binop(op, a[0], a[1])  # noqa: E731
+    TEXT_FORMS[emit] = ("binop", op)
+    return emit
+
+
+def neg(a: list[Expr], ps: dict) -> Expr:
+    return px.neg(a[0])
+
+
+TEXT_FORMS[neg] = ("neg", "")
 
 
 def compare(op: str) -> Callable[[list[Expr], dict], Expr]:
@@ -21,10 +35,15 @@ def compare(op: str) -> Callable[[list[Expr], dict], Expr]:
 
 def np_call(fn: str, *static: str) -> Callable[[list[Expr], dict], Expr]:
     """Print as ``np.fn(args..., static_kw=...)``, leaving out defaults."""
+    func = f"np.{fn}"
+    if not static:  # (most: np.sin, np.exp)
+        plain = lambda a, ps: px.call(func, a)  # noqa: E731
+        TEXT_FORMS[plain] = ("call", func)
+        return plain
 
     def emit(a: list[Expr], ps: dict) -> Expr:
         kw = {k: px.literal(ps[k]) for k in static if ps.get(k) not in (None, False, 0) or (k == "axis" and ps.get(k) == 0)}
-        return px.call(f"np.{fn}", a, **kw)
+        return px.call(func, a, **kw)
 
     return emit
 

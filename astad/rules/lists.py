@@ -103,6 +103,10 @@ register(
     # a list whose length is known when transforming (a comprehension over a range or an array's rows)
     Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0], zero_in=(0,), kind=RULE,
               **linear(lambda b, p, out, ct: [ct], 0)),
+    # `list(xs)` of a run-time list: a new list object holding the same elements
+    Primitive("list_copy", list, lambda ts, ps: ts[0], lambda a, ps: px.subscript(a[0], [px.slice_(None, None, None)]),
+              kind=RULE,
+              **linear(lambda b, p, out, ct: [ct])),
     Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), kind=DISCRETE),
     Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, emit.sequence_value("stack"),
               kind=RULE, **linear(_stack_list_transpose)),

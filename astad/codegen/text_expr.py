@@ -1,0 +1,89 @@
+"""Expressions printed as they are made: reverse mode's common operations (``a * b``, ``np.sin(x)``,
+``-x``, of names, numbers and such expressions) as text, without libcst nodes.
+
+Codegen builds an expression bottom-up (an operation of its operands, a temporary read once inlined
+into the expression reading it) and prints it when a line assigns it.  :class:`Text` is such an
+expression already printed: its text, its precedence (:func:`astad.pyexpr.precedence`'s), and how its
+libcst node is made where something needs the node (an operation printed by another rule, a walk):
+the node :mod:`astad.pyexpr` would have made, which prints as the text (the parentheses are put where
+pyexpr puts them).  tests/test_render.py checks that on drawn expressions, and that every generated
+module prints as libcst prints it made of nodes (``codegen.python.TEXT_LINES`` off).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from .. import pyexpr as px
+from .render_expr import _SHARED_OPERATORS, text as node_text
+
+_ATOM, _UNARY = px._ATOM, px._UNARY
+#: each binary operator's precedence and text with its spaces (`` * ``)
+_BINOPS = {op: (p, _SHARED_OPERATORS[id(px._OPERATORS[op])]) for op, (_, p) in px._BINOPS.items()}
+
+
+class Text:
+    """An expression already printed (see the module's docstring)."""
+
+    __slots__ = ("text", "prec", "_node", "_make", "_parts")
+
+    def __init__(self, text: str, prec: int, node: Any = None, make: Callable[..., Any] | None = None,
+                 parts: tuple = ()) -> None:
+        self.text, self.prec, self._node, self._make, self._parts = text, prec, node, make, parts
+
+    def node(self) -> Any:
+        """The libcst node pyexpr makes of this expression (made once, when first asked for)."""
+        made = self._node
+        if made is None:
+            made = self._node = self._make(*[p.node() if type(p) is Text else p for p in self._parts])
+        return made
+
+
+@functools.lru_cache(maxsize=4096)
+def name(text: str) -> Text:
+    """A variable (one for each name, as :func:`astad.pyexpr.name`'s nodes)."""
+    return Text(text, _ATOM, None, px.name, (text,))
+
+
+def of(node: Any, st: Any) -> Text:
+    """A node already made (another rule's expression), printed."""
+    return Text(node_text(node, st), px.precedence(node), node)
+
+
+def binop(op: str, left: Text, right: Text) -> Text:
+    """:func:`astad.pyexpr.binop`, printed."""
+    p, token = _BINOPS[op]
+    if op == "**":  # right-associative; a unary operand on the left needs parentheses
+        lt = left.text if left.prec >= p + 1 else "(" + left.text + ")"
+        rt = right.text if right.prec >= _UNARY else "(" + right.text + ")"
+    else:
+        lt = left.text if left.prec >= p else "(" + left.text + ")"
+        rt = right.text if right.prec > p else "(" + right.text + ")"
+    return Text(lt + token + rt, p, None, px.binop, (op, left, right))
+
+
+def call(func: str, args: Sequence[Text]) -> Text:
+    """:func:`astad.pyexpr.call` of positional arguments, printed."""
+    return Text(func + "(" + ", ".join([a.text for a in args]) + ")", _ATOM, None, _call, (func, *args))
+
+
+def _call(func: str, *args: Any) -> Any:
+    return px.call(func, args)
+
+
+def neg(operand: Text) -> Text:
+    """:func:`astad.pyexpr.neg`, printed."""
+    inner = operand.text if operand.prec >= _UNARY else "(" + operand.text + ")"
+    return Text("-" + inner, _UNARY, None, px.neg, (operand,))
+
+
+def printer(form: tuple[str, str]) -> Callable[[list[Text]], Text]:
+    """How a form of :data:`astad.rules.emit.TEXT_FORMS` prints its operands."""
+    kind, what = form
+    if kind == "binop":
+        return lambda args: binop(what, args[0], args[1])
+    if kind == "call":
+        return lambda args: call(what, args)
+    assert kind == "neg", form
+    return lambda args: neg(args[0])
