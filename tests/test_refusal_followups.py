@@ -357,11 +357,11 @@ def test_code_python_accepts_is_differentiated(data):
                original_appended_after_copy):
         accepted(fn, (x,), data)
     accepted(plus_of_a_python_bool, (x, True), data)
-    # float32 values: central differences with a step float32 resolves (the functions are at most quadratic)
+    # float32 values: central differences with a step float32 resolves (the functions are at most quadratic);
+    # stages=False: the cotangent of a float32 value that meets a float64 one is float64 in the generated code
+    # and rounded to float32 by the IR interpreter, a difference within float32 precision that predates this
     for fn, args in ((f32_plus_f64, (x,)), (f32_times_f64_array, (x, w)), (f32_divided_value, (x,))):
         check_correct_or_refused(fn, list(args), eps=1e-2, rtol=1e-3, atol=1e-3, stages=False)
-    # (stages=False: the cotangent of a float32 value that meets a float64 one is float64 in the generated code
-    # and rounded to float32 by the IR interpreter, a difference within float32 precision that predates this)
 
 
 def test_f32_in_place_keeps_the_arrays_dtype_as_numpy():
