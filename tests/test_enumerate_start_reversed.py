@@ -185,3 +185,47 @@ def test_refused_with_the_form_to_write(fn, args, error, match, hint):
     with pytest.raises(error, match=match) as info:
         astad.grad(fn)(*args)
     assert hint in info.value.hint and info.value.loc.line > 0 and "^" in str(info.value)
+
+
+def structured_from_k(xs, k):
+    s = 0.0
+    for i, r in enumerate(xs, k):
+        s = s * 0.5 + np.sum(np.tanh(r)) * i
+    return s
+
+
+def dict_backwards(d):
+    s = 0.0
+    for key in reversed(d):
+        s = s * 0.5 + np.sum(d[key])
+    return s
+
+
+def tuple_backwards_counted(t):
+    s = 0.0
+    for i, r in enumerate(reversed(t), start=3):
+        s = s * 0.5 + r * i
+    return s
+
+
+def backwards_with_break(x):
+    s = 1.0
+    for i, v in enumerate(reversed(x), 1):
+        if v > 0.5:
+            break
+        s = s + v * i
+    for v in reversed(x):
+        s = s * v
+    return s
+
+
+def test_structured_arguments_empty_arrays_and_break():
+    """Lists, dicts and tuples known element by element (unrolled), an empty array, `break`."""
+    rng = np.random.default_rng(6)
+    check_correct_or_refused(structured_from_k, [[rng.standard_normal(3), rng.standard_normal(2)], 2])
+    check_correct_or_refused(dict_backwards, [{"a": rng.standard_normal(2), "b": rng.standard_normal(3)}])
+    check_correct_or_refused(tuple_backwards_counted, [(1.5, 2.5, -0.5)])
+    for x in (np.zeros(0), rng.standard_normal(6), np.array([0.1, 0.9, -0.3])):
+        check_correct_or_refused(backwards_with_break, [x])
+        if x.size:
+            check_jvp(backwards_with_break, (x,))
