@@ -1,7 +1,8 @@
 """Random programs with the loop forms tests/test_random_control_flow.py does not draw: iteration
 over arrays and lists (``for a in x``, ``for i, a in enumerate(x)``, ``for a, b in zip(x, z)``,
-``for i, (a, b) in enumerate(zip(x, w))``, over arguments, over a made array that the body updates,
-over a list argument of arrays and over a list built at run time), ``while`` loops with a counter
+``for i, (a, b) in enumerate(zip(x, w))``, ``enumerate(x, 1)``, ``reversed(x)``, ``reversed(range(4))``,
+over arguments, over a made array that the body updates, over a list argument of arrays and over a
+list built at run time), ``while`` loops with a counter
 and with a data-dependent (bounded) condition, ``break``/``continue``/``return`` under conditions,
 nested loops, ``if``/``elif``/``else`` assigning different names in its branches, and in-place
 updates in loop bodies: ``y[i] = ...``, ``y[i] += ...``, ``y += ...`` on arrays, on slices and
@@ -19,7 +20,7 @@ boundaries).  ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) runs N
 Found: a loop over an array (or a list) whose body updates it in place (``for i, a in enumerate(y):
 y[(i + 1) % 4] += a``, ``for a in lst: lst.append(...)``) read the elements as they were when the
 loop started (value and derivatives wrong); refused now (tests/test_iterated_in_place.py).  Drawn
-rarely, as astad refuses them today: ``for ... else``, ``enumerate(x, start)``, assigning to a list's
+rarely, as astad refuses them today: ``for ... else``, assigning to a list's
 element, updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
 refused: ``break``/``continue``/``return`` in a loop over a list known element by element, reading a
 list before any ``append`` to it in the source, a loop variable read after its loop."""
@@ -293,17 +294,20 @@ class LoopGen:
         i = self.name("i")
         a, b = self.name("a"), self.name("b")
         if kind == "range":
-            self.emit(f"for {i} in {self.pick(['range(4)', 'range(len(x))', 'range(1, 4)', 'range(3, -1, -1)'])}:")
+            heads = ['range(4)', 'range(len(x))', 'range(1, 4)', 'range(3, -1, -1)', 'reversed(range(4))',
+                     'reversed(range(1, n))']
+            self.emit(f"for {i} in {self.pick(heads)}:")
             loop = Loop(i, N, [], [], kind)
         elif kind == "range_n":
             self.emit(f"for {i} in range(n):")
             loop = Loop(i, N, [], [], kind)
         elif kind == "elements":
-            seq = self.pick(["x", "w", "z", "x[1:]", "w[::-1]", "y", "reversed(x)", "y[::-1]"])
+            seq = self.pick(["x", "w", "z", "x[1:]", "w[::-1]", "y", "reversed(x)", "y[::-1]", "reversed(y)"])
             self.emit(f"for {a} in {seq}:")
             loop = Loop(None, 0, [a], [], kind)
         elif kind == "enumerate":
-            seq = self.pick(["x", "w", "z", "y", "x[::2]", "x", "w", "z", "y", "x, 1", "y, 1", "w, start=2"])
+            seq = self.pick(["x", "w", "z", "y", "x[::2]", "x", "w", "z", "y", "x, 1", "y, 1", "w, start=2",
+                              "reversed(x)", "reversed(y), 2"])
             self.emit(f"for {i}, {a} in enumerate({seq}):")
             loop = Loop(i, 0 if "," in seq else 3 if seq in ("z", "x[::2]") else N, [a], [], kind)
         elif kind == "zip":
@@ -316,11 +320,13 @@ class LoopGen:
             self.emit(f"for {i}, ({a}, {b}) in enumerate(zip({s1}, {s2})):")
             loop = Loop(i, 3 if "z" in (s1, s2) else N, [a, b], [], kind)
         elif kind == "rows":
-            form = self.pick(["for {a} in xs:", "for {i}, {a} in enumerate(xs):", "for {a}, {b} in zip(xs, x):"])
+            form = self.pick(["for {a} in xs:", "for {i}, {a} in enumerate(xs):", "for {a}, {b} in zip(xs, x):",
+                              "for {a} in reversed(xs):"])
             self.emit(form.format(a=a, b=b, i=i))
             loop = Loop(i if "{i}" in form else None, 3, [b] if "{b}" in form else [], [a], kind)
         elif kind == "list":
-            form = self.pick(["for {a} in lst:", "for {i}, {a} in enumerate(lst):"])
+            form = self.pick(["for {a} in lst:", "for {i}, {a} in enumerate(lst):",
+                              "for {i}, {a} in enumerate(reversed(lst)):"])
             self.emit(form.format(a=a, i=i))
             loop = Loop(i if "{i}" in form else None, 0, [a], [], kind)
         elif kind == "rows_of_made":  # rows of a 2-d array: views, updated in place

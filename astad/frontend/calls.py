@@ -92,6 +92,11 @@ class Calls(LowererCore):
             raise self.type_error(f"calling `{name}` is not supported", node.func,
                                   "float(x), int(x), bool(x), np.float64(x), np.int64(x), list(...); "
                                   "`raise ValueError(...)` for an exception")
+        if func.kind == "iterator":  # range, enumerate, zip, reversed: only what a loop runs over
+            raise self.type_error(f"`{ref_name(func)}(...)` is supported only as what a `for` loop or a "
+                                  "comprehension runs over", node.func,
+                                  "for v in reversed(x):, [f(a, b) for a, b in zip(x, y)], or x[::-1] for the "
+                                  "reversed array")
         raise self.type_error(f"{ref_name(func)} is not callable", node.func)
 
     def isinstance_call(self, args: list[Value], node: cst.Call) -> Value:

@@ -11,6 +11,7 @@ import libcst as cst
 import numpy as np
 
 from .. import rules
+from ..aliases import KIND
 from ..errors import UnsupportedSyntaxError
 from ..values import PyDict, PyTuple
 from ..ir import Atom, Const, ListT, Num, Prim, Var
@@ -64,6 +65,7 @@ class Indexing(LowererCore):
 
         def fail(why: str) -> Exception:
             return UnsupportedSyntaxError(f"`{name}[...] {symbol}= ...` changes the array in place, and {why}", loc,
+                                          self.view_hint(y, name, symbol, why) or
                                           f"update a copy: {name} = {name}.copy() first, then {name}[...] {symbol}= ...")
 
         self.aliases.update_array(y, self.readable_besides(name), fail)
@@ -75,6 +77,28 @@ class Indexing(LowererCore):
         if op is not None:
             v = self.emit(op, [self.emit("getitem", args, {"index": index}), v])
         self.update(name, y, index, args, v)
+
+    def view_hint(self, y: Atom, name: str, symbol: str, why: str) -> str | None:
+        """What to write where an update of ``name`` (value ``y``) is refused because the array it is a
+        view of (``v = y[1:]``, ``for row in Y``) shares its memory: an update of that array itself, by
+        index (a copy of the view, the generic hint, would leave it unchanged); None where it is not so."""
+        x = y
+        for _ in range(8):  # a view of a view ...: up to the array a name holds
+            bind = next((b for b in reversed(self.binds) if b.targets == (x,)), None)
+            if bind is None or not isinstance(bind.rhs, Prim) or KIND.get(bind.rhs.op) not in ("getitem", "view") \
+                    or not isinstance(bind.rhs.args[0], Var):
+                return None
+            x = bind.rhs.args[0]
+            base = next((k for k, v in self.scope.env.items() if k != name and v == x), None)
+            if base is not None:
+                if not why.startswith(f"`{base}` "):
+                    return None
+                rows = any(v == x for _, v in self.iterated)
+                return (f"update `{base}` itself through an index: `{base}[...] {symbol}= ...` at the elements "
+                        f"`{name}` views" + (f" (over its rows: `for i in range(len({base})):` and "
+                                             f"`{base}[i] {symbol}= ...`)" if rows else "") +
+                        f"; a copy of `{name}` would leave `{base}` unchanged")
+        return None
 
     def update(self, name: str, y: Var, index: tuple, args: list[Atom], v: Atom) -> None:
         """``name`` bound to ``setitem(y, v, *args[1:])``: ``y`` with ``y[index]`` replaced."""

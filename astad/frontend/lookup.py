@@ -219,7 +219,7 @@ def _is_plain_object(obj: Any) -> bool:
             and not callable(obj) and type(obj).__module__ not in ("builtins", "numpy"))
 
 
-_ITERATORS = (builtins.range, builtins.enumerate, builtins.zip)
+_ITERATORS = (builtins.range, builtins.enumerate, builtins.zip, builtins.reversed)
 
 
 _TYPES = (tuple, list, dict, float, int, bool, np.ndarray)

@@ -1,5 +1,5 @@
-"""Lowering loops: ``for`` over ``range``, arrays, lists, ``enumerate`` and
-``zip``, and ``while``; the names a body updates are carried from one
+"""Lowering loops: ``for`` over ``range``, arrays, lists, ``enumerate``, ``zip``
+and ``reversed``, and ``while``; the names a body updates are carried from one
 iteration to the next, ``break`` and ``return`` stop it; loops over
 structured values are unrolled.
 """
@@ -33,60 +33,140 @@ class Loops(LowererCore):
         it = stmt.iter
         func = self.expr(it.func) if isinstance(it, cst.Call) else None
         kind = func.obj if isinstance(func, Ref) and func.kind == "iterator" else None
-        if kind is builtins.range:
+        if kind is builtins.range or kind is builtins.reversed and self.ranged(it):
             if not isinstance(stmt.target, cst.Name):
                 raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
-            return self.lower_loop(stmt, stmt.target.value, tuple(self.range_bounds(it)), None)
-        # over arrays (first axis), enumerate(...) or zip(...): a loop over the index
-        if kind is None:
-            seqs, names, index_target = [it], [stmt.target], None
-        else:
-            assert isinstance(it, cst.Call)
-            targets = target_names(stmt.target)
-            if kind is builtins.enumerate:
-                if len(it.args) != 1 or len(targets) != 2:
-                    raise self.syntax_error("use `for i, v in enumerate(x):`", "for i, v in enumerate(x):", it)
-                seqs, names, index_target = [it.args[0].value], [targets[1]], targets[0]
-                zipped = self.zipped(it.args[0].value)
-                if zipped is not None:  # `for i, (a, b) in enumerate(zip(x, y)):` the index and one name per array
-                    names = target_names(targets[1])
-                    if not isinstance(targets[1], (cst.Tuple, cst.List)) or len(names) != len(zipped.args):
-                        raise self.syntax_error("name one loop variable per zipped array",
-                                                "for i, (a, b) in enumerate(zip(x, y)):", it)
-                    seqs = [a.value for a in zipped.args]
-            else:
-                if len(targets) != len(it.args):
-                    raise self.syntax_error("name one loop variable per zipped array", "for a, b in zip(x, y):", it)
-                seqs, names, index_target = [a.value for a in it.args], targets, None
+            bounds = self.range_bounds(it) if kind is builtins.range else self.reversed_range(it.args[0].value)
+            return self.lower_loop(stmt, stmt.target.value, tuple(bounds), None)
+        # over arrays (first axis), enumerate(...), reversed(...) or zip(...): a loop over the index
+        seqs, names, index_target, start, backwards = self.for_head(stmt, it, kind)
         values = [self.expr(s) for s in seqs]
         if all(isinstance(v, (PyTuple, PyDict)) for v in values):
             with self.iterating(values, seqs):
-                self.unroll(stmt, values, names, index_target)
+                self.unroll(stmt, values, names, index_target, start, backwards)
             return None
         arrays = [self.dynamic_list(v, s) if isinstance(v, PyTuple) else self.atom(v, s) for v, s in zip(values, seqs)]
         for a, s in zip(arrays, seqs):
             if not (isinstance(a.type, Num) and a.type.ndim >= 1 or isinstance(a.type, ListT)):
                 raise self.type_error(f"a `for` loop runs over arrays (their first axis) and lists, not {a.type}", s,
-                                      "for i in range(n), for row in x, enumerate(x), zip(x, y)")
+                                      "for i in range(n), for row in x, enumerate(x), zip(x, y), reversed(x)")
         lengths = [self.emit("list_len", [a]) if isinstance(a.type, ListT) else self.shape_of(a).items[0]
                    for a in arrays]
         bound = lengths[0]
         for other in lengths[1:]:
             bound = self.emit_call_min(bound, other)
-        for n in names:
+        for n in names + ([index_target] if index_target is not None else []):
             if not isinstance(n, cst.Name):
                 raise self.syntax_error("the loop variables must be names", "for a, b in zip(x, y):", n)
-        index_name = index_target.value if isinstance(index_target, cst.Name) else f"{names[0].value}_index"
+        # the loop's own index runs over the elements' positions (backwards for `reversed`); the user's
+        # index is it, or (`enumerate(x, start)`, `enumerate(reversed(x))`) computed from it
+        computed = index_target is not None and (start is not None or backwards)
+        index_name = index_target.value if index_target is not None and not computed else f"{names[0].value}_index"
+        last = self.emit("sub", [bound, Const.integer(1)]) if backwards else None
+        element_names = ([index_target.value] if computed else []) + [n.value for n in names]
 
         def elements(index: Var) -> None:
+            if computed:
+                count: Atom = index if last is None else self.emit("sub", [last, index])
+                if start is not None:
+                    count = self.emit("add", [count, start])
+                self.scope.env[index_target.value] = self.name_result(count, index_target.value)
             for n, a in zip(names, arrays):
                 element = (self.emit("list_get", [a, index]) if isinstance(a.type, ListT) else
                            self.emit("getitem", [a, index], {"index": (("arg", 1),)}))
                 self.scope.env[n.value] = self.name_result(element, n.value)
 
+        bounds = (bound,) if last is None else (last, Const.integer(-1), Const.integer(-1))
         with self.iterating(arrays, seqs):
-            return self.lower_loop(stmt, index_name, (bound,), None, prelude=elements,
-                                   hidden=index_target is None, element_names=[n.value for n in names])
+            return self.lower_loop(stmt, index_name, bounds, None, prelude=elements,
+                                   hidden=index_target is None or computed, element_names=element_names)
+
+    def for_head(self, stmt: cst.For, it: cst.BaseExpression, kind: Any) -> tuple[
+            list[cst.BaseExpression], list[cst.BaseExpression], cst.BaseExpression | None, Atom | None, bool]:
+        """What a `for` loop that is not over a range runs over: the sequences, the names of their
+        elements, the index's name (`enumerate`), the index's start (`enumerate(x, k)`), and whether it runs
+        backwards (`reversed(x)`, `enumerate(reversed(x))`)."""
+        if kind is None:
+            return [it], [stmt.target], None, None, False
+        assert isinstance(it, cst.Call)
+        targets = target_names(stmt.target)
+        if kind is builtins.reversed:
+            return [self.reversed_of(it)], [stmt.target], None, None, True
+        if kind is builtins.zip:
+            if len(targets) != len(it.args):
+                raise self.syntax_error("name one loop variable per zipped array", "for a, b in zip(x, y):", it)
+            return [a.value for a in it.args], targets, None, None, False
+        assert kind is builtins.enumerate
+        args = it.args
+        if not (1 <= len(args) <= 2 and len(targets) == 2 and not any(a.star for a in args) and args[0].keyword is None
+                and (len(args) == 1 or args[1].keyword is None or args[1].keyword.value == "start")):
+            raise self.syntax_error("use `for i, v in enumerate(x):` or `enumerate(x, start)`",
+                                    "for i, v in enumerate(x): (or enumerate(x, 1), enumerate(x, start=k))", it)
+        start = self.enumerate_start(args[1].value) if len(args) == 2 else None
+        seq, backwards = args[0].value, False
+        func = self.expr(seq.func) if isinstance(seq, cst.Call) else None
+        if isinstance(func, Ref) and func.kind == "iterator" and func.obj is builtins.reversed:
+            assert isinstance(seq, cst.Call)
+            seq, backwards = self.reversed_of(seq), True
+        zipped = None if backwards else self.zipped(seq)
+        if zipped is None:
+            return [seq], [targets[1]], targets[0], start, backwards
+        # `for i, (a, b) in enumerate(zip(x, y)):` the index and one name per array
+        names = target_names(targets[1])
+        if not isinstance(targets[1], (cst.Tuple, cst.List)) or len(names) != len(zipped.args):
+            raise self.syntax_error("name one loop variable per zipped array",
+                                    "for i, (a, b) in enumerate(zip(x, y)):", it)
+        return [a.value for a in zipped.args], names, targets[0], start, False
+
+    def enumerate_start(self, node: cst.BaseExpression) -> Atom:
+        """The ``start`` of ``enumerate(x, start)``: an integer."""
+        start = self.atom(self.expr(node), node)
+        if not (isinstance(start.type, Num) and start.type.shape == () and start.type.dtype in ("int64", "int32")):
+            raise self.type_error(f"enumerate's start must be an integer, not {start.type}", node,
+                                  "enumerate(x, 1), enumerate(x, start=k) with an int k")
+        return start
+
+    def reversed_of(self, node: cst.Call) -> cst.BaseExpression:
+        """The sequence of ``reversed(seq)`` (over an array's first axis, a list, a tuple)."""
+        if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+            raise self.syntax_error("reversed() takes one sequence", "for v in reversed(x):", node)
+        seq = node.args[0].value
+        func = self.expr(seq.func) if isinstance(seq, cst.Call) else None
+        if isinstance(func, Ref) and func.kind == "iterator" and func.obj is not builtins.range:
+            raise self.syntax_error(f"`reversed` runs here over an array, a list or a `range(...)`, not over "
+                                    f"`{func.obj.__name__}(...)`", "for v in reversed(x):, for i in reversed(range(n)):,"
+                                    " or a loop over the indices backwards: for i in range(n - 1, -1, -1):", node)
+        return seq
+
+    def ranged(self, node: cst.Call) -> bool:
+        """Whether ``node`` (a call of ``reversed``) is ``reversed(range(...))``."""
+        seq = self.reversed_of(node)
+        func = self.expr(seq.func) if isinstance(seq, cst.Call) else None
+        return isinstance(func, Ref) and func.obj is builtins.range
+
+    def reversed_range(self, node: cst.BaseExpression) -> list[Atom]:
+        """The bounds of ``range(...)`` backwards (``reversed(range(...))``): ``range(n)`` as
+        ``range(n - 1, -1, -1)``, ``range(a, b)`` as ``range(b - 1, a - 1, -1)``; with a step ``s``
+        (known when transforming), from the last element ``a + (len - 1) * s`` down to ``a - s``."""
+        bounds = self.range_bounds(node)
+        if len(bounds) == 1:
+            bounds = [Const.integer(0)] + bounds
+        first, stop = bounds[0], bounds[1]
+        if len(bounds) == 2:
+            return [self.emit("sub", [stop, Const.integer(1)]), self.emit("sub", [first, Const.integer(1)]),
+                    Const.integer(-1)]
+        step = bounds[2].type.value if isinstance(bounds[2].type, Num) else None
+        if not isinstance(step, int) or step == 0:
+            raise self.type_error("reversed(range(a, b, step)) needs a nonzero step known when transforming (a "
+                                  "number written in the code)", node,
+                                  "reversed(range(a, b, 2)), or the range backwards: range(last, a - step, -step)")
+        # the number of elements: ceil((stop - first) / step); none (a negative count) gives an empty range
+        n = self.emit("floordiv", [self.emit("add", [self.emit("sub", [stop, first]),
+                                                     Const.integer(step - 1 if step > 0 else step + 1)]),
+                                   Const.integer(step)])
+        last = self.emit("add", [first, self.emit("mul", [self.emit("sub", [n, Const.integer(1)]),
+                                                          Const.integer(step)])])
+        return [last, self.emit("sub", [first, Const.integer(step)]), Const.integer(-step)]
 
     @contextmanager
     def iterating(self, values: Sequence[Value], seqs: Sequence[cst.BaseExpression]) -> Iterator[None]:
@@ -110,9 +190,9 @@ class Loops(LowererCore):
         return node if isinstance(func, Ref) and func.kind == "iterator" and func.obj is builtins.zip else None
 
     def unroll(self, stmt: cst.For, values: list[Value], names: list[cst.BaseExpression],
-               index_target: cst.BaseExpression | None) -> None:
+               index_target: cst.BaseExpression | None, start: Atom | None = None, backwards: bool = False) -> None:
         """A loop over tuples, lists or dicts known element by element (structured
-        arguments): the body once per element (a dict gives its keys)."""
+        arguments): the body once per element (a dict gives its keys), last to first ``backwards``."""
         if can_leave(stmt):
             raise self.syntax_error("`break`, `continue` and `return` are not supported in a loop over a tuple, "
                                     "list or dict (it is unrolled)", "a loop without them, or a loop over an array",
@@ -120,9 +200,12 @@ class Loops(LowererCore):
         elements = [list(v.items) if isinstance(v, PyTuple) else
                     [Ref("string", k) if isinstance(k, str) else Const.literal(k, literal_type(k)) for k in v.keys]
                     for v in values]
+        if backwards:
+            elements = [e[::-1] for e in elements]
         for k in range(min(map(len, elements))):
             if index_target is not None:
-                self.assign(index_target, Const.literal(k, literal_type(k)))
+                self.assign(index_target, Const.literal(k, literal_type(k)) if start is None else
+                            self.emit("add", [Const.integer(k), start]))
             for name, items in zip(names, elements):
                 self.assign(name, items[k])
             self.lower_stmts(stmts_of(stmt.body))

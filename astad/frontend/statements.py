@@ -290,7 +290,7 @@ class Statements(LowererCore):
 
         def fail(why: str) -> Exception:
             return UnsupportedSyntaxError(f"`{name} {symbol}= ...` changes the array in place, and {why}", loc,
-                                          f"{name} = {name} {symbol} ...")
+                                          self.view_hint(x, name, symbol, why) or f"{name} = {name} {symbol} ...")
 
         self.aliases.update_array(x, self.readable_besides(name), fail)
 
