@@ -11,9 +11,10 @@ needed: ``dup`` becomes ``plus`` and ``drop`` becomes ``zero``, statically.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .. import rules
+from ..rules import has_effect
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
@@ -22,7 +23,7 @@ from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
-                 TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
+                 TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, kinds, lam_free_vars,
                  loop_free_vars)
 from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
@@ -183,14 +184,24 @@ class _Macro:
         self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
+        self.named_at_once = True  # whether a cotangent a rule makes is bound as ``a_ct`` at once (``settle``)
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
 
     def ct_of(self, v: Var) -> Atom:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
         return Zero(_ct_type(v.type)) if ct is None else ct
 
-    def give(self, a: Atom, ct: Atom | None) -> None:
-        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
+    def wants(self, a: Atom) -> bool:
+        """Whether ``give`` keeps a cotangent given to ``a`` (a variable, differentiable, active)."""
+        if type(a) is not Var:
+            return False
+        t = a.type
+        return bool(DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable) and a.name not in self.inactive
+
+    def give(self, a: Atom, ct: Atom | None, at: int = -1) -> None:
+        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR).  ``at``: where
+        in the bindings made the one that binds ``ct``, a temporary nothing else reads: it is made to
+        bind ``a_ct`` itself (what ``name_cotangents`` would make of the copy), no copy made."""
         if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
             return
         t = a.type
@@ -208,7 +219,11 @@ class _Macro:
             ct_t = t
         named = Var(self.namer.fresh(name + "_ct"), ct_t)
         b = self.b
-        b.binds.append(Bind((named,), Copy(ct), b.loc))
+        if at >= 0:
+            made = b.binds[at]
+            b.binds[at] = Bind((named,), made.rhs, made.loc)
+        else:
+            b.binds.append(Bind((named,), Copy(ct), b.loc))
         self.cts[name] = named
 
     # one rule per construct -------------------------------------------------
@@ -227,12 +242,54 @@ class _Macro:
             for a in rhs.args:
                 give(a, None)
             return
+        binds = self.b.binds
+        start = len(binds)
         try:
             arg_cts = vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
             raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
-        for a, c in zip(rhs.args, arg_cts):
-            give(a, c)
+        if len(binds) == start:  # (nothing made: each argument's cotangent is the result's, or none)
+            for a, c in zip(rhs.args, arg_cts):
+                give(a, c)
+            return
+        for a, c, at in zip(rhs.args, arg_cts, self.settle(rhs.args, arg_cts, start)):
+            give(a, c, at)
+
+    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int) -> list[int]:
+        """Of the bindings a VJP rule made (from ``start`` on), leave out those only the cotangents
+        ``give`` drops read (of a literal, of an inactive value: dce would remove them after the
+        optimiser's first passes walked them); the names they drew stay drawn, so the names of
+        what follows do not change.  Returns, per argument, where the binding of its cotangent is
+        when that is a temporary nothing else reads (``give``'s ``at``), else -1."""
+        binds = self.b.binds
+        made = binds[start:]
+        wanted = [self.wants(a) and type(c) is Var for a, c in zip(args, arg_cts)]
+        reads: dict[str, int] = {}  # the temporaries read: by the bindings kept, as cotangents given
+        for c, w in zip(arg_cts, wanted):
+            if w:
+                reads[c.name] = reads.get(c.name, 0) + 1  # type: ignore[union-attr]
+        given = set(reads)
+        kept = []
+        for b in reversed(made):
+            rhs = b.rhs
+            if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
+                return [-1] * len(arg_cts)
+            # (one that reads a cotangent given is kept: fold's name_cotangents names a temporary
+            # by the copy give makes of it only where nothing read it before)
+            if len(b.targets) != 1 or b.targets[0].name in reads or has_effect(rhs) or \
+                    any(type(x) is Var and x.name in given for x in rhs.args):
+                kept.append(b)
+                for x in rhs.args:
+                    if type(x) is Var:
+                        reads[x.name] = reads.get(x.name, 0) + 1
+        kept.reverse()
+        binds[start:] = kept
+        where = {b.targets[0].name: start + i for i, b in enumerate(kept)
+                 if len(b.targets) == 1 and Namer.is_temp(b.targets[0].name)}
+        if not self.named_at_once:
+            return [-1] * len(arg_cts)
+        return [where.get(c.name, -1) if w and reads[c.name] == 1 else -1  # type: ignore[union-attr]
+                for c, w in zip(arg_cts, wanted)]
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
@@ -450,6 +507,9 @@ class _Macro:
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body
+        # (remove_functions, which runs before the fold names the temporaries the copies name, draws
+        # names of its own: with the temporaries there, as ever, they stay the names they were)
+        self.named_at_once = "Lam" not in kinds(fn.body)
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(
