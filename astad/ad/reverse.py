@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .. import rules
-from ..rules import has_effect
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
@@ -185,18 +184,12 @@ class _Macro:
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
         self.named_at_once = True  # whether a cotangent a rule makes is bound as ``a_ct`` at once (``settle``)
+        self.top = True  # whether the block being built is the top one (``settle`` runs only there)
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
 
     def ct_of(self, v: Var) -> Atom:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
         return Zero(_ct_type(v.type)) if ct is None else ct
-
-    def wants(self, a: Atom) -> bool:
-        """Whether ``give`` keeps a cotangent given to ``a`` (a variable, differentiable, active)."""
-        if type(a) is not Var:
-            return False
-        t = a.type
-        return bool(DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable) and a.name not in self.inactive
 
     def give(self, a: Atom, ct: Atom | None, at: int = -1) -> None:
         """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR).  ``at``: where
@@ -248,7 +241,7 @@ class _Macro:
             arg_cts = vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
             raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
-        if len(binds) == start:  # (nothing made: each argument's cotangent is the result's, or none)
+        if len(binds) == start or not self.top:  # (nothing made, or in a nested block: see own_block)
             for a, c in zip(rhs.args, arg_cts):
                 give(a, c)
             return
@@ -261,34 +254,49 @@ class _Macro:
         optimiser's first passes walked them); the names they drew stay drawn, so the names of
         what follows do not change.  Returns, per argument, where the binding of its cotangent is
         when that is a temporary nothing else reads (``give``'s ``at``), else -1."""
-        binds = self.b.binds
-        made = binds[start:]
-        wanted = [self.wants(a) and type(c) is Var for a, c in zip(args, arg_cts)]
-        reads: dict[str, int] = {}  # the temporaries read: by the bindings kept, as cotangents given
-        for c, w in zip(arg_cts, wanted):
-            if w:
-                reads[c.name] = reads.get(c.name, 0) + 1  # type: ignore[union-attr]
-        given = set(reads)
-        kept = []
-        for b in reversed(made):
+        binds, inactive = self.b.binds, self.inactive
+        reads: dict[str, int] = {}  # what is read: by the bindings kept, as cotangents given
+        wanted = []  # per argument, whether ``give`` keeps its cotangent (``give``'s tests)
+        for a, c in zip(args, arg_cts):
+            w = False
+            if type(a) is Var and type(c) is Var and a.name not in inactive:
+                t = a.type
+                w = DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable
+                if w:
+                    reads[c.name] = reads.get(c.name, 0) + 1
+            wanted.append(w)
+        # (a binding that reads a temporary given is kept: fold's name_cotangents names a temporary
+        # by the copy give makes of it only where nothing read it before)
+        given = {n for n in reads if Namer.is_temp(n)}
+        kept: list[Bind] = []
+        at: dict[str, int] = {}  # a temporary given -> where in ``kept`` its binding is
+        end = len(binds)
+        for i in range(end - 1, start - 1, -1):
+            b = binds[i]
             rhs = b.rhs
             if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
                 return [-1] * len(arg_cts)
-            # (one that reads a cotangent given is kept: fold's name_cotangents names a temporary
-            # by the copy give makes of it only where nothing read it before)
-            if len(b.targets) != 1 or b.targets[0].name in reads or has_effect(rhs) or \
-                    any(type(x) is Var and x.name in given for x in rhs.args):
-                kept.append(b)
+            targets = b.targets
+            name = targets[0].name
+            if len(targets) == 1 and name not in reads and not _TABLE[rhs.op].effect:
                 for x in rhs.args:
-                    if type(x) is Var:
-                        reads[x.name] = reads.get(x.name, 0) + 1
-        kept.reverse()
-        binds[start:] = kept
-        where = {b.targets[0].name: start + i for i, b in enumerate(kept)
-                 if len(b.targets) == 1 and Namer.is_temp(b.targets[0].name)}
-        if not self.named_at_once:
+                    if type(x) is Var and x.name in given:
+                        break
+                else:
+                    continue  # read by none but the cotangents give drops: left out
+            if name in given:
+                at[name] = len(kept)
+            kept.append(b)
+            for x in rhs.args:
+                if type(x) is Var:
+                    reads[x.name] = reads.get(x.name, 0) + 1
+        if len(kept) != end - start:
+            kept.reverse()
+            binds[start:] = kept
+        if not self.named_at_once or not at:
             return [-1] * len(arg_cts)
-        return [where.get(c.name, -1) if w and reads[c.name] == 1 else -1  # type: ignore[union-attr]
+        last = start + len(kept) - 1
+        return [last - at[c.name] if w and reads[c.name] == 1 and c.name in at else -1  # type: ignore[union-attr]
                 for c, w in zip(arg_cts, wanted)]
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
@@ -458,8 +466,10 @@ class _Macro:
         """The backward pass of ``block`` as a block of its own (a branch, a loop
         body, a function's body): from the cotangent ``result_ct()`` makes there to
         the tuple ``inputs_cts()`` builds."""
-        saved = self.b.binds, self.cts
-        self.b.binds, self.cts = [], {}
+        saved = self.b.binds, self.cts, self.top
+        # (a nested block is folded otherwise than the top one (fold, then name_cotangents, where a
+        # temporary a copy named is read after it): there the rules' bindings are left as made)
+        self.b.binds, self.cts, self.top = [], {}, False
         try:
             self.block(block, result_ct())
             items = inputs_cts()
@@ -467,7 +477,7 @@ class _Macro:
             self.b.bind((end,), MakeTuple(tuple(items)))
             return Block(tuple(self.b.binds), end)
         finally:
-            self.b.binds, self.cts = saved
+            self.b.binds, self.cts, self.top = saved
 
     def ct_or_zeros(self, v: Var) -> Atom:
         """The cotangent of ``v`` leaving a branch or loop body: a zero whose size is
