@@ -256,18 +256,17 @@ class _Macro:
         when that is a temporary nothing else reads (``give``'s ``at``), else -1."""
         binds, inactive = self.b.binds, self.inactive
         reads: dict[str, int] = {}  # what is read: by the bindings kept, as cotangents given
-        wanted = []  # per argument, whether ``give`` keeps its cotangent (``give``'s tests)
+        # the temporaries given (``give``'s tests): a binding that reads one is kept, as fold's
+        # name_cotangents names a temporary by the copy give makes of it only where nothing read it before
+        given = set()
         for a, c in zip(args, arg_cts):
-            w = False
             if type(a) is Var and type(c) is Var and a.name not in inactive:
                 t = a.type
-                w = DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable
-                if w:
-                    reads[c.name] = reads.get(c.name, 0) + 1
-            wanted.append(w)
-        # (a binding that reads a temporary given is kept: fold's name_cotangents names a temporary
-        # by the copy give makes of it only where nothing read it before)
-        given = {n for n in reads if Namer.is_temp(n)}
+                if DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable:
+                    name = c.name
+                    reads[name] = reads.get(name, 0) + 1
+                    if name[:1] == "t" and name[1:].isdigit():  # (Namer.is_temp)
+                        given.add(name)
         kept: list[Bind] = []
         at: dict[str, int] = {}  # a temporary given -> where in ``kept`` its binding is
         end = len(binds)
@@ -296,8 +295,12 @@ class _Macro:
         if not self.named_at_once or not at:
             return [-1] * len(arg_cts)
         last = start + len(kept) - 1
-        return [last - at[c.name] if w and reads[c.name] == 1 and c.name in at else -1  # type: ignore[union-attr]
-                for c, w in zip(arg_cts, wanted)]
+        where = []
+        for a, c in zip(args, arg_cts):  # (an argument given a temporary given: its test passed)
+            name = c.name if type(c) is Var else None
+            where.append(last - at[name] if name in at and reads[name] == 1 and type(a) is Var and
+                         a.name not in inactive else -1)
+        return where
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
