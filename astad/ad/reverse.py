@@ -245,26 +245,30 @@ class _Macro:
             for a, c in zip(rhs.args, arg_cts):
                 give(a, c)
             return
-        for a, c, at in zip(rhs.args, arg_cts, self.settle(rhs.args, arg_cts, start)):
-            give(a, c, at)
+        where = self.settle(rhs.args, arg_cts, start)
+        for a, c in zip(rhs.args, arg_cts):
+            give(a, c, where.get(c.name, -1) if where and type(c) is Var else -1)
 
-    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int) -> list[int]:
+    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int) -> dict[str, int] | None:
         """Of the bindings a VJP rule made (from ``start`` on), leave out those only the cotangents
         ``give`` drops read (of a literal, of an inactive value: dce would remove them after the
         optimiser's first passes walked them); the names they drew stay drawn, so the names of
-        what follows do not change.  Returns, per argument, where the binding of its cotangent is
-        when that is a temporary nothing else reads (``give``'s ``at``), else -1."""
+        what follows do not change.  Returns where the binding of each cotangent given is that is
+        a temporary nothing else reads (``give``'s ``at``; None: none is)."""
         binds, inactive = self.b.binds, self.inactive
-        reads: dict[str, int] = {}  # what is read: by the bindings kept, as cotangents given
-        # the temporaries given (``give``'s tests): a binding that reads one is kept, as fold's
-        # name_cotangents names a temporary by the copy give makes of it only where nothing read it before
+        needed = set()  # the names read: by the bindings kept, as cotangents given (``give``'s tests)
+        # the temporaries given: a binding that reads one is kept, as fold's name_cotangents
+        # names a temporary by the copy give makes of it only where nothing read it before
         given = set()
+        shared = set()  # those read more than once (given twice, or read by a binding kept)
         for a, c in zip(args, arg_cts):
             if type(a) is Var and type(c) is Var and a.name not in inactive:
                 t = a.type
                 if DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable:
                     name = c.name
-                    reads[name] = reads.get(name, 0) + 1
+                    if name in given:
+                        shared.add(name)
+                    needed.add(name)
                     if name[:1] == "t" and name[1:].isdigit():  # (Namer.is_temp)
                         given.add(name)
         kept: list[Bind] = []
@@ -274,33 +278,31 @@ class _Macro:
             b = binds[i]
             rhs = b.rhs
             if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
-                return [-1] * len(arg_cts)
+                return None
             targets = b.targets
             name = targets[0].name
-            if len(targets) == 1 and name not in reads and not _TABLE[rhs.op].effect:
+            if name in given:
+                at[name] = len(kept)
+            elif name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect:
                 for x in rhs.args:
                     if type(x) is Var and x.name in given:
                         break
                 else:
                     continue  # read by none but the cotangents give drops: left out
-            if name in given:
-                at[name] = len(kept)
             kept.append(b)
             for x in rhs.args:
                 if type(x) is Var:
-                    reads[x.name] = reads.get(x.name, 0) + 1
+                    name = x.name
+                    needed.add(name)
+                    if name in given:
+                        shared.add(name)
         if len(kept) != end - start:
             kept.reverse()
             binds[start:] = kept
-        if not self.named_at_once or not at:
-            return [-1] * len(arg_cts)
+        if not at or not self.named_at_once:
+            return None
         last = start + len(kept) - 1
-        where = []
-        for a, c in zip(args, arg_cts):  # (an argument given a temporary given: its test passed)
-            name = c.name if type(c) is Var else None
-            where.append(last - at[name] if name in at and reads[name] == 1 and type(a) is Var and
-                         a.name not in inactive else -1)
-        return where
+        return {name: last - k for name, k in at.items() if name not in shared}
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
