@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
-                 TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, kinds, lam_free_vars,
+                 TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
                  loop_free_vars)
 from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
@@ -183,7 +183,6 @@ class _Macro:
         self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
-        self.named_at_once = True  # whether a cotangent a rule makes is bound as ``a_ct`` at once (``settle``)
         self.top = True  # whether the block being built is the top one (``settle`` runs only there)
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
 
@@ -191,10 +190,8 @@ class _Macro:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
         return Zero(_ct_type(v.type)) if ct is None else ct
 
-    def give(self, a: Atom, ct: Atom | None, at: int = -1) -> None:
-        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR).  ``at``: where
-        in the bindings made the one that binds ``ct``, a temporary nothing else reads: it is made to
-        bind ``a_ct`` itself (what ``name_cotangents`` would make of the copy), no copy made."""
+    def give(self, a: Atom, ct: Atom | None) -> None:
+        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
         if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
             return
         t = a.type
@@ -212,11 +209,7 @@ class _Macro:
             ct_t = t
         named = Var(self.namer.fresh(name + "_ct"), ct_t)
         b = self.b
-        if at >= 0:
-            made = b.binds[at]
-            b.binds[at] = Bind((named,), made.rhs, made.loc)
-        else:
-            b.binds.append(Bind((named,), Copy(ct), b.loc))
+        b.binds.append(Bind((named,), Copy(ct), b.loc))
         self.cts[name] = named
 
     # one rule per construct -------------------------------------------------
@@ -241,49 +234,44 @@ class _Macro:
             arg_cts = vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
             raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
-        if len(binds) == start or not self.top:  # (nothing made, or in a nested block: see own_block)
-            for a, c in zip(rhs.args, arg_cts):
-                give(a, c)
-            return
-        where = self.settle(rhs.args, arg_cts, start)
-        for a, c in zip(rhs.args, arg_cts):
-            give(a, c, where.get(c.name, -1) if where and type(c) is Var else -1)
+        args = rhs.args
+        if len(binds) != start and self.top:  # (in a nested block: see own_block)
+            inactive = self.inactive
+            for a, c in zip(args, arg_cts):  # a cotangent made that give drops (give's tests)
+                if type(c) is Var and (type(a) is not Var or a.name in inactive or not (
+                        DIFFERENTIABLE_DTYPE[a.type.dtype] if type(a.type) is Num else a.type.differentiable)):
+                    self.settle(args, arg_cts, start)
+                    break
+        for a, c in zip(args, arg_cts):
+            give(a, c)
 
-    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int) -> dict[str, int] | None:
+    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int) -> None:
         """Of the bindings a VJP rule made (from ``start`` on), leave out those only the cotangents
-        ``give`` drops read (of a literal, of an inactive value: dce would remove them after the
-        optimiser's first passes walked them); the names they drew stay drawn, so the names of
-        what follows do not change.  Returns where the binding of each cotangent given is that is
-        a temporary nothing else reads (``give``'s ``at``; None: none is)."""
+        ``give`` drops read (of a literal, of an inactive value): dce would remove them, after the
+        optimiser's first passes walked them.  The names they drew stay drawn, so the names of what
+        follows do not change."""
         binds, inactive = self.b.binds, self.inactive
-        needed = set()  # the names read: by the bindings kept, as cotangents given (``give``'s tests)
-        # the temporaries given: a binding that reads one is kept, as fold's name_cotangents
-        # names a temporary by the copy give makes of it only where nothing read it before
+        needed = set()  # the names read: as cotangents give keeps (give's tests), by the bindings kept
+        # the temporaries among those cotangents: a binding that reads one is kept, as fold's
+        # name_cotangents names a temporary by the copy give makes of it only where nothing read it before
         given = set()
-        shared = set()  # those read more than once (given twice, or read by a binding kept)
         for a, c in zip(args, arg_cts):
             if type(a) is Var and type(c) is Var and a.name not in inactive:
                 t = a.type
                 if DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable:
                     name = c.name
-                    if name in given:
-                        shared.add(name)
                     needed.add(name)
                     if name[:1] == "t" and name[1:].isdigit():  # (Namer.is_temp)
                         given.add(name)
         kept: list[Bind] = []
-        at: dict[str, int] = {}  # a temporary given -> where in ``kept`` its binding is
         end = len(binds)
         for i in range(end - 1, start - 1, -1):
             b = binds[i]
             rhs = b.rhs
             if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
-                return None
+                return
             targets = b.targets
-            name = targets[0].name
-            if name in given:
-                at[name] = len(kept)
-            elif name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect:
+            if targets[0].name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect:
                 for x in rhs.args:
                     if type(x) is Var and x.name in given:
                         break
@@ -292,17 +280,10 @@ class _Macro:
             kept.append(b)
             for x in rhs.args:
                 if type(x) is Var:
-                    name = x.name
-                    needed.add(name)
-                    if name in given:
-                        shared.add(name)
+                    needed.add(x.name)
         if len(kept) != end - start:
             kept.reverse()
             binds[start:] = kept
-        if not at or not self.named_at_once:
-            return None
-        last = start + len(kept) - 1
-        return {name: last - k for name, k in at.items() if name not in shared}
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
@@ -522,9 +503,6 @@ class _Macro:
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body
-        # (remove_functions, which runs before the fold names the temporaries the copies name, draws
-        # names of its own: with the temporaries there, as ever, they stay the names they were)
-        self.named_at_once = "Lam" not in kinds(fn.body)
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(
