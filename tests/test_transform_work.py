@@ -70,3 +70,42 @@ def test_skipped_passes_change_nothing(name, monkeypatch):
         monkeypatch.setattr(importlib.import_module(name), "kinds", _everything)
     astad.clear_caches(disk=False)
     assert astad.reverse(fn).derivative(args, wrt).source == skipping
+
+
+def _reverse_program(name, monkeypatch):
+    """The reverse macro's output for ``name``'s gradient, before the optimiser."""
+    from astad import pipeline
+    fn, make_inputs, argnums = programs.PROGRAMS[name]
+    args = make_inputs(np.random.default_rng(0))
+    made = []
+    reverse = pipeline.reverse.reverse
+    monkeypatch.setattr(pipeline.reverse, "reverse", lambda linear, active: made.append(reverse(linear, active)) or made[-1])
+    astad.clear_caches(disk=False)
+    astad.reverse(fn).derivative(args, frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    return made[0]
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "tree", "gmm"])
+def test_the_reverse_macro_makes_no_cotangent_it_drops(name, monkeypatch):
+    """The cotangents of literals (``0.2 * b``) and of inactive values (``x`` in ``x @ W``, not
+    differentiated) are not computed in the backward block only for dce to remove them."""
+    from astad.ir import Prim, read_set
+    backward = _reverse_program(name, monkeypatch).backward
+    read = read_set(backward)
+    assert [b for b in backward.binds if type(b.rhs) is Prim and b.targets[0].name not in read
+            and b.targets[0] != backward.result] == []
+
+
+@pytest.mark.parametrize("name", NAMES + ["straight_line_500", "tree"])
+def test_settled_cotangents_change_nothing(name, monkeypatch):
+    """The generated code is the same with the VJP rules' bindings left as made (dce removes
+    what ``settle`` leaves out, and the names they drew stay drawn)."""
+    from astad.ad import reverse
+    fn, make_inputs, argnums = programs.PROGRAMS[name]
+    args = make_inputs(np.random.default_rng(0))
+    wrt = frozenset((argnums,) if isinstance(argnums, int) else argnums)
+    astad.clear_caches(disk=False)
+    settled = astad.reverse(fn).derivative(args, wrt).source
+    monkeypatch.setattr(reverse._Macro, "settle", lambda *a: None)
+    astad.clear_caches(disk=False)
+    assert astad.reverse(fn).derivative(args, wrt).source == settled

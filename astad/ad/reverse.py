@@ -11,7 +11,7 @@ needed: ``dup`` becomes ``plus`` and ``drop`` becomes ``zero``, statically.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .. import rules
 from ..errors import AstadTypeError, InternalError
@@ -183,6 +183,7 @@ class _Macro:
         self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
+        self.top = True  # whether the block being built is the top one (``settle`` runs only there)
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
 
     def ct_of(self, v: Var) -> Atom:
@@ -227,12 +228,62 @@ class _Macro:
             for a in rhs.args:
                 give(a, None)
             return
+        binds = self.b.binds
+        start = len(binds)
         try:
             arg_cts = vjp(self.b, rhs, out, ct)
         except rules.ShapeError as e:
             raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
-        for a, c in zip(rhs.args, arg_cts):
+        args = rhs.args
+        if len(binds) != start and self.top:  # (in a nested block: see own_block)
+            inactive = self.inactive
+            for a, c in zip(args, arg_cts):  # a cotangent made that give drops (give's tests)
+                if type(c) is Var and (type(a) is not Var or a.name in inactive or not (
+                        DIFFERENTIABLE_DTYPE[a.type.dtype] if type(a.type) is Num else a.type.differentiable)):
+                    self.settle(args, arg_cts, start)
+                    break
+        for a, c in zip(args, arg_cts):
             give(a, c)
+
+    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int) -> None:
+        """Of the bindings a VJP rule made (from ``start`` on), leave out those only the cotangents
+        ``give`` drops read (of a literal, of an inactive value): dce would remove them, after the
+        optimiser's first passes walked them.  The names they drew stay drawn, so the names of what
+        follows do not change."""
+        binds, inactive = self.b.binds, self.inactive
+        needed = set()  # the names read: as cotangents give keeps (give's tests), by the bindings kept
+        # the temporaries among those cotangents: a binding that reads one is kept, as fold's
+        # name_cotangents names a temporary by the copy give makes of it only where nothing read it before
+        given = set()
+        for a, c in zip(args, arg_cts):
+            if type(a) is Var and type(c) is Var and a.name not in inactive:
+                t = a.type
+                if DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable:
+                    name = c.name
+                    needed.add(name)
+                    if name[:1] == "t" and name[1:].isdigit():  # (Namer.is_temp)
+                        given.add(name)
+        kept: list[Bind] = []
+        end = len(binds)
+        for i in range(end - 1, start - 1, -1):
+            b = binds[i]
+            rhs = b.rhs
+            if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
+                return
+            targets = b.targets
+            if targets[0].name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect:
+                for x in rhs.args:
+                    if type(x) is Var and x.name in given:
+                        break
+                else:
+                    continue  # read by none but the cotangents give drops: left out
+            kept.append(b)
+            for x in rhs.args:
+                if type(x) is Var:
+                    needed.add(x.name)
+        if len(kept) != end - start:
+            kept.reverse()
+            binds[start:] = kept
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
@@ -401,8 +452,10 @@ class _Macro:
         """The backward pass of ``block`` as a block of its own (a branch, a loop
         body, a function's body): from the cotangent ``result_ct()`` makes there to
         the tuple ``inputs_cts()`` builds."""
-        saved = self.b.binds, self.cts
-        self.b.binds, self.cts = [], {}
+        saved = self.b.binds, self.cts, self.top
+        # (a nested block is folded otherwise than the top one (fold, then name_cotangents, where a
+        # temporary a copy named is read after it): there the rules' bindings are left as made)
+        self.b.binds, self.cts, self.top = [], {}, False
         try:
             self.block(block, result_ct())
             items = inputs_cts()
@@ -410,7 +463,7 @@ class _Macro:
             self.b.bind((end,), MakeTuple(tuple(items)))
             return Block(tuple(self.b.binds), end)
         finally:
-            self.b.binds, self.cts = saved
+            self.b.binds, self.cts, self.top = saved
 
     def ct_or_zeros(self, v: Var) -> Atom:
         """The cotangent of ``v`` leaving a branch or loop body: a zero whose size is
