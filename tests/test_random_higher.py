@@ -6,13 +6,19 @@ test_random_control_flow, loops included), against independent oracles:
   itself checked against finite differences by the first-order tests);
 - ``hessian(g)`` of a random scalar program of an array ``x`` is symmetric and
   equals central finite differences of the gradient, column by column; ``hvp``
-  along a drawn ``v`` is ``H v``;
+  along a drawn ``v`` is ``H v``; reverse over reverse (``jacrev(grad(g))``) gives
+  the same matrix;
 - ``jacfwd(f) == jacrev(f)`` for random (vector- or tuple-valued) programs,
   with respect to every float argument, to 1e-10 relative.
 
 Control-flow programs are evaluated only at points where no comparison of reals
 is within ``MARGIN`` of its boundary (the instrumented variant), as in
-test_random_control_flow.  ``ASTAD_FUZZ_EXAMPLES=N`` runs N examples per test."""
+test_random_control_flow.  ``ASTAD_FUZZ_EXAMPLES=N`` runs N examples per test.
+
+Two more: the scalar programs called from everyday code (``wrapped_programs``, below), and the
+programs above with the generated code's in-place forms (``t = np.exp(a, out=a)``, ``t += b``,
+rematerialisation) used for every array, not only for those of at least 4096 elements (the
+random programs' arrays have a few)."""
 
 import math
 import re
@@ -128,6 +134,9 @@ def check_hessian(fn, args, v):
     hv = hv[0]
     np.testing.assert_allclose(np.reshape(hv, n), square @ v.reshape(n), rtol=1e-9,
                                atol=1e-10 * scale * max(1.0, float(np.max(np.abs(v)))), err_msg="hvp vs H v")
+    # reverse mode over reverse mode: one VJP of the gradient's program per element of x
+    rr = np.asarray(astad.jacrev(astad.grad(fn))(*args))
+    np.testing.assert_allclose(rr, h, rtol=1e-9, atol=1e-10 * scale, err_msg="jacrev(grad) vs hessian")
 
 
 @settings(max_examples=fuzz_examples(4), **_SETTINGS)
@@ -321,3 +330,34 @@ def test_random_hessian_everyday_code(program_dir, program):
         args = [module.P(*args[0].values)]
     note(f"args = {args!r}, kwargs = {kwargs!r}")
     check_wrapped(module.f, args, kwargs)
+
+
+# ---------------------------------------------------------------- in-place forms on small arrays
+#
+# The printer writes a result into the memory of an array it made and nothing reads later
+# (astad/codegen/inplace.py) and the optimiser rematerialises (astad/optimise/remat.py) only for
+# arrays of at least MIN_SIZE (4096) elements, which the random programs never make: here both
+# thresholds are 1, so every tangent, cotangent and second-order temporary of the random programs
+# goes through them.  (The caches are emptied before and after: they key code by types, not by
+# the thresholds.)
+
+
+@pytest.fixture
+def in_place_everywhere(monkeypatch):
+    from astad.codegen import inplace
+    from astad.optimise import remat
+
+    monkeypatch.setattr(inplace, "MIN_SIZE", 1)
+    monkeypatch.setattr(remat, "MIN_SIZE", 1)
+    astad.clear_caches(disk=False)
+    yield
+    astad.clear_caches(disk=False)
+
+
+@settings(max_examples=fuzz_examples(3), deadline=None,  # (the fixture holds for all the examples: meant)
+          suppress_health_check=_SETTINGS["suppress_health_check"] + [HealthCheck.function_scoped_fixture])
+@given(cf.programs(first=VECTOR_SHAPES, scalar=True), st.data())
+def test_random_hessian_in_place(program_dir, in_place_everywhere, program, data):
+    fn, args = _control_flow(program_dir, program)
+    check_hessian(fn, args, data.draw(_real_like(args[0]), label="v"))
+    check_jacobians(fn, args)
