@@ -6,15 +6,22 @@ test_random_control_flow, loops included), against independent oracles:
   itself checked against finite differences by the first-order tests);
 - ``hessian(g)`` of a random scalar program of an array ``x`` is symmetric and
   equals central finite differences of the gradient, column by column; ``hvp``
-  along a drawn ``v`` is ``H v``;
+  along a drawn ``v`` is ``H v``; reverse over reverse (``jacrev(grad(g))``) gives
+  the same matrix;
 - ``jacfwd(f) == jacrev(f)`` for random (vector- or tuple-valued) programs,
   with respect to every float argument, to 1e-10 relative.
 
 Control-flow programs are evaluated only at points where no comparison of reals
 is within ``MARGIN`` of its boundary (the instrumented variant), as in
-test_random_control_flow.  ``ASTAD_FUZZ_EXAMPLES=N`` runs N examples per test."""
+test_random_control_flow.  ``ASTAD_FUZZ_EXAMPLES=N`` runs N examples per test.
+
+Two more: the scalar programs called from everyday code (``wrapped_programs``, below), and the
+programs above with the generated code's in-place forms (``t = np.exp(a, out=a)``, ``t += b``,
+rematerialisation) used for every array, not only for those of at least 4096 elements (the
+random programs' arrays have a few)."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -22,6 +29,7 @@ from hypothesis import HealthCheck, assume, event, given, note, settings
 from hypothesis import strategies as st
 
 import astad
+from astad import jacobians
 import test_random_control_flow as cf
 import test_random_programs as sl
 from conftest import fuzz_examples, load_program
@@ -126,6 +134,9 @@ def check_hessian(fn, args, v):
     hv = hv[0]
     np.testing.assert_allclose(np.reshape(hv, n), square @ v.reshape(n), rtol=1e-9,
                                atol=1e-10 * scale * max(1.0, float(np.max(np.abs(v)))), err_msg="hvp vs H v")
+    # reverse mode over reverse mode: one VJP of the gradient's program per element of x
+    rr = np.asarray(astad.jacrev(astad.grad(fn))(*args))
+    np.testing.assert_allclose(rr, h, rtol=1e-9, atol=1e-10 * scale, err_msg="jacrev(grad) vs hessian")
 
 
 @settings(max_examples=fuzz_examples(4), **_SETTINGS)
@@ -180,3 +191,173 @@ def test_random_jacfwd_jacrev(program_dir, program):
 @given(cf.programs())
 def test_random_jacfwd_jacrev_loops(program_dir, program):
     check_jacobians(*_control_flow(program_dir, program))
+
+
+# ---------------------------------------------------------------- the program inside everyday code
+#
+# A random scalar program (``inner``) called from an outer function the way user code calls its
+# helpers: its float arguments packed in a dict, tuple, list or NamedTuple (or passed as they are),
+# its int argument given by keyword default or by position, a bool flag, the call made directly, by
+# keywords in another order, through a lambda or a nested def (closures over the other arguments),
+# or through module-level ``astad.reverse(inner)`` / ``astad.forward(inner)`` objects (whose call
+# gives ``(value, pullback)``: ``[0]`` is differentiated through); the first argument sometimes
+# updated in place on a copy first (``x = x.copy(); x[0] += ...``).  The Hessian with respect to
+# the packed argument (nested in its structure) is checked against central differences of the
+# gradient, for symmetry, and against reverse over reverse (``jacrev(grad(f))``).
+
+CONTAINERS = ["plain", "dict", "tuple", "list", "namedtuple"]
+CALLS = ["direct", "keywords", "lambda", "def", "reverse_helper", "forward_helper"]
+
+
+class _Fields:
+    """The values of the NamedTuple ``P`` the program defines (made once it is loaded)."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def __repr__(self):
+        return f"P(*{self.values!r})"
+
+
+@st.composite
+def wrapped_programs(draw):
+    """(source, args, kwargs): a random scalar program ``inner`` and an outer ``f`` calling it."""
+    source, params, seed = draw(sl.programs(first=VECTOR_SHAPES, scalar=True))
+    source = re.sub(r"^def f\(", "def inner(", source, flags=re.M)
+    # the parameters' names as the program has them (the generator may have renamed some)
+    params_in = re.search(r"^def inner\((.*)\):", source, flags=re.M).group(1).split(", ")
+    values = sl._arguments(params, seed)
+    reals = [(n, v) for n, (_, s), v in zip(params_in, params, values) if not isinstance(s, int)]
+    ints = [(n, v) for n, (_, s), v in zip(params_in, params, values) if isinstance(s, int)]
+    first = params_in[0]
+    container = draw(st.sampled_from(CONTAINERS))
+    call = draw(st.sampled_from(CALLS))
+    flag = draw(st.booleans())
+    update = draw(st.booleans())
+    by_default = bool(ints) and draw(st.booleans())
+    names = [n for n, _ in reals]
+    lines = []
+    if container == "plain":
+        head = list(names)
+    else:
+        head = ["p"]
+        if container == "dict":
+            lines += [f"{n} = p[{n!r}]" for n in names]
+        elif container == "namedtuple":
+            lines += [f"{n} = p.{n}" for n in names]
+        else:
+            lines.append(", ".join(names) + (", = p" if len(names) == 1 else " = p"))
+    head += [f"{n}={v}" for n, v in ints] + ["flag=True", "scale=1.5"]
+    if update:  # the first argument is an array (VECTOR_SHAPES): a copy of it updated in place
+        lines += [f"{first} = {first}.copy()", f"{first}[0] += 0.5 * np.sin({first}[-1])"]
+    plain = ", ".join(params_in)
+    rest = ", ".join(["t"] + params_in[1:])
+    if call == "direct":
+        lines.append(f"v = inner({plain})")
+    elif call == "keywords":
+        lines.append("v = inner(" + ", ".join(f"{n}={n}" for n in reversed(params_in)) + ")")
+    elif call == "lambda":
+        lines += [f"g = lambda t: inner({rest}) * scale", f"v = g({first}) / scale"]
+    elif call == "def":
+        lines += ["def g(t):", f"    return inner({rest}) * scale", f"v = g({first}) / scale"]
+    else:
+        lines.append(f"v = {'inner_r' if call == 'reverse_helper' else 'inner_f'}({plain})[0]")
+    lines += ["if flag:", "    v = v * scale", "else:", "    v = np.sin(v)", "return v"]
+    outer = ("\n\nimport astad\nfrom typing import NamedTuple\n\n\n"
+             "class P(NamedTuple):\n" + "".join(f"    {n}: object\n" for n in names) +
+             "\n\ninner_r = astad.reverse(inner)\ninner_f = astad.forward(inner)\n\n\n"
+             f"def f({', '.join(head)}):\n" + "".join(f"    {line}\n" for line in lines))
+    real_values = [v for _, v in reals]
+    packed = {"plain": None, "dict": lambda: dict(reals), "tuple": lambda: tuple(real_values),
+              "list": lambda: list(real_values), "namedtuple": lambda: _Fields(real_values)}[container]
+    args = real_values if packed is None else [packed()]
+    kwargs = {} if by_default else dict(ints)
+    if not flag or draw(st.booleans()):
+        kwargs["flag"] = draw(st.sampled_from([flag, np.bool_(flag)]))
+    event(f"wrapped: {container}, {call}" + (", updated" if update else ""))
+    return source + outer, args, kwargs
+
+
+def _dense(tree, arg):
+    """A Hessian by a structured argument ``arg`` (for each leaf, the leaves' blocks) as one square matrix."""
+    sizes = [int(np.size(leaf)) for leaf in jacobians.flatten(arg)[0]]
+    blocks = [np.asarray(b, dtype=float) for b in jacobians.flatten(tree)[0]]
+    assert len(blocks) == len(sizes) ** 2, f"hessian {tree!r} by {arg!r}"
+    return np.block([[np.reshape(blocks[i * len(sizes) + j], (m, n)) for j, n in enumerate(sizes)]
+                     for i, m in enumerate(sizes)])
+
+
+def _fd_hessian_of_tree(fn, args, kwargs, eps=EPS):
+    """Central differences of astad.grad(fn) by every real element of ``args[0]`` (a pytree): a matrix."""
+    grad = astad.grad(fn)
+    leaves, rebuild = jacobians.flatten(args[0])
+    cols = []
+    for j, leaf in enumerate(leaves):
+        for k in range(int(np.size(leaf))):
+            def shifted(s):
+                moved = [(x + s if isinstance(x, float) else _moved(x, k, s)) if m == j else x
+                         for m, x in enumerate(leaves)]
+                return np.concatenate([np.ravel(g) for g in jacobians.flatten(grad(rebuild(moved), *args[1:], **kwargs))[0]])
+            cols.append((shifted(eps) - shifted(-eps)) / (2 * eps))
+    return np.stack(cols, axis=1)
+
+
+def _moved(x, k, s):
+    y = np.array(x, dtype=float)
+    y.flat[k] += s
+    return y
+
+
+def check_wrapped(fn, args, kwargs):
+    h = astad.hessian(fn)(*args, **kwargs)
+    dense = _dense(h, args[0])
+    event("hessian != 0" if np.any(dense) else "hessian == 0")
+    scale = max(1.0, float(np.max(np.abs(dense))))
+    np.testing.assert_allclose(dense, dense.T, rtol=0, atol=1e-10 * scale, err_msg="hessian not symmetric")
+    np.testing.assert_allclose(dense, _fd_hessian_of_tree(fn, args, kwargs), rtol=1e-5, atol=1e-5,
+                               err_msg="hessian vs FD")
+    rr = _dense(astad.jacrev(astad.grad(fn))(*args, **kwargs), args[0])
+    np.testing.assert_allclose(rr, dense, rtol=1e-9, atol=1e-10 * scale, err_msg="jacrev(grad) vs hessian")
+
+
+@settings(max_examples=fuzz_examples(4), **_SETTINGS)
+@given(wrapped_programs())
+def test_random_hessian_everyday_code(program_dir, program):
+    source, args, kwargs = program
+    note(source)
+    module = load_program(source, program_dir, "higher_wrapped")
+    if args and isinstance(args[0], _Fields):
+        args = [module.P(*args[0].values)]
+    note(f"args = {args!r}, kwargs = {kwargs!r}")
+    check_wrapped(module.f, args, kwargs)
+
+
+# ---------------------------------------------------------------- in-place forms on small arrays
+#
+# The printer writes a result into the memory of an array it made and nothing reads later
+# (astad/codegen/inplace.py) and the optimiser rematerialises (astad/optimise/remat.py) only for
+# arrays of at least MIN_SIZE (4096) elements, which the random programs never make: here both
+# thresholds are 1, so every tangent, cotangent and second-order temporary of the random programs
+# goes through them.  (The caches are emptied before and after: they key code by types, not by
+# the thresholds.)
+
+
+@pytest.fixture
+def in_place_everywhere(monkeypatch):
+    from astad.codegen import inplace
+    from astad.optimise import remat
+
+    monkeypatch.setattr(inplace, "MIN_SIZE", 1)
+    monkeypatch.setattr(remat, "MIN_SIZE", 1)
+    astad.clear_caches(disk=False)
+    yield
+    astad.clear_caches(disk=False)
+
+
+@settings(max_examples=fuzz_examples(3), deadline=None,  # (the fixture holds for all the examples: meant)
+          suppress_health_check=_SETTINGS["suppress_health_check"] + [HealthCheck.function_scoped_fixture])
+@given(cf.programs(first=VECTOR_SHAPES, scalar=True), st.data())
+def test_random_hessian_in_place(program_dir, in_place_everywhere, program, data):
+    fn, args = _control_flow(program_dir, program)
+    check_hessian(fn, args, data.draw(_real_like(args[0]), label="v"))
+    check_jacobians(fn, args)
