@@ -16,7 +16,7 @@ import numpy as np
 from .. import deep, imported
 from ..values import PyTuple, Ref
 from ..errors import UnsupportedFunctionError
-from ..ir import FLOAT, Atom, Bind, Const, ListT, Num, Var, Loop, trip_count
+from ..ir import FLOAT, Atom, Bind, Const, ListT, NoneT, Num, Var, Loop, trip_count
 from .numpy_api import METHODS
 from .parse import UNSUPPORTED
 from .abstract import literal_type
@@ -258,7 +258,10 @@ class Expressions(LowererCore):
         return a
 
     def expr_Comparison(self, node: cst.Comparison) -> Value:
-        """``a < b``; a chain ``a < b < c`` means ``a < b and b < c`` (``b`` evaluated once)."""
+        """``a < b``; a chain ``a < b < c`` means ``a < b and b < c`` (``b`` evaluated once).  ``x is None``
+        (the subset check allows no other ``is``) is known when transforming: astad's types tell None apart."""
+        if isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
+            return self.none_test(node)
         left = self.atom(self.expr(node.left), node.left)
         result: Value | None = None
         for comp in node.comparisons:
@@ -271,6 +274,15 @@ class Expressions(LowererCore):
             left = right
         assert result is not None
         return result
+
+    def none_test(self, node: cst.Comparison) -> Const:
+        """``x is None`` / ``x is not None``: whether ``x``'s type is None's (a value's type is fixed when
+        transforming: an argument's comes from the call, and a name holds one type on every path)."""
+        (comp,) = node.comparisons
+        values = [self.expr(node.left), self.expr(comp.comparator)]  # (both evaluated, in Python's order)
+        found = all(isinstance(v, (Const, Var)) and isinstance(v.type, NoneT) for v in values)
+        answer = found if isinstance(comp.operator, cst.Is) else not found
+        return Const.literal(answer, literal_type(answer))
 
     def expr_IfExp(self, node: cst.IfExp) -> Value:
         c = self.condition(node.test)

@@ -320,10 +320,16 @@ class _SubsetChecker(cst.CSTVisitor):
                                          "a plain loop, followed by the code of the `else` block")
         if isinstance(node, cst.Comparison):
             for comp in node.comparisons:
+                if _is_none_test(node, comp):
+                    continue
+                if isinstance(comp.operator, (cst.Is, cst.IsNot)):
+                    raise UnsupportedSyntaxError("`is` is supported only as a test for None (`x is None`, "
+                                                 "`x is not None`, alone)", self.parsed.loc(comp),
+                                                 "== or != for numbers and arrays")
                 if not isinstance(comp.operator, (cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
                                                   cst.GreaterThanEqual, cst.Equal, cst.NotEqual)):
                     raise UnsupportedSyntaxError("only the comparisons < <= > >= == != are supported",
-                                                 self.parsed.loc(comp), "< <= > >= == !=")
+                                                 self.parsed.loc(comp), "< <= > >= == !=, or `x is None`")
         return True
 
     def on_leave(self, node: cst.CSTNode) -> None:
@@ -420,3 +426,9 @@ def check_subset(parsed: Parsed, found: from_ast.Found | None = None) -> None:
             todo.extend(reversed(kids))
     NAMES[parsed.funcdef] = frozenset(checker.names)
     parsed.calls_own_name = checker.calls_own_name  # (if so, calls_itself looks in the body alone)
+
+
+def _is_none_test(node: cst.Comparison, comp: cst.ComparisonTarget) -> bool:
+    """``x is None`` or ``x is not None``, alone (not in a chain)."""
+    return (isinstance(comp.operator, (cst.Is, cst.IsNot)) and len(node.comparisons) == 1
+            and any(type(e) is cst.Name and e.value == "None" for e in (node.left, comp.comparator)))
