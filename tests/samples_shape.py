@@ -27,9 +27,9 @@ CASES: dict[str, list[tuple]] = {
     "roll": [case(A((5,)), shift=2), case(M, shift=1, axis=1), case(M, shift=(1, -1), axis=(0, 1)), case(M, shift=4)],
     "tile": [case(M, reps=2), case(A(), reps=(2, 2)), case(M, reps=(2, 1, 3))],
     "repeat": [case(M, repeats=2), case(M, repeats=3, axis=0), case(M, I((3,), 0, 3), axis=1),
-               case(A(), I((3,), 0, 3))],
+               case(A(), I((3,), 0, 3)), case(A((2, 3, 2)), I((3,), 0, 3), axis=-2)],
     "take": [case(M, I((4,), -6, 6)), case(M, I((2, 2), 0, 3), axis=1), case(M, I(None, 0, 2), axis=0),
-             case(A((5,)), I((3,), 0, 2), axis=0)],
+             case(A((5,)), I((3,), 0, 2), axis=0), case(A((2, 3, 2)), I((4,), 0, 3), axis=-2)],
     "take_along_axis": [case(M, I((2, 4), 0, 3), axis=1), case(M, I((1, 3), 0, 2), axis=0), case(A((4,)), I((6,), 0, 4), axis=None),
                         case(A((3, 1)), I((3, 2), 0, 1), axis=1)],
     "pad": [case(M, pad_width=1, mode="constant"), case(M, P(), pad_width=((1, 0), (0, 2)), mode="constant"),
@@ -38,7 +38,8 @@ CASES: dict[str, list[tuple]] = {
     "full": [case(P(), C((2, 3))), case(A((3,)), C((2, 3)))],
     "tri": [case(C(3)), case(C(3), C(4), k=1)],
     # made only in derivative code
-    "take_transpose": [case(A((4, 3)), M, I((4,), -2, 2), axis=0), case(A((2, 2, 2)), A((2, 3)), I((2, 2), 0, 3), axis=1)],
+    "take_transpose": [case(A((4, 3)), M, I((4,), -2, 2), axis=0), case(A((2, 2, 2)), A((2, 3)), I((2, 2), 0, 3), axis=1),
+                       case(A((2, 3)), M, I((3,), 0, 3), axis=-1)],
     "add_along_axis": [case(A((2, 4)), M, I((2, 4), 0, 3), axis=1), case(A((5,)), A((3,)), I((5,), 0, 3), axis=None)],
     "unpad_edge": [case(A((5, 6)), pad_width=((1, 2), (2, 1))), case(A((4,)), pad_width=((0, 3),))],
 }
