@@ -139,6 +139,11 @@ def contract_vjp(b: Any, ins: Sequence[str], out: str, operands: Sequence[Atom],
     missing = tuple(i for i, c in enumerate(target) if c not in have)
     if missing:
         v = b.prim("expand_dims", v, axis=missing if len(missing) != 1 else missing[0])
+    # a letter of size 1 in every other term but not in operand k ('abc,abc->b' of shapes (1, 3, 1)
+    # and (2, 1, 3)): the contraction gives size 1 there, broadcast back to operand k's
+    term_sizes = letter_sizes([s for _, s in terms], [num(a.type).shape for a, _ in terms])
+    widened = any(term_sizes.get(c) == 1 and shape[i] != 1 for i, c in enumerate(target) if c in have)
+    if missing or widened:
         v = b.prim("broadcast_to", v, b.const(tuple(shape)) if None not in shape else b.prim("shape", x))
     return like_scalar(b, v, x)
 
