@@ -15,10 +15,6 @@ from hypothesis import strategies as st
 SAMPLE_SEED = 7
 
 
-def _axis_text(axis):
-    return repr(axis)
-
-
 @st.composite
 def axis_spec(draw, ndim, allow_none=True, allow_tuple=True):
     kinds = ["int"] + (["none"] if allow_none else []) + (["tuple"] if allow_tuple and ndim > 1 else [])
