@@ -50,8 +50,10 @@ def prod_vjp(x: Any, ct: Any, *tangents: Any, axis: Any) -> Any:
     ``t_m`` at a distinct other entry."""
     axes = norm_axes(axis, np.ndim(x))
     moved = np.moveaxis(x, axes, tuple(range(-len(axes), 0)))
-    flat = moved.reshape(moved.shape[: moved.ndim - len(axes)] + (-1,))
-    if tangents:
+    flat = moved.reshape(moved.shape[: moved.ndim - len(axes)] + (int(np.prod(moved.shape[moved.ndim - len(axes):])),))
+    if not flat.size:  # no entries (np.prod(x[x > 5]) selecting none): nothing to take the others' product of
+        others = flat
+    elif tangents:
         ts = [np.moveaxis(np.broadcast_to(t, np.shape(x)), axes, tuple(range(-len(axes), 0))).reshape(flat.shape) for t in tangents]
         others = _mixed_others(flat, ts)
     else:

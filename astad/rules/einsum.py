@@ -114,8 +114,9 @@ def _emit_einsum(a: list, ps: dict) -> Any:
 
 
 def contract_vjp(b: Any, ins: Sequence[str], out: str, operands: Sequence[Atom], ct: Atom, k: int,
-                 optimize: Any = False) -> Atom:
-    """The cotangent of operand ``k`` of the contraction ``ins -> out`` (explicit subscripts)."""
+                 optimize: Any = False, broadcasting: bool = True) -> Atom:
+    """The cotangent of operand ``k`` of the contraction ``ins -> out`` (explicit subscripts);
+    ``broadcasting``: the operands' axes may broadcast against each other (einsum's may, tensordot's not)."""
     x = operands[k]
     shape = num(x.type).shape
     sizes = letter_sizes(ins, [num(o.type).shape for o in operands])
@@ -131,6 +132,12 @@ def contract_vjp(b: Any, ins: Sequence[str], out: str, operands: Sequence[Atom],
             c = fresh
         target.append(c)
     have = set("".join(s for _, s in terms))
+    shared = set("".join(s for j, s in enumerate(ins) if j != k))  # letters another operand broadcasts against
+    if broadcasting and _sizes_at_run_time(terms, target, shape, shared):
+        # which axes broadcast is known only at run time (x[x > 1] of one entry against three): a
+        # term of ones shaped like operand k gives every letter its broadcast size, summed down then
+        terms.append((b.prim("ones_like", x), "".join(target)))
+        return like_scalar(b, b.prim("sum_to", _einsum_of(b, terms, "".join(target), optimize), x), x)
     kept = "".join(c for c in target if c in have)
     v = _einsum_of(b, terms, kept, optimize)
     broadcast = tuple(i for i, c in enumerate(kept) if shape[target.index(c)] == 1 and sizes.get(c, 1) != 1)
@@ -139,8 +146,19 @@ def contract_vjp(b: Any, ins: Sequence[str], out: str, operands: Sequence[Atom],
     missing = tuple(i for i, c in enumerate(target) if c not in have)
     if missing:
         v = b.prim("expand_dims", v, axis=missing if len(missing) != 1 else missing[0])
+    # a letter of size 1 in every other term but not in operand k ('abc,abc->b' of shapes (1, 3, 1)
+    # and (2, 1, 3)): the contraction gives size 1 there, broadcast back to operand k's
+    term_sizes = letter_sizes([s for _, s in terms], [num(a.type).shape for a, _ in terms])
+    if missing or any(term_sizes.get(c) == 1 and shape[i] != 1 for i, c in enumerate(target) if c in have):
         v = b.prim("broadcast_to", v, b.const(tuple(shape)) if None not in shape else b.prim("shape", x))
     return like_scalar(b, v, x)
+
+
+def _sizes_at_run_time(terms: list[tuple[Atom, str]], target: list[str], shape: tuple, shared: set) -> bool:
+    """Does a letter of operand k (``target``, ``shape``) shared with another operand have a size
+    known only at run time, in operand k or, facing a size other than 1, in the others?"""
+    sizes = letter_sizes([s for _, s in terms], [num(a.type).shape for a, _ in terms])
+    return any(shape[i] is None or (sizes.get(c) is None and shape[i] != 1) for i, c in enumerate(target) if c in shared)
 
 
 def _einsum_of(b: Any, terms: list[tuple[Atom, str]], out: str, optimize: Any) -> Atom:
@@ -228,7 +246,8 @@ def _named_infer(parse_: Any) -> Any:
 def _named_vjp(parse_: Any) -> Any:
     def vjp(b, p, out, ct):
         ins, o = parse_([a.type for a in p.args], dict(p.params))
-        return [contract_vjp(b, ins, o, p.args, ct, k) if num(a.type).differentiable else None for k, a in enumerate(p.args)]
+        return [contract_vjp(b, ins, o, p.args, ct, k, broadcasting=False) if num(a.type).differentiable else None
+                for k, a in enumerate(p.args)]
 
     return vjp
 

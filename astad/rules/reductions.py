@@ -39,13 +39,18 @@ def _sum_transpose(b, p, out, ct):
     return [b.prim("broadcast_to", expand_reduced(b, ct, p), shape_atom(b, x))]
 
 
-def _count(b, p, out) -> Atom:
-    """The number of entries a reduction ``p`` takes each result from (a literal when known)."""
+def _count(b, p, out, numpy: bool = False) -> Atom:
+    """The number of entries a reduction ``p`` takes each result from (a literal when known; with
+    ``numpy``, an np.float64 at run time: dividing by it gives inf or nan at 0, as numpy does, not
+    a ZeroDivisionError, ``np.var(x[x > 5])`` selecting nothing)."""
     x = p.args[0]
     xt = num(x.type)
     counts = [xt.shape[a] for a in norm_axes(p.param("axis"), xt.ndim)]
     if None in counts:
-        return b.prim("div", b.prim("size", x), b.prim("size", out))
+        size = b.prim("size", x)
+        if numpy:
+            size = b.prim("astype", size, dtype="float64", scalar=True)
+        return b.prim("div", size, b.prim("size", out))
     return b.const(int(np.prod(counts, dtype=int)))
 
 
@@ -108,7 +113,7 @@ def _centered(b, p) -> Atom:
 
 def _per_count(b, p, out, value: float) -> Atom:
     """``value / (n - ddof)``, ``n`` the number of entries each result is taken from."""
-    count, ddof = _count(b, p, out), p.param("ddof", 0)
+    count, ddof = _count(b, p, out, numpy=True), p.param("ddof", 0)
     if isinstance(count, Const):
         return b.const(value / (count.value - ddof) if count.value > ddof else float("nan"))
     return b.prim("div", b.const(value), b.prim("sub", count, b.const(ddof)) if ddof else count)

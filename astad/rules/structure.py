@@ -171,6 +171,8 @@ def _stmts_take_transpose(target: Any, a: list, ps: dict) -> list:
     axis = ps.get("axis", 0)
     if axis == 0:
         where = idx
+    elif axis < 0:  # np.s_[..., idx, :]: counted from the end (a negative axis was np.s_[idx], axis 0)
+        where = px.subscript(px.name("np.s_"), [cst.Ellipsis(), idx] + [px.slice_(None, None, None)] * (-axis - 1))
     else:
         where = px.subscript(px.name("np.s_"), [px.slice_(None, None, None)] * axis + [idx])
     return [emit.assign(target, px.call("np.zeros_like", [x])),
