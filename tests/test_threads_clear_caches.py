@@ -35,14 +35,14 @@ def test_clear_caches_while_other_threads_make_derivatives():
                     want = central_differences(f, x)
                     if not np.allclose(got, want, rtol=1e-6, atol=1e-8):
                         errors.append((k, got, want))
-        except Exception as e:  # noqa: BLE001 - any exception is the failure
+        except Exception:  # noqa: BLE001 - any exception is the failure
             errors.append(traceback.format_exc())
 
     def clear():
         try:
             while not done.is_set():
                 astad.clear_caches(memory=True, disk=False)
-        except Exception as e:  # noqa: BLE001
+        except Exception:  # noqa: BLE001
             errors.append(traceback.format_exc())
 
     interval = sys.getswitchinterval()
