@@ -72,6 +72,9 @@ USES = {
     "slice": ("np.sum(np.sin(x[:G]))", [1, 2, 3]),
     "power": ("np.sum(x ** G)", [2, 3, 2.0, 3.0, np.float64(2.0)]),
     "branch": ("np.sum(x * x) if G > 1.0 else np.sum(np.cos(x))", [0.5, 1.5, 2, np.float64(0.25), True]),
+    "flag": ("np.sum(x * x) if G else np.sum(np.cos(x))", [True, False, np.True_, np.False_, 0.0, 1.0,
+                                                            np.float64(0.0), np.float64(2.0), 0, 1]),
+    "axis": ("np.sum(np.cumsum(np.outer(x, x), axis=G) ** 2)", [0, 1, -1]),
 }
 
 _dirs = iter(range(10**9))
