@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence, Union
 import numpy as np
 
 from . import backends, cache, calling, fresh, frontend, pipeline
-from .memo import LRU
+from .memo import LRU, snapshot
 from .errors import AstadError, AstadTypeError, SourceUnavailableError, UnsupportedSyntaxError
 from .ir import Num, TupleT, Type
 from .pipeline import Derivative
@@ -516,11 +516,11 @@ def clear_caches(memory: bool = True, disk: bool = True) -> None:
         for clear in CLEARERS:
             clear()
         frontend.clear_parse_cache()
-        for r in list(_LIVE):
+        for r in snapshot(lambda: _LIVE):  # (another thread may be making one)
             r._derivatives.clear()
             r._structured = None
             r._key_checks.clear()
-            for table in r._tables.values():
+            for table in list(r._tables.values()):  # (a list made in one step: another thread may add one)
                 table.clear()
     if disk:
         cache.clear_disk()

@@ -3,8 +3,8 @@
 The disk cache lets a fresh process skip the transformation.  An entry is
 found by a hash of astad's version and its own source code, the function's file, name and source, and
 the abstract argument signature; it records every global the transformation
-read (the functions it inlined, by a hash of their source; constants, by
-their abstract type; numpy objects, by name) and is used only if all of them
+read (the functions it inlined, by a hash of their source; arrays, by
+their abstract type; numbers, by type and value; numpy objects, by name) and is used only if all of them
 still match.  Entries are written atomically; anything unreadable, stale or
 unwritable is ignored and the derivative is recomputed — never a crash.
 
@@ -91,7 +91,7 @@ def fingerprint(obj: Any) -> str:
             t = abstract(obj, "constant")
         except Exception:
             return "other:" + type(obj).__qualname__
-        if isinstance(obj, (bool, int)):
+        if isinstance(obj, (bool, int, float)):  # (a float too: `ord=P` reads its value when transforming)
             return f"const:{t}:{obj!r}"
         return f"const:{t}"
     return "obj:" + getattr(obj, "__module__", "") + "." + getattr(obj, "__qualname__", type(obj).__qualname__)

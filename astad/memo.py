@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Callable, Generic, Hashable, Iterable, TypeVar
 
 V = TypeVar("V")
+
+
+def snapshot(items: Callable[[], Iterable[V]]) -> list[V]:
+    """``list(items())`` of a weak set or dict that another thread may add to meanwhile: iterating one
+    runs Python code between its items, and an addition there raises RuntimeError ("changed size
+    during iteration"); taken again until a pass sees no change (an addition is rare and quick)."""
+    while True:
+        try:
+            return list(items())
+        except RuntimeError:
+            pass
 
 
 class LRU(Generic[V]):

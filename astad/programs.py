@@ -26,7 +26,7 @@ from . import deep, pipeline
 from .ad.vjp_function import vjp_function
 from .errors import AstadError
 from .ir import Function, NoneT, ReverseProgram, Type, Var, free_vars
-from .memo import LRU
+from .memo import LRU, snapshot
 from .pipeline import ForwardDerivative
 
 
@@ -185,5 +185,5 @@ def cache_of(owner: Any) -> ProgramCache:
 
 
 def clear() -> None:
-    for c in list(_CACHES.values()):
+    for c in snapshot(_CACHES.values):  # (another thread may be adding one)
         c.clear()

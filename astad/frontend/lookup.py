@@ -125,11 +125,15 @@ class Lookup(LowererCore):
         """``obj.attr`` of an object read as a global (``self.c``): the attribute, read as a
         global is (constants at transform time, checked on each call)."""
         what = f"`{'.'.join(base.path)}.{attr}`"
-        found = [vars(c)[attr] for c in (base.obj, *type(base.obj).__mro__) if attr in vars(c)]
-        if not found:
+        in_class = [vars(c)[attr] for c in type(base.obj).__mro__ if attr in vars(c)]
+        own = attr in vars(base.obj)
+        if not own and not in_class:
             raise self.type_error(f"{what} does not exist", node, hint="an attribute the object has when transforming")
-        obj = found[0]
-        if attr not in vars(base.obj) and hasattr(type(obj), "__get__"):  # a method, a property, ...
+        obj = vars(base.obj)[attr] if own else in_class[0]
+        kind = type(in_class[0]) if in_class else None
+        if hasattr(kind, "__get__") and (hasattr(kind, "__set__") or hasattr(kind, "__delete__")):
+            own, obj = False, in_class[0]  # a property (a data descriptor) comes before the object's own, as in Python
+        if not own and hasattr(type(obj), "__get__"):  # a method, a property, ...
             raise UnsupportedFunctionError(
                 f"{what} is a method or property of {type(base.obj).__name__}: astad reads the attributes of "
                 "`self` as constants, but cannot call its methods", self.loc(node),
