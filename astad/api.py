@@ -31,6 +31,8 @@ CLEARERS: list[Callable[[], None]] = []
 
 #: scalar types whose type alone gives the abstract type (frontend.abstract)
 _SCALAR_KEYS = frozenset({float, int, bool}) | frontend._NUMPY_SCALARS
+#: the kinds of arguments whose type alone is their key (api._arg_key): the scalars, and None (`mask=None`)
+_TYPE_KEYS = _SCALAR_KEYS | {type(None)}
 
 
 def _arg_key(a: Any) -> Any:
@@ -40,7 +42,7 @@ def _arg_key(a: Any) -> Any:
     t = type(a)
     if t is np.ndarray:
         return a.shape, a.dtype.num
-    if t in _SCALAR_KEYS:
+    if t in _TYPE_KEYS:
         return t
     if t is tuple or t is list:
         items = tuple(map(_arg_key, a))
@@ -377,7 +379,7 @@ class Reverse:
             return
         check = self._key_checks.get(keys)
         if check is None:
-            check = calling.key_checker(keys, _SCALAR_KEYS) or _never
+            check = calling.key_checker(keys, _TYPE_KEYS) or _never
             self._key_checks.put(keys, check)
         self._structured = (wrt, check, found)
 
