@@ -1,0 +1,97 @@
+"""Everyday code astad refused: ``range(flag)`` with a bool (Python's range takes it: 0 or 1
+iterations); clear refusals of a tuple indexed by an int argument (``fs[k](x)``) and of numpy's
+in-place functions (``np.put``). Derivatives against central differences in float64 and forward
+vs reverse."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+import astad
+from conftest import check_correct_or_refused, fuzz_examples
+from forward_oracle import check_forward
+from test_errors import not_internal
+
+
+def repeat_if(x, flag):
+    s = np.sum(x)
+    for _ in range(flag):  # a Python bool: 0 or 1 iterations
+        s = s * np.sin(s)
+    for i in range(1, True + 2):
+        s = s + np.sum(x ** i)
+    for _ in range(False):
+        s = s * 0.0
+    return s
+
+
+def from_a_comparison(x, n):
+    s = np.sum(x * x)
+    for _ in range(float(x[0]) > 0.5):  # a bool known only when the function runs
+        s = s + np.sum(np.cos(x))
+    for _ in range(n > 1):
+        s = s * 2.0
+    return s
+
+
+vectors = arrays(np.float64, 3, elements=st.floats(-2, 2))
+
+
+@settings(max_examples=fuzz_examples(8), deadline=None)
+@given(x=vectors, flag=st.booleans(), n=st.integers(0, 3), data=st.data())
+def test_range_of_a_bool(x, flag, n, data):
+    assume(abs(x[0] - 0.5) > 1e-3)  # (central differences across the step of `float(x[0]) > 0.5`)
+    for fn, args in ((repeat_if, (x, flag)), (from_a_comparison, (x, n))):
+        check_correct_or_refused(fn, list(args))
+        check_forward(fn, args, data)
+
+
+def pick(x, k):
+    fs = (np.sin, np.cos)
+    return np.sum(fs[k](x))
+
+
+def put(x):
+    y = x.copy()
+    np.put(y, [0], 5.0)
+    return np.sum(y * x)
+
+
+def putmask(x):
+    y = x.copy()
+    np.putmask(y, x > 0, 0.0)
+    return np.sum(y)
+
+
+def range_of_a_numpy_bool(x):
+    s = 0.0
+    for _ in range(x[0] > 0):  # np.bool_: Python's range refuses it too
+        s = s + np.sum(x)
+    return s
+
+
+@pytest.mark.parametrize("fn, args, words", [
+    (pick, (1,), ["fs[k](x)", "an int known only when the function runs", "functools.partial(f, k)",
+                  "k == 0 else"]),
+    (put, (), ["np.put(y, [0], 5.0)", "np.put changes its first argument in place", "y[idx] = v"]),
+    (putmask, (), ["np.putmask changes", "np.where(mask, v, y)"]),
+    (range_of_a_numpy_bool, (), ["range() needs integers"]),
+])
+def test_clear_refusals(fn, args, words):
+    with pytest.raises(astad.AstadError) as e:
+        astad.grad(fn)(np.arange(3.0), *args)
+    not_internal(e.value)
+    for w in words:
+        assert w in str(e.value)
+    assert "^" in str(e.value) and "supported instead" in str(e.value)
+
+
+def test_a_tuple_index_fixed_by_a_partial_is_a_constant():
+    import functools
+
+    def first(k, x):
+        return pick(x, k)
+
+    x = np.array([0.3, -1.0, 2.0])
+    np.testing.assert_allclose(astad.grad(functools.partial(first, 1))(x), -np.sin(x))
+    np.testing.assert_allclose(astad.grad(functools.partial(first, 0))(x), np.cos(x))
