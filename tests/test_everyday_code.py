@@ -95,3 +95,32 @@ def test_a_tuple_index_fixed_by_a_partial_is_a_constant():
     x = np.array([0.3, -1.0, 2.0])
     np.testing.assert_allclose(astad.grad(functools.partial(first, 1))(x), -np.sin(x))
     np.testing.assert_allclose(astad.grad(functools.partial(first, 0))(x), np.cos(x))
+
+
+def dtype_changes_in_a_for_loop(x):
+    s = x.astype(np.float32)
+    for _ in range(3):
+        s = s * np.float64(2.0)  # float32 * float64 scalar: float64 (numpy 2)
+    return np.sum(s)
+
+
+def dtype_changes_in_a_while_loop(x):
+    s = x.astype(np.float32)
+    while np.sum(s) < 10.0:
+        s = s + x  # float32 + float64 array: float64
+    return np.sum(s)
+
+
+@pytest.mark.parametrize("fn, kind, line, words", [
+    (dtype_changes_in_a_for_loop, "for", 2, "f32[3] where an iteration"),
+    (dtype_changes_in_a_while_loop, "while", 2, "f64[3] where it ends"),
+])
+def test_a_type_that_changes_in_a_loop_names_the_loop(fn, kind, line, words):
+    import inspect
+    with pytest.raises(astad.AstadError) as e:
+        astad.grad(fn)(np.arange(1.0, 4.0))
+    not_internal(e.value)
+    text = str(e.value)
+    first = inspect.getsourcelines(fn)[1]
+    assert f"the `{kind}` loop at line {first + line}" in text and words in text
+    assert "in one branch" not in text and "supported instead: the same shape and dtype on every iteration" in text

@@ -332,7 +332,7 @@ class Loops(LowererCore):
                 init += placeholders
                 types = types[:len(names)] + [forget_value(a.type) for a in placeholders] + types[len(names):]
                 continue
-            new = [forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
+            new = [forget_value(self.join_type(n, t, o.type, stmt)) for n, t, o in zip(slot_names, types, outs)]
             if new == types:
                 if endless:  # (on the first pass a shape may be the one before the loop: `while len(v) > 1`)
                     raise self.syntax_error("this `while` loop never ends: its condition is always true",
