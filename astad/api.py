@@ -502,12 +502,14 @@ def _argnums(argnums: ArgNums, n: int, name: str, n_params: int | None = None) -
     nums = (argnums,) if single else tuple(argnums)  # type: ignore[arg-type]
     for i in nums:
         if not -n <= i < n:
-            if n_params is not None and i < n_params and n < n_params:
+            if n_params is not None and 0 <= i < n_params and n < n_params:
                 raise AstadTypeError(
                     f"argnums {argnums!r} asks for the gradient with respect to positional argument {i} of {name}, "
                     f"but the call passed {n} by position: as in JAX, only arguments passed by position are "
                     "differentiated (keyword arguments and defaults are not)", hint="pass it by position")
-            raise AstadTypeError(f"argnums {argnums!r} is out of range for {name}, which takes {n} arguments")
+            raise AstadTypeError(f"argnums {argnums!r} is out of range for {name}, which takes {n} arguments"
+                                 + (f" (negative ones count from the last of the {n} passed by position, as in "
+                                    "JAX)" if i < 0 else ""))
     return tuple(int(i) % n for i in nums), single
 
 

@@ -245,6 +245,32 @@ def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str
     return full
 
 
+def counted_from_first(d: Derived, n: int) -> Derived:
+    """``d``, or (where it or a derivative it differentiates has a negative ``argnums``) its twin with
+    every ``argnums`` counted from the first of the ``n`` arguments passed by position, as JAX counts
+    them: the programs below index the bound parameters, defaults and keywords included. One twin
+    per ``n``; an ``argnums`` out of range is left for :func:`_bind` to refuse."""
+    levels, level = [], d
+    while not isinstance(level, Plain):
+        levels.append(level)
+        level = level.fwd.inner if hasattr(level, "fwd") else getattr(level, "inner", None)
+        if not isinstance(level, Derived) or not hasattr(levels[-1], "with_argnums"):
+            return d
+    nums = [(a,) if isinstance(a, int) else tuple(a) for a in (getattr(x, "argnums", 0) for x in levels)]
+    if not any(i < 0 for ns in nums for i in ns) or any(i < -n for ns in nums for i in ns):
+        return d
+    twins = d.__dict__.setdefault("_twins", {})
+    if n not in twins:
+        fn: Any = level.fn
+        for x in reversed(levels):  # innermost first
+            a = x.argnums
+            counted = a % n if isinstance(a, int) else tuple(i % n for i in a)
+            fn = x.with_argnums(fn, counted)
+            fn.name = x.name
+        twins[n] = fn
+    return twins[n]
+
+
 def derived_of(fn: Any) -> Derived | None:
     return fn if isinstance(fn, Derived) else None
 
@@ -323,7 +349,14 @@ class Grad(Derived):
         self._vjps: dict[tuple, Program] = {}  # the reverse program as one, by the kinds of the arguments (api._arg_key)
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
+    def with_argnums(self, fn: Any, argnums: ArgNums) -> "Grad":
+        """This derivative of ``fn`` with respect to ``argnums`` (see counted_from_first)."""
+        return _grad(fn, argnums, self.with_value)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        twin = counted_from_first(self, len(args))
+        if twin is not self:
+            return twin(*args, **kwargs)
         args = _bind(self, self.argnums, args, kwargs)
         value, g = self._by_jvps(args)
         self._remember(args)
@@ -428,7 +461,14 @@ class Jac(Derived):
         self.name = f"jac{mode}({self.inner.name})"
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
+    def with_argnums(self, fn: Any, argnums: ArgNums) -> "Jac":
+        """This Jacobian of ``fn`` with respect to ``argnums`` (see counted_from_first)."""
+        return Jac(fn, argnums, "rev" if self.rows else "fwd")
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        twin = counted_from_first(self, len(args))
+        if twin is not self:
+            return twin(*args, **kwargs)
         return self.at(_bind(self, self.argnums, args, kwargs))
 
     def at(self, args: tuple) -> Any:

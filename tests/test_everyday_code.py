@@ -124,3 +124,42 @@ def test_a_type_that_changes_in_a_loop_names_the_loop(fn, kind, line, words):
     first = inspect.getsourcelines(fn)[1]
     assert f"the `{kind}` loop at line {first + line}" in text and words in text
     assert "in one branch" not in text and "supported instead: the same shape and dtype on every iteration" in text
+
+
+def three(x, y, z=1.5):
+    return np.sum(np.sin(x * y) * y * z * z)
+
+
+def _central(fn, args, i, eps=1e-6):
+    """d fn / d args[i] (a vector argument) by central differences."""
+    out = np.zeros_like(args[i])
+    for j in range(args[i].size):
+        plus, minus = [np.array(a, dtype=float) for a in args], [np.array(a, dtype=float) for a in args]
+        plus[i][j] += eps
+        minus[i][j] -= eps
+        out[j] = (fn(*plus) - fn(*minus)) / (2 * eps)
+    return out
+
+
+@settings(max_examples=fuzz_examples(4), deadline=None)
+@given(x=vectors, y=vectors)
+def test_negative_argnums_count_from_the_last_positional_argument(x, y):
+    """As JAX (and astad.grad): -1 is the last argument passed by position, defaults and keywords aside."""
+    want = _central(lambda a, b: three(a, b), [x, y], 1)
+    want_kw = _central(lambda a, b: three(a, b, z=0.5), [x, y], 1)
+    for make in (astad.grad, astad.jacfwd, astad.jacrev, astad.jacobian):
+        np.testing.assert_allclose(make(three, argnums=-1)(x, y), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(make(three, argnums=-1)(x, y, z=0.5), want_kw, rtol=1e-5, atol=1e-5)
+        gx, gy = make(three, argnums=(0, -1))(x, y)
+        np.testing.assert_allclose(gy, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(gx, make(three, argnums=0)(x, y))
+        # three passed by position: -1 is z
+        np.testing.assert_allclose(make(three, argnums=-1)(x, y, 0.5), make(three, argnums=2)(x, y, 0.5))
+    h = astad.hessian(three, argnums=-1)
+    for _ in range(2):  # one object, called with 2 then 3 positional arguments: -1 is y, then z
+        np.testing.assert_allclose(h(x, y), astad.hessian(three, argnums=1)(x, y), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(h(x, y, 0.5), astad.hessian(three, argnums=2)(x, y, 0.5), rtol=1e-10)
+    np.testing.assert_allclose(astad.jacfwd(astad.grad(three, argnums=-1), argnums=-1)(x, y),
+                               astad.hessian(three, argnums=1)(x, y), rtol=1e-10, atol=1e-10)
+    with pytest.raises(astad.AstadTypeError, match="out of range.*count from the last of the 2 passed by position"):
+        astad.jacrev(three, argnums=-3)(x, y)
