@@ -83,3 +83,17 @@ def test_what_a_none_argument_refuses():
         astad.grad(uses_it)(x)
     assert "np.sum(x * m)" in str(e.value) and "got None" in str(e.value) and "is None:` first" in str(e.value)
     not_internal(e.value)
+
+
+def reduce_over(x, axis=None):
+    return np.sum(np.sum(x * x, axis=axis) ** 2)
+
+
+def test_a_none_argument_is_a_constant_where_one_is_needed():
+    """``axis=None`` passed or left to its default: None is known from its type (an int axis is not: refused)."""
+    x = np.arange(6.0).reshape(2, 3)
+    want = 4.0 * np.sum(x * x) * x
+    np.testing.assert_allclose(astad.grad(reduce_over)(x), want)
+    np.testing.assert_allclose(astad.grad(reduce_over)(x, None), want)
+    with pytest.raises(astad.AstadTypeError, match="`axis` must be a constant"):
+        astad.grad(reduce_over)(x, 0)
