@@ -97,3 +97,13 @@ def test_a_none_argument_is_a_constant_where_one_is_needed():
     np.testing.assert_allclose(astad.grad(reduce_over)(x, None), want)
     with pytest.raises(astad.AstadTypeError, match="`axis` must be a constant"):
         astad.grad(reduce_over)(x, 0)
+
+
+def test_a_structure_with_a_none_leaf_is_keyed_apart_from_one_with_an_array():
+    """The structure check of a call (calling.key_checker) tells {'b': None} from {'b': array}, alternating."""
+    x, v = np.array([0.3, -1.0, 2.0]), np.array([1.0, 0.5, -0.7])
+    y = np.tanh(v * x)
+    g = astad.grad(in_a_structure)
+    for _ in range(2):
+        np.testing.assert_allclose(g({"w": v, "b": None}, x)["w"], 2 * y * (1 - y ** 2) * x)
+        np.testing.assert_allclose(g({"w": v, "b": x}, x)["w"], (1 - y ** 2) * x)
