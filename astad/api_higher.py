@@ -250,21 +250,29 @@ def counted_from_first(d: Derived, n: int) -> Derived:
     every ``argnums`` counted from the first of the ``n`` arguments passed by position, as JAX counts
     them: the programs below index the bound parameters, defaults and keywords included. One twin
     per ``n``; an ``argnums`` out of range is left for :func:`_bind` to refuse."""
+    twins = d.__dict__.get("_twins", False)
+    if twins is None:  # (no negative argnums: found at the first call)
+        return d
+    if twins and n in twins:
+        return twins[n]
     levels, level = [], d
     while not isinstance(level, Plain):
         levels.append(level)
         level = level.fwd.inner if hasattr(level, "fwd") else getattr(level, "inner", None)
         if not isinstance(level, Derived) or not hasattr(levels[-1], "with_argnums"):
             return d
-    nums = [(a,) if isinstance(a, int) else tuple(a) for a in (getattr(x, "argnums", 0) for x in levels)]
-    if not any(i < 0 for ns in nums for i in ns) or any(i < -n for ns in nums for i in ns):
+    nums = [(a,) if isinstance(a, (int, np.integer)) else tuple(a) for a in (getattr(x, "argnums", 0) for x in levels)]
+    if not any(i < 0 for ns in nums for i in ns):
+        d.__dict__["_twins"] = None
+        return d
+    if any(i < -n for ns in nums for i in ns):
         return d
     twins = d.__dict__.setdefault("_twins", {})
     if n not in twins:
         fn: Any = level.fn
         for x in reversed(levels):  # innermost first
             a = x.argnums
-            counted = a % n if isinstance(a, int) else tuple(i % n for i in a)
+            counted = int(a) % n if isinstance(a, (int, np.integer)) else tuple(int(i) % n for i in a)
             fn = x.with_argnums(fn, counted)
             fn.name = x.name
         twins[n] = fn
