@@ -27,6 +27,7 @@ from .ir import Type
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
                         require_real, skeleton)
 from .api_vjp import program_vjp
+from .argnums import counted_from_first
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
@@ -151,6 +152,8 @@ class Derived:
 class Plain(Derived):
     """A user's function (astad reads its source)."""
 
+    plain = True  # (the end of a chain of derivatives: see argnums.counted_from_first)
+
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.rev = api.reverse(fn)
         self.fn = self.rev._root  # the callable as given (a method, a partial, a function)
@@ -243,40 +246,6 @@ def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str
             raise AstadTypeError(f"negative argnums {argnums!r} of {outer.name} with arguments passed by keyword "
                                  "or left to their defaults", hint="argnums counted from the first argument")
     return full
-
-
-def counted_from_first(d: Derived, n: int) -> Derived:
-    """``d``, or (where it or a derivative it differentiates has a negative ``argnums``) its twin with
-    every ``argnums`` counted from the first of the ``n`` arguments passed by position, as JAX counts
-    them: the programs below index the bound parameters, defaults and keywords included. One twin
-    per ``n``; an ``argnums`` out of range is left for :func:`_bind` to refuse."""
-    twins = d.__dict__.get("_twins", False)
-    if twins is None:  # (no negative argnums: found at the first call)
-        return d
-    if twins and n in twins:
-        return twins[n]
-    levels, level = [], d
-    while not isinstance(level, Plain):
-        levels.append(level)
-        level = level.fwd.inner if hasattr(level, "fwd") else getattr(level, "inner", None)
-        if not isinstance(level, Derived) or not hasattr(levels[-1], "with_argnums"):
-            return d
-    nums = [(a,) if isinstance(a, (int, np.integer)) else tuple(a) for a in (getattr(x, "argnums", 0) for x in levels)]
-    if not any(i < 0 for ns in nums for i in ns):
-        d.__dict__["_twins"] = None
-        return d
-    if any(i < -n for ns in nums for i in ns):
-        return d
-    twins = d.__dict__.setdefault("_twins", {})
-    if n not in twins:
-        fn: Any = level.fn
-        for x in reversed(levels):  # innermost first
-            a = x.argnums
-            counted = int(a) % n if isinstance(a, (int, np.integer)) else tuple(int(i) % n for i in a)
-            fn = x.with_argnums(fn, counted)
-            fn.name = x.name
-        twins[n] = fn
-    return twins[n]
 
 
 def derived_of(fn: Any) -> Derived | None:

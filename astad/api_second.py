@@ -11,7 +11,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .api_forward import forward_of, padded
-from .api_higher import ArgNums, Derived, Grad, Jac, Plain, _bind, _nums, counted_from_first, grad, jacfwd, jacrev
+from .api_higher import ArgNums, Derived, Grad, Jac, Plain, _bind, _nums, grad, jacfwd, jacrev
+from .argnums import counted_from_first
 from .errors import AstadTypeError
 from .jacobians import basis, out_basis
 from .programs import Program
