@@ -31,6 +31,8 @@ CLEARERS: list[Callable[[], None]] = []
 
 #: scalar types whose type alone gives the abstract type (frontend.abstract)
 _SCALAR_KEYS = frozenset({float, int, bool}) | frontend._NUMPY_SCALARS
+#: the kinds of arguments whose type alone is their key (api._arg_key): the scalars, and None (`mask=None`)
+_TYPE_KEYS = _SCALAR_KEYS | {type(None)}
 
 
 def _arg_key(a: Any) -> Any:
@@ -40,7 +42,7 @@ def _arg_key(a: Any) -> Any:
     t = type(a)
     if t is np.ndarray:
         return a.shape, a.dtype.num
-    if t in _SCALAR_KEYS:
+    if t in _TYPE_KEYS:
         return t
     if t is tuple or t is list:
         items = tuple(map(_arg_key, a))
@@ -377,7 +379,7 @@ class Reverse:
             return
         check = self._key_checks.get(keys)
         if check is None:
-            check = calling.key_checker(keys, _SCALAR_KEYS) or _never
+            check = calling.key_checker(keys, _TYPE_KEYS) or _never
             self._key_checks.put(keys, check)
         self._structured = (wrt, check, found)
 
@@ -500,12 +502,14 @@ def _argnums(argnums: ArgNums, n: int, name: str, n_params: int | None = None) -
     nums = (argnums,) if single else tuple(argnums)  # type: ignore[arg-type]
     for i in nums:
         if not -n <= i < n:
-            if n_params is not None and i < n_params and n < n_params:
+            if n_params is not None and 0 <= i < n_params and n < n_params:
                 raise AstadTypeError(
                     f"argnums {argnums!r} asks for the gradient with respect to positional argument {i} of {name}, "
                     f"but the call passed {n} by position: as in JAX, only arguments passed by position are "
                     "differentiated (keyword arguments and defaults are not)", hint="pass it by position")
-            raise AstadTypeError(f"argnums {argnums!r} is out of range for {name}, which takes {n} arguments")
+            raise AstadTypeError(f"argnums {argnums!r} is out of range for {name}, which takes {n} arguments"
+                                 + (f" (negative ones count from the last of the {n} passed by position, as in "
+                                    "JAX)" if i < 0 else ""))
     return tuple(int(i) % n for i in nums), single
 
 

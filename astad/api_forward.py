@@ -20,7 +20,7 @@ from . import backends, calling, fresh, guards, kind_checks, outputs, pipeline, 
 from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
-from .ir import Num, StructT, TupleT, Type
+from .ir import NoneT, Num, StructT, TupleT, Type
 from .memo import LRU
 from .pipeline import ForwardDerivative
 
@@ -236,6 +236,8 @@ def _same_structure(a: Any, b: Any) -> bool:
 
 def _leaf(t: Type, tv: Any, what: str) -> Any:
     if not isinstance(t, Num):
+        if tv is None and isinstance(t, NoneT):  # (the leaf of a structured tangent at a None: {'b': None})
+            return None
         raise AstadTypeError(f"{what}: an argument of type {t} takes no tangent (give None)")
     if not t.differentiable:
         if tv is None or _is_zero(tv):  # (None: a leaf of a structured tangent)

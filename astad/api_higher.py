@@ -27,6 +27,7 @@ from .ir import Type
 from .jacobians import (basis, example, from_columns, from_rows, is_real, out_basis,
                         require_real, skeleton)
 from .api_vjp import program_vjp
+from .argnums import counted_from_first
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
@@ -150,6 +151,8 @@ class Derived:
 
 class Plain(Derived):
     """A user's function (astad reads its source)."""
+
+    plain = True  # (the end of a chain of derivatives: see argnums.counted_from_first)
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.rev = api.reverse(fn)
@@ -323,7 +326,14 @@ class Grad(Derived):
         self._vjps: dict[tuple, Program] = {}  # the reverse program as one, by the kinds of the arguments (api._arg_key)
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
+    def with_argnums(self, fn: Any, argnums: ArgNums) -> "Grad":
+        """This derivative of ``fn`` with respect to ``argnums`` (see counted_from_first)."""
+        return _grad(fn, argnums, self.with_value)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        twin = counted_from_first(self, len(args))
+        if twin is not self:
+            return twin(*args, **kwargs)
         args = _bind(self, self.argnums, args, kwargs)
         value, g = self._by_jvps(args)
         self._remember(args)
@@ -428,7 +438,14 @@ class Jac(Derived):
         self.name = f"jac{mode}({self.inner.name})"
         functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
 
+    def with_argnums(self, fn: Any, argnums: ArgNums) -> "Jac":
+        """This Jacobian of ``fn`` with respect to ``argnums`` (see counted_from_first)."""
+        return Jac(fn, argnums, "rev" if self.rows else "fwd")
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        twin = counted_from_first(self, len(args))
+        if twin is not self:
+            return twin(*args, **kwargs)
         return self.at(_bind(self, self.argnums, args, kwargs))
 
     def at(self, args: tuple) -> Any:

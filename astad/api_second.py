@@ -12,6 +12,7 @@ import numpy as np
 
 from .api_forward import forward_of, padded
 from .api_higher import ArgNums, Derived, Grad, Jac, Plain, _bind, _nums, grad, jacfwd, jacrev
+from .argnums import counted_from_first
 from .errors import AstadTypeError
 from .jacobians import basis, out_basis
 from .programs import Program
@@ -51,7 +52,14 @@ class Jacobian(Derived):
     def _part_label(self, args: Sequence[Any]) -> str:
         return self._pick(args)._part_label(args)
 
+    def with_argnums(self, fn: Any, argnums: ArgNums) -> "Jacobian":
+        """This Jacobian of ``fn`` with respect to ``argnums`` (see api_higher.counted_from_first)."""
+        return Jacobian(fn, argnums)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        twin = counted_from_first(self, len(args))
+        if twin is not self:
+            return twin(*args, **kwargs)
         args = _bind(self.fwd, self.argnums, args, kwargs)
         self._remember(args)
         return self._pick(args).at(args)

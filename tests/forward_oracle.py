@@ -224,8 +224,9 @@ def check_transpose(fn, args, want, tangents, jv, u):
     for i, (a, v, ct) in enumerate(zip(args, tangents, cts)):
         if v is None:
             continue
-        for leaf, (tv, c, where) in zip(_pairs(a, a), _pairs(v, ct, f"argument {i}")):
-            if not _is_real(leaf[0]) or tv is None:
+        # (leaves in the argument's order: a dict tangent may list its keys in another order)
+        for (leaf, tv, where), (_, c, _) in zip(_pairs(a, v, f"argument {i}"), _pairs(a, ct, f"argument {i}")):
+            if not _is_real(leaf) or tv is None:
                 continue
             assert c is not None and np.shape(c) == np.shape(tv), f"{where}: cotangent {c!r}"
             rhs += _dot(c, tv)

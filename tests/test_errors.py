@@ -507,8 +507,8 @@ def test_array_cotangent_of_a_scalar_output():
     not_internal(info.value)
 
 
-@pytest.mark.parametrize("bad", ["abc", {1.5: 1.0}, ["abc"], None, np.ones(3, complex)],
-                         ids=["str", "dict with a float key", "list of str", "None", "complex array"])
+@pytest.mark.parametrize("bad", ["abc", {1.5: 1.0}, ["abc"], np.ones(3, complex)],
+                         ids=["str", "dict with a float key", "list of str", "complex array"])
 def test_argument_of_an_unsupported_type(bad):
     with pytest.raises(astad.AstadTypeError) as info:
         astad.reverse(vector_out)(bad)

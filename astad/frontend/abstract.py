@@ -48,6 +48,8 @@ def abstract(value: Any, what: str) -> Type:
         return INT
     if t is float:
         return FLOAT
+    if value is None:  # (a `mask=None` argument: `mask is None` is known when transforming, as in tests/test_is_none.py)
+        return NoneT()
     if (t in _ARRAY_TYPES or t in _NUMPY_SCALARS) and value.dtype.kind in "fbiu":
         return Num(tuple(int(d) for d in value.shape), _dtype_name(value.dtype))
     if backends.array_backend(value) is not None:  # a Dask or CuPy array: its backend is the signature's
@@ -68,7 +70,7 @@ def abstract(value: Any, what: str) -> Type:
     of = f" of dtype {value.dtype}" if t in _ARRAY_TYPES else ""
     raise AstadTypeError(
         f"{what} is a {t.__name__}{of}; astad differentiates functions of floats, ints and numpy arrays "
-        "(or Dask and CuPy arrays)", hint="float, int, bool, or a numpy array of a float, int or bool dtype")
+        "(or Dask and CuPy arrays)", hint="float, int, bool, None, or a numpy array of a float, int or bool dtype")
 
 
 #: a dtype's name by the dtype (numpy computes ``dtype.name`` anew each time, ~10 µs: a tree of 256

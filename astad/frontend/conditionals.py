@@ -126,18 +126,27 @@ class Conditionals(LowererCore):
         finally:
             self.binds = saved
 
-    def join_type(self, name: str, a: Type, b: Type) -> Type:
+    def join_type(self, name: str, a: Type, b: Type, loop: cst.CSTNode | None = None) -> Type:
+        """The type of ``name``, ``a`` in one branch and ``b`` in the other (or, for a ``loop``, ``a``
+        where an iteration starts and ``b`` where it ends)."""
         if a == b:
             return a
         if isinstance(a, ListT) and isinstance(b, ListT):
             if a.elem is None or b.elem is None:
                 return ListT(a.elem if b.elem is None else b.elem)
-            return ListT(self.join_type(name, a.elem, b.elem))
+            return ListT(self.join_type(name, a.elem, b.elem, loop))
         if isinstance(a, Num) and isinstance(b, Num):
             if a.shape == b.shape and (a.dtype == b.dtype or not a.shape):
                 dtype = np.result_type(a.dtype, b.dtype).name
                 return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
             if a.ndim == b.ndim and a.dtype == b.dtype:  # sizes that differ are known only at run time
                 return Num(tuple(d if d == e else None for d, e in zip(a.shape, b.shape)), a.dtype)
+        if loop is not None:
+            kind = "while" if isinstance(loop, cst.While) else "for"
+            raise self.type_error(f"`{name}` is {a} where an iteration of the `{kind}` loop at line "
+                                  f"{self.loc(loop).line} starts and {b} where it ends: a variable the loop "
+                                  "carries keeps its shape and dtype", None,
+                                  "the same shape and dtype on every iteration: convert before the loop "
+                                  "(s = s.astype(np.float64)), or keep the dtype in it (s * np.float32(2.0))")
         raise self.type_error(f"`{name}` is {a} in one branch and {b} in the other", None,
                               "the same shape and dtype in both branches")

@@ -16,7 +16,7 @@ from .. import rules
 from ..aliases import Aliases
 from ..values import PyDict, PyTuple, Ref
 from ..errors import AstadTypeError, UnsupportedFunctionError, UnsupportedSyntaxError
-from ..ir import Atom, Bind, Const, ListT, Loc, Num, Prim, Var, vars_of
+from ..ir import Atom, Bind, Const, ListT, Loc, NoneT, Num, Prim, Var, vars_of
 from ..names import Namer
 from ..source import reversed_function
 from .syntax import user_names
@@ -200,6 +200,8 @@ class LowererCore:
             return value.value
         if isinstance(value, Var) and isinstance(value.type, Num) and value.type.value is not None:
             return value.type.value
+        if isinstance(value, Var) and isinstance(value.type, NoneT):  # (an argument `axis=None`: None by its type)
+            return None
         if isinstance(value, Ref) and (value.kind in ("dtype", "string") or (
                 value.kind == "builtin" and value.obj in (float, int, bool))):  # dtype=float
             return value.obj

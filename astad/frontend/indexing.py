@@ -208,6 +208,14 @@ class Indexing(LowererCore):
         index_value = self.expr(s.value)
         if base.is_list and isinstance(index_value, Var):
             return self.emit("list_get", [self.dynamic_list(base, node), index_value])
+        if isinstance(index_value, Var) and isinstance(index_value.type, Num) and index_value.type.value is None \
+                and index_value.type.dtype in ("int64", "int32") and not index_value.type.shape:
+            raise self.type_error(
+                f"a tuple of {len(base.items)} items indexed by an int known only "
+                "when the function runs: astad keys its code by the arguments' types, not by the values of ints, "
+                "so it cannot pick the item when transforming", s.value,
+                "pick in the code, `fs[0](x) if k == 0 else fs[1](x)`; or fix k when transforming, "
+                "astad.grad(functools.partial(f, k)) with k the first parameter; or a list of arrays, [a, b][k]")
         i = self.static(index_value, s.value, "tuple index")
         if not isinstance(i, int) or not -len(base.items) <= i < len(base.items):
             raise self.type_error(f"tuple index {i!r} is out of range for a tuple of {len(base.items)}", node)

@@ -332,7 +332,7 @@ class Loops(LowererCore):
                 init += placeholders
                 types = types[:len(names)] + [forget_value(a.type) for a in placeholders] + types[len(names):]
                 continue
-            new = [forget_value(self.join_type(n, t, o.type)) for n, t, o in zip(slot_names, types, outs)]
+            new = [forget_value(self.join_type(n, t, o.type, stmt)) for n, t, o in zip(slot_names, types, outs)]
             if new == types:
                 if endless:  # (on the first pass a shape may be the one before the loop: `while len(v) > 1`)
                     raise self.syntax_error("this `while` loop never ends: its condition is always true",
@@ -421,7 +421,11 @@ class Loops(LowererCore):
         if not 1 <= len(node.args) <= 3 or any(a.keyword or a.star for a in node.args):
             raise self.type_error("range() takes one to three positional arguments", node)
         bounds = [self.atom(self.expr(a.value), a.value) for a in node.args]
-        for a, arg in zip(bounds, node.args):
+        for i, (a, arg) in enumerate(zip(bounds, node.args)):
+            if isinstance(a.type, Num) and a.type.py and a.type.dtype == "bool" and a.type.shape == ():
+                # a Python bool is an int to range() (`range(flag)`: 0 or 1 iterations)
+                bounds[i] = a = (Const.integer(int(a.value)) if isinstance(a, Const) and a.name is None else
+                                 self.atom(self.emit("convert_discrete", [a], {"dtype": "int64", "py": True}), arg.value))
             if not (isinstance(a.type, Num) and a.type.shape == () and a.type.dtype in ("int64", "int32")):
                 raise self.type_error(f"range() needs integers, not {a.type}", arg.value,
                                       "integers, e.g. from len(x) or x.shape[0]")

@@ -13,7 +13,7 @@ import libcst as cst
 import numpy as np
 
 from ..ir import Atom, Const, ListT, Num, Var
-from ..values import PyTuple
+from ..values import PyTuple, Ref
 from . import api_elementwise, api_linalg, api_python, api_reductions, api_shape
 from .api_specs import (ApiSpec, atoms, constructor, dims, dtype_params, elementwise, like, reduction,  # noqa: F401
                         sequence, sig, spec, static_params)
@@ -89,25 +89,64 @@ def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 
 def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    """``np.array(xs)``: a list or tuple stacked; an array copied (numpy's default, copy=True)."""
+    """``np.array(xs, dtype=None)``: a list or tuple stacked; an array copied (numpy's default, copy=True);
+    converted to ``dtype`` when given (a conversion is a copy of its own)."""
     x = b["object"]
+    dtype = _dtype(lw, b, node, "np.array")
     if isinstance(x, (Var, Const)) and isinstance(x.type, Num) and x.type.ndim >= 1:
-        return lw.copy(x)
+        return lw.copy(x) if dtype in (None, x.type.dtype) else _converted(lw, x, dtype)
     if isinstance(x, (Var, Const)) and isinstance(x.type, Num):
         raise lw.type_error("np.array of a number (a 0-d array) is not supported", node,
                             "the number itself, np.float64(x), or np.array([x]) for a 1-d array")
     if isinstance(x, PyTuple) and any(isinstance(v, PyTuple) or _run_time_list(v) for v in x.items):
         # nested lists or tuples (``[[a], [b]]``, ``[xs, ys]``): each inner one an array, as numpy reads a regular
         # nesting; a ragged one is refused (numpy raises too)
-        x = PyTuple(tuple(_lower_array(lw, {"object": v}, node) if isinstance(v, PyTuple) or _run_time_list(v) else v
-                          for v in x.items), x.is_list)
+        x = PyTuple(tuple(_lower_array(lw, {"object": v, "dtype": None}, node)
+                          if isinstance(v, PyTuple) or _run_time_list(v) else v for v in x.items), x.is_list)
         shapes = sorted({t.shape for t in (getattr(v, "type", None) for v in x.items)
                          if isinstance(t, Num) and t.known_shape}, key=lambda s: (len(s), s))
         if len(shapes) > 1:
             raise lw.type_error(f"np.array of a ragged nesting: its elements have the shapes {shapes[0]} and "
                                 f"{shapes[-1]} (numpy refuses it too)", node,
                                 "lists of one length at each level, or np.concatenate to join them")
-    return sequence("stack")("np.array").lower(lw, {"arrays": x, "axis": 0}, node)
+    stacked = sequence("stack")("np.array").lower(lw, {"arrays": x, "axis": 0}, node)
+    return _converted(lw, lw.atom(stacked, node), dtype)
+
+
+def _lower_asarray(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    """``np.asarray(x, dtype=None)``: an array of that dtype is the array itself (numpy's: no copy, so
+    an update of one is an update of the other, as after ``y = x``); another dtype, a conversion (a copy);
+    a list or tuple, stacked as by ``np.array``."""
+    x = b["a"]
+    if isinstance(x, (Var, Const)) and isinstance(x.type, Num) and x.type.ndim >= 1:
+        dtype = _dtype(lw, b, node, "np.asarray")
+        return x if dtype in (None, x.type.dtype) else _converted(lw, x, dtype)
+    if isinstance(x, (Var, Const)) and isinstance(x.type, Num):
+        raise lw.type_error("np.asarray of a number (a 0-d array) is not supported", node,
+                            "the number itself, np.float64(x), or np.asarray([x]) for a 1-d array")
+    return _lower_array(lw, {"object": x, "dtype": b["dtype"]}, node)
+
+
+def _dtype(lw: "Lowerer", b: dict, node: cst.Call, title: str) -> str | None:
+    """The name of the ``dtype=`` given (``float``, ``np.float32``, ``"float64"``), or None."""
+    given = b["dtype"]
+    if given is None:
+        return None
+    if isinstance(given, Ref) and given.obj in (int, float, bool):  # the Python types as dtypes
+        given = Ref("dtype", np.dtype(given.obj).name)
+    dtype = dtype_params(lw, {"dtype": given}, node)["dtype"]
+    if np.dtype(dtype).kind not in "fiub":
+        raise lw.type_error(f"{title}: dtype {dtype} is not supported", node, "np.float64, np.float32, int or bool")
+    return dtype
+
+
+def _converted(lw: "Lowerer", x: Atom, dtype: str | None) -> "Value":
+    """``x.astype(dtype)`` (a copy), or ``x`` when ``dtype`` is None or already its dtype."""
+    assert isinstance(x.type, Num)
+    if dtype is None or dtype == x.type.dtype:
+        return x
+    kind = np.dtype(dtype).kind
+    return lw.emit("astype" if kind == "f" else "astype_discrete", [x], {"dtype": dtype, "scalar": not x.type.shape})
 
 
 def _run_time_list(v: Any) -> bool:
@@ -167,7 +206,8 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "eye": spec("N, M=None, dtype=None", _lower_eye),
     "arange": spec("start, stop=None, step=None", _lower_arange),
     "shape": spec("a", _lower_shape),
-    "array": spec("object", _lower_array),
+    "array": spec("object, dtype=None", _lower_array),
+    "asarray": spec("a, dtype=None", _lower_asarray),
 }
 for _family in _FAMILIES:
     _FUNCTIONS.update(_family.FUNCTIONS)

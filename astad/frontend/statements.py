@@ -12,7 +12,7 @@ from .. import deep
 from ..aliases import CALLER
 from .. import outputs
 from ..values import PyDict, PyTuple, Ref
-from ..errors import UnsupportedFunctionError, UnsupportedSyntaxError
+from ..errors import AstadTypeError, UnsupportedFunctionError, UnsupportedSyntaxError
 from ..source import reversed_function
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
 from .syntax import can_leave, stmts_of, is_append
@@ -131,6 +131,18 @@ class Statements(LowererCore):
                                     "return a value after the loop too", stmt)
         return self.join(returned, [("the returned value", t_val, e_val)], t_binds, e_binds)[0]
 
+    def numpy_in_place(self, node: cst.BaseExpression) -> tuple[str, str] | None:
+        """``(name, what to write)`` when an expression statement calls a numpy function that changes
+        its argument in place (``np.put(y, idx, v)``), else None."""
+        if not isinstance(node, cst.Call):
+            return None
+        try:
+            func = self.expr(node.func)
+        except (UnsupportedFunctionError, UnsupportedSyntaxError, AstadTypeError):
+            return None
+        obj = getattr(func, "obj", None)
+        return next(((f"np.{f.__name__}", hint) for f, hint in _IN_PLACE if obj is f), None)
+
     def statement(self, node: cst.BaseSmallStatement) -> None:
         if isinstance(node, cst.Assign):
             value = self.expr(node.value)
@@ -162,6 +174,11 @@ class Statements(LowererCore):
         elif isinstance(node, cst.Expr) and in_place_method(node.value):
             self.expr(node.value)  # refused by its entry, with the hint to write the copying function
         elif isinstance(node, cst.Expr):
+            in_place = self.numpy_in_place(node.value)
+            if in_place is not None:
+                name, hint = in_place
+                raise self.syntax_error(f"{name} changes its first argument in place, which astad does not follow "
+                                        "(it reads code functionally)", hint, node)
             raise self.syntax_error("an expression statement has no effect astad can differentiate",
                                     "assign the value to a name, or remove the statement", node)
         else:
@@ -305,3 +322,14 @@ _AUG_OPS: dict[type, str] = {
 _FUNCTIONS = frozenset({"closure", "user", "decorated", "numpy", "builtin"})
 
 _AUG_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@"}
+
+
+#: numpy functions that change their first argument in place, and what to write instead
+_IN_PLACE = tuple((f, hint) for f, hint in (
+    (getattr(np, "put", None), "an indexed assignment on a copy: y = y.copy(); y[idx] = v (for a 1-d y: np.put "
+     "indexes the flattened array)"),
+    (getattr(np, "putmask", None), "y = np.where(mask, v, y)"),
+    (getattr(np, "place", None), "y = y.copy(); y[mask] = v"),
+    (getattr(np, "copyto", None), "y = src.copy(), or y = np.where(mask, src, y) with where=mask"),
+    (getattr(np, "fill_diagonal", None), "y = y.copy(); y[np.arange(n), np.arange(n)] = v"),
+) if f is not None)

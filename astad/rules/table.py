@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 import libcst as cst
 
 from ..errors import InternalError
-from ..ir import Atom, Comp, Num, Prim, Type, Var, nested_blocks
+from ..ir import Atom, Comp, NoneT, Num, Prim, Type, Var, nested_blocks
 
 Expr = cst.BaseExpression
 
@@ -117,8 +117,15 @@ def infer(op: str, arg_types: list[Type], params: dict) -> Type:
 
 def num(t: Type) -> Num:
     if not isinstance(t, Num):
-        raise ShapeError(f"expected a number or an array, got {t}")
+        raise not_a_number(t)
     return t
+
+
+def not_a_number(t: Type) -> ShapeError:
+    """The refusal of an operand that is not a number or an array (a None: an argument's ``mask=None``)."""
+    hint = ("a number or an array here: test `if mask is None:` first (known when transforming, so only "
+            "the path Python takes is differentiated)") if isinstance(t, NoneT) else None
+    return ShapeError(f"expected a number or an array, got {t}", hint)
 
 
 def norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:

@@ -11,12 +11,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..ir import Num, Type
-from .table import ShapeError, norm_axes, num
+from .table import ShapeError, norm_axes, not_a_number, num
 
 
 def _sample(t: Type) -> Any:
     if not isinstance(t, Num):
-        raise ShapeError(f"expected a number or an array, got {t}")
+        raise not_a_number(t)
     if t.py and not t.shape:
         if t.value is not None:
             return t.value
@@ -127,7 +127,7 @@ def _keyed(params: dict) -> tuple:
 def _kind(t: Type) -> Any:
     """What of ``t`` numpy's result type depends on: the dtype, or a Python scalar's type and value."""
     if not isinstance(t, Num):
-        raise ShapeError(f"expected a number or an array, got {t}")
+        raise not_a_number(t)
     if t.py and not t.shape:
         v = _sample(t)
         return type(v), v
