@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 import astad
-from conftest import central_differences
+from conftest import central_differences, check_correct_or_refused
 
 
 # -- 0-d arrays inside structures ---------------------------------------------------------------------
@@ -63,3 +63,20 @@ def test_zero_d_arrays_inside_structures_get_zero_d_arrays():
     (h,) = astad.vjp(astad.grad(cube), a)[1](np.array(1.0))  # reverse over reverse
     assert type(h) is np.ndarray and h.shape == ()
     np.testing.assert_allclose(h, 6 * 0.5 - np.sin(0.5))
+
+
+# -- an empty comprehension summed -------------------------------------------------------------------
+# The IR interpreter (the oracle's check of every stage) stacked a run-time list with np.stack, which
+# raises for an empty one; generated code makes it with np.array (an empty array).  So a program
+# summing an empty comprehension (``reversed(range(a, b, -1))`` with a <= b) failed the oracle with a
+# ValueError, though astad's value and derivative were Python's.
+
+
+def summed_comprehension(x, a, b):
+    return sum([x[i % 4] * i for i in reversed(range(a, b, -1))]) + sum([x[i % 4] for i in range(a, b)]) + 0.0
+
+
+def test_an_empty_comprehension_summed():
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    for a, b in ((1, 1), (3, 1), (1, 3), (-2, 2)):
+        check_correct_or_refused(summed_comprehension, [x, a, b])  # every IR stage interpreted too
