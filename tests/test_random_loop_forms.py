@@ -295,8 +295,8 @@ class LoopGen:
         a, b = self.name("a"), self.name("b")
         if kind == "range":
             heads = ['range(4)', 'range(len(x))', 'range(1, 4)', 'range(3, -1, -1)', 'reversed(range(4))',
-                     'reversed(range(1, n))', 'reversed(range(n, -1, -2))', 'reversed(range(3, n - 1, -1))',
-                     'reversed(range(n, 4, 3))']  # (steps of either sign; empty for some n)
+                     'reversed(range(1, n))', 'reversed(range(n - 1, -1, -2))', 'reversed(range(3, n - 1, -1))',
+                     'reversed(range(n, 4, 3))']  # (steps of either sign, in 0..3; empty for some n)
             self.emit(f"for {i} in {self.pick(heads)}:")
             loop = Loop(i, N, [], [], kind)
         elif kind == "range_n":
