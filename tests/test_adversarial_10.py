@@ -80,3 +80,28 @@ def test_an_empty_comprehension_summed():
     x = np.array([0.3, -0.7, 1.1, 0.5])
     for a, b in ((1, 1), (3, 1), (1, 3), (-2, 2)):
         check_correct_or_refused(summed_comprehension, [x, a, b])  # every IR stage interpreted too
+
+
+# -- an empty run-time list of arrays stacked ---------------------------------------------------------
+# astad types np.array(acc) of a list of arrays of shape (4,) as (n, 4); numpy's np.array of an empty
+# list has shape (0,), so the pullback of np.sum(np.array(acc), axis=0) * x crashed with numpy's
+# ValueError ("input operand has more dimensions than allowed by the axis remapping") when the loop
+# appended nothing.  Generated code (and the IR interpreter) make it (0, 4), as typed.
+
+
+def summed_rows(x, a, b):
+    acc = []
+    for i in range(a, b):
+        acc.append(x * i)
+    return np.sum(np.array(acc), axis=0) * x + np.sum(np.array([x * i for i in range(b, a)]), axis=0)
+
+
+def test_an_empty_list_of_arrays_stacked():
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    for a, b in ((1, 1), (1, 3), (3, 1)):
+        value, pullback = astad.reverse(summed_rows)(x, a, b)
+        np.testing.assert_allclose(value, summed_rows(x, a, b))
+        u = np.array([1.0, -2.0, 0.5, 3.0])
+        (got, _, _) = pullback(u)
+        np.testing.assert_allclose(got, central_differences(lambda s: u @ summed_rows(s, a, b), x), atol=1e-7)
+        check_correct_or_refused(summed_rows, [x, a, b])  # every IR stage interpreted too

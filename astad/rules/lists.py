@@ -4,7 +4,6 @@ given by its transpose."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
@@ -95,12 +94,6 @@ def _concat_list_transpose(b, p, out, ct):
     return [b.prim("split_like", ct, p.args[0], axis=norm_axes(p.param("axis", 0), num(out.type).ndim)[0])]
 
 
-def _stack_list(l: list, axis: int = 0) -> Any:
-    """``np.stack(l, axis)``, an empty list along axis 0 an empty array, as generated code's ``np.array(l)``
-    (codegen/python.py: _array_of_list)."""
-    return np.stack(l, axis=axis) if l or axis != 0 else np.array(l)
-
-
 register(
     Primitive("list", lambda *xs: list(xs), _list_infer, emit.list_display, kind=RULE, **linear(_list_transpose)),
     Primitive("append", lambda l, v: l + [v], append_infer, lambda a, ps: px.binop("+", a[0], emit.list_display([a[1]], ps)),
@@ -115,7 +108,7 @@ register(
               kind=RULE,
               **linear(lambda b, p, out, ct: [ct])),
     Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), kind=DISCRETE),
-    Primitive("stack_list", _stack_list, _stack_list_infer, emit.sequence_value("stack"),
+    Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, emit.sequence_value("stack"),
               kind=RULE, **linear(_stack_list_transpose)),
     Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
               emit.sequence_value("concatenate"), kind=RULE, **linear(_concat_list_transpose)),
