@@ -120,13 +120,13 @@ class Pullback:
     __slots__ = ("_backward", "_residuals", "_out_type", "_held", "_n", "_zero_d")
 
     def __init__(self, backward: Callable, residuals: Any, out_type: Type, n: int | None = None,
-                 zero_d: tuple[int, ...] = ()) -> None:
+                 zero_d: dict[int, Any] | None = None) -> None:
         self._backward = backward
         self._residuals = residuals
         self._out_type = out_type
         self._held: set[int] | None = None  # the owners of the residuals' memory, found at the first call
         self._n = n  # how many arguments were passed by position (None: every parameter)
-        self._zero_d = zero_d  # the positions of 0-d arrays: their cotangents are 0-d arrays (as JAX's)
+        self._zero_d = zero_d  # where the arguments hold 0-d arrays (fresh.zero_d_marks): theirs are 0-d arrays
 
     def __call__(self, ct: Any) -> tuple:
         t = self._out_type
@@ -137,8 +137,7 @@ class Pullback:
         if self._n is not None:
             cts = tuple(cts)[:self._n]
         if self._zero_d:  # (generated code computes a 0-d array's cotangent as numpy does: a numpy scalar)
-            cts = tuple(np.asarray(c) if i in self._zero_d and c is not None and type(c) is not np.ndarray else c
-                        for i, c in enumerate(cts))
+            cts = tuple(fresh.zero_d(self._zero_d.get(i), c) for i, c in enumerate(cts))
         if type(cts) is tuple and _all_floats(cts):  # Python floats are immutable: nothing to copy
             return cts
         if self._held is None:
@@ -322,7 +321,7 @@ class Reverse:
         held = fresh.owners(args, value)
         if held:
             residuals = fresh.copy_shared(residuals, held)
-        zero_d = tuple(i for i in range(n) if type(args[i]) is np.ndarray and not args[i].shape)
+        zero_d = {i: m for i in range(n) if type(args[i]) is not float and (m := fresh.zero_d_marks(args[i])) is not None}
         return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n, zero_d)
 
     def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:

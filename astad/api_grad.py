@@ -104,8 +104,8 @@ class Gradient:
             self._keep(args, (_runner(d, pick), holds))
         value, residuals = d.forward(*args)
         cts = d.backward(residuals, seed(d.out_type))
-        picked = tuple(cts[i] if type(args[i]) is not np.ndarray or args[i].shape or type(cts[i]) is np.ndarray
-                       else np.asarray(cts[i]) for i in nums)  # a 0-d array's: a 0-d array, as JAX's
+        picked = tuple(cts[i] if type(args[i]) is float or type(args[i]) is np.ndarray and args[i].shape
+                       else fresh.zero_d(fresh.zero_d_marks(args[i]), cts[i]) for i in nums)  # 0-d arrays': 0-d arrays
         if not _all_floats(picked):  # Python floats are immutable: nothing to copy
             picked = fresh.distinct(picked, d.arg_owners(args))  # (a structure's leaves walked without recursion)
         g = picked[0] if one else picked

@@ -8,8 +8,7 @@ import functools
 from types import FunctionType
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
+from . import fresh
 from .api_forward import forward_of, padded
 from .api_higher import ArgNums, Derived, Grad, Jac, Plain, _bind, _nums, grad, jacfwd, jacrev
 from .argnums import counted_from_first
@@ -94,7 +93,7 @@ def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     _, hv = g.jvp(args, padded(tuple(tangents), len(primals), len(args), g.name))
     out: list[Any] = [None] * len(primals)
     for i, h in zip(nums, hv):  # (H v of a 0-d array: a 0-d array, as grad's)
-        out[i] = np.asarray(h) if type(primals[i]) is np.ndarray and not primals[i].shape and h is not None else h
+        out[i] = fresh.zero_d(fresh.zero_d_marks(primals[i]), h)
     return tuple(out)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from . import fresh
 from .api import check_cotangent_like
 from .api_forward import zeros_like_type
 from .programs import Program
@@ -61,9 +62,10 @@ def program_vjp(prog: Program, extras: Sequence[Any], args: Sequence[Any]) -> tu
     n = prog.n_user
 
     value = prog.select(raw_value)
+    marks = [fresh.zero_d_marks(a) for a in args[:n]]  # 0-d arrays' cotangents: 0-d arrays, as JAX's
 
     def pullback(ct: Any) -> tuple:
         check_cotangent_like(value, ct)
-        return tuple(d.backward(residuals, to_raw(ct)))[:n]
+        return tuple(fresh.zero_d(m, c) for m, c in zip(marks, tuple(d.backward(residuals, to_raw(ct)))[:n]))
 
     return value, pullback

@@ -106,3 +106,41 @@ def _distinct(value: Any, seen: set[int]) -> Any:
     if isinstance(value, dict):
         return {k: _distinct(v, seen) for k, v in value.items()}
     return value
+
+
+
+def zero_d_marks(value: Any) -> Any:
+    """Where ``value`` holds 0-d arrays: True for a 0-d array, a list (a dict) of the marks of a tuple's
+    or list's items (a dict's values) holding one, None for anything else (see :func:`zero_d`)."""
+    t = type(value)
+    if t is np.ndarray:
+        return True if not value.shape else None
+    if t in _SCALARS:
+        return None
+    if isinstance(value, (tuple, list)):
+        marks = [zero_d_marks(v) for v in value]
+        return marks if any(m is not None for m in marks) else None
+    if isinstance(value, dict):
+        found = {k: zero_d_marks(v) for k, v in value.items()}
+        return found if any(m is not None for m in found.values()) else None
+    return None
+
+
+def zero_d(marks: Any, ct: Any) -> Any:
+    """The cotangent ``ct`` of an argument with each leaf for a 0-d array of it (``marks``, see
+    :func:`zero_d_marks`) a 0-d array, as JAX's (generated code computes it as numpy does: a numpy
+    scalar), also inside tuples, lists, dicts and NamedTuples."""
+    if ct is None or marks is None:
+        return ct
+    if marks is True:
+        return ct if type(ct) is np.ndarray else np.asarray(ct)
+    if type(marks) is list and isinstance(ct, (tuple, list)) and len(marks) == len(ct):
+        items = [zero_d(m, c) for m, c in zip(marks, ct)]
+        if all(a is b for a, b in zip(items, ct)):
+            return ct
+        if type(ct) is list:
+            return items
+        return type(ct)(*items) if hasattr(type(ct), "_fields") else tuple(items)
+    if type(marks) is dict and isinstance(ct, dict):
+        return {k: zero_d(marks.get(k), c) for k, c in ct.items()}
+    return ct

@@ -227,7 +227,9 @@ def wrapped_programs(draw):
     # the parameters' names as the program has them (the generator may have renamed some)
     params_in = re.search(r"^def inner\((.*)\):", source, flags=re.M).group(1).split(", ")
     values = sl._arguments(params, seed)
-    reals = [(n, v) for n, (_, s), v in zip(params_in, params, values) if not isinstance(s, int)]
+    zero_d = draw(st.booleans())  # the float arguments passed as 0-d arrays (their derivatives: 0-d arrays)
+    reals = [(n, np.array(v) if zero_d and type(v) is float else v)
+             for n, (_, s), v in zip(params_in, params, values) if not isinstance(s, int)]
     ints = [(n, v) for n, (_, s), v in zip(params_in, params, values) if isinstance(s, int)]
     first = params_in[0]
     container = draw(st.sampled_from(CONTAINERS))
@@ -274,7 +276,7 @@ def wrapped_programs(draw):
     kwargs = {} if by_default else dict(ints)
     if not flag or draw(st.booleans()):
         kwargs["flag"] = draw(st.sampled_from([flag, np.bool_(flag)]))
-    event(f"wrapped: {container}, {call}" + (", updated" if update else ""))
+    event(f"wrapped: {container}, {call}" + (", updated" if update else "") + (", 0-d arrays" if zero_d else ""))
     return source + outer, args, kwargs
 
 
@@ -308,7 +310,21 @@ def _moved(x, k, s):
     return y
 
 
+def _assert_leaves_like(got, arg, what):
+    """A derivative by ``arg`` has ``arg``'s leaves' kinds: a float's a float, an array's (a 0-d one's
+    too, inside any structure, as JAX's) an array of its shape."""
+    got_leaves, want_leaves = jacobians.flatten(got)[0], jacobians.flatten(arg)[0]
+    assert len(got_leaves) == len(want_leaves), f"{what}: {got!r} by {arg!r}"
+    for g, a in zip(got_leaves, want_leaves):
+        if type(a) is np.ndarray:
+            assert type(g) is np.ndarray and g.shape == a.shape, f"{what}: {g!r} for the array {a!r}"
+        else:
+            assert type(g) is float, f"{what}: {g!r} for the float {a!r}"
+
+
 def check_wrapped(fn, args, kwargs):
+    _assert_leaves_like(astad.grad(fn)(*args, **kwargs), args[0], "grad")
+    _assert_leaves_like(astad.vjp(fn, *args, **kwargs)[1](1.0)[0], args[0], "vjp")
     h = astad.hessian(fn)(*args, **kwargs)
     dense = _dense(h, args[0])
     event("hessian != 0" if np.any(dense) else "hessian == 0")

@@ -295,7 +295,8 @@ class LoopGen:
         a, b = self.name("a"), self.name("b")
         if kind == "range":
             heads = ['range(4)', 'range(len(x))', 'range(1, 4)', 'range(3, -1, -1)', 'reversed(range(4))',
-                     'reversed(range(1, n))']
+                     'reversed(range(1, n))', 'reversed(range(n - 1, -1, -2))', 'reversed(range(3, n - 1, -1))',
+                     'reversed(range(n, 4, 3))']  # (steps of either sign, in 0..3; empty for some n)
             self.emit(f"for {i} in {self.pick(heads)}:")
             loop = Loop(i, N, [], [], kind)
         elif kind == "range_n":
@@ -428,6 +429,9 @@ def programs(draw):
     tail = [f"    return {g.result()}"]
     if g.arrs:
         tail.insert(0, "    for e in arrs:\n        acc = acc + np.sum(e * x[:len(e)])")
+    if draw(st.integers(0, 2)) == 0:  # a list of arrays stacked, empty when n == 0 (numpy: shape (0,), not (0, 4))
+        tail.insert(0, "    rows = []\n    for k in range(n):\n        rows.append(x * k + w)\n"
+                       "    acc = acc + np.sum(np.sum(np.array(rows), axis=0) * x)")
     header = "import numpy as np\n\n\ndef f(x, w, z, xs, c, n):\n"
     plain = header + g.source(False) + "\n" + "\n".join(tail) + "\n"
     instrumented = "import numpy as np\n" + MARGIN_HELPERS + "\n\ndef f(x, w, z, xs, c, n):\n" + \

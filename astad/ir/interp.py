@@ -76,7 +76,11 @@ def _atom(a: Atom, env: dict[str, Any]) -> Any:
 
 def _comp(rhs: Comp, env: dict[str, Any]) -> Any:
     if isinstance(rhs, Prim):
-        return TABLE[rhs.op].impl(*[_atom(a, env) for a in rhs.args], **dict(rhs.params))
+        args = [_atom(a, env) for a in rhs.args]
+        if rhs.op == "stack_list" and not args[0] and rhs.param("axis", 0) == 0:
+            elem = rhs.args[0].type.elem  # an empty list: (0, *shape) for elements of shape, as generated code
+            return np.zeros((0,) + tuple(elem.shape), elem.dtype)  # (codegen/python.py: _array_of_list)
+        return TABLE[rhs.op].impl(*args, **dict(rhs.params))
     if isinstance(rhs, MakeTuple):
         return tuple(_atom(a, env) for a in rhs.items)
     if isinstance(rhs, Plus):
