@@ -69,6 +69,9 @@ class Conditionals(LowererCore):
         joined = self.join(c, [(k, t_env[k], e_env[k]) for k in names], t_binds, e_binds)
         for k, v in zip(names, joined):
             self.scope.env[k] = v
+        for k in [k for k in t_env if k not in e_env] + [k for k in e_env if k not in t_env]:
+            if k not in before:  # (not defined after the `if` on every path: a later read is refused)
+                self.branch_locals.setdefault((self.scope.path, k), self.loc(stmt).line)
         return None
 
     def join(self, cond: Atom, values: list[tuple[str, Value, Value]], t_binds: list[Bind],

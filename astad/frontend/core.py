@@ -62,6 +62,7 @@ class LowererCore:
         self._static_keys: dict[int, tuple[Any, Any]] = {}  # the static keys of tuples and dicts (make_call_key)
         self.literals: dict[str, Const] = {}  # the numbers written in the code by their text (expr_Float, ...)
         self.loop_locals: dict[tuple, int] = {}  # (scope path, name) assigned only inside a loop: the loop's line
+        self.branch_locals: dict[tuple, int] = {}  # (scope path, name) assigned in one branch of an `if` only: its line
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per

@@ -7,6 +7,7 @@ what can still read a value (for in-place updates).
 from __future__ import annotations
 
 import builtins
+import symtable
 import math
 import types
 from typing import Any
@@ -28,6 +29,26 @@ from .core import LowererCore
 class Lookup(LowererCore):
     """Names, globals and constants."""
 
+    def unassigned(self, name: str, node: cst.CSTNode) -> AstadTypeError:
+        """The refusal of a read of a local variable that is not assigned on every path to it (Python reads a
+        function's local, assigned anywhere in it, never a global of the same name)."""
+        at = (self.scope.path, name)
+        if at in self.loop_locals:
+            line = self.loop_locals[at]
+            return self.type_error(f"`{name}` is assigned only inside the loop at line {line}: "
+                                   "astad carries out of a loop only the variables assigned before it", node,
+                                   hint=f"assign `{name}` before the loop (`{name} = 0.0`, or an array of its "
+                                        "shape) and update it in the loop")
+        if at in self.branch_locals:
+            return self.type_error(f"`{name}` is assigned in only one branch of the `if` at line "
+                                   f"{self.branch_locals[at]}, so it is not defined after it on every path (astad "
+                                   "also carries from one loop iteration to the next only what is defined on every "
+                                   "path)", node, hint=f"assign `{name}` before the `if` (`{name} = 0.0`, or an "
+                                                       "array of its shape), or in both branches")
+        return self.type_error(f"`{name}` is a local variable of the function, read here before it is assigned "
+                               "(Python raises UnboundLocalError; a global of the same name is not read)", node,
+                               hint=f"assign `{name}` before this line, or give the local another name")
+
     def expr_Name(self, node: cst.Name) -> Value:
         for_name = node.value
         found = self._lookup(self.scope, for_name)  # a nested function reads its enclosing functions' names now
@@ -37,6 +58,9 @@ class Lookup(LowererCore):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
         scope = self.scope
+        code = scope.parsed.fn.__code__
+        if (for_name in code.co_varnames or for_name in code.co_cellvars) and _local(scope.parsed.source, for_name):
+            raise self.unassigned(for_name, node)  # a local not assigned on this path: never the global of that name
         key = (id(scope.parsed), scope.path, for_name)
         known = self._globals.get(key)
         if known is not None and known[0] is scope.parsed:
@@ -54,12 +78,8 @@ class Lookup(LowererCore):
             obj = g[for_name]
         elif hasattr(builtins, for_name):
             obj = getattr(builtins, for_name)
-        elif (self.scope.path, for_name) in self.loop_locals:
-            line = self.loop_locals[self.scope.path, for_name]
-            raise self.type_error(f"`{for_name}` is assigned only inside the loop at line {line}: "
-                                  "astad carries out of a loop only the variables assigned before it", node,
-                                  hint=f"assign `{for_name}` before the loop (`{for_name} = 0.0`, or an array of its "
-                                       "shape) and update it in the loop")
+        elif (self.scope.path, for_name) in self.loop_locals or (self.scope.path, for_name) in self.branch_locals:
+            raise self.unassigned(for_name, node)
         else:
             raise self.type_error(f"name `{for_name}` is not defined", node,
                                   hint="a parameter, a variable assigned earlier, or a module-level name")
@@ -238,3 +258,14 @@ def _astad_inside(what: str, loc: Any) -> UnsupportedFunctionError:
                                     "derivative inside the code)", loc,
                                     "differentiate the derivative itself (astad.grad(astad.grad(f))), or compute "
                                     "it outside")
+
+
+def _local(source: str, name: str) -> bool:
+    """Whether ``name`` is a local variable of the function whose text is ``source`` (Python's symbol table:
+    a name the function assigns anywhere; not a comprehension's own variable, which Python 3.12 keeps among
+    the function's ``co_varnames`` too)."""
+    try:
+        table = symtable.symtable(source, "<astad>", "exec").get_children()[0]
+        return table.lookup(name).is_local()
+    except (SyntaxError, IndexError, KeyError):
+        return True  # (the code object's answer)
