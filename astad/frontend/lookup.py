@@ -7,6 +7,7 @@ what can still read a value (for in-place updates).
 from __future__ import annotations
 
 import builtins
+import functools
 import symtable
 import math
 import types
@@ -58,8 +59,7 @@ class Lookup(LowererCore):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
         scope = self.scope
-        code = scope.parsed.fn.__code__
-        if (for_name in code.co_varnames or for_name in code.co_cellvars) and _local(scope.parsed.source, for_name):
+        if for_name in _locals_of(scope.parsed.fn.__code__) and _local(scope.parsed.source, for_name):
             raise self.unassigned(for_name, node)  # a local not assigned on this path: never the global of that name
         key = (id(scope.parsed), scope.path, for_name)
         known = self._globals.get(key)
@@ -258,6 +258,12 @@ def _astad_inside(what: str, loc: Any) -> UnsupportedFunctionError:
                                     "derivative inside the code)", loc,
                                     "differentiate the derivative itself (astad.grad(astad.grad(f))), or compute "
                                     "it outside")
+
+
+@functools.lru_cache(maxsize=256)
+def _locals_of(code: types.CodeType) -> frozenset[str]:
+    """The names a code object keeps as locals (a set: every global name read asks; a tuple is searched)."""
+    return frozenset(code.co_varnames + code.co_cellvars)
 
 
 def _local(source: str, name: str) -> bool:
