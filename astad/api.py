@@ -291,7 +291,8 @@ class Reverse:
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, Pullback]:
         if not kwargs and self._calls:  # scalar arguments of types seen before: straight to the generated code
-            hit = self._calls.get(type(args[0]) if len(args) == 1 else kinds(args))
+            n = len(args)  # (kinds(args), inline: this is the path a scalar call takes)
+            hit = self._calls.get(type(args[0]) if n == 1 else (type(args[0]), type(args[1])) if n == 2 else kinds(args))
             if hit is not None and self.__astad_function__.__code__ is self._code and (hit[1] is None or hit[1]()):
                 d = hit[0]
                 value, residuals = d.forward(*args)
