@@ -11,7 +11,8 @@ mode over the inner derivative's IR program).
 
 from .api import Pullback, Reverse, clear_caches, reverse
 from .api_forward import Forward, Pushforward, forward
-from .api_higher import Derived, grad, jacfwd, jacrev, jvp, value_and_grad, vjp
+from .api_higher import Derived, grad, jvp, value_and_grad, vjp
+from .api_jacobians import jacfwd, jacrev
 from .api_second import hessian, hvp, jacobian
 from .cache import config
 from .errors import (AstadError, AstadTypeError, InternalError, NonScalarOutputError, SourceUnavailableError,

@@ -10,7 +10,8 @@ from typing import Any, Callable, Sequence
 
 from . import fresh
 from .api_forward import forward_of, padded
-from .api_higher import ArgNums, Derived, Grad, Jac, Plain, _bind, _nums, grad, jacfwd, jacrev
+from .api_higher import ArgNums, Derived, Grad, Plain, _bind, _nums, grad
+from .api_jacobians import Jac, jacfwd, jacrev
 from .argnums import counted_from_first
 from .errors import AstadTypeError
 from .jacobians import basis, out_basis

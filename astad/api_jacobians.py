@@ -1,0 +1,139 @@
+"""Jacobians: ``jacfwd`` (one JVP per input element) and ``jacrev`` (one VJP per output
+element), of plain functions and of callables astad made (:class:`astad.api_higher.Derived`;
+``jacfwd(grad(f))`` is a Hessian by forward over reverse, ``jacrev(grad(f))`` reverse over
+reverse where the gradient is one program)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from . import api, fresh
+from .api_higher import (ArgNums, Derived, Plain, _bind, _columns_jvps, _inner, _nums, _seed, _tangent_programs,
+                         vjp_of)
+from .api_vjp import program_vjp
+from .argnums import counted_from_first
+from .jacobians import basis, from_columns, from_rows, out_basis, require_real
+from .programs import NoProgram, Program
+
+
+class Jac(Derived):
+    """``jacfwd`` (one JVP per input element) or ``jacrev`` (one VJP per output element)."""
+
+    def __init__(self, fn: Any, argnums: ArgNums, mode: str) -> None:
+        api._check_argnums(argnums)
+        self.inner = _inner(fn)
+        self.argnums = argnums
+        # jacrev of a derived callable: one VJP of its program per output element when it is one
+        # program (reverse over reverse for a gradient); its own JVPs and program by forward mode
+        self.mode = mode if isinstance(self.inner, Plain) else "fwd"
+        self.rows = mode == "rev"
+        self.name = f"jac{mode}({self.inner.name})"
+        functools.update_wrapper(self, getattr(self.inner, "fn", self.inner), updated=())
+
+    def with_argnums(self, fn: Any, argnums: ArgNums) -> "Jac":
+        """This Jacobian of ``fn`` with respect to ``argnums`` (see counted_from_first)."""
+        return Jac(fn, argnums, "rev" if self.rows else "fwd")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        twin = counted_from_first(self, len(args))
+        if twin is not self:
+            return twin(*args, **kwargs)
+        return self.at(_bind(self, self.argnums, args, kwargs))
+
+    def at(self, args: tuple) -> Any:
+        """The Jacobian at the values of the parameters (bound: see _bind)."""
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if self.mode == "rev":
+            self._remember(args)
+            return self._rev(args, nums, single)
+        if self.rows:
+            found = self._rows_of_program(args, nums, single)
+            if found is not None:
+                self._remember(args)
+                return found[0]
+        pairs = self.inner._jvps(tuple(args), basis(args, nums))
+        value = pairs[0][0] if pairs else self.inner(*args)
+        cols = [t for _, t in pairs]
+        self._remember(args)
+        return from_columns(value, cols, args, nums, single)
+
+    def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+        require_real(args, nums)
+        value, pullback = self.inner.rev.vjp_at(tuple(args), len(args))
+        held = fresh.owners(args)
+        rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
+        rows = [fresh.distinct(r, set(held)) for r in rows]
+        return from_rows(value, rows, args, nums, single)
+
+    def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
+        """jacrev of a derivative shows the reverse program over the derivative's (reverse over reverse)."""
+        if self.rows and not isinstance(self.inner, Plain):
+            if args:
+                self._last_args = tuple(args)
+            if self._last_args is not None:
+                try:
+                    return self.inner.program(self._last_args)[0].reverse(), "reverse over reverse"
+                except NoProgram:
+                    pass
+        return super()._shown_what(args)
+
+    def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
+        """The Jacobian of a derived callable by one VJP of its program per output element
+        (None when it is not one program: then by JVPs)."""
+        try:
+            prog, extras = self.inner.program(args)
+        except NoProgram:
+            return None
+        require_real(args, nums)
+        value, pullback = program_vjp(prog, extras, args)
+        rows = [tuple(pullback(ct)[i] for i in nums) for ct in out_basis(value)]
+        return (from_rows(value, rows, args, nums, single),)
+
+    def _vjp_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Program:
+        return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
+
+    def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+        nums, single = _nums(self.argnums, len(primals), self.inner.name)
+        if self.mode == "rev":
+            prog = self._vjp_program(primals, nums, single)
+            value = self.inner(*primals)
+            out = []
+            for tangents in tangent_list:
+                pairs = [prog.jvp(primals, (ct,), tangents) for ct in out_basis(value)]
+                rows = [(r,) if single else r for r, _ in pairs]
+                drows = [(d,) if single else d for _, d in pairs]
+                out.append((from_rows(value, rows, primals, nums, single),
+                            from_rows(value, drows, primals, nums, single)))
+            return out
+        return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
+                             tangent_list)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if self.mode == "rev":
+            value = self.inner(*args)
+            if len(out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
+                return super().program(args)
+            prog = self._vjp_program(args, nums, single)
+            return prog, _seed(prog)
+        units = basis(args, nums)
+        if len(units) != 1:
+            return super().program(args)
+        progs, extras = _tangent_programs(self.inner, args, nums)
+        q, tail = progs[nums[0]]
+        return q, extras + (units[0][nums[0]],) + tail
+
+
+# --------------------------------------------------------------------------- the public functions
+
+def jacfwd(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Jacobian by forward mode, one JVP per input element: shape ``out.shape + in.shape``
+    (a tuple ``argnums`` gives a tuple of Jacobians, a structured output a structure of them)."""
+    return Jac(fn, argnums, "fwd")
+
+
+def jacrev(fn: Callable[..., Any], argnums: ArgNums = 0) -> Jac:
+    """The Jacobian by reverse mode, one VJP per output element; when ``fn`` is made by astad and is one
+    program, reverse mode over that program (``jacrev(grad(f))``: reverse over reverse), else by JVPs."""
+    return Jac(fn, argnums, "rev")
