@@ -354,7 +354,7 @@ class Calls(LowererCore):
         params = tuple(Var(self.namer.fresh(n), forget_value(t)) for n, t in zip(names, types))
         for p in params:
             self.aliases.made(p.name, ("F:" + p.name,))
-        scope = Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
+        scope = Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope, own=c.locals)
         body = c.node.body
         depth, waiting = len(self.aliases.loops), len(self.aliases.pending)
         self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
@@ -403,7 +403,7 @@ class Calls(LowererCore):
         if missing:
             raise self.type_error(f"call to {c.__name__}: missing argument `{missing[0]}`", node)
         scope = Scope(c.scope.parsed, c.scope.path, {n: given.get(n, c.defaults.get(n)) for n in names},  # type: ignore[misc]
-                       parent=c.scope)
+                       parent=c.scope, own=c.locals)
         body = c.node.body
         return self.run_call(c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                              else (lambda: self.lower_body(c.node)))  # type: ignore[arg-type]

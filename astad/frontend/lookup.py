@@ -59,6 +59,8 @@ class Lookup(LowererCore):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
         scope = self.scope
+        if any(for_name in s.own for s in scope_chain(scope)):
+            raise self.unassigned(for_name, node)  # a nested function's local not assigned on this path
         if for_name in _locals_of(scope.parsed.fn.__code__) and _local(scope.parsed.source, for_name):
             raise self.unassigned(for_name, node)  # a local not assigned on this path: never the global of that name
         key = (id(scope.parsed), scope.path, for_name)
@@ -193,6 +195,8 @@ class Lookup(LowererCore):
             env = scope.env
             if name in env:
                 return env[name]
+            if name in scope.own:
+                return None  # a nested function's local it has not assigned: not the enclosing function's
             scope = scope.parent
         return None
 

@@ -1,0 +1,166 @@
+"""A nested ``def``'s own locals (its parameters and the names its own statements assign, Python's rule) are
+never read from the enclosing function or the module: where a path reaches a read of one it has not
+assigned, astad refuses (Python raises UnboundLocalError).  astad read the enclosing function's variable or
+the module's global of the same name instead: a wrong value.  Valid programs next to them (a nested def
+reading the enclosing function's variables, its own, globals; an item update ``y[i] = v`` of an enclosing
+array, which does not make ``y`` local) are checked against Python's own execution and central
+differences, forward mode against reverse mode."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import astad
+from conftest import Refused, central_differences, check_correct_or_refused
+from forward_oracle import check_forward
+
+P = 5.0
+Q = 7.0
+
+
+def branch_local_shadows_global(x):
+    def g(y):
+        if y[0] > 0:
+            P = y[0] * 2.0
+        return np.sum(P * y)
+    return g(x)
+
+
+def read_before_assigned(x):
+    def g(y):
+        z = np.sum(P * y)
+        P = 2.0
+        return z * P
+    return g(x)
+
+
+def loop_local_shadows_global(x):
+    def g(y):
+        for i in range(2):
+            P = y[i]
+        return np.sum(P * y)
+    return g(x)
+
+
+def branch_local_shadows_enclosing(x):
+    P = 2.0
+
+    def g(y):
+        if y[0] > 0:
+            P = y[0]
+        return np.sum(P * y)
+    return g(x) + P
+
+
+def read_before_assigned_shadows_enclosing(x):
+    P = x[1]
+
+    def g(y):
+        z = np.sum(P * y)
+        P = 3.0
+        return z + P
+    return g(x)
+
+
+def inner_reads_unassigned_local_of_nested(x):
+    def g(y):
+        def h(z):
+            return P * z
+        r = h(y)
+        P = 3.0
+        return r
+    return np.sum(g(x))
+
+
+def function_value_shadows_global(x):
+    def g(t):
+        if t > 0.0:
+            Q = t * t
+        return Q * t
+    return g(x[0]) + g(x[1])
+
+
+@pytest.mark.parametrize("fn, what, line, col", [
+    (branch_local_shadows_global, "assigned in only one branch of the `if` at line 23", 25, 23),
+    (read_before_assigned, "a local variable of the function, read here before it is assigned", 31, 20),
+    (loop_local_shadows_global, "assigned only inside the loop at line 39", 41, 23),
+    (branch_local_shadows_enclosing, "assigned in only one branch of the `if` at line 49", 51, 23),
+    (read_before_assigned_shadows_enclosing, "read here before it is assigned", 59, 20),
+    (inner_reads_unassigned_local_of_nested, "read here before it is assigned", 68, 20),
+    (function_value_shadows_global, "assigned in only one branch of the `if` at line 77", 79, 16),
+])
+@pytest.mark.parametrize("x0", [-1.5, 0.7])
+def test_a_nested_local_not_assigned_on_the_path_is_refused(fn, what, line, col, x0):
+    x = np.array([x0, 2.0, -0.5])
+    for make in (astad.grad, astad.jacfwd):
+        with pytest.raises(astad.AstadError) as e:
+            make(fn)(x)
+        message = str(e.value)
+        assert what in message and not isinstance(e.value, astad.InternalError), message
+        assert f"test_nested_locals.py:{line}:{col}:" in message.splitlines()[0], message
+        assert "^" in message and "assign" in message.splitlines()[-1]
+
+
+def own_enclosing_and_global(x):
+    P = np.tanh(x)
+
+    def g(y):
+        Q = P * y  # the enclosing P, its own Q
+        return np.sum(Q * y) + Q[0]
+    return g(x) + Q * x[1]  # the global Q
+
+
+def nested_assigned_on_every_path(x):
+    def g(y):
+        if y[0] > 0.1234567:  # (not a float hypothesis likes: no kink under the finite differences)
+            P = y * 2.0
+        else:
+            P = np.sin(y)
+        return np.sum(P * y)
+    return g(x) + P
+
+
+def inner_reads_nested_local_assigned_before_the_call(x):
+    def g(y):
+        def h(z):
+            return P * z
+        P = np.cos(y[0])
+        return h(y)
+    return np.sum(g(x)) * P
+
+
+def item_update_of_enclosing_array_is_not_a_local(x):
+    def g(y):
+        v = y.copy()
+        v[0] = y[1] * P
+        return v
+    return np.sum(g(x) * x)
+
+
+def parameter_named_like_a_global(x):
+    def g(P, y=Q):
+        return np.sum(P * x) * y
+    return g(x[0]) + g(P)
+
+
+@pytest.mark.parametrize("fn", [own_enclosing_and_global, nested_assigned_on_every_path,
+                                inner_reads_nested_local_assigned_before_the_call,
+                                item_update_of_enclosing_array_is_not_a_local, parameter_named_like_a_global])
+@settings(max_examples=15, deadline=None)
+@given(xs=st.lists(st.floats(-2.0, 2.0, allow_nan=False, allow_subnormal=False), min_size=3, max_size=3),
+       data=st.data())
+def test_valid_nested_locals_are_read_as_python(fn, xs, data):
+    x = np.array(xs)
+    try:
+        check_correct_or_refused(fn, [x])  # value == Python's, pullback == central differences
+        check_forward(fn, [x], data)  # J v == central differences, <u, J v> == <J^T u, v>
+    except Refused as e:
+        raise AssertionError(f"refused: {e}") from None
+
+
+def test_valid_nested_locals_value_and_gradient():
+    x = np.array([0.3, -1.2, 0.8])
+    for fn in (own_enclosing_and_global, nested_assigned_on_every_path):
+        value, grad = astad.value_and_grad(fn)(x)
+        assert value == pytest.approx(fn(x), rel=1e-12)
+        np.testing.assert_allclose(grad, central_differences(fn, x), rtol=1e-6, atol=1e-6)
