@@ -164,3 +164,77 @@ def test_valid_nested_locals_value_and_gradient():
         value, grad = astad.value_and_grad(fn)(x)
         assert value == pytest.approx(fn(x), rel=1e-12)
         np.testing.assert_allclose(grad, central_differences(fn, x), rtol=1e-6, atol=1e-6)
+
+
+# ---------------------------------------------------------------- random programs of names and scopes
+
+#: global names a program's locals take (a plain name, a builtin's, names that look generated)
+SHADOWED = ["P", "u", "sum", "abs", "t1", "x_ct", "out_ct", "np_2", "residuals"]
+
+#: how a function uses its local ``{n}`` (lines; ``{y}`` its array parameter): Python runs some, raises
+#: UnboundLocalError on others
+USES = {
+    "both": ["if {y}[0] > 0.3:", "    {n} = {y} * 2.0", "else:", "    {n} = np.sin({y})", "r = np.sum({n} * {y})"],
+    "one": ["if {y}[0] > 0.3:", "    {n} = {y} * 2.0", "r = np.sum({n} * {y})"],
+    "one_taken": ["if np.sum({y} * {y}) >= 0.0:", "    {n} = {y} * 2.0", "r = np.sum({n} * {y})"],
+    "loop": ["for i in range(2):", "    {n} = {y}[i]", "r = np.sum({n} * {y})"],
+    "loop_none": ["for i in range(0):", "    {n} = {y}[i]", "r = np.sum({n} * {y})"],
+    "before": ["r = np.sum({n} * {y})", "{n} = 2.0", "r = r * {n}"],
+    "after": ["{n} = np.cos({y})", "r = np.sum({n} * {y})"],
+    "inner_before": ["def h(z):", "    return {n} * z", "{n} = np.tanh({y}[1])", "r = np.sum(h({y}))"],
+    "inner_after": ["def h(z):", "    return {n} * z", "r = np.sum(h({y}))", "{n} = 3.0"],
+    "read": ["r = np.sum({n} * {y})"],
+}
+
+
+@st.composite
+def scope_programs(draw):
+    """(source, name of the use): a module with a global float named ``n``, and ``f(x)`` that uses a local
+    ``n`` (``USES``) itself or in a nested def ``g`` (the enclosing ``f`` may assign ``n`` too, before or after
+    defining ``g``), or a lambda with a parameter ``n``."""
+    n = draw(st.sampled_from(SHADOWED))
+    use = draw(st.sampled_from(sorted(USES)))
+    where = draw(st.sampled_from(["f", "g", "g_enclosing", "g_enclosing_after", "lambda"]))
+    lines = [f"    {line}" for line in (l.format(n=n, y="x") for l in USES[use])] + ["    return r"]
+    if where.startswith("g"):
+        body = ["    def g(y):"] + [f"        {l.format(n=n, y='y')}" for l in USES[use]] + ["        return r"]
+        enclosing = [f"    {n} = x[2] * 0.5"]
+        lines = ((enclosing if where == "g_enclosing" else []) + body
+                 + (enclosing if where == "g_enclosing_after" else []) + [f"    return g(x) + np.sum({n} * x)"])
+    elif where == "lambda":
+        lines = [f"    g = lambda {n}, y: np.sum({n} * y)", f"    return g(x[0], x) + g(x, x)"]
+    source = f"import numpy as np\n\n{n} = 5.0\n\n\ndef f(x):\n" + "\n".join(lines) + "\n"
+    return source, f"{use} in {where}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(program=scope_programs(), xs=st.lists(st.sampled_from([-1.3, -0.4, 0.2, 0.9, 1.6]), min_size=3, max_size=3),
+       data=st.data())
+def test_random_scopes_correct_or_refused(tmp_path_factory, program, xs, data):
+    """Python's own execution is the oracle: where it raises (UnboundLocalError, NameError), astad refuses;
+    where it runs, astad gives its value, the pullback central differences, forward mode <u, J v> == <J^T u, v>
+    (or refuses, in both modes)."""
+    from hypothesis import note
+
+    from conftest import load_program
+
+    source, what = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.getbasetemp(), "scopes").f
+    x = np.array(xs)
+    try:
+        fn(x.copy())
+    except (UnboundLocalError, NameError):
+        for make in (astad.grad, astad.jacfwd):
+            with pytest.raises(astad.AstadError) as e:
+                make(fn)(x)
+            assert not isinstance(e.value, astad.InternalError), str(e.value)
+        return
+    try:
+        check_correct_or_refused(fn, [x])
+    except Refused:
+        with pytest.raises(astad.AstadError) as e:
+            astad.jacfwd(fn)(x)
+        assert not isinstance(e.value, astad.InternalError), str(e.value)
+        return
+    check_forward(fn, [x], data)
