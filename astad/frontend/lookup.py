@@ -147,6 +147,11 @@ class Lookup(LowererCore):
         """``obj.attr`` of an object read as a global (``self.c``): the attribute, read as a
         global is (constants at transform time, checked on each call)."""
         what = f"`{'.'.join(base.path)}.{attr}`"
+        if type(base.obj).__getattribute__ is not object.__getattribute__:  # Python asks it, not __dict__
+            raise UnsupportedFunctionError(
+                f"{what}: {type(base.obj).__name__} defines __getattribute__, so its attributes are not the values "
+                "its __dict__ and class hold, which astad reads", self.loc(node),
+                "read the attribute before the call and pass it as an argument")
         in_class = [vars(c)[attr] for c in type(base.obj).__mro__ if attr in vars(c)]
         own = attr in vars(base.obj)
         if not own and not in_class:
