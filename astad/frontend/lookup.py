@@ -147,7 +147,7 @@ class Lookup(LowererCore):
         """``obj.attr`` of an object read as a global (``self.c``): the attribute, read as a
         global is (constants at transform time, checked on each call)."""
         what = f"`{'.'.join(base.path)}.{attr}`"
-        if type(base.obj).__getattribute__ is not object.__getattribute__:  # Python asks it, not __dict__
+        if _own_getattribute(type(base.obj)):  # Python asks it, not __dict__
             raise UnsupportedFunctionError(
                 f"{what}: {type(base.obj).__name__} defines __getattribute__, so its attributes are not the values "
                 "its __dict__ and class hold, which astad reads", self.loc(node),
@@ -250,6 +250,12 @@ def _is_plain_object(obj: Any) -> bool:
     return (hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType, types.FunctionType,
                                                               types.MethodType, types.BuiltinFunctionType))
             and not callable(obj) and type(obj).__module__ not in ("builtins", "numpy"))
+
+
+def _own_getattribute(cls: type) -> bool:
+    """Whether ``cls`` (or a base) defines ``__getattribute__`` in Python (a C type's slot is the generic one)."""
+    found = next(vars(c)["__getattribute__"] for c in cls.__mro__ if "__getattribute__" in vars(c))
+    return not isinstance(found, types.WrapperDescriptorType)
 
 
 _ITERATORS = (builtins.range, builtins.enumerate, builtins.zip, builtins.reversed)
