@@ -156,7 +156,7 @@ class Calls(LowererCore):
                 called = path[-1] if path else fn.__name__
                 raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
                                              e.hint) from None
-            sig = inspect.signature(fn, follow_wrapped=False)
+            sig = _code_signature(fn)
             seen[id(fn)] = (fn, parsed, sig)
             if path and isinstance(fn, types.FunctionType):  # what may be assigned in place (see calling.ATTRIBUTES)
                 for attribute in ATTRIBUTES:
@@ -407,6 +407,16 @@ class Calls(LowererCore):
         body = c.node.body
         return self.run_call(c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                              else (lambda: self.lower_body(c.node)))  # type: ignore[arg-type]
+
+
+def _code_signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """The parameters Python binds a call of ``fn`` to: its code's and defaults (``inspect.signature``
+    reads a ``__signature__`` attribute first, which a call does not)."""
+    if isinstance(fn, types.FunctionType):
+        bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+        bare.__kwdefaults__ = fn.__kwdefaults__
+        fn = bare
+    return inspect.signature(fn, follow_wrapped=False)
 
 
 #: how deep calls (recursion, unrolled) may nest
