@@ -78,8 +78,8 @@ class Lookup(LowererCore):
                                       "it yet", node, hint="assign it before making the function") from None
         elif for_name in g:
             obj = g[for_name]
-        elif hasattr(builtins, for_name):
-            obj = getattr(builtins, for_name)
+        elif for_name in _builtins_of(fn):  # the function's own builtins, as Python reads them (a dict)
+            obj = _builtins_of(fn)[for_name]
         elif (self.scope.path, for_name) in self.loop_locals or (self.scope.path, for_name) in self.branch_locals:
             raise self.unassigned(for_name, node)
         else:
@@ -250,6 +250,12 @@ def _is_plain_object(obj: Any) -> bool:
     return (hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType, types.FunctionType,
                                                               types.MethodType, types.BuiltinFunctionType))
             and not callable(obj) and type(obj).__module__ not in ("builtins", "numpy"))
+
+
+def _builtins_of(fn: Any) -> dict[str, Any]:
+    """The builtins a function reads (``fn.__builtins__``: those of the globals it was made with)."""
+    found = getattr(fn, "__builtins__", None)
+    return found if type(found) is dict else vars(builtins)
 
 
 def _own_getattribute(cls: type) -> bool:
