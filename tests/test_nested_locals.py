@@ -196,10 +196,11 @@ USES = {
 def scope_programs(draw):
     """(source, name of the use): a module with a global float named ``n``, and ``f(x)`` that uses a local
     ``n`` (``USES``) itself or in a nested def ``g`` (the enclosing ``f`` may assign ``n`` too, before or after
-    defining ``g``), or a lambda with a parameter ``n``."""
+    defining ``g``), in a module-level helper ``h`` that ``f`` calls (twice: the second call may replay the
+    first's lowering), in a nested def made in a loop, or a lambda with a parameter ``n``."""
     n = draw(st.sampled_from(SHADOWED))
     use = draw(st.sampled_from(sorted(USES)))
-    where = draw(st.sampled_from(["f", "g", "g_enclosing", "g_enclosing_after", "lambda"]))
+    where = draw(st.sampled_from(["f", "g", "g_enclosing", "g_enclosing_after", "lambda", "helper", "g_in_loop"]))
     lines = [f"    {line}" for line in (l.format(n=n, y="x") for l in USES[use])] + ["    return r"]
     if where.startswith("g"):
         body = ["    def g(y):"] + [f"        {l.format(n=n, y='y')}" for l in USES[use]] + ["        return r"]
@@ -208,7 +209,15 @@ def scope_programs(draw):
                  + (enclosing if where == "g_enclosing_after" else []) + [f"    return g(x) + np.sum({n} * x)"])
     elif where == "lambda":
         lines = [f"    g = lambda {n}, y: np.sum({n} * y)", f"    return g(x[0], x) + g(x, x)"]
-    source = f"import numpy as np\n\n{n} = 5.0\n\n\ndef f(x):\n" + "\n".join(lines) + "\n"
+    elif where == "g_in_loop":
+        lines = ["    s = 0.0", "    for j in range(2):", "        def g(y):"] + [
+            f"            {l.format(n=n, y='y')}" for l in USES[use]] + ["            return r * (j + 1)",
+                                                                        "        s = s + g(x)", "    return s"]
+    helper = ""
+    if where == "helper":
+        helper = "def h(y):\n" + "".join(f"    {l.format(n=n, y='y')}\n" for l in USES[use]) + "    return r\n\n\n"
+        lines = ["    return h(x) + h(x * 0.5)"]
+    source = f"import numpy as np\n\n{n} = 5.0\n\n\n{helper}def f(x):\n" + "\n".join(lines) + "\n"
     return source, f"{use} in {where}"
 
 
