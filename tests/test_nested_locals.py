@@ -208,7 +208,7 @@ def scope_programs(draw):
         lines = ((enclosing if where == "g_enclosing" else []) + body
                  + (enclosing if where == "g_enclosing_after" else []) + [f"    return g(x) + np.sum({n} * x)"])
     elif where == "lambda":
-        lines = [f"    g = lambda {n}, y: np.sum({n} * y)", f"    return g(x[0], x) + g(x, x)"]
+        lines = [f"    g = lambda {n}, y: np.sum({n} * y)", "    return g(x[0], x) + g(x, x)"]
     elif where == "g_in_loop":
         lines = ["    s = 0.0", "    for j in range(2):", "        def g(y):"] + [
             f"            {l.format(n=n, y='y')}" for l in USES[use]] + ["            return r * (j + 1)",
