@@ -59,7 +59,7 @@ class Lookup(LowererCore):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
         scope = self.scope
-        if any(for_name in s.own for s in scope_chain(scope)):
+        if scope.parent is not None and any(for_name in s.own for s in scope_chain(scope)):
             raise self.unassigned(for_name, node)  # a nested function's local not assigned on this path
         if for_name in _locals_of(scope.parsed.fn.__code__) and _local(scope.parsed.source, for_name):
             raise self.unassigned(for_name, node)  # a local not assigned on this path: never the global of that name
@@ -78,8 +78,8 @@ class Lookup(LowererCore):
                                       "it yet", node, hint="assign it before making the function") from None
         elif for_name in g:
             obj = g[for_name]
-        elif for_name in _builtins_of(fn):  # the function's own builtins, as Python reads them (a dict)
-            obj = _builtins_of(fn)[for_name]
+        elif for_name in (own_builtins := _builtins_of(fn)):  # the function's own, as Python reads them
+            obj = own_builtins[for_name]
         elif (self.scope.path, for_name) in self.loop_locals or (self.scope.path, for_name) in self.branch_locals:
             raise self.unassigned(for_name, node)
         else:
