@@ -103,10 +103,13 @@ def remember(table: dict, args: Sequence[Any], entry: tuple, allowed: frozenset 
         table[kinds(args)] = entry
 
 
-def _deps_unchanged(fn: Callable, d: Derivative) -> bool:
+def _deps_unchanged(fn: Callable, d: Any) -> bool:
+    """Whether each name ``d`` was built from means, read from ``fn``, the object it meant: ``d`` may have been
+    made for another function of the same code (``types.FunctionType(code, other_globals)``), where a path
+    leads elsewhere or nowhere (a name that is a builtin here, a user's function there: TypeError)."""
     try:
         return all(cache.resolve(fn, p) is o for p, o in d.deps)
-    except (KeyError, AttributeError):
+    except (KeyError, AttributeError, TypeError):
         return False
 
 

@@ -17,7 +17,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import backends, calling, fresh, guards, kind_checks, outputs, pipeline, programs, tree_guards
-from .api import _SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _memory_size, remember
+from .api import (_SCALAR_KEYS, CLEARERS, Reverse, _arg_key, _checks_hold, _dep_checks, _deps_unchanged, _memory_size,
+                  remember)
 from .errors import AstadError, AstadTypeError
 from .frontend.abstract import abstract
 from .ir import NoneT, Num, StructT, TupleT, Type
@@ -72,7 +73,7 @@ class Forward(Reverse):
         backend = backends.of_args(args)  # part of the signature (astad.backends)
         mkey = (code, code.co_filename, code.co_firstlineno, types, wrt, self._fixed_key, backend)
         d = _MEMORY.get(mkey)
-        if d is None or not _checks_hold(_dep_checks(fn, d.deps)):
+        if d is None or not _deps_unchanged(fn, d):
             with backends.target(backend):
                 d = pipeline.transform_forward(self._parsed, types, wrt)
             _MEMORY.put(mkey, d)

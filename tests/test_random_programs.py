@@ -181,6 +181,12 @@ CHAINED_ASSIGNMENT = True
 #     f(np.array([[0.3, -0.5, 1.2]]))  # astad: [[-0.6, 1.0, -2.4]], finite differences: [[0.324, -3.0, 39.36]]
 # False: np.concatenate along an axis only.
 CONCATENATE_AXIS_NONE = True
+# Module-level floats named like the program's local variables (f's, its nested defs' and lambdas'
+# parameters and locals, comprehension variables), drawn by ``shadowing_globals``: a local read as the
+# global of its name gives a wrong value.  Such a bug (fixed): a nested def's local read on a path that had
+# not assigned it was the enclosing function's variable or the module's global of that name
+# (tests/test_nested_locals.py).  False: the module holds only HELPERS.
+GLOBALS_NAMED_LIKE_LOCALS = True
 PARAM_LOOKALIKES = ["no_ct", "x_t", "nothing", "x_t_t", "ct", "t1", "x_ct", "f_t_t"]
 CONSTANT_LOOKALIKES = ["f_jvp", "f_forward", "f_backward", "f_t_jvp", "no_ct_2"]
 
@@ -208,6 +214,25 @@ def reading_a_constant(draw, source):
     assert header is not None
     name = draw(st.sampled_from(CONSTANT_LOOKALIKES))
     return source[:header.end()] + f"    x = x * {name}\n" + source[header.end():]
+
+
+def shadowing_globals(draw, source):
+    """``source`` with module-level floats (1.25, 1.75, ...) named like some of the program's local
+    variables, drawn from the names its ``def f`` assigns, loops over and takes as parameters."""
+    if not GLOBALS_NAMED_LIKE_LOCALS or not draw(st.booleans()):
+        return source
+    at = source.index("\n\ndef f(")
+    body = source[at:]
+    assigned = set(re.findall(r"^ *(\w+) = ", body, re.M))
+    looped = {n for pair in re.findall(r"\bfor (\w+)(?:, (\w+))? in\b", body) for n in pair if n}
+    params = {n for ps in re.findall(r"(?:def \w+\(|lambda )([^():]*)[):]", body)
+              for n in re.findall(r"([A-Za-z_]\w*)(?:=[^,]*)?", ps)}
+    names = (assigned | looped | params) - {"f", "np"} - set(re.findall(r"\w+", source[:at]))
+    if not names:
+        return source
+    chosen = draw(st.lists(st.sampled_from(sorted(names)), unique=True, min_size=1, max_size=4))
+    constants = "".join(f"{n} = {1.25 + 0.5 * j}\n" for j, n in enumerate(chosen))
+    return source[:at] + "\n" + constants + source[at:]
 
 
 def renamed(source, renaming):
@@ -1220,6 +1245,7 @@ def programs(draw, first=None, scalar=False):
     source = ("import numpy as np\n" + HELPERS + "\n\ndef f(" + ", ".join(n for n, _ in g.params) + "):\n"
               + body + "\n")
     source = reading_a_constant(draw, renamed(source, lookalike_names(draw, source)))
+    source = shadowing_globals(draw, source)
     return source, g.params, draw(st.integers(0, 2 ** 32 - 1))
 
 

@@ -156,7 +156,7 @@ class Calls(LowererCore):
                 called = path[-1] if path else fn.__name__
                 raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
                                              e.hint) from None
-            sig = inspect.signature(fn, follow_wrapped=False)
+            sig = _code_signature(fn)
             seen[id(fn)] = (fn, parsed, sig)
             if path and isinstance(fn, types.FunctionType):  # what may be assigned in place (see calling.ATTRIBUTES)
                 for attribute in ATTRIBUTES:
@@ -354,7 +354,7 @@ class Calls(LowererCore):
         params = tuple(Var(self.namer.fresh(n), forget_value(t)) for n, t in zip(names, types))
         for p in params:
             self.aliases.made(p.name, ("F:" + p.name,))
-        scope = Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope)
+        scope = Scope(c.scope.parsed, c.scope.path, dict(zip(names, params)), parent=c.scope, own=c.locals)
         body = c.node.body
         depth, waiting = len(self.aliases.loops), len(self.aliases.pending)
         self.trying += 1  # the calls in it are inlined: one try lowers the body once, not once per nested try
@@ -403,10 +403,20 @@ class Calls(LowererCore):
         if missing:
             raise self.type_error(f"call to {c.__name__}: missing argument `{missing[0]}`", node)
         scope = Scope(c.scope.parsed, c.scope.path, {n: given.get(n, c.defaults.get(n)) for n in names},  # type: ignore[misc]
-                       parent=c.scope)
+                       parent=c.scope, own=c.locals)
         body = c.node.body
         return self.run_call(c, c.__name__, scope, node, (lambda: self.expr(body)) if isinstance(body, cst.BaseExpression)
                              else (lambda: self.lower_body(c.node)))  # type: ignore[arg-type]
+
+
+def _code_signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """The parameters Python binds a call of ``fn`` to: its code's and defaults (``inspect.signature``
+    reads a ``__signature__`` attribute first, which a call does not)."""
+    if isinstance(fn, types.FunctionType):
+        bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+        bare.__kwdefaults__ = fn.__kwdefaults__
+        fn = bare
+    return inspect.signature(fn, follow_wrapped=False)
 
 
 #: how deep calls (recursion, unrolled) may nest

@@ -185,6 +185,10 @@ class Expressions(LowererCore):
         if not hasattr(base.obj, attr):
             raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` does not exist", self.loc(node))
         obj = getattr(base.obj, attr)
+        if attr not in vars(base.obj):  # made by the module's __getattr__ (np.core.umath): not a name to check
+            raise UnsupportedFunctionError(f"`{base.obj.__name__}.{attr}` is made by the module's __getattr__ on "
+                                           "each read (a deprecated alias), which astad cannot check", self.loc(node),
+                                           "the name numpy documents (np.sin, np.linalg.norm)")
         path = base.path + (attr,) if base.path else ()
         if path:  # a module's attribute may be assigned (a mock of np.sin): the derivative is of this one
             self.depend(path, obj)

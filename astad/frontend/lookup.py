@@ -59,6 +59,8 @@ class Lookup(LowererCore):
             v = {"True": True, "False": False, "None": None}[for_name]
             return Const.literal(v, literal_type(v))
         scope = self.scope
+        if scope.parent is not None and any(for_name in s.own for s in scope_chain(scope)):
+            raise self.unassigned(for_name, node)  # a nested function's local not assigned on this path
         if for_name in _locals_of(scope.parsed.fn.__code__) and _local(scope.parsed.source, for_name):
             raise self.unassigned(for_name, node)  # a local not assigned on this path: never the global of that name
         key = (id(scope.parsed), scope.path, for_name)
@@ -76,8 +78,8 @@ class Lookup(LowererCore):
                                       "it yet", node, hint="assign it before making the function") from None
         elif for_name in g:
             obj = g[for_name]
-        elif hasattr(builtins, for_name):
-            obj = getattr(builtins, for_name)
+        elif for_name in (own_builtins := _builtins_of(fn)):  # the function's own, as Python reads them
+            obj = own_builtins[for_name]
         elif (self.scope.path, for_name) in self.loop_locals or (self.scope.path, for_name) in self.branch_locals:
             raise self.unassigned(for_name, node)
         else:
@@ -145,6 +147,11 @@ class Lookup(LowererCore):
         """``obj.attr`` of an object read as a global (``self.c``): the attribute, read as a
         global is (constants at transform time, checked on each call)."""
         what = f"`{'.'.join(base.path)}.{attr}`"
+        if _own_getattribute(type(base.obj)):  # Python asks it, not __dict__
+            raise UnsupportedFunctionError(
+                f"{what}: {type(base.obj).__name__} defines __getattribute__, so its attributes are not the values "
+                "its __dict__ and class hold, which astad reads", self.loc(node),
+                "read the attribute before the call and pass it as an argument")
         in_class = [vars(c)[attr] for c in type(base.obj).__mro__ if attr in vars(c)]
         own = attr in vars(base.obj)
         if not own and not in_class:
@@ -193,6 +200,8 @@ class Lookup(LowererCore):
             env = scope.env
             if name in env:
                 return env[name]
+            if name in scope.own:
+                return None  # a nested function's local it has not assigned: not the enclosing function's
             scope = scope.parent
         return None
 
@@ -241,6 +250,18 @@ def _is_plain_object(obj: Any) -> bool:
     return (hasattr(obj, "__dict__") and not isinstance(obj, (type, types.ModuleType, types.FunctionType,
                                                               types.MethodType, types.BuiltinFunctionType))
             and not callable(obj) and type(obj).__module__ not in ("builtins", "numpy"))
+
+
+def _builtins_of(fn: Any) -> dict[str, Any]:
+    """The builtins a function reads (``fn.__builtins__``: those of the globals it was made with)."""
+    found = getattr(fn, "__builtins__", None)
+    return found if type(found) is dict else vars(builtins)
+
+
+def _own_getattribute(cls: type) -> bool:
+    """Whether ``cls`` (or a base) defines ``__getattribute__`` in Python (a C type's slot is the generic one)."""
+    found = next(vars(c)["__getattribute__"] for c in cls.__mro__ if "__getattribute__" in vars(c))
+    return not isinstance(found, types.WrapperDescriptorType)
 
 
 _ITERATORS = (builtins.range, builtins.enumerate, builtins.zip, builtins.reversed)

@@ -301,14 +301,23 @@ _NAMES = _numpy_names()
 
 
 def numpy_name(obj: Any) -> str | None:
-    """The numpy name of a numpy function object (also ones astad does not support), else None."""
+    """The numpy name of a numpy function object (also ones astad does not support), else None.  A function
+    of another numpy module (``np.ma.log``, ``np.emath.sqrt``, ``np.matlib.zeros``) or a ufunc that is not
+    numpy's (``scipy.special.log1p``) has a name of its own (``ma.log``), never that of the numpy function it
+    is named like: their values differ (masked entries, complex results, matrices)."""
     name = _NAMES.get(id(obj))
     if name is not None:
         return name
-    if isinstance(obj, np.ufunc):
-        return obj.__name__
-    module = getattr(obj, "__module__", None) or ""
-    if callable(obj) and module.startswith("numpy") and not isinstance(obj, type):
-        sub = module.split(".")[1] if module.count(".") and module.split(".")[1] in ("linalg", "fft", "random") else ""
-        return f"{sub}.{obj.__name__}" if sub else obj.__name__
-    return None
+    module = getattr(obj, "__module__", None)
+    module = module if isinstance(module, str) else ""
+    if not isinstance(obj, np.ufunc) and not (callable(obj) and module.startswith("numpy") and not isinstance(obj, type)):
+        return None
+    title = getattr(obj, "__name__", None)
+    title = title if isinstance(title, str) else type(obj).__name__  # (np.test is an object without one)
+    for sub in ("linalg", "fft", "random"):
+        if getattr(getattr(np, sub), title, None) is obj:
+            return f"{sub}.{title}"
+    if getattr(np, title, None) is obj:
+        return title
+    parts = [p for p in module.split(".")[1:] if not p.startswith("_")]
+    return f"{parts[0] if parts else 'other'}.{title}"

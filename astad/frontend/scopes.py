@@ -15,7 +15,7 @@ import numpy as np
 
 from ..values import PyDict, PyTuple, Ref
 from ..ir import Atom, Bind, Const, ListT, Num, Type, Var
-from .syntax import user_names
+from .syntax import local_names, user_names
 from .parse import Parsed
 
 
@@ -37,6 +37,11 @@ class Closure:
     @property
     def __name__(self) -> str:
         return self.node.name.value if isinstance(self.node, cst.FunctionDef) else "<lambda>"
+
+    @property
+    def locals(self) -> frozenset[str]:
+        """The names Python makes its own locals: a read of one it has not assigned is not the enclosing scope's."""
+        return local_names(self.node)
 
     @functools.cached_property
     def reads(self) -> list[str]:
@@ -90,6 +95,7 @@ class Scope:
     env: dict[str, Value] = field(default_factory=Env)
     call_key: Any = None  # the callee and what is known of the arguments when transforming
     parent: "Scope | None" = None  # a nested function's: the scope it was defined in
+    own: frozenset[str] = frozenset()  # a nested function's locals (syntax.local_names): never read from `parent`
 
     def __post_init__(self) -> None:
         if type(self.env) is not Env:

@@ -93,6 +93,41 @@ def _puts_along_axis(call: cst.Call) -> bool:
 _TARGETED = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For})
 
 
+@functools.lru_cache(maxsize=1024)
+def local_names(fn: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
+    """The names Python makes local to a nested ``def`` or ``lambda``: its parameters and the names its own
+    statements bind (assignment targets, ``for`` targets, nested ``def`` names), not those of the functions and
+    comprehensions inside it, and not ``y`` of ``y[i] = v`` (an item of the enclosing function's ``y``)."""
+    ps = fn.params
+    found = {p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)}
+    found |= {p.name.value for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)}
+    if isinstance(fn, cst.Lambda):
+        return frozenset(found)
+
+    def add(target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            found.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                add(el.value)
+        elif isinstance(target, cst.StarredElement):
+            add(target.value)
+
+    todo: list[cst.CSTNode] = [fn.body]
+    while todo:
+        n = todo.pop()
+        cls = type(n)
+        if cls in _TARGETED:
+            add(n.target)  # type: ignore[attr-defined]
+        elif cls is cst.FunctionDef:
+            found.add(n.name.value)  # type: ignore[attr-defined]
+            continue
+        elif cls is cst.Lambda or cls is cst.CompFor:
+            continue
+        todo.extend(deep.syntax_children(n))
+    return frozenset(found)
+
+
 def breaks_out(body: cst.CSTNode) -> bool:
     """Whether a loop body has a ``break`` of its own (not of a loop nested in it)."""
     return _loop_exit_found(body, (cst.Break,))
