@@ -43,20 +43,19 @@ def type_mismatch(value, t) -> str | None:
     return None
 
 
-def check_ir_types(fn, args) -> None:
-    """Assert that each binding of ``fn``'s core IR, run on ``args``, makes a value of its type."""
+def ir_type_mismatches(fn, args) -> list[tuple[str, object, object]]:
+    """Each value a binding of ``fn``'s core IR makes, run on ``args``, that is not of its type:
+    (where, the value, the type)."""
     core = _core(fn, args)
-    wrong: list[str] = []
+    wrong: list[tuple[str, object, object]] = []
     original = interp.run_block
 
     def run_block(block, env):
         out = original(block, env)
         for b in block.binds:
             for v in b.targets:
-                if v.name in env:
-                    why = type_mismatch(env[v.name], v.type)
-                    if why:
-                        wrong.append(f"{v.name} ({_where(b)}): {why}")
+                if v.name in env and type_mismatch(env[v.name], v.type):
+                    wrong.append((f"{v.name} ({_where(b)})", env[v.name], v.type))
         return out
 
     interp.run_block = run_block
@@ -64,7 +63,24 @@ def check_ir_types(fn, args) -> None:
         interp.run(core, *args)
     finally:
         interp.run_block = original
-    assert not wrong, "IR types differ from numpy's:\n" + "\n".join(wrong)
+    return wrong
+
+
+def check_ir_types(fn, args) -> None:
+    """Assert that each binding of ``fn``'s core IR, run on ``args``, makes a value of its type."""
+    wrong = ir_type_mismatches(fn, args)
+    assert not wrong, "IR types differ from numpy's:\n" + "\n".join(
+        f"{where}: {type_mismatch(v, t)}" for where, v, t in wrong)
+
+
+def python_scalar_typed_float64(wrong) -> bool:
+    """Whether a value among ``wrong`` is a Python number typed a numpy float64: a Python float (or int)
+    joined with a numpy float64 (``acc = 0.0; for ...: acc = acc + x64[i]``, an ``if`` with ``float(...)``
+    in one branch) is typed the numpy float64, which it is on one path only; numpy promotes the two
+    alike except against a narrower float (``acc * x32`` is float32 on one path, float64 on the other).
+    astad's known limitation: no one type is both, and refusing the join would refuse everyday loops."""
+    return any(type(v) in (float, int) and isinstance(t, Num) and not t.py and t.dtype == "float64"
+               for _, v, t in wrong)
 
 
 def _where(b: Bind) -> str:

@@ -484,7 +484,8 @@ class _Macro:
     def zeros(self, v: Var) -> Atom:
         """A real zero to start accumulating a cotangent in."""
         if isinstance(v.type, Num) and not v.type.shape:
-            return Const.literal(0.0, v.type)
+            t = v.type
+            return rules.zeros_of(self.b, v) if t.differentiable and not t.py else Const.literal(0.0, t)
         if isinstance(v.type, ListT):
             return self.b.prim("list_zeros_like", v)
         if isinstance(v.type, FunT):
