@@ -198,7 +198,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("dtypes")
 
 
-def check_program(program_dir, seed: int) -> str:
+def check_program(program_dir, seed: int, note=note) -> str:
     """The oracles of the module docstring on program ``seed``; what happened ("refused", "checked")."""
     gen = Gen(random.Random(seed))
     source = gen.program()
@@ -265,5 +265,5 @@ def test_random_dtype_programs_are_correct_or_refused(program_dir, seed):
 
 def test_the_generator_is_mostly_accepted(program_dir):
     """The programs are not all refused (the oracles above would then test nothing)."""
-    outcomes = [check_program(program_dir, seed) for seed in range(12)]
+    outcomes = [check_program(program_dir, seed, note=lambda _: None) for seed in range(12)]
     assert outcomes.count("checked") >= 6, outcomes
