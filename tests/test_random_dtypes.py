@@ -1,7 +1,7 @@
 """Random programs over mixed dtypes: float64, float32 and float16 arrays, numpy scalars of each,
 Python floats and ints (numpy's "weak" scalars, NEP 50), int and bool arrays, joined across an
 ``if``/``else`` and carried by loops, with casts (``astype``, ``np.float32(...)``, ``float(...)``,
-``math`` functions), ``np.where``, ``//`` and ``%`` on ints, reductions.
+``math`` functions), Python's ``max``/``min``, ``np.where``, ``//`` and ``%`` on ints, reductions.
 
 Each program astad accepts must give (oracles independent of astad's own code):
 
@@ -111,6 +111,8 @@ class Gen:
             lambda: f"np.max({a}) - np.min({a})",
             lambda: f"{a}[0].item() * {s}",
             lambda: f"np.{self.dtype()}({s}) * 0.5",
+            lambda: f"max({a}[0], {self.rng.choice([s, '0.25', a + '[1]'])}) * 0.5",
+            lambda: f"min({a}[2], {s}) - {s}",
         ]
         return self.rng.choice(choices)()
 
