@@ -64,12 +64,22 @@ def outer_matmul(x):
     return np.sum(np.outer(x, np.ones(3)) @ x)
 
 
+def numpy_float64_scalar(x):
+    return np.sum(np.float64(2.0) * x + 2.0 * x)  # float64 (a numpy scalar is not weak), then float32's sum
+
+
+def math_of_float16(x):
+    return math.tanh(x[0]) * x[1] + np.linalg.norm(x)  # a float64 times a float16: float64
+
+
 MIXED = [
     (where_float64, (X32,)),
     (times_float64, (X32, X32.astype(np.float64))),
     (float16_times_float32, (X32.astype(np.float16), X32)),
     (times_int, (X32, np.arange(3))),
     (outer_matmul, (X32,)),
+    (numpy_float64_scalar, (X32,)),
+    (math_of_float16, (X32.astype(np.float16),)),
 ]
 
 
