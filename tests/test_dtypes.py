@@ -254,3 +254,68 @@ def test_jacobian_blocks_have_jaxs_dtypes():
     h = astad.hessian(times_float64, argnums=(0, 1))(X32, y)
     assert [[b.dtype for b in row] for row in h] == [[np.float32, np.float32], [np.float64, np.float64]]
     np.testing.assert_array_equal(h[0][1], np.eye(3))
+
+
+# --------------------------------------------------------------------------- a Python float or a float64, met by a float32
+
+
+def zero_trip_sum(x64, x32, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + x64[i]
+    y = acc * x32 + x32  # float32 where the loop ran no iteration (a Python 0.0), else float64
+    s = 0.0
+    for i in range(3):
+        s = s + y[i] * 1e30 * 1e10
+    return s
+
+
+def zero_trip_sum_float64(x64, x32, n):
+    acc = np.float64(0.0)
+    for i in range(n):
+        acc = acc + x64[i]
+    y = acc * x32 + x32
+    s = 0.0
+    for i in range(3):
+        s = s + y[i] * 1e30 * 1e10
+    return s
+
+
+def picked_then_float16(x, y16):
+    v = max(x[0], 0.25) * 0.5  # the Python 0.25 or the numpy float64, as it is
+    return np.sum(y16) + v
+
+
+def joined_but_float64_only(x, c):
+    v = float(x[0]) if c else x[1]
+    return v * x + v
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_a_python_float_or_float64_met_by_a_float32_is_refused(n):
+    """``acc`` is the Python 0.0 when the loop runs no iteration: ``acc * x32`` is then float32, and
+    the loop after it ran on Python floats (``y.tolist()``: the IR typed ``y`` float64), 4.8e41 where
+    numpy's float32 overflows to inf."""
+    x32 = np.array([3.0, 40.0, 5.0], np.float32)
+    with pytest.raises(astad.AstadTypeError, match=r"joined at line \d+\) meets a float16 or float32") as e:
+        astad.vjp(zero_trip_sum, np.ones(3), x32, n)
+    assert e.value.loc.line == zero_trip_sum.__code__.co_firstlineno + 4
+    with np.errstate(over="ignore"):
+        value, _ = astad.vjp(zero_trip_sum_float64, np.ones(3), x32, n)
+        want = zero_trip_sum_float64(np.ones(3), x32, n)
+    assert type(value) is type(want) and value == want
+
+
+def test_max_of_a_float64_and_a_python_float_met_by_a_float16_is_refused():
+    with pytest.raises(astad.AstadTypeError, match="meets a float16 or float32"):
+        astad.vjp(picked_then_float16, np.array([0.1, 0.2]), np.ones(2, np.float16))
+
+
+@pytest.mark.parametrize("c", [True, False])
+def test_a_python_float_or_float64_among_float64s_is_accepted(c):
+    x = np.array([0.5, 1.5, 2.5])
+    value, pullback = astad.vjp(joined_but_float64_only, x, c)
+    np.testing.assert_array_equal(value, joined_but_float64_only(x, c))
+    g = pullback(np.ones(3))[0]
+    np.testing.assert_allclose(g, _fd(joined_but_float64_only, (x, c), 0), rtol=1e-6)
+    check_ir_types(joined_but_float64_only, (x, c))
