@@ -264,5 +264,5 @@ def test_random_dtype_programs_are_correct_or_refused(program_dir, seed):
 
 def test_the_generator_is_mostly_accepted(program_dir):
     """The programs are not all refused (the oracles above would then test nothing)."""
-    outcomes = [check_program(program_dir, seed, note=lambda _: None) for seed in range(12)]
-    assert outcomes.count("checked") >= 6, outcomes
+    outcomes = [check_program(program_dir, seed, note=lambda _: None) for seed in range(24)]
+    assert outcomes.count("checked") >= 9, outcomes  # (about half: the other half mixes dtypes numpy types per path)
