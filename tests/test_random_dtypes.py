@@ -18,7 +18,9 @@ A program astad refuses must be refused with astad's own error at a line of the 
 the fix of the joins, ``acc = 0.0; for ...: acc = acc + x32[i]`` was typed float64 (the IR's
 ``result_type`` of a Python float and a float32), the loop over the sum's elements then ran on
 Python floats (``tolist``): a finite float64 result where numpy's float32 overflows; before the
-fix of cotangent dtypes, ``x32 * y64`` gave ``x32`` a float64 cotangent."""
+fix of cotangent dtypes, ``x32 * y64`` gave ``x32`` a float64 cotangent.  A Python float joined with a
+numpy float64 is typed float64 and accepted until a float16 or float32 meets it
+(astad/frontend/weak_joins.py); the IR-type oracle accepts the Python float there."""
 
 from __future__ import annotations
 
