@@ -242,6 +242,11 @@ def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
     rule = jvp_rule(rhs.op)
     if rule is None:
         raise UnsupportedSyntaxError(f"forward mode: {rhs.op} has no tangent rule", bind.loc)
+    t = out.type
+    if type(t) is Num and t.dtype.startswith("float"):
+        # a tangent narrower than the value is widened before the rule computes with it, as the value's
+        # operands were (math.exp(x32[0]) is a float64: its tangent exp(x) * t is computed in float64)
+        tangents = [_widened(m.b, u, t.dtype) for u in tangents]
     try:
         m.set(out, _of_dtype(m.b, rule(m.b, same_copies(m, rhs), out, tangents), out.type))
     except prims.ShapeError as e:
@@ -253,15 +258,25 @@ def rule_prim(m: Forward, bind: Bind, rhs: Prim) -> None:
 
 
 def _of_dtype(b: Builder, t: Atom | None, like: Type) -> Atom | None:
-    """A tangent of a narrower float dtype than its value's (``x16 + np.float64(c)``: the tangent is
-    ``x16_t``) converted to the value's: the tangent of a float64 value is computed in float64."""
-    if t is None or not isinstance(like, Num) or not isinstance(t.type, Num) or like.py:
+    """The tangent ``t`` of a value of type ``like`` at the value's float dtype, as JAX's tangents (of
+    ``x16 + np.float64(c)`` the rule gives ``x16_t``: converted to float64; of a float32 value whose
+    rule gave float64, rounded to float32); a Python float's tangent may stay a numpy float64."""
+    if t is None or type(like) is not Num or type(t.type) is not Num:
         return t
     have, want = t.type.dtype, like.dtype
-    if have == want or not (have.startswith("float") and want.startswith("float")) or \
-            int(have[5:]) >= int(want[5:]):
+    if have == want or not (have.startswith("float") and want.startswith("float")):
         return t
     return b.prim("convert_float", t, dtype=want, py=False)
+
+
+def _widened(b: Builder, t: Atom | None, dtype: str) -> Atom | None:
+    """The tangent ``t`` converted to the float ``dtype`` where its own float dtype is narrower."""
+    if t is None or type(t.type) is not Num:
+        return t
+    have = t.type.dtype
+    if have == dtype or not have.startswith("float") or int(have[5:]) >= int(dtype[5:]):
+        return t
+    return b.prim("convert_float", t, dtype=dtype, py=False)
 
 
 def rule_make_tuple(m: Forward, bind: Bind, rhs: MakeTuple) -> None:

@@ -203,6 +203,12 @@ class _Macro:
             return
         if type(t) is FunT:
             ct_t: Type = CopowerT(t)
+        elif type(t) is Num and type(ct.type) is Num and ct.type.dtype != t.dtype and \
+                DIFFERENTIABLE_DTYPE[ct.type.dtype] and not t.dtype.startswith("complex"):
+            # a cotangent has its value's dtype (as JAX's): that of a float32 operand of a float64
+            # product is computed in float64 and rounded to float32 here, once
+            ct = self.b.prim("convert_float", ct, dtype=t.dtype, py=False)
+            ct_t = Num(t.shape, t.dtype) if t.py and not t.shape else t
         elif type(t) is Num and t.py and not t.shape and type(ct.type) is Num and not ct.type.py:
             ct_t = Num((), t.dtype, py=False)
         else:
@@ -478,7 +484,8 @@ class _Macro:
     def zeros(self, v: Var) -> Atom:
         """A real zero to start accumulating a cotangent in."""
         if isinstance(v.type, Num) and not v.type.shape:
-            return Const.literal(0.0, v.type)
+            t = v.type
+            return rules.zeros_of(self.b, v) if t.differentiable and not t.py else Const.literal(0.0, t)
         if isinstance(v.type, ListT):
             return self.b.prim("list_zeros_like", v)
         if isinstance(v.type, FunT):

@@ -60,8 +60,8 @@ def _comment_lines(line: int, text: str) -> tuple[cst.EmptyLine]:
 
 def _zero(t: object) -> Expr:
     if isinstance(t, Num) and None not in t.shape:
-        if not t.shape:
-            return px.literal(0.0)
+        if not t.shape:  # (a numpy scalar of another dtype than float64 as one: its cotangent has its dtype)
+            return px.literal(0.0) if t.py or t.dtype == "float64" else px.call(f"np.{t.dtype}", [px.literal(0.0)])
         kw = {"dtype": px.name(f"np.{t.dtype}")} if t.dtype != "float64" else {}
         return px.call("np.zeros", [px.literal(tuple(t.shape))], **kw)
     if isinstance(t, ListT) and not t.differentiable:  # no element has a cotangent (nothing appended yet)

@@ -141,7 +141,12 @@ class Conditionals(LowererCore):
         if isinstance(a, Num) and isinstance(b, Num):
             if a.shape == b.shape and (a.dtype == b.dtype or not a.shape):
                 dtype = np.result_type(a.dtype, b.dtype).name
-                return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
+                narrow = next((t for t in (a, b) if not t.py and t.dtype != dtype), None)
+                if narrow is None:
+                    return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
+                # a numpy value of one dtype on one path, a wider one (or a Python scalar) on the other:
+                # numpy computes with each at its own precision afterwards, so no one type is both
+                raise self._dtype_join_error(name, a, b, narrow, loop)
             if a.ndim == b.ndim and a.dtype == b.dtype:  # sizes that differ are known only at run time
                 return Num(tuple(d if d == e else None for d, e in zip(a.shape, b.shape)), a.dtype)
         if loop is not None:
@@ -153,3 +158,22 @@ class Conditionals(LowererCore):
                                   "(s = s.astype(np.float64)), or keep the dtype in it (s * np.float32(2.0))")
         raise self.type_error(f"`{name}` is {a} in one branch and {b} in the other", None,
                               "the same shape and dtype in both branches")
+
+    def _dtype_join_error(self, name: str, a: Num, b: Num, narrow: Num, loop: cst.CSTNode | None) -> Exception:
+        """``name`` is a numpy scalar of ``narrow``'s dtype on one path and a value that numpy treats as of
+        another dtype (a Python scalar is "weak": it takes the other operand's dtype) on the other."""
+        other = b if narrow is a else a
+        py = other.py and not other.shape
+        why = (f"a Python {str(other)} on one path and a numpy {narrow.dtype} on the other" if py else
+               f"{narrow.dtype} on one path and {other.dtype} on the other")
+        make = f"np.{narrow.dtype}({'0.0' if narrow.differentiable else '0'})"
+        hint = (f"one dtype on every path: make the Python number a numpy {narrow.dtype} ({make}), or the "
+                f"numpy value a Python number (float(...)); numpy computes with a Python number at the other "
+                "operand's precision, so what follows would differ between the paths" if py else
+                f"one dtype on every path: convert with .astype(np.{other.dtype}) or np.{other.dtype}(...)")
+        if loop is not None:
+            kind = "while" if isinstance(loop, cst.While) else "for"
+            return self.type_error(f"`{name}` is {a} where an iteration of the `{kind}` loop at line "
+                                   f"{self.loc(loop).line} starts and {b} where it ends: {why}", None,
+                                   hint.replace("one dtype on every path", "one dtype on every iteration"))
+        return self.type_error(f"`{name}` is {a} in one branch and {b} in the other: {why}", None, hint)

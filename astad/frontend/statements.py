@@ -20,6 +20,7 @@ from .api_reductions import in_place_method
 from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
 from .core import LowererCore, ref_name
+from .weak_joins import check_weak_joins
 
 
 class Statements(LowererCore):
@@ -38,7 +39,9 @@ class Statements(LowererCore):
         result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
         self.out_template = outputs.template(result)  # which of the output's tuples are lists (astad.outputs)
         atom = self.result_atom(result, self.node)
-        return Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
+        fn = Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
+        check_weak_joins(fn)
+        return fn
 
     def parameter(self, name: str, t: Type, params: list[Var]) -> Value:
         """A parameter; a structured one as its structure, with one parameter per

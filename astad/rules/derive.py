@@ -94,6 +94,8 @@ def zeros_of(b: Any, a: Atom) -> Atom:
     """A materialised zero tangent shaped like ``a`` (a literal for a scalar)."""
     t = a.type
     if isinstance(t, Num) and not t.shape:
+        if not t.py and t.differentiable and t.dtype != "float64":  # a literal 0.0 is a Python float
+            return b.prim("convert_float", Const.literal(0.0, Num((), "float64", py=True)), dtype=t.dtype, py=False)
         return Const.literal(0.0, Num((), t.dtype if t.differentiable else "float64", py=t.py))
     if isinstance(t, ListT):
         return b.prim("list_zeros_like", a)

@@ -354,7 +354,8 @@ def _norm_vjp(b, p, out, ct):
 
 def _norm_infer(ts: list[Type], params: dict) -> Type:
     t = reduction()(ts, params)
-    return Num(t.shape, float_dtype(t.dtype))  # type: ignore[union-attr]
+    # (numpy's vector norms keep a float dtype, float16 too: what does not compute in float64 is linalg's LAPACK)
+    return Num(t.shape, t.dtype if t.dtype.startswith("float") else "float64")  # type: ignore[union-attr]
 
 
 def _linalg(name: str) -> Any:

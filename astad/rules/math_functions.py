@@ -22,7 +22,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from .. import pyexpr as px
-from ..ir import Num, Type
+from ..ir import Num, Prim, Type
 from .derive import unary
 from .table import TABLE, DerivativeKind, Primitive, ShapeError, num, register
 
@@ -58,10 +58,29 @@ def _printed(name: str) -> Callable[[list[cst.BaseExpression], dict], cst.BaseEx
     return lambda a, ps: px.call(f"math.{name}", a)
 
 
-def _differentiable(name: str, numpy: str) -> Primitive:
+def _differentiable(name: str, numpy: str, entry: Primitive | None = None) -> Primitive:
     fn = getattr(math, name)
-    return replace(TABLE[numpy], name=op_name(name), impl=fn, infer=_scalar(name, "float64"), emit=_printed(name),
-                   method=None, stmts=None)
+    entry = entry or TABLE[numpy]
+    return replace(entry, name=op_name(name), impl=fn, infer=_scalar(name, "float64"), emit=_printed(name),
+                   method=None, stmts=None, jvp=_in_float64(entry.jvp), vjp=_in_float64(entry.vjp))
+
+
+def _in_float64(rule: Any) -> Any:
+    """The numpy entry's ``rule`` on its arguments as Python floats: ``math.fn`` converts a float32 to a
+    float first and computes in float64, so its derivative is computed in float64 too (``np.cos`` of the
+    float32 was float32's: the tangent of ``math.sin(x32[0])`` had float32's digits)."""
+    if rule is None:
+        return None
+
+    def in_float64(b: Any, p: Prim, out: Any, given: Any) -> Any:
+        args = tuple(b.prim("convert_float", a, dtype="float64", py=True)
+                     if isinstance(a.type, Num) and a.type.dtype in _NARROW else a for a in p.args)
+        return rule(b, p if all(x is y for x, y in zip(args, p.args)) else Prim(p.op, args, p.params), out, given)
+
+    return in_float64
+
+
+_NARROW = frozenset({"float16", "float32"})
 
 
 def _sqrt_derivative(b: Any, x: Any, out: Any) -> Any:
@@ -70,7 +89,7 @@ def _sqrt_derivative(b: Any, x: Any, out: Any) -> Any:
 
 register(
     *(_differentiable(name, numpy) for name, numpy in DIFFERENTIABLE.items() if name != "sqrt"),
-    replace(_differentiable("sqrt", "sqrt"), **unary(_sqrt_derivative)),
+    _differentiable("sqrt", "sqrt", replace(TABLE["sqrt"], **unary(_sqrt_derivative))),
     *(Primitive(op_name(name), getattr(math, name), _scalar(name, dtype), _printed(name), kind=DerivativeKind.DISCRETE)
       for name, dtype in DISCRETE.items()),
 )
