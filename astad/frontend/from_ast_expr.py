@@ -236,7 +236,10 @@ class Expressions:
                 raise Decline(cls.__name__)
             node, start = make(self, n, s, e)
         if e in text.closers:  # (else no `)` follows: no parentheses of its own)
-            found, stop = text.closing(e)
+            known = text.closings.get(e)  # (text.closing(e), inline)
+            if known is None:
+                known = text.closings[e] = text._closing(e)
+            found, stop = known
             f = len(found) - (closed if stop != "," else 0)
             if f > 0:
                 opening = text.opening(s, f + opened)
