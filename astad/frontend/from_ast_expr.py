@@ -81,6 +81,21 @@ class Text:
                 for m in _CLOSING.finditer(line):
                     c = m.start()
                     closers.update([(i, b) for b in range(len(line[:c].rstrip(" ")), c + 1)])
+        #: where the last significant character before may be a ``(`` (:meth:`prev`'s answer): right after
+        #: one and the blanks after it, and each line's first significant character (before it: an earlier
+        #: line); elsewhere :meth:`opening` finds none
+        self.openers: set[Pos] = set()
+        openers = self.openers
+        for i, line in enumerate(self.lines, 1):
+            openers.add((i, len(line) - len(line.lstrip(_WS))))
+            c = line.find("(")
+            while c >= 0:
+                b = c + 1
+                openers.add((i, b))
+                while b < len(line) and line[b] in _WS:
+                    b += 1
+                    openers.add((i, b))
+                c = line.find("(", b)
         self.code_ends: dict[int, int] = {}
         self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
         self.closings: dict[Pos, tuple[list[Pos], str]] = {}
@@ -241,7 +256,7 @@ class Expressions:
                 known = text.closings[e] = text._closing(e)
             found, stop = known
             f = len(found) - (closed if stop != "," else 0)
-            if f > 0:
+            if f > 0 and s in text.openers:  # (else no `(` before it: no parentheses of its own)
                 opening = text.opening(s, f + opened)
                 g = min(len(opening) - opened, f)
                 if g > 0:
