@@ -246,6 +246,9 @@ SOURCES = [
     # blanks, a tab, a continued line and a comment between a `(` and what it holds (the Text's openers)
     "def f(x):\n    y = (\t x) + ( (x) ) + ((  x  )) * g(( x ), (\\\n      x))\n    return (   # c\n\n"
     "       y\n    ) + (\n  x)\n",
+    # a `)` on a line after the expression's end (after a comment, a blank line, a continuation)
+    "def f(x):\n    y = (x\n         # c\n\n         )\n    z = (x  # c\n    )\n    w = (x \\\n    )\n"
+    "    return (y +\n        z\t\n    ) + [w\n    ]\n",
 ]
 
 
