@@ -60,6 +60,8 @@ def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts, Found]:
                                       tuple(reader.nested))
 
 
+#: what a line on which a simple statement ends holds where the next one may be on its logical line
+_MAY_JOIN = re.compile(r"[;\\]")
 _SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,
                      ast.Continue, ast.Raise, ast.Assert})
 _AUGMENTED = {ast.Add: new.AddAssign, ast.Sub: new.SubtractAssign, ast.Mult: new.MultiplyAssign,
@@ -95,7 +97,7 @@ class _Reader(Expressions):
                 out.append(make(self, st))
                 continue
             line.append(make(self, st))
-            if i < last and type(stmts[i + 1]) in _SIMPLE:
+            if i < last and type(stmts[i + 1]) in _SIMPLE and _MAY_JOIN.search(text.lines[st.end_lineno - 1]):
                 end = text.end(st)
                 if text.lines[end[0] - 1][end[1]:].lstrip(" \t\f").startswith((";", "\\")):
                     semi = text.next(end)
