@@ -243,6 +243,12 @@ SOURCES = [
     "def f(x):\n    s = '''a\n  b # c'''; t = (x)\n    return t\n",
     "def f(x):\n    \"ü ö é (\" \\\n      ; ä = (\"ß\", x)\n    return x\n",  # a semicolon on a continued line
     "def f(x):\n    y = (lambda: x)()\n    return (lambda q=(1): q)(x) + 1_000 + 0x1F + 1e-3 + 2.\n",
+    # blanks, a tab, a continued line and a comment between a `(` and what it holds (the Text's openers)
+    "def f(x):\n    y = (\t x) + ( (x) ) + ((  x  )) * g(( x ), (\\\n      x))\n    return (   # c\n\n"
+    "       y\n    ) + (\n  x)\n",
+    # a `)` on a line after the expression's end (after a comment, a blank line, a continuation)
+    "def f(x):\n    y = (x\n         # c\n\n         )\n    z = (x  # c\n    )\n    w = (x \\\n    )\n"
+    "    return (y +\n        z\t\n    ) + [w\n    ]\n",
 ]
 
 

@@ -98,22 +98,28 @@ class LowererCore:
         """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
         params = params or {}
         try:
-            t = rules.TABLE[op].infer(list(map(_TYPE, args)), params)  # (rules.infer; map: no frame of a comprehension)
+            t = _TABLE[op].infer(list(map(_TYPE, args)), params)  # (rules.infer; map: no frame of a comprehension)
         except rules.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
             raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (
                 "an `append` to the list earlier in the code than this read (astad learns the elements' type "
                 "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
-        if op in _FOLDABLE and _foldable(args):
+        if op in _FOLDABLE and type(args[0]) is Const and _foldable(args):  # (_foldable's first test, inline)
             with np.errstate(all="ignore"):
                 value = rules.TABLE[op].impl(*[a.value for a in args], **params)
             if isinstance(value, (int, float, bool)) and np.isfinite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
-        # (bind_prim, inline: this runs at every binding)
-        self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()),
-                               self.loc()))
+        node, parsed = self.node, self.stack[-1].parsed  # (self.loc(), inline: this runs at every binding)
+        found = self._locs.get(id(node))
+        if found is not None and found[0] is node and found[1] is parsed:
+            loc = found[2]
+        else:
+            loc = parsed.loc(node)
+            self._locs[id(node)] = (node, parsed, loc)
+        # (bind_prim, inline)
+        self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()), loc))
         self.bound.add(var.name)
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
@@ -257,6 +263,7 @@ def _foldable(args: list[Atom]) -> bool:
 
 
 _TYPE = operator.attrgetter("type")
+_TABLE = rules.TABLE
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}
 

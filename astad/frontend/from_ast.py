@@ -60,6 +60,8 @@ def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts, Found]:
                                       tuple(reader.nested))
 
 
+#: what a line on which a simple statement ends holds where the next one may be on its logical line
+_MAY_JOIN = re.compile(r"[;\\]")
 _SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,
                      ast.Continue, ast.Raise, ast.Assert})
 _AUGMENTED = {ast.Add: new.AddAssign, ast.Sub: new.SubtractAssign, ast.Mult: new.MultiplyAssign,
@@ -84,22 +86,25 @@ class _Reader(Expressions):
         """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line."""
         out: list[cst.BaseStatement] = []
         line: list[Any] = []
+        text, starts = self.text, self.starts
+        last = len(stmts) - 1
         for i, st in enumerate(stmts):
-            make = getattr(self, "s_" + type(st).__name__, None)
+            cls = type(st)
+            make = _STATEMENTS.get(cls)
             if make is None:
-                raise Decline(type(st).__name__)
-            if type(st) not in _SIMPLE:
-                out.append(make(st))
+                raise Decline(cls.__name__)
+            if cls not in _SIMPLE:
+                out.append(make(self, st))
                 continue
-            line.append(make(st))
-            end = self.text.end(st)
-            if i + 1 < len(stmts) and type(stmts[i + 1]) in _SIMPLE and \
-                    self.text.lines[end[0] - 1][end[1]:].lstrip(" \t\f").startswith((";", "\\")):
-                semi = self.text.next(end)
-                if self.text.char(semi) == ";" and self.text.one_line_after(semi, self.text.start(stmts[i + 1])):
-                    continue
-            made = new.SimpleStatementLine(tuple(line))
-            self.starts[made] = self.starts[line[0]]
+            line.append(make(self, st))
+            if i < last and type(stmts[i + 1]) in _SIMPLE and _MAY_JOIN.search(text.lines[st.end_lineno - 1]):
+                end = text.end(st)
+                if text.lines[end[0] - 1][end[1]:].lstrip(" \t\f").startswith((";", "\\")):
+                    semi = text.next(end)
+                    if text.char(semi) == ";" and text.one_line_after(semi, text.start(stmts[i + 1])):
+                        continue
+            made = _simple_line(tuple(line))
+            starts[made] = starts[line[0]]
             out.append(made)
             line = []
         return out
@@ -185,13 +190,17 @@ class _Reader(Expressions):
         return self.small(new.While(test, self.suite(n.body)), self.text.start(n))
 
     def s_Assign(self, n: ast.Assign) -> cst.Assign:
-        targets, first = [], None
+        targets, first, starts = [], None, self.starts
         for t in n.targets:
             target, at, _ = self.expr(t)
-            targets.append(self.small(new.AssignTarget(target), at))
+            made = _assign_target(target)
+            starts[made] = at
+            targets.append(made)
             first = first or at
         value, _, _ = self.expr(n.value)
-        return self.small(new.Assign(tuple(targets), value), first)  # type: ignore[arg-type]
+        made = _assign(tuple(targets), value)
+        starts[made] = first
+        return made  # type: ignore[no-any-return]
 
     def s_AugAssign(self, n: ast.AugAssign) -> cst.AugAssign:
         target, at, _ = self.expr(n.target)
@@ -231,3 +240,8 @@ class _Reader(Expressions):
         test, _, _ = self.expr(n.test)
         msg = None if n.msg is None else self.expr(n.msg)[0]
         return self.small(new.Assert(test, msg), self.text.start(n))
+
+
+#: the maker of each statement's node (``_Reader.s_<its class's name>``)
+_STATEMENTS = {getattr(ast, name[2:]): make for name, make in vars(_Reader).items() if name.startswith("s_")}
+_simple_line, _assign_target, _assign = new.SimpleStatementLine, new.AssignTarget, new.Assign

@@ -58,18 +58,31 @@ class Text:
         self.lines = source.split("\n")
         self.ascii = [line.isascii() for line in self.lines]
         self.all_ascii = source.isascii()
-        #: the positions blanks and then :data:`_CLOSING` or the line's end follow: where an expression
+        lines = self.lines
+        rests = [line.lstrip(_WS) for line in lines]
+        #: per line, the first significant character of the lines after it ("" none): what follows its end
+        #: (and a comment or a line continuation on it: :meth:`_closing` goes on there too)
+        after = [""] * len(lines)
+        following = ""
+        for j in range(len(lines) - 1, -1, -1):
+            after[j] = following
+            if rests[j] and rests[j][0] != "#":
+                following = rests[j][0]
+        #: the positions blanks and then :data:`_CLOSING` or the line's end follow, where a ``)`` follows
+        #: there or (the line's end, a comment, a continuation) on a line after: where an expression
         #: ending there may have parentheses of its own
         self.closers: set[Pos] = set()
         closers = self.closers
         add = closers.add
-        for i, line in enumerate(self.lines, 1):
+        for i, line in enumerate(lines, 1):
             n = len(line)
-            k = len(line.rstrip(" "))  # the line's end, and the blanks before it
-            if k == n:
-                add((i, n))
-            else:
-                closers.update([(i, c) for c in range(k, n + 1)])
+            closed = after[i - 1] == ")"
+            if closed:
+                k = len(line.rstrip(" "))  # the line's end, and the blanks before it
+                if k == n:
+                    add((i, n))
+                else:
+                    closers.update([(i, c) for c in range(k, n + 1)])
             c = line.find(")")  # (str.find, not a regular expression: a match's set-up costs more here)
             while c >= 0:
                 if c and line[c - 1] == " ":
@@ -80,7 +93,23 @@ class Text:
             if "#" in line or "\\" in line or "\t" in line or "\f" in line:
                 for m in _CLOSING.finditer(line):
                     c = m.start()
-                    closers.update([(i, b) for b in range(len(line[:c].rstrip(" ")), c + 1)])
+                    if closed or line[c] not in "#\\":
+                        closers.update([(i, b) for b in range(len(line[:c].rstrip(" ")), c + 1)])
+        #: where the last significant character before may be a ``(`` (:meth:`prev`'s answer): right after
+        #: one and the blanks after it, and each line's first significant character (before it: an earlier
+        #: line); elsewhere :meth:`opening` finds none
+        self.openers: set[Pos] = set()
+        openers = self.openers
+        for i, line in enumerate(lines, 1):
+            openers.add((i, len(line) - len(rests[i - 1])))
+            c = line.find("(")
+            while c >= 0:
+                b = c + 1
+                openers.add((i, b))
+                while b < len(line) and line[b] in _WS:
+                    b += 1
+                    openers.add((i, b))
+                c = line.find("(", b)
         self.code_ends: dict[int, int] = {}
         self.string_ends: dict[int, int] = {}  # a line a string spanning lines ends on -> its end there
         self.closings: dict[Pos, tuple[list[Pos], str]] = {}
@@ -236,9 +265,12 @@ class Expressions:
                 raise Decline(cls.__name__)
             node, start = make(self, n, s, e)
         if e in text.closers:  # (else no `)` follows: no parentheses of its own)
-            found, stop = text.closing(e)
+            known = text.closings.get(e)  # (text.closing(e), inline)
+            if known is None:
+                known = text.closings[e] = text._closing(e)
+            found, stop = known
             f = len(found) - (closed if stop != "," else 0)
-            if f > 0:
+            if f > 0 and s in text.openers:  # (else no `(` before it: no parentheses of its own)
                 opening = text.opening(s, f + opened)
                 g = min(len(opening) - opened, f)
                 if g > 0:
