@@ -295,10 +295,12 @@ class Reverse:
             if hit is not None and self.__astad_function__.__code__ is self._code and (hit[1] is None or hit[1]()):
                 d = hit[0]
                 value, residuals = d.forward(*args)
-                if type(value) is not float:  # scalars own no memory; an array returned may be a residual too
-                    held = fresh.owners(value)
-                    if held:
-                        residuals = fresh.copy_shared(residuals, held)
+                # scalars own no memory; an array returned may be a residual too, and so may a constant array
+                held = set() if type(value) is float else fresh.owners(value)
+                if d.held:
+                    held |= fresh.changeable_owners(d.held.values())
+                if held:
+                    residuals = fresh.copy_shared(residuals, held)
                 return value, Pullback(d.backward, residuals, d.out_type)
         n = len(args)
         return self.vjp_at(self._binder(args, kwargs), n)
@@ -317,8 +319,10 @@ class Reverse:
         if n == len(args) == self._binder.fast_n:  # a call of the positional parameters, which __call__ may find
             remember(self._calls, args, (d, holds))
         value, residuals = d.forward(*args)
-        # the pullback may be called after the caller changed an argument or the value in place
+        # the pullback may be called after the caller changed an argument, the value or a constant array in place
         held = fresh.owners(args, value)
+        if d.held:
+            held |= fresh.changeable_owners(d.held.values())
         if held:
             residuals = fresh.copy_shared(residuals, held)
         zero_d = {i: m for i in range(n) if type(args[i]) is not float and (m := fresh.zero_d_marks(args[i])) is not None}
