@@ -297,8 +297,8 @@ class Reverse:
                 value, residuals = d.forward(*args)
                 # scalars own no memory; an array returned may be a residual too, and so may a constant array
                 held = set() if type(value) is float else fresh.owners(value)
-                if d.held:
-                    held |= fresh.changeable_owners(d.held.values())
+                if d.constant_arrays:
+                    held |= fresh.changeable_owners(d.constant_arrays)
                 if held:
                     residuals = fresh.copy_shared(residuals, held)
                 return value, Pullback(d.backward, residuals, d.out_type)
@@ -321,8 +321,8 @@ class Reverse:
         value, residuals = d.forward(*args)
         # the pullback may be called after the caller changed an argument, the value or a constant array in place
         held = fresh.owners(args, value)
-        if d.held:
-            held |= fresh.changeable_owners(d.held.values())
+        if d.constant_arrays:
+            held |= fresh.changeable_owners(d.constant_arrays)
         if held:
             residuals = fresh.copy_shared(residuals, held)
         zero_d = {i: m for i in range(n) if type(args[i]) is not float and (m := fresh.zero_d_marks(args[i])) is not None}

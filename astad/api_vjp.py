@@ -61,8 +61,8 @@ def program_vjp(prog: Program, extras: Sequence[Any], args: Sequence[Any]) -> tu
     # the pullback may be called after the caller changed an argument, the value or a constant array in
     # place: it keeps copies of those its residuals share memory with (as astad.api.Pullback's)
     held = fresh.owners(args, extras, raw_value)
-    if d.held:
-        held |= fresh.changeable_owners(d.held.values())
+    if d.constant_arrays:
+        held |= fresh.changeable_owners(d.constant_arrays)
     if held:
         residuals = fresh.copy_shared(residuals, held)
     to_raw = transpose_select(prog.select, raw_value)

@@ -38,7 +38,7 @@ import numpy as np
 
 from . import backends, cachefiles, calling, ir, outputs
 from .frontend import Parsed, abstract
-from .pipeline import Derivative, compile_source
+from .pipeline import Derivative, array_values, compile_source
 
 
 class Config:
@@ -209,11 +209,12 @@ def _derivative(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int
     constants = {name: _path_data(p) for name, p in entry["constants"].items()}
     out_type = type_from_data(entry["out_type"])
     values = {name: resolve(parsed.fn, p) for name, p in constants.items()}
-    held = {name: values[name] for name in entry["held"]}  # (an entry without them: KeyError, recomputed)
-    forward, backward = compile_source(parsed.name, entry["source"], values, tuple(held))
+    held = tuple(entry["held"])  # (an entry without them: KeyError, recomputed)
+    forward, backward = compile_source(parsed.name, entry["source"], values, held)
     lists = outputs.checked(entry["out_lists"])  # (an entry without them: KeyError, recomputed)
     return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt,
-                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants, None, lists, held)
+                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants, None, lists, held,
+                      array_values(values))
 
 
 def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:

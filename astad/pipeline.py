@@ -14,6 +14,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
+
 from . import codegen, deep, fresh, frontend, imported, key_functions, names, optimise, outputs, rules, structural
 from .ad import activity, forward as forward_macro, reverse
 from .optimise import copowers
@@ -123,9 +125,11 @@ class Derivative:
     constants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stages: Stages | None = None
     out_lists: Any = None  # which of the output's tuples are lists (astad.outputs; None: none)
-    #: the constant arrays its residuals hold, by name (``optimise.residuals``): a pullback copies those that
-    #: could change (fresh.changeable_owners), as it copies the arguments
-    held: dict[str, Any] = field(default_factory=dict)
+    #: the constants its backward functions take from their residuals (``optimise.residuals``), by name
+    held: tuple[str, ...] = ()
+    #: the constant arrays the code reads: a pullback copies the residuals that share memory with one that
+    #: could change (fresh.changeable_owners), as it copies those that share an argument's
+    constant_arrays: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.out_lists is not None:
@@ -241,6 +245,11 @@ def held_constants(residuals: Sequence[Sequence[Var | Const]]) -> tuple[str, ...
     return tuple(dict.fromkeys(a.name for r in residuals for a in r if type(a) is Const))  # type: ignore[misc]
 
 
+def array_values(constants: dict[str, Any]) -> tuple[Any, ...]:
+    """The arrays among the values of ``constants`` (:class:`Derivative`'s ``constant_arrays``)."""
+    return tuple(v for v in constants.values() if isinstance(v, np.ndarray))
+
+
 def compile_source(name: str, source: str, constants: dict[str, Any],
                    held: Sequence[str] = ()) -> tuple[Callable, Callable]:
     """The forward and backward functions of the generated ``source``; ``held``: the constants
@@ -288,16 +297,17 @@ def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset
     arg_types = tuple(arg_types)
     with _ours(parsed.name):
         # (a function of its own: the IR is gone before the garbage collector is on again)
-        source, forward, backward, out_type, deps, paths, lists, held = _generate(parsed, arg_types, wrt)
+        source, forward, backward, out_type, deps, paths, lists, held, arrays = _generate(parsed, arg_types, wrt)
     return Derivative(parsed.name, source, forward, backward, out_type, arg_types, wrt, deps, paths,
-                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps, True)), lists, held)
+                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps, True)), lists, held,
+                      arrays)
 
 
 def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
-              ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]], Any, dict[str, Any]]:
+              ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]], Any, tuple, tuple]:
     """The generated source, its forward and backward functions, the output's type, the names
-    the code reads (:class:`Derivative`'s deps and constants), the output's lists and the
-    constants its residuals hold (:func:`held_constants`)."""
+    the code reads (:class:`Derivative`'s deps and constants), the output's lists, the constants
+    its residuals hold (:func:`held_constants`) and the constant arrays it reads."""
     stages, lowerer = run_stages(parsed, arg_types, wrt, functions=True)
     prog = stages.optimised
     with deep.gc_paused():
@@ -308,10 +318,11 @@ def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozens
     residuals = optimise.residuals(prog, lowerer.constants)
     source = codegen.generate(prog, residuals, header(parsed, arg_types, list(lowerer.constants)), called)
     values = {name: obj for name, (path, obj) in lowerer.constants.items()}
-    held = {n: values[n] for n in held_constants([residuals] + [r for _, r in called])}
-    forward, backward = compile_source(parsed.name, source, values, tuple(held))
+    held = held_constants([residuals] + [r for _, r in called])
+    forward, backward = compile_source(parsed.name, source, values, held)
     paths = {n: p for n, (p, _) in lowerer.constants.items()}
-    return source, forward, backward, prog.forward.result.type, lowerer.deps, paths, lowerer.out_template, held
+    return (source, forward, backward, prog.forward.result.type, lowerer.deps, paths, lowerer.out_template, held,
+            array_values(values))
 
 
 def is_real_scalar(t: Type) -> bool:
@@ -514,7 +525,8 @@ def reverse_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[
         # (a function of its own: the IR is gone before the garbage collector is on again)
         source, forward, backward, out_type, held = _generate_reverse(fn, arg_types, wrt, name, constants)
     return Derivative(name, source, forward, backward, out_type, arg_types, wrt, deps or [], {},
-                      Stages(later=functools.partial(_reverse_stages_again, fn, arg_types, wrt, name)), held=held)
+                      Stages(later=functools.partial(_reverse_stages_again, fn, arg_types, wrt, name)), held=held,
+                      constant_arrays=array_values(constants))
 
 
 def _reverse_stages_of(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None) -> Stages:
@@ -523,12 +535,12 @@ def _reverse_stages_of(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset
 
 
 def _generate_reverse(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None, name: str,
-                      constants: dict[str, Any]) -> tuple[str, Callable, Callable, Type, dict[str, Any]]:
+                      constants: dict[str, Any]) -> tuple[str, Callable, Callable, Type, tuple[str, ...]]:
     prog = _reverse_stages_of(fn, arg_types, wrt).optimised
     residuals = optimise.residuals(prog, constants)
     source = codegen.generate(prog, residuals, f"Reverse mode of {name}, generated by astad.")
-    held = {n: constants[n] for n in held_constants([residuals])}
-    forward, backward = compile_source(fn.name, source, constants, tuple(held))
+    held = held_constants([residuals])
+    forward, backward = compile_source(fn.name, source, constants, held)
     return source, forward, backward, prog.forward.result.type, held
 
 
