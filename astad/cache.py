@@ -36,9 +36,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import backends, cachefiles, calling, ir, outputs
+from . import backends, cachefiles, calling, fresh, ir, outputs
 from .frontend import Parsed, abstract
-from .pipeline import Derivative, array_values, compile_source
+from .pipeline import Derivative, compile_source
 
 
 class Config:
@@ -214,7 +214,7 @@ def _derivative(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int
     lists = outputs.checked(entry["out_lists"])  # (an entry without them: KeyError, recomputed)
     return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt,
                       [(p, resolve(parsed.fn, p)) for p, _ in deps], constants, None, lists, held,
-                      array_values(values))
+                      fresh.arrays_of(values))
 
 
 def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:

@@ -56,9 +56,14 @@ def _add_owners(values: Any, out: set[int]) -> None:
             _add_owners(v.values(), out)
 
 
+def arrays_of(constants: dict[str, Any]) -> tuple[Any, ...]:
+    """The arrays among the values of ``constants`` (``Derivative.constant_arrays``)."""
+    return tuple(v for v in constants.values() if isinstance(v, np.ndarray))
+
+
 def changeable_owners(arrays: Any) -> set[int]:
-    """The owners of the memory of the constant arrays ``arrays`` (``Derivative.held``'s
-    values) that could change: each one writeable, or a view of a writeable array (a
+    """The owners of the memory of the constant arrays ``arrays`` (``Derivative.constant_arrays``)
+    that could change: each one writeable, or a view of a writeable array (a
     read-only one, like a number, needs no copy)."""
     out: set[int] = set()
     for a in arrays:

@@ -47,7 +47,7 @@ helpers the passes share.
 
 from __future__ import annotations
 
-from typing import Collection
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -71,8 +71,8 @@ from .tiles import tiles
 from .unit_axes import unit_axes
 
 __all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward", "forget_structure",
-           "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums", "prune_tapes",
-           "residuals", "restrict", "sink_broadcasts", "sink_forward_broadcasts", "static_zeros"]
+           "held_constants", "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums",
+           "prune_tapes", "residuals", "restrict", "sink_broadcasts", "sink_forward_broadcasts", "static_zeros"]
 
 
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
@@ -134,6 +134,12 @@ def residuals(prog: ReverseProgram, constants: Collection[str] = ()) -> tuple[Va
         return found
     n = sum(1 for v in found if v in prog.params)  # (the parameters come first)
     return found[:n] + arrays + found[n:]
+
+
+def held_constants(residuals: Sequence[Sequence[Var | Const]]) -> tuple[str, ...]:
+    """The names of the constants among the ``residuals`` of generated programs (see
+    :func:`residuals`), each once: the backward functions unpack them from their residuals."""
+    return tuple(dict.fromkeys(a.name for r in residuals for a in r if type(a) is Const))  # type: ignore[misc]
 
 
 def constant_arrays(block: Block, constants: Collection[str]) -> tuple[Const, ...]:
