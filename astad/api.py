@@ -110,6 +110,16 @@ def _deps_unchanged(fn: Callable, d: Derivative) -> bool:
         return False
 
 
+def kept(d: Derivative, residuals: Any, held: set[int]) -> Any:
+    """The residuals of a call of ``d`` a pullback keeps: each array sharing memory with ``held`` (the
+    owners of the arguments' and the value's memory) or with a constant array of ``d`` that could
+    change (``d.constant_arrays``) copied, so that the pullback is the derivative at the values the
+    forward call used, whatever changes them afterwards."""
+    if d.constant_arrays:
+        held |= fresh.changeable_owners(d.constant_arrays)
+    return fresh.copy_shared(residuals, held) if held else residuals
+
+
 class Pullback:
     """The linear backward map of one call: ``pullback(ct)`` returns one
     cotangent per argument passed by position (``None`` for discrete ones; as in
@@ -296,11 +306,8 @@ class Reverse:
                 d = hit[0]
                 value, residuals = d.forward(*args)
                 # scalars own no memory; an array returned may be a residual too, and so may a constant array
-                held = set() if type(value) is float else fresh.owners(value)
-                if d.constant_arrays:
-                    held |= fresh.changeable_owners(d.constant_arrays)
-                if held:
-                    residuals = fresh.copy_shared(residuals, held)
+                if type(value) is not float or d.constant_arrays:
+                    residuals = kept(d, residuals, set() if type(value) is float else fresh.owners(value))
                 return value, Pullback(d.backward, residuals, d.out_type)
         n = len(args)
         return self.vjp_at(self._binder(args, kwargs), n)
@@ -320,11 +327,7 @@ class Reverse:
             remember(self._calls, args, (d, holds))
         value, residuals = d.forward(*args)
         # the pullback may be called after the caller changed an argument, the value or a constant array in place
-        held = fresh.owners(args, value)
-        if d.constant_arrays:
-            held |= fresh.changeable_owners(d.constant_arrays)
-        if held:
-            residuals = fresh.copy_shared(residuals, held)
+        residuals = kept(d, residuals, fresh.owners(args, value))
         zero_d = {i: m for i in range(n) if type(args[i]) is not float and (m := fresh.zero_d_marks(args[i])) is not None}
         return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n, zero_d)
 
