@@ -139,7 +139,7 @@ def residuals(prog: ReverseProgram, constants: Collection[str] = ()) -> tuple[Va
 def held_constants(residuals: Sequence[Sequence[Var | Const]]) -> tuple[str, ...]:
     """The names of the constants among the ``residuals`` of generated programs (see
     :func:`residuals`), each once: the backward functions unpack them from their residuals."""
-    return tuple(dict.fromkeys(a.name for r in residuals for a in r if type(a) is Const))  # type: ignore[misc]
+    return tuple(dict.fromkeys([a.name for r in residuals for a in r if type(a) is Const]))  # type: ignore[misc]
 
 
 def constant_arrays(block: Block, constants: Collection[str]) -> tuple[Const, ...]:
