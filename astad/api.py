@@ -113,6 +113,16 @@ def _deps_unchanged(fn: Callable, d: Any) -> bool:
         return False
 
 
+def kept(d: Derivative, residuals: Any, held: set[int]) -> Any:
+    """The residuals of a call of ``d`` a pullback keeps: each array sharing memory with ``held`` (the
+    owners of the arguments' and the value's memory) or with a constant array of ``d`` that could
+    change (``d.constant_arrays``) copied, so that the pullback is the derivative at the values the
+    forward call used, whatever changes them afterwards."""
+    if d.constant_arrays:
+        held |= fresh.changeable_owners(d.constant_arrays)
+    return fresh.copy_shared(residuals, held) if held else residuals
+
+
 class Pullback:
     """The linear backward map of one call: ``pullback(ct)`` returns one
     cotangent per argument passed by position (``None`` for discrete ones; as in
@@ -299,10 +309,9 @@ class Reverse:
             if hit is not None and self.__astad_function__.__code__ is self._code and (hit[1] is None or hit[1]()):
                 d = hit[0]
                 value, residuals = d.forward(*args)
-                if type(value) is not float:  # scalars own no memory; an array returned may be a residual too
-                    held = fresh.owners(value)
-                    if held:
-                        residuals = fresh.copy_shared(residuals, held)
+                # scalars own no memory; an array returned may be a residual too, and so may a constant array
+                if type(value) is not float or d.constant_arrays:
+                    residuals = kept(d, residuals, set() if type(value) is float else fresh.owners(value))
                 return value, Pullback(d.backward, residuals, d.out_type)
         n = len(args)
         return self.vjp_at(self._binder(args, kwargs), n)
@@ -321,10 +330,8 @@ class Reverse:
         if n == len(args) == self._binder.fast_n:  # a call of the positional parameters, which __call__ may find
             remember(self._calls, args, (d, holds))
         value, residuals = d.forward(*args)
-        # the pullback may be called after the caller changed an argument or the value in place
-        held = fresh.owners(args, value)
-        if held:
-            residuals = fresh.copy_shared(residuals, held)
+        # the pullback may be called after the caller changed an argument, the value or a constant array in place
+        residuals = kept(d, residuals, fresh.owners(args, value))
         zero_d = {i: m for i in range(n) if type(args[i]) is not float and (m := fresh.zero_d_marks(args[i])) is not None}
         return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n, zero_d)
 

@@ -154,9 +154,16 @@ def padded(tangents: tuple, n: int, n_params: int, name: str) -> tuple:
 
 
 def _held_globals(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tuple[tuple, tuple]:
-    """The globals ``fn``'s derivative read (see ``api._dep_checks``) and copies of those that are arrays."""
+    """The globals ``fn``'s derivative read (see ``api._dep_checks``) and copies of those that are arrays,
+    and of the arrays among the defaults of the functions it calls (changed in place, they change it too)."""
     checks = _dep_checks(fn, deps)
-    return checks, tuple((".".join(p), o, o.copy()) for p, o in deps if isinstance(o, np.ndarray))
+    arrays = []
+    for p, o in deps:
+        if isinstance(o, np.ndarray):
+            arrays.append((".".join(p), o, o.copy()))
+        elif p[-1] == "__defaults__" and type(o) is tuple:
+            arrays += [(f"{'.'.join(p)}[{i}]", a, a.copy()) for i, a in enumerate(o) if isinstance(a, np.ndarray)]
+    return checks, tuple(arrays)
 
 
 def _check_globals(name: str, held: tuple[tuple, tuple]) -> None:

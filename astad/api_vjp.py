@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from . import fresh
-from .api import check_cotangent_like
+from .api import check_cotangent_like, kept
 from .api_forward import zeros_like_type
 from .programs import Program
 
@@ -58,6 +58,9 @@ def program_vjp(prog: Program, extras: Sequence[Any], args: Sequence[Any]) -> tu
     maps the cotangent of the value to one cotangent per argument (None for a discrete one)."""
     d = prog.reverse()
     raw_value, residuals = d.forward(*args, *extras)
+    # the pullback may be called after the caller changed an argument, the value or a constant array in
+    # place: it keeps copies of those its residuals share memory with (as astad.api.Pullback's)
+    residuals = kept(d, residuals, fresh.owners(args, extras, raw_value))
     to_raw = transpose_select(prog.select, raw_value)
     n = prog.n_user
 

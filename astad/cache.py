@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import backends, cachefiles, calling, ir, outputs
+from . import backends, cachefiles, calling, fresh, ir, outputs
 from .frontend import Parsed, abstract
 from .pipeline import Derivative, compile_source
 
@@ -55,7 +55,7 @@ class Config:
 
 config = Config()
 
-FORMAT = 3  # 3: entries hold the output's lists (out_lists)
+FORMAT = 4  # 3: entries hold the output's lists (out_lists); 4: the constants their residuals hold (held)
 
 
 def cache_dir() -> Path | None:
@@ -209,10 +209,12 @@ def _derivative(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int
     constants = {name: _path_data(p) for name, p in entry["constants"].items()}
     out_type = type_from_data(entry["out_type"])
     values = {name: resolve(parsed.fn, p) for name, p in constants.items()}
-    forward, backward = compile_source(parsed.name, entry["source"], values)
+    held = tuple(entry["held"])  # (an entry without them: KeyError, recomputed)
+    forward, backward = compile_source(parsed.name, entry["source"], values, held)
     lists = outputs.checked(entry["out_lists"])  # (an entry without them: KeyError, recomputed)
     return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt,
-                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants, None, lists)
+                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants, None, lists, held,
+                      fresh.arrays_of(values))
 
 
 def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
@@ -229,6 +231,7 @@ def store(parsed: Parsed, arg_types: Sequence[ir.Type], d: Derivative) -> None:
             "out_type": type_data(d.out_type),
             "out_lists": d.out_lists,
             "constants": {name: list(p) for name, p in d.constants.items()},
+            "held": list(d.held),
             "deps": [[list(p), fingerprint(obj)] for p, obj in d.deps],
         }
         payload = json.dumps(entry, allow_nan=False).encode()

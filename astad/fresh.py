@@ -3,8 +3,9 @@
 numpy arrays are mutable, so two promises are kept at the API boundary:
 
 - a pullback reads copies of whatever of its residuals shares memory with the
-  arguments or the returned value (mutating them after the forward call does
-  not change the gradient);
+  arguments, the returned value or the constant arrays the code reads (a
+  module-level array, a captured one, ``self``'s, a partial's: mutating them
+  after the forward call does not change the gradient);
 - the cotangents a call returns are arrays of their own: none shares memory
   with another returned cotangent, with the output cotangent passed in, with
   the residuals (so calling the pullback again gives the same result) or with
@@ -55,13 +56,42 @@ def _add_owners(values: Any, out: set[int]) -> None:
             _add_owners(v.values(), out)
 
 
-def copy_shared(value: Any, held: set[int]) -> Any:
+def arrays_of(constants: dict[str, Any]) -> tuple[Any, ...]:
+    """The arrays among the values of ``constants`` (``Derivative.constant_arrays``)."""
+    return tuple(v for v in constants.values() if isinstance(v, np.ndarray))
+
+
+def changeable_owners(arrays: Any) -> set[int]:
+    """The owners of the memory of the constant arrays ``arrays`` (``Derivative.constant_arrays``)
+    that could change: each one writeable, or a view of a writeable array (a
+    read-only one, like a number, needs no copy)."""
+    out: set[int] = set()
+    for a in arrays:
+        b = a
+        while isinstance(b, np.ndarray):
+            if b.flags.writeable:
+                out.add(_owner(a))
+                break
+            b = b.base
+    return out
+
+
+def copy_shared(value: Any, held: set[int], copies: dict[int, Any] | None = None) -> Any:
     """``value`` with each array whose memory is in ``held`` replaced by a copy
-    (containers rebuilt only where something changed)."""
+    (containers rebuilt only where something changed; an array found twice, a
+    constant in the residuals of each call of a recursion's function, copied once)."""
     if isinstance(value, np.ndarray):
-        return value.copy() if _owner(value) in held else value
+        if _owner(value) not in held:
+            return value
+        if copies is None:
+            return value.copy()
+        found = copies.get(id(value))
+        if found is None:
+            found = copies[id(value)] = value.copy()
+        return found
     if type(value) is tuple or type(value) is list:
-        items = [copy_shared(v, held) for v in value]
+        copies = {} if copies is None else copies
+        items = [copy_shared(v, held, copies) for v in value]
         if all(a is b for a, b in zip(items, value)):
             return value
         return tuple(items) if type(value) is tuple else items

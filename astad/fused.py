@@ -111,7 +111,9 @@ def _join(fwd: list[ast.stmt], bwd: list[ast.stmt], params: set[str], residuals:
     fwd_locals = _bound(head) | params
     fwd_globals = (_read(head) | _read([ast.Expr(value)])) - fwd_locals
     bwd_globals = _read(bwd) - bwd_bound
-    if (residuals in _read(tail) or ct in fwd_locals | fwd_globals or bwd_bound & fwd_globals
+    # (a residual unpacked by the line dropped is bound by nothing: the constant arrays among them, see
+    # optimise.residuals, are read as globals by both parts, the same objects in one call)
+    if (residuals in _read(tail) or ct in fwd_locals | fwd_globals or (_bound(tail) | rebound) & fwd_globals
             or bwd_globals & fwd_locals):
         return None
     if ct in bwd_bound:

@@ -449,17 +449,21 @@ def global_reads(module: ast.Module | str | list) -> set[str]:
     return out
 
 
-def check_generated(module: ast.Module | str | list, constants: Iterable[str]) -> None:
+def check_generated(module: ast.Module | str | list, constants: Iterable[str], held: Iterable[str] = ()) -> None:
     """Each generated function reads as globals only outside names and the
     constants, and binds none of them (a binding would make Python read the
     function's own variable instead); a function may call the module's others
-    (those of a recursion's calls: :mod:`astad.ad.calls`)."""
+    (those of a recursion's calls: :mod:`astad.ad.calls`).  A backward function
+    may bind the constants of ``held``: it unpacks them from its residuals (the
+    arrays the forward read, see ``optimise.residuals``)."""
     outside = GLOBALS | set(constants)
     scopes = list(function_scopes(module))
     own = {name for name, _, _ in scopes}
+    unpacked = outside - set(held)
     for name, bound, read in scopes:
         if name in outside:  # the module's own function would replace a constant it reads
             raise InternalError(f"generated function {name} has the name of a global it reads")
-        bad = sorted((bound & (outside | own)) | (read - bound - outside - own))
+        bad = sorted((bound & ((unpacked if name.endswith("_backward") else outside) | own))
+                     | (read - bound - outside - own))
         if bad:
             raise InternalError(f"generated function {name} binds or reads {', '.join(bad)} wrongly")

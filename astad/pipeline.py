@@ -123,6 +123,11 @@ class Derivative:
     constants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     stages: Stages | None = None
     out_lists: Any = None  # which of the output's tuples are lists (astad.outputs; None: none)
+    #: the constants its backward functions take from their residuals (``optimise.residuals``), by name
+    held: tuple[str, ...] = ()
+    #: the constant arrays the code reads: a pullback copies the residuals that share memory with one that
+    #: could change (fresh.changeable_owners), as it copies those that share an argument's
+    constant_arrays: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         if self.out_lists is not None:
@@ -232,12 +237,15 @@ def _short(t: Type) -> str:
     return f"{t.kind} of {sum(leaf_counts([t]))} leaves"
 
 
-def compile_source(name: str, source: str, constants: dict[str, Any]) -> tuple[Callable, Callable]:
-    namespace = _exec_source(name, source, constants)
+def compile_source(name: str, source: str, constants: dict[str, Any],
+                   held: Sequence[str] = ()) -> tuple[Callable, Callable]:
+    """The forward and backward functions of the generated ``source``; ``held``: the constants
+    its residuals hold (:func:`astad.optimise.held_constants`)."""
+    namespace = _exec_source(name, source, constants, held)
     return namespace[names.python_name(f"{name}_forward")], namespace[names.python_name(f"{name}_backward")]
 
 
-def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str, Any]:
+def _exec_source(name: str, source: str, constants: dict[str, Any], held: Sequence[str] = ()) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(rules.RUNTIME)
     code = deep.compile_ast(source, f"<astad: {name}>")
@@ -245,7 +253,7 @@ def _exec_source(name: str, source: str, constants: dict[str, Any]) -> dict[str,
     read = names.global_reads(scopes)
     constants = {k: v for k, v in constants.items() if k in read}  # what the code reads of them
     namespace.update(constants)
-    names.check_generated(scopes, constants)  # before anything of it runs
+    names.check_generated(scopes, constants, held)  # before anything of it runs
     exec(code, namespace)  # noqa: S102 - our own generated code
     for module in ("np", "math"):  # numpy and math as astad imported them (see astad.imported)
         if id(namespace.get(module)) in imported.MODULES:
@@ -276,28 +284,32 @@ def transform(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset
     arg_types = tuple(arg_types)
     with _ours(parsed.name):
         # (a function of its own: the IR is gone before the garbage collector is on again)
-        source, forward, backward, out_type, deps, paths, lists = _generate(parsed, arg_types, wrt)
+        source, forward, backward, out_type, deps, paths, lists, held, arrays = _generate(parsed, arg_types, wrt)
     return Derivative(parsed.name, source, forward, backward, out_type, arg_types, wrt, deps, paths,
-                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps, True)), lists)
+                      Stages(later=functools.partial(stages_of, parsed, arg_types, wrt, deps, True)), lists, held,
+                      arrays)
 
 
 def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
-              ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]], Any]:
-    """The generated source, its forward and backward functions, the output's type,
-    the names the code reads (:class:`Derivative`'s deps and constants) and the output's lists."""
+              ) -> tuple[str, Callable, Callable, Type, list, dict[str, tuple[str, ...]], Any, tuple, tuple]:
+    """The generated source, its forward and backward functions, the output's type, the names
+    the code reads (:class:`Derivative`'s deps and constants), the output's lists, the constants
+    its residuals hold (:func:`astad.optimise.held_constants`) and the constant arrays it reads."""
     stages, lowerer = run_stages(parsed, arg_types, wrt, functions=True)
     prog = stages.optimised
     with deep.gc_paused():
         # (the functions it calls looked for only where it calls one: the blocks' kinds are known by now, mostly)
         calls = "call_forward" in kinds(prog.forward) or "call_forward" in kinds(prog.backward)
         programs = [key_functions.reverse_of_key(f, m) for f, m in key_functions.called(prog)] if calls else []
-        called = [(p, optimise.residuals(p)) for p in programs]
-    source = codegen.generate(prog, optimise.residuals(prog), header(parsed, arg_types, list(lowerer.constants)),
-                              called)
+        called = [(p, optimise.residuals(p, lowerer.constants)) for p in programs]
+    residuals = optimise.residuals(prog, lowerer.constants)
+    source = codegen.generate(prog, residuals, header(parsed, arg_types, list(lowerer.constants)), called)
     values = {name: obj for name, (path, obj) in lowerer.constants.items()}
-    forward, backward = compile_source(parsed.name, source, values)
+    held = optimise.held_constants([residuals] + [r for _, r in called])
+    forward, backward = compile_source(parsed.name, source, values, held)
     paths = {n: p for n, (p, _) in lowerer.constants.items()}
-    return source, forward, backward, prog.forward.result.type, lowerer.deps, paths, lowerer.out_template
+    return (source, forward, backward, prog.forward.result.type, lowerer.deps, paths, lowerer.out_template, held,
+            fresh.arrays_of(values))
 
 
 def is_real_scalar(t: Type) -> bool:
@@ -420,12 +432,13 @@ def _compile_forward(fn: Function, optimised: Function | ReverseProgram, header_
         source = generate_forward(optimised, header_text, len(fn.params))
         return source, _exec_source(name, source, constants)[names.python_name(f"{fn.name}_jvp")]
     n = optimised.name
-    source = codegen.generate(optimised, optimise.residuals(optimised), header_text).replace(
+    residuals = optimise.residuals(optimised, constants)
+    source = codegen.generate(optimised, residuals, header_text).replace(
         f"Primal of {n}: returns (value, residuals for {n}_backward).",
         f"Forward mode of {n}, first part: the primal and its tangents (tapes record both) -> (None, residuals).").replace(
         f"Reverse pass of {n}: cotangent of the value -> one cotangent per parameter.",
         f"Forward mode of {n}, second part: residuals -> (cotangents, their tangents).")
-    namespace = _exec_source(name, source, constants)
+    namespace = _exec_source(name, source, constants, optimise.held_constants([residuals]))
     first = namespace[names.python_name(f"{fn.name}_forward")]
     second = namespace[names.python_name(f"{fn.name}_backward")]
 
@@ -497,9 +510,10 @@ def reverse_of_function(fn: Function, arg_types: Sequence[Type], wrt: frozenset[
     arg_types = tuple(arg_types)
     with _ours(name, "in reverse mode of"):
         # (a function of its own: the IR is gone before the garbage collector is on again)
-        source, forward, backward, out_type = _generate_reverse(fn, arg_types, wrt, name, constants)
+        source, forward, backward, out_type, held = _generate_reverse(fn, arg_types, wrt, name, constants)
     return Derivative(name, source, forward, backward, out_type, arg_types, wrt, deps or [], {},
-                      Stages(later=functools.partial(_reverse_stages_again, fn, arg_types, wrt, name)))
+                      Stages(later=functools.partial(_reverse_stages_again, fn, arg_types, wrt, name)), held=held,
+                      constant_arrays=fresh.arrays_of(constants))
 
 
 def _reverse_stages_of(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None) -> Stages:
@@ -508,11 +522,13 @@ def _reverse_stages_of(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset
 
 
 def _generate_reverse(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None, name: str,
-                      constants: dict[str, Any]) -> tuple[str, Callable, Callable, Type]:
+                      constants: dict[str, Any]) -> tuple[str, Callable, Callable, Type, tuple[str, ...]]:
     prog = _reverse_stages_of(fn, arg_types, wrt).optimised
-    source = codegen.generate(prog, optimise.residuals(prog), f"Reverse mode of {name}, generated by astad.")
-    forward, backward = compile_source(fn.name, source, constants)
-    return source, forward, backward, prog.forward.result.type
+    residuals = optimise.residuals(prog, constants)
+    source = codegen.generate(prog, residuals, f"Reverse mode of {name}, generated by astad.")
+    held = optimise.held_constants([residuals])
+    forward, backward = compile_source(fn.name, source, constants, held)
+    return source, forward, backward, prog.forward.result.type, held
 
 
 def _reverse_stages_again(fn: Function, arg_types: tuple[Type, ...], wrt: frozenset[int] | None,

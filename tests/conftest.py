@@ -50,19 +50,27 @@ def _assert_same_value(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def check_grad(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5):
+def check_grad(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5, between=None):
     """Check ``astad.reverse(fn)`` at ``args`` against the plain function and
     central finite differences: the primal value must equal ``fn(*args)``; for a
     random output cotangent ``u`` the pullback must give, for every coordinate
     of every float argument, the FD derivative of ``<u, fn(args)>``; cotangents
-    have the arguments' shapes (a float for a Python float, None for ints)."""
+    have the arguments' shapes (a float for a Python float, None for ints).
+    ``between``: called after the forward call, before the pullback (it changes what
+    the function reads, say), returns what undoes that before the finite differences:
+    the pullback is the derivative at the values the forward call used."""
     rng = np.random.default_rng(seed)
     args = list(args)
     value, pullback = astad.reverse(fn)(*args)
     want = fn(*args)
     _assert_same_value(value, want)
     u = _random_like(rng, want)
-    cts = pullback(u)
+    undo = between() if between is not None else None
+    try:
+        cts = pullback(u)
+    finally:
+        if undo is not None:
+            undo()
     assert isinstance(cts, tuple) and len(cts) == len(args)
 
     def g(i, x):

@@ -384,3 +384,22 @@ def test_a_function_value_is_not_reused_when_what_it_reads_through_a_function_ch
     first call must not serve the second (found by the random program generator:
     a wrong value, not a refusal)."""
     check_grad(function_value_reads_a_name_through_another_function, [np.array([0.3, -0.5, 0.9])])
+
+
+G_CONSTANT = np.array(-0.9)  # a module-level 0-d array (the random programs' G1 found the bug with one)
+H_CONSTANT = 0.7
+
+
+def function_value_called_with_constants(x):
+    g = lambda t: t * x + np.sin(t)  # noqa: E731 - its parameter is read twice
+    same = lambda t: t  # noqa: E731 - it returns its parameter
+    return g(0.5) + g(H_CONSTANT) + g(G_CONSTANT) * same(G_CONSTANT) + same(2.0) * x
+
+
+def test_a_function_value_called_with_a_constant():
+    """A function value called with a constant (a literal, a module-level number or array) whose
+    parameter is read twice, or returned: the parameter's copies are the constant (it was an
+    InternalError, "dup/drop of a non-variable", when the calls were inlined)."""
+    check_grad(function_value_called_with_constants, [0.41])
+    check_grad(function_value_called_with_constants, [np.array([0.3, -0.5, 0.9])])
+    check_stages(function_value_called_with_constants, (0.41,))

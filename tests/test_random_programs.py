@@ -187,6 +187,17 @@ CONCATENATE_AXIS_NONE = True
 # not assigned it was the enclosing function's variable or the module's global of that name
 # (tests/test_nested_locals.py).  False: the module holds only HELPERS.
 GLOBALS_NAMED_LIKE_LOCALS = True
+# (fixed; the switch stays as a regression check) astad bug up to 6c45e1d: a pullback read a module-level
+# array when it ran, not the values the forward call used (the backward read the global by name):
+#     A = np.ones(3)
+#     def f(x):
+#         return np.sum(A * x * x)
+#     value, pullback = astad.reverse(f)(np.arange(3.0)); A[:] = 5.0
+#     pullback(1.0)  # astad: [0, 6, 12], the derivative at the forward's values: [0, 2, 4]
+# The programs read module-level arrays ``G1``, ``G2`` (of a parameter's shapes, a 0-d one too) as
+# any value, never assigned; test_random_program changes them (in place, by slice or rebinding the
+# name) between the forward call and the pullback.  False: no module-level arrays.
+MODULE_ARRAYS = True
 PARAM_LOOKALIKES = ["no_ct", "x_t", "nothing", "x_t_t", "ct", "t1", "x_ct", "f_t_t"]
 CONSTANT_LOOKALIKES = ["f_jvp", "f_forward", "f_backward", "f_t_jvp", "no_ct_2"]
 
@@ -1231,6 +1242,14 @@ def programs(draw, first=None, scalar=False):
         g.params.append(("k", value))
         g.env["k"] = {"shape": "int", "value": value, "bound": float(value), "fresh": False}
         g.unread.add("k")
+    arrays = []
+    if MODULE_ARRAYS and draw(st.integers(0, 2)) == 0:
+        for j in range(draw(st.integers(1, 2))):
+            shape = draw(st.sampled_from([s for s in PARAM_SHAPES if s != "f"]))
+            name = f"G{j + 1}"
+            g.env[name] = {"shape": shape, "bound": 0.9, "fresh": False}
+            g.pinned.add(name)  # read, never assigned (or updated in place) by the program
+            arrays.append(f"{name} = np.linspace(-0.9, 0.8, {int(np.prod(shape))}).reshape({shape!r})\n")
     g.functions = draw(st.integers(0, 4)) > 0
     if g.functions:  # one construct with functions first, so that short programs have one too
         kind = g.pick(["fn_lambda", "fn_def", "fn_hof", "fn_tuple", "fn_factory", "fn_comprehension"])
@@ -1242,8 +1261,8 @@ def programs(draw, first=None, scalar=False):
         g.ensure_called()
     note(f"functions as values: {dict(g.fn_counts)}")
     body = "\n".join(f"    {line}" for line in g.lines + [f"return {g.scalar_ret() if scalar else g.ret()}"])
-    source = ("import numpy as np\n" + HELPERS + "\n\ndef f(" + ", ".join(n for n, _ in g.params) + "):\n"
-              + body + "\n")
+    source = ("import numpy as np\n" + HELPERS + "".join(arrays) + "\n\ndef f("
+              + ", ".join(n for n, _ in g.params) + "):\n" + body + "\n")
     source = reading_a_constant(draw, renamed(source, lookalike_names(draw, source)))
     source = shadowing_globals(draw, source)
     return source, g.params, draw(st.integers(0, 2 ** 32 - 1))
@@ -1286,16 +1305,50 @@ def program_dir(tmp_path_factory):
 def test_random_program(program_dir, program, data):
     source, params, seed = program
     note(source)
-    fn = load_program(source, program_dir, "random").f
+    module = load_program(source, program_dir, "random")
+    fn = module.f
     args = _arguments(params, seed)
     note(f"args = {args!r}")
 
-    # (a) the pullback against central finite differences
-    check_grad(fn, args, seed=seed % 1000)
+    # (a) the pullback against central finite differences (at the values of the forward call:
+    # the module-level arrays changed between the call and the pullback)
+    check_grad(fn, args, seed=seed % 1000, between=changing_arrays(module, data))
     # (b) every stage's IR, interpreted, against direct execution and the generated code
     check_stages(fn, args, seed)
     # (c) forward mode: J v against central differences, <u, J v> == <J^T u, v> (u, v drawn)
     check_forward(fn, args, data)
+
+
+def changing_arrays(module, data):
+    """What changes the module-level arrays ``G1``, ``G2`` of a program (each in place, by a slice
+    assignment or by rebinding its name, as drawn from ``data``) and returns what undoes it; None
+    for a program without them."""
+    names = [n for n in ("G1", "G2") if n in vars(module)]
+    if not names:
+        return None
+    hows = [data.draw(st.sampled_from(["fill", "multiply", "slice", "rebind"]), label=f"change of {n}")
+            for n in names]
+
+    def change():
+        undo = []
+        for name, how in zip(names, hows):
+            arr = getattr(module, name)
+            new = np.linspace(1.7, -1.3, arr.size).reshape(arr.shape)
+            if how == "rebind":
+                setattr(module, name, new)
+                undo.append(lambda name=name, arr=arr: setattr(module, name, arr))
+                continue
+            old = arr.copy()
+            if how == "multiply":
+                arr *= -3.0
+            elif how == "slice" and arr.ndim:
+                arr[1:] = new[1:]
+            else:
+                arr[...] = new
+            undo.append(lambda arr=arr, old=old: arr.__setitem__(Ellipsis, old))
+        return lambda: [u() for u in undo]
+
+    return change
 
 
 def check_stages(fn, args, seed):

@@ -47,8 +47,12 @@ helpers the passes share.
 
 from __future__ import annotations
 
-from ..ir import ReverseProgram, Var, bound_vars, kinds
-from ..ir.walk import outside_reads
+from typing import Collection, Sequence
+
+import numpy as np
+
+from ..ir import Block, Const, ReverseProgram, Var, bound_vars, kinds, nested_blocks
+from ..ir.walk import atoms_of, outside_reads
 from ..names import Namer
 from .accumulate import accumulate_in_loops, accumulates
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
@@ -67,8 +71,8 @@ from .tiles import tiles
 from .unit_axes import unit_axes
 
 __all__ = ["accumulate_in_loops", "cse", "dce", "finish", "fold", "fold_forward", "forget_structure",
-           "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums", "prune_tapes",
-           "residuals", "restrict", "sink_broadcasts", "sink_forward_broadcasts", "static_zeros"]
+           "held_constants", "hoist_invariants", "lists_in_place", "name_cotangents", "optimise", "outer_sums",
+           "prune_tapes", "residuals", "restrict", "sink_broadcasts", "sink_forward_broadcasts", "static_zeros"]
 
 
 def optimise(prog: ReverseProgram, wrt: frozenset[int] | None = None) -> ReverseProgram:
@@ -115,8 +119,46 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
 NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
 
 
-def residuals(prog: ReverseProgram) -> tuple[Var, ...]:
-    """The forward variables (and parameters) the backward block reads, in forward order."""
+def residuals(prog: ReverseProgram, constants: Collection[str] = ()) -> tuple[Var | Const, ...]:
+    """The forward variables (and parameters) the backward block reads, in forward order.
+    After the parameters, the arrays of ``constants`` (the names of the user's constants the
+    program may read: module-level, captured, ``self``'s, a partial's, a default's) that the
+    backward block reads: the forward returns them with the other residuals, so the backward
+    reads the arrays the forward read (the caller copies those that could change, as it copies
+    the arguments), not what they hold when it runs."""
     read = outside_reads(prog.backward) - {prog.ct_in.name}
     order = list(prog.params) + list(bound_vars(prog.forward))
-    return tuple(v for v in order if v.name in read)
+    found = tuple(v for v in order if v.name in read)
+    arrays = constant_arrays(prog.backward, constants) if constants else ()
+    if not arrays:
+        return found
+    n = sum(1 for v in found if v in prog.params)  # (the parameters come first)
+    return found[:n] + arrays + found[n:]
+
+
+def held_constants(residuals: Sequence[Sequence[Var | Const]]) -> tuple[str, ...]:
+    """The names of the constants among the ``residuals`` of generated programs (see
+    :func:`residuals`), each once: the backward functions unpack them from their residuals."""
+    return tuple(dict.fromkeys([a.name for r in residuals for a in r if type(a) is Const]))  # type: ignore[misc]
+
+
+def constant_arrays(block: Block, constants: Collection[str]) -> tuple[Const, ...]:
+    """The constants of ``constants`` holding a numpy array (mutable, unlike a number) that
+    ``block`` reads, also inside its branches and loops, each once, in the order first read."""
+    found: dict[str, Const] = {}
+
+    def visit(blk: Block) -> None:
+        for b in blk.binds:
+            rhs = b.rhs
+            for a in atoms_of(rhs):
+                if type(a) is Const and a.name in constants and a.name not in found \
+                        and isinstance(a.value, np.ndarray):
+                    found[a.name] = a
+            for inner in nested_blocks(rhs):
+                visit(inner)
+        r = blk.result
+        if type(r) is Const and r.name in constants and r.name not in found and isinstance(r.value, np.ndarray):
+            found[r.name] = r
+
+    visit(block)
+    return tuple(found.values())

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 from ..errors import InternalError
 from ..names import Namer
-from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Dup, FunT, If, Lam, Loop,
+from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Drop, Dup, FunT, If, Lam, Loop,
                  LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
                  bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
 
@@ -176,6 +176,14 @@ class _Inliner:
         for b in block.binds:
             if isinstance(b.rhs, (If, Loop, LoopBack, Lam, App)):
                 raise InternalError("a function value's body is straight-line code")
+            if isinstance(b.rhs, (Dup, Drop)) and not isinstance(env.get(b.rhs.var.name, b.rhs.var), Var):
+                # a parameter given a constant (`g(0.5)`, `g(G)`): its copies are the constant, its drop nothing
+                const = env[b.rhs.var.name]
+                for t in b.targets:
+                    if result is not None and t == block.result:
+                        out.append(Bind((result,), Copy(const), b.loc))
+                    env[t.name] = const
+                continue
             targets = tuple(result if result is not None and t == block.result else
                             Var(self.namer.temp() if Namer.is_temp(t.name) else self.namer.fresh(t.name), t.type)
                             for t in b.targets)
@@ -221,7 +229,8 @@ class _Inliner:
         binds = self.rename(lam.body, env, b.targets[0])
         result = lam.body.result
         if isinstance(result, Var) and result.name in {p.name for p in lam.params} | {v.name for v in lam_free_vars(lam)}:
-            binds.append(Bind(b.targets[:1], Dup(as_var(env.get(result.name, result))), b.loc))  # an alias
+            alias = env.get(result.name, result)  # (a constant argument: a copy of it)
+            binds.append(Bind(b.targets[:1], Dup(alias) if isinstance(alias, Var) else Copy(alias), b.loc))
         elif not isinstance(result, Var):
             raise InternalError("a function value returns a variable")
         if len(b.targets) == 2:

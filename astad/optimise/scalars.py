@@ -58,6 +58,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Sequence
 
+import numpy as np
+
 from ..ir import (Atom, Bind, Block, Const, If, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, Var,
                   Zero, nested_blocks, trip_count, use_counts)
 from ..names import Namer
@@ -277,12 +279,19 @@ def _recomputed(loop: Loop, residuals: set[str]) -> tuple[Bind, ...]:
         if target.name in saved and len(b.targets) == 1 and isinstance(rhs, Prim) and rhs.op in _CHEAP \
                 and (_float_scalar(target) or rhs.op in _COMPARISONS) and not rhs.params \
                 and all(_operand(a) and not _python_int(a) for a in rhs.args) \
-                and all(isinstance(a, Const) or (isinstance(a, Var) and a.name in ready) for a in rhs.args):
+                and all(a.name in ready if isinstance(a, Var) or _array_constant(a) else isinstance(a, Const)
+                        for a in rhs.args):
             out.append(b)
             ready.add(target.name)
     if len(out) == len(saved):
         return ()
     return tuple(out)
+
+
+def _array_constant(a: Atom) -> bool:
+    """A constant array of the user's (a 0-d one here): the backward pass reads it only from its
+    residuals (see ``optimise.residuals``), never as a global (it may have changed since)."""
+    return isinstance(a, Const) and a.name is not None and isinstance(a.value, np.ndarray)
 
 
 def _in_branches(loop: Loop) -> set[str]:

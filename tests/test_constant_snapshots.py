@@ -1,0 +1,277 @@
+"""A pullback is the derivative at the values the forward call used, whatever the code read them
+from: a constant array (module-level, captured by a closure, an attribute of ``self``, a partial's
+bound argument, a default of the function or of a function it calls, an element of a default list,
+a view of a module-level array, a 0-d array) changed between the forward call and the pullback (in
+place, by slice assignment, or by rebinding the name) does not change the pullback.  The oracle is
+central finite differences in float64 at the values the forward call saw, computed before the call;
+the next call differentiates the function as it is after the change.  Higher order (``vjp`` of
+``grad``) keeps its values too; forward mode's pushforward refuses to run after such a change (or, for
+a parameter's default, which it copied, gives the tangent at the call's values)."""
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import astad
+from astad import fresh
+from astad.errors import AstadError
+from conftest import central_differences, load_program
+
+SOURCE = '''
+import functools
+import numpy as np
+
+A = np.array([0.5, -1.0, 2.0])
+T = np.array([[0.3, 0.1, -0.2], [1.5, -0.5, 0.25]])
+Z = np.array(0.7)
+P = np.array([1.0, 0.25, -0.75])
+
+
+def body(w, x):
+    return np.sum(w * np.sin(x) * x) + np.sum(np.tanh(w * x)) + np.sum(w * w * x)
+
+
+def f_global(x):
+    return np.sum(A * np.sin(x) * x) + np.sum(np.tanh(A * x)) + np.sum(A * A * x)
+
+
+def f_view(x):
+    w = T[1]
+    return np.sum(w * np.sin(x) * x) + np.sum(np.tanh(w * x)) + np.sum(w * w * x)
+
+
+def f_zero_d(x):
+    return np.sum(Z * np.sin(x) * x) + np.sum(np.tanh(Z * x)) + np.sum(Z * Z * x)
+
+
+def make_closure():
+    C = np.array([-0.5, 0.75, 1.25])
+
+    def f_closure(x):
+        return np.sum(C * np.sin(x) * x) + np.sum(np.tanh(C * x)) + np.sum(C * C * x)
+    return f_closure
+
+
+class Model:
+    def __init__(self):
+        self.w = np.array([0.2, 1.1, -0.4])
+
+    def loss(self, x):
+        return np.sum(self.w * np.sin(x) * x) + np.sum(np.tanh(self.w * x)) + np.sum(self.w * self.w * x)
+
+
+def with_weights(w, x):
+    return np.sum(w * np.sin(x) * x) + np.sum(np.tanh(w * x)) + np.sum(w * w * x)
+
+
+def helper(x, w=np.array([0.9, -0.3, 0.6])):
+    return w * np.sin(x) * x + np.tanh(w * x) + w * w * x
+
+
+def f_helper_default(x):
+    return np.sum(helper(x))
+
+
+def f_default(x, w=np.array([-1.2, 0.4, 0.8])):
+    return np.sum(w * np.sin(x) * x) + np.sum(np.tanh(w * x)) + np.sum(w * w * x)
+
+
+def f_default_list(x, ws=[np.array([0.3, -0.9, 1.4])]):
+    w = ws[0]
+    return np.sum(w * np.sin(x) * x) + np.sum(np.tanh(w * x)) + np.sum(w * w * x)
+'''
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory):
+    return load_program(SOURCE, tmp_path_factory.mktemp("constant_snapshots"), "snapshots")
+
+
+class Source:
+    """Where a function reads its constant array: ``fn`` reads ``get()``; ``rebind(new)`` makes the
+    name (cell, attribute, default) hold another array, ``None`` where there is no name to rebind."""
+
+    def __init__(self, fn, get, rebind=None):
+        self.fn, self.get, self.rebind = fn, get, rebind
+
+
+def sources(mod):
+    closure = mod.make_closure()
+    model = mod.Model()
+    partial = functools.partial(mod.with_weights, mod.P)
+
+    def setter(obj, name):
+        return lambda new: setattr(obj, name, new)
+
+    def cell(new):
+        closure.__closure__[0].cell_contents = new
+
+    def default(fn):
+        return lambda new: setattr(fn, "__defaults__", (new,))
+
+    return {
+        "global": Source(mod.f_global, lambda: mod.A, setter(mod, "A")),
+        "view": Source(mod.f_view, lambda: mod.T),  # the array a residual view T[1] shares
+        "zero_d": Source(mod.f_zero_d, lambda: mod.Z, setter(mod, "Z")),
+        "closure": Source(closure, lambda: closure.__closure__[0].cell_contents, cell),
+        "self": Source(model.loss, lambda: model.w, setter(model, "w")),
+        "partial": Source(partial, lambda: partial.args[0]),  # (a partial's arguments cannot be rebound)
+        "helper_default": Source(mod.f_helper_default, lambda: mod.helper.__defaults__[0], default(mod.helper)),
+        "default": Source(mod.f_default, lambda: mod.f_default.__defaults__[0], default(mod.f_default)),
+        "default_list": Source(mod.f_default_list, lambda: mod.f_default_list.__defaults__[0][0],
+                               lambda new: mod.f_default_list.__defaults__[0].__setitem__(0, new)),
+    }
+
+
+def change(src, how, values):
+    """Change the array ``src`` reads: ``how`` is in place (``*=``, ``[...] =``), a slice assignment
+    (``[1:] =``) or a rebinding of the name to a new array; returns the undo."""
+    arr = src.get()
+    old = arr.copy()
+    if how == "rebind" and src.rebind is not None:
+        src.rebind(np.asarray(values, dtype=float)[:arr.size].reshape(arr.shape))
+        return lambda: src.rebind(arr)
+    if how == "multiply":
+        arr *= 3.0
+    elif how == "slice" and arr.ndim:
+        arr[1:] = np.asarray(values, dtype=float).reshape(-1)[:arr[1:].size].reshape(arr[1:].shape)
+    else:
+        arr[...] = np.asarray(values, dtype=float).reshape(-1)[:arr.size].reshape(arr.shape)
+
+    def undo():
+        arr[...] = old
+    return undo
+
+
+NAMES = ["global", "view", "zero_d", "closure", "self", "partial", "helper_default", "default", "default_list"]
+HOWS = ["multiply", "fill", "slice", "rebind"]
+values = st.lists(st.floats(-2.0, 2.0, allow_nan=False).filter(lambda v: abs(v) > 0.1), min_size=6, max_size=6)
+points = st.lists(st.floats(-1.5, 1.5, allow_nan=False), min_size=3, max_size=3).map(np.array)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(NAMES), st.sampled_from(HOWS), values, points)
+def test_pullback_is_the_derivative_at_the_forward_values(mod, name, how, new, x):
+    src = sources(mod)[name]
+    fn = src.fn
+    want = central_differences(lambda v: fn(v), x)  # at the values the forward call will see
+    value, pullback = astad.reverse(fn)(x)
+    undo = change(src, how, new)
+    try:
+        (got,) = pullback(1.0)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"{name}, changed by {how}")
+        np.testing.assert_array_equal(pullback(1.0)[0], got)  # and again: the pullback keeps its values
+        # the next call differentiates the function as it is now
+        value2, pullback2 = astad.reverse(fn)(x)
+        assert value2 == pytest.approx(fn(x), rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(pullback2(1.0)[0], central_differences(lambda v: fn(v), x), rtol=1e-6,
+                                   atol=1e-6, err_msg=f"{name} after the change")
+    finally:
+        undo()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(NAMES), st.sampled_from(HOWS), values, points, points)
+def test_modes_agree_and_keep_their_values(mod, name, how, new, x, v):
+    """grad, value_and_grad, vjp's pullback and jvp agree (<grad, v> = jvp's tangent); the pullback of
+    vjp and of vjp of grad (reverse over reverse, against hvp: forward over reverse) after a change
+    give what they gave before it; forward mode's pushforward refuses to run after the change (of a
+    parameter's default, it holds a copy: it gives the tangent at the call's values)."""
+    src = sources(mod)[name]
+    fn = src.fn
+    g = astad.grad(fn)(x)
+    value, vg = astad.value_and_grad(fn)(x)
+    _, pullback = astad.vjp(fn, x)
+    _, tangent = astad.jvp(fn, (x,), (v,))
+    np.testing.assert_allclose(vg, g, rtol=1e-12, atol=1e-12)
+    assert value == pytest.approx(fn(x), rel=1e-12, abs=1e-12)
+    assert float(np.dot(g, v)) == pytest.approx(float(tangent), rel=1e-9, abs=1e-9)
+    np.testing.assert_allclose(central_differences(lambda t: fn(t), x), g, rtol=1e-6, atol=1e-6)
+    hv = astad.hvp(fn, (x,), (v,))[0]
+    _, second = astad.vjp(astad.grad(fn), x)
+    _, pushforward = astad.forward(fn)(x)
+    undo = change(src, how, new)
+    try:
+        np.testing.assert_allclose(pullback(1.0)[0], g, rtol=1e-12, atol=1e-12, err_msg=f"{name}, {how}")
+        np.testing.assert_allclose(second(v)[0], hv, rtol=1e-9, atol=1e-9, err_msg=f"{name}, {how}: vjp of grad")
+        try:  # correct or refused: a global changed is refused, a parameter's default was copied at the call
+            pushed = pushforward(v)
+        except AstadError as e:
+            assert "changed between the call and the pushforward" in str(e)
+        else:
+            assert name in ("default", "default_list"), f"{name}: a pushforward after a change is not refused"
+            assert float(pushed) == pytest.approx(float(np.dot(g, v)), rel=1e-9, abs=1e-9)
+    finally:
+        undo()
+
+
+def test_generated_code_takes_the_array_from_the_residuals(tmp_path):
+    """The backward function unpacks the array from its residuals, by the user's name; a number
+    (a float, a numpy scalar) is read as a global, as before; a read-only array is not copied."""
+    mod = load_program("import numpy as np\n"
+                       "R = np.array([0.5, 1.5, -1.0])\nR.flags.writeable = False\n"
+                       "K = 2.5\nS = np.float64(1.5)\n"
+                       "def f(x):\n    return np.sum(R * x * x) * K * S\n", tmp_path, "readonly")
+    x = np.array([0.1, -0.2, 0.3])
+    _, pullback = astad.reverse(mod.f)(x)
+    source = astad.reverse(mod.f).source
+    forward, backward = source.split("def f_backward")
+    assert forward.rstrip().endswith(", (x, R, t1)")
+    assert "    x, R, t1 = residuals\n" in backward
+    assert " * S\n" in backward and " * K\n" in backward  # numbers: globals, never residuals
+    assert pullback._residuals[1] is mod.R  # read-only: nothing can change it, so no copy
+    np.testing.assert_allclose(pullback(1.0)[0], 2 * mod.R * x * 2.5 * 1.5, rtol=1e-12)
+
+
+def test_which_constant_arrays_could_change():
+    a = np.arange(4.0)
+    ro = np.arange(4.0)
+    ro.flags.writeable = False
+    view = a[1:]
+    view.flags.writeable = False  # read-only, but its base is not
+    assert fresh.changeable_owners([a]) == {id(a)}
+    assert fresh.changeable_owners([ro]) == set()
+    assert fresh.changeable_owners([view]) == {id(a)}
+
+
+def test_a_recursion_copies_a_constant_once(tmp_path):
+    """A recursion's generated functions each return the array in their residuals: one copy per call."""
+    mod = load_program('''
+import numpy as np
+W = np.array([[0.5, -0.2], [0.1, 0.3]])
+
+
+def node(t):
+    if isinstance(t, tuple):
+        return np.tanh(W @ (node(t[0]) + node(t[1])))
+    return t
+
+
+def loss(t):
+    return np.sum(node(t) ** 2)
+''', tmp_path, "tree")
+    rng = np.random.default_rng(0)
+
+    def tree(d):
+        return rng.normal(size=2) if d == 0 else (tree(d - 1), tree(d - 1))
+
+    t = tree(5)
+    want = astad.grad(mod.loss)(t)
+    _, pullback = astad.reverse(mod.loss)(t)
+    mod.W[...] = 9.0
+    got = pullback(1.0)[0]
+    flat = lambda s: [s] if not isinstance(s, tuple) else [v for p in s for v in flat(p)]  # noqa: E731
+    for a, b in zip(flat(got), flat(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    copies = {id(r) for r in _arrays(pullback._residuals) if r.shape == (2, 2)}
+    assert len(copies) == 1 and all(r is not mod.W for r in _arrays(pullback._residuals))
+
+
+def _arrays(value):
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [a for v in value for a in _arrays(v)]
+    return []
