@@ -334,7 +334,8 @@ class _Macro:
             return
         items = tuple(items)
         total = Var(self.namer.temp(), _ct_type(v.type, *items))
-        self.b.bind((total,), Plus(items))
+        b = self.b
+        b.binds.append(Bind((total,), Plus(items), b.loc))
         self.give(v, total)
 
     def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
