@@ -89,10 +89,18 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common (written out): itself when it reads no duplicated variable
             if pending:
-                for a in rhs.args:
-                    if type(a) is Var and a.name in pending:
-                        b = Bind(b.targets, _renamed_prim(rhs, pending), b.loc)
-                        break
+                args = rhs.args
+                if len(args) == 2:  # (the most common: _renamed_prim without a comprehension)
+                    x, y = args
+                    x2 = pending[x.name].pop(0) if type(x) is Var and x.name in pending else x
+                    y2 = pending[y.name].pop(0) if type(y) is Var and y.name in pending else y
+                    if x2 is not x or y2 is not y:
+                        b = Bind(b.targets, Prim(rhs.op, (x2, y2), rhs.params), b.loc)
+                else:
+                    for a in args:
+                        if type(a) is Var and a.name in pending:
+                            b = Bind(b.targets, _renamed_prim(rhs, pending), b.loc)
+                            break
             binds.append(b)
         else:
             if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
@@ -164,9 +172,15 @@ def check_linear(fn: Function) -> None:
 
 
 def _check_block(block: Block, inputs: list[str], where: str) -> None:
-    counts = _use_counts(block)
+    # every name read once (no name twice among the reads) and every name read bound (sets: no counts made)
+    used = [a.name for b in block.binds for a in (b.rhs.args if type(b.rhs) is Prim else _reads(b.rhs))
+            if type(a) is Var]
+    if isinstance(block.result, Var):
+        used.append(block.result.name)
     bound = inputs + [t.name for b in block.binds for t in b.targets]
-    if not (counts.keys() == set(bound) and max(counts.values(), default=1) == 1):  # (else: what is wrong)
+    read = set(used)
+    if not (len(read) == len(used) and read == set(bound)):  # (else: what is wrong)
+        counts = _use_counts(block)
         bad = {name: counts[name] for name in bound if counts[name] != 1}
         unbound = set(counts) - set(bound)
         if bad or unbound:

@@ -34,7 +34,7 @@ from typing import Callable
 from .. import rules
 from ..blocks import result_items
 from ..ir import (App, Atom, Bind, Block, Copy, Drop, Dup, Function, If, Lam, Loop, LoopBack, MakeTuple, Num, Plus,
-                  Prim, Type, Unpack, Var, lam_free_vars, nested_blocks, vars_of)
+                  Prim, Type, Unpack, Var, lam_free_vars, vars_of)
 from ..ir.types import DIFFERENTIABLE_DTYPE
 
 #: primitives whose result has a zero derivative (or none): nothing flows through them
@@ -56,6 +56,7 @@ class Activity:
     useful: set[str] = field(default_factory=set)
     known: set[str] = field(default_factory=set)
     ends: set[str] = field(default_factory=set)  # the tuples branch and loop bodies end with
+    lams: bool = field(default=False, repr=False)  # whether the forward pass met a function value
 
     def active(self, v: Atom) -> bool:
         """Whether ``v`` gets a cotangent or tangent (a name the analysis never saw: yes)."""
@@ -93,7 +94,7 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
     _need(act, fn.body.result)
     # a function value may read what is bound after it (and is made useful by its calls, later
     # still): with one, the backward pass is made again until the useful values stop growing
-    again = _has_lam(fn.body)
+    again = act.lams  # (the forward pass goes into every block a function value can be made in)
     size = -1
     while size != len(act.useful):
         size = len(act.useful)
@@ -101,20 +102,6 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
         if not again:
             break
     return act
-
-
-def _has_lam(block: Block) -> bool:
-    """Whether a function value is made anywhere in ``block`` (a stack of blocks: nothing is
-    called per binding of a primitive)."""
-    blocks = [block]
-    while blocks:
-        for b in blocks.pop().binds:
-            cls = type(b.rhs)
-            if cls is Lam:
-                return True
-            if cls is If or cls is Loop or cls is LoopBack:
-                blocks.extend(nested_blocks(b.rhs))
-    return False
 
 
 class _Flows(dict):
@@ -235,6 +222,7 @@ def _varied_loop_back(act: Activity, b: Bind, rhs: LoopBack) -> None:
 
 
 def _varied_lam(act: Activity, b: Bind, rhs: Lam) -> None:
+    act.lams = True
     _set_varied(act, rhs.params, lambda i: True)  # whatever a call passes
     _varied_block(act, rhs.body)
     _all(act, b, lam_free_vars(rhs))

@@ -17,7 +17,7 @@ from .. import rules
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
-from ..names import Namer
+from ..names import _TEMPS, Namer
 from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
@@ -30,6 +30,17 @@ from .calls import backward as call_backward, split as split_call
 
 
 _TABLE = rules.TABLE
+
+
+class _Vjps(dict):
+    """A primitive's name -> its VJP rule (None: none), looked up in the table once."""
+
+    def __missing__(self, op: str) -> Any:
+        found = self[op] = _TABLE[op].vjp
+        return found
+
+
+_VJPS: dict[str, Any] = _Vjps()
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
@@ -87,7 +98,16 @@ class Builder:
             known = (_TABLE[op].infer(types, params), types)
             if key is not None:
                 self.types[key] = known
-        var = Var(self.namer.temp(), known[0])
+        # (Namer.temp, its common case written out: the next temporary's name, free)
+        namer = self.namer
+        used, n = namer.used, namer.temps + 1
+        if n < len(_TEMPS) and _TEMPS[n] not in used and namer.taken is used and namer.log is None:
+            name = _TEMPS[n]
+            namer.temps = n
+            used.add(name)
+        else:
+            name = namer.temp()
+        var = Var(name, known[0])
         self.binds.append(Bind((var,), Prim(op, args, ps), self.loc))
         return var
 
@@ -195,25 +215,36 @@ class _Macro:
         if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
             return
         t = a.type
-        if not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
+        cls = type(t)
+        if cls is Num:
+            if not DIFFERENTIABLE_DTYPE[t.dtype]:
+                return
+        elif not t.differentiable:
             return
         name = a.name
         if ct is None or type(ct) is Zero or name in self.inactive:
-            self.cts[name] = Zero(CopowerT(t) if type(t) is FunT else t)  # _ct_type(t)
+            self.cts[name] = Zero(CopowerT(t) if cls is FunT else t)  # _ct_type(t)
             return
-        if type(t) is FunT:
+        if cls is FunT:
             ct_t: Type = CopowerT(t)
-        elif type(t) is Num and type(ct.type) is Num and ct.type.dtype != t.dtype and \
+        elif cls is Num and type(ct.type) is Num and ct.type.dtype != t.dtype and \
                 DIFFERENTIABLE_DTYPE[ct.type.dtype] and not t.dtype.startswith("complex"):
             # a cotangent has its value's dtype (as JAX's): that of a float32 operand of a float64
             # product is computed in float64 and rounded to float32 here, once
             ct = self.b.prim("convert_float", ct, dtype=t.dtype, py=False)
             ct_t = Num(t.shape, t.dtype) if t.py and not t.shape else t
-        elif type(t) is Num and t.py and not t.shape and type(ct.type) is Num and not ct.type.py:
+        elif cls is Num and t.py and not t.shape and type(ct.type) is Num and not ct.type.py:
             ct_t = Num((), t.dtype, py=False)
         else:
             ct_t = t
-        named = Var(self.namer.fresh(name + "_ct"), ct_t)
+        # (Namer.fresh, its common case written out: ``name_ct`` not taken yet)
+        base, namer = name + "_ct", self.namer
+        taken = namer.taken
+        if base not in taken and namer.used is taken and namer.log is None and base.isascii():
+            taken.add(base)
+        else:
+            base = namer.fresh(base)
+        named = Var(base, ct_t)
         b = self.b
         b.binds.append(Bind((named,), Copy(ct), b.loc))
         self.cts[name] = named
@@ -226,7 +257,7 @@ class _Macro:
             return
         (out,) = bind.targets
         ct = self.cts.get(out.name)  # (ct_of, without making the zero there is no use for)
-        vjp = _TABLE[op].vjp
+        vjp = _VJPS[op]
         give = self.give
         t = out.type
         if ct is None or type(ct) is Zero or vjp is None or \
@@ -308,7 +339,8 @@ class _Macro:
             return
         items = tuple(items)
         total = Var(self.namer.temp(), _ct_type(v.type, *items))
-        self.b.bind((total,), Plus(items))
+        b = self.b
+        b.binds.append(Bind((total,), Plus(items), b.loc))
         self.give(v, total)
 
     def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
@@ -498,11 +530,12 @@ class _Macro:
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
         b, rules_ = self.b, _RULES
+        saved = b.loc  # (a rule's nested blocks leave it as they found it: set once per binding)
         for bind in reversed(block.binds):
             rhs = bind.rhs
-            saved, b.loc = b.loc, bind.loc
+            b.loc = bind.loc
             rules_[type(rhs)](self, bind, rhs)
-            b.loc = saved
+        b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
         result = fn.body.result

@@ -179,7 +179,12 @@ def scale(times: Callable[[Any, Atom, Atom, Var], Atom]) -> Rules:
 def unary(deriv: Callable[[Any, Atom, Var], Atom]) -> Rules:
     """An elementwise function of one argument by its derivative ``f'(x)``
     (written with ``x`` and, where cheaper, ``out = f(x)``)."""
-    return scale(lambda b, v, x, out: b.prim("mul", v, deriv(b, x, out)))
+    rules = scale(lambda b, v, x, out: b.prim("mul", v, deriv(b, x, out)))
+
+    def vjp(b, p, out, ct):  # (scale's, with its ``times`` written out: this runs for every such function)
+        return [b.prim("mul", ct, deriv(b, p.args[0], out))]
+
+    return {**rules, "vjp": vjp}
 
 
 @dataclass(frozen=True)
