@@ -45,10 +45,11 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common (``substitute``'s own test, without a call)
-            for a in rhs.args:
-                if type(a) is Var and a.name in env:
-                    rhs = substitute(rhs, env)
-                    break
+            if env:  # (empty until the first common subexpression: a forward block without one never renames)
+                for a in rhs.args:
+                    if type(a) is Var and a.name in env:
+                        rhs = substitute(rhs, env)
+                        break
             shared = _SHARED.get(rhs.op)
             if shared is None:
                 shared = _SHARED[rhs.op] = table[rhs.op].stmts is None and rhs.op not in BUFFERS
@@ -59,6 +60,9 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                     a, c = args
                     key = (rhs.op, (a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
                                     else _atom_key(c)), rhs.params)
+                elif len(args) == 1:  # (the next most common: the same key, no comprehension)
+                    a = args[0]
+                    key = (rhs.op, (a.name if type(a) is Var else _atom_key(a),), rhs.params)
                 else:
                     key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]), rhs.params)
                 first = seen.setdefault(key, b.targets[0])  # (the key hashed once)
