@@ -56,10 +56,10 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
             if shared:
                 # a variable's key is its name (no tuple made): a string equals no other atom's key
                 args = rhs.args
-                if len(args) == 2:  # (the most common: no comprehension)
-                    a, c = args
-                    key = (rhs.op, (a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
-                                    else _atom_key(c)), rhs.params)
+                if len(args) == 2:  # (the most common: no comprehension, one tuple of four, which equals no other
+                    a, c = args     # arity's tuple of three)
+                    key = (rhs.op, a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
+                           else _atom_key(c), rhs.params)
                 elif len(args) == 1:  # (the next most common: the same key, no comprehension)
                     a = args[0]
                     key = (rhs.op, (a.name if type(a) is Var else _atom_key(a),), rhs.params)
