@@ -174,8 +174,11 @@ class _Absorb:
                     else:  # (the most common: no argument renamed or negated, kept as it is)
                         out.append(b)
                         continue
-                if env:
-                    rhs = substitute(rhs, env)
+                if env:  # (``substitute``'s own test, without a call)
+                    for a in rhs.args:
+                        if type(a) is Var and a.name in env:
+                            rhs = substitute(rhs, env)
+                            break
                 if negated and _reads_any(rhs.args, negated):
                     self.signed_prim(b, rhs, b.targets[0])  # (``prim``'s first rule, the test made once)
                 elif rhs.op != "neg":
