@@ -128,6 +128,33 @@ def test_outer_sums_remembers_what_its_block_reads(monkeypatch, name):
     assert checked and all(checked)
 
 
+@pytest.mark.parametrize("name", ["straight_line_500", "tree", "lstm"])
+def test_dce_counts_what_its_block_reads(monkeypatch, name):
+    """``dce`` asked to count (``count_reads``, where ``outer_sums`` comes after it) remembers its
+    backward block's reads for ``use_counts``: they are what a count of the block finds."""
+    import programs
+    from astad.ir import Block, walk
+
+    dce_before, checked = optimise.dce, []
+
+    def checking(prog, **kwargs):
+        out = dce_before(prog, **kwargs)
+        known = out.backward.__dict__.get("_use_counts")
+        if kwargs.get("count_reads") and known is not None:
+            checked.append(dict(known) == dict(walk._nested_use_counts(Block(out.backward.binds,
+                                                                             out.backward.result))))
+        return out
+
+    monkeypatch.setattr(optimise, "dce", checking)
+    fn, make, argnums = programs.PROGRAMS[name]
+    astad.clear_caches()
+    astad.api.Reverse(fn).derivative(make(np.random.default_rng(0)),
+                                      frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert all(checked)
+    if name != "lstm":  # (the programs with an outer product: the count is asked for)
+        assert checked
+
+
 def _check_dce_names(monkeypatch):
     """``dce`` wrapped: the names it remembers on a block are what ``names.program_names`` finds."""
     from astad import names
@@ -135,8 +162,8 @@ def _check_dce_names(monkeypatch):
 
     dce_before, checked = optimise.dce, []
 
-    def checking(prog):
-        out = dce_before(prog)
+    def checking(prog, **kwargs):
+        out = dce_before(prog, **kwargs)
         for block in (out.forward, out.backward):
             known = block.__dict__.get("_program_names")
             if known is not None:

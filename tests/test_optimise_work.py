@@ -83,8 +83,8 @@ def _checking_dce(monkeypatch):
     copy of it (nothing remembered) for the same residuals removes nothing; the list of checks."""
     dce_before, checked = dce_module.dce, []
 
-    def checking(prog):
-        out = dce_before(prog)
+    def checking(prog, **kwargs):
+        out = dce_before(prog, **kwargs)
         if out.forward is prog.forward and prog.forward.__dict__.get("_dce_needed") is not None:
             fresh = Block(prog.forward.binds, prog.forward.result)
             walked = dce_module._dce_reads(fresh, read_names(Block((), fresh.result)),

@@ -83,7 +83,10 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
     """The passes of ``optimise``; ``finish`` (parameter cotangents materialised) only
     with ``finishing`` (forward mode over a reverse program returns something else)."""
     prog = fold_program(prog)  # (forget_structure, fold_forward, fold and name_cotangents of the backward block)
-    cleaned = dce(cse(hoist_invariants(sink_broadcasts(prog))))
+    sunk = sink_broadcasts(prog)
+    # (the reads counted in dce's own walk where outer_sums will ask for them: it runs where the block has
+    # an outer product, and no pass before it makes one)
+    cleaned = dce(cse(hoist_invariants(sunk)), count_reads="outer" in kinds(prog.backward))
     prog = shapes_not_arrays(cleaned)
     prog = prog if prog is cleaned else dce(prog)  # (dce of dce's own output is itself)
     # (each of the next two only where the backward block has what it rewrites, else its

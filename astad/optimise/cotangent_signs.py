@@ -174,12 +174,17 @@ class _Absorb:
                     else:  # (the most common: no argument renamed or negated, kept as it is)
                         out.append(b)
                         continue
-                if env:
-                    rhs = substitute(rhs, env)
-                if rhs.op != "neg" and not (negated and _reads_any(rhs.args, negated)):
+                if env:  # (``substitute``'s own test, without a call)
+                    for a in rhs.args:
+                        if type(a) is Var and a.name in env:
+                            rhs = substitute(rhs, env)
+                            break
+                if negated and _reads_any(rhs.args, negated):
+                    self.signed_prim(b, rhs, b.targets[0])  # (``prim``'s first rule, the test made once)
+                elif rhs.op != "neg":
                     out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
-                    continue
-                self.prim(b, rhs)
+                else:
+                    self.negation(b, rhs)
                 continue
             if env:
                 rhs = substitute(rhs, env)
@@ -212,21 +217,17 @@ class _Absorb:
         else:
             self.out.append(Bind((target,), Prim("neg", (inner,)), b.loc))
 
-    def prim(self, b: Bind, rhs: Prim) -> None:
+    def negation(self, b: Bind, rhs: Prim) -> None:
+        """A negation of an argument not negated (``signed_prim`` takes the others)."""
         target = b.targets[0]
-        negated = self.negated
-        if negated and _reads_any(rhs.args, negated):
-            return self.signed_prim(b, rhs, target)
-        # no argument negated
-        inner = rhs.args[0] if rhs.op == "neg" else None
+        inner = rhs.args[0]
         if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
             self.env[target.name] = self.computed[inner.name]
             self.unread |= self.counts[inner.name] < 2  # (the computed negation may be read no more)
-        elif rhs.op == "neg" and self.taken(target.name):
-            negated[target.name] = rhs.args[0]
+        elif self.taken(target.name):
+            self.negated[target.name] = inner
         else:
-            if inner is not None:
-                self.computed[target.name] = inner
+            self.computed[target.name] = inner
             self.emit(b, rhs)
 
     def signed_prim(self, b: Bind, rhs: Prim, target: Var) -> None:

@@ -45,20 +45,24 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common (``substitute``'s own test, without a call)
-            for a in rhs.args:
-                if type(a) is Var and a.name in env:
-                    rhs = substitute(rhs, env)
-                    break
+            if env:  # (empty until the first common subexpression: a forward block without one never renames)
+                for a in rhs.args:
+                    if type(a) is Var and a.name in env:
+                        rhs = substitute(rhs, env)
+                        break
             shared = _SHARED.get(rhs.op)
             if shared is None:
                 shared = _SHARED[rhs.op] = table[rhs.op].stmts is None and rhs.op not in BUFFERS
             if shared:
                 # a variable's key is its name (no tuple made): a string equals no other atom's key
                 args = rhs.args
-                if len(args) == 2:  # (the most common: no comprehension)
-                    a, c = args
-                    key = (rhs.op, (a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
-                                    else _atom_key(c)), rhs.params)
+                if len(args) == 2:  # (the most common: no comprehension, one tuple of four, which equals no other
+                    a, c = args     # arity's tuple of three)
+                    key = (rhs.op, a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
+                           else _atom_key(c), rhs.params)
+                elif len(args) == 1:  # (the next most common: the same key, no comprehension)
+                    a = args[0]
+                    key = (rhs.op, (a.name if type(a) is Var else _atom_key(a),), rhs.params)
                 else:
                     key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]), rhs.params)
                 first = seen.setdefault(key, b.targets[0])  # (the key hashed once)

@@ -4,11 +4,12 @@ exactly what its backward pass reads (``prune_tapes``)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack, Var, all_binds,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
-from ..ir.walk import outside_reads
+from ..ir.walk import outside_reads, remember_binding_reads
 from ..rules import has_effect
 from .simplify import select_items
 
@@ -19,12 +20,13 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     return _dce_reads(block, live, keep)[0]
 
 
-def _dce_reads(block: Block, live: set[str], keep: set[str]) \
+def _dce_reads(block: Block, live: set[str], keep: set[str], reads: list[str] | None = None) \
         -> tuple[Block, set[str], bool, list[str] | None, list[str]]:
     """``_dce``, with what the block left reads (``live`` and the reads of the bindings
     kept), whether none of those has blocks inside (then they are ``read_set``), the
     names of the constants they read (None where one is not a primitive, sum, tuple, copy
-    or unpack) and the names of their targets."""
+    or unpack) and the names of their targets.  ``reads``, where given, receives each read
+    of a variable by a binding kept (where none has blocks inside: what ``use_counts`` counts)."""
     live = set(live)
     add = live.add
     kept = []
@@ -53,6 +55,8 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) \
             for a in rhs.args if cls is Prim else rhs.items:
                 if type(a) is Var:
                     add(a.name)
+                    if reads is not None:
+                        reads.append(a.name)
                 elif type(a) is Const and a.name is not None and named is not None:
                     named.append(a.name)
             continue
@@ -81,7 +85,10 @@ def _dce_reads(block: Block, live: set[str], keep: set[str]) \
             continue
         kept.append(b)
         bound.extend([t.name for t in b.targets])
-        live.update(v.name for v in vars_of(b.rhs))
+        read = [v.name for v in vars_of(b.rhs)]
+        live.update(read)
+        if reads is not None:
+            reads.extend(read)
         if named is not None:
             if type(b.rhs) in _ATOMS_ONLY:
                 named.extend([a.name for a in atoms_of(b.rhs) if type(a) is Const and a.name is not None])
@@ -135,8 +142,12 @@ def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
     return None
 
 
-def dce(prog: ReverseProgram) -> ReverseProgram:
-    cleaned, reads, flat, named, bound = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set())
+def dce(prog: ReverseProgram, count_reads: bool = False) -> ReverseProgram:
+    """``count_reads``: the backward block's ``use_counts`` counted in the same walk and remembered
+    (where it has no nested blocks), for a pass after this one that asks (``arrays.outer_sums``)."""
+    counted: list[str] | None = [] if count_reads else None
+    cleaned, reads, flat, named, bound = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set(),
+                                                    counted)
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned)
     if not flat or "Loop" in kinds(prog.forward):  # (a flat backward block has no backward loop: no tapes)
         prog = prune_tapes(prog)
@@ -145,6 +156,8 @@ def dce(prog: ReverseProgram) -> ReverseProgram:
         needed = frozenset(reads.difference(bound))
         backward.__dict__.setdefault("_outside_reads", needed)  # (remembered as ``outside_reads`` would)
         _remember_names(backward, reads, named, bound)
+        if counted is not None:  # (each read by a binding kept, as ``walk._nested_use_counts`` counts them)
+            remember_binding_reads(backward, Counter(counted), ())
     else:
         needed = outside_reads(backward)
     forward = prog.forward

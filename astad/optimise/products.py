@@ -112,12 +112,17 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
     out: list[Bind] = []
     for b in block.binds:
         rhs = b.rhs
-        if type(rhs) is Prim and rhs.op != "mul" and rhs.op != "neg":  # (the most common: neither rule's)
-            out.append(b)
+        if type(rhs) is not Prim:  # (neither a product nor a negation: only the blocks inside, if any)
+            out.append(with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
+                       if type(rhs) in NESTING else b)
             continue
-        if type(rhs) in NESTING:
-            b = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
-        factors = _product(b.rhs) if len(b.targets) == 1 else None
+        op = rhs.op
+        if op != "mul":
+            if op == "neg" and _negation(b):
+                negations[b.targets[0].name] = rhs.args[0]  # type: ignore[assignment]
+            out.append(b)  # (the most common: neither rule's)
+            continue
+        factors = _product(rhs) if len(b.targets) == 1 else None
         if factors is not None:
             # (``_made`` finds nothing where neither factor is a product of this block's)
             new = _made(factors, defs, made, counts) if factors[0].name in defs or factors[1].name in defs else None
@@ -128,10 +133,10 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
             z, sign = products.setdefault(key, (b.targets[0], negated))
             if sign != negated:  # x * -u after x * u, or x * u after x * -u
                 b = Bind(b.targets, Prim("neg", (z,)), b.loc)
+                if _negation(b):  # (a product made a negation: read as one by the products after it)
+                    negations[b.targets[0].name] = z
             else:
                 defs[b.targets[0].name] = factors
-        if type(b.rhs) is Prim and b.rhs.op == "neg" and _negation(b):  # (the op first: most are products)
-            negations[b.targets[0].name] = b.rhs.args[0]  # type: ignore[union-attr]
         out.append(b)
     return same_or_new(block, out)
 

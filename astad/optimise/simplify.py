@@ -215,9 +215,27 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
                         args = tuple([env.get(a.name, a) if type(a) is Var else a for a in args])
                     rhs = Prim(rhs.op, args, rhs.params)
                     break
-        elif type(rhs) is Copy:
-            if type(rhs.atom) is Var and rhs.atom.name in env:
-                rhs = Copy(env[rhs.atom.name])
+        elif type(rhs) is Copy:  # (the next most common: ``substitute`` and ``_fold_one``'s rule, without a call)
+            src = rhs.atom
+            if type(src) is Var:
+                src = env.get(src.name, src)
+            if not keep_copies or type(src) is not Var:
+                env[b.targets[0].name] = src
+                continue
+            if named:  # (``name_cotangents``'s rule: no copy made, it names or renames)
+                at = watch.pop(src.name, None)
+                if at is not None:
+                    if at < 0:
+                        return None
+                    if src.name[:1] == "t" and src.name[1:].isdigit():  # (``Namer.is_temp``)
+                        old = out[at]
+                        out[at] = Bind(b.targets, renamed_at.pop(at, old.rhs), old.loc)
+                        watch[src.name] = -1
+                        continue
+                env[b.targets[0].name] = src
+                continue
+            out.append(b if src is rhs.atom else Bind(b.targets, Copy(src), b.loc))
+            continue
         elif type(rhs) is Plus:  # (a cotangent sum: ``substitute``'s test and ``_fold_one``'s rule, without a call)
             items = rhs.items
             plain = len(items) > 1  # (of one item or none, ``_fold_one`` makes that item or a zero)
@@ -267,25 +285,6 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
                 env[t.name] = rhs.var
             continue
         if forget and type(rhs) is Drop:
-            continue
-        if type(rhs) is Copy:  # (the next most common: ``_fold_one``'s rule, without a call)
-            if keep_copies and type(rhs.atom) is Var:
-                if named:  # (``name_cotangents``'s rule)
-                    src = rhs.atom
-                    at = watch.pop(src.name, None)
-                    if at is not None:
-                        if at < 0:
-                            return None
-                        if src.name[:1] == "t" and src.name[1:].isdigit():  # (``Namer.is_temp``)
-                            old = out[at]
-                            out[at] = Bind(b.targets, renamed_at.pop(at, old.rhs), old.loc)
-                            watch[src.name] = -1
-                            continue
-                    env[b.targets[0].name] = src
-                    continue
-                out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
-            else:
-                env[b.targets[0].name] = rhs.atom
             continue
         new = _fold_one(b, rhs, tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
