@@ -80,6 +80,8 @@ class Printer(LoopPrinting, MemoryPrinting):
         self.state = text_state() if text_lines else None
         self.constants: dict[int, Text] = {}  # id(a constant's node) -> it printed
         self.plan = plan or ScalarPlan()  # the loops on the scalar fast path (codegen/loops.py)
+        # operations of _PLAIN printed by `plain` (where no fast path is printed either): no call on the fast path
+        self.text_plain = self.state is not None and not self.plan.calls
         self.fast = None
         self.uses: Counter = use_counts(block)
         for a in extra_uses:  # residuals are returned by name: never inline them
@@ -140,6 +142,19 @@ class Printer(LoopPrinting, MemoryPrinting):
             known = self.constants[id(node)] = tx.of(node, self.state)  # (the node held: its id its own)
         return known
 
+    def text_atoms(self, atoms: Sequence[Atom]) -> list[Text]:
+        """``[text_atom(a) for a in atoms]`` (text_atom's, inlined for a variable: the operands of most lines)."""
+        inlined, out = self.inlined, []
+        for a in atoms:
+            if type(a) is not Var:
+                out.append(self.text_atom(a))
+            elif a.name in inlined:
+                value = self.pending(a.name)
+                out.append(value if type(value) is Text else tx.of(value, self.state))
+            else:
+                out.append(tx.name(a.name))
+        return out
+
     def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
         if loc is None:
             return ()
@@ -181,6 +196,10 @@ class Printer(LoopPrinting, MemoryPrinting):
         self.reach = 0
         if type(rhs) is Prim:  # (no class of the IR has subclasses)
             op = rhs.op
+            printer = _PLAIN[op]
+            if printer and self.fast is None and self.text_plain and not self.zipped:
+                self.plain(b, rhs, printer)
+                return
             target = b.targets[0]
             if self.zipped and target.name in self.zipped:
                 return  # a row the loop's head binds (codegen/loops.py: zipped_rows)
@@ -203,10 +222,8 @@ class Printer(LoopPrinting, MemoryPrinting):
             printed = _TEXT.get(entry.emit) if self.state is not None and self.fast is None else None
             if printed is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER):
                 printed = None
-            if printed is not None:  # (text_atom's, inlined for a variable not pending)
-                inlined = self.inlined
-                args = [tx.name(a.name) if type(a) is Var and a.name not in inlined else self.text_atom(a)
-                        for a in rhs.args]
+            if printed is not None:
+                args = self.text_atoms(rhs.args)
             elif self.fast is None:  # (atom's, inlined for a variable not pending)
                 inlined = self.inlined
                 args = [px.name(a.name) if type(a) is Var and a.name not in inlined else self.atom(a) for a in rhs.args]
@@ -277,6 +294,38 @@ class Printer(LoopPrinting, MemoryPrinting):
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def plain(self, b: Bind, rhs: Prim, printer: Callable[[list[Text]], Text]) -> None:
+        """``bind`` of an operation printed as text with no form of its own (:data:`_PLAIN`; most of a
+        long function's): ``bind``'s steps for it alone, in its order (a third of ``bind``'s time)."""
+        copied = self.copied
+        if self.views or rhs.op not in _FRESH:
+            self.count_copies(rhs)
+        else:  # (count_copies', inlined)
+            for a in rhs.args:
+                if type(a) is Var:
+                    copied[a.name] = copied.get(a.name, 0) + 1
+        (target,) = b.targets
+        if self.in_place:
+            t = target.type
+            big = self.big_types.get(id(t))
+            if big is None or big[0] is not t:
+                big = self.big_types[id(t)] = (t, inplace.big(t))
+            if big[1] and self.in_place_form(b, rhs):
+                return
+        args = self.text_atoms(rhs.args)
+        t = target.type
+        if type(t) is Num and t.shape and rhs.op in _FRESH:
+            self.fresh.add(target.name)
+        value, name = printer(args), target.name
+        # (put's, inlined)
+        if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
+                and not (self.in_if and name in self.residuals):
+            self.inlined[name], self.depth[name] = value, self.reach + 1
+        elif name.isidentifier():  # (assign_line's)
+            self.lines.append(Line(self.comment(b.loc), name + " = " + value.text))
+        else:
+            self.assign_line((name,), value, self.comment(b.loc))
 
     def count_copies(self, rhs: Prim) -> bool:
         """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
@@ -428,6 +477,24 @@ _CHEAPER: dict[str, Callable[[Prim, list[Expr]], Expr | None]] = {"stack_list": 
 _TABLE = rules.TABLE
 #: the table's printers that print as pyexpr does, as text (text_expr), by printer
 _TEXT = {emit: tx.printer(form) for emit, form in rules.emit.TEXT_FORMS.items()}
+
+class _Plain(dict):
+    """op -> the text printer of an operation ``bind`` prints by :meth:`Printer.plain`, None where it is not
+    one: printed as text (_TEXT), by no form of its own; filled as operations are met (the table's entries
+    are never replaced)."""
+
+    def __missing__(self, op: str) -> Callable[[list[Text]], Text] | None:
+        entry = _TABLE.get(op)  # (None: an operation of the fast path's, bind's to print)
+        printer = _TEXT.get(entry.emit) if entry is not None and entry.emit is not None else None
+        if printer is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER  # type: ignore[union-attr]
+                                    or op == "getitem"):
+            printer = None
+        self[op] = printer
+        return printer
+
+
+_PLAIN = _Plain()
+
 
 #: primitives that change the list they are given (its first operand) in place
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
