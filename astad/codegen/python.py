@@ -191,13 +191,26 @@ class Printer(LoopPrinting, MemoryPrinting):
             value.text if type(value) is Text else value.value if type(value) is cst.Name and not value.lpar
             else expression_text(value, st))))
 
+    def bind_all(self, binds: Sequence[Bind]) -> None:
+        """``bind`` each of ``binds``, an operation of _PLAIN by :meth:`plain` directly (most of them)."""
+        plain, bind = self.plain, self.bind
+        for b in binds:
+            rhs = b.rhs
+            if type(rhs) is Prim and self.fast is None and self.text_plain and not self.zipped:
+                printer = _PLAIN[rhs.op]
+                if printer is not None:
+                    self.reach = 0
+                    plain(b, rhs, printer)
+                    continue
+            bind(b)
+
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
         self.reach = 0
         if type(rhs) is Prim:  # (no class of the IR has subclasses)
             op = rhs.op
             printer = _PLAIN[op]
-            if printer and self.fast is None and self.text_plain and not self.zipped:
+            if printer is not None and self.fast is None and self.text_plain and not self.zipped:
                 self.plain(b, rhs, printer)
                 return
             target = b.targets[0]
@@ -515,8 +528,7 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
     # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
     plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY else ScalarPlan()
     fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
-    for b in prog.forward.binds:
-        fwd.bind(b)
+    fwd.bind_all(prog.forward.binds)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
     passed = [px.identifier(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
     fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
@@ -530,8 +542,7 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
     binds, result = prog.backward.binds, prog.backward.result
     final = binds[-1] if binds else None
     returns_tuple = final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple)
-    for b in binds[:-1] if returns_tuple else binds:
-        bwd.bind(b)
+    bwd.bind_all(binds[:-1] if returns_tuple else binds)
     if returns_tuple:  # return the tuple directly rather than naming it (`bind`'s MakeTuple, returned)
         value = px.tuple_([bwd.atom(a) for a in final.rhs.items])  # type: ignore[union-attr]
         if not isinstance(value, cst.Tuple) or value.elements:  # (a function of no parameters returns `()`)
