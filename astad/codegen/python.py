@@ -523,6 +523,15 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str,
     return released(module_source(header, functions + _pair(prog, residuals)))
 
 
+def _residual_lines(fwd: Printer, bwd: Printer, result: Atom, names: list[str], unpacked: bool) -> None:
+    """``return value, (a, b, ...)`` ending the forward pass and ``a, b, ... = residuals`` (``unpacked``)
+    beginning the backward pass, printed as text: as libcst prints ``_pair``'s nodes of them."""
+    passed = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"  # (`()`, `(a,)`, `(a, b)`)
+    fwd.lines.append(Line((), "return " + fwd.text_atom(result).text + ", " + passed))
+    if unpacked:
+        bwd.lines.append(Line((), (passed if len(names) < 2 else passed[1:-1]) + " = residuals"))
+
+
 def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDef]:
     """A reverse program's forward and backward functions."""
     # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
@@ -530,15 +539,18 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
     fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     fwd.bind_all(prog.forward.binds)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
-    passed = [px.identifier(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
-    fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
-
+    names = [n for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
     bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
-    if residuals:
-        unpack = px.tuple_(passed)
-        if len(passed) > 1:
-            unpack = unpack.with_changes(lpar=[], rpar=[])
-        bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
+    if fwd.state is not None and all(map(str.isidentifier, names)):  # printed as text (a thousand names, say)
+        _residual_lines(fwd, bwd, prog.forward.result, names, bool(residuals))
+    else:
+        passed = [px.identifier(n) for n in names]
+        fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
+        if residuals:
+            unpack = px.tuple_(passed)
+            if len(passed) > 1:
+                unpack = unpack.with_changes(lpar=[], rpar=[])
+            bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
     binds, result = prog.backward.binds, prog.backward.result
     final = binds[-1] if binds else None
     returns_tuple = final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple)
