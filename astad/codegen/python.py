@@ -194,15 +194,17 @@ class Printer(LoopPrinting, MemoryPrinting):
     def bind_all(self, binds: Sequence[Bind]) -> None:
         """``bind`` each of ``binds``, an operation of _PLAIN by :meth:`plain` directly (most of them)."""
         plain, bind = self.plain, self.bind
+        direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
         for b in binds:
             rhs = b.rhs
-            if type(rhs) is Prim and self.fast is None and self.text_plain and not self.zipped:
+            if direct and type(rhs) is Prim:
                 printer = _PLAIN[rhs.op]
                 if printer is not None:
                     self.reach = 0
                     plain(b, rhs, printer)
                     continue
             bind(b)
+            direct = self.fast is None and self.text_plain and not self.zipped
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -539,7 +541,7 @@ def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDe
     fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     fwd.bind_all(prog.forward.binds)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
-    names = [n for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
+    names = [n for v in residuals for n in plan.tapes.get(v.name, (v.name,))] if plan.tapes else [v.name for v in residuals]
     bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     if fwd.state is not None and all(map(str.isidentifier, names)):  # printed as text (a thousand names, say)
         _residual_lines(fwd, bwd, prog.forward.result, names, bool(residuals))
