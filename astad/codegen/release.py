@@ -148,6 +148,10 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     for k in sorted(freed):  # the lines up to k, then k's `del` lines
         out += body[at:k]
         at = k
+        text = _INDENT + "del " + ", ".join(freed[k])
+        if len(text) <= MAX_WIDTH:  # (most: one line, as the loop below makes it where every name fits)
+            out.append(text)
+            continue
         text = ""
         for name in freed[k]:
             if text and len(text) + 2 + len(name) > MAX_WIDTH:
