@@ -313,26 +313,26 @@ class Printer(LoopPrinting, MemoryPrinting):
     def plain(self, b: Bind, rhs: Prim, printer: Callable[[list[Text]], Text]) -> None:
         """``bind`` of an operation printed as text with no form of its own (:data:`_PLAIN`; most of a
         long function's): ``bind``'s steps for it alone, in its order (a third of ``bind``'s time)."""
-        copied = self.copied
-        if self.views or rhs.op not in _FRESH:
+        fresh = rhs.op in _FRESH
+        if self.views or not fresh:
             self.count_copies(rhs)
         else:  # (count_copies', inlined)
+            copied = self.copied
             for a in rhs.args:
                 if type(a) is Var:
-                    copied[a.name] = copied.get(a.name, 0) + 1
+                    name = a.name
+                    copied[name] = copied.get(name, 0) + 1
         (target,) = b.targets
+        t = target.type
         if self.in_place:
-            t = target.type
             big = self.big_types.get(id(t))
             if big is None or big[0] is not t:
                 big = self.big_types[id(t)] = (t, inplace.big(t))
             if big[1] and self.in_place_form(b, rhs):
                 return
-        args = self.text_atoms(rhs.args)
-        t = target.type
-        if type(t) is Num and t.shape and rhs.op in _FRESH:
-            self.fresh.add(target.name)
-        value, name = printer(args), target.name
+        value, name = printer(self.text_atoms(rhs.args)), target.name
+        if fresh and type(t) is Num and t.shape:
+            self.fresh.add(name)
         # (put's, inlined)
         if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
                 and not (self.in_if and name in self.residuals):
