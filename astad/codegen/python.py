@@ -211,10 +211,6 @@ class Printer(LoopPrinting, MemoryPrinting):
         self.reach = 0
         if type(rhs) is Prim:  # (no class of the IR has subclasses)
             op = rhs.op
-            printer = _PLAIN[op]
-            if printer is not None and self.fast is None and self.text_plain and not self.zipped:
-                self.plain(b, rhs, printer)
-                return
             target = b.targets[0]
             if self.zipped and target.name in self.zipped:
                 return  # a row the loop's head binds (codegen/loops.py: zipped_rows)
