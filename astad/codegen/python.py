@@ -79,6 +79,7 @@ class Printer(LoopPrinting, MemoryPrinting):
         # plain lines printed as they are made (None: as libcst nodes; forward mode's reuse renames in those)
         self.state = text_state() if text_lines else None
         self.constants: dict[int, Text] = {}  # id(a constant's node) -> it printed
+        self.constant_atoms: dict[int, tuple[Atom, Text]] = {}  # id(a constant) -> (it, it printed)
         self.plan = plan or ScalarPlan()  # the loops on the scalar fast path (codegen/loops.py)
         # operations of _PLAIN printed by `plain` (where no fast path is printed either): no call on the fast path
         self.text_plain = self.state is not None and not self.plan.calls
@@ -136,10 +137,14 @@ class Printer(LoopPrinting, MemoryPrinting):
                 value = self.pending(a.name)
                 return value if type(value) is Text else tx.of(value, self.state)
             return tx.name(a.name)
+        held = self.constant_atoms.get(id(a))  # (a constant read again: a program reads a few many times)
+        if held is not None and held[0] is a:
+            return held[1]
         node = self.atom(a)  # (a constant: printed once for each node, pyexpr sharing a number's)
         known = self.constants.get(id(node))
         if known is None:
             known = self.constants[id(node)] = tx.of(node, self.state)  # (the node held: its id its own)
+        self.constant_atoms[id(a)] = (a, known)  # (the atom held: its id its own)
         return known
 
     def text_atoms(self, atoms: Sequence[Atom]) -> list[Text]:
