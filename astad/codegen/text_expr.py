@@ -58,7 +58,7 @@ def binop(op: str, left: Text, right: Text) -> Text:
 
 def binop_of(op: str, operands: Sequence[Text]) -> Text:
     """``binop(op, *operands)`` (a table's printer: ``functools.partial(binop_of, op)``, no frame of its own)."""
-    left, right = operands[0], operands[1]
+    left, right = operands
     p, token = _BINOPS[op]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         lt = left.text if left.prec >= p + 1 else "(" + left.text + ")"
