@@ -313,7 +313,8 @@ class Printer(LoopPrinting, MemoryPrinting):
 
     def plain(self, b: Bind, rhs: Prim, printer: Callable[[list[Text]], Text]) -> None:
         """``bind`` of an operation printed as text with no form of its own (:data:`_PLAIN`; most of a
-        long function's): ``bind``'s steps for it alone, in its order (a third of ``bind``'s time)."""
+        long function's): ``bind``'s steps for it alone, in its order, without the tests that cannot apply to
+        it (tests/test_codegen_plain.py: it prints what ``bind`` prints)."""
         fresh = rhs.op in _FRESH
         if self.views or not fresh:
             self.count_copies(rhs)
