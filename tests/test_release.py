@@ -227,10 +227,24 @@ _LINE_PIECES = st.sampled_from(["    ", "x", "y2", ", ", " = ", " += ", " == ", 
     ["    x = residuals", "    x, y2 = residuals", "    x = residuals ", "    x = residuals2", "    x += y2"]), max_size=6))
 def test_bindings_of_a_text_are_its_lines_bindings(lines):
     """The targets _BINDS finds in a text of several lines are, in order, those of its lines _BIND
-    matches, but where the value is ``residuals`` (the ASCII patterns too, on ASCII text)."""
+    matches, but where the value is ``residuals`` (the ASCII patterns too, on ASCII text); searched, as
+    release.py searches, in the text after a newline."""
     text = "\n".join(lines)
     for bind, binds in [(release._BIND, release._BINDS), (release._BIND_ASCII, release._BINDS_ASCII)]:
         if binds is release._BINDS_ASCII and not text.isascii():
             continue
         want = [m.group(1) for m in map(bind.fullmatch, lines) if m and m.group(2) != "residuals"]
-        assert binds.findall(text) == want
+        assert binds.findall("\n" + text) == want
+
+
+_QUOTE_PIECES = st.sampled_from(['"""', "'''", '"', "'", "x", "    ", "\n", '""""', "#"])
+
+
+@given(st.lists(_QUOTE_PIECES, max_size=12).map("".join))
+def test_string_over_lines_is_a_line_with_one_or_three_triple_quotes(text):
+    """release's quick test of a string over several lines (the text's counts first) says what the test
+    of every line says."""
+    body = text.split("\n")
+    q0, q1 = '"' * 3, "'" * 3
+    want = any(line.count(q0) + line.count(q1) not in (0, 2) for line in body)
+    assert release._string_over_lines(body, text) == want

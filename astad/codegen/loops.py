@@ -214,8 +214,7 @@ class LoopPrinting:
         items = result_items(block)
         if items is None:
             raise InternalError("codegen: a branch or loop body must end with the tuple of what it passes on")
-        for inner in (*first, *block.binds[:-1]):
-            self.bind(inner)  # type: ignore[attr-defined]
+        self.bind_all((*first, *block.binds[:-1]))  # type: ignore[attr-defined]
         tail(items)
         lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
         self.lines = saved

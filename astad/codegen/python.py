@@ -79,7 +79,10 @@ class Printer(LoopPrinting, MemoryPrinting):
         # plain lines printed as they are made (None: as libcst nodes; forward mode's reuse renames in those)
         self.state = text_state() if text_lines else None
         self.constants: dict[int, Text] = {}  # id(a constant's node) -> it printed
+        self.constant_atoms: dict[int, tuple[Atom, Text]] = {}  # id(a constant) -> (it, it printed)
         self.plan = plan or ScalarPlan()  # the loops on the scalar fast path (codegen/loops.py)
+        # operations of _PLAIN printed by `plain` (where no fast path is printed either): no call on the fast path
+        self.text_plain = self.state is not None and not self.plan.calls
         self.fast = None
         self.uses: Counter = use_counts(block)
         for a in extra_uses:  # residuals are returned by name: never inline them
@@ -134,11 +137,28 @@ class Printer(LoopPrinting, MemoryPrinting):
                 value = self.pending(a.name)
                 return value if type(value) is Text else tx.of(value, self.state)
             return tx.name(a.name)
+        held = self.constant_atoms.get(id(a))  # (a constant read again: a program reads a few many times)
+        if held is not None and held[0] is a:
+            return held[1]
         node = self.atom(a)  # (a constant: printed once for each node, pyexpr sharing a number's)
         known = self.constants.get(id(node))
         if known is None:
             known = self.constants[id(node)] = tx.of(node, self.state)  # (the node held: its id its own)
+        self.constant_atoms[id(a)] = (a, known)  # (the atom held: its id its own)
         return known
+
+    def text_atoms(self, atoms: Sequence[Atom]) -> list[Text]:
+        """``[text_atom(a) for a in atoms]`` (text_atom's, inlined for a variable: the operands of most lines)."""
+        inlined, out = self.inlined, []
+        for a in atoms:
+            if type(a) is not Var:
+                out.append(self.text_atom(a))
+            elif a.name in inlined:
+                value = self.pending(a.name)
+                out.append(value if type(value) is Text else tx.of(value, self.state))
+            else:
+                out.append(tx.name(a.name))
+        return out
 
     def comment(self, loc: Loc | None) -> Sequence[cst.EmptyLine]:
         if loc is None:
@@ -176,6 +196,21 @@ class Printer(LoopPrinting, MemoryPrinting):
             value.text if type(value) is Text else value.value if type(value) is cst.Name and not value.lpar
             else expression_text(value, st))))
 
+    def bind_all(self, binds: Sequence[Bind]) -> None:
+        """``bind`` each of ``binds``, an operation of _PLAIN by :meth:`plain` directly (most of them)."""
+        plain, bind = self.plain, self.bind
+        direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
+        for b in binds:
+            rhs = b.rhs
+            if direct and type(rhs) is Prim:
+                printer = _PLAIN[rhs.op]
+                if printer is not None:
+                    self.reach = 0
+                    plain(b, rhs, printer)
+                    continue
+            bind(b)
+            direct = self.fast is None and self.text_plain and not self.zipped
+
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
         self.reach = 0
@@ -203,10 +238,8 @@ class Printer(LoopPrinting, MemoryPrinting):
             printed = _TEXT.get(entry.emit) if self.state is not None and self.fast is None else None
             if printed is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER):
                 printed = None
-            if printed is not None:  # (text_atom's, inlined for a variable not pending)
-                inlined = self.inlined
-                args = [tx.name(a.name) if type(a) is Var and a.name not in inlined else self.text_atom(a)
-                        for a in rhs.args]
+            if printed is not None:
+                args = self.text_atoms(rhs.args)
             elif self.fast is None:  # (atom's, inlined for a variable not pending)
                 inlined = self.inlined
                 args = [px.name(a.name) if type(a) is Var and a.name not in inlined else self.atom(a) for a in rhs.args]
@@ -277,6 +310,39 @@ class Printer(LoopPrinting, MemoryPrinting):
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
+
+    def plain(self, b: Bind, rhs: Prim, printer: Callable[[list[Text]], Text]) -> None:
+        """``bind`` of an operation printed as text with no form of its own (:data:`_PLAIN`; most of a
+        long function's): ``bind``'s steps for it alone, in its order, without the tests that cannot apply to
+        it (tests/test_codegen_plain.py: it prints what ``bind`` prints)."""
+        fresh = rhs.op in _FRESH
+        if self.views or not fresh:
+            self.count_copies(rhs)
+        else:  # (count_copies', inlined)
+            copied = self.copied
+            for a in rhs.args:
+                if type(a) is Var:
+                    name = a.name
+                    copied[name] = copied.get(name, 0) + 1
+        (target,) = b.targets
+        t = target.type
+        if self.in_place:
+            big = self.big_types.get(id(t))
+            if big is None or big[0] is not t:
+                big = self.big_types[id(t)] = (t, inplace.big(t))
+            if big[1] and self.in_place_form(b, rhs):
+                return
+        value, name = printer(self.text_atoms(rhs.args)), target.name
+        if fresh and type(t) is Num and t.shape:
+            self.fresh.add(name)
+        # (put's, inlined)
+        if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
+                and not (self.in_if and name in self.residuals):
+            self.inlined[name], self.depth[name] = value, self.reach + 1
+        elif name.isidentifier():  # (assign_line's)
+            self.lines.append(Line(self.comment(b.loc), name + " = " + value.text))
+        else:
+            self.assign_line((name,), value, self.comment(b.loc))
 
     def count_copies(self, rhs: Prim) -> bool:
         """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
@@ -429,6 +495,24 @@ _TABLE = rules.TABLE
 #: the table's printers that print as pyexpr does, as text (text_expr), by printer
 _TEXT = {emit: tx.printer(form) for emit, form in rules.emit.TEXT_FORMS.items()}
 
+class _Plain(dict):
+    """op -> the text printer of an operation ``bind`` prints by :meth:`Printer.plain`, None where it is not
+    one: printed as text (_TEXT), by no form of its own; filled as operations are met (the table's entries
+    are never replaced)."""
+
+    def __missing__(self, op: str) -> Callable[[list[Text]], Text] | None:
+        entry = _TABLE.get(op)  # (None: an operation of the fast path's, bind's to print)
+        printer = _TEXT.get(entry.emit) if entry is not None and entry.emit is not None else None
+        if printer is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER  # type: ignore[union-attr]
+                                    or op == "getitem"):
+            printer = None
+        self[op] = printer
+        return printer
+
+
+_PLAIN = _Plain()
+
+
 #: primitives that change the list they are given (its first operand) in place
 _LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
 #: the operations ``bind`` looks at before printing them (the others: none of these)
@@ -443,28 +527,38 @@ def generate(prog: ReverseProgram, residuals: Sequence[Var], header: str,
     return released(module_source(header, functions + _pair(prog, residuals)))
 
 
+def _residual_lines(fwd: Printer, bwd: Printer, result: Atom, names: list[str], unpacked: bool) -> None:
+    """``return value, (a, b, ...)`` ending the forward pass and ``a, b, ... = residuals`` (``unpacked``)
+    beginning the backward pass, printed as text: as libcst prints ``_pair``'s nodes of them."""
+    passed = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"  # (`()`, `(a,)`, `(a, b)`)
+    fwd.lines.append(Line((), "return " + fwd.text_atom(result).text + ", " + passed))
+    if unpacked:
+        bwd.lines.append(Line((), (passed if len(names) < 2 else passed[1:-1]) + " = residuals"))
+
+
 def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDef]:
     """A reverse program's forward and backward functions."""
     # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
     plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY else ScalarPlan()
     fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
-    for b in prog.forward.binds:
-        fwd.bind(b)
+    fwd.bind_all(prog.forward.binds)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
-    passed = [px.identifier(n) for v in residuals for n in plan.tapes.get(v.name, (v.name,))]
-    fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
-
+    names = [n for v in residuals for n in plan.tapes.get(v.name, (v.name,))] if plan.tapes else [v.name for v in residuals]
     bwd = Printer(prog.backward, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
-    if residuals:
-        unpack = px.tuple_(passed)
-        if len(passed) > 1:
-            unpack = unpack.with_changes(lpar=[], rpar=[])
-        bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
+    if fwd.state is not None and all(map(str.isidentifier, names)):  # printed as text (a thousand names, say)
+        _residual_lines(fwd, bwd, prog.forward.result, names, bool(residuals))
+    else:
+        passed = [px.identifier(n) for n in names]
+        fwd.returns(px.tuple_([fwd.atom(prog.forward.result), px.tuple_(passed)]).with_changes(lpar=[], rpar=[]))
+        if residuals:
+            unpack = px.tuple_(passed)
+            if len(passed) > 1:
+                unpack = unpack.with_changes(lpar=[], rpar=[])
+            bwd.lines.append(cst.SimpleStatementLine(body=[cst.Assign([cst.AssignTarget(unpack)], cst.Name("residuals"))]))
     binds, result = prog.backward.binds, prog.backward.result
     final = binds[-1] if binds else None
     returns_tuple = final is not None and final.targets == (result,) and isinstance(final.rhs, MakeTuple)
-    for b in binds[:-1] if returns_tuple else binds:
-        bwd.bind(b)
+    bwd.bind_all(binds[:-1] if returns_tuple else binds)
     if returns_tuple:  # return the tuple directly rather than naming it (`bind`'s MakeTuple, returned)
         value = px.tuple_([bwd.atom(a) for a in final.rhs.items])  # type: ignore[union-attr]
         if not isinstance(value, cst.Tuple) or value.elements:  # (a function of no parameters returns `()`)

@@ -25,6 +25,7 @@ returns (the return frees everything).
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -47,9 +48,10 @@ _NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
 _BIND_ASCII = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)", re.ASCII)
 _NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
 #: the targets of the top-level bindings of a text of several lines (``_BIND``'s, line by line), but of
-#: the residuals unpacked from their tuple (``... = residuals``)
-_BINDS = re.compile("^" + _BIND.pattern.removesuffix("(.*)") + "(?!residuals$).*$", re.MULTILINE)
-_BINDS_ASCII = re.compile("^" + _BIND_ASCII.pattern.removesuffix("(.*)") + "(?!residuals$).*$", re.MULTILINE | re.ASCII)
+#: the residuals unpacked from their tuple (``... = residuals``); searched in ``"\n" + text``: the newline
+#: ahead of each line a literal the regular expression engine looks for fast (rather than ``^``)
+_BINDS = re.compile("\n" + _BIND.pattern.removesuffix("(.*)") + "(?!residuals$)", re.MULTILINE)
+_BINDS_ASCII = re.compile("\n" + _BIND_ASCII.pattern.removesuffix("(.*)") + "(?!residuals$)", re.MULTILINE | re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
 _DEF = re.compile(r"^def ", re.MULTILINE)
 #: the end of a function's body: a line neither indented nor empty
@@ -85,14 +87,15 @@ def released(code: str) -> str:
 def _function_body(body: list[str], ascii_only: bool = False, text: str | None = None) -> list[str]:
     """A function's body lines (``text``, split at its newlines), with ``del`` lines where names are
     read for the last time (``body`` itself where none are)."""
-    if any(line.count(_QUOTES[0]) + line.count(_QUOTES[1]) not in (0, 2)
-           for line in body if _QUOTES[0] in line or _QUOTES[1] in line):
-        return body  # (a string over several lines: its lines are not statements)
+    if text is None:
+        text = "\n".join(body)
+    if _string_over_lines(body, text):
+        return body  # (its lines are not statements)
     findall, bindings = (_NAME_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_NAME.findall, _BINDS.findall)
     # the names bound at the top level, in the order of the statements binding them first (the top-level
     # statements' first lines are the only lines at the top level a binding matches: a statement's other
     # lines are deeper, comments, or clauses)
-    found = bindings("\n".join(body) if text is None else text)
+    found = bindings("\n" + text)
     bound: dict[str, None] = dict.fromkeys(", ".join(found).split(", ")) if found else {}
     if len(bound) < MIN_NAMES or _read_at_end(body, bound, findall):
         return body
@@ -129,10 +132,12 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
         return body
     # the last group mentioning each name: the text of a group is its statements' lines, from its first
     # statement's first line to its last one's last (between them: empty lines only), so one search
-    # of each group's text
+    # of each group's text (in `text` itself, from the group's first character to its last: line k
+    # starts at the lengths of the lines before it, and their newlines)
+    ends = list(itertools.accumulate(map(len, body)))  # line k ends at ends[k] + k
     last: dict[str, int] = {}
     for g, (first, end) in enumerate(groups):
-        last.update(dict.fromkeys(findall(body[first] if first == end else "\n".join(body[first:end + 1])), g))
+        last.update(dict.fromkeys(findall(text, ends[first] + first - len(body[first]), ends[end] + end), g))
     freed: dict[int, list[str]] = {}
     for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
         g = last[name]
@@ -143,6 +148,10 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     for k in sorted(freed):  # the lines up to k, then k's `del` lines
         out += body[at:k]
         at = k
+        text = _INDENT + "del " + ", ".join(freed[k])
+        if len(text) <= MAX_WIDTH:  # (most: one line, as the loop below makes it where every name fits)
+            out.append(text)
+            continue
         text = ""
         for name in freed[k]:
             if text and len(text) + 2 + len(name) > MAX_WIDTH:
@@ -153,6 +162,20 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
             out.append(text)
     out += body[at:]
     return out
+
+
+def _string_over_lines(body: list[str], text: str) -> bool:
+    """Whether a string in ``text`` (``body``'s lines) goes on over several lines: a line holds one
+    triple quote, or three.  (A quote is on one line: the lines' counts add up to the text's.)"""
+    double, single = text.count(_QUOTES[0]), text.count(_QUOTES[1])
+    if not double + single:
+        return False
+    if double == 2 and not single:  # (a docstring, say: its quotes on one line, then no other quote)
+        first = text.find(_QUOTES[0])
+        if "\n" not in text[first:text.rfind(_QUOTES[0])]:
+            return False
+    return any(line.count(_QUOTES[0]) + line.count(_QUOTES[1]) not in (0, 2)
+               for line in body if _QUOTES[0] in line or _QUOTES[1] in line)
 
 
 def _read_at_end(body: list[str], bound: dict[str, None], findall: Any) -> bool:

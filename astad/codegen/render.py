@@ -288,10 +288,15 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
     _node(n.header, st)
     st.indent_tokens.append(st.default_indent if n.indent is None else n.indent)
     if n.body:
+        tokens, indent, newline = st.tokens, "".join(st.indent_tokens), st.default_newline
         for s in n.body:
             cls = type(s)
-            if cls is Line:  # (_node's, inlined for the most common lines)
-                _text_line(s, st)
+            if cls is Line:  # (_node's, inlined for the most common lines; _text_line's, for a line alone)
+                if s.leading_lines:
+                    _text_line(s, st)
+                else:
+                    tokens.append(indent + s.text)
+                    tokens.append(newline)
             elif cls is cst.SimpleStatementLine:
                 _simple_line(s, st)
             else:

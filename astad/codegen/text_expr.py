@@ -53,6 +53,12 @@ def of(node: Any, st: Any) -> Text:
 
 def binop(op: str, left: Text, right: Text) -> Text:
     """:func:`astad.pyexpr.binop`, printed."""
+    return binop_of(op, (left, right))
+
+
+def binop_of(op: str, operands: Sequence[Text]) -> Text:
+    """``binop(op, *operands)`` (a table's printer: ``functools.partial(binop_of, op)``, no frame of its own)."""
+    left, right = operands
     p, token = _BINOPS[op]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         lt = left.text if left.prec >= p + 1 else "(" + left.text + ")"
@@ -82,8 +88,8 @@ def printer(form: tuple[str, str]) -> Callable[[list[Text]], Text]:
     """How a form of :data:`astad.rules.emit.TEXT_FORMS` prints its operands."""
     kind, what = form
     if kind == "binop":
-        return lambda args: binop(what, args[0], args[1])
+        return functools.partial(binop_of, what)
     if kind == "call":
-        return lambda args: call(what, args)
+        return functools.partial(call, what)
     assert kind == "neg", form
     return lambda args: neg(args[0])

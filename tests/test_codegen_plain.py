@@ -1,0 +1,71 @@
+"""``Printer.plain`` (codegen's short path for the operations of ``codegen.python._PLAIN``, most lines of a
+long function) prints what ``Printer.bind``'s general path prints: every module generated with it is the
+module generated without it (``_PLAIN`` empty), for every benchmark program and for random programs with
+loops, branches and in-place updates."""
+
+from __future__ import annotations
+
+import collections
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import astad
+from astad import codegen
+from astad.codegen import python as codegen_python
+from conftest import load_program
+import test_random_control_flow as random_control_flow
+
+
+def _generated_both_ways(monkeypatch):
+    """Each reverse-mode module generated, and the same module generated with no operation in ``_PLAIN``
+    (each bound by ``bind``): a list of the pairs, filled as the modules are generated."""
+    generate, checked = codegen.generate, []
+
+    def both(*args, **kwargs):
+        made = generate(*args, **kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(codegen_python, "_PLAIN", collections.defaultdict(lambda: None))
+            checked.append((made, generate(*args, **kwargs)))
+        return made
+
+    monkeypatch.setattr(codegen, "generate", both)
+    return checked
+
+
+def test_plain_prints_as_bind_on_the_benchmark_programs(monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import programs
+
+    checked = _generated_both_ways(monkeypatch)
+    astad.clear_caches()
+    for name, (fn, make, argnums) in programs.PROGRAMS.items():
+        args = make(np.random.default_rng(0))
+        astad.api.Reverse(fn).derivative(args, frozenset((argnums,) if isinstance(argnums, int) else argnums))
+    assert len(checked) >= len(programs.PROGRAMS)
+    for fast, general in checked:
+        assert fast == general
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_control_flow.programs())
+def test_plain_prints_as_bind_on_random_programs(tmp_path_factory, program):
+    source, _, params, dynamic, seed = program
+    args = random_control_flow._arguments(params, seed)
+    if dynamic:
+        args[-1] = np.int64(args[-1])
+    fn = load_program(source, tmp_path_factory.getbasetemp(), "plain").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _generated_both_ways(monkeypatch)
+        try:
+            astad.reverse(fn).transform(*args)
+        except astad.errors.InternalError:
+            raise
+        except astad.errors.AstadError:
+            return  # (refused)
+    assert checked
+    for fast, general in checked:
+        assert fast == general
