@@ -13,6 +13,7 @@ refuses the first operation that meets a float16 or float32 with it, naming the 
 from __future__ import annotations
 
 from ..errors import AstadTypeError
+from ..rules.table import TABLE
 from ..ir import App, Atom, Block, Const, Copy, Function, If, Lam, ListT, Loop, MakeTuple, Num, Prim, Unpack, Var
 
 _NARROW = frozenset({"float16", "float32"})
@@ -28,6 +29,22 @@ def check_weak_joins(fn: Function) -> None:
 
 def _strong_float64(t: object) -> bool:
     return type(t) is Num and not t.py and not t.shape and t.dtype == "float64"  # type: ignore[attr-defined]
+
+
+def _weak_of_weak(rhs: Prim) -> bool:
+    """Whether ``rhs`` of Python numbers may give a Python number (``acc * 2.0``, ``abs(acc)``), so that of a
+    value that may be either it is still either; numpy's functions give a numpy float64 of either
+    (``np.sin(acc)``, ``np.sqrt(acc)``: the same value and dtype on both paths)."""
+    entry = TABLE.get(rhs.op)
+    if entry is None:
+        return True
+    types = [Num(a.type.shape, a.type.dtype, py=True) if type(a.type) is Num and not a.type.shape else a.type
+             for a in rhs.args]
+    try:
+        out = entry.infer(types, dict(rhs.params))
+    except Exception:  # (a rule that refuses the Python numbers: keep following the value, as before)
+        return True
+    return type(out) is not Num or out.py
 
 
 def _narrow(t: object) -> bool:
@@ -121,7 +138,7 @@ class _Walk:
         if rhs.op == "call":
             self.call(rhs, tuple(type(a) is Var and a.name in self.joined for a in rhs.args))
         t = b.targets[0].type if len(b.targets) == 1 else None
-        if _strong_float64(t) and all(self.weak(a) for a in rhs.args if isinstance(a.type, Num)):
+        if _strong_float64(t) and all(self.weak(a) for a in rhs.args if isinstance(a.type, Num)) and _weak_of_weak(rhs):
             self.joined[b.targets[0].name] = self.where(either[0])  # (with Python numbers only: still either)
 
     def call(self, rhs: Prim, marks: tuple[bool, ...]) -> None:
