@@ -33,7 +33,7 @@ def scaled_sum(x64, x32, n):
 
 
 def _fd(fn, args, i, eps=1e-6):
-    up = [np.asarray(a, np.float64) if isinstance(a, np.ndarray) else a for a in args]
+    up = [np.asarray(a, np.float64) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in args]
     out = np.zeros(up[i].shape)
     for j in range(up[i].size):
         plus, minus = list(up), list(up)
@@ -65,3 +65,51 @@ def test_python_arithmetic_of_the_join_still_meets_the_float32_refused():
     with pytest.raises(astad.AstadTypeError, match="Python float on one path and a numpy float64") as e:
         astad.vjp(scaled_sum, X64, X32, 2)
     assert e.value.loc.line == scaled_sum.__code__.co_firstlineno + 5
+
+
+def count_then_scale(x, k):
+    j = 0
+    for i in range(k.shape[0]):
+        j = j + k[i]
+    y = (j + 1) * x
+    s = 0.0
+    for i in range(3):
+        s = s + y[i] * 1e30 * 1e10
+    return s
+
+
+def test_a_python_int_joined_with_an_int64_meets_a_float32_refused():
+    """``j`` is the Python int 0 where ``k`` is empty (numpy: ``(j + 1) * x32`` is float32, the sum
+    overflows to inf) and an int64 otherwise (float64): typed int64, astad gave 4.5e48 where numpy
+    gives float32 inf."""
+    x = np.array([0.5, 1.5, 2.5], np.float32) * 1e8
+    with pytest.raises(astad.AstadTypeError, match="a Python int on one path and a numpy int64") as e:
+        astad.vjp(count_then_scale, x, np.arange(0))
+    assert e.value.loc.line == count_then_scale.__code__.co_firstlineno + 4
+    assert "np.int64(0)" in str(e.value)
+
+
+def index_and_store(x64, x32, k, n):
+    acc = 0.0
+    j = 0
+    for i in range(n):
+        acc = acc + x64[i]
+        j = j + k[i]
+    y = x32 * 2.0
+    y[0] = acc
+    return np.sum(y * x32) + x32[j] * x32[1]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_an_index_or_a_store_of_the_join_is_one_dtype_either_way(n):
+    """``x32[j]`` and ``y32[0] = acc`` are float32 whether ``j``/``acc`` is a Python number or a numpy
+    one: accepted (they were refused as the join meeting a float32)."""
+    args = (X64, X32, np.array([1, 0, 1]), n)
+    want = index_and_store(*args)
+    value, pullback = astad.vjp(index_and_store, *args)
+    assert type(value) is type(want) and value == want
+    g64, g32, _, _ = pullback(np.float32(1.0))
+    assert g64.dtype == np.float64 and g32.dtype == np.float32
+    np.testing.assert_allclose(g64, _fd(index_and_store, args, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g32, _fd(index_and_store, args, 1), rtol=2e-3, atol=1e-3)
+    check_ir_types(index_and_store, args)
