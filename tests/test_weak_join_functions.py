@@ -113,3 +113,16 @@ def test_an_index_or_a_store_of_the_join_is_one_dtype_either_way(n):
     np.testing.assert_allclose(g64, _fd(index_and_store, args, 0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(g32, _fd(index_and_store, args, 1), rtol=2e-3, atol=1e-3)
     check_ir_types(index_and_store, args)
+
+
+def int32_index(x, k32, c):
+    j = 0
+    if c:
+        j = k32[0]
+    return x[j] * 2.0
+
+
+def test_a_python_int_joined_with_an_int32_is_refused_with_int_in_the_hint():
+    with pytest.raises(astad.AstadTypeError, match="numpy int32 on the other") as e:
+        astad.vjp(int32_index, X64, np.array([2, 0], np.int32), np.float64(1.0) > 0)
+    assert "np.int32(0)" in str(e.value) and "(int(...))" in str(e.value) and "float(...)" not in str(e.value)
