@@ -126,3 +126,14 @@ def test_a_python_int_joined_with_an_int32_is_refused_with_int_in_the_hint():
     with pytest.raises(astad.AstadTypeError, match="numpy int32 on the other") as e:
         astad.vjp(int32_index, X64, np.array([2, 0], np.int32), np.float64(1.0) > 0)
     assert "np.int32(0)" in str(e.value) and "(int(...))" in str(e.value) and "float(...)" not in str(e.value)
+
+
+def max_of_float_and_int(x, k):
+    return max(x[0], k[0]) * x[1]
+
+
+def test_max_of_a_float64_and_an_int64_is_refused_with_float_of_the_int_in_the_hint():
+    """(The hint said np.int64(...) of the other: the float64 converted to an int.)"""
+    with pytest.raises(astad.AstadTypeError, match=r"max\(\) of a numpy int64") as e:
+        astad.vjp(max_of_float_and_int, X64, np.array([1, 0]))
+    assert "float(...) of the int64" in str(e.value) and "np.int64(...)" not in str(e.value)
