@@ -178,6 +178,8 @@ def _dtype_of(v) -> str:
 
 
 def _same_primal(got, want) -> None:
+    if type(want) in (float, int) and type(got) is {float: np.float64, int: np.int64}[type(want)]:
+        want = type(got)(want)  # a Python number joined with a numpy one is typed (and returned as) the numpy one
     assert _dtype_of(got) == _dtype_of(want), f"value {got!r} is {_dtype_of(got)}, numpy's {want!r} {_dtype_of(want)}"
     if _dtype_of(want) in ("float64", "float"):  # a float64 loop runs on Python floats with math (README: the last bit)
         np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
