@@ -39,6 +39,7 @@ import numpy as np
 from . import backends, cachefiles, calling, fresh, ir, outputs
 from .frontend import Parsed, abstract
 from .pipeline import Derivative, compile_source
+from .source import reversed_function
 
 
 class Config:
@@ -75,7 +76,7 @@ def cache_dir() -> Path | None:
 
 def fingerprint(obj: Any) -> str:
     """What must not change for a cached derivative to stay valid."""
-    inner = getattr(obj, "__astad_function__", obj)
+    inner = reversed_function(obj) or obj  # (asked of the type: an object's __getattr__ answers any name)
     if isinstance(inner, types.FunctionType):
         try:
             src = inspect.getsource(inner)
@@ -103,7 +104,7 @@ def resolve(root: Any, path: Sequence[str]) -> Any:
     method's ``self``; an attribute of an object: see :func:`astad.calling.read`)."""
     obj: Any = root
     for name in path:
-        obj = calling.read(getattr(obj, "__astad_function__", obj), name)
+        obj = calling.read(reversed_function(obj) or obj, name)  # (not getattr: a __getattr__ answers any name)
     return obj
 
 

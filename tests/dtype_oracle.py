@@ -34,10 +34,11 @@ def type_mismatch(value, t) -> str | None:
         # (a Python int is an acceptable Python float, as Python's own `0 if c else 1.0` gives; bool an int)
         ok = type(value) is want or (want is float and type(value) in (int, bool)) or (want is int and type(value) is bool)
         return None if ok else f"a Python {want.__name__} was typed, the value is {type(value).__name__} {value!r}"
-    if type(value) in (float, int) and t.dtype == "float64" and not t.shape:
-        # a Python float (or int) joined with a numpy float64 (``acc = 0.0; for ...: acc = acc + x64[i]``)
-        # is typed the numpy float64: the same to numpy's promotion unless a float16 or float32 meets it,
-        # which astad refuses (astad/frontend/weak_joins.py)
+    if (type(value) in (float, int) and t.dtype == "float64" or type(value) in (int, bool) and t.dtype == "int64") \
+            and not t.shape:
+        # a Python float (or int) joined with a numpy float64 (``acc = 0.0; for ...: acc = acc + x64[i]``),
+        # a Python int with a numpy int64, is typed the numpy one: the same to numpy's promotion unless a
+        # float16 or float32 meets it, which astad refuses (astad/frontend/weak_joins.py)
         return None
     if not isinstance(value, (np.ndarray, np.generic)):
         return f"{t} was typed, the value is a Python {type(value).__name__} {value!r}"

@@ -168,7 +168,7 @@ class Conditionals(LowererCore):
                f"{narrow.dtype} on one path and {other.dtype} on the other")
         make = f"np.{narrow.dtype}({'0.0' if narrow.differentiable else '0'})"
         hint = (f"one dtype on every path: make the Python number a numpy {narrow.dtype} ({make}), or the "
-                f"numpy value a Python number (float(...)); numpy computes with a Python number at the other "
+                f"numpy value a Python number ({'float' if narrow.differentiable else 'int'}(...)); numpy computes with a Python number at the other "
                 "operand's precision, so what follows would differ between the paths" if py else
                 f"one dtype on every path: convert with .astype(np.{other.dtype}) or np.{other.dtype}(...)")
         if loop is not None:

@@ -13,9 +13,11 @@ refuses the first operation that meets a float16 or float32 with it, naming the 
 from __future__ import annotations
 
 from ..errors import AstadTypeError
+from ..rules.table import TABLE
 from ..ir import App, Atom, Block, Const, Copy, Function, If, Lam, ListT, Loop, MakeTuple, Num, Prim, Unpack, Var
 
 _NARROW = frozenset({"float16", "float32"})
+_WIDE = frozenset({"float64", "int64"})
 _PICKS = frozenset({"py_max", "py_min"})  # Python's max/min of numbers: the one it picks, as it is
 _CALLED = _PICKS | {"call"}
 
@@ -27,7 +29,41 @@ def check_weak_joins(fn: Function) -> None:
 
 
 def _strong_float64(t: object) -> bool:
-    return type(t) is Num and not t.py and not t.shape and t.dtype == "float64"  # type: ignore[attr-defined]
+    """A numpy float64 or int64 scalar: the type of a join of a Python float or int with one (``j = 0; for
+    ...: j = j + k64[i]``: a Python int where no iteration runs, ``j * x32`` then float32, not float64)."""
+    return type(t) is Num and not t.py and not t.shape and t.dtype in _WIDE  # type: ignore[attr-defined]
+
+
+def _weak_of_weak(rhs: Prim) -> bool:
+    """Whether ``rhs`` of Python numbers may give a Python number (``acc * 2.0``, ``abs(acc)``), so that of a
+    value that may be either it is still either; numpy's functions give a numpy float64 of either
+    (``np.sin(acc)``, ``np.sqrt(acc)``: the same value and dtype on both paths)."""
+    entry = TABLE.get(rhs.op)
+    if entry is None:
+        return True
+    types = [Num(a.type.shape, a.type.dtype, py=True) if type(a.type) is Num and not a.type.shape else a.type
+             for a in rhs.args]
+    try:
+        out = entry.infer(types, dict(rhs.params))
+    except Exception:  # (a rule that refuses the Python numbers: keep following the value, as before)
+        return True
+    return type(out) is not Num or out.py
+
+
+def _differs(rhs: Prim, joined: dict) -> bool:
+    """Whether ``rhs`` gives another type where its values that may be either are Python numbers
+    (``acc * x32``: float32, not float64; ``x32[j]``, ``y32[0] = acc``: float32 either way)."""
+    entry = TABLE.get(rhs.op)
+    if entry is None:
+        return True
+    strong = [a.type for a in rhs.args]
+    weak = [Num(a.type.shape, a.type.dtype, py=True) if type(a) is Var and a.name in joined else a.type
+            for a in rhs.args]
+    try:
+        s, w = entry.infer(strong, dict(rhs.params)), entry.infer(weak, dict(rhs.params))
+    except Exception:  # (a rule that refuses the Python number: refused as the join)
+        return True
+    return type(s) is not type(w) or (type(s) is Num and (s.shape, s.dtype, s.py) != (w.shape, w.dtype, w.py))  # type: ignore[union-attr]
 
 
 def _narrow(t: object) -> bool:
@@ -116,12 +152,12 @@ class _Walk:
             if rhs.op == "call":
                 self.call(rhs, ())
             return
-        if any(_narrow(a.type) for a in rhs.args):
+        if any(_narrow(a.type) for a in rhs.args) and _differs(rhs, self.joined):
             self.refuse(b, either[0])
         if rhs.op == "call":
             self.call(rhs, tuple(type(a) is Var and a.name in self.joined for a in rhs.args))
         t = b.targets[0].type if len(b.targets) == 1 else None
-        if _strong_float64(t) and all(self.weak(a) for a in rhs.args if isinstance(a.type, Num)):
+        if _strong_float64(t) and all(self.weak(a) for a in rhs.args if isinstance(a.type, Num)) and _weak_of_weak(rhs):
             self.joined[b.targets[0].name] = self.where(either[0])  # (with Python numbers only: still either)
 
     def call(self, rhs: Prim, marks: tuple[bool, ...]) -> None:
@@ -141,9 +177,11 @@ class _Walk:
     def refuse(self, b, a: Var) -> None:
         join = self.joined.get(a.name)
         at = f" (joined at line {join.line})" if getattr(join, "line", None) else ""
+        py, np_, zero = ("int", "int64", "np.int64(0)") if getattr(a.type, "dtype", "") == "int64" else \
+            ("float", "float64", "np.float64(0.0)")
         raise AstadTypeError(
-            f"a number that is a Python float on one path and a numpy float64 on another{at} meets a float16 or "
-            "float32 here: numpy computes with the Python float at the other operand's precision and with the "
-            "float64 at float64's, so no one dtype is this value's", b.loc,
-            "one kind of number on every path: start a sum as np.float64(0.0) (or float(...) of the numpy value), "
+            f"a number that is a Python {py} on one path and a numpy {np_} on another{at} meets a float16 or "
+            f"float32 here: numpy computes with the Python {py} at the other operand's precision and with the "
+            f"{np_} at {np_}'s, so no one dtype is this value's", b.loc,
+            f"one kind of number on every path: start a sum as {zero} (or {py}(...) of the numpy value), "
             "or convert the float32 first (.astype(np.float64))")

@@ -93,7 +93,8 @@ def _scalars(name: str):
         if narrow is not None:  # the result is one operand as it is: numpy computes with each at its own precision
             raise ShapeError(f"{name}() of a numpy {narrow.dtype} and a {'Python number' if any(x.py for x in xs) else 'wider number'}"
                              f" is one of them as it is, so its dtype is known only when it runs",
-                             f"operands of one dtype: np.{narrow.dtype}(...) of the other, or float(...) of the {narrow.dtype}")
+                             f"operands of one dtype: np.{narrow.dtype}(...) of the other, or float(...) of the {narrow.dtype}"
+                             if narrow.differentiable else f"operands of one dtype: float(...) of the {narrow.dtype}")
         return Num((), dtype, py=all(x.py for x in xs))
 
     return infer
