@@ -16,7 +16,7 @@ from conftest import check_grad, load_program
 from test_program_size import _pass_calls
 
 import astad
-from astad import api, cache
+from astad import cache
 from astad.frontend import from_ast
 
 BIG = bool(os.environ.get("ASTAD_FUZZ_EXAMPLES"))
