@@ -33,6 +33,28 @@ def elif_chain(n):
     return "\n".join(lines) + "\n"
 
 
+def returning_chain(n):
+    lines = ["def f(x, k):"]
+    for i in range(n):
+        lines += [f"    {'if' if i == 0 else 'elif'} k == {i}:", f"        return x * {i + 1}.0 * x"]
+    return "\n".join(lines) + "\n    return x\n"
+
+
+@pytest.mark.parametrize("make", [elif_chain, returning_chain])
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_elif_chain_of_300_is_refused_at_the_101st(tmp_path, make, mode):
+    """Past 100 nested ``if``s the lowering refuses (an early-returning chain of 200 was an
+    InternalError: a RecursionError in the IR's walks)."""
+    f = load_program(make(300), tmp_path).f
+    with pytest.raises(astad.UnsupportedSyntaxError) as e:
+        if mode == "reverse":
+            astad.reverse(f)(0.3, 150)
+        else:
+            astad.jvp(f, (0.3, 150), (1.0, None))
+    assert "nested more than 100 deep" in str(e.value) and "supported instead:" in str(e.value)
+    assert e.value.loc.text.strip() == "elif k == 100:"
+
+
 def long_sum(n):
     return "def f(x):\n    return x" + "".join(f" + x * x * {1 + i % 5}e-3" for i in range(n)) + "\n"
 
