@@ -60,14 +60,27 @@ def _dep_checks(fn: Callable, deps: Sequence[tuple[tuple[str, ...], Any]]) -> tu
     in the globals then in the builtins (so a global defined later that shadows a
     builtin is seen), an attribute of ``self`` in the object then in its class."""
     checks = []
+    owners: dict[tuple[str, ...], Any] = {(): fn}  # a path -> the object it leads to
     for path, obj in {(p, id(o)): (p, o) for p, o in deps}.values():  # a name read at every call: once
-        owner = cache.resolve(fn, path[:-1]) if len(path) > 1 else fn
+        owner = _owner(owners, tuple(path[:-1]))
         where = calling.lookup_of(reversed_function(owner) or owner, path[-1])
         if where is not None:  # None: a method's self, a partial's argument, which cannot change
             checks.append((*where, path[-1], obj))
     unique = {(id(g), id(b), n, id(o)): (g, b, n, o) for g, b, n, o in checks}  # a recursive function reads its globals again
     keywords = calling.no_keywords_check(fn)  # (the fast calls of a partial skip binding while it has none)
     return tuple(unique.values()) + ((keywords,) if keywords is not None else ())
+
+
+def _owner(owners: dict[tuple[str, ...], Any], path: tuple[str, ...]) -> Any:
+    """``cache.resolve(fn, path)``, read on from the longest part of ``path`` already read (the
+    paths of a recursion 800 calls deep, ``r.r.r...``, each read from ``fn``: a quadratic number of reads)."""
+    known = len(path)
+    while path[:known] not in owners:
+        known -= 1
+    obj = owners[path[:known]]
+    for i in range(known, len(path)):
+        obj = owners[path[:i + 1]] = cache.resolve(obj, path[i:i + 1])
+    return obj
 
 
 _MISSING = object()

@@ -53,3 +53,30 @@ class NonScalarOutputError(AstadError):
 
 class InternalError(AstadError):
     """A bug in astad itself: please report it with the function that caused it."""
+
+
+def generated_too_nested(source: str, error: SyntaxError) -> UnsupportedSyntaxError | None:
+    """The user's error for generated code that Python refuses as nested too deeply (its
+    blocks past CPython's 100 levels of indentation or 20 nested blocks: a long if/elif
+    chain nests one ``else: if`` a branch), pointing at the user's line whose code the
+    refused line is part of (the ``# line N:`` comment above it); None for any other error."""
+    import linecache
+    import re
+
+    message = str(error.msg)
+    if "too many" not in message or not error.lineno:
+        return None
+    lines = source.splitlines()
+    loc = None
+    defined = re.search(r"^# defined at (.*):\d+\.$", source, re.MULTILINE)
+    comments = [m for m in (re.match(r"\s*# line (\d+): (\w*)", t) for t in reversed(lines[:error.lineno])) if m]
+    headers = [m for m in comments if m.group(2) in ("if", "elif", "else", "for", "while", "with", "def")]
+    if defined and (headers or comments):
+        file, line = defined.group(1), int((headers or comments)[0].group(1))
+        quoted = linecache.getline(file, line)
+        loc = Loc(file, line, len(quoted) - len(quoted.lstrip()) + 1, quoted)
+    return UnsupportedSyntaxError(
+        f"the derivative's code would nest too deeply for Python ({message}); it nests a block "
+        "for each `elif` or nested block, here", loc,
+        "fewer nested blocks: a long if/elif chain as a lookup (`y = x * scale[k]`) or as "
+        "separate `if` statements, each assigning")

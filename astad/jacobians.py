@@ -70,16 +70,28 @@ def basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
     """One tangent list per real input element of the arguments ``nums`` (None elsewhere)."""
     require_real(args, nums)
     out = []
+    flat = {i: flatten(args[i]) for i in nums}
+    # many arguments (200 floats): zero tangents for the others, so that every column runs one forward
+    # program (one per argument: as many transformations, in time quadratic in the arguments); few:
+    # one each (a column runs only its own argument's tangents)
+    shared = len(nums) > _OWN_PROGRAMS
     for i in nums:
-        leaves, rebuild = flatten(args[i])
+        leaves, rebuild = flat[i]
         for j, leaf in enumerate(leaves):
             if not is_real(leaf):
                 continue
             for k in range(int(np.size(leaf))):
                 tangents: list[Any] = [None] * len(args)
+                if shared:
+                    for o in nums:
+                        tangents[o] = flat[o][1]([_zero(x) for x in flat[o][0]])
                 tangents[i] = rebuild([_unit(x, k) if m == j else _zero(x) for m, x in enumerate(leaves)])
                 out.append(tangents)
     return out
+
+
+#: up to this many arguments differentiated, the columns along each run a forward program of their own
+_OWN_PROGRAMS = 8
 
 
 def _shaped(x: Any, shape: tuple) -> np.ndarray:

@@ -20,7 +20,7 @@ from .optimise import copowers
 from .optimise.factor import factor_tangents
 from .optimise.dots import dot_sums
 from .optimise.shifts import cancel_shifts
-from .errors import AstadError, InternalError
+from .errors import AstadError, InternalError, generated_too_nested
 from .ad.vjp_function import SplitFunction
 from .ir import (Bind, Block, Const, Function, KeyFunction, MakeTuple, NoneT, Num, Prim, ReverseProgram, StructT, TupleT,
                  Type, Var, all_binds, kinds, leaf_counts)
@@ -248,7 +248,13 @@ def compile_source(name: str, source: str, constants: dict[str, Any],
 def _exec_source(name: str, source: str, constants: dict[str, Any], held: Sequence[str] = ()) -> dict[str, Any]:
     namespace: dict[str, Any] = {"__name__": f"astad.generated.{name}"}
     namespace.update(rules.RUNTIME)
-    code = deep.compile_ast(source, f"<astad: {name}>")
+    try:
+        code = deep.compile_ast(source, f"<astad: {name}>")
+    except SyntaxError as e:  # (a block nested past Python's limits: the user's error, see there)
+        refused = generated_too_nested(source, e)
+        if refused is None:
+            raise
+        raise refused from None
     scopes = names.compiled_scopes(code, source)  # read from the code: the text is parsed once
     read = names.global_reads(scopes)
     constants = {k: v for k, v in constants.items() if k in read}  # what the code reads of them

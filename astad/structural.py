@@ -68,23 +68,29 @@ def make_explicit(fn: Function) -> Function:
     return out
 
 
-def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
+def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str, Var] | None = None) -> Block:
+    """``block`` with ``dup`` and ``drop`` made explicit; ``env``: what its inputs are called outside
+    (a branch's free variables are renamed here, in this one walk, not by substituting the branch
+    first: that walked an if/elif chain once per level, in time quadratic in its length)."""
     counts = _use_counts(block)
     pending: dict[str, list[Var]] = {}  # variable -> its copies not yet consumed, in order of use
 
-    def introduce(v: Var, loc: Loc | None) -> list[Bind]:
+    def introduce(v: Var, loc: Loc | None, w: Var | None = None) -> list[Bind]:
         n = counts[v.name]
+        w = v if w is None else w  # (the name it has outside)
         if n == 0:
-            return [Bind((), Drop(v), loc)]
+            return [Bind((), Drop(w), loc)]
         if n == 1:
+            if w is not v:
+                pending[v.name] = [w]
             return []
-        copies = fresh.copies(v, n)
+        copies = fresh.copies(w, n)
         pending[v.name] = list(copies)
-        return [Bind(copies, Dup(v), loc)]
+        return [Bind(copies, Dup(w), loc)]
 
     binds: list[Bind] = []
     for v in inputs:
-        binds += introduce(v, None)
+        binds += introduce(v, None, None if env is None else env[v.name])
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common (written out): itself when it reads no duplicated variable
@@ -106,15 +112,18 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
             if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
                     (type(rhs) is Lam and (rhs.save or rhs.back is not None or rhs.back_ct is not None or rhs.captured)):
                 fresh.exact = False  # (names the output does not have)
-            rhs = _rename_occurrences(rhs, pending)
-            if isinstance(rhs, If):
+            if isinstance(rhs, If):  # (its branches renamed as they are walked: see above)
+                cond = _take(rhs.cond, pending)
                 fv = if_free_vars(rhs)
-                rhs = If(rhs.cond, _linearize(rhs.then, fv, fresh), _linearize(rhs.orelse, fv, fresh))
-            elif isinstance(rhs, Loop):
-                inputs_ = (*rhs.inputs, *loop_free_vars(rhs))
-                rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
-            elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
-                rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
+                outside = {v.name: _take(v, pending) for v in fv}
+                rhs = If(cond, _linearize(rhs.then, fv, fresh, outside), _linearize(rhs.orelse, fv, fresh, outside))
+            else:
+                rhs = _rename_occurrences(rhs, pending)
+                if isinstance(rhs, Loop):
+                    inputs_ = (*rhs.inputs, *loop_free_vars(rhs))
+                    rhs = Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, _linearize(rhs.body, inputs_, fresh))
+                elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
+                    rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
             binds.append(rebound(b, rhs))
         for t in b.targets:
             if counts[t.name] != 1:
@@ -123,6 +132,13 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh) -> Block:
     if isinstance(result, Var) and result.name in pending:
         result = pending[result.name].pop(0)
     return Block(tuple(binds), result)
+
+
+def _take(a: Atom, pending: dict[str, list[Var]]) -> Atom:
+    """A duplicated variable's next unused copy (any other atom: itself)."""
+    if isinstance(a, Var) and a.name in pending:
+        return pending[a.name].pop(0)
+    return a
 
 
 def _rename_occurrences(rhs: Comp, pending: dict[str, list[Var]]) -> Comp:

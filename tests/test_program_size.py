@@ -298,11 +298,12 @@ def loop_body(n):
 _PASSES = ("ir", "structural", "reverse", "copowers", "optimise", "accumulate", "lists_in_place", "blocks")
 
 
-def _pass_calls(f, args):
+def _pass_calls(f, args, more=()):
     """How many Python function calls (generator resumptions too) the passes
-    after the frontend make while transforming ``f``: a count, not a time."""
+    after the frontend make while transforming ``f`` (and the code in the files
+    ``more``): a count, not a time."""
     root = Path(astad.__file__).parent
-    files = {str(root / f"{m}.py") for m in _PASSES}
+    files = {str(root / f"{m}.py") for m in _PASSES} | set(more)
     parsed = frontend.parse(f)
     types = [frontend.abstract(a, "x") for a in args]
     calls = [0]

@@ -18,8 +18,15 @@ from .scopes import Value, is_list_value, rebuild
 from .core import LowererCore
 
 
+#: `if`s nested deeper than this are refused: the generated code would nest past Python's 100 levels of
+#: indentation (and the IR's walks, recursive, past the interpreter's recursion limit)
+MAX_IF_DEPTH = 100
+
+
 class Conditionals(LowererCore):
     """``if`` statements and the joins of two branches."""
+
+    if_depth = 0  # how many `if`s (not known statically) the statement being lowered is in
 
     def lower_block(self, stmts: list[cst.BaseStatement], to_the_end: bool) -> Value | None:
         """A branch; when it runs to the end of a loop body, that is a ``continue``."""
@@ -55,8 +62,18 @@ class Conditionals(LowererCore):
         c = self.condition(stmt.test)
         if isinstance(c, bool):
             return self.lower_stmts(then_stmts if c else else_stmts)
-        (t_binds, t_env, t_val), (e_binds, e_env, e_val) = self.branches(
-            lambda: self.lower_block(then_stmts, rest is not None), lambda: self.lower_block(else_stmts, rest is not None))
+        if self.if_depth >= MAX_IF_DEPTH:  # (an `elif` is an `if` in the `else` of the one before)
+            raise self.syntax_error(
+                f"`if`s and `elif`s nested more than {MAX_IF_DEPTH} deep: the derivative's code would nest too "
+                "deeply for Python, here", "fewer nested blocks: a long if/elif chain as a lookup "
+                "(`y = x * scale[k]`) or as separate `if` statements, each assigning", stmt)
+        self.if_depth += 1
+        try:
+            (t_binds, t_env, t_val), (e_binds, e_env, e_val) = self.branches(
+                lambda: self.lower_block(then_stmts, rest is not None),
+                lambda: self.lower_block(else_stmts, rest is not None))
+        finally:
+            self.if_depth -= 1
         self.node = stmt
         if rest is not None:
             if t_val is None or e_val is None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import libcst as cst
 
+from .. import deep
 from ..pyexpr import maker
 
 Pos = tuple[int, int]
@@ -235,6 +236,10 @@ _COMPARE = {ast.Lt: new.LessThan, ast.LtE: new.LessThanEqual, ast.Gt: new.Greate
             ast.Eq: new.Equal, ast.NotEq: new.NotEqual}
 _NAMED = {True: "True", False: "False", None: "None"}
 
+#: an expression nested in this many others is read through :func:`astad.deep.call` (as the lowering
+#: does: :data:`astad.frontend.expressions._ROOM_EVERY`)
+_ROOM_EVERY = 8
+
 
 class Expressions:
     """Makes the libcst node of each ``ast`` expression, noting where it starts
@@ -242,6 +247,7 @@ class Expressions:
     with its own parentheses (its "outer" extent), which its parent needs."""
 
     text: Text
+    depth = 0  # how many expressions the one being read is nested in
     starts: dict[cst.CSTNode, Pos]
     names: set[str]  # the values of the ``Name`` nodes made
     called: set[str]  # the names called (``f(...)``)
@@ -263,7 +269,13 @@ class Expressions:
             make = _MAKERS.get(cls)
             if make is None:
                 raise Decline(cls.__name__)
-            node, start = make(self, n, s, e)
+            depth = self.depth
+            self.depth = depth + 1  # (not restored on an error: the reading stops)
+            if depth % _ROOM_EVERY:  # (most levels: no look at the stack)
+                node, start = make(self, n, s, e)
+            else:  # a deeply nested expression goes on with a fresh stack (else: a RecursionError, and
+                node, start = deep.call(make, self, n, s, e)  # libcst's reading, slower: 800 terms, 5 s)
+            self.depth = depth
         if e in text.closers:  # (else no `)` follows: no parentheses of its own)
             known = text.closings.get(e)  # (text.closing(e), inline)
             if known is None:
