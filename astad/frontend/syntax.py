@@ -45,8 +45,8 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 add(el.value)
-        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-            add(target.value)  # `y[i] = v` binds `y` to the updated array
+        elif isinstance(target, cst.Subscript):
+            add(target.value)  # `y[i] = v` binds `y` to the updated array (`ys[0][1] = v`: `ys` to the updated list)
 
     todo = [node]  # parents before children, children in source order (as a libcst visitor goes)
     while todo:
