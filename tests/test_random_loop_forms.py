@@ -22,8 +22,9 @@ y[(i + 1) % 4] += a``, ``for a in lst: lst.append(...)``) read the elements as t
 loop started (value and derivatives wrong); refused now (tests/test_iterated_in_place.py).  Lists'
 elements assigned to (``lst[k] = ...``, ``lst[i % len(lst)] += ...`` on a list built at run time,
 ``pair[k] = ...``, ``grid[k][j] = ...``, ``rows[k][j] += ...`` on lists known element by element,
-with an index known when transforming or a loop's).  Drawn
-rarely, as astad refuses them today: ``for ... else``, updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
+with an index known when transforming or a loop's).  Loops
+with an ``else`` block (run where the loop ends without ``break``).  Drawn
+rarely, as astad refuses them today: updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
 refused: ``break``/``continue``/``return`` in a loop over a list known element by element, reading a
 list before any ``append`` to it in the source, a loop variable read after its loop."""
 
@@ -407,7 +408,7 @@ class LoopGen:
         self.indent -= 1
         self.block(1, 4)
         self.loops.pop()
-        if self.draw(st.integers(0, 29)) == 17:  # for/while ... else (refused today: rarely)
+        if self.draw(st.integers(0, 3)) == 3:  # for/while ... else: runs where the loop ended without `break`
             self.counts["loop else"] += 1
             self.emit("else:")
             self.block(1, 2, exits=False)

@@ -98,6 +98,11 @@ def breaks_out(body: cst.CSTNode) -> bool:
     return _loop_exit_found(body, (cst.Break,))
 
 
+def leaves_loop(stmt: cst.CSTNode) -> bool:
+    """Whether a statement has a ``break`` or ``continue`` of the loop around it."""
+    return _loop_exit_found(stmt, (cst.Break, cst.Continue))
+
+
 def can_leave(stmt: cst.CSTNode) -> bool:
     """Whether a statement can leave its block: ``return``, or ``break``/``continue``
     of the enclosing loop."""
