@@ -14,8 +14,9 @@ from .. import rules
 from ..aliases import KIND
 from ..errors import UnsupportedSyntaxError
 from ..values import PyDict, PyTuple
-from ..ir import Atom, Const, ListT, Num, Prim, Var
+from ..ir import Atom, Const, ListT, Num, Prim, TupleT, Var
 from .scopes import Value, is_list_value
+from .syntax import adds_at
 from .core import LowererCore
 
 
@@ -296,6 +297,64 @@ class Indexing(LowererCore):
                 args.append(self.emit("reshape", [along] + [Const.integer(-1 if k == d else 1) for k in range(y.type.ndim)]))
             index.append(("array", len(args) - 1))
         self.assign_indexed(target.value, y, tuple(index), args, given["values"].value, node)
+
+    def is_add_at(self, node: cst.BaseExpression) -> bool:
+        """Whether an expression statement is ``np.add.at(...)`` (a scatter-add in place)."""
+        if not (isinstance(node, cst.Call) and adds_at(node)):
+            return False
+        func = self.expr(node.func.value)  # type: ignore[attr-defined]
+        return getattr(func, "obj", None) is np.add
+
+    def add_at(self, node: cst.Call) -> None:
+        """``np.add.at(y, idx, v)``: ``y[idx] += v`` with a repeated index added each time, on an array
+        the function made (the alias checks of ``y[...] += v``): ``y`` is bound to ``y + scatter(v)``,
+        the scatter into zeros that is ``y[idx]``'s transpose (one rule, both directions)."""
+        if len(node.args) != 3 or any(a.keyword is not None or a.star for a in node.args):
+            raise self.type_error("np.add.at takes the array, the indices and the values, by position", node,
+                                  "np.add.at(y, idx, v)")
+        target, where, values = (a.value for a in node.args)
+        if not isinstance(target, cst.Name):
+            raise self.syntax_error("np.add.at updates an array named by a variable", "y = ...; np.add.at(y, idx, v)",
+                                    target)
+        name = target.value
+        y = self.expr(target)
+        if not (isinstance(y, Var) and isinstance(y.type, Num) and y.type.shape):
+            raise self.type_error("np.add.at needs an array the function made", node, "y = np.zeros(n); "
+                                  "np.add.at(y, idx, v)")
+        loc = self.loc(node)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"np.add.at changes `{name}` in place, and {why}", loc,
+                                          self.view_hint(y, name, "+", why) or
+                                          f"update a copy: {name} = {name}.copy() first, then np.add.at({name}, ...)")
+
+        self.aliases.update_array(y, self.readable_besides(name), fail)
+        parts = ([cst.Index(e.value) for e in where.elements] if isinstance(where, cst.Tuple) and where.elements
+                 else [cst.Index(where)])
+        args: list[Atom] = [y]
+        index = tuple(self.index_item(s, args, len(parts) == 1) for s in parts)
+        v = self.atom(self.expr(values), values)
+        self.node = node
+        picked = self.emit("getitem", args, {"index": index})
+        selection = picked.type
+        assert isinstance(selection, Num) and isinstance(v.type, Num)
+        if v.type.shape != selection.shape:
+            if not rules.updates.fits(v.type.shape, selection.shape):
+                raise self.type_error(f"np.add.at: values of shape {v.type.shape} do not fit the selection's shape "
+                                      f"{selection.shape}", values, "values of the selection's shape")
+            v = self.emit("broadcast_to", [v, Const.literal(selection.shape, TupleT(tuple(
+                Num((), "int64", py=True, value=d) for d in selection.shape)))]) if selection.known_shape else \
+                self.emit("add", [self.emit("zeros_like", [picked]), v])  # (a mask's selection: its size at run time)
+        new = self.emit("add", [y, self.emit("scatter", [v, y, *args[1:]], {"index": index})])
+        t = new.type
+        assert isinstance(t, Num)
+        if t.dtype != y.type.dtype:
+            if not np.can_cast(t.dtype, y.type.dtype, "same_kind"):
+                raise self.type_error(f"np.add.at: numpy cannot add {v.type.dtype} values into an array of "
+                                      f"{y.type.dtype} (casting rule 'same_kind')", node,
+                                      f"{name} = {name}.astype(np.float64) first")
+            new = self.emit("astype", [new], {"dtype": y.type.dtype, "scalar": False})
+        self.scope.env[name] = self.name_result(new, name)
 
     def compose_index(self, x: Atom, index: tuple) -> tuple[Atom, tuple] | None:
         """``y[a:b][i]`` (first axis, constant bounds) as one index of ``y``: the

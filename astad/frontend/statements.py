@@ -175,6 +175,8 @@ class Statements(LowererCore):
             return  # docstring
         elif isinstance(node, cst.Expr) and is_append(node.value):
             self.append(node.value)
+        elif isinstance(node, cst.Expr) and self.is_add_at(node.value):
+            self.add_at(node.value)  # type: ignore[arg-type]
         elif isinstance(node, cst.Pass):
             return
         elif isinstance(node, cst.Expr) and self.is_print(node.value):

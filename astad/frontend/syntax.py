@@ -56,8 +56,9 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
             add(n.target)  # type: ignore[attr-defined]
         elif cls is cst.Call and is_append(n):
             add(n.func.value)  # type: ignore[attr-defined]
-        elif cls is cst.Call and _puts_along_axis(n):
-            add(n.args[0].value)  # np.put_along_axis(y, ...) binds `y` to the updated array
+        elif cls is cst.Call and (_puts_along_axis(n) or adds_at(n) and bool(n.args)
+                                  and isinstance(n.args[0].value, cst.Name)):
+            add(n.args[0].value)  # np.put_along_axis(y, ...), np.add.at(y, ...) bind `y` to the updated array
         elif cls is cst.FunctionDef:
             add(n.name)
             continue  # its assignments are its own
@@ -87,6 +88,13 @@ class _Body:
 def _puts_along_axis(call: cst.Call) -> bool:
     return (isinstance(call.func, cst.Attribute) and call.func.attr.value == "put_along_axis" and bool(call.args)
             and isinstance(call.args[0].value, cst.Name))
+
+
+def adds_at(call: cst.Call) -> bool:
+    """Whether a call is written ``<...>.add.at(...)`` (``np.add.at``, by its syntax)."""
+    f = call.func
+    return (isinstance(f, cst.Attribute) and f.attr.value == "at" and isinstance(f.value, cst.Attribute)
+            and f.value.attr.value == "add")
 
 
 #: the statements that assign their ``target``
