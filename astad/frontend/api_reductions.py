@@ -143,7 +143,7 @@ def _diff_end(lw: Lowerer, b: dict, name: str, x: Atom, axis: Any, node: cst.Cal
         return lw.emit("broadcast_to", [v, Const.literal(shape, TupleT(tuple(Num((), "int64", py=True, value=d)
                                                                               for d in shape)))])
     raise lw.type_error(f"np.diff: `{name}=` has {vt.ndim} dimensions, `a` has {t.ndim}", node,
-                        f"a number, or an array of a's dimensions with length 1 along the axis")
+                        "a number, or an array of a's dimensions with length 1 along the axis")
 
 
 def _one_axis(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call, op: str) -> Value:

@@ -187,7 +187,7 @@ class Indexing(LowererCore):
                 raise self.type_error(f"list assignment index {k} is out of range for a list of {len(c.items)}", target)
             k %= len(c.items)
             v = value if op is None else self.augmented(c.items[k], value, op, symbol, label, target,
-                                                        others + [(f"another element of the list holds it", item)
+                                                        others + [("another element of the list holds it", item)
                                                                   for j, item in enumerate(c.items) if j != k])
             new = PyTuple(c.items[:k] + (v,) + c.items[k + 1:], is_list=True)
             self.aliases.new_list(new, self.aliases.list_identity(c))
