@@ -192,6 +192,13 @@ class Indexing(LowererCore):
             new = PyTuple(c.items[:k] + (v,) + c.items[k + 1:], is_list=True)
             self.aliases.new_list(new, self.aliases.list_identity(c))
             return new
+        if isinstance(c, PyTuple) and len({v.type if isinstance(v, (Var, Const)) else None
+                                                 for v in c.items + (value,)}) > 1:
+            raise self.type_error(f"`{label} = ...` with an index known only when the function runs needs a list "
+                                  "whose elements (and the value assigned) have one type (ints known when "
+                                  "transforming count as types of their own)", target,
+                                  "elements of one type (all floats, or arrays of one shape), or an index known "
+                                  "when transforming")
         xs = self.dynamic_list(c, target) if isinstance(c, PyTuple) else c
         assert isinstance(xs, Var)
         v = self.atom(value, target)
