@@ -124,12 +124,13 @@ def _diff(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
 def _diff_end(lw: Lowerer, b: dict, name: str, x: Atom, axis: Any, node: cst.Call) -> Atom | None:
     """``prepend=``/``append=`` of ``np.diff``: an array of ``x``'s dimensions, a scalar broadcast to
     ``x``'s shape with length 1 along ``axis``, or None where not given."""
-    if not _given(b, name):
+    if b.get(name, ...) is ...:
         return None
     v = lw.atom(lw.const_or(b[name]), node)
     t, vt = x.type, v.type
     assert isinstance(t, Num)
-    if not isinstance(vt, Num) or not t.ndim or not isinstance(axis, int) or not -t.ndim <= axis < t.ndim:
+    if not isinstance(vt, Num) or vt.dtype == "bool" or not t.ndim or not isinstance(axis, int) \
+            or not -t.ndim <= axis < t.ndim:
         raise lw.type_error(f"np.diff: `{name}=` needs a number or an array, and an axis of `a`", node,
                             f"np.diff(x, {name}=0.0)")
     if vt.ndim == t.ndim:
@@ -322,7 +323,8 @@ FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
                        ("axis", "returned", "keepdims"), _average),
     "cumsum": op_spec("cumsum", _CUM, ("axis",)),
     "cumprod": op_spec("cumprod", _CUM, ("axis",)),
-    "diff": op_spec("diff", "a, n=1, axis=-1, prepend=None, append=None", ("n", "axis"), _diff),
+    "diff": op_spec("diff", "a, n=1, axis=-1, prepend=..., append=...", ("n", "axis"), _diff),  # (`...`: not given;
+    # numpy joins an explicit None, and fails)
     "trace": op_spec("trace", _TRACE, ("offset", "axis1", "axis2")),
     "ptp": op_spec("max", _REDUCE, _AXIS_KEEP, _ptp),
     "nansum": op_spec("sum", "a, axis=None, dtype=None, out=None, keepdims=False", _AXIS_KEEP, _nansum),
