@@ -59,7 +59,7 @@ Roots = frozenset
 #: it indexes by an integer array or a mask (then a copy); "setitem" (``y[i] = v``)
 #: is a "view": the updated array is ``y``'s memory,
 #: "list" a new list holding the arguments, "append" the list argument with
-#: one more element (the same list object), "element" an element of the list,
+#: one more element (the same list object; ``list_set``: with one element replaced), "element" an element of the list,
 #: "either" one of its arguments itself (Python's ``max(a, b)``).
 KIND: dict[str, str] = {
     **dict.fromkeys((
@@ -96,7 +96,7 @@ KIND: dict[str, str] = {
     "getitem": "getitem",
     "list": "list",
     "list_copy": "list_copy",
-    **dict.fromkeys(("append", "append_in_place"), "append"),
+    **dict.fromkeys(("append", "append_in_place", "list_set"), "append"),
     **dict.fromkeys(("list_get", "list_pop"), "element"),
     **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
 }

@@ -2,7 +2,8 @@
 (axis tuples, negative axes, keepdims, ddof), indexing (negative indices, negative-step slices,
 Ellipsis, None, boolean masks, integer arrays with repeated entries, ``x[i, :, j]`` mixes),
 gathers (``np.take``, ``np.take_along_axis``, ``np.sort``), shape changes, broadcasting against
-size-1 axes, einsum, and in-place updates through such indexes (``y[[0, 0, 1]] += v``).
+size-1 axes, einsum, reductions with ``initial=`` and ``where=``, ``np.diff`` with ``prepend=`` and
+``append=``, and in-place updates through such indexes (``y[[0, 0, 1]] += v``, ``np.add.at(y, idx, v)``).
 
 Each step is drawn, written as text and run in numpy on a sample to learn the shape it gives
 (a step numpy rejects is drawn again), so every program is one plain Python runs."""
@@ -31,7 +32,15 @@ def axis_spec(draw, ndim, allow_none=True, allow_tuple=True):
 def reduction(draw, e, shape):
     nd = len(shape)
     op = draw(st.sampled_from(["sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod",
-                               "norm", "ptp", "logsumexp", "method_sum", "method_max"]))
+                               "norm", "ptp", "logsumexp", "method_sum", "method_max", "masked", "masked", "diff"]))
+    if op == "diff":  # np.diff with prepend=/append= (a number, or a slice of the array itself)
+        if not nd:
+            return f"np.sum({e})"
+        axis = draw(st.integers(-nd, nd - 1))
+        ends = {"prepend": draw(st.sampled_from([None, "0.5", "w[1]", f"np.take({e}, [-1], axis={axis})"])),
+                "append": draw(st.sampled_from([None, "-1.0", f"np.take({e}, [0], axis={axis})"]))}
+        given = "".join(f", {k}={v}" for k, v in ends.items() if v is not None)
+        return f"np.diff({e}, n={draw(st.integers(1, 2))}, axis={axis}{given})"
     if op in ("cumsum", "cumprod"):
         axis = draw(st.one_of(st.none(), st.integers(-nd, nd - 1))) if nd else None
         return f"np.{op}({e}, axis={axis})" if axis is not None else f"np.{op}({e})"
@@ -56,6 +65,14 @@ def reduction(draw, e, shape):
         return f"({e}).sum({axis!r}, keepdims={keep})" if axis is not None else f"({e}).sum()"
     if op == "method_max":
         return f"({e}).max(axis={axis!r}, keepdims={keep})"
+    if op == "masked":  # initial= and where= (max and min need initial=, as in numpy)
+        which = draw(st.sampled_from(["sum", "prod", "max", "min"]))
+        where = draw(st.sampled_from([f"({e}) > 0.1", f"({e}) < 0.5", "True"]))
+        initial = draw(st.sampled_from(["w[2]", "0.5", "-1.0"] + (["None"] if which in ("sum", "prod") else [])))
+        given = f", initial={initial}" if initial != "None" else ""
+        if draw(st.booleans()):
+            return f"({e}).{which}(axis={axis!r}, keepdims={keep}, where={where}{given})"
+        return f"np.{which}({e}, axis={axis!r}, keepdims={keep}, where={where}{given})"
     return f"np.{op}({e}, axis={axis!r}, keepdims={keep})"
 
 
@@ -213,9 +230,21 @@ def update(draw, shape):
         where = "y > 0.2"
     else:
         where = ", ".join(items)
-    op = draw(st.sampled_from(["=", "+=", "-=", "*="]))
+    op = draw(st.sampled_from(["=", "+=", "-=", "*=", "add.at"]))
     rhs = draw(st.sampled_from(["2.0 * w[0]", "np.sin(y[{w}])", "w[-1] ** 2"]))
     return where, op, rhs
+
+
+def update_statement(where: str, op: str, rhs: str) -> str:
+    """``y[where] op= rhs``, or ``np.add.at(y, where, rhs)`` (its index a tuple of the parts: a slice
+    is written ``slice(...)``, as ``np.add.at`` takes it)."""
+    if op != "add.at":
+        return f"y[{where}] {op} {rhs}"
+    parts = [p.strip() for p in where.split(", ")] if not where.startswith("y >") else [where]
+    if any(p == ":" or ":" in p for p in parts):
+        return f"y[{where}] += {rhs}"  # (a slice in np.add.at's index: numpy's np.s_[...]; not drawn)
+    index = parts[0] if len(parts) == 1 else "(" + ", ".join(parts) + ")"
+    return f"np.add.at(y, {index}, {rhs})"
 
 
 @st.composite
@@ -231,8 +260,7 @@ def programs(draw):
         if draw(st.integers(0, 4)) == 0 and len(cur) >= 1 and not empty:
             where, op, rhs = draw(update(cur))
             rhs = rhs.replace("{w}", where)
-            stmt = [f"y = ({e}).copy()",
-                    f"y[{where}] {op} {rhs}"]
+            stmt = [f"y = ({e}).copy()", update_statement(where, op, rhs)]
             env = {"np": np, "x": x, "w": w}
             try:
                 import warnings

@@ -15,6 +15,8 @@ CASES: dict[str, list[tuple]] = {
     "py_abs": [case(P()), case(A(()))],
     "py_max": [case(P(), P()), case(P(), C(0.5)), case(A(()), P()), case(P(), I(None))],
     "py_min": [case(P(), P()), case(C(0.5), P()), case(P(), A(()))],
+    "list_set": [case(L(3), A((2,)), C(1)), case(L(3), A((2,)), C(-1)), case(L(3), A((2,)), I(None, 0, 3)),
+                 case(L(2, ()), P(), C(0))],
     # kind ZERO
     "py_round_digits": [case(P(-4, 4), ndigits=1), case(A((), -4, 4), ndigits=0)],
     # kind DISCRETE

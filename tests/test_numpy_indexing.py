@@ -267,8 +267,9 @@ def assign_float_into_int(x):
 
 def update_list_element(x):
     xs = [x, x]
+    ys = xs  # (the same list: `xs[0] = ...` alone is accepted, tests/test_list_item_assignment.py)
     xs[0] = x * 2.0
-    return np.sum(xs[0])
+    return np.sum(ys[0])
 
 
 @pytest.mark.parametrize("fn,says", [

@@ -19,9 +19,12 @@ boundaries).  ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) runs N
 
 Found: a loop over an array (or a list) whose body updates it in place (``for i, a in enumerate(y):
 y[(i + 1) % 4] += a``, ``for a in lst: lst.append(...)``) read the elements as they were when the
-loop started (value and derivatives wrong); refused now (tests/test_iterated_in_place.py).  Drawn
-rarely, as astad refuses them today: ``for ... else``, assigning to a list's
-element, updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
+loop started (value and derivatives wrong); refused now (tests/test_iterated_in_place.py).  Lists'
+elements assigned to (``lst[k] = ...``, ``lst[i % len(lst)] += ...`` on a list built at run time,
+``pair[k] = ...``, ``grid[k][j] = ...``, ``rows[k][j] += ...`` on lists known element by element,
+with an index known when transforming or a loop's).  Loops
+with an ``else`` block (run where the loop ends without ``break``).  Drawn
+rarely, as astad refuses them today: updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
 refused: ``break``/``continue``/``return`` in a loop over a list known element by element, reading a
 list before any ``append`` to it in the source, a loop variable read after its loop."""
 
@@ -163,8 +166,7 @@ class LoopGen:
 
     def statement(self, exits=True):
         kinds = ["acc", "acc", "item", "item", "array", "temp", "if", "swap", "rows"]
-        if self.draw(st.integers(0, 5)) == 3:
-            kinds.append("list_item")  # refused today (assigning to a list's element): rarely
+        kinds += ["list_item", "pair_item"]
         if self.loops:
             kinds += ["append", "append", "append_array", "nested", "nested"] + (
                 ["break", "continue", "return"] if exits else [])
@@ -213,11 +215,28 @@ class LoopGen:
                              f"Y = Y + {self.bounded()}"]))
 
     def s_list_item(self):
+        """An element of ``lst`` (a list of numbers appended to, at run time) assigned to."""
         self.emit_cond("if ", ("int", "len(lst) > 0"))
         self.indent += 1
-        self.emit(self.pick([f"lst[-1] += {self.scalar()}", f"lst[0] = lst[0] * {self.bounded()}",
-                             f"lst[len(lst) - 1] *= {self.bounded()}"]))
+        k = self.pick(["-1", "0", "len(lst) - 1"] + [f"{loop.index} % len(lst)" for loop in self.loops
+                                                     if loop.index is not None])
+        self.emit(self.pick([f"lst[{k}] += {self.scalar()}", f"lst[{k}] = lst[{k}] * {self.bounded()}",
+                             f"lst[{k}] *= {self.bounded()}", f"lst[{k}] = {self.scalar()}"]))
         self.indent -= 1
+
+    def s_pair_item(self):
+        """An element of ``pair`` (a list of two numbers), of ``grid`` (a list of two lists) or of
+        ``rows`` (a list of two arrays) assigned to: an index known when transforming, or a loop's."""
+        ints = [loop.index for loop in self.loops if loop.index is not None]
+        k = self.pick(["0", "1", "-1", "-2"] + [f"{i} % 2" for i in ints])
+        j = self.pick(["0", "1", "-1"] + [f"{i} % 2" for i in ints])
+        forms = [f"pair[{k}] = {self.scalar()}", f"pair[{k}] += {self.scalar()}",
+                 f"pair[{k}] = pair[{k}] * {self.bounded()}", f"rows[{k}] = rows[{k}] * {self.bounded()}"]
+        if not self.loops or self.draw(st.integers(0, 5)) == 3:  # a loop carries a list as one built at run time:
+            # an element of one of its elements, or a list of lists, is refused there (rarely)
+            forms += [f"grid[{k}][{j}] = {self.scalar()}", f"grid[{j}][{k}] *= {self.bounded()}",
+                      f"rows[{k}][{j}] = {self.scalar()}", f"rows[{k}][{j}] += {self.scalar()}"]
+        self.emit(self.pick(forms))
 
     def s_append(self):
         self.counts["lst"] += 1
@@ -389,7 +408,7 @@ class LoopGen:
         self.indent -= 1
         self.block(1, 4)
         self.loops.pop()
-        if self.draw(st.integers(0, 29)) == 17:  # for/while ... else (refused today: rarely)
+        if self.draw(st.integers(0, 3)) == 3:  # for/while ... else: runs where the loop ended without `break`
             self.counts["loop else"] += 1
             self.emit("else:")
             self.block(1, 2, exits=False)
@@ -398,7 +417,8 @@ class LoopGen:
 
     def result(self):
         parts = ["acc", self.pick(["np.sum(y * w)", "np.sum(y ** 2)", "y[0] * c"])]
-        for extra in ["c * len(lst)", "u * r", "np.sum(Y * Y)", "c"]:
+        for extra in ["c * len(lst)", "u * r", "np.sum(Y * Y)", "c", "pair[0] * pair[1]", "grid[0][1] * grid[1][0]",
+                      "np.sum(rows[0] * rows[1])", "sum(lst)"]:
             if self.draw(st.booleans()):
                 parts.append(extra)
         return " + ".join(parts)
@@ -422,6 +442,9 @@ def programs(draw):
     g.emit("Y = np.outer(x[:3], w[:2])")
     g.emit("lst = []")
     g.emit("arrs = []")
+    g.emit("pair = [c, 0.5 * c]")
+    g.emit("grid = [[c, 0.25], [x[0], c * c]]")
+    g.emit("rows = [x * 1.0, w * c]")
     for _ in range(draw(st.integers(1, 3))):
         g.s_loop()
         if draw(st.integers(0, 2)) == 0:

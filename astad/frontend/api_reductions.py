@@ -14,13 +14,13 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import FLOAT, Atom, Const, Num
+from ..ir import FLOAT, Atom, Const, Num, TupleT
 from ..values import PyTuple, Ref
 from .api_specs import ApiSpec, Refused, dtype_params, elementwise, sig
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
-_NOT_GIVEN = ("dtype", "out", "order", "prepend", "append", "initial", "where")
+_NOT_GIVEN = ("dtype", "out", "order", "initial", "where")
 
 
 def _given(b: dict, name: str) -> bool:
@@ -31,9 +31,7 @@ def _given(b: dict, name: str) -> bool:
 def _refuse_unsupported(lw: Lowerer, b: dict, node: cst.Call, title: str) -> None:
     for name in _NOT_GIVEN:
         if _given(b, name):
-            hint = {"prepend": "np.concatenate the values first, then np.diff",
-                    "append": "np.concatenate the values first, then np.diff",
-                    "dtype": "leave it out, or cast with .astype(...) first"}.get(name, "leave it out")
+            hint = {"dtype": "leave it out, or cast with .astype(...) first"}.get(name, "leave it out")
             raise lw.type_error(f"{title}: `{name}=` is not supported", node, hint)
 
 
@@ -113,7 +111,40 @@ def _nanmean(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
 
 
 def _diff(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
-    return x if params["n"] == 0 else lw.emit("diff", [x], params)
+    """``np.diff(a, n, axis, prepend=p, append=q)``: ``p`` and ``q`` joined to ``a`` along ``axis`` first
+    (a scalar broadcast to ``a``'s shape with length 1 along it), as numpy does."""
+    if params["n"] == 0:
+        return x  # (numpy returns `a` before it looks at prepend and append)
+    ends = [_diff_end(lw, b, name, x, params["axis"], node) for name in ("prepend", "append")]
+    if ends[0] is not None or ends[1] is not None:
+        x = lw.emit("concatenate", [a for a in (ends[0], x, ends[1]) if a is not None], {"axis": params["axis"]})
+    return lw.emit("diff", [x], params)
+
+
+def _diff_end(lw: Lowerer, b: dict, name: str, x: Atom, axis: Any, node: cst.Call) -> Atom | None:
+    """``prepend=``/``append=`` of ``np.diff``: an array of ``x``'s dimensions, a scalar broadcast to
+    ``x``'s shape with length 1 along ``axis``, or None where not given."""
+    if b.get(name, ...) is ...:
+        return None
+    v = lw.atom(lw.const_or(b[name]), node)
+    t, vt = x.type, v.type
+    assert isinstance(t, Num)
+    if not isinstance(vt, Num) or vt.dtype == "bool" or not t.ndim or not isinstance(axis, int) \
+            or not -t.ndim <= axis < t.ndim:
+        raise lw.type_error(f"np.diff: `{name}=` needs a number or an array, and an axis of `a`", node,
+                            f"np.diff(x, {name}=0.0)")
+    if vt.ndim == t.ndim:
+        return v
+    if vt.ndim == 0:
+        k = axis % t.ndim
+        shape = tuple(1 if i == k else d for i, d in enumerate(t.shape))
+        if None in shape:
+            raise lw.type_error(f"np.diff: `{name}=` of a number needs the shape of `a` known when transforming",
+                                node, f"an array of a's dimensions with length 1 along the axis: {name}=np.zeros(...)")
+        return lw.emit("broadcast_to", [v, Const.literal(shape, TupleT(tuple(Num((), "int64", py=True, value=d)
+                                                                              for d in shape)))])
+    raise lw.type_error(f"np.diff: `{name}=` has {vt.ndim} dimensions, `a` has {t.ndim}", node,
+                        "a number, or an array of a's dimensions with length 1 along the axis")
 
 
 def _one_axis(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call, op: str) -> Value:
@@ -292,7 +323,8 @@ FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
                        ("axis", "returned", "keepdims"), _average),
     "cumsum": op_spec("cumsum", _CUM, ("axis",)),
     "cumprod": op_spec("cumprod", _CUM, ("axis",)),
-    "diff": op_spec("diff", "a, n=1, axis=-1, prepend=None, append=None", ("n", "axis"), _diff),
+    "diff": op_spec("diff", "a, n=1, axis=-1, prepend=..., append=...", ("n", "axis"), _diff),  # (`...`: not given;
+    # numpy joins an explicit None, and fails)
     "trace": op_spec("trace", _TRACE, ("offset", "axis1", "axis2")),
     "ptp": op_spec("max", _REDUCE, _AXIS_KEEP, _ptp),
     "nansum": op_spec("sum", "a, axis=None, dtype=None, out=None, keepdims=False", _AXIS_KEEP, _nansum),

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import Atom, Const, ListT, Num, Var
+from ..ir import Atom, Const, ListT, NoneT, Num, Var
 from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 
@@ -92,8 +92,11 @@ def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
 
 
 def reduction(op: str) -> Callable[[str], ApiSpec]:
-    # numpy's positional order: np.sum(a, axis, dtype, out, keepdims); np.max(a, axis, out, keepdims)
-    signature = "a, axis=None, out=None, keepdims=False" if op in ("max", "min") else "a, axis=None, dtype=None, out=None, keepdims=False"
+    # numpy's positional order: np.sum(a, axis, dtype, out, keepdims, initial, where); np.max(a, axis, out,
+    # keepdims, initial, where); np.mean(a, axis, dtype, out, keepdims)
+    signature = ("a, axis=None, out=None, keepdims=False, initial=None, where=True" if op in ("max", "min") else
+                 "a, axis=None, dtype=None, out=None, keepdims=False" + (", initial=None, where=True" if op != "mean"
+                                                                        else ""))
 
     def lower(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
         for unsupported in ("dtype", "out"):
@@ -103,9 +106,64 @@ def reduction(op: str) -> Callable[[str], ApiSpec]:
                                     "pass keepdims=... by keyword)")
         axis = lw.static(lw.const_or(b["axis"]), node, "axis")
         keep = bool(lw.static(lw.const_or(b["keepdims"]), node, "keepdims"))
+        if "initial" in b and (not _is_value(b["initial"], None) or not _is_value(b["where"], True)):
+            return masked_reduction(lw, op, b, node, axis, keep)
         return lw.emit(op, atoms(lw, b, node, "a"), {"axis": axis, "keepdims": keep})
 
     return lambda title: ApiSpec(title, sig(signature), lower)
+
+
+def masked_reduction(lw: "Lowerer", op: str, b: dict, node: cst.Call, axis: Any, keep: bool) -> "Value":
+    """``np.sum(a, initial=c, where=mask)`` (also ``prod``, ``max``, ``min``) as numpy defines it: the
+    reduction of ``np.where(mask, a, e)`` with ``e`` the operation's identity (0, 1, -inf, inf), then
+    combined with ``c`` (``+``, ``*``, ``np.maximum``, ``np.minimum``).  ``c`` must not change the
+    result's dtype (numpy casts it to ``a``'s): a Python number, or a scalar of ``a``'s dtype."""
+    x = atoms(lw, b, node, "a")[0]
+    t = x.type
+    if not isinstance(t, Num):
+        raise lw.type_error(f"np.{op} needs an array", node)
+    kind = np.dtype(t.dtype).kind
+    extreme = op in ("max", "min")
+    given = not _is_value(b["initial"], None)
+    if extreme and not given:
+        raise lw.type_error(f"np.{op} with `where=` needs `initial=` (numpy: the reduction has no identity)", node,
+                            f"np.{op}(x, initial={'-' if op == 'max' else ''}np.inf, where=mask)")
+    if kind not in "fiu" or (extreme and kind != "f"):
+        raise lw.type_error(f"np.{op} with `initial=`/`where=` is supported on {'float' if extreme else 'number'} "
+                            f"arrays, not {t}", node, "x.astype(np.float64) first")
+    if not _is_value(b["where"], True):
+        mask = lw.atom(lw.const_or(b["where"]), node)
+        mt = mask.type
+        if not (isinstance(mt, Num) and mt.dtype == "bool" and mt.ndim <= t.ndim and all(
+                d == 1 or d is None or e is None or d == e for d, e in zip(reversed(mt.shape), reversed(t.shape)))):
+            raise lw.type_error(f"np.{op}: `where=` must be a boolean mask that broadcasts to the array's shape, "
+                                f"not {mt}", node, f"np.{op}(x, where=x > 0)")
+        identity = {"sum": 0, "prod": 1, "max": -np.inf, "min": np.inf}[op]
+        e = float(identity) if kind == "f" else int(identity)
+        if extreme:
+            inf = Const(float("inf"), Num((), "float64", py=True), "np.inf", ("np", "inf"))
+            e_atom = lw.emit("neg", [inf]) if op == "max" else inf
+        else:
+            e_atom = Const.literal(e, Num((), "float64" if kind == "f" else "int64", py=True))
+        x = lw.emit("where", [mask, x, e_atom])
+        if x.type != t:  # (a mask of fewer dimensions: the same shape, as numpy's reduction reads it)
+            raise lw.type_error(f"np.{op}: `where=` changed the array's type to {x.type}", node)
+    out = lw.emit(op, [x], {"axis": axis, "keepdims": keep})
+    if not given:
+        return out
+    c = lw.atom(lw.const_or(b["initial"]), node)
+    ct = c.type
+    if not (isinstance(ct, Num) and ct.shape == () and (ct.py and (kind == "f" or np.dtype(ct.dtype).kind in "iub")
+                                                          or ct.dtype == t.dtype)):
+        raise lw.type_error(f"np.{op}: `initial=` must be a number numpy keeps as it is in a {t.dtype} result, not "
+                            f"{ct}", node, f"a Python number, or np.{op}(x) combined with it yourself")
+    return lw.emit({"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}[op], [out, c])
+
+
+def _is_value(v: Any, value: Any) -> bool:
+    """Whether an argument is the literal ``value`` (None, True): a default left as it is."""
+    return v is value or (isinstance(v, Const) and v.name is None and v.value is value) or (
+        isinstance(v, Const) and v.value is value and isinstance(v.type, (Num, NoneT)) and v.type.py)
 
 
 def static_params(op: str, signature: str, values: tuple[str, ...], statics: tuple[str, ...]) -> Callable[[str], ApiSpec]:

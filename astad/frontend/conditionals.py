@@ -59,7 +59,12 @@ class Conditionals(LowererCore):
         then_stmts = stmts_of(stmt.body) + (rest or [])
         else_stmts = else_stmts_of(stmt) + (rest or [])
         self.node = stmt
-        c = self.condition(stmt.test)
+        return self.lower_branches(self.condition(stmt.test), then_stmts, else_stmts, rest is not None, stmt)
+
+    def lower_branches(self, c: Atom | bool, then_stmts: list[cst.BaseStatement], else_stmts: list[cst.BaseStatement],
+                       to_the_end: bool, stmt: cst.CSTNode) -> Value | None:
+        """``then_stmts`` where ``c`` holds, else ``else_stmts`` (an ``if``; a loop's ``else`` block);
+        ``to_the_end``: they run to the end of the block, whose value (if it returns) is joined."""
         if isinstance(c, bool):
             return self.lower_stmts(then_stmts if c else else_stmts)
         if self.if_depth >= MAX_IF_DEPTH:  # (an `elif` is an `if` in the `else` of the one before)
@@ -70,12 +75,11 @@ class Conditionals(LowererCore):
         self.if_depth += 1
         try:
             (t_binds, t_env, t_val), (e_binds, e_env, e_val) = self.branches(
-                lambda: self.lower_block(then_stmts, rest is not None),
-                lambda: self.lower_block(else_stmts, rest is not None))
+                lambda: self.lower_block(then_stmts, to_the_end), lambda: self.lower_block(else_stmts, to_the_end))
         finally:
             self.if_depth -= 1
         self.node = stmt
-        if rest is not None:
+        if to_the_end:
             if t_val is None or e_val is None:
                 raise self.syntax_error("not every path through this `if` returns a value",
                                         "return a value on every path", stmt)

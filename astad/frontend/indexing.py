@@ -14,8 +14,9 @@ from .. import rules
 from ..aliases import KIND
 from ..errors import UnsupportedSyntaxError
 from ..values import PyDict, PyTuple
-from ..ir import Atom, Const, ListT, Num, Prim, Var
-from .scopes import Value
+from ..ir import Atom, Const, ListT, Num, Prim, TupleT, Var
+from .scopes import Value, is_list_value
+from .syntax import adds_at
 from .core import LowererCore
 
 
@@ -48,19 +49,28 @@ class Indexing(LowererCore):
     def assign_item(self, target: cst.Subscript, value: Value, op: str | None = None, symbol: str = "") -> None:
         """``y[index] = v`` (``op``: ``y[index] += v`` and the like, numpy's ``y[index] = y[index] + v``)
         on an array the function made: the name is bound to ``setitem(y, v, *ix)``, a functional update
-        that is right only when nothing else that can be read shares ``y``'s memory (:mod:`astad.aliases`)."""
-        if not isinstance(target.value, cst.Name):
-            raise self.syntax_error("only an element of an array named by a variable can be assigned to",
+        that is right only when nothing else that can be read shares ``y``'s memory (:mod:`astad.aliases`).
+        On a list (``xs[i] = v``) and through lists and tuples (``ys[0][1] = v``): :meth:`assign_nested`."""
+        subs = [target]
+        while isinstance(subs[-1].value, cst.Subscript):
+            subs.append(subs[-1].value)  # type: ignore[arg-type]
+        if not isinstance(subs[-1].value, cst.Name):
+            raise self.syntax_error("only an element of an array or a list named by a variable can be assigned to",
                                     "name the array first: y = ...; y[i] = v", target)
-        name = target.value.value
-        base = self.expr(target.value)
-        if isinstance(base, (PyTuple, PyDict)) or not (isinstance(base, Var) and isinstance(base.type, Num)
-                                                        and base.type.shape):
-            what = "a list or tuple" if isinstance(base, PyTuple) or isinstance(getattr(base, "type", None), ListT) \
-                else "a dict" if isinstance(base, PyDict) else "this value"
-            raise self.syntax_error(f"assigning to an element of {what} is not supported; only arrays are updated",
-                                    "build a new one: ys = ys[:i] + [v] + ys[i + 1:]", target)
-        y = base
+        name = subs[-1].value.value
+        base = self.expr(subs[-1].value)
+        if len(subs) > 1 or is_list_value(base) or isinstance(base, PyTuple):
+            return self.assign_nested(name, base, subs[::-1], value, op, symbol)
+        if isinstance(base, PyDict) or not (isinstance(base, Var) and isinstance(base.type, Num) and base.type.shape):
+            what = "a dict" if isinstance(base, PyDict) else "this value"
+            raise self.syntax_error(f"assigning to an element of {what} is not supported; only arrays and lists are "
+                                    "updated", "build a new one", target)
+        y = self.updated_array(base, name, target, value, op, symbol, self.readable_besides(name))
+        self.scope.env[name] = self.name_result(y, name)
+
+    def updated_array(self, y: Var, name: str, target: cst.Subscript, value: Value, op: str | None, symbol: str,
+                      others: list[tuple[str, Value]]) -> Var:
+        """The array ``y`` (named ``name`` in messages) after ``target = value``, checked against ``others``."""
         loc = self.loc(target)
 
         def fail(why: str) -> Exception:
@@ -68,7 +78,7 @@ class Indexing(LowererCore):
                                           self.view_hint(y, name, symbol, why) or
                                           f"update a copy: {name} = {name}.copy() first, then {name}[...] {symbol}= ...")
 
-        self.aliases.update_array(y, self.readable_besides(name), fail)
+        self.aliases.update_array(y, others, fail)
         args: list[Atom] = [y]
         parts = self.index_parts(target)
         index = tuple(self.index_item(s, args, len(parts) == 1) for s in parts)
@@ -76,7 +86,7 @@ class Indexing(LowererCore):
         self.node = target
         if op is not None:
             v = self.emit(op, [self.emit("getitem", args, {"index": index}), v])
-        self.update(name, y, index, args, v)
+        return self.emit("setitem", [y, v, *args[1:]], {"index": rules.shift_index(index, 1)})
 
     def view_hint(self, y: Atom, name: str, symbol: str, why: str) -> str | None:
         """What to write where an update of ``name`` (value ``y``) is refused because the array it is a
@@ -99,6 +109,140 @@ class Indexing(LowererCore):
                                              f"`{base}[i] {symbol}= ...`)" if rows else "") +
                         f"; a copy of `{name}` would leave `{base}` unchanged")
         return None
+
+    def assign_nested(self, name: str, base: Value, subs: list[cst.Subscript], value: Value, op: str | None,
+                      symbol: str) -> None:
+        """``xs[i] = v`` on a list, and ``ys[0][1] = v`` through lists and tuples known element by
+        element (``subs``: the subscripts from the name outwards): the object the last subscript
+        changes (a list, or an array) must be seen by nothing else that can still be read (another
+        name, another element of the lists on the way, a function, the caller), as for ``append``;
+        the lists on the way are rebuilt around the changed element (each keeps its identity)."""
+        label = cst.Module([]).code_for_node(subs[-1])
+        containers, picks, others = [base], [], self.readable_besides(name)
+        for s in subs[:-1]:
+            c = containers[-1]
+            i = self.static_pick(c, s, label)
+            others += [(f"another element of `{cst.Module([]).code_for_node(s.value)}` holds it", item)
+                       for k, item in enumerate(c.items) if k != i]  # type: ignore[union-attr]
+            containers.append(c.items[i])  # type: ignore[union-attr]
+            picks.append(i)
+        c, last = containers[-1], subs[-1]
+        if isinstance(c, Var) and isinstance(c.type, Num) and c.type.shape:
+            new: Value = self.updated_array(c, cst.Module([]).code_for_node(last.value), last, value, op, symbol,
+                                            others)
+        elif is_list_value(c):
+            new = self.updated_list(c, last, label, value, op, symbol, others)
+        else:
+            what = ("a tuple (tuples cannot be changed)" if isinstance(c, PyTuple) else
+                    "a dict" if isinstance(c, PyDict) else "this value")
+            raise self.type_error(f"assigning to an element of {what} is not supported; arrays and lists are "
+                                  "updated", last, "build a new one: t = t[:i] + (v,) + t[i + 1:]"
+                                  if isinstance(c, PyTuple) else "build a new one")
+        for c, i in zip(reversed(containers[:-1]), reversed(picks)):
+            assert isinstance(c, PyTuple)
+            rebuilt = PyTuple(c.items[:i] + (new,) + c.items[i + 1:], c.is_list, c.fields)
+            if c.is_list:
+                self.aliases.new_list(rebuilt, self.aliases.list_identity(c))
+            new = rebuilt
+        self.scope.env[name] = self.name_result(new, name) if isinstance(new, Var) else new
+
+    def static_pick(self, c: Value, s: cst.Subscript, label: str) -> int:
+        """The element of ``c`` that ``s`` (``c[k]`` on the way to an assignment ``label``) picks: ``c``
+        a list or tuple known element by element, ``k`` an int known when transforming."""
+        if isinstance(c, PyTuple) and len(s.slice) == 1 and isinstance(s.slice[0].slice, cst.Index):
+            k = self.static(self.expr(s.slice[0].slice.value), s, "index")
+            if isinstance(k, int) and not isinstance(k, bool) and -len(c.items) <= k < len(c.items):
+                return k % len(c.items)
+            raise self.type_error(f"index {k!r} is out of range for a list or tuple of {len(c.items)}", s)
+        if isinstance(c, Var) and isinstance(c.type, ListT):
+            hint = "take the element out, update a copy and put it back: row = ys[i].copy(); row[j] = v; ys[i] = row"
+            why = "a list built at run time may hold one object twice, which the update would change"
+        elif isinstance(c, Var) and isinstance(c.type, Num) and c.type.shape:
+            hint, why = "one index per axis: y[i, j] = v", "it writes through a view of the array"
+        else:
+            hint, why = "name the element first", "astad updates an element of a list or tuple known element by element"
+        raise self.syntax_error(f"`{label} = ...` is not supported here: {why}", hint, s)
+
+    def updated_list(self, c: Value, target: cst.Subscript, label: str, value: Value, op: str | None, symbol: str,
+                     others: list[tuple[str, Value]]) -> Value:
+        """The list ``c`` after ``target = value`` (``xs[i] = v``, ``xs[i] += v``): a list known element by
+        element with that element replaced (an int index known when transforming), else ``list_set``."""
+        loc = self.loc(target)
+        hint = "build a new list: xs = xs[:i] + [v] + xs[i + 1:]"
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{label} {symbol}= ...` changes the list in place, and {why}", loc, hint)
+
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            raise self.syntax_error("a list's element is assigned by one integer index (not a slice)", hint, target)
+        self.aliases.update_list(c, others, fail)
+        index_node = target.slice[0].slice.value
+        i = self.atom(self.expr(index_node), index_node)
+        if not (isinstance(i.type, Num) and i.type.shape == () and np.dtype(i.type.dtype).kind in "iu"):
+            raise self.type_error(f"list indices must be integers, not {i.type}", index_node, "xs[i] with an int i")
+        known = i.value if isinstance(i, Const) and i.name is None else i.type.value
+        if isinstance(c, PyTuple) and isinstance(known, (int, np.integer)) and not isinstance(known, bool):
+            k = int(known)
+            if not -len(c.items) <= k < len(c.items):
+                raise self.type_error(f"list assignment index {k} is out of range for a list of {len(c.items)}", target)
+            k %= len(c.items)
+            v = value if op is None else self.augmented(c.items[k], value, op, symbol, label, target,
+                                                        others + [("another element of the list holds it", item)
+                                                                  for j, item in enumerate(c.items) if j != k])
+            new = PyTuple(c.items[:k] + (v,) + c.items[k + 1:], is_list=True)
+            self.aliases.new_list(new, self.aliases.list_identity(c))
+            return new
+        if isinstance(c, PyTuple) and len({v.type if isinstance(v, (Var, Const)) else None
+                                                 for v in c.items + (value,)}) > 1:
+            raise self.type_error(f"`{label} = ...` with an index known only when the function runs needs a list "
+                                  "whose elements (and the value assigned) have one type (ints known when "
+                                  "transforming count as types of their own)", target,
+                                  "elements of one type (all floats, or arrays of one shape), or an index known "
+                                  "when transforming")
+        xs = self.dynamic_list(c, target) if isinstance(c, PyTuple) else c
+        assert isinstance(xs, Var)
+        v = self.atom(value, target)
+        if op is not None:
+            element = self.emit("list_get", [xs, i])
+            if isinstance(element.type, Num) and not element.type.py:  # an array (0-d too) changes in place
+                self.check_element_in_place(element, xs, label, symbol, target, others)
+            v = self.emit(op, [element, v])
+        self.node = target
+        return self.emit("list_set", [xs, v, i])
+
+    def check_element_in_place(self, element: Atom, xs: Var, label: str, symbol: str, target: cst.CSTNode,
+                               others: list[tuple[str, Value]]) -> None:
+        """``xs[i] += v`` on a list built at run time: ``xs[i]`` may be an array (a 0-d one too), which
+        ``+=`` changes in place; accepted where its elements are numbers (numpy scalars) or arrays that
+        nothing else holds, the other elements included (astad cannot tell one element from another)."""
+        loc = self.loc(target)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"`{label} {symbol}= ...` may change an array (a 0-d one too) that the list "
+                                          f"holds in place, and {why}", loc, f"{label} = {label} {symbol} ... "
+                                          "(a new value)")
+
+        self.aliases.update_array(element, others + [("the list may hold it as another element too", xs)], fail)
+
+    def augmented(self, old: Value, value: Value, op: str, symbol: str, label: str, target: cst.Subscript,
+                  others: list[tuple[str, Value]]) -> Atom:
+        """``xs[k] += v`` on a list's element ``old``: Python's ``old += v`` (in place on an array, which
+        nothing else may see then), stored back."""
+        a = self.atom(old, target)
+        if isinstance(a.type, Num) and not a.type.py:
+            loc = self.loc(target)
+
+            def fail(why: str) -> Exception:
+                return UnsupportedSyntaxError(f"`{label} {symbol}= ...` changes the array in place, and {why}", loc,
+                                              f"{label} = {label} {symbol} v (a new array)")
+
+            self.aliases.update_array(a, others, fail)
+        new = self.emit(op, [a, self.atom(value, target)])
+        if isinstance(a.type, Num) and a.type.shape and (new.type.shape != a.type.shape
+                                                         or new.type.dtype != a.type.dtype):
+            raise self.type_error(f"in-place `{symbol}=` cannot change {a.type} into {new.type}", target,
+                                  f"{label} = {label} {symbol} v")
+        return new
 
     def update(self, name: str, y: Var, index: tuple, args: list[Atom], v: Atom) -> None:
         """``name`` bound to ``setitem(y, v, *args[1:])``: ``y`` with ``y[index]`` replaced."""
@@ -160,6 +304,64 @@ class Indexing(LowererCore):
                 args.append(self.emit("reshape", [along] + [Const.integer(-1 if k == d else 1) for k in range(y.type.ndim)]))
             index.append(("array", len(args) - 1))
         self.assign_indexed(target.value, y, tuple(index), args, given["values"].value, node)
+
+    def is_add_at(self, node: cst.BaseExpression) -> bool:
+        """Whether an expression statement is ``np.add.at(...)`` (a scatter-add in place)."""
+        if not (isinstance(node, cst.Call) and adds_at(node)):
+            return False
+        func = self.expr(node.func.value)  # type: ignore[attr-defined]
+        return getattr(func, "obj", None) is np.add
+
+    def add_at(self, node: cst.Call) -> None:
+        """``np.add.at(y, idx, v)``: ``y[idx] += v`` with a repeated index added each time, on an array
+        the function made (the alias checks of ``y[...] += v``): ``y`` is bound to ``y + scatter(v)``,
+        the scatter into zeros that is ``y[idx]``'s transpose (one rule, both directions)."""
+        if len(node.args) != 3 or any(a.keyword is not None or a.star for a in node.args):
+            raise self.type_error("np.add.at takes the array, the indices and the values, by position", node,
+                                  "np.add.at(y, idx, v)")
+        target, where, values = (a.value for a in node.args)
+        if not isinstance(target, cst.Name):
+            raise self.syntax_error("np.add.at updates an array named by a variable", "y = ...; np.add.at(y, idx, v)",
+                                    target)
+        name = target.value
+        y = self.expr(target)
+        if not (isinstance(y, Var) and isinstance(y.type, Num) and y.type.shape):
+            raise self.type_error("np.add.at needs an array the function made", node, "y = np.zeros(n); "
+                                  "np.add.at(y, idx, v)")
+        loc = self.loc(node)
+
+        def fail(why: str) -> Exception:
+            return UnsupportedSyntaxError(f"np.add.at changes `{name}` in place, and {why}", loc,
+                                          self.view_hint(y, name, "+", why) or
+                                          f"update a copy: {name} = {name}.copy() first, then np.add.at({name}, ...)")
+
+        self.aliases.update_array(y, self.readable_besides(name), fail)
+        parts = ([cst.Index(e.value) for e in where.elements] if isinstance(where, cst.Tuple) and where.elements
+                 else [cst.Index(where)])
+        args: list[Atom] = [y]
+        index = tuple(self.index_item(s, args, len(parts) == 1) for s in parts)
+        v = self.atom(self.expr(values), values)
+        self.node = node
+        picked = self.emit("getitem", args, {"index": index})
+        selection = picked.type
+        assert isinstance(selection, Num) and isinstance(v.type, Num)
+        if v.type.shape != selection.shape:
+            if not rules.updates.fits(v.type.shape, selection.shape):
+                raise self.type_error(f"np.add.at: values of shape {v.type.shape} do not fit the selection's shape "
+                                      f"{selection.shape}", values, "values of the selection's shape")
+            v = self.emit("broadcast_to", [v, Const.literal(selection.shape, TupleT(tuple(
+                Num((), "int64", py=True, value=d) for d in selection.shape)))]) if selection.known_shape else \
+                self.emit("add", [self.emit("zeros_like", [picked]), v])  # (a mask's selection: its size at run time)
+        new = self.emit("add", [y, self.emit("scatter", [v, y, *args[1:]], {"index": index})])
+        t = new.type
+        assert isinstance(t, Num)
+        if t.dtype != y.type.dtype:
+            if not np.can_cast(t.dtype, y.type.dtype, "same_kind"):
+                raise self.type_error(f"np.add.at: numpy cannot add {v.type.dtype} values into an array of "
+                                      f"{y.type.dtype} (casting rule 'same_kind')", node,
+                                      f"{name} = {name}.astype(np.float64) first")
+            new = self.emit("astype", [new], {"dtype": y.type.dtype, "scalar": False})
+        self.scope.env[name] = self.name_result(new, name)
 
     def compose_index(self, x: Atom, index: tuple) -> tuple[Atom, tuple] | None:
         """``y[a:b][i]`` (first axis, constant bounds) as one index of ``y``: the

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..values import PyDict, PyTuple, Ref
 from ..ir import BOOL, INT, Atom, Bind, Block, Const, ListT, Loop, MakeTuple, Num, NoneT, TupleT, Type, Var
-from .syntax import target_names, assigned_names, breaks_out, can_leave, contains_return, stmts_of
+from .syntax import target_names, assigned_names, breaks_out, can_leave, contains_return, leaves_loop, stmts_of
 from .abstract import literal_type
 from .scopes import Value, rebuild, forget_value
 from .core import LowererCore
@@ -24,12 +24,14 @@ from .core import LowererCore
 class Loops(LowererCore):
     """``for`` and ``while`` loops."""
 
-    def lower_for(self, stmt: cst.For) -> tuple[Atom, Value] | None:
+    def lower_for(self, stmt: cst.For, completed: list | None = None) -> tuple[Atom, Value] | None:
         """``for i in range(...)``: the names the body assigns that exist before the
-        loop are carried from one iteration to the next and joined after it."""
+        loop are carried from one iteration to the next and joined after it.  ``completed``
+        (a loop with an ``else`` block): gets whether the loop ended without ``break``."""
         self.node = stmt
-        if stmt.orelse is not None or stmt.asynchronous is not None:
-            raise self.syntax_error("`for ... else` and `async for` are not supported", "a plain `for` loop", stmt)
+        if stmt.asynchronous is not None:
+            raise self.syntax_error("`async for` is not supported", "a plain `for` loop", stmt)
+        self.check_else(stmt)
         it = stmt.iter
         func = self.expr(it.func) if isinstance(it, cst.Call) else None
         kind = func.obj if isinstance(func, Ref) and func.kind == "iterator" else None
@@ -37,13 +39,15 @@ class Loops(LowererCore):
             if not isinstance(stmt.target, cst.Name):
                 raise self.syntax_error("the loop variable must be a single name", "for i in range(n):", stmt.target)
             bounds = self.range_bounds(it) if kind is builtins.range else self.reversed_range(it.args[0].value)
-            return self.lower_loop(stmt, stmt.target.value, tuple(bounds), None)
+            return self.lower_loop(stmt, stmt.target.value, tuple(bounds), None, completed=completed)
         # over arrays (first axis), enumerate(...), reversed(...) or zip(...): a loop over the index
         seqs, names, index_target, start, backwards = self.for_head(stmt, it, kind)
         values = [self.expr(s) for s in seqs]
         if all(isinstance(v, (PyTuple, PyDict)) for v in values):
             with self.iterating(values, seqs):
                 self.unroll(stmt, values, names, index_target, start, backwards)
+            if completed is not None:
+                completed.append(True)  # (no `break` in a loop that is unrolled)
             return None
         arrays = [self.dynamic_list(v, s) if isinstance(v, PyTuple) else self.atom(v, s) for v, s in zip(values, seqs)]
         for a, s in zip(arrays, seqs):
@@ -79,7 +83,16 @@ class Loops(LowererCore):
         bounds = (bound,) if last is None else (last, Const.integer(-1), Const.integer(-1))
         with self.iterating(arrays, seqs):
             return self.lower_loop(stmt, index_name, bounds, None, prelude=elements,
-                                   hidden=index_target is None or computed, element_names=element_names)
+                                   hidden=index_target is None or computed, element_names=element_names,
+                                   completed=completed)
+
+    def check_else(self, stmt: cst.For | cst.While) -> None:
+        """A loop's ``else`` block may not ``break`` or ``continue`` the loop around it (astad reads
+        whether a statement can leave its block without looking into loops)."""
+        if stmt.orelse is not None and any(leaves_loop(s) for s in stmts_of(stmt.orelse.body)):
+            raise self.syntax_error("`break` or `continue` in a loop's `else` block is not supported",
+                                    "set a flag there, and `break` or `continue` after the loop where it is set",
+                                    stmt.orelse)
 
     def for_head(self, stmt: cst.For, it: cst.BaseExpression, kind: Any) -> tuple[
             list[cst.BaseExpression], list[cst.BaseExpression], cst.BaseExpression | None, Atom | None, bool]:
@@ -193,7 +206,7 @@ class Loops(LowererCore):
                index_target: cst.BaseExpression | None, start: Atom | None = None, backwards: bool = False) -> None:
         """A loop over tuples, lists or dicts known element by element (structured
         arguments): the body once per element (a dict gives its keys), last to first ``backwards``."""
-        if can_leave(stmt):
+        if can_leave(stmt.body):
             raise self.syntax_error("`break`, `continue` and `return` are not supported in a loop over a tuple, "
                                     "list or dict (it is unrolled)", "a loop without them, or a loop over an array",
                                     stmt)
@@ -217,25 +230,29 @@ class Loops(LowererCore):
             return x if v == x.type.value else y
         return self.emit("minimum", [x, y])
 
-    def lower_while(self, stmt: cst.While) -> tuple[Atom, Value] | None:
+    def lower_while(self, stmt: cst.While, completed: list | None = None) -> tuple[Atom, Value] | None:
         """``while cond:``: a loop whose last carried value is the condition,
         computed before the loop and again at the end of each iteration."""
         self.node = stmt
-        if stmt.orelse is not None:
-            raise self.syntax_error("`while ... else` is not supported", "a plain `while` loop", stmt)
+        self.check_else(stmt)
         go = self.condition(stmt.test)
         if go is False:
+            if completed is not None:
+                completed.append(True)
             return None
-        return self.lower_loop(stmt, None, (), stmt.test, Const.literal(True, BOOL) if go is True else go)
+        return self.lower_loop(stmt, None, (), stmt.test, Const.literal(True, BOOL) if go is True else go,
+                               completed=completed)
 
     def lower_loop(self, stmt: cst.For | cst.While, index_name: str | None, bounds: tuple[Atom, ...],
                    test: cst.BaseExpression | None, go: Atom | None = None,
                    prelude: Callable[[Var], None] | None = None, hidden: bool = False,
-                   element_names: Sequence[str] = ()) -> tuple[Atom, Value] | None:
+                   element_names: Sequence[str] = (), completed: list | None = None) -> tuple[Atom, Value] | None:
         """A loop: the names its body assigns that exist before it are carried
         from one iteration to the next (a tuple as its items, a list as a run-time
         list).  ``break`` stops it; ``return`` stops it too, carrying whether it
-        returned and the value, which it gives back as ``(returned, value)``."""
+        returned and the value, which it gives back as ``(returned, value)``.
+        ``completed``: gets whether it ended without ``break`` (a ``for`` carries that as
+        ``running``; a ``while`` with ``break`` carries it as ``completed``, before its condition)."""
         before = self.scope.env
         carried = [n for n in assigned_names(stmt.body) if n in before and n != index_name
                    and n not in element_names and not isinstance(before[n], Ref)]
@@ -245,13 +262,16 @@ class Loops(LowererCore):
             shapes.append(shape)
             init += leaves
             names += _slot_names(n, len(leaves))
-        has_return = contains_return(stmt)
+        has_return = contains_return(stmt.body)
         has_break = breaks_out(stmt.body) or has_return
         running = has_break and test is None  # a `for` with `break` carries whether it still runs
+        flag = completed is not None and test is not None and breaks_out(stmt.body)  # `while ... else` with `break`
         ret_shape: Any = None
         ret_slots = 0
-        extra = ([go] if go is not None else []) + ([Const.literal(True, BOOL)] if running else [])
-        extra_names = (["go"] if go is not None else []) + (["running"] if running else [])
+        extra = ([Const.literal(True, BOOL)] if flag else []) + ([go] if go is not None else []) + (
+            [Const.literal(True, BOOL)] if running else [])
+        extra_names = (["completed"] if flag else []) + (["go"] if go is not None else []) + (
+            ["running"] if running else [])
         types = [forget_value(a.type) for a in init + extra]
         for _ in range(4):  # until the carried types are stable (e.g. a Python float becoming np.float64)
             index = Var(self.namer.fresh(index_name), INT) if index_name is not None else None
@@ -300,6 +320,8 @@ class Loops(LowererCore):
                     elif ret_shape is not None:
                         state += params[len(names):n_state]
                     stop = kind in ("break", "return")
+                    if flag:
+                        state.append(Const.literal(not stop, BOOL))
                     if test is not None:  # a `while` goes on unless it stops here, if its condition holds now
                         if not stop:
                             goes_on.append(self.next_go(test, has_break, endless))
@@ -359,6 +381,11 @@ class Loops(LowererCore):
         for name in assigned_names(stmt.body):  # (not carried out of the loop: a later read is refused)
             if name not in self.scope.env:
                 self.loop_locals.setdefault((self.scope.path, name), self.loc(stmt).line)
+        if completed is not None:
+            ended = None if not breaks_out(stmt.body) else "running" if running else "completed"  # (a `return`
+            # ends the function: only where the loop did not return is the flag read)
+            completed.append(True if ended is None else finals[len(slot_names) - len(extra_names) +
+                                                                 extra_names.index(ended)])
         if ret_shape is None:
             return None
         returned = next(it)

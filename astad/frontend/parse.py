@@ -319,9 +319,6 @@ class _SubsetChecker(cst.CSTVisitor):
         entry = UNSUPPORTED.get(type(node))
         if entry is not None and not (self.messages and type(node) in _MESSAGE_STRINGS):
             raise UnsupportedSyntaxError(entry[0], self.parsed.loc(node), entry[1])
-        if isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
-            raise UnsupportedSyntaxError("a loop with an `else` block is not supported", self.parsed.loc(node),
-                                         "a plain loop, followed by the code of the `else` block")
         if isinstance(node, cst.Comparison):
             for comp in node.comparisons:
                 if _is_none_test(node, comp):

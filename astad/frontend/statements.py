@@ -5,6 +5,8 @@ the statements in order, ``return``, assignments, augmented assignments
 
 from __future__ import annotations
 
+from typing import Callable
+
 import libcst as cst
 import numpy as np
 
@@ -96,9 +98,20 @@ class Statements(LowererCore):
                 self.scope.env[stmt.name.value] = self.closure(stmt)
                 continue
             if cls is cst.For or cls is cst.While:
-                returned = self.lower_for(stmt) if cls is cst.For else self.lower_while(stmt)
+                completed: list | None = [] if stmt.orelse is not None else None
+                returned = self.lower_for(stmt, completed) if cls is cst.For else self.lower_while(stmt, completed)
+                rest = stmts[i + 1:]
+                if completed is not None:  # `else`: run where the loop ended without `break`, then the rest
+                    orelse = stmts_of(stmt.orelse.body)
+                    if returned is not None:
+                        return self.after_return(stmt, *returned, rest, lambda: self.lower_branches(
+                            completed[0], orelse + rest, rest, True, stmt))
+                    if can_leave(stmt.orelse):  # (a `return` in it: the rest continues each way)
+                        return self.lower_branches(completed[0], orelse + rest, rest, True, stmt)
+                    self.lower_branches(completed[0], orelse, [], False, stmt)
+                    continue
                 if returned is not None:  # `return` inside the loop: it or the rest of the block gives the value
-                    return self.after_return(stmt, *returned, stmts[i + 1:])
+                    return self.after_return(stmt, *returned, rest)
                 continue
             if cls is not cst.SimpleStatementLine:
                 entry = UNSUPPORTED.get(type(stmt), (f"`{type(stmt).__name__}` statements are not supported", ""))
@@ -121,13 +134,14 @@ class Statements(LowererCore):
         return self.exits[-1]("return", value) if self.exits else value
 
     def after_return(self, stmt: cst.CSTNode, returned: Atom, value: Value,
-                     rest: list[cst.BaseStatement]) -> Value:
-        """After a loop that may have returned: its value if it did, else the rest of the block."""
+                     rest: list[cst.BaseStatement], after: Callable[[], Value | None] | None = None) -> Value:
+        """After a loop that may have returned: its value if it did, else the rest of the block
+        (``after``: what lowers it, a loop's ``else`` block first)."""
         self.node = stmt
         if isinstance(returned, Const):  # `while True:` ends only by its `return`
             return self.give_back(value)
-        (t_binds, _, t_val), (e_binds, _, e_val) = self.branches(lambda: self.give_back(value),
-                                                                 lambda: self.lower_block(rest, True))
+        (t_binds, _, t_val), (e_binds, _, e_val) = self.branches(
+            lambda: self.give_back(value), after if after is not None else lambda: self.lower_block(rest, True))
         self.node = stmt
         if e_val is None:
             raise self.syntax_error("not every path after this loop returns a value",
@@ -164,6 +178,8 @@ class Statements(LowererCore):
             return  # docstring
         elif isinstance(node, cst.Expr) and is_append(node.value):
             self.append(node.value)
+        elif isinstance(node, cst.Expr) and self.is_add_at(node.value):
+            self.add_at(node.value)  # type: ignore[arg-type]
         elif isinstance(node, cst.Pass):
             return
         elif isinstance(node, cst.Expr) and self.is_print(node.value):

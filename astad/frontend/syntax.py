@@ -45,8 +45,8 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
                 add(el.value)
-        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-            add(target.value)  # `y[i] = v` binds `y` to the updated array
+        elif isinstance(target, cst.Subscript):
+            add(target.value)  # `y[i] = v` binds `y` to the updated array (`ys[0][1] = v`: `ys` to the updated list)
 
     todo = [node]  # parents before children, children in source order (as a libcst visitor goes)
     while todo:
@@ -56,8 +56,9 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
             add(n.target)  # type: ignore[attr-defined]
         elif cls is cst.Call and is_append(n):
             add(n.func.value)  # type: ignore[attr-defined]
-        elif cls is cst.Call and _puts_along_axis(n):
-            add(n.args[0].value)  # np.put_along_axis(y, ...) binds `y` to the updated array
+        elif cls is cst.Call and (_puts_along_axis(n) or adds_at(n) and bool(n.args)
+                                  and isinstance(n.args[0].value, cst.Name)):
+            add(n.args[0].value)  # np.put_along_axis(y, ...), np.add.at(y, ...) bind `y` to the updated array
         elif cls is cst.FunctionDef:
             add(n.name)
             continue  # its assignments are its own
@@ -87,6 +88,13 @@ class _Body:
 def _puts_along_axis(call: cst.Call) -> bool:
     return (isinstance(call.func, cst.Attribute) and call.func.attr.value == "put_along_axis" and bool(call.args)
             and isinstance(call.args[0].value, cst.Name))
+
+
+def adds_at(call: cst.Call) -> bool:
+    """Whether a call is written ``<...>.add.at(...)`` (``np.add.at``, by its syntax)."""
+    f = call.func
+    return (isinstance(f, cst.Attribute) and f.attr.value == "at" and isinstance(f.value, cst.Attribute)
+            and f.value.attr.value == "add")
 
 
 #: the statements that assign their ``target``
@@ -131,6 +139,11 @@ def local_names(fn: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
 def breaks_out(body: cst.CSTNode) -> bool:
     """Whether a loop body has a ``break`` of its own (not of a loop nested in it)."""
     return _loop_exit_found(body, (cst.Break,))
+
+
+def leaves_loop(stmt: cst.CSTNode) -> bool:
+    """Whether a statement has a ``break`` or ``continue`` of the loop around it."""
+    return _loop_exit_found(stmt, (cst.Break, cst.Continue))
 
 
 def can_leave(stmt: cst.CSTNode) -> bool:

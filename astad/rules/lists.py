@@ -5,13 +5,16 @@ given by its transpose."""
 from __future__ import annotations
 
 
+from typing import Any
+
+import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
 from ..ir import ListT, Num, Type
 from . import emit
-from .derive import linear
-from .table import DerivativeKind, Primitive, ShapeError, norm_axes, num, register
+from .derive import linear, zeros_of
+from .table import DerivativeKind, Expr, Primitive, ShapeError, norm_axes, num, register
 
 RULE, DISCRETE = DerivativeKind.RULE, DerivativeKind.DISCRETE
 
@@ -37,6 +40,13 @@ def append_infer(ts: list[Type], params: dict) -> Type:
             return ListT(Num(v.shape, np.result_type(l.elem.dtype, v.dtype).name))
         raise ShapeError(f"appending {v} to a list of {l.elem}")
     return ListT(v)
+
+
+def _list_set_infer(ts: list[Type], params: dict) -> Type:
+    l = list_t(ts[0])
+    if l.elem is None:
+        raise ShapeError("assigning to an element of a list nothing has been appended to")
+    return ListT(append_infer(ts[:2], params).elem, l.length)
 
 
 def unknown_length(t: Type) -> Type:
@@ -86,6 +96,27 @@ def _list_get_transpose(b, p, out, ct):
     return [b.prim("list_onehot", p.args[0], p.args[1], ct), None]
 
 
+def _list_set_value(l: list, v: Any, i: int) -> list:
+    out = list(l)
+    out[i] = v
+    return out
+
+
+def _stmts_list_set(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``xs_2 = xs[:]; xs_2[i] = v``: a new list with one element replaced (the old one may be
+    kept, on a tape, for the backward pass)."""
+    l, v, i = a
+    return [emit.assign(target, px.subscript(l, [px.slice_(None, None, None)])), emit.assign(px.subscript(target, [i]), v)]
+
+
+def _list_set_transpose(b, p, out, ct):
+    """The replaced element's cotangent is dropped (zeros like the cotangent's element, so no
+    primal value is kept); ``v`` gets the cotangent of the element it became."""
+    i = p.args[2]
+    ct_v = b.prim("list_get", ct, i)
+    return [b.prim("list_set", ct, zeros_of(b, ct_v), i), ct_v, None]
+
+
 def _stack_list_transpose(b, p, out, ct):
     return [b.prim("unstack", ct, axis=norm_axes(p.param("axis", 0), num(out.type).ndim)[0])]
 
@@ -100,6 +131,9 @@ register(
               kind=RULE, **linear(append_transpose)),
     Primitive("list_get", lambda l, i: l[i], list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), zero_in=(0,), kind=RULE,
               **linear(_list_get_transpose, 0)),
+    # `xs[i] = v` on a list: a new list (linear in the list and v together)
+    Primitive("list_set", _list_set_value, _list_set_infer, None, stmts=_stmts_list_set, kind=RULE,
+              **linear(_list_set_transpose, 0, 1)),
     # a list whose length is known when transforming (a comprehension over a range or an array's rows)
     Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0], zero_in=(0,), kind=RULE,
               **linear(lambda b, p, out, ct: [ct], 0)),
