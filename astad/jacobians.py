@@ -71,10 +71,11 @@ def basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:
     require_real(args, nums)
     out = []
     flat = {i: flatten(args[i]) for i in nums}
-    # many arguments (200 floats): zero tangents for the others, so that every column runs one forward
-    # program (one per argument: as many transformations, in time quadratic in the arguments); few:
-    # one each (a column runs only its own argument's tangents)
-    shared = len(nums) > _OWN_PROGRAMS
+    # many scalar arguments (200 floats): zero tangents for the others, so that every column runs one
+    # forward program (one per argument: as many transformations, in time quadratic in the arguments);
+    # few, or arrays: one each (a column runs only its own argument's tangents: zero arrays of the
+    # others would cost each column a pass over every argument)
+    shared = len(nums) > _OWN_PROGRAMS and all(np.size(x) <= 1 for i in nums for x in flat[i][0])
     for i in nums:
         leaves, rebuild = flat[i]
         for j, leaf in enumerate(leaves):
