@@ -25,7 +25,7 @@ import re
 import textwrap
 import tokenize
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from . import deep
 from .errors import SourceUnavailableError
@@ -199,20 +199,35 @@ def _module_facts(text: str) -> tuple[frozenset[str], dict[int, int]]:
     except (SyntaxError, ValueError):
         return frozenset(), {}
     ends = {min([d.lineno for d in node.decorator_list] + [node.lineno]): node.end_lineno or node.lineno
-            for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for node in _statements(tree.body, True) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     return _imported(tree), ends
 
 
 def _imported(tree: ast.Module) -> frozenset[str]:
     names: set[str] = set()
-    todo: list[ast.AST] = list(tree.body)
-    while todo:
-        node = todo.pop()
+    for node in _statements(tree.body, False):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(node))
     return frozenset(names)
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _statements(body: list[ast.stmt], into_defs: bool) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and of the blocks inside it (``def`` and ``import`` are statements:
+    no expression is walked, which is most of a module's nodes); into the bodies of functions and
+    classes too where ``into_defs``."""
+    todo: list[ast.stmt] = list(body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not into_defs and isinstance(node, _DEFS):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            todo.extend(getattr(node, field, ()))
+        for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):  # except / match blocks
+            todo.extend(part.body)
 
 
 def check_matches(code: types.CodeType, source: str, what: str, file: str,
