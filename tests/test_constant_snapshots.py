@@ -209,7 +209,8 @@ def test_modes_agree_and_keep_their_values(mod, name, how, new, x, v):
 
 def test_generated_code_takes_the_array_from_the_residuals(tmp_path):
     """The backward function unpacks the array from its residuals, by the user's name; a number
-    (a float, a numpy scalar) is read as a global, as before; a read-only array is not copied."""
+    (a float, a numpy scalar) is read as a global, as before; a read-only array is copied too (the
+    array owning its memory may be made writeable again and changed)."""
     mod = load_program("import numpy as np\n"
                        "R = np.array([0.5, 1.5, -1.0])\nR.flags.writeable = False\n"
                        "K = 2.5\nS = np.float64(1.5)\n"
@@ -221,8 +222,11 @@ def test_generated_code_takes_the_array_from_the_residuals(tmp_path):
     assert forward.rstrip().endswith(", (x, R, t1)")
     assert "    x, R, t1 = residuals\n" in backward
     assert " * S\n" in backward and " * K\n" in backward  # numbers: globals, never residuals
-    assert pullback._residuals[1] is mod.R  # read-only: nothing can change it, so no copy
-    np.testing.assert_allclose(pullback(1.0)[0], 2 * mod.R * x * 2.5 * 1.5, rtol=1e-12)
+    want = 2 * mod.R * x * 2.5 * 1.5
+    assert pullback._residuals[1] is not mod.R
+    mod.R.flags.writeable = True
+    mod.R[...] = 9.0
+    np.testing.assert_allclose(pullback(1.0)[0], want, rtol=1e-12)
 
 
 def test_which_constant_arrays_could_change():
@@ -232,8 +236,14 @@ def test_which_constant_arrays_could_change():
     view = a[1:]
     view.flags.writeable = False  # read-only, but its base is not
     assert fresh.changeable_owners([a]) == {id(a)}
-    assert fresh.changeable_owners([ro]) == set()
+    assert fresh.changeable_owners([ro]) == {id(ro)}  # (ro.flags.writeable = True is allowed)
     assert fresh.changeable_owners([view]) == {id(a)}
+    immutable = np.frombuffer(b"\x00" * 32)  # bytes' memory: nothing changes it
+    assert fresh.changeable_owners([immutable, immutable[1:]]) == set()
+    shared = bytearray(32)  # read-only, but the bytearray is not
+    ro_view = np.frombuffer(shared)
+    ro_view.flags.writeable = False
+    assert fresh.changeable_owners([ro_view]) == fresh.owners(ro_view) != set()
 
 
 def test_a_recursion_copies_a_constant_once(tmp_path):
