@@ -63,16 +63,17 @@ def arrays_of(constants: dict[str, Any]) -> tuple[Any, ...]:
 
 def changeable_owners(arrays: Any) -> set[int]:
     """The owners of the memory of the constant arrays ``arrays`` (``Derivative.constant_arrays``)
-    that could change: each one writeable, or a view of a writeable array (a
-    read-only one, like a number, needs no copy)."""
+    that could change: all but those whose memory is a ``bytes`` object's (``np.frombuffer(b"...")``,
+    which nothing changes).  A read-only array is no exception: the array owning its memory may
+    be made writeable again (``a.flags.writeable = True``), and a read-only memmap's file, a
+    bytearray's buffer, change under it."""
     out: set[int] = set()
     for a in arrays:
-        b = a
-        while isinstance(b, np.ndarray):
-            if b.flags.writeable:
-                out.add(_owner(a))
-                break
-            b = b.base
+        end = a
+        while isinstance(end, np.ndarray) and end.base is not None:
+            end = end.base
+        if type(end) is not bytes:
+            out.add(_owner(a))
     return out
 
 

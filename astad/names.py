@@ -457,9 +457,13 @@ def check_generated(module: ast.Module | str | list, constants: Iterable[str], h
     may bind the constants of ``held``: it unpacks them from its residuals (the
     arrays the forward read, see ``optimise.residuals``)."""
     outside = GLOBALS | set(constants)
+    held = set(held)
+    wrong = sorted(held - set(constants) | held & OUTSIDE)
+    if wrong:  # (a constant the forward reads, never an outside name: a disk entry's list is checked too)
+        raise InternalError(f"generated code would unpack {', '.join(wrong)}: not a constant it reads")
     scopes = list(function_scopes(module))
     own = {name for name, _, _ in scopes}
-    unpacked = outside - set(held)
+    unpacked = outside - held
     for name, bound, read in scopes:
         if name in outside:  # the module's own function would replace a constant it reads
             raise InternalError(f"generated function {name} has the name of a global it reads")

@@ -288,6 +288,77 @@ def test_no_eval_of_cached_text(tmp_path, cached, transforms, disk_cache, monkey
     loads_cleanly(cached, transforms, 1)
 
 
+# --------------------------------------------------------------------------- the constants a backward unpacks
+
+HELD = """\
+    import numpy as np
+
+    W = np.array([-1.5, 0.5, 2.0])
+
+
+    def loss(x):
+        h = np.tanh(x * W)
+        return np.sum(h * h)
+    """
+
+
+def held_value_and_grad(x):
+    w = np.array([-1.5, 0.5, 2.0])
+    h = np.tanh(x * w)
+    return np.sum(h * h), 2 * h * (1 - h * h) * w
+
+
+def plant_held(tmp_path, monkeypatch, disk_cache, held, constants, name):
+    """The module HELD with its entry sealed with the user's key, saying ``held`` and ``constants``,
+    its backward binding ``name`` (reading only what generated code may) and returning a zero gradient."""
+    mod = load_module(tmp_path, HELD, monkeypatch)
+    astad.grad(mod.loss)(X)
+    (entry,) = entries(disk_cache)
+    data = payload_of(entry)
+    assert data["held"] == ["W"] and "W" in data["constants"]  # the derivative's own list
+    data["held"] = held
+    data["constants"] = {**data["constants"], **constants}
+    source = data["source"].replace("= residuals\n", f"= residuals\n    {name} = W\n", 1)
+    data["source"] = source.replace("return x_ct,", "return 0.0 * x_ct,")
+    assert f"    {name} = W\n" in data["source"] and "return 0.0 * x_ct," in data["source"]
+    entry.write_bytes(cachefiles.seal(real_key(disk_cache), entry.name, json.dumps(data).encode()))
+    forget_in_memory()
+    return mod
+
+
+# each: what an entry sealed with the user's key says; its backward binds the second name held (a local
+# shadowing numpy, a helper or a builtin, which check_generated refuses without the list; the residuals'
+# parameter or a temporary, which it allows): a list naming anything but a constant the code reads is
+# refused, and the entry recomputed
+HELD_PLANTS = {
+    "numpy's name": (["W", "np"], {}),
+    "a helper's name": (["W", "sum_to_shape"], {}),
+    "a builtin's name": (["W", "len"], {}),
+    "the residuals' name": (["W", "residuals"], {}),
+    "a name not a constant": (["W", "t9"], {}),
+    "numpy's name as a constant": (["W", "np"], {"np": ["np"]}),
+}
+
+
+@pytest.mark.parametrize("what", list(HELD_PLANTS))
+def test_held_list_of_an_entry_lets_a_backward_bind_only_its_constants(tmp_path, monkeypatch, transforms, disk_cache,
+                                                                       what):
+    held, constants = HELD_PLANTS[what]
+    mod = plant_held(tmp_path, monkeypatch, disk_cache, held, constants, held[1])
+    value, grad = astad.value_and_grad(mod.loss)(X)
+    want_value, want_grad = held_value_and_grad(X)
+    np.testing.assert_allclose(value, want_value, rtol=1e-12)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-12)
+    assert len(transforms) == 2
+
+
+def test_held_list_of_an_entry_control(tmp_path, monkeypatch, transforms, disk_cache):
+    """The same edit binding the held constant's own name runs (the refusals above are the check's)."""
+    mod = plant_held(tmp_path, monkeypatch, disk_cache, ["W"], {}, "W")
+    value, grad = astad.value_and_grad(mod.loss)(X)
+    assert len(transforms) == 1 and not np.any(grad)
+
+
 # --------------------------------------------------------------------------- clearing and eviction
 
 

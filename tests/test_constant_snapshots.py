@@ -209,7 +209,8 @@ def test_modes_agree_and_keep_their_values(mod, name, how, new, x, v):
 
 def test_generated_code_takes_the_array_from_the_residuals(tmp_path):
     """The backward function unpacks the array from its residuals, by the user's name; a number
-    (a float, a numpy scalar) is read as a global, as before; a read-only array is not copied."""
+    (a float, a numpy scalar) is read as a global, as before; a read-only array is copied too (the
+    array owning its memory may be made writeable again and changed)."""
     mod = load_program("import numpy as np\n"
                        "R = np.array([0.5, 1.5, -1.0])\nR.flags.writeable = False\n"
                        "K = 2.5\nS = np.float64(1.5)\n"
@@ -221,8 +222,11 @@ def test_generated_code_takes_the_array_from_the_residuals(tmp_path):
     assert forward.rstrip().endswith(", (x, R, t1)")
     assert "    x, R, t1 = residuals\n" in backward
     assert " * S\n" in backward and " * K\n" in backward  # numbers: globals, never residuals
-    assert pullback._residuals[1] is mod.R  # read-only: nothing can change it, so no copy
-    np.testing.assert_allclose(pullback(1.0)[0], 2 * mod.R * x * 2.5 * 1.5, rtol=1e-12)
+    want = 2 * mod.R * x * 2.5 * 1.5
+    assert pullback._residuals[1] is not mod.R
+    mod.R.flags.writeable = True
+    mod.R[...] = 9.0
+    np.testing.assert_allclose(pullback(1.0)[0], want, rtol=1e-12)
 
 
 def test_which_constant_arrays_could_change():
@@ -232,8 +236,14 @@ def test_which_constant_arrays_could_change():
     view = a[1:]
     view.flags.writeable = False  # read-only, but its base is not
     assert fresh.changeable_owners([a]) == {id(a)}
-    assert fresh.changeable_owners([ro]) == set()
+    assert fresh.changeable_owners([ro]) == {id(ro)}  # (ro.flags.writeable = True is allowed)
     assert fresh.changeable_owners([view]) == {id(a)}
+    immutable = np.frombuffer(b"\x00" * 32)  # bytes' memory: nothing changes it
+    assert fresh.changeable_owners([immutable, immutable[1:]]) == set()
+    shared = bytearray(32)  # read-only, but the bytearray is not
+    ro_view = np.frombuffer(shared)
+    ro_view.flags.writeable = False
+    assert fresh.changeable_owners([ro_view]) == fresh.owners(ro_view) != set()
 
 
 def test_a_recursion_copies_a_constant_once(tmp_path):
@@ -275,3 +285,84 @@ def _arrays(value):
     if isinstance(value, (tuple, list)):
         return [a for v in value for a in _arrays(v)]
     return []
+
+
+NAMED_LIKE_GENERATED = '''
+import numpy as onp
+np = onp.array([0.5, -1.0, 2.0])
+residuals = onp.array([0.1, 0.2, 0.3])
+out_ct = onp.array([1.1, 0.9, -0.7])
+t1 = onp.array([0.3, 0.6, 0.9])
+x_ct = onp.array([-0.4, 0.8, 0.2])
+sum_to_shape = onp.array([0.25, -0.5, 1.5])
+f_backward = onp.array([0.6, 0.4, -0.3])
+
+
+def rec(x, n):
+    if n == 0:
+        return x * np * residuals
+    return onp.sin(rec(x, n - 1) * out_ct + t1)
+
+
+def f(x):
+    return onp.sum(rec(x, 2) * x_ct) + onp.sum(sum_to_shape * f_backward * x * x)
+'''
+
+
+def test_constants_named_like_generated_names(tmp_path):
+    """Module-level arrays named like numpy (another module is numpy here), the residuals, the output
+    cotangent, a temporary, a cotangent, a helper, a generated function: the backward unpacks them
+    by names of their own, and reads the forward's values after they change."""
+    mod = load_program(NAMED_LIKE_GENERATED, tmp_path, "named_like")
+    x = np.array([0.3, -0.4, 1.1])
+    want = central_differences(mod.f, x)
+    _, pullback = astad.reverse(mod.f)(x)
+    for name in ("np", "residuals", "out_ct", "t1", "x_ct", "sum_to_shape", "f_backward"):
+        getattr(mod, name)[...] = 5.0
+    np.testing.assert_allclose(pullback(1.0)[0], want, rtol=1e-6, atol=1e-9)
+
+
+def test_a_read_only_memmap_changed_through_another(tmp_path):
+    """A read-only memmap's file written through a second, writeable memmap of it: copied."""
+    path = tmp_path / "w.dat"
+    np.array([0.5, -1.0, 2.0]).tofile(path)
+    mod = load_program(f"import numpy as np\nM = np.memmap({str(path)!r}, dtype=np.float64, mode='r')\n"
+                       "def f(x):\n    return np.sum(M * np.sin(x) * x)\n", tmp_path, "memmap")
+    x = np.array([0.3, -0.4, 1.1])
+    want = central_differences(mod.f, x)
+    _, pullback = astad.reverse(mod.f)(x)
+    writer = np.memmap(path, dtype=np.float64, mode="r+")
+    writer[...] = 7.0
+    writer.flush()
+    assert np.all(mod.M == 7.0)
+    np.testing.assert_allclose(pullback(1.0)[0], want, rtol=1e-6, atol=1e-9)
+
+
+def test_a_constant_only_the_forward_reads_is_no_residual(tmp_path):
+    mod = load_program("import numpy as np\nA = np.array([0.5, -1.0, 2.0])\n"
+                       "def f(x):\n    return np.sum(np.sin(x)) * np.sum(A) + np.sum(A * A)\n", tmp_path, "fwd_only")
+    x = np.array([0.3, -0.4, 1.1])
+    _, pullback = astad.reverse(mod.f)(x)
+    assert all(r is not mod.A and (not isinstance(r, np.ndarray) or r.shape != (3,) or not np.array_equal(r, mod.A))
+               for r in pullback._residuals)
+    backward = astad.reverse(mod.f).source.split("def f_backward")[1]
+    code = [line for line in backward.splitlines()[2:] if not line.lstrip().startswith("#")]
+    assert code[0] == "    x, t3 = residuals" and not any("A" in line for line in code)
+
+
+def test_second_order_after_a_change(mod):
+    """hessian and jacrev/jacfwd of grad read the global as it is at each call; vjp of grad keeps its values."""
+    x = np.array([0.3, -0.4, 1.1])
+    g = astad.grad(mod.f_global)
+    old = mod.A.copy()
+    try:
+        for step in range(2):
+            want = np.array([(g(x + 1e-5 * e) - g(x - 1e-5 * e)) / 2e-5 for e in np.eye(3)])
+            for h in (astad.hessian(mod.f_global), astad.jacrev(g), astad.jacfwd(g)):
+                np.testing.assert_allclose(h(x), want, rtol=1e-6, atol=1e-8)
+            _, pullback = astad.vjp(g, x)
+            mod.A[...] = [1.5, 0.25, -0.75]
+            u = np.array([1.0, -2.0, 0.5])
+            np.testing.assert_allclose(pullback(u)[0], want.T @ u, rtol=1e-6, atol=1e-8)
+    finally:
+        mod.A[...] = old

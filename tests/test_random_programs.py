@@ -195,8 +195,9 @@ GLOBALS_NAMED_LIKE_LOCALS = True
 #     value, pullback = astad.reverse(f)(np.arange(3.0)); A[:] = 5.0
 #     pullback(1.0)  # astad: [0, 6, 12], the derivative at the forward's values: [0, 2, 4]
 # The programs read module-level arrays ``G1``, ``G2`` (of a parameter's shapes, a 0-d one too) as
-# any value, never assigned; test_random_program changes them (in place, by slice or rebinding the
-# name) between the forward call and the pullback.  False: no module-level arrays.
+# any value, never assigned, some read-only; test_random_program changes them (in place, by slice or
+# rebinding the name; a read-only one made writeable again first) between the forward call and the
+# pullback.  False: no module-level arrays.
 MODULE_ARRAYS = True
 PARAM_LOOKALIKES = ["no_ct", "x_t", "nothing", "x_t_t", "ct", "t1", "x_ct", "f_t_t"]
 CONSTANT_LOOKALIKES = ["f_jvp", "f_forward", "f_backward", "f_t_jvp", "no_ct_2"]
@@ -1250,6 +1251,8 @@ def programs(draw, first=None, scalar=False):
             g.env[name] = {"shape": shape, "bound": 0.9, "fresh": False}
             g.pinned.add(name)  # read, never assigned (or updated in place) by the program
             arrays.append(f"{name} = np.linspace(-0.9, 0.8, {int(np.prod(shape))}).reshape({shape!r})\n")
+            if draw(st.integers(0, 3)) == 0:  # read-only, owning its memory (reshape's is a view): changing_arrays
+                arrays.append(f"{name} = {name}.copy()\n{name}.flags.writeable = False\n")  # makes it writeable again
     g.functions = draw(st.integers(0, 4)) > 0
     if g.functions:  # one construct with functions first, so that short programs have one too
         kind = g.pick(["fn_lambda", "fn_def", "fn_hof", "fn_tuple", "fn_factory", "fn_comprehension"])
@@ -1338,14 +1341,19 @@ def changing_arrays(module, data):
                 setattr(module, name, new)
                 undo.append(lambda name=name, arr=arr: setattr(module, name, arr))
                 continue
-            old = arr.copy()
+            old, read_only = arr.copy(), not arr.flags.writeable
+            arr.flags.writeable = True  # (a read-only array owning its memory may be made writeable again)
             if how == "multiply":
                 arr *= -3.0
             elif how == "slice" and arr.ndim:
                 arr[1:] = new[1:]
             else:
                 arr[...] = new
-            undo.append(lambda arr=arr, old=old: arr.__setitem__(Ellipsis, old))
+
+            def restore(arr=arr, old=old, read_only=read_only):
+                arr[...] = old
+                arr.flags.writeable = not read_only
+            undo.append(restore)
         return lambda: [u() for u in undo]
 
     return change
