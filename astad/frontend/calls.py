@@ -382,7 +382,6 @@ class Calls(LowererCore):
         f = Var(fname, FunT(tuple(p.type for p in params), value.type, fname))  # type: ignore[union-attr]
         at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
         site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))
-        self.bound.add(f.name)
         self.aliases.function(f, params, value, made)
         return f
 
