@@ -195,7 +195,7 @@ class Calls(LowererCore):
         templates = self.templates
         template = templates.get(key)
         if template:
-            if len(self.stack) <= MAX_CALL_DEPTH and all(s.call_key != call_key for s in self.stack):
+            if len(self.stack) <= MAX_CALL_DEPTH and self.open_call(call_key) is None:
                 if template.function is not None:
                     return replay.call(self, template, inputs, self.loc())
                 return replay.replay(self, template, inputs)
@@ -248,7 +248,7 @@ class Calls(LowererCore):
         is inside recurses to a depth known only when running: the outer call is
         lowered again ``as_loops`` (:mod:`.recursion`), where it can be."""
         scope.call_key = make_call_key(callee, scope.env, self._static_keys)
-        again = next((s for s in self.stack if s.call_key == scope.call_key), None)
+        again = self.open_call(scope.call_key)
         if again is not None:
             raise RuntimeDepth(
                 f"recursive call to {name} with the same shapes and integers as the call it is in: its depth is "
@@ -258,12 +258,31 @@ class Calls(LowererCore):
             raise self.syntax_error(f"calls nested more than {MAX_CALL_DEPTH} deep", "a shallower recursion", node)
         saved, saved_exits = self.node, self.exits
         self.stack.append(scope)
+        noted = self.note_open_call(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
             return self.unrolled_or_loops(scope, lower, as_loops)
         finally:
             self.stack.pop()
+            if noted:
+                del self.open_calls[scope.call_key]
             self.node, self.exits = saved, saved_exits
+
+    def open_call(self, key: Any) -> Scope | None:
+        """The outermost running call with this key: a dict, not a scan of the stack (a recursion
+        unrolled 800 deep asks at every level)."""
+        try:
+            return self.open_calls.get(key)
+        except TypeError:  # (a key that cannot be hashed: the stack scanned)
+            return next((s for s in self.stack if s.call_key == key), None)
+
+    def note_open_call(self, scope: Scope) -> bool:
+        """Note ``scope`` as the running call with its key (none is yet); False where the key cannot be hashed."""
+        try:
+            self.open_calls[scope.call_key] = scope
+        except TypeError:
+            return False
+        return True
 
     def unrolled_or_loops(self, scope: Scope, lower: Callable[[], Value],
                           as_loops: Callable[[RuntimeDepth], Value] | None) -> Value:

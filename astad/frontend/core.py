@@ -33,6 +33,7 @@ class LowererCore:
         self.namer = Namer(user_names(parsed.funcdef), parsed.name)
         self.binds: list[Bind] = []
         self.stack: list[Scope] = []
+        self.open_calls: dict[Any, Scope] = {}  # call key -> the outermost running call with it (Calls.open_call)
         self.node: cst.CSTNode = parsed.funcdef
         self.expr_depth = 0  # how many expressions the one being lowered is nested in (Expressions.expr)
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
