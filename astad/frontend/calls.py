@@ -145,6 +145,7 @@ class Calls(LowererCore):
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
                     node: cst.CSTNode) -> Value:
+        path = self._recursion_path(fn, path)
         seen = self.__dict__.setdefault("_callees", {})  # id -> (fn, parsed, signature): a recursion's calls read once
         found = seen.get(id(fn))
         if found is not None and found[0] is fn:
@@ -183,6 +184,23 @@ class Calls(LowererCore):
         return self.replayed_call(fn, scope, lambda: self.run_call(
             fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
             lambda found: self.lower_as_loops(parsed, found)))
+
+    def _recursion_path(self, fn: Callable[..., Any], path: tuple[str, ...]) -> tuple[str, ...]:
+        """For a call of ``fn`` reached through the path of its first call (a recursion: ``_f._f._f``),
+        that path (``_f``): the checks that both lead to ``fn`` are noted, so what is read through one is
+        what is read through the other; the paths a recursion reads stay as long at every level, not as
+        long as it is deep (each level's globals noted again, each a key hashed at every read)."""
+        firsts = self.__dict__.setdefault("_first_paths", {})  # id -> (fn, the path of its first call)
+        first = firsts.get(id(fn))
+        if first is None or first[0] is not fn:
+            if path:
+                firsts[id(fn)] = (fn, path)
+            return path
+        p = first[1]
+        if (len(p) < len(path) and path[:len(p)] == p and (p, id(fn)) in self._dep_keys
+                and (path, id(fn)) in self._dep_keys):
+            return p
+        return path
 
     def replayed_call(self, fn: Callable[..., Any], scope: Scope, lower: Callable[[], Value]) -> Value:
         """``lower()``, or the replay of an earlier call's lowering with the same static key
