@@ -3,11 +3,14 @@ linear in the depth (the lowering's snapshot at each level is a mark in undo
 logs, not a copy of its names and aliases), and its derivatives are right:
 against central differences, forward against reverse."""
 
+import sys
 import tracemalloc
 
 import numpy as np
+import pytest
 
 import astad
+from astad.api import Reverse
 from conftest import check_grad
 
 
@@ -33,6 +36,24 @@ def deep_400(x):
 
 def deep_vec_150(x, w):
     return np.sum(_g(x, w, 150) ** 2)
+
+
+def _scale(x):
+    return 0.5 * x
+
+
+def _h(x, n):
+    if n == 0:
+        return x
+    return np.sin(_scale(_h(x, n - 1))) + x
+
+
+def deep_h_50(x):
+    return _h(x, 50)
+
+
+def deep_h_100(x):
+    return _h(x, 100)
 
 
 def looped(x):
@@ -74,3 +95,29 @@ def test_deep_recursion_forward_against_reverse():
     gx, gw = pullback(1.0)
     assert value == value_r
     np.testing.assert_allclose(tangent, np.dot(gx, tx) + gw * tw, rtol=1e-10, atol=1e-12)
+
+
+def test_the_globals_a_recursion_reads_are_noted_once_not_once_per_level():
+    # (each level's reads were noted under a path one longer: _h._h._h..._scale)
+    astad.clear_caches(disk=False)
+    d50 = Reverse(deep_h_50).derivative([0.3])
+    d100 = Reverse(deep_h_100).derivative([0.3])
+    assert len(d50.deps) == len(d100.deps) < 20, [p for p, _ in d100.deps]
+    assert max(len(p) for p, _ in d100.deps) <= 3
+
+
+def test_a_global_a_deep_recursion_reads_reassigned_is_read_again():
+    module = sys.modules[__name__]
+    g = astad.grad(deep_h_100)
+    before = g(0.3)
+    check_grad(deep_h_100, [0.3])
+    saved = module._scale
+    module._scale = lambda x: 0.25 * x
+    try:
+        after = g(0.3)
+        check_grad(deep_h_100, [0.3])
+        eps = 1e-6
+        fd = (deep_h_100(0.3 + eps) - deep_h_100(0.3 - eps)) / (2 * eps)
+        assert after == pytest.approx(fd, rel=1e-6) and after != pytest.approx(before, rel=1e-3)
+    finally:
+        module._scale = saved
