@@ -121,3 +121,21 @@ def test_a_global_a_deep_recursion_reads_reassigned_is_read_again():
         assert after == pytest.approx(fd, rel=1e-6) and after != pytest.approx(before, rel=1e-3)
     finally:
         module._scale = saved
+
+
+def _mixed(x, n):
+    if n <= 0:
+        return x
+    return np.sin(_mixed(x, n - 1)) * 0.5 + _f(x * 0.9, 40) * 0.1
+
+
+def test_a_run_time_depth_recursion_around_a_deep_unrolled_one_is_undone_and_lowered_as_loops():
+    # (the first try unrolls the inner recursion 40 levels, each a mark in the undo logs, then goes
+    # back to the outer call's mark: what it lowered is undone, the outer call lowered as loops)
+    eps = 1e-6
+    for n in (0, 1, 7):
+        got = astad.grad(_mixed)(0.3, n)
+        fd = (_mixed(0.3 + eps, n) - _mixed(0.3 - eps, n)) / (2 * eps)
+        assert got == pytest.approx(fd, rel=1e-6, abs=1e-9)
+        value, tangent = astad.jvp(lambda x: _mixed(x, n), (0.3,), (1.0,))
+        assert tangent == pytest.approx(got, rel=1e-12)
