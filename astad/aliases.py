@@ -126,6 +126,55 @@ storage = _kind_filter("L:", "PA:")
 identity = _kind_filter("A:", "PL:")
 
 
+_MISSING = object()
+
+
+class _NotedDict(dict):
+    """A dict that notes in an undo log what each write replaces (:meth:`Aliases.snapshot`)."""
+
+    def __init__(self, items: dict, log: list[tuple]) -> None:
+        super().__init__(items)
+        self.log = log
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.log.append((self, key, self.get(key, _MISSING)))
+        dict.__setitem__(self, key, value)
+
+    def update(self, other: Any = (), **kw: Any) -> None:  # type: ignore[override]
+        for k, v in dict(other, **kw).items():
+            self[k] = v
+
+
+class _NotedSet(set):
+    """A set that notes in an undo log each element it gains."""
+
+    def __init__(self, items: Iterable[Any], log: list[tuple]) -> None:
+        super().__init__(items)
+        self.log = log
+
+    def add(self, item: Any) -> None:
+        if item not in self:
+            self.log.append((self, item, _MISSING))
+            set.add(self, item)
+
+    def __ior__(self, other: Any) -> "_NotedSet":  # type: ignore[override,misc]
+        for item in other:
+            self.add(item)
+        return self
+
+
+def _undo(log: list[tuple] | None, n: int) -> None:
+    """Undo the changes noted in ``log`` after its first ``n`` entries, latest first."""
+    while log is not None and len(log) > n:
+        container, key, old = log.pop()
+        if type(container) is _NotedSet:
+            set.discard(container, key)
+        elif old is _MISSING:
+            dict.__delitem__(container, key)
+        else:
+            dict.__setitem__(container, key, old)
+
+
 @dataclass
 class _Loop:
     made: set[str] = field(default_factory=set)  # roots allocated while lowering the body
@@ -156,18 +205,27 @@ class Aliases:
         self.functions: dict[str, tuple[list[str], frozenset, frozenset]] = {}
         self.bodies: list[set[str]] = []  # roots allocated while lowering each function value's body
         self.updates = 0  # in-place updates checked (a call whose lowering checks one is not replayed)
+        self.log: list[tuple] | None = None  # the undo log, from the first snapshot on
 
     # ----------------------------------------------------------------- state
 
-    def snapshot(self) -> tuple:
-        return dict(self.of_var), len(self.pending), dict(self.subst), [set(lp.made) for lp in self.loops]
+    def snapshot(self) -> tuple[int, int]:
+        """A point :meth:`restore` goes back to.  From the first one on, what is changed is noted in an
+        undo log (``of_var``, ``subst`` and the open loops' ``made`` become :class:`_Noted` containers),
+        so a snapshot copies nothing: a recursion unrolled takes one per level."""
+        log = self.log
+        if log is None:
+            log = self.log = []
+            self.of_var, self.subst = _NotedDict(self.of_var, log), _NotedDict(self.subst, log)
+        for lp in self.loops:
+            if type(lp.made) is not _NotedSet:
+                lp.made = _NotedSet(lp.made, log)
+        return len(log), len(self.pending)
 
-    def restore(self, snap: tuple) -> None:
-        of_var, n, subst, made = snap
-        self.of_var, self.subst = dict(of_var), dict(subst)
+    def restore(self, snap: tuple[int, int]) -> None:
+        n_log, n = snap
+        _undo(self.log, n_log)
         del self.pending[n:]
-        for lp, m in zip(self.loops, made):
-            lp.made = set(m)
 
     # ----------------------------------------------------------------- making values
 

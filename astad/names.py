@@ -93,10 +93,40 @@ class Namer:
         collected when the first name is asked for (a pass that adds none walks nothing)."""
         return _NamerOf(prog)
 
+    #: the names added since the first :meth:`mark`, each as (the set, the name), or None before it
+    undo: list[tuple[set[str], str]] | None = None
+
+    def mark(self) -> tuple[int, int]:
+        """A point :meth:`back_to` goes back to.  From the first one on each name added is noted, so
+        a mark copies nothing (a recursion unrolled takes one per level)."""
+        if self.undo is None:
+            self.undo = []
+        return len(self.undo), self.temps
+
+    def back_to(self, mark: tuple[int, int]) -> None:
+        """The names there were at ``mark``."""
+        n, self.temps = mark
+        undo = self.undo
+        assert undo is not None
+        while len(undo) > n:
+            names, name = undo.pop()
+            names.discard(name)
+
+    def _note(self, name: str) -> None:
+        """Note ``name`` as added to ``used`` and ``taken`` where it is new (a name not used is not taken)."""
+        assert self.undo is not None
+        if name not in self.used:
+            self.undo.append((self.used, name))
+        if self.taken is not self.used and name not in self.taken:
+            self.undo.append((self.taken, name))
+
     def mention(self, names: Iterable[str]) -> None:
         """Names more code of the user's mentions (a helper it inlines)."""
         self._unshare()
-        self.used |= {python_name(n) for n in names}
+        new = {python_name(n) for n in names}
+        if self.undo is not None:
+            self.undo.extend((self.used, n) for n in sorted(new - self.used))
+        self.used |= new
 
     def _unshare(self) -> None:
         """``taken`` a set of its own before a name is added to ``used`` only (:meth:`adding_to`
@@ -109,6 +139,8 @@ class Namer:
             base = python_name(base)
         taken, used = self.taken, self.used  # (the same set, as a pass's namer starts: each name added once)
         if base not in taken:
+            if self.undo is not None:
+                self._note(base)
             taken.add(base)
             if used is not taken:
                 used.add(base)
@@ -120,6 +152,8 @@ class Namer:
         while name in used or name in taken:
             n += 1
             name = f"{base}_{n}"
+        if self.undo is not None:
+            self._note(name)
         taken.add(name)
         if used is not taken:
             used.add(name)
@@ -139,6 +173,8 @@ class Namer:
                 break
             n += 1
         self.temps = n
+        if self.undo is not None:
+            self._note(name)
         used.add(name)
         if self.taken is not used:
             self.taken.add(name)
@@ -158,6 +194,8 @@ class Namer:
             i += 1
             name = f"{base}_{i}"
             if name not in taken and name not in used:
+                if self.undo is not None:
+                    self._note(name)
                 taken.add(name)
                 if used is not taken:
                     used.add(name)
@@ -170,6 +208,8 @@ class Namer:
         code of the user's mentions."""
         name = next(f"{base}{i or ''}" for i in range(len(self.used) + 1) if f"{base}{i or ''}" not in self.used)
         self._unshare()
+        if self.undo is not None:
+            self.undo.append((self.used, name))
         self.used.add(name)
         return name
 

@@ -145,6 +145,7 @@ class Calls(LowererCore):
 
     def inline_call(self, fn: Callable[..., Any], path: tuple[str, ...], args: list[Value], kwargs: dict[str, Value],
                     node: cst.CSTNode) -> Value:
+        path = self._recursion_path(fn, path)
         seen = self.__dict__.setdefault("_callees", {})  # id -> (fn, parsed, signature): a recursion's calls read once
         found = seen.get(id(fn))
         if found is not None and found[0] is fn:
@@ -184,6 +185,23 @@ class Calls(LowererCore):
             fn, fn.__name__, scope, node, lambda: self.lower_body(parsed.funcdef),
             lambda found: self.lower_as_loops(parsed, found)))
 
+    def _recursion_path(self, fn: Callable[..., Any], path: tuple[str, ...]) -> tuple[str, ...]:
+        """For a call of ``fn`` reached through the path of its first call (a recursion: ``_f._f._f``),
+        that path (``_f``): the checks that both lead to ``fn`` are noted, so what is read through one is
+        what is read through the other; the paths a recursion reads stay as long at every level, not as
+        long as it is deep (each level's globals noted again, each a key hashed at every read)."""
+        firsts = self.__dict__.setdefault("_first_paths", {})  # id -> (fn, the path of its first call)
+        first = firsts.get(id(fn))
+        if first is None or first[0] is not fn:
+            if path:
+                firsts[id(fn)] = (fn, path)
+            return path
+        p = first[1]
+        if (len(p) < len(path) and path[:len(p)] == p and (p, id(fn)) in self._dep_keys
+                and (path, id(fn)) in self._dep_keys):
+            return p
+        return path
+
     def replayed_call(self, fn: Callable[..., Any], scope: Scope, lower: Callable[[], Value]) -> Value:
         """``lower()``, or the replay of an earlier call's lowering with the same static key
         (:mod:`.replay`: a recursion over a tree lowers its body once per depth, not once per node)."""
@@ -195,7 +213,7 @@ class Calls(LowererCore):
         templates = self.templates
         template = templates.get(key)
         if template:
-            if len(self.stack) <= MAX_CALL_DEPTH and all(s.call_key != call_key for s in self.stack):
+            if len(self.stack) <= MAX_CALL_DEPTH and self.open_call(call_key) is None:
                 if template.function is not None:
                     return replay.call(self, template, inputs, self.loc())
                 return replay.replay(self, template, inputs)
@@ -248,7 +266,7 @@ class Calls(LowererCore):
         is inside recurses to a depth known only when running: the outer call is
         lowered again ``as_loops`` (:mod:`.recursion`), where it can be."""
         scope.call_key = make_call_key(callee, scope.env, self._static_keys)
-        again = next((s for s in self.stack if s.call_key == scope.call_key), None)
+        again = self.open_call(scope.call_key)
         if again is not None:
             raise RuntimeDepth(
                 f"recursive call to {name} with the same shapes and integers as the call it is in: its depth is "
@@ -258,12 +276,31 @@ class Calls(LowererCore):
             raise self.syntax_error(f"calls nested more than {MAX_CALL_DEPTH} deep", "a shallower recursion", node)
         saved, saved_exits = self.node, self.exits
         self.stack.append(scope)
+        noted = self.note_open_call(scope)
         self.exits = []  # the callee's `return` leaves the callee, not the caller's loop
         try:
             return self.unrolled_or_loops(scope, lower, as_loops)
         finally:
             self.stack.pop()
+            if noted:
+                del self.open_calls[scope.call_key]
             self.node, self.exits = saved, saved_exits
+
+    def open_call(self, key: Any) -> Scope | None:
+        """The outermost running call with this key: a dict, not a scan of the stack (a recursion
+        unrolled 800 deep asks at every level)."""
+        try:
+            return self.open_calls.get(key)
+        except TypeError:  # (a key that cannot be hashed: the stack scanned)
+            return next((s for s in self.stack if s.call_key == key), None)
+
+    def note_open_call(self, scope: Scope) -> bool:
+        """Note ``scope`` as the running call with its key (none is yet); False where the key cannot be hashed."""
+        try:
+            self.open_calls[scope.call_key] = scope
+        except TypeError:
+            return False
+        return True
 
     def unrolled_or_loops(self, scope: Scope, lower: Callable[[], Value],
                           as_loops: Callable[[RuntimeDepth], Value] | None) -> Value:
@@ -382,7 +419,6 @@ class Calls(LowererCore):
         f = Var(fname, FunT(tuple(p.type for p in params), value.type, fname))  # type: ignore[union-attr]
         at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
         site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))
-        self.bound.add(f.name)
         self.aliases.function(f, params, value, made)
         return f
 

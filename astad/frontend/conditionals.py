@@ -109,7 +109,6 @@ class Conditionals(LowererCore):
 
         self.binds.append(Bind(tuple(outs), If(cond, block(t_binds, [a for _, a, _ in pairs]),
                                                 block(e_binds, [b for _, _, b in pairs])), self.loc()))
-        self.bound.update(o.name for o in outs)
         for out, (_, a, b) in zip(outs, pairs):
             self.aliases.joined(out, a, b)
         it = iter(outs)

@@ -33,13 +33,13 @@ class LowererCore:
         self.namer = Namer(user_names(parsed.funcdef), parsed.name)
         self.binds: list[Bind] = []
         self.stack: list[Scope] = []
+        self.open_calls: dict[Any, Scope] = {}  # call key -> the outermost running call with it (Calls.open_call)
         self.node: cst.CSTNode = parsed.funcdef
         self.expr_depth = 0  # how many expressions the one being lowered is nested in (Expressions.expr)
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
         self.const_names: dict[int, str] = {}
         self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object), each once
         self._dep_keys: set[tuple[tuple[str, ...], int]] = set()
-        self.bound: set[str] = set()  # variables bound by this lowering (not arguments or constants)
         self.open_binds: list[list[Bind]] = []  # the bindings of the blocks around the one being lowered
         self.exits: list[Callable[..., Value]] = []  # per enclosing loop: the value of leaving its body
         self.aliases = Aliases()  # which values may share memory (for in-place updates)
@@ -120,14 +120,12 @@ class LowererCore:
             self._locs[id(node)] = (node, parsed, loc)
         # (bind_prim, inline)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()), loc))
-        self.bound.add(var.name)
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
         return var
 
     def bind_prim(self, var: Var, prim: Prim, loc: Any) -> None:
         """``var = prim``, with the facts a binding gives (bound here; what it aliases)."""
         self.binds.append(Bind((var,), prim, loc))
-        self.bound.add(var.name)
         self.aliases.prim(var, prim.op, list(prim.args), dict(prim.params),
                           immutable=isinstance(var.type, Num) and var.type.py)
 
@@ -154,7 +152,6 @@ class LowererCore:
             if bind.targets == (value,):
                 new = Var(self.namer.fresh(name), value.type)
                 self.binds[i] = Bind((new,), bind.rhs, bind.loc)
-                self.bound.add(new.name)
                 self.aliases.same(new, value)
                 return new
             if value in vars_of(bind.rhs):
@@ -227,15 +224,16 @@ class LowererCore:
         return PyTuple(tuple(self.emit("dim", [x], {"axis": i}) for i in range(t.ndim)))
 
     def snapshot(self) -> tuple:
-        return set(self.namer.used), set(self.namer.taken), self.namer.temps, set(self.bound), self.aliases.snapshot()
+        """The names and aliases to go back to: marks in undo logs, no copies (one is taken at
+        every level of a recursion unrolled)."""
+        return self.namer.mark(), self.aliases.snapshot()
 
     def restore(self, snapshot: tuple) -> None:
-        used, taken, temps, bound, aliases = snapshot
+        names, aliases = snapshot
         self.restores += 1
-        self.namer.used, self.namer.taken, self.namer.temps = set(used), set(taken), temps
+        self.namer.back_to(names)
         self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
         self.namer.used |= set(self.constants)
-        self.bound = set(bound)
         self.aliases.restore(aliases)
 
     def branch(self, lower: Callable[[], Any]) -> tuple[list[Bind], dict[str, Value], Any]:

@@ -290,14 +290,12 @@ class Loops(LowererCore):
             def body() -> list[Atom]:
                 if index is not None:
                     self.scope.env[index_name] = index  # type: ignore[index]
-                    self.bound.add(index.name)
                 if prelude is not None:
                     assert index is not None
                     prelude(index)
                 it = iter(params)
                 for n, shape in zip(carried, shapes):
                     self.scope.env[n] = rebuild(shape, it)
-                self.bound.update(v.name for v in params)
                 if not running:
                     return iteration()
                 t_binds, _, t_outs = self.branch(iteration)  # `if running:` the body, else nothing changes
@@ -372,7 +370,6 @@ class Loops(LowererCore):
         self.aliases.exit_loop(params, outs, list(finals))
         self.binds.append(Bind(finals, Loop(bounds, index, tuple(params), tuple(init + extra), block),
                                self.loc(stmt)))
-        self.bound.update(v.name for v in finals)
         it = iter(finals)
         for n, shape in zip(carried, shapes):
             self.scope.env[n] = rebuild(shape, it)

@@ -38,6 +38,7 @@ class Statements(LowererCore):
             self.scope.env[name] = (self.fixed_value(name, self.root.fixed[name], p) if name in self.root.fixed
                                     else self.parameter(name, next(types), params))
         self.scope.call_key = make_call_key(self.root.fn, self.scope.env, self._static_keys)
+        self.note_open_call(self.scope)
         result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
         self.out_template = outputs.template(result)  # which of the output's tuples are lists (astad.outputs)
         atom = self.result_atom(result, self.node)
