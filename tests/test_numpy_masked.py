@@ -94,7 +94,13 @@ def sum_float_mask(x):
     return np.sum(x, where=x)
 
 
+def min_of_a_selection(x):
+    v = x[x > 5.0]  # empty here: numpy gives initial, the reduction before it raised (ValueError, no identity)
+    return np.min(v, initial=x[0] * 2.0, where=v > 0.1)
+
+
 @pytest.mark.parametrize("fn, args, snippet, words", [
+    (min_of_a_selection, (np.ones(3),), "np.min(v, initial=x[0] * 2.0, where=v > 0.1)", ["may be empty"]),
     (max_without_initial, (np.ones(3),), "np.max(x, where=x > 0)", ["needs `initial=`", "initial=-np.inf"]),
     (sum_int_initial_float, (np.arange(3),), "np.sum(k, initial=1.5)", ["`initial=`", "Python number"]),
     (sum_float_mask, (np.ones(3),), "np.sum(x, where=x)", ["boolean mask"]),
