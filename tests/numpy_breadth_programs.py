@@ -219,7 +219,7 @@ def update(draw, shape):
     k = draw(st.integers(1, nd))
     items = []
     for n in shape[:k]:
-        kind = draw(st.sampled_from(["int", "slice", "array", "all", "grid"]))
+        kind = draw(st.sampled_from(["int", "slice", "array", "all", "grid", "grid"]))
         if kind == "int":
             items.append(str(draw(st.integers(-n, n - 1))))
         elif kind == "slice":
@@ -235,8 +235,10 @@ def update(draw, shape):
         where = "y > 0.2"
     else:
         where = ", ".join(items)
-    op = draw(st.sampled_from(["=", "+=", "-=", "*=", "add.at"]))
-    rhs = draw(st.sampled_from(["2.0 * w[0]", "np.sin(y[{w}])", "w[-1] ** 2", "w[1:3]"]))  # (w[1:3]: broadcast)
+    grid = any(i.startswith("np.array([[") for i in items) and not where.startswith("y >")
+    op = draw(st.sampled_from(["add.at", "add.at", "+="] if grid else ["=", "+=", "-=", "*=", "add.at"]))
+    rhs = draw(st.sampled_from(["2.0 * w[0]", "np.sin(y[{w}])", "w[-1] ** 2"] + ["w[1:3]"] * (3 if grid else 1)))
+    # (w[1:3]: values broadcast over the selection, often over an index array of two dimensions)
     return where, op, rhs
 
 
