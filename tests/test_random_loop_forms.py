@@ -453,7 +453,9 @@ def programs(draw):
     if draw(st.integers(0, 5)) == 0:  # a list that holds itself: an update of it is seen through its element
         g.counts["list holding itself"] += 1
         g.emit("pair.append(pair)")
-        g.extras.append("pair[2][0] * pair[-1][1]")
+        g.emit(draw(st.sampled_from(["pair[0] = c * c", "pair[1] += c", "pair[-2] = pair[0] * 0.5", "pair.append(c)",
+                                     "acc = acc + pair[2][1]"])))
+        g.extras.append("pair[2][0] * pair[2][1]")
     for _ in range(draw(st.integers(1, 3))):
         g.s_loop()
         if draw(st.integers(0, 2)) == 0:
