@@ -3,7 +3,9 @@
 Ellipsis, None, boolean masks, integer arrays with repeated entries, ``x[i, :, j]`` mixes),
 gathers (``np.take``, ``np.take_along_axis``, ``np.sort``), shape changes, broadcasting against
 size-1 axes, einsum, reductions with ``initial=`` and ``where=``, ``np.diff`` with ``prepend=`` and
-``append=``, and in-place updates through such indexes (``y[[0, 0, 1]] += v``, ``np.add.at(y, idx, v)``).
+``append=``, and in-place updates through such indexes (``y[[0, 0, 1]] += v``, ``np.add.at(y, idx, v)``;
+an index array of two dimensions, values of shape (2,) broadcast over it: numpy 2.4's ``np.add.at``
+adds memory past the values there, refused).
 
 Each step is drawn, written as text and run in numpy on a sample to learn the shape it gives
 (a step numpy rejects is drawn again), so every program is one plain Python runs."""
@@ -217,21 +219,26 @@ def update(draw, shape):
     k = draw(st.integers(1, nd))
     items = []
     for n in shape[:k]:
-        kind = draw(st.sampled_from(["int", "slice", "array", "all"]))
+        kind = draw(st.sampled_from(["int", "slice", "array", "all", "grid", "grid"]))
         if kind == "int":
             items.append(str(draw(st.integers(-n, n - 1))))
         elif kind == "slice":
             items.append(draw(st.sampled_from(["::-1", "1:", ":-1", "::2", "-2::-1"])))
         elif kind == "array":
             items.append(repr(draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3))))
+        elif kind == "grid":  # an index array of two dimensions (no blank: update_statement splits at ", ")
+            a, b, c, d = (draw(st.integers(-n, n - 1)) for _ in range(4))
+            items.append(f"np.array([[{a},{b}],[{c},{d}]])")
         else:
             items.append(":")
     if draw(st.integers(0, 3)) == 0:
         where = "y > 0.2"
     else:
         where = ", ".join(items)
-    op = draw(st.sampled_from(["=", "+=", "-=", "*=", "add.at"]))
-    rhs = draw(st.sampled_from(["2.0 * w[0]", "np.sin(y[{w}])", "w[-1] ** 2"]))
+    grid = any(i.startswith("np.array([[") for i in items) and not where.startswith("y >")
+    op = draw(st.sampled_from(["add.at", "add.at", "+="] if grid else ["=", "+=", "-=", "*=", "add.at"]))
+    rhs = draw(st.sampled_from(["2.0 * w[0]", "np.sin(y[{w}])", "w[-1] ** 2"] + ["w[1:3]"] * (3 if grid else 1)))
+    # (w[1:3]: values broadcast over the selection, often over an index array of two dimensions)
     return where, op, rhs
 
 

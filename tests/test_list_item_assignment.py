@@ -210,7 +210,39 @@ def list_slice(x):
     return xs[0]
 
 
+def appended_to_itself(x):
+    xs = [x[0], x[1]]
+    xs.append(xs)
+    xs[0] = x[2]  # xs[2] is xs: Python reads x[2] there
+    return xs[2][0] * 1.0
+
+
+def assigned_into_itself(x):
+    xs = [x[0], x[1]]
+    xs[0] = xs
+    xs[1] = x[2] * 7.0  # xs[0] is xs: Python reads 7 * x[2] there
+    return xs[0][1] * 1.0
+
+
+def holds_a_list_holding_it(x):
+    r = [x[0], x[1]]
+    ys = [r, x[2]]
+    r.append(ys)  # r[2] is ys, ys[0] is r: appending to r changes what ys[0] is
+    return ys[0][2][1] * 1.0
+
+
+def appended_to_itself_then_appended(x):
+    xs = [x[0], x[1]]
+    xs.append(xs)
+    xs.append(x[2])  # xs[2] is xs: it has four elements now
+    return xs[2][3] * 1.0
+
+
 @pytest.mark.parametrize("fn, args, snippet, words", [
+    (appended_to_itself, (), "xs[0] = x[2]", ["the list holds itself", "xs = xs[:i] + [v] + xs[i + 1:]"]),
+    (assigned_into_itself, (), "xs[1] = x[2] * 7.0", ["the list holds itself"]),
+    (holds_a_list_holding_it, (), "r.append(ys)", ["`ys` shares"]),
+    (appended_to_itself_then_appended, (), "xs.append(x[2])", ["the list holds itself", "xs = xs + [v]"]),
     (alias_name, (), "xs[0] = x[1] * 2.0", ["`ys` shares", "xs = xs[:i] + [v] + xs[i + 1:]"]),
     (argument_list, ([np.ones(2), np.ones(2)],), "xs[0] = xs[0] * 2.0", ["argument", "xs = xs[:i] + [v]"]),
     (shared_inner, (), "ys[0][1] = x[2] + del_r", ["`r` shares"]),

@@ -69,7 +69,7 @@ def test_reductions_with_initial_and_where(tmp_path_factory, data):
     keep = data.draw(st.booleans())
     method = data.draw(st.booleans())
     extreme = op in ("max", "min")
-    where = data.draw(st.sampled_from(["x > 0.1", "x < 0.3", "np.array(True)", f"np.ones({shape[-1]}, bool)",
+    where = data.draw(st.sampled_from(["x > 0.1", "x < 0.3", "True", f"np.ones({shape[-1]}, bool)",
                                        "mask"] + ([] if extreme else ["True"])))
     initial = data.draw(st.sampled_from(["-2.0", "c", "1.5"] + ([] if extreme else ["None"])))
     keywords = f"axis={axis}, keepdims={keep}, where={where}" + ("" if initial == "None" else f", initial={initial}")
@@ -94,7 +94,13 @@ def sum_float_mask(x):
     return np.sum(x, where=x)
 
 
+def min_of_a_selection(x):
+    v = x[x > 5.0]  # empty here: numpy gives initial, the reduction before it raised (ValueError, no identity)
+    return np.min(v, initial=x[0] * 2.0, where=v > 0.1)
+
+
 @pytest.mark.parametrize("fn, args, snippet, words", [
+    (min_of_a_selection, (np.ones(3),), "np.min(v, initial=x[0] * 2.0, where=v > 0.1)", ["may be empty"]),
     (max_without_initial, (np.ones(3),), "np.max(x, where=x > 0)", ["needs `initial=`", "initial=-np.inf"]),
     (sum_int_initial_float, (np.arange(3),), "np.sum(k, initial=1.5)", ["`initial=`", "Python number"]),
     (sum_float_mask, (np.ones(3),), "np.sum(x, where=x)", ["boolean mask"]),
@@ -120,7 +126,10 @@ def test_add_at(tmp_path_factory, data):
     k = data.draw(st.integers(1, 6))
     idx = data.draw(st.lists(st.integers(-rows, rows - 1), min_size=k, max_size=k))
     jdx = data.draw(st.lists(st.integers(0, cols - 1), min_size=k, max_size=k))
-    form = data.draw(st.sampled_from(["rows", "pairs", "scalar", "mask", "broadcast", "loop", "twice"]))
+    form = data.draw(st.sampled_from(["rows", "pairs", "scalar", "mask", "broadcast", "loop", "twice", "grid"]))
+    grid = data.draw(st.lists(st.lists(st.integers(-rows, rows - 1), min_size=2, max_size=2), min_size=2, max_size=2))
+    grid_values = data.draw(st.sampled_from(["v[:4].reshape(2, 2) * c", "v[:2] * c", "(v[:2] * c).reshape(2, 1)",
+                                             "v[:1] * c", "c * 1.5"]))
     stmt = {
         "rows": f"np.add.at(y, np.array({idx}), np.tanh(v[:{k}]).reshape({k}, 1) * x[:1])",
         "pairs": f"np.add.at(y, (np.array({idx}), np.array({jdx})), v[:{k}] * c)",
@@ -130,6 +139,10 @@ def test_add_at(tmp_path_factory, data):
         "loop": f"for i in range({k}):\n        np.add.at(y, np.array([i % {rows}, 0]), v[i:i + 1] * x[0, :1])",
         "twice": f"np.add.at(y, [{idx[0]}, {idx[-1]}], x[:2] * c)\n    np.add.at(y, np.array({idx}), 0.5 * y[:{k}] "
                  f"if {k} <= {rows} else c)",
+        # an index array of two dimensions into a 1-D array (numpy 2.4 adds garbage where values of shape (2,)
+        # are broadcast over it: refused)
+        "grid": f"z = np.cos(x[:, 0]) * c\n    np.add.at(z, np.array({grid}), {grid_values})\n"
+                f"    y = y * z.reshape({rows}, 1)",
     }[form]
     source = (f"import numpy as np\n\n\ndef f(x, v, c):\n    y = np.sin(x) * c\n    {stmt}\n"
               f"    return np.sum(y * y * x)\n")
@@ -142,6 +155,10 @@ def test_add_at(tmp_path_factory, data):
         fn(x.copy(), v.copy(), c)
     except (IndexError, ValueError):
         assume(False)  # numpy itself refuses the drawn combination (shapes)
+    if form == "grid" and grid_values in ("v[:2] * c", "(v[:2] * c).reshape(2, 1)", "v[:1] * c"):
+        with pytest.raises(astad.AstadError, match="broadcast over indices of more than one dimension"):
+            astad.grad(fn)(x, v, c)
+        return
     _accepted(fn, (x, v, c), data)
 
 
@@ -163,7 +180,23 @@ def add_at_int_into_float(x):
     return float(k[0])
 
 
+def add_at_grid_broadcast(x):
+    y = x * 2.0
+    np.add.at(y, np.array([[0, 1], [1, 1]]), x[:2])  # numpy 2.4: y[1] += 3 * x[0] (memory past x[:2] read)
+    return np.sum(y * y)
+
+
+def add_at_float32(x):
+    y = np.ones(2, dtype=np.float32)
+    np.add.at(y, [0, 0], (x[:2] * 3e-8).astype(np.float32))  # numpy: 1 + 3e-8 is 1, twice
+    return np.sum(y * x[:2])
+
+
 @pytest.mark.parametrize("fn, snippet, words", [
+    (add_at_float32, "np.add.at(y, [0, 0], (x[:2] * 3e-8).astype(np.float32))",
+     ["float32", "rounds", "y = y.astype(np.float64)"]),
+    (add_at_grid_broadcast, "x[:2])",
+     ["more than one dimension", "np.broadcast_to(v, (2, 2))"]),
     (add_at_argument, "np.add.at(x, [0, 0], 1.0)", ["argument", "x = x.copy()"]),
     (add_at_alias, "np.add.at(y, [1, 1], x[0])", ["`z`"]),
     (add_at_int_into_float, "np.add.at(k, [0], x[0])", ["same_kind"]),

@@ -26,7 +26,11 @@ with an index known when transforming or a loop's).  Loops
 with an ``else`` block (run where the loop ends without ``break``).  Drawn
 rarely, as astad refuses them today: updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
 refused: ``break``/``continue``/``return`` in a loop over a list known element by element, reading a
-list before any ``append`` to it in the source, a loop variable read after its loop."""
+list before any ``append`` to it in the source, a loop variable read after its loop.
+
+Found: a list that holds itself (``pair.append(pair)``, ``xs[0] = xs``) then assigned to
+(``pair[0] = ...``) was read through its element as it was before (``pair[2][0]``: a wrong value);
+refused now (tests/test_list_item_assignment.py)."""
 
 import copy
 import os
@@ -88,6 +92,7 @@ class LoopGen:
         self.counts = Counter()
         self.views = False
         self.arrs = False  # the list `arrs` of arrays exists
+        self.extras: list[str] = []  # more terms the result may read
 
     def name(self, stem):
         self.fresh += 1
@@ -418,7 +423,7 @@ class LoopGen:
     def result(self):
         parts = ["acc", self.pick(["np.sum(y * w)", "np.sum(y ** 2)", "y[0] * c"])]
         for extra in ["c * len(lst)", "u * r", "np.sum(Y * Y)", "c", "pair[0] * pair[1]", "grid[0][1] * grid[1][0]",
-                      "np.sum(rows[0] * rows[1])", "sum(lst)"]:
+                      "np.sum(rows[0] * rows[1])", "sum(lst)"] + self.extras:
             if self.draw(st.booleans()):
                 parts.append(extra)
         return " + ".join(parts)
@@ -445,6 +450,12 @@ def programs(draw):
     g.emit("pair = [c, 0.5 * c]")
     g.emit("grid = [[c, 0.25], [x[0], c * c]]")
     g.emit("rows = [x * 1.0, w * c]")
+    if draw(st.integers(0, 5)) == 0:  # a list that holds itself: an update of it is seen through its element
+        g.counts["list holding itself"] += 1
+        g.emit("pair.append(pair)")
+        g.emit(draw(st.sampled_from(["pair[0] = c * c", "pair[1] += c", "pair[-2] = pair[0] * 0.5", "pair.append(c)",
+                                     "acc = acc + pair[2][1]"])))
+        g.extras.append("pair[2][0] * pair[2][1]")
     for _ in range(draw(st.integers(1, 3))):
         g.s_loop()
         if draw(st.integers(0, 2)) == 0:

@@ -148,6 +148,13 @@ def masked_reduction(lw: "Lowerer", op: str, b: dict, node: cst.Call, axis: Any,
         x = lw.emit("where", [mask, x, e_atom])
         if x.type != t:  # (a mask of fewer dimensions: the same shape, as numpy's reduction reads it)
             raise lw.type_error(f"np.{op}: `where=` changed the array's type to {x.type}", node)
+    if extreme and t.ndim:
+        axes = range(t.ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+        if any(not isinstance(a, int) or t.shape[a % t.ndim] in (0, None) for a in axes):
+            # numpy gives `initial` where the reduced axes are empty; the reduction before it raises there
+            raise lw.type_error(f"np.{op} with `initial=` of an array whose reduced axes may be empty (a size "
+                                "known only when the function runs) is not supported", node,
+                                f"np.{op} of an array of known shape (a mask's selection has none)")
     out = lw.emit(op, [x], {"axis": axis, "keepdims": keep})
     if not given:
         return out

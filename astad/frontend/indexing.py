@@ -175,7 +175,7 @@ class Indexing(LowererCore):
 
         if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
             raise self.syntax_error("a list's element is assigned by one integer index (not a slice)", hint, target)
-        self.aliases.update_list(c, others, fail)
+        self.aliases.update_list(c, others + self.held_by_itself(c), fail)
         index_node = target.slice[0].slice.value
         i = self.atom(self.expr(index_node), index_node)
         if not (isinstance(i.type, Num) and i.type.shape == () and np.dtype(i.type.dtype).kind in "iu"):
@@ -209,6 +209,13 @@ class Indexing(LowererCore):
             v = self.emit(op, [element, v])
         self.node = target
         return self.emit("list_set", [xs, v, i])
+
+    @staticmethod
+    def held_by_itself(c: Value) -> list[tuple[str, Value]]:
+        """The elements of a list known element by element, as values an update of the list must not
+        change: one that holds the list (``xs.append(xs)``, ``xs[0] = xs``) would see the change too."""
+        return [("the list holds itself (an element is the list or holds it)", item) for item in c.items] \
+            if isinstance(c, PyTuple) else []
 
     def check_element_in_place(self, element: Atom, xs: Var, label: str, symbol: str, target: cst.CSTNode,
                                others: list[tuple[str, Value]]) -> None:
@@ -328,6 +335,12 @@ class Indexing(LowererCore):
         if not (isinstance(y, Var) and isinstance(y.type, Num) and y.type.shape):
             raise self.type_error("np.add.at needs an array the function made", node, "y = np.zeros(n); "
                                   "np.add.at(y, idx, v)")
+        if np.dtype(y.type.dtype).kind == "f" and np.dtype(y.type.dtype).itemsize < 8:
+            # numpy rounds to the array's dtype after each value added (a repeated index: after each repeat);
+            # y + scatter(v) sums the repeats first (float32: 1 + 3e-8 + 3e-8 is 1 in numpy, 1.0000001 here)
+            raise self.type_error(f"np.add.at on an array of {y.type.dtype}: numpy rounds to {y.type.dtype} after "
+                                  "each value it adds, which astad does not follow", node,
+                                  f"an array of float64: {name} = {name}.astype(np.float64) first")
         loc = self.loc(node)
 
         def fail(why: str) -> Exception:
@@ -349,6 +362,13 @@ class Indexing(LowererCore):
             if not rules.updates.fits(v.type.shape, selection.shape):
                 raise self.type_error(f"np.add.at: values of shape {v.type.shape} do not fit the selection's shape "
                                       f"{selection.shape}", values, "values of the selection's shape")
+            if v.type.shape and any(isinstance(p, tuple) and p[0] == "array" and len(args[p[1]].type.shape) > 1
+                                    for p in index):  # type: ignore[union-attr]
+                # numpy 2.x (2.4 checked): np.add.at(y, [[0, 1], [2, 3]], v) with v of shape (2,) reads past v's
+                # memory (garbage in y); a broadcast view of v, of the selection's shape, is added as documented
+                raise self.type_error("np.add.at: values broadcast over indices of more than one dimension (numpy "
+                                      "adds memory past the values' end in some of these)", values,
+                                      f"values of the selection's shape: np.broadcast_to(v, {selection.shape})")
             v = self.emit("broadcast_to", [v, Const.literal(selection.shape, TupleT(tuple(
                 Num((), "int64", py=True, value=d) for d in selection.shape)))]) if selection.known_shape else \
                 self.emit("add", [self.emit("zeros_like", [picked]), v])  # (a mask's selection: its size at run time)

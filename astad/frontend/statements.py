@@ -280,7 +280,7 @@ class Statements(LowererCore):
                                           f"build a new list: {name} = {name} + [v]")
 
         if is_list_value(old):
-            self.aliases.update_list(old, self.readable_besides(name), fail)
+            self.aliases.update_list(old, self.readable_besides(name) + self.held_by_itself(old), fail)
         given = self.expr(call.args[0].value)
         if isinstance(old, PyTuple) and old.is_list:  # it holds what a list literal holds: functions, tuples, lists
             new = self.scope.env[name] = PyTuple(old.items + (given,), is_list=True)
