@@ -96,7 +96,7 @@ KIND: dict[str, str] = {
     "getitem": "getitem",
     "list": "list",
     "list_copy": "list_copy",
-    **dict.fromkeys(("append", "append_in_place", "list_set"), "append"),
+    **dict.fromkeys(("append", "append_in_place", "list_set", "list_set_in_place"), "append"),
     **dict.fromkeys(("list_get", "list_pop"), "element"),
     **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
 }
