@@ -115,3 +115,11 @@ def test_value_is_numpys_own():
 
     x = np.array([1.1, 2.3, 3.7, 4.9])
     assert astad.value_and_grad(f)(x)[0] == f(x)
+
+
+@pytest.mark.parametrize("fn", [in_a_loop, twice, read_before_nonlinearly], ids=lambda f: f.__name__)
+def test_hessian(fn):
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    g, eps = astad.grad(fn), 1e-6
+    fd = np.array([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(astad.hessian(fn)(x), fd, rtol=1e-6, atol=1e-7)

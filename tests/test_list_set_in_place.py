@@ -215,3 +215,13 @@ def test_linear_in_the_number_of_steps():
 
     small, large = best(500), best(4000)
     assert large < 24 * small, (small, large)
+
+
+@pytest.mark.parametrize("fn", [built_then_set, two_sets_and_reads_after, set_then_append, while_set],
+                         ids=lambda f: f.__name__)
+def test_hessian(fn):
+    """Reverse over reverse reads the in-place updates as the functional ones (ad/lower_target.py)."""
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    g, eps = astad.grad(fn), 1e-6
+    fd = np.array([(g(x + eps * e) - g(x - eps * e)) / (2 * eps) for e in np.eye(4)])
+    np.testing.assert_allclose(astad.hessian(fn)(x), fd, rtol=1e-6, atol=1e-7)
