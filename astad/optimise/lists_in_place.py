@@ -8,7 +8,11 @@ loop whose list starts as a new list that nothing else reads may append to it
 in place (element reads of the old list come before the append, reads of the
 new one after it); the backward loop, whose list of cotangents starts as a new
 list it owns, takes each append's cotangent off its end with ``pop`` (reads of
-the list add theirs into it in place: ``accumulate``).
+the list add theirs into it in place: ``accumulate``).  ``xs[i] = v`` (``list_set``) in
+such a loop is done in place too, where the old list is read only by element reads
+before it, in a forward loop (with appends, in any order) and in a backward one (the
+cotangent's ``xs_ct[i] = 0.0``, then reads' cotangents added in place); a loop that
+updated its new list in place hands it on as a new list, for the next loop.
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ def list_set_value(l: list, v: Any, i: int) -> list:
 
 def _stmts_list_set(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
     """``xs_2 = xs[:]; xs_2[i] = v``: a new list with one element replaced (the old one may be
-    kept, on a tape, for the backward pass)."""
+    kept, on a tape, for the backward pass; ``list_set_in_place`` where nothing reads it after:
+    optimise/lists_in_place.py)."""
     l, v, i = a
     return [emit.assign(target, px.subscript(l, [px.slice_(None, None, None)])), emit.assign(px.subscript(target, [i]), v)]
 
