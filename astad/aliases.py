@@ -82,7 +82,7 @@ KIND: dict[str, str] = {
     **{math_op(n): "fresh" for n in [*MATH_DIFFERENTIABLE, *MATH_DISCRETE]},
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to", "sum_to_dims",
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
-                     "convert_float", "convert_discrete", "setitem"), "view"),  # np.float64(x) of a float64 array is x
+                     "convert_float", "convert_discrete", "setitem", "add_at"), "view"),  # np.float64(x) of a float64 array is x
     **dict.fromkeys(("py_max", "py_min"), "either"),
     **dict.fromkeys(("tensordot", "inner", "vdot", "kron", "take", "take_along_axis", "repeat", "tile", "roll", "pad",
                      "linspace", "tri", "take_transpose", "add_along_axis"), "fresh"),
@@ -96,7 +96,7 @@ KIND: dict[str, str] = {
     "getitem": "getitem",
     "list": "list",
     "list_copy": "list_copy",
-    **dict.fromkeys(("append", "append_in_place", "list_set"), "append"),
+    **dict.fromkeys(("append", "append_in_place", "list_set", "list_set_in_place"), "append"),
     **dict.fromkeys(("list_get", "list_pop"), "element"),
     **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
 }

@@ -1,7 +1,7 @@
 """numpy arguments astad refused before: ``np.diff(x, prepend=..., append=...)`` (joined along the axis
 first, a number broadcast to length 1 there), ``np.sum/np.prod/np.max/np.min(x, initial=..., where=mask)``
 (also as methods: the reduction of ``np.where(mask, x, identity)`` combined with ``initial``) and
-``np.add.at(y, idx, v)`` (a scatter-add in place: ``y + scatter(v)``, checked as an in-place update:
+``np.add.at(y, idx, v)`` (a scatter-add in place: ``add_at(y, v, idx)``, checked as an in-place update:
 refused where another name, a view or the caller sees ``y``).  Derivatives against central finite
 differences in float64 and forward vs reverse ``<u, J v> == <J^T u, v>``, over drawn shapes, axes,
 masks and indices."""

@@ -5,7 +5,7 @@ over arguments, over a made array that the body updates, over a list argument of
 list built at run time), ``while`` loops with a counter
 and with a data-dependent (bounded) condition, ``break``/``continue``/``return`` under conditions,
 nested loops, ``if``/``elif``/``else`` assigning different names in its branches, and in-place
-updates in loop bodies: ``y[i] = ...``, ``y[i] += ...``, ``y += ...`` on arrays, on slices and
+updates in loop bodies: ``y[i] = ...``, ``y[i] += ...``, ``np.add.at(y, [i, j], ...)``, ``y += ...`` on arrays, on slices and
 through views (``v = y[1:]; v[0] *= ...``), and ``append`` to lists (of floats, and of arrays the
 body goes on updating in place).
 
@@ -189,8 +189,8 @@ class LoopGen:
 
     def s_item(self):
         target = f"y[{self.index()}]"
-        op = self.pick(["{} = {s}", "{} += {s}", "{} -= {s}", "{} *= {b}"])
-        self.emit(op.format(target, s=self.scalar(), b=self.bounded()))
+        op = self.pick(["{} = {s}", "{} += {s}", "{} -= {s}", "{} *= {b}", "np.add.at(y, [{i}, {j}], {s})"])
+        self.emit(op.format(target, s=self.scalar(), b=self.bounded(), i=self.index(), j=self.index()))
 
     def s_array(self):
         self.emit(self.pick([f"y += {self.array()}", f"y *= {self.bounded()}", f"y[1:] += x[:-1] * {self.bounded()}",

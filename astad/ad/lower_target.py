@@ -19,7 +19,7 @@ with the same values:
   zeros), or refused where its size is known only at run time;
 - ``plus``: kept (the reverse macro's rule for ``plus`` gives each summand the
   sum's cotangent), its zero summands dropped;
-- the in-place primitives (``append_in_place``, ``list_pop``,
+- the in-place primitives (``append_in_place``, ``list_set_in_place``, ``list_pop``,
   ``list_popped``, ``scatter_add``, ``list_scatter_add``): their functional
   equivalents, whose code does not overwrite a value another part of the
   new program may read.
@@ -266,6 +266,7 @@ def _list_scatter_add(low: _Lower, args: Sequence[Atom], ps: dict) -> Atom:
 #: the optimiser's in-place primitives, as the functional ones they stand for
 IN_PLACE: dict[str, Callable[[_Lower, Sequence[Atom], dict], Atom]] = {
     "append_in_place": lambda low, a, ps: low.prim("append", *a),
+    "list_set_in_place": lambda low, a, ps: low.prim("list_set", *a),
     "list_pop": lambda low, a, ps: low.prim("list_get", a[0], Const.literal(-1, Num((), "int64", py=True))),
     "list_popped": lambda low, a, ps: low.prim("list_init", *a),
     "scatter_add": _scatter_add,

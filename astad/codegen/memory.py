@@ -26,8 +26,9 @@ FRESH = {"add", "sub", "mul", "div", "neg", "pow", "exp", "log", "sin", "cos", "
          "stack", "tril", "triu", "copy"}
 FRESH |= {"cumsum", "cumprod", "diff", "sort", "linear_scan", "shift_along", "permute", "trace_embed"}  # rules/scans.py
 FRESH |= inplace.FRESH
-#: array updates printed as ``y_new = y.copy(); y_new[index] = v``, without the copy where ``y`` is owned
-UPDATES = {"setitem"}
+#: array updates printed as ``y_new = y.copy(); y_new[index] = v`` (``np.add.at(y_new, index, v)``), without
+#: the copy where ``y`` is owned
+UPDATES = {"setitem", "add_at"}
 #: operations that can update their first (for + and *, either) operand in place
 _IN_PLACE = {"add": "+", "mul": "*", "sub": "-", "div": "/"}
 #: operations that can update their last operand in place by a ufunc's ``out=`` (the first, for + and *, above)

@@ -514,7 +514,7 @@ _PLAIN = _Plain()
 
 
 #: primitives that change the list they are given (its first operand) in place
-_LIST_IN_PLACE = {"append_in_place", "list_pop", "list_scatter_add"}
+_LIST_IN_PLACE = {"append_in_place", "list_set_in_place", "list_pop", "list_scatter_add"}
 #: the operations ``bind`` looks at before printing them (the others: none of these)
 _SPECIAL = _LIST_IN_PLACE | _UPDATES | {"scatter"}
 

@@ -321,8 +321,8 @@ class Indexing(LowererCore):
 
     def add_at(self, node: cst.Call) -> None:
         """``np.add.at(y, idx, v)``: ``y[idx] += v`` with a repeated index added each time, on an array
-        the function made (the alias checks of ``y[...] += v``): ``y`` is bound to ``y + scatter(v)``,
-        the scatter into zeros that is ``y[idx]``'s transpose (one rule, both directions)."""
+        the function made (the alias checks of ``y[...] += v``): ``y`` is bound to ``add_at(y, v, ...)``
+        (rules/updates.py), printed in place where nothing else reads ``y``."""
         if len(node.args) != 3 or any(a.keyword is not None or a.star for a in node.args):
             raise self.type_error("np.add.at takes the array, the indices and the values, by position", node,
                                   "np.add.at(y, idx, v)")
@@ -372,15 +372,11 @@ class Indexing(LowererCore):
             v = self.emit("broadcast_to", [v, Const.literal(selection.shape, TupleT(tuple(
                 Num((), "int64", py=True, value=d) for d in selection.shape)))]) if selection.known_shape else \
                 self.emit("add", [self.emit("zeros_like", [picked]), v])  # (a mask's selection: its size at run time)
-        new = self.emit("add", [y, self.emit("scatter", [v, y, *args[1:]], {"index": index})])
-        t = new.type
-        assert isinstance(t, Num)
-        if t.dtype != y.type.dtype:
-            if not np.can_cast(t.dtype, y.type.dtype, "same_kind"):
-                raise self.type_error(f"np.add.at: numpy cannot add {v.type.dtype} values into an array of "
-                                      f"{y.type.dtype} (casting rule 'same_kind')", node,
-                                      f"{name} = {name}.astype(np.float64) first")
-            new = self.emit("astype", [new], {"dtype": y.type.dtype, "scalar": False})
+        if not np.can_cast(np.result_type(y.type.dtype, v.type.dtype), y.type.dtype, "same_kind"):
+            raise self.type_error(f"np.add.at: numpy cannot add {v.type.dtype} values into an array of "
+                                  f"{y.type.dtype} (casting rule 'same_kind')", node,
+                                  f"{name} = {name}.astype(np.float64) first")
+        new = self.emit("add_at", [y, v, *args[1:]], {"index": rules.shift_index(index, 1)})
         self.scope.env[name] = self.name_result(new, name)
 
     def compose_index(self, x: Atom, index: tuple) -> tuple[Atom, tuple] | None:

@@ -141,7 +141,7 @@ def finish(lowerer: Any, rec: Recording, result: Any, outermost: bool) -> Templa
         known = {v.name for v in rec.inputs}
         for b in binds:
             rhs = b.rhs
-            if (len(b.targets) != 1 or type(rhs) is not Prim or rhs.op == "setitem" or has_effect(rhs)
+            if (len(b.targets) != 1 or type(rhs) is not Prim or rhs.op in ("setitem", "add_at") or has_effect(rhs)
                     or isinstance(b.targets[0].type, ListT) or b.targets[0].name not in given):
                 return None
             for a in rhs.args:

@@ -8,7 +8,11 @@ loop whose list starts as a new list that nothing else reads may append to it
 in place (element reads of the old list come before the append, reads of the
 new one after it); the backward loop, whose list of cotangents starts as a new
 list it owns, takes each append's cotangent off its end with ``pop`` (reads of
-the list add theirs into it in place: ``accumulate``).
+the list add theirs into it in place: ``accumulate``).  ``xs[i] = v`` (``list_set``) in
+such a loop is done in place too, where the old list is read only by element reads
+before it, in a forward loop (with appends, in any order) and in a backward one (the
+cotangent's ``xs_ct[i] = 0.0``, then reads' cotangents added in place); a loop that
+updated its new list in place hands it on as a new list, for the next loop.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, Rev
 
 
 #: primitives that make a new list object (elements shared, never changed in place)
-FRESH_LISTS = {"list", "list_init", "list_onehot", "list_zeros_like", "list_add", "list_scatter_add", "unstack",
+FRESH_LISTS = {"list", "list_init", "list_onehot", "list_zeros_like", "list_add", "list_scatter_add", "list_set", "unstack",
                "split_like"}
 
 
@@ -56,7 +60,7 @@ _POP = (tuple(FRESH_LISTS), "list_init")
 def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
     fresh_ops, update = rule
     fresh = {b.targets[0].name for b in block.binds if isinstance(b.rhs, Prim) and b.rhs.op in fresh_ops}
-    binds = []
+    binds: list[Bind] = []
     for b in block.binds:
         rhs = b.rhs
         if isinstance(rhs, (Loop, LoopBack)):
@@ -64,10 +68,13 @@ def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
             body = _lists_in_place(rhs.body, uses, rule)
             items = result_items(body) or ()
             for k, (p, start, out) in enumerate(zip(params, rhs.init, items)):
+                # (the new list read before the loop only by element reads and its length: ``len(xs)`` as bounds)
                 if isinstance(p.type, ListT) and isinstance(start, Var) and start.name in fresh \
-                        and uses[start.name] == 1 and isinstance(out, Var):
-                    body = _in_place(body, p, out, uses, update, uses[p.name]) or body
-                    if isinstance(rhs, LoopBack) and _only_added_into(body, p, out, uses):
+                        and (uses[start.name] == 1 or _only_read(binds, start, uses[start.name] - 1)) \
+                        and isinstance(out, Var):
+                    new = _in_place(body, p, out, uses, update, uses[p.name])
+                    body = new or body
+                    if new is not None or isinstance(rhs, LoopBack) and _only_added_into(body, p, out, uses):
                         fresh.add(b.targets[k].name)  # the loop hands on the new list it started with
             b = Bind(b.targets, replace(rhs, body=body), b.loc)
         else:
@@ -94,6 +101,10 @@ def _in_place(block: Block, p: Var, out: Var, uses: Counter, update: str, n_p: i
     i = at.get(out.name)
     if i is not None and isinstance(block.binds[i].rhs, If):
         return _in_place_if(block, i, p, out, uses, update, n_p)
+    if i is not None and prim_op(block.binds[i]) in _STEPS[update]:
+        chain = _set_in_place(block, at, p, out, uses, update, n_p)
+        if chain is not None:
+            return chain
     chain: list[int] = []  # the adds in place between ``list_init(p)`` and ``out``
     while update != "append" and i is not None and prim_op(block.binds[i]) == "list_scatter_add" \
             and uses[block.binds[i].targets[0].name] == 1:
@@ -122,6 +133,44 @@ def _in_place(block: Block, p: Var, out: Var, uses: Counter, update: str, n_p: i
     j = last[0]
     binds[i] = Bind(binds[i].targets, Prim("list_popped", (q,)), binds[i].loc)
     binds[j] = Bind(binds[j].targets, Prim("list_pop", (q,)), binds[j].loc)
+    return Block(tuple(binds), block.result)
+
+
+#: the updates on the way from a loop's list to its next value where one of them is ``xs[i] = v``
+#: (``list_set``): in a forward loop appends too, in a backward one adds in place of one-hot cotangents
+_STEPS = {"append": ("list_set", "append"), "list_init": ("list_set", "list_scatter_add")}
+_IN_PLACE = {"list_set": "list_set_in_place", "append": "append_in_place"}
+
+
+def _set_in_place(block: Block, at: dict[str, int], p: Var, out: Var, uses: Counter, update: str,
+                  n_p: int) -> Block | None:
+    """``out`` made from ``p`` by a chain of updates (``_STEPS``) with ``xs[i] = v`` among them, each
+    list on the way read otherwise only by element reads before the next update (``p`` ``n_p``
+    times in all), ``out`` as ``_in_place`` asks: each ``list_set`` (and append) done in place,
+    O(1) instead of a copy of the list."""
+    steps: list[int] = []
+    node: Atom = out
+    while node != p:
+        k = at.get(node.name) if isinstance(node, Var) else None
+        if k is None or prim_op(block.binds[k]) not in _STEPS[update]:
+            return None
+        steps.append(k)
+        node = block.binds[k].rhs.args[0]  # type: ignore[union-attr]
+    steps.reverse()
+    binds = list(block.binds)
+    if not any(prim_op(binds[k]) == "list_set" for k in steps) or not _only_read(binds[:steps[0]], p, n_p - 1):
+        return None
+    for k, nxt in zip(steps, steps[1:]):
+        mid = binds[k].targets[0]
+        if not _only_read(binds[k + 1:nxt], mid, uses[mid.name] - 1):
+            return None
+    if not (_out_read(binds, steps[-1], out, uses) if update == "append" else uses[out.name] == 1):
+        return None
+    for k in steps:
+        d = binds[k].rhs
+        assert isinstance(d, Prim)
+        if d.op in _IN_PLACE:
+            binds[k] = Bind(binds[k].targets, Prim(_IN_PLACE[d.op], d.args, d.params), binds[k].loc)
     return Block(tuple(binds), block.result)
 
 

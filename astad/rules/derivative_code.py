@@ -16,7 +16,8 @@ from .. import pyexpr as px
 from ..ir import ListT, Num, Type
 from . import emit
 from .derive import add_all, explicit, like_scalar, linear, no_tangent, sum_to, zeros_of
-from .lists import append_infer, append_transpose, list_elem, unknown_length
+from .lists import (append_infer, append_transpose, list_elem, list_set_infer, list_set_transpose, list_set_value,
+                    unknown_length)
 from .table import DerivativeKind, Expr, Primitive, norm_axes, num, register, runtime, vjp_zero
 from .types import broadcast_shapes
 
@@ -216,6 +217,11 @@ def _stmts_append_in_place(t: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSma
     return [emit.assign(t, a[0]), cst.Expr(px.method(t, "append", [a[1]]))]
 
 
+def _stmts_list_set_in_place(t: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``t = xs; t[i] = v``: the list itself, one element replaced (no copy)."""
+    return [emit.assign(t, a[0]), emit.assign(px.subscript(t, [a[2]]), a[1])]
+
+
 #: ``xs.pop()`` and the list it leaves: linear, but their transposes would read
 #: the list after the pop changed it, so they have no reverse-mode rule
 _in_place = explicit(lambda b, p, out, ts: None if ts[0] is None else b.prim(p.op, ts[0]), None)
@@ -235,6 +241,8 @@ register(
     # in place, where the optimiser proved the old list is read by nothing else (O(1), not O(length))
     Primitive("append_in_place", lambda l, v: l + [v], append_infer, None, stmts=_stmts_append_in_place, kind=BACKWARD,
               **linear(append_transpose)),
+    Primitive("list_set_in_place", list_set_value, list_set_infer, None, stmts=_stmts_list_set_in_place,
+              kind=BACKWARD, **linear(list_set_transpose, 0, 1)),
     Primitive("list_pop", lambda l: l[-1], list_elem, None, zero_in=(0,),
               stmts=lambda t, a, ps: [emit.assign(t, px.method(a[0], "pop"))], kind=BACKWARD, **_in_place),
     Primitive("list_popped", lambda l: l[:-1], lambda ts, ps: unknown_length(ts[0]), lambda a, ps: a[0], zero_in=(0,),

@@ -42,7 +42,7 @@ def append_infer(ts: list[Type], params: dict) -> Type:
     return ListT(v)
 
 
-def _list_set_infer(ts: list[Type], params: dict) -> Type:
+def list_set_infer(ts: list[Type], params: dict) -> Type:
     l = list_t(ts[0])
     if l.elem is None:
         raise ShapeError("assigning to an element of a list nothing has been appended to")
@@ -96,7 +96,7 @@ def _list_get_transpose(b, p, out, ct):
     return [b.prim("list_onehot", p.args[0], p.args[1], ct), None]
 
 
-def _list_set_value(l: list, v: Any, i: int) -> list:
+def list_set_value(l: list, v: Any, i: int) -> list:
     out = list(l)
     out[i] = v
     return out
@@ -104,12 +104,13 @@ def _list_set_value(l: list, v: Any, i: int) -> list:
 
 def _stmts_list_set(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
     """``xs_2 = xs[:]; xs_2[i] = v``: a new list with one element replaced (the old one may be
-    kept, on a tape, for the backward pass)."""
+    kept, on a tape, for the backward pass; ``list_set_in_place`` where nothing reads it after:
+    optimise/lists_in_place.py)."""
     l, v, i = a
     return [emit.assign(target, px.subscript(l, [px.slice_(None, None, None)])), emit.assign(px.subscript(target, [i]), v)]
 
 
-def _list_set_transpose(b, p, out, ct):
+def list_set_transpose(b, p, out, ct):
     """The replaced element's cotangent is dropped (zeros like the cotangent's element, so no
     primal value is kept); ``v`` gets the cotangent of the element it became."""
     i = p.args[2]
@@ -132,8 +133,8 @@ register(
     Primitive("list_get", lambda l, i: l[i], list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), zero_in=(0,), kind=RULE,
               **linear(_list_get_transpose, 0)),
     # `xs[i] = v` on a list: a new list (linear in the list and v together)
-    Primitive("list_set", _list_set_value, _list_set_infer, None, stmts=_stmts_list_set, kind=RULE,
-              **linear(_list_set_transpose, 0, 1)),
+    Primitive("list_set", list_set_value, list_set_infer, None, stmts=_stmts_list_set, kind=RULE,
+              **linear(list_set_transpose, 0, 1)),
     # a list whose length is known when transforming (a comprehension over a range or an array's rows)
     Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0], zero_in=(0,), kind=RULE,
               **linear(lambda b, p, out, ct: [ct], 0)),

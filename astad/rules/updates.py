@@ -26,7 +26,7 @@ from .. import pyexpr as px
 from ..ir import Const, Num, Type
 from . import emit
 from .derive import linear, sum_to
-from .indexing import gathers, index_exprs, index_shape, index_value, shape_only, shift_index
+from .indexing import add_at_expr, gathers, index_exprs, index_shape, index_value, shape_only, shift_index
 from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register, runtime
 
 RULE, DISCRETE = DerivativeKind.RULE, DerivativeKind.DISCRETE
@@ -82,6 +82,41 @@ def _setitem_transpose(b, p, out, ct):
     return [ct_y, ct_v] + [None] * len(ix)
 
 
+def _add_at_infer(ts: list[Type], ps: dict) -> Type:
+    y, v = num(ts[0]), num(ts[1])
+    selection = index_shape(y.shape, ps["index"], ts)
+    if not fits(v.shape, selection):
+        raise ShapeError(f"np.add.at: values of shape {v.shape} do not fit the selection's shape {selection}")
+    if not np.can_cast(np.result_type(y.dtype, v.dtype), y.dtype, "same_kind"):
+        raise ShapeError(f"np.add.at: numpy cannot add {v.dtype} values into an array of {y.dtype}")
+    return Num(y.shape, y.dtype)
+
+
+def _add_at_value(y: Any, v: Any, *ix: Any, index: tuple) -> Any:
+    out = np.array(y, copy=True)
+    np.add.at(out, index_value(index, (y, v, *ix)), v)
+    return out
+
+
+def _stmts_add_at(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``y_new = y.copy(); np.add.at(y_new, index, v)`` (``y_new[index] += v`` where no element can
+    be selected twice; the printer updates ``y`` itself where nothing else reads it)."""
+    y, v, *_ = a
+    first = emit.assign(target, y if ps.get("in_place") else px.method(y, "copy"))
+    items = index_exprs(ps["index"], a)
+    if gathers(ps["index"]):
+        return [first, add_at_expr(target, ps["index"], items, v)]
+    return [first, cst.AugAssign(target=px.subscript(target, items), operator=cst.AddAssign(), value=v)]
+
+
+def _add_at_transpose(b, p, out, ct):
+    """``y`` gets the cotangent as it is; ``v`` what it was added to, ``ct[index]`` (an element
+    added twice gets its cotangent twice), summed down to ``v``'s shape."""
+    y, v, *ix = p.args
+    ct_v = sum_to(b, b.prim("getitem", ct, *ix, index=shift_index(p.param("index"), -1)), v)
+    return [ct, ct_v] + [None] * len(ix)
+
+
 @runtime
 def last_writes(shape: tuple, index: Any) -> Any:
     """Which elements of the selection ``index`` of an array of ``shape`` keep their
@@ -124,6 +159,9 @@ def _last_writes_infer(ts: list[Type], ps: dict) -> Type:
 register(
     Primitive("setitem", _setitem_value, _setitem_infer, None, stmts=_stmts_setitem, kind=RULE,
               **linear(_setitem_transpose, 0, 1)),
+    # ``np.add.at(y, idx, v)`` (a repeated index added each time): ``y`` with ``v`` added at ``idx``
+    Primitive("add_at", _add_at_value, _add_at_infer, None, stmts=_stmts_add_at, kind=RULE,
+              **linear(_add_at_transpose, 0, 1)),
     # made only in derivative code: which writes of ``y[idx] = v`` an integer array ``idx`` keeps
     Primitive("last_writes", _last_writes_value, _last_writes_infer, _emit_last_writes, kind=DISCRETE),
 )
