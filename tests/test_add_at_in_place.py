@@ -116,6 +116,17 @@ def test_value_is_numpys_own():
     x = np.array([1.1, 2.3, 3.7, 4.9])
     assert astad.value_and_grad(f)(x)[0] == f(x)
 
+    def tiny_repeats(x):  # numpy: 1 + 3e-8 rounds to 1 in float32, twice (summed first: 1.0000001)
+        y = np.ones(2, dtype=np.float32)
+        np.add.at(y, [0, 0], (x[:2] * 3e-8).astype(np.float32))
+        return np.sum(y * x[:2])
+
+    x = np.array([1.0, 1.0, 0.0])
+    value, pullback = astad.reverse(tiny_repeats)(x)
+    assert value == tiny_repeats(x) and value.dtype == np.float64
+    for fn in (astad.reverse, astad.forward):  # derivatives as the other forms' (the value's rounding aside)
+        assert fn(tiny_repeats)(x)[0] == tiny_repeats(x)
+
 
 @pytest.mark.parametrize("fn", [in_a_loop, twice, read_before_nonlinearly], ids=lambda f: f.__name__)
 def test_hessian(fn):

@@ -197,26 +197,6 @@ def test_copied_where_the_backward_pass_reads_the_list_before_the_loop():
     assert "xs_7 = xs_6[:]" in reverse and "[:]" not in jvp
 
 
-def test_linear_in_the_number_of_steps():
-    """A loop of n steps costs O(n) (a copy per step made it O(n^2)): 8 times the steps cost
-    much less than 64 times the time (compared by thread time, best of 3)."""
-    import time
-    g = astad.grad(built_then_set)
-
-    def best(n):
-        x = np.linspace(-0.5, 0.5, n)
-        g(x)
-        out = []
-        for _ in range(3):
-            t = time.thread_time()
-            g(x)
-            out.append(time.thread_time() - t)
-        return min(out)
-
-    small, large = best(500), best(4000)
-    assert large < 24 * small, (small, large)
-
-
 @pytest.mark.parametrize("fn", [built_then_set, two_sets_and_reads_after, set_then_append, while_set],
                          ids=lambda f: f.__name__)
 def test_hessian(fn):

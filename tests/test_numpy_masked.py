@@ -186,15 +186,7 @@ def add_at_grid_broadcast(x):
     return np.sum(y * y)
 
 
-def add_at_float32(x):
-    y = np.ones(2, dtype=np.float32)
-    np.add.at(y, [0, 0], (x[:2] * 3e-8).astype(np.float32))  # numpy: 1 + 3e-8 is 1, twice
-    return np.sum(y * x[:2])
-
-
 @pytest.mark.parametrize("fn, snippet, words", [
-    (add_at_float32, "np.add.at(y, [0, 0], (x[:2] * 3e-8).astype(np.float32))",
-     ["float32", "rounds", "y = y.astype(np.float64)"]),
     (add_at_grid_broadcast, "x[:2])",
      ["more than one dimension", "np.broadcast_to(v, (2, 2))"]),
     (add_at_argument, "np.add.at(x, [0, 0], 1.0)", ["argument", "x = x.copy()"]),

@@ -335,12 +335,6 @@ class Indexing(LowererCore):
         if not (isinstance(y, Var) and isinstance(y.type, Num) and y.type.shape):
             raise self.type_error("np.add.at needs an array the function made", node, "y = np.zeros(n); "
                                   "np.add.at(y, idx, v)")
-        if np.dtype(y.type.dtype).kind == "f" and np.dtype(y.type.dtype).itemsize < 8:
-            # numpy rounds to the array's dtype after each value added (a repeated index: after each repeat);
-            # y + scatter(v) sums the repeats first (float32: 1 + 3e-8 + 3e-8 is 1 in numpy, 1.0000001 here)
-            raise self.type_error(f"np.add.at on an array of {y.type.dtype}: numpy rounds to {y.type.dtype} after "
-                                  "each value it adds, which astad does not follow", node,
-                                  f"an array of float64: {name} = {name}.astype(np.float64) first")
         loc = self.loc(node)
 
         def fail(why: str) -> Exception:
