@@ -29,5 +29,11 @@ CASES: dict[str, list[tuple]] = {
                 case(A((4, 3)), P(), B((4, 3)), index=(("mask", 2),)),
                 case(A((4, 3)), A((3,)), I(None, 0, 4), index=(("arg", 2),)),
                 case(A((6,)), A(()), I(None, 0, 3), I(None, 3, 6), index=(("slice", ("arg", 2), ("arg", 3), None),))],
+    # np.add.at(y, idx, v) as add_at(y, v, *ix, index): repeated indices (drawn often) add
+    "add_at": [case(A((5,)), A((4,)), I((4,), 0, 5), index=(("array", 2),)),
+               case(A((5,)), P(), I((6,), 0, 3), index=(("array", 2),)),
+               case(A((4, 3)), A((3,)), index=(1,)),
+               case(A((4, 3)), A((3, 3)), I((3,), 0, 4), index=(("array", 2),)),
+               case(A((4, 3)), A(()), I((3,), 0, 3), index=(ALL, ("array", 2)))],
     "last_writes": [case(A((5,)), I((4,), 0, 5), index=(("array", 1),))],
 }

@@ -48,6 +48,7 @@ DERIVATIVE_CODE: dict[str, list[tuple]] = {
     "list_popped": [case(L(3))],
     "list_pop": [case(L(3))],
     "append_in_place": [case(L(2), A((2,)))],
+    "list_set_in_place": [case(L(3), A((2,)), C(1)), case(L(3), A((2,)), C(-1)), case(L(3), A((2,)), I(None, 0, 3))],
     "list_onehot": [case(L(3), C(1), A((2,))), case(L(3), I(None, 0, 3), A((2,)))],
     "list_scatter_add": [case(L(3), C(1), A((2,))), case(L(3), I(None, 0, 3), A((2,)))],
     "unstack": [case(M, axis=0), case(M, axis=1)],
