@@ -6,6 +6,7 @@ statement can leave its block, a block's statements.
 from __future__ import annotations
 
 import functools
+from typing import Iterator
 
 import libcst as cst
 
@@ -40,13 +41,8 @@ def assigned_names(node: cst.CSTNode) -> tuple[str, ...]:
     names: dict[str, None] = {}  # in order
 
     def add(target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            names.setdefault(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                add(el.value)
-        elif isinstance(target, cst.Subscript):
-            add(target.value)  # `y[i] = v` binds `y` to the updated array (`ys[0][1] = v`: `ys` to the updated list)
+        # (`y[i] = v` binds `y` to the updated array; `ys[0][1] = v`: `ys` to the updated list)
+        names.update(dict.fromkeys(bound_by(target, items=True)))
 
     todo = [node]  # parents before children, children in source order (as a libcst visitor goes)
     while todo:
@@ -97,6 +93,19 @@ def adds_at(call: cst.Call) -> bool:
             and f.value.attr.value == "add")
 
 
+def bound_by(target: cst.BaseExpression, items: bool) -> Iterator[str]:
+    """The names an assignment to ``target`` binds, in order (unpacking tuples and lists, starred ones
+    too); with ``items``, also the variable whose item ``y[i] = v`` updates (astad reads the update
+    functionally: it binds ``y`` to the updated value)."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from bound_by(el.value, items)
+    elif isinstance(target, cst.StarredElement) or items and isinstance(target, cst.Subscript):
+        yield from bound_by(target.value, items)
+
+
 #: the statements that assign their ``target``
 _TARGETED = frozenset({cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For})
 
@@ -113,13 +122,7 @@ def local_names(fn: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
         return frozenset(found)
 
     def add(target: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            found.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                add(el.value)
-        elif isinstance(target, cst.StarredElement):
-            add(target.value)
+        found.update(bound_by(target, items=False))  # (`y[i] = v` changes the enclosing function's `y`)
 
     todo: list[cst.CSTNode] = [fn.body]
     while todo:
