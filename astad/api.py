@@ -129,10 +129,10 @@ def _deps_unchanged(fn: Callable, d: Any) -> bool:
 def kept(d: Derivative, residuals: Any, held: set[int]) -> Any:
     """The residuals of a call of ``d`` a pullback keeps: each array sharing memory with ``held`` (the
     owners of the arguments' and the value's memory) or with a constant array of ``d`` that could
-    change (``d.constant_arrays``) copied, so that the pullback is the derivative at the values the
+    change (``d.changing``) copied, so that the pullback is the derivative at the values the
     forward call used, whatever changes them afterwards."""
-    if d.constant_arrays:
-        held |= fresh.changeable_owners(d.constant_arrays)
+    if d.changing:
+        held |= d.changing
     return fresh.copy_shared(residuals, held) if held else residuals
 
 
@@ -323,7 +323,7 @@ class Reverse:
                 d = hit[0]
                 value, residuals = d.forward(*args)
                 # scalars own no memory; an array returned may be a residual too, and so may a constant array
-                if type(value) is not float or d.constant_arrays:
+                if type(value) is not float or d.changing:
                     residuals = kept(d, residuals, set() if type(value) is float else fresh.owners(value))
                 return value, Pullback(d.backward, residuals, d.out_type)
         n = len(args)

@@ -130,6 +130,8 @@ class Derivative:
     constant_arrays: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
+        #: the owners of the memory of the constant arrays that could change (fixed: an array's base is)
+        self.changing: frozenset[int] = frozenset(fresh.changeable_owners(self.constant_arrays))
         if self.out_lists is not None:
             self.forward = outputs.reverse_forward(self.forward, self.out_lists)
         self.arg_owners: Callable[[Sequence[Any]], set[int]] = _owners_of_args  # see astad.fresh

@@ -41,13 +41,17 @@ def _weak_of_weak(rhs: Prim) -> bool:
     entry = TABLE.get(rhs.op)
     if entry is None:
         return True
-    types = [Num(a.type.shape, a.type.dtype, py=True) if type(a.type) is Num and not a.type.shape else a.type
-             for a in rhs.args]
+    types = [_python(a.type) if type(a.type) is Num and not a.type.shape else a.type for a in rhs.args]
     try:
         out = entry.infer(types, dict(rhs.params))
     except Exception:  # (a rule that refuses the Python numbers: keep following the value, as before)
         return True
     return type(out) is not Num or out.py
+
+
+def _python(t: Num) -> Num:
+    """``t`` as a Python number's type (the path where the join is one)."""
+    return Num(t.shape, t.dtype, py=True)
 
 
 def _differs(rhs: Prim, joined: dict) -> bool:
@@ -57,8 +61,7 @@ def _differs(rhs: Prim, joined: dict) -> bool:
     if entry is None:
         return True
     strong = [a.type for a in rhs.args]
-    weak = [Num(a.type.shape, a.type.dtype, py=True) if type(a) is Var and a.name in joined else a.type
-            for a in rhs.args]
+    weak = [_python(a.type) if type(a) is Var and a.name in joined else a.type for a in rhs.args]
     try:
         s, w = entry.infer(strong, dict(rhs.params)), entry.infer(weak, dict(rhs.params))
     except Exception:  # (a rule that refuses the Python number: refused as the join)
