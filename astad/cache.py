@@ -84,7 +84,8 @@ def fingerprint(obj: Any) -> str:
             src = repr(inner.__code__.co_code)
         text = (f"{src}{inner.__defaults__!r}{inner.__kwdefaults__!r}"  # a default is read when transforming
                 f"{inner.__code__.co_filename}:{inner.__code__.co_firstlineno}")
-        return "fn:" + hashlib.sha256(text.encode()).hexdigest()
+        # the code too: the text is the file's now, which may not be the code Python runs (edited since import)
+        return "fn:" + hashlib.sha256(text.encode() + _code_digest(inner.__code__)).hexdigest()
     if isinstance(obj, types.ModuleType):
         return "module:" + obj.__name__
     if isinstance(obj, (bool, int, float, np.ndarray, np.generic)):
@@ -96,6 +97,22 @@ def fingerprint(obj: Any) -> str:
             return f"const:{t}:{obj!r}"
         return f"const:{t}"
     return "obj:" + getattr(obj, "__module__", "") + "." + getattr(obj, "__qualname__", type(obj).__qualname__)
+
+
+def _code_digest(code: types.CodeType) -> bytes:
+    """What a function's code does, the same in every process for the same code: its instructions,
+    names and constants (nested code recursively; a frozenset's items sorted, as hashing orders them)."""
+    h = hashlib.sha256(code.co_code)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars, code.co_flags,
+                   code.co_argcount, code.co_kwonlyargcount, code.co_posonlyargcount)).encode())
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            h.update(b"code:" + _code_digest(c))
+        elif isinstance(c, frozenset):
+            h.update(repr(sorted(map(repr, c))).encode())
+        else:
+            h.update(f"{type(c).__name__}:{c!r}\0".encode())
+    return h.digest()
 
 
 def resolve(root: Any, path: Sequence[str]) -> Any:

@@ -1,0 +1,65 @@
+"""Adversarial tests of Python semantics, threads and caches (session 8): each was a wrong result
+(or a crash) before its fix; each checks values against the plain call and derivatives against
+central differences in float64, or a refusal with astad's own error."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import central_differences, known_to_inspect
+
+_ids = itertools.count()
+
+
+def _import_file(path, name):
+    """The module in ``path``, imported under ``name`` (another module object each time)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    known_to_inspect(mod)
+    return mod
+
+
+def _write(path, text, bump):
+    """Write ``text`` to ``path`` with a later mtime (``linecache`` sees the change)."""
+    path.write_text(text)
+    t = time.time() + bump
+    os.utime(path, (t, t))
+
+
+# ------------------------------------------------------------------ disk cache: an edited helper's file
+
+HELPER_SQUARES = "import numpy as np\n\n\ndef h(x):\n    return np.sum(x * x)\n\n\ndef f(x):\n    return h(x) + np.sum(x)\n"
+HELPER_CUBES = HELPER_SQUARES.replace("x * x)", "x * x * x)")
+
+
+def test_disk_cache_entry_of_a_helper_whose_file_text_is_not_its_code(tmp_path, disk_cache):
+    """A disk-cache entry recorded a called function by a hash of its source *text* (inspect.getsource),
+    not of its code.  A process that imported the helper's file when it said `x * x * x`, after which the
+    file went back to `x * x` (an undo in the editor, a `git checkout`), loaded the entry another process
+    made for `x * x`: the value and the gradient of a function that is not the one Python runs.  Without
+    the disk cache astad refuses (the text is not the code: reload the module); with it, it must too."""
+    path = tmp_path / f"astad_edited_{os.getpid()}_{next(_ids)}.py"
+    x = np.array([1.5, -2.0, 0.5])
+    _write(path, HELPER_SQUARES, 0)
+    first = _import_file(path, f"{path.stem}_first")
+    np.testing.assert_allclose(astad.grad(first.f)(x), 2 * x + 1)  # stored on disk
+    _write(path, HELPER_CUBES, 5)
+    second = _import_file(path, f"{path.stem}_second")  # h is x * x * x in this module
+    _write(path, HELPER_SQUARES, 10)  # the file says x * x again; `second` was not reloaded
+    try:
+        value, g = astad.value_and_grad(second.f)(x)
+    except astad.AstadError as e:
+        assert "reload" in str(e)
+        return
+    assert value == pytest.approx(second.f(x))
+    np.testing.assert_allclose(g, central_differences(second.f, x), rtol=1e-6, atol=1e-8)
