@@ -222,16 +222,25 @@ def _derivative(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int
     if entry["format"] != FORMAT or entry["key"] != key or type(entry["source"]) is not str:
         return None
     deps = [(_path_data(p), fp) for p, fp in entry["deps"]]
-    if any(fingerprint(resolve(parsed.fn, p)) != fp for p, fp in deps):
+    # each path read once: the objects whose fingerprints are checked are those the derivative reads and
+    # records (another thread may rebind a global meanwhile: then the next call's checks fail)
+    read: dict[tuple[str, ...], Any] = {}
+
+    def at(p: tuple[str, ...]) -> Any:
+        if p not in read:
+            read[p] = resolve(parsed.fn, p) if len(p) < 2 else resolve(at(p[:-1]), p[-1:])
+        return read[p]
+
+    if any(fingerprint(at(p)) != fp for p, fp in deps):
         return None
     constants = {name: _path_data(p) for name, p in entry["constants"].items()}
     out_type = type_from_data(entry["out_type"])
-    values = {name: resolve(parsed.fn, p) for name, p in constants.items()}
+    values = {name: at(p) for name, p in constants.items()}
     held = tuple(entry["held"])  # (an entry without them: KeyError, recomputed)
     forward, backward = compile_source(parsed.name, entry["source"], values, held)
     lists = outputs.checked(entry["out_lists"])  # (an entry without them: KeyError, recomputed)
     return Derivative(parsed.name, entry["source"], forward, backward, out_type, tuple(arg_types), wrt,
-                      [(p, resolve(parsed.fn, p)) for p, _ in deps], constants, None, lists, held,
+                      [(p, at(p)) for p, _ in deps], constants, None, lists, held,
                       fresh.arrays_of(values))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import astad
-from conftest import central_differences, known_to_inspect
+from conftest import central_differences, known_to_inspect, load_program
 
 _ids = itertools.count()
 
@@ -63,3 +63,35 @@ def test_disk_cache_entry_of_a_helper_whose_file_text_is_not_its_code(tmp_path, 
         return
     assert value == pytest.approx(second.f(x))
     np.testing.assert_allclose(g, central_differences(second.f, x), rtol=1e-6, atol=1e-8)
+
+
+# ------------------------------------------------------------------ disk cache: a global rebound while an entry loads
+
+NORM_OF_P = "import numpy as np\n\nP = 2\n\n\ndef f(x):\n    return np.linalg.norm(x, ord=P) + np.sum(x)\n"
+
+
+def test_disk_cache_load_reads_each_global_once(tmp_path, disk_cache, monkeypatch):
+    """Loading an entry read each global three times: to check its fingerprint, for the generated code's
+    constants and for the names the derivative records (the ones each later call checks).  A thread that
+    rebound `P = 1` between the check and the other reads left a derivative made for `ord=2` recorded as
+    made for `P = 1`: every later call (nothing racing any more) gave the 2-norm's gradient.  Simulated
+    here by a fingerprint that rebinds P right after reading it, as the other thread would."""
+    from astad import cache
+
+    mod = load_program(NORM_OF_P, tmp_path, "load_race")
+    x = np.array([1.0, -2.0, 0.5])
+    astad.grad(mod.f)(x)  # the entry, on disk
+    astad.clear_caches(memory=True, disk=False)  # as in a fresh process
+    fingerprint = cache.fingerprint
+
+    def racing(obj):
+        found = fingerprint(obj)
+        if type(obj) is int and obj == 2 and mod.P == 2:
+            mod.P = 1  # another thread, just after the check
+        return found
+
+    monkeypatch.setattr(cache, "fingerprint", racing)
+    astad.grad(mod.f)(x)  # (this call may give either P's gradient: it raced)
+    monkeypatch.setattr(cache, "fingerprint", fingerprint)
+    assert mod.P == 1
+    np.testing.assert_allclose(astad.grad(mod.f)(x), central_differences(mod.f, x), rtol=1e-6, atol=1e-8)
