@@ -96,6 +96,14 @@ def fingerprint(obj: Any) -> str:
         if isinstance(obj, (bool, int, float)):  # (a float too: `ord=P` reads its value when transforming)
             return f"const:{t}:{obj!r}"
         return f"const:{t}"
+    # a called function's __code__ and __defaults__ as the transformation read them (the function's own
+    # fingerprint is taken when the entry is written, and another thread may have assigned them since)
+    if type(obj) is types.CodeType:
+        return "code:" + _code_digest(obj).hex()
+    if type(obj) is tuple:
+        return "tuple:(" + ",".join(map(fingerprint, obj)) + ")"
+    if type(obj) is str:
+        return "str:" + repr(obj)
     return "obj:" + getattr(obj, "__module__", "") + "." + getattr(obj, "__qualname__", type(obj).__qualname__)
 
 

@@ -95,3 +95,54 @@ def test_disk_cache_load_reads_each_global_once(tmp_path, disk_cache, monkeypatc
     monkeypatch.setattr(cache, "fingerprint", fingerprint)
     assert mod.P == 1
     np.testing.assert_allclose(astad.grad(mod.f)(x), central_differences(mod.f, x), rtol=1e-6, atol=1e-8)
+
+
+# ------------------------------------------------------------------ disk cache: defaults assigned while a derivative is made
+
+HELPER_DEFAULTS = """\
+import numpy as np
+
+
+def helper(v, k=2.0, n=2):
+    for i in range(n):
+        v = np.sin(v) * k
+    return v
+
+
+def other(v, k=2.0, n=2):
+    return np.cos(v) * k * n
+
+
+def loss(x):
+    return np.sum(helper(x) ** 2)
+"""
+
+
+@pytest.mark.parametrize("change", ["defaults", "code"])
+def test_disk_cache_entry_records_the_defaults_the_transformation_read(tmp_path, disk_cache, monkeypatch, change):
+    """An entry's fingerprint of a called function was taken when the entry was written, from the
+    function's defaults at that time, and its `__defaults__` (read when transforming) by type only
+    ("obj:.tuple"). Another thread assigning `helper.__defaults__ = (5.0, 3)` between the transformation
+    and the write left an entry of the code for (2.0, 2) that said (5.0, 3): the next call (and every
+    fresh process with those defaults) loaded it: a gradient of 7.07 for -28.18.  So with its `__code__`
+    ("obj:.code").  Simulated by a transformation that assigns them as it returns, as the other thread would."""
+    import astad.pipeline
+
+    mod = load_program(HELPER_DEFAULTS, tmp_path, "defaults_race")
+    x = np.array([0.3, 0.9])
+    transform = astad.pipeline.transform
+
+    def racing(*args, **kwargs):
+        d = transform(*args, **kwargs)
+        if change == "defaults":  # another thread, after the transformation read them
+            mod.helper.__defaults__ = (5.0, 3)
+        else:
+            mod.helper.__code__ = mod.other.__code__
+        return d
+
+    monkeypatch.setattr(astad.pipeline, "transform", racing)
+    astad.grad(mod.loss)(x)  # (this call raced: either defaults' gradient)
+    monkeypatch.setattr(astad.pipeline, "transform", transform)
+    np.testing.assert_allclose(astad.grad(mod.loss)(x), central_differences(mod.loss, x), rtol=1e-6, atol=1e-8)
+    astad.clear_caches(memory=True, disk=False)  # a fresh process, with the disk cache
+    np.testing.assert_allclose(astad.grad(mod.loss)(x), central_differences(mod.loss, x), rtol=1e-6, atol=1e-8)
