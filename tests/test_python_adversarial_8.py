@@ -146,3 +146,41 @@ def test_disk_cache_entry_records_the_defaults_the_transformation_read(tmp_path,
     np.testing.assert_allclose(astad.grad(mod.loss)(x), central_differences(mod.loss, x), rtol=1e-6, atol=1e-8)
     astad.clear_caches(memory=True, disk=False)  # a fresh process, with the disk cache
     np.testing.assert_allclose(astad.grad(mod.loss)(x), central_differences(mod.loss, x), rtol=1e-6, atol=1e-8)
+
+
+# ------------------------------------------------------------------ defaults assigned while a call is inlined
+
+
+@pytest.mark.parametrize("change", ["defaults", "kwdefaults", "kwdefaults in place"])
+def test_inlined_call_records_the_defaults_it_was_made_with(tmp_path, monkeypatch, change):
+    """Inlining a call read the called function's defaults twice: for the signature its missing arguments
+    take their values from, and (later) for the names the derivative records.  A thread assigning
+    `helper.__defaults__` between the two left a derivative of the old defaults recorded as made for
+    the new ones: every later call (nothing racing any more) was wrong.  Simulated by a signature that
+    assigns them as it returns, as the other thread would."""
+    from astad.frontend import calls
+
+    source = HELPER_DEFAULTS.replace("def helper(v, k=2.0, n=2):", "def helper(v, k=2.0, *, n=2):")
+    mod = load_program(source, tmp_path, "inline_race")
+    x = np.array([0.3, 0.9])
+    signature = calls._code_signature
+
+    def racing(fn, *rest):
+        found = signature(fn, *rest)
+        if fn is mod.helper and fn.__defaults__ == (2.0,) and fn.__kwdefaults__ == {"n": 2}:  # once
+            if change == "defaults":  # another thread, between the two reads
+                fn.__defaults__ = (5.0,)
+            elif change == "kwdefaults":
+                fn.__kwdefaults__ = {"n": 3}
+            else:
+                fn.__kwdefaults__["n"] = 3
+        return found
+
+    monkeypatch.setattr(calls, "_code_signature", racing)
+    astad.config.disk_cache, old = False, astad.config.disk_cache
+    try:
+        astad.grad(mod.loss)(x)  # (this call raced: either defaults' gradient)
+        monkeypatch.setattr(calls, "_code_signature", signature)
+        np.testing.assert_allclose(astad.grad(mod.loss)(x), central_differences(mod.loss, x), rtol=1e-6, atol=1e-8)
+    finally:
+        astad.config.disk_cache = old

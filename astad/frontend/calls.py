@@ -151,18 +151,22 @@ class Calls(LowererCore):
         if found is not None and found[0] is fn:
             parsed, sig = found[1], found[2]
         else:
+            # what may be assigned in place (see calling.ATTRIBUTES), read once, before anything is made of it:
+            # what the derivative records is then what it was made from, or older (the next call makes it again)
+            read = {a: getattr(fn, a) for a in ATTRIBUTES} if isinstance(fn, types.FunctionType) else None
+            attributes = read and {**read, "__kwdefaults__": read["__kwdefaults__"] and dict(read["__kwdefaults__"])}
             try:
                 parsed = parse(fn)
             except SourceUnavailableError as e:  # point at the call
                 called = path[-1] if path else fn.__name__
                 raise SourceUnavailableError(f"cannot inline the call to `{called}`: {e.message}", self.loc(node),
                                              e.hint) from None
-            sig = _code_signature(fn)
+            sig = _code_signature(fn, attributes)
             seen[id(fn)] = (fn, parsed, sig)
-            if path and isinstance(fn, types.FunctionType):  # what may be assigned in place (see calling.ATTRIBUTES)
+            if path and read is not None and attributes is not None:
                 for attribute in ATTRIBUTES:
-                    self.depend((*path, attribute), getattr(fn, attribute))
-                for param, value in (fn.__kwdefaults__ or {}).items():
+                    self.depend((*path, attribute), read[attribute])
+                for param, value in (attributes["__kwdefaults__"] or {}).items():  # (the dict is changed in place too)
                     self.depend((*path, keyword_default(param)), value)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -445,12 +449,14 @@ class Calls(LowererCore):
                              else (lambda: self.lower_body(c.node)))  # type: ignore[arg-type]
 
 
-def _code_signature(fn: Callable[..., Any]) -> inspect.Signature:
+def _code_signature(fn: Callable[..., Any], attributes: dict[str, Any] | None = None) -> inspect.Signature:
     """The parameters Python binds a call of ``fn`` to: its code's and defaults (``inspect.signature``
-    reads a ``__signature__`` attribute first, which a call does not)."""
+    reads a ``__signature__`` attribute first, which a call does not); ``attributes``: its ``__code__``,
+    ``__defaults__`` and ``__kwdefaults__`` as read before."""
     if isinstance(fn, types.FunctionType):
-        bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-        bare.__kwdefaults__ = fn.__kwdefaults__
+        a = attributes or {n: getattr(fn, n) for n in ATTRIBUTES}
+        bare = types.FunctionType(a["__code__"], fn.__globals__, fn.__name__, a["__defaults__"], fn.__closure__)
+        bare.__kwdefaults__ = a["__kwdefaults__"]
         fn = bare
     return inspect.signature(fn, follow_wrapped=False)
 
