@@ -184,3 +184,39 @@ def test_inlined_call_records_the_defaults_it_was_made_with(tmp_path, monkeypatc
         np.testing.assert_allclose(astad.grad(mod.loss)(x), central_differences(mod.loss, x), rtol=1e-6, atol=1e-8)
     finally:
         astad.config.disk_cache = old
+
+
+# ------------------------------------------------------------------ a constant array's shape assigned while it is read
+
+ROW_TIMES_COLUMN = "import numpy as np\n\nA = np.array([1.0, 2.0, 3.0])\n\n\ndef f(x):\n    return np.sum((A * x) ** 2)\n"
+
+
+def test_constant_array_kind_recorded_is_the_one_typed(tmp_path, monkeypatch):
+    """A module-level array's type (its shape) was made from one read of `A.shape` and the kind the
+    derivative records (checked on each call: `A.shape = (3, 1)` keeps the object) from a later one.
+    A thread assigning the shape between them left code for shape (3,) recorded as made for (3, 1):
+    `A * x` broadcasts to (3, 3) in Python, and every later call was wrong.  Simulated by an abstract
+    type that assigns the shape as it returns, as the other thread would."""
+    from astad.frontend import lookup
+
+    mod = load_program(ROW_TIMES_COLUMN, tmp_path, "kind_race")
+    x = np.array([0.5, -1.0, 2.0])
+    abstract = lookup.abstract
+
+    def racing(obj, *rest):
+        found = abstract(obj, *rest)
+        if obj is mod.A and obj.shape == (3,):
+            obj.shape = (3, 1)  # another thread, between the two reads
+        return found
+
+    monkeypatch.setattr(lookup, "abstract", racing)
+    astad.config.disk_cache, old = False, astad.config.disk_cache
+    try:
+        try:
+            astad.grad(mod.f)(x)  # (this call raced)
+        except Exception:  # noqa: BLE001 - either shape's outcome (numpy's error for the old code) is allowed
+            pass
+        monkeypatch.setattr(lookup, "abstract", abstract)
+        np.testing.assert_allclose(astad.grad(mod.f)(x), central_differences(mod.f, x), rtol=1e-6, atol=1e-8)
+    finally:
+        astad.config.disk_cache = old

@@ -173,6 +173,8 @@ class Lookup(LowererCore):
                  path: tuple[str, ...] = ()) -> Const:
         """A module-level constant (or a default value) read as a constant."""
         if isinstance(obj, (bool, int, float, np.ndarray, np.generic)) and not isinstance(obj, complex):
+            # (an array's shape and dtype, which may be assigned in place, read before its type is made of them)
+            kind = array_kind(obj) if isinstance(obj, np.ndarray) else None
             try:
                 t = abstract(obj, what)
             except AstadTypeError as e:
@@ -182,7 +184,7 @@ class Lookup(LowererCore):
             if name is None or not path or (type(obj) in (bool, int, float) and path[0] == "<default>"):
                 return Const.literal(obj, t)
             if isinstance(obj, np.ndarray) and path[0] != "<default>":  # its shape may be assigned in place
-                self.depend((*path, ARRAY_KIND), array_kind(obj))
+                self.depend((*path, ARRAY_KIND), kind)
             code_name = self.const_names.get(id(obj))
             if code_name is None:
                 code_name = self.const_names[id(obj)] = self.namer.fresh(name)
