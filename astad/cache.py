@@ -104,7 +104,11 @@ def fingerprint(obj: Any) -> str:
         return "tuple:(" + ",".join(map(fingerprint, obj)) + ")"
     if type(obj) is str:
         return "str:" + repr(obj)
-    return "obj:" + getattr(obj, "__module__", "") + "." + getattr(obj, "__qualname__", type(obj).__qualname__)
+    try:  # (an object's own __getattr__ may answer, or raise anything)
+        return "obj:" + str(getattr(obj, "__module__", "")) + "." + str(getattr(obj, "__qualname__",
+                                                                                type(obj).__qualname__))
+    except Exception:
+        return "other:" + type(obj).__qualname__
 
 
 def _code_digest(code: types.CodeType) -> bytes:

@@ -220,3 +220,36 @@ def test_constant_array_kind_recorded_is_the_one_typed(tmp_path, monkeypatch):
         np.testing.assert_allclose(astad.grad(mod.f)(x), central_differences(mod.f, x), rtol=1e-6, atol=1e-8)
     finally:
         astad.config.disk_cache = old
+
+
+# ------------------------------------------------------------------ disk cache: an object whose __getattr__ raises
+
+SETTINGS_OBJECT = """\
+import numpy as np
+
+
+class Settings:
+    def __init__(self):
+        self.scale = 2.0
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"no setting {name}")
+
+
+settings = Settings()
+
+
+def f(x):
+    return np.sum(np.sin(x) * settings.scale)
+"""
+
+
+def test_disk_cache_fingerprint_of_an_object_whose_getattr_raises(tmp_path, disk_cache):
+    """Writing the entry fingerprinted `settings` (read for `settings.scale`) by its `__qualname__`,
+    which an instance has not: its class's `__getattr__` was asked and its RuntimeError came out of
+    astad.grad as a bare traceback.  (A module-level object's attributes are read as constants.)"""
+    mod = load_program(SETTINGS_OBJECT, tmp_path, "getattr_raises")
+    x = np.array([0.5, -1.0])
+    np.testing.assert_allclose(astad.grad(mod.f)(x), 2.0 * np.cos(x))
+    astad.clear_caches(memory=True, disk=False)  # a fresh process: from the entry
+    np.testing.assert_allclose(astad.grad(mod.f)(x), 2.0 * np.cos(x))
