@@ -12,9 +12,11 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 import astad
-from conftest import central_differences, known_to_inspect, load_program
+from conftest import central_differences, fuzz_examples, known_to_inspect, load_program
 
 _ids = itertools.count()
 
@@ -253,3 +255,117 @@ def test_disk_cache_fingerprint_of_an_object_whose_getattr_raises(tmp_path, disk
     np.testing.assert_allclose(astad.grad(mod.f)(x), 2.0 * np.cos(x))
     astad.clear_caches(memory=True, disk=False)  # a fresh process: from the entry
     np.testing.assert_allclose(astad.grad(mod.f)(x), 2.0 * np.cos(x))
+
+
+# ------------------------------------------------------------------ random sequences of changes to what a derivative reads
+
+GLOBALS_PROGRAM = """\
+import numpy as np
+
+K = 2.0
+N = 2
+A = np.array([0.5, -1.0, 2.0])
+
+
+def h1(v, k=1.5):
+    return np.sin(v) * k
+
+
+def h2(v, k=1.5):
+    return v * v * k
+
+
+H = h1
+
+
+def f(x, y):
+    s = 0.0
+    for i in range(N):
+        s = s + np.sum(H(x * K) * A) * y
+    return s + K * y * y
+
+
+def fs(x, y):
+    s = x
+    for i in range(N):
+        s = H(s * K) * y + K
+    return s
+"""
+
+_CHANGES = ["K", "N", "A rebound", "A in place", "A reshaped", "H swapped", "h1 defaults", "h1 kwdefaults", "forget"]
+_CALLS = ["grad f", "value_and_grad f", "vjp f", "grad fs", "value_and_grad fs", "jvp fs", "pullback kept"]
+
+
+def _fd_partial(f, args, i, eps=1e-6):
+    return central_differences(lambda v: f(*[v if j == i else a for j, a in enumerate(args)]), args[i], eps)
+
+
+def _close(got, want):
+    np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float), rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=fuzz_examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                               HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(_CHANGES), st.floats(-1.5, 1.5), st.sampled_from(_CALLS)),
+                min_size=3, max_size=6), st.booleans())
+def test_random_changes_between_calls(tmp_path, monkeypatch, steps, disk):
+    """Module-level floats, loop bounds, arrays (rebound, changed in place, reshaped), a called function
+    (swapped, its defaults assigned): after each change, each way of calling a derivative against the
+    plain function (value) and central differences (derivative) at the state of that moment; a pullback
+    made before the change is the derivative at the state of its forward call.  With the disk cache on,
+    "forget" is a fresh process (the memory caches emptied)."""
+    monkeypatch.setenv("ASTAD_DISK_CACHE", "1" if disk else "0")
+    monkeypatch.setenv("ASTAD_CACHE_DIR", str(tmp_path / "cache"))
+    mod = load_program(GLOBALS_PROGRAM, tmp_path, "changes")
+    x, y, s = np.array([0.3, -0.2, 0.4]), 0.7, 0.4
+    kept = None  # (pullback, the gradient at its forward call)
+    for change, r, call in steps:
+        note(f"{change} {r} then {call}")
+        if change == "K":
+            mod.K = r
+        elif change == "N":
+            mod.N = int(abs(r) * 2)
+        elif change == "A rebound":
+            mod.A = np.array([r, 1.0, -r])
+        elif change == "A in place":
+            mod.A[...] = mod.A * r
+        elif change == "A reshaped":
+            mod.A.shape = (3,) if mod.A.shape == (3, 1) else (3, 1)
+        elif change == "H swapped":
+            mod.H = mod.h2 if mod.H is mod.h1 else mod.h1
+        elif change == "h1 defaults":
+            mod.h1.__defaults__ = (r,)
+        elif change == "forget":
+            astad.clear_caches(memory=True, disk=False)
+        else:
+            mod.h1.__defaults__ = None
+            mod.h1.__kwdefaults__ = {"k": r}
+            mod.h1.__code__ = (lambda v, *, k: np.sin(v) * k).__code__  # (not its source: refused, below)
+        if kept is not None:
+            _close(kept[0](1.0)[0], kept[1])
+            kept = None
+        want_f = [_fd_partial(mod.f, (x, y), i) for i in (0, 1)]
+        want_fs = [_fd_partial(mod.fs, (s, y), i) for i in (0, 1)]
+        try:
+            if call == "grad f":
+                g = astad.grad(mod.f, argnums=(0, 1))(x, y)
+                _close(g[0], want_f[0]), _close(g[1], want_f[1])
+            elif call == "value_and_grad f":
+                v, g = astad.value_and_grad(mod.f)(x, y)
+                _close(v, mod.f(x, y)), _close(g, want_f[0])
+            elif call in ("vjp f", "pullback kept"):
+                v, pullback = astad.vjp(mod.f, x, y)
+                _close(v, mod.f(x, y)), _close(pullback(1.0)[1], want_f[1])
+                if call == "pullback kept":
+                    kept = (pullback, want_f[0])
+            elif call == "grad fs":
+                _close(astad.grad(mod.fs, argnums=1)(s, y), want_fs[1])
+                _close(astad.grad(mod.fs)(s, y), want_fs[0])
+            elif call == "value_and_grad fs":
+                v, g = astad.value_and_grad(mod.fs, argnums=(0, 1))(s, y)
+                _close(v, mod.fs(s, y)), _close(g[0], want_fs[0]), _close(g[1], want_fs[1])
+            else:
+                v, t = astad.jvp(mod.fs, (s, y), (1.0, 0.0))
+                _close(v, mod.fs(s, y)), _close(t, want_fs[0])
+        except astad.AstadError as e:
+            assert change == "h1 kwdefaults" or mod.h1.__code__.co_kwonlyargcount, e  # the replaced code: refused
