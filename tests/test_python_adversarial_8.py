@@ -369,3 +369,107 @@ def test_random_changes_between_calls(tmp_path, monkeypatch, steps, disk):
                 _close(v, mod.fs(s, y)), _close(t, want_fs[0])
         except astad.AstadError as e:
             assert change == "h1 kwdefaults" or mod.h1.__code__.co_kwonlyargcount, e  # the replaced code: refused
+
+
+# ------------------------------------------------------------------ generator expressions and map(...) are lazy
+
+LAZY = """\
+import numpy as np
+
+
+def read_after_rebinding(x):
+    g = (x * i for i in range(3))
+    x = x * 10.0
+    return sum(g)
+
+
+def list_grown_before_consumed(x):
+    xs = [x, 2.0 * x]
+    it = map(lambda v: v * v, xs)
+    xs.append(3.0 * x)
+    return sum(it)
+
+
+def consumed_twice(x):
+    g = (x * i for i in range(3))
+    a = sum(g)
+    b = sum(g)
+    return a + b
+
+
+def captured_rebound(x):
+    it = map(lambda v: v * x, [1.0, 2.0])
+    x = 10.0 * x
+    return sum(it)
+
+
+def array_changed_before_consumed(x):
+    a = np.array([x, 2.0 * x])
+    it = (v * v for v in a)
+    a[0] = 7.0 * x
+    return sum(it)
+
+
+def loop_body_rebinds(x):
+    s = 0.0
+    for v in (x * i for i in range(3)):
+        x = x * 2.0
+        s = s + v
+    return s
+
+
+def one_object_array(x):
+    return np.sum(np.array(x * i for i in range(3)))
+
+
+def summed(x):
+    return sum(x * i for i in range(3)) + max(np.sin(x * i) for i in range(3))
+
+
+def mapped_then_summed(x):
+    f = lambda v: x * v
+    ys = map(f, [1.0, 2.0, 3.0])
+    w = sum(ys)
+    return w
+
+
+def comprehension_over_map(x):
+    return sum([v * v for v in map(lambda u: u * x, [1.0, 2.0])])
+
+
+def unpacked(x):
+    a, b = (x * k for k in (1.0, 2.0))
+    return a * b + list(map(lambda v: v * x, [3.0]))[0]
+"""
+
+REFUSED_LAZY = ["read_after_rebinding", "list_grown_before_consumed", "consumed_twice", "captured_rebound",
+                "array_changed_before_consumed", "loop_body_rebinds", "one_object_array"]
+
+
+@pytest.fixture(scope="module")
+def lazy_module(tmp_path_factory):
+    return load_program(LAZY, tmp_path_factory.mktemp("lazy"), "lazy")
+
+
+@pytest.mark.parametrize("name", REFUSED_LAZY)
+def test_lazy_iterators_read_where_they_are_not_consumed_at_once_are_refused(lazy_module, name):
+    """A generator expression or map(...) was lowered as the list it yields, evaluated where it is written;
+    Python evaluates it when consumed, with the values its names have then, once: `g = (x * i ...)`,
+    then `x = 10 * x`, then `sum(g)` is 30 x in Python and was 3 x (gradient 3 for 30); consumed twice, the
+    second sum is 0 in Python; a `for` body that rebinds what the generator reads; np.array of a generator
+    is an object array.  Now refused where it is not consumed at once."""
+    f = getattr(lazy_module, name)
+    with pytest.raises(astad.UnsupportedSyntaxError, match="consumed"):
+        astad.grad(f)(0.7)
+    with pytest.raises(astad.UnsupportedSyntaxError, match="consumed"):
+        astad.jvp(f, (0.7,), (1.0,))
+
+
+@pytest.mark.parametrize("name", ["summed", "mapped_then_summed", "comprehension_over_map", "unpacked"])
+def test_lazy_iterators_consumed_at_once_are_differentiated(lazy_module, name):
+    f = getattr(lazy_module, name)
+    for x in (0.7, -1.3):
+        value, g = astad.value_and_grad(f)(x)
+        assert value == pytest.approx(f(x), rel=1e-12)
+        assert g == pytest.approx(central_differences(f, x), rel=1e-6, abs=1e-8)
+        assert astad.jvp(f, (x,), (1.0,))[1] == pytest.approx(g, rel=1e-9)

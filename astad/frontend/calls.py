@@ -25,7 +25,7 @@ from ..ir import (App, Bind, Block, Const, Copy, FunT, Lam, ListT, MakeTuple, Nu
 from .numpy_api import API, ApiSpec, numpy_name, builtin_spec
 from .api_python import scalar_type
 from .syntax import user_names
-from . import recursion, replay
+from . import lazy, recursion, replay
 from .recursion import RuntimeDepth
 from .parse import parse
 from .abstract import literal_type
@@ -120,6 +120,7 @@ class Calls(LowererCore):
         """``map(f, xs, ...)``: the comprehension ``[f(x, ...) for x, ... in zip(xs, ...)]``."""
         if len(node.args) < 2 or any(a.keyword or a.star for a in node.args):
             raise self.type_error("map takes a function and one or more sequences", node, "map(f, xs)")
+        lazy.check(self, node, "`map(...)`")  # (Python evaluates it lazily)
         names = [cst.Name(self.namer.hidden("element")) for _ in node.args[1:]]
         call = cst.Call(node.args[0].value, [cst.Arg(n) for n in names])
         seqs = [a.value for a in node.args[1:]]

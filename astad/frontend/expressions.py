@@ -17,6 +17,7 @@ from .. import deep, imported
 from ..values import PyTuple, Ref
 from ..errors import UnsupportedFunctionError
 from ..ir import FLOAT, Atom, Bind, Const, ListT, NoneT, Num, Var, Loop, trip_count
+from . import lazy
 from .numpy_api import METHODS
 from .parse import UNSUPPORTED
 from .abstract import literal_type
@@ -108,6 +109,7 @@ class Expressions(LowererCore):
         return self.comprehension(node, node.elt, node.for_in)
 
     def expr_GeneratorExp(self, node: cst.GeneratorExp) -> Value:
+        lazy.check(self, node, "a generator expression")  # (Python evaluates it lazily)
         return self.comprehension(node, node.elt, node.for_in)  # consumed as a list
 
     def comprehension(self, node: cst.CSTNode, elt: cst.BaseExpression, for_in: cst.CompFor) -> Value:
