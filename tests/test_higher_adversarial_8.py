@@ -124,7 +124,18 @@ def def_in_a_loop_read_after_it(x):
     return s + g(x[1])
 
 
-REBOUND = [(lambda_rebound_in_a_loop, (0.6, 0.7)), (lambda_composed_in_a_loop, (0.6, 0.7)),
+def lambda_rebound_before_a_break(x):
+    f = lambda t: t * x[0]  # noqa: E731
+    s = 0.0
+    for i in range(4):
+        if s > 0.5:
+            f = lambda t: t + 1.0  # noqa: E731
+            break
+        s = s + f(x[i])
+    return s + f(x[1])  # (Python 2.6 at x below; astad gave 1.15)
+
+
+REBOUND = [(lambda_rebound_before_a_break, (np.array([0.5, 0.9, 1.2, 0.3]),)), (lambda_rebound_in_a_loop, (0.6, 0.7)), (lambda_composed_in_a_loop, (0.6, 0.7)),
            (def_rebound_in_a_while_loop, (0.6, 0.7)), (numpy_function_rebound_in_a_loop, (np.array([0.3, 0.5]), 2)),
            (method_rebound_in_a_loop, (np.array([0.3, 0.5]),)), (def_in_a_loop_read_after_it, (np.array([0.3, 0.5]),))]
 
