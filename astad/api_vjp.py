@@ -41,14 +41,26 @@ def _place(marked: Any, ct: Any, raw: list) -> None:
 
 
 def transpose_select(select: Callable[[Any], Any], raw_value: Any) -> Callable[[Any], Any]:
-    """The transpose of ``select`` at an output ``raw_value`` of the generated code (a tuple)."""
-    items = tuple(raw_value) if isinstance(raw_value, tuple) else None
-    marked = select(tuple(_Leaf(k) for k in range(len(items))) if items is not None else _Leaf(0))
+    """The transpose of ``select`` at an output ``raw_value`` of the generated code (a tuple,
+    whose items may be tuples again: a JVP's program returns ``(value, tangent)``)."""
+    leaves: list = []
+
+    def mark(v: Any, top: bool = False) -> Any:
+        if isinstance(v, tuple) if top else type(v) is tuple:
+            return tuple(mark(x) for x in v)
+        leaves.append(v)
+        return _Leaf(len(leaves) - 1)
+
+    marks = mark(raw_value, top=True)
+    marked = select(marks)
+
+    def rebuilt(m: Any, raw: list) -> Any:
+        return tuple(rebuilt(x, raw) for x in m) if isinstance(m, tuple) else raw[m.k]
 
     def transposed(ct: Any) -> Any:
-        raw = [zeros_like_type(None, v) for v in (items if items is not None else (raw_value,))]
+        raw = [zeros_like_type(None, v) for v in leaves]
         _place(marked, ct, raw)
-        return tuple(raw) if items is not None else raw[0]
+        return rebuilt(marks, raw)
 
     return transposed
 

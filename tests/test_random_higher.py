@@ -3,7 +3,9 @@ test_random_control_flow, loops included), against independent oracles:
 
 - ``grad(grad(g))`` of a random real scalar program of a float ``x`` equals
   central finite differences of the gradient ``astad.grad(g)`` (reverse mode,
-  itself checked against finite differences by the first-order tests);
+  itself checked against finite differences by the first-order tests), and the
+  third derivative by ``vjp`` and ``jvp`` of ``grad(grad(g))`` equals central
+  differences of it;
 - ``hessian(g)`` of a random scalar program of an array ``x`` is symmetric and
   equals central finite differences of the gradient, column by column; ``hvp``
   along a drawn ``v`` is ``H v``; reverse over reverse (``jacrev(grad(g))``) gives
@@ -97,6 +99,17 @@ def check_grad_grad(fn, args):
     assert np.ndim(got) == 0, f"grad(grad(g)) of a float gives {got!r}"
     event("grad(grad(g)) != 0" if got != 0 else "grad(grad(g)) == 0")
     np.testing.assert_allclose(got, _fd_of_gradient(fn, args), rtol=1e-5, atol=1e-5)
+    # third order: reverse over the program of grad(grad(fn)) (forward over reverse) and forward over it,
+    # against central differences of grad(grad(fn)) just checked
+    gg = astad.grad(astad.grad(fn))
+    x = args[0]
+    fd3 = (gg(*_with(args, 0, x + EPS)) - gg(*_with(args, 0, x - EPS))) / (2 * EPS)
+    value, pullback = astad.vjp(gg, *args)
+    np.testing.assert_allclose(value, got, rtol=1e-12, atol=1e-12)
+    scale = max(1.0, abs(fd3))
+    np.testing.assert_allclose(pullback(1.0)[0], fd3, rtol=1e-4, atol=1e-4 * scale, err_msg="vjp(grad(grad))")
+    np.testing.assert_allclose(astad.jvp(gg, tuple(args), (1.0,) + (None,) * (len(args) - 1))[1], fd3,
+                               rtol=1e-4, atol=1e-4 * scale, err_msg="jvp(grad(grad))")
 
 
 @settings(max_examples=fuzz_examples(8), **_SETTINGS)

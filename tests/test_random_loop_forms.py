@@ -22,7 +22,10 @@ y[(i + 1) % 4] += a``, ``for a in lst: lst.append(...)``) read the elements as t
 loop started (value and derivatives wrong); refused now (tests/test_iterated_in_place.py).  Lists'
 elements assigned to (``lst[k] = ...``, ``lst[i % len(lst)] += ...`` on a list built at run time,
 ``pair[k] = ...``, ``grid[k][j] = ...``, ``rows[k][j] += ...`` on lists known element by element,
-with an index known when transforming or a loop's).  Loops
+with an index known when transforming or a loop's).  Function values called (``acc = acc + op(...)``,
+``op(u)``) and rebound (``op = lambda t: ...``, ``op = np.tanh``): in a loop, the rebinding was lost
+(the next iteration and the code after the loop called the function bound before the loop: a wrong
+value); refused now (tests/test_higher_adversarial_8.py).  Loops
 with an ``else`` block (run where the loop ends without ``break``).  Drawn
 rarely, as astad refuses them today: updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
 refused: ``break``/``continue``/``return`` in a loop over a list known element by element, reading a
@@ -171,7 +174,9 @@ class LoopGen:
 
     def statement(self, exits=True):
         kinds = ["acc", "acc", "item", "item", "array", "temp", "if", "swap", "rows"]
-        kinds += ["list_item", "pair_item"]
+        kinds += ["list_item", "pair_item", "fn_call"]
+        if not self.loops or self.draw(st.booleans()):
+            kinds += ["fn_rebind", "fn_rebind"]  # in a loop refused today (another function in a later iteration)
         if self.loops:
             kinds += ["append", "append", "append_array", "nested", "nested"] + (
                 ["break", "continue", "return"] if exits else [])
@@ -242,6 +247,15 @@ class LoopGen:
             forms += [f"grid[{k}][{j}] = {self.scalar()}", f"grid[{j}][{k}] *= {self.bounded()}",
                       f"rows[{k}][{j}] = {self.scalar()}", f"rows[{k}][{j}] += {self.scalar()}"]
         self.emit(self.pick(forms))
+
+    def s_fn_call(self):
+        self.emit(f"acc = acc + op({self.scalar()})")
+
+    def s_fn_rebind(self):
+        """``op``, a function value, bound to another function (in a loop: the next iteration and the
+        code after the loop call the new one)."""
+        self.emit(self.pick([f"op = lambda t: t * {self.bounded()}", "op = np.tanh",
+                             "op = lambda t: np.cos(t) + c"]))
 
     def s_append(self):
         self.counts["lst"] += 1
@@ -421,7 +435,7 @@ class LoopGen:
     # ------------------------------------------------------------ the program
 
     def result(self):
-        parts = ["acc", self.pick(["np.sum(y * w)", "np.sum(y ** 2)", "y[0] * c"])]
+        parts = ["acc", self.pick(["np.sum(y * w)", "np.sum(y ** 2)", "y[0] * c"]), "op(u)"]
         for extra in ["c * len(lst)", "u * r", "np.sum(Y * Y)", "c", "pair[0] * pair[1]", "grid[0][1] * grid[1][0]",
                       "np.sum(rows[0] * rows[1])", "sum(lst)"] + self.extras:
             if self.draw(st.booleans()):
@@ -450,6 +464,7 @@ def programs(draw):
     g.emit("pair = [c, 0.5 * c]")
     g.emit("grid = [[c, 0.25], [x[0], c * c]]")
     g.emit("rows = [x * 1.0, w * c]")
+    g.emit("op = lambda t: np.sin(t) * c")
     if draw(st.integers(0, 5)) == 0:  # a list that holds itself: an update of it is seen through its element
         g.counts["list holding itself"] += 1
         g.emit("pair.append(pair)")

@@ -255,7 +255,7 @@ class Loops(LowererCore):
         ``running``; a ``while`` with ``break`` carries it as ``completed``, before its condition)."""
         before = self.scope.env
         carried = [n for n in assigned_names(stmt.body) if n in before and n != index_name
-                   and n not in element_names and not isinstance(before[n], Ref)]
+                   and n not in element_names and not (isinstance(before[n], Ref) and before[n].kind == "after_loop")]
         shapes, init, names = [], [], []
         for n in carried:
             shape, leaves = self.flatten(before[n], n, stmt)
@@ -407,6 +407,11 @@ class Loops(LowererCore):
             elif want is None or want == ("atom",):
                 leaves.append(self.dynamic_list(v, node) if isinstance(v, PyTuple) else self.atom(v, node))
                 return ("atom",)
+            if isinstance(v, Ref) or (isinstance(want, tuple) and want[:1] == ("same",)):  # a function's name
+                raise self.type_error(f"`{name}` changes structure in the loop: it is bound to another function "
+                                      f"(or a function and a value) in its body than before it", node,
+                                      "another name for the function the body makes, or a loop over a tuple "
+                                      "(`for c in (1.0, 2.0):`, unrolled)")
             raise self.type_error(f"`{name}` changes structure in the loop (a tuple of another length, a tuple "
                                   f"and a number, or another function)", node,
                                   "values of the same structure in every iteration")
