@@ -281,7 +281,7 @@ def programs(draw):
             lines.append(f"{name} = y")
             e = name
             continue
-        step = draw(st.sampled_from(STEPS if not empty else [reduction, reshaping, broadcast_with]))
+        step = draw(st.sampled_from(STEPS if not empty else [reduction, reshaping, broadcast_with, contraction]))
         if len(cur) == 0 and step is not broadcast_with:
             continue
         text = draw(step(e, cur))

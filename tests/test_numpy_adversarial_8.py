@@ -1,0 +1,66 @@
+"""Adversarial numpy semantics, round 8 (helper advnumpy): corner cases of broadcasting, sizes 0,
+dtypes and result types where astad's value or derivative differed from numpy's.  The oracle is
+numpy itself for values (value, dtype, type) and central finite differences in float64 for
+derivatives (``conftest.check_correct_or_refused``), forward against reverse mode; never astad's
+own output.  Each section names what astad did before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import check_correct_or_refused
+
+
+def _forward_matches_reverse(fn, args, seed=0):
+    """<u, J v> from ``jvp`` equals <J^T u, v> from ``vjp``, for random float ``u`` and ``v``."""
+    rng = np.random.default_rng(seed)
+    tangents = tuple(rng.standard_normal(np.shape(a)) if np.asarray(a).dtype.kind == "f" else None for a in args)
+    value, tangent = astad.jvp(fn, tuple(args), tangents)
+    want = fn(*args)
+    assert np.shape(value) == np.shape(want) and np.shape(tangent) == np.shape(want)
+    u = rng.standard_normal(np.shape(want))
+    _, pullback = astad.vjp(fn, *args)
+    cts = pullback(u)
+    back = sum(float(np.sum(c * t)) for c, t in zip(cts, tangents) if t is not None)
+    assert abs(float(np.sum(u * tangent)) - back) <= 1e-10 * (1 + abs(back))
+
+
+# -- einsum with a letter of size 0 -------------------------------------------------------------------
+# A letter of size 0 in one operand and 1 in another broadcasts to 0 in numpy; astad took the larger
+# size (1): the output typed (1,) where numpy gives (0,), a pullback that refused numpy's cotangent,
+# and cotangents of shape (0,) for an argument of shape (1,) (np.einsum, np.inner, np.tensordot).
+
+def einsum_size_zero(x, e):
+    return np.einsum("i,i->i", x, e)
+
+
+def einsum_size_zero_sum(x, e):
+    return np.einsum("i,i", x, e) + np.sum(x)
+
+
+def einsum_rows_of_none(a, e):
+    return np.einsum("ij,kj->ik", a, e)
+
+
+def inner_of_none(a, e):
+    return np.inner(a, e)
+
+
+def einsum_of_a_selection(x, w):
+    return np.sum(np.einsum("a,a->a", x[x > 5.0], w[:1]) ** 2) + np.sum(w)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (einsum_size_zero, [np.array([0.5]), np.zeros(0)]),
+    (einsum_size_zero_sum, [np.array([0.5]), np.zeros(0)]),
+    (einsum_rows_of_none, [np.full((1, 3), 0.3), np.zeros((0, 3))]),
+    (inner_of_none, [np.full((1, 3), 0.3), np.zeros((0, 3))]),
+    (einsum_of_a_selection, [np.array([0.3, 1.7, -0.5]), np.array([0.2, -1.0])]),
+], ids=["einsum", "einsum-sum", "einsum-rows", "inner", "einsum-selection"])
+def test_einsum_with_a_letter_of_size_zero(fn, args):
+    value, _ = astad.vjp(fn, *args)
+    assert np.shape(value) == np.shape(fn(*args))
+    check_correct_or_refused(fn, args)
+    _forward_matches_reverse(fn, args)
