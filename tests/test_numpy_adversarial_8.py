@@ -64,3 +64,35 @@ def test_einsum_with_a_letter_of_size_zero(fn, args):
     assert np.shape(value) == np.shape(fn(*args))
     check_correct_or_refused(fn, args)
     _forward_matches_reverse(fn, args)
+
+
+# -- float32 cotangents of np.trace and np.diff -------------------------------------------------------
+# The cotangent of an argument has its dtype (README); np.trace's (a float64 np.eye times the cotangent)
+# and np.diff's (np.diff(ct, prepend=0, append=0): numpy makes the int 0 an int64 array, and float32
+# joined with int64 is float64) were float64 for a float32 argument.
+
+def trace_of(x):
+    return np.trace(x, offset=1) * 2.0
+
+
+def trace_method(x):
+    return x.trace()
+
+
+def diff_of(x):
+    return np.sum(np.diff(x) ** 2)
+
+
+def diff_twice(x):
+    return np.sum(np.diff(x, n=2, axis=0) * x[1:-1])
+
+
+@pytest.mark.parametrize("fn", [trace_of, trace_method, diff_of, diff_twice])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_cotangents_of_trace_and_diff_have_the_arguments_dtype(fn, dtype):
+    x = np.linspace(-1.0, 2.0, 12).reshape(3, 4).astype(dtype)
+    g = astad.grad(fn)(x)
+    assert g.dtype == dtype and g.shape == x.shape
+    _, pullback = astad.vjp(fn, x)
+    assert pullback(np.ones_like(fn(x)))[0].dtype == dtype
+    check_correct_or_refused(fn, [x.astype(np.float64)])

@@ -196,7 +196,7 @@ def trace_embed(ct: Any, like: Any, offset: int = 0, axis1: int = 0, axis2: int 
     """The cotangent of ``np.trace(x, offset, axis1, axis2)``: ``ct`` on that diagonal of zeros shaped like ``x``."""
     shape = np.shape(like)
     a1, a2 = _trace_axes(len(shape), {"axis1": axis1, "axis2": axis2})
-    mask = np.eye(shape[a1], shape[a2], k=offset)
+    mask = np.eye(shape[a1], shape[a2], k=offset, dtype=like.dtype)  # (a float32 x: a float32 cotangent)
     placed = [1] * len(shape)
     placed[a1], placed[a2] = shape[a1], shape[a2]
     return np.expand_dims(ct, (a1, a2)) * (mask if a1 < a2 else mask.T).reshape(placed)
