@@ -96,3 +96,60 @@ def test_cotangents_of_trace_and_diff_have_the_arguments_dtype(fn, dtype):
     _, pullback = astad.vjp(fn, x)
     assert pullback(np.ones_like(fn(x)))[0].dtype == dtype
     check_correct_or_refused(fn, [x.astype(np.float64)])
+
+
+# -- np.nanmean of float32 and float16 ----------------------------------------------------------------
+# astad divided the float32 sum by the int64 count of non-nans: float64 under NEP 50, where numpy's
+# nanmean rounds the quotient back to the array's dtype (np.float64(1.1333333333) for np.float32(1.1333334)).
+
+def nanmean_all(x):
+    return np.nanmean(x)
+
+
+def nanmean_rows(x):
+    return np.nanmean(x, axis=1)
+
+
+def nanmean_selection(x):
+    return np.nanmean(x[x > 0.5] * 2.0)
+
+
+@pytest.mark.parametrize("fn", [nanmean_all, nanmean_rows, nanmean_selection])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_nanmean_keeps_the_dtype(fn, dtype):
+    x = np.array([[0.3, np.nan, 1.1], [np.nan, 0.7, 2.0]], dtype=dtype)
+    want = fn(x)
+    for value in (astad.vjp(fn, x)[0], astad.jvp(fn, (x,), (np.ones_like(x),))[0]):
+        assert type(value) is type(want) and value.dtype == want.dtype
+        np.testing.assert_array_equal(value, want)
+    assert astad.grad(lambda a: np.sum(fn(a)))(x).dtype == dtype
+    check_correct_or_refused(fn, [x.astype(np.float64)])
+
+
+# -- np.median of a whole array is a numpy scalar -----------------------------------------------------
+# numpy returns np.float64 (a float: isinstance(m, float), json.dumps(m)); astad's lowering ends with
+# np.where(nan at the end, nan, mean of the middle), which returns a 0-d array.
+
+def median_all(x):
+    return np.median(x)
+
+
+def median_axis(x):
+    return np.median(x[0], axis=0)
+
+
+def median_kept(x):
+    return np.median(x, keepdims=True)
+
+
+@pytest.mark.parametrize("fn", [median_all, median_axis, median_kept])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_median_is_numpys_type(fn, dtype):
+    x = np.array([[0.3, -1.2, 1.1], [0.4, 0.7, 2.0]], dtype=dtype)
+    want = fn(x)
+    for value in (astad.vjp(fn, x)[0], astad.jvp(fn, (x,), (np.ones_like(x),))[0]):
+        assert type(value) is type(want) and value.dtype == want.dtype and np.shape(value) == np.shape(want)
+        np.testing.assert_array_equal(value, want)
+    check_correct_or_refused(fn, [x.astype(np.float64)])
+    x[1, 2] = np.nan
+    assert type(astad.vjp(fn, x)[0]) is type(fn(x))
