@@ -202,3 +202,30 @@ def test_maximum_norms_of_empty_arrays_are_zero(fn):
     np.testing.assert_array_equal(value, want)
     check_correct_or_refused(fn, [x, a])
     _forward_matches_reverse(fn, [x, a])
+
+
+# -- np.array of an empty list -------------------------------------------------------------------------
+# Refused before too, but as "stack: array shapes  do not fit together" (the stack of no arrays), with no
+# hint; now it names the construct and says what to write.
+
+def empty_index(x):
+    return np.sum(x[np.array([], dtype=int)]) + x[0]
+
+
+def empty_array(x):
+    return np.array([]) + x[:0]
+
+
+@pytest.mark.parametrize("fn", [empty_index, empty_array])
+def test_np_array_of_an_empty_list_is_refused_by_name(fn):
+    with pytest.raises(astad.AstadError) as e:
+        astad.vjp(fn, np.array([0.5, -1.2, 2.0]))
+    assert not isinstance(e.value, astad.InternalError)
+    assert "np.array of an empty list" in str(e.value) and "np.zeros(0" in str(e.value)
+
+
+def test_the_empty_index_it_suggests_works():
+    def fn(x):
+        return np.sum(x[np.zeros(0, dtype=int)]) + x[0]
+
+    check_correct_or_refused(fn, [np.array([0.5, -1.2, 2.0])])

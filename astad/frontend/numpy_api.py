@@ -98,6 +98,9 @@ def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     if isinstance(x, (Var, Const)) and isinstance(x.type, Num):
         raise lw.type_error("np.array of a number (a 0-d array) is not supported", node,
                             "the number itself, np.float64(x), or np.array([x]) for a 1-d array")
+    if isinstance(x, PyTuple) and not x.items:  # (the stack of nothing was refused as "array shapes  do not fit")
+        raise lw.type_error("np.array of an empty list or tuple is not supported", node,
+                            "np.zeros(0), or np.zeros(0, dtype=int) for an empty index")
     if isinstance(x, PyTuple) and any(isinstance(v, PyTuple) or _run_time_list(v) for v in x.items):
         # nested lists or tuples (``[[a], [b]]``, ``[xs, ys]``): each inner one an array, as numpy reads a regular
         # nesting; a ragged one is refused (numpy raises too)
