@@ -127,9 +127,10 @@ def gather(draw, e, shape):
         n = shape[axis]
         idx = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=4))
         return f"np.take({e}, {idx!r}, axis={axis})"
+    kind = draw(st.sampled_from(["", "", ", kind='stable'", ", stable=True"]))  # (kind='stable': an internal error)
     if op == "sort":
-        return f"np.sort({e}, axis={axis})"
-    return f"np.take_along_axis({e}, np.argsort({e}, axis={axis}), axis={axis})"
+        return f"np.sort({e}, axis={axis}{kind})"
+    return f"np.take_along_axis({e}, np.argsort({e}, axis={axis}{kind}), axis={axis})"
 
 
 @st.composite

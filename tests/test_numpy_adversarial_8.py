@@ -229,3 +229,27 @@ def test_the_empty_index_it_suggests_works():
         return np.sum(x[np.zeros(0, dtype=int)]) + x[0]
 
     check_correct_or_refused(fn, [np.array([0.5, -1.2, 2.0])])
+
+
+# -- np.sort and np.argsort with kind= or stable= --------------------------------------------------------
+# The kind (a string) reached the code printer, which has no literal for strings: an InternalError
+# ("no literal for 'stable'") from a call numpy accepts.
+
+def sort_stable(x):
+    return np.sort(x, axis=0, kind="stable") * np.arange(1.0, 4.0)[:, None]
+
+
+def argsort_stable(x):
+    return np.take_along_axis(x, np.argsort(x, axis=1, stable=True), axis=1) ** 2
+
+
+def argsort_method(x):
+    return x[0][x[0].argsort(kind="mergesort")] * np.arange(4.0)
+
+
+@pytest.mark.parametrize("fn", [sort_stable, argsort_stable, argsort_method])
+def test_sort_with_a_kind(fn):
+    x = np.arange(12.0).reshape(3, 4) * 0.37 - 1.0
+    x = x[[2, 0, 1]][:, [3, 1, 0, 2]]
+    check_correct_or_refused(fn, [x])
+    _forward_matches_reverse(fn, [x])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
@@ -159,7 +160,7 @@ def _emit_axis(fn: str, default: Any) -> Any:
     def emit_(a: list[Expr], ps: dict) -> Expr:
         kw = {} if ps.get("axis", default) == default else {"axis": px.literal(ps.get("axis", default))}
         if ps.get("kind") is not None:
-            kw["kind"] = px.literal(ps["kind"])
+            kw["kind"] = cst.SimpleString(repr(ps["kind"]))  # (a string: px.literal has none)
         return px.call(f"np.{fn}", a, **kw)
 
     return emit_
