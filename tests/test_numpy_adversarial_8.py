@@ -253,3 +253,41 @@ def test_sort_with_a_kind(fn):
     x = x[[2, 0, 1]][:, [3, 1, 0, 2]]
     check_correct_or_refused(fn, [x])
     _forward_matches_reverse(fn, [x])
+
+
+# -- numpy's arithmetic functions of Python floats -----------------------------------------------------
+# np.add/subtract/multiply/divide/floor_divide/mod/remainder/negative/square/dot/inner of Python numbers
+# were lowered to Python's operators: a Python float where numpy gives an np.float64, and so a
+# ZeroDivisionError where numpy divides by 0 (np.divide(x, 0.0) is inf; 1.0 / np.subtract(x, x) too),
+# an OverflowError for np.square(1e200) (inf).  The tangent of np.float64(x) of a Python float stayed a
+# Python float: jvp of np.divide(x, 0.0) raised ZeroDivisionError where grad gave inf.
+
+def divide_by_zero(x):
+    return np.divide(x, 0.0) + np.float64(x) / 0.0
+
+
+def inverse_of_difference(x):
+    return 1.0 / np.subtract(x, 1.5) + np.mod(x, 0.0)
+
+
+def square_overflows(x):
+    return np.square(x * 1e200)
+
+
+def numpy_of_floats(x):
+    return np.add(x, 0.5) * np.multiply(x, x) - np.true_divide(x, 3.0) + np.floor_divide(x, 0.4) \
+        + np.remainder(x, 0.4) + np.negative(x) + np.square(x) + np.dot(x, 2.0) + np.inner(x, 0.5)
+
+
+@pytest.mark.parametrize("fn", [divide_by_zero, inverse_of_difference, square_overflows, numpy_of_floats])
+@pytest.mark.parametrize("x", [1.5, -0.7])
+def test_numpy_functions_of_python_floats_compute_as_numpy(fn, x):
+    with np.errstate(all="ignore"):
+        want = fn(x)
+        for value in (astad.vjp(fn, x)[0], astad.jvp(fn, (x,), (1.0,))[0], astad.value_and_grad(fn)(x)[0]):
+            assert type(value) is type(want)
+            np.testing.assert_array_equal(value, want)
+        g, (_, t) = astad.grad(fn)(x), astad.jvp(fn, (x,), (1.0,))
+        assert g == t or (np.isnan(g) and np.isnan(t))
+    if np.isfinite(want):
+        check_correct_or_refused(fn, [x])

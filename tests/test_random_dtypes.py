@@ -120,6 +120,9 @@ class Gen:
             lambda: f"np.trace(np.outer({a}, {self.arr()})) * 0.25",
             lambda: f"np.nanmean({a}) * {s}",
             lambda: f"np.median({a}) + {s}",
+            lambda: f"np.multiply({s}, 0.5)",  # (numpy's functions of Python floats are np.float64: were floats)
+            lambda: f"np.subtract({s}, np.divide({s}, 4.0))",
+            lambda: f"np.add(np.square({s}), -1.0)",
         ]
         return self.rng.choice(choices)()
 

@@ -239,7 +239,12 @@ def _cast(b, v: Atom, dtype: str) -> Atom:
 
 
 def jvp_astype(b, p, out, ts):
-    return None if ts[0] is None else _cast(b, ts[0], num(out.type).dtype)
+    if ts[0] is None:
+        return None
+    o = num(out.type)
+    if num(ts[0].type).py and not o.py and not o.shape:  # np.float64(x) of a Python float: its tangent numpy's
+        return b.prim("astype", ts[0], dtype=o.dtype, scalar=True)  # too (x_t / 0.0 is inf, no ZeroDivisionError)
+    return _cast(b, ts[0], o.dtype)
 
 
 def vjp_astype(b, p, out, ct):
