@@ -291,3 +291,46 @@ def test_numpy_functions_of_python_floats_compute_as_numpy(fn, x):
         assert g == t or (np.isnan(g) and np.isnan(t))
     if np.isfinite(want):
         check_correct_or_refused(fn, [x])
+
+
+# -- constant expressions and powers that raise in Python ------------------------------------------------
+# Folding `1.0 / 0.0`, `1e300 ** 2`, `2.0 % 0.0`, `1 // 0` (and `10 ** 400 * 1.0`, np.isfinite of a big int)
+# raised Python's error while transforming: an InternalError, where Python raises when the function runs;
+# the type rule of `x ** 2000` of a Python float tried 1.5 ** 2000 (OverflowError: an InternalError for
+# every x, though 0.5 ** 2000 is 0.0).
+
+def folds_division_by_zero(x):
+    return x * (1.0 / 0.0)
+
+
+def folds_overflow(x):
+    return x * 1e300 ** 2
+
+
+def folds_modulo_by_zero(x):
+    return x + 1 // 0 + 2.0 % 0.0
+
+
+def folds_a_big_int(x):
+    return x * (10 ** 400 * 1.0)
+
+
+def big_power(x):
+    return x ** 2000 + x ** 2000.0 + x * 10 ** 40
+
+
+@pytest.mark.parametrize("fn", [folds_division_by_zero, folds_overflow, folds_modulo_by_zero, folds_a_big_int])
+def test_constants_that_raise_raise_when_the_function_runs(fn):
+    with pytest.raises(Exception) as plain:
+        fn(0.5)
+    for call in (lambda: astad.vjp(fn, 0.5), lambda: astad.jvp(fn, (0.5,), (1.0,)), lambda: astad.grad(fn)(0.5)):
+        with pytest.raises(type(plain.value)):
+            call()
+
+
+@pytest.mark.parametrize("x", [0.5, -0.9, 0.999])
+def test_a_big_power_of_a_python_float(x):
+    assert astad.vjp(big_power, x)[0] == big_power(x)
+    check_correct_or_refused(big_power, [x])
+    with pytest.raises(OverflowError):
+        astad.grad(big_power)(1.5)
