@@ -54,7 +54,7 @@ def reduction(draw, e, shape):
         if axis is None or isinstance(axis, tuple) and len(axis) > 2:
             return f"np.linalg.norm({e})"
         if isinstance(axis, tuple) and len(axis) == 2:
-            ord_ = draw(st.sampled_from(["None", "'fro'", "1", "np.inf"]))
+            ord_ = draw(st.sampled_from(["None", "'fro'", "1", "np.inf", "2"]))
         else:
             ord_ = draw(st.sampled_from(["None", "1", "np.inf", "-np.inf", "3"]))
         return f"np.linalg.norm({e}, ord={ord_}, axis={axis!r}, keepdims={keep})"
@@ -127,9 +127,10 @@ def gather(draw, e, shape):
         n = shape[axis]
         idx = draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=4))
         return f"np.take({e}, {idx!r}, axis={axis})"
+    kind = draw(st.sampled_from(["", "", ", kind='stable'", ", stable=True"]))  # (kind='stable': an internal error)
     if op == "sort":
-        return f"np.sort({e}, axis={axis})"
-    return f"np.take_along_axis({e}, np.argsort({e}, axis={axis}), axis={axis})"
+        return f"np.sort({e}, axis={axis}{kind})"
+    return f"np.take_along_axis({e}, np.argsort({e}, axis={axis}{kind}), axis={axis})"
 
 
 @st.composite
@@ -281,7 +282,7 @@ def programs(draw):
             lines.append(f"{name} = y")
             e = name
             continue
-        step = draw(st.sampled_from(STEPS if not empty else [reduction, reshaping, broadcast_with]))
+        step = draw(st.sampled_from(STEPS if not empty else [reduction, reshaping, broadcast_with, contraction]))
         if len(cur) == 0 and step is not broadcast_with:
             continue
         text = draw(step(e, cur))

@@ -1,7 +1,8 @@
 """Random programs over mixed dtypes: float64, float32 and float16 arrays, numpy scalars of each,
 Python floats and ints (numpy's "weak" scalars, NEP 50), int and bool arrays, joined across an
 ``if``/``else`` and carried by loops, with casts (``astype``, ``np.float32(...)``, ``float(...)``,
-``math`` functions), Python's ``max``/``min``, ``np.where``, ``//`` and ``%`` on ints, reductions.
+``math`` functions), Python's ``max``/``min``, ``np.where``, ``//`` and ``%`` on ints, reductions
+(``np.nanmean``, ``np.median``, ``np.trace``, ``np.diff``).
 
 Each program astad accepts must give (oracles independent of astad's own code):
 
@@ -98,6 +99,7 @@ class Gen:
             lambda: f"np.tanh({a} / ({b} * {b} + 1.0))",
             lambda: f"np.maximum({a}, {b})",
             lambda: f"np.{self.dtype()}({a})",
+            lambda: f"np.diff({a}, append={a}[:1])",  # (its transpose np.diff(ct, prepend=0, append=0) was float64)
         ]
         return self.rng.choice(choices)()
 
@@ -115,6 +117,12 @@ class Gen:
             lambda: f"np.{self.dtype()}({s}) * 0.5",
             lambda: f"max({a}[0], {self.rng.choice([s, '0.25', a + '[1]'])}) * 0.5",
             lambda: f"min({a}[2], {s}) - {s}",
+            lambda: f"np.trace(np.outer({a}, {self.arr()})) * 0.25",
+            lambda: f"np.nanmean({a}) * {s}",
+            lambda: f"np.median({a}) + {s}",
+            lambda: f"np.multiply({s}, 0.5)",  # (numpy's functions of Python floats are np.float64: were floats)
+            lambda: f"np.subtract({s}, np.divide({s}, 4.0))",
+            lambda: f"np.add(np.square({s}), -1.0)",
         ]
         return self.rng.choice(choices)()
 
@@ -181,6 +189,7 @@ def _same_primal(got, want) -> None:
     if type(want) in (float, int) and type(got) is {float: np.float64, int: np.int64}[type(want)]:
         want = type(got)(want)  # a Python number joined with a numpy one is typed (and returned as) the numpy one
     assert _dtype_of(got) == _dtype_of(want), f"value {got!r} is {_dtype_of(got)}, numpy's {want!r} {_dtype_of(want)}"
+    assert isinstance(got, np.ndarray) == isinstance(want, np.ndarray), f"value {got!r}, numpy's {want!r}"
     if _dtype_of(want) in ("float64", "float"):  # a float64 loop runs on Python floats with math (README: the last bit)
         np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-300)
     else:

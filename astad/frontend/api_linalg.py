@@ -153,6 +153,31 @@ def _reduce(lw: Lowerer, op: str, x: Atom, axis: Any, keepdims: bool) -> Atom:
     return lw.emit(op, [x], {"axis": axis, "keepdims": keepdims})
 
 
+def _empty_norms_are_zero() -> bool:
+    """numpy >= 2.3 gives 0 for the norms that are maxima (vector ord=inf, matrix 1, inf, 2) of an empty array
+    (``max(..., initial=0)``); older numpy raises numpy's ValueError, as the plain maximum does."""
+    try:
+        return float(np.linalg.norm(np.zeros(0), np.inf)) == 0.0
+    except ValueError:
+        return False
+
+
+_EMPTY_NORMS_ARE_ZERO = _empty_norms_are_zero()
+
+
+def _max_or_zero(lw: Lowerer, x: Atom, axis: Any, keepdims: bool) -> Atom:
+    """The maximum of ``x >= 0`` over ``axis`` as numpy's norms take it (see above): where a reduced axis may be
+    empty, a zero is put before ``x`` along it (the maximum of entries >= 0 is unchanged; of none it is 0)."""
+    t = x.type
+    assert isinstance(t, Num)
+    axes = range(t.ndim) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+    empty = {a % t.ndim for a in axes if t.shape[a % t.ndim] in (0, None)}
+    if _EMPTY_NORMS_ARE_ZERO and empty:
+        width = tuple((1, 0) if i in empty else (0, 0) for i in range(t.ndim))
+        x = lw.emit("pad", [x], {"pad_width": width, "mode": "constant"})
+    return _reduce(lw, "max", x, axis, keepdims)
+
+
 def _vector_norm(lw: Lowerer, x: Atom, order: Any, axis: Any, keep: bool, node: cst.Call) -> Atom:
     if order is None or order == 2:
         return lw.emit("norm", [x], {"ord": 2, "axis": axis, "keepdims": keep})
@@ -164,7 +189,9 @@ def _vector_norm(lw: Lowerer, x: Atom, order: Any, axis: Any, keep: bool, node: 
     if order == 1:
         return _reduce(lw, "sum", lw.emit("abs", [x]), axis, keep)
     if math.isinf(order):
-        return _reduce(lw, "max" if order > 0 else "min", lw.emit("abs", [x]), axis, keep)
+        if order > 0:
+            return _max_or_zero(lw, lw.emit("abs", [x]), axis, keep)
+        return _reduce(lw, "min", lw.emit("abs", [x]), axis, keep)
     return lw.emit("norm", [x], {"ord": order, "axis": axis, "keepdims": keep})
 
 
@@ -174,13 +201,13 @@ def _matrix_norm(lw: Lowerer, x: Atom, order: Any, axes: tuple[int, int], keep: 
         return lw.emit("norm", [x], {"ord": 2, "axis": axes, "keepdims": keep})
     if order in (1, -1, math.inf, -math.inf) and not isinstance(order, bool):
         summed = _reduce(lw, "sum", lw.emit("abs", [x]), row if abs(order) == 1 else col, True)
-        return _reduce(lw, "max" if order > 0 else "min", summed, axes, keep)
+        return _max_or_zero(lw, summed, axes, keep) if order > 0 else _reduce(lw, "min", summed, axes, keep)
     if order in ("nuc", 2, -2) and not isinstance(order, bool):
         if x.type.ndim != 2:  # type: ignore[union-attr]
             raise lw.type_error(f"np.linalg.norm with ord={order!r} is supported for one matrix (2-D)", node,
                                 "a loop over the stack of matrices")
         s = lw.emit("svdvals", [x])
-        total = _reduce(lw, {"nuc": "sum", 2: "max", -2: "min"}[order], s, None, False)
+        total = _max_or_zero(lw, s, None, False) if order == 2 else _reduce(lw, {"nuc": "sum", -2: "min"}[order], s, None, False)
         return lw.emit("reshape", [total, _int(1), _int(1)]) if keep else total
     raise lw.type_error(f"np.linalg.norm: ord={order!r} is not a matrix norm", node, "'fro', 'nuc', 1, -1, 2, -2, np.inf")
 

@@ -107,7 +107,11 @@ def _nanmean(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
         n: Atom = lw.emit("div", [lw.emit("size", [x]), lw.emit("size", [nans])])
     else:
         n = Const.integer(int(np.prod(dims, dtype=int)))
-    return lw.emit("div", [lw.emit("sum", [zeroed], params), lw.emit("sub", [n, nans])])
+    mean = lw.emit("div", [lw.emit("sum", [zeroed], params), lw.emit("sub", [n, nans])])
+    if t.dtype == "float64":
+        return mean
+    # (a float32 sum over an int64 count is float64: numpy divides so and rounds back to x's dtype)
+    return lw.emit("astype", [mean], {"dtype": t.dtype, "scalar": not mean.type.shape})
 
 
 def _diff(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
@@ -206,6 +210,8 @@ def _median(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Valu
     if _is_float(x):
         last = lw.emit("isnan", [lw.emit("getitem", [s], {"index": lead + (-1,)})])
         med = lw.emit("where", [last, Const(float("nan"), FLOAT, "np.nan", ("np", "nan")), med])
+        if not med.type.shape and not keep:  # (np.where gives a 0-d array; numpy's median a numpy scalar)
+            med = lw.emit("astype", [med], {"dtype": med.type.dtype, "scalar": True})
     if keep:
         ones = [Const.integer(1)] * t.ndim
         if axis is None:

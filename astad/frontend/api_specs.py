@@ -86,6 +86,17 @@ def atoms(lw: "Lowerer", bound: dict, node: cst.Call, *names: str) -> list[Atom]
     return out
 
 
+def numpy_scalars(lw: "Lowerer", xs: list[Atom]) -> list[Atom]:
+    """numpy's function of Python numbers is a numpy scalar (``np.add(x, 0.5)`` an np.float64), and computes as
+    numpy does (divided by 0: inf, not Python's ZeroDivisionError; ``np.square(1e200)``: inf, not OverflowError):
+    where every operand is a Python number, the first is made numpy's (``np.float64(x) + 0.5``)."""
+    if not xs or not all(isinstance(x.type, Num) and x.type.py and not x.type.shape for x in xs):
+        return xs
+    x = xs[0]
+    op = "astype" if np.dtype(x.type.dtype).kind == "f" else "astype_discrete"  # type: ignore[union-attr]
+    return [lw.emit(op, [x], {"dtype": x.type.dtype, "scalar": True}), *xs[1:]]  # type: ignore[union-attr]
+
+
 def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
     names = [n for n, _ in sig(signature)]
     return lambda title: ApiSpec(title, sig(signature), lambda lw, b, node: lw.emit(op, atoms(lw, b, node, *names)))

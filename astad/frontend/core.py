@@ -6,6 +6,7 @@ point at the node being lowered.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Callable
 
@@ -106,9 +107,12 @@ class LowererCore:
                 "from it), e.g. `acc = [first]` or `acc.append(first)` before the loop" if empty else
                 "operands whose shapes fit numpy's rules (reshape, transpose or index one of them)")) from None
         if op in _FOLDABLE and type(args[0]) is Const and _foldable(args):  # (_foldable's first test, inline)
-            with np.errstate(all="ignore"):
-                value = rules.TABLE[op].impl(*[a.value for a in args], **params)
-            if isinstance(value, (int, float, bool)) and np.isfinite(value):
+            try:
+                with np.errstate(all="ignore"):
+                    value = rules.TABLE[op].impl(*[a.value for a in args], **params)
+            except (ArithmeticError, ValueError):  # (1.0 / 0.0, 1e300 ** 2: left to run, where Python raises)
+                value = None
+            if isinstance(value, (int, float, bool)) and _finite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
         node, parsed = self.node, self.stack[-1].parsed  # (self.loc(), inline: this runs at every binding)
@@ -264,6 +268,11 @@ _TYPE = operator.attrgetter("type")
 _TABLE = rules.TABLE
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}
+
+
+def _finite(value: Any) -> bool:
+    """Whether a folded number is finite (an int too large for a float is: np.isfinite would raise)."""
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def _describe(op: str) -> str:

@@ -15,8 +15,8 @@ import numpy as np
 from ..ir import Atom, Const, ListT, Num, Var
 from ..values import PyTuple, Ref
 from . import api_elementwise, api_linalg, api_python, api_reductions, api_shape
-from .api_specs import (ApiSpec, atoms, constructor, dims, dtype_params, elementwise, like, reduction,  # noqa: F401
-                        sequence, sig, spec, static_params)
+from .api_specs import (ApiSpec, atoms, constructor, dims, dtype_params, elementwise, like, numpy_scalars,  # noqa: F401
+                        reduction, sequence, sig, spec, static_params)
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
@@ -74,14 +74,21 @@ def _lower_len(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 
 def _lower_dot(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    x, y = atoms(lw, b, node, "a", "b")
+    x, y = numpy_scalars(lw, atoms(lw, b, node, "a", "b"))
     scalar = any(isinstance(t.type, Num) and t.type.ndim == 0 for t in (x, y))
     return lw.emit("mul" if scalar else "dot", [x, y])
 
 
 def _lower_square(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     two = Const.integer(2)
-    return lw.emit("pow", [*atoms(lw, b, node, "x"), two])
+    return lw.emit("pow", [*numpy_scalars(lw, atoms(lw, b, node, "x")), two])
+
+
+def _numpy_elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
+    """``elementwise``, with Python numbers made numpy's first (``numpy_scalars``)."""
+    names = [n for n, _ in sig(signature)]
+    return lambda title: ApiSpec(title, sig(signature),
+                                 lambda lw, b, node: lw.emit(op, numpy_scalars(lw, atoms(lw, b, node, *names))))
 
 
 def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
@@ -98,6 +105,9 @@ def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     if isinstance(x, (Var, Const)) and isinstance(x.type, Num):
         raise lw.type_error("np.array of a number (a 0-d array) is not supported", node,
                             "the number itself, np.float64(x), or np.array([x]) for a 1-d array")
+    if isinstance(x, PyTuple) and not x.items:  # (the stack of nothing was refused as "array shapes  do not fit")
+        raise lw.type_error("np.array of an empty list or tuple is not supported", node,
+                            "np.zeros(0), or np.zeros(0, dtype=int) for an empty index")
     if isinstance(x, PyTuple) and any(isinstance(v, PyTuple) or _run_time_list(v) for v in x.items):
         # nested lists or tuples (``[[a], [b]]``, ``[xs, ys]``): each inner one an array, as numpy reads a regular
         # nesting; a ragged one is refused (numpy raises too)
@@ -167,19 +177,19 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     **{n: elementwise(n) for n in ("exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs", "sign", "floor", "ceil",
                                    "trunc", "rint", "isnan")},
     "absolute": elementwise("abs"),
-    "negative": elementwise("neg"),
+    "negative": _numpy_elementwise("neg"),
     "square": spec("x", _lower_square),
     "maximum": elementwise("maximum", "x1, x2"),
     "minimum": elementwise("minimum", "x1, x2"),
     "power": elementwise("pow", "x1, x2"),
-    "add": elementwise("add", "x1, x2"),
-    "subtract": elementwise("sub", "x1, x2"),
-    "multiply": elementwise("mul", "x1, x2"),
-    "divide": elementwise("div", "x1, x2"),
-    "true_divide": elementwise("div", "x1, x2"),
-    "floor_divide": elementwise("floordiv", "x1, x2"),
-    "mod": elementwise("mod", "x1, x2"),
-    "remainder": elementwise("mod", "x1, x2"),
+    "add": _numpy_elementwise("add", "x1, x2"),
+    "subtract": _numpy_elementwise("sub", "x1, x2"),
+    "multiply": _numpy_elementwise("mul", "x1, x2"),
+    "divide": _numpy_elementwise("div", "x1, x2"),
+    "true_divide": _numpy_elementwise("div", "x1, x2"),
+    "floor_divide": _numpy_elementwise("floordiv", "x1, x2"),
+    "mod": _numpy_elementwise("mod", "x1, x2"),
+    "remainder": _numpy_elementwise("mod", "x1, x2"),
     "fmod": elementwise("fmod", "x1, x2"),
     "where": elementwise("where", "condition, x, y"),
     "clip": elementwise("clip", "a, a_min, a_max"),

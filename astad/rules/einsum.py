@@ -86,14 +86,17 @@ def letter_sizes(ins: Sequence[str], shapes: Sequence[tuple]) -> dict[str, Any]:
             if c in own and d != own[c]:
                 raise ShapeError(f"einsum: the repeated index {c!r} has sizes {own[c]} and {d} in one operand")
             own[c] = d
-            seen = sizes.get(c, 1)
+            if c not in sizes:  # (not seen yet: a size 0 stays 0, as in numpy)
+                sizes[c] = d
+                continue
+            seen = sizes[c]
             if d is None or seen is None:
                 sizes[c] = None if 1 not in (d, seen) else (seen if d == 1 else d)
             elif 1 not in (d, seen) and d != seen:
                 raise ShapeError(f"einsum: index {c!r} has sizes {seen} and {d}; shapes "
                                  + ", ".join(fmt_shape(s) for s in shapes) + " do not fit")
-            else:
-                sizes[c] = max(d, seen)
+            elif seen == 1:
+                sizes[c] = d
     return sizes
 
 

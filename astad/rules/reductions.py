@@ -196,7 +196,7 @@ def trace_embed(ct: Any, like: Any, offset: int = 0, axis1: int = 0, axis2: int 
     """The cotangent of ``np.trace(x, offset, axis1, axis2)``: ``ct`` on that diagonal of zeros shaped like ``x``."""
     shape = np.shape(like)
     a1, a2 = _trace_axes(len(shape), {"axis1": axis1, "axis2": axis2})
-    mask = np.eye(shape[a1], shape[a2], k=offset)
+    mask = np.eye(shape[a1], shape[a2], k=offset, dtype=like.dtype)  # (a float32 x: a float32 cotangent)
     placed = [1] * len(shape)
     placed[a1], placed[a2] = shape[a1], shape[a2]
     return np.expand_dims(ct, (a1, a2)) * (mask if a1 < a2 else mask.T).reshape(placed)
@@ -239,7 +239,12 @@ def _cast(b, v: Atom, dtype: str) -> Atom:
 
 
 def jvp_astype(b, p, out, ts):
-    return None if ts[0] is None else _cast(b, ts[0], num(out.type).dtype)
+    if ts[0] is None:
+        return None
+    o = num(out.type)
+    if num(ts[0].type).py and not o.py and not o.shape:  # np.float64(x) of a Python float: its tangent numpy's
+        return b.prim("astype", ts[0], dtype=o.dtype, scalar=True)  # too (x_t / 0.0 is inf, no ZeroDivisionError)
+    return _cast(b, ts[0], o.dtype)
 
 
 def vjp_astype(b, p, out, ct):

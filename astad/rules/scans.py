@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
@@ -159,7 +160,7 @@ def _emit_axis(fn: str, default: Any) -> Any:
     def emit_(a: list[Expr], ps: dict) -> Expr:
         kw = {} if ps.get("axis", default) == default else {"axis": px.literal(ps.get("axis", default))}
         if ps.get("kind") is not None:
-            kw["kind"] = px.literal(ps["kind"])
+            kw["kind"] = cst.SimpleString(repr(ps["kind"]))  # (a string: px.literal has none)
         return px.call(f"np.{fn}", a, **kw)
 
     return emit_
@@ -173,7 +174,7 @@ def _emit_cumsum(a: list[Expr], ps: dict) -> Expr:
 
 def _emit_diff(a: list[Expr], ps: dict) -> Expr:
     n, axis = ps.get("n", 1), ps.get("axis", -1)
-    if ps.get("pad") and n != 1:
+    if ps.get("pad") and (n != 1 or ps.get("narrow")):  # (prepend=0 would make a float32 array float64)
         return px.call("diff_padded", [a[0], px.literal(n)], axis=px.literal(axis))
     kw = {} if n == 1 else {"n": px.literal(n)}
     if axis != -1:
@@ -204,7 +205,7 @@ def _cumsum(x: Any, axis: Any = None, reverse: bool = False) -> Any:
     return reverse_cumsum(x, axis) if reverse else np.cumsum(x, axis)
 
 
-def _diff(x: Any, n: int = 1, axis: int = -1, pad: bool = False) -> Any:
+def _diff(x: Any, n: int = 1, axis: int = -1, pad: bool = False, narrow: bool = False) -> Any:
     return diff_padded(x, n, axis) if pad else np.diff(x, n, axis)
 
 
@@ -225,7 +226,8 @@ def _diff_transpose(b, p, out, ct):
     size = num(x.type).shape[axis]
     if not p.param("pad", False) and size is not None and size < n:
         return [zeros_of(b, x)]  # fewer than n entries: np.diff is empty, its derivative zero
-    v = b.prim("diff", ct, n=n, axis=axis, pad=not p.param("pad", False))
+    narrow = {"narrow": True} if num(ct.type).dtype != "float64" else {}  # (float32: padded by np.pad, not prepend=0)
+    v = b.prim("diff", ct, n=n, axis=axis, pad=not p.param("pad", False), **narrow)
     if not p.param("pad", False) and size is None:  # cut to x's length (padding an empty diff gives n entries)
         v = b.prim("getitem", v, b.prim("dim", x, axis=axis),
                    index=(("slice", None, None, None),) * axis + (("slice", None, ("arg", 1), None),))

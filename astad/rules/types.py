@@ -24,6 +24,11 @@ def _sample(t: Type) -> Any:
     return np.ones((), dtype=t.dtype)
 
 
+def _one(t: Type) -> Any:
+    """A sample of ``t`` whose powers do not overflow (a Python float 1.0 for 1.5)."""
+    return {"float64": 1.0, "int64": 1}.get(num(t).dtype, True) if num(t).py and not num(t).shape else _sample(t)
+
+
 sample = _sample  # for the type rules of other modules
 
 
@@ -107,7 +112,10 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
                     value = _apply(impl, samples, params)
                 except ZeroDivisionError:
                     value = _apply(impl, [_sample(Num(t.shape, t.dtype, t.py)) for t in ts], params)  # type: ignore[union-attr]
-            result = _result_kind(value)
+                except OverflowError:  # (1.5 ** 2000 of Python floats: the result's type is that of 1.0 ** 2000,
+                    value = _apply(impl, [_one(t) for t in ts], params)  # its value unknown: Python raises there)
+                    result = _result_kind(value)[:2] + (None,)
+            result = result if result is not None else _result_kind(value)
             if key is not None:
                 found[key] = result
         keep = all(isinstance(t, Num) and t.value is not None for t in ts)
