@@ -207,7 +207,7 @@ def _module_facts(text: str) -> tuple[frozenset[str], dict[int, int]]:
     if tree is None:
         return frozenset(), {}
     ends = {min([d.lineno for d in node.decorator_list] + [node.lineno]): node.end_lineno or node.lineno
-            for node in _statements(tree.body, True) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for node in _defs(tree.body)}
     return _imported(tree), ends
 
 
@@ -271,6 +271,28 @@ def _imported(tree: ast.Module) -> frozenset[str]:
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+#: the statements with blocks inside (the others: none of the fields :func:`_statements` reads)
+_BLOCKS = frozenset(getattr(ast, name) for name in (
+    "FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
+    "TryStar", "Match") if hasattr(ast, name))
+
+
+def _defs(body: list[ast.stmt]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The ``def`` statements of ``body`` and of the blocks inside it (those of functions and classes
+    too): :func:`_statements` of the statements with blocks only (most statements have none)."""
+    found = []
+    todo = [s for s in body if type(s) in _BLOCKS]
+    while todo:
+        node = todo.pop()
+        if type(node) is ast.FunctionDef or type(node) is ast.AsyncFunctionDef:
+            found.append(node)
+        for field in ("body", "orelse", "finalbody"):
+            todo.extend([s for s in getattr(node, field, ()) if type(s) in _BLOCKS])
+        for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):  # except / match blocks
+            todo.extend([s for s in part.body if type(s) in _BLOCKS])
+    return found
 
 
 def _statements(body: list[ast.stmt], into_defs: bool) -> Iterator[ast.stmt]:
