@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import __future__
 import ast
+import bisect
 import dis
 import functools
 import importlib.machinery
 import inspect
 import io
 import linecache
+import operator
 import re
 import textwrap
 import tokenize
@@ -78,6 +80,12 @@ def read(fn: Callable[..., Any]) -> tuple[list[str], int, str]:
 
 def read_dedented(fn: Callable[..., Any]) -> tuple[list[str], int, str, str]:
     """:func:`read`, and the text of the lines dedented (as checked)."""
+    return read_with_tree(fn)[:4]
+
+
+def read_with_tree(fn: Callable[..., Any]) -> tuple[list[str], int, str, str, ast.FunctionDef | None]:
+    """:func:`read_dedented`, and the ``def``'s node in its module's tree where that is the tree of the
+    dedented text, its lines numbered from the module's first line (:func:`module_def`), else None."""
     code = fn.__code__
     try:
         file_lines, start = _find_source(code)  # the code object: inspect does not unwrap it
@@ -87,12 +95,14 @@ def read_dedented(fn: Callable[..., Any]) -> tuple[list[str], int, str, str]:
             f"cannot read the source of {fn.__qualname__} (defined in {code.co_filename}): {e}",
             hint="define the function in a .py file or a notebook cell, not with exec() or in an interactive prompt "
                  "that keeps no source") from None
-    imported, ends = _module_facts("".join(file_lines))
+    text = "".join(file_lines)
+    imported, ends = _module_facts(text)
     end = ends.get(start + 1)  # (inspect.getblock finds the same last line with tokenize: some 20 times slower)
     lines = file_lines[start:end] if end is not None else inspect.getblock(file_lines[start:])
     dedented = dedent("".join(lines))
     _check_dedented(code, dedented, fn.__qualname__, file, imported)
-    return lines, start + 1, file, dedented
+    node = module_def(text, start + 1, end) if end is not None and lines[0][:1] not in (" ", "\t") else None
+    return lines, start + 1, file, dedented, node
 
 
 def _source_file(code: types.CodeType) -> str:
@@ -170,9 +180,8 @@ def read_lambda(fn: Callable[..., Any]) -> tuple[list[str], int, int, str, str]:
 @functools.lru_cache(maxsize=16)
 def _lambdas(text: str) -> dict[int, list[ast.Lambda]]:
     """The lambdas of a module's text by their first line."""
-    try:
-        tree = deep.parse_ast(text)
-    except (SyntaxError, ValueError):
+    tree = _module_tree(text)
+    if tree is None:
         return {}
     found: dict[int, list[ast.Lambda]] = {}
     for node in ast.walk(tree):
@@ -194,13 +203,63 @@ def _module_facts(text: str) -> tuple[frozenset[str], dict[int, int]]:
     """:func:`imported_names`, and the last line of each ``def`` by its first
     line (its first decorator's, where :func:`inspect.findsource` starts it),
     from one reading of a module's text."""
+    tree = _module_tree(text)
+    if tree is None:
+        return frozenset(), {}
+    ends = {min([d.lineno for d in node.decorator_list] + [node.lineno]): node.end_lineno or node.lineno
+            for node in _defs(tree.body)}
+    return _imported(tree), ends
+
+
+#: the text of the module parsed last and its tree (None: not Python), kept for the reading of its
+#: functions that follows (:func:`module_def`): one module's (a tree is large)
+_last_tree: tuple[str, ast.Module | None] = ("", None)
+
+
+def _module_tree(text: str) -> ast.Module | None:
+    """The tree of a module's text (None: not Python); kept as the last one parsed."""
+    global _last_tree
+    last = _last_tree
+    if last[0] == text and last[0]:  # (the same string object, most often: compared by identity first)
+        return last[1]
     try:
         tree = deep.parse_ast(text)
     except (SyntaxError, ValueError):
-        return frozenset(), {}
-    ends = {min([d.lineno for d in node.decorator_list] + [node.lineno]): node.end_lineno or node.lineno
-            for node in _statements(tree.body, True) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return _imported(tree), ends
+        tree = None
+    _last_tree = (text, tree)
+    return tree
+
+
+def clear_module_tree() -> None:
+    """Forget the module tree kept (:func:`_module_tree`)."""
+    global _last_tree
+    _last_tree = ("", None)
+
+
+#: line breaks other than "\n" (and form feeds): where Python's parser and ``str.splitlines`` (which a
+#: module's lines may come from) count lines differently
+_ODD_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def module_def(text: str, first: int, end: int) -> ast.FunctionDef | None:
+    """The ``def`` of the module ``text`` (the module parsed last: no other is parsed again) whose first
+    line (its first decorator's) is ``first`` and last ``end``, at the module's top level (its text at
+    the start of its lines: its lines, dedented, are its text as the module has it); None if there is
+    none, or if the module's lines may not be Python's (line breaks other than newlines)."""
+    last = _last_tree
+    tree = last[1]
+    if tree is None or last[0] != text or _ODD_BREAKS.search(text):
+        return None
+    body = tree.body
+    i = bisect.bisect_left(body, first, key=_LINENO)  # (statements in order of their lines)
+    node = body[i] if i < len(body) else None
+    if type(node) is not ast.FunctionDef or node.end_lineno != end or node.col_offset != 0 or \
+            min([d.lineno for d in node.decorator_list], default=node.lineno) != first:
+        return None
+    return node
+
+
+_LINENO = operator.attrgetter("lineno")
 
 
 def _imported(tree: ast.Module) -> frozenset[str]:
@@ -212,6 +271,28 @@ def _imported(tree: ast.Module) -> frozenset[str]:
 
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+#: the statements with blocks inside (the others: none of the fields :func:`_statements` reads)
+_BLOCKS = frozenset(getattr(ast, name) for name in (
+    "FunctionDef", "AsyncFunctionDef", "ClassDef", "If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
+    "TryStar", "Match") if hasattr(ast, name))
+
+
+def _defs(body: list[ast.stmt]) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The ``def`` statements of ``body`` and of the blocks inside it (those of functions and classes
+    too): :func:`_statements` of the statements with blocks only (most statements have none)."""
+    found = []
+    todo = [s for s in body if type(s) in _BLOCKS]
+    while todo:
+        node = todo.pop()
+        if type(node) is ast.FunctionDef or type(node) is ast.AsyncFunctionDef:
+            found.append(node)
+        for field in ("body", "orelse", "finalbody"):
+            todo.extend([s for s in getattr(node, field, ()) if type(s) in _BLOCKS])
+        for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):  # except / match blocks
+            todo.extend([s for s in part.body if type(s) in _BLOCKS])
+    return found
 
 
 def _statements(body: list[ast.stmt], into_defs: bool) -> Iterator[ast.stmt]:

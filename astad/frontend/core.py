@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from typing import Any, Callable
 
 import libcst as cst
@@ -36,6 +37,11 @@ class LowererCore:
         self.stack: list[Scope] = []
         self.open_calls: dict[Any, Scope] = {}  # call key -> the outermost running call with it (Calls.open_call)
         self.node: cst.CSTNode = parsed.funcdef
+        # per node class, the method lowering such an expression (``expr_`` and the class's name), per lowerer class
+        self.expr_methods: dict[type, Callable] = _EXPR_METHODS.setdefault(type(self), {})
+        # (Expressions.expr) the recursion limit leaves room for a few levels of expressions between looks at the
+        # stack's depth (a lower one, set before the lowering: a look at every level)
+        self.roomy = sys.getrecursionlimit() >= 1000
         self.expr_depth = 0  # how many expressions the one being lowered is nested in (Expressions.expr)
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
         self.const_names: dict[int, str] = {}
@@ -255,6 +261,10 @@ class LowererCore:
     def branches(self, then: Callable[[], Any], orelse: Callable[[], Any]) -> tuple[tuple, tuple]:
         """The two branches of an ``if``, each from the names there are before it."""
         return self.branch(then), self.branch(orelse)
+
+
+#: per lowerer class, per node class: the method lowering such an expression (LowererCore.expr_methods)
+_EXPR_METHODS: dict[type, dict[type, Callable]] = {}
 
 
 def _foldable(args: list[Atom]) -> bool:

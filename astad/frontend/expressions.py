@@ -6,7 +6,6 @@ conditional expressions.
 from __future__ import annotations
 
 import math
-import sys
 import types
 from typing import Callable
 
@@ -46,10 +45,7 @@ class Expressions(LowererCore):
             known = self._globals.get((id(running.parsed), running.path, node.value))
             if known is not None and known[0] is running.parsed:
                 return known[1]
-        methods = _METHODS.get(type(self))
-        if methods is None:
-            methods = _METHODS[type(self)] = {}
-        method = methods.get(cls)
+        method = self.expr_methods.get(cls)
         if method is None:
             method = getattr(type(self), "expr_" + cls.__name__, None)
             if method is None:
@@ -57,14 +53,14 @@ class Expressions(LowererCore):
                 message, hint = entry if entry else (f"`{cls.__name__}` expressions are not supported",
                                                      "arithmetic, numpy calls, indexing")
                 raise self.syntax_error(message, hint, node)
-            methods[cls] = method
+            self.expr_methods[cls] = method
         saved, depth = self.node, self.expr_depth
         self.node = node
         try:
             if cls in _LEAVES:  # nothing nested to lower: no need for room on the stack
                 return method(self, node)
             self.expr_depth = depth + 1
-            if depth % _ROOM_EVERY and sys.getrecursionlimit() >= 1000:  # (most levels: no look at the stack)
+            if depth % _ROOM_EVERY and self.roomy:  # (most levels: no look at the stack)
                 return method(self, node)
             return deep.call(method, self, node)  # a deeply nested expression goes on with a fresh stack
         finally:
@@ -337,9 +333,6 @@ def _trip_count(binds: list[Bind]) -> int | None:
     loops = [b.rhs for b in binds if isinstance(b.rhs, Loop)]
     return trip_count(loops[0]) if len(loops) == 1 else None
 
-
-#: per lowerer class, per node class: the method lowering such an expression (``expr_`` and the class's name)
-_METHODS: dict[type, dict[type, Callable]] = {}
 
 #: an expression nested in this many others goes through :func:`astad.deep.call` (which looks at the
 #: stack's depth at every few of its own levels); between, the lowering of an expression nests a few

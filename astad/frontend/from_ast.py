@@ -42,19 +42,27 @@ class Found(NamedTuple):
     nested: tuple[cst.FunctionDef, ...] = ()
 
 
-def read(source: str, name: str) -> tuple[cst.FunctionDef, Starts, Found]:
+def read(source: str, name: str, tree: ast.FunctionDef | None = None,
+         shift: int = 0) -> tuple[cst.FunctionDef, Starts, Found]:
     """The ``def`` of ``name`` first in ``source``, where each of its nodes starts,
     and what the reading found in it.  Raises :class:`Decline` (or SyntaxError,
-    RecursionError) where libcst's parser should read it."""
+    RecursionError) where libcst's parser should read it.  ``tree``: that ``def``'s
+    tree, Python's parser's reading of ``source`` but for its line numbers, ``shift``
+    more (its module's, :func:`astad.source.module_def`), read without parsing ``source``
+    again; the starts are then on the module's lines (``source`` ``shift`` lines down)."""
     if _ODD.search(source):
         raise Decline("line breaks")
     if not source.isascii() and not unicodedata.is_normalized("NFKC", source):
         raise Decline("NFKC")  # Python's parser normalises names (`ﬁ` is `fi`): check_subset says which
-    tree = deep.parse_ast(source)
-    fn = next((s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if tree is None:
+        module = deep.parse_ast(source)
+        fn = next((s for s in module.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        shift = 0
+    else:
+        fn = tree
     if type(fn) is not ast.FunctionDef or fn.name != name:
         raise Decline("no def")
-    reader = _Reader(source)
+    reader = _Reader(source, shift)
     made = reader.s_FunctionDef(fn)
     return made, reader.starts, Found(frozenset(reader.names), frozenset(reader.called), reader.defs,
                                       tuple(reader.nested))
@@ -74,8 +82,8 @@ _AUGMENTED = {ast.Add: new.AddAssign, ast.Sub: new.SubtractAssign, ast.Mult: new
 class _Reader(Expressions):
     """Statements (expressions: :class:`Expressions`)."""
 
-    def __init__(self, source: str) -> None:
-        self.text = Text(source)
+    def __init__(self, source: str, shift: int = 0) -> None:
+        self.text = Text(source, shift)
         self.starts = Starts()
         self.names: set[str] = set()
         self.called: set[str] = set()

@@ -45,6 +45,8 @@ _WS = " \t\f\\"  # (outside strings and comments a backslash only continues a li
 #: what may follow an expression that has parentheses of its own (after blanks; or the line's end):
 #: ``)``, a comment, a line continuation (or a tab, a form feed)
 _CLOSING = re.compile(r"[)#\\\t\f]")
+#: the characters of :data:`_CLOSING` but ``)``
+_CLOSING_ANYWHERE = re.compile(r"[#\\\t\f]")
 #: a line's code before its comment: anything but a quote or ``#``, and strings on one line
 _CODE = re.compile(r"""(?:[^#'"]|'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")*""")
 
@@ -55,11 +57,13 @@ class Text:
     starts between tokens and stops at the first other character, so it never
     looks into a string)."""
 
-    def __init__(self, source: str) -> None:
-        self.lines = source.split("\n")
-        self.ascii = [line.isascii() for line in self.lines]
+    def __init__(self, source: str, shift: int = 0) -> None:
+        lines = source.split("\n")
+        #: the lines, from the first of the module ``shift`` lines above ``source`` (those empty here): the
+        #: lines of a tree read from the module (:func:`astad.source.module_def`), numbered as its tree's
+        self.lines = [""] * shift + lines if shift else lines
+        self.ascii = [True] * shift + [line.isascii() for line in lines]
         self.all_ascii = source.isascii()
-        lines = self.lines
         rests = [line.lstrip(_WS) for line in lines]
         #: per line, the first significant character of the lines after it ("" none): what follows its end
         #: (and a comment or a line continuation on it: :meth:`_closing` goes on there too)
@@ -75,9 +79,10 @@ class Text:
         self.closers: set[Pos] = set()
         closers = self.closers
         add = closers.add
-        for i, line in enumerate(lines, 1):
+        special = _CLOSING_ANYWHERE.search(source) is not None  # (else no line has them: not looked for)
+        for i, line in enumerate(lines, shift + 1):
             n = len(line)
-            closed = after[i - 1] == ")"
+            closed = after[i - shift - 1] == ")"
             if closed:
                 k = len(line.rstrip(" "))  # the line's end, and the blanks before it
                 if k == n:
@@ -91,7 +96,7 @@ class Text:
                 else:
                     add((i, c))
                 c = line.find(")", c + 1)
-            if "#" in line or "\\" in line or "\t" in line or "\f" in line:
+            if special and ("#" in line or "\\" in line or "\t" in line or "\f" in line):
                 for m in _CLOSING.finditer(line):
                     c = m.start()
                     if closed or line[c] not in "#\\":
@@ -101,8 +106,8 @@ class Text:
         #: line); elsewhere :meth:`opening` finds none
         self.openers: set[Pos] = set()
         openers = self.openers
-        for i, line in enumerate(lines, 1):
-            openers.add((i, len(line) - len(rests[i - 1])))
+        for i, line in enumerate(lines, shift + 1):
+            openers.add((i, len(line) - len(rests[i - shift - 1])))
             c = line.find("(")
             while c >= 0:
                 b = c + 1

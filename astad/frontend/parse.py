@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep, source
-from ..source import check_not_wrapped, read_dedented, read_lambda, string_lines
+from ..source import check_not_wrapped, read_lambda, read_with_tree, string_lines
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import Starts, resolve as resolve_positions, start_of
@@ -34,9 +34,9 @@ class Parsed:
     file: str
     funcdef: cst.FunctionDef
     positions: Any
-    line_offset: int
+    line_offset: int  # a position's line and this: its line in the file
     col_offset: int
-    lines: list[str]
+    lines: list[str]  # a position's line's text: lines[line - 1] (the def's lines, below as many blank as it needs)
     source: str
     aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
     fixed: dict = field(default_factory=dict)  # parameters a method or partial fixes (see astad.calling) -> values
@@ -123,6 +123,7 @@ def clear_parse_cache() -> None:
     # clear_caches pays what one in a fresh process pays, as the bench's "cold" says)
     source._module_facts.cache_clear()
     source._lambdas.cache_clear()
+    source.clear_module_tree()
 
 
 def parse(fn: Callable[..., Any]) -> Parsed:
@@ -147,13 +148,16 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
         check_subset(parsed)
         _PARSED[key] = parsed
         return parsed
-    lines, start, file, dedented = read_dedented(fn)
+    lines, start, file, dedented, tree = read_with_tree(fn)  # (tree: the def's, from its module's reading)
     source = "".join(lines)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     kept = frozenset(i + 1 for i in string_lines(source)) if col_offset else frozenset()
-    read = _read_with_ast(dedented, code.co_name)
+    read = _read_with_ast(dedented, code.co_name, tree, start - 1)
     if read is not None:
-        parsed = Parsed(fn, file, read[0], read[1], start - 1, col_offset, lines, source, kept=kept)
+        if tree is not None:  # its starts on the module's lines (the def's own text at column 0: col_offset 0)
+            parsed = Parsed(fn, file, read[0], read[1], 0, 0, [""] * (start - 1) + lines, source)
+        else:
+            parsed = Parsed(fn, file, read[0], read[1], start - 1, col_offset, lines, source, kept=kept)
         check_subset(parsed, read[2])
         _PARSED[key] = parsed
         return parsed
@@ -180,12 +184,14 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
     return parsed
 
 
-def _read_with_ast(source: str, name: str) -> tuple[cst.FunctionDef, Starts, from_ast.Found] | None:
+def _read_with_ast(source: str, name: str, tree: ast.FunctionDef | None = None,
+                   shift: int = 0) -> tuple[cst.FunctionDef, Starts, from_ast.Found] | None:
     """The ``def`` of ``name``, where its nodes start and what the reading found,
-    read with Python's parser (:mod:`.from_ast`); None where libcst's parser should
-    read it (a construct not known there, a syntax error, a function nested too deeply)."""
+    read with Python's parser (:mod:`.from_ast`; ``tree``, ``shift``: the tree read already,
+    see :func:`.from_ast.read`); None where libcst's parser should read it (a construct
+    not known there, a syntax error, a function nested too deeply)."""
     try:
-        return from_ast.read(source, name)
+        return from_ast.read(source, name, tree, shift)
     except Exception:  # (from_ast.Decline, SyntaxError, RecursionError, ...: libcst's reading says what is wrong)
         return None
 
