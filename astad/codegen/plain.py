@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from .. import pyexpr as px
 from .. import rules
-from ..ir import Bind, Block, If, Lam, Loop, LoopBack, Num, Prim, Var, use_counts
+from ..ir import Bind, Block, If, Lam, ListT, Loop, LoopBack, Num, Plus, Prim, Var, use_counts
 from ..ir.walk import flat_reads
 from ..names import Namer
 from . import inplace
@@ -35,8 +35,11 @@ from .text_expr import Text
 #: libcst and Python's compiler never recurse deeply on it
 MAX_INLINED = 6
 
-_BINOP, _CALL, _OTHER = "binop", "call", "other"
-_BIG, _ARRAY = "big", "array"  # (and _OTHER: the kinds of a result's type for bind_plain)
+#: terms of a sum of cotangents in one statement (more go on in the next)
+MAX_TERMS = 8
+
+_BINOP, _CALL, _SUMS, _OTHER = "binop", "call", "sum", "other"
+_BIG, _ARRAY, _LIST = "big", "array", "list"  # (and _OTHER: the kinds of a result's type for bind_plain)
 
 
 class Form(NamedTuple):
@@ -51,6 +54,10 @@ class Form(NamedTuple):
     make: Callable[..., Any]
     head: str
     fresh: bool
+
+
+#: a sum (``Plus``) of at most MAX_TERMS terms, as bind_plain prints it
+_SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True)
 
 
 def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form:
@@ -96,6 +103,14 @@ def reads(block: Block) -> Counter:
     return counts
 
 
+def _count(copied: Counter, reads: list[tuple]) -> None:
+    """Count in ``copied`` the variables among the operands ``reads`` holds (the operations' results new
+    memory: what ``count_copies`` counts of each), and empty it."""
+    operands = list(chain.from_iterable(reads))
+    copied.update(map(attrgetter("name"), _of_class(Var, operands)))
+    reads.clear()
+
+
 class PlainPrinting:
     """The printing of plain lines, a part of :class:`astad.codegen.python.Printer`."""
 
@@ -112,87 +127,122 @@ class PlainPrinting:
     in_if: int
     in_place: bool
     big_types: dict
+    deferred: dict
     constant_atoms: dict
     fast: Any
     text_plain: bool
     zipped: Any
 
     def bind_plain(self, binds: Sequence[Bind], forms: dict[str, Form | None]) -> None:
-        """``bind`` each of ``binds``; an operation of ``forms`` (most) printed here, in one step."""
+        """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
+        in one step each (``bind``'s steps for them, where they apply, in its order)."""
         bind, plain, st, residuals = self.bind, self.plain, self.state, self.residuals  # type: ignore[attr-defined]
         text_atom, comment, tx_name = self.text_atom, self.comment, tx.name  # type: ignore[attr-defined]
         direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
-        # id(a type) -> its kind here (_BIG, _ARRAY or _OTHER), the type held in `held` (its id its own meanwhile)
+        # id(a type) -> its kind here (_BIG, _ARRAY, _LIST or _OTHER), the type held in `held` (its id its own meanwhile)
         kinds: dict[int, str] = {}
         held: list = []
+        reads: list[tuple] = []  # the operands of the bindings printed since `copied` was last counted
+        copied = self.copied
         for b in binds:
             rhs = b.rhs
-            if direct and type(rhs) is Prim:
-                f = forms[rhs.op]
-                if f is not None:
-                    if stale:
-                        inlined, depth, copied, uses, fresh_set, lines = (
-                            self.inlined, self.depth, self.copied, self.uses, self.fresh, self.lines)
-                        views, constants, stale = self.views, self.constant_atoms, False
-                    (target,) = b.targets
-                    t = target.type
-                    of_type = kinds.get(id(t))
-                    if of_type is None:
-                        held.append(t)
-                        of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
-                            _ARRAY if type(t) is Num and t.shape else _OTHER
-                    if of_type is _BIG or views or not f.fresh:  # (may be written in place; a view pending; no computation)
+            cls = type(rhs)
+            if direct and (cls is Prim or cls is Plus):
+                if cls is Prim:
+                    f = forms[rhs.op]
+                    if f is None:
+                        if reads:
+                            _count(copied, reads)
+                        bind(b)
+                        stale = True
+                        direct = self.fast is None and self.text_plain and not self.zipped
+                        continue
+                    operands, counted = rhs.args, f.fresh
+                else:
+                    f, operands = _SUM, rhs.items
+                    counted = len(operands) > 1
+                if stale:
+                    inlined, depth, copied, uses, fresh_set, lines = (
+                        self.inlined, self.depth, self.copied, self.uses, self.fresh, self.lines)
+                    views, constants, deferred, stale = self.views, self.constant_atoms, self.deferred, False
+                (target,) = b.targets
+                t = target.type
+                of_type = kinds.get(id(t))
+                if of_type is None:
+                    held.append(t)
+                    of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
+                        _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else _OTHER
+                if of_type is _BIG or views or not counted:  # (may be written in place; a view pending; a copy)
+                    if reads:
+                        _count(copied, reads)
+                    if cls is Prim:
                         self.reach = 0
                         plain(b, rhs, f)
-                        stale = True
-                        continue
-                    # the operands (count_copies' and text_atoms', at once)
-                    reach, texts = 0, []
-                    for a in rhs.args:
-                        if type(a) is Var:
-                            n = a.name
-                            copied[n] = copied.get(n, 0) + 1
-                            if n in inlined:  # (pending's)
-                                d = depth.pop(n)
-                                if d > reach:
-                                    reach = d
-                                v = inlined.pop(n)
-                                texts.append(v if type(v) is Text else tx.of(v, st))
-                            else:
-                                texts.append(tx_name(n))
-                        else:  # (text_atom's, for a constant read before)
-                            known = constants.get(id(a))
-                            texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
-                    kind, value = f.kind, None
-                    if kind is _BINOP:  # (text_expr.binop_of's)
-                        prec = f.prec
-                        left, right = texts
-                        text = (left.text if left.prec >= prec else "(" + left.text + ")") + f.token + (
-                            right.text if right.prec > prec else "(" + right.text + ")")
-                    elif kind is _CALL:  # (text_expr.call's)
-                        prec = f.prec
-                        text = f.token + "(" + ", ".join([a.text for a in texts]) + ")"
                     else:
-                        value = f.printer(texts)
-                        text, prec = value.text, value.prec
-                    name = target.name
-                    if of_type is _ARRAY:
-                        fresh_set.add(name)
-                    # (put's; Namer.is_temp's)
-                    if uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() and reach < MAX_INLINED \
-                            and not (self.in_if and name in residuals):
-                        inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
-                        depth[name] = reach + 1
-                    elif name.isidentifier():  # (assign_line's)
-                        lines.append(Line(comment(b.loc), name + " = " + text))
-                    else:
-                        self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
-                                         comment(b.loc))
+                        bind(b)
+                    stale = True
                     continue
+                if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
+                                    or not target.name.isidentifier()):
+                    if reads:
+                        _count(copied, reads)
+                    bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
+                    stale = True
+                    continue
+                # the operands (text_atoms'; count_copies' counted in `copied` before another method reads it)
+                reads.append(operands)
+                reach, texts = 0, []
+                for a in operands:
+                    if type(a) is Var:
+                        n = a.name
+                        if n in inlined:  # (pending's)
+                            d = depth.pop(n)
+                            if d > reach:
+                                reach = d
+                            v = inlined.pop(n)
+                            texts.append(v if type(v) is Text else tx.of(v, st))
+                        else:
+                            texts.append(tx_name(n))
+                    else:  # (text_atom's, for a constant read before)
+                        known = constants.get(id(a))
+                        texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
+                kind, value, prec = f.kind, None, f.prec
+                if kind is _BINOP:  # (text_expr.binop_of's)
+                    left, right = texts
+                    text = (left.text if left.prec >= prec else "(" + left.text + ")") + f.token + (
+                        right.text if right.prec > prec else "(" + right.text + ")")
+                elif kind is _CALL:  # (text_expr.call's)
+                    text = f.token + "(" + ", ".join([a.text for a in texts]) + ")"
+                elif kind is _SUMS:  # (Printer.sum's: binop_of's, the sum so far on the left)
+                    first = texts[0]
+                    text = first.text if first.prec >= prec else "(" + first.text + ")"
+                    for a in texts[1:]:
+                        text += f.token + a.text if a.prec > prec else f.token + "(" + a.text + ")"
+                else:
+                    value = f.printer(texts)
+                    text, prec = value.text, value.prec
+                name = target.name
+                if of_type is _ARRAY or kind is _SUMS:  # (a sum's result is new memory whatever its type)
+                    fresh_set.add(name)
+                # (put's; Namer.is_temp's; a sum is assigned)
+                if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
+                        and reach < MAX_INLINED and not (self.in_if and name in residuals):
+                    inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
+                    depth[name] = reach + 1
+                elif name.isidentifier():  # (assign_line's)
+                    lines.append(Line(comment(b.loc), name + " = " + text))
+                else:
+                    self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
+                                     comment(b.loc))
+                continue
+            if reads:
+                _count(copied, reads)
             bind(b)
             stale = True
             direct = self.fast is None and self.text_plain and not self.zipped
+        if reads:
+            _count(copied, reads)
 
     def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
         """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not

@@ -29,7 +29,7 @@ from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, Make
                  Unpack, Var, bound_var_names)
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting, taped_and_summed
-from .plain import MAX_INLINED, Form, PlainPrinting, form as plain_form, reads
+from .plain import MAX_INLINED, MAX_TERMS, Form, PlainPrinting, form as plain_form, reads
 from .memory import FRESH as _FRESH, UPDATES as _UPDATES, MemoryPrinting, copying_reads as _copying_reads
 from .release import released
 from .module import funcdef, module_source
@@ -403,8 +403,6 @@ def _mentions(expr: Expr, name: str) -> bool:
     return any(type(n) is cst.Name and n.value == name for n in deep.walk(expr))
 
 
-#: terms of a sum of cotangents in one statement (more go on in the next)
-MAX_TERMS = 8
 
 def _one_path(rhs: If) -> frozenset[str]:
     """Names bound in both branches of ``rhs`` but, inside them, on one path of a
