@@ -33,7 +33,7 @@ from .plain import MAX_INLINED, MAX_TERMS, Form, PlainPrinting, form as plain_fo
 from .memory import FRESH as _FRESH, UPDATES as _UPDATES, MemoryPrinting, copying_reads as _copying_reads
 from .release import released
 from .module import funcdef, module_source
-from .render import EOL, Line, text, text_state
+from .render import EOL, Comment, Line, text, text_state
 from .render_expr import text as expression_text
 from . import text_expr as tx
 from .text_expr import Text
@@ -44,7 +44,6 @@ _SPACE, _EOL = cst.SimpleWhitespace(" "), EOL
 _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whitespace=_EOL)
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
-_comment_line = px.maker(cst.EmptyLine, "comment")
 
 #: reverse mode's lines printed as they are made (:class:`astad.codegen.render.Line`); False: libcst's nodes,
 #: printed with the module (what tests/test_render.py compares them with)
@@ -52,11 +51,11 @@ TEXT_LINES = True
 
 
 @functools.lru_cache(maxsize=4096)
-def _comment_lines(line: int, text: str) -> tuple[cst.EmptyLine]:
+def _comment_lines(line: int, text: str) -> Comment:
     """The leading line of the comment quoting the user's line ``line``, ``text`` (one node for
     each, as the forward and backward passes head the same groups with the same lines; the
     comment checked)."""
-    return (_comment_line(cst.Comment(f"# line {line}: {text.strip()}")),)
+    return Comment(f"# line {line}: {text.strip()}")
 
 
 def _zero(t: object) -> Expr:
