@@ -57,7 +57,7 @@ _BINDS_ASCII = re.compile("\n" + _BIND_ASCII.pattern.removesuffix("(.*)") + "(?!
 _QUOTES = ('"' * 3, "'" * 3)
 #: a line of a function's body that is not a top-level statement of one line or a comment (an empty or
 #: deeper line, a clause, one not indented): where none is, its groups are found from its comments
-_NOT_FLAT = re.compile(r"^(?!    [^ \n])|^    (?:else:|elif |except|finally:)", re.MULTILINE)
+_NOT_FLAT = re.compile(r"\n(?:(?!    [^ \n])|    (?:else:|elif |except|finally:))")  # (in "\n" + text)
 _DEF = re.compile(r"^def ", re.MULTILINE)
 #: the end of a function's body: a line neither indented nor empty
 _BODY_END = re.compile(r"\n(?!    |\n|\Z)")
@@ -110,7 +110,7 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     group_end: dict[int, int] = {}  # group -> the line before which its `del` goes
     size = 0  # statements in the group being read
     n = len(body)
-    if not _NOT_FLAT.search(text, 0, len(text) - text.endswith("\n")):
+    if not _NOT_FLAT.search("\n" + text, 0, len(text) + 1 - text.endswith("\n")):
         _flat_groups(body, groups, group_end)
         n = 0  # (grouped)
     for k, line in enumerate(body[:n]):
