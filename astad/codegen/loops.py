@@ -11,9 +11,6 @@ twice, in ``try``/``except``, the array path's loop as the fallback).
 from __future__ import annotations
 
 from collections import Counter
-from functools import partial
-from itertools import compress
-from operator import attrgetter, is_not
 from typing import Any, Callable
 
 import libcst as cst
@@ -263,9 +260,11 @@ def _float(v: Var) -> bool:
 def taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> None:
     """Into ``taped``, what the loops anywhere in ``block`` record on tapes; into ``pairs``, for each
     sum of two variables ``x + y`` anywhere in it, x -> y and y -> x (one walk for both)."""
-    rhss = list(map(attrgetter("rhs"), block.binds))
-    for rhs in compress(rhss, map(partial(is_not, Prim), map(type, rhss))):  # (no primitive is either)
+    for b in block.binds:
+        rhs = b.rhs
         cls = type(rhs)  # (no class of the IR has subclasses)
+        if cls is Prim:
+            continue
         if cls is Plus and len(rhs.items) == 2 and all(type(a) is Var for a in rhs.items):  # type: ignore[union-attr]
             x, y = rhs.items  # type: ignore[union-attr]
             pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]

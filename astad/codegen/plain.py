@@ -14,15 +14,11 @@ same steps one at a time, or to ``bind``.
 from __future__ import annotations
 
 from collections import Counter
-from functools import partial
-from itertools import chain, compress
-from operator import attrgetter, is_, is_not
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from .. import pyexpr as px
 from .. import rules
-from ..ir import Bind, Block, If, Lam, ListT, Loop, LoopBack, Num, Plus, Prim, Var, use_counts
-from ..ir.walk import flat_reads
+from ..ir import Bind, ListT, Num, Plus, Prim, Var
 from ..names import Namer
 from . import inplace
 from . import text_expr as tx
@@ -72,42 +68,10 @@ def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form
     return Form(printer, _OTHER, 0, "", px.binop, "", fresh)
 
 
-def _of_class(cls: type, items: list) -> Iterable:
-    """The items of class ``cls`` exactly (no class of the IR has subclasses), picked without a
-    Python step per item."""
-    return compress(items, map(partial(is_, cls), map(type, items)))
-
-
-_NESTING = (If, Loop, LoopBack, Lam)
-
-
-def reads(block: Block) -> Counter:
-    """:func:`astad.ir.use_counts` of ``block`` (a new Counter): the reads of a block of primitives and
-    sums (most of a long function's) counted without a Python step per read; a block with blocks inside
-    by ``use_counts``."""
-    binds = block.binds
-    rhss = list(map(attrgetter("rhs"), binds))
-    prims = list(_of_class(Prim, rhss))
-    if len(prims) < len(rhss):
-        others = list(compress(binds, map(partial(is_not, Prim), map(type, rhss))))
-        if any(type(b.rhs) in _NESTING for b in others):
-            return use_counts(block)
-    else:
-        others = []
-    args = list(chain.from_iterable(map(attrgetter("args"), prims)))
-    counts = Counter(map(attrgetter("name"), _of_class(Var, args)))
-    if others:
-        counts.update(flat_reads(others))
-    if type(block.result) is Var:
-        counts[block.result.name] += 1
-    return counts
-
-
 def _count(copied: Counter, reads: list[tuple]) -> None:
     """Count in ``copied`` the variables among the operands ``reads`` holds (the operations' results new
     memory: what ``count_copies`` counts of each), and empty it."""
-    operands = list(chain.from_iterable(reads))
-    copied.update(map(attrgetter("name"), _of_class(Var, operands)))
+    copied.update([a.name for operands in reads for a in operands if type(a) is Var])
     reads.clear()
 
 

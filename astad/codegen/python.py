@@ -26,10 +26,10 @@ from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
 from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
-                 Unpack, Var, bound_var_names)
+                 Unpack, Var, bound_var_names, use_counts)
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting, taped_and_summed
-from .plain import MAX_INLINED, MAX_TERMS, Form, PlainPrinting, form as plain_form, reads
+from .plain import MAX_INLINED, MAX_TERMS, Form, PlainPrinting, form as plain_form
 from .memory import FRESH as _FRESH, UPDATES as _UPDATES, MemoryPrinting, copying_reads as _copying_reads
 from .release import released
 from .module import funcdef, module_source
@@ -84,7 +84,7 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         # operations of _PLAIN printed by `plain` (where no fast path is printed either): no call on the fast path
         self.text_plain = self.state is not None and not self.plan.calls
         self.fast = None
-        self.uses: Counter = reads(block)
+        self.uses: Counter = use_counts(block)
         for a in extra_uses:  # residuals are returned by name: never inline them
             if isinstance(a, Var):
                 self.uses[a.name] += 2
