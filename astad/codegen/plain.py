@@ -68,13 +68,6 @@ def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form
     return Form(printer, _OTHER, 0, "", px.binop, "", fresh)
 
 
-def _count(copied: Counter, reads: list[tuple]) -> None:
-    """Count in ``copied`` the variables among the operands ``reads`` holds (the operations' results new
-    memory: what ``count_copies`` counts of each), and empty it."""
-    copied.update([a.name for operands in reads for a in operands if type(a) is Var])
-    reads.clear()
-
-
 class PlainPrinting:
     """The printing of plain lines, a part of :class:`astad.codegen.python.Printer`."""
 
@@ -107,8 +100,6 @@ class PlainPrinting:
         # id(a type) -> its kind here (_BIG, _ARRAY, _LIST or _OTHER), the type held in `held` (its id its own meanwhile)
         kinds: dict[int, str] = {}
         held: list = []
-        reads: list[tuple] = []  # the operands of the bindings printed since `copied` was last counted
-        copied = self.copied
         for b in binds:
             rhs = b.rhs
             cls = type(rhs)
@@ -116,8 +107,6 @@ class PlainPrinting:
                 if cls is Prim:
                     f = forms[rhs.op]
                     if f is None:
-                        if reads:
-                            _count(copied, reads)
                         bind(b)
                         stale = True
                         direct = self.fast is None and self.text_plain and not self.zipped
@@ -138,8 +127,6 @@ class PlainPrinting:
                     of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
                         _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else _OTHER
                 if of_type is _BIG or views or not counted:  # (may be written in place; a view pending; a copy)
-                    if reads:
-                        _count(copied, reads)
                     if cls is Prim:
                         self.reach = 0
                         plain(b, rhs, f)
@@ -149,17 +136,15 @@ class PlainPrinting:
                     continue
                 if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
                                     or not target.name.isidentifier()):
-                    if reads:
-                        _count(copied, reads)
                     bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
                     stale = True
                     continue
-                # the operands (text_atoms'; count_copies' counted in `copied` before another method reads it)
-                reads.append(operands)
+                # the operands (count_copies' and text_atoms', at once)
                 reach, texts = 0, []
                 for a in operands:
                     if type(a) is Var:
                         n = a.name
+                        copied[n] = copied.get(n, 0) + 1
                         if n in inlined:  # (pending's)
                             d = depth.pop(n)
                             if d > reach:
@@ -200,13 +185,9 @@ class PlainPrinting:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
                 continue
-            if reads:
-                _count(copied, reads)
             bind(b)
             stale = True
             direct = self.fast is None and self.text_plain and not self.zipped
-        if reads:
-            _count(copied, reads)
 
     def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
         """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not
