@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from itertools import compress
-from operator import methodcaller
 from typing import Any
 
 #: functions binding fewer names at their top level are printed as they are (short code reads better without `del`)
@@ -55,9 +53,6 @@ _NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
 _BINDS = re.compile("\n" + _BIND.pattern.removesuffix("(.*)") + "(?!residuals$)", re.MULTILINE)
 _BINDS_ASCII = re.compile("\n" + _BIND_ASCII.pattern.removesuffix("(.*)") + "(?!residuals$)", re.MULTILINE | re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
-#: a line of a function's body that is not a top-level statement of one line or a comment (an empty or
-#: deeper line, a clause, one not indented): where none is, its groups are found from its comments
-_NOT_FLAT = re.compile(r"\n(?:(?!    [^ \n])|    (?:else:|elif |except|finally:))")  # (in "\n" + text)
 _DEF = re.compile(r"^def ", re.MULTILINE)
 #: the end of a function's body: a line neither indented nor empty
 _BODY_END = re.compile(r"\n(?!    |\n|\Z)")
@@ -110,10 +105,7 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     group_end: dict[int, int] = {}  # group -> the line before which its `del` goes
     size = 0  # statements in the group being read
     n = len(body)
-    if not _NOT_FLAT.search("\n" + text, 0, len(text) + 1 - text.endswith("\n")):
-        _flat_groups(body, groups, group_end)
-        n = 0  # (grouped)
-    for k, line in enumerate(body[:n]):
+    for k, line in enumerate(body):
         fifth = line[4:5]
         if fifth == "#":  # a comment: a group's head, or a line of the compound statement before it
             following = body[k + 1] if k + 1 < n else ""
@@ -170,22 +162,6 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
             out.append(text)
     out += body[at:]
     return out
-
-
-def _flat_groups(body: list[str], groups: list[list[int]], group_end: dict[int, int]) -> None:
-    """``_function_body``'s groups (and their ends) of a body of top-level lines only (statements of one
-    line and comments, but a last empty line): a group is a run of statements between comments, or
-    MAX_GROUP of them, found from the comments' lines alone."""
-    m = len(body) - (body[-1] == "")
-    start = 0  # the first line after the last comment
-    for c in [*compress(range(m), map(methodcaller("startswith", "    #"), body)), m]:
-        for first in range(start, c, MAX_GROUP):  # the statements start..c-1, MAX_GROUP a group
-            if first > start:
-                group_end[len(groups) - 1] = first
-            groups.append([first, min(first + MAX_GROUP, c) - 1])
-        if start < c < m:  # (the last group returns)
-            group_end[len(groups) - 1] = c
-        start = c + 1
 
 
 def _string_over_lines(body: list[str], text: str) -> bool:
