@@ -52,8 +52,8 @@ class Form(NamedTuple):
     fresh: bool
 
 
-#: a sum (``Plus``) of at most MAX_TERMS terms, as bind_plain prints it
-_SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True)
+#: a sum (``Plus``) of at most MAX_TERMS terms, as bind_plain prints it (``forms[Plus]``)
+SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True)
 
 
 def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form:
@@ -113,7 +113,12 @@ class PlainPrinting:
                         continue
                     operands, counted = rhs.args, f.fresh
                 else:
-                    f, operands = _SUM, rhs.items
+                    f = forms[Plus]
+                    if f is None:
+                        bind(b)
+                        stale = True
+                        continue
+                    operands = rhs.items
                     counted = len(operands) > 1
                 if stale:
                     inlined, depth, copied, uses, fresh_set, lines = (

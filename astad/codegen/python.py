@@ -29,7 +29,7 @@ from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, Make
                  Unpack, Var, bound_var_names, use_counts)
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting, taped_and_summed
-from .plain import MAX_INLINED, MAX_TERMS, Form, PlainPrinting, form as plain_form
+from .plain import MAX_INLINED, MAX_TERMS, SUM, Form, PlainPrinting, form as plain_form
 from .memory import FRESH as _FRESH, UPDATES as _UPDATES, MemoryPrinting, copying_reads as _copying_reads
 from .release import released
 from .module import funcdef, module_source
@@ -447,9 +447,12 @@ _TEXT = {emit: tx.printer(form) for emit, form in rules.emit.TEXT_FORMS.items()}
 class _Plain(dict):
     """op -> the form (:func:`.plain.form`) of an operation ``bind`` prints by :meth:`Printer.bind_plain`,
     None where it is not one: printed as text (_TEXT), by no form of its own; filled as operations are
-    met (the table's entries are never replaced)."""
+    met (the table's entries are never replaced).  ``Plus`` -> :data:`.plain.SUM`."""
 
     def __missing__(self, op: str) -> Form | None:
+        if op is Plus:  # (a sum: printed by bind_plain where it is short)
+            self[op] = SUM
+            return SUM
         entry = _TABLE.get(op)  # (None: an operation of the fast path's, bind's to print)
         printer = _TEXT.get(entry.emit) if entry is not None and entry.emit is not None else None
         if printer is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER  # type: ignore[union-attr]
