@@ -84,6 +84,8 @@ class PlainPrinting:
     in_if: int
     in_place: bool
     big_types: dict
+    type_kinds: dict
+    typed: list
     deferred: dict
     constant_atoms: dict
     fast: Any
@@ -97,9 +99,8 @@ class PlainPrinting:
         text_atom, comment, tx_name = self.text_atom, self.comment, tx.name  # type: ignore[attr-defined]
         direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
-        # id(a type) -> its kind here (_BIG, _ARRAY, _LIST or _OTHER), the type held in `held` (its id its own meanwhile)
-        kinds: dict[int, str] = {}
-        held: list = []
+        uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
+        kinds, held = self.type_kinds, self.typed
         for b in binds:
             rhs = b.rhs
             cls = type(rhs)
@@ -120,10 +121,9 @@ class PlainPrinting:
                         continue
                     operands = rhs.items
                     counted = len(operands) > 1
-                if stale:
-                    inlined, depth, copied, uses, fresh_set, lines = (
-                        self.inlined, self.depth, self.copied, self.uses, self.fresh, self.lines)
-                    views, constants, deferred, stale = self.views, self.constant_atoms, self.deferred, False
+                if stale:  # (what printing a loop or a branch, or flushing, replaces)
+                    inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    stale = False
                 (target,) = b.targets
                 t = target.type
                 of_type = kinds.get(id(t))

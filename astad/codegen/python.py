@@ -107,6 +107,9 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
         self.big_types: dict[int, tuple[object, bool]] = {}  # id(type) -> (type, inplace.big(type))
+        # id(a type) -> its kind for bind_plain (plain._BIG, _ARRAY, _LIST, _OTHER), the type held in `typed`
+        self.type_kinds: dict[int, str] = {}
+        self.typed: list[object] = []
 
     def atom(self, a: Atom) -> Expr:
         cls = type(a)  # (no class of the IR has subclasses)
