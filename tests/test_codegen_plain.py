@@ -1,7 +1,7 @@
-"""``Printer.plain`` (codegen's short path for the operations of ``codegen.python._PLAIN``, most lines of a
-long function) prints what ``Printer.bind``'s general path prints: every module generated with it is the
-module generated without it (``_PLAIN`` empty), for every benchmark program and for random programs with
-loops, branches and in-place updates."""
+"""``Printer.bind_plain`` and ``Printer.plain`` (codegen's short paths for the operations of
+``codegen.python._PLAIN`` and short sums, most lines of a long function) print what ``Printer.bind``'s
+general path prints: every module generated with them is the module generated without them (``_PLAIN``
+empty), for every benchmark program and for random programs with loops, branches and in-place updates."""
 
 from __future__ import annotations
 

@@ -80,6 +80,8 @@ class MemoryPrinting:
 
     def scatter_into(self, b: Bind, items: list[Atom]) -> bool:
         """``t = scatter(ct, x, i) + acc`` with ``acc`` owned: ``t = acc; t[i] += ct``."""
+        if not self.deferred:  # (most sums: no scatter waiting)
+            return False
         found = [k for k, a in enumerate(items) if isinstance(a, Var) and a.name in self.deferred]
         if len(items) != 2 or not found:
             for k in found:

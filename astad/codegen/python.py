@@ -29,10 +29,11 @@ from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, Make
                  Unpack, Var, bound_var_names, use_counts)
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting, taped_and_summed
+from .plain import MAX_INLINED, MAX_TERMS, SUM, Form, PlainPrinting, form as plain_form
 from .memory import FRESH as _FRESH, UPDATES as _UPDATES, MemoryPrinting, copying_reads as _copying_reads
 from .release import released
 from .module import funcdef, module_source
-from .render import EOL, Line, text, text_state
+from .render import EOL, Comment, Line, text, text_state
 from .render_expr import text as expression_text
 from . import text_expr as tx
 from .text_expr import Text
@@ -43,7 +44,6 @@ _SPACE, _EOL = cst.SimpleWhitespace(" "), EOL
 _line = px.maker(cst.SimpleStatementLine, "body", "leading_lines", trailing_whitespace=_EOL)
 _assign = px.maker(cst.Assign, "targets", "value")
 _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, whitespace_after_equal=_SPACE)
-_comment_line = px.maker(cst.EmptyLine, "comment")
 
 #: reverse mode's lines printed as they are made (:class:`astad.codegen.render.Line`); False: libcst's nodes,
 #: printed with the module (what tests/test_render.py compares them with)
@@ -51,11 +51,11 @@ TEXT_LINES = True
 
 
 @functools.lru_cache(maxsize=4096)
-def _comment_lines(line: int, text: str) -> tuple[cst.EmptyLine]:
+def _comment_lines(line: int, text: str) -> Comment:
     """The leading line of the comment quoting the user's line ``line``, ``text`` (one node for
     each, as the forward and backward passes head the same groups with the same lines; the
     comment checked)."""
-    return (_comment_line(cst.Comment(f"# line {line}: {text.strip()}")),)
+    return Comment(f"# line {line}: {text.strip()}")
 
 
 def _zero(t: object) -> Expr:
@@ -69,7 +69,7 @@ def _zero(t: object) -> Expr:
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
 
 
-class Printer(LoopPrinting, MemoryPrinting):
+class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
     """Prints one block as the body of one Python function."""
 
     rename_carried = False  # loop variables bound where their next values are computed (codegen/carried.py)
@@ -107,6 +107,9 @@ class Printer(LoopPrinting, MemoryPrinting):
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
         self.big_types: dict[int, tuple[object, bool]] = {}  # id(type) -> (type, inplace.big(type))
+        # id(a type) -> its kind for bind_plain (plain._BIG, _ARRAY, _LIST, _OTHER), the type held in `typed`
+        self.type_kinds: dict[int, str] = {}
+        self.typed: list[object] = []
 
     def atom(self, a: Atom) -> Expr:
         cls = type(a)  # (no class of the IR has subclasses)
@@ -197,19 +200,8 @@ class Printer(LoopPrinting, MemoryPrinting):
             else expression_text(value, st))))
 
     def bind_all(self, binds: Sequence[Bind]) -> None:
-        """``bind`` each of ``binds``, an operation of _PLAIN by :meth:`plain` directly (most of them)."""
-        plain, bind = self.plain, self.bind
-        direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
-        for b in binds:
-            rhs = b.rhs
-            if direct and type(rhs) is Prim:
-                printer = _PLAIN[rhs.op]
-                if printer is not None:
-                    self.reach = 0
-                    plain(b, rhs, printer)
-                    continue
-            bind(b)
-            direct = self.fast is None and self.text_plain and not self.zipped
+        """``bind`` each of ``binds``, an operation of _PLAIN printed by :meth:`bind_plain` (most of them)."""
+        self.bind_plain(binds, _PLAIN)
 
     def bind(self, b: Bind) -> None:
         rhs = b.rhs
@@ -310,39 +302,6 @@ class Printer(LoopPrinting, MemoryPrinting):
             self.sum(b, list(rhs.items))
         else:
             raise InternalError(f"codegen: unexpected {type(rhs).__name__} in optimised code")
-
-    def plain(self, b: Bind, rhs: Prim, printer: Callable[[list[Text]], Text]) -> None:
-        """``bind`` of an operation printed as text with no form of its own (:data:`_PLAIN`; most of a
-        long function's): ``bind``'s steps for it alone, in its order, without the tests that cannot apply to
-        it (tests/test_codegen_plain.py: it prints what ``bind`` prints)."""
-        fresh = rhs.op in _FRESH
-        if self.views or not fresh:
-            self.count_copies(rhs)
-        else:  # (count_copies', inlined)
-            copied = self.copied
-            for a in rhs.args:
-                if type(a) is Var:
-                    name = a.name
-                    copied[name] = copied.get(name, 0) + 1
-        (target,) = b.targets
-        t = target.type
-        if self.in_place:
-            big = self.big_types.get(id(t))
-            if big is None or big[0] is not t:
-                big = self.big_types[id(t)] = (t, inplace.big(t))
-            if big[1] and self.in_place_form(b, rhs):
-                return
-        value, name = printer(self.text_atoms(rhs.args)), target.name
-        if fresh and type(t) is Num and t.shape:
-            self.fresh.add(name)
-        # (put's, inlined)
-        if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
-                and not (self.in_if and name in self.residuals):
-            self.inlined[name], self.depth[name] = value, self.reach + 1
-        elif name.isidentifier():  # (assign_line's)
-            self.lines.append(Line(self.comment(b.loc), name + " = " + value.text))
-        else:
-            self.assign_line((name,), value, self.comment(b.loc))
 
     def count_copies(self, rhs: Prim) -> bool:
         """Count in ``copied`` the variables ``rhs`` reads into new memory (for a view, the array it
@@ -446,13 +405,6 @@ def _mentions(expr: Expr, name: str) -> bool:
     return any(type(n) is cst.Name and n.value == name for n in deep.walk(expr))
 
 
-#: generated expressions nest at most this many inlined temporaries (a deeper
-#: one is named by a statement of its own), so the text stays readable and
-#: libcst and Python's compiler never recurse deeply on it
-MAX_INLINED = 6
-
-#: terms of a sum of cotangents in one statement (more go on in the next)
-MAX_TERMS = 8
 
 def _one_path(rhs: If) -> frozenset[str]:
     """Names bound in both branches of ``rhs`` but, inside them, on one path of a
@@ -496,18 +448,21 @@ _TABLE = rules.TABLE
 _TEXT = {emit: tx.printer(form) for emit, form in rules.emit.TEXT_FORMS.items()}
 
 class _Plain(dict):
-    """op -> the text printer of an operation ``bind`` prints by :meth:`Printer.plain`, None where it is not
-    one: printed as text (_TEXT), by no form of its own; filled as operations are met (the table's entries
-    are never replaced)."""
+    """op -> the form (:func:`.plain.form`) of an operation ``bind`` prints by :meth:`Printer.bind_plain`,
+    None where it is not one: printed as text (_TEXT), by no form of its own; filled as operations are
+    met (the table's entries are never replaced).  ``Plus`` -> :data:`.plain.SUM`."""
 
-    def __missing__(self, op: str) -> Callable[[list[Text]], Text] | None:
+    def __missing__(self, op: str) -> Form | None:
+        if op is Plus:  # (a sum: printed by bind_plain where it is short)
+            self[op] = SUM
+            return SUM
         entry = _TABLE.get(op)  # (None: an operation of the fast path's, bind's to print)
         printer = _TEXT.get(entry.emit) if entry is not None and entry.emit is not None else None
         if printer is not None and (entry.stmts is not None or entry.method or op in _SPECIAL or op in _CHEAPER  # type: ignore[union-attr]
                                     or op == "getitem"):
             printer = None
-        self[op] = printer
-        return printer
+        made = self[op] = None if printer is None else plain_form(op, entry.emit, printer)  # type: ignore[union-attr]
+        return made
 
 
 _PLAIN = _Plain()

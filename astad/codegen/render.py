@@ -46,6 +46,19 @@ class Line:
         _text_line(self, st)
 
 
+class Comment(tuple):
+    """The leading lines of a line that are one comment, as codegen makes them: an ``EmptyLine``
+    (indented, no whitespace, the default newline) holding ``comment``, which a block prints at its
+    indentation without printing the node (tests/test_render.py prints a module both ways)."""
+
+    comment: str
+
+    def __new__(cls, comment: str) -> "Comment":
+        made = super().__new__(cls, (cst.EmptyLine(comment=cst.Comment(comment)),))
+        made.comment = comment
+        return made
+
+
 def text_state() -> Any:
     """A printing state for :func:`text` (None where this libcst has none: then print nodes, not text)."""
     return None if CodegenState is None else CodegenState(default_indent="    ", default_newline="\n")
@@ -292,11 +305,15 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
         for s in n.body:
             cls = type(s)
             if cls is Line:  # (_node's, inlined for the most common lines; _text_line's, for a line alone)
-                if s.leading_lines:
-                    _text_line(s, st)
-                else:
+                leading = s.leading_lines
+                if not leading:
                     tokens.append(indent + s.text)
                     tokens.append(newline)
+                elif type(leading) is Comment:  # (_empty_line's, for its one line)
+                    tokens.append(indent + leading.comment + newline + indent + s.text)
+                    tokens.append(newline)
+                else:
+                    _text_line(s, st)
             elif cls is cst.SimpleStatementLine:
                 _simple_line(s, st)
             else:

@@ -20,7 +20,7 @@ from .render_expr import _SHARED_OPERATORS, text as node_text
 
 _ATOM, _UNARY = px._ATOM, px._UNARY
 #: each binary operator's precedence and text with its spaces (`` * ``)
-_BINOPS = {op: (p, _SHARED_OPERATORS[id(px._OPERATORS[op])]) for op, (_, p) in px._BINOPS.items()}
+BINOPS = {op: (p, _SHARED_OPERATORS[id(px._OPERATORS[op])]) for op, (_, p) in px._BINOPS.items()}
 
 
 class Text:
@@ -59,7 +59,7 @@ def binop(op: str, left: Text, right: Text) -> Text:
 def binop_of(op: str, operands: Sequence[Text]) -> Text:
     """``binop(op, *operands)`` (a table's printer: ``functools.partial(binop_of, op)``, no frame of its own)."""
     left, right = operands
-    p, token = _BINOPS[op]
+    p, token = BINOPS[op]
     if op == "**":  # right-associative; a unary operand on the left needs parentheses
         lt = left.text if left.prec >= p + 1 else "(" + left.text + ")"
         rt = right.text if right.prec >= _UNARY else "(" + right.text + ")"
@@ -71,10 +71,10 @@ def binop_of(op: str, operands: Sequence[Text]) -> Text:
 
 def call(func: str, args: Sequence[Text]) -> Text:
     """:func:`astad.pyexpr.call` of positional arguments, printed."""
-    return Text(func + "(" + ", ".join([a.text for a in args]) + ")", _ATOM, None, _call, (func, *args))
+    return Text(func + "(" + ", ".join([a.text for a in args]) + ")", _ATOM, None, call_node, (func, *args))
 
 
-def _call(func: str, *args: Any) -> Any:
+def call_node(func: str, *args: Any) -> Any:
     return px.call(func, args)
 
 

@@ -1,0 +1,228 @@
+"""The printing of plain lines: the operations a long function is mostly made of (``t3 = a * b``,
+``v1 = np.sin(v)``), printed as text by one loop over the bindings.
+
+An operation of :data:`astad.codegen.python._PLAIN` (printed as text by :mod:`.text_expr`, with no
+form of its own) is printed by :meth:`PlainPrinting.bind_plain` without a call per step: its
+operands' texts, its text (a binary operator's or a call's, by its :func:`form`), then either a
+line ``name = text`` or the text kept to be inlined into the expression reading it (then made a
+:class:`.text_expr.Text`; a value assigned needs none).  What it prints is what
+:meth:`astad.codegen.python.Printer.bind` prints (tests/test_codegen_plain.py); an operation it does not
+apply to (one that may be written in place, a view pending) goes to :meth:`PlainPrinting.plain`, the
+same steps one at a time, or to ``bind``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, NamedTuple, Sequence
+
+from .. import pyexpr as px
+from .. import rules
+from ..ir import Bind, ListT, Num, Plus, Prim, Var
+from ..names import Namer
+from . import inplace
+from . import text_expr as tx
+from .memory import FRESH
+from .render import Line
+from .text_expr import Text
+
+#: generated expressions nest at most this many inlined temporaries (a deeper
+#: one is named by a statement of its own), so the text stays readable and
+#: libcst and Python's compiler never recurse deeply on it
+MAX_INLINED = 6
+
+#: terms of a sum of cotangents in one statement (more go on in the next)
+MAX_TERMS = 8
+
+_BINOP, _CALL, _SUMS, _OTHER = "binop", "call", "sum", "other"
+_BIG, _ARRAY, _LIST = "big", "array", "list"  # (and _OTHER: the kinds of a result's type for bind_plain)
+
+
+class Form(NamedTuple):
+    """How :meth:`PlainPrinting.bind_plain` prints one operation: ``kind`` ``binop`` (``left token
+    right`` at precedence ``prec``), ``call`` (``token(args)``) or ``other`` (``printer``'s text);
+    its Text's node is ``make(head, *operands)``; ``fresh``: its result is new memory (:data:`.memory.FRESH`)."""
+
+    printer: Callable[[list[Text]], Text]
+    kind: str
+    prec: int
+    token: str
+    make: Callable[..., Any]
+    head: str
+    fresh: bool
+
+
+#: a sum (``Plus``) of at most MAX_TERMS terms, as bind_plain prints it (``forms[Plus]``)
+SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True)
+
+
+def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form:
+    """The form of operation ``op``, printed by the table's ``emit`` as ``printer`` prints it."""
+    kind, what = rules.emit.TEXT_FORMS[emit]
+    fresh = op in FRESH
+    if kind == "binop" and what != "**":  # (`**`: right-associative, printed by its printer)
+        p, token = tx.BINOPS[what]
+        return Form(printer, _BINOP, p, token, px.binop, what, fresh)
+    if kind == "call":
+        return Form(printer, _CALL, px._ATOM, what, tx.call_node, what, fresh)
+    return Form(printer, _OTHER, 0, "", px.binop, "", fresh)
+
+
+class PlainPrinting:
+    """The printing of plain lines, a part of :class:`astad.codegen.python.Printer`."""
+
+    state: Any
+    uses: Counter
+    inlined: dict
+    depth: dict
+    reach: int
+    copied: Counter
+    views: dict
+    fresh: set
+    lines: list
+    residuals: set
+    in_if: int
+    in_place: bool
+    big_types: dict
+    type_kinds: dict
+    typed: list
+    deferred: dict
+    constant_atoms: dict
+    fast: Any
+    text_plain: bool
+    zipped: Any
+
+    def bind_plain(self, binds: Sequence[Bind], forms: dict[str, Form | None]) -> None:
+        """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
+        in one step each (``bind``'s steps for them, where they apply, in its order)."""
+        bind, plain, st, residuals = self.bind, self.plain, self.state, self.residuals  # type: ignore[attr-defined]
+        text_atom, comment, tx_name = self.text_atom, self.comment, tx.name  # type: ignore[attr-defined]
+        direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
+        stale = True  # the printer's containers are to be read again (another method may have replaced them)
+        uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
+        kinds, held = self.type_kinds, self.typed
+        for b in binds:
+            rhs = b.rhs
+            cls = type(rhs)
+            if direct and (cls is Prim or cls is Plus):
+                if cls is Prim:
+                    f = forms[rhs.op]
+                    if f is None:
+                        bind(b)
+                        stale = True
+                        direct = self.fast is None and self.text_plain and not self.zipped
+                        continue
+                    operands, counted = rhs.args, f.fresh
+                else:
+                    f = forms[Plus]
+                    if f is None:
+                        bind(b)
+                        stale = True
+                        continue
+                    operands = rhs.items
+                    counted = len(operands) > 1
+                if stale:  # (what printing a loop or a branch, or flushing, replaces)
+                    inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    stale = False
+                (target,) = b.targets
+                t = target.type
+                of_type = kinds.get(id(t))
+                if of_type is None:
+                    held.append(t)
+                    of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
+                        _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else _OTHER
+                if of_type is _BIG or views or not counted:  # (may be written in place; a view pending; a copy)
+                    if cls is Prim:
+                        self.reach = 0
+                        plain(b, rhs, f)
+                    else:
+                        bind(b)
+                    stale = True
+                    continue
+                if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
+                                    or not target.name.isidentifier()):
+                    bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
+                    stale = True
+                    continue
+                # the operands (count_copies' and text_atoms', at once)
+                reach, texts = 0, []
+                for a in operands:
+                    if type(a) is Var:
+                        n = a.name
+                        copied[n] = copied.get(n, 0) + 1
+                        if n in inlined:  # (pending's)
+                            d = depth.pop(n)
+                            if d > reach:
+                                reach = d
+                            v = inlined.pop(n)
+                            texts.append(v if type(v) is Text else tx.of(v, st))
+                        else:
+                            texts.append(tx_name(n))
+                    else:  # (text_atom's, for a constant read before)
+                        known = constants.get(id(a))
+                        texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
+                kind, value, prec = f.kind, None, f.prec
+                if kind is _BINOP:  # (text_expr.binop_of's)
+                    left, right = texts
+                    text = (left.text if left.prec >= prec else "(" + left.text + ")") + f.token + (
+                        right.text if right.prec > prec else "(" + right.text + ")")
+                elif kind is _CALL:  # (text_expr.call's)
+                    text = f.token + "(" + ", ".join([a.text for a in texts]) + ")"
+                elif kind is _SUMS:  # (Printer.sum's: binop_of's, the sum so far on the left)
+                    first = texts[0]
+                    text = first.text if first.prec >= prec else "(" + first.text + ")"
+                    for a in texts[1:]:
+                        text += f.token + a.text if a.prec > prec else f.token + "(" + a.text + ")"
+                else:
+                    value = f.printer(texts)
+                    text, prec = value.text, value.prec
+                name = target.name
+                if of_type is _ARRAY or kind is _SUMS:  # (a sum's result is new memory whatever its type)
+                    fresh_set.add(name)
+                # (put's; Namer.is_temp's; a sum is assigned)
+                if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
+                        and reach < MAX_INLINED and not (self.in_if and name in residuals):
+                    inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
+                    depth[name] = reach + 1
+                elif name.isidentifier():  # (assign_line's)
+                    lines.append(Line(comment(b.loc), name + " = " + text))
+                else:
+                    self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
+                                     comment(b.loc))
+                continue
+            bind(b)
+            stale = True
+            direct = self.fast is None and self.text_plain and not self.zipped
+
+    def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
+        """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not
+        print it (it may be written in place, a view is pending, it is not a computation of its operands):
+        ``bind``'s steps for it alone, in its order, without the tests that cannot apply to it."""
+        fresh = f.fresh
+        if self.views or not fresh:
+            self.count_copies(rhs)  # type: ignore[attr-defined]
+        else:  # (count_copies', inlined)
+            copied = self.copied
+            for a in rhs.args:
+                if type(a) is Var:
+                    name = a.name
+                    copied[name] = copied.get(name, 0) + 1
+        (target,) = b.targets
+        t = target.type
+        if self.in_place:
+            big = self.big_types.get(id(t))
+            if big is None or big[0] is not t:
+                big = self.big_types[id(t)] = (t, inplace.big(t))
+            if big[1] and self.in_place_form(b, rhs):  # type: ignore[attr-defined]
+                return
+        value, name = f.printer(self.text_atoms(rhs.args)), target.name  # type: ignore[attr-defined]
+        if fresh and type(t) is Num and t.shape:
+            self.fresh.add(name)
+        # (put's, inlined)
+        if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
+                and not (self.in_if and name in self.residuals):
+            self.inlined[name], self.depth[name] = value, self.reach + 1
+        elif name.isidentifier():  # (assign_line's)
+            self.lines.append(Line(self.comment(b.loc), name + " = " + value.text))  # type: ignore[attr-defined]
+        else:
+            self.assign_line((name,), value, self.comment(b.loc))  # type: ignore[attr-defined]
