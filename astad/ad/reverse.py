@@ -11,6 +11,7 @@ needed: ``dup`` becomes ``plus`` and ``drop`` becomes ``zero``, statically.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 from .. import rules
@@ -44,6 +45,7 @@ _VJPS: dict[str, Any] = _Vjps()
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
+_TYPE = attrgetter("type")
 
 
 def _plain(params: tuple[tuple[str, Any], ...]) -> tuple | None:
@@ -84,15 +86,16 @@ class Builder:
         self.types: dict[tuple, tuple[Type, list[Type]]] = {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        n = len(args)
-        key = (op, id(args[0].type), id(args[1].type)) if n == 2 else (op, id(args[0].type)) if n == 1 else \
-            (op, *[id(a.type) for a in args])
-        ps = ()
+        # (the key: the primitive and its arguments' types' ids, made at C level; with parameters, they too)
         if params:
             ps = tuple(sorted(params.items()))
             plain = _plain(ps)
-            key = None if plain is None else (key, plain)
-        known = None if key is None else self.types.get(key)
+            key = None if plain is None else (op, plain, *map(id, map(_TYPE, args)))
+            known = None if key is None else self.types.get(key)
+        else:
+            ps = ()
+            key = (op, *map(id, map(_TYPE, args)))
+            known = self.types.get(key)
         if known is None:
             types = [a.type for a in args]
             known = (_TABLE[op].infer(types, params), types)
