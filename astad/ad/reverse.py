@@ -49,6 +49,8 @@ _TYPE = attrgetter("type")
 _RHS = attrgetter("rhs")
 _OP = attrgetter("op")
 _IS_PRIM = Prim.__instancecheck__  # (``type(x) is Prim``: no class of the IR has subclasses)
+_IS_VAR = Var.__instancecheck__
+_NAME = attrgetter("name")
 #: the constructs ``with_tapes`` changes or goes into
 _TAPED = frozenset({If, Loop, Lam, App})
 
@@ -318,22 +320,16 @@ class _Macro:
                     if name[:1] == "t" and name[1:].isdigit():  # (Namer.is_temp)
                         given.add(name)
         kept: list[Bind] = []
-        for i in range(end - 1, start - 1, -1):
-            b = binds[i]
+        for b in reversed(binds[start:end]):
             rhs = b.rhs
             if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
                 return
             targets = b.targets
-            if targets[0].name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect:
-                for x in rhs.args:
-                    if type(x) is Var and x.name in given:
-                        break
-                else:
-                    continue  # read by none but the cotangents give drops: left out
+            if targets[0].name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect and \
+                    given.isdisjoint(map(_NAME, filter(_IS_VAR, rhs.args))):
+                continue  # read by none but the cotangents give drops: left out
             kept.append(b)
-            for x in rhs.args:
-                if type(x) is Var:
-                    needed.add(x.name)
+            needed.update(map(_NAME, filter(_IS_VAR, rhs.args)))
         if len(kept) != end - start:
             kept.reverse()
             binds[start:end] = kept
