@@ -29,7 +29,6 @@ import symtable
 import sys
 import types
 import unicodedata
-from itertools import filterfalse, islice
 from typing import Any, Iterable
 
 from .errors import InternalError
@@ -164,15 +163,15 @@ class Namer:
 
     def temp(self) -> str:
         used, n, names = self.used, self.temps + 1, _TEMPS
-        if n < len(names) and names[n] not in used:  # (the most common: the next one)
-            name = names[n]
-        else:  # (a pass's namer starts at t1 and steps over the temporaries the program has: at C level)
-            name = next(filterfalse(used.__contains__, islice(names, n, None)), None)
-            while name is None:  # (each of t{n} .. the last made is used: more made, from there on)
-                n = max(n, len(names))
+        size = len(names)
+        while True:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
+            if n >= size:
                 _more_temps(n)
-                name = next(filterfalse(used.__contains__, islice(names, n, None)), None)
-            n = int(name[1:])
+                size = len(names)
+            name = names[n]
+            if name not in used:
+                break
+            n += 1
         self.temps = n
         if self.undo is not None:
             self._note(name)

@@ -14,8 +14,6 @@ does not read them and split there if it reads them more than once.
 from __future__ import annotations
 
 from collections import Counter
-from itertools import chain, compress, filterfalse
-from operator import attrgetter
 from typing import Iterable
 
 from .errors import InternalError
@@ -51,30 +49,10 @@ def _reads(rhs: Comp) -> tuple[Atom, ...]:
     return atoms_of(rhs)
 
 
-_RHS = attrgetter("rhs")
-_ARGS = attrgetter("args")
-_NAME = attrgetter("name")
-_TARGETS = attrgetter("targets")
-_IS_PRIM = Prim.__instancecheck__  # (``type(x) is Prim``: no class of the IR has subclasses)
-_IS_VAR = Var.__instancecheck__
-
-
-def _read_names(block: Block) -> list[str]:
-    """The names of the variables the bindings of ``block`` read, one per read (not the result's; not
-    in the order of the bindings): a primitive's arguments read at C level (most bindings are of one),
-    any other binding's by ``_reads``."""
-    rhss = list(map(_RHS, block.binds))
-    names = list(map(_NAME, filter(_IS_VAR, chain.from_iterable(map(_ARGS, filter(_IS_PRIM, rhss))))))
-    for rhs in filterfalse(_IS_PRIM, rhss):
-        for a in _reads(rhs):
-            if type(a) is Var:
-                names.append(a.name)
-    return names
-
-
 def _use_counts(block: Block) -> Counter:
     """Uses in this block; an ``if`` uses each variable its branches read once."""
-    counts: Counter = Counter(_read_names(block))
+    counts: Counter = Counter([a.name for b in block.binds
+                               for a in (b.rhs.args if type(b.rhs) is Prim else _reads(b.rhs)) if type(a) is Var])
     if isinstance(block.result, Var):
         counts[block.result.name] += 1
     return counts
@@ -216,10 +194,11 @@ def check_linear(fn: Function) -> None:
 
 def _check_block(block: Block, inputs: list[str], where: str) -> None:
     # every name read once (no name twice among the reads) and every name read bound (sets: no counts made)
-    used = _read_names(block)
+    used = [a.name for b in block.binds for a in (b.rhs.args if type(b.rhs) is Prim else _reads(b.rhs))
+            if type(a) is Var]
     if isinstance(block.result, Var):
         used.append(block.result.name)
-    bound = inputs + list(map(_NAME, chain.from_iterable(map(_TARGETS, block.binds))))
+    bound = inputs + [t.name for b in block.binds for t in b.targets]
     read = set(used)
     if not (len(read) == len(used) and read == set(bound)):  # (else: what is wrong)
         counts = _use_counts(block)
@@ -227,7 +206,9 @@ def _check_block(block: Block, inputs: list[str], where: str) -> None:
         unbound = set(counts) - set(bound)
         if bad or unbound:
             raise InternalError(f"structural pass: not linear in {where}: uses {bad}, unbound {sorted(unbound)}")
-    for b in compress(block.binds, map(_NESTED.__contains__, map(type, map(_RHS, block.binds)))):
+    for b in block.binds:
+        if type(b.rhs) not in _NESTED:
+            continue
         if isinstance(b.rhs, If):
             fv = [v.name for v in if_free_vars(b.rhs)]
             _check_block(b.rhs.then, fv, where)

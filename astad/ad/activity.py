@@ -29,8 +29,6 @@ structural IR with each binding none of whose values is active marked
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain
-from operator import attrgetter
 from typing import Callable
 
 from .. import rules
@@ -116,12 +114,6 @@ class _Flows(dict):
 
 _FLOWS: dict[str, bool] = _Flows()
 
-_RHS = attrgetter("rhs")
-_NAME = attrgetter("name")
-_TARGETS = attrgetter("targets")
-#: the constructs with blocks inside
-_NESTING = frozenset({If, Loop, LoopBack, Lam})
-
 
 # --------------------------------------------------------------------------- forward: varied
 
@@ -146,11 +138,7 @@ def _all(act: Activity, b: Bind, atoms: tuple[Atom, ...]) -> None:
 def _varied_block(act: Activity, block: Block) -> None:
     """Each binding by its rule; a primitive's and a ``dup``'s written out (most bindings are)."""
     known, varied = act.known, act.varied
-    binds = block.binds
-    if _NESTING.isdisjoint(map(type, map(_RHS, binds))):  # (tested at C level)
-        _varied_flat(act, binds)
-        return
-    for b in binds:
+    for b in block.binds:
         rhs = b.rhs
         cls = type(rhs)
         if cls is Prim:  # _varied_prim
@@ -172,35 +160,6 @@ def _varied_block(act: Activity, block: Block) -> None:
                 tt = t.type
                 if DIFFERENTIABLE_DTYPE[tt.dtype] if type(tt) is Num else tt.differentiable:
                     varied.add(t.name)
-
-
-def _varied_flat(act: Activity, binds: tuple[Bind, ...]) -> None:
-    """``_varied_block`` of a block without nested blocks: no binding there reads a name bound after it
-    (only a function value's body may), so its targets are all made known first, at C level."""
-    known, varied = act.known, act.varied
-    known.update(map(_NAME, chain.from_iterable(map(_TARGETS, binds))))
-    for b in binds:
-        rhs = b.rhs
-        cls = type(rhs)
-        if cls is Prim:  # _varied_prim
-            if not _FLOWS[rhs.op]:
-                continue
-            for a in rhs.args:
-                if type(a) is Var and (a.name in varied or a.name not in known):
-                    break
-            else:
-                continue
-        elif cls is Dup:  # _all of its variable
-            a = rhs.var
-            if a.name not in varied and a.name in known:
-                continue
-        else:
-            VARIED.get(cls, _varied_other)(act, b, rhs)
-            continue
-        for t in b.targets:
-            tt = t.type
-            if DIFFERENTIABLE_DTYPE[tt.dtype] if type(tt) is Num else tt.differentiable:
-                varied.add(t.name)
 
 
 def _varied_prim(act: Activity, b: Bind, rhs: Prim) -> None:

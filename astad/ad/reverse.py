@@ -11,7 +11,6 @@ needed: ``dup`` becomes ``plus`` and ``drop`` becomes ``zero``, statically.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any, Callable, Sequence
 
 from .. import rules
@@ -45,14 +44,6 @@ _VJPS: dict[str, Any] = _Vjps()
 
 
 _PLAIN = frozenset({int, bool, str, type(None)})
-_TYPE = attrgetter("type")
-_RHS = attrgetter("rhs")
-_OP = attrgetter("op")
-_IS_PRIM = Prim.__instancecheck__  # (``type(x) is Prim``: no class of the IR has subclasses)
-_IS_VAR = Var.__instancecheck__
-_NAME = attrgetter("name")
-#: the constructs ``with_tapes`` changes or goes into
-_TAPED = frozenset({If, Loop, Lam, App})
 
 
 def _plain(params: tuple[tuple[str, Any], ...]) -> tuple | None:
@@ -93,16 +84,15 @@ class Builder:
         self.types: dict[tuple, tuple[Type, list[Type]]] = {}
 
     def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        # (the key: the primitive and its arguments' types' ids, made at C level; with parameters, they too)
+        n = len(args)
+        key = (op, id(args[0].type), id(args[1].type)) if n == 2 else (op, id(args[0].type)) if n == 1 else \
+            (op, *[id(a.type) for a in args])
+        ps = ()
         if params:
             ps = tuple(sorted(params.items()))
             plain = _plain(ps)
-            key = None if plain is None else (op, plain, *map(id, map(_TYPE, args)))
-            known = None if key is None else self.types.get(key)
-        else:
-            ps = ()
-            key = (op, *map(id, map(_TYPE, args)))
-            known = self.types.get(key)
+            key = None if plain is None else (key, plain)
+        known = None if key is None else self.types.get(key)
         if known is None:
             types = [a.type for a in args]
             known = (_TABLE[op].infer(types, params), types)
@@ -136,9 +126,6 @@ def with_tapes(block: Block, namer: Namer, active: Callable[[Atom], bool] | None
     binds (the optimiser keeps only what the backward pass reads); split each
     call of a function of its own into its forward part and its residuals
     (:func:`astad.ad.calls.split`, which notes it in ``calls``)."""
-    rhss = list(map(_RHS, block.binds))  # (at C level: a block with none of these is itself)
-    if _TAPED.isdisjoint(map(type, rhss)) and (calls is None or "call" not in map(_OP, filter(_IS_PRIM, rhss))):
-        return block
     binds = []
     for b in block.binds:
         rhs = b.rhs
@@ -325,11 +312,16 @@ class _Macro:
             if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
                 return
             targets = b.targets
-            if targets[0].name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect and \
-                    given.isdisjoint(map(_NAME, filter(_IS_VAR, rhs.args))):
-                continue  # read by none but the cotangents give drops: left out
+            if targets[0].name not in needed and len(targets) == 1 and not _TABLE[rhs.op].effect:
+                for x in rhs.args:
+                    if type(x) is Var and x.name in given:
+                        break
+                else:
+                    continue  # read by none but the cotangents give drops: left out
             kept.append(b)
-            needed.update(map(_NAME, filter(_IS_VAR, rhs.args)))
+            for x in rhs.args:
+                if type(x) is Var:
+                    needed.add(x.name)
         if len(kept) != end - start:
             kept.reverse()
             binds[start:end] = kept
