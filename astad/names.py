@@ -190,6 +190,15 @@ class Namer:
             base = python_name(base)
         taken, used = self.taken, self.used
         i = 0
+        if taken is used and self.undo is None:  # (the common case: a pass's namer, no marks)
+            while n > 0:
+                i += 1
+                name = f"{base}_{i}"
+                if name not in taken:
+                    taken.add(name)
+                    out.append(name)
+                    n -= 1
+            return out
         while n > 0:
             i += 1
             name = f"{base}_{i}"

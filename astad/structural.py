@@ -125,9 +125,14 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
                 elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
                     rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
             binds.append(rebound(b, rhs))
-        for t in b.targets:
-            if counts[t.name] != 1:
-                binds += introduce(t, b.loc)
+        targets = b.targets
+        if len(targets) == 1:  # (the most common)
+            if counts[targets[0].name] != 1:
+                binds += introduce(targets[0], b.loc)
+        else:
+            for t in targets:
+                if counts[t.name] != 1:
+                    binds += introduce(t, b.loc)
     result = block.result
     if isinstance(result, Var) and result.name in pending:
         result = pending[result.name].pop(0)

@@ -210,33 +210,36 @@ class _Macro:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
         return Zero(_ct_type(v.type)) if ct is None else ct
 
-    def give(self, a: Atom, ct: Atom | None) -> None:
-        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR)."""
+    def give(self, a: Atom, ct: Atom | None) -> bool:
+        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR).  True where
+        ``a`` gets none whatever ``ct`` is (a literal, a value without a derivative, an inactive one)."""
         if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
-            return
+            return True
         t = a.type
         cls = type(t)
         if cls is Num:
             if not DIFFERENTIABLE_DTYPE[t.dtype]:
-                return
+                return True
         elif not t.differentiable:
-            return
+            return True
         name = a.name
         if ct is None or type(ct) is Zero or name in self.inactive:
             self.cts[name] = Zero(CopowerT(t) if cls is FunT else t)  # _ct_type(t)
-            return
-        if cls is FunT:
-            ct_t: Type = CopowerT(t)
-        elif cls is Num and type(ct.type) is Num and ct.type.dtype != t.dtype and \
-                DIFFERENTIABLE_DTYPE[ct.type.dtype] and not t.dtype.startswith("complex"):
-            # a cotangent has its value's dtype (as JAX's): that of a float32 operand of a float64
-            # product is computed in float64 and rounded to float32 here, once
-            ct = self.b.prim("convert_float", ct, dtype=t.dtype, py=False)
-            ct_t = Num(t.shape, t.dtype) if t.py and not t.shape else t
-        elif cls is Num and t.py and not t.shape and type(ct.type) is Num and not ct.type.py:
-            ct_t = Num((), t.dtype, py=False)
-        else:
-            ct_t = t
+            return name in self.inactive
+        ct_t: Type = t
+        if cls is Num:
+            c_t = ct.type
+            if c_t is not t and type(c_t) is Num:
+                if c_t.dtype != t.dtype and DIFFERENTIABLE_DTYPE[c_t.dtype] and not t.dtype.startswith("complex"):
+                    # a cotangent has its value's dtype (as JAX's): that of a float32 operand of a float64
+                    # product is computed in float64 and rounded to float32 here, once
+                    ct = self.b.prim("convert_float", ct, dtype=t.dtype, py=False)
+                    if t.py and not t.shape:
+                        ct_t = Num(t.shape, t.dtype)
+                elif t.py and not t.shape and not c_t.py:
+                    ct_t = Num((), t.dtype, py=False)
+        elif cls is FunT:
+            ct_t = CopowerT(t)
         # (Namer.fresh, its common case written out: ``name_ct`` not taken yet)
         base, namer = name + "_ct", self.namer
         taken = namer.taken
@@ -248,6 +251,7 @@ class _Macro:
         b = self.b
         b.binds.append(Bind((named,), Copy(ct), b.loc))
         self.cts[name] = named
+        return False
 
     # one rule per construct -------------------------------------------------
 
@@ -272,18 +276,20 @@ class _Macro:
         except rules.ShapeError as e:
             raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
         args = rhs.args
-        if len(binds) != start and self.top:  # (in a nested block: see own_block)
-            inactive = self.inactive
-            for a, c in zip(args, arg_cts):  # a cotangent made that give drops (give's tests)
-                if type(c) is Var and (type(a) is not Var or a.name in inactive or not (
-                        DIFFERENTIABLE_DTYPE[a.type.dtype] if type(a.type) is Num else a.type.differentiable)):
-                    self.settle(args, arg_cts, start)
-                    break
-        for a, c in zip(args, arg_cts):
-            give(a, c)
+        end = len(binds)
+        if end != start and self.top:  # (in a nested block: see own_block)
+            dropped = False
+            for a, c in zip(args, arg_cts):
+                if give(a, c) and type(c) is Var:  # a cotangent made that give drops
+                    dropped = True
+            if dropped:  # (the copies give made follow ``end``: settle leaves them as they are)
+                self.settle(args, arg_cts, start, end)
+        else:
+            for a, c in zip(args, arg_cts):
+                give(a, c)
 
-    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int) -> None:
-        """Of the bindings a VJP rule made (from ``start`` on), leave out those only the cotangents
+    def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int, end: int) -> None:
+        """Of the bindings a VJP rule made (from ``start`` to ``end``), leave out those only the cotangents
         ``give`` drops read (of a literal, of an inactive value): dce would remove them, after the
         optimiser's first passes walked them.  The names they drew stay drawn, so the names of what
         follows do not change."""
@@ -301,9 +307,7 @@ class _Macro:
                     if name[:1] == "t" and name[1:].isdigit():  # (Namer.is_temp)
                         given.add(name)
         kept: list[Bind] = []
-        end = len(binds)
-        for i in range(end - 1, start - 1, -1):
-            b = binds[i]
+        for b in reversed(binds[start:end]):
             rhs = b.rhs
             if type(rhs) is not Prim:  # (what Builder.prim makes; anything else: all kept, as made)
                 return
@@ -320,7 +324,7 @@ class _Macro:
                     needed.add(x.name)
         if len(kept) != end - start:
             kept.reverse()
-            binds[start:] = kept
+            binds[start:end] = kept
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var

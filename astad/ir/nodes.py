@@ -303,11 +303,17 @@ Comp = Union[Prim, MakeTuple, Unpack, Dup, Drop, Plus, Copy, If, Loop, LoopBack,
 
 def nested_blocks(rhs: Comp) -> tuple["Block", ...]:
     cls = type(rhs)  # (no class of the IR has subclasses)
+    if cls not in _NESTING:  # (the most common: one test)
+        return ()
     if cls is If:
         return (rhs.then, rhs.orelse)
     if cls is Loop or cls is LoopBack or cls is Lam:
         return (rhs.body,)
     return ()
+
+
+#: the constructs with blocks inside
+_NESTING = frozenset({If, Loop, LoopBack, Lam})
 
 
 def trip_count(loop: "Loop") -> int | None:
