@@ -248,3 +248,45 @@ def test_a_consumer_shadowed_by_a_function_of_the_users_is_refused(shadowed, nam
 
 def test_the_builtins_of_a_module_that_shadows_others_still_consume(shadowed):
     _agrees(shadowed.list_of_the_builtin)
+
+
+# ------------------------------------------------------------------ function values and loops that return
+
+CARRY = """\
+import numpy as np
+
+
+def called_in_and_after_a_returning_loop(x, c):
+    acc = 0.0
+    u = c
+    op = lambda t: np.sin(t) * c
+    k = 0
+    while k < 4:
+        k += 1
+        if acc < -0.4:
+            return acc + op(u)
+        acc = acc + acc + x
+    acc = acc + op(np.cos(acc) * acc)
+    return acc + op(u)
+"""
+
+
+@pytest.fixture(scope="module")
+def carry(tmp_path_factory):
+    return load_program(CARRY, tmp_path_factory.mktemp("carry"), "carry")
+
+
+@pytest.mark.parametrize("x", [0.3, -0.2])
+def test_a_function_value_made_in_a_loop_that_returns_keeps_its_name(carry, x):
+    """A lambda called with a Python float in a loop's first pass (undone: the loop returns, and is lowered
+    again knowing what it returns) and with an array scalar after it: the function value made in the undone
+    pass kept its binding, its name was given again to the next one: InternalError (structural pass: not
+    linear, `op` bound twice), found by tests/test_random_loop_forms.py."""
+    f = carry.called_in_and_after_a_returning_loop
+    value, g = astad.value_and_grad(f, argnums=(0, 1))(x, 0.083)
+    assert value == pytest.approx(f(x, 0.083), rel=1e-12)
+    for k, d in enumerate(g):
+        want = central_differences(lambda t: f(*[t if j == k else a for j, a in enumerate((x, 0.083))]),
+                                   (x, 0.083)[k])
+        assert d == pytest.approx(want, rel=1e-6, abs=1e-8)
+    assert astad.jvp(f, (x, 0.083), (1.0, 0.5))[1] == pytest.approx(g[0] + 0.5 * g[1], rel=1e-9)
