@@ -91,6 +91,19 @@ def comprehension_over_zip_of_generators(x):
     return sum(a * b for a, b in zip((x * i for i in range(3)), (x + i for i in range(3))))
 
 
+def map_of_a_generator(x):
+    s = sum(map(np.sin, (x * i for i in range(3))))
+    for v in map(lambda u: u * u, (x * i for i in range(3))):
+        s = s + v
+    return s
+
+
+def map_of_a_generator_read_after_rebinding(x):
+    m = map(np.sin, (x * i for i in range(3)))
+    x = 2.0 * x
+    return sum(m)
+
+
 def body_rebinds_what_it_reads(x):
     s = 0.0
     for v in (x * i for i in range(3)):
@@ -173,8 +186,9 @@ def consumed_again_after_the_loop(x):
 """
 
 ACCEPTED = ["for_map", "for_generator", "for_enumerate_map", "for_zip_generators", "for_map_of_nested_def",
-            "for_nested_generators", "for_over_name_assigned_just_before", "comprehension_over_zip_of_generators"]
-REFUSED = ["body_rebinds_what_it_reads", "target_is_what_it_reads", "body_updates_the_array_it_reads",
+            "for_nested_generators", "for_over_name_assigned_just_before", "comprehension_over_zip_of_generators",
+            "map_of_a_generator"]
+REFUSED = ["map_of_a_generator_read_after_rebinding", "body_rebinds_what_it_reads", "target_is_what_it_reads", "body_updates_the_array_it_reads",
            "body_appends_to_the_list_it_maps", "body_rebinds_what_the_mapped_function_reads",
            "body_rebinds_what_a_nested_def_reads", "body_rebinds_the_mapped_function",
            "inner_generator_binds_what_the_outer_reads", "consumed_again_after_the_loop"]

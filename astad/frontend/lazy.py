@@ -85,6 +85,7 @@ def consumed_at_once(funcdef: cst.FunctionDef) -> dict[int, tuple[cst.Name, ...]
     names: dict[str, int] = {}  # how often each name occurs (a read, an assignment)
     pairs: list[tuple[str, cst.BaseExpression, tuple[cst.Name, ...] | None]] = []  # `g = <expression>` consumed next
     loops: list[tuple[cst.BaseExpression, tuple[cst.Name, ...], cst.For]] = []  # run over by a `for`
+    maps: list[cst.Call] = []  # `map(f, xs)`: each `xs` read in step with it (outer ones first)
     todo: list[cst.CSTNode] = [funcdef]
     while todo:
         n = todo.pop()
@@ -95,6 +96,8 @@ def consumed_at_once(funcdef: cst.FunctionDef) -> dict[int, tuple[cst.Name, ...]
             arg = _consumer_arg(n)
             if arg is not None:
                 ok[id(arg)] = (n.func,)
+            if type(n.func) is cst.Name and n.func.value == "map":
+                maps.append(n)
         elif cls is cst.CompFor:
             ok[id(n.iter)] = ()
             ok.update({id(it): via for it, via in _run_over(n.iter) if via})  # `zip(g1, g2)`: in step with it
@@ -123,6 +126,9 @@ def consumed_at_once(funcdef: cst.FunctionDef) -> dict[int, tuple[cst.Name, ...]
             ok.pop(id(value), None)
         elif via is not None:
             ok[id(value)] = via
+    for m in maps:
+        if id(m) in ok:
+            ok.update({id(a.value): (*ok[id(m)], m.func) for a in m.args[1:] if not a.keyword and not a.star})
     return ok
 
 
