@@ -58,8 +58,9 @@ def check(lw: Any, node: cst.CSTNode, what: str) -> None:
     if consumers is None or not all(_is_builtin(lw, c) for c in consumers):
         raise lw.syntax_error(
             f"{what} is evaluated by Python lazily (when consumed, with the values its names have then, once): "
-            "astad reads it only where it is consumed at once (by sum, list, min or max, a comprehension, a "
-            "`for` whose target and body change nothing it reads, or the next statement's sum(g) of `g = ...`)",
+            "astad reads it only where it is consumed at once (by the builtins sum, list, min or max, a "
+            "comprehension, a `for` whose target and body change nothing it reads, or the next statement's sum(g) "
+            "of `g = ...`)",
             "a list, evaluated where it is written: [f(v) for v in xs] or list(map(f, xs))", node)
 
 
