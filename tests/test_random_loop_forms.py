@@ -25,7 +25,8 @@ elements assigned to (``lst[k] = ...``, ``lst[i % len(lst)] += ...`` on a list b
 with an index known when transforming or a loop's).  Function values called (``acc = acc + op(...)``,
 ``op(u)``) and rebound (``op = lambda t: ...``, ``op = np.tanh``): in a loop, the rebinding was lost
 (the next iteration and the code after the loop called the function bound before the loop: a wrong
-value); refused now (tests/test_higher_adversarial_8.py).  Loops
+value); refused now (tests/test_higher_adversarial_8.py).  Loops over a generator or ``map(...)`` (read
+before each iteration: refused where the body rebinds what it reads).  Loops
 with an ``else`` block (run where the loop ends without ``break``).  Drawn
 rarely, as astad refuses them today: updates through views (``v = y[1:]; v[0] *= ...``, ``for row in Y: row += ...``); also
 refused: ``break``/``continue``/``return`` in a loop over a list known element by element, reading a
@@ -325,7 +326,7 @@ class LoopGen:
 
     def s_loop(self):
         kind = self.pick(["range", "range_n", "elements", "enumerate", "zip", "enumerate_zip", "rows", "made",
-                          "while", "while_data", "list", "shadow", "while_open", "list_range"]
+                          "while", "while_data", "list", "shadow", "while_open", "list_range", "lazy"]
                          + ["rows_of_made"] * (self.draw(st.integers(0, 5)) == 3))  # refused today: rarely
         self.counts["loop " + kind] += 1
         start = len(self.lines)
@@ -358,6 +359,12 @@ class LoopGen:
             s1, s2 = self.pick([("x", "w"), ("x", "z"), ("y", "w"), ("z", "y")])
             self.emit(f"for {i}, ({a}, {b}) in enumerate(zip({s1}, {s2})):")
             loop = Loop(i, 3 if "z" in (s1, s2) else N, [a, b], [], kind)
+        elif kind == "lazy":  # a generator or map(...), read before each iteration (accepted where the body
+            # changes nothing it reads: `op`, `u`, `c`, `y`, refused otherwise)
+            form = self.pick(["for {a} in map(op, x):", "for {a} in (t * u for t in w):", "for {a} in map(np.sin, y):",
+                              "for {i}, {a} in enumerate(c * t for t in z):", "for {a}, {b} in zip(map(op, w), x):"])
+            self.emit(form.format(a=a, b=b, i=i))
+            loop = Loop(i if "{i}" in form else None, 3 if "{i}" in form else 0, [a, b] if "{b}" in form else [a], [], kind)
         elif kind == "rows":
             form = self.pick(["for {a} in xs:", "for {i}, {a} in enumerate(xs):", "for {a}, {b} in zip(xs, x):",
                               "for {a} in reversed(xs):"])

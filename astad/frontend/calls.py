@@ -421,6 +421,7 @@ class Calls(LowererCore):
         name = next((k for sc in self._chain() for k, v in sc.env.items()
                      if isinstance(v, Ref) and v.obj is c), c.__name__.strip("<>"))
         fname = self.namer.fresh(name)
+        self.function_value_names.add(fname)
         f = Var(fname, FunT(tuple(p.type for p in params), value.type, fname))  # type: ignore[union-attr]
         at = 0 if before is None else next(i for i, b in enumerate(site) if b is before) + 1
         site.insert(at, Bind((f,), Lam(params, block), self.loc(c.node)))

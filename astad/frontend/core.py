@@ -44,6 +44,7 @@ class LowererCore:
         self.roomy = sys.getrecursionlimit() >= 1000
         self.expr_depth = 0  # how many expressions the one being lowered is nested in (Expressions.expr)
         self.constants: dict[str, tuple[tuple[str, ...], Any]] = {}  # code name -> (path, value)
+        self.function_value_names: set[str] = set()  # the names of the function values made (calls.py)
         self.const_names: dict[int, str] = {}
         self.deps: list[tuple[tuple[str, ...], Any]] = []  # every global read: (path, object), each once
         self._dep_keys: set[tuple[tuple[str, ...], int]] = set()
@@ -242,8 +243,11 @@ class LowererCore:
         names, aliases = snapshot
         self.restores += 1
         self.namer.back_to(names)
-        self.namer.taken |= set(self.constants)  # constants keep the names they were given (const_names)
-        self.namer.used |= set(self.constants)
+        # constants keep the names they were given (const_names), function values theirs (bound where the
+        # function is made, before the code undone)
+        kept = set(self.constants) | self.function_value_names
+        self.namer.taken |= kept
+        self.namer.used |= kept
         self.aliases.restore(aliases)
 
     def branch(self, lower: Callable[[], Any]) -> tuple[list[Bind], dict[str, Value], Any]:

@@ -12,25 +12,38 @@ change what it reads:
 - unpacked by an assignment (``a, b = (f(v) for v in xs)``);
 - assigned to a name read once in the whole function, by the next statement,
   which is one such call of it (``ys = map(f, x2)`` then ``w = sum(ys)``, CHAD's
-  Fig. 2).
+  Fig. 2);
+- what a ``for`` statement runs over (itself, or an argument of ``enumerate`` or
+  ``zip`` there; or ``g`` of ``g = ...`` read once in the function, by the next
+  statement, that loop), where nothing it reads can change before it reads it:
+  Python reads one element before each iteration, so where no name it reads (nor
+  one that a function it calls, bound by a ``lambda`` or ``def`` here, reads) is
+  assigned by the loop's target or body, nor updated there (``a[i] = v``,
+  ``xs.append(v)``), each element is the one read up front.
 
-Anywhere else (``g = (x * i ...)`` read after ``x`` is reassigned, consumed
-twice, the iterable of a ``for`` statement whose body may reassign what it
-reads, an argument of ``np.array``, which makes an array of one generator
-object) the lowering refuses it (:func:`check`).
+A consumer is the builtin of that name, not a function of the user's that
+shadows it (which may consume its argument twice, or not at all).  Anywhere else
+(``g = (x * i ...)`` read after ``x`` is reassigned, consumed twice, the
+iterable of a ``for`` statement whose body reassigns what it reads, an argument
+of ``np.array``, which makes an array of one generator object) the lowering
+refuses it (:func:`check`).
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import libcst as cst
 
 from ..deep import syntax_children
-from .syntax import stmts_of
+from ..values import Ref
+from .syntax import assigned_names, bound_by, stmts_of
 
 #: the builtins that consume an iterator at once (by name: see the module docstring)
 CONSUMERS = frozenset({"sum", "list", "tuple", "min", "max", "sorted", "any", "all"})
+#: the builtins a ``for`` statement may run over that read their arguments' elements in step with it
+STEPPERS = frozenset({"enumerate", "zip"})
 
 
 def check(lw: Any, node: cst.CSTNode, what: str) -> None:
@@ -41,12 +54,20 @@ def check(lw: Any, node: cst.CSTNode, what: str) -> None:
     found = known.get(id(funcdef))
     if found is None or found[0] is not funcdef:
         found = known[id(funcdef)] = (funcdef, consumed_at_once(funcdef))
-    if id(node) not in found[1]:
+    consumers = found[1].get(id(node))
+    if consumers is None or not all(_is_builtin(lw, c) for c in consumers):
         raise lw.syntax_error(
             f"{what} is evaluated by Python lazily (when consumed, with the values its names have then, once): "
-            "astad reads it only where it is consumed at once (by sum, list, min or max, a comprehension, or "
-            "the next statement's sum(g) of `g = ...`)",
+            "astad reads it only where it is consumed at once (by the builtins sum, list, min or max, a "
+            "comprehension, a `for` whose target and body change nothing it reads, or the next statement's sum(g) "
+            "of `g = ...`)",
             "a list, evaluated where it is written: [f(v) for v in xs] or list(map(f, xs))", node)
+
+
+def _is_builtin(lw: Any, name: cst.Name) -> bool:
+    """Whether ``name`` is the builtin of that name where it is read (not a function of the user's)."""
+    found = lw.expr(name)
+    return isinstance(found, Ref) and found.obj is getattr(builtins, name.value)
 
 
 def _consumer_arg(value: Any) -> cst.BaseExpression | None:
@@ -57,12 +78,15 @@ def _consumer_arg(value: Any) -> cst.BaseExpression | None:
     return None
 
 
-def consumed_at_once(funcdef: cst.FunctionDef) -> frozenset[int]:
+def consumed_at_once(funcdef: cst.FunctionDef) -> dict[int, tuple[cst.Name, ...]]:
     """The ids of the expressions of ``funcdef`` (nested functions included) in a place where
-    Python consumes an iterator at once (see the module docstring)."""
-    ok: set[int] = set()
+    Python consumes an iterator at once (see the module docstring), each with the names that must
+    be the builtins of those names there (``sum`` of ``sum(g)``)."""
+    ok: dict[int, tuple[cst.Name, ...]] = {}
     names: dict[str, int] = {}  # how often each name occurs (a read, an assignment)
-    pairs: list[tuple[str, cst.BaseExpression]] = []  # `g = <expression>` consumed by the next statement
+    pairs: list[tuple[str, cst.BaseExpression, tuple[cst.Name, ...] | None]] = []  # `g = <expression>` consumed next
+    loops: list[tuple[cst.BaseExpression, tuple[cst.Name, ...], cst.For]] = []  # run over by a `for`
+    maps: list[cst.Call] = []  # `map(f, xs)`: each `xs` read in step with it (outer ones first)
     todo: list[cst.CSTNode] = [funcdef]
     while todo:
         n = todo.pop()
@@ -72,11 +96,16 @@ def consumed_at_once(funcdef: cst.FunctionDef) -> frozenset[int]:
         elif cls is cst.Call:
             arg = _consumer_arg(n)
             if arg is not None:
-                ok.add(id(arg))
+                ok[id(arg)] = (n.func,)
+            if type(n.func) is cst.Name and n.func.value == "map":
+                maps.append(n)
         elif cls is cst.CompFor:
-            ok.add(id(n.iter))
+            ok[id(n.iter)] = ()
+            ok.update({id(it): via for it, via in _run_over(n.iter) if via})  # `zip(g1, g2)`: in step with it
         elif cls is cst.Assign and all(type(t.target) in (cst.Tuple, cst.List) for t in n.targets):
-            ok.add(id(n.value))  # unpacked: consumed at once
+            ok[id(n.value)] = ()  # unpacked: consumed at once
+        elif cls is cst.For:
+            loops += [(it, via, n) for it, via in _run_over(n.iter)]
         body = getattr(n, "body", None)
         if isinstance(body, cst.BaseSuite):
             stmts = stmts_of(body)
@@ -84,15 +113,119 @@ def consumed_at_once(funcdef: cst.FunctionDef) -> frozenset[int]:
                 found = _assigned_then_consumed(first, second)
                 if found is not None:
                     pairs.append(found)
+                elif type(second) is cst.For:
+                    loop_pair = _assigned_then_looped(first, second)
+                    if loop_pair is not None:
+                        loops += [(loop_pair[1], (), second)]
+                        pairs.append((loop_pair[0], loop_pair[1], None))
         todo.extend(syntax_children(n))
-    for name, value in pairs:
-        if names.get(name) == 2:  # assigned here, read there, nowhere else
-            ok.add(id(value))
-    return frozenset(ok)
+    for it, via, loop in loops:
+        if _unchanged_by(loop, it, funcdef):
+            ok[id(it)] = via
+    for name, value, via in pairs:
+        if names.get(name) != 2:  # not only assigned here and read there
+            ok.pop(id(value), None)
+        elif via is not None:
+            ok[id(value)] = via
+    for m in maps:
+        if id(m) in ok:
+            ok.update({id(a.value): (*ok[id(m)], m.func) for a in m.args[1:] if not a.keyword and not a.star})
+    return ok
 
 
-def _assigned_then_consumed(first: cst.CSTNode, second: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
-    """``(g, value)`` where ``first`` is ``g = value`` and ``second`` is one statement whose whole
+def _run_over(it: cst.BaseExpression) -> list[tuple[cst.BaseExpression, tuple[cst.Name, ...]]]:
+    """What a ``for`` over ``it`` reads in step with its iterations: ``it``, or the arguments of
+    ``enumerate(it)`` or ``zip(a, b)``, each with the builtins' names they are read through."""
+    if (type(it) is cst.Call and type(it.func) is cst.Name and it.func.value in STEPPERS
+            and not any(a.star or a.keyword for a in it.args)):
+        return [(a.value, (it.func,)) for a in it.args[:1 if it.func.value == "enumerate" else None]]
+    return [(it, ())]
+
+
+def _assigned_then_looped(first: cst.CSTNode, loop: cst.For) -> tuple[str, cst.BaseExpression] | None:
+    """``(g, value)`` where ``first`` is ``g = value`` and ``loop`` is ``for ... in g:``."""
+    if type(first) is not cst.SimpleStatementLine or len(first.body) != 1 or type(loop.iter) is not cst.Name:
+        return None
+    assign = first.body[0]
+    if type(assign) is not cst.Assign or len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
+        return None
+    name = assign.targets[0].target.value
+    return (name, assign.value) if loop.iter.value == name else None
+
+
+def _unchanged_by(loop: cst.For, it: cst.BaseExpression, funcdef: cst.FunctionDef) -> bool:
+    """Whether nothing ``it`` reads (its free names, and those of the functions of ``funcdef`` it
+    calls by name, transitively) is assigned or updated by ``loop``'s target or body."""
+    changed = set(bound_by(loop.target, items=True)) | set(assigned_names(loop.body))
+    functions = _local_functions(funcdef)
+    read: set[str] = set()
+    todo = [it]
+    while todo:
+        for name in free_names(todo.pop()) - read:
+            read.add(name)
+            todo += functions.get(name, [])
+    return not read & changed
+
+
+def _local_functions(funcdef: cst.FunctionDef) -> dict[str, list[cst.CSTNode]]:
+    """The ``def``s and ``name = lambda ...`` of ``funcdef`` (itself included), by name."""
+    found: dict[str, list[cst.CSTNode]] = {}
+    todo: list[cst.CSTNode] = [funcdef]
+    while todo:
+        n = todo.pop()
+        if type(n) is cst.FunctionDef:
+            found.setdefault(n.name.value, []).append(n)
+        elif type(n) is cst.Assign and type(n.value) is cst.Lambda:
+            for t in n.targets:
+                for name in bound_by(t.target, items=False):
+                    found.setdefault(name, []).append(n.value)
+        todo.extend(syntax_children(n))
+    return found
+
+
+def free_names(node: cst.CSTNode, bound: frozenset[str] = frozenset()) -> set[str]:
+    """The names ``node`` reads from outside it (over-approximated: a ``def``'s own locals are left out
+    only where it binds them)."""
+    cls = type(node)
+    if cls is cst.Name:
+        return set() if node.value in bound else {node.value}
+    if cls is cst.Attribute:
+        return free_names(node.value, bound)
+    if cls is cst.Arg:
+        return free_names(node.value, bound)
+    if cls is cst.Lambda or cls is cst.FunctionDef:
+        ps = node.params
+        params = [p for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params, ps.star_arg, ps.star_kwarg)
+                  if isinstance(p, cst.Param)]
+        out: set[str] = set()
+        for p in params:
+            if p.default is not None:
+                out |= free_names(p.default, bound)
+        own = {p.name.value for p in params}
+        if cls is cst.FunctionDef:
+            own |= set(assigned_names(node.body))
+        return out | free_names(node.body, bound | own)
+    if cls in (cst.GeneratorExp, cst.ListComp, cst.SetComp, cst.DictComp):
+        out, inner, clause = set(), bound, node.for_in
+        while clause is not None:
+            out |= free_names(clause.iter, inner)  # (the first one in the enclosing scope)
+            inner = inner | set(bound_by(clause.target, items=False))
+            for cond in clause.ifs:
+                out |= free_names(cond.test, inner)
+            clause = clause.inner_for_in
+        parts = (node.key, node.value) if cls is cst.DictComp else (node.elt,)
+        for part in parts:
+            out |= free_names(part, inner)
+        return out
+    out = set()
+    for child in syntax_children(node):
+        out |= free_names(child, bound)
+    return out
+
+
+def _assigned_then_consumed(first: cst.CSTNode, second: cst.CSTNode
+                            ) -> tuple[str, cst.BaseExpression, tuple[cst.Name, ...]] | None:
+    """``(g, value, (consumer,))`` where ``first`` is ``g = value`` and ``second`` is one statement whose whole
     value is a consuming call of ``g`` (its other arguments names or numbers)."""
     if type(first) is not cst.SimpleStatementLine or type(second) is not cst.SimpleStatementLine:
         return None
@@ -108,4 +241,4 @@ def _assigned_then_consumed(first: cst.CSTNode, second: cst.CSTNode) -> tuple[st
         return None
     if not all(type(a.value) in (cst.Name, cst.Integer, cst.Float) and not a.star for a in value.args[1:]):
         return None
-    return name, assign.value
+    return name, assign.value, (value.func,)
