@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Callable, Iterator, Sequence
 
 from .nodes import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Copower, Copy, Drop, Dup, If, Lam, Loop,
@@ -155,14 +157,27 @@ def kinds(block: Block) -> frozenset[str]:
 
 def _kinds(block: Block) -> frozenset[str]:
     binds = block.binds
-    # (one set comprehension: the fastest walk of a long block; ops and class names never coincide)
-    found = {b.rhs.op if type(b.rhs) is Prim else type(b.rhs).__name__ for b in binds}
-    if not found.isdisjoint(_NESTING_NAMES):  # (a block nested at some depth is nested in one of these)
-        for b in binds:
-            if type(b.rhs) in _NESTING:
-                for inner in nested_blocks(b.rhs):
+    # (no Python loop over the bindings: ``map`` with functions written in C; ops and class names never coincide)
+    rhss = list(map(_RHS, binds))
+    classes = set(map(type, rhss))
+    if Prim in classes:
+        # (only a primitive has an ``op``: the others' give None)
+        found = set(map(getattr, rhss, repeat("op"), repeat(None))) if len(classes) > 1 else set(map(_OP, rhss))
+        found.discard(None)
+        classes.discard(Prim)
+    else:
+        found = set()
+    found.update([cls.__name__ for cls in classes])
+    if not classes.isdisjoint(_NESTING):  # (a block nested at some depth is nested in one of these)
+        for rhs in rhss:
+            if type(rhs) in _NESTING:
+                for inner in nested_blocks(rhs):
                     found |= kinds(inner)
     return frozenset(found)
+
+
+_RHS = attrgetter("rhs")
+_OP = attrgetter("op")
 
 
 def read_set(block: Block) -> frozenset[str]:
