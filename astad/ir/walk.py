@@ -161,8 +161,7 @@ def _kinds(block: Block) -> frozenset[str]:
     rhss = list(map(_RHS, binds))
     classes = set(map(type, rhss))
     if Prim in classes:
-        # (only a primitive has an ``op``: the others' give None)
-        found = set(map(getattr, rhss, repeat("op"), repeat(None))) if len(classes) > 1 else set(map(_OP, rhss))
+        found = set(ops_of(block))
         found.discard(None)
         classes.discard(Prim)
     else:
@@ -177,7 +176,33 @@ def _kinds(block: Block) -> frozenset[str]:
 
 
 _RHS = attrgetter("rhs")
-_OP = attrgetter("op")
+
+
+def ops_of(block: Block) -> list[str | None]:
+    """The op of each binding of a block (not of its nested blocks) that binds a primitive, None for the
+    others, in order, computed once per block (the caller must not change it): a pass that rewrites a few
+    ops finds them with ``positions``, without a Python loop over the bindings."""
+    return _memo(block, "_ops", _ops)
+
+
+def _ops(block: Block) -> list[str | None]:
+    # (only a primitive has an ``op``: the others' give None)
+    return list(map(getattr, map(_RHS, block.binds), repeat("op"), repeat(None)))
+
+
+def positions(items: Sequence[Any], value: Any, start: int = 0) -> list[int]:
+    """Where ``value`` is in ``items`` from ``start`` on, in order (each found by ``list.index``, written in C)."""
+    found: list[int] = []
+    if value not in items:
+        return found
+    index = items.index
+    try:
+        while True:
+            start = index(value, start)
+            found.append(start)
+            start += 1
+    except ValueError:
+        return found
 
 
 def read_set(block: Block) -> frozenset[str]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Num, Prim, kinds
+from ..ir.walk import ops_of, positions
 from ..rules.structure import ALL
 
 
@@ -57,12 +58,13 @@ def unit_axes(block: Block) -> Block:
     """``block`` (a backward block) with those operations replaced."""
     if "matmul" not in kinds(block) and "sum" not in kinds(block):
         return block  # nothing to replace
-    binds = []
-    for b in block.binds:
+    binds = list(block.binds)
+    ops = ops_of(block)
+    # (only the bindings of these and those with blocks inside, found without a Python loop: the others, the
+    # most common, have nothing to replace)
+    for at in sorted(positions(ops, "matmul") + positions(ops, "sum") + positions(ops, None)):
+        b = binds[at]
         rhs = b.rhs
-        if type(rhs) is Prim and rhs.op != "matmul" and rhs.op != "sum":  # (the most common: nothing to replace)
-            binds.append(b)
-            continue
         if type(rhs) in NESTING:
             b = with_branches(b, rhs, unit_axes)
         rhs = b.rhs
@@ -72,5 +74,5 @@ def unit_axes(block: Block) -> Block:
             new = _unit_sum(rhs)
             if new is not None:
                 b = Bind(b.targets, new, b.loc)
-        binds.append(b)
+        binds[at] = b
     return same_or_new(block, binds)
