@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Collection, Iterator, Sequence
 
 from .nodes import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Copower, Copy, Drop, Dup, If, Lam, Loop,
                     LoopBack, MakeTuple, Plus, Prim, Unpack, Var, nested_blocks)
@@ -190,19 +190,10 @@ def _ops(block: Block) -> list[str | None]:
     return list(map(getattr, map(_RHS, block.binds), repeat("op"), repeat(None)))
 
 
-def positions(items: Sequence[Any], value: Any, start: int = 0) -> list[int]:
-    """Where ``value`` is in ``items`` from ``start`` on, in order (each found by ``list.index``, written in C)."""
-    found: list[int] = []
-    if value not in items:
-        return found
-    index = items.index
-    try:
-        while True:
-            start = index(value, start)
-            found.append(start)
-            start += 1
-    except ValueError:
-        return found
+def positions(items: Sequence[Any], values: Collection[Any]) -> list[int]:
+    """Where any of ``values`` (hashable) is in ``items``, in order, without a Python loop (``compress``
+    of the indices by ``map`` of the set's own test, each written in C)."""
+    return list(compress(range(len(items)), map(frozenset(values).__contains__, items)))
 
 
 def read_set(block: Block) -> frozenset[str]:

@@ -161,7 +161,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     else reads them) are left out too."""
     all_binds = block.binds
     ops = ops_of(block)
-    outers = {b.targets[0].name: b for b in [all_binds[i] for i in positions(ops, "outer")]
+    outers = {b.targets[0].name: b for b in [all_binds[i] for i in positions(ops, ("outer",))]
               if all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     # (how often the bindings read each name, not copied: read only; the block's result counted where read)
     reads = known_binding_reads(block)
@@ -172,7 +172,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     made_here: list[Bind] = []  # the bindings made for them
     flat = True
     done = 0  # (the bindings before this were copied)
-    for at in positions(ops, None):  # (the bindings of primitives, the most common, copied as they are: no sum)
+    for at in positions(ops, (None,)):  # (the bindings of primitives, the most common, copied as they are: no sum)
         binds.extend(all_binds[done:at])
         done = at + 1
         b = all_binds[at]

@@ -8,12 +8,12 @@ from collections import Counter
 from dataclasses import replace
 from functools import partial
 from itertools import chain, compress, count
-from operator import attrgetter, is_, itemgetter
+from operator import attrgetter, is_, is_not, itemgetter
 
 from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack, Var, all_binds,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
-from ..ir.walk import outside_reads, positions, remember_binding_reads, use_counts
+from ..ir.walk import outside_reads, remember_binding_reads, use_counts
 from ..rules import has_effect
 from .simplify import select_items
 
@@ -209,7 +209,7 @@ def dce_after(prog: ReverseProgram, old: ReverseProgram) -> ReverseProgram:
         return dce(prog)
     counts = use_counts(old.backward)  # (what the old block's bindings and result read: each read once)
     lowered: set[str] = set()  # the names read less
-    for i in positions(list(map(is_, new_binds, old_binds)), False):
+    for i in compress(range(len(new_binds)), map(is_not, new_binds, old_binds)):  # (the bindings replaced)
         b, was = new_binds[i], old_binds[i]
         if type(b.rhs) not in _FLAT or b.targets != was.targets:
             return dce(prog)

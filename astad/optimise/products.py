@@ -33,8 +33,6 @@ and of each block of the backward pass.  Runs before ``rematerialise`` and
 
 from __future__ import annotations
 
-from itertools import chain
-
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
 from ..ir.walk import ops_of, positions
@@ -83,7 +81,7 @@ def shared_products(prog: ReverseProgram) -> ReverseProgram:
     squares: set[str] = set()  # v * v
     binds = prog.forward.binds
     # (only the bindings of the primitives recorded, found without a Python loop over every binding)
-    for at in sorted(chain.from_iterable(positions(ops_of(prog.forward), op) for op in _RECORDED)):
+    for at in positions(ops_of(prog.forward), _RECORDED):
         b = binds[at]
         rhs = b.rhs
         if len(b.targets) != 1:
@@ -122,7 +120,7 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
     ops = ops_of(block)
     # (only products, negations and bindings with blocks inside, found without a Python loop over every binding:
     # the others, the most common, are neither rule's)
-    for at in sorted(positions(ops, "mul") + positions(ops, "neg") + positions(ops, None)):
+    for at in positions(ops, ("mul", "neg", None)):
         b = out[at]
         rhs = b.rhs
         if type(rhs) is not Prim:  # (neither a product nor a negation: only the blocks inside, if any)

@@ -62,7 +62,7 @@ def unit_axes(block: Block) -> Block:
     ops = ops_of(block)
     # (only the bindings of these and those with blocks inside, found without a Python loop: the others, the
     # most common, have nothing to replace)
-    for at in sorted(positions(ops, "matmul") + positions(ops, "sum") + positions(ops, None)):
+    for at in positions(ops, ("matmul", "sum", None)):
         b = binds[at]
         rhs = b.rhs
         if type(rhs) in NESTING:
