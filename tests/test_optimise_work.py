@@ -10,10 +10,7 @@ is the same), and what each takes for granted is checked where it is taken:
 - ``simplify.DEFER_BINDS``: the fold's named walk makes the binding of a renamed primitive once;
 - ``arrays.REMEMBER_KINDS``: ``sink_broadcasts`` remembers its new block's kinds as its input's
   (checked against a walk of a fresh copy);
-- ``remat._any_candidate``: what ``_candidates`` of all the block's names would say;
-- ``dce.INCREMENTAL``: ``dce_after`` finds the bindings a pass left unread from the reads the bindings
-  it replaced lost, not by a walk (its block, and what it remembers of it, checked against a walk of a
-  fresh copy).
+- ``remat._any_candidate``: what ``_candidates`` of all the block's names would say.
 """
 
 import importlib
@@ -40,7 +37,7 @@ import programs  # noqa: E402
 
 #: the switches of the work left out (module, attribute)
 SWITCHES = [(dce_module, "SKIP_FORWARD"), (simplify, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS"),
-            (arrays, "REMEMBER_KINDS"), (dce_module, "INCREMENTAL")]
+            (arrays, "REMEMBER_KINDS")]
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
 
@@ -84,10 +81,10 @@ def test_work_left_out_changes_nothing_in_random_programs(tmp_path_factory, prog
 def _checking_dce(monkeypatch):
     """``dce`` wrapped: where it left a forward block as it was (``SKIP_FORWARD``), a walk of a fresh
     copy of it (nothing remembered) for the same residuals removes nothing; the list of checks."""
-    dce_before, after_before, checked = dce_module.dce, dce_module.dce_after, []
+    dce_before, checked = dce_module.dce, []
 
-    def checking(prog, *args, **kwargs):
-        out = (after_before if args else dce_before)(prog, *args, **kwargs)
+    def checking(prog, **kwargs):
+        out = dce_before(prog, **kwargs)
         if out.forward is prog.forward and prog.forward.__dict__.get("_dce_needed") is not None:
             fresh = Block(prog.forward.binds, prog.forward.result)
             walked = dce_module._dce_reads(fresh, read_names(Block((), fresh.result)),
@@ -96,58 +93,7 @@ def _checking_dce(monkeypatch):
         return out
 
     monkeypatch.setattr(optimise, "dce", checking)
-    monkeypatch.setattr(optimise, "dce_after", checking)
     return checked
-
-
-def _checking_dce_after(monkeypatch):
-    """``dce_after`` wrapped: its output is ``dce``'s (the same bindings, the forward block ``dce``'s), and
-    what it remembers of its backward block is what walks of a fresh copy find; the list of blocks it
-    made without a walk."""
-    after_before, made = dce_module.dce_after, []
-    from astad.ir.walk import binding_reads, outside_reads
-    from astad.names import program_names
-
-    def checking(prog, old):
-        out = after_before(prog, old)
-        walked = dce_module.dce(prog)
-        assert out.backward.binds == walked.backward.binds and out.backward.result == walked.backward.result
-        assert out.forward.binds == walked.forward.binds
-        fresh = Block(out.backward.binds, out.backward.result)
-        known = out.backward.__dict__
-        if "_program_names" in known:
-            assert known["_program_names"] == frozenset(program_names(fresh))
-        if "_outside_reads" in known:
-            assert known["_outside_reads"] == outside_reads(fresh)
-        if "_use_counts" in known:
-            assert +known["_use_counts"] == +binding_reads(fresh)
-        made.append(dce_module.INCREMENTAL and "_program_names" in known)
-        return out
-
-    monkeypatch.setattr(optimise, "dce_after", checking)
-    return made
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_dce_after_is_dce(name, monkeypatch):
-    made = _checking_dce_after(monkeypatch)
-    fn, args, wrt = _bench(name)
-    astad.clear_caches(disk=False)
-    astad.reverse(fn).derivative(args, wrt)
-    if name == "straight_line_500":  # (the program it was made for: after shared_products)
-        assert any(made)
-
-
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_programs.programs())
-def test_dce_after_is_dce_in_random_programs(tmp_path_factory, program):
-    source, params, seed = program
-    note(source)
-    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_dce_after").f
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        _checking_dce_after(monkeypatch)
-        astad.clear_caches(disk=False)
-        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
 
 
 @pytest.mark.parametrize("name", ["straight_line_500", "gmm", "mlp"])

@@ -58,7 +58,7 @@ from .accumulate import accumulate_in_loops, accumulates
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
 from .cotangent_signs import absorbed
 from .cse import cse
-from .dce import dce, dce_after, prune_tapes
+from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
@@ -102,7 +102,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
         prog = summed if kinds(prog.backward).isdisjoint(NESTED) else dce(summed)
     # (prog is dce's output here: each pass after it needs dce again only where it changed something)
     shared = shared_products(prog)
-    prog = prog if shared is prog else dce_after(shared, prog)  # (it replaces bindings one for one)
+    prog = prog if shared is prog else dce(shared)
     recomputed = rematerialise(prog)
     prog = prog if recomputed is prog else dce(recomputed)
     replaced = unit_axes(tiles(prog.backward))

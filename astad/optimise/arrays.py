@@ -10,7 +10,8 @@ from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds
-from ..ir.walk import binding_reads, flat_reads, known_binding_reads, ops_of, positions, remember_binding_reads
+from ..ir.walk import (OTHER_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
+                       remember_binding_reads)
 from ..names import Namer
 
 
@@ -172,7 +173,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     made_here: list[Bind] = []  # the bindings made for them
     flat = True
     done = 0  # (the bindings before this were copied)
-    for at in positions(ops, (None,)):  # (the bindings of primitives, the most common, copied as they are: no sum)
+    for at in positions(ops, OTHER_KINDS):  # (the bindings of primitives, the most common, copied as they are: no sum)
         binds.extend(all_binds[done:at])
         done = at + 1
         b = all_binds[at]

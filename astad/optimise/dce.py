@@ -6,14 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from functools import partial
-from itertools import chain, compress, count
-from operator import attrgetter, is_, is_not, itemgetter
-
 from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack, Var, all_binds,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
-from ..ir.walk import outside_reads, remember_binding_reads, use_counts
+from ..ir.walk import outside_reads, remember_binding_reads
 from ..rules import has_effect
 from .simplify import select_items
 
@@ -164,12 +160,6 @@ def dce(prog: ReverseProgram, count_reads: bool = False) -> ReverseProgram:
             remember_binding_reads(backward, Counter(counted), ())
     else:
         needed = outside_reads(backward)
-    return _with_forward(prog, backward, needed)
-
-
-def _with_forward(prog: ReverseProgram, backward: Block, needed: frozenset[str]) -> ReverseProgram:
-    """``prog`` with the backward block ``backward`` (dce's output), which reads ``needed`` of what
-    it does not bind, and the forward block dce's output for those residuals."""
     forward = prog.forward
     done = forward.__dict__.get("_dce_needed")
     if done is not None and done != needed and SKIP_FORWARD and done.difference(needed) <= read_set(forward):
@@ -191,95 +181,6 @@ def _with_forward(prog: ReverseProgram, backward: Block, needed: frozenset[str])
 
 #: whether ``dce`` leaves a forward block as it is where it can tell that its ``dce`` would (tests turn it off)
 SKIP_FORWARD = True
-
-
-def dce_after(prog: ReverseProgram, old: ReverseProgram) -> ReverseProgram:
-    """``dce(prog)``, where ``old`` is dce's output and ``prog`` is ``old`` with some bindings of its
-    backward block replaced, one for one, by bindings of the same targets: the bindings left unread
-    are found from the reads the new ones lost (counted, and in turn those of each binding left
-    unread), not by a walk of the block.  A block of one target per binding and no blocks inside, of
-    a forward block without loops (no tapes), where ``INCREMENTAL``; else ``dce(prog)``."""
-    new_binds, old_binds = prog.backward.binds, old.backward.binds
-    if not INCREMENTAL or prog.forward is not old.forward or prog.backward.result is not old.backward.result \
-            or len(new_binds) != len(old_binds) or not kinds(old.backward).isdisjoint(_NESTED) \
-            or "Loop" in kinds(prog.forward):
-        return dce(prog)
-    targets = list(map(_TARGETS, new_binds))
-    if set(map(len, targets)) != {1}:
-        return dce(prog)
-    counts = use_counts(old.backward)  # (what the old block's bindings and result read: each read once)
-    lowered: set[str] = set()  # the names read less
-    for i in compress(range(len(new_binds)), map(is_not, new_binds, old_binds)):  # (the bindings replaced)
-        b, was = new_binds[i], old_binds[i]
-        if type(b.rhs) not in _FLAT or b.targets != was.targets:
-            return dce(prog)
-        for v in vars_of(was.rhs):
-            counts[v.name] -= 1
-            lowered.add(v.name)
-        for v in vars_of(b.rhs):
-            counts[v.name] += 1
-    names = list(map(_NAME, map(_FIRST, targets)))
-    where = dict(zip(names, count()))  # each target's binding
-    alive = [True] * len(new_binds)
-    work = [name for name in lowered if counts[name] <= 0]
-    while work:
-        name = work.pop()
-        i = where.get(name)
-        if i is None or not alive[i] or counts[name] > 0:
-            continue
-        b = new_binds[i]
-        if has_effect(b.rhs):
-            continue
-        alive[i] = False
-        for v in vars_of(b.rhs):
-            counts[v.name] -= 1
-            lowered.add(v.name)
-            if counts[v.name] <= 0:
-                work.append(v.name)
-    backward = prog.backward if all(alive) else Block(tuple(compress(new_binds, alive)), prog.backward.result)
-    read = set(counts)  # what the new block's bindings and result read (``read_set``)
-    read.difference_update([name for name in lowered if counts[name] <= 0])
-    needed = frozenset(read.difference(names))  # (``outside_reads``: a name left unread is read no more)
-    backward.__dict__.setdefault("_outside_reads", needed)
-    _remember_names_of(backward, read, names, alive)
-    result = backward.result
-    if type(result) is Var:
-        counts[result.name] -= 1  # (``binding_reads`` leaves the result out)
-        lowered.add(result.name)
-    remember_binding_reads(backward, counts, lowered)
-    return _with_forward(prog, backward, needed)
-
-
-#: whether ``dce_after`` counts what changed rather than walking the block (tests turn it off)
-INCREMENTAL = True
-_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
-_FLAT = frozenset({Prim, Plus})
-_TARGETS, _FIRST, _NAME = attrgetter("targets"), itemgetter(0), attrgetter("name")
-
-
-def _remember_names_of(block: Block, read: set[str], names: list[str], alive: list[bool]) -> None:
-    """``names.program_names`` of ``dce_after``'s new block (bindings of primitives, sums and tuples only;
-    else nothing is remembered), without a Python loop over its bindings: what they and the result read
-    (``read``), the names of the targets kept (``names`` where ``alive``) and of the
-    constants read, as ``names._block_names`` would find them."""
-    rhss = list(map(_RHS, block.binds))
-    classes = list(map(type, rhss))
-    if not _FIELDS.keys() >= set(classes) or "_program_names" in block.__dict__:
-        return
-    atoms = list(chain.from_iterable(map(getattr, rhss, map(_FIELDS.__getitem__, classes))))
-    found = set(map(_NAME, compress(atoms, map(partial(is_, Const), map(type, atoms)))))  # (the constants)
-    found.discard(None)  # (a literal's name)
-    found.update(read)
-    found.update(compress(names, alive))
-    r = block.result
-    if type(r) is Const and r.name is not None:
-        found.add(r.name)
-    block.__dict__["_program_names"] = frozenset(found)
-
-
-_RHS = attrgetter("rhs")
-#: the field of the atoms of each kind of right-hand side ``_remember_names_of`` reads
-_FIELDS = {Prim: "args", Plus: "items", MakeTuple: "items"}
 
 
 def prune_tapes(prog: ReverseProgram) -> ReverseProgram:

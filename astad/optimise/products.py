@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
-from ..ir.walk import ops_of, positions
+from ..ir.walk import OTHER_KINDS, ops_of, positions
 
 Pair = tuple[str, str]
 
@@ -63,6 +63,10 @@ _BOUNDED = frozenset({"tanh", "sin", "cos"})
 
 #: the primitives the forward block's walk records: negations, bounded functions, products
 _RECORDED = _BOUNDED | {"neg", "exp", "mul"}
+
+
+#: what the backward walk looks at: products, negations and the right-hand sides that may have blocks inside
+_LOOKED_AT = OTHER_KINDS | {"mul", "neg"}
 
 
 def _negation(b: Bind) -> bool:
@@ -120,7 +124,7 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
     ops = ops_of(block)
     # (only products, negations and bindings with blocks inside, found without a Python loop over every binding:
     # the others, the most common, are neither rule's)
-    for at in positions(ops, ("mul", "neg", None)):
+    for at in positions(ops, _LOOKED_AT):
         b = out[at]
         rhs = b.rhs
         if type(rhs) is not Prim:  # (neither a product nor a negation: only the blocks inside, if any)

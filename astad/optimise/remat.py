@@ -25,14 +25,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
-from itertools import repeat
-from operator import attrgetter
 
 from ..blocks import same_or_new
 from ..rules import is_advanced
 from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, kinds, nested_blocks,
                   read_set, substitute, vars_of)
-from ..ir.walk import ops_of, outside_reads
+from ..ir.walk import outside_reads
 from ..names import Namer
 
 #: elementwise operations that cost one pass over memory (no transcendental function)
@@ -88,20 +86,17 @@ def _any_candidate(block: Block) -> bool:
     """Whether ``_candidates(_defs(block), _defs(block).keys())`` has a name, without making them:
     ``_big`` asked once per type object (the passes share the objects: nearly every binding's is one
     seen before; each is alive while the block is, so no two of them have the same ``id``)."""
-    binds = block.binds
-    targets = list(map(_TARGETS, binds))
-    # (each binding's op (None: not a primitive), number of targets and first target's type object, by ``map``
-    # with functions written in C: no Python loop over the bindings; the distinct ones are few)
-    firsts = list(map(next, map(iter, targets), repeat(None)))
-    types = list(map(getattr, firsts, repeat("type"), repeat(None)))
-    by_id = dict(zip(map(id, types), firsts))
-    for op, n, at in set(zip(ops_of(block), map(len, targets), map(id, types))):
-        if op in CHEAP and n == 1 and _big(by_id[at]):
-            return True
+    big: dict[int, bool] = {}
+    for b in block.binds:
+        rhs = b.rhs
+        if type(rhs) is Prim and rhs.op in CHEAP and len(b.targets) == 1:
+            t = b.targets[0]
+            known = big.get(id(t.type))
+            if known is None:
+                known = big[id(t.type)] = _big(t)
+            if known:
+                return True
     return False
-
-
-_TARGETS = attrgetter("targets")
 
 
 def _candidates(defs: dict[str, Bind], wanted: set[str] | frozenset[str]) -> set[str]:
