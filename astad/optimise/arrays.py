@@ -4,11 +4,14 @@
 
 from __future__ import annotations
 
+from itertools import compress, count
+
 from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds
-from ..ir.walk import binding_reads, flat_reads, known_binding_reads, remember_binding_reads
+from ..ir.walk import (OTHER_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
+                       remember_binding_reads)
 from ..names import Namer
 
 
@@ -157,8 +160,10 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     and one product instead of n products and n - 1 sums of matrices; other terms of
     the sum are added to the product.  The outer products such a sum read (nothing
     else reads them) are left out too."""
-    outers = {b.targets[0].name: b for b in block.binds if type(b.rhs) is Prim and b.rhs.op == "outer"
-              and all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
+    all_binds = block.binds
+    ops = ops_of(block)
+    outers = {b.targets[0].name: b for b in [all_binds[i] for i in positions(ops, ("outer",))]
+              if all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     # (how often the bindings read each name, not copied: read only; the block's result counted where read)
     reads = known_binding_reads(block)
     result = block.result.name if isinstance(block.result, Var) else None
@@ -167,11 +172,12 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     replaced: list[Bind] = []  # the sums made a matrix product, and the outer products they read
     made_here: list[Bind] = []  # the bindings made for them
     flat = True
-    for b in block.binds:
+    done = 0  # (the bindings before this were copied)
+    for at in positions(ops, OTHER_KINDS):  # (the bindings of primitives, the most common, copied as they are: no sum)
+        binds.extend(all_binds[done:at])
+        done = at + 1
+        b = all_binds[at]
         rhs = b.rhs
-        if type(rhs) is Prim:  # (the most common: no sum)
-            binds.append(b)
-            continue
         if type(rhs) in NESTING:
             b = with_branches(b, rhs, lambda blk: outer_sums(blk, namer))
             flat = False
@@ -201,9 +207,15 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         if others:  # the other terms (a function's cotangents of the weight: astad.ad.calls) added to the product
             binds.append(Bind(b.targets, Plus((*others, target)), b.loc))
         made_here.extend(binds[first:])
+    binds.extend(all_binds[done:])
     if not summed:
         return same_or_new(block, binds)
-    out = Block(tuple([b for b in binds if len(b.targets) != 1 or b.targets[0].name not in summed]), block.result)
+    # (the outer products summed left out: each kept as it was, found by its identity; none made here is one)
+    where = dict(zip(map(id, binds), count()))
+    keep = [True] * len(binds)
+    for name in summed:
+        keep[where[id(outers[name])]] = False
+    out = Block(tuple(compress(binds, keep)), block.result)
     if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
         reads = binding_reads(block)
         lowered = flat_reads(replaced)

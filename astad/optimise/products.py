@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
+from ..ir.walk import OTHER_KINDS, ops_of, positions
 
 Pair = tuple[str, str]
 
@@ -64,6 +65,10 @@ _BOUNDED = frozenset({"tanh", "sin", "cos"})
 _RECORDED = _BOUNDED | {"neg", "exp", "mul"}
 
 
+#: what the backward walk looks at: products, negations and the right-hand sides that may have blocks inside
+_LOOKED_AT = OTHER_KINDS | {"mul", "neg"}
+
+
 def _negation(b: Bind) -> bool:
     """``t = -u`` of a float variable ``u`` (an integer's negation may wrap around)."""
     rhs = b.rhs
@@ -78,24 +83,30 @@ def shared_products(prog: ReverseProgram) -> ReverseProgram:
     bounded: set[str] = set()  # values at most 1 in magnitude (or nan)
     nonpositive: set[str] = set()  # -v * v, v * -v, -(v * v)
     squares: set[str] = set()  # v * v
-    for b in prog.forward.binds:
+    binds = prog.forward.binds
+    # (only the bindings of the primitives recorded, found without a Python loop over every binding)
+    for at in positions(ops_of(prog.forward), _RECORDED):
+        b = binds[at]
         rhs = b.rhs
-        if type(rhs) is not Prim or len(b.targets) != 1 or rhs.op not in _RECORDED:
-            continue  # (neither a negation, nor a bounded function, nor a product)
-        if _negation(b):
-            negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
-            if rhs.args[0].name in squares:  # type: ignore[union-attr]
-                nonpositive.add(b.targets[0].name)
-        if type(rhs) is Prim and len(b.targets) == 1 and len(rhs.args) == 1 and isinstance(rhs.args[0], Var) and (
-                rhs.op in _BOUNDED or (rhs.op == "exp" and rhs.args[0].name in nonpositive)):
+        if len(b.targets) != 1:
+            continue
+        op = rhs.op
+        if op == "mul":
+            factors = _product(rhs)
+            if factors is not None and _float(b.targets[0].type):
+                (x, u), negated = _signed(factors, negations)
+                if x == u:
+                    (nonpositive if negated else squares).add(b.targets[0].name)
+                if factors[0].name in bounded or factors[1].name in bounded:
+                    made.setdefault(_pair(*factors), b.targets[0])
+        elif op == "neg":
+            if _negation(b):
+                negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
+                if rhs.args[0].name in squares:  # type: ignore[union-attr]
+                    nonpositive.add(b.targets[0].name)
+        elif len(rhs.args) == 1 and type(rhs.args[0]) is Var and (
+                op in _BOUNDED or (op == "exp" and rhs.args[0].name in nonpositive)):
             bounded.add(b.targets[0].name)
-        factors = _product(rhs)
-        if factors is not None and len(b.targets) == 1 and _float(b.targets[0].type):
-            (x, u), negated = _signed(factors, negations)
-            if x == u:
-                (nonpositive if negated else squares).add(b.targets[0].name)
-            if factors[0].name in bounded or factors[1].name in bounded:
-                made.setdefault(_pair(*factors), b.targets[0])
     if not negations and not made:
         return prog
     counts = use_counts(prog.backward)
@@ -109,35 +120,42 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
     negations = dict(negations)
     products: dict[Pair, tuple[Var, bool]] = {}  # {x, u} -> (z, negated), for each z = ±x * ±u of this block so far
     defs: dict[str, tuple[Var, Var]] = {}  # p -> its two factors, for each p = x * y of this block
-    out: list[Bind] = []
-    for b in block.binds:
+    out = list(block.binds)  # (each binding kept or replaced by one)
+    ops = ops_of(block)
+    # (only products, negations and bindings with blocks inside, found without a Python loop over every binding:
+    # the others, the most common, are neither rule's)
+    for at in positions(ops, _LOOKED_AT):
+        b = out[at]
         rhs = b.rhs
         if type(rhs) is not Prim:  # (neither a product nor a negation: only the blocks inside, if any)
-            out.append(with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
-                       if type(rhs) in NESTING else b)
+            if type(rhs) in NESTING:
+                out[at] = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
             continue
-        op = rhs.op
-        if op != "mul":
-            if op == "neg" and _negation(b):
+        if rhs.op != "mul":
+            if _negation(b):
                 negations[b.targets[0].name] = rhs.args[0]  # type: ignore[assignment]
-            out.append(b)  # (the most common: neither rule's)
             continue
-        factors = _product(rhs) if len(b.targets) == 1 else None
-        if factors is not None:
-            # (``_made`` finds nothing where neither factor is a product of this block's)
-            new = _made(factors, defs, made, counts) if factors[0].name in defs or factors[1].name in defs else None
-            if new is not None:
-                b = Bind(b.targets, new, b.loc)
-                factors = (new.args[0], new.args[1])  # type: ignore[assignment]
-            key, negated = _signed(factors, negations)
-            z, sign = products.setdefault(key, (b.targets[0], negated))
-            if sign != negated:  # x * -u after x * u, or x * u after x * -u
-                b = Bind(b.targets, Prim("neg", (z,)), b.loc)
-                if _negation(b):  # (a product made a negation: read as one by the products after it)
-                    negations[b.targets[0].name] = z
-            else:
-                defs[b.targets[0].name] = factors
-        out.append(b)
+        args = rhs.args
+        if len(b.targets) != 1 or len(args) != 2 or rhs.params:  # (``_product``'s test, written out)
+            continue
+        f, g = args
+        if type(f) is not Var or type(g) is not Var:
+            continue
+        # (``_made`` finds nothing where neither factor is a product of this block's)
+        new = _made((f, g), defs, made, counts) if f.name in defs or g.name in defs else None
+        if new is not None:
+            b = out[at] = Bind(b.targets, new, b.loc)
+            f, g = new.args  # type: ignore[assignment]
+        p, q = negations.get(f.name, f), negations.get(g.name, g)  # (``_signed``, written out)
+        key = (p.name, q.name) if p.name <= q.name else (q.name, p.name)
+        negated = (p is not f) is not (q is not g)
+        z, sign = products.setdefault(key, (b.targets[0], negated))
+        if sign != negated:  # x * -u after x * u, or x * u after x * -u
+            b = out[at] = Bind(b.targets, Prim("neg", (z,)), b.loc)
+            if _negation(b):  # (a product made a negation: read as one by the products after it)
+                negations[b.targets[0].name] = z
+        else:
+            defs[b.targets[0].name] = (f, g)
     return same_or_new(block, out)
 
 

@@ -206,15 +206,21 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
         rhs = b.rhs
         if type(rhs) is Prim:  # (what ``substitute`` makes, without a call)
             args = rhs.args
+            plain = True  # (no argument renamed, none a zero: then none of the zero-preserving ones is zero)
             for a in args:
-                if type(a) is Var and a.name in env:
-                    if len(args) == 2:  # (the most common: no comprehension)
-                        a, c = args
-                        args = (env.get(a.name, a) if type(a) is Var else a, env.get(c.name, c) if type(c) is Var else c)
-                    else:
-                        args = tuple([env.get(a.name, a) if type(a) is Var else a for a in args])
-                    rhs = Prim(rhs.op, args, rhs.params)
-                    break
+                if type(a) is Var:
+                    if a.name in env:
+                        if len(args) == 2:  # (the most common: no comprehension)
+                            a, c = args
+                            args = (env.get(a.name, a) if type(a) is Var else a,
+                                    env.get(c.name, c) if type(c) is Var else c)
+                        else:
+                            args = tuple([env.get(a.name, a) if type(a) is Var else a for a in args])
+                        rhs = Prim(rhs.op, args, rhs.params)
+                        plain = False
+                        break
+                elif type(a) is Zero:
+                    plain = False
         elif type(rhs) is Copy:  # (the next most common: ``substitute`` and ``_fold_one``'s rule, without a call)
             src = rhs.atom
             if type(src) is Var:
@@ -261,7 +267,7 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
         else:
             rhs = substitute(rhs, env)
         if type(rhs) is Prim and rhs.op != "or_zeros_like":  # the most common: zero if zero-preserving in a zero
-            for i in table[rhs.op].zero_in:
+            for i in () if plain else table[rhs.op].zero_in:
                 if type(rhs.args[i]) is Zero:
                     env[b.targets[0].name] = Zero(b.targets[0].type)
                     break

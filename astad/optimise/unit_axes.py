@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Num, Prim, kinds
+from ..ir.walk import OTHER_KINDS, ops_of, positions
 from ..rules.structure import ALL
 
 
@@ -53,16 +54,21 @@ def _unit_sum(rhs: Prim) -> Prim | None:
     return Prim("getitem", (x, Const.integer(0)), (("index", (ALL,) * k + (("arg", 1),)),))
 
 
+#: what ``unit_axes`` looks at: the ops it replaces and the right-hand sides that may have blocks inside
+_LOOKED_AT = OTHER_KINDS | {"matmul", "sum"}
+
+
 def unit_axes(block: Block) -> Block:
     """``block`` (a backward block) with those operations replaced."""
     if "matmul" not in kinds(block) and "sum" not in kinds(block):
         return block  # nothing to replace
-    binds = []
-    for b in block.binds:
+    binds = list(block.binds)
+    ops = ops_of(block)
+    # (only the bindings of these and those with blocks inside, found without a Python loop: the others, the
+    # most common, have nothing to replace)
+    for at in positions(ops, _LOOKED_AT):
+        b = binds[at]
         rhs = b.rhs
-        if type(rhs) is Prim and rhs.op != "matmul" and rhs.op != "sum":  # (the most common: nothing to replace)
-            binds.append(b)
-            continue
         if type(rhs) in NESTING:
             b = with_branches(b, rhs, unit_axes)
         rhs = b.rhs
@@ -72,5 +78,5 @@ def unit_axes(block: Block) -> Block:
             new = _unit_sum(rhs)
             if new is not None:
                 b = Bind(b.targets, new, b.loc)
-        binds.append(b)
+        binds[at] = b
     return same_or_new(block, binds)
