@@ -117,13 +117,19 @@ def central_differences(f, x, eps=1e-6):
 def load_program(source, directory, stem="prog"):
     """Write ``source`` to a uniquely named .py file in ``directory`` and import
     it (astad reads functions' source, so they must live in a real file)."""
-    import importlib.util
-    import sys
     from pathlib import Path
 
     name = f"astad_test_{stem}_{os.getpid()}_{next(_programs)}"
     path = Path(directory) / f"{name}.py"
     path.write_text(source)
+    return import_file(path, name)
+
+
+def import_file(path, name):
+    """The module in the file ``path``, imported under ``name`` (another module object each time)."""
+    import importlib.util
+    import sys
+
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -104,14 +104,6 @@ def map_of_a_generator_read_after_rebinding(x):
     return sum(m)
 
 
-def body_rebinds_what_it_reads(x):
-    s = 0.0
-    for v in (x * i for i in range(3)):
-        x = x * 2.0
-        s = s + v
-    return s
-
-
 def target_is_what_it_reads(x):
     s = 0.0
     for x in (x * i + 1.0 for i in range(3)):
@@ -188,7 +180,7 @@ def consumed_again_after_the_loop(x):
 ACCEPTED = ["for_map", "for_generator", "for_enumerate_map", "for_zip_generators", "for_map_of_nested_def",
             "for_nested_generators", "for_over_name_assigned_just_before", "comprehension_over_zip_of_generators",
             "map_of_a_generator"]
-REFUSED = ["map_of_a_generator_read_after_rebinding", "body_rebinds_what_it_reads", "target_is_what_it_reads", "body_updates_the_array_it_reads",
+REFUSED = ["map_of_a_generator_read_after_rebinding", "target_is_what_it_reads", "body_updates_the_array_it_reads",
            "body_appends_to_the_list_it_maps", "body_rebinds_what_the_mapped_function_reads",
            "body_rebinds_what_a_nested_def_reads", "body_rebinds_the_mapped_function",
            "inner_generator_binds_what_the_outer_reads", "consumed_again_after_the_loop"]

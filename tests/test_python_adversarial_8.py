@@ -4,10 +4,8 @@ central differences in float64, or a refusal with astad's own error."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
-import sys
 import time
 
 import numpy as np
@@ -16,19 +14,9 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import astad
-from conftest import central_differences, fuzz_examples, known_to_inspect, load_program
+from conftest import central_differences, fuzz_examples, import_file, load_program
 
 _ids = itertools.count()
-
-
-def _import_file(path, name):
-    """The module in ``path``, imported under ``name`` (another module object each time)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    known_to_inspect(mod)
-    return mod
 
 
 def _write(path, text, bump):
@@ -53,10 +41,10 @@ def test_disk_cache_entry_of_a_helper_whose_file_text_is_not_its_code(tmp_path, 
     path = tmp_path / f"astad_edited_{os.getpid()}_{next(_ids)}.py"
     x = np.array([1.5, -2.0, 0.5])
     _write(path, HELPER_SQUARES, 0)
-    first = _import_file(path, f"{path.stem}_first")
+    first = import_file(path, f"{path.stem}_first")
     np.testing.assert_allclose(astad.grad(first.f)(x), 2 * x + 1)  # stored on disk
     _write(path, HELPER_CUBES, 5)
-    second = _import_file(path, f"{path.stem}_second")  # h is x * x * x in this module
+    second = import_file(path, f"{path.stem}_second")  # h is x * x * x in this module
     _write(path, HELPER_SQUARES, 10)  # the file says x * x again; `second` was not reloaded
     try:
         value, g = astad.value_and_grad(second.f)(x)
