@@ -192,9 +192,38 @@ def pytest_configure(config):
     # change, never the luck of the draw); a long fuzzing run draws new ones each time.
     from hypothesis import settings
 
+    _memoise_function_digest()
     settings.register_profile("astad-default", derandomize=True)
     settings.register_profile("astad-fuzz", derandomize=False)
     settings.load_profile("astad-fuzz" if os.environ.get(FUZZ_EXAMPLES_ENV, "").strip() else "astad-default")
+
+
+def _memoise_function_digest():
+    """Hypothesis hashes a test function's source (``inspect.getsource``, then ``tokenize``) on every
+    call of the test, twice (the database key, and the seed of a derandomized run): for each of the
+    hundreds of parametrisations of one function, each time the same digest, and about a sixth of the
+    time of the table-walking tests (tests/test_primitive_rules.py).  Made once per function and
+    parametrisation (the pytest plugin's ``_hypothesis_internal_add_digest``) instead: the same digest,
+    so the same seeds and examples.  (Where hypothesis has no ``function_digest`` to wrap: left alone.)"""
+    import hypothesis.core as core
+
+    original = getattr(core, "function_digest", None)
+    if original is None or getattr(original, "_astad_memo", False):
+        return
+    memo = {}
+
+    def function_digest(function):
+        try:
+            key = (function, getattr(function, "_hypothesis_internal_add_digest", None))
+            hash(key)
+        except TypeError:
+            return original(function)
+        if key not in memo:
+            memo[key] = original(function)
+        return memo[key]
+
+    function_digest._astad_memo = True
+    core.function_digest = function_digest
 
 
 def pytest_collection_modifyitems(config, items):
