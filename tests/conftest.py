@@ -198,9 +198,38 @@ def pytest_configure(config):
     # change, never the luck of the draw); a long fuzzing run draws new ones each time.
     from hypothesis import settings
 
+    _memoise_function_digest()
     settings.register_profile("astad-default", derandomize=True)
     settings.register_profile("astad-fuzz", derandomize=False)
     settings.load_profile("astad-fuzz" if os.environ.get(FUZZ_EXAMPLES_ENV, "").strip() else "astad-default")
+
+
+def _memoise_function_digest():
+    """Hypothesis hashes a test function's source (``inspect.getsource``, then ``tokenize``) on every
+    call of the test, twice (the database key, and the seed of a derandomized run): for each of the
+    hundreds of parametrisations of one function, each time the same digest, and about a sixth of the
+    time of the table-walking tests (tests/test_primitive_rules.py).  Made once per function and
+    parametrisation (the pytest plugin's ``_hypothesis_internal_add_digest``) instead: the same digest,
+    so the same seeds and examples.  (Where hypothesis has no ``function_digest`` to wrap: left alone.)"""
+    import hypothesis.core as core
+
+    original = getattr(core, "function_digest", None)
+    if original is None or getattr(original, "_astad_memo", False):
+        return
+    memo = {}
+
+    def function_digest(function):
+        try:
+            key = (function, getattr(function, "_hypothesis_internal_add_digest", None))
+            hash(key)
+        except TypeError:
+            return original(function)
+        if key not in memo:
+            memo[key] = original(function)
+        return memo[key]
+
+    function_digest._astad_memo = True
+    core.function_digest = function_digest
 
 
 def pytest_collection_modifyitems(config, items):
@@ -214,11 +243,21 @@ def pytest_collection_modifyitems(config, items):
             "test ids with an address in them (give parametrize ids=...): " + ", ".join(moving[:5]))
 
 
-def fuzz_examples(default: int) -> int:
-    """How many examples a random-program test runs: ``default`` (small, for CI) unless
-    ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) asks for a long run."""
+LONG_FUZZ_ENV = "ASTAD_LONG_FUZZ"
+
+
+def fuzz_examples(default: int, long: int | None = None) -> int:
+    """How many examples a random-program test runs: ``default`` (small, for CI); ``long`` (the
+    larger count of a generator whose CI count was cut to keep the suite in its budget) when
+    ``ASTAD_LONG_FUZZ=1`` (the same examples, drawn the same way, as the default run, and more);
+    ``N`` when ``ASTAD_FUZZ_EXAMPLES=N`` (or ``pytest --fuzz-examples N``) asks for a long run of
+    fresh examples."""
     value = os.environ.get(FUZZ_EXAMPLES_ENV, "").strip()
-    return int(value) if value else default
+    if value:
+        return int(value)
+    if long is not None and os.environ.get(LONG_FUZZ_ENV, "").strip() not in ("", "0"):
+        return long
+    return default
 
 
 # ---------------------------------------------------------------- correct or refused
@@ -330,9 +369,10 @@ def _check_correct_or_refused(fn, args, seed=0, eps=1e-6, rtol=1e-5, atol=1e-5, 
     assert isinstance(cts, tuple) and len(cts) == len(args)
 
     def g(i, x):
-        shifted = copy.deepcopy(args)
-        shifted[i] = x
-        return _inner(u, fn(*shifted))
+        # (``x`` is a fresh copy already: the other arguments copied, together, as a deep copy of
+        # ``args`` would copy them; copying argument i too was most of the oracle's time on big programs)
+        others = copy.deepcopy(args[:i] + args[i + 1:])
+        return _inner(u, fn(*others[:i], x, *others[i:]))
 
     for i, (a, ct) in enumerate(zip(args, cts)):
         paths = _float_paths(a)

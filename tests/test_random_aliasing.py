@@ -650,7 +650,7 @@ _FEW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCh
                                                   HealthCheck.data_too_large])
 
 
-@settings(max_examples=fuzz_examples(60), **_FEW)
+@settings(max_examples=fuzz_examples(30, long=60), **_FEW)
 @given(alias_programs(), st.data())
 def test_random_views_and_inplace(program_dir, program, data):
     _check(program_dir, program, "views", "alias", data)

@@ -117,7 +117,7 @@ _FEW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCh
                                                   HealthCheck.data_too_large])
 
 
-@settings(max_examples=fuzz_examples(40), **_FEW)
+@settings(max_examples=fuzz_examples(25, long=40), **_FEW)
 @given(programs(), st.data())
 def test_random_updates(program_dir, program, data):
     source, args, counts = program

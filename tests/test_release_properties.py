@@ -30,9 +30,12 @@ _IDENT = re.compile(r"[^\W\d]\w*")
 _CLAUSES = ("    else:", "    elif ", "    except", "    finally:")
 
 
+_NAME = st.sampled_from(NAMES)  # (made once: a strategy made for every draw was most of the test's time)
+
+
 def _statement(draw):
     """The lines of one statement (a compound one with its nested lines), or a comment heading a group."""
-    name = lambda: draw(st.sampled_from(NAMES))  # noqa: E731
+    name = lambda: draw(_NAME)  # noqa: E731
     nested = lambda: [f"        {name()} = {name()} * 2.0" for _ in range(draw(st.integers(1, 2)))]  # noqa: E731
     kind = draw(st.integers(0, 8))
     if kind == 5:
@@ -45,14 +48,17 @@ def _statement(draw):
             [f'    s = "{name()}"'], None, None, [""], [f"    return {name()}"]][kind]
 
 
+_HEADS, _ENDS = st.sampled_from(["def f(a, x):", "def g(x):", "y = 1"]), st.sampled_from(["", "\n"])
+
+
 @st.composite
 def modules(draw):
     lines = ["import numpy as np", ""]
     for _ in range(draw(st.integers(1, 3))):
-        lines.append(draw(st.sampled_from(["def f(a, x):", "def g(x):", "y = 1"])))
+        lines.append(draw(_HEADS))
         for _ in range(draw(st.integers(0, 20))):
             lines += _statement(draw)
-    return "\n".join(lines) + draw(st.sampled_from(["", "\n"]))
+    return "\n".join(lines) + draw(_ENDS)
 
 
 def _functions(lines):
