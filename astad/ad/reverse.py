@@ -543,7 +543,9 @@ class _Macro:
 
     def run(self, fn: Function) -> ReverseProgram:
         result = fn.body.result
-        ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
+        # (a temporary's copy, `t2_2`, is a temporary: a value an effect also reads, a tested power's)
+        ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name.partition("_")[0]) \
+            else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body
