@@ -1,4 +1,4 @@
-"""Python powers that are complex numbers.
+"""Python powers that are complex numbers, and numpy's movers of Python numbers.
 
 In Python a negative float (or int) to a non-integer float power is a complex
 number; astad does not differentiate complex numbers, so such a power is
@@ -9,6 +9,9 @@ and on the scalar fast paths (astad.scalar_grad, astad.fused).  A numpy
 float's power is nan there, as numpy's, and is not tested.  Elsewhere the
 value is the plain call's (value and type) and the derivatives match central
 finite differences and each other (<u, Jv> = <J^T u, v>).
+
+``np.copy`` of a number and ``np.transpose``, ``np.moveaxis`` of a Python
+number are numpy's 0-d arrays, which astad does not type: refused.
 """
 
 from __future__ import annotations
@@ -182,3 +185,43 @@ def test_powers_are_pythons_or_refused(x, y):
         assert math.isclose(gy, _fd(power, (x, y), 1), rel_tol=1e-5, abs_tol=1e-6)
     v, t = astad.jvp(power, (x, y), (1.0, None))
     assert v == want and math.isclose(t, gx, rel_tol=1e-12, abs_tol=1e-15)
+
+
+# --------------------------------------------------------------------------- numpy's movers of Python numbers
+
+
+def np_copy(x):
+    return np.copy(x)
+
+
+def np_transpose(x):
+    return np.transpose(x)
+
+
+def np_moveaxis(x):
+    return np.moveaxis(x, [], [])
+
+
+@pytest.mark.parametrize("f", [np_copy, np_transpose, np_moveaxis])
+def test_zero_d_array_of_a_python_number_is_refused(f):
+    assert type(f(0.5)) is np.ndarray and f(0.5).ndim == 0
+    with pytest.raises(AstadTypeError, match="0-d array") as excinfo:
+        astad.vjp(f, 0.5)
+    assert "supported instead" in str(excinfo.value) and __file__ in str(excinfo.value)
+
+
+@pytest.mark.parametrize("expr", [
+    "np.reshape(x, ())", "np.reshape(x, (1,))", "np.atleast_1d(x)", "np.atleast_2d(x)", "np.ravel(x)", "np.squeeze(x)",
+    "np.sum(x)", "np.mean(x)", "np.abs(x)", "np.sin(x)", "np.expand_dims(x, 0)", "np.max(x)", "np.cumsum(x)",
+    "np.transpose(np.float64(x))", "np.squeeze(x) + 1.0", "np.reshape(x, ()) * x", "np.sum(x, keepdims=True)",
+])
+def test_numpy_of_a_python_float_has_numpys_type(expr, tmp_path):
+    path = tmp_path / "mod_np_of_float.py"
+    path.write_text(f"import numpy as np\n\n\ndef f(x):\n    return {expr}\n")
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    f = namespace["f"]
+    want = f(0.5)
+    value, pullback = astad.vjp(f, 0.5)
+    assert type(value) is type(want) and np.shape(value) == np.shape(want)
+    assert getattr(value, "dtype", None) == getattr(want, "dtype", None) and np.array_equal(value, want)

@@ -42,6 +42,7 @@ def _transpose(lw: "Lowerer", x: Atom, params: dict) -> "Value":
 
 def _lower_transpose(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     axes = lw.static(lw.const_or(b["axes"]), node, "axes")
+    api_shape.zero_d(lw, lw.atom(b["a"], node), node, "np.transpose")
     return _transpose(lw, lw.atom(b["a"], node), {"axes": axes} if axes is not None else {})
 
 
@@ -92,7 +93,11 @@ def _numpy_elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec
 
 
 def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    return lw.copy(lw.atom(b["a"], node))
+    x = lw.atom(b["a"], node)
+    if isinstance(x.type, Num) and x.type.ndim == 0:  # numpy's is a 0-d array, of a numpy scalar too
+        raise lw.type_error("np.copy of a number (a 0-d array) is not supported", node,
+                            "the number itself (a number is never changed in place), or np.array([x]) for a 1-d array")
+    return lw.copy(x)
 
 
 def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
