@@ -17,6 +17,7 @@ number are numpy's 0-d arrays, which astad does not type: refused.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -225,3 +226,25 @@ def test_numpy_of_a_python_float_has_numpys_type(expr, tmp_path):
     value, pullback = astad.vjp(f, 0.5)
     assert type(value) is type(want) and np.shape(value) == np.shape(want)
     assert getattr(value, "dtype", None) == getattr(want, "dtype", None) and np.array_equal(value, want)
+
+
+def invariant_power(x, c):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + np.sin(x[i]) * c ** 0.5 + x[i] / c
+    return s
+
+
+def test_invariant_power_moves_out_of_the_loop_with_its_test():
+    """``c ** 0.5`` in a loop over an array moves before it, its test too: the loop keeps the scalar path."""
+    x = np.linspace(0.1, 1.0, 5)
+    value, (gx, gc) = astad.value_and_grad(invariant_power, argnums=(0, 1))(x, 2.0)
+    assert value == pytest.approx(invariant_power(x, 2.0), rel=1e-14) and type(value) is type(invariant_power(x, 2.0))
+    assert math.isclose(gc, _fd(lambda c: invariant_power(x, c), (2.0,), 0), rel_tol=1e-6)
+    source = astad.reverse(invariant_power).source
+    forward = source.split("def invariant_power_forward")[1].split("for i_2")[0]
+    assert "complex_power(" in forward and "x.tolist()" in source
+    assert not re.search(r"\bt\d+_\d+_ct\b", source)  # a cotangent named after the temporary, not its copy
+    with pytest.raises(AstadTypeError) as excinfo:
+        astad.grad(invariant_power, argnums=1)(x, -2.0)
+    _refused_here(excinfo, invariant_power)

@@ -242,6 +242,8 @@ class _Macro:
             ct_t = CopowerT(t)
         # (Namer.fresh, its common case written out: ``name_ct`` not taken yet)
         base, namer = name + "_ct", self.namer
+        if name[0] == "t" and "_" in name and Namer.is_temp(name.partition("_")[0]):
+            base = name.partition("_")[0] + "_ct"  # a temporary's copy (`t2_2`, a tested power's): `t2_ct`
         taken = namer.taken
         if base not in taken and namer.used is taken and namer.log is None and base.isascii():
             taken.add(base)
