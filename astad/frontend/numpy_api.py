@@ -94,9 +94,8 @@ def _numpy_elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec
 
 def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     x = lw.atom(b["a"], node)
-    if isinstance(x.type, Num) and x.type.ndim == 0:  # numpy's is a 0-d array, of a numpy scalar too
-        raise lw.type_error("np.copy of a number (a 0-d array) is not supported", node,
-                            "the number itself (a number is never changed in place), or np.array([x]) for a 1-d array")
+    api_shape.zero_d(lw, x, node, "np.copy", "the number itself (a number is never changed in place), or "
+                     "np.array([x]) for a 1-d array")
     return lw.copy(x)
 
 
