@@ -70,7 +70,7 @@ KIND: dict[str, str] = {
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim", "last_writes",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan",
-        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert",
+        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert", "real_power",
         "var", "std", "nanmax", "nanmin", "trace", "trace_embed", "astype", "astype_discrete", "item", "argmax", "argmin",
         "all", "any", "count_nonzero", "cumsum", "cumprod", "diff", "sort", "argsort", "linear_scan", "shift_along",
         "permute"), "fresh"),

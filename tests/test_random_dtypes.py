@@ -123,6 +123,9 @@ class Gen:
             lambda: f"np.multiply({s}, 0.5)",  # (numpy's functions of Python floats are np.float64: were floats)
             lambda: f"np.subtract({s}, np.divide({s}, 4.0))",
             lambda: f"np.add(np.square({s}), -1.0)",
+            # a Python float to a non-integer power: complex below 0 (refused), numpy's nan for a numpy scalar
+            lambda: f"({s} - 1.0) ** {self.rng.choice(['0.5', '1.5', '2.0', s])}",
+            lambda: f"float({a}[0]) ** 1.5 + {s}",
         ]
         return self.rng.choice(choices)()
 

@@ -242,6 +242,8 @@ class _Macro:
             ct_t = CopowerT(t)
         # (Namer.fresh, its common case written out: ``name_ct`` not taken yet)
         base, namer = name + "_ct", self.namer
+        if name[0] == "t" and "_" in name and Namer.is_temp(name.partition("_")[0]):
+            base = name.partition("_")[0] + "_ct"  # a temporary's copy (`t2_2`, a tested power's): `t2_ct`
         taken = namer.taken
         if base not in taken and namer.used is taken and namer.log is None and base.isascii():
             taken.add(base)
@@ -543,7 +545,9 @@ class _Macro:
 
     def run(self, fn: Function) -> ReverseProgram:
         result = fn.body.result
-        ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name) else "out_ct"
+        # (a temporary's copy, `t2_2`, is a temporary: a value an effect also reads, a tested power's)
+        ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name.partition("_")[0]) \
+            else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body

@@ -121,8 +121,16 @@ def _lower_swapaxes(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     return _lower_transpose_to(lw, x, perm)
 
 
+def zero_d(lw: Lowerer, x: Atom, node: cst.Call, what: str,
+           hint: str = "the number itself, or the same of np.float64(x) (a numpy scalar)") -> None:
+    """Refuse numpy's ``what`` of a Python number: a 0-d array (of a numpy scalar, for a mover, the scalar)."""
+    if isinstance(x.type, Num) and x.type.ndim == 0 and x.type.py:
+        raise lw.type_error(f"{what} of a Python number (a 0-d array) is not supported", node, hint)
+
+
 def _lower_moveaxis(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     x = lw.atom(b["a"], node)
+    zero_d(lw, x, node, "np.moveaxis")
     nd = _ndim(x)
     src, dst = (_static(lw, b, node, n) for n in ("source", "destination"))
     src, dst = ((s,) if isinstance(s, int) else tuple(s) for s in (src, dst))

@@ -132,7 +132,18 @@ class LowererCore:
         # (bind_prim, inline)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()), loc))
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
+        if op == "pow" and _may_be_complex(args):
+            self._real_power(args, var, loc)  # (after the binding: the test reads it)
         return var
+
+    def _real_power(self, args: list[Atom], var: Var, loc: Loc) -> None:
+        """A Python power that may be complex (a negative base, a non-integer float exponent): refused here
+        where both are known, else tested where it runs (``complex_power``: astad does not differentiate
+        complex numbers; a numpy float's power is nan there, as numpy's, and needs no test)."""
+        base, exponent = args
+        if type(base) is Const and type(exponent) is Const and base.value < 0:
+            raise AstadTypeError(rules.python.COMPLEX_POWER, loc, rules.python.COMPLEX_POWER_HINT)
+        self.emit("real_power", [var], {"file": loc.file, "line": loc.line, "col": loc.col})
 
     def bind_prim(self, var: Var, prim: Prim, loc: Any) -> None:
         """``var = prim``, with the facts a binding gives (bound here; what it aliases)."""
@@ -282,6 +293,18 @@ _TYPE = operator.attrgetter("type")
 _TABLE = rules.TABLE
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}
+
+
+def _may_be_complex(args: list[Atom]) -> bool:
+    """Whether Python's ``base ** exponent`` may be complex: Python numbers, a float exponent not known to be
+    an integer, a base not known to be >= 0 (``x ** 2.0``, ``2.0 ** x`` and a numpy float's power are real)."""
+    base, exponent = args
+    bt, et = base.type, exponent.type
+    if not (type(bt) is Num and bt.py and bt.dtype != "bool" and type(et) is Num and et.py and et.dtype == "float64"):
+        return False
+    if type(exponent) is Const and float(exponent.value).is_integer():
+        return False
+    return not (type(base) is Const and base.value >= 0)
 
 
 def _finite(value: Any) -> bool:

@@ -42,6 +42,7 @@ def _transpose(lw: "Lowerer", x: Atom, params: dict) -> "Value":
 
 def _lower_transpose(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     axes = lw.static(lw.const_or(b["axes"]), node, "axes")
+    api_shape.zero_d(lw, lw.atom(b["a"], node), node, "np.transpose")
     return _transpose(lw, lw.atom(b["a"], node), {"axes": axes} if axes is not None else {})
 
 
@@ -92,7 +93,10 @@ def _numpy_elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec
 
 
 def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    return lw.copy(lw.atom(b["a"], node))
+    x = lw.atom(b["a"], node)
+    api_shape.zero_d(lw, x, node, "np.copy", "the number itself (a number is never changed in place), or "
+                     "np.array([x]) for a 1-d array")
+    return lw.copy(x)
 
 
 def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":

@@ -29,6 +29,8 @@ def _may_hoist(b: Bind, runs: bool) -> bool:
     may be popped in place, nor a buffer that is written in place), and,
     unless the loop surely runs, one that cannot raise."""
     rhs = b.rhs
+    if type(rhs) is Prim and rhs.op == "real_power":  # the test of a power (astad.rules.python) moves with it
+        return runs
     if not all(isinstance(t.type, Num) for t in b.targets):
         return False
     if isinstance(rhs, Plus):

@@ -20,13 +20,15 @@ values are made of them (strings, f-strings, tuples and lists of atoms).
 from __future__ import annotations
 
 import builtins
+import linecache
 from typing import Any
 
 import libcst as cst
 import numpy as np
 
 from .. import pyexpr as px
-from ..ir import INT, Atom, ListT, NoneT, Num, Type
+from ..errors import AstadTypeError
+from ..ir import INT, Atom, ListT, Loc, NoneT, Num, Type
 from .derive import Partial, elementwise as by_partials, linear, unary
 from .table import DerivativeKind, Expr, Primitive, ShapeError, num, register, runtime
 from .types import elementwise
@@ -273,6 +275,31 @@ def _assert_stmts(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallSt
     return [cst.Assert(test=a[0], msg=msg)]
 
 
+#: the error of a Python power that is complex (``(-8.0) ** (1 / 3)``): at transform time where both are known
+COMPLEX_POWER = ("`a ** b` of Python numbers with a negative `a` and a non-integer float `b` is a complex number in "
+                 "Python, which astad does not differentiate")
+COMPLEX_POWER_HINT = ("a real power: `abs(a) ** b`, an integer exponent, or `np.float64(a) ** b` "
+                      "(nan for a negative `a`, as numpy)")
+
+
+@runtime
+def complex_power(file: str, line: int, col: int) -> None:
+    """Refuse a Python power that gave a complex number (``real_power`` checked it), at the user's line."""
+    raise AstadTypeError(COMPLEX_POWER, Loc(file, line, col, linecache.getline(file, line)), COMPLEX_POWER_HINT)
+
+
+def _real_power(value: Any, *, file: str, line: int, col: int) -> None:
+    if type(value) is complex:
+        complex_power(file, line, col)
+
+
+def _real_power_stmts(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    """``type(t2) is complex and complex_power("f.py", 3, 12)``: one test where the power is real."""
+    test = cst.Comparison(px.call("type", [a[0]]), [cst.ComparisonTarget(cst.Is(), px.name("complex"))])
+    refuse = px.call("complex_power", [expr_of(("str", ps["file"]), []), px.literal(ps["line"]), px.literal(ps["col"])])
+    return [cst.Expr(cst.BooleanOperation(test, cst.And(), refuse))]
+
+
 def _effect(name: str, impl: Any, stmts: Any) -> Primitive:
     return Primitive(name, impl, lambda ts, ps: NoneT(), None, stmts=stmts, kind=DISCRETE, effect=True)
 
@@ -292,4 +319,5 @@ register(
     _effect("print", _print, _print_stmts),
     _effect("raise", _raise, _raise_stmts),
     _effect("assert", _assert, _assert_stmts),
+    _effect("real_power", _real_power, _real_power_stmts),
 )
