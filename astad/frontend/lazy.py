@@ -37,7 +37,8 @@ from typing import Any
 import libcst as cst
 
 from ..deep import syntax_children
-from ..values import Ref
+from ..ir import ListT
+from ..values import PyTuple, Ref
 from .syntax import assigned_names, bound_by, stmts_of
 
 #: the builtins that consume an iterator at once (by name: see the module docstring)
@@ -62,6 +63,39 @@ def check(lw: Any, node: cst.CSTNode, what: str) -> None:
             "comprehension, a `for` whose target and body change nothing it reads, or the next statement's sum(g) "
             "of `g = ...`)",
             "a list, evaluated where it is written: [f(v) for v in xs] or list(map(f, xs))", node)
+
+
+def check_zip(lw: Any, seqs: list[cst.BaseExpression], values: list[Any]) -> None:
+    """``zip(xs, g)`` (a ``for``'s, a comprehension's, ``map(f, xs, g)``'s): Python stops at the shortest
+    sequence, and reads no element of a generator or ``map`` past it; astad reads every element of
+    them up front (an ``xs[i]`` Python never reaches raised IndexError).  Refuse such an argument
+    unless its length is known and no other argument is known to be, or may be, shorter."""
+    if len(seqs) < 2:
+        return
+    lengths = [_length(v) for v in values]
+    for s, n in zip(seqs, lengths):
+        if _is_lazy(s) and (n is None or any(m is None or m < n for m in lengths)):
+            raise lw.syntax_error(
+                "zip stops at its shortest argument, and Python reads no element of a generator or map(...) past "
+                "it; astad reads all of them: here this one may be longer than another argument",
+                "make it no longer than the others: zip(xs, (f(v) for v in ys[:len(xs)]))", s)
+
+
+def _is_lazy(node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is a generator expression or a call of ``map``."""
+    return type(node) is cst.GeneratorExp or (type(node) is cst.Call and type(node.func) is cst.Name
+                                              and node.func.value == "map")
+
+
+def _length(value: Any) -> int | None:
+    """The length of a sequence's value, where known when transforming."""
+    if type(value) is PyTuple:
+        return len(value.items)
+    t = getattr(value, "type", None)
+    if type(t) is ListT:
+        return t.length
+    shape = getattr(t, "shape", None)
+    return shape[0] if shape else None
 
 
 def _is_builtin(lw: Any, name: cst.Name) -> bool:
