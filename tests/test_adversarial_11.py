@@ -92,3 +92,86 @@ def test_zip_with_a_longer_generator_is_refused(zip_lazy, name):
 @pytest.mark.parametrize("name", ["zip_equal_lengths", "zip_generator_shorter"])
 def test_zip_with_a_generator_no_longer_than_the_others(zip_lazy, name):
     _agrees(getattr(zip_lazy, name))
+
+
+# ------------------------------------------------------------------ a for loop that may stop early (break,
+# return, raise) reads no element of its generator after: astad read them all up front (IndexError, math
+# domain error, ZeroDivisionError where Python returns)
+
+STOPS_EARLY = """\
+import math
+import numpy as np
+
+
+def generator_break(x):
+    xs = [x, 2.0 * x]
+    s = 0.0
+    for v in (xs[t] for t in range(5)):
+        s = s + v
+        if s > 0.5:
+            break
+    return s
+
+
+def map_break(x):
+    w = np.array([1.0, 2.0, -1.0])
+    s = 0.0
+    for v in map(math.sqrt, w * x):
+        s = s + v
+        if s > 0.5:
+            break
+    return s
+
+
+def generator_return(x):
+    xs = [x, 2.0 * x]
+    for v in (xs[t] for t in range(5)):
+        if v > 0.5:
+            return v
+    return x
+
+
+def enumerate_break(x):
+    xs = [x, 2.0 * x]
+    s = 0.0
+    for i, v in enumerate(xs[t] for t in range(5)):
+        s = s + v
+        if i >= 1:
+            break
+    return s
+
+
+def inner_loop_break(x):
+    s = 0.0
+    for i in range(3):
+        for v in (x / (1.0 - t) for t in range(3)):
+            s = s + v
+            break
+    return s
+
+
+def break_of_a_nested_loop(x):
+    s = 0.0
+    for v in (x * t for t in range(3)):
+        for i in range(2):
+            s = s + v * i
+            break
+    return s
+"""
+
+
+@pytest.fixture(scope="module")
+def stops_early(tmp_path_factory):
+    return load_program(STOPS_EARLY, tmp_path_factory.mktemp("stops_early"))
+
+
+@pytest.mark.parametrize("name", ["generator_break", "map_break", "generator_return", "enumerate_break",
+                                  "inner_loop_break"])
+def test_for_over_a_generator_that_may_stop_early_is_refused(stops_early, name):
+    f = getattr(stops_early, name)
+    f(0.7)  # Python runs it
+    _refused(f, "lazily")
+
+
+def test_a_break_of_a_loop_nested_in_the_body_is_not_the_loop_s(stops_early):
+    _agrees(stops_early.break_of_a_nested_loop)

@@ -15,7 +15,9 @@ change what it reads:
   Fig. 2);
 - what a ``for`` statement runs over (itself, or an argument of ``enumerate`` or
   ``zip`` there; or ``g`` of ``g = ...`` read once in the function, by the next
-  statement, that loop), where nothing it reads can change before it reads it:
+  statement, that loop), where the loop runs to its end (no ``break``, ``return``
+  or ``raise`` in its body: Python would read no element after) and nothing it
+  reads can change before it reads it:
   Python reads one element before each iteration, so where no name it reads (nor
   one that a function it calls, bound by a ``lambda`` or ``def`` here, reads) is
   assigned by the loop's target or body, nor updated there (``a[i] = v``,
@@ -36,10 +38,11 @@ from typing import Any
 
 import libcst as cst
 
+from .. import deep
 from ..deep import syntax_children
 from ..ir import ListT
 from ..values import PyTuple, Ref
-from .syntax import assigned_names, bound_by, stmts_of
+from .syntax import FOUND, assigned_names, bound_by, breaks_out, contains_return, stmts_of
 
 #: the builtins that consume an iterator at once (by name: see the module docstring)
 CONSUMERS = frozenset({"sum", "list", "tuple", "min", "max", "sorted", "any", "all"})
@@ -60,7 +63,7 @@ def check(lw: Any, node: cst.CSTNode, what: str) -> None:
         raise lw.syntax_error(
             f"{what} is evaluated by Python lazily (when consumed, with the values its names have then, once): "
             "astad reads it only where it is consumed at once (by the builtins sum, list, min or max, a "
-            "comprehension, a `for` whose target and body change nothing it reads, or the next statement's sum(g) "
+            "comprehension, a `for` that runs to its end, whose target and body change nothing it reads, or the next statement's sum(g) "
             "of `g = ...`)",
             "a list, evaluated where it is written: [f(v) for v in xs] or list(map(f, xs))", node)
 
@@ -154,7 +157,7 @@ def consumed_at_once(funcdef: cst.FunctionDef) -> dict[int, tuple[cst.Name, ...]
                         pairs.append((loop_pair[0], loop_pair[1], None))
         todo.extend(syntax_children(n))
     for it, via, loop in loops:
-        if _unchanged_by(loop, it, funcdef):
+        if not _stops_early(loop) and _unchanged_by(loop, it, funcdef):
             ok[id(it)] = via
     for name, value, via in pairs:
         if names.get(name) != 2:  # not only assigned here and read there
@@ -185,6 +188,14 @@ def _assigned_then_looped(first: cst.CSTNode, loop: cst.For) -> tuple[str, cst.B
         return None
     name = assign.targets[0].target.value
     return (name, assign.value) if loop.iter.value == name else None
+
+
+def _stops_early(loop: cst.For) -> bool:
+    """Whether ``loop`` may stop before its iterable's end (a ``break`` or ``return``, or a ``raise``, in its
+    body): Python then never reads the elements after, which astad would read up front (one that raises,
+    ``xs[t]`` past the end, made the derivative raise where the function returns)."""
+    return breaks_out(loop.body) or contains_return(loop.body) or deep.found_below(
+        loop.body, (cst.Raise,), (cst.FunctionDef, cst.BaseExpression), FOUND.setdefault((cst.Raise,), {}))
 
 
 def _unchanged_by(loop: cst.For, it: cst.BaseExpression, funcdef: cst.FunctionDef) -> bool:
