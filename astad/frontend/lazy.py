@@ -15,7 +15,9 @@ change what it reads:
   Fig. 2);
 - what a ``for`` statement runs over (itself, or an argument of ``enumerate`` or
   ``zip`` there; or ``g`` of ``g = ...`` read once in the function, by the next
-  statement, that loop), where nothing it reads can change before it reads it:
+  statement, that loop), where the loop runs to its end (no ``break``, ``return``
+  or ``raise`` in its body: Python would read no element after) and nothing it
+  reads can change before it reads it:
   Python reads one element before each iteration, so where no name it reads (nor
   one that a function it calls, bound by a ``lambda`` or ``def`` here, reads) is
   assigned by the loop's target or body, nor updated there (``a[i] = v``,
@@ -36,9 +38,11 @@ from typing import Any
 
 import libcst as cst
 
+from .. import deep
 from ..deep import syntax_children
-from ..values import Ref
-from .syntax import assigned_names, bound_by, stmts_of
+from ..ir import ListT
+from ..values import PyTuple, Ref
+from .syntax import FOUND, assigned_names, bound_by, breaks_out, contains_return, stmts_of
 
 #: the builtins that consume an iterator at once (by name: see the module docstring)
 CONSUMERS = frozenset({"sum", "list", "tuple", "min", "max", "sorted", "any", "all"})
@@ -59,9 +63,42 @@ def check(lw: Any, node: cst.CSTNode, what: str) -> None:
         raise lw.syntax_error(
             f"{what} is evaluated by Python lazily (when consumed, with the values its names have then, once): "
             "astad reads it only where it is consumed at once (by the builtins sum, list, min or max, a "
-            "comprehension, a `for` whose target and body change nothing it reads, or the next statement's sum(g) "
+            "comprehension, a `for` that runs to its end, whose target and body change nothing it reads, or the next statement's sum(g) "
             "of `g = ...`)",
             "a list, evaluated where it is written: [f(v) for v in xs] or list(map(f, xs))", node)
+
+
+def check_zip(lw: Any, seqs: list[cst.BaseExpression], values: list[Any]) -> None:
+    """``zip(xs, g)`` (a ``for``'s, a comprehension's, ``map(f, xs, g)``'s): Python stops at the shortest
+    sequence, and reads no element of a generator or ``map`` past it; astad reads every element of
+    them up front (an ``xs[i]`` Python never reaches raised IndexError).  Refuse such an argument
+    unless its length is known and no other argument is known to be, or may be, shorter."""
+    if len(seqs) < 2:
+        return
+    lengths = [_length(v) for v in values]
+    for s, n in zip(seqs, lengths):
+        if _is_lazy(s) and (n is None or any(m is None or m < n for m in lengths)):
+            raise lw.syntax_error(
+                "zip stops at its shortest argument, and Python reads no element of a generator or map(...) past "
+                "it; astad reads all of them: here this one may be longer than another argument",
+                "make it no longer than the others: zip(xs, (f(v) for v in ys[:len(xs)]))", s)
+
+
+def _is_lazy(node: cst.BaseExpression) -> bool:
+    """Whether ``node`` is a generator expression or a call of ``map``."""
+    return type(node) is cst.GeneratorExp or (type(node) is cst.Call and type(node.func) is cst.Name
+                                              and node.func.value == "map")
+
+
+def _length(value: Any) -> int | None:
+    """The length of a sequence's value, where known when transforming."""
+    if type(value) is PyTuple:
+        return len(value.items)
+    t = getattr(value, "type", None)
+    if type(t) is ListT:
+        return t.length
+    shape = getattr(t, "shape", None)
+    return shape[0] if shape else None
 
 
 def _is_builtin(lw: Any, name: cst.Name) -> bool:
@@ -120,7 +157,7 @@ def consumed_at_once(funcdef: cst.FunctionDef) -> dict[int, tuple[cst.Name, ...]
                         pairs.append((loop_pair[0], loop_pair[1], None))
         todo.extend(syntax_children(n))
     for it, via, loop in loops:
-        if _unchanged_by(loop, it, funcdef):
+        if not _stops_early(loop) and _unchanged_by(loop, it, funcdef):
             ok[id(it)] = via
     for name, value, via in pairs:
         if names.get(name) != 2:  # not only assigned here and read there
@@ -151,6 +188,14 @@ def _assigned_then_looped(first: cst.CSTNode, loop: cst.For) -> tuple[str, cst.B
         return None
     name = assign.targets[0].target.value
     return (name, assign.value) if loop.iter.value == name else None
+
+
+def _stops_early(loop: cst.For) -> bool:
+    """Whether ``loop`` may stop before its iterable's end (a ``break`` or ``return``, or a ``raise``, in its
+    body): Python then never reads the elements after, which astad would read up front (one that raises,
+    ``xs[t]`` past the end, made the derivative raise where the function returns)."""
+    return breaks_out(loop.body) or contains_return(loop.body) or deep.found_below(
+        loop.body, (cst.Raise,), (cst.FunctionDef, cst.BaseExpression), FOUND.setdefault((cst.Raise,), {}))
 
 
 def _unchanged_by(loop: cst.For, it: cst.BaseExpression, funcdef: cst.FunctionDef) -> bool:

@@ -16,6 +16,7 @@ import numpy as np
 from ..values import PyDict, PyTuple, Ref
 from ..ir import BOOL, INT, Atom, Bind, Block, Const, ListT, Loop, MakeTuple, Num, NoneT, TupleT, Type, Var
 from .syntax import target_names, assigned_names, breaks_out, can_leave, contains_return, leaves_loop, stmts_of
+from . import lazy
 from .abstract import literal_type
 from .scopes import Value, rebuild, forget_value
 from .core import LowererCore
@@ -43,6 +44,7 @@ class Loops(LowererCore):
         # over arrays (first axis), enumerate(...), reversed(...) or zip(...): a loop over the index
         seqs, names, index_target, start, backwards = self.for_head(stmt, it, kind)
         values = [self.expr(s) for s in seqs]
+        lazy.check_zip(self, seqs, values)
         if all(isinstance(v, (PyTuple, PyDict)) for v in values):
             with self.iterating(values, seqs):
                 self.unroll(stmt, values, names, index_target, start, backwards)
