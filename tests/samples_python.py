@@ -29,4 +29,7 @@ CASES: dict[str, list[tuple]] = {
     "print": [case(P(), A(), layout=_MESSAGE)],
     "raise": [case(P(), A(), exc="ValueError", layout=_MESSAGE)],
     "assert": [case(C(True), P(), A(), layout=("fstr", (("field", ("arg", 0), "r", None),)))],
+    # real_power: a Python power's value, tested (here a real one: no error); tests/test_python_float_powers.py
+    # checks the refusal of complex ones
+    "real_power": [case(P(), file="f.py", line=3, col=5)],
 }
