@@ -81,9 +81,10 @@ KIND: dict[str, str] = {
                      "round", "fix", "heaviside", "isinf", "isfinite"), "fresh"),
     **{math_op(n): "fresh" for n in [*MATH_DIFFERENTIABLE, *MATH_DISCRETE]},
     **dict.fromkeys(("broadcast_to", "diag", "expand_dims", "ravel", "reshape", "reshape_like", "sum_to", "sum_to_dims",
-                     "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like",
+                     "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like", "list_fill",
                      "convert_float", "convert_discrete", "setitem", "add_at"), "view"),  # np.float64(x) of a float64 array is x
-    **dict.fromkeys(("py_max", "py_min"), "either"),
+    # ``sum(xs, start)`` of an empty list is ``start`` itself
+    **dict.fromkeys(("py_max", "py_min", "py_sum"), "either"),
     **dict.fromkeys(("tensordot", "inner", "vdot", "kron", "take", "take_along_axis", "repeat", "tile", "roll", "pad",
                      "linspace", "tri", "take_transpose", "add_along_axis"), "fresh"),
     **dict.fromkeys(("einsum", "flip", "squeeze", "unpad_edge"), "view"),  # np.einsum('ii->i', x) is a view of x

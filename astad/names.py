@@ -40,7 +40,7 @@ MODULES = frozenset({"np", "math"})
 #: the builtins generated code calls (``check_generated`` refuses any other); ``type`` and ``tuple``
 #: too, which the checked fast calls test their arguments with (astad.guards, astad.scalar_grad), and ``complex``,
 #: which a Python power is tested against (astad.rules.python.complex_power)
-BUILTINS = frozenset({"float", "len", "range", "reversed", "zip", "int", "bool", "abs", "max", "min", "round", "print",
+BUILTINS = frozenset({"float", "len", "range", "reversed", "zip", "int", "bool", "abs", "max", "min", "round", "print", "sum",
                       "type", "tuple", "complex"}) | \
     frozenset(n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException))
 #: what generated code reads as globals besides the user's constants

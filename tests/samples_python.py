@@ -17,6 +17,8 @@ CASES: dict[str, list[tuple]] = {
     "py_min": [case(P(), P()), case(C(0.5), P()), case(P(), A(()))],
     "list_set": [case(L(3), A((2,)), C(1)), case(L(3), A((2,)), C(-1)), case(L(3), A((2,)), I(None, 0, 3)),
                  case(L(2, ()), P(), C(0))],
+    # Python's sum of a run-time list, with and without a start (a scalar start with array elements)
+    "py_sum": [case(L(3)), case(L(3, ())), case(L(3, ()), P()), case(L(3), A((2,))), case(L(2), P()), case(L(1, ()))],
     # kind ZERO
     "py_round_digits": [case(P(-4, 4), ndigits=1), case(A((), -4, 4), ndigits=0)],
     # kind DISCRETE

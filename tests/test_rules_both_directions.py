@@ -54,6 +54,7 @@ DERIVATIVE_CODE: dict[str, list[tuple]] = {
     "unstack": [case(M, axis=0), case(M, axis=1)],
     "split_like": [case(A((6,)), L(3, (2,)), axis=0), case(A((2, 6)), L(3, (2, 2)), axis=1)],
     "list_zeros_like": [case(L(2))],
+    "list_fill": [case(A((2,)), C(3)), case(P(), C(2)), case(A(()), C(1))],
     "or_zeros_like": [case(A(), A()), case(L(2), L(2))],
     "adjugate_tangent": [case(Square(), A((3, 3))), case(Square(n=2, batch=(2,)), A((2, 2, 2)))],
     "sum_to_dims": [case(M, C((2, 3))), case(M, C((1, 3))), case(A((2, 2, 3)), C((2, 1))), case(M, C(()))],

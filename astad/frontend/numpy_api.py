@@ -258,22 +258,25 @@ METHODS["transpose"] = _VarArgs(".transpose()", sig("a, axes"), _lower_transpose
 
 #: builtins the subset allows.
 def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    """Python's ``sum(xs, start=0)``: the items added in order (a list built at
-    run time, or an array: summed along its first axis), then ``start``."""
+    """Python's ``sum(xs, start=0)``: ``start + x0 + x1 + ...``, left to right, as Python adds
+    (numpy's ``.sum()`` adds pairwise: other roundings).  A list known when transforming: the
+    additions (``x0 + x1 + ...`` from a start of 0); a list built at run time: Python's own
+    ``sum`` (``py_sum``); an array: summed along its first axis."""
     xs, start = b["iterable"], lw.atom(lw.const_or(b["start"]), node)
+    no_start = isinstance(start, Const) and type(start.value) is int and start.value == 0
     if hasattr(xs, "items"):
         if not xs.items:
             return start
         total = lw.atom(xs.items[0], node)
+        if not no_start:
+            total = lw.emit("add", [start, total])
         for x in xs.items[1:]:
             total = lw.emit("add", [total, lw.atom(x, node)])
-    else:
-        if isinstance(xs, Var) and isinstance(xs.type, ListT):
-            xs = sequence("stack")("sum").lower(lw, {"arrays": xs, "axis": 0}, node)
-        total = lw.emit("sum", [lw.atom(xs, node)], {"axis": 0, "keepdims": False})
-    if isinstance(start, Const) and start.value == 0 and not isinstance(start.value, bool):
         return total
-    return lw.emit("add", [start, total])
+    if isinstance(xs, Var) and isinstance(xs.type, ListT):
+        return lw.emit("py_sum", [xs] if no_start else [xs, start])
+    total = lw.emit("sum", [lw.atom(xs, node)], {"axis": 0, "keepdims": False})
+    return total if no_start else lw.emit("add", [start, total])
 
 
 BUILTINS: dict[Any, ApiSpec] = {

@@ -27,7 +27,7 @@ from ..ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, Rev
 
 #: primitives that make a new list object (elements shared, never changed in place)
 FRESH_LISTS = {"list", "list_init", "list_onehot", "list_zeros_like", "list_add", "list_scatter_add", "list_set", "unstack",
-               "split_like"}
+               "split_like", "list_fill"}
 
 
 def fresh_list(a: Atom, defs: dict[str, Bind], uses: Counter) -> bool:
@@ -84,7 +84,7 @@ def _lists_in_place(block: Block, uses: Counter, rule: tuple) -> Block:
 
 
 #: reads of a list that make no new name for it: they may come before an append in place
-_LIST_READS = {"list_get", "list_len", "stack_list", "concatenate_list"}
+_LIST_READS = {"list_get", "list_len", "stack_list", "concatenate_list", "py_sum"}
 
 
 def _in_place(block: Block, p: Var, out: Var, uses: Counter, update: str, n_p: int) -> Block | None:

@@ -194,6 +194,13 @@ def unstack(ct: Any, axis: int) -> list:
 
 
 @runtime
+@runtime
+def list_fill(ct: Any, n: int) -> list:
+    """Cotangent of ``sum(xs)`` for ``xs``: ``ct`` once per element (read-only views)."""
+    return list(np.broadcast_to(ct, (n,) + np.shape(ct)))
+
+
+@runtime
 def split_like(ct: Any, like: list, axis: int) -> list:
     """Cotangent of ``np.concatenate(xs, axis)``: ``ct`` cut at the elements' sizes."""
     cuts = np.cumsum([np.shape(e)[axis] for e in like])[:-1]
@@ -253,6 +260,8 @@ register(
               kind=BACKWARD, **linear(lambda b, p, out, ct: [ct, None, b.prim("list_get", ct, p.args[1])], 0, 2)),
     Primitive("unstack", unstack, _unstack_infer, emit.runtime("unstack", "axis"), zero_in=(0,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [b.prim("stack_list", ct, axis=p.param("axis"))])),
+    Primitive("list_fill", list_fill, lambda ts, ps: ListT(ts[0]), emit.runtime("list_fill"), zero_in=(0,), kind=BACKWARD,
+              **linear(lambda b, p, out, ct: [b.prim("py_sum", ct), None], 0)),
     Primitive("split_like", split_like, lambda ts, ps: ts[1], emit.runtime("split_like", "axis"), zero_in=(0,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [b.prim("concatenate_list", ct, axis=p.param("axis")), None], 0)),
     Primitive("list_zeros_like", list_zeros_like, lambda ts, ps: ts[0], emit.runtime("list_zeros_like"), kind=BACKWARD,

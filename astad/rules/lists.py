@@ -13,8 +13,9 @@ import numpy as np
 from .. import pyexpr as px
 from ..ir import ListT, Num, Type
 from . import emit
-from .derive import linear, zeros_of
+from .derive import linear, sum_to, zeros_of
 from .table import DerivativeKind, Expr, Primitive, ShapeError, norm_axes, num, register
+from .types import elementwise
 
 RULE, DISCRETE = DerivativeKind.RULE, DerivativeKind.DISCRETE
 
@@ -81,6 +82,23 @@ def _concat_list_infer(ts: list[Type], params: dict) -> Type:
     return Num(tuple(size if i == axis else d for i, d in enumerate(e.shape)), e.dtype)
 
 
+_add_infer = elementwise(lambda x, y: x + y)
+
+
+def _py_sum_infer(ts: list[Type], params: dict) -> Type:
+    """``sum(xs, start)``: the type of ``start + x0 + x1 + ...`` (``0 +`` the elements without a start)."""
+    e = num(list_elem(ts, params))
+    start = ts[1] if len(ts) > 1 else Num((), "int64", py=True)
+    out = _add_infer([start, e], {})
+    if num(out).shape != e.shape:
+        raise ShapeError(f"sum of a list of {e} with a start of {start}: the start broadcasts the elements")
+    return _add_infer([out, e], {})
+
+
+def _emit_py_sum(a: list[Expr], ps: dict) -> Expr:
+    return px.call("sum", a)
+
+
 # --------------------------------------------------------------------------- transposes
 
 
@@ -122,6 +140,15 @@ def _stack_list_transpose(b, p, out, ct):
     return [b.prim("unstack", ct, axis=norm_axes(p.param("axis", 0), num(out.type).ndim)[0])]
 
 
+def _py_sum_transpose(b, p, out, ct):
+    """Every element (and ``start``) gets the cotangent of the sum: a list of it, as long as
+    the list (its length read, not the list kept)."""
+    l = p.args[0]
+    n = list_t(l.type).length
+    fill = b.prim("list_fill", ct, b.const(n) if n is not None else b.prim("list_len", l))
+    return [fill] + [sum_to(b, ct, s) for s in p.args[1:]]
+
+
 def _concat_list_transpose(b, p, out, ct):
     return [b.prim("split_like", ct, p.args[0], axis=norm_axes(p.param("axis", 0), num(out.type).ndim)[0])]
 
@@ -145,6 +172,9 @@ register(
     Primitive("list_len", len, lambda ts, ps: Num((), "int64", py=True), lambda a, ps: px.call("len", a), kind=DISCRETE),
     Primitive("stack_list", lambda l, axis=0: np.stack(l, axis=axis), _stack_list_infer, emit.sequence_value("stack"),
               kind=RULE, **linear(_stack_list_transpose)),
+    # Python's `sum(xs)` / `sum(xs, start)` of a run-time list: added left to right, from 0
+    Primitive("py_sum", lambda l, *start: sum(l, *start), _py_sum_infer, _emit_py_sum, kind=RULE,
+              **linear(_py_sum_transpose)),
     Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
               emit.sequence_value("concatenate"), kind=RULE, **linear(_concat_list_transpose)),
 )
