@@ -126,6 +126,10 @@ class Gen:
             # a Python float to a non-integer power: complex below 0 (refused), numpy's nan for a numpy scalar
             lambda: f"({s} - 1.0) ** {self.rng.choice(['0.5', '1.5', '2.0', s])}",
             lambda: f"float({a}[0]) ** 1.5 + {s}",
+            # Python's sum of 12 numpy scalars (of a start): left to right, as Python adds (numpy's pairwise
+            # .sum() of them rounded otherwise, float32 and float16 in other bits)
+            lambda: self.rng.choice([f"sum({a}[j % 3] * (0.5 + 0.1 * j) for j in range(12)) * 0.05",
+                                     f"sum([{a}[j % 3] * (0.5 - 0.1 * j) for j in range(12)], {s}) * 0.05"]),
         ]
         return self.rng.choice(choices)()
 
