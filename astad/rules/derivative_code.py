@@ -194,7 +194,6 @@ def unstack(ct: Any, axis: int) -> list:
 
 
 @runtime
-@runtime
 def list_fill(ct: Any, n: int) -> list:
     """Cotangent of ``sum(xs)`` for ``xs``: ``ct`` once per element (read-only views)."""
     return list(np.broadcast_to(ct, (n,) + np.shape(ct)))
