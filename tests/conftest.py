@@ -114,6 +114,26 @@ def central_differences(f, x, eps=1e-6):
     return out
 
 
+def check_scalar_function(f, xs):
+    """``f`` of one float at each of ``xs``: value as the plain call's, gradient as central differences,
+    ``jvp`` as the gradient."""
+    for x in xs:
+        value, g = astad.value_and_grad(f)(x)
+        assert value == pytest.approx(f(x), rel=1e-12, abs=1e-12)
+        assert g == pytest.approx(central_differences(f, x), rel=1e-6, abs=1e-8)
+        assert astad.jvp(f, (x,), (1.0,))[1] == pytest.approx(g, rel=1e-9, abs=1e-12)
+
+
+def check_refused_both_modes(f, match):
+    """``f`` of one float is refused, with astad's error matching ``match``, by ``grad`` (its message
+    pointing at a line) and by ``jvp``."""
+    with pytest.raises(astad.AstadError, match=match) as info:
+        astad.grad(f)(0.7)
+    assert "line" in str(info.value) or ":" in str(info.value)
+    with pytest.raises(astad.AstadError, match=match):
+        astad.jvp(f, (0.7,), (1.0,))
+
+
 def load_program(source, directory, stem="prog"):
     """Write ``source`` to a uniquely named .py file in ``directory`` and import
     it (astad reads functions' source, so they must live in a real file)."""

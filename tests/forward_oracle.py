@@ -23,12 +23,13 @@ A refusal (an ``AstadError`` that is not an ``InternalError``) raises
 where reverse mode refuses too)."""
 
 import copy
+import os
 
 import numpy as np
 from hypothesis import event, strategies as st
 
 import astad
-from astad import api_forward
+from astad import api, api_forward
 from conftest import Refused, _is_discrete, _same_state
 
 IDENTITY_RTOL = 1e-10
@@ -235,3 +236,10 @@ def check_transpose(fn, args, want, tangents, jv, u):
     # u = -9e-273 and a tangent -9e-102 gave 0.0 one way and -1e-323 the other
     assert abs(lhs - rhs) <= IDENTITY_RTOL * scale + np.finfo(np.float64).tiny, (
         f"<u, J v> = {lhs!r} (forward) but <J^T u, v> = {rhs!r} (reverse); scale {scale!r}")
+
+
+def derivative_sources(fn, args, wrt=frozenset({0})):
+    """The generated reverse and forward source of ``fn`` at ``args`` (differentiated in ``wrt``), made anew
+    (``api.Reverse``: not the object ``astad.reverse`` keeps), the disk cache off unless a test set it."""
+    os.environ.setdefault("ASTAD_DISK_CACHE", "0")
+    return api.Reverse(fn).derivative(args, wrt).source, api_forward.forward_of(fn).derivative(args, wrt).source

@@ -7,7 +7,6 @@ twice getting it twice.  Derivatives against central finite differences in float
 (conftest.check_correct_or_refused) and forward vs reverse (forward_oracle.check_forward); refusals
 (a view of ``y``, another name, the caller's array) are tests/test_numpy_masked.py's."""
 
-import os
 
 import numpy as np
 import pytest
@@ -15,10 +14,8 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 import astad
-from astad import api
-from astad.api_forward import forward_of
 from conftest import check_correct_or_refused, fuzz_examples
-from forward_oracle import check_forward
+from forward_oracle import check_forward, derivative_sources
 
 IDX = np.array([0, 3, 3, 1, 0, 3])
 
@@ -69,16 +66,10 @@ def test_derivatives(fn, x, data):
     check_forward(fn, (x,), data)
 
 
-def _sources(fn, x):
-    os.environ.setdefault("ASTAD_DISK_CACHE", "0")
-    wrt = frozenset({0})
-    return api.Reverse(fn).derivative((x,), wrt).source, forward_of(fn).derivative((x,), wrt).source
-
-
 @pytest.mark.parametrize("fn", [in_a_loop, rows_in_a_loop, twice], ids=lambda f: f.__name__)
 def test_in_place(fn):
     """No array of zeros, no copy and no sum with one per call: ``np.add.at(y, ...)`` (or ``y[i] +=``)."""
-    for source in _sources(fn, np.array([0.3, -0.7, 1.1, 0.5])):
+    for source in derivative_sources(fn, (np.array([0.3, -0.7, 1.1, 0.5]),)):
         forward = source.split("_backward(")[0]
         body = [line for line in forward.splitlines() if line.startswith(" " * 8)]
         assert not any("zeros_like(" in line or ".copy()" in line for line in body), source
@@ -86,7 +77,7 @@ def test_in_place(fn):
 
 
 def test_copied_where_the_backward_pass_reads_the_old_array():
-    reverse, _ = _sources(read_before_nonlinearly, np.array([0.3, -0.7, 1.1, 0.5]))
+    reverse, _ = derivative_sources(read_before_nonlinearly, (np.array([0.3, -0.7, 1.1, 0.5]),))
     assert ".copy()" in reverse.split("_backward(")[0], reverse
 
 

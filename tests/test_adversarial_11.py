@@ -7,24 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-import astad
-from conftest import central_differences, load_program
+from conftest import check_refused_both_modes, check_scalar_function, load_program
 
 
 def _agrees(f, xs=(0.7, 1.3)):
-    for x in xs:
-        value, g = astad.value_and_grad(f)(x)
-        assert value == pytest.approx(f(x), rel=1e-12, abs=1e-12)
-        assert g == pytest.approx(central_differences(f, x), rel=1e-6, abs=1e-8)
-        assert astad.jvp(f, (x,), (1.0,))[1] == pytest.approx(g, rel=1e-9, abs=1e-12)
+    check_scalar_function(f, xs)
 
 
-def _refused(f, match):
-    with pytest.raises(astad.AstadError, match=match) as info:
-        astad.grad(f)(0.7)
-    assert "line" in str(info.value) or ":" in str(info.value)
-    with pytest.raises(astad.AstadError, match=match):
-        astad.jvp(f, (0.7,), (1.0,))
+_refused = check_refused_both_modes
 
 
 # ------------------------------------------------------------------ zip stops at the shortest: a generator

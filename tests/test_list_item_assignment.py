@@ -44,17 +44,6 @@ def loop_index_aug(x):
     return xs[0] * xs[1] + xs[2] * xs[3]
 
 
-def while_index(x):
-    xs = []
-    for v in x:
-        xs.append(v * v)
-    k = 0
-    while k < len(xs) - 1:
-        xs[k + 1] = xs[k] * np.cos(xs[k + 1])
-        k += 1
-    return xs[-1] + xs[0]
-
-
 def list_of_arrays(x):
     rows = [x * 1.0, x[::-1] * 2.0]
     rows[1] = np.tanh(rows[0] * rows[1])
@@ -93,7 +82,7 @@ def tuple_of_list(x):
     return t[0][0] * t[0][1]
 
 
-ACCEPTED = [static_index, loop_index, loop_index_aug, while_index, list_of_arrays, run_time_list_of_arrays,
+ACCEPTED = [static_index, loop_index, loop_index_aug, list_of_arrays, run_time_list_of_arrays,
             list_of_lists, tuple_of_list, read_by_a_closure]
 
 

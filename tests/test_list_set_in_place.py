@@ -8,7 +8,6 @@ loop, an ``if``, a copy made before the loop and read after it), it is copied as
 Derivatives against central finite differences in float64 (conftest.check_correct_or_refused)
 and forward vs reverse, ``<u, J v> == <J^T u, v>`` (forward_oracle.check_forward)."""
 
-import os
 
 import numpy as np
 import pytest
@@ -16,10 +15,8 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 import astad
-from astad import api
-from astad.api_forward import forward_of
 from conftest import check_correct_or_refused, fuzz_examples
-from forward_oracle import check_forward
+from forward_oracle import check_forward, derivative_sources
 
 
 def built_then_set(x):
@@ -160,19 +157,13 @@ def test_derivatives(fn, x, data):
     check_forward(fn, (x,), data)
 
 
-def _sources(fn, x):
-    os.environ.setdefault("ASTAD_DISK_CACHE", "0")
-    wrt = frozenset({0})
-    return api.Reverse(fn).derivative((x,), wrt).source, forward_of(fn).derivative((x,), wrt).source
-
-
 @pytest.mark.parametrize("fn", [built_then_set, display_then_set, two_sets_and_reads_after, while_set, rows_set,
                                 two_loops_set], ids=lambda f: f.__name__)
 def test_no_copy_per_step(fn):
     """The generated code copies no list (``[:]``), makes no one-hot list (``list_onehot``) and
     adds no lists (``list_add``) in its loops, in reverse and in forward mode."""
     x = np.array([0.3, -0.7, 1.1, 0.5])
-    for source in _sources(fn, x):
+    for source in derivative_sources(fn, (x,)):
         loops = [line for line in source.splitlines() if line.startswith(" " * 8)]  # (no `if` outside a loop)
         assert "[:]" not in source, source
         assert not any("list_onehot(" in line or "list_add(" in line for line in loops), source
@@ -180,20 +171,20 @@ def test_no_copy_per_step(fn):
 
 def test_the_list_is_not_taped():
     """The forward pass records only the step's numbers, not the list, on its tape."""
-    reverse, _ = _sources(built_then_set, np.array([0.3, -0.7, 1.1, 0.5]))
+    reverse, _ = derivative_sources(built_then_set, (np.array([0.3, -0.7, 1.1, 0.5]),))
     tapes = [line for line in reverse.splitlines() if "_tape.append(" in line]
     assert tapes and not any("xs" in line for line in tapes), reverse
 
 
 def test_copied_where_the_old_list_is_read_by_an_inner_loop():
-    reverse, jvp = _sources(read_by_inner_loop, np.array([0.3, -0.7, 1.1, 0.5]))
+    reverse, jvp = derivative_sources(read_by_inner_loop, (np.array([0.3, -0.7, 1.1, 0.5]),))
     assert "[:]" in reverse and "[:]" in jvp
 
 
 def test_copied_where_the_backward_pass_reads_the_list_before_the_loop():
     """``a = xs[0]`` before the loop: the backward pass reads the list as it was then (a residual),
     so the forward pass's loop copies it; forward mode keeps nothing and updates it in place."""
-    reverse, jvp = _sources(read_before_the_loop, np.array([0.3, -0.7, 1.1, 0.5]))
+    reverse, jvp = derivative_sources(read_before_the_loop, (np.array([0.3, -0.7, 1.1, 0.5]),))
     assert "xs_7 = xs_6[:]" in reverse and "[:]" not in jvp
 
 

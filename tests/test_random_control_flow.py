@@ -1643,3 +1643,22 @@ def test_random_control_flow(program_dir, program, data):
     check_grad(fn, args, seed=seed % 1000)  # (a)
     check_stages(fn, args, seed)  # (b)
     check_forward(fn, args, data)  # (c) J v vs central differences, <u, J v> == <J^T u, v>
+
+
+def transformed_or_refused(program, directory, stem):
+    """Load a drawn program into ``directory`` and make its reverse derivative at its arguments: True if made,
+    False if astad refused it with its own error (an ``InternalError`` is raised)."""
+    import astad
+
+    source, _, params, dynamic, seed = program
+    args = _arguments(params, seed)
+    if dynamic:
+        args[-1] = np.int64(args[-1])
+    fn = load_program(source, directory, stem).f
+    try:
+        astad.reverse(fn).transform(*args)
+    except astad.errors.InternalError:
+        raise
+    except astad.errors.AstadError:
+        return False
+    return True
