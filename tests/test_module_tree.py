@@ -142,3 +142,25 @@ def test_the_tree_kept_is_forgotten_by_clear_caches():
     source._module_tree("def f(x):\n    return x\n")
     astad.clear_caches(disk=False)
     assert source._last_tree == ("", None)
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("import numpy as np\n\n\ndef f(x):\n    return np.sin(x)\n", False),  # its only def: forgotten once read
+    ("def g(x):\n    return x\n\n\ndef f(x):\n    return g(x) * 2.0\n", True),  # another def may be read next
+    ("class A:\n    pass\n\n\ndef f(x):\n    return x * 2.0\n", True),
+    ("h = lambda x: x\n\n\ndef f(x):\n    return x * 2.0\n", True),  # a lambda's reading looks in the tree
+])
+def test_a_modules_tree_is_kept_only_where_another_reading_may_use_it(text, kept):
+    """The tree of a module whose only def is the one read is forgotten (the first collection of the
+    garbage collector would walk all of it); the reading, and a second one, are the same either way."""
+    name = f"<astad test: module tree kept {kept} {len(text)}>"
+    fn = _define(text, name, "f")
+    astad.clear_caches(disk=False)
+    lines, first, file, dedented, node = source.read_with_tree(fn)
+    assert node is not None and node.name == "f"
+    assert (source._last_tree[0] == text) == kept
+    want = astad.grad(fn)(0.5)
+    astad.clear_caches(disk=False)
+    source.clear_module_tree()
+    assert source.read_with_tree(fn)[4] is not None  # (parsed again: read from the tree again)
+    assert astad.grad(fn)(0.5) == want
