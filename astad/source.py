@@ -103,7 +103,7 @@ def read_with_tree(fn: Callable[..., Any]) -> tuple[list[str], int, str, str, as
     _check_dedented(code, dedented, fn.__qualname__, file, imported)
     node = module_def(text, start + 1, end) if end is not None and lines[0][:1] not in (" ", "\t") else None
     if node is not None and _alone(node, text):
-        clear_module_tree()  # (the caller holds the def's own nodes, freed with its reading)
+        _forget(text)  # (the caller holds the def's own nodes, freed with its reading)
     return lines, start + 1, file, dedented, node
 
 
@@ -270,9 +270,17 @@ def _alone(node: ast.FunctionDef, text: str) -> bool:
     forgotten once ``node`` is read: the first collection of the garbage collector after a transformation
     would otherwise walk all of its nodes (each with a ``__dict__``), some 4 ms of the transformation of a
     500-line function; a later reading of the module parses it again (:func:`_module_tree`)."""
-    tree = _last_tree[1]
-    return tree is not None and "lambda" not in text and not any(
+    text_read, tree = _last_tree
+    return tree is not None and text_read == text and "lambda" not in text and not any(
         type(s) in _DEFS for s in tree.body if s is not node)
+
+
+def _forget(text: str) -> None:
+    """Forget the module tree kept if it is still that of ``text`` (another thread may have parsed
+    another module since: only a reading's speed depends on which tree is kept)."""
+    global _last_tree
+    if _last_tree[0] == text:
+        _last_tree = ("", None)
 
 
 def _imported(tree: ast.Module) -> frozenset[str]:
