@@ -10,7 +10,9 @@ is the same), and what each takes for granted is checked where it is taken:
 - ``simplify.DEFER_BINDS``: the fold's named walk makes the binding of a renamed primitive once;
 - ``arrays.REMEMBER_KINDS``: ``sink_broadcasts`` remembers its new block's kinds as its input's
   (checked against a walk of a fresh copy);
-- ``remat._any_candidate``: what ``_candidates`` of all the block's names would say.
+- ``remat._any_candidate``: what ``_candidates`` of all the block's names would say;
+- ``cotangent_signs.REMEMBER_READS``: ``absorbed`` remembers the outside reads of a block without
+  nested blocks it rewrote (leaving nothing unread) as its input's (checked against a walk of a fresh copy).
 """
 
 import importlib
@@ -25,7 +27,7 @@ import astad
 import astad.optimise as optimise
 from astad.api_forward import forward_of
 from astad.ir import Block, read_names
-from astad.optimise import arrays, remat, simplify
+from astad.optimise import arrays, cotangent_signs, remat, simplify
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
 
@@ -37,7 +39,7 @@ import programs  # noqa: E402
 
 #: the switches of the work left out (module, attribute)
 SWITCHES = [(dce_module, "SKIP_FORWARD"), (simplify, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS"),
-            (arrays, "REMEMBER_KINDS")]
+            (arrays, "REMEMBER_KINDS"), (cotangent_signs, "REMEMBER_READS")]
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
 
@@ -260,6 +262,49 @@ def test_sink_broadcasts_kinds_of_random_programs(tmp_path_factory, program):
 
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(optimise, "sink_broadcasts", checking)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(checked)
+
+
+def _checking_absorbed(monkeypatch):
+    """``absorbed`` wrapped: where it remembered the outside reads of its new block, a walk of a fresh
+    copy (nothing remembered) finds the same; the list of checks."""
+    from astad.ir import walk
+
+    absorbed_before, checked = optimise.absorbed, []
+
+    def checking(block, namer):
+        out, unread = absorbed_before(block, namer)
+        known = out.__dict__.get("_outside_reads")
+        if out is not block and known is not None:
+            fresh = Block(out.binds, out.result)
+            checked.append(known == walk.read_set(fresh) - walk.bound_set(fresh))
+        return out, unread
+
+    monkeypatch.setattr(optimise, "absorbed", checking)
+    return checked
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "gmm", "lstm", "tree", "rk4", "logsumexp"])
+def test_absorbed_remembers_the_outside_reads_of_its_block(name, monkeypatch):
+    checked = _checking_absorbed(monkeypatch)
+    fn, args, wrt = _bench(name)
+    astad.clear_caches(disk=False)
+    astad.reverse(fn).derivative(args, wrt)
+    assert all(checked)
+    if name == "straight_line_500":
+        assert checked
+
+
+@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_absorbed_outside_reads_of_random_programs(tmp_path_factory, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_absorbed").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _checking_absorbed(monkeypatch)
         astad.clear_caches(disk=False)
         astad.reverse(fn).transform(*random_programs._arguments(params, seed))
     assert all(checked)
