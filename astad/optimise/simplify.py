@@ -226,10 +226,12 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
                             a, c = args
                             args = (env.get(a.name, a) if type(a) is Var else a,
                                     env.get(c.name, c) if type(c) is Var else c)
+                            # (plain where neither argument is a zero now: then none is looked at again)
+                            plain = type(args[0]) is not Zero and type(args[1]) is not Zero
                         else:
                             args = tuple([env.get(a.name, a) if type(a) is Var else a for a in args])
+                            plain = False
                         rhs = Prim(rhs.op, args, rhs.params)
-                        plain = False
                         break
                 elif type(a) is Zero:
                     plain = False
