@@ -30,6 +30,7 @@ import astad.optimise as optimise
 from astad.api_forward import forward_of
 from astad.ir import Block, read_names
 from astad.optimise import arrays, cotangent_signs, remat, simplify
+import test_cotangent_signs as cotangent_programs
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
 
@@ -354,4 +355,18 @@ def test_dce_ops_of_random_programs(tmp_path_factory, program):
         checked = _checking_dce_ops(monkeypatch)
         astad.clear_caches(disk=False)
         astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(checked)
+
+
+@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cotangent_programs._programs())
+def test_absorbed_outside_reads_of_programs_of_negations(tmp_path_factory, source):
+    """The random programs of ``test_cotangent_signs`` (negations that their readers take, nearly all)."""
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_signs").f
+    rng = np.random.default_rng(0)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _checking_absorbed(monkeypatch)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).transform(rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal((3, 3)))
     assert all(checked)
