@@ -10,7 +10,11 @@ is the same), and what each takes for granted is checked where it is taken:
 - ``simplify.DEFER_BINDS``: the fold's named walk makes the binding of a renamed primitive once;
 - ``arrays.REMEMBER_KINDS``: ``sink_broadcasts`` remembers its new block's kinds as its input's
   (checked against a walk of a fresh copy);
-- ``remat._any_candidate``: what ``_candidates`` of all the block's names would say.
+- ``remat._any_candidate``: what ``_candidates`` of all the block's names would say;
+- ``dce.REMEMBER_OPS``: ``dce`` remembers ``ops_of`` and ``kinds`` of a block it made without nested
+  blocks from its own walk (checked against a walk of a fresh copy);
+- ``cotangent_signs.REMEMBER_READS``: ``absorbed`` remembers the outside reads of a block without
+  nested blocks it rewrote (leaving nothing unread) as its input's (checked against a walk of a fresh copy).
 """
 
 import importlib
@@ -25,7 +29,8 @@ import astad
 import astad.optimise as optimise
 from astad.api_forward import forward_of
 from astad.ir import Block, read_names
-from astad.optimise import arrays, remat, simplify
+from astad.optimise import arrays, cotangent_signs, remat, simplify
+import test_cotangent_signs as cotangent_programs
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
 
@@ -37,7 +42,8 @@ import programs  # noqa: E402
 
 #: the switches of the work left out (module, attribute)
 SWITCHES = [(dce_module, "SKIP_FORWARD"), (simplify, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS"),
-            (arrays, "REMEMBER_KINDS")]
+            (arrays, "REMEMBER_KINDS"), (cotangent_signs, "REMEMBER_READS"),
+            (dce_module, "REMEMBER_OPS")]
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
 
@@ -262,4 +268,105 @@ def test_sink_broadcasts_kinds_of_random_programs(tmp_path_factory, program):
         monkeypatch.setattr(optimise, "sink_broadcasts", checking)
         astad.clear_caches(disk=False)
         astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(checked)
+
+
+def _checking_absorbed(monkeypatch):
+    """``absorbed`` wrapped: where it remembered the outside reads of its new block, a walk of a fresh
+    copy (nothing remembered) finds the same; the list of checks."""
+    from astad.ir import walk
+
+    absorbed_before, checked = optimise.absorbed, []
+
+    def checking(block, namer):
+        out, unread = absorbed_before(block, namer)
+        known = out.__dict__.get("_outside_reads")
+        if out is not block and known is not None:
+            fresh = Block(out.binds, out.result)
+            checked.append(known == walk.read_set(fresh) - walk.bound_set(fresh))
+        return out, unread
+
+    monkeypatch.setattr(optimise, "absorbed", checking)
+    return checked
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "gmm", "lstm", "tree", "rk4", "logsumexp"])
+def test_absorbed_remembers_the_outside_reads_of_its_block(name, monkeypatch):
+    checked = _checking_absorbed(monkeypatch)
+    fn, args, wrt = _bench(name)
+    astad.clear_caches(disk=False)
+    astad.reverse(fn).derivative(args, wrt)
+    assert all(checked)
+    if name == "straight_line_500":
+        assert checked
+
+
+@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_absorbed_outside_reads_of_random_programs(tmp_path_factory, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_absorbed").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _checking_absorbed(monkeypatch)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(checked)
+
+
+def _checking_dce_ops(monkeypatch):
+    """``dce`` wrapped: where it remembered ``ops_of`` and ``kinds`` of a block it made, walks of a fresh copy
+    find the same; the list of checks."""
+    from astad.ir import walk
+
+    dce_before, checked = dce_module.dce, []
+
+    def checking(prog, **kwargs):
+        out = dce_before(prog, **kwargs)
+        for block in (out.backward, out.forward):
+            known = block.__dict__.get("_ops")
+            if known is not None:
+                fresh = Block(block.binds, block.result)
+                checked.append(known == walk._ops(fresh) and block.__dict__["_kinds"] == walk._kinds(fresh))
+        return out
+
+    monkeypatch.setattr(optimise, "dce", checking)
+    return checked
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "gmm", "lstm", "tree"])
+def test_dce_remembers_ops_of_its_blocks(name, monkeypatch):
+    checked = _checking_dce_ops(monkeypatch)
+    fn, args, wrt = _bench(name)
+    astad.clear_caches(disk=False)
+    astad.reverse(fn).derivative(args, wrt)
+    assert all(checked)
+    if name == "straight_line_500":
+        assert checked
+
+
+@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_dce_ops_of_random_programs(tmp_path_factory, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_ops").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _checking_dce_ops(monkeypatch)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(checked)
+
+
+@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cotangent_programs._programs())
+def test_absorbed_outside_reads_of_programs_of_negations(tmp_path_factory, source):
+    """The random programs of ``test_cotangent_signs`` (negations that their readers take, nearly all)."""
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_signs").f
+    rng = np.random.default_rng(0)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        checked = _checking_absorbed(monkeypatch)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).transform(rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal((3, 3)))
     assert all(checked)

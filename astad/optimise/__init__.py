@@ -130,8 +130,11 @@ def residuals(prog: ReverseProgram, constants: Collection[str] = ()) -> tuple[Va
     reads the arrays the forward read (the caller copies those that could change, as it copies
     the arguments), not what they hold when it runs."""
     read = outside_reads(prog.backward) - {prog.ct_in.name}
-    order = list(prog.params) + list(bound_vars(prog.forward))
-    found = tuple(v for v in order if v.name in read)
+    forward = prog.forward
+    # (of a block without nested blocks, what ``bound_vars`` gives: the targets of its bindings, in order)
+    order = list(prog.params) + ([t for b in forward.binds for t in b.targets] if kinds(forward).isdisjoint(NESTED)
+                                 else list(bound_vars(forward)))
+    found = tuple([v for v in order if v.name in read])
     arrays = constant_arrays(prog.backward, constants) if constants else ()
     if not arrays:
         return found

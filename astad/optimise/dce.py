@@ -20,13 +20,14 @@ def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
     return _dce_reads(block, live, keep)[0]
 
 
-def _dce_reads(block: Block, live: set[str], keep: set[str], reads: list[str] | None = None) \
-        -> tuple[Block, set[str], bool, list[str] | None, list[str]]:
+def _dce_reads(block: Block, live: set[str], keep: set[str], reads: list[str] | None = None,
+               ops: list[str] | None = None) -> tuple[Block, set[str], bool, list[str] | None, list[str]]:
     """``_dce``, with what the block left reads (``live`` and the reads of the bindings
     kept), whether none of those has blocks inside (then they are ``read_set``), the
     names of the constants they read (None where one is not a primitive, sum, tuple, copy
     or unpack) and the names of their targets.  ``reads``, where given, receives each read
-    of a variable by a binding kept (where none has blocks inside: what ``use_counts`` counts)."""
+    of a variable by a binding kept (where none has blocks inside: what ``use_counts`` counts).
+    ``ops``, where given, receives what each binding kept is made of (``walk.ops_of``), last first."""
     live = set(live)
     add = live.add
     kept = []
@@ -52,6 +53,8 @@ def _dce_reads(block: Block, live: set[str], keep: set[str], reads: list[str] | 
                         continue
                 bound.extend([t.name for t in targets])
             kept.append(b)
+            if ops is not None:
+                ops.append(rhs.op if cls is Prim else "Plus")  # type: ignore[union-attr]
             for a in rhs.args if cls is Prim else rhs.items:
                 if type(a) is Var:
                     add(a.name)
@@ -84,6 +87,8 @@ def _dce_reads(block: Block, live: set[str], keep: set[str], reads: list[str] | 
         elif not any(t.name in live or t.name in keep for t in b.targets) and not has_effect(b.rhs):
             continue
         kept.append(b)
+        if ops is not None:
+            ops.append(type(b.rhs).__name__)  # (not a primitive)
         bound.extend([t.name for t in b.targets])
         read = [v.name for v in vars_of(b.rhs)]
         live.update(read)
@@ -118,6 +123,31 @@ def _remember_names(block: Block, live: set[str], named: list[str] | None, bound
     block.__dict__["_program_names"] = frozenset(found)
 
 
+def _ops_unless_nested(block: Block) -> list[str] | None:
+    """A list for ``_dce_reads``'s ``ops``, unless the kinds of ``block`` are known to have nested blocks."""
+    known = block.__dict__.get("_kinds")
+    return [] if REMEMBER_OPS and (known is None or known.isdisjoint(_NESTED)) else None
+
+
+#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
+_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
+
+
+def _remember_ops(block: Block, ops: list[str]) -> None:
+    """``walk.ops_of`` and ``kinds`` of a block ``_dce_reads`` kept, without nested blocks, from what it found
+    (``ops``, last first): remembered on the block as they would be (later passes ask, and dce's output is
+    a new block), without a walk of it."""
+    ops.reverse()
+    memo = block.__dict__
+    memo.setdefault("_ops", ops)
+    memo.setdefault("_kinds", frozenset(ops))
+
+
+#: whether ``dce`` remembers the ``ops_of`` and ``kinds`` of a block it made without nested blocks (tests turn
+#: it off)
+REMEMBER_OPS = True
+
+
 def _live_slots(b: Bind, live: set[str], keep: set[str]) -> Bind | None:
     """A backward loop carrying only what is read after it (the cotangents and
     sums the rest of the program reads) and what the body needs to compute
@@ -146,8 +176,9 @@ def dce(prog: ReverseProgram, count_reads: bool = False) -> ReverseProgram:
     """``count_reads``: the backward block's ``use_counts`` counted in the same walk and remembered
     (where it has no nested blocks), for a pass after this one that asks (``arrays.outer_sums``)."""
     counted: list[str] | None = [] if count_reads else None
+    ops = _ops_unless_nested(prog.backward)
     cleaned, reads, flat, named, bound = _dce_reads(prog.backward, read_names(Block((), prog.backward.result)), set(),
-                                                    counted)
+                                                    counted, ops)
     prog = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, cleaned)
     if not flat or "Loop" in kinds(prog.forward):  # (a flat backward block has no backward loop: no tapes)
         prog = prune_tapes(prog)
@@ -156,6 +187,8 @@ def dce(prog: ReverseProgram, count_reads: bool = False) -> ReverseProgram:
         needed = frozenset(reads.difference(bound))
         backward.__dict__.setdefault("_outside_reads", needed)  # (remembered as ``outside_reads`` would)
         _remember_names(backward, reads, named, bound)
+        if ops is not None:
+            _remember_ops(backward, ops)
         if counted is not None:  # (each read by a binding kept, as ``walk._nested_use_counts`` counts them)
             remember_binding_reads(backward, Counter(counted), ())
     else:
@@ -171,11 +204,15 @@ def dce(prog: ReverseProgram, count_reads: bool = False) -> ReverseProgram:
         # Residuals added kill nothing.)
         forward.__dict__["_dce_needed"] = needed
     elif done != needed:  # (else it is dce's output for these residuals: itself)
-        forward, reads, flat, named, bound = _dce_reads(forward, read_names(Block((), forward.result)), needed)
+        ops = _ops_unless_nested(forward)
+        forward, reads, flat, named, bound = _dce_reads(forward, read_names(Block((), forward.result)), needed,
+                                                        None, ops)
         if flat:  # (of a block without nested blocks, dce's output is its own dce's output)
             forward.__dict__["_dce_needed"] = needed
             forward.__dict__.setdefault("_read_set", frozenset(reads))  # (remembered as ``read_set`` would)
             _remember_names(forward, reads, named, bound)
+            if ops is not None:
+                _remember_ops(forward, ops)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 

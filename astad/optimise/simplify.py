@@ -95,13 +95,25 @@ def _zero_valued(a: Atom, block: Block) -> bool:
     primitive in the branch (needed only if the other branch is not zero)."""
     if isinstance(a, Zero):
         return True
-    return isinstance(a, Var) and any(bd.targets == (a,) and isinstance(bd.rhs, Prim) and bd.rhs.op in ZERO_MAKERS
-                                      for bd in block.binds)
+    return isinstance(a, Var) and a in _zeros_made(block)
+
+
+def _zeros_made(block: Block) -> set[Var]:
+    """The targets of a block's bindings of one target made by a zeros primitive, found once per block (asked
+    for each result item of a branch or a loop's body)."""
+    memo = block.__dict__
+    if "_zeros_made" not in memo:
+        memo["_zeros_made"] = {bd.targets[0] for bd in block.binds
+                               if len(bd.targets) == 1 and type(bd.rhs) is Prim and bd.rhs.op in ZERO_MAKERS}
+    return memo["_zeros_made"]
 
 
 def _through_copies(a: Atom, block: Block) -> Atom:
     """The atom a branch's result item is a copy of (``let x_ct = y_ct``)."""
-    copies = {bd.targets[0].name: bd.rhs.atom for bd in block.binds if isinstance(bd.rhs, Copy)}
+    memo = block.__dict__  # (the copies of a block found once: asked for each of its result items)
+    copies = memo.get("_copies")
+    if copies is None:
+        copies = memo["_copies"] = {bd.targets[0].name: bd.rhs.atom for bd in block.binds if type(bd.rhs) is Copy}
     while isinstance(a, Var) and a.name in copies:
         a = copies[a.name]
     return a
@@ -214,10 +226,12 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
                             a, c = args
                             args = (env.get(a.name, a) if type(a) is Var else a,
                                     env.get(c.name, c) if type(c) is Var else c)
+                            # (plain where neither argument is a zero now: then none is looked at again)
+                            plain = type(args[0]) is not Zero and type(args[1]) is not Zero
                         else:
                             args = tuple([env.get(a.name, a) if type(a) is Var else a for a in args])
+                            plain = False
                         rhs = Prim(rhs.op, args, rhs.params)
-                        plain = False
                         break
                 elif type(a) is Zero:
                     plain = False
