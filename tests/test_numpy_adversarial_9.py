@@ -73,3 +73,97 @@ def moveaxis_negative(x):
 @pytest.mark.parametrize("fn", [transpose_negative_axes, moveaxis_negative])
 def test_axes_numpy_accepts_still_work(fn):
     check_correct_or_refused(fn, [X.copy()])
+
+
+# -- array attributes of Python numbers ----------------------------------------------------------------
+# ``b.mean()``, ``b.sum()``, ``b.reshape(1)``, ``b.ndim``, ``b.shape`` ... of a Python float, int or bool
+# gave numpy's answer where Python raises AttributeError; ``b.dot(b)`` of a numpy scalar likewise.
+
+def mean_of_b(a, b):
+    return a * b.mean()
+
+
+def sum_of_b(a, b):
+    return a * b.sum()
+
+
+def reshape_of_b(a, b):
+    return a * b.reshape(1)
+
+
+def clip_of_b(a, b):
+    return a * b.clip(0, 1)
+
+
+def ndim_of_b(a, b):
+    return a * b.ndim
+
+
+def size_of_b(a, b):
+    return a * b.size
+
+
+def shape_of_b(a, b):
+    return a * len(b.shape)
+
+
+def dot_of_b(a, b):
+    return a * b.dot(b)
+
+
+@pytest.mark.parametrize("fn", [mean_of_b, sum_of_b, reshape_of_b, clip_of_b, ndim_of_b, size_of_b, shape_of_b,
+                                dot_of_b])
+@pytest.mark.parametrize("b", [2.0, 3, True], ids=["float", "int", "bool"])
+def test_array_attributes_of_a_python_number_are_refused(fn, b):
+    a = np.linspace(0.2, 1.5, 6)
+    with pytest.raises(AttributeError):
+        fn(a, b)
+    with pytest.raises(astad.AstadError) as caught:
+        astad.reverse(fn)(a, b)
+    assert not isinstance(caught.value, astad.InternalError) and "AttributeError" in str(caught.value)
+
+
+@pytest.mark.parametrize("b", [np.float64(2.0), np.float32(2.0), np.int64(2)], ids=["f64", "f32", "i64"])
+def test_dot_of_a_numpy_scalar_is_refused(b):
+    a = np.linspace(0.2, 1.5, 6)
+    with pytest.raises(AttributeError):
+        dot_of_b(a, b)
+    with pytest.raises(astad.AstadError) as caught:
+        astad.reverse(dot_of_b)(a, b)
+    assert not isinstance(caught.value, astad.InternalError)
+
+
+@pytest.mark.parametrize("fn", [mean_of_b, sum_of_b, reshape_of_b, clip_of_b, ndim_of_b, size_of_b, shape_of_b])
+def test_array_attributes_of_numpy_scalars_still_work(fn):
+    a = np.linspace(0.2, 1.5, 6)
+    for b in (np.float64(0.7), np.array(0.7)):
+        check_correct_or_refused(fn, [a, b])
+
+
+# -- x.astype of a 0-d array ---------------------------------------------------------------------------
+# astad emitted ``np.float32(s)`` for ``s.astype(np.float32)`` of a 0-d array: a numpy scalar where numpy
+# gives a 0-d array (of a numpy scalar, a numpy scalar: the method keeps which).
+
+def astype32(s):
+    return s.astype(np.float32)
+
+
+def astype64_twice(s):
+    return s.astype(np.float64) * 2
+
+
+def astype_then_add(s):
+    y = s.astype(np.float64)
+    y += 1.0
+    return y * s
+
+
+@pytest.mark.parametrize("fn", [astype32, astype64_twice, astype_then_add])
+@pytest.mark.parametrize("s", [np.array(0.7), np.float64(0.7), np.array(0.7, np.float32), np.float32(0.7)],
+                         ids=["0d64", "np64", "0d32", "np32"])
+def test_astype_of_a_number_keeps_the_type(fn, s):
+    want = fn(s.copy())
+    for value in (astad.reverse(fn)(s.copy())[0], astad.jvp(fn, (s.copy(),), (np.ones_like(s),))[0]):
+        assert type(value) is type(want) and value.dtype == want.dtype and value == want
+    if fn is not astype32:
+        check_correct_or_refused(fn, [np.asarray(s, dtype=np.float64)])

@@ -288,7 +288,8 @@ def _astype(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     if kind == "c":
         raise lw.type_error(".astype(): complex dtypes are not supported", node, "np.float64 or np.float32")
     assert isinstance(x.type, Num)
-    return lw.emit("astype" if kind == "f" else "astype_discrete", [x], {"dtype": dtype, "scalar": not x.type.shape})
+    # (x.astype of a 0-d array is a 0-d array, of a numpy scalar a numpy scalar: the method keeps which)
+    return lw.emit("astype" if kind == "f" else "astype_discrete", [x], {"dtype": dtype})
 
 
 def _squeeze(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
