@@ -29,7 +29,9 @@ def _mean_dtype(d: str) -> str:
 
 
 def _sum_dtype(d: str) -> str:
-    return "int64" if np.dtype(d).kind in "bi" else d
+    """numpy's sum, prod and trace of booleans and integers: the platform's integer (unsigned: uint64)."""
+    kind = np.dtype(d).kind
+    return "int64" if kind in "bi" else "uint64" if kind == "u" else d
 
 
 def _sum_transpose(b, p, out, ct):
@@ -293,7 +295,7 @@ register(
               **linear(_mean_transpose)),
     Primitive("max", np.max, reduction(), emit.reduction("max"), method="max", kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
     Primitive("min", np.min, reduction(), emit.reduction("min"), method="min", kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
-    Primitive("prod", np.prod, reduction(), emit.reduction("prod"), method="prod", kind=RULE, **explicit(jvp_prod, vjp_prod)),
+    Primitive("prod", np.prod, reduction(_sum_dtype), emit.reduction("prod"), method="prod", kind=RULE, **explicit(jvp_prod, vjp_prod)),
     Primitive("nanmax", np.nanmax, reduction(), emit.reduction("nanmax"), kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
     Primitive("nanmin", np.nanmin, reduction(), emit.reduction("nanmin"), kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
     Primitive("var", np.var, reduction(_mean_dtype), _emit_stat("var"), kind=RULE, **explicit(jvp_var, vjp_var)),
