@@ -19,7 +19,7 @@ from ..errors import AstadTypeError
 from ..ir import Atom, Const, ListT, Num, TupleT, Var
 from ..values import PyTuple, Ref
 from .abstract import literal_type
-from .api_specs import ApiSpec, Lower, atoms, dtype_params, elementwise, numpy_scalars, sig, spec
+from .api_specs import ApiSpec, Lower, arrays_of_numbers, atoms, dtype_params, elementwise, numpy_scalars, sig, spec
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
@@ -101,7 +101,7 @@ def _lower_tensordot(lw: Lowerer, b: dict, node: cst.Call) -> Value:
 
 
 def _lower_inner(lw: Lowerer, b: dict, node: cst.Call) -> Value:
-    x, y = numpy_scalars(lw, atoms(lw, b, node, "a", "b"))
+    x, y = arrays_of_numbers(lw, atoms(lw, b, node, "a", "b"))
     return lw.emit("mul" if 0 in (_ndim(x), _ndim(y)) else "inner", [x, y])
 
 

@@ -97,6 +97,19 @@ def numpy_scalars(lw: "Lowerer", xs: list[Atom]) -> list[Atom]:
     return [lw.emit(op, [x], {"dtype": x.type.dtype, "scalar": True}), *xs[1:]]  # type: ignore[union-attr]
 
 
+def arrays_of_numbers(lw: "Lowerer", xs: list[Atom]) -> list[Atom]:
+    """Each Python number made numpy's scalar of its dtype (np.float64, np.int64, np.bool_): what
+    np.dot and np.inner compute with, as they make every operand an array (np.asarray(2.0) is float64,
+    not a weak Python float: ``np.dot(x32, 2.0)`` is float64)."""
+    out = []
+    for x in xs:
+        if isinstance(x.type, Num) and x.type.py and not x.type.shape:
+            op = "astype" if np.dtype(x.type.dtype).kind == "f" else "astype_discrete"
+            x = lw.emit(op, [x], {"dtype": x.type.dtype, "scalar": True})
+        out.append(x)
+    return out
+
+
 def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
     names = [n for n, _ in sig(signature)]
     return lambda title: ApiSpec(title, sig(signature), lambda lw, b, node: lw.emit(op, atoms(lw, b, node, *names)))
