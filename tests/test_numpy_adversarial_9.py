@@ -167,3 +167,74 @@ def test_astype_of_a_number_keeps_the_type(fn, s):
         assert type(value) is type(want) and value.dtype == want.dtype and value == want
     if fn is not astype32:
         check_correct_or_refused(fn, [np.asarray(s, dtype=np.float64)])
+
+
+# -- dtypes of reductions of ints and of np.dot with a Python number -----------------------------------
+# astad typed np.prod of a bool or int8 array as that dtype (numpy: int64), np.sum/np.prod/np.cumsum of
+# uint8 as uint8 (numpy: uint64), so ``x32 * np.prod(m)`` was typed float32 where numpy computes float64:
+# the cotangent of x32 came out float64.  np.dot(x32, 2.0) and np.inner(x32, 2.0) were float32 (numpy
+# makes 2.0 a float64 array: float64).
+
+def times_prod(a, b):
+    return np.prod(a) * np.prod(b)
+
+
+def times_sum(a, b):
+    return a * np.sum(b)
+
+
+def times_cumsum(a, b):
+    return a * np.cumsum(b)
+
+
+def times_cumprod(a, b):
+    return a * np.cumprod(b)
+
+
+INTS = [np.array([True, False, True, True, False, True]), np.arange(1, 7, dtype=np.int8),
+        np.arange(1, 7, dtype=np.uint8), np.arange(1, 7, dtype=np.uint32)]
+
+
+@pytest.mark.parametrize("fn", [times_prod, times_sum, times_cumsum, times_cumprod])
+@pytest.mark.parametrize("b", INTS, ids=[b.dtype.name for b in INTS])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_reductions_of_ints_have_numpys_dtype(fn, b, dtype):
+    a = (np.arange(6.0) / 5 + 0.1).astype(dtype)
+    want = fn(a, b)
+    value, pullback = astad.vjp(fn, a, b)
+    assert value.dtype == want.dtype and np.array_equal(value, want)
+    assert pullback(np.ones_like(want))[0].dtype == dtype
+    assert astad.jvp(fn, (a, b), (np.ones_like(a), None))[0].dtype == want.dtype
+    check_correct_or_refused(fn, [a.astype(np.float64), b])
+
+
+def dot_number(a):
+    return np.dot(a, 2.0)
+
+
+def dot_number_first(a):
+    return np.dot(2, a)
+
+
+def dot_method(a):
+    return a.dot(0.5)
+
+
+def inner_number(a):
+    return np.inner(a, 2.0)
+
+
+def dot_of_an_element(a):
+    return np.dot(a[0], 2.0)
+
+
+@pytest.mark.parametrize("fn", [dot_number, dot_number_first, dot_method, inner_number, dot_of_an_element])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_dot_of_a_python_number_is_float64(fn, dtype):
+    a = (np.arange(6.0) / 5 + 0.1).astype(dtype)
+    want = fn(a)
+    for value in (astad.vjp(fn, a)[0], astad.jvp(fn, (a,), (np.ones_like(a),))[0]):
+        assert type(value) is type(want) and value.dtype == want.dtype and np.array_equal(value, want)
+    _, pullback = astad.vjp(fn, a)
+    assert pullback(np.ones_like(want))[0].dtype == dtype
+    check_correct_or_refused(fn, [a.astype(np.float64)])
