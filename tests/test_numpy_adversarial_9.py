@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import astad
 from conftest import check_correct_or_refused
@@ -238,3 +240,62 @@ def test_dot_of_a_python_number_is_float64(fn, dtype):
     _, pullback = astad.vjp(fn, a)
     assert pullback(np.ones_like(want))[0].dtype == dtype
     check_correct_or_refused(fn, [a.astype(np.float64)])
+
+
+# -- np.linalg.pinv of a matrix of lower rank ---------------------------------------------------------
+# pinv is not continuous where the rank drops (pinv(eps * T) = pinv(T) / eps): no derivative exists there.
+# astad gave the derivative along matrices of that rank (Golub and Pereyra's formula): finite numbers
+# that are no derivative (0 at the zero matrix, where finite differences grow as 1 / eps).  Now nans,
+# as slogdet's and qr's at a singular matrix (tests/test_linalg_singular.py).
+
+def pinv_loss(a):
+    return np.sum(np.linalg.pinv(a) * np.arange(1.0, 1.0 + a.size).reshape(a.shape[::-1]))
+
+
+LOW_RANK = [np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]), np.zeros((3, 2)),
+            np.outer([1.0, -2.0, 0.5, 1.0], [0.3, 1.0, 2.0])]
+
+
+@pytest.mark.parametrize("a", LOW_RANK, ids=["3x3-rank2", "zeros", "4x3-rank1"])
+def test_pinv_of_a_matrix_of_lower_rank_has_no_derivative(a):
+    g = astad.grad(pinv_loss)(a.copy())
+    assert g.shape == a.shape and np.isnan(g).all()
+    value, tangent = astad.jvp(pinv_loss, (a.copy(),), (np.ones_like(a),))
+    assert value == pinv_loss(a) and np.isnan(tangent)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (2, 5)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pinv_of_full_rank_still_differentiated(shape, dtype):
+    a = np.random.default_rng(sum(shape)).standard_normal(shape)
+    check_correct_or_refused(pinv_loss, [a])
+    g = astad.grad(pinv_loss)(a.astype(dtype))
+    assert g.dtype == dtype and np.isfinite(g).all()
+    assert np.isfinite(astad.hessian(pinv_loss)(a)).all()
+
+
+def pinv_through(a):
+    p = np.linalg.pinv(np.tanh(a) * 2.0)
+    return np.sum(np.tanh(p @ a))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 4), st.integers(0, 2**32 - 1), st.booleans())
+def test_pinv_of_random_matrices_of_any_rank(m, n, rank, seed, through):
+    """Integer matrices of a drawn rank (exactly: products of integer factors, ``tanh`` of them keeps
+    the rank only where it is 0 or full, so ``pinv_through`` draws full ranks): nans below full rank,
+    central differences at full rank (where they are accurate: condition number below 1e4)."""
+    rng = np.random.default_rng(seed)
+    rank = min(rank, m, n)
+    a = (rng.integers(-2, 3, (m, rank)) @ rng.integers(-2, 3, (rank, n))).astype(float)
+    fn = pinv_loss
+    if through:
+        fn, a = pinv_through, a + rng.standard_normal((m, n))
+    s = np.linalg.svd(np.tanh(a) * 2.0 if through else a, compute_uv=False)
+    full = s.min() > 1e-15 * s.max()
+    g = astad.grad(fn)(a)
+    _, tangent = astad.jvp(fn, (a,), (rng.standard_normal((m, n)),))
+    if not full:
+        assert np.isnan(g).all() and np.isnan(tangent)
+    elif s.max() < 1e4 * s.min():
+        check_correct_or_refused(fn, [a])
