@@ -299,3 +299,48 @@ def test_pinv_of_random_matrices_of_any_rank(m, n, rank, seed, through):
         assert np.isnan(g).all() and np.isnan(tangent)
     elif s.max() < 1e4 * s.min():
         check_correct_or_refused(fn, [a])
+
+
+# -- np.linalg.qr of a square matrix whose last column depends on the others ---------------------------
+# Q is smooth there (its last column is the complement of the others) and finite differences converge;
+# astad's dQ = Q (W - C) + dA R^-1 cancels dA R^-1 against Q C, each ~1 / R[-1, -1] = 1e15 there: the
+# derivative of Q was wrong by O(1) (the VJP likewise).  For a square matrix now Q W (and its transpose).
+
+def qr_loss(a):
+    q, r = np.linalg.qr(a)
+    n = a.shape[0]
+    return np.sum(q * np.arange(1.0, 1.0 + n * n).reshape(n, n)) + np.sum(np.triu(r) * 0.5)
+
+
+def qr_q_only(a):
+    return np.sum(np.sin(np.linalg.qr(a)[0]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 5), st.integers(0, 2**32 - 1), st.sampled_from([qr_loss, qr_q_only]))
+def test_qr_of_a_square_matrix_of_rank_n_minus_1(n, seed, fn):
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal((n, n - 1))
+    a = np.concatenate([b, b @ rng.standard_normal((n - 1, 1))], axis=1)  # R[-1, -1] ~ 1e-16
+    g = astad.grad(fn)(a)
+    t = rng.standard_normal((n, n))
+    _, tangent = astad.jvp(fn, (a,), (t,))
+    if np.linalg.qr(a)[1][-1, -1] == 0.0:  # (R exactly singular: nans, as before, though Q is smooth there)
+        assert np.isnan(tangent) and np.isnan(g).all()
+        return
+    eps = 1e-6
+    fd = (fn(a + eps * t) - fn(a - eps * t)) / (2 * eps)
+    scale = 1.0 + abs(fd)
+    assert abs(tangent - fd) <= 1e-5 * scale and abs(float(np.sum(g * t)) - fd) <= 1e-5 * scale, (tangent, np.sum(g * t), fd)
+    check_correct_or_refused(fn, [a])
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 4), (5, 3)])
+def test_qr_of_regular_matrices_still_differentiated(shape):
+    a = np.random.default_rng(shape[0]).standard_normal(shape)
+    check_correct_or_refused(qr_q_only, [a])
+    check_correct_or_refused(lambda_free_qr_r, [a])
+
+
+def lambda_free_qr_r(a):
+    return np.sum(np.linalg.qr(a)[1] ** 2 * 0.5)
