@@ -344,3 +344,46 @@ def test_qr_of_regular_matrices_still_differentiated(shape):
 
 def lambda_free_qr_r(a):
     return np.sum(np.linalg.qr(a)[1] ** 2 * 0.5)
+
+
+# -- axes that are not integers ------------------------------------------------------------------------
+# np.prod(x, axis=0.0) was an InternalError (a TypeError inside the rule of its transpose); np.sum(x,
+# axis=[0, 1]) gave numpy's value of axis=(0, 1) where numpy raises TypeError; np.mean(x, axis=True) ran
+# into numpy's TypeError from the generated code.
+
+def prod_float_axis(x):
+    return np.prod(x, axis=0.0)
+
+
+def sum_list_axis(x):
+    return np.sum(x, axis=[0, 1])
+
+
+def mean_bool_axis(x):
+    return np.mean(x, axis=True)
+
+
+def max_list_axis(x):
+    return np.max(x, axis=[0])
+
+
+def var_list_axis(x):
+    return np.var(x, axis=[1])
+
+
+def cumsum_float_axis(x):
+    return np.cumsum(x, axis=1.0)
+
+
+@pytest.mark.parametrize("fn", [prod_float_axis, sum_list_axis, mean_bool_axis, max_list_axis, var_list_axis,
+                                cumsum_float_axis])
+def test_axes_that_are_not_integers_are_refused(fn):
+    _refused_like_numpy(fn, [X.copy()])
+
+
+def average_list_axis(x):
+    return np.average(x, axis=[1])
+
+
+def test_average_takes_a_list_of_axes_as_numpy():
+    check_correct_or_refused(average_list_axis, [X.copy()])

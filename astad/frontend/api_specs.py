@@ -13,6 +13,7 @@ import libcst as cst
 import numpy as np
 
 from ..ir import Atom, Const, ListT, NoneT, Num, Var
+from ..values import PyTuple
 from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 
@@ -115,6 +116,13 @@ def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
     return lambda title: ApiSpec(title, sig(signature), lambda lw, b, node: lw.emit(op, atoms(lw, b, node, *names)))
 
 
+def refuse_axis_list(lw: "Lowerer", b: dict, node: cst.Call) -> None:
+    """numpy's reductions take an int or a tuple as ``axis``: a list is numpy's TypeError."""
+    if isinstance(b.get("axis"), PyTuple) and b["axis"].is_list:
+        raise lw.type_error("`axis` is a list: numpy raises TypeError (an int or a tuple of ints)", node,
+                            "axis=(0, 1)")
+
+
 def reduction(op: str) -> Callable[[str], ApiSpec]:
     # numpy's positional order: np.sum(a, axis, dtype, out, keepdims, initial, where); np.max(a, axis, out,
     # keepdims, initial, where); np.mean(a, axis, dtype, out, keepdims)
@@ -128,6 +136,7 @@ def reduction(op: str) -> Callable[[str], ApiSpec]:
                 raise lw.type_error(f"`{unsupported}=` is not supported in reductions", node,
                                     "leave it out (a positional argument after `axis` is numpy's `dtype`/`out`; "
                                     "pass keepdims=... by keyword)")
+        refuse_axis_list(lw, b, node)
         axis = lw.static(lw.const_or(b["axis"]), node, "axis")
         keep = bool(lw.static(lw.const_or(b["keepdims"]), node, "keepdims"))
         if "initial" in b and (not _is_value(b["initial"], None) or not _is_value(b["where"], True)):
