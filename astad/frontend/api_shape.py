@@ -19,7 +19,7 @@ from ..errors import AstadTypeError
 from ..ir import Atom, Const, ListT, Num, TupleT, Var
 from ..values import PyTuple, Ref
 from .abstract import literal_type
-from .api_specs import ApiSpec, Lower, arrays_of_numbers, atoms, dtype_params, elementwise, numpy_scalars, sig, spec
+from .api_specs import ApiSpec, Lower, arrays_of_numbers, atoms, dtype_params, elementwise, sig, spec
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
