@@ -387,3 +387,44 @@ def average_list_axis(x):
 
 def test_average_takes_a_list_of_axes_as_numpy():
     check_correct_or_refused(average_list_axis, [X.copy()])
+
+
+# -- cotangents' types and dtypes ----------------------------------------------------------------------
+# A numpy scalar argument the value does not depend on got ``np.zeros_like(s)``: a 0-d array, where a
+# used one gets a numpy scalar (README: a cotangent has its argument's type).  A float64 cotangent of a
+# float32 value flowed through as float64: ``pullback(ones64)`` of ``x32 * 2`` gave x32 a float64
+# cotangent (README: the cotangent of an argument has its dtype); the code computes with the value's.
+
+def unused_first(s, v):
+    return np.sum(v * 2.0)
+
+
+def used_first(s, v):
+    return np.sum(v * s)
+
+
+@pytest.mark.parametrize("fn", [unused_first, used_first])
+@pytest.mark.parametrize("s", [np.float64(0.5), np.float32(0.5), 0.5, np.array(0.5)], ids=["np64", "np32", "float", "0d"])
+def test_the_cotangent_of_a_scalar_has_its_type(fn, s):
+    v = np.ones(3)
+    for got in (astad.grad(fn)(s, v), astad.vjp(fn, s, v)[1](1.0)[0], astad.reverse(fn)(s, v)[1](1.0)[0],
+                astad.value_and_grad(fn)(s, v)[1]):
+        assert type(got) is type(s) and np.asarray(got).dtype == np.asarray(s).dtype, (type(got), got)
+
+
+def times_two(x):
+    return x * 2.0
+
+
+def identity(x):
+    return x
+
+
+@pytest.mark.parametrize("fn", [times_two, identity])
+@pytest.mark.parametrize("x", [np.ones(3, np.float32), np.array(1.0, np.float32), np.ones(2, np.float16)],
+                         ids=["f32", "0d-f32", "f16"])
+def test_a_float64_cotangent_of_a_narrower_value_gives_the_arguments_dtype(fn, x):
+    _, pullback = astad.vjp(fn, x)
+    for ct in (np.ones(x.shape), np.float64(1.0) if not x.shape else np.ones(x.shape)):
+        got = pullback(ct)[0]
+        assert type(got) is type(x) and got.dtype == x.dtype and np.all(got == fn(np.ones_like(x)))
