@@ -135,6 +135,10 @@ class Gen:
             # .sum() of them rounded otherwise, float32 and float16 in other bits)
             lambda: self.rng.choice([f"sum({a}[j % 3] * (0.5 + 0.1 * j) for j in range(12)) * 0.05",
                                      f"sum([{a}[j % 3] * (0.5 - 0.1 * j) for j in range(12)], {s}) * 0.05"]),
+            # np.sum with where= of 120 entries: numpy adds them one after another (its sum without where= pairwise:
+            # other float32/float16 bits; astad summed np.where(mask, x, 0))
+            lambda: f"np.sum(np.tile({a}, 40) * 0.7, where=np.tile(m, 40)"
+                    f"{self.rng.choice(['', ', initial=0.5'])}) * 0.02",
         ]
         return self.rng.choice(choices)()
 

@@ -178,6 +178,11 @@ def masked_reduction(lw: "Lowerer", op: str, b: dict, node: cst.Call, axis: Any,
             e_atom = lw.emit("neg", [inf]) if op == "max" else inf
         else:
             e_atom = Const.literal(e, Num((), "float64" if kind == "f" else "int64", py=True))
+        start = b["initial"] if given else Const.literal(0.0, Num((), "float64", py=True))
+        if op == "sum" and kind == "f" and isinstance(start, Const) and type(start.value) in (float, int) \
+                and start.name is None and lw.emit("where", [mask, x, e_atom]).type == t:  # (numpy's sum with
+            params = {"axis": axis, "keepdims": keep, **({"initial": start.value} if given else {})}  # where= adds
+            return lw.emit("masked_sum", [x, mask], params)  # one entry after another: not its pairwise sum's bits)
         x = lw.emit("where", [mask, x, e_atom])
         if x.type != t:  # (a mask of fewer dimensions: the same shape, as numpy's reduction reads it)
             raise lw.type_error(f"np.{op}: `where=` changed the array's type to {x.type}", node)
