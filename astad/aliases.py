@@ -66,7 +66,7 @@ KIND: dict[str, str] = {
         "abs", "add", "and_", "copy", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
         "eye", "floordiv", "full", "ge", "gt", "le", "len", "list_len", "log", "log_domain", "lt", "matmul",
         "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
-        "or_", "outer", "pow", "power", "prod", "prod_vjp", "scatter", "scatter_add", "select", "shape", "sign",
+        "or_", "outer", "pow", "power", "prod", "prod_vjp", "masked_sum", "scatter", "scatter_add", "select", "shape", "sign",
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim", "last_writes",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan",

@@ -186,6 +186,10 @@ def typed_cotangent(t: Type, ct: Any) -> Any:
             return float(ct) if t.py else np.dtype(t.dtype).type(ct)
         if type(ct) is np.ndarray and ct.dtype.kind in "iu":  # an integer cotangent of a float value: a float one
             return ct.astype(t.dtype)
+        if type(ct) is np.ndarray and ct.dtype.kind == "f" and ct.dtype != t.dtype and not t.py:
+            return ct.astype(t.dtype)  # (a float64 cotangent of a float32 value: the value's, as the code computes
+        if isinstance(ct, np.floating) and ct.dtype != t.dtype and not t.py:  # with; the arguments' theirs, README)
+            return np.dtype(t.dtype).type(ct)
         return ct
     if isinstance(t, TupleT) and isinstance(ct, (tuple, list)):
         typed = [typed_cotangent(ti, ci) for ti, ci in zip(t.items, ct)]

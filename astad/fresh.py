@@ -141,13 +141,16 @@ def _distinct(value: Any, seen: set[int]) -> Any:
 
 
 def zero_d_marks(value: Any) -> Any:
-    """Where ``value`` holds 0-d arrays: True for a 0-d array, a list (a dict) of the marks of a tuple's
-    or list's items (a dict's values) holding one, None for anything else (see :func:`zero_d`)."""
+    """Where ``value`` holds 0-d arrays: True for a 0-d array, False for a numpy float scalar, a list (a dict)
+    of the marks of a tuple's or list's items (a dict's values) holding one, None for anything else (see
+    :func:`zero_d`)."""
     t = type(value)
     if t is np.ndarray:
         return True if not value.shape else None
     if t in _SCALARS:
         return None
+    if isinstance(value, np.floating):  # False: a numpy scalar, whose cotangent is one (np.zeros_like(s) is 0-d)
+        return False
     if isinstance(value, (tuple, list)):
         marks = [zero_d_marks(v) for v in value]
         return marks if any(m is not None for m in marks) else None
@@ -160,11 +163,14 @@ def zero_d_marks(value: Any) -> Any:
 def zero_d(marks: Any, ct: Any) -> Any:
     """The cotangent ``ct`` of an argument with each leaf for a 0-d array of it (``marks``, see
     :func:`zero_d_marks`) a 0-d array, as JAX's (generated code computes it as numpy does: a numpy
-    scalar), also inside tuples, lists, dicts and NamedTuples."""
+    scalar), and each for a numpy scalar a numpy scalar (``np.zeros_like(s)`` is a 0-d array), also
+    inside tuples, lists, dicts and NamedTuples."""
     if ct is None or marks is None:
         return ct
     if marks is True:
         return ct if type(ct) is np.ndarray else np.asarray(ct)
+    if marks is False:
+        return ct[()] if type(ct) is np.ndarray and not ct.shape else ct
     if type(marks) is list and isinstance(ct, (tuple, list)) and len(marks) == len(ct):
         items = [zero_d(m, c) for m, c in zip(marks, ct)]
         if all(a is b for a, b in zip(items, ct)):

@@ -34,6 +34,9 @@ CASES: dict[str, list[tuple]] = {
     "std": [case(M), case(M, axis=0, ddof=1), case(A((1, 3)), axis=0), case(T3, axis=(0, 2), keepdims=True),
             case(A(()))],
     "nanmax": [case(M), case(M, axis=0), case(T3, axis=(1, 2), keepdims=True)],
+    # np.sum(x, where=mask)
+    "masked_sum": [case(M, B((2, 3))), case(M, B((3,)), axis=0), case(T3, B((2, 3, 4)), axis=(0, 2), keepdims=True),
+                   case(M, B((2, 1)), axis=1, initial=1.5)],
     "nanmin": [case(M), case(M, axis=1), case(T3, axis=2)],
     "trace": [case(A((3, 3))), case(A((3, 4)), offset=1), case(A((4, 3)), offset=-2),
               case(T3, axis1=2, axis2=0), case(T3, offset=1, axis1=1, axis2=-1)],

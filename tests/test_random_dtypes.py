@@ -51,7 +51,7 @@ class Gen:
         self.rng = rng
         self.dtypes = {"x": rng.choice(FLOATS), "y": rng.choice(FLOATS)}
         self.s_kind = rng.choice(["float", "float64", "float32", "float16"])
-        self.k_dtype = rng.choice(["int64", "int32"])
+        self.k_dtype = rng.choice(["int64", "int32", "uint8", "int8"])  # (numpy sums uint8 to uint64, int8 to int64)
         self.arrays = ["x", "y"]  # names of float arrays of shape (3,)
         self.scalars = ["s"]  # names of float scalars
         self.lines: list[str] = []
@@ -100,6 +100,11 @@ class Gen:
             lambda: f"np.maximum({a}, {b})",
             lambda: f"np.{self.dtype()}({a})",
             lambda: f"np.diff({a}, append={a}[:1])",  # (its transpose np.diff(ct, prepend=0, append=0) was float64)
+            # reductions of ints and bools: int64, or uint64 of unsigned ints (astad typed np.prod(m) a bool, np.sum
+            # of uint8 a uint8: x32 * np.sum(k) was typed float32, its cotangent float64)
+            lambda: f"{a} * np.{self.rng.choice(['sum', 'prod', 'cumsum', 'cumprod'])}({self.rng.choice(['k', 'm', 'k + 1'])})",
+            # np.dot and np.inner make a Python number a float64 array (np.dot(x32, 2.0) is float64; was float32)
+            lambda: f"np.{self.rng.choice(['dot', 'inner'])}({a}, {self.rng.choice(['0.5', '2', self.sc()])})",
         ]
         return self.rng.choice(choices)()
 
@@ -130,6 +135,10 @@ class Gen:
             # .sum() of them rounded otherwise, float32 and float16 in other bits)
             lambda: self.rng.choice([f"sum({a}[j % 3] * (0.5 + 0.1 * j) for j in range(12)) * 0.05",
                                      f"sum([{a}[j % 3] * (0.5 - 0.1 * j) for j in range(12)], {s}) * 0.05"]),
+            # np.sum with where= of 120 entries: numpy adds them one after another (its sum without where= pairwise:
+            # other float32/float16 bits; astad summed np.where(mask, x, 0))
+            lambda: f"np.sum(np.tile({a}, 40) * 0.7, where=np.tile(m, 40)"
+                    f"{self.rng.choice(['', ', initial=0.5'])}) * 0.02",
         ]
         return self.rng.choice(choices)()
 

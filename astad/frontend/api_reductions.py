@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir import FLOAT, Atom, Const, Num, TupleT
 from ..values import PyTuple, Ref
-from .api_specs import ApiSpec, Refused, dtype_params, elementwise, sig
+from .api_specs import ApiSpec, Refused, dtype_params, elementwise, refuse_axis_list, sig
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
@@ -62,6 +62,8 @@ def op_spec(op: str, signature: str, statics: tuple[str, ...] = (),
     def make(title: str) -> ApiSpec:
         def lower(lw: Lowerer, b: dict, node: cst.Call) -> Value:
             _refuse_unsupported(lw, b, node, title)
+            if title not in ("np.median", "np.average"):  # (those two take a list too)
+                refuse_axis_list(lw, b, node)
             x = _array(lw, b, node, title, title.startswith("."))
             params = _statics(lw, b, node, statics)
             if build is not None:
@@ -288,7 +290,8 @@ def _astype(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     if kind == "c":
         raise lw.type_error(".astype(): complex dtypes are not supported", node, "np.float64 or np.float32")
     assert isinstance(x.type, Num)
-    return lw.emit("astype" if kind == "f" else "astype_discrete", [x], {"dtype": dtype, "scalar": not x.type.shape})
+    # (x.astype of a 0-d array is a 0-d array, of a numpy scalar a numpy scalar: the method keeps which)
+    return lw.emit("astype" if kind == "f" else "astype_discrete", [x], {"dtype": dtype})
 
 
 def _squeeze(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:

@@ -19,7 +19,7 @@ from ..errors import AstadTypeError
 from ..ir import Atom, Const, ListT, Num, TupleT, Var
 from ..values import PyTuple, Ref
 from .abstract import literal_type
-from .api_specs import ApiSpec, Lower, atoms, dtype_params, elementwise, numpy_scalars, sig, spec
+from .api_specs import ApiSpec, Lower, arrays_of_numbers, atoms, dtype_params, elementwise, sig, spec
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
@@ -75,7 +75,7 @@ def _shape_const(dims: tuple) -> Const:
 
 
 def _axis(lw: Lowerer, axis: Any, ndim: int, node: cst.Call) -> int:
-    if not isinstance(axis, int) or not -ndim <= axis < max(ndim, 1):
+    if not isinstance(axis, int) or not -ndim <= axis < ndim:
         raise lw.type_error(f"axis {axis!r} is out of bounds for an array of dimension {ndim}", node)
     return axis % max(ndim, 1)
 
@@ -101,7 +101,7 @@ def _lower_tensordot(lw: Lowerer, b: dict, node: cst.Call) -> Value:
 
 
 def _lower_inner(lw: Lowerer, b: dict, node: cst.Call) -> Value:
-    x, y = numpy_scalars(lw, atoms(lw, b, node, "a", "b"))
+    x, y = arrays_of_numbers(lw, atoms(lw, b, node, "a", "b"))
     return lw.emit("mul" if 0 in (_ndim(x), _ndim(y)) else "inner", [x, y])
 
 
@@ -137,6 +137,9 @@ def _lower_moveaxis(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     if len(src) != len(dst):
         raise lw.type_error("np.moveaxis: `source` and `destination` must have the same number of elements", node)
     src, dst = [_axis(lw, a, nd, node) for a in src], [_axis(lw, a, nd, node) for a in dst]
+    for name, axes in (("source", src), ("destination", dst)):
+        if len(set(axes)) != len(axes):
+            raise lw.type_error(f"np.moveaxis: repeated axis in `{name}` argument", node)
     perm = [i for i in range(nd) if i not in src]
     for d, s in sorted(zip(dst, src)):
         perm.insert(d, s)

@@ -13,6 +13,7 @@ import libcst as cst
 import numpy as np
 
 from ..ir import Atom, Const, ListT, NoneT, Num, Var
+from ..values import PyTuple
 from .core import LowererCore as Lowerer  # an entry uses only the steps every room of the lowerer shares
 from .scopes import Value
 
@@ -97,9 +98,29 @@ def numpy_scalars(lw: "Lowerer", xs: list[Atom]) -> list[Atom]:
     return [lw.emit(op, [x], {"dtype": x.type.dtype, "scalar": True}), *xs[1:]]  # type: ignore[union-attr]
 
 
+def arrays_of_numbers(lw: "Lowerer", xs: list[Atom]) -> list[Atom]:
+    """Each Python number made numpy's scalar of its dtype (np.float64, np.int64, np.bool_): what
+    np.dot and np.inner compute with, as they make every operand an array (np.asarray(2.0) is float64,
+    not a weak Python float: ``np.dot(x32, 2.0)`` is float64)."""
+    out = []
+    for x in xs:
+        if isinstance(x.type, Num) and x.type.py and not x.type.shape:
+            op = "astype" if np.dtype(x.type.dtype).kind == "f" else "astype_discrete"
+            x = lw.emit(op, [x], {"dtype": x.type.dtype, "scalar": True})
+        out.append(x)
+    return out
+
+
 def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
     names = [n for n, _ in sig(signature)]
     return lambda title: ApiSpec(title, sig(signature), lambda lw, b, node: lw.emit(op, atoms(lw, b, node, *names)))
+
+
+def refuse_axis_list(lw: "Lowerer", b: dict, node: cst.Call) -> None:
+    """numpy's reductions take an int or a tuple as ``axis``: a list is numpy's TypeError."""
+    if isinstance(b.get("axis"), PyTuple) and b["axis"].is_list:
+        raise lw.type_error("`axis` is a list: numpy raises TypeError (an int or a tuple of ints)", node,
+                            "axis=(0, 1)")
 
 
 def reduction(op: str) -> Callable[[str], ApiSpec]:
@@ -115,6 +136,7 @@ def reduction(op: str) -> Callable[[str], ApiSpec]:
                 raise lw.type_error(f"`{unsupported}=` is not supported in reductions", node,
                                     "leave it out (a positional argument after `axis` is numpy's `dtype`/`out`; "
                                     "pass keepdims=... by keyword)")
+        refuse_axis_list(lw, b, node)
         axis = lw.static(lw.const_or(b["axis"]), node, "axis")
         keep = bool(lw.static(lw.const_or(b["keepdims"]), node, "keepdims"))
         if "initial" in b and (not _is_value(b["initial"], None) or not _is_value(b["where"], True)):
@@ -156,6 +178,11 @@ def masked_reduction(lw: "Lowerer", op: str, b: dict, node: cst.Call, axis: Any,
             e_atom = lw.emit("neg", [inf]) if op == "max" else inf
         else:
             e_atom = Const.literal(e, Num((), "float64" if kind == "f" else "int64", py=True))
+        start = b["initial"] if given else Const.literal(0.0, Num((), "float64", py=True))
+        if op == "sum" and kind == "f" and isinstance(start, Const) and type(start.value) in (float, int) \
+                and start.name is None and lw.emit("where", [mask, x, e_atom]).type == t:  # (numpy's sum with
+            params = {"axis": axis, "keepdims": keep, **({"initial": start.value} if given else {})}  # where= adds
+            return lw.emit("masked_sum", [x, mask], params)  # one entry after another: not its pairwise sum's bits)
         x = lw.emit("where", [mask, x, e_atom])
         if x.type != t:  # (a mask of fewer dimensions: the same shape, as numpy's reduction reads it)
             raise lw.type_error(f"np.{op}: `where=` changed the array's type to {x.type}", node)

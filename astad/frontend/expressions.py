@@ -17,7 +17,7 @@ from ..values import PyTuple, Ref
 from ..errors import UnsupportedFunctionError
 from ..ir import FLOAT, Atom, Bind, Const, ListT, NoneT, Num, Var, Loop, trip_count
 from . import lazy
-from .numpy_api import METHODS
+from .numpy_api import API, METHODS
 from .parse import UNSUPPORTED
 from .abstract import literal_type
 from .scopes import Value, Scope, is_list_value
@@ -202,6 +202,9 @@ class Expressions(LowererCore):
     def array_attribute(self, x: Atom, attr: str, node: cst.CSTNode) -> Value:
         t = x.type
         assert isinstance(t, Num)
+        if t.py and not hasattr({"f": float, "i": int, "b": bool}.get(np.dtype(t.dtype).kind, float), attr):
+            raise self.type_error(f"a Python number has no attribute `.{attr}` (Python raises AttributeError)", node,
+                                  f"np.{attr}(x)" if attr in API else f"np.float64(x).{attr}")
         if attr == "T":
             return self.emit("transpose", [x])
         if attr == "shape":
@@ -215,6 +218,9 @@ class Expressions(LowererCore):
         if attr == "real" and np.dtype(t.dtype).kind != "c":
             return x  # numpy: the array itself
         if attr in METHODS:
+            if attr == "dot" and not t.shape:  # (a numpy scalar has none; a 0-d array has)
+                raise self.type_error("`.dot()` of a number: a numpy scalar has no such method (Python raises "
+                                      "AttributeError)", node, "np.dot(x, y)")
             return Ref("method", METHODS[attr], x)
         raise self.syntax_error(f"array attribute `.{attr}` is not supported",
                                 "attributes .T .shape .ndim .size .dtype .real and methods " + ", ".join(sorted(METHODS)), node)

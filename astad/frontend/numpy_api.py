@@ -15,7 +15,7 @@ import numpy as np
 from ..ir import Atom, Const, ListT, Num, Var
 from ..values import PyTuple, Ref
 from . import api_elementwise, api_linalg, api_python, api_reductions, api_shape
-from .api_specs import (ApiSpec, atoms, constructor, dims, dtype_params, elementwise, like, numpy_scalars,  # noqa: F401
+from .api_specs import (ApiSpec, arrays_of_numbers, atoms, constructor, dims, dtype_params, elementwise, like, numpy_scalars,  # noqa: F401
                         reduction, sequence, sig, spec, static_params)
 from .core import LowererCore as Lowerer
 from .scopes import Value
@@ -75,7 +75,7 @@ def _lower_len(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
 
 
 def _lower_dot(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
-    x, y = numpy_scalars(lw, atoms(lw, b, node, "a", "b"))
+    x, y = arrays_of_numbers(lw, atoms(lw, b, node, "a", "b"))
     scalar = any(isinstance(t.type, Num) and t.type.ndim == 0 for t in (x, y))
     return lw.emit("mul" if scalar else "dot", [x, y])
 

@@ -201,8 +201,17 @@ def _qr_tangents(b, p, t):
     return q, r, x, c, w
 
 
+def _square(a: Atom) -> bool:
+    m, n = num(a.type).shape
+    return m is not None and m == n
+
+
 def _qr_q_jvp(b, p, out, ts):
+    """``dQ = Q (W - C) + dA R^-1``; of a square matrix ``Q W``: ``dA R^-1 - Q C`` is 0 there, computed it is
+    rounding times ``R^-1`` (of a singular matrix whose last pivot is ~1e-15, wrong by O(1))."""
     q, _, x, c, w = _qr_tangents(b, p, ts[0])
+    if _square(p.args[0]):
+        return mm(b, q, w)
     return b.prim("add", mm(b, q, b.prim("sub", w, c)), x)
 
 
@@ -218,6 +227,9 @@ def _qr_vjp(b, p, q_ct, r_ct):
     terms = ([mm(b, r_ct, mT(b, r))] if r_ct is not None else []) + \
             ([b.prim("neg", mm(b, mT(b, q), q_ct))] if q_ct is not None else [])
     n = terms[0] if len(terms) == 1 else b.prim("add", *terms)
+    if _square(p.args[0]):  # the same, as ``Q (R_bar + tril(N^T - N, -1) R^-T)``: R^-T only of a strictly lower
+        low = _right_inv_rt(b, b.prim("tril", b.prim("sub", mT(b, n), n), k=-1), r)  # triangle (see _qr_q_jvp)
+        return [mm(b, q, low if r_ct is None else b.prim("add", r_ct, low))]
     k = b.prim("add", b.prim("triu", n, k=0), b.prim("tril", mT(b, n), k=-1))
     total = mm(b, q, k) if q_ct is None else b.prim("add", q_ct, mm(b, q, k))
     return [_right_inv_rt(b, total, r)]

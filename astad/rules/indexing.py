@@ -63,6 +63,8 @@ def index_shape(shape: tuple, index: tuple, arg_types: Sequence[Type]) -> tuple:
             return 0
         return num(arg_types[it[1]]).ndim if isinstance(it, tuple) and it[0] == "mask" else 1
 
+    if sum(it is Ellipsis for it in index) > 1:
+        raise ShapeError("an index can only have a single ellipsis ('...')")
     n_consumed = sum(consumed(it) for it in index)
     if n_consumed > len(shape):
         raise ShapeError(f"too many indices for an array of dimension {len(shape)}")

@@ -284,6 +284,14 @@ def _solve_vjp(b, p, out, ct):
     return [sum_to(b, b.prim("neg", ga), a), sum_to(b, gb, rhs)]
 
 
+def _of_full_rank(b, a: Atom, d: Atom) -> Atom:
+    """``d`` where numpy's pinv keeps every singular value of ``a`` (``s > 1e-15 * max(s)``), else nans:
+    at a matrix of lower rank pinv is not continuous (``pinv(eps * T) = pinv(T) / eps``), no derivative exists."""
+    s = b.prim("svdvals", a)
+    kept = b.prim("gt", b.prim("min", s), b.prim("mul", b.const(1e-15), b.prim("max", s)))
+    return b.prim("where", kept, d, b.const(float("nan")))
+
+
 def _pinv_jvp(b, p, out, ts):
     """Golub and Pereyra: with ``P = pinv(A)`` of full rank,
     ``dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P``."""
@@ -295,7 +303,7 @@ def _pinv_jvp(b, p, out, ts):
     second = mm(left, b.prim("sub", tt, mm(mm(tt, a), out)))
     right = mm(pt, out)  # P^T P
     third = mm(b.prim("sub", tt, mm(out, mm(a, tt))), right)
-    return b.prim("add", b.prim("add", first, second), third)
+    return _of_full_rank(b, a, b.prim("add", b.prim("add", first, second), third))
 
 
 def _pinv_vjp(b, p, out, ct):
@@ -308,7 +316,7 @@ def _pinv_vjp(b, p, out, ct):
     second = b.prim("sub", left, mm(a, mm(out, left)))
     right = mm(mm(pt, out), gt)  # P^T P G^T
     third = b.prim("sub", right, mm(mm(right, out), a))
-    return [b.prim("add", b.prim("add", first, second), third)]
+    return [_of_full_rank(b, a, b.prim("add", b.prim("add", first, second), third))]
 
 
 # vector norms: ``ord`` 2 (also the Frobenius norm, over two axes) and any other p

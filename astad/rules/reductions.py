@@ -29,7 +29,9 @@ def _mean_dtype(d: str) -> str:
 
 
 def _sum_dtype(d: str) -> str:
-    return "int64" if np.dtype(d).kind in "bi" else d
+    """numpy's sum, prod and trace of booleans and integers: the platform's integer (unsigned: uint64)."""
+    kind = np.dtype(d).kind
+    return "int64" if kind in "bi" else "uint64" if kind == "u" else d
 
 
 def _sum_transpose(b, p, out, ct):
@@ -286,14 +288,43 @@ def _sum(x, axis=None, keepdims=False, dtype=None):
     return np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
 
 
+def _masked_sum(x, mask, axis=None, keepdims=False, initial=0.0):
+    return np.sum(x, axis=axis, keepdims=keepdims, initial=initial, where=mask)
+
+
+def _emit_masked_sum(a: list[Expr], ps: dict) -> Expr:
+    """``np.sum(x, where=mask)``: numpy adds the entries one after another there (no pairwise sum), so the
+    float32 and float16 sum of ``np.where(mask, x, 0)`` differs from it in its last bits."""
+    kw = {"axis": px.literal(ps["axis"])} if ps.get("axis") is not None else {}
+    if ps.get("keepdims"):
+        kw["keepdims"] = px.literal(True)
+    if "initial" in ps:
+        kw["initial"] = px.literal(ps["initial"])
+    return px.call("np.sum", [a[0]], **kw, where=a[1])
+
+
+def _masked_sum_jvp(b, p, out, ts):
+    """Linear in ``x`` but for ``initial``, a constant: the tangent is the masked sum of the tangent."""
+    if ts[0] is None:
+        return None
+    return b.prim("masked_sum", ts[0], p.args[1], **{k: v for k, v in dict(p.params).items() if k != "initial"})
+
+
+def _masked_sum_vjp(b, p, out, ct):
+    zero = Const.literal(0.0, Num((), "float64", py=True))
+    return [b.prim("where", p.args[1], _sum_transpose(b, p, out, ct)[0], zero), None]
+
+
 register(
     Primitive("sum", _sum, reduction(_sum_dtype), emit.reduction("sum"), zero_in=(0,), method="sum", kind=RULE,
               **linear(_sum_transpose)),
+    Primitive("masked_sum", _masked_sum, reduction(_sum_dtype), _emit_masked_sum, zero_in=(0,), kind=RULE,
+              **explicit(_masked_sum_jvp, _masked_sum_vjp)),
     Primitive("mean", np.mean, reduction(_mean_dtype), emit.reduction("mean"), zero_in=(0,), method="mean", kind=RULE,
               **linear(_mean_transpose)),
     Primitive("max", np.max, reduction(), emit.reduction("max"), method="max", kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
     Primitive("min", np.min, reduction(), emit.reduction("min"), method="min", kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
-    Primitive("prod", np.prod, reduction(), emit.reduction("prod"), method="prod", kind=RULE, **explicit(jvp_prod, vjp_prod)),
+    Primitive("prod", np.prod, reduction(_sum_dtype), emit.reduction("prod"), method="prod", kind=RULE, **explicit(jvp_prod, vjp_prod)),
     Primitive("nanmax", np.nanmax, reduction(), emit.reduction("nanmax"), kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
     Primitive("nanmin", np.nanmin, reduction(), emit.reduction("nanmin"), kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
     Primitive("var", np.var, reduction(_mean_dtype), _emit_stat("var"), kind=RULE, **explicit(jvp_var, vjp_var)),

@@ -121,7 +121,8 @@ def _scan_infer(dtype_rule: Any = None) -> Any:
 
 
 def _int_sum_dtype(d: str) -> str:
-    return "int64" if np.dtype(d).kind in "biu" else d
+    kind = np.dtype(d).kind  # (numpy's cumsum of unsigned integers: uint64)
+    return "int64" if kind in "bi" else "uint64" if kind == "u" else d
 
 
 def _diff_infer(ts: list[Type], params: dict) -> Type:

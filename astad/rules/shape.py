@@ -27,6 +27,8 @@ RULE, ZERO, DISCRETE, BACKWARD = (DerivativeKind.RULE, DerivativeKind.ZERO, Deri
 def _transpose_infer(ts: list[Type], params: dict) -> Type:
     x = num(ts[0])
     axes = params.get("axes") or tuple(reversed(range(x.ndim)))
+    if any(not -x.ndim <= a < x.ndim for a in axes):
+        raise ShapeError(f"axes {axes} are out of bounds for an array of dimension {x.ndim}")
     if sorted(a % max(x.ndim, 1) for a in axes) != list(range(x.ndim)):
         raise ShapeError(f"axes {axes} do not match an array of dimension {x.ndim}")
     return Num(tuple(x.shape[a] for a in axes), x.dtype)

@@ -134,6 +134,8 @@ def norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     axes = axis if isinstance(axis, tuple) else (axis,)
     out = []
     for a in axes:
+        if type(a) is not int:  # (not a float, nor a bool: numpy raises TypeError)
+            raise ShapeError(f"axis {a!r} is not an integer", "axis=0, or a tuple of ints")
         if not -ndim <= a < ndim:
             raise ShapeError(f"axis {a} is out of bounds for an array of dimension {ndim}")
         out.append(a % ndim)
