@@ -100,6 +100,8 @@ class Gen:
             lambda: f"np.maximum({a}, {b})",
             lambda: f"np.{self.dtype()}({a})",
             lambda: f"np.diff({a}, append={a}[:1])",  # (its transpose np.diff(ct, prepend=0, append=0) was float64)
+            # Python's sum of bool masks counts (0 + m + m: ints); numpy's m + m is their `or` (was astad's)
+            lambda: f"{a} * {self.rng.choice(['sum([m, m])', 'sum([m, m, m]) * 0.5', 'sum((m, ~m))', 'sum([m])'])}",
         ]
         return self.rng.choice(choices)()
 
@@ -130,6 +132,13 @@ class Gen:
             # .sum() of them rounded otherwise, float32 and float16 in other bits)
             lambda: self.rng.choice([f"sum({a}[j % 3] * (0.5 + 0.1 * j) for j in range(12)) * 0.05",
                                      f"sum([{a}[j % 3] * (0.5 - 0.1 * j) for j in range(12)], {s}) * 0.05"]),
+            # Python's sum of an array: its rows from 0 left to right (np.sum adds 15 elements pairwise,
+            # in other bits; an int32 array's sum is an int32, np.sum's an int64, which promotes float16 and
+            # float32 to float64); of a literal list from 0 (-0.0 + -0.0 is 0.0 there)
+            lambda: self.rng.choice([f"sum(np.concatenate([{a}] * 5) * (0.5 + {a}[0])) * 0.05",
+                                     f"sum({a}, {s}) * 0.25",
+                                     f"{a}[0] * sum(k) * 0.5",
+                                     f"np.arctan2(sum([-abs({a}[1]) * 0.0, -abs({a}[2]) * 0.0]), -1.0) * 0.25"]),
         ]
         return self.rng.choice(choices)()
 
