@@ -178,3 +178,106 @@ def test_unpacking_an_array_is_refused_with_what_to_write(tmp_path):
         with pytest.raises(astad.AstadTypeError, match=r"cannot unpack an array \(f64\[3\]\) into 3 names") as e:
             run()
         assert ":2:5:" in str(e.value) and "a0, a1, a2 = x[0], x[1], x[2]" in str(e.value)
+
+
+# ------------------------------------------------------------------ chained comparisons evaluate lazily
+
+CHAINS = """
+import math
+
+
+def guarded(x):
+    if 0.0 < x < math.sqrt(x):
+        return x * 2.0
+    return x * 3.0
+
+
+def announced(x):
+    if 0.0 < x < loud(x):
+        return x * 2.0
+    return x * 3.0
+
+
+def loud(v):
+    print("loud", v)
+    return v
+
+
+def int_guard(x, k):
+    if 0 < k < 10 // k:
+        return x * 2.0
+    return x * 3.0
+
+
+def long_chain(x, y):
+    return x * y if 0.0 < x < y < math.log(y - x) + 5.0 < 10.0 else x - y
+
+
+def as_value(x, y):
+    return x * y, 0.0 < x < y
+"""
+
+
+@pytest.fixture(scope="module")
+def chains(tmp_path_factory):
+    return load_program(CHAINS, tmp_path_factory.mktemp("chains"), "chains")
+
+
+@pytest.mark.parametrize("name, args", [("guarded", (-1.0,)), ("guarded", (0.25,)), ("guarded", (4.0,)),
+                                        ("announced", (-1.0,)), ("announced", (0.5,)),
+                                        ("int_guard", (1.5, 0)), ("int_guard", (1.5, 2)),
+                                        ("long_chain", (0.5, 0.2)), ("long_chain", (0.5, 0.7))])
+def test_chained_comparison_evaluates_what_python_evaluates(chains, name, args, capsys):
+    """`a < b < c` is `a < b and b < c` with `c` evaluated only where `a < b` holds: astad lowered every
+    comparator up front, so `0.0 < x < math.sqrt(x)` at x = -1 raised a math domain error where Python
+    returns -3.0 (and `10 // k` a ZeroDivisionError at k = 0, a call printed where Python does not call it)."""
+    f = getattr(chains, name)
+    want = f(*args)
+    printed = capsys.readouterr().out
+    tangents = tuple(1.0 if isinstance(a, float) else None for a in args)
+    for run in (lambda: astad.value_and_grad(f)(*args)[0], lambda: astad.vjp(f, *args)[0],
+                lambda: astad.jvp(f, args, tangents)[0]):
+        _same(run(), want)
+        assert capsys.readouterr().out == printed
+    assert astad.grad(f)(*args) == pytest.approx(central_differences(lambda v: f(v, *args[1:]), args[0]), rel=1e-6)
+
+
+# ------------------------------------------------------------------ `and`/`or`: the operand Python returns
+
+BOOL_OPS = """
+def either(x, c, d):
+    return x * 2.0, c or d
+
+
+def both(x, c, d):
+    return x * 2.0, c and d
+
+
+def computed(x, y):
+    c = x > 0.5
+    d = y > 0.5
+    return x * y, c or d, c and d, 0.0 < x < y
+"""
+
+
+@pytest.fixture(scope="module")
+def bool_ops(tmp_path_factory):
+    return load_program(BOOL_OPS, tmp_path_factory.mktemp("bool_ops"), "bool_ops")
+
+
+@pytest.mark.parametrize("c, d", [(np.True_, np.False_), (np.False_, np.True_), (np.False_, True), (True, np.False_),
+                                  (np.True_, True), (False, np.True_)])
+def test_and_or_give_the_operand_python_gives(bool_ops, c, d):
+    """`np.True_ or d` is np.True_ in Python (and `np.False_ and d` np.False_): astad gave the Python bools
+    True and False, of another type than the plain call's value."""
+    for f in (bool_ops.either, bool_ops.both):
+        for got in _values(f, (1.5, c, d)):
+            _same(got, f(1.5, c, d))
+
+
+@pytest.mark.parametrize("x, y", [(np.float64(1.0), 0.0), (np.float64(0.0), 1.0), (np.float64(0.0), 0.0),
+                                  (1.0, np.float64(0.0)), (0.0, np.float64(1.0)), (np.float64(0.7), np.float64(0.9))])
+def test_and_or_of_computed_bools_give_the_operand_python_gives(bool_ops, x, y):
+    f = bool_ops.computed
+    for got in _values(f, (x, y)):
+        _same(got, f(x, y))
