@@ -116,6 +116,14 @@ def scaled_by_int_sum(x, k):
 
 def maybe_empty(x):
     return sum(x[x > 5.0])
+
+
+def rows_maybe_empty(x, w):
+    return np.sum(sum(x[x[:, 0] > 5.0]) * w)
+
+
+def rows_maybe_empty_from_a_row(x, w):
+    return np.sum(sum(x[x[:, 0] > 5.0], w) * w)
 """
 
 
@@ -281,3 +289,19 @@ def test_and_or_of_computed_bools_give_the_operand_python_gives(bool_ops, x, y):
     f = bool_ops.computed
     for got in _values(f, (x, y)):
         _same(got, f(x, y))
+
+
+def test_sum_of_rows_that_may_be_none_is_refused_unless_its_start_is_a_row(array_sums):
+    """Python's sum of an array with no rows is its start (the int 0), not a row of zeros: where the number of
+    rows is known only when it runs, a start that is not a row is refused (the cotangent of `w` in
+    `np.sum(sum(x[mask]) * w)` came back as a number where `w` is a vector); a row start is differentiated."""
+    x, w = np.arange(6.0).reshape(3, 2) * 0.3 - 0.5, np.array([0.5, -1.5])
+    with pytest.raises(astad.AstadTypeError, match="whose number of rows is known only when it runs") as e:
+        astad.grad(array_sums.rows_maybe_empty, argnums=1)(x, w)
+    assert "np.sum(x, axis=0)" in str(e.value)
+    f = array_sums.rows_maybe_empty_from_a_row
+    for x_ in (x, x + 6.0):  # no rows selected, then two
+        for got in _values(f, (x_, w)):
+            _same(got, f(x_, w))
+        np.testing.assert_allclose(astad.grad(f, argnums=1)(x_, w), central_differences(lambda v: f(x_, v), w),
+                                   rtol=1e-6, atol=1e-8)

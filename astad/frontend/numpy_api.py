@@ -278,6 +278,11 @@ def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     x = lw.atom(xs, node)
     if isinstance(x.type, Num) and x.type.shape and x.type.shape[0] == 0:
         return start  # (Python adds no row: the start, an int 0 without one)
+    if (isinstance(x.type, Num) and len(x.type.shape) > 1 and x.type.shape[0] is None
+            and getattr(start.type, "shape", None) != x.type.shape[1:]):
+        raise lw.type_error(f"sum of the rows of an array of {x.type}, whose number of rows is known only when it "
+                            f"runs: where it has none, Python's sum is the start ({start}), not a row", node,
+                            "np.sum(x, axis=0) (a row of zeros where x has no rows), or sum(x, start) with a row start")
     # Python adds the rows left to right (np.sum adds pairwise, and sums small ints as int64)
     return lw.emit("py_sum_rows", [x] if no_start else [x, start])
 
