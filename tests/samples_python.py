@@ -19,6 +19,8 @@ CASES: dict[str, list[tuple]] = {
                  case(L(2, ()), P(), C(0))],
     # Python's sum of a run-time list, with and without a start (a scalar start with array elements)
     "py_sum": [case(L(3)), case(L(3, ())), case(L(3, ()), P()), case(L(3), A((2,))), case(L(2), P()), case(L(1, ()))],
+    # Python's sum of an array: its rows added left to right from 0 (or a start broadcast to a row)
+    "py_sum_rows": [case(A((4,))), case(A((3, 2))), case(A((3,)), P()), case(A((3, 2)), A((2,))), case(A((2, 2)), P())],
     # kind ZERO
     "py_round_digits": [case(P(-4, 4), ndigits=1), case(A((), -4, 4), ndigits=0)],
     # kind DISCRETE

@@ -1081,6 +1081,9 @@ class ControlFlowGen(Gen):
         if kind == 0:
             a = self.scalar_term(lists=False)
             lo, hi = self.pick([("-1.0", "0.2"), ("-0.5", "0.7"), ("0.0", "1.2"), ("-0.5", "0.5")])
+            if self.draw(st.integers(0, 3)) == 0:  # Python evaluates `hi` only where `lo < a` holds: no
+                self.counts["chain with a guarded bound"] += 1  # math domain error (astad's code raised one)
+                hi = f"{lo} + 2.0 * math.sqrt({a} - {lo})"
             return ("chain", lo, a, hi)
         a = self.scalar_term()
         b = self.scalar_term() if kind >= 4 else None
@@ -1610,8 +1613,8 @@ def programs(draw, first=None, scalar=False):
             for token, cond in g.conds.items():
                 ln = ln.replace(token, render(cond, instrumented))
             body.append("    " + (_instrument_calls(ln) if instrumented else ln))
-        return ("import numpy as np\n" + HELPERS + (MARGIN_HELPERS if instrumented else "") + "\n\n" + signature
-                + "\n".join(body) + "\n")
+        return ("import math\nimport numpy as np\n" + HELPERS + (MARGIN_HELPERS if instrumented else "") + "\n\n"
+                + signature + "\n".join(body) + "\n")
 
     renaming = lookalike_names(draw, source(False))
     return (renamed(source(False), renaming), renamed(source(True), renaming), g.params, dynamic,

@@ -105,6 +105,8 @@ class Gen:
             lambda: f"{a} * np.{self.rng.choice(['sum', 'prod', 'cumsum', 'cumprod'])}({self.rng.choice(['k', 'm', 'k + 1'])})",
             # np.dot and np.inner make a Python number a float64 array (np.dot(x32, 2.0) is float64; was float32)
             lambda: f"np.{self.rng.choice(['dot', 'inner'])}({a}, {self.rng.choice(['0.5', '2', self.sc()])})",
+            # Python's sum of bool masks counts (0 + m + m: ints); numpy's m + m is their `or` (was astad's)
+            lambda: f"{a} * {self.rng.choice(['sum([m, m])', 'sum([m, m, m]) * 0.5', 'sum((m, ~m))', 'sum([m])'])}",
         ]
         return self.rng.choice(choices)()
 
@@ -139,6 +141,13 @@ class Gen:
             # other float32/float16 bits; astad summed np.where(mask, x, 0))
             lambda: f"np.sum(np.tile({a}, 40) * 0.7, where=np.tile(m, 40)"
                     f"{self.rng.choice(['', ', initial=0.5'])}) * 0.02",
+            # Python's sum of an array: its rows from 0 left to right (np.sum adds 15 elements pairwise,
+            # in other bits; an int32 array's sum is an int32, np.sum's an int64, which promotes float16 and
+            # float32 to float64); of a literal list from 0 (-0.0 + -0.0 is 0.0 there)
+            lambda: self.rng.choice([f"sum(np.concatenate([{a}] * 5) * (0.5 + {a}[0])) * 0.05",
+                                     f"sum({a}, {s}) * 0.25",
+                                     f"{a}[0] * sum(k) * 0.5",
+                                     f"np.arctan2(sum([-abs({a}[1]) * 0.0, -abs({a}[2]) * 0.0]), -1.0) * 0.25"]),
         ]
         return self.rng.choice(choices)()
 

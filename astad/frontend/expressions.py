@@ -271,17 +271,20 @@ class Expressions(LowererCore):
         if isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
             return self.none_test(node)
         left = self.atom(self.expr(node.left), node.left)
-        result: Value | None = None
-        for comp in node.comparisons:
-            op = _CMP_OPS.get(type(comp.operator))
-            if op is None:
-                raise self.syntax_error("this comparison is not supported", "< <= > >= == !=", comp)
-            right = self.atom(self.expr(comp.comparator), comp.comparator)
-            test = self.emit(op, [left, right])
-            result = test if result is None else self.short_circuit(result, lambda t=test: t, is_and=True)
-            left = right
-        assert result is not None
-        return result
+        return self._comparisons(left, list(node.comparisons), node, id(node) in self.__dict__.get("_truth", ()))
+
+    def _comparisons(self, left: Atom, comps: list[cst.ComparisonTarget], node: cst.Comparison, truth: bool) -> Value:
+        """``left < b < c ...``: ``b < c ...`` lowered only where ``left < b`` holds, as Python evaluates
+        it (``0.0 < x < math.sqrt(x)`` at x = -1 is False in Python: no math domain error)."""
+        comp = comps[0]
+        op = _CMP_OPS.get(type(comp.operator))
+        if op is None:
+            raise self.syntax_error("this comparison is not supported", "< <= > >= == !=", comp)
+        right = self.atom(self.expr(comp.comparator), comp.comparator)
+        test = self.emit(op, [left, right])
+        if len(comps) == 1:
+            return test
+        return self.short_circuit(test, lambda: self._comparisons(right, comps[1:], node, truth), True, node, truth)
 
     def none_test(self, node: cst.Comparison) -> Const:
         """``x is None`` / ``x is not None``: whether ``x``'s type is None's (a value's type is fixed when
@@ -302,25 +305,44 @@ class Expressions(LowererCore):
 
     def expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
         is_and = isinstance(node.operator, cst.And)
-        left = self.expr(node.left)
-        return self.short_circuit(left, lambda: self.expr(node.right), is_and, node)
+        truth = self.__dict__.get("_truth", set())
+        if id(node) not in truth:
+            return self.short_circuit(self.expr(node.left), lambda: self.expr(node.right), is_and, node)
+        parts = (id(node.left), id(node.right))  # (their truth is all that matters too)
+        truth.update(parts)
+        try:
+            left = self.expr(node.left)
+            return self.short_circuit(left, lambda: self.expr(node.right), is_and, node, truth=True)
+        finally:
+            truth.difference_update(parts)
 
     def short_circuit(self, left: Value, right: Callable[[], Value], is_and: bool,
-                      node: cst.CSTNode | None = None) -> Value:
-        """``a and b`` / ``a or b`` on booleans, evaluating ``b`` only when Python would."""
+                      node: cst.CSTNode | None = None, truth: bool = False) -> Value:
+        """``a and b`` / ``a or b`` on booleans, evaluating ``b`` only when Python would; the value is
+        the operand Python returns, of its type (``np.True_ or b`` is ``np.True_``, not ``True``),
+        or, where only its ``truth`` matters (an ``if``'s test), a Python bool of its value."""
         c = self.bool_atom(left, node)
         if isinstance(c, bool):
             if c != is_and:
-                return Const.literal(c, literal_type(c))
-            r = self.bool_atom(right(), node)
-            return Const.literal(r, literal_type(r)) if isinstance(r, bool) else r
-        r_binds, _, r_val = self.branch(lambda: self.bool_atom(right(), node))
-        fixed = Const.literal(not is_and, literal_type(not is_and))
+                return self._bool_value(left, c, node, truth)
+            r = right()
+            return self._bool_value(r, self.bool_atom(r, node), node, truth)
+        r_binds, _, r_val = self.branch(
+            lambda: (lambda r: self._bool_value(r, self.bool_atom(r, node), node, truth))(right()))
+        # Python's value where it does not evaluate the right operand: the left one (a numpy bool stays one)
+        fixed = Const.literal(not is_and, literal_type(not is_and)) if truth or c.type.py else c
         t_binds, e_binds = (r_binds, []) if is_and else ([], r_binds)
-        if isinstance(r_val, bool):
-            r_val = Const.literal(r_val, literal_type(r_val))
         t_val, e_val = (r_val, fixed) if is_and else (fixed, r_val)
         return self.join(c, [("the value of `and`/`or`", t_val, e_val)], t_binds, e_binds)[0]
+
+    def _bool_value(self, value: Value, known: Atom | bool, node: cst.CSTNode | None, truth: bool) -> Atom:
+        """An operand of ``and``/``or`` as their value: the operand itself (a Python bool or a numpy one)."""
+        if not isinstance(known, bool):
+            return known
+        if truth:
+            return Const.literal(known, literal_type(known))
+        a = self.atom(value, node or self.node)
+        return Const.literal(known, literal_type(known)) if a.type.py else a
 
     def bool_atom(self, value: Value, node: cst.CSTNode | None) -> Atom | bool:
         a = self.atom(value, node or self.node)

@@ -267,16 +267,24 @@ def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     if hasattr(xs, "items"):
         if not xs.items:
             return start
-        total = lw.atom(xs.items[0], node)
-        if not no_start:
-            total = lw.emit("add", [start, total])
+        # from the start, 0 where none is given, as Python: `0 + x0` is not x0 for a -0.0 (0.0)
+        # nor for numpy bools (an int: True + True is 2, where numpy's bool + bool is True)
+        total = lw.emit("add", [start, lw.atom(xs.items[0], node)])
         for x in xs.items[1:]:
             total = lw.emit("add", [total, lw.atom(x, node)])
         return total
     if isinstance(xs, Var) and isinstance(xs.type, ListT):
         return lw.emit("py_sum", [xs] if no_start else [xs, start])
-    total = lw.emit("sum", [lw.atom(xs, node)], {"axis": 0, "keepdims": False})
-    return total if no_start else lw.emit("add", [start, total])
+    x = lw.atom(xs, node)
+    if isinstance(x.type, Num) and x.type.shape and x.type.shape[0] == 0:
+        return start  # (Python adds no row: the start, an int 0 without one)
+    if (isinstance(x.type, Num) and len(x.type.shape) > 1 and x.type.shape[0] is None
+            and getattr(start.type, "shape", None) != x.type.shape[1:]):
+        raise lw.type_error(f"sum of the rows of an array of {x.type}, whose number of rows is known only when it "
+                            f"runs: where it has none, Python's sum is the start ({start}), not a row", node,
+                            "np.sum(x, axis=0) (a row of zeros where x has no rows), or sum(x, start) with a row start")
+    # Python adds the rows left to right (np.sum adds pairwise, and sums small ints as int64)
+    return lw.emit("py_sum_rows", [x] if no_start else [x, start])
 
 
 BUILTINS: dict[Any, ApiSpec] = {

@@ -219,9 +219,13 @@ class Statements(LowererCore):
         if isinstance(target, cst.Name):
             self.scope.env[target.value] = self.name_result(value, target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
-            if not isinstance(value, PyTuple) or len(value.items) != len(target.elements):
-                n = len(value.items) if isinstance(value, PyTuple) else "a non-tuple"
-                raise self.type_error(f"cannot unpack {n} values into {len(target.elements)} names", target)
+            if not isinstance(value, PyTuple):
+                k = len(target.elements)
+                raise self.type_error(f"cannot unpack {_what(value)} into {k} names: astad unpacks tuples and lists",
+                                      target, hint="index it: " + ", ".join(f"a{i}" for i in range(k)) + " = "
+                                      + ", ".join(f"x[{i}]" for i in range(k)))
+            if len(value.items) != len(target.elements):
+                raise self.type_error(f"cannot unpack {len(value.items)} values into {len(target.elements)} names", target)
             for el, v in zip(target.elements, value.items):
                 if isinstance(el, cst.StarredElement):
                     raise self.syntax_error("`*` in unpacking is not supported", "name each element", el)
@@ -353,3 +357,11 @@ _IN_PLACE = tuple((f, hint) for f, hint in (
     (getattr(np, "copyto", None), "y = src.copy(), or y = np.where(mask, src, y) with where=mask"),
     (getattr(np, "fill_diagonal", None), "y = y.copy(); y[np.arange(n), np.arange(n)] = v"),
 ) if f is not None)
+
+
+def _what(value: Value) -> str:
+    """What a value that is not a tuple is, for a message: an array, a number, ..."""
+    t = getattr(value, "type", None)
+    if isinstance(t, Num):
+        return f"an array ({t})" if t.shape else "a number"
+    return "a value that is not a tuple"

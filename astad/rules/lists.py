@@ -13,7 +13,7 @@ import numpy as np
 from .. import pyexpr as px
 from ..ir import ListT, Num, Type
 from . import emit
-from .derive import linear, sum_to, zeros_of
+from .derive import linear, shape_atom, sum_to, zeros_of
 from .table import DerivativeKind, Expr, Primitive, ShapeError, norm_axes, num, register
 from .types import elementwise
 
@@ -99,6 +99,25 @@ def _emit_py_sum(a: list[Expr], ps: dict) -> Expr:
     return px.call("sum", a)
 
 
+def _py_sum_rows_infer(ts: list[Type], params: dict) -> Type:
+    """``sum(x, start)`` of an array: Python adds its rows (numpy scalars for a vector) left to
+    right from ``start`` (0 without one): the type of ``start + x[0] + x[1] + ...``."""
+    x = num(ts[0])
+    if not x.shape:
+        raise ShapeError(f"sum of a 0-d array ({x}): Python cannot iterate over it")
+    row = Num(x.shape[1:], x.dtype)
+    start = ts[1] if len(ts) > 1 else Num((), "int64", py=True)
+    out = _add_infer([start, row], {})
+    if num(out).shape != row.shape:
+        raise ShapeError(f"sum of the rows of {x} with a start of {start}: the start broadcasts the rows")
+    return _add_infer([out, row], {})
+
+
+def _py_sum_rows_transpose(b, p, out, ct):
+    """Every row (and ``start``) gets the cotangent of the sum."""
+    return [b.prim("broadcast_to", ct, shape_atom(b, p.args[0]))] + [sum_to(b, ct, s) for s in p.args[1:]]
+
+
 # --------------------------------------------------------------------------- transposes
 
 
@@ -175,6 +194,10 @@ register(
     # Python's `sum(xs)` / `sum(xs, start)` of a run-time list: added left to right, from 0
     Primitive("py_sum", lambda l, *start: sum(l, *start), _py_sum_infer, _emit_py_sum, kind=RULE,
               **linear(_py_sum_transpose)),
+    # Python's `sum(x)` / `sum(x, start)` of an array: its rows added left to right, from 0 (not
+    # np.sum's pairwise additions, nor its int64 for small ints)
+    Primitive("py_sum_rows", lambda x, *start: sum(x, *start), _py_sum_rows_infer, _emit_py_sum, kind=RULE,
+              **linear(_py_sum_rows_transpose)),
     Primitive("concatenate_list", lambda l, axis=0: np.concatenate(l, axis=axis), _concat_list_infer,
               emit.sequence_value("concatenate"), kind=RULE, **linear(_concat_list_transpose)),
 )
