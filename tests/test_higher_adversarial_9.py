@@ -63,3 +63,85 @@ def test_a_module_that_exits_or_prints_when_imported(tmp_path):
     assert proc.returncode == 0 and "imported" not in proc.stdout and "def f_backward" in proc.stdout
     proc = run(tmp_path, "show-derivative", f"{tmp_path / 'noext'}:f")
     assert proc.returncode == 2 and proc.stderr.startswith("astad: not a Python file:")
+
+
+# -- .source of a Jacobian after a call: the user's code is not run at zeros ---------------------------
+# ``.source`` (and Jupyter's ``_repr_markdown_``) of ``jacrev(f)``, ``jacobian(f)`` and
+# ``jacfwd(jacrev(f))`` after a call ran ``f`` at the remembered arguments, whose arrays are zeros in
+# place of the caller's (to know whether the output is one number): a ``while`` loop that ends only
+# away from zero never ended; an ``assert`` or a division by zero raised Python's own AssertionError
+# or ZeroDivisionError. The output's type now comes from the program's types.
+
+
+def doubles_until_large(x):
+    while np.sum(x) < 10.0:
+        x = x * 2.0 + x * x
+    return x
+
+
+def divides_by_the_first(x):  # (no assert here: pytest rewrites the asserts of test modules)
+    return np.log(x) * (1.0 / float(x[0]))
+
+
+@pytest.mark.parametrize("fn", [doubles_until_large, divides_by_the_first])
+@pytest.mark.parametrize("make", [astad.jacrev, astad.jacobian, lambda f: astad.jacfwd(astad.jacrev(f))],
+                         ids=["jacrev", "jacobian", "jacfwd_jacrev"])
+def test_source_after_a_call_does_not_run_the_function_at_zeros(fn, make):
+    import threading
+
+    x = np.array([0.5, 0.7])
+    d = make(fn)
+    got = d(x)
+    if make is astad.jacrev:
+        columns = [(fn(x + e) - fn(x - e)) / 2e-6 for e in np.eye(2) * 1e-6]
+        np.testing.assert_allclose(got, np.stack(columns, axis=-1), rtol=1e-6, atol=1e-6)
+    result = {}
+
+    def show():
+        result["md"] = d._repr_markdown_()
+        try:
+            result["text"] = d.source
+        except astad.AstadError as e:  # (jacfwd of the jacrev of a vector: not one program)
+            result["text"] = e
+
+    thread = threading.Thread(target=show, daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive(), ".source ran the user's while loop at zeros"
+    if make in (astad.jacrev, astad.jacobian):
+        assert "def " in result["text"] and "generated code" in result["md"]
+    else:
+        assert not isinstance(result["text"], astad.InternalError) and "no code to show" in result["md"]
+
+
+# -- .source_for with arguments a call would refuse; .source after a negative argnums ----------------
+# ``jacrev(f).source_for(x)`` (f takes two) crashed with Python's "TypeError: f() missing 1 required
+# positional argument"; arguments ``.source_for`` refused were remembered, so ``.source`` refused ever
+# after; ``hessian(f, argnums=-1)`` (any negative argnums) said it "has not been called yet" after a
+# call (its twin counted from the first argument was called, not it).
+
+
+def product(a, b):
+    return np.sum(a * b) * b
+
+
+def test_source_for_binds_as_a_call_and_forgets_what_it_refused():
+    x = np.array([0.5, 0.7])
+    for d in (astad.jacrev(product), astad.jacfwd(product), astad.hessian(product)):
+        d(x, 2.0)
+        shown = d.source
+        with pytest.raises(astad.AstadError, match="missing 1 required positional argument: 'b'"):
+            d.source_for(x)
+        assert d.source == shown
+
+
+def test_source_after_a_call_with_negative_argnums():
+    x = np.array([0.5, 0.7])
+    for make in (astad.hessian, astad.jacrev, astad.jacfwd):
+        d = make(product, argnums=-1)
+        d(x, 2.0)
+        shown = d.source
+        assert shown == make(product, argnums=1).source_for(x, 2.0)
+        with pytest.raises(astad.AstadError):
+            d.source_for(x)  # (one argument: -1 would be a)
+        assert d.source == shown
