@@ -1223,7 +1223,10 @@ class Gen:
         if kind == "one":
             return self.pick(names)
         k = self.draw(st.integers(2, 3))
-        return ", ".join(self.pick(names) for _ in range(k))
+        items = [self.pick(names) for _ in range(k)]
+        if self.draw(st.integers(0, 4)) == 0:  # an empty tuple among them (its zero is `()`: it crashed codegen)
+            items.insert(self.draw(st.integers(0, k - 1)), "()")  # (not last: callers add `+ ...` to it)
+        return ", ".join(items)
 
 
 @st.composite
