@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import astad
-from conftest import central_differences
 
 
 # -- an empty tuple in the output -----------------------------------------------------------------
@@ -145,3 +144,29 @@ def test_source_after_a_call_with_negative_argnums():
         with pytest.raises(astad.AstadError):
             d.source_for(x)  # (one argument: -1 would be a)
         assert d.source == shown
+
+
+# -- jacfwd of an output with a part of no real leaf before a real one ----------------------------------
+# Found by the random programs grown with an empty tuple among the outputs: ``jacfwd`` of
+# ``return (), 2 * x`` gave a zero Jacobian (a wrong derivative) and of ``return (n, n), 2 * x``
+# raised Python's IndexError: forward mode's tangent of such a part is one None, and the Jacobian's
+# columns were flattened without the value's structure, shifting the leaves after it.
+
+
+def empty_first(x):
+    return (), x * 2.0, x * 3.0
+
+
+def ints_first(x, n):
+    return (n, [n]), x * 2.0
+
+
+def test_jacfwd_of_an_output_with_a_part_of_no_real_leaf():
+    x = np.array([0.3, 0.5])
+    for fn, args in ((empty_first, (x,)), (ints_first, (x, 2))):
+        forward, reverse = astad.jacfwd(fn)(*args), astad.jacrev(fn)(*args)
+        np.testing.assert_array_equal(forward[1], 2.0 * np.eye(2))
+        np.testing.assert_array_equal(reverse[1], 2.0 * np.eye(2))
+    assert astad.jacfwd(empty_first)(x)[0] == ()
+    np.testing.assert_array_equal(astad.jacfwd(empty_first)(x)[2], 3.0 * np.eye(2))
+    assert astad.jacfwd(ints_first)(x, 2)[0] == (None, [None])
