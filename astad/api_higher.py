@@ -15,6 +15,7 @@ a ``Derived`` that is one program run the reverse macro over that program
 
 from __future__ import annotations
 
+import contextvars
 import functools
 from typing import Any, Callable, Sequence, Union
 
@@ -27,7 +28,7 @@ from .errors import AstadError, AstadTypeError, NonScalarOutputError
 from .ir import Type
 from .jacobians import basis, example, from_columns, is_real, skeleton
 from .api_vjp import program_vjp
-from .argnums import counted_from_first
+from .argnums import counted_from_first, shown_by
 from .programs import NoProgram, Program, cache_of, plain_program, vjp_program
 
 ArgNums = Union[int, Sequence[int]]
@@ -85,8 +86,22 @@ class Derived:
 
     def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
         """The program shown (compiled as forward mode with no tangents) and what it is."""
+        twin = shown_by(self, tuple(args))
+        if twin is not self:
+            found = twin._shown_what(args)
+            self.__dict__["_last_twin"] = twin
+            return found
+        return self._shown_with(args, self._program_shown)
+
+    def _shown_with(self, args: Sequence[Any], make: Callable[[tuple], Any]) -> Any:
+        """``make(args)``, args bound as a call binds them (remembered once it succeeds); with none given,
+        at the last call's, whose arrays are zeros in place of the caller's (jacobians.skeleton): there the
+        user's code is not run (it may loop forever or fail at zeros; see _output_of)."""
         if args:
-            self._last_args = tuple(args)
+            args = _bind(self, None, tuple(args), {})
+            found = make(args)
+            self._last_args = skeleton(args)
+            return found
         if self._last_args is None and isinstance(getattr(self, "inner", None), Plain):
             d = self.inner.rev._last  # type: ignore[attr-defined]
             if d is not None:
@@ -94,10 +109,17 @@ class Derived:
         if self._last_args is None:
             raise AstadError(f"{self.name} has not been called yet, so its argument types are unknown: call it "
                              "once, or pass example arguments (e.g. .ir('core', x))")
+        token = _SHOWING.set(True)
         try:
-            prog, what = self.program(self._last_args)[0], "as one program"
+            return make(self._last_args)
+        finally:
+            _SHOWING.reset(token)
+
+    def _program_shown(self, args: tuple) -> tuple[Any, str]:
+        try:
+            prog, what = self.program(args)[0], "as one program"
         except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
-            prog, what = self._part(self._last_args), self._part_label(self._last_args)
+            prog, what = self._part(args), self._part_label(args)
         return prog.forward(frozenset()), what
 
     def _part_label(self, args: Sequence[Any]) -> str:
@@ -142,8 +164,10 @@ class Derived:
     def _repr_markdown_(self) -> str:
         try:
             return f"**astad.{self.name}** — generated code:\n\n```python\n{self.source}```"
-        except AstadError:
-            return f"**astad.{self.name}** — not called yet"
+        except AstadError as e:
+            if self._last_args is None and shown_by(self, ()) is self:
+                return f"**astad.{self.name}** — not called yet"
+            return f"**astad.{self.name}** — no code to show: {str(e).splitlines()[0]}"
 
     def __repr__(self) -> str:
         return f"<astad.{self.name}>"
@@ -308,6 +332,40 @@ def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: b
     return out
 
 
+#: True while a program is made for .source or .ir at the remembered arguments (Derived._shown_with)
+_SHOWING: contextvars.ContextVar[bool] = contextvars.ContextVar("astad_showing", default=False)
+
+
+def _output_of(inner: Derived, args: Sequence[Any]) -> Any:
+    """``inner(*args)``; while showing code at remembered arguments (zeros in place of the caller's
+    arrays: the user's ``while`` loop may never end there, an ``assert`` or a division fail), a value of
+    the output's type made from the types of ``inner``'s program instead, or astad's error."""
+    if not _SHOWING.get():
+        return inner(*args)
+    prog, _ = inner.program(args)
+    return prog.select(_example_of(prog.fn.body.result.type, inner.name))
+
+
+def _example_of(t: Type, name: str) -> Any:
+    """A value of type ``t`` (see jacobians.example), tuples, lists and None included."""
+    from .ir import ListT, NoneT, Num, TupleT
+
+    if isinstance(t, TupleT):
+        return tuple(_example_of(x, name) for x in t.items)
+    if isinstance(t, NoneT):
+        return None
+    if isinstance(t, ListT):
+        if t.length is None or t.elem is None:
+            raise AstadError(f"astad cannot show the code of {name} at the last call's argument types: its output "
+                             f"is a list whose length is known only when it runs",
+                             hint="pass example arguments: .source_for(x, ...) or .ir(stage, x, ...)")
+        return [_example_of(t.elem, name) for _ in range(t.length)]
+    if isinstance(t, Num) and t.shape and not t.known_shape:  # a size known only when running: 2 (not 1, as
+        # most are: the program is then of one row of a Jacobian, which any size but 1 shows)
+        return np.broadcast_to(np.zeros((), t.dtype), tuple(2 if n is None else n for n in t.shape))
+    return example(t)
+
+
 def _require_scalar(name: str, value: Any) -> None:
     """The output of a function whose gradient is asked for is a real scalar."""
     if not (np.ndim(value) == 0 and is_real(np.asarray(value)) and not isinstance(value, tuple)):
@@ -383,7 +441,7 @@ class Grad(Derived):
         units = basis(args, nums)
         if len(units) != 1:
             return super().program(args)
-        _require_scalar(self.inner.name, self.inner(*args))  # (the column of a vector is not a gradient)
+        _require_scalar(self.inner.name, _output_of(self.inner, args))  # (the column of a vector is not a gradient)
         progs, extras = parts
         i = nums[0]
         q, tail = progs[i]

@@ -9,10 +9,10 @@ import functools
 from typing import Any, Callable, Sequence
 
 from . import api, fresh
-from .api_higher import (ArgNums, Derived, Plain, _bind, _columns_jvps, _inner, _nums, _seed, _tangent_programs,
-                         vjp_of)
+from .api_higher import (ArgNums, Derived, Plain, _bind, _columns_jvps, _inner, _nums, _output_of, _seed,
+                         _tangent_programs, vjp_of)
 from .api_vjp import program_vjp
-from .argnums import counted_from_first
+from .argnums import counted_from_first, shown_by
 from .jacobians import basis, from_columns, from_rows, out_basis, require_real
 from .programs import NoProgram, Program
 
@@ -68,14 +68,16 @@ class Jac(Derived):
 
     def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
         """jacrev of a derivative shows the reverse program over the derivative's (reverse over reverse)."""
-        if self.rows and not isinstance(self.inner, Plain):
-            if args:
-                self._last_args = tuple(args)
-            if self._last_args is not None:
-                try:
-                    return self.inner.program(self._last_args)[0].reverse(), "reverse over reverse"
-                except NoProgram:
-                    pass
+        twin = shown_by(self, tuple(args))
+        if twin is not self:
+            found = twin._shown_what(args)
+            self.__dict__["_last_twin"] = twin
+            return found
+        if self.rows and not isinstance(self.inner, Plain) and (args or self._last_args is not None):
+            try:
+                return self._shown_with(args, lambda a: (self.inner.program(a)[0].reverse(), "reverse over reverse"))
+            except NoProgram:
+                pass
         return super()._shown_what(args)
 
     def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
@@ -112,7 +114,7 @@ class Jac(Derived):
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
-            value = self.inner(*args)
+            value = _output_of(self.inner, args)
             if len(out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
                 return super().program(args)
             prog = self._vjp_program(args, nums, single)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from . import fresh
 from .api_forward import forward_of, padded
-from .api_higher import ArgNums, Derived, Grad, Plain, _bind, _nums, grad
+from .api_higher import ArgNums, Derived, Grad, Plain, _bind, _nums, _output_of, grad
 from .api_jacobians import Jac, jacfwd, jacrev
 from .argnums import counted_from_first
 from .errors import AstadTypeError
@@ -35,7 +35,7 @@ class Jacobian(Derived):
         if found is None:  # the sizes follow from the types: the primal runs once per signature
             nums, _ = _nums(self.argnums, len(args), self.name)
             n_in = len(basis(args, nums))
-            found = self.fwd if n_in <= len(out_basis(inner(*args))) else self.rev
+            found = self.fwd if n_in <= len(out_basis(_output_of(inner, args))) else self.rev
             if key is not None:
                 self._picked[key] = found
         return found

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 
-def counted_from_first(d: Any, n: int) -> Any:
+def counted_from_first(d: Any, n: int, remember: bool = True) -> Any:
     """``d``, or (where it or a derivative it differentiates has a negative ``argnums``) its twin with
     every ``argnums`` counted from the first of the ``n`` arguments passed by position, as JAX counts
     them: the programs below index the bound parameters, defaults and keywords included. One twin
@@ -17,6 +17,8 @@ def counted_from_first(d: Any, n: int) -> Any:
     if twins is None:  # (no negative argnums: found at the first call)
         return d
     if twins and n in twins:
+        if remember:  # (what .source shows: see shown_by)
+            d.__dict__["_last_twin"] = twins[n]
         return twins[n]
     levels, level = [], d
     while not getattr(level, "plain", False):
@@ -39,4 +41,14 @@ def counted_from_first(d: Any, n: int) -> Any:
             fn = x.with_argnums(fn, counted)
             fn.name = x.name
         twins[n] = fn
+    if remember:
+        d.__dict__["_last_twin"] = twins[n]
     return twins[n]
+
+
+def shown_by(d: Any, args: tuple) -> Any:
+    """Who shows ``d``'s code (``.source``, ``.ir``) at ``args`` (none: at the last call's): its twin
+    where it has negative ``argnums`` (see counted_from_first), else ``d``."""
+    if args:  # (remembered by the caller once the code is shown)
+        return counted_from_first(d, len(args), remember=False)
+    return d.__dict__.get("_last_twin", d)

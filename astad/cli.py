@@ -10,6 +10,7 @@ points at the source), 2 for a usage error (target, ``--arg``, annotation).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -36,11 +37,14 @@ def load_target(target: str) -> Any:
     if not sep or not where or not name:
         raise CliError(f"expected module:function or path/to/file.py:function, got {target!r}")
     try:
-        module = _import(where)
+        with contextlib.redirect_stdout(sys.stderr):  # what the module prints when imported is not the code shown
+            module = _import(where)
     except CliError:
         raise
     except Exception as e:  # the user's module failed to import (syntax error, exception at import, ...)
         raise CliError(f"cannot import {target}: {type(e).__name__}: {e}".splitlines()[0]) from None
+    except SystemExit as e:  # (its code would have been astad's exit status, with no message)
+        raise CliError(f"cannot import {target}: the module called sys.exit({e.code!r}) when imported") from None
     found = module
     for part in name.split("."):  # module:Class.method, say
         if not hasattr(found, part):
@@ -56,7 +60,8 @@ def _import(where: str) -> Any:
             raise CliError(f"no such file: {where}")
         sys.path.insert(0, str(path.parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
-        assert spec is not None and spec.loader is not None
+        if spec is None or spec.loader is None:
+            raise CliError(f"not a Python file: {where} (name it NAME.py, or give module:function)")
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
         spec.loader.exec_module(module)

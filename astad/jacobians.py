@@ -140,7 +140,7 @@ def _as_result(a: np.ndarray, leaf: Any) -> Any:
 def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
     """The Jacobian (out.shape + in.shape per pair of leaves) from one output tangent per input element."""
     out_leaves, out_rebuild = flatten(value)
-    col_leaves = [flatten(c)[0] for c in cols]
+    col_leaves = [leaves_like(value, c) for c in cols]
     result = []
     for o, leaf in enumerate(out_leaves):
         if not is_real(np.asarray(leaf)):  # a discrete output has no derivative
@@ -150,6 +150,18 @@ def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequenc
         stacked = np.stack([_shaped(c[o], shape) for c in col_leaves], axis=-1) if cols else np.zeros(shape + (0,))
         result.append(_split_inputs(stacked, shape, args, nums, single))
     return out_rebuild(result)
+
+
+def leaves_like(value: Any, t: Any) -> list[Any]:
+    """The leaves of ``t``, the tangent of ``value``, one per leaf of ``value``: None for each leaf of a
+    part whose tangent is None (a part with no real leaf: ``()``, ``(n, n)`` of ints), where flattening
+    ``t`` would give one None for the whole part and shift the leaves after it."""
+    if isinstance(value, (tuple, list, dict)):
+        if t is None:
+            return [None] * len(flatten(value)[0])
+        keys = list(value) if isinstance(value, dict) else range(len(value))
+        return [x for k in keys for x in leaves_like(value[k], t[k])]
+    return [t]
 
 
 def _split_inputs(stacked: np.ndarray, out_shape: tuple, args: Sequence[Any], nums: Sequence[int],
@@ -198,7 +210,7 @@ def from_rows(value: Any, rows: list[tuple], args: Sequence[Any], nums: Sequence
         per_arg = []
         for n, i in enumerate(nums):
             in_leaves, in_rebuild = flatten(args[i])
-            ct_leaves = [flatten(r[n])[0] for r in mine]
+            ct_leaves = [leaves_like(args[i], r[n]) for r in mine]
             parts = []
             for j, x in enumerate(in_leaves):
                 if not is_real(x):

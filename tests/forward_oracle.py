@@ -152,6 +152,8 @@ def _pairs(value, other, what="output"):
         assert isinstance(other, dict) and other.keys() == value.keys(), f"{what}: {other!r} is not like {value!r}"
         return [p for k in value for p in _pairs(value[k], other[k], f"{what}[{k!r}]")]
     if isinstance(value, (tuple, list)):
+        if other is None and not _has_real(value):  # (the tangent None of a part with no real leaf: `()`, `(n,)`)
+            return [(v, None, w) for v, _, w in _pairs(value, value, what)]
         assert isinstance(other, (tuple, list)) and len(other) == len(value), \
             f"{what}: {type(other).__name__} {other!r} is not like {value!r}"
         return [p for i, (v, o) in enumerate(zip(value, other)) for p in _pairs(v, o, f"{what}[{i}]")]

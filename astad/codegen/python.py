@@ -25,7 +25,7 @@ from . import inplace
 from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
-from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram,
+from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram, TupleT,
                  Unpack, Var, bound_var_names, use_counts)
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting, taped_and_summed
@@ -66,6 +66,8 @@ def _zero(t: object) -> Expr:
         return px.call("np.zeros", [px.literal(tuple(t.shape))], **kw)
     if isinstance(t, ListT) and not t.differentiable:  # no element has a cotangent (nothing appended yet)
         return px.literal(None)
+    if isinstance(t, TupleT) and not t.items:  # the empty tuple is its own zero (a function returning ``()``)
+        return px.literal(())
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
 
 
