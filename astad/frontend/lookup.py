@@ -130,6 +130,11 @@ class Lookup(LowererCore):
             return Ref("user", obj, path=path)
         if any(obj is k for k in _PY_DTYPES):
             return Ref("dtype", _PY_DTYPES[obj])
+        if obj is builtins.any or obj is builtins.all:  # (Python stops at the first true/false element)
+            raise UnsupportedFunctionError(
+                f"`{name}` is not supported: Python stops at the first element that decides it (one after it, "
+                "never evaluated, could raise)", self.loc(node),
+                "a `while` loop that stops there: i = 0; while i < len(xs) and not cond(xs[i]): i += 1; then i < len(xs)")
         return self.constant(obj, f"`{name}`", node, name, path)
 
     def fixed_value(self, name: str, obj: Any, node: cst.CSTNode) -> Value:

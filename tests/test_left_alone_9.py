@@ -1,0 +1,54 @@
+"""Items session 8 noticed and left alone (note20), each fixed or refused with astad's own error.
+
+Oracles: the plain Python call (values, dtypes, types), central differences in float64 (gradients),
+forward mode against reverse mode."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import central_differences, check_scalar_function
+
+
+# ------------------------------------------------------------------ 1. any/all stop at the first element that
+# decides them: an element after it is never evaluated by Python (math.log of a negative would raise).  astad
+# refuses them with its own error and a rewrite that stops there (which it differentiates).
+
+def any_of_logs(x, xs):
+    if any(math.log(v) > 0 for v in xs):
+        return x * 2.0
+    return x * 3.0
+
+
+def all_of_logs(x, xs):
+    return x * 2.0 if all(math.log(v) < 0 for v in xs) else x * 3.0
+
+
+def any_as_a_while(x, xs):
+    i = 0
+    while i < len(xs) and not math.log(xs[i]) > 0:
+        i += 1
+    return x * 2.0 if i < len(xs) else x * 3.0
+
+
+@pytest.mark.parametrize("f, xs", [(any_of_logs, [2.0, -1.0]), (all_of_logs, [2.0, -1.0])])
+def test_any_all_are_refused_with_astad_s_error(f, xs):
+    f(1.5, xs)  # Python stops before the negative element
+    for mode in (astad.grad, astad.value_and_grad):
+        with pytest.raises(astad.UnsupportedFunctionError, match=r"Python stops at the first element") as info:
+            mode(f)(1.5, xs)
+        assert "while" in str(info.value) and "^" in str(info.value)
+    with pytest.raises(astad.UnsupportedFunctionError, match=r"Python stops at the first element"):
+        astad.jvp(f, (1.5, xs), (1.0, None))
+
+
+@pytest.mark.parametrize("xs", [[2.0, -1.0], [0.5, 0.7]])
+def test_the_suggested_while_loop_stops_where_python_does(xs):
+    value, g = astad.value_and_grad(any_as_a_while)(1.5, xs)
+    assert value == any_as_a_while(1.5, xs)
+    assert g == pytest.approx(central_differences(lambda x: any_as_a_while(x, xs), 1.5))
+    assert astad.jvp(any_as_a_while, (1.5, xs), (1.0, None))[1] == pytest.approx(g)
