@@ -52,3 +52,47 @@ def test_the_suggested_while_loop_stops_where_python_does(xs):
     assert value == any_as_a_while(1.5, xs)
     assert g == pytest.approx(central_differences(lambda x: any_as_a_while(x, xs), 1.5))
     assert astad.jvp(any_as_a_while, (1.5, xs), (1.0, None))[1] == pytest.approx(g)
+
+
+# ------------------------------------------------------------------ 2. a list of math.cos(x) (a numpy float64
+# tangent) beside a Python float (its tangent a Python float, or zero where the element is constant): forward
+# mode refused it ("the elements of a list that is built in a loop must have one type") where reverse accepted it
+
+def zip_generator_map_with_a_constant(x):
+    s = 0.0
+    for a, b in zip((x * i for i in range(3)), map(math.cos, [x, 2, 3.0 * x])):
+        s = s + a * b
+    return s
+
+
+def zip_generator_and_a_mixed_list(x):
+    s = 0.0
+    for a, b in zip((x * i for i in range(2)), [math.cos(x), x]):
+        s = s + a * b
+    return s
+
+
+def mixed_list_read_at_run_time(x, n):
+    ys = [math.cos(x), x, 0.5]
+    s = 0.0
+    for i in range(n):
+        s = s + ys[i] * ys[i]
+    return s
+
+
+@pytest.mark.parametrize("f", [zip_generator_map_with_a_constant, zip_generator_and_a_mixed_list])
+def test_lists_of_numpy_and_python_float_tangents_in_both_modes(f):
+    check_scalar_function(f, (0.7, 1.3))
+    for x in (0.7, 1.3):
+        value, pushforward = astad.forward(f)(x)
+        assert value == f(x)
+        assert pushforward(1.0) == pytest.approx(central_differences(f, x), rel=1e-6)
+
+
+def test_a_mixed_list_read_at_run_time_in_both_modes():
+    f = mixed_list_read_at_run_time
+    for x in (0.7, -1.1):
+        want = central_differences(lambda v: f(v, 3), x)
+        value, g = astad.value_and_grad(f)(x, 3)
+        assert value == f(x, 3) and g == pytest.approx(want, rel=1e-6)
+        assert astad.jvp(f, (x, 3), (1.0, None)) == pytest.approx((f(x, 3), want), rel=1e-6)
