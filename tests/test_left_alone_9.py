@@ -96,3 +96,59 @@ def test_a_mixed_list_read_at_run_time_in_both_modes():
         value, g = astad.value_and_grad(f)(x, 3)
         assert value == f(x, 3) and g == pytest.approx(want, rel=1e-6)
         assert astad.jvp(f, (x, 3), (1.0, None)) == pytest.approx((f(x, 3), want), rel=1e-6)
+
+
+# ------------------------------------------------------------------ 3. an object whose __class__ property raises
+# (isinstance asks it): read as a global it was an InternalError, as an argument the user's own RuntimeError
+# from inside astad; now astad's own errors
+
+class _ClassRaises:
+    c = 2.0
+
+    @property
+    def __class__(self):
+        raise RuntimeError("no __class__ here")
+
+
+CLASS_RAISES = _ClassRaises()
+
+
+class _Holder:
+    pass
+
+
+HOLDER = _Holder()
+HOLDER.inner = _ClassRaises()
+
+
+def reads_a_global_whose_class_raises(x):
+    return x * CLASS_RAISES.c
+
+
+def reads_an_attribute_whose_class_raises(x):
+    return x * HOLDER.inner.c
+
+
+def takes_an_argument_whose_class_raises(x, o):
+    return x * o.c
+
+
+@pytest.mark.parametrize("f, shown", [(reads_a_global_whose_class_raises, "`CLASS_RAISES`"),
+                                      (reads_an_attribute_whose_class_raises, "`HOLDER.inner`")])
+def test_a_global_whose_class_raises_is_refused(f, shown):
+    assert f(1.5) == 3.0
+    for mode in (astad.grad, astad.value_and_grad, lambda f: astad.reverse(f)):
+        with pytest.raises(astad.UnsupportedFunctionError, match="raised RuntimeError: no __class__ here") as info:
+            mode(f)(1.5)
+        assert shown in str(info.value) and "^" in str(info.value)
+    with pytest.raises(astad.UnsupportedFunctionError, match="raised RuntimeError"):
+        astad.jvp(f, (1.5,), (1.0,))
+
+
+def test_an_argument_whose_class_raises_is_refused():
+    f = takes_an_argument_whose_class_raises
+    assert f(1.5, _ClassRaises()) == 3.0
+    with pytest.raises(astad.AstadTypeError, match="argument `o` is a _ClassRaises"):
+        astad.grad(f)(1.5, _ClassRaises())
+    with pytest.raises(astad.AstadTypeError, match="argument `o` is a _ClassRaises"):
+        astad.jvp(f, (1.5, _ClassRaises()), (1.0, None))
