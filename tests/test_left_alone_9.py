@@ -152,3 +152,73 @@ def test_an_argument_whose_class_raises_is_refused():
         astad.grad(f)(1.5, _ClassRaises())
     with pytest.raises(astad.AstadTypeError, match="argument `o` is a _ClassRaises"):
         astad.jvp(f, (1.5, _ClassRaises()), (1.0, None))
+
+
+# ------------------------------------------------------------------ 4. hypot at the origin: its derivative is
+# x / hypot(x, y), 0 / 0 there (nan); now 0, as |x|'s at 0 in astad (np.sign(0), math.fabs, abs) and as JAX's
+# jnp.hypot (a `where` at max(|x|, |y|) == 0).  abs(x) ** 0.5 at 0 stays nan: the chain rule gives
+# 0.5 * 0 ** -0.5 * sign(0) = inf * 0 (JAX gives nan too), and the function has a cusp there.
+
+def hypot_with_zero(x):
+    return math.hypot(x, 0.0)
+
+
+def np_hypot_with_zero(x):
+    return np.hypot(x, 0.0)
+
+
+def hypot_of_two(x, y):
+    return math.hypot(x, y) * 2.0
+
+
+def abs_of(x):
+    return abs(x)
+
+
+def fabs_of(x):
+    return math.fabs(x)
+
+
+def root_of_abs(x):
+    return abs(x) ** 0.5
+
+
+def sqrt_of_abs(x):
+    return math.sqrt(abs(x))
+
+
+@pytest.mark.parametrize("f", [hypot_with_zero, np_hypot_with_zero])
+def test_hypot_with_zero_has_the_derivative_of_abs(f):
+    check_scalar_function(f, (0.7, -1.3))  # away from 0: |x|'s, by central differences
+    for x in (0.0, -0.0):
+        for like in (abs_of, fabs_of):
+            want = astad.grad(like)(x)
+            assert want == 0.0
+            assert astad.grad(f)(x) == want
+            assert astad.value_and_grad(f)(x) == (f(x), want)
+            assert astad.jvp(f, (x,), (1.0,)) == (f(x), want)
+            assert astad.reverse(f)(x)[1](1.0) == (want,)
+
+
+def test_hypot_at_the_origin_and_away_from_it():
+    for x, y in ((0.7, -1.2), (0.0, 2.0), (-3.0, 0.0)):
+        g = astad.grad(hypot_of_two, argnums=(0, 1))(x, y)
+        assert g[0] == pytest.approx(central_differences(lambda v: hypot_of_two(v, y), x), rel=1e-6, abs=1e-9)
+        assert g[1] == pytest.approx(central_differences(lambda v: hypot_of_two(x, v), y), rel=1e-6, abs=1e-9)
+    assert astad.grad(hypot_of_two, argnums=(0, 1))(0.0, 0.0) == (0.0, 0.0)
+    assert astad.jvp(hypot_of_two, (0.0, 0.0), (1.0, -2.0))[1] == 0.0
+    xs = np.array([0.0, 0.5, -2.0])
+    value, pullback = astad.vjp(lambda a: np.hypot(a, 0.0), xs)
+    assert np.array_equal(value, np.abs(xs))
+    assert np.array_equal(pullback(np.ones(3))[0], np.sign(xs))
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("f", [root_of_abs, sqrt_of_abs])
+def test_root_of_abs_at_0_is_nan_as_the_chain_rule_gives(f):
+    check_scalar_function(f, (0.7, -1.3))
+    with np.errstate(all="ignore"):
+        chain = 0.5 * np.float64(0.0) ** -0.5 * np.sign(0.0)  # inf * 0
+    assert np.isnan(chain)
+    assert np.isnan(astad.grad(f)(0.0))
+    assert np.isnan(astad.jvp(f, (0.0,), (1.0,))[1])
