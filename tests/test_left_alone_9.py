@@ -222,3 +222,42 @@ def test_root_of_abs_at_0_is_nan_as_the_chain_rule_gives(f):
     assert np.isnan(chain)
     assert np.isnan(astad.grad(f)(0.0))
     assert np.isnan(astad.jvp(f, (0.0,), (1.0,))[1])
+
+
+# ------------------------------------------------------------------ 5. np.copy of a numpy scalar is a 0-d array
+# in numpy (its .copy() method keeps the scalar): astad gave the scalar
+
+def np_copy_returned(x):
+    y = np.copy(x)
+    return y
+
+
+def np_copy_of_a_global_scalar(x):
+    return np.copy(SCALAR) * x, np.copy(SCALAR)
+
+
+def copy_method_returned(x):
+    return x.copy()
+
+
+SCALAR = np.float64(2.0)
+
+
+@pytest.mark.parametrize("x", [np.float64(0.7), np.float32(0.7), np.array(0.7), np.array(0.7, dtype=np.float32)])
+def test_np_copy_of_a_numpy_scalar_is_a_0d_array(x):
+    for f in (np_copy_returned, copy_method_returned):
+        want = f(x)
+        value, g = astad.value_and_grad(f)(x)
+        assert type(value) is type(want) and value.dtype == want.dtype and value == want
+        assert type(g) is type(x) and g.dtype == x.dtype and g == 1.0  # a gradient has the argument's type
+        v, t = astad.jvp(f, (x,), (np.ones_like(x) if isinstance(x, np.ndarray) else x.dtype.type(1.0),))
+        assert type(v) is type(want) and type(t) is type(want) and t.dtype == want.dtype and t == 1.0
+    assert isinstance(np_copy_returned(x), np.ndarray)
+
+
+def test_np_copy_of_a_global_numpy_scalar():
+    want = np_copy_of_a_global_scalar(0.5)
+    value, pullback = astad.vjp(np_copy_of_a_global_scalar, 0.5)
+    assert [type(v) for v in value] == [type(w) for w in want] == [np.float64, np.ndarray]
+    assert value == want
+    assert pullback((1.0, np.array(1.0)))[0] == 2.0

@@ -99,6 +99,14 @@ def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     return lw.copy(x)
 
 
+def _lower_np_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    """``np.copy(x)``: ``x.copy()``, but a 0-d array of a numpy scalar (whose ``.copy()`` is a scalar) as numpy's."""
+    x = lw.atom(b["a"], node)
+    if isinstance(x.type, Num) and x.type.ndim == 0 and not x.type.py:
+        return lw.emit("copy", [x], {"array": True})
+    return _lower_copy(lw, b, node)
+
+
 def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     """``np.array(xs, dtype=None)``: a list or tuple stacked; an array copied (numpy's default, copy=True);
     converted to ``dtype`` when given (a conversion is a copy of its own)."""
@@ -206,7 +214,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "transpose": spec("a, axes=None", _lower_transpose),
     "reshape": spec("a, shape", _lower_reshape),
     "ravel": elementwise("ravel", "a"),
-    "copy": spec("a", _lower_copy),
+    "copy": spec("a", _lower_np_copy),
     "expand_dims": static_params("expand_dims", "a, axis", ("a",), ("axis",)),
     "concatenate": sequence("concatenate"),
     "stack": sequence("stack"),
