@@ -261,3 +261,23 @@ def test_np_copy_of_a_global_numpy_scalar():
     assert [type(v) for v in value] == [type(w) for w in want] == [np.float64, np.ndarray]
     assert value == want
     assert pullback((1.0, np.array(1.0)))[0] == 2.0
+
+
+# ------------------------------------------------------------------ 6. astad.reverse(f) and astad.forward(f) have
+# .source_for(*args), as astad.grad(f)'s: the code a call at args runs, before any call
+
+def sines(x, w):
+    return np.sum(np.sin(x) * w)
+
+
+@pytest.mark.parametrize("decorate", [astad.reverse, astad.forward])
+def test_source_for_of_reverse_and_forward(decorate):
+    for args, signature in (((0.5, 2.0), "x: float, w: float"), ((np.ones(3), 2.0), "x: f64[3], w: float")):
+        d = decorate(sines)
+        text = d.source_for(*args)
+        assert f"from sines({signature})" in text
+        value, derivative = d(*args)
+        assert value == sines(*args)
+        assert d.source == text
+        compile(text, "<source_for>", "exec")
+    assert decorate(sines).source_for(0.5, 2.0) != decorate(sines).source_for(np.ones(3), 2.0)
