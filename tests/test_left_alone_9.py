@@ -281,3 +281,47 @@ def test_source_for_of_reverse_and_forward(decorate):
         assert d.source == text
         compile(text, "<source_for>", "exec")
     assert decorate(sines).source_for(0.5, 2.0) != decorate(sines).source_for(np.ones(3), 2.0)
+
+
+# ------------------------------------------------------------------ 7. an int argument has no tangent: a
+# pushforward (and astad.jvp) takes None, or a zero of the argument's shape (held constant either way), and
+# refuses anything else with one message (it said "must be None" and took 0.0 and np.zeros(5) for an int)
+
+def scaled_by_count(x, n):
+    return x * n
+
+
+def scaled_by_ints(x, k):
+    return np.sum(x * k)
+
+
+@pytest.mark.parametrize("held", [None, 0, 0.0, -0.0, np.float64(0.0), np.array(0.0), False])
+def test_an_int_argument_held_constant(held):
+    value, pushforward = astad.forward(scaled_by_count)(1.5, 3)
+    assert value == 4.5 and pushforward(1.0, held) == 3.0
+    assert astad.jvp(scaled_by_count, (1.5, 3), (1.0, held)) == (4.5, 3.0)
+
+
+@pytest.mark.parametrize("given, shown", [(1.0, "got 1.0"), (1, "got 1"), (np.nan, "got nan"), (2.0, "got 2.0")])
+def test_an_int_argument_given_a_tangent_is_refused(given, shown):
+    value, pushforward = astad.forward(scaled_by_count)(1.5, 3)
+    pushforward(1.0, 0.0)  # accepted before, then refused: no state kept between the calls
+    message = r"argument `n` of scaled_by_count must be None \(or zero, of the argument's shape\): the argument " \
+              r"is int, which is discrete"
+    with pytest.raises(astad.AstadTypeError, match=message) as info:
+        pushforward(1.0, given)
+    assert shown in str(info.value)
+    astad.jvp(scaled_by_count, (1.5, 3), (1.0, 0.0))
+    with pytest.raises(astad.AstadTypeError, match=message):
+        astad.jvp(scaled_by_count, (1.5, 3), (1.0, given))
+
+
+def test_an_int_array_argument_takes_none_or_zeros_of_its_shape():
+    x, k = np.array([0.5, 1.0, 2.0]), np.arange(3)
+    want = (scaled_by_ints(x, k), float(np.sum(k)))
+    for held in (None, np.zeros(3), np.zeros(3, dtype=np.int64)):
+        assert astad.jvp(scaled_by_ints, (x, k), (np.ones(3), held)) == want
+    for given, shown in ((np.zeros(2), "of shape (2,)"), (np.ones(3), "of shape (3,)"), (0.0, "got 0.0")):
+        with pytest.raises(astad.AstadTypeError, match="argument `k` of scaled_by_ints must be None") as info:
+            astad.jvp(scaled_by_ints, (x, k), (np.ones(3), given))
+        assert shown in str(info.value)
