@@ -325,3 +325,62 @@ def test_an_int_array_argument_takes_none_or_zeros_of_its_shape():
         with pytest.raises(astad.AstadTypeError, match="argument `k` of scaled_by_ints must be None") as info:
             astad.jvp(scaled_by_ints, (x, k), (np.ones(3), given))
         assert shown in str(info.value)
+
+
+# ------------------------------------------------------------------ 8. sum of a list written out, without start:
+# Python adds from 0 (0 + x0 + x1 + ...); astad added from x0: sum([-0.0]) was -0.0 (Python 0.0), sum([True])
+# True (Python 1), and sum([b, b]) of numpy bools np.True_ (a logical or; Python 2)
+
+def sum_of_one(x):
+    return sum([x])
+
+
+def sum_of_two(x):
+    return sum([x, x]) * 3.0
+
+
+def sum_of_products(x, y):
+    return sum([x * y, -x * y, 2.0 * x])
+
+
+def sum_of_bools(x, b):
+    return sum([b, b]) * x
+
+
+def sum_of_one_bool(x, b):
+    return sum([b]), x
+
+
+@pytest.mark.parametrize("x", [-0.0, 0.0, 0.7, np.float32(-0.0), np.float64(-0.0), np.array(-0.0),
+                               np.array([-0.0, 1.5], dtype=np.float16)])
+def test_sum_of_a_list_from_0(x):
+    for f in (sum_of_one, sum_of_two):
+        want = f(x)
+        value, pullback = astad.vjp(f, x)
+        assert type(value) is type(want) and np.array_equal(value, want)
+        assert np.array_equal(np.signbit(value), np.signbit(want))  # 0.0, not -0.0
+        assert np.dtype(getattr(value, "dtype", float)) == np.dtype(getattr(want, "dtype", float))
+        v, t = astad.jvp(f, (x,), (np.ones_like(x) if isinstance(x, np.ndarray) else type(x)(1.0),))
+        assert np.array_equal(np.signbit(v), np.signbit(want)) and np.array_equal(v, want)
+    check_scalar_function(sum_of_two, (0.7, -1.2))
+
+
+def test_sum_of_products_from_0():
+    for x, y in ((-0.0, 1.0), (0.0, -2.0), (0.7, 1.3)):
+        value, g = astad.value_and_grad(sum_of_products, argnums=(0, 1))(x, y)
+        want = sum_of_products(x, y)
+        assert value == want and math.copysign(1.0, value) == math.copysign(1.0, want)
+        assert g[0] == pytest.approx(central_differences(lambda v: sum_of_products(v, y), x))
+        assert g[1] == pytest.approx(central_differences(lambda v: sum_of_products(x, v), y))
+
+
+@pytest.mark.parametrize("b", [True, np.True_, np.array([True, False])])
+def test_sum_of_bools_counts(b):
+    want = sum_of_bools(1.5, b)
+    value, pullback = astad.vjp(sum_of_bools, 1.5, b)
+    assert np.array_equal(value, want) and type(value) is type(want)
+    assert pullback(np.ones_like(want))[0] == pytest.approx(np.sum(want) / 1.5)
+    want = sum_of_one_bool(1.5, b)
+    value, _ = astad.reverse(sum_of_one_bool)(1.5, b)
+    assert type(value[0]) is type(want[0]) and np.array_equal(value[0], want[0])
+    assert np.asarray(value[0]).dtype == np.asarray(want[0]).dtype

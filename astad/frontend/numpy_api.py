@@ -276,7 +276,8 @@ def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
         if not xs.items:
             return start
         total = lw.atom(xs.items[0], node)
-        if not no_start:
+        if not no_start or not (type(total) is Const and type(total.value) in (int, float) and total.value != 0):
+            # (from 0, as Python: 0 + -0.0 is 0.0, 0 + True is 1 and 0 + np.True_ + np.True_ is 2, not True)
             total = lw.emit("add", [start, total])
         for x in xs.items[1:]:
             total = lw.emit("add", [total, lw.atom(x, node)])
