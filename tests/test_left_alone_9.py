@@ -384,3 +384,54 @@ def test_sum_of_bools_counts(b):
     value, _ = astad.reverse(sum_of_one_bool)(1.5, b)
     assert type(value[0]) is type(want[0]) and np.array_equal(value[0], want[0])
     assert np.asarray(value[0]).dtype == np.asarray(want[0]).dtype
+
+
+# ------------------------------------------------------------------ 9. % and // by 0 on numpy values: the value is
+# nan (±inf for a // 0), the derivative was finite (1 and ±inf for %, 0 for //); now nan where the divisor is 0,
+# and as before elsewhere (Python floats raise ZeroDivisionError in the primal, as Python does)
+
+def mod_of(x, y):
+    return x % y
+
+
+def np_mod_of(x, y):
+    return np.mod(x, y)
+
+
+def fmod_of(x, y):
+    return np.fmod(x, y)
+
+
+def floordiv_of(x, y):
+    return (x // y) * x
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("f", [mod_of, np_mod_of, fmod_of, floordiv_of])
+def test_by_zero_the_derivative_is_nan(f):
+    x, y = np.array([1.5, 2.5, -1.0, 0.0]), np.array([0.0, 1.0, 0.0, 0.0])
+    value, pullback = astad.vjp(f, x, y)
+    want = f(x, y)
+    assert np.array_equal(value, want, equal_nan=True)
+    dx, dy = pullback(np.ones(4))
+    tx = astad.jvp(f, (x, y), (np.ones(4), None))[1]
+    ty = astad.jvp(f, (x, y), (None, np.ones(4)))[1]
+    for d in (dx, dy, tx, ty):
+        assert np.isnan(d[[0, 2, 3]]).all()
+    h = 1e-6  # where y != 0: central differences
+    assert dx[1] == pytest.approx((f(x[1] + h, y[1]) - f(x[1] - h, y[1])) / (2 * h))
+    assert dy[1] == pytest.approx((f(x[1], y[1] + h) - f(x[1], y[1] - h)) / (2 * h))
+    assert tx[1] == pytest.approx(dx[1]) and ty[1] == pytest.approx(dy[1])
+    g = astad.grad(lambda a, b: np.sum(f(a, b)), argnums=(0, 1))(np.float64(1.5), np.float64(0.0))
+    assert all(np.isnan(v) for v in g)
+
+
+@pytest.mark.parametrize("f", [mod_of, floordiv_of])
+def test_python_floats_by_zero_raise_and_elsewhere_agree(f):
+    with pytest.raises(ZeroDivisionError):
+        astad.grad(f)(1.5, 0.0)
+    for x, y in ((1.7, 0.5), (-1.7, 0.5), (1.7, -0.3)):
+        g = astad.grad(f, argnums=(0, 1))(x, y)
+        assert type(g[0]) is float and type(g[1]) is float
+        assert g[0] == pytest.approx(central_differences(lambda v: f(v, y), x))
+        assert g[1] == pytest.approx(central_differences(lambda v: f(x, v), y), abs=1e-9)
