@@ -67,7 +67,7 @@ KIND: dict[str, str] = {
         "eye", "floordiv", "full", "ge", "gt", "le", "len", "list_len", "log", "log_domain", "lt", "matmul",
         "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "masked_sum", "scatter", "scatter_add", "select", "shape", "sign",
-        "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "tan", "tanh",
+        "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "sum_initial", "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim", "last_writes",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan",
         "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert", "real_power",

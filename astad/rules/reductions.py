@@ -41,6 +41,18 @@ def _sum_transpose(b, p, out, ct):
     return [b.prim("broadcast_to", expand_reduced(b, ct, p), shape_atom(b, x))]
 
 
+def _sum_initial_transpose(b, p, out, ct):
+    """``np.sum(x, initial=c)``: ``x`` gets sum's cotangent, ``c`` (a number added to every result) their sum."""
+    x, c = p.args
+    return [_sum_transpose(b, p, out, ct)[0], like_scalar(b, b.prim("sum", ct, axis=None, keepdims=False), c)]
+
+
+def _emit_sum_initial(a: list[Expr], ps: dict) -> Expr:
+    """``np.sum(x, axis=..., initial=c)``: numpy adds from ``c`` (not ``np.sum(x) + c``: other roundings)."""
+    kw = {"axis": px.literal(ps["axis"])} if ps.get("axis") is not None else {}
+    return px.call("np.sum", a[:1], **kw, **({"keepdims": px.literal(True)} if ps.get("keepdims") else {}), initial=a[1])
+
+
 def _count(b, p, out, numpy: bool = False) -> Atom:
     """The number of entries a reduction ``p`` takes each result from (a literal when known; with
     ``numpy``, an np.float64 at run time: dividing by it gives inf or nan at 0, as numpy does, not
@@ -320,6 +332,9 @@ register(
               **linear(_sum_transpose)),
     Primitive("masked_sum", _masked_sum, reduction(_sum_dtype), _emit_masked_sum, zero_in=(0,), kind=RULE,
               **explicit(_masked_sum_jvp, _masked_sum_vjp)),
+    Primitive("sum_initial", lambda x, c, axis=None, keepdims=False: np.sum(x, axis=axis, keepdims=keepdims, initial=c),
+              lambda ts, ps: reduction(_sum_dtype)(ts[:1], ps), _emit_sum_initial, kind=RULE,
+              **linear(_sum_initial_transpose)),
     Primitive("mean", np.mean, reduction(_mean_dtype), emit.reduction("mean"), zero_in=(0,), method="mean", kind=RULE,
               **linear(_mean_transpose)),
     Primitive("max", np.max, reduction(), emit.reduction("max"), method="max", kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),
