@@ -201,10 +201,10 @@ def masked_reduction(lw: "Lowerer", op: str, b: dict, node: cst.Call, axis: Any,
                                                           or ct.dtype == t.dtype)):
         raise lw.type_error(f"np.{op}: `initial=` must be a number numpy keeps as it is in a {t.dtype} result, not "
                             f"{ct}", node, f"a Python number, or np.{op}(x) combined with it yourself")
-    if op == "sum":  # numpy adds from c (np.sum(x) + c rounds otherwise)
-        return lw.emit("sum_initial", [x, c], {"axis": axis, "keepdims": keep})
+    if op in ("sum", "prod"):  # numpy starts from c (np.sum(x) + c rounds otherwise)
+        return lw.emit(f"{op}_initial", [x, c], {"axis": axis, "keepdims": keep})
     out = lw.emit(op, [x], {"axis": axis, "keepdims": keep})
-    return lw.emit({"prod": "mul", "max": "maximum", "min": "minimum"}[op], [out, c])
+    return lw.emit({"max": "maximum", "min": "minimum"}[op], [out, c])
 
 
 def _is_value(v: Any, value: Any) -> bool:
