@@ -464,6 +464,10 @@ class Reverse:
         """The generated Python source for the most recent argument types."""
         return self._current(()).source
 
+    def source_for(self, *args: Any) -> str:
+        """The generated Python source a call at ``args`` runs (:attr:`source` once called so)."""
+        return self._current(args).source
+
     def ir(self, stage: str = "optimised", *args: Any) -> str:
         """The IR after a stage: 'core', 'structural' (with dup/drop), 'activity' (its
         inactive bindings marked), 'ad', or 'optimised'."""

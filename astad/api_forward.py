@@ -247,10 +247,12 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
         if tv is None and isinstance(t, NoneT):  # (the leaf of a structured tangent at a None: {'b': None})
             return None
         raise AstadTypeError(f"{what}: an argument of type {t} takes no tangent (give None)")
-    if not t.differentiable:
-        if tv is None or _is_zero(tv):  # (None: a leaf of a structured tangent)
+    if not t.differentiable:  # no tangent: None (a leaf of a structured tangent too), or zeros of its shape
+        if tv is None or (_is_zero(tv) and _fits(t.shape, np.shape(tv))):
             return None
-        raise AstadTypeError(f"{what} must be None: the argument is {t}, which is discrete (no tangent)")
+        got = f"{tv!r}" if np.ndim(tv) == 0 else f"a {type(tv).__name__} of shape {np.shape(tv)}"
+        raise AstadTypeError(f"{what} must be None (or zero, of the argument's shape): the argument is {t}, which "
+                             f"is discrete (it has no tangent); got {got}", hint="None")
     if isinstance(tv, (bool, np.bool_)) or not (isinstance(tv, (float, int, np.floating, np.integer, np.ndarray))
                                                 or backends.array_backend(tv) is not None):
         raise AstadTypeError(f"{what} must be a float or an array of floats like the argument ({t}), "
@@ -258,7 +260,7 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
     if type(tv) is not float:  # a subclass (np.matrix, a masked array) is refused as an argument is: its * is not numpy's
         abstract(tv, what)
     shape = np.shape(tv)
-    if len(shape) != len(t.shape) or any(d is not None and d != s for d, s in zip(t.shape, shape)):
+    if not _fits(t.shape, shape):
         expected = tuple("?" if d is None else d for d in t.shape)
         raise AstadTypeError(f"{what} must have shape {expected} like the argument, got shape {shape}")
     dtype = tv.dtype if backends.array_backend(tv) is not None else np.asarray(tv).dtype  # a Dask one uncomputed
@@ -269,6 +271,11 @@ def _leaf(t: Type, tv: Any, what: str) -> Any:
     if type(tv) is float and not t.py:  # a Python float is weak in every operation, the argument (a numpy scalar,
         return np.dtype(t.dtype).type(tv)  # a 0-d array) is not: as it is, x32 * tv would round a float64 tangent
     return tv
+
+
+def _fits(shape: tuple, given: tuple) -> bool:
+    """Whether a tangent's shape ``given`` is the argument's ``shape`` (None: a size known at run time)."""
+    return len(given) == len(shape) and all(d is None or d == s for d, s in zip(shape, given))
 
 
 def _is_zero(tv: Any) -> bool:

@@ -29,6 +29,10 @@ class Perm:
 
 
 CASES: dict[str, list[tuple]] = {
+    "sum_initial": [case(M, P(), axis=0), case(A((5,)), P()), case(M, A(()), axis=1, keepdims=True),
+                    case(T3, P(), axis=(0, 2))],
+    "prod_initial": [case(M, P(), axis=0), case(A((5,)), P()), case(M, A(()), axis=1, keepdims=True),
+                     case(T3, P(), axis=(0, 2))],
     "var": [case(M), case(M, axis=0), case(M, axis=1, keepdims=True), case(T3, axis=(0, 2), ddof=1),
             case(A((5,)), ddof=2), case(A(())), case(M, axis=None, keepdims=True)],
     "std": [case(M), case(M, axis=0, ddof=1), case(A((1, 3)), axis=0), case(T3, axis=(0, 2), keepdims=True),

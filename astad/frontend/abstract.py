@@ -38,9 +38,10 @@ _DICT_TYPES = (dict, collections.OrderedDict)
 def abstract(value: Any, what: str) -> Type:
     """The abstract type of a run-time argument value (part of the cache key).
     Exact types only: a subclass of int, float, ndarray, tuple or dict may
-    change what its operators do, which the generated code would not do."""
+    change what its operators do, which the generated code would not do.  (``issubclass`` of the type,
+    not ``isinstance``, which asks an object's ``__class__``: a property that may raise.)"""
     t = type(value)
-    if t is tuple or t is list or t in _DICT_TYPES or (isinstance(value, tuple) and hasattr(t, "_fields")):
+    if t is tuple or t is list or t in _DICT_TYPES or (issubclass(t, tuple) and hasattr(t, "_fields")):
         return _abstract_struct(value, what)
     if t is bool:
         return BOOL
@@ -54,7 +55,7 @@ def abstract(value: Any, what: str) -> Type:
         return Num(tuple(int(d) for d in value.shape), _dtype_name(value.dtype))
     if backends.array_backend(value) is not None:  # a Dask or CuPy array: its backend is the signature's
         return _backend_array(value, what)
-    base = next((b for b in (bool, int, float, np.ndarray, tuple, list, dict) if isinstance(value, b)), None)
+    base = next((b for b in (bool, int, float, np.ndarray, tuple, list, dict) if issubclass(t, b)), None)
     if base is not None and t not in _ARRAY_TYPES and t not in _NUMPY_SCALARS:
         plain = {np.ndarray: "np.asarray(x)", tuple: "tuple(x)", list: "list(x)", dict: "dict(x)"}.get(
             base, f"{base.__name__}(x)")

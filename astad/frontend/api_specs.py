@@ -193,16 +193,18 @@ def masked_reduction(lw: "Lowerer", op: str, b: dict, node: cst.Call, axis: Any,
             raise lw.type_error(f"np.{op} with `initial=` of an array whose reduced axes may be empty (a size "
                                 "known only when the function runs) is not supported", node,
                                 f"np.{op} of an array of known shape (a mask's selection has none)")
-    out = lw.emit(op, [x], {"axis": axis, "keepdims": keep})
     if not given:
-        return out
+        return lw.emit(op, [x], {"axis": axis, "keepdims": keep})
     c = lw.atom(lw.const_or(b["initial"]), node)
     ct = c.type
     if not (isinstance(ct, Num) and ct.shape == () and (ct.py and (kind == "f" or np.dtype(ct.dtype).kind in "iub")
                                                           or ct.dtype == t.dtype)):
         raise lw.type_error(f"np.{op}: `initial=` must be a number numpy keeps as it is in a {t.dtype} result, not "
                             f"{ct}", node, f"a Python number, or np.{op}(x) combined with it yourself")
-    return lw.emit({"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}[op], [out, c])
+    if op in ("sum", "prod"):  # numpy starts from c (np.sum(x) + c rounds otherwise)
+        return lw.emit(f"{op}_initial", [x, c], {"axis": axis, "keepdims": keep})
+    out = lw.emit(op, [x], {"axis": axis, "keepdims": keep})
+    return lw.emit({"max": "maximum", "min": "minimum"}[op], [out, c])
 
 
 def _is_value(v: Any, value: Any) -> bool:

@@ -130,6 +130,12 @@ class Lookup(LowererCore):
             return Ref("user", obj, path=path)
         if any(obj is k for k in _PY_DTYPES):
             return Ref("dtype", _PY_DTYPES[obj])
+        if obj is builtins.any or obj is builtins.all:  # (Python stops at the first true/false element)
+            raise UnsupportedFunctionError(
+                f"`{name}` is not supported: Python stops at the first element that decides it (one after it, "
+                "never evaluated, could raise)", self.loc(node),
+                "a `while` loop that stops there: i = 0; while i < len(xs) and not cond(xs[i]): i += 1; "
+                "then i < len(xs)")
         return self.constant(obj, f"`{name}`", node, name, path)
 
     def fixed_value(self, name: str, obj: Any, node: cst.CSTNode) -> Value:
@@ -139,6 +145,12 @@ class Lookup(LowererCore):
 
     def object_value(self, name: str, obj: Any, node: cst.CSTNode, path: tuple[str, ...]) -> Value:
         """A global, or an object whose attributes are read as globals are (``self``)."""
+        try:  # (a property of the object's class may raise: what astad asks of it first)
+            obj.__class__, getattr(obj, "__dict__", None)
+        except Exception as e:
+            raise UnsupportedFunctionError(
+                f"`{'.'.join(path) or name}`: reading its __class__ or __dict__ raised {type(e).__name__}: {e}",
+                self.loc(node), "pass the values it holds as arguments") from None
         if _is_plain_object(obj):
             return Ref("object", obj, path=path)
         return self.global_value(name, obj, node, path)

@@ -99,6 +99,14 @@ def _lower_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     return lw.copy(x)
 
 
+def _lower_np_copy(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
+    """``np.copy(x)``: ``x.copy()``, but a 0-d array of a numpy scalar (whose ``.copy()`` is a scalar) as numpy's."""
+    x = lw.atom(b["a"], node)
+    if isinstance(x.type, Num) and x.type.ndim == 0 and not x.type.py:
+        return lw.emit("copy", [x], {"array": True})
+    return _lower_copy(lw, b, node)
+
+
 def _lower_array(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     """``np.array(xs, dtype=None)``: a list or tuple stacked; an array copied (numpy's default, copy=True);
     converted to ``dtype`` when given (a conversion is a copy of its own)."""
@@ -206,7 +214,7 @@ _FUNCTIONS: dict[str, Callable[[str], ApiSpec]] = {
     "transpose": spec("a, axes=None", _lower_transpose),
     "reshape": spec("a, shape", _lower_reshape),
     "ravel": elementwise("ravel", "a"),
-    "copy": spec("a", _lower_copy),
+    "copy": spec("a", _lower_np_copy),
     "expand_dims": static_params("expand_dims", "a, axis", ("a",), ("axis",)),
     "concatenate": sequence("concatenate"),
     "stack": sequence("stack"),
@@ -267,9 +275,10 @@ def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
     if hasattr(xs, "items"):
         if not xs.items:
             return start
-        # from the start, 0 where none is given, as Python: `0 + x0` is not x0 for a -0.0 (0.0)
-        # nor for numpy bools (an int: True + True is 2, where numpy's bool + bool is True)
-        total = lw.emit("add", [start, lw.atom(xs.items[0], node)])
+        total = lw.atom(xs.items[0], node)
+        if not no_start or not (type(total) is Const and type(total.value) in (int, float) and total.value != 0):
+            # (from 0, as Python: 0 + -0.0 is 0.0, 0 + True is 1 and 0 + np.True_ + np.True_ is 2, not True)
+            total = lw.emit("add", [start, total])
         for x in xs.items[1:]:
             total = lw.emit("add", [total, lw.atom(x, node)])
         return total

@@ -75,21 +75,50 @@ def _div_partials(b, p, out):
             Partial(lambda m, v: m.prim("mul", m.prim("div", v, y), out), neg=True)]
 
 
+def _by_zero(b, x: Atom, y: Atom) -> Atom | None:
+    """Where ``y != 0`` (a run-time test; None for a nonzero literal, or Python numbers, whose ``% 0`` raised):
+    ``a % 0``, ``np.fmod(a, 0)`` and ``a // 0`` are nan (or ±inf), and so is their derivative (not 1, ±inf or 0)."""
+    if (is_literal(y) and np.all(np.asarray(y.value) != 0)) or (num(x.type).py and num(y.type).py):
+        return None
+    return b.prim("ne", y, b.const(0))
+
+
+def _nan_where(at: Atom | None, v_or: Callable[[Any, Atom], Atom]) -> Partial:
+    """``v_or(m, v)``, and nan where ``at`` is False (``np.where(y != 0, ..., np.nan)``: the dtype of the first)."""
+    if at is None:
+        return Partial(lambda m, v: v_or(m, v))
+    return Partial(lambda m, v: m.prim("where", at, v_or(m, v), m.const(np.nan)))
+
+
 def _mod_partials(b, p, out):
     """``a % b`` (numpy's ``np.mod``, Python's ``%``) is ``a - floor(a / b) * b``:
     d/da = 1, d/db = -floor(a / b), which is ``a // b`` (numpy's and Python's
-    floor division are consistent with their ``%``); negated after the sum to b's shape."""
+    floor division are consistent with their ``%``); negated after the sum to b's shape.
+    Both nan where b == 0 (the value is nan there)."""
     x, y = p.args
-    quotient = b.prim("floordiv", x, y)
-    return [ONE, Partial(lambda m, v: m.prim("mul", v, quotient), neg=True)]
+    quotient, defined = b.prim("floordiv", x, y), _by_zero(b, x, y)
+    if defined is None:
+        return [ONE, Partial(lambda m, v: m.prim("mul", v, quotient), neg=True)]
+    quotient = b.prim("where", defined, quotient, b.const(np.nan))
+    return [_nan_where(defined, lambda m, v: v), Partial(lambda m, v: m.prim("mul", v, quotient), neg=True)]
 
 
 def _fmod_partials(b, p, out):
-    """``np.fmod(a, b)`` is ``a - trunc(a / b) * b`` (exactly): d/da = 1,
-    d/db = -trunc(a / b), an integer recovered exactly as ``rint((a - out) / b)``."""
+    """``np.fmod(a, b)`` is ``a - trunc(a / b) * b`` (exactly): d/da = 1 (nan where b == 0, as the value),
+    d/db = -trunc(a / b), an integer recovered exactly as ``rint((a - out) / b)`` (nan where b == 0)."""
     x, y = p.args
     neg_quotient = b.prim("rint", b.prim("div", b.prim("sub", out, x), y))
-    return [ONE, Partial(lambda m, v: m.prim("mul", v, neg_quotient))]
+    return [_nan_where(_by_zero(b, x, y), lambda m, v: v), Partial(lambda m, v: m.prim("mul", v, neg_quotient))]
+
+
+def _floordiv_partials(b, p, out):
+    """``a // b`` is a step function: derivative 0 (as ``np.floor``'s), but nan where b == 0 (a pole: the value
+    is ±inf, or nan)."""
+    defined = _by_zero(b, *p.args)
+    if defined is None:
+        return [None, None]
+    part = _nan_where(defined, lambda m, v: m.prim("mul", v, m.const(0.0)))
+    return [part, part]
 
 
 def _pow_partials(b, p, out):
@@ -252,7 +281,7 @@ register(
     binary("sub", operator.sub, emit.binop("-"), by_partials(_sub_partials)),
     binary("mul", operator.mul, emit.binop("*"), _mul_rules(), zero_in=(0, 1)),
     binary("div", operator.truediv, emit.binop("/"), by_partials(_div_partials), zero_in=(0,)),
-    binary("floordiv", operator.floordiv, emit.binop("//"), None),
+    binary("floordiv", operator.floordiv, emit.binop("//"), by_partials(_floordiv_partials)),
     binary("mod", operator.mod, emit.binop("%"), by_partials(_mod_partials)),
     binary("fmod", np.fmod, emit.np_call("fmod"), by_partials(_fmod_partials)),
     binary("pow", operator.pow, emit.binop("**"), by_partials(_pow_partials)),

@@ -13,7 +13,7 @@ import numpy as np
 from .. import pyexpr as px
 from ..ir import ListT, Num, Type
 from . import emit
-from .derive import linear, shape_atom, sum_to, zeros_of
+from .derive import explicit, linear, shape_atom, sum_to, zeros_of
 from .table import DerivativeKind, Expr, Primitive, ShapeError, norm_axes, num, register
 from .types import elementwise
 
@@ -125,6 +125,19 @@ def _list_transpose(b, p, out, ct):
     return [b.prim("list_get", ct, b.const(k)) for k in range(len(p.args))]
 
 
+def _list_jvp(b, p, out, ts):
+    """The list of the elements' tangents (zeros for a missing one); where a numpy float64 tangent (that of
+    ``math.cos(x)``, computed by numpy) stands beside a Python float's, every Python float one is made a numpy
+    float64 too: the elements of a list have one type."""
+    if all(t is None for t in ts):
+        return None
+    ts = [t if t is not None else zeros_of(b, a) for t, a in zip(ts, p.args)]
+    if any(type(t.type) is Num and not t.type.py and not t.type.shape for t in ts):
+        ts = [b.prim("convert_float", t, dtype=t.type.dtype, py=False) if type(t.type) is Num and t.type.py else t
+              for t in ts]
+    return b.prim("list", *ts)
+
+
 def append_transpose(b, p, out, ct):
     return [b.prim("list_init", ct), b.prim("list_get", ct, b.const(-1))]
 
@@ -173,7 +186,8 @@ def _concat_list_transpose(b, p, out, ct):
 
 
 register(
-    Primitive("list", lambda *xs: list(xs), _list_infer, emit.list_display, kind=RULE, **linear(_list_transpose)),
+    Primitive("list", lambda *xs: list(xs), _list_infer, emit.list_display, kind=RULE,
+              **explicit(_list_jvp, _list_transpose)),
     Primitive("append", lambda l, v: l + [v], append_infer, lambda a, ps: px.binop("+", a[0], emit.list_display([a[1]], ps)),
               kind=RULE, **linear(append_transpose)),
     Primitive("list_get", lambda l, i: l[i], list_elem, lambda a, ps: px.subscript(a[0], [a[1]]), zero_in=(0,), kind=RULE,

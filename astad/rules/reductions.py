@@ -41,6 +41,47 @@ def _sum_transpose(b, p, out, ct):
     return [b.prim("broadcast_to", expand_reduced(b, ct, p), shape_atom(b, x))]
 
 
+def _sum_initial_transpose(b, p, out, ct):
+    """``np.sum(x, initial=c)``: ``x`` gets sum's cotangent, ``c`` (a number added to every result) their sum."""
+    x, c = p.args
+    return [_sum_transpose(b, p, out, ct)[0], like_scalar(b, b.prim("sum", ct, axis=None, keepdims=False), c)]
+
+
+def _prod_of(b, p) -> Atom:
+    """``np.prod(x, initial=c)`` is ``c * x0 * x1 ...``: ``np.prod(x)`` of the same axes (``c``'s partial)."""
+    return b.prim("prod", p.args[0], axis=p.param("axis"), keepdims=p.param("keepdims", False))
+
+
+def vjp_prod_initial(b, p, out, ct):
+    """``x`` gets prod's cotangent of ``ct * c``, ``c`` the sum of ``ct * np.prod(x)``."""
+    x, c = p.args
+    dx = b.prim("prod_vjp", x, expand_reduced(b, b.prim("mul", ct, c), p), axis=p.param("axis"))
+    dc = b.prim("sum", b.prim("mul", ct, _prod_of(b, p)), axis=None, keepdims=False)
+    return [dx, like_scalar(b, dc, c)]
+
+
+def jvp_prod_initial(b, p, out, ts):
+    tx, tc = ts
+    terms = []
+    if tx is not None:
+        terms.append(b.prim("mul", jvp_prod(b, p, out, [tx]), p.args[1]))
+    if tc is not None:
+        terms.append(b.prim("mul", tc, _prod_of(b, p)))
+    return None if not terms else terms[0] if len(terms) == 1 else b.prim("add", *terms)
+
+
+def _emit_initial(fn: str) -> Any:
+    """``np.fn(x, axis=..., initial=c)``: numpy starts from ``c`` (not ``np.fn(x)`` combined with ``c``: other
+    roundings)."""
+
+    def printed(a: list[Expr], ps: dict) -> Expr:
+        kw = {"axis": px.literal(ps["axis"])} if ps.get("axis") is not None else {}
+        keep = {"keepdims": px.literal(True)} if ps.get("keepdims") else {}
+        return px.call(f"np.{fn}", a[:1], **kw, **keep, initial=a[1])
+
+    return printed
+
+
 def _count(b, p, out, numpy: bool = False) -> Atom:
     """The number of entries a reduction ``p`` takes each result from (a literal when known; with
     ``numpy``, an np.float64 at run time: dividing by it gives inf or nan at 0, as numpy does, not
@@ -320,6 +361,12 @@ register(
               **linear(_sum_transpose)),
     Primitive("masked_sum", _masked_sum, reduction(_sum_dtype), _emit_masked_sum, zero_in=(0,), kind=RULE,
               **explicit(_masked_sum_jvp, _masked_sum_vjp)),
+    Primitive("sum_initial", lambda x, c, axis=None, keepdims=False: np.sum(x, axis=axis, keepdims=keepdims, initial=c),
+              lambda ts, ps: reduction(_sum_dtype)(ts[:1], ps), _emit_initial("sum"), kind=RULE,
+              **linear(_sum_initial_transpose)),
+    Primitive("prod_initial", lambda x, c, axis=None, keepdims=False: np.prod(x, axis=axis, keepdims=keepdims, initial=c),
+              lambda ts, ps: reduction()(ts[:1], ps), _emit_initial("prod"), kind=RULE,
+              **explicit(jvp_prod_initial, vjp_prod_initial)),
     Primitive("mean", np.mean, reduction(_mean_dtype), emit.reduction("mean"), zero_in=(0,), method="mean", kind=RULE,
               **linear(_mean_transpose)),
     Primitive("max", np.max, reduction(), emit.reduction("max"), method="max", kind=RULE, **explicit(jvp_maxmin, vjp_maxmin)),

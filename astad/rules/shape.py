@@ -316,9 +316,11 @@ register(
               **linear(lambda b, p, out, ct: [b.prim("broadcast_to", ct, p.args[1]), None], 0)),
     Primitive("to_float", float, lambda ts, ps: Num((), num(ts[0]).dtype, py=True), _emit_to_float,
               zero_in=(0,), kind=RULE, **linear(_identity_transpose)),
-    # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else)
-    Primitive("copy", np.copy, lambda ts, ps: ts[0], lambda a, ps: px.method(a[0], "copy", []), zero_in=(0,), kind=RULE,
-              **linear(_identity_transpose)),
+    # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else);
+    # ``array``: ``np.copy(x)`` of a 0-d value (a 0-d array also of a numpy scalar, whose ``.copy()`` is one)
+    Primitive("copy", np.copy, lambda ts, ps: ts[0],
+              lambda a, ps: px.call("np.copy", a) if ps.get("array") else px.method(a[0], "copy", []), zero_in=(0,),
+              kind=RULE, **linear(_identity_transpose)),
     # ``np.full(shape, v)``: linear in ``v`` (also made in derivative code: a scalar cotangent spread over a shape)
     Primitive("full", lambda x, shape, dtype=None: np.full(shape, x, dtype),
               lambda ts, ps: Num(_broadcast_to_infer(ts, ps).shape, ps.get("dtype") or num(ts[0]).dtype), _emit_full,
