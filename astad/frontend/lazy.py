@@ -6,8 +6,9 @@ astad lowers either as the list it yields, evaluated where it is written.  The
 two agree only where the iterator is consumed, whole, before anything can
 change what it reads:
 
-- as the first argument of ``sum``, ``list``, ``tuple``, ``min``, ``max``,
-  ``sorted``, ``any`` or ``all`` (``sum(x * i for i in range(3))``);
+- as the first argument of ``sum``, ``list``, ``tuple``, ``min``, ``max`` or
+  ``sorted`` (``sum(x * i for i in range(3))``; ``any`` and ``all``, which stop at
+  the element that decides them, are refused: :mod:`astad.frontend.lookup`);
 - as what a comprehension runs over (``[g(v) for v in map(f, xs)]``);
 - unpacked by an assignment (``a, b = (f(v) for v in xs)``);
 - assigned to a name read once in the whole function, by the next statement,
@@ -45,7 +46,7 @@ from ..values import PyTuple, Ref
 from .syntax import FOUND, assigned_names, bound_by, breaks_out, contains_return, stmts_of
 
 #: the builtins that consume an iterator at once (by name: see the module docstring)
-CONSUMERS = frozenset({"sum", "list", "tuple", "min", "max", "sorted", "any", "all"})
+CONSUMERS = frozenset({"sum", "list", "tuple", "min", "max", "sorted"})
 #: the builtins a ``for`` statement may run over that read their arguments' elements in step with it
 STEPPERS = frozenset({"enumerate", "zip"})
 
