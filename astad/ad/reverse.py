@@ -23,13 +23,17 @@ from dataclasses import replace
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
-                 loop_free_vars)
+                 kinds, loop_free_vars, vars_of)
 from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
 from .calls import backward as call_backward, split as split_call
 
 
 _TABLE = rules.TABLE
+
+#: whether the macro names the cotangents of the top block where they are made (``_Macro.take``) rather than
+#: by a copy the optimiser's fold then removes (tests turn it off: the generated code is the same)
+NAME_COTANGENTS = True
 
 
 class _Vjps(dict):
@@ -204,6 +208,9 @@ class _Macro:
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
         self.top = True  # whether the block being built is the top one (``settle`` runs only there)
+        # whether ``take`` names the cotangents (in the top block of a program without function values:
+        # copowers.remove_functions, which runs before the optimiser's fold, draws names from those left)
+        self.naming = True
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
 
     def ct_of(self, v: Var) -> Atom:
@@ -226,6 +233,18 @@ class _Macro:
         if ct is None or type(ct) is Zero or name in self.inactive:
             self.cts[name] = Zero(CopowerT(t) if cls is FunT else t)  # _ct_type(t)
             return name in self.inactive
+        ct, named = self.named_ct(a, ct)
+        b = self.b
+        b.binds.append(Bind((named,), Copy(ct), b.loc))
+        self.cts[name] = named
+        return False
+
+    def named_ct(self, a: Var, ct: Atom) -> tuple[Atom, Var]:
+        """The cotangent ``ct`` of ``a`` (a variable with a derivative) in its value's dtype, and the
+        variable naming it (``a_ct``), its name drawn."""
+        t = a.type
+        cls = type(t)
+        name = a.name
         ct_t: Type = t
         if cls is Num:
             c_t = ct.type
@@ -249,11 +268,50 @@ class _Macro:
             taken.add(base)
         else:
             base = namer.fresh(base)
-        named = Var(base, ct_t)
+        return ct, Var(base, ct_t)
+
+    def take(self, a: Var, ct: Atom | None, start: int, given: list[Atom]) -> None:
+        """``give`` at the top level, of a variable that gets a cotangent, without the copy ``let a_ct = ct``
+        that ``give`` makes (and the optimiser's fold and ``name_cotangents`` then remove): where ``ct`` is a
+        temporary the bindings from ``start`` made and nothing else reads (``given``: the cotangents given
+        to the arguments of the same application), its binding is named ``a_ct``; a variable is taken as
+        it is.  The program after the fold is the same, with fewer bindings before it."""
+        t = a.type
+        if ct is None or type(ct) is Zero:
+            self.cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # _ct_type(t)
+            return
+        given_ct = ct
+        ct, named = self.named_ct(a, ct)
         b = self.b
+        if type(ct) is Var:
+            cname = ct.name
+            binds = b.binds
+            if cname[:1] == "t" and cname[1:].isdigit():  # (Namer.is_temp) made here, read nowhere else?
+                j = len(binds) - 1
+                while j >= start:
+                    bd = binds[j]
+                    targets = bd.targets
+                    if len(targets) == 1 and targets[0].name == cname:
+                        rhs = bd.rhs
+                        if type(rhs) is Prim or type(rhs) is Plus:
+                            n = 0  # (a conversion give made is read only here)
+                            if ct is given_ct:
+                                for c in given:
+                                    if type(c) is Var and c.name == cname:
+                                        n += 1
+                            if n <= 1:
+                                binds[j] = Bind((named,), rhs, bd.loc)
+                                self.cts[a.name] = named
+                                return
+                        break
+                    if _reads(bd.rhs, cname):
+                        break
+                    j -= 1
+            if ct.type == named.type:
+                self.cts[a.name] = ct
+                return
         b.binds.append(Bind((named,), Copy(ct), b.loc))
-        self.cts[name] = named
-        return False
+        self.cts[a.name] = named
 
     # one rule per construct -------------------------------------------------
 
@@ -278,17 +336,31 @@ class _Macro:
         except rules.ShapeError as e:
             raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
         args = rhs.args
-        end = len(binds)
-        if end != start and self.top:  # (in a nested block: see own_block)
-            dropped = False
-            for a, c in zip(args, arg_cts):
-                if give(a, c) and type(c) is Var:  # a cotangent made that give drops
-                    dropped = True
-            if dropped:  # (the copies give made follow ``end``: settle leaves them as they are)
-                self.settle(args, arg_cts, start, end)
-        else:
+        if not self.naming:  # (in a nested block: see own_block)
             for a, c in zip(args, arg_cts):
                 give(a, c)
+            return
+        end = len(binds)
+        kept = []  # the arguments that get a cotangent
+        given = []  # their cotangents
+        dropped = False  # a cotangent made that no argument gets
+        inactive = self.inactive
+        for a, c in zip(args, arg_cts):
+            if type(a) is Var:
+                at = a.type
+                if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                    if a.name not in inactive:
+                        kept.append(a)
+                        given.append(c)
+                        continue
+                    self.cts[a.name] = Zero(_ct_type(at))
+            if type(c) is Var:
+                dropped = True
+        if dropped and end != start:
+            self.settle(args, arg_cts, start, end)
+        take = self.take
+        for a, c in zip(kept, given):
+            take(a, c, start, given)
 
     def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int, end: int) -> None:
         """Of the bindings a VJP rule made (from ``start`` to ``end``), leave out those only the cotangents
@@ -347,7 +419,10 @@ class _Macro:
         total = Var(self.namer.temp(), _ct_type(v.type, *items))
         b = self.b
         b.binds.append(Bind((total,), Plus(items), b.loc))
-        self.give(v, total)
+        if self.naming and v.name not in self.inactive:
+            self.take(v, total, len(b.binds) - 1, [total])
+        else:
+            self.give(v, total)
 
     def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
         """``plus`` (in a derivative differentiated again) is linear: each summand gets the sum's cotangent."""
@@ -496,10 +571,10 @@ class _Macro:
         """The backward pass of ``block`` as a block of its own (a branch, a loop
         body, a function's body): from the cotangent ``result_ct()`` makes there to
         the tuple ``inputs_cts()`` builds."""
-        saved = self.b.binds, self.cts, self.top
+        saved = self.b.binds, self.cts, self.top, self.naming
         # (a nested block is folded otherwise than the top one (fold, then name_cotangents, where a
         # temporary a copy named is read after it): there the rules' bindings are left as made)
-        self.b.binds, self.cts, self.top = [], {}, False
+        self.b.binds, self.cts, self.top, self.naming = [], {}, False, False
         try:
             self.block(block, result_ct())
             items = inputs_cts()
@@ -507,7 +582,7 @@ class _Macro:
             self.b.bind((end,), MakeTuple(tuple(items)))
             return Block(tuple(self.b.binds), end)
         finally:
-            self.b.binds, self.cts, self.top = saved
+            self.b.binds, self.cts, self.top, self.naming = saved
 
     def ct_or_zeros(self, v: Var) -> Atom:
         """The cotangent of ``v`` leaving a branch or loop body: a zero whose size is
@@ -549,6 +624,7 @@ class _Macro:
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name.partition("_")[0]) \
             else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
+        self.naming = NAME_COTANGENTS and "Lam" not in kinds(fn.body)
         fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body
         self.block(fn.body, ct_in)
@@ -577,6 +653,16 @@ class _Rules(dict):
 
 
 _RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = _Rules()
+
+
+def _reads(rhs: Comp, name: str) -> bool:
+    """Whether ``rhs`` reads the variable ``name``."""
+    if type(rhs) is Prim:
+        for x in rhs.args:
+            if type(x) is Var and x.name == name:
+                return True
+        return False
+    return any(v.name == name for v in vars_of(rhs))
 
 
 def _always(a: Atom) -> bool:
