@@ -201,7 +201,9 @@ class _Macro:
         self.active: Callable[[Atom], bool] = activity.active if activity is not None else _always
         # (``give``'s test, which runs for every argument: the names the analysis saw and found inactive)
         self.inactive: frozenset[str] = activity.inactive() if activity is not None else frozenset()
-        self.namer = Namer.of(fn)
+        self.namer = namer = Namer.of(fn)
+        # (the names taken where ``named_ct`` may add one itself, as Namer.fresh would; else None)
+        self.taken: set[str] | None = namer.taken if namer.used is namer.taken and namer.log is None else None
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
         self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
@@ -263,54 +265,54 @@ class _Macro:
         base, namer = name + "_ct", self.namer
         if name[0] == "t" and "_" in name and Namer.is_temp(name.partition("_")[0]):
             base = name.partition("_")[0] + "_ct"  # a temporary's copy (`t2_2`, a tested power's): `t2_ct`
-        taken = namer.taken
-        if base not in taken and namer.used is taken and namer.log is None and base.isascii():
+        taken = self.taken
+        if taken is not None and base not in taken and base.isascii():
             taken.add(base)
         else:
             base = namer.fresh(base)
         return ct, Var(base, ct_t)
 
-    def take(self, a: Var, ct: Atom | None, start: int, given: list[Atom]) -> None:
+    def take(self, a: Var, ct: Atom | None, start: int, repeated: Any = ()) -> None:
         """``give`` at the top level, of a variable that gets a cotangent, without the copy ``let a_ct = ct``
-        that ``give`` makes (and the optimiser's fold and ``name_cotangents`` then remove): where ``ct`` is a
-        temporary the bindings from ``start`` made and nothing else reads (``given``: the cotangents given
-        to the arguments of the same application), its binding is named ``a_ct``; a variable is taken as
-        it is.  The program after the fold is the same, with fewer bindings before it."""
-        t = a.type
+        that ``give`` makes and the optimiser's fold and ``name_cotangents`` remove: where ``ct`` is a temporary
+        the bindings from ``start`` made that none of them reads (nor gives to another argument: ``repeated``,
+        the names of those given to more than one), its binding is named ``a_ct``; any other variable is taken
+        as it is.  The program after the fold is the same, with fewer bindings before it."""
         if ct is None or type(ct) is Zero:
+            t = a.type
             self.cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # _ct_type(t)
             return
-        given_ct = ct
-        ct, named = self.named_ct(a, ct)
-        b = self.b
-        if type(ct) is Var:
-            cname = ct.name
-            binds = b.binds
-            if cname[:1] == "t" and cname[1:].isdigit():  # (Namer.is_temp) made here, read nowhere else?
-                j = len(binds) - 1
-                while j >= start:
+        made, named = self.named_ct(a, ct)
+        if type(made) is Var:
+            binds = self.b.binds
+            j = len(binds) - 1
+            if made is not ct:  # a conversion just made, read nowhere else
+                bd = binds[j]
+                binds[j] = Bind((named,), bd.rhs, bd.loc)
+                self.cts[a.name] = named
+                return
+            if ct.name not in repeated:
+                while j >= start:  # (its binding is among the last: a VJP rule returns what it made last)
                     bd = binds[j]
-                    targets = bd.targets
-                    if len(targets) == 1 and targets[0].name == cname:
-                        rhs = bd.rhs
-                        if type(rhs) is Prim or type(rhs) is Plus:
-                            n = 0  # (a conversion give made is read only here)
-                            if ct is given_ct:
-                                for c in given:
-                                    if type(c) is Var and c.name == cname:
-                                        n += 1
-                            if n <= 1:
-                                binds[j] = Bind((named,), rhs, bd.loc)
-                                self.cts[a.name] = named
-                                return
-                        break
-                    if _reads(bd.rhs, cname):
+                    if bd.targets[0] is ct:
+                        binds[j] = Bind((named,), bd.rhs, bd.loc)
+                        self.cts[a.name] = named
+                        return
+                    rhs = bd.rhs
+                    if type(rhs) is Prim:
+                        for x in rhs.args:
+                            if x is ct:
+                                j = start  # read after it is made: taken as it is (the walk ends)
+                                break
+                    elif _reads(rhs, ct.name):
                         break
                     j -= 1
-            if ct.type == named.type:
+            t = ct.type
+            if t is named.type or t == named.type:
                 self.cts[a.name] = ct
                 return
-        b.binds.append(Bind((named,), Copy(ct), b.loc))
+        b = self.b
+        b.binds.append(Bind((named,), Copy(made), b.loc))
         self.cts[a.name] = named
 
     # one rule per construct -------------------------------------------------
@@ -359,8 +361,12 @@ class _Macro:
         if dropped and end != start:
             self.settle(args, arg_cts, start, end)
         take = self.take
-        for a, c in zip(kept, given):
-            take(a, c, start, given)
+        if len(given) == 1:
+            take(kept[0], given[0], start)
+        else:
+            repeated = _repeated(given)
+            for a, c in zip(kept, given):
+                take(a, c, start, repeated)
 
     def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int, end: int) -> None:
         """Of the bindings a VJP rule made (from ``start`` to ``end``), leave out those only the cotangents
@@ -420,7 +426,7 @@ class _Macro:
         b = self.b
         b.binds.append(Bind((total,), Plus(items), b.loc))
         if self.naming and v.name not in self.inactive:
-            self.take(v, total, len(b.binds) - 1, [total])
+            self.take(v, total, len(b.binds) - 1)
         else:
             self.give(v, total)
 
@@ -653,6 +659,12 @@ class _Rules(dict):
 
 
 _RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = _Rules()
+
+
+def _repeated(cts: list[Atom | None]) -> Any:
+    """The names of the variables among ``cts`` that are there more than once."""
+    names = [c.name for c in cts if type(c) is Var]
+    return () if len(set(names)) == len(names) else {n for n in names if names.count(n) > 1}
 
 
 def _reads(rhs: Comp, name: str) -> bool:
