@@ -134,3 +134,18 @@ def test_the_reverse_macro_copies_no_cotangent(name, monkeypatch):
     from astad.ir import Copy
     backward = _reverse_program(name, monkeypatch).backward
     assert [b for b in backward.binds if type(b.rhs) is Copy] == []
+
+
+@pytest.mark.parametrize("name", NAMES + ["straight_line_500", "tree"])
+def test_replayed_rules_change_nothing(name, monkeypatch):
+    """The generated code is the same where every VJP rule runs as where an application like an earlier
+    one (the same primitive, types and literals) is made from the record of that one (astad.ad.replay)."""
+    from astad.ad import replay
+    fn, make_inputs, argnums = programs.PROGRAMS[name]
+    args = make_inputs(np.random.default_rng(0))
+    wrt = frozenset((argnums,) if isinstance(argnums, int) else argnums)
+    astad.clear_caches(disk=False)
+    replayed = astad.reverse(fn).derivative(args, wrt).source
+    monkeypatch.setattr(replay, "REPLAY", False)
+    astad.clear_caches(disk=False)
+    assert astad.reverse(fn).derivative(args, wrt).source == replayed

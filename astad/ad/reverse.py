@@ -17,16 +17,18 @@ from .. import rules
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
-from ..names import _TEMPS, Namer
+from ..names import Namer
 from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
-                 FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
-                 TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
+                 FunT, Function, If, Lam, ListT, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
+                 TupleT, Type, Unpack, Var, Zero, function_values, if_free_vars, lam_free_vars,
                  kinds, loop_free_vars, vars_of)
 from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
-from .calls import backward as call_backward, split as split_call
+from .builder import _TAPED, Builder, with_tapes  # noqa: F401  (Builder: what the rules' tests build with)
+from . import replay
+from .calls import backward as call_backward
 
 
 _TABLE = rules.TABLE
@@ -47,26 +49,6 @@ class _Vjps(dict):
 _VJPS: dict[str, Any] = _Vjps()
 
 
-_PLAIN = frozenset({int, bool, str, type(None)})
-
-
-def _plain(params: tuple[tuple[str, Any], ...]) -> tuple | None:
-    """Static parameters as part of a key that tells apart only what is the same value (each
-    value's class with it: ``True`` is not ``1``); None where a value is not of a class whose
-    equal values are the same (a float: ``-0.0 == 0.0``, an array, an object)."""
-    out = []
-    for k, v in params:
-        cls = type(v)
-        if cls is tuple:
-            for x in v:
-                if type(x) is not int:
-                    return None
-        elif cls not in _PLAIN:
-            return None
-        out.append((k, cls, v))
-    return tuple(out)
-
-
 def _sized_at_run_time(a: Atom) -> bool:
     """A zero whose shape is known only at run time: it is made like its primal."""
     return isinstance(a, Zero) and isinstance(a.type, Num) and None in a.type.shape
@@ -74,86 +56,6 @@ def _sized_at_run_time(a: Atom) -> bool:
 
 def differentiable(t: Type) -> bool:
     return bool(t.differentiable)
-
-
-class Builder:
-    """Appends target-IR bindings; what the VJP rules in the table call."""
-
-    def __init__(self, namer: Namer) -> None:
-        self.namer = namer
-        self.binds: list[Bind] = []
-        self.loc: Loc | None = None  # the source line whose backward pass is being built
-        # the result types of primitives, by the primitive, its arguments' type objects (their ids: no
-        # type's __hash__ or __eq__ runs; the types are kept, so the ids stay theirs) and its parameters
-        self.types: dict[tuple, tuple[Type, list[Type]]] = {}
-
-    def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        n = len(args)
-        key = (op, id(args[0].type), id(args[1].type)) if n == 2 else (op, id(args[0].type)) if n == 1 else \
-            (op, *[id(a.type) for a in args])
-        ps = ()
-        if params:
-            ps = tuple(sorted(params.items()))
-            plain = _plain(ps)
-            key = None if plain is None else (key, plain)
-        known = None if key is None else self.types.get(key)
-        if known is None:
-            types = [a.type for a in args]
-            known = (_TABLE[op].infer(types, params), types)
-            if key is not None:
-                self.types[key] = known
-        # (Namer.temp, its common case written out: the next temporary's name, free)
-        namer = self.namer
-        used, n = namer.used, namer.temps + 1
-        if n < len(_TEMPS) and _TEMPS[n] not in used and namer.taken is used and namer.log is None:
-            name = _TEMPS[n]
-            namer.temps = n
-            used.add(name)
-        else:
-            name = namer.temp()
-        var = Var(name, known[0])
-        self.binds.append(Bind((var,), Prim(op, args, ps), self.loc))
-        return var
-
-    def const(self, value: Any) -> Const:
-        if isinstance(value, tuple):
-            return Const.literal(value, TupleT(tuple(literal_type(v) for v in value)))
-        return Const.literal(value, literal_type(value))
-
-    def bind(self, targets: tuple[Var, ...], rhs: Comp) -> None:
-        self.binds.append(Bind(targets, rhs, self.loc))
-
-
-def with_tapes(block: Block, namer: Namer, active: Callable[[Atom], bool] | None = None,
-               calls: dict[str, Prim] | None = None) -> Block:
-    """Give every loop a tape on which it records, per iteration, what its body
-    binds (the optimiser keeps only what the backward pass reads); split each
-    call of a function of its own into its forward part and its residuals
-    (:func:`astad.ad.calls.split`, which notes it in ``calls``)."""
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        cls = type(rhs)  # (no class of the IR has subclasses)
-        if cls is Prim:
-            if rhs.op == "call" and calls is not None:
-                binds += split_call(b, active or _always, namer, calls)
-                continue
-        elif cls is If:
-            b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer, active, calls),
-                                   with_tapes(rhs.orelse, namer, active, calls)), b.loc)
-        elif cls is Loop:
-            body = with_tapes(rhs.body, namer, active, calls)
-            save = (*rhs.inputs, *bound_vars(body))
-            tape = Var(namer.fresh(f"{(rhs.index or rhs.carried[-1]).name}_tape"), TupleT(()))
-            b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
-        elif cls is Lam:  # each call records what the function's backward map needs
-            body = with_tapes(rhs.body, namer, active, calls)
-            b = Bind(b.targets, replace(rhs, body=body, save=(*rhs.params, *bound_vars(body))), b.loc)
-        elif cls is App:
-            record = Var(namer.fresh(f"{rhs.fn.name}_record"), TupleT(()))
-            b = Bind(b.targets + (record,), rhs, b.loc)
-        binds.append(b)
-    return Block(tuple(binds), block.result)
 
 
 def _joined_ct_type(t: Type) -> Type:
@@ -214,6 +116,10 @@ class _Macro:
         # copowers.remove_functions, which runs before the optimiser's fold, draws names from those left)
         self.naming = True
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
+        self.replays: dict[tuple, replay.Replay] = {}  # what applications of rules made (astad.ad.replay), by key
+        self.by_value: dict[tuple, replay.Replay] = {}  # the same, by the types themselves (replay.by_value)
+        self.pinned: list[tuple[Type, ...]] = []  # the types whose ids are in those keys: kept, so the ids stay theirs
+        self.replayed = replay.REPLAYED if replay.REPLAY else frozenset()  # the primitives whose rules are replayed
 
     def ct_of(self, v: Var) -> Atom:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
@@ -333,40 +239,64 @@ class _Macro:
             return
         binds = self.b.binds
         start = len(binds)
-        try:
-            arg_cts = vjp(self.b, rhs, out, ct)
-        except rules.ShapeError as e:
-            raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
         args = rhs.args
-        if not self.naming:  # (in a nested block: see own_block)
-            for a, c in zip(args, arg_cts):
-                give(a, c)
-            return
-        end = len(binds)
-        kept = []  # the arguments that get a cotangent
-        given = []  # their cotangents
-        dropped = False  # a cotangent made that no argument gets
+        # which arguments get a cotangent (give's tests: a variable with a derivative, active)
+        gets = []
         inactive = self.inactive
-        for a, c in zip(args, arg_cts):
+        for a in args:
             if type(a) is Var:
                 at = a.type
                 if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
                     if a.name not in inactive:
-                        kept.append(a)
-                        given.append(c)
+                        gets.append(True)
                         continue
-                    self.cts[a.name] = Zero(_ct_type(at))
-            if type(c) is Var:
-                dropped = True
-        if dropped and end != start:
-            self.settle(args, arg_cts, start, end)
-        take = self.take
-        if len(given) == 1:
-            take(kept[0], given[0], start)
+                    self.cts[a.name] = Zero(_ct_type(at))  # (give's)
+            gets.append(False)
+        key = replay.key(rhs, out, ct) if op in self.replayed else None
+        done = None
+        if key is not None:  # (see astad.ad.replay; what settle leaves depends on which arguments get one)
+            cname = ct.name  # (and whether the cotangent, which a rule may give an argument, is a temporary)
+            key = (key, *gets, self.top, False in gets and cname[:1] == "t" and cname[1:].isdigit())
+            done = self.replays.get(key)
+            if done is None:
+                key2 = (replay.by_value(rhs, out, ct), *key[1:])  # type: ignore[arg-type]
+                done = self.by_value.get(key2)
+                if done is not None:  # (the ids of the types the key holds stay theirs: they are kept)
+                    self.replays[key] = done
+                    self.pinned.append((out.type, ct.type, *[a.type for a in args]))
+        if done is not None:
+            arg_cts = done.run(self.b, [ct, out, *args])  # (settled as it was recorded)
         else:
-            repeated = _repeated(given)
-            for a, c in zip(kept, given):
-                take(a, c, start, repeated)
+            b = self.b if key is None else replay.Recorder(self.b, [ct, out, *args])
+            try:
+                arg_cts = vjp(b, rhs, out, ct)
+            except rules.ShapeError as e:
+                raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
+            end = len(binds)
+            if end != start and self.top:  # (in a nested block: see own_block)
+                for g, c in zip(gets, arg_cts):
+                    if not g and type(c) is Var:  # a cotangent made that no argument gets
+                        self.settle(args, arg_cts, start, end)
+                        break
+            if key is not None:
+                done = b.replay(arg_cts, binds[start:])
+                if done is not None:
+                    self.replays[key] = self.by_value[key2] = done
+                    self.pinned.append((out.type, ct.type, *[a.type for a in args]))
+        if not self.naming:
+            for a, c in zip(args, arg_cts):
+                give(a, c)
+            return
+        take = self.take
+        if len(args) == 1:
+            if gets[0]:
+                take(args[0], arg_cts[0], start)
+            return
+        kept = [a for a, g in zip(args, gets) if g]  # the arguments that get a cotangent
+        given = [c for c, g in zip(arg_cts, gets) if g]  # their cotangents
+        repeated = _repeated(given) if len(given) > 1 else ()
+        for a, c in zip(kept, given):
+            take(a, c, start, repeated)
 
     def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int, end: int) -> None:
         """Of the bindings a VJP rule made (from ``start`` to ``end``), leave out those only the cotangents
@@ -630,8 +560,10 @@ class _Macro:
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name.partition("_")[0]) \
             else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
-        self.naming = NAME_COTANGENTS and "Lam" not in kinds(fn.body)
-        fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
+        made = kinds(fn.body)
+        self.naming = NAME_COTANGENTS and "Lam" not in made
+        if not made.isdisjoint(_TAPED):  # (else with_tapes would make the same block again)
+            fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
