@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..ir import Atom, Bind, Const, Prim, Var
+from ..ir import Atom, Bind, Const, CopowerT, FunT, Prim, Var, Zero
 from ..names import _TEMPS
 from .builder import Builder
 
 #: the primitives whose VJP rules are replayed (see the module's docstring)
 REPLAYED = frozenset({"add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs",
                       "maximum", "minimum", "where", "pow", "power", "matmul", "sum"})
+
+#: how ``Replay.plans_of`` says a cotangent was named
+ZERO, ALIAS, RENAME = "zero", "alias", "rename"
 
 #: whether the macro replays rule applications (tests turn it off: the program is the same)
 REPLAY = True
@@ -117,18 +120,102 @@ class Recorder:
         def at(r: Any) -> int:
             return -1 if r is None else base[r[0]] + r[1]
 
+        self.at = at  # (plans_of's)
         kept = {id(bd) for bd in left}
         ops = tuple((op if id(bd) in kept else None, len(rs), at(rs[0]) if rs else -1,
                      at(rs[1]) if len(rs) > 1 else -1, tuple(at(r) for r in rs), ps, t)
                     for (op, rs, ps, t), bd in zip(self.ops, self.binds))
-        return Replay(ops, tuple(at(r) for r in refs), tuple(self.consts))
+        return Replay(ops, tuple(at(r) for r in refs), tuple(self.consts), self)
 
 
 class Replay:
     """What one application of a rule made (see :class:`Recorder`), made again for other atoms."""
 
-    def __init__(self, ops: tuple, results: tuple, consts: tuple) -> None:
+    def __init__(self, ops: tuple, results: tuple, consts: tuple, recorder: Recorder | None) -> None:
         self.ops, self.results, self.consts = ops, results, consts
+        self.recorder = recorder  # (until plans_of has run)
+        #: how the macro named each cotangent (see plans_of), or None: named by the macro as it is made
+        self.plans: tuple | None = None
+
+    def plans_of(self, args: Sequence[Atom], gets: Sequence[bool], cts: Sequence[Atom | None],
+                 named: dict[str, Atom], made: Sequence[Bind]) -> tuple | None:
+        """How the macro's ``take`` named the cotangent of each argument that gets one, given the cotangents
+        ``cts`` the rule gave, the macro's cotangents ``named`` after ``take`` and the bindings ``made``:
+        ``(i, ZERO)``; ``(i, ALIAS, place)``, the atom there taken as it is; ``(i, RENAME, op, type)``,
+        the binding of the op-th binding recorded named; None where any is named otherwise (a copy, a
+        conversion): then ``take`` names them again."""
+        rec, self.recorder = self.recorder, None
+        assert rec is not None
+        plans = []
+        for i, (a, g, c) in enumerate(zip(args, gets, cts)):
+            if not g:
+                continue
+            if c is None or type(c) is Zero:
+                plans.append((i, ZERO))
+                continue
+            r = rec.refs.get(id(c))
+            now = named.get(a.name)  # type: ignore[union-attr]
+            if r is None:
+                return None
+            if now is c:
+                plans.append((i, ALIAS, rec.at(r)))
+                continue
+            if r[0] != "made" or type(now) is not Var:
+                return None
+            rhs = rec.binds[r[1]].rhs
+            if not any(bd.rhs is rhs and bd.targets[0] is now for bd in made):
+                return None
+            plans.append((i, RENAME, rec.at(r), now.type))
+        return tuple(plans)
+
+    def run_named(self, macro: Any, vals: list[Atom | None], args: Sequence[Atom]) -> None:
+        """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's."""
+        cts = macro.cts
+        renamed: dict[int, tuple[str, Any, str]] = {}
+        aliases = []
+        for plan in self.plans:  # type: ignore[union-attr]
+            a = args[plan[0]]
+            kind = plan[1]
+            if kind is ZERO:
+                t = a.type
+                cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
+            elif kind is ALIAS:
+                macro.ct_name(a.name)  # (drawn, as take draws it)
+                aliases.append((a.name, plan[2]))
+            else:
+                renamed[plan[2]] = (macro.ct_name(a.name), plan[3], a.name)
+        if self.consts:
+            vals += self.consts
+        b = macro.b
+        binds, loc, namer = b.binds, b.loc, b.namer
+        used = namer.used
+        plain = namer.taken is used and namer.log is None
+        append, size = vals.append, len(_TEMPS)
+        at = len(vals)
+        for op, n, r0, r1, refs, ps, t in self.ops:
+            k = namer.temps + 1
+            if plain and k < size and _TEMPS[k] not in used:
+                name = _TEMPS[k]
+                namer.temps = k
+                used.add(name)
+            else:
+                name = namer.temp()
+                size = len(_TEMPS)
+            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
+                append(None)
+                at += 1
+                continue
+            args_ = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
+            final = renamed.get(at) if renamed else None
+            if final is None:
+                v = Var(name, t)
+            else:
+                v = cts[final[2]] = Var(final[0], final[1])
+            binds.append(Bind((v,), Prim(op, args_, ps), loc))
+            append(v)
+            at += 1
+        for name, r in aliases:
+            cts[name] = vals[r]
 
     def run(self, b: Builder, vals: list[Atom | None]) -> list[Atom | None]:
         """The bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), and the cotangents

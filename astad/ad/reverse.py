@@ -167,16 +167,19 @@ class _Macro:
                     ct_t = Num((), t.dtype, py=False)
         elif cls is FunT:
             ct_t = CopowerT(t)
+        return ct, Var(self.ct_name(name), ct_t)
+
+    def ct_name(self, name: str) -> str:
+        """The name of the cotangent of the variable ``name`` (``name_ct``), drawn."""
         # (Namer.fresh, its common case written out: ``name_ct`` not taken yet)
-        base, namer = name + "_ct", self.namer
+        base = name + "_ct"
         if name[0] == "t" and "_" in name and Namer.is_temp(name.partition("_")[0]):
             base = name.partition("_")[0] + "_ct"  # a temporary's copy (`t2_2`, a tested power's): `t2_ct`
         taken = self.taken
         if taken is not None and base not in taken and base.isascii():
             taken.add(base)
-        else:
-            base = namer.fresh(base)
-        return ct, Var(base, ct_t)
+            return base
+        return self.namer.fresh(base)
 
     def take(self, a: Var, ct: Atom | None, start: int, repeated: Any = ()) -> None:
         """``give`` at the top level, of a variable that gets a cotangent, without the copy ``let a_ct = ct``
@@ -264,7 +267,11 @@ class _Macro:
                 if done is not None:  # (the ids of the types the key holds stay theirs: they are kept)
                     self.replays[key] = done
                     self.pinned.append((out.type, ct.type, *[a.type for a in args]))
+        recorded = None
         if done is not None:
+            if self.naming and done.plans is not None:  # (named as it was recorded, too)
+                done.run_named(self, [ct, out, *args], args)
+                return
             arg_cts = done.run(self.b, [ct, out, *args])  # (settled as it was recorded)
         else:
             b = self.b if key is None else replay.Recorder(self.b, [ct, out, *args])
@@ -279,9 +286,9 @@ class _Macro:
                         self.settle(args, arg_cts, start, end)
                         break
             if key is not None:
-                done = b.replay(arg_cts, binds[start:])
-                if done is not None:
-                    self.replays[key] = self.by_value[key2] = done
+                recorded = b.replay(arg_cts, binds[start:])
+                if recorded is not None:
+                    self.replays[key] = self.by_value[key2] = recorded
                     self.pinned.append((out.type, ct.type, *[a.type for a in args]))
         if not self.naming:
             for a, c in zip(args, arg_cts):
@@ -291,12 +298,14 @@ class _Macro:
         if len(args) == 1:
             if gets[0]:
                 take(args[0], arg_cts[0], start)
-            return
-        kept = [a for a, g in zip(args, gets) if g]  # the arguments that get a cotangent
-        given = [c for c, g in zip(arg_cts, gets) if g]  # their cotangents
-        repeated = _repeated(given) if len(given) > 1 else ()
-        for a, c in zip(kept, given):
-            take(a, c, start, repeated)
+        else:
+            kept = [a for a, g in zip(args, gets) if g]  # the arguments that get a cotangent
+            given = [c for c, g in zip(arg_cts, gets) if g]  # their cotangents
+            repeated = _repeated(given) if len(given) > 1 else ()
+            for a, c in zip(kept, given):
+                take(a, c, start, repeated)
+        if recorded is not None:
+            recorded.plans = recorded.plans_of(args, gets, arg_cts, self.cts, binds[start:])
 
     def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int, end: int) -> None:
         """Of the bindings a VJP rule made (from ``start`` to ``end``), leave out those only the cotangents
