@@ -118,6 +118,7 @@ class _Macro:
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
         self.replays: dict[tuple, replay.Replay] = {}  # what applications of rules made (astad.ad.replay), by key
         self.by_value: dict[tuple, replay.Replay] = {}  # the same, by the types themselves (replay.by_value)
+        self.seen: set[tuple] = set()  # the keys by value of the applications made once (not recorded)
         self.pinned: list[tuple[Type, ...]] = []  # the types whose ids are in those keys: kept, so the ids stay theirs
         self.replayed = replay.REPLAYED if replay.REPLAY else frozenset()  # the primitives whose rules are replayed
 
@@ -274,6 +275,9 @@ class _Macro:
                 return
             arg_cts = done.run(self.b, [ct, out, *args])  # (settled as it was recorded)
         else:
+            if key is not None and key2 not in self.seen:  # (recorded the second time: most are seen once)
+                self.seen.add(key2)
+                key = None
             b = self.b if key is None else replay.Recorder(self.b, [ct, out, *args])
             try:
                 arg_cts = vjp(b, rhs, out, ct)
