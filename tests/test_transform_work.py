@@ -109,3 +109,43 @@ def test_settled_cotangents_change_nothing(name, monkeypatch):
     monkeypatch.setattr(reverse._Macro, "settle", lambda *a: None)
     astad.clear_caches(disk=False)
     assert astad.reverse(fn).derivative(args, wrt).source == settled
+
+
+@pytest.mark.parametrize("name", NAMES + ["straight_line_500", "tree"])
+def test_cotangents_named_where_made_change_nothing(name, monkeypatch):
+    """The generated code is the same where the reverse macro copies each cotangent to its name
+    (``let x_ct = t5``, which the optimiser's fold and ``name_cotangents`` then remove) as where it
+    names it where it is made (``let x_ct = ...``; a cotangent read elsewhere taken as it is)."""
+    from astad.ad import reverse
+    fn, make_inputs, argnums = programs.PROGRAMS[name]
+    args = make_inputs(np.random.default_rng(0))
+    wrt = frozenset((argnums,) if isinstance(argnums, int) else argnums)
+    astad.clear_caches(disk=False)
+    named = astad.reverse(fn).derivative(args, wrt).source
+    monkeypatch.setattr(reverse, "NAME_COTANGENTS", False)
+    astad.clear_caches(disk=False)
+    assert astad.reverse(fn).derivative(args, wrt).source == named
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "gmm"])
+def test_the_reverse_macro_copies_no_cotangent(name, monkeypatch):
+    """In a program without function values, each cotangent of the top block is named where it is made:
+    the backward block has no copies for the optimiser to fold away."""
+    from astad.ir import Copy
+    backward = _reverse_program(name, monkeypatch).backward
+    assert [b for b in backward.binds if type(b.rhs) is Copy] == []
+
+
+@pytest.mark.parametrize("name", NAMES + ["straight_line_500", "tree"])
+def test_replayed_rules_change_nothing(name, monkeypatch):
+    """The generated code is the same where every VJP rule runs as where an application like an earlier
+    one (the same primitive, types and literals) is made from the record of that one (astad.ad.replay)."""
+    from astad.ad import replay
+    fn, make_inputs, argnums = programs.PROGRAMS[name]
+    args = make_inputs(np.random.default_rng(0))
+    wrt = frozenset((argnums,) if isinstance(argnums, int) else argnums)
+    astad.clear_caches(disk=False)
+    replayed = astad.reverse(fn).derivative(args, wrt).source
+    monkeypatch.setattr(replay, "REPLAY", False)
+    astad.clear_caches(disk=False)
+    assert astad.reverse(fn).derivative(args, wrt).source == replayed

@@ -17,19 +17,25 @@ from .. import rules
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
-from ..names import _TEMPS, Namer
+from ..names import Namer
 from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
-                 FunT, Function, If, Lam, ListT, Loc, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
-                 TupleT, Type, Unpack, Var, Zero, bound_vars, function_values, if_free_vars, lam_free_vars,
-                 loop_free_vars)
+                 FunT, Function, If, Lam, ListT, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
+                 TupleT, Type, Unpack, Var, Zero, function_values, if_free_vars, lam_free_vars,
+                 kinds, loop_free_vars, vars_of)
 from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
-from .calls import backward as call_backward, split as split_call
+from .builder import _TAPED, Builder, with_tapes  # noqa: F401  (Builder: what the rules' tests build with)
+from . import replay
+from .calls import backward as call_backward
 
 
 _TABLE = rules.TABLE
+
+#: whether the macro names the cotangents of the top block where they are made (``_Macro.take``) rather than
+#: by a copy the optimiser's fold then removes (tests turn it off: the generated code is the same)
+NAME_COTANGENTS = True
 
 
 class _Vjps(dict):
@@ -43,26 +49,6 @@ class _Vjps(dict):
 _VJPS: dict[str, Any] = _Vjps()
 
 
-_PLAIN = frozenset({int, bool, str, type(None)})
-
-
-def _plain(params: tuple[tuple[str, Any], ...]) -> tuple | None:
-    """Static parameters as part of a key that tells apart only what is the same value (each
-    value's class with it: ``True`` is not ``1``); None where a value is not of a class whose
-    equal values are the same (a float: ``-0.0 == 0.0``, an array, an object)."""
-    out = []
-    for k, v in params:
-        cls = type(v)
-        if cls is tuple:
-            for x in v:
-                if type(x) is not int:
-                    return None
-        elif cls not in _PLAIN:
-            return None
-        out.append((k, cls, v))
-    return tuple(out)
-
-
 def _sized_at_run_time(a: Atom) -> bool:
     """A zero whose shape is known only at run time: it is made like its primal."""
     return isinstance(a, Zero) and isinstance(a.type, Num) and None in a.type.shape
@@ -70,86 +56,6 @@ def _sized_at_run_time(a: Atom) -> bool:
 
 def differentiable(t: Type) -> bool:
     return bool(t.differentiable)
-
-
-class Builder:
-    """Appends target-IR bindings; what the VJP rules in the table call."""
-
-    def __init__(self, namer: Namer) -> None:
-        self.namer = namer
-        self.binds: list[Bind] = []
-        self.loc: Loc | None = None  # the source line whose backward pass is being built
-        # the result types of primitives, by the primitive, its arguments' type objects (their ids: no
-        # type's __hash__ or __eq__ runs; the types are kept, so the ids stay theirs) and its parameters
-        self.types: dict[tuple, tuple[Type, list[Type]]] = {}
-
-    def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
-        n = len(args)
-        key = (op, id(args[0].type), id(args[1].type)) if n == 2 else (op, id(args[0].type)) if n == 1 else \
-            (op, *[id(a.type) for a in args])
-        ps = ()
-        if params:
-            ps = tuple(sorted(params.items()))
-            plain = _plain(ps)
-            key = None if plain is None else (key, plain)
-        known = None if key is None else self.types.get(key)
-        if known is None:
-            types = [a.type for a in args]
-            known = (_TABLE[op].infer(types, params), types)
-            if key is not None:
-                self.types[key] = known
-        # (Namer.temp, its common case written out: the next temporary's name, free)
-        namer = self.namer
-        used, n = namer.used, namer.temps + 1
-        if n < len(_TEMPS) and _TEMPS[n] not in used and namer.taken is used and namer.log is None:
-            name = _TEMPS[n]
-            namer.temps = n
-            used.add(name)
-        else:
-            name = namer.temp()
-        var = Var(name, known[0])
-        self.binds.append(Bind((var,), Prim(op, args, ps), self.loc))
-        return var
-
-    def const(self, value: Any) -> Const:
-        if isinstance(value, tuple):
-            return Const.literal(value, TupleT(tuple(literal_type(v) for v in value)))
-        return Const.literal(value, literal_type(value))
-
-    def bind(self, targets: tuple[Var, ...], rhs: Comp) -> None:
-        self.binds.append(Bind(targets, rhs, self.loc))
-
-
-def with_tapes(block: Block, namer: Namer, active: Callable[[Atom], bool] | None = None,
-               calls: dict[str, Prim] | None = None) -> Block:
-    """Give every loop a tape on which it records, per iteration, what its body
-    binds (the optimiser keeps only what the backward pass reads); split each
-    call of a function of its own into its forward part and its residuals
-    (:func:`astad.ad.calls.split`, which notes it in ``calls``)."""
-    binds = []
-    for b in block.binds:
-        rhs = b.rhs
-        cls = type(rhs)  # (no class of the IR has subclasses)
-        if cls is Prim:
-            if rhs.op == "call" and calls is not None:
-                binds += split_call(b, active or _always, namer, calls)
-                continue
-        elif cls is If:
-            b = Bind(b.targets, If(rhs.cond, with_tapes(rhs.then, namer, active, calls),
-                                   with_tapes(rhs.orelse, namer, active, calls)), b.loc)
-        elif cls is Loop:
-            body = with_tapes(rhs.body, namer, active, calls)
-            save = (*rhs.inputs, *bound_vars(body))
-            tape = Var(namer.fresh(f"{(rhs.index or rhs.carried[-1]).name}_tape"), TupleT(()))
-            b = Bind(b.targets + (tape,), Loop(rhs.bounds, rhs.index, rhs.carried, rhs.init, body, save, tape), b.loc)
-        elif cls is Lam:  # each call records what the function's backward map needs
-            body = with_tapes(rhs.body, namer, active, calls)
-            b = Bind(b.targets, replace(rhs, body=body, save=(*rhs.params, *bound_vars(body))), b.loc)
-        elif cls is App:
-            record = Var(namer.fresh(f"{rhs.fn.name}_record"), TupleT(()))
-            b = Bind(b.targets + (record,), rhs, b.loc)
-        binds.append(b)
-    return Block(tuple(binds), block.result)
 
 
 def _joined_ct_type(t: Type) -> Type:
@@ -197,14 +103,24 @@ class _Macro:
         self.active: Callable[[Atom], bool] = activity.active if activity is not None else _always
         # (``give``'s test, which runs for every argument: the names the analysis saw and found inactive)
         self.inactive: frozenset[str] = activity.inactive() if activity is not None else frozenset()
-        self.namer = Namer.of(fn)
+        self.namer = namer = Namer.of(fn)
+        # (the names taken where ``named_ct`` may add one itself, as Namer.fresh would; else None)
+        self.taken: set[str] | None = namer.taken if namer.used is namer.taken and namer.log is None else None
         self.b = Builder(self.namer)
         self.cts: dict[str, Atom] = {}
         self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
         self.top = True  # whether the block being built is the top one (``settle`` runs only there)
+        # whether ``take`` names the cotangents (in the top block of a program without function values:
+        # copowers.remove_functions, which runs before the optimiser's fold, draws names from those left)
+        self.naming = True
         self.calls: dict[str, Prim] = {}  # the pair a call of a function of its own gives -> its call_forward
+        self.replays: dict[tuple, replay.Replay] = {}  # what applications of rules made (astad.ad.replay), by key
+        self.by_value: dict[tuple, replay.Replay] = {}  # the same, by the types themselves (replay.by_value)
+        self.seen: set[tuple] = set()  # the keys by value of the applications made once (not recorded)
+        self.pinned: list[tuple[Type, ...]] = []  # the types whose ids are in those keys: kept, so the ids stay theirs
+        self.replayed = replay.REPLAYED if replay.REPLAY else frozenset()  # the primitives whose rules are replayed
 
     def ct_of(self, v: Var) -> Atom:
         ct = self.cts.get(v.name)  # (the zero made only when there is none)
@@ -226,6 +142,18 @@ class _Macro:
         if ct is None or type(ct) is Zero or name in self.inactive:
             self.cts[name] = Zero(CopowerT(t) if cls is FunT else t)  # _ct_type(t)
             return name in self.inactive
+        ct, named = self.named_ct(a, ct)
+        b = self.b
+        b.binds.append(Bind((named,), Copy(ct), b.loc))
+        self.cts[name] = named
+        return False
+
+    def named_ct(self, a: Var, ct: Atom) -> tuple[Atom, Var]:
+        """The cotangent ``ct`` of ``a`` (a variable with a derivative) in its value's dtype, and the
+        variable naming it (``a_ct``), its name drawn."""
+        t = a.type
+        cls = type(t)
+        name = a.name
         ct_t: Type = t
         if cls is Num:
             c_t = ct.type
@@ -240,20 +168,62 @@ class _Macro:
                     ct_t = Num((), t.dtype, py=False)
         elif cls is FunT:
             ct_t = CopowerT(t)
+        return ct, Var(self.ct_name(name), ct_t)
+
+    def ct_name(self, name: str) -> str:
+        """The name of the cotangent of the variable ``name`` (``name_ct``), drawn."""
         # (Namer.fresh, its common case written out: ``name_ct`` not taken yet)
-        base, namer = name + "_ct", self.namer
+        base = name + "_ct"
         if name[0] == "t" and "_" in name and Namer.is_temp(name.partition("_")[0]):
             base = name.partition("_")[0] + "_ct"  # a temporary's copy (`t2_2`, a tested power's): `t2_ct`
-        taken = namer.taken
-        if base not in taken and namer.used is taken and namer.log is None and base.isascii():
+        taken = self.taken
+        if taken is not None and base not in taken and base.isascii():
             taken.add(base)
-        else:
-            base = namer.fresh(base)
-        named = Var(base, ct_t)
+            return base
+        return self.namer.fresh(base)
+
+    def take(self, a: Var, ct: Atom | None, start: int, repeated: Any = ()) -> None:
+        """``give`` at the top level, of a variable that gets a cotangent, without the copy ``let a_ct = ct``
+        that ``give`` makes and the optimiser's fold and ``name_cotangents`` remove: where ``ct`` is a temporary
+        the bindings from ``start`` made that none of them reads (nor gives to another argument: ``repeated``,
+        the names of those given to more than one), its binding is named ``a_ct``; any other variable is taken
+        as it is.  The program after the fold is the same, with fewer bindings before it."""
+        if ct is None or type(ct) is Zero:
+            t = a.type
+            self.cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # _ct_type(t)
+            return
+        made, named = self.named_ct(a, ct)
+        if type(made) is Var:
+            binds = self.b.binds
+            j = len(binds) - 1
+            if made is not ct:  # a conversion just made, read nowhere else
+                bd = binds[j]
+                binds[j] = Bind((named,), bd.rhs, bd.loc)
+                self.cts[a.name] = named
+                return
+            if ct.name not in repeated:
+                while j >= start:  # (its binding is among the last: a VJP rule returns what it made last)
+                    bd = binds[j]
+                    if bd.targets[0] is ct:
+                        binds[j] = Bind((named,), bd.rhs, bd.loc)
+                        self.cts[a.name] = named
+                        return
+                    rhs = bd.rhs
+                    if type(rhs) is Prim:
+                        for x in rhs.args:
+                            if x is ct:
+                                j = start  # read after it is made: taken as it is (the walk ends)
+                                break
+                    elif _reads(rhs, ct.name):
+                        break
+                    j -= 1
+            t = ct.type
+            if t is named.type or t == named.type:
+                self.cts[a.name] = ct
+                return
         b = self.b
-        b.binds.append(Bind((named,), Copy(ct), b.loc))
-        self.cts[name] = named
-        return False
+        b.binds.append(Bind((named,), Copy(made), b.loc))
+        self.cts[a.name] = named
 
     # one rule per construct -------------------------------------------------
 
@@ -273,22 +243,73 @@ class _Macro:
             return
         binds = self.b.binds
         start = len(binds)
-        try:
-            arg_cts = vjp(self.b, rhs, out, ct)
-        except rules.ShapeError as e:
-            raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
         args = rhs.args
-        end = len(binds)
-        if end != start and self.top:  # (in a nested block: see own_block)
-            dropped = False
-            for a, c in zip(args, arg_cts):
-                if give(a, c) and type(c) is Var:  # a cotangent made that give drops
-                    dropped = True
-            if dropped:  # (the copies give made follow ``end``: settle leaves them as they are)
-                self.settle(args, arg_cts, start, end)
+        # which arguments get a cotangent (give's tests: a variable with a derivative, active)
+        gets = []
+        inactive = self.inactive
+        for a in args:
+            if type(a) is Var:
+                at = a.type
+                if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                    if a.name not in inactive:
+                        gets.append(True)
+                        continue
+                    self.cts[a.name] = Zero(_ct_type(at))  # (give's)
+            gets.append(False)
+        key = replay.key(rhs, out, ct) if op in self.replayed else None
+        done = None
+        if key is not None:  # (see astad.ad.replay; what settle leaves depends on which arguments get one)
+            cname = ct.name  # (and whether the cotangent, which a rule may give an argument, is a temporary)
+            key = (key, *gets, self.top, False in gets and cname[:1] == "t" and cname[1:].isdigit())
+            done = self.replays.get(key)
+            if done is None:
+                key2 = (replay.by_value(rhs, out, ct), *key[1:])  # type: ignore[arg-type]
+                done = self.by_value.get(key2)
+                if done is not None:  # (the ids of the types the key holds stay theirs: they are kept)
+                    self.replays[key] = done
+                    self.pinned.append((out.type, ct.type, *[a.type for a in args]))
+        recorded = None
+        if done is not None:
+            if self.naming and done.plans is not None:  # (named as it was recorded, too)
+                done.run_named(self, [ct, out, *args], args)
+                return
+            arg_cts = done.run(self.b, [ct, out, *args])  # (settled as it was recorded)
         else:
+            if key is not None and key2 not in self.seen:  # (recorded the second time: most are seen once)
+                self.seen.add(key2)
+                key = None
+            b = self.b if key is None else replay.Recorder(self.b, [ct, out, *args])
+            try:
+                arg_cts = vjp(b, rhs, out, ct)
+            except rules.ShapeError as e:
+                raise AstadTypeError(f"cannot differentiate {op}: {e}", bind.loc) from None
+            end = len(binds)
+            if end != start and self.top:  # (in a nested block: see own_block)
+                for g, c in zip(gets, arg_cts):
+                    if not g and type(c) is Var:  # a cotangent made that no argument gets
+                        self.settle(args, arg_cts, start, end)
+                        break
+            if key is not None:
+                recorded = b.replay(arg_cts, binds[start:])
+                if recorded is not None:
+                    self.replays[key] = self.by_value[key2] = recorded
+                    self.pinned.append((out.type, ct.type, *[a.type for a in args]))
+        if not self.naming:
             for a, c in zip(args, arg_cts):
                 give(a, c)
+            return
+        take = self.take
+        if len(args) == 1:
+            if gets[0]:
+                take(args[0], arg_cts[0], start)
+        else:
+            kept = [a for a, g in zip(args, gets) if g]  # the arguments that get a cotangent
+            given = [c for c, g in zip(arg_cts, gets) if g]  # their cotangents
+            repeated = _repeated(given) if len(given) > 1 else ()
+            for a, c in zip(kept, given):
+                take(a, c, start, repeated)
+        if recorded is not None:
+            recorded.plans = recorded.plans_of(args, gets, arg_cts, self.cts, binds[start:])
 
     def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int, end: int) -> None:
         """Of the bindings a VJP rule made (from ``start`` to ``end``), leave out those only the cotangents
@@ -347,7 +368,10 @@ class _Macro:
         total = Var(self.namer.temp(), _ct_type(v.type, *items))
         b = self.b
         b.binds.append(Bind((total,), Plus(items), b.loc))
-        self.give(v, total)
+        if self.naming and v.name not in self.inactive:
+            self.take(v, total, len(b.binds) - 1)
+        else:
+            self.give(v, total)
 
     def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
         """``plus`` (in a derivative differentiated again) is linear: each summand gets the sum's cotangent."""
@@ -496,10 +520,10 @@ class _Macro:
         """The backward pass of ``block`` as a block of its own (a branch, a loop
         body, a function's body): from the cotangent ``result_ct()`` makes there to
         the tuple ``inputs_cts()`` builds."""
-        saved = self.b.binds, self.cts, self.top
+        saved = self.b.binds, self.cts, self.top, self.naming
         # (a nested block is folded otherwise than the top one (fold, then name_cotangents, where a
         # temporary a copy named is read after it): there the rules' bindings are left as made)
-        self.b.binds, self.cts, self.top = [], {}, False
+        self.b.binds, self.cts, self.top, self.naming = [], {}, False, False
         try:
             self.block(block, result_ct())
             items = inputs_cts()
@@ -507,7 +531,7 @@ class _Macro:
             self.b.bind((end,), MakeTuple(tuple(items)))
             return Block(tuple(self.b.binds), end)
         finally:
-            self.b.binds, self.cts, self.top = saved
+            self.b.binds, self.cts, self.top, self.naming = saved
 
     def ct_or_zeros(self, v: Var) -> Atom:
         """The cotangent of ``v`` leaving a branch or loop body: a zero whose size is
@@ -549,7 +573,10 @@ class _Macro:
         ct_name = f"{result.name}_ct" if isinstance(result, Var) and not Namer.is_temp(result.name.partition("_")[0]) \
             else "out_ct"
         ct_in = Var(self.namer.fresh(ct_name), result.type)
-        fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
+        made = kinds(fn.body)
+        self.naming = NAME_COTANGENTS and "Lam" not in made
+        if not made.isdisjoint(_TAPED):  # (else with_tapes would make the same block again)
+            fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
         self.forward = fn.body
         self.block(fn.body, ct_in)
         fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
@@ -577,6 +604,22 @@ class _Rules(dict):
 
 
 _RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = _Rules()
+
+
+def _repeated(cts: list[Atom | None]) -> Any:
+    """The names of the variables among ``cts`` that are there more than once."""
+    names = [c.name for c in cts if type(c) is Var]
+    return () if len(set(names)) == len(names) else {n for n in names if names.count(n) > 1}
+
+
+def _reads(rhs: Comp, name: str) -> bool:
+    """Whether ``rhs`` reads the variable ``name``."""
+    if type(rhs) is Prim:
+        for x in rhs.args:
+            if type(x) is Var and x.name == name:
+                return True
+        return False
+    return any(v.name == name for v in vars_of(rhs))
 
 
 def _always(a: Atom) -> bool:

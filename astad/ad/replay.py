@@ -1,0 +1,249 @@
+"""VJP rule applications replayed: a rule applied to arguments of the same types (and literals of the
+same values) as an earlier application of the same primitive makes the same bindings, up to the atoms
+it reads, so the reverse macro records what the first application made (:class:`Recorder`) and makes
+the bindings of the others from that record (:meth:`Replay.run`): no rule runs again, no type is
+inferred again, no ``Memo`` is asked.
+
+Only the primitives of ``REPLAYED`` are replayed: rules that read of their application only the types
+of its arguments, result and cotangent, the values of its literal arguments and its parameters (what
+the key of :func:`key` holds), which arguments are the same atom, and that build with ``b.prim`` and
+``b.const`` alone.  A rule that reads anything else (an atom the record cannot name) is not recorded.
+The names drawn are those the rule draws, in the same order, so the program is the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..ir import Atom, Bind, Const, CopowerT, FunT, Prim, Var, Zero
+from ..names import _TEMPS
+from .builder import Builder
+
+#: the primitives whose VJP rules are replayed (see the module's docstring)
+REPLAYED = frozenset({"add", "sub", "mul", "div", "neg", "exp", "log", "sin", "cos", "tan", "tanh", "sqrt", "abs",
+                      "maximum", "minimum", "where", "pow", "power", "matmul", "sum"})
+
+#: how ``Replay.plans_of`` says a cotangent was named
+ZERO, ALIAS, RENAME = "zero", "alias", "rename"
+
+#: whether the macro replays rule applications (tests turn it off: the program is the same)
+REPLAY = True
+
+
+def by_value(p: Prim, out: Var, ct: Var) -> tuple:
+    """:func:`key` with the types themselves (equal types, one key: the rule reads only what they hold)."""
+    return (p.op, p.params, out.type, ct.type, *[a.type if type(a) is Var else a.key for a in p.args],
+            *[(i, j) for i, a in enumerate(p.args) for j in range(i) if p.args[j] is a])
+
+
+def key(p: Prim, out: Var, ct: Atom) -> tuple | None:
+    """What the VJP rule of ``p`` may read of its application (None where it is not replayed): the
+    primitive, its parameters, the type objects (by their ids: the macro keeps them) of its result, its
+    cotangent and its variable arguments, the key of each literal argument (its value) and which
+    arguments are the same atom."""
+    if type(ct) is not Var:
+        return None
+    args = p.args
+    if len(args) == 2:  # (the most common: written out)
+        x, y = args
+        cls = type(x)
+        kx = id(x.type) if cls is Var else x.key if cls is Const and x.name is None else None
+        cls = type(y)
+        ky = id(y.type) if cls is Var else y.key if cls is Const and y.name is None else None
+        if kx is None or ky is None:
+            return None
+        return (p.op, p.params, id(out.type), id(ct.type), kx, ky, x is y)
+    parts: list[Any] = [p.op, p.params, id(out.type), id(ct.type)]
+    for i, a in enumerate(args):
+        cls = type(a)
+        if cls is Var:
+            parts.append(id(a.type))
+        elif cls is Const and a.name is None:
+            parts.append(a.key)
+        else:
+            return None
+        for j in range(i):
+            if args[j] is a:
+                parts.append(("same", j, i))
+    return tuple(parts)
+
+
+class Recorder:
+    """A builder that makes what the macro's builder ``b`` makes and records it, each atom by its place:
+    0 the cotangent, 1 the result, 2... the arguments, then the literals the rule made itself, then the
+    results of the bindings made, in turn."""
+
+    def __init__(self, b: Builder, atoms: Sequence[Atom]) -> None:
+        self.b = b
+        self.refs: dict[int, tuple[str, int]] = {}
+        for i, a in enumerate(atoms):
+            self.refs.setdefault(id(a), ("atom", i))
+        self.atoms = len(atoms)
+        self.made: list[Var] = []
+        self.consts: list[Const] = []
+        self.ops: list[tuple[str, list, tuple, Any]] = []
+        self.binds: list[Bind] = []  # the bindings made
+        self.ok = True
+
+    def prim(self, op: str, *args: Atom, **params: Any) -> Atom:
+        v = self.b.prim(op, *args, **params)
+        made = self.b.binds[-1]
+        self.binds.append(made)
+        self.ops.append((op, [self.ref(a) for a in args], made.rhs.params, v.type))
+        self.refs[id(v)] = ("made", len(self.made))
+        self.made.append(v)
+        return v
+
+    def const(self, value: Any) -> Const:
+        return self.b.const(value)
+
+    def ref(self, a: Atom | None) -> Any:
+        if a is None:
+            return None
+        r = self.refs.get(id(a))
+        if r is None:
+            if type(a) is not Const:
+                self.ok = False  # an atom the record cannot name
+                return ("atom", 0)
+            r = self.refs[id(a)] = ("const", len(self.consts))
+            self.consts.append(a)
+        return r
+
+    def replay(self, results: Sequence[Atom | None], left: Sequence[Bind]) -> "Replay | None":
+        """The record, given the cotangents the rule gave and the bindings ``left`` of those it made (what
+        the macro's ``settle`` left: the others are not made again, their names drawn all the same)."""
+        refs = [self.ref(c) for c in results]
+        if not self.ok:
+            return None
+        base = {"atom": 0, "const": self.atoms, "made": self.atoms + len(self.consts)}
+
+        def at(r: Any) -> int:
+            return -1 if r is None else base[r[0]] + r[1]
+
+        self.at = at  # (plans_of's)
+        kept = {id(bd) for bd in left}
+        ops = tuple((op if id(bd) in kept else None, len(rs), at(rs[0]) if rs else -1,
+                     at(rs[1]) if len(rs) > 1 else -1, tuple(at(r) for r in rs), ps, t)
+                    for (op, rs, ps, t), bd in zip(self.ops, self.binds))
+        return Replay(ops, tuple(at(r) for r in refs), tuple(self.consts), self)
+
+
+class Replay:
+    """What one application of a rule made (see :class:`Recorder`), made again for other atoms."""
+
+    def __init__(self, ops: tuple, results: tuple, consts: tuple, recorder: Recorder | None) -> None:
+        self.ops, self.results, self.consts = ops, results, consts
+        self.recorder = recorder  # (until plans_of has run)
+        #: how the macro named each cotangent (see plans_of), or None: named by the macro as it is made
+        self.plans: tuple | None = None
+
+    def plans_of(self, args: Sequence[Atom], gets: Sequence[bool], cts: Sequence[Atom | None],
+                 named: dict[str, Atom], made: Sequence[Bind]) -> tuple | None:
+        """How the macro's ``take`` named the cotangent of each argument that gets one, given the cotangents
+        ``cts`` the rule gave, the macro's cotangents ``named`` after ``take`` and the bindings ``made``:
+        ``(i, ZERO)``; ``(i, ALIAS, place)``, the atom there taken as it is; ``(i, RENAME, op, type)``,
+        the binding of the op-th binding recorded named; None where any is named otherwise (a copy, a
+        conversion): then ``take`` names them again."""
+        rec, self.recorder = self.recorder, None
+        assert rec is not None
+        plans = []
+        for i, (a, g, c) in enumerate(zip(args, gets, cts)):
+            if not g:
+                continue
+            if c is None or type(c) is Zero:
+                plans.append((i, ZERO))
+                continue
+            r = rec.refs.get(id(c))
+            now = named.get(a.name)  # type: ignore[union-attr]
+            if r is None:
+                return None
+            if now is c:
+                plans.append((i, ALIAS, rec.at(r)))
+                continue
+            if r[0] != "made" or type(now) is not Var:
+                return None
+            rhs = rec.binds[r[1]].rhs
+            if not any(bd.rhs is rhs and bd.targets[0] is now for bd in made):
+                return None
+            plans.append((i, RENAME, rec.at(r), now.type))
+        return tuple(plans)
+
+    def run_named(self, macro: Any, vals: list[Atom | None], args: Sequence[Atom]) -> None:
+        """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's."""
+        cts = macro.cts
+        renamed: dict[int, tuple[str, Any, str]] = {}
+        aliases = []
+        for plan in self.plans:  # type: ignore[union-attr]
+            a = args[plan[0]]
+            kind = plan[1]
+            if kind is ZERO:
+                t = a.type
+                cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
+            elif kind is ALIAS:
+                macro.ct_name(a.name)  # (drawn, as take draws it)
+                aliases.append((a.name, plan[2]))
+            else:
+                renamed[plan[2]] = (macro.ct_name(a.name), plan[3], a.name)
+        if self.consts:
+            vals += self.consts
+        b = macro.b
+        binds, loc, namer = b.binds, b.loc, b.namer
+        used = namer.used
+        plain = namer.taken is used and namer.log is None
+        append, size = vals.append, len(_TEMPS)
+        at = len(vals)
+        for op, n, r0, r1, refs, ps, t in self.ops:
+            k = namer.temps + 1
+            if plain and k < size and _TEMPS[k] not in used:
+                name = _TEMPS[k]
+                namer.temps = k
+                used.add(name)
+            else:
+                name = namer.temp()
+                size = len(_TEMPS)
+            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
+                append(None)
+                at += 1
+                continue
+            args_ = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
+            final = renamed.get(at) if renamed else None
+            if final is None:
+                v = Var(name, t)
+            else:
+                v = cts[final[2]] = Var(final[0], final[1])
+            binds.append(Bind((v,), Prim(op, args_, ps), loc))
+            append(v)
+            at += 1
+        for name, r in aliases:
+            cts[name] = vals[r]
+
+    def run(self, b: Builder, vals: list[Atom | None]) -> list[Atom | None]:
+        """The bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), and the cotangents
+        (``vals``: the cotangent, the result and the arguments, as ``Recorder``'s ``atoms``)."""
+        if self.consts:
+            vals += self.consts
+        binds, loc, namer = b.binds, b.loc, b.namer
+        used = namer.used
+        plain = namer.taken is used and namer.log is None
+        append, size = vals.append, len(_TEMPS)
+        for op, n, r0, r1, refs, ps, t in self.ops:
+            k = namer.temps + 1
+            if plain and k < size and _TEMPS[k] not in used:
+                name = _TEMPS[k]
+                namer.temps = k
+                used.add(name)
+            else:
+                name = namer.temp()
+                size = len(_TEMPS)
+            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
+                append(None)
+                continue
+            args = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
+            v = Var(name, t)
+            binds.append(Bind((v,), Prim(op, args, ps), loc))
+            append(v)
+        results = self.results
+        if len(results) == 2:
+            r0, r1 = results
+            return [None if r0 < 0 else vals[r0], None if r1 < 0 else vals[r1]]
+        return [None if r < 0 else vals[r] for r in results]
