@@ -85,7 +85,7 @@ KIND: dict[str, str] = {
                      "transpose", "or_zeros_like", "list_of_length", "unstack", "split_like", "list_fill",
                      "convert_float", "convert_discrete", "setitem", "add_at"), "view"),  # np.float64(x) of a float64 array is x
     # ``sum(xs, start)`` of an empty list is ``start`` itself
-    **dict.fromkeys(("py_max", "py_min", "py_sum"), "either"),
+    **dict.fromkeys(("py_max", "py_min", "py_sum", "py_sum_rows"), "either"),  # (sum of no rows: the start itself)
     **dict.fromkeys(("tensordot", "inner", "vdot", "kron", "take", "take_along_axis", "repeat", "tile", "roll", "pad",
                      "linspace", "tri", "take_transpose", "add_along_axis"), "fresh"),
     **dict.fromkeys(("einsum", "flip", "squeeze", "unpad_edge"), "view"),  # np.einsum('ii->i', x) is a view of x
