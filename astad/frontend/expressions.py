@@ -197,6 +197,8 @@ class Expressions(LowererCore):
             if obj is not imported.as_imported(base.obj, attr):  # a constant replaced (math.pi = 3.0)
                 return Const.literal(obj, FLOAT)
             return Const(obj, FLOAT, f"{module}.{attr}", (module, attr))
+        if type(obj) is np.bool_ and obj is imported.as_imported(base.obj, attr):  # np.True_, np.False_: by name
+            return Const(obj, Num((), "bool"), f"np.{attr}", ("np", attr))  # (a numpy bool has no literal)
         return self.global_value(f"{module}.{attr}", obj, node, path if isinstance(obj, types.ModuleType) else ())
 
     def array_attribute(self, x: Atom, attr: str, node: cst.CSTNode) -> Value:

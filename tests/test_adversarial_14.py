@@ -1,0 +1,51 @@
+"""Adversarial tests, session 9 (adv3): the semantic changes merged in session 9 (lazy chained
+comparisons, ``and``/``or`` giving the operand, Python's ``sum``, ``%``/``//`` by 0, ``sum``/``prod``
+with ``initial=``, ``np.copy`` of numpy scalars, ...) in combination with forward mode, higher order,
+loops, dtypes and numpy scalars.  Oracles: the plain call's value and type, central finite differences."""
+
+import numpy as np
+import pytest
+
+import astad
+
+
+def _same(a, b):
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(a, b)
+
+
+# ---- np.True_ / np.False_ read from numpy: a Const with no literal (InternalError "no literal for np.True_"
+# in code generation); since `and`/`or` give their operand, `np.True_ or t` is np.True_ itself, where it
+# was folded to Python's True before (so `x * (np.True_ or x > 2.0)` crashed where it used to work)
+
+def np_true_or(x):
+    return x * (np.True_ or x > 2.0)
+
+
+def b_and_np_true(x):
+    b = x > 0.5
+    return x * 1.0, b and np.True_
+
+
+def np_false_and(x):
+    return x * 1.0, np.False_ and (x > 0.5), b_or_np_false(x)
+
+
+def b_or_np_false(x):
+    return (x > 0.5) or np.False_
+
+
+def times_np_true(x):
+    return x * np.True_, np.True_
+
+
+@pytest.mark.parametrize("fn", [np_true_or, b_and_np_true, np_false_and, times_np_true])
+@pytest.mark.parametrize("x", [0.7, 0.3, 3.0])
+def test_numpy_bool_constants_of_numpy(fn, x):
+    want = fn(x)
+    assert _same(astad.vjp(fn, x)[0], want)
+    value, tangent = astad.jvp(fn, (x,), (1.0,))
+    assert _same(value, want)
+    if fn is np_true_or:
+        assert astad.grad(fn)(x) == 1.0 and type(astad.grad(fn)(x)) is float
