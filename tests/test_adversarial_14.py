@@ -49,3 +49,34 @@ def test_numpy_bool_constants_of_numpy(fn, x):
     assert _same(value, want)
     if fn is np_true_or:
         assert astad.grad(fn)(x) == 1.0 and type(astad.grad(fn)(x)) is float
+
+
+# ---- a tuple of no leaf nested in a tuple (`((),)`, `((), ())`): codegen had no zero for it (InternalError
+# in every transform); `()` itself was fixed in this session
+
+def nested_empty(x, y):
+    return x * y, ((),)
+
+
+def two_empties(x):
+    return ((), ())
+
+
+def deep_empty(x, k):
+    return (x if k > 0 else 2.0 * x), (((),),)
+
+
+def test_nested_empty_tuples():
+    x = np.array([1.0, 2.0])
+    value, pullback = astad.vjp(nested_empty, x, 2.0)
+    assert _same(value, nested_empty(x, 2.0))
+    gx, gy = pullback((np.ones(2), ((),)))
+    assert np.array_equal(gx, [2.0, 2.0]) and gy == 3.0
+    assert np.array_equal(astad.jvp(nested_empty, (x, 2.0), (np.ones(2), 0.0))[1][0], [2.0, 2.0])
+    assert np.array_equal(astad.jacfwd(nested_empty)(x, 2.0)[0], 2.0 * np.eye(2))
+    assert np.array_equal(astad.jacrev(nested_empty)(x, 2.0)[0], 2.0 * np.eye(2))
+    assert astad.vjp(two_empties, x)[0] == ((), ()) and np.array_equal(astad.vjp(two_empties, x)[1](((), ()))[0], [0, 0])
+    assert astad.jacrev(two_empties)(x) == ((), ()) and astad.jacfwd(two_empties)(x) == ((), ())
+    for k in (1, 0):
+        assert _same(astad.vjp(deep_empty, 1.5, k)[0], deep_empty(1.5, k))
+        assert astad.jacfwd(deep_empty)(1.5, k)[0] == (1.0 if k else 2.0)

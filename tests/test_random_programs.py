@@ -1230,7 +1230,9 @@ class Gen:
         items = [self.pick(names) for _ in range(k)]
         if self.empty_tuples and self.draw(st.integers(0, 4)) == 0:  # an empty tuple among them (its zero
             # is `()`: it crashed codegen)
-            items.insert(self.draw(st.integers(0, k - 1)), "()")  # (not last: callers add `+ ...` to it)
+            # (also nested ones, of no leaf either: `((),)` crashed codegen after `()` was fixed)
+            empty = self.draw(st.sampled_from(["()", "((),)", "((), ())"]))
+            items.insert(self.draw(st.integers(0, k - 1)), empty)  # (not last: callers add `+ ...` to it)
         return ", ".join(items)
 
 

@@ -66,9 +66,17 @@ def _zero(t: object) -> Expr:
         return px.call("np.zeros", [px.literal(tuple(t.shape))], **kw)
     if isinstance(t, ListT) and not t.differentiable:  # no element has a cotangent (nothing appended yet)
         return px.literal(None)
-    if isinstance(t, TupleT) and not t.items:  # the empty tuple is its own zero (a function returning ``()``)
-        return px.literal(())
+    if _leafless(t) is not None:  # the empty tuple is its own zero (a function returning ``()``), as ``((), ())``
+        return px.literal(_leafless(t))
     raise InternalError(f"codegen: cannot materialise a zero of type {t}")
+
+
+def _leafless(t: object) -> tuple | None:
+    """The value of a tuple type of no leaf (``()``, ``((),)``, ``((), ())``): its own zero; else None."""
+    if not isinstance(t, TupleT):
+        return None
+    items = [_leafless(i) for i in t.items]
+    return None if any(i is None for i in items) else tuple(items)
 
 
 class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
