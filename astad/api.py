@@ -184,6 +184,8 @@ def typed_cotangent(t: Type, ct: Any) -> Any:
             return ct
         if not t.shape and (type(ct) in (float, int) or isinstance(ct, np.integer)):
             return float(ct) if t.py else np.dtype(t.dtype).type(ct)
+        if t.py and isinstance(ct, (np.floating, np.ndarray)) and np.ndim(ct) == 0:  # (a numpy float or a 0-d
+            return float(ct)  # array for a Python float: the argument's cotangent a float, as its own, README)
         if type(ct) is np.ndarray and ct.dtype.kind in "iu":  # an integer cotangent of a float value: a float one
             return ct.astype(t.dtype)
         if type(ct) is np.ndarray and ct.dtype.kind == "f" and ct.dtype != t.dtype and not t.py:

@@ -3,6 +3,8 @@ comparisons, ``and``/``or`` giving the operand, Python's ``sum``, ``%``/``//`` b
 with ``initial=``, ``np.copy`` of numpy scalars, ...) in combination with forward mode, higher order,
 loops, dtypes and numpy scalars.  Oracles: the plain call's value and type, central finite differences."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,26 @@ def test_nested_empty_tuples():
     for k in (1, 0):
         assert _same(astad.vjp(deep_empty, 1.5, k)[0], deep_empty(1.5, k))
         assert astad.jacfwd(deep_empty)(1.5, k)[0] == (1.0 if k else 2.0)
+
+
+# ---- typed_cotangent: a numpy float (or 0-d array) cotangent of a Python float output was passed on as it
+# was, so a Python float argument got an np.float32 (np.float16, np.float64) cotangent computed in that
+# dtype, where an array argument gets its own dtype (README: the cotangent of an argument has its dtype)
+
+def twice(x):
+    return x * x
+
+
+def sine_of_first(v):
+    return math.sin(v[0]) * 2.0
+
+
+@pytest.mark.parametrize("ct", [np.float32(1.0), np.float16(1.0), np.array(1.0, np.float32), np.array(1),
+                                np.float64(1.0), np.array(1.0)])
+def test_python_float_argument_gets_a_float_cotangent(ct):
+    _, pullback = astad.vjp(twice, 1.1)
+    (g,) = pullback(ct)
+    assert type(g) is float and g == 2.2
+    _, pullback = astad.vjp(sine_of_first, np.array([1.1, 2.0]))
+    (g,) = pullback(ct)
+    assert g.dtype == np.float64 and g[0] == 2.0 * np.cos(1.1)
