@@ -115,6 +115,9 @@ def cotangent_like(value):
             lambda items: type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items))
     if value is None:
         return st.none()
+    if isinstance(value, float) and type(value) is float:  # (a Python float output: sometimes a numpy float
+        # cotangent, which the pullback takes as a float: the Python float argument's cotangent is a float)
+        return st.one_of(_real_like(value), _real_like(value).map(np.float64), _real_like(value).map(np.float32))
     if _is_real(value):
         return _real_like(float(value) if np.ndim(value) == 0 and not isinstance(value, np.ndarray) else value)
     return st.just(0.0 if np.ndim(value) == 0 else np.zeros(np.shape(value)))
@@ -232,6 +235,7 @@ def check_transpose(fn, args, want, tangents, jv, u):
             if not _is_real(leaf) or tv is None:
                 continue
             assert c is not None and np.shape(c) == np.shape(tv), f"{where}: cotangent {c!r}"
+            assert np.asarray(c).dtype == np.asarray(leaf).dtype, f"{where}: cotangent {c!r} of {leaf!r}"  # (README)
             rhs += _dot(c, tv)
             scale += _abs_inner(c, tv)
     # below the smallest normal float the products round to subnormals (or 0) with no relative precision:
