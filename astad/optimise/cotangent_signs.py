@@ -244,13 +244,25 @@ class _Absorb:
 
     def signed_prim(self, b: Bind, rhs: Prim, target: Var) -> None:
         negated = self.negated
-        args = [(True, negated[a.name]) if type(a) is Var and a.name in negated else (False, a) for a in rhs.args]
-        plain = tuple([a for _, a in args])
+        args = rhs.args
+        if len(args) == 2:  # (the most common: each argument's sign without a list made)
+            a, c = args
+            na = type(a) is Var and a.name in negated
+            if na:
+                a = negated[a.name]  # type: ignore[union-attr]
+            nb = type(c) is Var and c.name in negated
+            if nb:
+                c = negated[c.name]  # type: ignore[union-attr]
+            plain: tuple[Atom, ...] = (a, c)
+            odd = na is not nb
+        else:
+            signs = [type(a) is Var and a.name in negated for a in args]
+            plain = tuple([negated[a.name] if n else a for n, a in zip(signs, args)])  # type: ignore[union-attr]
+            odd = signs.count(True) % 2 == 1
         if rhs.op == "neg":  # -(-u) is u
             self.env[target.name] = plain[0]
             return
         if rhs.op in ("add", "sub") and len(args) == 2:
-            (na, a), (nb, c) = args
             if rhs.op == "add":
                 if na and nb:
                     return self.negative(b, Prim("add", (a, c), rhs.params))
@@ -260,17 +272,15 @@ class _Absorb:
             if nb:
                 return self.emit(b, Prim("add", (a, c), rhs.params))
             return self.negative(b, Prim("add", (a, c), rhs.params))  # -a - c = -(a + c)
-        odd = [n for n, _ in args].count(True) % 2 == 1
         if not odd:
             return self.emit(b, Prim(rhs.op, plain, rhs.params))
-        if rhs.op in ("mul", "div") and len(plain) == 2 and any(_literal(a) for a in plain):
-            k = next(i for i, a in enumerate(plain) if _literal(a))
-            lit = plain[k]
+        if rhs.op in ("mul", "div") and len(plain) == 2 and (_literal(a) or _literal(c)):
+            lit = a if _literal(a) else c  # (the first literal)
             assert isinstance(lit, Const)
             flipped = self.flipped.get(lit.key)  # (each literal's negation made once)
             if flipped is None:
                 flipped = self.flipped[lit.key] = Const.literal(-lit.value, lit.type)
-            return self.emit(b, Prim(rhs.op, tuple(flipped if i == k else a for i, a in enumerate(plain)), rhs.params))
+            return self.emit(b, Prim(rhs.op, (flipped, c) if lit is a else (a, flipped), rhs.params))
         self.negative(b, Prim(rhs.op, plain, rhs.params))
 
     def plus(self, b: Bind, rhs: Plus) -> None:
