@@ -26,6 +26,7 @@ from .ir import (Atom, Bind, Block, Comp, Drop, Dup, Function, If, Lam, Loc, Loo
 class _Fresh:
     def __init__(self, fn: Function) -> None:
         self.namer = Namer.of(fn)
+        self.where = fn.name  # (for the message of a check that fails)
         self.made: list[str] = []  # the names of the copies
         # whether the output's names are the input's and the copies' (not where a loop's tape or a
         # function value's backward map, which the pass leaves out, has names of its own)
@@ -61,8 +62,7 @@ def _use_counts(block: Block) -> Counter:
 def make_explicit(fn: Function) -> Function:
     """Insert ``dup`` and ``drop`` so that every variable is used exactly once."""
     fresh = _Fresh(fn)
-    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh))
-    check_linear(out)
+    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh))  # (checked as it is made)
     if fresh.exact:  # the next pass's namer starts from them, without walking the output again
         remember_names(out, program_names(fn).union(fresh.made))
     return out
@@ -71,14 +71,19 @@ def make_explicit(fn: Function) -> Function:
 def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str, Var] | None = None) -> Block:
     """``block`` with ``dup`` and ``drop`` made explicit; ``env``: what its inputs are called outside
     (a branch's free variables are renamed here, in this one walk, not by substituting the branch
-    first: that walked an if/elif chain once per level, in time quadratic in its length)."""
+    first: that walked an if/elif chain once per level, in time quadratic in its length).
+    The output is checked as it is made: ``check_linear``'s check of each block, from the reads of its
+    bindings and result and the names it binds, collected as each binding is made (not in a walk after)."""
     counts = _use_counts(block)
     pending: dict[str, list[Var]] = {}  # variable -> its copies not yet consumed, in order of use
+    used: list[str] = []  # the names the output's bindings and result read, each time read
+    bound: list[str] = []  # the output's inputs (as called outside) and the targets of its bindings
 
     def introduce(v: Var, loc: Loc | None, w: Var | None = None) -> list[Bind]:
         n = counts[v.name]
         w = v if w is None else w  # (the name it has outside)
         if n == 0:
+            used.append(w.name)
             return [Bind((), Drop(w), loc)]
         if n == 1:
             if w is not v:
@@ -86,10 +91,13 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
             return []
         copies = fresh.copies(w, n)
         pending[v.name] = list(copies)
+        used.append(w.name)
+        bound.extend([c.name for c in copies])
         return [Bind(copies, Dup(w), loc)]
 
     binds: list[Bind] = []
     for v in inputs:
+        bound.append(v.name if env is None else env[v.name].name)
         binds += introduce(v, None, None if env is None else env[v.name])
     for b in block.binds:
         rhs = b.rhs
@@ -108,6 +116,9 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
                             b = Bind(b.targets, _renamed_prim(rhs, pending), b.loc)
                             break
             binds.append(b)
+            for a in b.rhs.args:  # type: ignore[union-attr]
+                if type(a) is Var:
+                    used.append(a.name)
         else:
             if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
                     (type(rhs) is Lam and (rhs.save or rhs.back is not None or rhs.back_ct is not None or rhs.captured)):
@@ -125,17 +136,23 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
                 elif isinstance(rhs, Lam):  # a function value uses what it captures once; its body, its own way
                     rhs = Lam(rhs.params, _linearize(rhs.body, (*rhs.params, *lam_free_vars(rhs)), fresh))
             binds.append(rebound(b, rhs))
+            used.extend([a.name for a in _reads(rhs) if type(a) is Var])
         targets = b.targets
         if len(targets) == 1:  # (the most common)
+            bound.append(targets[0].name)
             if counts[targets[0].name] != 1:
                 binds += introduce(targets[0], b.loc)
         else:
             for t in targets:
+                bound.append(t.name)
                 if counts[t.name] != 1:
                     binds += introduce(t, b.loc)
     result = block.result
     if isinstance(result, Var) and result.name in pending:
         result = pending[result.name].pop(0)
+    if isinstance(result, Var):
+        used.append(result.name)
+    _check_reads(used, bound, fresh.where)
     return Block(tuple(binds), result)
 
 
@@ -187,25 +204,30 @@ def _renamed_prim(rhs: Prim, pending: dict[str, list[Var]]) -> Prim:
                                for a in rhs.args]), rhs.params)
 
 
+def _check_reads(used: list[str], bound: list[str], where: str) -> None:
+    """A block's reads (``used``: each name each time it is read, the result too) are its inputs and the
+    targets of its bindings (``bound``), each read once."""
+    # every name read once (no name twice among the reads) and every name read bound (sets: no counts made)
+    read = set(used)
+    if not (len(read) == len(used) and read == set(bound)):  # (else: what is wrong)
+        counts = Counter(used)
+        bad = {name: counts[name] for name in bound if counts[name] != 1}
+        unbound = set(counts) - set(bound)
+        if bad or unbound:
+            raise InternalError(f"structural pass: not linear in {where}: uses {bad}, unbound {sorted(unbound)}")
+
+
 def check_linear(fn: Function) -> None:
     """Every variable bound (or a parameter, or an input of a branch) is used exactly once."""
     _check_block(fn.body, [p.name for p in fn.params], fn.name)
 
 
 def _check_block(block: Block, inputs: list[str], where: str) -> None:
-    # every name read once (no name twice among the reads) and every name read bound (sets: no counts made)
     used = [a.name for b in block.binds for a in (b.rhs.args if type(b.rhs) is Prim else _reads(b.rhs))
             if type(a) is Var]
     if isinstance(block.result, Var):
         used.append(block.result.name)
-    bound = inputs + [t.name for b in block.binds for t in b.targets]
-    read = set(used)
-    if not (len(read) == len(used) and read == set(bound)):  # (else: what is wrong)
-        counts = _use_counts(block)
-        bad = {name: counts[name] for name in bound if counts[name] != 1}
-        unbound = set(counts) - set(bound)
-        if bad or unbound:
-            raise InternalError(f"structural pass: not linear in {where}: uses {bad}, unbound {sorted(unbound)}")
+    _check_reads(used, inputs + [t.name for b in block.binds for t in b.targets], where)
     for b in block.binds:
         if type(b.rhs) not in _NESTED:
             continue

@@ -78,3 +78,23 @@ def test_the_pass_output_is_linear():
     core = drop_dead_temporaries(Lowerer(parse(program)).lower_function([arr, arr]))
     out = structural.make_explicit(core)  # (make_explicit checks; and again here)
     structural.check_linear(out)
+
+
+@pytest.mark.parametrize("miscount", ["once", "never"])
+def test_the_pass_checks_what_it_makes(monkeypatch, miscount):
+    """The pass checks each block as it makes it (not ``check_linear`` after): counts of reads that
+    are wrong (a variable read twice counted once, or not at all) make an output that is refused."""
+    arr = Num((4,), "float64")
+    core = drop_dead_temporaries(Lowerer(parse(program)).lower_function([arr, arr]))
+    counts = structural._use_counts
+
+    def wrong(block):
+        found = counts(block)
+        twice = sorted(name for name, n in found.items() if n >= 2)
+        if twice:
+            found[twice[0]] = 1 if miscount == "once" else 0
+        return found
+
+    monkeypatch.setattr(structural, "_use_counts", wrong)
+    with pytest.raises(InternalError, match="not linear"):
+        structural.make_explicit(core)

@@ -92,12 +92,13 @@ def _literal(a: Atom) -> bool:
 class _Absorb:
     def __init__(self, block: Block, namer: Namer) -> None:
         self.block, self.namer = block, namer
-        # the primitives and sums of this block reading a name (each reader once), of the names ``taken`` may
-        # ask about: a negation's target and, in turn, the target of a primitive or sum reading such a name
+        # the primitives and sums of this block reading a name (a reader once per read of it), of the names
+        # ``taken`` may ask about: a negation's target and, in turn, the target of a primitive or sum reading such
+        # a name
         self.readers: dict[str, list[Bind]] = {}
         readers = self.readers
-        read: list[str] = []  # the reads of those names by primitives and sums
-        others: list[str] = []  # and by the rest (with ``read``, their ``use_counts`` where no block is nested)
+        others: list[str] = []  # the reads of those names by the rest (with the readers, their ``use_counts``
+        # where no block is nested)
         flat = True
         for b in block.binds:
             rhs = b.rhs
@@ -109,9 +110,7 @@ class _Absorb:
                         if type(a) is Var:
                             found = readers.get(a.name)  # (one lookup)
                             if found is not None:
-                                read.append(a.name)
-                                if not found or found[-1] is not b:  # (each reader once)
-                                    found.append(b)
+                                found.append(b)
                                 asked = True
                 if asked:
                     for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
@@ -120,14 +119,13 @@ class _Absorb:
                 flat = False
             elif readers:
                 others.extend([v.name for v in vars_of(rhs) if v.name in readers])
-        self.reader_reads = Counter(read)  # (of the names ``taken`` may ask about)
-        if flat:  # (the reads by primitives and sums counted once: a copy of those counts, the rest's added)
-            self.counts = Counter(self.reader_reads)
-            self.counts.update(others)
+        if flat:  # (the reads of those names by the rest and the result: with their readers, their use counts)
+            self.elsewhere: Counter | None = Counter(others)
             if isinstance(block.result, Var) and block.result.name in readers:
-                self.counts[block.result.name] += 1
+                self.elsewhere[block.result.name] += 1
+            self.counts: Counter | None = None
         else:
-            self.counts = use_counts(block)
+            self.elsewhere, self.counts = None, use_counts(block)
         self.memo: dict[str, bool] = {}
         self.negated: dict[str, Atom] = {}  # a name whose negation was not computed -> what it is the negation of
         self.env: dict[str, Atom] = {}  # a negation of a negation -> what it negates
@@ -136,13 +134,24 @@ class _Absorb:
         self.flipped: dict[object, Const] = {}  # a literal's key -> its negation
         self.unread = False  # whether a binding kept may be read no more (see ``absorbed``)
 
+    def read_elsewhere(self, name: str) -> bool:
+        """Whether ``name`` is read by something of this block other than a primitive or a sum (or not at all)."""
+        if self.elsewhere is not None:
+            return name in self.elsewhere or name not in self.readers
+        return len(self.readers.get(name, ())) != self.counts[name]  # type: ignore[index]
+
+    def uses(self, name: str) -> int:
+        """``use_counts`` of ``name``, of the names the readers are known of."""
+        if self.elsewhere is not None:
+            return len(self.readers.get(name, ())) + self.elsewhere[name]
+        return self.counts[name]  # type: ignore[index]
+
     def taken(self, name: str) -> bool:
         """Whether every read of ``name`` is by a binding of this block that takes its negation."""
         if name not in self.memo:
             self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
             readers = self.readers.get(name, [])
-            reads = self.reader_reads[name]  # (the reads of ``name`` by its readers)
-            if readers and reads == self.counts[name]:
+            if readers and not self.read_elsewhere(name):
                 for b in readers:
                     if not self._takes(b, name):
                         break
@@ -235,7 +244,7 @@ class _Absorb:
         inner = rhs.args[0]
         if isinstance(inner, Var) and inner.name in self.computed:  # -(-u), the inner one computed: u
             self.env[target.name] = self.computed[inner.name]
-            self.unread |= self.counts[inner.name] < 2  # (the computed negation may be read no more)
+            self.unread |= self.uses(inner.name) < 2  # (the computed negation may be read no more)
         elif self.taken(target.name):
             self.negated[target.name] = inner
         else:
@@ -244,13 +253,25 @@ class _Absorb:
 
     def signed_prim(self, b: Bind, rhs: Prim, target: Var) -> None:
         negated = self.negated
-        args = [(True, negated[a.name]) if type(a) is Var and a.name in negated else (False, a) for a in rhs.args]
-        plain = tuple([a for _, a in args])
+        args = rhs.args
+        if len(args) == 2:  # (the most common: each argument's sign without a list made)
+            a, c = args
+            na = type(a) is Var and a.name in negated
+            if na:
+                a = negated[a.name]  # type: ignore[union-attr]
+            nb = type(c) is Var and c.name in negated
+            if nb:
+                c = negated[c.name]  # type: ignore[union-attr]
+            plain: tuple[Atom, ...] = (a, c)
+            odd = na is not nb
+        else:
+            signs = [type(a) is Var and a.name in negated for a in args]
+            plain = tuple([negated[a.name] if n else a for n, a in zip(signs, args)])  # type: ignore[union-attr]
+            odd = signs.count(True) % 2 == 1
         if rhs.op == "neg":  # -(-u) is u
             self.env[target.name] = plain[0]
             return
         if rhs.op in ("add", "sub") and len(args) == 2:
-            (na, a), (nb, c) = args
             if rhs.op == "add":
                 if na and nb:
                     return self.negative(b, Prim("add", (a, c), rhs.params))
@@ -260,17 +281,15 @@ class _Absorb:
             if nb:
                 return self.emit(b, Prim("add", (a, c), rhs.params))
             return self.negative(b, Prim("add", (a, c), rhs.params))  # -a - c = -(a + c)
-        odd = [n for n, _ in args].count(True) % 2 == 1
         if not odd:
             return self.emit(b, Prim(rhs.op, plain, rhs.params))
-        if rhs.op in ("mul", "div") and len(plain) == 2 and any(_literal(a) for a in plain):
-            k = next(i for i, a in enumerate(plain) if _literal(a))
-            lit = plain[k]
+        if rhs.op in ("mul", "div") and len(plain) == 2 and (_literal(a) or _literal(c)):
+            lit = a if _literal(a) else c  # (the first literal)
             assert isinstance(lit, Const)
             flipped = self.flipped.get(lit.key)  # (each literal's negation made once)
             if flipped is None:
                 flipped = self.flipped[lit.key] = Const.literal(-lit.value, lit.type)
-            return self.emit(b, Prim(rhs.op, tuple(flipped if i == k else a for i, a in enumerate(plain)), rhs.params))
+            return self.emit(b, Prim(rhs.op, (flipped, c) if lit is a else (a, flipped), rhs.params))
         self.negative(b, Prim(rhs.op, plain, rhs.params))
 
     def plus(self, b: Bind, rhs: Plus) -> None:
