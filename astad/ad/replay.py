@@ -184,9 +184,16 @@ class Replay:
                 aliases.append((a.name, plan[2]))
             else:
                 renamed[plan[2]] = (macro.ct_name(a.name), plan[3], a.name)
+        self._emit(macro.b, vals, renamed, cts)
+        for name, r in aliases:
+            cts[name] = vals[r]
+
+    def _emit(self, b: Builder, vals: list[Atom | None], renamed: dict[int, tuple[str, Any, str]] | None,
+              cts: dict[str, Any] | None) -> None:
+        """The recorded bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), each result
+        appended to ``vals``; the result at a position ``renamed`` holds takes that cotangent's name (into ``cts``)."""
         if self.consts:
             vals += self.consts
-        b = macro.b
         binds, loc, namer = b.binds, b.loc, b.namer
         used = namer.used
         plain = namer.taken is used and namer.log is None
@@ -205,43 +212,20 @@ class Replay:
                 append(None)
                 at += 1
                 continue
-            args_ = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
+            args = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
             final = renamed.get(at) if renamed else None
             if final is None:
                 v = Var(name, t)
             else:
-                v = cts[final[2]] = Var(final[0], final[1])
-            binds.append(Bind((v,), Prim(op, args_, ps), loc))
+                v = cts[final[2]] = Var(final[0], final[1])  # type: ignore[index]
+            binds.append(Bind((v,), Prim(op, args, ps), loc))
             append(v)
             at += 1
-        for name, r in aliases:
-            cts[name] = vals[r]
 
     def run(self, b: Builder, vals: list[Atom | None]) -> list[Atom | None]:
         """The bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), and the cotangents
         (``vals``: the cotangent, the result and the arguments, as ``Recorder``'s ``atoms``)."""
-        if self.consts:
-            vals += self.consts
-        binds, loc, namer = b.binds, b.loc, b.namer
-        used = namer.used
-        plain = namer.taken is used and namer.log is None
-        append, size = vals.append, len(_TEMPS)
-        for op, n, r0, r1, refs, ps, t in self.ops:
-            k = namer.temps + 1
-            if plain and k < size and _TEMPS[k] not in used:
-                name = _TEMPS[k]
-                namer.temps = k
-                used.add(name)
-            else:
-                name = namer.temp()
-                size = len(_TEMPS)
-            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
-                append(None)
-                continue
-            args = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
-            v = Var(name, t)
-            binds.append(Bind((v,), Prim(op, args, ps), loc))
-            append(v)
+        self._emit(b, vals, None, None)
         results = self.results
         if len(results) == 2:
             r0, r1 = results
