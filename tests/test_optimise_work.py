@@ -290,30 +290,6 @@ def _checking_absorbed(monkeypatch):
     return checked
 
 
-@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "gmm", "lstm", "tree", "rk4", "logsumexp"])
-def test_absorbed_remembers_the_outside_reads_of_its_block(name, monkeypatch):
-    checked = _checking_absorbed(monkeypatch)
-    fn, args, wrt = _bench(name)
-    astad.clear_caches(disk=False)
-    astad.reverse(fn).derivative(args, wrt)
-    assert all(checked)
-    if name == "straight_line_500":
-        assert checked
-
-
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(random_programs.programs())
-def test_absorbed_outside_reads_of_random_programs(tmp_path_factory, program):
-    source, params, seed = program
-    note(source)
-    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_absorbed").f
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        checked = _checking_absorbed(monkeypatch)
-        astad.clear_caches(disk=False)
-        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
-    assert all(checked)
-
-
 def _checking_dce_ops(monkeypatch):
     """``dce`` wrapped: where it remembered ``ops_of`` and ``kinds`` of a block it made, walks of a fresh copy
     find the same; the list of checks."""
@@ -334,9 +310,14 @@ def _checking_dce_ops(monkeypatch):
     return checked
 
 
-@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "gmm", "lstm", "tree"])
-def test_dce_remembers_ops_of_its_blocks(name, monkeypatch):
-    checked = _checking_dce_ops(monkeypatch)
+REMEMBERED = {"absorbed outside reads": lambda mp: _checking_absorbed(mp),
+              "dce ops and kinds": lambda mp: _checking_dce_ops(mp)}
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "gmm", "lstm", "tree", "rk4", "logsumexp"])
+@pytest.mark.parametrize("fact", list(REMEMBERED))
+def test_remembered_facts_of_bench_programs(fact, name, monkeypatch):
+    checked = REMEMBERED[fact](monkeypatch)
     fn, args, wrt = _bench(name)
     astad.clear_caches(disk=False)
     astad.reverse(fn).derivative(args, wrt)
@@ -345,14 +326,15 @@ def test_dce_remembers_ops_of_its_blocks(name, monkeypatch):
         assert checked
 
 
+@pytest.mark.parametrize("fact", list(REMEMBERED))
 @settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs.programs())
-def test_dce_ops_of_random_programs(tmp_path_factory, program):
+def test_remembered_facts_of_random_programs(tmp_path_factory, fact, program):
     source, params, seed = program
     note(source)
-    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_ops").f
+    fn = load_program(source, tmp_path_factory.mktemp("work"), "work_facts").f
     with pytest.MonkeyPatch.context() as monkeypatch:
-        checked = _checking_dce_ops(monkeypatch)
+        checked = REMEMBERED[fact](monkeypatch)
         astad.clear_caches(disk=False)
         astad.reverse(fn).transform(*random_programs._arguments(params, seed))
     assert all(checked)
