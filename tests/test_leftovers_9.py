@@ -1,0 +1,115 @@
+"""Items today's adversaries reported (session 9), each fixed or refused with astad's own error.
+
+Oracles: the plain Python call (values, dtypes, types), central differences in float64 (gradients),
+forward mode against reverse mode."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import central_differences
+
+
+# ------------------------------------------------------------------ 1. x ** y: a zero tangent (or cotangent) of
+# one argument contributes nothing, though that argument's partial is nan (d/dy at x < 0) or inf (d/dx at x = 0,
+# y < 1).  Forward mode gave 12 + 0 * nan = nan at (-2.0, 3.0) along (1, 0); reverse mode gave nan for the entry
+# of y whose cotangent is 0 (``(x ** y)[1:]``).
+
+def py_pow(x, y):
+    return x ** y
+
+
+def np_pow(x, y):
+    return np.power(x, y)
+
+
+def _quiet(thunk):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return thunk()
+
+
+@pytest.mark.parametrize("f", [py_pow, np_pow])
+@pytest.mark.parametrize("x, y, tangents, want", [
+    (-2.0, 3.0, (1.0, 0.0), 12.0),      # d/dy is nan at x < 0: its zero tangent contributes nothing
+    (0.0, 0.5, (0.0, 1.0), 0.0),        # d/dx is inf at x = 0: its zero tangent contributes nothing
+    (-2.0, 3.0, (0.0, 1.0), np.nan),    # a nonzero tangent of y at x < 0 stays nan (reverse's d/dy)
+    (0.0, 0.5, (1.0, 0.0), np.inf),     # a nonzero tangent of x at x = 0, y < 1: reverse's d/dx
+    (1.5, 2.0, (0.3, -0.7), None),      # away from the edges: the gradient along the tangents
+])
+def test_the_tangent_of_a_power_with_a_zero_tangent_is_reverse_modes(f, x, y, tangents, want):
+    value, tangent = _quiet(lambda: astad.jvp(f, (x, y), tangents))
+    assert value == f(x, y) and type(value) is type(f(x, y))
+    gx, gy = _quiet(lambda: astad.grad(f, argnums=(0, 1))(x, y))
+    if want is None:
+        want = tangents[0] * central_differences(lambda a: f(a, y), x) + tangents[1] * central_differences(
+            lambda b: f(x, b), y)
+        assert gx * tangents[0] + gy * tangents[1] == pytest.approx(want, rel=1e-7)
+    # reverse mode's partials, a zero tangent leaving its own out
+    assert tangent == pytest.approx(want, rel=1e-7, nan_ok=True)
+    assert tangent == pytest.approx(sum(g * t for g, t in zip((gx, gy), tangents) if t), rel=1e-12, nan_ok=True)
+    if want == 12.0:  # a central difference in x alone
+        assert tangent == pytest.approx(central_differences(lambda a: f(a, y), x), rel=1e-7)
+
+
+def sum_of_powers(x, y):
+    return np.sum(x ** y)
+
+
+def sum_of_np_powers(x, y):
+    return np.sum(np.power(x, y))
+
+
+def tail_of_powers(x, y):
+    return np.sum((x ** y)[1:])
+
+
+@pytest.mark.parametrize("f", [sum_of_powers, sum_of_np_powers])
+def test_arrays_with_zero_tangents_of_one_argument(f):
+    x, y = np.array([-2.0, 0.0, 1.5, 0.7]), np.array([3.0, 0.5, 2.0, -0.4])
+    gx, gy = _quiet(lambda: astad.grad(f, argnums=(0, 1))(x, y))
+    for tx, ty in [(np.ones(4), np.zeros(4)), (np.zeros(4), np.ones(4)), (np.array([1.0, 0.0, 0.5, 2.0]),
+                                                                         np.array([0.0, 1.0, -1.0, 0.0]))]:
+        _, tangent = _quiet(lambda: astad.jvp(f, (x, y), (tx, ty)))
+        want = sum(np.sum(g[t != 0] * t[t != 0]) for g, t in ((gx, tx), (gy, ty)))
+        assert tangent == pytest.approx(want, rel=1e-12, nan_ok=True)
+    # entrywise: x[0] < 0 with ty[0] != 0 is nan, as reverse's d/dy there
+    _, t = _quiet(lambda: astad.jvp(lambda a, b: a ** b, (x, y), (np.zeros(4), np.array([1.0, 0.0, 0.0, 1.0]))))
+    assert np.isnan(t[0]) and t[1] == 0.0 and t[2] == 0.0 and t[3] == pytest.approx(0.7 ** -0.4 * np.log(0.7))
+    _, t = _quiet(lambda: astad.jvp(lambda a, b: a ** b, (x, y), (np.array([1.0, 0.0, 0.0, 1.0]), np.zeros(4))))
+    assert t[0] == 12.0 and t[1] == 0.0 and t[2] == 0.0 and t[3] == pytest.approx(-0.4 * 0.7 ** -1.4)
+
+
+def test_a_zero_cotangent_of_a_power_gives_zero_in_reverse_mode():
+    x, y = np.array([-2.0, 1.2, 1.5]), np.array([3.0, 0.5, 2.0])
+    gx, gy = _quiet(lambda: astad.grad(tail_of_powers, argnums=(0, 1))(x, y))
+    assert gy[0] == 0.0 and gy[1:] == pytest.approx(central_differences(lambda b: tail_of_powers(x, b), y)[1:])
+    assert gx == pytest.approx(central_differences(lambda a: tail_of_powers(a, y), x))
+    x0 = np.array([0.0, 1.2, 1.5])  # d/dx is inf at 0, its cotangent 0
+    gx, gy = _quiet(lambda: astad.grad(tail_of_powers, argnums=(0, 1))(x0, y))
+    assert gx[0] == 0.0 and gy[0] == 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_tangent_of_a_power_keeps_the_dtype(dtype):
+    x, y = np.array([-2.0, 0.5], dtype), np.array([3.0, 1.5], dtype)
+    value, tangent = _quiet(lambda: astad.jvp(lambda a, b: a ** b, (x, y), (np.ones(2, dtype), np.zeros(2, dtype))))
+    assert value.dtype == tangent.dtype == (x ** y).dtype
+    assert tangent == pytest.approx([12.0, 1.5 * 0.5 ** 0.5], rel=1e-6)
+
+
+def power_of_entries(v):
+    return v[0] ** v[1] + np.sum(v[2:] ** v[:2])
+
+
+def test_second_derivatives_of_a_power():
+    for v in [np.array([1.3, 2.5, 0.4, 1.1]), np.array([0.7, -0.4, 2.0, 0.3])]:
+        h = astad.hessian(power_of_entries)(v)
+        want = np.array([central_differences(lambda w: astad.grad(power_of_entries)(w)[i], v, eps=1e-5)
+                         for i in range(4)])
+        assert h == pytest.approx(want, rel=1e-6, abs=1e-8)
+        assert astad.grad(power_of_entries)(v) == pytest.approx(central_differences(power_of_entries, v), rel=1e-7)
