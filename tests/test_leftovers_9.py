@@ -113,3 +113,59 @@ def test_second_derivatives_of_a_power():
                          for i in range(4)])
         assert h == pytest.approx(want, rel=1e-6, abs=1e-8)
         assert astad.grad(power_of_entries)(v) == pytest.approx(central_differences(power_of_entries, v), rel=1e-7)
+
+
+# ------------------------------------------------------------------ 2. an element of a vector (``x[-2]``, ``t1[j]``) is
+# a numpy scalar, which nothing can change: ``c = x[-2]; c += ...`` rebinds ``c`` and leaves ``x[-2]``'s name as it
+# was.  The alias analysis gave it storage of its own, shared by ``c``, and refused the ``+=`` ("another value that
+# can still be read shares its memory"): a random control-flow program met it.
+
+def element_then_add(x, c, t1):
+    v = x[-2]
+    c = v
+    c += 0.5 * v
+    return c * v + t1[1]
+
+
+def element_in_a_loop(x, c, t1):
+    v = x[-2]
+    for j in range(t1.shape[0]):
+        c += 0.5 * (np.tanh(np.maximum(v, 2.0)) - c)
+        if v > 0.0:
+            c = t1[j] if x[0] < -0.4 else v
+    return c * x[1]
+
+
+def element_added_to_itself(x, t1):
+    v = x[1]
+    w = v
+    w += 1.0  # rebinds w: v is still x[1]
+    v *= t1[0]
+    return v * w + x[1]
+
+
+@pytest.mark.parametrize("f, args", [
+    (element_then_add, (np.array([1.07, -1.15, -0.72]), -0.45, np.array([-0.8, 1.39, -0.36]))),
+    (element_in_a_loop, (np.array([1.07, 1.15, -0.72]), -0.45, np.array([-0.8, 1.39, -0.36, 0.42]))),
+    (element_in_a_loop, (np.array([-0.7, -1.15, -0.72]), 0.3, np.array([-0.8, 1.39, -0.36, 0.42]))),
+])
+def test_an_augmented_assignment_to_a_name_bound_to_an_element(f, args):
+    want = f(*args)
+    value, g = astad.value_and_grad(f, argnums=(0, 1, 2))(*args)
+    assert value == want and type(value) is type(want)
+    for i, gi in enumerate(g):
+        fd = central_differences(lambda a: f(*args[:i], a, *args[i + 1:]), args[i])
+        assert gi == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    tangents = (np.array([0.3, -1.0, 0.5]), 0.7, np.linspace(-1.0, 1.0, len(args[2])))
+    v, t = astad.jvp(f, args, tangents)
+    assert v == want
+    assert t == pytest.approx(sum(np.sum(gi * ti) for gi, ti in zip(g, tangents)), rel=1e-9)
+
+
+def test_an_element_updated_after_its_copy():
+    x, t1 = np.array([1.5, -0.4, 2.0]), np.array([0.7, 1.1])
+    want = element_added_to_itself(x, t1)
+    value, g = astad.value_and_grad(element_added_to_itself)(x, t1)
+    assert value == want and type(value) is type(want)
+    assert g == pytest.approx(central_differences(lambda a: element_added_to_itself(a, t1), x), rel=1e-7)
+    assert x.tolist() == [1.5, -0.4, 2.0]
