@@ -169,3 +169,68 @@ def test_an_element_updated_after_its_copy():
     assert value == want and type(value) is type(want)
     assert g == pytest.approx(central_differences(lambda a: element_added_to_itself(a, t1), x), rel=1e-7)
     assert x.tolist() == [1.5, -0.4, 2.0]
+
+
+# ------------------------------------------------------------------ 4. sum(x[mask]) of a vector with no element
+# selected is the int 0 (Python's sum of nothing), typed np.float64 by astad.  What follows it runs on the int as
+# the plain call does (the generated code holds Python's sum); only the test of a complex power looked at the type:
+# (s - 2.0) ** y, a Python float's power, complex in Python, gave the complex value and a nan derivative.
+
+def power_of_a_sum_of_none(x, y):
+    s = sum(x[x > 5.0])
+    return (s - 2.0) ** y
+
+
+def power_of_a_numpy_sum(x, y):
+    s = sum(x[x > 0.5])  # an np.float64: its power of a negative base is nan, as numpy's
+    return (s - 8.0) ** y
+
+
+def others_of_a_sum_of_none(x, y):
+    s = sum(x[x > 5.0])
+    return y / (s + 1.0) + y * s + s ** 2.0 * y + (s + 1.0) ** y + y * 2 ** s + s // 2.0
+
+
+def test_a_complex_power_of_a_sum_of_none_is_refused():
+    x, y = np.array([1.0, 2.0, 3.0]), 1.5
+    assert type(power_of_a_sum_of_none(x, y)) is complex
+    with pytest.raises(astad.AstadTypeError, match="negative"):
+        astad.value_and_grad(power_of_a_sum_of_none, argnums=(0, 1))(x, y)
+    with pytest.raises(astad.AstadTypeError, match="negative"):
+        astad.jvp(power_of_a_sum_of_none, (x, y), (np.ones(3), 1.0))
+    # a numpy float's power is nan there, as numpy's: no refusal
+    want = _quiet(lambda: power_of_a_numpy_sum(x, y))
+    value, g = _quiet(lambda: astad.value_and_grad(power_of_a_numpy_sum, argnums=(0, 1))(x, y))
+    assert np.isnan(want) and np.isnan(value) and type(value) is type(want)
+
+
+def test_what_follows_a_sum_of_none_is_the_plain_call():
+    x, y = np.array([1.0, 2.0, 3.0]), 1.5
+    want = others_of_a_sum_of_none(x, y)
+    value, (gx, gy) = astad.value_and_grad(others_of_a_sum_of_none, argnums=(0, 1))(x, y)
+    assert value == want and type(value) is type(want)
+    assert gy == pytest.approx(central_differences(lambda b: others_of_a_sum_of_none(x, b), y))
+    assert np.array_equal(gx, central_differences(lambda a: others_of_a_sum_of_none(a, y), x))
+    v, t = astad.jvp(others_of_a_sum_of_none, (x, y), (np.ones(3), 1.0))
+    assert v == want and t == pytest.approx(gy)
+    assert astad.value_and_grad(lambda a: sum(a[a > 5.0]) + 0.0 * a[0])(x)[0] == 0.0
+
+
+def power_of_a_join(x, y):
+    s = 0.5 if x < 1.0 else np.float64(x)  # a Python float or an np.float64: typed np.float64
+    return (s - 2.0) ** y
+
+
+def test_a_complex_power_of_a_join_of_a_python_float_is_refused():
+    assert type(power_of_a_join(0.5, 1.5)) is complex
+    with pytest.raises(astad.AstadTypeError, match="negative"):
+        astad.value_and_grad(power_of_a_join, argnums=(0, 1))(0.5, 1.5)
+    with pytest.raises(astad.AstadTypeError, match="negative"):
+        astad.jvp(power_of_a_join, (0.5, 1.5), (1.0, 1.0))
+    for x in (1.5, 3.5):  # an np.float64 base: nan below 2 as numpy's, real above
+        want = _quiet(lambda: power_of_a_join(x, 1.5))
+        value, (gx, gy) = _quiet(lambda: astad.value_and_grad(power_of_a_join, argnums=(0, 1))(x, 1.5))
+        assert value == pytest.approx(want, nan_ok=True) and type(value) is type(want)
+        if x > 2.0:
+            assert gx == pytest.approx(central_differences(lambda a: power_of_a_join(a, 1.5), x))
+            assert gy == pytest.approx(central_differences(lambda b: power_of_a_join(x, b), 1.5))
