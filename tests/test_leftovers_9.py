@@ -234,3 +234,87 @@ def test_a_complex_power_of_a_join_of_a_python_float_is_refused():
         if x > 2.0:
             assert gx == pytest.approx(central_differences(lambda a: power_of_a_join(a, 1.5), x))
             assert gy == pytest.approx(central_differences(lambda b: power_of_a_join(x, b), 1.5))
+
+
+# ------------------------------------------------------------------ 3. a NamedTuple returned (np.linalg's results:
+# slogdet, eigh, qr, svd; a NamedTuple argument) came back as a plain tuple: it comes back of its class, as the
+# plain call's, in reverse mode's value, vjp's output and jvp's value and tangent.
+
+from typing import NamedTuple  # noqa: E402
+
+
+class Point(NamedTuple):
+    a: float
+    b: np.ndarray
+
+
+def slogdet_of(a):
+    return np.linalg.slogdet(a)
+
+
+def eigh_of(a):
+    return np.linalg.eigh(a @ a.T)
+
+
+def qr_of(a):
+    return np.linalg.qr(a)
+
+
+def svd_of(a):
+    return np.linalg.svd(a)
+
+
+def the_point(p):
+    return p
+
+
+def the_point_in_a_tuple(p, x):
+    return (x * 2.0, p), [p]
+
+
+def _assert_same_structure(got, want):
+    assert type(got) is type(want)
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _assert_same_structure(g, w)
+
+
+@pytest.mark.parametrize("f", [slogdet_of, eigh_of, qr_of, svd_of])
+def test_linalg_results_keep_their_class(f):
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]])
+    want = f(a)
+    value, pullback = astad.vjp(f, a)
+    _assert_same_structure(value, want)
+    assert all(np.allclose(v, w) for v, w in zip(value, want))
+    v, t = astad.jvp(f, (a,), (np.ones((3, 3)),))
+    _assert_same_structure(v, want)
+    assert type(t) is type(want)
+    value, _ = astad.reverse(f)(a)
+    _assert_same_structure(value, want)
+
+
+def test_a_named_tuple_argument_returned_keeps_its_class():
+    p, x = Point(1.5, np.array([1.0, -2.0])), 0.5
+    value, pullback = astad.vjp(the_point, p)
+    _assert_same_structure(value, p)
+    ct = pullback(Point(1.0, np.array([2.0, 3.0])))
+    assert type(ct[0]) is Point and ct[0].a == 1.0 and np.array_equal(ct[0].b, [2.0, 3.0])
+    v, t = astad.jvp(the_point, (p,), (Point(0.3, np.array([1.0, 1.0])),))
+    _assert_same_structure(v, p)
+    _assert_same_structure(t, p)
+    want = the_point_in_a_tuple(p, x)
+    value, _ = astad.vjp(the_point_in_a_tuple, p, x)
+    _assert_same_structure(value, want)
+
+
+def slogdet_value(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return sign * logabsdet
+
+
+def test_the_value_and_gradient_through_a_linalg_result():
+    a = np.array([[2.0, 0.3], [0.3, 1.5]])
+    value, g = astad.value_and_grad(slogdet_value)(a)
+    assert value == slogdet_value(a) and type(value) is type(slogdet_value(a))
+    assert g == pytest.approx(central_differences(slogdet_value, a), rel=1e-7)
