@@ -318,3 +318,16 @@ def test_the_value_and_gradient_through_a_linalg_result():
     value, g = astad.value_and_grad(slogdet_value)(a)
     assert value == slogdet_value(a) and type(value) is type(slogdet_value(a))
     assert g == pytest.approx(central_differences(slogdet_value, a), rel=1e-7)
+
+
+def slogdet_twice(a):
+    return np.linalg.slogdet(a * 2.0)
+
+
+def test_a_named_tuple_output_with_the_disk_cache_on(disk_cache):
+    a = np.array([[2.0, 0.3], [0.3, 1.5]])
+    for _ in range(2):  # made (its entry not stored: a class is not JSON), then made again after clear_caches
+        value, _ = astad.vjp(slogdet_twice, a)
+        _assert_same_structure(value, slogdet_twice(a))
+        astad.clear_caches()
+    assert not any(p.is_file() and "slogdet_twice" in p.name for p in disk_cache.rglob("*"))
