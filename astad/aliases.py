@@ -261,7 +261,9 @@ class Aliases:
                 isinstance(i, (int, np.integer)) or (isinstance(i, tuple) and i[:1] == ("arg",))
                 for i in params.get("index", ()))
             copied = any(isinstance(i, tuple) and i[:1] in (("array",), ("mask",)) for i in params.get("index", ()))
-            roots = self.fresh(var.name) if scalar or copied else self.roots(args[0])
+            # a numpy scalar (``x[-2]`` of a vector), which nothing can change (``v += 1`` rebinds ``v``), as a
+            # fresh scalar's; an array gathered by an integer array or a mask is a new one
+            roots = frozenset() if scalar else self.fresh(var.name) if copied else self.roots(args[0])
         elif kind == "view":
             roots = self.roots(args[0])
         elif kind == "either":

@@ -7,7 +7,9 @@ the API rebuilds them (:func:`rebuilt`), so ``return [a, b]`` gives a list, as
 plain Python does, and so do its tangent and its Jacobians (their structure
 is the output's).  A template is JSON data (the disk cache stores it): None
 for a leaf (an array, a number, a run-time list: already a list), else
-``[is_list, [template of each item]]``; a template without any list is None."""
+``[is_list, [template of each item]]``; a template without any list is None.
+A NamedTuple (an argument returned, ``np.linalg.slogdet(a)``) is ``[cls, [...]]``
+with its class in place of ``is_list``: not JSON (the disk cache keeps no such entry)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ def template(value: Any) -> Any:
     if type(value) is not PyTuple:
         return None
     items = [template(v) for v in value.items]
+    if value.cls is not None and not value.is_list:
+        return [value.cls, items]
     if not value.is_list and all(i is None for i in items):
         return None
     return [bool(value.is_list), items]
@@ -40,7 +44,8 @@ def rebuilt(t: Any, value: Any) -> Any:
     if t is None or type(value) is not tuple:  # (None: a zero tangent, a symbolic zero)
         return value
     items = [rebuilt(ti, v) for ti, v in zip(t[1], value)]
-    return items if t[0] else tuple(items)
+    kind = t[0]
+    return items if kind is True else tuple(items) if kind is False else kind(*items)
 
 
 def reverse_forward(forward: Callable, t: Any) -> Callable:

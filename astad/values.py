@@ -5,7 +5,7 @@ the alias analysis (:mod:`astad.aliases`) reads them too."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -16,6 +16,7 @@ class PyTuple:
     items: tuple["Value", ...]
     is_list: bool = False
     fields: tuple[str, ...] | None = None  # a NamedTuple's field names
+    cls: Any = field(default=None, compare=False)  # its class (the output is one: astad.outputs)
 
 
 @dataclass(frozen=True)

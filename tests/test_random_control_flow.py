@@ -507,8 +507,6 @@ class ControlFlowGen(Gen):
       ``np.stack`` and the like need ``lo >= 1``, a whole-list array of known
       shape ``lo == hi``."""
 
-    empty_tuples = False  # (see Gen.empty_tuples)
-
     def __init__(self, draw):
         super().__init__(draw)
         self.depth = 0

@@ -371,8 +371,7 @@ class Gen:
     shape, a bound on its absolute values, and whether it may be updated in
     place (a fresh array that no other name or view shares)."""
 
-    #: ``return a, (), b`` sometimes (test_random_control_flow's subclass draws its programs as before: with
-    #: this draw they changed, and one of them met a refusal of the in-place analysis, left to its owners)
+    #: ``return a, (), b`` sometimes
     empty_tuples = True
 
     def __init__(self, draw):

@@ -8,6 +8,7 @@ maxima of ``abs``; the matrix norms 'nuc' and 2: the sum and the maximum of the 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
@@ -64,7 +65,7 @@ def _int(n: int) -> Const:
 def _lower_eigh(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     a, uplo = _matrix(lw, b, node), _refuse_unless(lw, b, node, "UPLO", ("L", "U"), "UPLO='L' or UPLO='U'")
     parts = (lw.emit("eigvalsh", [a], {"UPLO": uplo}), lw.emit("eigh_vectors", [a], {"UPLO": uplo}))
-    return PyTuple(parts, fields=("eigenvalues", "eigenvectors"))
+    return PyTuple(parts, fields=("eigenvalues", "eigenvectors"), cls=_result_class("eigh"))
 
 
 def _lower_eigvalsh(lw: Lowerer, b: dict, node: cst.Call) -> Value:
@@ -82,7 +83,7 @@ def _lower_qr(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     a = _matrix(lw, b, node)
     if mode == "r":
         return lw.emit("qr_r", [a])
-    return PyTuple((lw.emit("qr_q", [a]), lw.emit("qr_r", [a])), fields=("Q", "R"))
+    return PyTuple((lw.emit("qr_q", [a]), lw.emit("qr_r", [a])), fields=("Q", "R"), cls=_result_class("qr"))
 
 
 def _lower_svd(lw: Lowerer, b: dict, node: cst.Call) -> Value:
@@ -97,12 +98,21 @@ def _lower_svd(lw: Lowerer, b: dict, node: cst.Call) -> Value:
                             "differentiable (the extra singular vectors are not unique)", node,
                             "np.linalg.svd(a, full_matrices=False)")
     parts = (lw.emit("svd_u", [a]), lw.emit("svdvals", [a]), lw.emit("svd_vh", [a]))
-    return PyTuple(parts, fields=("U", "S", "Vh"))
+    return PyTuple(parts, fields=("U", "S", "Vh"), cls=_result_class("svd"))
 
 
 def _lower_slogdet(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     a = _matrix(lw, b, node)
-    return PyTuple((lw.emit("slogdet_sign", [a]), lw.emit("slogdet_logabsdet", [a])), fields=("sign", "logabsdet"))
+    return PyTuple((lw.emit("slogdet_sign", [a]), lw.emit("slogdet_logabsdet", [a])), fields=("sign", "logabsdet"),
+                   cls=_result_class("slogdet"))
+
+
+@functools.cache
+def _result_class(name: str) -> Any:
+    """The NamedTuple class of ``np.linalg.<name>``'s results (``SlogdetResult``; None where numpy returns a plain
+    tuple), so that a function returning one returns one too."""
+    cls = type(getattr(np.linalg, name)(np.eye(1)))
+    return cls if cls is not tuple and hasattr(cls, "_fields") else None
 
 
 def _lower_pinv(lw: Lowerer, b: dict, node: cst.Call) -> Value:

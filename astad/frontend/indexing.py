@@ -140,7 +140,7 @@ class Indexing(LowererCore):
                                   if isinstance(c, PyTuple) else "build a new one")
         for c, i in zip(reversed(containers[:-1]), reversed(picks)):
             assert isinstance(c, PyTuple)
-            rebuilt = PyTuple(c.items[:i] + (new,) + c.items[i + 1:], c.is_list, c.fields)
+            rebuilt = PyTuple(c.items[:i] + (new,) + c.items[i + 1:], c.is_list, c.fields, c.cls)
             if c.is_list:
                 self.aliases.new_list(rebuilt, self.aliases.list_identity(c))
             new = rebuilt

@@ -199,7 +199,7 @@ def _substituted(value: Any, new: dict[str, Any]) -> Any:
     if type(value) is Var:
         return new[value.name]
     if type(value) is PyTuple:
-        return PyTuple(tuple(_substituted(v, new) for v in value.items), value.is_list, value.fields)
+        return PyTuple(tuple(_substituted(v, new) for v in value.items), value.is_list, value.fields, value.cls)
     return value
 
 

@@ -59,7 +59,8 @@ class Statements(LowererCore):
                                      it, params) for i, (k, it) in enumerate(zip(keys, t.items)))
         if t.kind == "dict":
             return PyDict(t.keys, items)
-        value = PyTuple(items, is_list=t.kind == "list", fields=t.keys if t.kind == "namedtuple" else None)
+        named = t.kind == "namedtuple"
+        value = PyTuple(items, is_list=t.kind == "list", fields=t.keys if named else None, cls=t.cls if named else None)
         if value.is_list:
             self.aliases.caller_list(value)
         return value
@@ -212,7 +213,7 @@ class Statements(LowererCore):
             return self.scope.env[target.value]
         if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, PyTuple):
             return PyTuple(tuple(self.assigned_value(e.value, v) for e, v in zip(target.elements, value.items)),
-                           value.is_list, value.fields)
+                           value.is_list, value.fields, value.cls)
         return value
 
     def assign(self, target: cst.BaseExpression, value: Value) -> None:

@@ -139,9 +139,21 @@ def _pow_partials(b, p, out):
     dx = b.prim("mul", y, b.prim(_pow_op(p, True), x, exponent))
     # d(x ** y)/dy = x ** y * log(x), and 0 where x = 0 (not 0 * -inf; the log of 1 there, so that numpy does not warn)
     nonzero = b.prim("ne", x, b.const(0.0))
-    log_x = b.prim("log", b.prim("where", nonzero, x, b.const(1.0)))
-    dy = b.prim("select", nonzero, b.prim("mul", out, log_x), branch=True)
-    return [Partial(lambda m, v: m.prim("mul", v, dx)), Partial(lambda m, v: m.prim("mul", v, dy))]
+    dy = b.prim("mul", out, b.prim("log", b.prim("where", nonzero, x, b.const(1.0))))
+    return [_zero_stays_zero(dx), _zero_stays_zero(dy, nonzero)]
+
+
+def _zero_stays_zero(d: Atom, where: Atom | None = None) -> Partial:
+    """``v * d`` where ``where`` (everywhere for None), 0 elsewhere and where ``v`` is 0 though ``d`` is inf or nan:
+    a zero tangent (or cotangent) of one argument contributes nothing (``d(x ** y)/dy`` is nan at ``x < 0`` and
+    ``d/dx`` inf at ``x = 0, y < 1``: the tangent ``(1, 0)`` at ``(-2.0, 3.0)`` is 12, not 12 + 0 * nan, as reverse
+    mode's separate partial in ``x`` says; and the cotangent of ``(x ** y)[1:]``, 0 at the first entry, gives 0 there)."""
+
+    def times(m, v):
+        used = m.prim("ne", v, m.const(0.0))
+        return m.prim("mul", v, m.prim("select", used if where is None else m.prim("and_", where, used), d, branch=True))
+
+    return Partial(times)
 
 
 def _pow_op(p: Prim, negative_exponent: bool) -> str:
