@@ -127,3 +127,27 @@ def test_repeated_applications_with_subtly_different_keys(tmp_path, dtype):
         mp.setattr(reverse, "NAME_COTANGENTS", False)
         astad.clear_caches(disk=False)
         assert astad.reverse(f).derivative(args).source == fast
+
+
+CLOSURE_THEN_BRANCH = """import numpy as np
+
+
+def f(x, y, flag=True):
+    def g(t):
+        return y * y
+    v = g(x)
+    if flag:
+        v = np.sin(v)
+    return v
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="found by test_random_higher.test_random_hessian_everyday_code (fresh examples): "
+                   "the cotangent of a Python float a closure reads, then a branch on a parameter, is a numpy float64 "
+                   "(the value is right); with the switches of session 9 off too")
+@pytest.mark.parametrize("flag", [True, False])
+def test_the_cotangent_of_a_python_float_read_by_a_closure_is_a_float(tmp_path, flag):
+    f = load_program(CLOSURE_THEN_BRANCH, tmp_path, "adv13").f
+    g = astad.grad(f, argnums=1)(np.array([0.41, -0.69]), -1.45, flag=flag)
+    assert np.isclose(g, np.cos(1.45 ** 2) * -2.9 if flag else -2.9)
+    assert type(g) is float
