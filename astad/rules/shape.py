@@ -314,7 +314,7 @@ register(
                                                              num(ts[0]).dtype),
               emit.runtime("sum_to_dims"), zero_in=(0,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [b.prim("broadcast_to", ct, p.args[1]), None], 0)),
-    Primitive("to_float", float, lambda ts, ps: Num((), num(ts[0]).dtype, py=True), _emit_to_float,
+    Primitive("to_float", float, lambda ts, ps: Num((), "float64", py=True), _emit_to_float,  # (float() is a float64)
               zero_in=(0,), kind=RULE, **linear(_identity_transpose)),
     # ``x.copy()``: the same value in new memory (astad.aliases: an in-place update of it changes nothing else);
     # ``array``: ``np.copy(x)`` of a 0-d value (a 0-d array also of a numpy scalar, whose ``.copy()`` is one)
