@@ -188,10 +188,9 @@ def typed_cotangent(t: Type, ct: Any) -> Any:
             return float(ct)  # array for a Python float: the argument's cotangent a float, as its own, README)
         if type(ct) is np.ndarray and ct.dtype.kind in "iu":  # an integer cotangent of a float value: a float one
             return ct.astype(t.dtype)
-        if type(ct) is np.ndarray and ct.dtype.kind == "f" and ct.dtype != t.dtype and not t.py:
-            return ct.astype(t.dtype)  # (a float64 cotangent of a float32 value: the value's, as the code computes
-        if isinstance(ct, np.floating) and ct.dtype != t.dtype and not t.py:  # with; the arguments' theirs, README)
-            return np.dtype(t.dtype).type(ct)
+        if not t.py and (type(ct) is np.ndarray or isinstance(ct, np.floating)) and ct.dtype.kind == "f" \
+                and ct.dtype != t.dtype:  # (a float64 cotangent of a float32 value: the value's, as the code
+            return ct.astype(t.dtype)  # computes with; the arguments' theirs, README)
         return ct
     if isinstance(t, TupleT) and isinstance(ct, (tuple, list)):
         typed = [typed_cotangent(ti, ci) for ti, ci in zip(t.items, ct)]

@@ -38,12 +38,11 @@ class Conditionals(LowererCore):
     def condition(self, node: cst.BaseExpression) -> Atom | bool:
         """A branch condition: a scalar boolean atom, or a bool known statically
         (constants and shapes), in which case only the branch taken is lowered."""
-        truth = self.__dict__.setdefault("_truth", set())  # (the nodes whose truth only matters: and/or, chains)
-        truth.add(id(node))
+        self.truth_only.add(id(node))
         try:
             a = self.atom(self.expr(node), node)
         finally:
-            truth.discard(id(node))
+            self.truth_only.discard(id(node))
         t = a.type
         if not (isinstance(t, Num) and t.shape == ()):
             raise self.type_error(f"a condition must be a scalar, not {t}", node,

@@ -273,7 +273,7 @@ class Expressions(LowererCore):
         if isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
             return self.none_test(node)
         left = self.atom(self.expr(node.left), node.left)
-        return self._comparisons(left, list(node.comparisons), node, id(node) in self.__dict__.get("_truth", ()))
+        return self._comparisons(left, list(node.comparisons), node, id(node) in self.truth_only)
 
     def _comparisons(self, left: Atom, comps: list[cst.ComparisonTarget], node: cst.Comparison, truth: bool) -> Value:
         """``left < b < c ...``: ``b < c ...`` lowered only where ``left < b`` holds, as Python evaluates
@@ -307,7 +307,7 @@ class Expressions(LowererCore):
 
     def expr_BooleanOperation(self, node: cst.BooleanOperation) -> Value:
         is_and = isinstance(node.operator, cst.And)
-        truth = self.__dict__.get("_truth", set())
+        truth = self.truth_only
         if id(node) not in truth:
             return self.short_circuit(self.expr(node.left), lambda: self.expr(node.right), is_and, node)
         parts = (id(node.left), id(node.right))  # (their truth is all that matters too)
@@ -329,8 +329,11 @@ class Expressions(LowererCore):
                 return self._bool_value(left, c, node, truth)
             r = right()
             return self._bool_value(r, self.bool_atom(r, node), node, truth)
-        r_binds, _, r_val = self.branch(
-            lambda: (lambda r: self._bool_value(r, self.bool_atom(r, node), node, truth))(right()))
+        def right_value() -> Atom:
+            r = right()
+            return self._bool_value(r, self.bool_atom(r, node), node, truth)
+
+        r_binds, _, r_val = self.branch(right_value)
         # Python's value where it does not evaluate the right operand: the left one (a numpy bool stays one)
         fixed = Const.literal(not is_and, literal_type(not is_and)) if truth or c.type.py else c
         t_binds, e_binds = (r_binds, []) if is_and else ([], r_binds)

@@ -97,10 +97,10 @@ def _mod_partials(b, p, out):
     Both nan where b == 0 (the value is nan there)."""
     x, y = p.args
     quotient, defined = b.prim("floordiv", x, y), _by_zero(b, x, y)
-    if defined is None:
-        return [ONE, Partial(lambda m, v: m.prim("mul", v, quotient), neg=True)]
-    quotient = b.prim("where", defined, quotient, b.const(np.nan))
-    return [_nan_where(defined, lambda m, v: v), Partial(lambda m, v: m.prim("mul", v, quotient), neg=True)]
+    if defined is not None:
+        quotient = b.prim("where", defined, quotient, b.const(np.nan))
+    return [ONE if defined is None else _nan_where(defined, lambda m, v: v),
+            Partial(lambda m, v: m.prim("mul", v, quotient), neg=True)]
 
 
 def _fmod_partials(b, p, out):
