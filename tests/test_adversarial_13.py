@@ -1,5 +1,5 @@
 """Adversarial checks of the reverse macro's shortcuts of session 9 (VJP rule applications replayed,
-astad/ad/replay.py; cotangents named where they are made, ``reverse.take``), and what the attack on them found.
+astad/ad/replay.py; cotangents named where they are made, ``Cotangents.take``), and what the attack on them found.
 
 - ``to_float`` (``float(x)``, which ``like_scalar`` makes of the cotangent of a Python float) was typed a Python
   float of its argument's dtype: a Python float typed float32 where a float32 0-d value's cotangent went to a

@@ -7,6 +7,11 @@ forward block is the primal itself, and the backward block mirrors the
 every variable used exactly once, each variable's cotangent is produced by
 exactly one place — its single use — so no run-time accumulation map is
 needed: ``dup`` becomes ``plus`` and ``drop`` becomes ``zero``, statically.
+
+This module holds the rules, one per construct (a primitive, by its VJP rule from the table, replayed
+where it can be: :mod:`astad.ad.replay`; the structural constructs; ``if``, loops, function values and
+their calls), and runs them over the blocks in reverse; :mod:`astad.ad.cotangents` holds the
+cotangents they give (their types, where they are kept, how they are named).
 """
 
 from __future__ import annotations
@@ -20,21 +25,23 @@ from ..blocks import rebound
 from ..names import Namer
 from dataclasses import replace
 
-from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
-                 FunT, Function, If, Lam, ListT, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
+from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Const, Copower, CopowerT, Copy, Drop, Dup,
+                 Function, If, Lam, ListT, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, function_values, if_free_vars, lam_free_vars,
-                 kinds, loop_free_vars, vars_of)
+                 kinds, loop_free_vars)
 from ..ir.types import DIFFERENTIABLE_DTYPE
 from .activity import Activity
 from .builder import _TAPED, Builder, with_tapes  # noqa: F401  (Builder: what the rules' tests build with)
 from . import replay
 from .calls import backward as call_backward
+from .cotangents import Cotangents, ct_type, differentiable, joined_ct_type, repeated_names, sized_at_run_time
 
 
 _TABLE = rules.TABLE
 
-#: whether the macro names the cotangents of the top block where they are made (``_Macro.take``) rather than
-#: by a copy the optimiser's fold then removes (tests turn it off: the generated code is the same)
+#: whether the macro names the cotangents of the top block where they are made (``Cotangents.take``, in
+#: astad.ad.cotangents) rather than by a copy the optimiser's fold then removes (tests turn it off: the
+#: generated code is the same)
 NAME_COTANGENTS = True
 
 
@@ -47,36 +54,6 @@ class _Vjps(dict):
 
 
 _VJPS: dict[str, Any] = _Vjps()
-
-
-def _sized_at_run_time(a: Atom) -> bool:
-    """A zero whose shape is known only at run time: it is made like its primal."""
-    return isinstance(a, Zero) and isinstance(a.type, Num) and None in a.type.shape
-
-
-def differentiable(t: Type) -> bool:
-    return bool(t.differentiable)
-
-
-def _joined_ct_type(t: Type) -> Type:
-    """The cotangent of a Python float that comes out of a branch or a loop may
-    be a numpy scalar (from one path): typed so, it is made a float when returned."""
-    return Num((), t.dtype, py=False) if isinstance(t, Num) and t.py and not t.shape else _ct_type(t)
-
-
-def _ct_type(t: Type, *cts: Atom) -> Type:
-    """The type of a cotangent of a ``t`` computed from ``cts``: a numpy scalar
-    flowing to a Python float stays one (``finish`` makes it a float when returned);
-    that of a function value is a copower."""
-    cls = type(t)  # (the types have no subclasses)
-    if cls is FunT:
-        return CopowerT(t)
-    if cls is Num and t.py and not t.shape:  # (a loop, not any() of a generator: this runs for every cotangent)
-        for c in cts:
-            ct = c.type
-            if type(ct) is Num and not ct.py:
-                return Num((), t.dtype, py=False)  # as _joined_ct_type
-    return t
 
 
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
@@ -97,17 +74,13 @@ def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
     return Block(tuple(binds), block.result)
 
 
-class _Macro:
+class _Macro(Cotangents):
+    """The macro: a rule per construct (``rule_<class>``), the cotangents the rules give (:class:`Cotangents`)."""
+
     def __init__(self, fn: Function, activity: Activity | None = None) -> None:
         # only an active value gets a cotangent (astad.ad.activity; without the analysis: every one)
         self.active: Callable[[Atom], bool] = activity.active if activity is not None else _always
-        # (``give``'s test, which runs for every argument: the names the analysis saw and found inactive)
-        self.inactive: frozenset[str] = activity.inactive() if activity is not None else frozenset()
-        self.namer = namer = Namer.of(fn)
-        # (the names taken where ``named_ct`` may add one itself, as Namer.fresh would; else None)
-        self.taken: set[str] | None = namer.taken if namer.used is namer.taken and namer.log is None else None
-        self.b = Builder(self.namer)
-        self.cts: dict[str, Atom] = {}
+        super().__init__(Namer.of(fn), activity.inactive() if activity is not None else frozenset())
         self.functions: dict[str, Lam] | None = None  # the variable a lam is bound to (its type's name) -> the lam
         self.forward: Block | None = None  # the forward block (its function values found at the first call)
         self.backs: dict[str, Lam] = {}  # function variable -> its Lam with the backward map
@@ -121,109 +94,6 @@ class _Macro:
         self.seen: set[tuple] = set()  # the keys by value of the applications made once (not recorded)
         self.pinned: list[tuple[Type, ...]] = []  # the types whose ids are in those keys: kept, so the ids stay theirs
         self.replayed = replay.REPLAYED if replay.REPLAY else frozenset()  # the primitives whose rules are replayed
-
-    def ct_of(self, v: Var) -> Atom:
-        ct = self.cts.get(v.name)  # (the zero made only when there is none)
-        return Zero(_ct_type(v.type)) if ct is None else ct
-
-    def give(self, a: Atom, ct: Atom | None) -> bool:
-        """Record the cotangent flowing to atom ``a`` (named ``a_ct`` in the target IR).  True where
-        ``a`` gets none whatever ``ct`` is (a literal, a value without a derivative, an inactive one)."""
-        if type(a) is not Var:  # (`type(...) is`, and _ct_type written out: this runs for every argument)
-            return True
-        t = a.type
-        cls = type(t)
-        if cls is Num:
-            if not DIFFERENTIABLE_DTYPE[t.dtype]:
-                return True
-        elif not t.differentiable:
-            return True
-        name = a.name
-        if ct is None or type(ct) is Zero or name in self.inactive:
-            self.cts[name] = Zero(CopowerT(t) if cls is FunT else t)  # _ct_type(t)
-            return name in self.inactive
-        ct, named = self.named_ct(a, ct)
-        b = self.b
-        b.binds.append(Bind((named,), Copy(ct), b.loc))
-        self.cts[name] = named
-        return False
-
-    def named_ct(self, a: Var, ct: Atom) -> tuple[Atom, Var]:
-        """The cotangent ``ct`` of ``a`` (a variable with a derivative) in its value's dtype, and the
-        variable naming it (``a_ct``), its name drawn."""
-        t = a.type
-        cls = type(t)
-        name = a.name
-        ct_t: Type = t
-        if cls is Num:
-            c_t = ct.type
-            if c_t is not t and type(c_t) is Num:
-                if c_t.dtype != t.dtype and DIFFERENTIABLE_DTYPE[c_t.dtype] and not t.dtype.startswith("complex"):
-                    # a cotangent has its value's dtype (as JAX's): that of a float32 operand of a float64
-                    # product is computed in float64 and rounded to float32 here, once
-                    ct = self.b.prim("convert_float", ct, dtype=t.dtype, py=False)
-                    if t.py and not t.shape:
-                        ct_t = Num(t.shape, t.dtype)
-                elif t.py and not t.shape and not c_t.py:
-                    ct_t = Num((), t.dtype, py=False)
-        elif cls is FunT:
-            ct_t = CopowerT(t)
-        return ct, Var(self.ct_name(name), ct_t)
-
-    def ct_name(self, name: str) -> str:
-        """The name of the cotangent of the variable ``name`` (``name_ct``), drawn."""
-        # (Namer.fresh, its common case written out: ``name_ct`` not taken yet)
-        base = name + "_ct"
-        if name[0] == "t" and "_" in name and Namer.is_temp(name.partition("_")[0]):
-            base = name.partition("_")[0] + "_ct"  # a temporary's copy (`t2_2`, a tested power's): `t2_ct`
-        taken = self.taken
-        if taken is not None and base not in taken and base.isascii():
-            taken.add(base)
-            return base
-        return self.namer.fresh(base)
-
-    def take(self, a: Var, ct: Atom | None, start: int, repeated: Any = ()) -> None:
-        """``give`` at the top level, of a variable that gets a cotangent, without the copy ``let a_ct = ct``
-        that ``give`` makes and the optimiser's fold and ``name_cotangents`` remove: where ``ct`` is a temporary
-        the bindings from ``start`` made that none of them reads (nor gives to another argument: ``repeated``,
-        the names of those given to more than one), its binding is named ``a_ct``; any other variable is taken
-        as it is.  The program after the fold is the same, with fewer bindings before it."""
-        if ct is None or type(ct) is Zero:
-            t = a.type
-            self.cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # _ct_type(t)
-            return
-        made, named = self.named_ct(a, ct)
-        if type(made) is Var:
-            binds = self.b.binds
-            j = len(binds) - 1
-            if made is not ct:  # a conversion just made, read nowhere else
-                bd = binds[j]
-                binds[j] = Bind((named,), bd.rhs, bd.loc)
-                self.cts[a.name] = named
-                return
-            if ct.name not in repeated:
-                while j >= start:  # (its binding is among the last: a VJP rule returns what it made last)
-                    bd = binds[j]
-                    if bd.targets[0] is ct:
-                        binds[j] = Bind((named,), bd.rhs, bd.loc)
-                        self.cts[a.name] = named
-                        return
-                    rhs = bd.rhs
-                    if type(rhs) is Prim:
-                        for x in rhs.args:
-                            if x is ct:
-                                j = start  # read after it is made: taken as it is (the walk ends)
-                                break
-                    elif _reads(rhs, ct.name):
-                        break
-                    j -= 1
-            t = ct.type
-            if t is named.type or t == named.type:
-                self.cts[a.name] = ct
-                return
-        b = self.b
-        b.binds.append(Bind((named,), Copy(made), b.loc))
-        self.cts[a.name] = named
 
     # one rule per construct -------------------------------------------------
 
@@ -254,7 +124,7 @@ class _Macro:
                     if a.name not in inactive:
                         gets.append(True)
                         continue
-                    self.cts[a.name] = Zero(_ct_type(at))  # (give's)
+                    self.cts[a.name] = Zero(ct_type(at))  # (give's)
             gets.append(False)
         key = replay.key(rhs, out, ct) if op in self.replayed else None
         done = None
@@ -305,7 +175,7 @@ class _Macro:
         else:
             kept = [a for a, g in zip(args, gets) if g]  # the arguments that get a cotangent
             given = [c for c, g in zip(arg_cts, gets) if g]  # their cotangents
-            repeated = _repeated(given) if len(given) > 1 else ()
+            repeated = repeated_names(given) if len(given) > 1 else ()
             for a, c in zip(kept, given):
                 take(a, c, start, repeated)
         if recorded is not None:
@@ -357,7 +227,7 @@ class _Macro:
         items = []
         for t in bind.targets:
             ct = cts.get(t.name)  # (ct_of, written out)
-            items.append(Zero(_ct_type(t.type)) if ct is None else ct)
+            items.append(Zero(ct_type(t.type)) if ct is None else ct)
         for c in items:
             if type(c) is not Zero:
                 break
@@ -365,7 +235,7 @@ class _Macro:
             self.give(v, None)  # no use gives it a cotangent: a zero (made later if it must be)
             return
         items = tuple(items)
-        total = Var(self.namer.temp(), _ct_type(v.type, *items))
+        total = Var(self.namer.temp(), ct_type(v.type, *items))
         b = self.b
         b.binds.append(Bind((total,), Plus(items), b.loc))
         if self.naming and v.name not in self.inactive:
@@ -416,7 +286,7 @@ class _Macro:
             return
         branches = [self.nested(block, out_cts, lambda: [self.ct_or_zeros(v) for v in inputs])
                     for block in (rhs.then, rhs.orelse)]
-        joined = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
+        joined = tuple(Var(self.namer.fresh(f"{v.name}_ct"), joined_ct_type(v.type)) for v in inputs)
         self.b.bind(joined, If(rhs.cond, branches[0], branches[1]))
         for v, j in zip(inputs, joined):
             self.cts[v.name] = j
@@ -436,7 +306,7 @@ class _Macro:
             return
         assert rhs.tape is not None
         ct_params = [Var(self.namer.fresh(f"{rhs.carried[i].name}_ct"), rhs.carried[i].type) for i in carried]
-        accs = [Var(self.namer.fresh(f"{v.name}_ct_sum"), _ct_type(v.type)) for v in inputs]
+        accs = [Var(self.namer.fresh(f"{v.name}_ct_sum"), ct_type(v.type)) for v in inputs]
         by_index = dict(zip(carried, ct_params))
 
         never: set[str] = set()  # inputs no iteration gives a cotangent: their sums are zero
@@ -445,22 +315,22 @@ class _Macro:
             new = [self.ct_or_zeros(rhs.carried[i]) for i in carried]
             never.update(v.name for v in inputs if isinstance(self.ct_of(v), Zero))
             for acc, v in zip(accs, inputs):
-                total = Var(self.namer.temp(), _ct_type(v.type))
+                total = Var(self.namer.temp(), ct_type(v.type))
                 self.b.bind((total,), Plus((acc, self.ct_or_zeros(v))))
                 new.append(total)
             return new
 
         start = tuple(by_index.get(i, Zero(c.type)) for i, c in enumerate(rhs.carried))
         body = self.nested(rhs.body, start, next_cts)
-        init = [self.ct_or_zeros(outs[i]) if isinstance(c.type, ListT) or _sized_at_run_time(c) else c
+        init = [self.ct_or_zeros(outs[i]) if isinstance(c.type, ListT) or sized_at_run_time(c) else c
                 for i, c in zip(carried, out_cts)] + [self.zeros(v) for v in inputs]
-        targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), _joined_ct_type(p.type)) for p in ct_params) + tuple(
-            Var(self.namer.fresh(f"{v.name}_ct"), _joined_ct_type(v.type)) for v in inputs)
+        targets = tuple(Var(self.namer.fresh(f"{p.name}_out"), joined_ct_type(p.type)) for p in ct_params) + tuple(
+            Var(self.namer.fresh(f"{v.name}_ct"), joined_ct_type(v.type)) for v in inputs)
         self.b.bind(targets, LoopBack(rhs.tape, rhs.save, tuple(ct_params + accs), tuple(init), body))
         for i, t in zip(carried, targets):
             self.give(rhs.init[i], t)
         for v, t in zip(inputs, targets[len(carried):]):
-            self.cts[v.name] = Zero(_ct_type(v.type)) if v.name in never else t
+            self.cts[v.name] = Zero(ct_type(v.type)) if v.name in never else t
 
     def rule_Lam(self, bind: Bind, rhs: Lam) -> None:
         """CHAD's λ (§7.2): the function's backward map, from the cotangent of its
@@ -469,7 +339,7 @@ class _Macro:
         its copower, of the captured part of that call's backward map."""
         (f,) = bind.targets
         captured = self.captured(rhs)
-        back_ct = Var(self.namer.fresh(f"{f.name}_out_ct"), _ct_type(rhs.body.result.type))
+        back_ct = Var(self.namer.fresh(f"{f.name}_out_ct"), ct_type(rhs.body.result.type))
         back = self.own_block(rhs.body, lambda: back_ct,
                               lambda: [self.ct_or_zeros(v) for v in (*captured, *rhs.params)])
         self.backs[f.name] = replace(rhs, back=back, back_ct=back_ct, captured=captured)
@@ -478,7 +348,7 @@ class _Macro:
             for v in lam_free_vars(rhs):
                 self.give(v, None)
             return
-        targets = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in captured)
+        targets = tuple(Var(self.namer.fresh(f"{v.name}_ct"), ct_type(v.type)) for v in captured)
         self.b.bind(targets, CaseCopower(ct, f))
         for v, t in zip(captured, targets):
             self.cts[v.name] = t
@@ -497,8 +367,8 @@ class _Macro:
             assert self.forward is not None
             self.functions = function_values(self.forward)
         lam = self.functions[rhs.fn.type.name]  # type: ignore[union-attr]
-        captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), _ct_type(v.type)) for v in self.captured(lam))
-        args = tuple(Var(self.namer.fresh(f"{p.name}_ct"), _ct_type(p.type)) for p in lam.params)
+        captured = tuple(Var(self.namer.fresh(f"{v.name}_ct"), ct_type(v.type)) for v in self.captured(lam))
+        args = tuple(Var(self.namer.fresh(f"{p.name}_ct"), ct_type(p.type)) for p in lam.params)
         self.b.bind(captured + args, AppBack(rhs.fn, record, ct))
         copower = Var(self.namer.fresh(f"{rhs.fn.name}_ct"), CopowerT(rhs.fn.type))  # type: ignore[arg-type]
         self.b.bind((copower,), Copower(record, ct))
@@ -532,27 +402,6 @@ class _Macro:
             return Block(tuple(self.b.binds), end)
         finally:
             self.b.binds, self.cts, self.top, self.naming = saved
-
-    def ct_or_zeros(self, v: Var) -> Atom:
-        """The cotangent of ``v`` leaving a branch or loop body: a zero whose size is
-        known only at run time (a list, an array of run-time length) is made
-        like ``v``; other zeros stay symbolic (and are folded away)."""
-        ct = self.ct_of(v)
-        t = v.type
-        if isinstance(t, ListT) or (isinstance(t, Num) and None in t.shape):
-            return self.zeros(v) if isinstance(ct, Zero) else self.b.prim("or_zeros_like", ct, v)
-        return ct
-
-    def zeros(self, v: Var) -> Atom:
-        """A real zero to start accumulating a cotangent in."""
-        if isinstance(v.type, Num) and not v.type.shape:
-            t = v.type
-            return rules.zeros_of(self.b, v) if t.differentiable and not t.py else Const.literal(0.0, t)
-        if isinstance(v.type, ListT):
-            return self.b.prim("list_zeros_like", v)
-        if isinstance(v.type, FunT):
-            return Zero(CopowerT(v.type))  # the empty copower
-        return self.b.prim("zeros_like", v)
 
     def block(self, block: Block, result_ct: Atom) -> None:
         """The backward pass of a block, given the cotangent of its result: the
@@ -604,22 +453,6 @@ class _Rules(dict):
 
 
 _RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = _Rules()
-
-
-def _repeated(cts: list[Atom | None]) -> Any:
-    """The names of the variables among ``cts`` that are there more than once."""
-    names = [c.name for c in cts if type(c) is Var]
-    return () if len(set(names)) == len(names) else {n for n in names if names.count(n) > 1}
-
-
-def _reads(rhs: Comp, name: str) -> bool:
-    """Whether ``rhs`` reads the variable ``name``."""
-    if type(rhs) is Prim:
-        for x in rhs.args:
-            if type(x) is Var and x.name == name:
-                return True
-        return False
-    return any(v.name == name for v in vars_of(rhs))
 
 
 def _always(a: Atom) -> bool:
