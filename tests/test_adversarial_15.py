@@ -46,3 +46,38 @@ def np_number_as_a_value(x):
                                 np_number_as_a_value])
 def test_abstract_numpy_types_are_refused(fn):
     _refused_at_its_line(fn, [np.array([0.3, -0.2, 1.1])], "np.")
+
+
+# -- np.count_nonzero's type ---------------------------------------------------------------------------
+# numpy 2 returns a numpy int64 for np.count_nonzero(x) (axis=None), numpy 1 a Python int; astad typed it a
+# Python int always, so with numpy 2 `isinstance(n, int)` was decided True (numpy: False: 0.2 where numpy
+# gives 0.0) and `np.count_nonzero(x) * x32` typed float32 (numpy: float64) gave a float64 cotangent for a
+# float32 argument.
+
+def count_is_an_int(x):
+    n = np.count_nonzero(x)
+    return np.sum(x * n) * isinstance(n, int)
+
+
+def count_times_x(x):
+    return np.count_nonzero(x > 0) * x
+
+
+def test_count_nonzero_has_numpys_type():
+    x = np.array([0.3, -0.2, 1.1])
+    try:
+        value, grad = astad.value_and_grad(count_is_an_int)(x)
+    except astad.AstadError as e:
+        assert not isinstance(e, astad.InternalError)
+    else:
+        assert value == count_is_an_int(x) and type(value) is type(count_is_an_int(x))
+        np.testing.assert_array_equal(grad, np.full(3, 3.0 * isinstance(np.count_nonzero(x), int)))
+    x32 = x.astype(np.float32)
+    want = count_times_x(x32)
+    value, pullback = astad.vjp(count_times_x, x32)
+    assert value.dtype == want.dtype
+    (ct,) = pullback(np.ones_like(want))
+    assert ct.dtype == np.float32
+    np.testing.assert_allclose(ct, np.full(3, 2.0))
+    value, tangent = astad.jvp(count_times_x, (x32,), (np.ones_like(x32),))
+    assert tangent.dtype == want.dtype
