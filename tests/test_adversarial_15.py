@@ -81,3 +81,88 @@ def test_count_nonzero_has_numpys_type():
     np.testing.assert_allclose(ct, np.full(3, 2.0))
     value, tangent = astad.jvp(count_times_x, (x32,), (np.ones_like(x32),))
     assert tangent.dtype == want.dtype
+
+
+# -- isinstance of a Python number that may be an int or a float ---------------------------------------
+# astad types a join of a Python int and a Python float (`n if c else 1.5`, `max(n, 1.0)`, a loop's
+# `s = 0` then `s = s + 0.5`) a Python float, and `2 ** n` of ints a Python int (a float where n < 0);
+# `isinstance(v, int)` of such a value was decided from the type when transforming: 1.0 * x[0] where
+# Python gives 2.0 * x[0] (`n if c else 1.5` with n=3 is the int 3).  Now refused where the answer
+# depends on which it is; decided where it does not, and for parameters, constants and what is computed
+# from them alone.
+
+def _kind(e):
+    return float(isinstance(e, float)) + 2.0 * float(isinstance(e, int)) + 4.0 * float(isinstance(e, bool))
+
+
+def int_or_float_join(x, n):
+    e = n if x[0] > 0 else 1.5
+    return x[0] * _kind(e)
+
+
+def int_or_float_max(x, n):
+    return x[0] * _kind(max(n, 1.0))
+
+
+def int_or_float_min_of_a_shape(x, n):
+    return x[0] * _kind(min(0.5, x.shape[0]))
+
+
+def int_power_of_ints(x, n):
+    return x[0] * _kind(2 ** n)
+
+
+def int_or_float_plus_one(x, n):
+    e = n if x[0] > 0 else 1.5
+    return x[0] * _kind(e + 1)
+
+
+def int_or_float_loop(x, n):
+    s = 0
+    for i in range(n):
+        s = s + 0.5
+    return x[0] * _kind(s)
+
+
+@pytest.mark.parametrize("n", [3, -2, 0])
+@pytest.mark.parametrize("fn", [int_or_float_join, int_or_float_max, int_or_float_min_of_a_shape, int_power_of_ints,
+                                int_or_float_plus_one, int_or_float_loop])
+def test_isinstance_of_an_int_or_a_float(fn, n):
+    x = np.array([0.3, -0.2, 1.1])
+    try:
+        value, grad = astad.value_and_grad(fn)(x, n)
+    except astad.AstadError as e:
+        assert not isinstance(e, astad.InternalError), e
+        assert "isinstance" in str(e)
+        return
+    assert value == fn(x, n)
+    assert grad[0] == fn(x, n) / x[0]
+
+
+def exact_kinds(x, n):
+    f = float(n)
+    return x[0] * (_kind(n) + 10 * _kind(len(x)) + 100 * _kind(f) + 1000 * _kind(x.shape[0] / 2)
+                   + 10000 * _kind(n * 2 + 1) + 100000 * _kind(n > 0) + 1e6 * _kind(max(n, 1.0) + 0.5)
+                   + 1e7 * float(isinstance(max(n, 1.0), (int, float))) + 1e8 * _kind(2 ** 3) + 1e9 * _kind(2.0 ** n))
+
+
+@pytest.mark.parametrize("n", [3, -2])
+def test_isinstance_of_numbers_of_known_kind_is_decided(n):
+    x = np.array([0.3, -0.2, 1.1])
+    value, grad = astad.value_and_grad(exact_kinds)(x, n)
+    assert value == exact_kinds(x, n)
+    np.testing.assert_allclose(grad[0], exact_kinds(x, n) / x[0])
+
+
+def range_index_is_an_int(x, n):
+    s = x[0]
+    for i in range(n):
+        s = s * (1.0 + isinstance(i, int) + 2 * isinstance(i + 0.5, float))
+    return s
+
+
+def test_isinstance_of_a_range_index_is_decided():
+    x = np.array([0.3, -0.2, 1.1])
+    value, grad = astad.value_and_grad(range_index_is_an_int)(x, 3)
+    assert value == range_index_is_an_int(x, 3)
+    np.testing.assert_allclose(grad[0], 64.0)
