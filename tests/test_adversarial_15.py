@@ -166,3 +166,35 @@ def test_isinstance_of_a_range_index_is_decided():
     value, grad = astad.value_and_grad(range_index_is_an_int)(x, 3)
     assert value == range_index_is_an_int(x, 3)
     np.testing.assert_allclose(grad[0], 64.0)
+
+
+# -- np.median of a line holding a nan -------------------------------------------------------------------
+# numpy's median of a line with a nan is nan; astad returned a constant nan there, so the derivative was a
+# silent 0 (forward mode: tangent 0 with a nan value; `np.median(2 * x)` with x = [nan, 1, 2]: gradient
+# [0, 0, 0]), against README's rule for nans (the cotangent goes to the nan numpy returns, as np.max's).
+# Its forward tangent was also a 0-d array where the value is a numpy float64.
+
+def median_of_log(x):
+    return np.median(np.log(x))
+
+
+def median_rows(x):
+    return np.median(2.0 * x, axis=1)
+
+
+def max_rows(x):
+    return np.max(2.0 * x, axis=1)
+
+
+def test_median_of_a_line_with_a_nan():
+    with np.errstate(invalid="ignore"):
+        x = np.array([-1.0, 2.0, 3.0])
+        value, tangent = astad.jvp(median_of_log, (x,), (np.ones(3),))
+        assert np.isnan(value) and np.isnan(tangent) and type(tangent) is type(value) is np.float64
+        assert np.isnan(astad.grad(median_of_log)(x)[0])
+        a = np.array([[np.nan, 1.0, 2.0], [1.0, 2.0, 3.0]])
+        (ct,) = astad.vjp(median_rows, a)[1](np.ones(2))
+        np.testing.assert_array_equal(ct[0], astad.vjp(max_rows, a)[1](np.ones(2))[0][0])  # [2, 0, 0]: the nan's
+        np.testing.assert_array_equal(ct[1], [0.0, 2.0, 0.0])
+        v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+        np.testing.assert_array_equal(astad.jvp(median_rows, (a,), (v,))[1], [2.0, 2.0])
