@@ -198,3 +198,46 @@ def test_median_of_a_line_with_a_nan():
         np.testing.assert_array_equal(ct[1], [0.0, 2.0, 0.0])
         v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
         np.testing.assert_array_equal(astad.jvp(median_rows, (a,), (v,))[1], [2.0, 2.0])
+
+
+# -- the list np.split returns ------------------------------------------------------------------------
+# np.split (array_split, hsplit, vsplit, dsplit) gave a list whose identity the alias analysis did not know
+# (UNKNOWN: it may be any list), so every `out.append(...)` while it could still be read was refused, and
+# so was a comprehension over it (`sum(np.sum(p) for p in np.split(v, 2))`: "`items.append` changes the
+# list in place", naming a list astad made).  It is a new list, of views of the array.
+
+def append_while_split_is_alive(v):
+    ps = np.split(v, 2)
+    out = []
+    for p in ps:
+        out.append(np.sum(p * p))
+    return sum(out) + ps[0][0]
+
+
+def generator_over_split(v):
+    return sum(np.sum(p) * (i + 1.0) for i, p in enumerate(np.array_split(v, 3)))
+
+
+def append_to_the_split_list(v):
+    ps = np.split(v, 2)
+    ps.append(v[:2] * 2.0)
+    return np.sum(np.stack(ps) ** 2)
+
+
+def update_a_part_of_the_split_list(v):
+    y = v * 1.0
+    ps = np.split(y, 2)
+    ps[0] += 1.0  # (a view of y: y changes too)
+    return np.sum(y * v)
+
+
+@pytest.mark.parametrize("fn", [append_while_split_is_alive, generator_over_split, append_to_the_split_list,
+                                update_a_part_of_the_split_list])
+def test_the_list_np_split_returns(fn):
+    v = np.array([0.5, -1.2, 2.0, 0.7])
+    if fn is update_a_part_of_the_split_list:
+        with pytest.raises(astad.AstadError) as caught:
+            astad.reverse(fn)(v)
+        assert not isinstance(caught.value, astad.InternalError)
+        return
+    check_correct_or_refused(fn, (v,))  # (raises Refused where refused)
