@@ -5,7 +5,7 @@ Most are one primitive with numpy's keyword arguments as static parameters;
 others lower to several, as numpy computes them: ``ptp`` is ``max - min``,
 ``average`` with weights ``sum(a * w) / sum(w)``, ``nansum``/``nanmean`` sum
 ``np.where(np.isnan(a), 0.0, a)`` (so the nans get a zero cotangent), ``median``
-is the mean of the middle of ``np.sort`` (nan where a line has a nan)."""
+is the mean of the middle of ``np.sort`` (where a line has a nan, that nan: the cotangent goes to it)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, Callable
 import libcst as cst
 import numpy as np
 
-from ..ir import FLOAT, Atom, Const, Num, TupleT
+from ..ir import Atom, Const, Num, TupleT
 from ..values import PyTuple, Ref
 from .api_specs import ApiSpec, Refused, dtype_params, elementwise, refuse_axis_list, sig
 from .core import LowererCore as Lowerer
@@ -191,8 +191,10 @@ def _average(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
 
 
 def _median(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Value:
-    """``np.median``: the mean of the middle one or two entries of ``np.sort(a, axis)``, nan where the
-    sorted line ends with a nan (numpy's rule); its derivative goes through the sorting permutation."""
+    """``np.median``: the mean of the middle one or two entries of ``np.sort(a, axis)``, the line's last entry
+    where the sorted line ends with a nan (numpy's rule: nan; the cotangent goes to that nan, so a nan in the
+    value is a nan or a nonzero in the derivative, never a silent 0); its derivative goes through the sorting
+    permutation."""
     t = x.type
     assert isinstance(t, Num)
     axis, keep = params["axis"], params["keepdims"]
@@ -210,8 +212,8 @@ def _median(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Valu
     middle = lw.emit("getitem", [s], {"index": lead + (("slice", (n - 1) // 2, n // 2 + 1, None),)})
     med = lw.emit("mean", [middle], {"axis": k, "keepdims": False})
     if _is_float(x):
-        last = lw.emit("isnan", [lw.emit("getitem", [s], {"index": lead + (-1,)})])
-        med = lw.emit("where", [last, Const(float("nan"), FLOAT, "np.nan", ("np", "nan")), med])
+        last = lw.emit("getitem", [s], {"index": lead + (-1,)})  # (a nan where the line has one: numpy's median;
+        med = lw.emit("where", [lw.emit("isnan", [last]), last, med])  # its cotangent goes to that nan, as np.max's)
         if not med.type.shape and not keep:  # (np.where gives a 0-d array; numpy's median a numpy scalar)
             med = lw.emit("astype", [med], {"dtype": med.type.dtype, "scalar": True})
     if keep:

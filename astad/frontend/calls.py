@@ -34,6 +34,15 @@ from .scopes import (Closure, Value, Scope, scope_chain, closures_in, atoms_in, 
 from .core import LowererCore, derivative_used, ref_name
 
 
+#: operations that give a Python number of one type whatever the Python numbers they take
+_EXACT_RESULT = frozenset({"convert_float", "convert_discrete", "to_float", "div", "item", "len", "list_len", "dim", "size",
+                           "lt", "le", "gt", "ge", "eq", "ne", "not_", "py_round"})
+#: operations whose result is a float where one operand is a float, else of their operands' type (but an int
+#: power of ints: an int, or a float where the power is < 0)
+_EXACT_AS_OPERANDS = frozenset({"add", "sub", "mul", "floordiv", "mod", "neg", "positive", "py_abs", "abs", "and_", "or_",
+                                "py_round_digits", "pow", "power"})
+
+
 class Calls(LowererCore):
     """Calls, lambdas and nested defs."""
 
@@ -110,11 +119,38 @@ class Calls(LowererCore):
         types = tuple(k.obj for k in kinds)  # type: ignore[union-attr]
         result = isinstance(sample_of(args[0]), types)
         t = getattr(args[0], "type", None)
+        if isinstance(t, Num) and t.py and not t.shape and len({isinstance(s, types) for s in (0.0, 0, False)}) > 1 \
+                and not self.exact_number(args[0]):
+            raise self.type_error(f"isinstance of a Python number that may be an int or a float when it runs (typed "
+                                  f"{t}: one on one path and the other on another, `max(n, 1.0)`, or an int "
+                                  "power of ints)", node, "isinstance of a parameter, or of float(v) or int(v)")
         if isinstance(t, Num) and not t.py and not t.shape and isinstance(np.zeros((), t.dtype), types) != result:
             raise self.type_error(f"isinstance of a numpy {t}: astad reads a numpy scalar and a 0-d array alike, "
                                   "and they differ here", node,
                                   "a Python float (float(x)) or an array of at least one dimension")
         return Const.literal(result, literal_type(result))
+
+    def exact_number(self, v: Value, depth: int = 0) -> bool:
+        """Whether ``v``, a Python number, is at run time of the Python type (int, float, bool) its type says:
+        a parameter, a constant, or what operations of one result type (``float(v)``, ``len(x)``, ``a / b``,
+        comparisons) or of their operands' type (``a + b``, ``2.0 ** n``) compute from them; not a join of
+        an int and a float, Python's ``max`` of both, nor an int power of ints (a float where it is < 0)."""
+        if not isinstance(v, Var) or not (isinstance(v.type, Num) and v.type.py):
+            return True
+        if v.name in self.__dict__.get("_exact_numbers", ()):
+            return True
+        bind = self.definition_of(v) if depth < 64 else None
+        rhs = bind.rhs if bind is not None else None
+        if not isinstance(rhs, Prim):
+            return False
+        if rhs.op in _EXACT_RESULT or rhs.op.startswith("math_"):
+            return True
+        if rhs.op not in _EXACT_AS_OPERANDS:
+            return False
+        exact = [self.exact_number(a, depth + 1) for a in rhs.args]
+        if any(e and isinstance(a.type, Num) and a.type.dtype == "float64" for a, e in zip(rhs.args, exact)):
+            return True  # (with a float, a float)
+        return all(exact) and rhs.op not in ("pow", "power")  # (an int power of ints: a float where it is < 0)
 
     def map_call(self, node: cst.Call) -> Value:
         """``map(f, xs, ...)``: the comprehension ``[f(x, ...) for x, ... in zip(xs, ...)]``."""

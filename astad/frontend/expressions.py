@@ -191,7 +191,11 @@ class Expressions(LowererCore):
         if path:  # a module's attribute may be assigned (a mock of np.sin): the derivative is of this one
             self.depend(path, obj)
         if isinstance(obj, type) and issubclass(obj, np.generic):
-            return Ref("dtype", np.dtype(obj).name)
+            try:
+                return Ref("dtype", np.dtype(obj).name)
+            except TypeError:  # np.floating, np.integer, np.generic: abstract, no dtype
+                raise UnsupportedFunctionError(f"`np.{attr}` (an abstract numpy type) is not supported",
+                                               self.loc(node), "isinstance(x, float), or an array's dtype") from None
         module = "math" if base.obj is math else "np"
         if isinstance(obj, float):  # (generated code reads np and math as astad imported them)
             if obj is not imported.as_imported(base.obj, attr):  # a constant replaced (math.pi = 3.0)

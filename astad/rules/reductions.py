@@ -319,9 +319,13 @@ def vjp_item(b, p, out, ct):
     return [_cast(b, reshape_like(b, ct, x) if num(x.type).shape else ct, num(x.type).dtype)]
 
 
+#: whether np.count_nonzero(x) (axis=None) gives a Python int (numpy 1) or a numpy int64 (numpy 2)
+_COUNT_IS_PY = type(np.count_nonzero(np.zeros(1))) is int
+
+
 def _count_nonzero_infer(ts: list[Type], params: dict) -> Type:
     if params.get("axis") is None and not params.get("keepdims"):
-        return Num((), "int64", py=True)
+        return Num((), "int64", py=_COUNT_IS_PY)
     return reduction(lambda d: "int64")(ts, params)
 
 

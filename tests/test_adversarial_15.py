@@ -1,0 +1,243 @@
+"""Adversarial numpy semantics, session 10 (advN).  Each section names what astad did before its fix.
+Oracles: the plain call (value, type, dtype), central finite differences in float64, and forward
+mode against reverse mode; never astad's own output."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import check_correct_or_refused
+
+
+def _refused_at_its_line(fn, args, line_text):
+    """astad refuses ``fn`` with its own error (not an InternalError), naming the line that holds ``line_text``."""
+    for run in (lambda: astad.reverse(fn)(*args), lambda: astad.jvp(fn, tuple(args), tuple(np.ones_like(a) for a in args))):
+        with pytest.raises(astad.AstadError) as caught:
+            run()
+        assert not isinstance(caught.value, astad.InternalError), caught.value
+        assert caught.value.loc is not None and line_text in str(caught.value), caught.value
+
+
+# -- abstract numpy types ------------------------------------------------------------------------------
+# `isinstance(v, np.floating)` (np.integer, np.generic, np.number, np.inexact) raised astad's
+# InternalError: reading `np.floating` converted it to a dtype, which numpy does not allow.
+
+def isinstance_np_floating(x):
+    e = x[0] * 2.0
+    return x[0] * float(isinstance(e, np.floating))
+
+
+def isinstance_np_integer(x):
+    return x[0] * float(isinstance(len(x), np.integer))
+
+
+def isinstance_np_generic(x):
+    return x[0] * float(isinstance(x, (float, np.generic)))
+
+
+def np_number_as_a_value(x):
+    kind = np.number
+    return x * 2.0, kind
+
+
+@pytest.mark.parametrize("fn", [isinstance_np_floating, isinstance_np_integer, isinstance_np_generic,
+                                np_number_as_a_value])
+def test_abstract_numpy_types_are_refused(fn):
+    _refused_at_its_line(fn, [np.array([0.3, -0.2, 1.1])], "np.")
+
+
+# -- np.count_nonzero's type ---------------------------------------------------------------------------
+# numpy 2 returns a numpy int64 for np.count_nonzero(x) (axis=None), numpy 1 a Python int; astad typed it a
+# Python int always, so with numpy 2 `isinstance(n, int)` was decided True (numpy: False: 0.2 where numpy
+# gives 0.0) and `np.count_nonzero(x) * x32` typed float32 (numpy: float64) gave a float64 cotangent for a
+# float32 argument.
+
+def count_is_an_int(x):
+    n = np.count_nonzero(x)
+    return np.sum(x * n) * isinstance(n, int)
+
+
+def count_times_x(x):
+    return np.count_nonzero(x > 0) * x
+
+
+def test_count_nonzero_has_numpys_type():
+    x = np.array([0.3, -0.2, 1.1])
+    try:
+        value, grad = astad.value_and_grad(count_is_an_int)(x)
+    except astad.AstadError as e:
+        assert not isinstance(e, astad.InternalError)
+    else:
+        assert value == count_is_an_int(x) and type(value) is type(count_is_an_int(x))
+        np.testing.assert_array_equal(grad, np.full(3, 3.0 * isinstance(np.count_nonzero(x), int)))
+    x32 = x.astype(np.float32)
+    want = count_times_x(x32)
+    value, pullback = astad.vjp(count_times_x, x32)
+    assert value.dtype == want.dtype
+    (ct,) = pullback(np.ones_like(want))
+    assert ct.dtype == np.float32
+    np.testing.assert_allclose(ct, np.full(3, 2.0))
+    value, tangent = astad.jvp(count_times_x, (x32,), (np.ones_like(x32),))
+    assert tangent.dtype == want.dtype
+
+
+# -- isinstance of a Python number that may be an int or a float ---------------------------------------
+# astad types a join of a Python int and a Python float (`n if c else 1.5`, `max(n, 1.0)`, a loop's
+# `s = 0` then `s = s + 0.5`) a Python float, and `2 ** n` of ints a Python int (a float where n < 0);
+# `isinstance(v, int)` of such a value was decided from the type when transforming: 1.0 * x[0] where
+# Python gives 2.0 * x[0] (`n if c else 1.5` with n=3 is the int 3).  Now refused where the answer
+# depends on which it is; decided where it does not, and for parameters, constants and what is computed
+# from them alone.
+
+def _kind(e):
+    return float(isinstance(e, float)) + 2.0 * float(isinstance(e, int)) + 4.0 * float(isinstance(e, bool))
+
+
+def int_or_float_join(x, n):
+    e = n if x[0] > 0 else 1.5
+    return x[0] * _kind(e)
+
+
+def int_or_float_max(x, n):
+    return x[0] * _kind(max(n, 1.0))
+
+
+def int_or_float_min_of_a_shape(x, n):
+    return x[0] * _kind(min(0.5, x.shape[0]))
+
+
+def int_power_of_ints(x, n):
+    return x[0] * _kind(2 ** n)
+
+
+def int_or_float_plus_one(x, n):
+    e = n if x[0] > 0 else 1.5
+    return x[0] * _kind(e + 1)
+
+
+def int_or_float_loop(x, n):
+    s = 0
+    for i in range(n):
+        s = s + 0.5
+    return x[0] * _kind(s)
+
+
+@pytest.mark.parametrize("n", [3, -2, 0])
+@pytest.mark.parametrize("fn", [int_or_float_join, int_or_float_max, int_or_float_min_of_a_shape, int_power_of_ints,
+                                int_or_float_plus_one, int_or_float_loop])
+def test_isinstance_of_an_int_or_a_float(fn, n):
+    x = np.array([0.3, -0.2, 1.1])
+    try:
+        value, grad = astad.value_and_grad(fn)(x, n)
+    except astad.AstadError as e:
+        assert not isinstance(e, astad.InternalError), e
+        assert "isinstance" in str(e)
+        return
+    assert value == fn(x, n)
+    assert grad[0] == fn(x, n) / x[0]
+
+
+def exact_kinds(x, n):
+    f = float(n)
+    return x[0] * (_kind(n) + 10 * _kind(len(x)) + 100 * _kind(f) + 1000 * _kind(x.shape[0] / 2)
+                   + 10000 * _kind(n * 2 + 1) + 100000 * _kind(n > 0) + 1e6 * _kind(max(n, 1.0) + 0.5)
+                   + 1e7 * float(isinstance(max(n, 1.0), (int, float))) + 1e8 * _kind(2 ** 3) + 1e9 * _kind(2.0 ** n))
+
+
+@pytest.mark.parametrize("n", [3, -2])
+def test_isinstance_of_numbers_of_known_kind_is_decided(n):
+    x = np.array([0.3, -0.2, 1.1])
+    value, grad = astad.value_and_grad(exact_kinds)(x, n)
+    assert value == exact_kinds(x, n)
+    np.testing.assert_allclose(grad[0], exact_kinds(x, n) / x[0])
+
+
+def range_index_is_an_int(x, n):
+    s = x[0]
+    for i in range(n):
+        s = s * (1.0 + isinstance(i, int) + 2 * isinstance(i + 0.5, float))
+    return s
+
+
+def test_isinstance_of_a_range_index_is_decided():
+    x = np.array([0.3, -0.2, 1.1])
+    value, grad = astad.value_and_grad(range_index_is_an_int)(x, 3)
+    assert value == range_index_is_an_int(x, 3)
+    np.testing.assert_allclose(grad[0], 64.0)
+
+
+# -- np.median of a line holding a nan -------------------------------------------------------------------
+# numpy's median of a line with a nan is nan; astad returned a constant nan there, so the derivative was a
+# silent 0 (forward mode: tangent 0 with a nan value; `np.median(2 * x)` with x = [nan, 1, 2]: gradient
+# [0, 0, 0]), against README's rule for nans (the cotangent goes to the nan numpy returns, as np.max's).
+# Its forward tangent was also a 0-d array where the value is a numpy float64.
+
+def median_of_log(x):
+    return np.median(np.log(x))
+
+
+def median_rows(x):
+    return np.median(2.0 * x, axis=1)
+
+
+def max_rows(x):
+    return np.max(2.0 * x, axis=1)
+
+
+def test_median_of_a_line_with_a_nan():
+    with np.errstate(invalid="ignore"):
+        x = np.array([-1.0, 2.0, 3.0])
+        value, tangent = astad.jvp(median_of_log, (x,), (np.ones(3),))
+        assert np.isnan(value) and np.isnan(tangent) and type(tangent) is type(value) is np.float64
+        assert np.isnan(astad.grad(median_of_log)(x)[0])
+        a = np.array([[np.nan, 1.0, 2.0], [1.0, 2.0, 3.0]])
+        (ct,) = astad.vjp(median_rows, a)[1](np.ones(2))
+        np.testing.assert_array_equal(ct[0], astad.vjp(max_rows, a)[1](np.ones(2))[0][0])  # [2, 0, 0]: the nan's
+        np.testing.assert_array_equal(ct[1], [0.0, 2.0, 0.0])
+        v = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+        np.testing.assert_array_equal(astad.jvp(median_rows, (a,), (v,))[1], [2.0, 2.0])
+
+
+# -- the list np.split returns ------------------------------------------------------------------------
+# np.split (array_split, hsplit, vsplit, dsplit) gave a list whose identity the alias analysis did not know
+# (UNKNOWN: it may be any list), so every `out.append(...)` while it could still be read was refused, and
+# so was a comprehension over it (`sum(np.sum(p) for p in np.split(v, 2))`: "`items.append` changes the
+# list in place", naming a list astad made).  It is a new list, of views of the array.
+
+def append_while_split_is_alive(v):
+    ps = np.split(v, 2)
+    out = []
+    for p in ps:
+        out.append(np.sum(p * p))
+    return sum(out) + ps[0][0]
+
+
+def generator_over_split(v):
+    return sum(np.sum(p) * (i + 1.0) for i, p in enumerate(np.array_split(v, 3)))
+
+
+def append_to_the_split_list(v):
+    ps = np.split(v, 2)
+    ps.append(v[:2] * 2.0)
+    return np.sum(np.stack(ps) ** 2)
+
+
+def update_a_part_of_the_split_list(v):
+    y = v * 1.0
+    ps = np.split(y, 2)
+    ps[0] += 1.0  # (a view of y: y changes too)
+    return np.sum(y * v)
+
+
+@pytest.mark.parametrize("fn", [append_while_split_is_alive, generator_over_split, append_to_the_split_list,
+                                update_a_part_of_the_split_list])
+def test_the_list_np_split_returns(fn):
+    v = np.array([0.5, -1.2, 2.0, 0.7])
+    if fn is update_a_part_of_the_split_list:
+        with pytest.raises(astad.AstadError) as caught:
+            astad.reverse(fn)(v)
+        assert not isinstance(caught.value, astad.InternalError)
+        return
+    check_correct_or_refused(fn, (v,))  # (raises Refused where refused)
