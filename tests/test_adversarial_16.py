@@ -56,3 +56,23 @@ def test_source_for_and_ir_bind_defaults(make):
     assert "def " in d.source_for(x, 1.5)
     assert d.ir("core", x)
     assert d.ir("optimised", x, 1.5)
+
+
+@pytest.mark.parametrize("stem", ["ast", "json"])
+def test_show_derivative_of_a_file_named_like_a_module_astad_uses(tmp_path, stem):
+    """``astad show-derivative dir/ast.py:loss`` put the user's module in sys.modules['ast'], in place of
+    the standard library's: astad then failed with a traceback (module 'ast' has no attribute 'parse')."""
+    import os
+    import subprocess
+    import sys
+
+    d = tmp_path / "user"
+    d.mkdir()
+    (d / f"{stem}.py").write_text("def loss(x: float):\n    return x * x\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "astad", "show-derivative", f"{d / stem}.py:loss"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "def loss_backward" in proc.stdout and "Traceback" not in proc.stderr
