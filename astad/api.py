@@ -453,8 +453,9 @@ class Reverse:
     # ----------------------------------------------------------------- inspection
 
     def _current(self, args: Sequence[Any]) -> Derivative:
-        if args:
-            return self.transform(*args)
+        if args:  # bound as a call binds them (defaults filled in), differentiated in those passed
+            full = self._binder(tuple(args), {})
+            return self.derivative(full, None if len(full) == len(args) else frozenset(range(len(args))))
         if self._last is None:
             raise AstadError(f"{self._parsed.name} has not been called yet, so its argument types are unknown: "
                              "call it once, or pass example arguments (e.g. .ir('core', x, w))")

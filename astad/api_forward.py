@@ -87,8 +87,10 @@ class Forward(Reverse):
     # ----------------------------------------------------------------- inspection
 
     def _current(self, args: Sequence[Any]) -> ForwardDerivative:  # type: ignore[override]
-        if args:
-            return self.derivative(args)
+        if args:  # bound as a call binds them; tangents of the differentiable ones passed
+            full = self._binder(tuple(args), {})
+            return self.derivative(full, None if len(full) == len(args) else
+                                   self.all_wrt(self._types(full)) & frozenset(range(len(args))))
         d = super()._current(())
         full = self.all_wrt(d.arg_types)
         if d.wrt != full:  # called, but no pushforward yet: show the code with every tangent

@@ -232,9 +232,7 @@ def _checked(inner: Derived, primals: Sequence[Any], tangents: Sequence[Any]) ->
     else:
         types = [abstract(a, f"argument {i}") for i, a in enumerate(primals)]
         names = [str(i) for i in range(len(types))]
-        plain = inner
-        while not isinstance(plain, Plain) and hasattr(plain, "inner"):
-            plain = plain.inner  # type: ignore[attr-defined]
+        plain = plain_of(inner)
         if isinstance(plain, Plain):  # a derivative takes the arguments of the function it differentiates
             names = param_names(plain.rev, len(types))
     return types, tuple(checked_tangents(types, tangents, names, inner.name))
@@ -256,9 +254,7 @@ def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str
                              f"Hessians are not generated for {backend} arrays",
                              hint="astad.grad, astad.value_and_grad, astad.vjp and astad.jvp of your function "
                                   f"run on {backend} arrays; or pass numpy arrays here")
-    plain: Any = outer
-    while not isinstance(plain, Plain) and hasattr(plain, "inner"):
-        plain = plain.inner
+    plain = plain_of(outer)
     if not isinstance(plain, Plain):
         _no_keywords(outer.name, kwargs)
         return args
@@ -270,6 +266,25 @@ def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str
             raise AstadTypeError(f"negative argnums {argnums!r} of {outer.name} with arguments passed by keyword "
                                  "or left to their defaults", hint="argnums counted from the first argument")
     return full
+
+
+def plain_of(d: Any) -> Any:
+    """The user's function a chain of derivatives differentiates (a :class:`Plain`), or the last link
+    of the chain that differentiates no :class:`Plain`; a ``jacobian`` is followed through its ``jacfwd``."""
+    while not isinstance(d, Plain) and (hasattr(d, "inner") or hasattr(d, "fwd")):
+        d = d.fwd.inner if hasattr(d, "fwd") else d.inner
+    return d
+
+
+def value_at(inner: Derived, args: Sequence[Any]) -> Any:
+    """``inner`` at the values of the parameters of the user's function (bound: see _bind), called as
+    Python binds them again: the keyword-only parameters by keyword."""
+    plain = plain_of(inner)
+    if isinstance(plain, Plain) and plain is not inner:
+        k = plain.rev._binder.n_positional
+        if len(args) > k:
+            return inner(*args[:k], **dict(zip(plain.rev._binder.names[k:], args[k:])))
+    return inner(*args)
 
 
 def derived_of(fn: Any) -> Derived | None:
@@ -315,7 +330,7 @@ def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: b
     ``gradient``: the Jacobian is a gradient, of a real scalar."""
     progs, extras = parts
     units = basis(primals, nums)
-    value = inner(*primals)
+    value = value_at(inner, primals)
     if gradient:
         _require_scalar(inner.name, value)
     out = []
@@ -341,7 +356,7 @@ def _output_of(inner: Derived, args: Sequence[Any]) -> Any:
     arrays: the user's ``while`` loop may never end there, an ``assert`` or a division fail), a value of
     the output's type made from the types of ``inner``'s program instead, or astad's error."""
     if not _SHOWING.get():
-        return inner(*args)
+        return value_at(inner, args)
     prog, _ = inner.program(args)
     return prog.select(_example_of(prog.fn.body.result.type, inner.name))
 
@@ -400,7 +415,7 @@ class Grad(Derived):
     def _by_jvps(self, args: Sequence[Any]) -> tuple[Any, Any]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         pairs = self.inner._jvps(tuple(args), basis(args, nums))
-        value = pairs[0][0] if pairs else self.inner(*args)
+        value = pairs[0][0] if pairs else value_at(self.inner, args)
         cols = [t for _, t in pairs]
         _require_scalar(self.inner.name, value)
         return value, from_columns(value, cols, args, nums, single)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from . import api, fresh
 from .api_higher import (ArgNums, Derived, Plain, _bind, _columns_jvps, _inner, _nums, _output_of, _seed,
-                         _tangent_programs, vjp_of)
+                         _tangent_programs, value_at, vjp_of)
 from .api_vjp import program_vjp
 from .argnums import counted_from_first, shown_by
 from .jacobians import basis, from_columns, from_rows, out_basis, require_real
@@ -53,7 +53,7 @@ class Jac(Derived):
                 self._remember(args)
                 return found[0]
         pairs = self.inner._jvps(tuple(args), basis(args, nums))
-        value = pairs[0][0] if pairs else self.inner(*args)
+        value = pairs[0][0] if pairs else value_at(self.inner, args)
         cols = [t for _, t in pairs]
         self._remember(args)
         return from_columns(value, cols, args, nums, single)
@@ -99,7 +99,7 @@ class Jac(Derived):
         nums, single = _nums(self.argnums, len(primals), self.inner.name)
         if self.mode == "rev":
             prog = self._vjp_program(primals, nums, single)
-            value = self.inner(*primals)
+            value = value_at(self.inner, primals)
             out = []
             for tangents in tangent_list:
                 pairs = [prog.jvp(primals, (ct,), tangents) for ct in out_basis(value)]

@@ -59,11 +59,13 @@ def _import(where: str) -> Any:
         if not path.is_file():
             raise CliError(f"no such file: {where}")
         sys.path.insert(0, str(path.parent))
-        spec = importlib.util.spec_from_file_location(path.stem, path)
+        # (a file named like a module already imported, ast.py or json.py, must not replace it: astad uses it)
+        name = path.stem if path.stem not in sys.modules else f"_astad_file_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
         if spec is None or spec.loader is None:
             raise CliError(f"not a Python file: {where} (name it NAME.py, or give module:function)")
         module = importlib.util.module_from_spec(spec)
-        sys.modules[path.stem] = module
+        sys.modules[name] = module
         spec.loader.exec_module(module)
         return module
     sys.path.insert(0, os.getcwd())

@@ -1,0 +1,78 @@
+"""Adversarial tests, session 10 (forward mode, higher order, the public API): found by probing, each
+failed before its fix."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import astad
+
+
+def defaults_and_keyword_only(x, y=2.0, *, z=3.0):
+    return np.sum(x * x * x) * y * z + np.sum(x) * z * z
+
+
+def _hessian_in_x(x, y=2.0, z=3.0):
+    return np.diag(6.0 * x * y * z)
+
+
+_OUTER = {"jacfwd": astad.jacfwd, "jacrev": astad.jacrev, "jacobian": astad.jacobian}
+_INNER = {"grad": astad.grad, "jacfwd": astad.jacfwd, "jacrev": astad.jacrev, "jacobian": astad.jacobian}
+
+
+@pytest.mark.parametrize("outer, inner", list(itertools.product(_OUTER, _INNER)))
+def test_derivatives_of_jacobians_bind_defaults_and_keywords(outer, inner):
+    """``jacobian`` inside a derivative bound its arguments as if the function had no defaults (refused:
+    'f takes 3 arguments (x, y, z), got 1') and refused keywords; a derivative of ``grad`` called
+    ``grad`` again with the keyword-only parameter by position (CallError)."""
+    x = np.array([1.0, 2.0])
+    h = _OUTER[outer](_INNER[inner](defaults_and_keyword_only))
+    np.testing.assert_allclose(h(x), _hessian_in_x(x))
+    np.testing.assert_allclose(h(x, 1.5), _hessian_in_x(x, 1.5))
+    np.testing.assert_allclose(h(x, 1.5, z=0.7), _hessian_in_x(x, 1.5, 0.7))
+    np.testing.assert_allclose(h(x, z=0.7), _hessian_in_x(x, z=0.7))
+
+
+def test_jvp_and_vjp_of_a_jacobian_with_defaults():
+    x = np.array([1.0, 2.0])
+    value, tangent = astad.jvp(astad.jacobian(defaults_and_keyword_only), (x,), (np.ones(2),))
+    np.testing.assert_allclose(value, 3.0 * x * x * 6.0 + 9.0)
+    np.testing.assert_allclose(tangent, _hessian_in_x(x) @ np.ones(2))
+    (ct,) = astad.vjp(astad.jacobian(defaults_and_keyword_only), x)[1](np.ones(2))
+    np.testing.assert_allclose(ct, _hessian_in_x(x) @ np.ones(2))
+
+
+@pytest.mark.parametrize("make", [astad.reverse, astad.forward, astad.jacobian, astad.jacfwd, astad.jacrev,
+                                  astad.hessian, astad.grad])
+def test_source_for_and_ir_bind_defaults(make):
+    """``.source_for(x)`` and ``.ir(stage, x)`` of a function with defaults: what a call ``(x)`` runs
+    (refused by reverse, forward and jacobian: 'f takes 3 arguments (x, y, z), got 1')."""
+    x = np.array([1.0, 2.0])
+    d = make(defaults_and_keyword_only)
+    assert "def " in d.source_for(x)
+    assert "def " in d.source_for(x, 1.5)
+    assert d.ir("core", x)
+    assert d.ir("optimised", x, 1.5)
+
+
+@pytest.mark.parametrize("stem", ["ast", "json"])
+def test_show_derivative_of_a_file_named_like_a_module_astad_uses(tmp_path, stem):
+    """``astad show-derivative dir/ast.py:loss`` put the user's module in sys.modules['ast'], in place of
+    the standard library's: astad then failed with a traceback (module 'ast' has no attribute 'parse')."""
+    import os
+    import subprocess
+    import sys
+
+    d = tmp_path / "user"
+    d.mkdir()
+    (d / f"{stem}.py").write_text("def loss(x: float):\n    return x * x\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "astad", "show-derivative", f"{d / stem}.py:loss"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "def loss_backward" in proc.stdout and "Traceback" not in proc.stderr
