@@ -105,3 +105,53 @@ def test_python_float_argument_gets_a_float_cotangent(ct):
     _, pullback = astad.vjp(sine_of_first, np.array([1.1, 2.0]))
     (g,) = pullback(ct)
     assert g.dtype == np.float64 and g[0] == 2.0 * np.cos(1.1)
+
+
+# ---- session 10 (advP): Python-language semantics
+#
+# a string inside an f-string's field (`f"{'a'}"`, `f"{('a', x)}"`, `f"{s}"` of a string variable, a nested
+# f-string, `{'{'}`): codegen wrote it back inside `f"..."` with double quotes, which Python before 3.12 cannot
+# read (InternalError: SyntaxError in the generated code, every transform, both modes); such an f-string is now
+# written `"...{!r:>5}...".format(v, ...)`
+
+def fstring_literal(x):
+    print(f"{'a'} {x:.2f}")
+    return x * 2.0
+
+
+def fstring_tuple_with_string(x):
+    print(f"{('a', x)!r:>20}|")
+    return x * 2.0
+
+
+def fstring_string_variable(x):
+    s = "z{}\\"
+    print(f"{s}{x}", f"{s!r}")
+    return x * 2.0
+
+
+def fstring_nested(x):
+    print(f"{f'{x}'} {'{'} {'a' 'b'} {[x, 'q']}")
+    return x * 2.0
+
+
+def fstring_in_raise(x):  # (not `assert`: pytest rewrites the asserts of a test module)
+    if x > 10.0:
+        raise ValueError(f"{'too big'}: {x}")
+    return x * 2.0
+
+
+@pytest.mark.parametrize("fn", [fstring_literal, fstring_tuple_with_string, fstring_string_variable, fstring_nested,
+                                fstring_in_raise])
+def test_strings_inside_fstring_fields(fn, capsys):
+    want = fn(1.5)
+    printed = capsys.readouterr().out
+    assert astad.vjp(fn, 1.5)[0] == want
+    assert capsys.readouterr().out == printed
+    assert astad.jvp(fn, (1.5,), (1.0,)) == (want, 2.0)
+    assert capsys.readouterr().out == printed
+    assert astad.grad(fn)(1.5) == 2.0
+    assert ".format(" in astad.reverse(fn).source_for(1.5)
+    if fn is fstring_in_raise:
+        with pytest.raises(ValueError, match="too big: 11.0"):
+            astad.vjp(fn, 11.0)

@@ -233,6 +233,8 @@ def expr_of(layout: tuple, args: list[Expr]) -> Expr:
         for p in parts[1:]:
             node = cst.ConcatenatedString(node, p)  # type: ignore[arg-type]
         return node
+    if any(part[0] == "field" and _has_string(part[1]) for part in layout[1]):
+        return _str_format(layout, args)
     parts: list[cst.BaseFormattedStringContent] = []
     for part in layout[1]:
         if part[0] == "text":
@@ -241,6 +243,28 @@ def expr_of(layout: tuple, args: list[Expr]) -> Expr:
         spec = [cst.FormattedStringText(_escape(part[3], True))] if part[3] else None
         parts.append(cst.FormattedStringExpression(expr_of(part[1], args), conversion=part[2], format_spec=spec))
     return cst.FormattedString(parts, start='f"', end='"')
+
+
+def _has_string(layout: tuple) -> bool:
+    """Whether a layout is printed with a string literal in it (a string, an f-string, a dict's key)."""
+    if layout[0] in ("str", "cat", "fstr"):
+        return True
+    if layout[0] == "dict":
+        return any(isinstance(k, str) for k in layout[1]) or any(_has_string(i) for i in layout[2])
+    return layout[0] == "seq" and any(_has_string(i) for i in layout[2])
+
+
+def _str_format(layout: tuple, args: list[Expr]) -> Expr:
+    """An f-string one of whose fields holds a string, as ``"...{!r:>5}...".format(v, ...)``: before
+    Python 3.12 a field cannot hold the f-string's quote or a backslash."""
+    text = []
+    for part in layout[1]:
+        if part[0] == "text":
+            text.append(_escape(part[1], True))
+        else:
+            text.append("{" + (f"!{part[2]}" if part[2] else "") + (f":{_escape(part[3], True)}" if part[3] else "") + "}")
+    fields = [expr_of(part[1], args) for part in layout[1] if part[0] == "field"]
+    return px.method(cst.SimpleString('"' + "".join(text) + '"'), "format", fields)
 
 
 def _print(*args: Any, layout: tuple, sep: str | None = None, end: str | None = None, flush: bool = False) -> None:
