@@ -142,9 +142,6 @@ def f(x, y, flag=True):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="found by test_random_higher.test_random_hessian_everyday_code (fresh examples): "
-                   "the cotangent of a Python float a closure reads, then a branch on a parameter, is a numpy float64 "
-                   "(the value is right); with the switches of session 9 off too")
 @pytest.mark.parametrize("flag", [True, False])
 def test_the_cotangent_of_a_python_float_read_by_a_closure_is_a_float(tmp_path, flag):
     f = load_program(CLOSURE_THEN_BRANCH, tmp_path, "adv13").f

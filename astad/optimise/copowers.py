@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 from ..errors import InternalError
 from ..names import Namer
+from .retype import retype
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Drop, Dup, FunT, If, Lam, Loop,
                  LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
                  bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
@@ -40,6 +41,8 @@ def remove_functions(prog: ReverseProgram) -> ReverseProgram:
     inliner = _Inliner(lams, namer)
     forward = inliner.walk(prog.forward)  # first: the records and tapes the backward block reads
     backward = inliner.walk(_fold_copowers(prog.backward, lams, namer))
+    if inliner.suspects:  # a backward map inlined where its types are not those it was built with
+        backward = retype(backward, inliner.suspects)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, backward)
 
 
@@ -168,6 +171,7 @@ class _Inliner:
         self.namer = namer
         self.records: dict[str, dict[str, Atom]] = {}  # a call's record -> what its saved names are at that call
         self.tapes: dict[str, tuple[Var, ...]] = {}  # a loop's tape -> what it saves now
+        self.suspects: set[str] = set()  # what backward maps inlined read with other types than they were built for
 
     def rename(self, block: Block, env: dict[str, Atom], result: Var | None = None) -> list[Bind]:
         """The bindings of a straight-line block with fresh names (``env`` gets
@@ -245,6 +249,10 @@ class _Inliner:
         binds = self.rename(lam.back, env)
         result = lam.back.result
         tup = env.get(result.name, result) if isinstance(result, Var) else result
+        if isinstance(rhs.ct, Var) and rhs.ct.type != lam.back_ct.type:
+            self.suspects.add(rhs.ct.name)  # (a numpy float64 given a map built for a Python float: retype)
+        if isinstance(tup, Var) and isinstance(tup.type, TupleT) and tup.type.items != tuple(t.type for t in b.targets):
+            self.suspects.add(tup.name)  # (the map makes a numpy float64 of a Python float: retype)
         binds.append(Bind(b.targets, Unpack(tup), b.loc))
         return binds
 

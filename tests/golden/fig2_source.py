@@ -44,4 +44,4 @@ def fig2_backward(residuals, w_ct):
         items_3_ct, x1_ct_sum = items_3_ct_2, t23
     x2_2_ct_2 = x2_2_ct_sum
     x1_ct_2_2 = x1_ct_sum
-    return x1_ct_2_2, x2_2_ct_2
+    return float(x1_ct_2_2), x2_2_ct_2
