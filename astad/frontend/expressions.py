@@ -60,7 +60,7 @@ class Expressions(LowererCore):
             if cls in _LEAVES:  # nothing nested to lower: no need for room on the stack
                 return method(self, node)
             self.expr_depth = depth + 1
-            if depth % _ROOM_EVERY and self.roomy:  # (most levels: no look at the stack)
+            if (depth % _ROOM_EVERY or not depth) and self.roomy:  # (most levels, a statement's own: no look)
                 return method(self, node)
             return deep.call(method, self, node)  # a deeply nested expression goes on with a fresh stack
         finally:
@@ -374,7 +374,8 @@ def _trip_count(binds: list[Bind]) -> int | None:
 #: an expression nested in this many others goes through :func:`astad.deep.call` (which looks at the
 #: stack's depth at every few of its own levels); between, the lowering of an expression nests a few
 #: frames a level, well within the room a segment of the stack leaves (a look costs microseconds:
-#: at every expression, a sixth of the lowering of straight-line code)
+#: at every expression, a sixth of the lowering of straight-line code); not an expression of a statement
+#: of the function lowered (its block went through it: :meth:`.statements.Statements.lower_stmts`)
 _ROOM_EVERY = 8
 
 #: expressions with no expression inside them to lower

@@ -91,7 +91,13 @@ class _Reader(Expressions):
         self.nested: list[Any] = []  # the defs inside the function, each before those inside it
 
     def statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
-        """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line."""
+        """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line.  Read
+        through :func:`astad.deep.call`, as the lowering reads a block: a block in a block in ... goes
+        on with a fresh stack, and its statements' expressions need no look at the stack of their own
+        (:meth:`.Expressions.expr`: one a block, not one a statement)."""
+        return deep.call(self._statements, stmts)
+
+    def _statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
         out: list[cst.BaseStatement] = []
         line: list[Any] = []
         text, starts = self.text, self.starts

@@ -242,7 +242,8 @@ _COMPARE = {ast.Lt: new.LessThan, ast.LtE: new.LessThanEqual, ast.Gt: new.Greate
 _NAMED = {True: "True", False: "False", None: "None"}
 
 #: an expression nested in this many others is read through :func:`astad.deep.call` (as the lowering
-#: does: :data:`astad.frontend.expressions._ROOM_EVERY`)
+#: does: :data:`astad.frontend.expressions._ROOM_EVERY`); an expression of a statement (or of a signature) is not: its
+#: block is (:meth:`astad.frontend.from_ast._Reader.statements`)
 _ROOM_EVERY = 8
 
 
@@ -276,7 +277,7 @@ class Expressions:
                 raise Decline(cls.__name__)
             depth = self.depth
             self.depth = depth + 1  # (not restored on an error: the reading stops)
-            if depth % _ROOM_EVERY:  # (most levels: no look at the stack)
+            if depth % _ROOM_EVERY or not depth:  # (most levels, and a statement's own: no look at the stack)
                 node, start = make(self, n, s, e)
             else:  # a deeply nested expression goes on with a fresh stack (else: a RecursionError, and
                 node, start = deep.call(make, self, n, s, e)  # libcst's reading, slower: 800 terms, 5 s)
