@@ -169,24 +169,68 @@ class Replay:
         return tuple(plans)
 
     def run_named(self, macro: Any, vals: list[Atom | None], args: Sequence[Atom]) -> None:
-        """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's."""
+        """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's.
+        (``macro.ct_name`` and ``_emit``, their common cases written out: this runs for most primitives.)"""
         cts = macro.cts
-        renamed: dict[int, tuple[str, Any, str]] = {}
-        aliases = []
+        taken = macro.taken
+        renamed: dict[int, tuple[str, Any, str]] | None = None
+        aliases = None
         for plan in self.plans:  # type: ignore[union-attr]
             a = args[plan[0]]
             kind = plan[1]
             if kind is ZERO:
                 t = a.type
                 cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
-            elif kind is ALIAS:
-                macro.ct_name(a.name)  # (drawn, as take draws it)
-                aliases.append((a.name, plan[2]))
+                continue
+            name = a.name  # its cotangent's name drawn, as take draws it (ct_name)
+            base = name + "_ct"
+            if taken is not None and (name[0] != "t" or "_" not in name) and base not in taken and base.isascii():
+                taken.add(base)
             else:
-                renamed[plan[2]] = (macro.ct_name(a.name), plan[3], a.name)
-        self._emit(macro.b, vals, renamed, cts)
-        for name, r in aliases:
-            cts[name] = vals[r]
+                base = macro.ct_name(name)
+            if kind is ALIAS:
+                if aliases is None:
+                    aliases = [(name, plan[2])]
+                else:
+                    aliases.append((name, plan[2]))
+            elif renamed is None:
+                renamed = {plan[2]: (base, plan[3], name)}
+            else:
+                renamed[plan[2]] = (base, plan[3], name)
+        # the bindings (_emit)
+        if self.consts:
+            vals += self.consts
+        b = macro.b
+        binds, loc, namer = b.binds, b.loc, b.namer
+        used = namer.used
+        plain = namer.taken is used and namer.log is None
+        append, size = vals.append, len(_TEMPS)
+        at = len(vals)
+        for op, n, r0, r1, refs, ps, t in self.ops:
+            k = namer.temps + 1
+            if plain and k < size and _TEMPS[k] not in used:
+                name = _TEMPS[k]
+                namer.temps = k
+                used.add(name)
+            else:
+                name = namer.temp()
+                size = len(_TEMPS)
+            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
+                append(None)
+                at += 1
+                continue
+            xs = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
+            final = renamed.get(at) if renamed is not None else None
+            if final is None:
+                v = Var(name, t)
+            else:
+                v = cts[final[2]] = Var(final[0], final[1])
+            binds.append(Bind((v,), Prim(op, xs, ps), loc))
+            append(v)
+            at += 1
+        if aliases is not None:
+            for name, r in aliases:
+                cts[name] = vals[r]
 
     def _emit(self, b: Builder, vals: list[Atom | None], renamed: dict[int, tuple[str, Any, str]] | None,
               cts: dict[str, Any] | None) -> None:

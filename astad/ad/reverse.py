@@ -104,15 +104,13 @@ class _Macro(Cotangents):
         (out,) = bind.targets
         ct = self.cts.get(out.name)  # (ct_of, without making the zero there is no use for)
         vjp = _VJPS[op]
-        give = self.give
         t = out.type
         if ct is None or type(ct) is Zero or vjp is None or \
                 not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
+            give = self.give
             for a in rhs.args:
                 give(a, None)
             return
-        binds = self.b.binds
-        start = len(binds)
         args = rhs.args
         # which arguments get a cotangent (give's tests: a variable with a derivative, active)
         gets = []
@@ -138,11 +136,13 @@ class _Macro(Cotangents):
                 if done is not None:  # (the ids of the types the key holds stay theirs: they are kept)
                     self.replays[key] = done
                     self.pinned.append((out.type, ct.type, *[a.type for a in args]))
+        if done is not None and self.naming and done.plans is not None:  # (named as it was recorded, too)
+            done.run_named(self, [ct, out, *args], args)
+            return
+        binds = self.b.binds
+        start = len(binds)
         recorded = None
         if done is not None:
-            if self.naming and done.plans is not None:  # (named as it was recorded, too)
-                done.run_named(self, [ct, out, *args], args)
-                return
             arg_cts = done.run(self.b, [ct, out, *args])  # (settled as it was recorded)
         else:
             if key is not None and key2 not in self.seen:  # (recorded the second time: most are seen once)
@@ -165,6 +165,7 @@ class _Macro(Cotangents):
                     self.replays[key] = self.by_value[key2] = recorded
                     self.pinned.append((out.type, ct.type, *[a.type for a in args]))
         if not self.naming:
+            give = self.give
             for a, c in zip(args, arg_cts):
                 give(a, c)
             return
