@@ -241,3 +241,58 @@ def test_the_list_np_split_returns(fn):
         assert not isinstance(caught.value, astad.InternalError)
         return
     check_correct_or_refused(fn, (v,))  # (raises Refused where refused)
+
+
+# -- np.linspace of float32 numbers ---------------------------------------------------------------------
+# numpy's linspace of two float32 numbers is float32 (NEP 50: the count is a weak Python float); astad typed
+# it float64, so a loop over its entries ran on Python floats: `w = np.linspace(x32[0], x32[1], 5)`, then
+# `s = 0.0; for i in range(5): s = s + w[i] * w[i] / 3` gave np.float64(0.05625000397364318) where numpy
+# gives np.float32(0.056250002); with `s = np.float32(0.0)` it was refused (f32 joined with f64); the
+# tangent of np.linspace(x32[0], x32[1], 3) was float64.
+
+def linspace_loop(x):
+    w = np.linspace(x[0], x[1], 5)
+    s = 0.0
+    for i in range(5):
+        s = s + w[i] * w[i] / 3
+    return s
+
+
+def linspace_loop_f32(x):
+    w = np.linspace(x[0], x[1], 5)
+    s = np.float32(0.0)
+    for i in range(5):
+        s = s + w[i] * w[i] / 3
+    return s
+
+
+def linspace_of(x):
+    return np.linspace(x[0], x[1], 3) * x[2], np.linspace(x[0], 2.0, 4, endpoint=False), np.linspace(0, x[1], 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_linspace_has_numpys_dtype(dtype):
+    x = np.array([0.3, -0.2, 1.1], dtype)
+    for fn in (linspace_loop, linspace_loop_f32, linspace_of):
+        if fn is linspace_loop_f32 and dtype == np.float64:
+            continue  # (s is float32, then float64: refused, a loop carries one dtype)
+        want = fn(x)
+        try:
+            value, pullback = astad.vjp(fn, x)
+        except astad.AstadError as e:  # (s = 0.0, then a float32: refused, as README says)
+            assert fn is linspace_loop and dtype != np.float64 and not isinstance(e, astad.InternalError), e
+            continue
+        for got, expected in zip(value if isinstance(value, tuple) else [value],
+                                 want if isinstance(want, tuple) else [want]):
+            assert type(got) is type(expected) and got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+        assert pullback(astad_ones(want))[0].dtype == dtype
+        _, tangent = astad.jvp(fn, (x,), (np.ones_like(x),))
+        for t, expected in zip(tangent if isinstance(tangent, tuple) else [tangent],
+                               want if isinstance(want, tuple) else [want]):
+            assert t.dtype == expected.dtype
+    check_correct_or_refused(linspace_of, (np.array([0.3, -0.2, 1.1]),))
+
+
+def astad_ones(v):
+    return tuple(astad_ones(u) for u in v) if isinstance(v, tuple) else np.ones_like(v)
