@@ -296,3 +296,37 @@ def test_linspace_has_numpys_dtype(dtype):
 
 def astad_ones(v):
     return tuple(astad_ones(u) for u in v) if isinstance(v, tuple) else np.ones_like(v)
+
+
+# -- np.full_like / np.full(..., dtype=np.float64) of a fill of another dtype ----------------------------
+# The generated code dropped `dtype=np.float64` from np.full (float64 is the dtype of a Python float fill,
+# not of every fill): np.full_like(x, b[0]) + np.full_like(x, b[0]) of a float64 x and a bool b[0] gave
+# [True, True, True] where numpy gives [2., 2., 2.]; np.full_like(x, 3) // 2 gave an int array.
+
+def full_like_of_a_bool(x, b):
+    return np.full_like(x, b[0]) + np.full_like(x, b[0]) + x
+
+
+def full_like_of_an_int(x, b):
+    return np.full_like(x, 3) // 2 * x, np.full_like(x, np.int8(100)) * np.int8(3)
+
+
+def full_float64_of_a_float32(x, b):
+    return np.full(3, x.astype(np.float32)[0], dtype=np.float64) * x + np.full(3, b[1], dtype=np.float64)
+
+
+def full_like_of_a_float16(x, b):
+    return np.full_like(x, x.astype(np.float16)[1] / 3) * x
+
+
+@pytest.mark.parametrize("fn", [full_like_of_a_bool, full_like_of_an_int, full_float64_of_a_float32,
+                                full_like_of_a_float16])
+def test_full_keeps_the_dtype_asked_for(fn):
+    x, b = np.array([0.3, -0.7, 1.1]), np.array([True, False])
+    want = fn(x, b)
+    for got, expected in zip(astad.vjp(fn, x, b)[0] if isinstance(want, tuple) else [astad.vjp(fn, x, b)[0]],
+                             want if isinstance(want, tuple) else [want]):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+    if fn is not full_like_of_a_float16:  # (finite differences through a float16 rounding mean nothing)
+        check_correct_or_refused(fn, (x, b), eps=1e-4, rtol=1e-3)  # (through a float32 rounding)
