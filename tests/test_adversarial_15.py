@@ -330,3 +330,27 @@ def test_full_keeps_the_dtype_asked_for(fn):
         np.testing.assert_array_equal(got, expected)
     if fn is not full_like_of_a_float16:  # (finite differences through a float16 rounding mean nothing)
         check_correct_or_refused(fn, (x, b), eps=1e-4, rtol=1e-3)  # (through a float32 rounding)
+
+
+# -- np.average with weights of another dtype ------------------------------------------------------------
+# numpy computes np.average(a, weights=w) in result_type(a, w) (float64 at least for integer a):
+# multiply(a, w, dtype=r).sum() / w.sum(dtype=r).  astad computed sum(a * w) / sum(w), whose sum(w) of
+# int8, uint8 or bool weights is an int64: np.average(x32, weights=int8s) was a float64 (numpy: float32).
+
+def average_weighted(x, w):
+    return np.average(x, weights=w), np.average(x.reshape(3, 1) * x, axis=0, weights=w)
+
+
+@pytest.mark.parametrize("wdtype", [np.int8, np.uint8, np.bool_, np.float16, np.int64, np.float32])
+@pytest.mark.parametrize("xdtype", [np.float32, np.float16, np.float64])
+def test_average_in_numpys_dtype(xdtype, wdtype):
+    x, w = np.array([0.3, -0.7, 1.1], xdtype), np.array([1, 2, 1], wdtype)
+    want = average_weighted(x, w)
+    got, pullback = astad.vjp(average_weighted, x, w)
+    for g, e in zip(got, want):
+        assert type(g) is type(e) and g.dtype == e.dtype
+        np.testing.assert_allclose(g, e, rtol=1e-3 if xdtype == np.float16 else 1e-6)
+    ct = pullback(tuple(np.ones_like(e) for e in want))
+    assert ct[0].dtype == xdtype
+    if xdtype == np.float64 and wdtype in (np.float32, np.int64):
+        check_correct_or_refused(average_weighted, (x, w), eps=1e-4, rtol=1e-4)
