@@ -354,3 +354,27 @@ def test_average_in_numpys_dtype(xdtype, wdtype):
     assert ct[0].dtype == xdtype
     if xdtype == np.float64 and wdtype in (np.float32, np.int64):
         check_correct_or_refused(average_weighted, (x, w), eps=1e-4, rtol=1e-4)
+
+
+# -- np.linalg.norm of integers --------------------------------------------------------------------------
+# numpy's norms convert an integer or bool array to float64 first; astad's ord=1 and ord=inf norms (sum and
+# max of abs) ran on the integers: np.linalg.norm(int8s, np.inf) of [-128, 5] gave -128 (abs overflows in
+# int8; numpy: 128.0), and an int where numpy gives a float.
+
+def norms_of_ints(x, i):
+    m = i.reshape(1, 2)
+    return (x * np.linalg.norm(i, np.inf), np.linalg.norm(i, 1), np.linalg.norm(i, -np.inf),
+            np.linalg.vector_norm(i, ord=np.inf), np.linalg.norm(m, 1), np.linalg.matrix_norm(m, ord=np.inf),
+            np.linalg.norm(i, 3))
+
+
+@pytest.mark.parametrize("idtype", [np.int8, np.uint8, np.int64, np.bool_])
+def test_norms_of_integers_are_floats(idtype):
+    x, i = np.array([0.3, -0.7]), np.array([-128, 5]).astype(idtype)
+    want = norms_of_ints(x, i)
+    got, pullback = astad.vjp(norms_of_ints, x, i)
+    for g, e in zip(got, want):
+        assert type(g) is type(e) and g.dtype == e.dtype
+        np.testing.assert_allclose(g, e)
+    np.testing.assert_allclose(pullback(tuple(np.ones_like(e) for e in want))[0],
+                               np.full(2, np.linalg.norm(i.astype(float), np.inf)))
