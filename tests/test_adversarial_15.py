@@ -378,3 +378,18 @@ def test_norms_of_integers_are_floats(idtype):
         np.testing.assert_allclose(g, e)
     np.testing.assert_allclose(pullback(tuple(np.ones_like(e) for e in want))[0],
                                np.full(2, np.linalg.norm(i.astype(float), np.inf)))
+
+
+# -- np.linalg.norm(x, 'fro') ---------------------------------------------------------------------------
+# numpy computes norm(m, 'fro') of a matrix (axis=None) as norm(m): sqrt of the dot product of the raveled
+# matrix with itself; astad wrote np.linalg.norm(m, axis=(0, 1)), a sum over the axes, which rounds
+# differently: np.float32(104.021614) where numpy gives np.float32(104.02162).
+
+def fro_norm(m):
+    return np.linalg.norm(m, "fro")
+
+
+def test_fro_norm_is_numpys():
+    m = (np.random.default_rng(40).normal(size=(40, 3)) * 10).astype(np.float32)
+    assert astad.vjp(fro_norm, m)[0] == fro_norm(m)
+    assert astad.jvp(fro_norm, (m,), (np.ones_like(m),))[0] == fro_norm(m)

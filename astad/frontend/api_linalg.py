@@ -234,8 +234,8 @@ def _lower_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     order, axis, keep = (_static(lw, b, node, k) for k in ("ord", "axis", "keepdims"))
     ndim = x.type.ndim if isinstance(x.type, Num) else 0
     keep = bool(keep)
-    if axis is None and order is None:
-        return lw.emit("norm", [x], {"ord": 2, "axis": None, "keepdims": keep})
+    if axis is None and (order is None or (order == "fro" and ndim == 2)):  # (numpy: sqrt(x.ravel() @ x.ravel()),
+        return lw.emit("norm", [x], {"ord": 2, "axis": None, "keepdims": keep})  # not a sum over the axes)
     if axis is None and ndim == 1:
         return _vector_norm(lw, x, order, None, keep, node)
     if axis is None and ndim == 2:
