@@ -393,3 +393,26 @@ def test_fro_norm_is_numpys():
     m = (np.random.default_rng(40).normal(size=(40, 3)) * 10).astype(np.float32)
     assert astad.vjp(fro_norm, m)[0] == fro_norm(m)
     assert astad.jvp(fro_norm, (m,), (np.ones_like(m),))[0] == fro_norm(m)
+
+
+# -- np.prod(ints, initial=c) ----------------------------------------------------------------------------
+# numpy's product of int8 (int32, uint8) entries is an int64 (uint64), with `initial=` too; astad typed
+# np.prod(k8, initial=2) an int8, so x32 * np.prod(k8, initial=2) was typed float32 (numpy: float64) and
+# its tangent was rounded to float32.
+
+def prod_of_ints_with_initial(x, k):
+    return x * np.prod(k, initial=2)
+
+
+@pytest.mark.parametrize("kdtype", [np.int8, np.uint8, np.int32, np.bool_])
+def test_prod_of_ints_with_initial(kdtype):
+    x, k = np.array([0.3, -0.7, 1.1], np.float32), np.array([1, 2, 3]).astype(kdtype)
+    want = prod_of_ints_with_initial(x, k)
+    if kdtype == np.bool_:  # (refused: astad's np.prod with initial= takes numbers)
+        with pytest.raises(astad.AstadError):
+            astad.vjp(prod_of_ints_with_initial, x, k)
+        return
+    value, pullback = astad.vjp(prod_of_ints_with_initial, x, k)
+    assert value.dtype == want.dtype
+    assert pullback(np.ones_like(want))[0].dtype == np.float32
+    assert astad.jvp(prod_of_ints_with_initial, (x, k), (np.ones_like(x), None))[1].dtype == want.dtype
