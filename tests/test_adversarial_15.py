@@ -416,3 +416,27 @@ def test_prod_of_ints_with_initial(kdtype):
     assert value.dtype == want.dtype
     assert pullback(np.ones_like(want))[0].dtype == np.float32
     assert astad.jvp(prod_of_ints_with_initial, (x, k), (np.ones_like(x), None))[1].dtype == want.dtype
+
+
+# -- np.linalg.solve of float32 and integers --------------------------------------------------------------
+# numpy.linalg computes in float64 where any operand is an integer or bool array (float32 only where all are
+# float32); astad typed solve(a32, b8) float32 (result_type(float32, int8)), the value being float64.
+
+def solve_mixed(a, b):
+    return np.linalg.solve(a, b) * 1.5
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.int8), (np.int8, np.float32), (np.float32, np.bool_),
+                                    (np.float32, np.float32), (np.uint8, np.float64)])
+def test_solve_of_float32_and_integers(dtypes):
+    a = (np.array([[3.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 2.0, 5.0]])).astype(dtypes[0])
+    b = np.array([[1, 2], [0, 1], [3, 1]]).astype(dtypes[1])
+    want = solve_mixed(a, b)
+    value, pullback = astad.vjp(solve_mixed, a, b)
+    assert value.dtype == want.dtype
+    np.testing.assert_allclose(value, want, rtol=1e-6)
+    cts = pullback(np.ones_like(want))
+    for arg, ct in zip((a, b), cts):
+        assert ct is None if arg.dtype.kind in "biu" else ct.dtype == arg.dtype
+    tangents = tuple(np.ones_like(arg) if arg.dtype.kind == "f" else None for arg in (a, b))
+    assert astad.jvp(solve_mixed, (a, b), tangents)[1].dtype == want.dtype
