@@ -241,3 +241,202 @@ def test_the_list_np_split_returns(fn):
         assert not isinstance(caught.value, astad.InternalError)
         return
     check_correct_or_refused(fn, (v,))  # (raises Refused where refused)
+
+
+# -- np.linspace of float32 numbers ---------------------------------------------------------------------
+# numpy's linspace of two float32 numbers is float32 (NEP 50: the count is a weak Python float); astad typed
+# it float64, so a loop over its entries ran on Python floats: `w = np.linspace(x32[0], x32[1], 5)`, then
+# `s = 0.0; for i in range(5): s = s + w[i] * w[i] / 3` gave np.float64(0.05625000397364318) where numpy
+# gives np.float32(0.056250002); with `s = np.float32(0.0)` it was refused (f32 joined with f64); the
+# tangent of np.linspace(x32[0], x32[1], 3) was float64.
+
+def linspace_loop(x):
+    w = np.linspace(x[0], x[1], 5)
+    s = 0.0
+    for i in range(5):
+        s = s + w[i] * w[i] / 3
+    return s
+
+
+def linspace_loop_f32(x):
+    w = np.linspace(x[0], x[1], 5)
+    s = np.float32(0.0)
+    for i in range(5):
+        s = s + w[i] * w[i] / 3
+    return s
+
+
+def linspace_of(x):
+    return np.linspace(x[0], x[1], 3) * x[2], np.linspace(x[0], 2.0, 4, endpoint=False), np.linspace(0, x[1], 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_linspace_has_numpys_dtype(dtype):
+    x = np.array([0.3, -0.2, 1.1], dtype)
+    for fn in (linspace_loop, linspace_loop_f32, linspace_of):
+        if fn is linspace_loop_f32 and dtype == np.float64:
+            continue  # (s is float32, then float64: refused, a loop carries one dtype)
+        want = fn(x)
+        try:
+            value, pullback = astad.vjp(fn, x)
+        except astad.AstadError as e:  # (s = 0.0, then a float32: refused, as README says)
+            assert fn is linspace_loop and dtype != np.float64 and not isinstance(e, astad.InternalError), e
+            continue
+        for got, expected in zip(value if isinstance(value, tuple) else [value],
+                                 want if isinstance(want, tuple) else [want]):
+            assert type(got) is type(expected) and got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+        assert pullback(astad_ones(want))[0].dtype == dtype
+        _, tangent = astad.jvp(fn, (x,), (np.ones_like(x),))
+        for t, expected in zip(tangent if isinstance(tangent, tuple) else [tangent],
+                               want if isinstance(want, tuple) else [want]):
+            assert t.dtype == expected.dtype
+    check_correct_or_refused(linspace_of, (np.array([0.3, -0.2, 1.1]),))
+
+
+def astad_ones(v):
+    return tuple(astad_ones(u) for u in v) if isinstance(v, tuple) else np.ones_like(v)
+
+
+# -- np.full_like / np.full(..., dtype=np.float64) of a fill of another dtype ----------------------------
+# The generated code dropped `dtype=np.float64` from np.full (float64 is the dtype of a Python float fill,
+# not of every fill): np.full_like(x, b[0]) + np.full_like(x, b[0]) of a float64 x and a bool b[0] gave
+# [True, True, True] where numpy gives [2., 2., 2.]; np.full_like(x, 3) // 2 gave an int array.
+
+def full_like_of_a_bool(x, b):
+    return np.full_like(x, b[0]) + np.full_like(x, b[0]) + x
+
+
+def full_like_of_an_int(x, b):
+    return np.full_like(x, 3) // 2 * x, np.full_like(x, np.int8(100)) * np.int8(3)
+
+
+def full_float64_of_a_float32(x, b):
+    return np.full(3, x.astype(np.float32)[0], dtype=np.float64) * x + np.full(3, b[1], dtype=np.float64)
+
+
+def full_like_of_a_float16(x, b):
+    return np.full_like(x, x.astype(np.float16)[1] / 3) * x
+
+
+@pytest.mark.parametrize("fn", [full_like_of_a_bool, full_like_of_an_int, full_float64_of_a_float32,
+                                full_like_of_a_float16])
+def test_full_keeps_the_dtype_asked_for(fn):
+    x, b = np.array([0.3, -0.7, 1.1]), np.array([True, False])
+    want = fn(x, b)
+    for got, expected in zip(astad.vjp(fn, x, b)[0] if isinstance(want, tuple) else [astad.vjp(fn, x, b)[0]],
+                             want if isinstance(want, tuple) else [want]):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+    if fn is not full_like_of_a_float16:  # (finite differences through a float16 rounding mean nothing)
+        check_correct_or_refused(fn, (x, b), eps=1e-4, rtol=1e-3)  # (through a float32 rounding)
+
+
+# -- np.average with weights of another dtype ------------------------------------------------------------
+# numpy computes np.average(a, weights=w) in result_type(a, w) (float64 at least for integer a):
+# multiply(a, w, dtype=r).sum() / w.sum(dtype=r).  astad computed sum(a * w) / sum(w), whose sum(w) of
+# int8, uint8 or bool weights is an int64: np.average(x32, weights=int8s) was a float64 (numpy: float32).
+
+def average_weighted(x, w):
+    return np.average(x, weights=w), np.average(x.reshape(3, 1) * x, axis=0, weights=w)
+
+
+@pytest.mark.parametrize("wdtype", [np.int8, np.uint8, np.bool_, np.float16, np.int64, np.float32])
+@pytest.mark.parametrize("xdtype", [np.float32, np.float16, np.float64])
+def test_average_in_numpys_dtype(xdtype, wdtype):
+    x, w = np.array([0.3, -0.7, 1.1], xdtype), np.array([1, 2, 1], wdtype)
+    want = average_weighted(x, w)
+    got, pullback = astad.vjp(average_weighted, x, w)
+    for g, e in zip(got, want):
+        assert type(g) is type(e) and g.dtype == e.dtype
+        np.testing.assert_allclose(g, e, rtol=1e-3 if xdtype == np.float16 else 1e-6)
+    ct = pullback(tuple(np.ones_like(e) for e in want))
+    assert ct[0].dtype == xdtype
+    if xdtype == np.float64 and wdtype in (np.float32, np.int64):
+        check_correct_or_refused(average_weighted, (x, w), eps=1e-4, rtol=1e-4)
+
+
+# -- np.linalg.norm of integers --------------------------------------------------------------------------
+# numpy's norms convert an integer or bool array to float64 first; astad's ord=1 and ord=inf norms (sum and
+# max of abs) ran on the integers: np.linalg.norm(int8s, np.inf) of [-128, 5] gave -128 (abs overflows in
+# int8; numpy: 128.0), and an int where numpy gives a float.
+
+def norms_of_ints(x, i):
+    m = i.reshape(1, 2)
+    return (x * np.linalg.norm(i, np.inf), np.linalg.norm(i, 1), np.linalg.norm(i, -np.inf),
+            np.linalg.vector_norm(i, ord=np.inf), np.linalg.norm(m, 1), np.linalg.matrix_norm(m, ord=np.inf),
+            np.linalg.norm(i, 3))
+
+
+@pytest.mark.parametrize("idtype", [np.int8, np.uint8, np.int64, np.bool_])
+def test_norms_of_integers_are_floats(idtype):
+    x, i = np.array([0.3, -0.7]), np.array([-128, 5]).astype(idtype)
+    want = norms_of_ints(x, i)
+    got, pullback = astad.vjp(norms_of_ints, x, i)
+    for g, e in zip(got, want):
+        assert type(g) is type(e) and g.dtype == e.dtype
+        np.testing.assert_allclose(g, e)
+    np.testing.assert_allclose(pullback(tuple(np.ones_like(e) for e in want))[0],
+                               np.full(2, np.linalg.norm(i.astype(float), np.inf)))
+
+
+# -- np.linalg.norm(x, 'fro') ---------------------------------------------------------------------------
+# numpy computes norm(m, 'fro') of a matrix (axis=None) as norm(m): sqrt of the dot product of the raveled
+# matrix with itself; astad wrote np.linalg.norm(m, axis=(0, 1)), a sum over the axes, which rounds
+# differently: np.float32(104.021614) where numpy gives np.float32(104.02162).
+
+def fro_norm(m):
+    return np.linalg.norm(m, "fro")
+
+
+def test_fro_norm_is_numpys():
+    m = (np.random.default_rng(40).normal(size=(40, 3)) * 10).astype(np.float32)
+    assert astad.vjp(fro_norm, m)[0] == fro_norm(m)
+    assert astad.jvp(fro_norm, (m,), (np.ones_like(m),))[0] == fro_norm(m)
+
+
+# -- np.prod(ints, initial=c) ----------------------------------------------------------------------------
+# numpy's product of int8 (int32, uint8) entries is an int64 (uint64), with `initial=` too; astad typed
+# np.prod(k8, initial=2) an int8, so x32 * np.prod(k8, initial=2) was typed float32 (numpy: float64) and
+# its tangent was rounded to float32.
+
+def prod_of_ints_with_initial(x, k):
+    return x * np.prod(k, initial=2)
+
+
+@pytest.mark.parametrize("kdtype", [np.int8, np.uint8, np.int32, np.bool_])
+def test_prod_of_ints_with_initial(kdtype):
+    x, k = np.array([0.3, -0.7, 1.1], np.float32), np.array([1, 2, 3]).astype(kdtype)
+    want = prod_of_ints_with_initial(x, k)
+    if kdtype == np.bool_:  # (refused: astad's np.prod with initial= takes numbers)
+        with pytest.raises(astad.AstadError):
+            astad.vjp(prod_of_ints_with_initial, x, k)
+        return
+    value, pullback = astad.vjp(prod_of_ints_with_initial, x, k)
+    assert value.dtype == want.dtype
+    assert pullback(np.ones_like(want))[0].dtype == np.float32
+    assert astad.jvp(prod_of_ints_with_initial, (x, k), (np.ones_like(x), None))[1].dtype == want.dtype
+
+
+# -- np.linalg.solve of float32 and integers --------------------------------------------------------------
+# numpy.linalg computes in float64 where any operand is an integer or bool array (float32 only where all are
+# float32); astad typed solve(a32, b8) float32 (result_type(float32, int8)), the value being float64.
+
+def solve_mixed(a, b):
+    return np.linalg.solve(a, b) * 1.5
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32, np.int8), (np.int8, np.float32), (np.float32, np.bool_),
+                                    (np.float32, np.float32), (np.uint8, np.float64)])
+def test_solve_of_float32_and_integers(dtypes):
+    a = (np.array([[3.0, 1.0, 0.0], [1.0, 4.0, 1.0], [0.0, 2.0, 5.0]])).astype(dtypes[0])
+    b = np.array([[1, 2], [0, 1], [3, 1]]).astype(dtypes[1])
+    want = solve_mixed(a, b)
+    value, pullback = astad.vjp(solve_mixed, a, b)
+    assert value.dtype == want.dtype
+    np.testing.assert_allclose(value, want, rtol=1e-6)
+    cts = pullback(np.ones_like(want))
+    for arg, ct in zip((a, b), cts):
+        assert ct is None if arg.dtype.kind in "biu" else ct.dtype == arg.dtype
+    tangents = tuple(np.ones_like(arg) if arg.dtype.kind == "f" else None for arg in (a, b))
+    assert astad.jvp(solve_mixed, (a, b), tangents)[1].dtype == want.dtype

@@ -107,6 +107,15 @@ class Gen:
             lambda: f"np.{self.rng.choice(['dot', 'inner'])}({a}, {self.rng.choice(['0.5', '2', self.sc()])})",
             # Python's sum of bool masks counts (0 + m + m: ints); numpy's m + m is their `or` (was astad's)
             lambda: f"{a} * {self.rng.choice(['sum([m, m])', 'sum([m, m, m]) * 0.5', 'sum((m, ~m))', 'sum([m])'])}",
+            # numpy's dtypes of composite functions (session 10): np.linspace of float32s is float32 (was typed
+            # float64), np.full_like has a's dtype whatever the fill's (a bool fill gave a bool array), np.average
+            # computes in result_type(a, w) (int8 weights gave float64), norms of ints are floats (were ints),
+            # np.count_nonzero is a numpy int64 in numpy 2 (was a Python int: x32 * it typed float32)
+            lambda: f"np.linspace({a}[0], {self.rng.choice([b + '[1]', '1.5', 'np.float32(0.5)'])}, 3)",
+            lambda: f"np.full_like({a}, {self.rng.choice(['m[0]', 'k[1]', 's', '2', b + '[2]'])}) * {b}",
+            lambda: f"{a} * np.average({b}, weights=({self.rng.choice(['k + 1', 'm', 'k'])})[::-1] + m)",
+            lambda: f"{a} * np.linalg.norm({self.rng.choice(['k', 'm'])}, {self.rng.choice(['1', 'np.inf', '-np.inf', '2', '3'])}) * 0.25",
+            lambda: f"{a} * np.count_nonzero({self.rng.choice(['m', 'k', b + ' > 0'])})",
         ]
         return self.rng.choice(choices)()
 

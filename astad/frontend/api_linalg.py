@@ -55,6 +55,13 @@ def _matrix(lw: Lowerer, b: dict, node: cst.Call, name: str = "a") -> Atom:
     return a
 
 
+def _inexact(lw: Lowerer, x: Atom) -> Atom:
+    """``x`` as numpy's norms take it: an integer or bool array converted to float64 (np.abs of int8 -128 is -128)."""
+    if isinstance(x.type, Num) and np.dtype(x.type.dtype).kind in "biu":
+        return lw.emit("astype", [x], {"dtype": "float64", "scalar": not x.type.shape})
+    return x
+
+
 def _int(n: int) -> Const:
     return Const.integer(n)
 
@@ -223,12 +230,12 @@ def _matrix_norm(lw: Lowerer, x: Atom, order: Any, axes: tuple[int, int], keep: 
 
 
 def _lower_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
-    x = _matrix(lw, b, node, "x")
+    x = _inexact(lw, _matrix(lw, b, node, "x"))
     order, axis, keep = (_static(lw, b, node, k) for k in ("ord", "axis", "keepdims"))
     ndim = x.type.ndim if isinstance(x.type, Num) else 0
     keep = bool(keep)
-    if axis is None and order is None:
-        return lw.emit("norm", [x], {"ord": 2, "axis": None, "keepdims": keep})
+    if axis is None and (order is None or (order == "fro" and ndim == 2)):  # (numpy: sqrt(x.ravel() @ x.ravel()),
+        return lw.emit("norm", [x], {"ord": 2, "axis": None, "keepdims": keep})  # not a sum over the axes)
     if axis is None and ndim == 1:
         return _vector_norm(lw, x, order, None, keep, node)
     if axis is None and ndim == 2:
@@ -243,7 +250,7 @@ def _lower_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
 
 def _lower_vector_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     """numpy 2's ``np.linalg.vector_norm``: over all entries when ``axis`` is None, whatever the dimensions."""
-    x = _matrix(lw, b, node, "x")
+    x = _inexact(lw, _matrix(lw, b, node, "x"))
     order, axis, keep = (_static(lw, b, node, k) for k in ("ord", "axis", "keepdims"))
     ndim = x.type.ndim if isinstance(x.type, Num) else 0
     if isinstance(axis, tuple) and order != 2:
@@ -257,7 +264,7 @@ def _lower_vector_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
 
 def _lower_matrix_norm(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     """numpy 2's ``np.linalg.matrix_norm``: over the last two axes."""
-    x = _matrix(lw, b, node, "x")
+    x = _inexact(lw, _matrix(lw, b, node, "x"))
     ndim = x.type.ndim if isinstance(x.type, Num) else 0
     if ndim < 2:
         raise lw.type_error("np.linalg.matrix_norm needs a matrix", node, "np.linalg.vector_norm for a vector")

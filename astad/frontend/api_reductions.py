@@ -169,6 +169,15 @@ def _average(lw: Lowerer, x: Atom, params: dict, b: dict, node: cst.Call) -> Val
     w = lw.atom(lw.const_or(b["weights"]), node)
     xt, wt = x.type, w.type
     assert isinstance(xt, Num) and isinstance(wt, Num)
+    # numpy computes in result_type(a, w) (float64 at least for an integer a): int8 weights of float32 values
+    # are float32 weights (sum(w) of int8s would be an int64, and the average a float64)
+    dtype = np.result_type(xt.dtype, wt.dtype, *(("float64",) if np.dtype(xt.dtype).kind in "biu" else ())).name
+    if xt.dtype != dtype and xt.shape:
+        x = lw.emit("astype", [x], {"dtype": dtype})
+    if wt.dtype != dtype and wt.shape:
+        w = lw.emit("astype", [w], {"dtype": dtype})
+    xt, wt = x.type, w.type
+    assert isinstance(xt, Num) and isinstance(wt, Num)
     axis = params["axis"]
     if wt.ndim == xt.ndim:
         if any(None not in (d, e) and d != e for d, e in zip(xt.shape, wt.shape)):

@@ -347,7 +347,15 @@ def _lower_full(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     dims = _static_dims(lw, b["shape"], node)
     if dims is None:
         raise lw.type_error("np.full: the shape must be known when transforming", node, "v * np.ones(n)")
-    return lw.emit("full", [fill, _shape_const(dims)], dtype_params(lw, b, node))
+    return _full(lw, fill, _shape_const(dims), dtype_params(lw, b, node))
+
+
+def _full(lw: Lowerer, fill: Atom, shape: Atom, params: dict) -> Value:
+    """``np.full(shape, fill, dtype)``; the code prints no ``dtype=np.float64`` (a Python float's), so a fill of
+    another dtype is made a float64 first (np.full_like(x64, True) is 1.0, not True)."""
+    if params.get("dtype") == "float64" and isinstance(fill.type, Num) and fill.type.dtype != "float64":
+        fill = lw.emit("convert_float", [fill], {"dtype": "float64", "py": False})
+    return lw.emit("full", [fill, shape], params)
 
 
 def _lower_full_like(lw: Lowerer, b: dict, node: cst.Call) -> Value:
@@ -355,7 +363,7 @@ def _lower_full_like(lw: Lowerer, b: dict, node: cst.Call) -> Value:
     t = x.type
     if not (isinstance(t, Num) and t.known_shape):
         raise lw.type_error("np.full_like: the shape must be known when transforming", node, "v * np.ones_like(x)")
-    return lw.emit("full", [fill, _shape_const(tuple(t.shape))], dtype_params(lw, b, node) or {"dtype": t.dtype})
+    return _full(lw, fill, _shape_const(tuple(t.shape)), dtype_params(lw, b, node) or {"dtype": t.dtype})
 
 
 def _lower_linspace(lw: Lowerer, b: dict, node: cst.Call) -> Value:

@@ -369,7 +369,7 @@ register(
               lambda ts, ps: reduction(_sum_dtype)(ts[:1], ps), _emit_initial("sum"), kind=RULE,
               **linear(_sum_initial_transpose)),
     Primitive("prod_initial", lambda x, c, axis=None, keepdims=False: np.prod(x, axis=axis, keepdims=keepdims, initial=c),
-              lambda ts, ps: reduction()(ts[:1], ps), _emit_initial("prod"), kind=RULE,
+              lambda ts, ps: reduction(_sum_dtype)(ts[:1], ps), _emit_initial("prod"), kind=RULE,
               **explicit(jvp_prod_initial, vjp_prod_initial)),
     Primitive("mean", np.mean, reduction(_mean_dtype), emit.reduction("mean"), zero_in=(0,), method="mean", kind=RULE,
               **linear(_mean_transpose)),

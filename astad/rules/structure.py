@@ -22,7 +22,7 @@ from . import emit
 from .derive import like_scalar, linear
 from .shape import reshape_like
 from .table import DerivativeKind, Primitive, ShapeError, norm_axes, num, register, runtime
-from .types import broadcast_shapes, fmt_shape, known_ints
+from .types import broadcast_shapes, fmt_shape, known_ints, sample
 
 RULE, ZERO, BACKWARD = DerivativeKind.RULE, DerivativeKind.ZERO, DerivativeKind.BACKWARD_ONLY
 ALL = ("slice", None, None, None)
@@ -303,7 +303,8 @@ def _linspace_infer(ts: list[Type], params: dict) -> Type:
     start, stop = num(ts[0]), num(ts[1])
     if start.ndim or stop.ndim:
         raise ShapeError("np.linspace of arrays is not supported", "numbers as start and stop")
-    return Num((params["num"],), np.result_type(float, start.dtype, stop.dtype).name)
+    # numpy's dtype: result_type(start, stop, float(num)), a Python float weak (NEP 50): float32 of float32s
+    return Num((params["num"],), np.linspace(sample(start), sample(stop), 2).dtype.name)
 
 
 def _linspace_transpose(b, p, out, ct):
