@@ -76,3 +76,18 @@ def test_show_derivative_of_a_file_named_like_a_module_astad_uses(tmp_path, stem
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "def loss_backward" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def _cubed(x):
+    return x * x * x
+
+
+@pytest.mark.parametrize("x", [np.float32(2.0), np.float16(2.0), np.array(2.0, np.float32)])
+def test_a_zero_tangent_of_a_numpy_scalar_is_a_numpy_scalar(x):
+    """The tangent along None of a numpy float32 scalar value was a 0-d array, where the tangent
+    along 1.0 is a numpy scalar of the value's type."""
+    value, tangent = astad.jvp(_cubed, (x,), (None,))
+    value_1, tangent_1 = astad.jvp(_cubed, (x,), (1.0,))
+    assert type(tangent) is type(tangent_1) is type(value) and tangent == 0.0 and tangent_1 == 12.0
+    _, pushforward = astad.forward(_cubed)(x)
+    assert type(pushforward(None)) is type(value)
