@@ -91,3 +91,18 @@ def test_a_zero_tangent_of_a_numpy_scalar_is_a_numpy_scalar(x):
     assert type(tangent) is type(tangent_1) is type(value) and tangent == 0.0 and tangent_1 == 12.0
     _, pushforward = astad.forward(_cubed)(x)
     assert type(pushforward(None)) is type(value)
+
+
+def _mixed(x, y):
+    return np.sum(np.sin(x) * y) * np.sum(x * x)
+
+
+@pytest.mark.parametrize("make", [lambda f: astad.jacrev(astad.jacfwd(f)), lambda f: astad.jacrev(astad.jacrev(f)),
+                                  lambda f: astad.jacrev(astad.jacobian(f)), lambda f: astad.jacrev(astad.grad(f))])
+def test_jacrev_of_a_derivative_has_the_arguments_dtype(make):
+    """README: jacrev's blocks have the arguments' dtypes. jacrev(jacfwd(f)) of a float32 argument (float64
+    output) gave float64 blocks (its rows made by forward mode had the outputs' dtype)."""
+    x, y = np.array([0.3, 0.6], np.float32), np.array([1.5, -0.5])
+    h = make(_mixed)(x, y)
+    assert h.dtype == np.float32
+    np.testing.assert_allclose(h, astad.hessian(_mixed)(x.astype(np.float64), y), rtol=1e-5)
