@@ -106,3 +106,37 @@ def test_jacrev_of_a_derivative_has_the_arguments_dtype(make):
     h = make(_mixed)(x, y)
     assert h.dtype == np.float32
     np.testing.assert_allclose(h, astad.hessian(_mixed)(x.astype(np.float64), y), rtol=1e-5)
+
+
+def test_an_entry_written_under_another_numpy_is_not_read(tmp_path, monkeypatch):
+    """One cache directory may serve environments with other numpys, whose promotion rules type the
+    code otherwise: an entry written under another numpy version was read and run."""
+    import importlib.util
+    import sys
+
+    from astad import pipeline
+
+    monkeypatch.setenv("ASTAD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ASTAD_DISK_CACHE", raising=False)
+    monkeypatch.setattr(astad.config, "disk_cache", True)
+    path = tmp_path / "numpy_version_case.py"
+    path.write_text("import numpy as np\n\n\ndef loss(x):\n    return np.sum(np.sin(x) * x)\n")
+    spec = importlib.util.spec_from_file_location("numpy_version_case", path)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "numpy_version_case", mod)
+    spec.loader.exec_module(mod)
+    made = []
+    original = pipeline.transform
+    monkeypatch.setattr(pipeline, "transform", lambda *a, **k: made.append(1) or original(*a, **k))
+    x = np.array([0.3, 0.5])
+    monkeypatch.setattr(np, "__version__", "1.26.4")
+    astad.grad(mod.loss)(x)
+    assert len(made) == 1
+    astad.clear_caches(memory=True, disk=False)
+    monkeypatch.setattr(np, "__version__", "2.0.0")
+    np.testing.assert_allclose(astad.grad(mod.loss)(x), np.sin(x) + x * np.cos(x))
+    assert len(made) == 2  # transformed again, not read from the entry of numpy 1.26.4
+    astad.clear_caches(memory=True, disk=False)
+    astad.grad(mod.loss)(x)
+    assert len(made) == 2  # (the disk cache is on: its own numpy's entry is read)
+    astad.clear_caches(memory=True, disk=False)
