@@ -140,3 +140,24 @@ def test_an_entry_written_under_another_numpy_is_not_read(tmp_path, monkeypatch)
     astad.grad(mod.loss)(x)
     assert len(made) == 2  # (the disk cache is on: its own numpy's entry is read)
     astad.clear_caches(memory=True, disk=False)
+
+
+def _cubes_n_times(x, n):
+    s = 0.0
+    for _ in range(n):
+        s = s + np.sum(x ** 3)
+    return s
+
+
+def test_hvp_takes_a_zero_tangent_of_an_int_argument():
+    """README: integer and boolean parameters take None or a zero of their shape. hvp asked for the
+    gradient with respect to an int whose tangent was 0 ('argument 1 of f is int, which has no gradient')."""
+    x = np.array([1.0, 2.0])
+    hv, none = astad.hvp(_cubes_n_times, (x, 2), (np.ones(2), 0))
+    np.testing.assert_allclose(hv, 12.0 * x)
+    assert none is None
+    assert astad.hvp(_cubes_n_times, (x, 2), (None, 0)) == (None, None)
+    with pytest.raises(astad.AstadTypeError, match="discrete"):
+        astad.hvp(_cubes_n_times, (x, 2), (np.ones(2), 1))
+    with pytest.raises(astad.AstadTypeError, match="discrete"):
+        astad.hvp(_cubes_n_times, (x, 2), (None, 1))
