@@ -3,6 +3,7 @@ failed before its fix."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -161,3 +162,16 @@ def test_hvp_takes_a_zero_tangent_of_an_int_argument():
         astad.hvp(_cubes_n_times, (x, 2), (np.ones(2), 1))
     with pytest.raises(astad.AstadTypeError, match="discrete"):
         astad.hvp(_cubes_n_times, (x, 2), (None, 1))
+
+
+def _sin_product(x, y):
+    return np.sin(x * y) * x
+
+
+@pytest.mark.parametrize("make", [lambda f: functools.partial(astad.grad(f, argnums=1), 0.7),
+                                  lambda f: functools.partial(np.multiply, 2.0)])
+def test_a_partial_of_a_callable_without_source_is_refused_for_that(make):
+    """A partial of grad(f) was refused with a wrong reason: 'binds 1 positional arguments, but f has 0
+    positional parameters left'."""
+    with pytest.raises(astad.SourceUnavailableError, match="no source|not a Python function"):
+        astad.grad(make(_sin_product))(1.3)
