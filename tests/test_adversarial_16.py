@@ -175,3 +175,21 @@ def test_a_partial_of_a_callable_without_source_is_refused_for_that(make):
     positional parameters left'."""
     with pytest.raises(astad.SourceUnavailableError, match="no source|not a Python function"):
         astad.grad(make(_sin_product))(1.3)
+
+
+def test_show_derivative_of_something_not_a_function_says_so_in_one_line(tmp_path):
+    """``astad show-derivative mod.py:__builtins__`` printed the repr of the whole dict (dozens of lines)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "holder.py").write_text("value = 3\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, ASTAD_DISK_CACHE="0", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    for name in ("__builtins__", "value"):
+        proc = subprocess.run([sys.executable, "-m", "astad", "show-derivative", f"{tmp_path / 'holder.py'}:{name}"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 1
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 2 and "not a function" in lines[0] and lines[1].startswith("supported instead"), lines
