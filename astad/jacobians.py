@@ -132,9 +132,9 @@ def _as_result(a: np.ndarray, leaf: Any) -> Any:
     (a Python float for a Python float, a numpy scalar for a numpy scalar; a 0-d array for a 0-d array, as JAX)."""
     if a.ndim or type(leaf) is np.ndarray:
         return a
-    if type(leaf) is float:
-        return float(a) if a.dtype == np.float64 else a
-    return a[()]
+    if type(leaf) is float and a.dtype == np.float64:
+        return float(a)
+    return a[()]  # (a Python float's block of another dtype, float32: a numpy scalar of it)
 
 
 def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool,

@@ -193,3 +193,15 @@ def test_show_derivative_of_something_not_a_function_says_so_in_one_line(tmp_pat
         assert proc.returncode == 1
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 2 and "not a function" in lines[0] and lines[1].startswith("supported instead"), lines
+
+
+def _float32_square(x):
+    return np.float32(x) * np.float32(2.0) * np.float32(x)
+
+
+def test_jacfwd_by_a_python_float_of_a_float32_output_is_a_number():
+    """The block of a Python float argument is a number: jacfwd gave a 0-d float32 array where the
+    output is float32 (jacrev gives a float; by a numpy float64 argument, jacfwd gives np.float32)."""
+    j = astad.jacfwd(_float32_square)(1.5)
+    assert type(j) is np.float32 and j == 6.0
+    assert type(astad.jacfwd(_float32_square)(np.float64(1.5))) is np.float32
