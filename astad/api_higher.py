@@ -278,12 +278,15 @@ def plain_of(d: Any) -> Any:
 
 def value_at(inner: Derived, args: Sequence[Any]) -> Any:
     """``inner`` at the values of the parameters of the user's function (bound: see _bind), called as
-    Python binds them again: the keyword-only parameters by keyword."""
+    Python binds them again: by keyword from the first that a partial gives by keyword (it would be
+    given twice) or that is keyword-only."""
     plain = plain_of(inner)
     if isinstance(plain, Plain) and plain is not inner:
-        k = plain.rev._binder.n_positional
+        binder = plain.rev._binder
+        k = binder.n_positional
+        k = next((i for i, name in enumerate(binder.names[:k]) if name in binder._keywords), k)
         if len(args) > k:
-            return inner(*args[:k], **dict(zip(plain.rev._binder.names[k:], args[k:])))
+            return inner(*args[:k], **dict(zip(binder.names[k:], args[k:])))
     return inner(*args)
 
 

@@ -205,3 +205,17 @@ def test_jacfwd_by_a_python_float_of_a_float32_output_is_a_number():
     j = astad.jacfwd(_float32_square)(1.5)
     assert type(j) is np.float32 and j == 6.0
     assert type(astad.jacfwd(_float32_square)(np.float64(1.5))) is np.float32
+
+
+@pytest.mark.parametrize("make", [lambda f: astad.jacobian(astad.grad(f)), lambda f: astad.jacobian(astad.jacobian(f)),
+                                  lambda f: astad.jacfwd(astad.jacobian(f))])
+def test_derivatives_of_a_partial_with_keywords_inside_a_jacobian(make):
+    """jacobian(grad(partial(f, y=1.3)))(x) called grad again with y by position as well as by the
+    partial's keyword: CallError 'f() got multiple values for argument y'."""
+    x = np.array([0.7, 0.2])
+    h = make(functools.partial(_sin_product_sum, y=1.3))(x)
+    np.testing.assert_allclose(h, np.diag(2 * 1.3 * np.cos(1.3 * x) - 1.3 ** 2 * x * np.sin(1.3 * x)))
+
+
+def _sin_product_sum(x, y):
+    return np.sum(np.sin(x * y) * x)
