@@ -278,12 +278,15 @@ def plain_of(d: Any) -> Any:
 
 def value_at(inner: Derived, args: Sequence[Any]) -> Any:
     """``inner`` at the values of the parameters of the user's function (bound: see _bind), called as
-    Python binds them again: the keyword-only parameters by keyword."""
+    Python binds them again: by keyword from the first that a partial gives by keyword (it would be
+    given twice) or that is keyword-only."""
     plain = plain_of(inner)
     if isinstance(plain, Plain) and plain is not inner:
-        k = plain.rev._binder.n_positional
+        binder = plain.rev._binder
+        k = binder.n_positional
+        k = next((i for i, name in enumerate(binder.names[:k]) if name in binder._keywords), k)
         if len(args) > k:
-            return inner(*args[:k], **dict(zip(plain.rev._binder.names[k:], args[k:])))
+            return inner(*args[:k], **dict(zip(binder.names[k:], args[k:])))
     return inner(*args)
 
 
@@ -324,10 +327,10 @@ def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
 
 
 def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: bool, parts: tuple,
-                  tangent_list: list, gradient: bool = False) -> list[tuple[Any, Any]]:
+                  tangent_list: list, gradient: bool = False, rows: bool = False) -> list[tuple[Any, Any]]:
     """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
     element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs);
-    ``gradient``: the Jacobian is a gradient, of a real scalar."""
+    ``gradient``: the Jacobian is a gradient, of a real scalar; ``rows``: a jacrev's (the inputs' dtypes)."""
     progs, extras = parts
     units = basis(primals, nums)
     value = value_at(inner, primals)
@@ -342,8 +345,8 @@ def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: b
             c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
             cols.append(c)
             dcols.append(dc)
-        out.append((from_columns(value, cols, primals, nums, single),
-                    from_columns(value, dcols, primals, nums, single)))
+        out.append((from_columns(value, cols, primals, nums, single, rows),
+                    from_columns(value, dcols, primals, nums, single, rows)))
     return out
 
 

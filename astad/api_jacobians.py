@@ -56,7 +56,7 @@ class Jac(Derived):
         value = pairs[0][0] if pairs else value_at(self.inner, args)
         cols = [t for _, t in pairs]
         self._remember(args)
-        return from_columns(value, cols, args, nums, single)
+        return from_columns(value, cols, args, nums, single, self.rows)
 
     def _rev(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
         require_real(args, nums)
@@ -109,7 +109,7 @@ class Jac(Derived):
                             from_rows(value, drows, primals, nums, single)))
             return out
         return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
-                             tangent_list)
+                             tangent_list, rows=self.rows)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         nums, single = _nums(self.argnums, len(args), self.inner.name)

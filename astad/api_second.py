@@ -8,6 +8,8 @@ import functools
 from types import FunctionType
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from . import fresh
 from .api_forward import forward_of, padded
 from .api_higher import ArgNums, Derived, Grad, Plain, _bind, _nums, _output_of, grad
@@ -86,8 +88,14 @@ def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
             len(primals) != len(tangents):
         raise AstadTypeError("hvp takes a tuple of primals and a tuple of tangents, one per positional argument",
                              hint="astad.hvp(loss, (w, x), (v, None))")
-    nums = tuple(i for i, t in enumerate(tangents) if t is not None)
+    # (an int or bool argument takes None or a zero, as in jvp: the check of the tangents refuses another)
+    nums = tuple(i for i, t in enumerate(tangents) if t is not None and not _discrete(primals[i]))
     if not nums:
+        for i, t in enumerate(tangents):
+            if t is not None and (np.shape(t) != np.shape(primals[i]) or np.any(np.asarray(t) != 0)):
+                raise AstadTypeError(f"the tangent of argument {i} of hvp must be None (or zero, of the argument's "
+                                     f"shape): the argument is {type(primals[i]).__name__}, which is discrete (it "
+                                     f"has no tangent); got {t!r}", hint="None for an int or bool argument")
         return tuple(None for _ in primals)
     g = _grad_for_hvp(fn, nums)
     args = _bind(g, None, tuple(primals), {})  # defaults filled in
@@ -96,6 +104,11 @@ def hvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
     for i, h in zip(nums, hv):  # (H v of a 0-d array: a 0-d array, as grad's)
         out[i] = fresh.zero_d(fresh.zero_d_marks(primals[i]), h)
     return tuple(out)
+
+
+def _discrete(x: Any) -> bool:
+    """An int or bool argument (a Python or numpy one, or an array of them): it has no tangent."""
+    return isinstance(x, (int, np.integer, np.bool_)) or isinstance(x, np.ndarray) and x.dtype.kind in "biu"
 
 
 def _grad_for_hvp(fn: Callable[..., Any], nums: tuple[int, ...]) -> Grad:

@@ -155,7 +155,11 @@ def astad_fingerprint() -> str:
 def entry_key(parsed: Parsed, arg_types: Sequence[ir.Type], wrt: frozenset[int] | None) -> str:
     from .version import __version__
 
-    text = "\n".join([str(FORMAT), __version__, astad_fingerprint(), parsed.file, str(parsed.funcdef_line), parsed.name, parsed.source,
+    # numpy's version and Python's too: the types (and so the code) follow numpy's promotion rules, and one
+    # cache directory may serve environments with other numpys (an entry of another one is not read)
+    runtime = f"numpy {np.__version__}, {sys.implementation.name} {sys.version_info[0]}.{sys.version_info[1]}"
+    text = "\n".join([str(FORMAT), __version__, astad_fingerprint(), runtime, parsed.file, str(parsed.funcdef_line),
+                      parsed.name, parsed.source,
                       repr(tuple(arg_types)),
                       repr(sorted(wrt) if wrt is not None else None)]
                     + ([] if backends.current() == backends.NUMPY else [backends.current()]))

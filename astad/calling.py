@@ -49,7 +49,7 @@ def unwrap(root: Any) -> tuple[Any, dict[str, Any], Callable[[Callable], Callabl
     if isinstance(root, functools.partial):
         fn, fixed, wrap = unwrap(root.func)
         free = _positional_names(fn)[len(fixed):]
-        if len(root.args) > len(free):
+        if len(root.args) > len(free) and getattr(fn, "__code__", None) is not None:  # (else: refused as no source)
             raise AstadTypeError(f"{root!r} binds {len(root.args)} positional arguments, but "
                                  f"{fn.__qualname__} has {len(free)} positional parameters left")
         fixed = {**fixed, **dict(zip(free, root.args))}

@@ -23,7 +23,7 @@ from .api import Reverse, reverse
 from .api_forward import forward
 from .cli_annotations import annotated_type
 from .cli_types import EXAMPLES, CliError, Described, arg_type, read_type, split_named
-from .errors import AstadError
+from .errors import AstadError, SourceUnavailableError
 from .frontend import Parsed
 from .ir import Type
 from .pipeline import FORWARD_STAGES, STAGES, Derivative
@@ -50,6 +50,9 @@ def load_target(target: str) -> Any:
         if not hasattr(found, part):
             raise CliError(f"{where} has no attribute {name!r}")
         found = getattr(found, part)
+    if not callable(found):  # (its repr may be long, over many lines: the message is one line)
+        raise SourceUnavailableError(f"cannot differentiate {target}: it is not a function (its type: "
+                                     f"{type(found).__name__})", hint="a function defined with `def` in a .py file")
     return found
 
 

@@ -132,13 +132,15 @@ def _as_result(a: np.ndarray, leaf: Any) -> Any:
     (a Python float for a Python float, a numpy scalar for a numpy scalar; a 0-d array for a 0-d array, as JAX)."""
     if a.ndim or type(leaf) is np.ndarray:
         return a
-    if type(leaf) is float:
-        return float(a) if a.dtype == np.float64 else a
-    return a[()]
+    if type(leaf) is float and a.dtype == np.float64:
+        return float(a)
+    return a[()]  # (a Python float's block of another dtype, float32: a numpy scalar of it)
 
 
-def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
-    """The Jacobian (out.shape + in.shape per pair of leaves) from one output tangent per input element."""
+def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequence[int], single: bool,
+                 rows: bool = False) -> Any:
+    """The Jacobian (out.shape + in.shape per pair of leaves) from one output tangent per input element
+    (``rows``: a jacrev's, whose blocks have the inputs' dtypes, as its rows by reverse mode have)."""
     out_leaves, out_rebuild = flatten(value)
     col_leaves = [leaves_like(value, c) for c in cols]
     result = []
@@ -148,7 +150,7 @@ def from_columns(value: Any, cols: list[Any], args: Sequence[Any], nums: Sequenc
             continue
         shape = np.shape(leaf)
         stacked = np.stack([_shaped(c[o], shape) for c in col_leaves], axis=-1) if cols else np.zeros(shape + (0,))
-        result.append(_split_inputs(stacked, shape, args, nums, single))
+        result.append(_split_inputs(stacked, shape, args, nums, single, rows))
     return out_rebuild(result)
 
 
@@ -165,7 +167,7 @@ def leaves_like(value: Any, t: Any) -> list[Any]:
 
 
 def _split_inputs(stacked: np.ndarray, out_shape: tuple, args: Sequence[Any], nums: Sequence[int],
-                  single: bool) -> Any:
+                  single: bool, rows: bool = False) -> Any:
     """``stacked`` (out_shape + (n,)) cut into one array per real input leaf, in the inputs' structure."""
     at, per_arg = 0, []
     for i in nums:
@@ -176,7 +178,8 @@ def _split_inputs(stacked: np.ndarray, out_shape: tuple, args: Sequence[Any], nu
                 parts.append(None)
                 continue
             size = int(np.size(leaf))
-            parts.append(_as_result(stacked[..., at:at + size].reshape(out_shape + np.shape(leaf)), leaf))
+            block = stacked[..., at:at + size].reshape(out_shape + np.shape(leaf))
+            parts.append(_as_result(block.astype(np.asarray(leaf).dtype, copy=False) if rows else block, leaf))
             at += size
         per_arg.append(rebuild(parts))
     return per_arg[0] if single else tuple(per_arg)

@@ -1,0 +1,50 @@
+"""Second derivatives of random everyday code by every chain of two transforms, called as Python calls.
+
+The programs of test_random_higher's ``wrapped_programs`` (a random scalar program called from an
+outer ``f(p, n=3, flag=True, scale=1.5)`` with its float arguments packed in a dict, tuple, list or
+NamedTuple), given a keyword-only parameter ``*, shift=0.25`` that the value reads; the second
+derivative with respect to the packed argument taken by a drawn chain (``jacfwd(jacobian(f))``,
+``jacobian(grad(f))``, ...), called with the defaults left out or passed by keyword, equals central
+differences of ``astad.grad(f)`` (itself checked against finite differences of ``f`` by the
+first-order tests). ``.source_for`` of the chain at the arguments passed by position shows code.
+(Session 10: ``jacobian`` inside a derivative refused defaults, and a derivative of ``grad`` called it
+with the keyword-only parameter by position.)"""
+
+import re
+
+import numpy as np
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+import astad
+from conftest import fuzz_examples, load_program
+from test_random_higher import _SETTINGS, _dense, _fd_hessian_of_tree, _Fields, wrapped_programs
+
+OUTER = {"jacfwd": astad.jacfwd, "jacrev": astad.jacrev, "jacobian": astad.jacobian}
+INNER = {"grad": astad.grad, "jacfwd": astad.jacfwd, "jacrev": astad.jacrev, "jacobian": astad.jacobian}
+
+
+def with_keyword_only(source):
+    """The outer ``f`` of a wrapped program given ``*, shift=0.25``, read by its value."""
+    source = re.sub(r"^(def f\(.*)\):$", r"\1, *, shift=0.25):", source, count=1, flags=re.M)
+    assert source.endswith("    return v\n")
+    return source[:-len("    return v\n")] + "    v = v * (1.0 + shift)\n    return v\n"
+
+
+@settings(max_examples=fuzz_examples(6), **_SETTINGS)
+@given(wrapped_programs(), st.sampled_from(sorted(OUTER)), st.sampled_from(sorted(INNER)), st.booleans())
+def test_random_chains_of_two_transforms(tmp_path_factory, program, outer, inner, shift_by_keyword):
+    source, args, kwargs = program
+    source = with_keyword_only(source)
+    note(source)
+    module = load_program(source, tmp_path_factory.mktemp("api_calls"), "api_calls")
+    if args and isinstance(args[0], _Fields):
+        args = [module.P(*args[0].values)]
+    if shift_by_keyword:
+        kwargs = dict(kwargs, shift=-0.5)
+    note(f"{outer}({inner}(f))(*{args!r}, **{kwargs!r})")
+    chain = OUTER[outer](INNER[inner](module.f))
+    got = _dense(chain(*args, **kwargs), args[0])
+    np.testing.assert_allclose(got, _fd_hessian_of_tree(module.f, args, kwargs), rtol=1e-5, atol=1e-5,
+                               err_msg=f"{outer}({inner}(f)) vs FD of grad")
+    assert "def " in chain.source_for(*args)
