@@ -155,3 +155,75 @@ def test_strings_inside_fstring_fields(fn, capsys):
     if fn is fstring_in_raise:
         with pytest.raises(ValueError, match="too big: 11.0"):
             astad.vjp(fn, 11.0)
+
+
+# ---- `y[0], y[1] = y[1], y[0]` of rows: Python assigns left to right, and the second value is a view of the
+# row the first assignment changed, so both rows end as the old second row; astad read the values before both
+# assignments and swapped them (value [[3, 4], [1, 2]] where Python gives [[3, 4], [3, 4]], and its gradient).
+# Refused like any update that a value still to be read sees; copies on the right, elements and lists are fine
+
+def swap_rows(x):
+    y = x * 1.0
+    y[0], y[1] = y[1], y[0]
+    return y
+
+
+def swap_columns(x):
+    y = x * 1.0
+    y[:, 0], y[:, 1] = y[:, 1], y[:, 0]
+    return y
+
+
+def row_then_name(x):
+    y = x * 1.0
+    y[0], z = y[1], y[0]
+    return z
+
+
+def swap_row_copies(x):
+    y = x * 1.0
+    y[0], y[1] = y[1].copy(), y[0] * 2.0
+    return y
+
+
+def swap_elements(x):
+    y = x[0] * 1.0
+    y[0], y[1] = y[1], y[0]
+    return y
+
+
+def swap_list_items(x):
+    xs = [x[0], x[1] * 2.0]
+    xs[0], xs[1] = xs[1], xs[0]
+    return xs[0] + 10.0 * xs[1]
+
+
+@pytest.mark.parametrize("fn", [swap_rows, swap_columns, row_then_name])
+def test_unpacking_into_an_array_that_a_later_value_views_is_refused(fn):
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(astad.AstadError, match="assigns after it shares its memory") as info:
+        astad.vjp(fn, x)
+    assert info.value.loc.line == fn.__code__.co_firstlineno + 2
+    with pytest.raises(astad.AstadError, match="assigns after it shares its memory"):
+        astad.jvp(fn, (x,), (np.ones_like(x),))
+
+
+@pytest.mark.parametrize("fn", [swap_row_copies, swap_elements, swap_list_items])
+def test_unpacking_into_an_array_from_copies(fn):
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    want = fn(x)
+    value, pullback = astad.vjp(fn, x)
+    assert _same(value, want)
+    u = np.array([[0.3, -1.2], [0.7, 2.0]]) if isinstance(want, np.ndarray) else 1.0
+    if isinstance(want, np.ndarray) and want.ndim == 1:
+        u = u[0]
+    (g,) = pullback(u)
+    h = 1e-6
+    fd = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        fd[i] = np.sum(u * (fn(x + e) - fn(x - e))) / (2 * h)
+    assert np.allclose(g, fd, atol=1e-8)
+    t = np.array([[1.0, -2.0], [0.5, 3.0]])
+    assert np.isclose(np.sum(u * astad.jvp(fn, (x,), (t,))[1]), np.sum(g * t))

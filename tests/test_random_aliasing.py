@@ -387,6 +387,21 @@ class AliasGen:
             return w
         return None
 
+    def s_unpack(self):
+        """`y[0], y[1] = y[1], y[0]`: Python assigns left to right, so a later value that views a row
+        (column) an earlier target changed reads the changed one."""
+        names = [n for n in self.targets() if self.ns[n].shape[0] >= 2]
+        if not names:
+            return
+        t = self.pick(names)
+        parts = [f"{t}[0]", f"{t}[1]", f"{t}[-1]"] + ([f"{t}[:, 0]", f"{t}[..., -1]"] if self.ns[t].ndim >= 2 else [])
+        a, b = self.pick(parts), self.pick(parts)
+        values = [self.pick([b, f"{b}.copy()", f"{b} * 2.0"]), self.pick([a, f"{a}.copy()", f"np.sin({a})"])]
+        name = self.new_name()
+        second = self.pick([b, name])
+        self.run([f"{a}, {second} = {values[0]}, {values[1]}"], "unpack")
+        self.fresh.discard(name)
+
     def s_rebind(self):
         a = self.pick(self.arrays())
         self.run([f"{a} = np.tanh({a}) * 1.5"], "rebind")
@@ -399,7 +414,7 @@ class AliasGen:
             targets = [t for t in sorted(self.fresh) if t in self.arrays(1)]
             return self.s_inplace(self.pick(targets)) if targets else None
         kinds = ["fresh", "view", "view", "view", "inplace", "inplace", "inplace", "rows", "alias", "loop_alias",
-                 "function", "rebind", "shared", "zero_d"]
+                 "function", "rebind", "shared", "zero_d", "unpack"]
         getattr(self, "s_" + self.pick(kinds))()
 
     def ret(self):

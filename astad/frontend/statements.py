@@ -228,10 +228,18 @@ class Statements(LowererCore):
                                       + ", ".join(f"x[{i}]" for i in range(k)))
             if len(value.items) != len(target.elements):
                 raise self.type_error(f"cannot unpack {len(value.items)} values into {len(target.elements)} names", target)
-            for el, v in zip(target.elements, value.items):
+            for k, (el, v) in enumerate(zip(target.elements, value.items)):
                 if isinstance(el, cst.StarredElement):
                     raise self.syntax_error("`*` in unpacking is not supported", "name each element", el)
-                self.assign(el.value, v)
+                # the values still to be assigned are read after this target is (`y[0], y[1] = y[1], y[0]` of
+                # rows: the second is a view of the row the first changed): an update they see is refused
+                held = [("a value this assignment assigns after it shares its memory (Python assigns left to right: "
+                         "copy it on the right, `y[1].copy()`)", w) for w in value.items[k + 1:]]
+                self.iterated += held
+                try:
+                    self.assign(el.value, v)
+                finally:
+                    del self.iterated[len(self.iterated) - len(held):]
         elif isinstance(target, cst.Subscript):
             self.assign_item(target, value)
         else:
