@@ -271,3 +271,148 @@ def test_second_derivatives_through_the_guard():
     np.testing.assert_allclose(h, fd, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(astad.jacfwd(astad.grad(sum_of_roots))(x), h, rtol=1e-10)
     np.testing.assert_allclose(astad.jacrev(astad.grad(sum_of_roots))(x), h, rtol=1e-10)
+
+
+# ---- 2. a number that is a Python float on one path and a numpy float64 on another --------------------------
+# Python's float and np.float64 differ in ``x ** 0.5`` of a negative x (complex vs nan), ``y / 0.0``
+# (ZeroDivisionError vs inf with a warning), ``math.sqrt(-1.0)`` (ValueError vs np.sqrt's nan).  A join of the two
+# (an ``if``/``else``, a loop that may run no iteration, ``sum`` of an empty masked selection, 0) is typed a numpy
+# float64; astad must match plain Python (value, type, exception) or refuse.  Found here: a loop on the scalar fast
+# path (``acc = 0.0; for i in range(n): acc = acc + x[i]``) left ``np.float64(acc)`` even where it ran no
+# iteration, so ``y / acc`` gave inf where Python raises, and ``(acc - 1.0) ** 0.5`` nan where Python gives a
+# complex (astad/codegen/loops.py ``_out``; a ``while`` loop so started keeps the array path, scalars.py).
+
+def join_pow(x, flag):
+    v = float(x[0]) if flag else x[1]
+    return v ** 0.5
+
+
+def join_pow_tail(x, flag):
+    v = float(x[0]) if flag else x[1]
+    w = v * 2.0 - 1.0
+    return w ** 0.5 + x[2]
+
+
+def loop_pow(x, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + x[i]
+    return acc ** 0.5 + x[0]
+
+
+def empty_sum_pow(x):
+    s = sum(x[x > 10.0]) - 1.0
+    return s ** 0.5 + x[0]
+
+
+def join_div(x, flag):
+    v = float(x[0]) if flag else x[1]
+    return x[2] / v
+
+
+def join_div_py(x, y, flag):
+    v = y * 0.0 if flag else x[1] * 0.0
+    return y / v
+
+
+def loop_div(x, y, n):
+    acc = 0.0
+    for i in range(n):
+        acc = acc + x[i]
+    return y / acc
+
+
+def empty_sum_div(x, y):
+    s = sum(x[x > 10.0])
+    return y / s
+
+
+def join_math_sqrt(x, flag):
+    v = float(x[0]) if flag else x[1]
+    return math.sqrt(v)
+
+
+def join_np_sqrt(x, flag):
+    v = float(x[0]) if flag else x[1]
+    return np.sqrt(v) + v
+
+
+def join_mod(x, y, flag):
+    v = y * 0.0 if flag else x[1] * 0.0
+    return x[0] % v + y // (v + 1.0)
+
+
+def while_div(x, y, n):
+    acc = 0.0
+    i = 0
+    while i < n:
+        acc = acc + x[i]
+        i = i + 1
+    return y / acc
+
+
+def while_pow(x, n):
+    acc = 0.0
+    i = 0
+    while i < n:
+        acc = acc - x[i]
+        i = i + 1
+    return (acc - 1.0) ** 0.5 + x[0]
+
+
+def loop_pow_range2(x, m, n):
+    acc = 0.0
+    for i in range(m, n):
+        acc = acc - x[i]
+    return (acc - 1.0) ** 0.5 + x[0]
+
+
+_ZERO, _NEG, _POS = np.array([0.0, 0.0, 1.0]), np.array([-4.0, -9.0, 1.0]), np.array([4.0, 9.0, 1.0])
+_X = np.array([0.0, 2.0, 1.0])
+_JOINS = [(join_pow, (_NEG, True)), (join_pow, (_NEG, False)), (join_pow, (_POS, True)),
+          (join_pow_tail, (_NEG, True)), (join_pow_tail, (_NEG, False)), (join_pow_tail, (_POS, True)),
+          (loop_pow, (_NEG, 0)), (loop_pow, (_NEG, 1)), (loop_pow, (_POS, 2)), (empty_sum_pow, (_NEG,)),
+          (join_div, (_ZERO, True)), (join_div, (_ZERO, False)), (join_div_py, (_ZERO, 2.0, True)),
+          (join_div_py, (_ZERO, 2.0, False)), (loop_div, (_ZERO, 2.0, 0)), (loop_div, (_ZERO, 2.0, 1)),
+          (loop_div, (_POS, 2.0, 2)), (empty_sum_div, (_POS, 2.0)), (join_math_sqrt, (_NEG, True)),
+          (join_math_sqrt, (_NEG, False)), (join_np_sqrt, (_NEG, True)), (join_np_sqrt, (_POS, False)),
+          (join_mod, (_ZERO, 2.0, True)), (join_mod, (_ZERO, 2.0, False)), (while_div, (_X, 2.0, 0)),
+          (while_div, (_X, 2.0, 1)), (while_div, (_X, 2.0, 3)), (while_pow, (_X, 0)), (while_pow, (_X, 2)),
+          (loop_pow_range2, (_X, 2, 1)), (loop_pow_range2, (_X, 0, 2)), (loop_pow_range2, (-_X, 0, 3))]
+
+
+def _outcome(thunk):
+    try:
+        return "value", _quiet(thunk)
+    except astad.AstadError as e:
+        assert not isinstance(e, astad.InternalError), e
+        return "refused", e
+    except Exception as e:  # noqa: BLE001 - what plain Python raises, compared by class
+        return "raised", type(e)
+
+
+@pytest.mark.parametrize("fn,args", _JOINS)
+def test_a_join_of_a_python_float_and_a_numpy_float_matches_python_or_is_refused(fn, args):
+    kind, want = _outcome(lambda: fn(*args))
+    floats = tuple(i for i, a in enumerate(args) if isinstance(a, np.ndarray) or type(a) is float)
+    for mode in ("grad", "jvp"):
+        if mode == "grad":
+            got_kind, got = _outcome(lambda: astad.value_and_grad(fn, argnums=floats)(*args))
+        else:
+            tangents = tuple(np.ones_like(a) if isinstance(a, np.ndarray) else (1.0 if type(a) is float else None)
+                             for a in args)
+            got_kind, got = _outcome(lambda: astad.jvp(fn, args, tangents))
+        if got_kind == "refused":
+            assert kind == "value" and isinstance(want, complex) or kind == "raised", (mode, want, got)
+            continue
+        assert got_kind == kind, (mode, want, got)
+        if kind == "raised":
+            assert got is want, (mode, want, got)
+            continue
+        value = got[0]
+        assert type(value) is type(want), (mode, type(value), type(want))
+        assert value == want or (np.isnan(want) and np.isnan(value)), (mode, value, want)
+    if kind == "value" and isinstance(want, (float, np.floating)) and np.isfinite(want):  # the gradient where smooth: central differences
+        g = _quiet(lambda: astad.grad(fn, argnums=0)(*args))
+        fd = central_differences(lambda x: fn(x, *args[1:]), args[0])
+        np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)

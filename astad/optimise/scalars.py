@@ -217,6 +217,9 @@ def _forward(loop: Loop, taken: set[str], residuals: set[str]) -> FastLoop:
             fast.tapes[v.name] = _name(f"{v.name}_tape", taken - {own})
     taken |= set(fast.lists.values()) | set(fast.tapes.values())
     _demote(loop.body, loop.carried, fast, getitems=True)
+    if loop.index is None and any(p.name in fast.demoted and isinstance(a.type, Num) and a.type.py
+                                  for p, a in zip(loop.carried, loop.init)):
+        raise _Refused  # a while loop that may run no iteration leaves its Python number (codegen's _out)
     return fast
 
 
