@@ -157,9 +157,9 @@ class LoopPrinting:
             self.lines.append(cst.While(test=cst.Name(rhs.carried[-1].name), body=body, leading_lines=leading))
         else:
             self.lines.append(cst.For(target=target, iter=iterable, body=body, leading_lines=leading))
-        for t, p in zip(b.targets, params):
+        for t, p, a in zip(b.targets, params, rhs.init):
             if self.uses[t.name]:  # a loop result nothing reads is not copied out
-                self.assign((t,), self._out(p), None)  # type: ignore[attr-defined]
+                self.assign((t,), self._out(p, a, rhs), None)  # type: ignore[attr-defined]
 
     def _column(self, v: Var) -> cst.BaseExpression:
         """What a backward loop on the fast path reads ``v`` from, in reverse: its tape list (as numpy
@@ -171,15 +171,24 @@ class LoopPrinting:
         tape = cst.Name(fast.tapes[v.name])
         return px.call("np.array", [tape]) if v.name in fast.numpy else tape
 
-    def _out(self, p: Var) -> cst.BaseExpression:
+    def _out(self, p: Var, init: Atom, rhs: Loop | LoopBack) -> cst.BaseExpression:
         """A loop variable's value after the loop: a list of cotangents as an array, a Python float
-        where the array path has a numpy scalar as one again."""
+        where the array path has a numpy scalar as one again; a Python number it starts from, where the
+        loop may run no iteration, is the array path's value then (``acc = 0.0; for i in range(n): acc =
+        acc + x[i]``: ``y / acc`` raises ZeroDivisionError at n = 0, and ``acc ** 0.5`` is Python's)."""
         fast = self.fast
         if fast is not None and p.name in fast.accumulators:
             return px.call("np.array", [cst.Name(p.name)])
         if fast is not None and p.name in fast.demoted and isinstance(p.type, Num) and p.type.shape == () \
                 and p.type.dtype in ("float64", "bool"):
-            return px.call(f"np.{p.type.dtype}" if p.type.dtype == "float64" else "np.bool_", [cst.Name(p.name)])
+            out = px.call(f"np.{p.type.dtype}" if p.type.dtype == "float64" else "np.bool_", [cst.Name(p.name)])
+            if isinstance(rhs, Loop) and rhs.index is not None and isinstance(init.type, Num) and init.type.py \
+                    and not trip_count(rhs):
+                bounds = [self.atom(a) for a in rhs.bounds]  # type: ignore[attr-defined]
+                ran = px.compare(">", bounds[0], px.literal(0)) if len(bounds) == 1 else \
+                    px.call("len", [px.call("range", bounds)])
+                return cst.IfExp(test=ran, body=out, orelse=cst.Name(p.name))
+            return out
         return cst.Name(p.name)
 
     def fast_prim(self, b: Bind, rhs: Prim) -> bool:

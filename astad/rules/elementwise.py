@@ -130,7 +130,8 @@ def _pow_partials(b, p, out):
 
         def times(m, v):
             scaled = m.prim("mul", v, y)  # the scalar factor first: v is often a broadcast scalar
-            return m.prim("mul", scaled, x if n == 2 else m.prim(_pow_op(p, n < 1), x, m.const(n - 1)))
+            d = x if n == 2 else m.prim(_pow_op(p, n < 1), x, m.const(n - 1))
+            return m.prim("mul", scaled, zero_where_zero(m, v, d) if 0 < n < 1 else d)  # (inf at x = 0: guarded)
 
         return [Partial(times), None]
     # d(x ** y)/dx = y * x ** (y - 1), and 0 where y == 0 (x ** 0 is 1 for every x; at x = 0, 0 * 0 ** -1 is nan):
@@ -154,6 +155,20 @@ def _zero_stays_zero(d: Atom, where: Atom | None = None) -> Partial:
         return m.prim("mul", v, m.prim("select", used if where is None else m.prim("and_", where, used), d, branch=True))
 
     return Partial(times)
+
+
+def zero_where_zero(b: Any, v: Atom, d: Atom) -> Atom:
+    """The partial ``d``, 0 where the tangent (or cotangent) ``v`` it multiplies is 0: ``v * zero_where_zero(v, d)``
+    is ``v * d``, and 0 where ``v`` is 0 though ``d`` is infinite (``sqrt`` and ``x ** 0.5`` at 0, ``arcsin`` and
+    ``arccos`` at ±1, whose values are finite there): a zero tangent contributes nothing (the convention of JAX's
+    ``_safe_mul`` before jax-ml/jax#2447); a nonzero one meets the infinite partial, a nan stays nan."""
+    vt, dt = v.type, d.type
+    scalar = {"scalar": dt.dtype} if type(vt) is Num and type(dt) is Num and not vt.shape and not dt.shape else {}
+    return b.prim("select", b.prim("ne", v, b.const(0.0)), d, branch=True, **scalar)
+
+
+def _sqrt_times(b: Any, v: Atom, x: Atom, out: Var) -> Atom:
+    return b.prim("mul", v, zero_where_zero(b, v, b.prim("div", b.const(0.5), out)))  # (inf at 0: guarded)
 
 
 def _pow_op(p: Prim, negative_exponent: bool) -> str:
@@ -322,7 +337,7 @@ register(
     unary_entry("cos", np.cos, lambda b, x, out: b.prim("neg", b.prim("sin", x))),
     unary_entry("tan", np.tan, lambda b, x, out: b.prim("add", b.const(1.0), b.prim("mul", out, out))),
     unary_entry("tanh", np.tanh, lambda b, x, out: b.prim("sub", b.const(1.0), b.prim("mul", out, out))),
-    unary_entry("sqrt", np.sqrt, lambda b, x, out: b.prim("div", b.const(0.5), out)),
+    Primitive("sqrt", np.sqrt, elementwise(np.sqrt), emit.np_call("sqrt"), zero_in=(0,), kind=RULE, **scale(_sqrt_times)),
     unary_entry("abs", np.abs, lambda b, x, out: b.prim("sign", x)),
     *(unary_entry(name, getattr(np, name), None) for name in ("sign", "floor", "ceil", "trunc", "rint")),
 )
