@@ -107,7 +107,9 @@ class LowererCore:
         """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
         params = params or {}
         try:
-            t = _TABLE[op].infer(list(map(_TYPE, args)), params)  # (rules.infer; map: no frame of a comprehension)
+            n = len(args)  # (the types listed by hand where there are one or two: a third of the time of list(map(...)))
+            t = _TABLE[op].infer([args[0].type, args[1].type] if n == 2 else [args[0].type] if n == 1 else
+                                 list(map(_TYPE, args)), params)  # (rules.infer; map: no frame of a comprehension)
         except rules.ShapeError as e:
             empty = any(isinstance(a.type, ListT) and a.type.elem is None for a in args)
             raise self.type_error(f"{_describe(op)}: {e}", hint=e.hint or (

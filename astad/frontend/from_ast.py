@@ -84,6 +84,7 @@ class _Reader(Expressions):
 
     def __init__(self, source: str, shift: int = 0) -> None:
         self.text = Text(source, shift)
+        self.joins = ";" in source or "\\" in source  # (else no simple statement shares its line with the next)
         self.starts = Starts()
         self.names: set[str] = set()
         self.called: set[str] = set()
@@ -100,7 +101,7 @@ class _Reader(Expressions):
     def _statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
         out: list[cst.BaseStatement] = []
         line: list[Any] = []
-        text, starts = self.text, self.starts
+        text, starts, joins = self.text, self.starts, self.joins
         last = len(stmts) - 1
         for i, st in enumerate(stmts):
             cls = type(st)
@@ -111,7 +112,7 @@ class _Reader(Expressions):
                 out.append(make(self, st))
                 continue
             line.append(make(self, st))
-            if i < last and type(stmts[i + 1]) in _SIMPLE and _MAY_JOIN.search(text.lines[st.end_lineno - 1]):
+            if joins and i < last and type(stmts[i + 1]) in _SIMPLE and _MAY_JOIN.search(text.lines[st.end_lineno - 1]):
                 end = text.end(st)
                 if text.lines[end[0] - 1][end[1]:].lstrip(" \t\f").startswith((";", "\\")):
                     semi = text.next(end)
