@@ -399,8 +399,11 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
 
 def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:
     """``name_cotangents(fold(backward, env=env))``."""
-    if kinds(backward).isdisjoint(("If", "Loop", "LoopBack", "Lam")):
-        return fold_named(backward, env)
+    found = kinds(backward)
+    if found.isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+        # (``name_cotangents`` renames only where a copy names a temporary, and the fold makes no copy: of a block
+        # without one, the fold's output is its own; no names watched in the walk)
+        return fold_named(backward, env) if "Copy" in found else fold(backward, env=env)
     return name_cotangents(fold(backward, env=env))
 
 
