@@ -43,7 +43,8 @@ import programs  # noqa: E402
 #: the switches of the work left out (module, attribute)
 SWITCHES = [(dce_module, "SKIP_FORWARD"), (simplify, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS"),
             (arrays, "REMEMBER_KINDS"), (cotangent_signs, "REMEMBER_READS"),
-            (dce_module, "REMEMBER_OPS")]
+            (dce_module, "REMEMBER_OPS"), (simplify, "REMEMBER_KINDS"),
+            (arrays, "REMEMBER_OPS")]
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
 

@@ -41,6 +41,9 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
 #: whether ``sink_broadcasts`` remembers the kinds of the block it makes (tests turn it off)
 REMEMBER_KINDS = True
 
+#: whether ``outer_sums`` remembers the ``ops_of`` of the block it makes without nested blocks (tests turn it off)
+REMEMBER_OPS = True
+
 
 def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     """:func:`sink_broadcasts` in the forward block (forward mode: a tangent that is a
@@ -168,6 +171,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     reads = known_binding_reads(block)
     result = block.result.name if isinstance(block.result, Var) else None
     binds: list[Bind] = []
+    made_ops: list[str] = []  # what each binding of ``binds`` is made of (``ops_of``), where the block is flat
     summed: set[str] = set()  # the outer products made one matrix product
     replaced: list[Bind] = []  # the sums made a matrix product, and the outer products they read
     made_here: list[Bind] = []  # the bindings made for them
@@ -175,6 +179,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     done = 0  # (the bindings before this were copied)
     for at in positions(ops, OTHER_KINDS):  # (the bindings of primitives, the most common, copied as they are: no sum)
         binds.extend(all_binds[done:at])
+        made_ops.extend(ops[done:at])
         done = at + 1
         b = all_binds[at]
         rhs = b.rhs
@@ -186,6 +191,7 @@ def outer_sums(block: Block, namer: Namer) -> Block:
                 and reads[a.name] + (a.name == result) == 1] if isinstance(rhs, Plus) else []  # (``use_counts`` 1)
         if len(mine) < _OUTER_SUM_MIN:
             binds.append(b)
+            made_ops.append(ops[at])
             continue
         found = [outers[a.name].rhs for a in mine]
         taken = {a.name for a in mine}
@@ -204,10 +210,13 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         ut = Var(namer.temp(), rules.infer("transpose", [made[0].type], {}))
         binds.append(Bind((ut,), Prim("transpose", (made[0],)), b.loc))
         binds.append(Bind((target,), Prim("matmul", (ut, made[1])), b.loc))
+        made_ops.extend(("stack", "stack", "transpose", "matmul"))
         if others:  # the other terms (a function's cotangents of the weight: astad.ad.calls) added to the product
             binds.append(Bind(b.targets, Plus((*others, target)), b.loc))
+            made_ops.append("Plus")
         made_here.extend(binds[first:])
     binds.extend(all_binds[done:])
+    made_ops.extend(ops[done:])
     if not summed:
         return same_or_new(block, binds)
     # (the outer products summed left out: each kept as it was, found by its identity; none made here is one)
@@ -217,6 +226,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         keep[where[id(outers[name])]] = False
     out = Block(tuple(compress(binds, keep)), block.result)
     if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
+        if REMEMBER_OPS:  # (and what each is made of, as ``ops_of`` would find it: ``shared_products`` asks)
+            out.__dict__.setdefault("_ops", list(compress(made_ops, keep)))
         reads = binding_reads(block)
         lowered = flat_reads(replaced)
         reads.subtract(lowered)

@@ -111,10 +111,11 @@ def _remember_names(block: Block, live: set[str], named: list[str] | None, bound
     """``names.program_names`` of a block ``_dce_reads`` kept, without nested blocks, from what
     it found: what the kept bindings and the result read (``live``), the names of their targets
     (``bound``) and of the constants read; remembered on the block as ``names._block_names`` would
-    (then a pass asking for a new name does not walk the block for them)."""
+    (then a pass asking for a new name does not walk the block for them).  ``live`` is
+    ``_dce_reads``'s own set, which its caller reads no more: the names are added to it, not to a copy."""
     if named is None or "_program_names" in block.__dict__:
         return
-    found = set(live)
+    found = live
     found.update(bound)
     found.update(named)
     r = block.result

@@ -30,7 +30,7 @@ from ..blocks import same_or_new
 from ..rules import is_advanced
 from ..ir import (Atom, Bind, Block, Loop, LoopBack, Num, Prim, ReverseProgram, Var, bound_set, kinds, nested_blocks,
                   read_set, substitute, vars_of)
-from ..ir.walk import outside_reads
+from ..ir.walk import ops_of, outside_reads, positions
 from ..names import Namer
 
 #: elementwise operations that cost one pass over memory (no transcendental function)
@@ -85,12 +85,15 @@ def _defs(block: Block) -> dict[str, Bind]:
 def _any_candidate(block: Block) -> bool:
     """Whether ``_candidates(_defs(block), _defs(block).keys())`` has a name, without making them:
     ``_big`` asked once per type object (the passes share the objects: nearly every binding's is one
-    seen before; each is alive while the block is, so no two of them have the same ``id``)."""
+    seen before; each is alive while the block is, so no two of them have the same ``id``).  Only the bindings
+    of those operations looked at, found without a Python loop over every binding (``ops_of``, which ``dce``
+    remembers on the blocks it makes)."""
     big: dict[int, bool] = {}
-    for b in block.binds:
-        rhs = b.rhs
-        if type(rhs) is Prim and rhs.op in CHEAP and len(b.targets) == 1:
-            t = b.targets[0]
+    binds = block.binds
+    for at in positions(ops_of(block), CHEAP):  # (a primitive's op; the others' class names are none of these)
+        targets = binds[at].targets
+        if len(targets) == 1:
+            t = targets[0]
             known = big.get(id(t.type))
             if known is None:
                 known = big[id(t.type)] = _big(t)

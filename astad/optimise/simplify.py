@@ -214,6 +214,7 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
     # target is known (a copy naming it may come), not made and then made again
     renamed_at: dict[int, Prim] = {}
     table = rules.TABLE
+    forgotten = 0  # (forget) the bindings of ``dup`` and ``drop`` left out
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # (what ``substitute`` makes, without a call)
@@ -277,6 +278,7 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
             var = env.get(rhs.var.name, rhs.var)  # (``forget_forward``'s rule below, without ``substitute``'s call)
             for t in b.targets:
                 env[t.name] = var
+            forgotten += 1
             continue
         else:
             rhs = substitute(rhs, env)
@@ -303,8 +305,10 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
         if forget and type(rhs) is Dup:
             for t in b.targets:
                 env[t.name] = rhs.var
+            forgotten += 1
             continue
         if forget and type(rhs) is Drop:
+            forgotten += 1
             continue
         new = _fold_one(b, rhs, tuples, env, keep_copies, block.result, made_zero, renamed, keep)
         if new is not None:
@@ -325,7 +329,26 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
     for at, rhs in renamed_at.items():  # (the renamed primitives no copy named)
         old = out[at]
         out[at] = Bind(old.targets, rhs, old.loc)
-    return same_or_new(block, out, result)
+    folded = same_or_new(block, out, result)
+    known = block.__dict__.get("_kinds")
+    if folded is not block and known is not None and REMEMBER_KINDS and len(out) + forgotten == len(block.binds) \
+            and known.isdisjoint(_KINDS_CHANGED):
+        # (of a block without nested blocks, each binding the fold keeps is made again, if at all, of what it was
+        # made of (a renamed primitive has its op, a sum stays a sum): where it left out none but ``dup`` and
+        # ``drop`` (every one of them, with ``forget``), the new block is made of what the old one is, less those.
+        # Remembered as ``kinds`` would find it, without a walk: ``sink_broadcasts`` and ``hoist_invariants`` ask)
+        folded.__dict__.setdefault("_kinds", known - _FORGOTTEN if forget else known)
+    return folded
+
+
+#: whether ``_fold`` remembers the kinds of a block it made where it can tell them (tests turn it off)
+REMEMBER_KINDS = True
+
+#: the kinds of the bindings ``_fold`` may make again of something else (``or_zeros_like``) or with blocks inside
+_KINDS_CHANGED = frozenset({"or_zeros_like", "If", "Loop", "LoopBack", "Lam"})
+
+#: the kinds ``_fold`` leaves out with ``forget``
+_FORGOTTEN = frozenset({"Dup", "Drop"})
 
 
 def fold_forward(prog: ReverseProgram) -> ReverseProgram:
@@ -399,8 +422,11 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
 
 def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:
     """``name_cotangents(fold(backward, env=env))``."""
-    if kinds(backward).isdisjoint(("If", "Loop", "LoopBack", "Lam")):
-        return fold_named(backward, env)
+    found = kinds(backward)
+    if found.isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+        # (``name_cotangents`` renames only where a copy names a temporary, and the fold makes no copy: of a block
+        # without one, the fold's output is its own; no names watched in the walk)
+        return fold_named(backward, env) if "Copy" in found else fold(backward, env=env)
     return name_cotangents(fold(backward, env=env))
 
 
