@@ -214,7 +214,7 @@ def test_non_ascii_names_are_freed_as_ascii_ones(monkeypatch):
 @given(st.text(st.characters(max_codepoint=127), max_size=40))
 def test_ascii_patterns_match_as_the_unicode_ones(text):
     """On ASCII text, the patterns release.py uses there find what its Unicode patterns find."""
-    assert release._NAME_ASCII.findall(text) == release._NAME.findall(text)
+    assert release._WORD_ASCII.findall(text) == release._WORD.findall(text)
     for line in (text, "    " + text, "    x, y2 = " + text, "    _a += " + text):
         ascii_match, unicode_match = release._BIND_ASCII.fullmatch(line), release._BIND.fullmatch(line)
         assert (ascii_match and ascii_match.groups()) == (unicode_match and unicode_match.groups())
@@ -248,3 +248,21 @@ def test_string_over_lines_is_a_line_with_one_or_three_triple_quotes(text):
     q0, q1 = '"' * 3, "'" * 3
     want = any(line.count(q0) + line.count(q1) not in (0, 2) for line in body)
     assert release._string_over_lines(body, text) == want
+
+
+_WORD_PIECES = st.sampled_from(["a1e5", "a", "b2", "_c", "1", "1e5", "0x1f", "12_3", "2.5e-3", ".", " ", "\n", "(", "#",
+                                '"', "é", "β2"])
+
+
+@given(st.lists(_WORD_PIECES, max_size=30).map("".join), st.lists(st.integers(0, 60), max_size=6))
+def test_last_mentions_of_words_as_found_one_by_one(text, cuts):
+    """release._last_mentions of ASCII text (split at the characters not in words) gives each word the
+    last group of the text that _WORD finds it in (groups beginning and ending between words)."""
+    bounds = sorted({0, len(text), *(c for c in cuts if c < len(text) and not (text[c].isalnum() or text[c] == "_"))})
+    groups = list(zip(bounds, bounds[1:]))
+    want: dict[str, int] = {}
+    for g, (start, end) in enumerate(groups):
+        want.update(dict.fromkeys(release._WORD.findall(text[start:end]), g))
+    assert release._last_mentions(text, groups, False) == want
+    if text.isascii():
+        assert release._last_mentions(text, groups, True) == want

@@ -109,6 +109,26 @@ def test_nothing_freed_found_early_as_by_groups(monkeypatch_module, text):
         release._read_at_end = found_early
 
 
+def _flattened(text):
+    """``text`` without its nested lines and clauses (a function of them: a flat body, release._flat_body's)."""
+    return "\n".join(line for line in text.split("\n") if not line.startswith(("     ", *_CLAUSES)))
+
+
+@settings(max_examples=fuzz_examples(40), deadline=None)
+@given(modules())
+def test_flat_bodies_as_line_by_line(monkeypatch_module, text):
+    """A flat function body (its lines statements of one line and comments) is released on its text, its
+    lines not split (release._flat_body): as releasing it line by line does, with groups of MAX_GROUP too."""
+    for module in (text, _flattened(text)):
+        got = release.released(module)
+        flat = release._flat_body
+        release._flat_body = lambda *args: None
+        try:
+            assert release.released(module) == got
+        finally:
+            release._flat_body = flat
+
+
 @pytest.fixture(scope="module")
 def monkeypatch_module():
     old = release.MIN_NAMES, release.MAX_GROUP

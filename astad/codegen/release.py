@@ -13,10 +13,11 @@ frees what they are done with.  Every name keeps its meaning
 (forward mode's :mod:`.reuse` gives temporaries' names to new values instead; a
 cotangent's name says whose cotangent it is).
 
-Done on the generated text (a name's last mention is found by a regular
-expression, where libcst's visitors would take a second for a 500-statement
+Done on the generated text (a name's last mention is found as a word of it,
+``\w+``, where libcst's visitors would take a second for a 500-statement
 function): a mention anywhere in a statement counts, in a string or after a dot
-too, so a name is at worst freed later than it could be, never before a read.
+too, so a name is at worst freed later than it could be, never before a read (a
+word is a name, a keyword or a number: ``1e5`` does not mention ``e5``).
 Only names a top-level ``name = ...`` (or ``a, b = ...``) binds are freed, after
 the top-level statement (a loop, an ``if``) that mentions them last; not the
 residuals unpacked from their tuple (it keeps them), not in the group that
@@ -43,10 +44,10 @@ _INDENT = "    "
 #: the lines that go on a compound statement at its own indentation
 _CLAUSES = ("    else:", "    elif ", "    except", "    finally:")
 _BIND = re.compile(r"    ([^\W\d]\w*(?:, [^\W\d]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)")
-_NAME = re.compile(r"[^\W\d]\w*")  # an identifier (or a word in a string)
-#: the same two, for ASCII text (the same matches there, found a third faster)
+_WORD = re.compile(r"\w+")  # a name, a keyword, a number (or a word in a string)
+#: the same two, for ASCII text (the same matches there, found faster)
 _BIND_ASCII = re.compile(r"    ([A-Za-z_]\w*(?:, [A-Za-z_]\w*)*) (?:[-+*/@%|&^]|//|\*\*)?= (.*)", re.ASCII)
-_NAME_ASCII = re.compile(r"[A-Za-z_]\w*", re.ASCII)
+_WORD_ASCII = re.compile(r"\w+", re.ASCII)
 #: the targets of the top-level bindings of a text of several lines (``_BIND``'s, line by line), but of
 #: the residuals unpacked from their tuple (``... = residuals``); searched in ``"\n" + text``: the newline
 #: ahead of each line a literal the regular expression engine looks for fast (rather than ``^``)
@@ -75,10 +76,13 @@ def released(code: str) -> str:
         if end < start:
             continue
         text = code[start:end]
-        body = text.split("\n")
-        lines = _function_body(body, ascii_only, text)
-        if lines is not body:
-            out += (code[copied:start], "\n".join(lines))
+        new = _flat_body(text, ascii_only)
+        if new is None:  # (statements over several lines: grouped line by line)
+            body = text.split("\n")
+            lines = _function_body(body, ascii_only, text)
+            new = text if lines is body else "\n".join(lines)
+        if new is not text:
+            out += (code[copied:start], new)
             copied = end
     out.append(code[copied:])
     return "".join(out)
@@ -91,7 +95,7 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
         text = "\n".join(body)
     if _string_over_lines(body, text):
         return body  # (its lines are not statements)
-    findall, bindings = (_NAME_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_NAME.findall, _BINDS.findall)
+    findall, bindings = (_WORD_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_WORD.findall, _BINDS.findall)
     # the names bound at the top level, in the order of the statements binding them first (the top-level
     # statements' first lines are the only lines at the top level a binding matches: a statement's other
     # lines are deeper, comments, or clauses)
@@ -131,13 +135,12 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     if not groups:
         return body
     # the last group mentioning each name: the text of a group is its statements' lines, from its first
-    # statement's first line to its last one's last (between them: empty lines only), so one search
-    # of each group's text (in `text` itself, from the group's first character to its last: line k
+    # statement's first line to its last one's last (between them: empty lines only), so the words of
+    # each group's text (in `text` itself, from the group's first character to its last: line k
     # starts at the lengths of the lines before it, and their newlines)
     ends = list(itertools.accumulate(map(len, body)))  # line k ends at ends[k] + k
-    last: dict[str, int] = {}
-    for g, (first, end) in enumerate(groups):
-        last.update(dict.fromkeys(findall(text, ends[first] + first - len(body[first]), ends[end] + end), g))
+    last = _last_mentions(text, [(ends[first] + first - len(body[first]), ends[end] + end) for first, end in groups],
+                          ascii_only)
     freed: dict[int, list[str]] = {}
     for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
         g = last[name]
@@ -148,25 +151,118 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     for k in sorted(freed):  # the lines up to k, then k's `del` lines
         out += body[at:k]
         at = k
-        text = _INDENT + "del " + ", ".join(freed[k])
-        if len(text) <= MAX_WIDTH:  # (most: one line, as the loop below makes it where every name fits)
-            out.append(text)
-            continue
-        text = ""
-        for name in freed[k]:
-            if text and len(text) + 2 + len(name) > MAX_WIDTH:
-                out.append(text)
-                text = ""
-            text = text + ", " + name if text else _INDENT + "del " + name
-        if text:
-            out.append(text)
+        _del_lines(freed[k], out)
     out += body[at:]
     return out
 
 
-def _string_over_lines(body: list[str], text: str) -> bool:
-    """Whether a string in ``text`` (``body``'s lines) goes on over several lines: a line holds one
-    triple quote, or three.  (A quote is on one line: the lines' counts add up to the text's.)"""
+def _del_lines(names: list[str], out: list[str]) -> None:
+    """The ``del`` lines of ``names`` (each at most MAX_WIDTH long, unless one name is longer), onto ``out``."""
+    text = _INDENT + "del " + ", ".join(names)
+    if len(text) <= MAX_WIDTH:  # (most: one line, as the loop below makes it where every name fits)
+        out.append(text)
+        return
+    text = ""
+    for name in names:
+        if text and len(text) + 2 + len(name) > MAX_WIDTH:
+            out.append(text)
+            text = ""
+        text = text + ", " + name if text else _INDENT + "del " + name
+    if text:
+        out.append(text)
+
+
+def _flat_body(text: str, ascii_only: bool) -> str | None:
+    """:func:`_function_body` of a flat body (each line a top-level statement of one line, or a comment:
+    no nested, continued or empty line but at its end, no clause), on its text: the statements between
+    two comments one group (or a group of every MAX_GROUP), found without splitting the text into lines
+    (the body of a long straight-line function, the common case); None for another body."""
+    lean = text.rstrip("\n")
+    t = "\n" + lean
+    if "\n     " in t or "\n\n" in t or "\n    else:" in t or "\n    elif " in t or "\n    except" in t \
+            or "\n    finally:" in t:
+        return None
+    if _string_over_lines(None, text):
+        return text
+    findall, bindings = (_WORD_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_WORD.findall, _BINDS.findall)
+    found = bindings(t)
+    bound: dict[str, None] = dict.fromkeys(", ".join(found).split(", ")) if found else {}
+    if len(bound) < MIN_NAMES:
+        return text
+    if _read_at_end([t[t.rfind("\n") + 1:]], bound, findall):  # (its last line: the last statement, or a comment)
+        return text
+    # the groups: the lines after each comment (the text's pieces split at the comments, less the comment's
+    # own text), or MAX_GROUP of them at a time; (start, end) in `t`, each a newline ahead of each line
+    groups: list[tuple[int, int]] = []
+    pos = 0  # where the piece starts in t
+    for i, piece in enumerate(t.split("\n    #")):
+        at = piece.find("\n") if i else 0
+        stop = pos + len(piece)
+        pos = stop + 6
+        if at < 0 or not piece:
+            continue  # (no statement after this comment)
+        at += stop - len(piece)
+        if piece.count("\n") <= MAX_GROUP:  # (most: one group)
+            groups.append((at, stop))
+            continue
+        while at < stop:  # every MAX_GROUP lines
+            end = at
+            for _ in range(MAX_GROUP):
+                end = t.find("\n", end + 1, stop)
+                if end < 0:
+                    end = stop
+                    break
+            groups.append((at, end))
+            at = end
+    if not groups:
+        return text
+    last = _last_mentions(t, groups, ascii_only)  # a name -> the last group mentioning it
+    freed: list[list[str]] = [[] for _ in groups]
+    for name in bound:  # (in the order of the statements binding them: `bound` was filled in that order)
+        freed[last[name]].append(name)
+    if groups[-1][1] == len(t):  # the group at the end: the one the function returns in, nothing freed there
+        freed.pop()
+    out: list[str] = []
+    at = 0
+    for (_, end), names in zip(groups, freed):
+        if names:
+            lines: list[str] = []
+            _del_lines(names, lines)
+            out += (t[at:end], "\n", "\n".join(lines))
+            at = end
+    if not out:
+        return text
+    out.append(t[at:])
+    return "".join(out)[1:] + text[len(lean):]
+
+
+#: each ASCII character that is not in a word (``\w``) -> a space
+_NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+
+
+def _last_mentions(text: str, groups: list[tuple[int, int]], ascii_only: bool) -> dict[str, int]:
+    """The words of ``text``'s groups (``(start, end)`` in it, beginning and ending between words), each
+    -> the last group mentioning it.  ASCII text is split at its characters not in words (``_WORD_ASCII``'s
+    words, found a third of the time a regular expression takes)."""
+    found: list[str] = []
+    where: list[int] = []
+    if ascii_only:
+        words = text.translate(_NOT_WORD)
+        for g, (start, end) in enumerate(groups):
+            got = words[start:end].split()
+            found += got
+            where += [g] * len(got)
+    else:
+        for g, (start, end) in enumerate(groups):
+            got = _WORD.findall(text, start, end)
+            found += got
+            where += [g] * len(got)
+    return dict(zip(found, where))  # (each word's value: its last occurrence's)
+
+
+def _string_over_lines(body: list[str] | None, text: str) -> bool:
+    """Whether a string in ``text`` (``body``'s lines, split here where None) goes on over several lines: a
+    line holds one triple quote, or three.  (A quote is on one line: the lines' counts add up to the text's.)"""
     double, single = text.count(_QUOTES[0]), text.count(_QUOTES[1])
     if not double + single:
         return False
@@ -175,7 +271,7 @@ def _string_over_lines(body: list[str], text: str) -> bool:
         if "\n" not in text[first:text.rfind(_QUOTES[0])]:
             return False
     return any(line.count(_QUOTES[0]) + line.count(_QUOTES[1]) not in (0, 2)
-               for line in body if _QUOTES[0] in line or _QUOTES[1] in line)
+               for line in (text.split("\n") if body is None else body) if _QUOTES[0] in line or _QUOTES[1] in line)
 
 
 def _read_at_end(body: list[str], bound: dict[str, None], findall: Any) -> bool:

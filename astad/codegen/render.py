@@ -307,11 +307,9 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
             if cls is Line:  # (_node's, inlined for the most common lines; _text_line's, for a line alone)
                 leading = s.leading_lines
                 if not leading:
-                    tokens.append(indent + s.text)
-                    tokens.append(newline)
+                    tokens.append(f"{indent}{s.text}{newline}")
                 elif type(leading) is Comment:  # (_empty_line's, for its one line)
-                    tokens.append(indent + leading.comment + newline + indent + s.text)
-                    tokens.append(newline)
+                    tokens.append(f"{indent}{leading.comment}{newline}{indent}{s.text}{newline}")
                 else:
                     _text_line(s, st)
             elif cls is cst.SimpleStatementLine:
