@@ -440,3 +440,19 @@ def test_solve_of_float32_and_integers(dtypes):
         assert ct is None if arg.dtype.kind in "biu" else ct.dtype == arg.dtype
     tangents = tuple(np.ones_like(arg) if arg.dtype.kind == "f" else None for arg in (a, b))
     assert astad.jvp(solve_mixed, (a, b), tangents)[1].dtype == want.dtype
+
+
+# -- np.linalg.matrix_power(a, 0) -------------------------------------------------------------------------
+# numpy's a ** 0 is the identity of a's dtype; astad's was always float64 (np.eye(n)).
+
+def matrix_power_zero(x, a):
+    return x * 2.0, np.linalg.matrix_power(a, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.bool_, np.float64])
+def test_matrix_power_zero_has_the_dtype_of_a(dtype):
+    x, a = np.array([0.5]), np.array([[1, 2], [0, 1]]).astype(dtype)
+    want = matrix_power_zero(x, a)[1]
+    got = astad.vjp(matrix_power_zero, x, a)[0][1]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

@@ -142,7 +142,8 @@ def _lower_matrix_power(lw: Lowerer, b: dict, node: cst.Call) -> Value:
         if len(shape) != 2 or shape[0] is None:
             raise lw.type_error("np.linalg.matrix_power(a, 0) is supported for one matrix of known size", node,
                                 "np.eye(n)")
-        return lw.emit("eye", [_int(shape[0])])
+        dtype = a.type.dtype  # type: ignore[union-attr]
+        return lw.emit("eye", [_int(shape[0])], {"dtype": dtype} if dtype != "float64" else None)  # (numpy: of a's dtype)
     base = lw.emit("inv", [a]) if n < 0 else a
     result, n = None, abs(n)
     while n:
