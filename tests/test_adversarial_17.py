@@ -367,6 +367,36 @@ def loop_pow_range2(x, m, n):
     return (acc - 1.0) ** 0.5 + x[0]
 
 
+def join_div_numpy_numerator(x, flag):
+    v = x[2] * 0.0 if flag else float(x[0]) * 0.0
+    return (x[1] + 1.0) / v + np.sin(v)
+
+
+def join_mod_numpy(x, flag):
+    v = float(x[0]) if flag else x[0]
+    return x[2] % v + x[2] // (v + 0.5) + v % 1.5
+
+
+def join_math_log(x, flag):
+    v = float(x[0]) if flag else x[0]
+    return math.log(v + 1.0) + np.log(v) * 0.0
+
+
+def max_pick(x):
+    v = max(x[0], 0.25) - 1.0
+    return v ** 0.5 + x[1]
+
+
+def row_sums(x):
+    v = sum(x[x > 10.0]) * 1.5 - 1.0
+    return abs(v) ** 0.5 + v / (v + 1.0)
+
+
+def join_numpy_then_pow(x, flag):
+    v = float(x[0]) if flag else x[1]
+    return np.sin(v) ** 0.5 + np.float64(v) ** 0.5
+
+
 _ZERO, _NEG, _POS = np.array([0.0, 0.0, 1.0]), np.array([-4.0, -9.0, 1.0]), np.array([4.0, 9.0, 1.0])
 _X = np.array([0.0, 2.0, 1.0])
 _JOINS = [(join_pow, (_NEG, True)), (join_pow, (_NEG, False)), (join_pow, (_POS, True)),
@@ -378,7 +408,12 @@ _JOINS = [(join_pow, (_NEG, True)), (join_pow, (_NEG, False)), (join_pow, (_POS,
           (join_math_sqrt, (_NEG, False)), (join_np_sqrt, (_NEG, True)), (join_np_sqrt, (_POS, False)),
           (join_mod, (_ZERO, 2.0, True)), (join_mod, (_ZERO, 2.0, False)), (while_div, (_X, 2.0, 0)),
           (while_div, (_X, 2.0, 1)), (while_div, (_X, 2.0, 3)), (while_pow, (_X, 0)), (while_pow, (_X, 2)),
-          (loop_pow_range2, (_X, 2, 1)), (loop_pow_range2, (_X, 0, 2)), (loop_pow_range2, (-_X, 0, 3))]
+          (loop_pow_range2, (_X, 2, 1)), (loop_pow_range2, (_X, 0, 2)), (loop_pow_range2, (-_X, 0, 3)),
+          (join_div_numpy_numerator, (_ZERO, True)), (join_div_numpy_numerator, (_ZERO, False)),
+          (join_mod_numpy, (_ZERO, True)), (join_mod_numpy, (_ZERO, False)), (join_mod_numpy, (_POS, True)),
+          (join_math_log, (_ZERO, True)), (join_math_log, (_ZERO, False)), (join_math_log, (_NEG, True)),
+          (max_pick, (_NEG,)), (max_pick, (_POS,)), (row_sums, (_POS,)), (row_sums, (_POS * 10.0 + 1.0,)),
+          (join_numpy_then_pow, (_NEG, True)), (join_numpy_then_pow, (_NEG, False)), (join_numpy_then_pow, (_POS, True))]
 
 
 def _outcome(thunk):
@@ -416,3 +451,24 @@ def test_a_join_of_a_python_float_and_a_numpy_float_matches_python_or_is_refused
         g = _quiet(lambda: astad.grad(fn, argnums=0)(*args))
         fd = central_differences(lambda x: fn(x, *args[1:]), args[0])
         np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_the_type_says_a_numpy_scalar_may_be_a_python_number():
+    """``Num.weak``: set by a join of a Python float and an np.float64, by ``max``/``min`` of them and by a sum that
+    may be its Python start; kept by what Python numbers make of it (``* 2.0``, ``abs``, ``- 1``), dropped by numpy's
+    functions and ``np.float64(...)`` (a numpy scalar whatever it reads).  The power rule asks it: a numpy float's
+    power needs no run-time test (``np.float64(v) ** 0.5``, ``np.sin(v) ** 0.5``), a weak one's does."""
+    from astad import rules
+    from astad.ir import ListT, Num
+    weak, f64, py = Num((), "float64", weak=True), Num((), "float64"), Num((), "float64", py=True)
+    assert rules.infer("mul", [weak, py], {}).weak and rules.infer("sub", [py, weak], {}).weak
+    assert rules.infer("py_abs", [weak], {}).weak and rules.infer("neg", [weak], {}).weak
+    assert not rules.infer("sin", [weak], {}).weak and not rules.infer("mul", [weak, f64], {}).weak
+    assert not rules.infer("mul", [f64, py], {}).weak
+    assert rules.infer("py_max", [f64, py], {}).weak and not rules.infer("py_max", [f64, f64], {}).weak
+    assert rules.infer("py_sum_rows", [Num((None,), "float64")], {}).weak
+    assert not rules.infer("py_sum_rows", [Num((3,), "float64")], {}).weak  # (three rows: never the start alone)
+    assert rules.infer("py_sum", [ListT(f64)], {}).weak
+    source = astad.reverse(join_numpy_then_pow).source_for(_POS, True)
+    assert "complex_power(" not in source
+    assert "complex_power(" in astad.reverse(join_pow).source_for(_POS, True)

@@ -167,7 +167,9 @@ class Conditionals(LowererCore):
                 dtype = np.result_type(a.dtype, b.dtype).name
                 narrow = next((t for t in (a, b) if not t.py and t.dtype != dtype), None)
                 if narrow is None:
-                    return Num(a.shape, dtype, a.py and b.py, a.value if a.value == b.value else None)
+                    py = a.py and b.py
+                    weak = not py and not a.shape and (a.py or b.py or a.weak or b.weak)  # either, when it runs
+                    return Num(a.shape, dtype, py, a.value if a.value == b.value else None, weak)
                 # a numpy value of one dtype on one path, a wider one (or a Python scalar) on the other:
                 # numpy computes with each at its own precision afterwards, so no one type is both
                 raise self._dtype_join_error(name, a, b, narrow, loop)

@@ -303,10 +303,10 @@ def _may_be_complex(args: list[Atom]) -> bool:
     an integer, a base not known to be >= 0 (``x ** 2.0``, ``2.0 ** x`` and a numpy float's power are real)."""
     base, exponent = args
     bt, et = base.type, exponent.type
-    # a numpy float scalar's type may hold a Python number when the code runs (``sum(x[mask])`` of no elements is
-    # the int 0; an ``if`` joining a Python float and an np.float64): its power is tested too
-    if not (type(bt) is Num and (bt.py and bt.dtype != "bool" or not bt.shape and bt.dtype == "float64")
-            and type(et) is Num and et.py and et.dtype == "float64"):
+    # a numpy scalar's type that may hold a Python number when the code runs (``weak``: ``sum(x[mask])`` of no
+    # elements is the int 0; an ``if`` joining a Python float and an np.float64): its power is tested too
+    if not (type(bt) is Num and (bt.py and bt.dtype != "bool" or bt.weak) and type(et) is Num and et.py
+            and et.dtype == "float64"):
         return False
     if type(exponent) is Const and float(exponent.value).is_integer():
         return False

@@ -60,13 +60,17 @@ class Num:
     scalars and arrays); integer and boolean ones are discrete.  ``py`` marks a
     Python scalar (``float``/``int``/``bool``) rather than a numpy value; it
     matters for numpy's promotion rules (Python scalars are "weak").  ``value``
-    is a statically known value of a discrete scalar (used for shapes).
+    is a statically known value of a discrete scalar (used for shapes).  ``weak`` marks a numpy scalar's type
+    that may hold a Python number when the code runs (a join of a Python float and an np.float64 by an
+    ``if`` or a loop, ``sum(x[mask])`` of no elements, ``max(x64[0], 0.25)``, and what Python numbers make
+    of those): what relies on numpy's semantics (``x ** 0.5`` of a negative ``x`` is nan, not complex) asks it.
     """
 
     shape: tuple[Dim, ...]
     dtype: str
     py: bool = False
     value: Any = None
+    weak: bool = False
 
     @property
     def ndim(self) -> int:

@@ -92,7 +92,7 @@ def _py_sum_infer(ts: list[Type], params: dict) -> Type:
     out = _add_infer([start, e], {})
     if num(out).shape != e.shape:
         raise ShapeError(f"sum of a list of {e} with a start of {start}: the start broadcasts the elements")
-    return _add_infer([out, e], {})
+    return _start_if_empty(_add_infer([out, e], {}), start, list_t(ts[0]).length)
 
 
 def _emit_py_sum(a: list[Expr], ps: dict) -> Expr:
@@ -110,7 +110,16 @@ def _py_sum_rows_infer(ts: list[Type], params: dict) -> Type:
     out = _add_infer([start, row], {})
     if num(out).shape != row.shape:
         raise ShapeError(f"sum of the rows of {x} with a start of {start}: the start broadcasts the rows")
-    return _add_infer([out, row], {})
+    return _start_if_empty(_add_infer([out, row], {}), start, x.shape[0])
+
+
+def _start_if_empty(out: Type, start: Type, length: int | None) -> Type:
+    """A numpy scalar sum that is its Python start where there is nothing to add (``sum(x[mask])`` of no
+    elements is the int 0): it may be a Python number when the code runs (``weak``)."""
+    o, s = num(out), num(start)
+    if not o.shape and not o.py and not o.weak and (s.py or s.weak) and not length:
+        return Num((), o.dtype, weak=True)
+    return out
 
 
 def _py_sum_rows_transpose(b, p, out, ct):

@@ -97,7 +97,8 @@ def _scalars(name: str):
                              f" is one of them as it is, so its dtype is known only when it runs",
                              f"operands of one dtype: np.{narrow.dtype}(...) of the other, or float(...) of the {narrow.dtype}"
                              if narrow.differentiable else f"operands of one dtype: float(...) of the {narrow.dtype}")
-        return Num((), dtype, py=all(x.py for x in xs))
+        py = all(x.py for x in xs)
+        return Num((), dtype, py=py, weak=not py and any(x.py or x.weak for x in xs))  # one of them as it is
 
     return infer
 

@@ -116,12 +116,14 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
                     value = _apply(impl, [_one(t) for t in ts], params)  # its value unknown: Python raises there)
                     result = _result_kind(value)[:2] + (None,)
             result = result if result is not None else _result_kind(value)
+            if not result[1] and any(t.weak for t in ts):  # type: ignore[union-attr]
+                result = result + (_weak_result(impl, ts, params),)
             if key is not None:
                 found[key] = result
         keep = all(isinstance(t, Num) and t.value is not None for t in ts)
-        dtype, py, value = result
+        dtype, py, value = result[:3]
         return Num(shape, dtype, py=True, value=value if keep and dtype != "float64" else None) if py \
-            else Num(shape, dtype)
+            else Num(shape, dtype, weak=len(result) > 3 and result[3])
 
     return infer
 
@@ -133,13 +135,26 @@ def _keyed(params: dict) -> tuple:
 
 
 def _kind(t: Type) -> Any:
-    """What of ``t`` numpy's result type depends on: the dtype, or a Python scalar's type and value."""
+    """What of ``t`` numpy's result type depends on: the dtype, or a Python scalar's type and value (and
+    whether a numpy scalar may be a Python number: ``weak``)."""
     if not isinstance(t, Num):
         raise not_a_number(t)
     if t.py and not t.shape:
         v = _sample(t)
         return type(v), v
-    return t.dtype
+    return (t.dtype, "weak") if t.weak else t.dtype
+
+
+def _weak_result(impl: Callable, ts: list[Type], params: dict) -> bool:
+    """Whether ``impl`` of the operands, those that may be Python numbers taken as Python numbers, may give
+    a Python number (``acc * 2.0``, ``abs(acc)``: still either; ``np.sin(acc)``: a numpy float64)."""
+    samples = [_sample(Num(t.shape, t.dtype, py=True)) if t.weak else _sample(t) for t in ts]  # type: ignore[union-attr]
+    with np.errstate(all="ignore"):
+        try:
+            value = _apply(impl, samples, params)
+        except (ArithmeticError, ValueError, ShapeError):
+            return True  # (what raises on Python numbers: they may be such; kept weak)
+    return _result_kind(value)[1]
 
 
 def _result_kind(value: Any) -> tuple[str, bool, Any]:
