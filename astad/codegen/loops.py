@@ -269,15 +269,15 @@ def _float(v: Var) -> bool:
 def taped_and_summed(block: Block, taped: set[str], pairs: dict[str, str]) -> None:
     """Into ``taped``, what the loops anywhere in ``block`` record on tapes; into ``pairs``, for each
     sum of two variables ``x + y`` anywhere in it, x -> y and y -> x (one walk for both)."""
-    for b in block.binds:
-        rhs = b.rhs
+    for rhs in [b.rhs for b in block.binds if type(b.rhs) is not Prim]:  # (most are primitives: none of these)
         cls = type(rhs)  # (no class of the IR has subclasses)
-        if cls is Prim:
-            continue
-        if cls is Plus and len(rhs.items) == 2 and all(type(a) is Var for a in rhs.items):  # type: ignore[union-attr]
-            x, y = rhs.items  # type: ignore[union-attr]
-            pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
-        elif cls is Loop:
+        if cls is Plus:
+            items = rhs.items  # type: ignore[union-attr]
+            if len(items) == 2 and type(items[0]) is Var and type(items[1]) is Var:
+                x, y = items
+                pairs[x.name], pairs[y.name] = y.name, x.name  # type: ignore[union-attr]
+            continue  # (no block inside)
+        if cls is Loop:
             taped.update(v.name for v in rhs.save)  # type: ignore[union-attr]
         for inner in nested_blocks(rhs):
             taped_and_summed(inner, taped, pairs)
