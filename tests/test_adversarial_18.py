@@ -7,6 +7,9 @@
 Oracles: the plain call (its branch taken) and central finite differences in float64.
 """
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 
@@ -64,3 +67,40 @@ def max_of_int_and_float(x, n):
 def test_isinstance_of_undecided_numbers_refused(fn, args):
     with pytest.raises(astad.AstadTypeError, match="isinstance of a Python number"):
         astad.grad(fn)(*args)
+
+
+# ---- 2. a zero tangent (or cotangent) that is computed, where the partial is infinite ------------------------
+# b872a66 gave 0 where a zero tangent (or cotangent) met an infinite partial (JAX's _safe_mul, which JAX removed
+# in jax-ml/jax#2447): right where the zero is structural (an input not varied), silently wrong where the chain rule
+# computed it, the other factor of an indeterminate 0 * inf: sqrt(x) ** 2 is x (derivative 1 at 0+, reverse mode's
+# cotangent of sqrt is 2 * sqrt(0) = 0), cbrt(x ** 3) is x (forward mode's tangent of x ** 3 is 3 * 0 ** 2 = 0),
+# (x * x) ** 0.25 is sqrt(|x|) (derivative infinite).  0 * inf = nan says so; a 0 there is a wrong derivative.
+
+def sqrt_squared(x):
+    return np.sqrt(x) ** 2
+
+
+def cbrt_of_cube(x):
+    return np.cbrt(x ** 3)
+
+
+def quarter_power_of_square(x):
+    return (x * x) ** 0.25
+
+
+def _not_a_silent_finite(d, right):
+    """``d`` is the derivative from the right ``right``, or nan: never another finite number."""
+    d = float(d)
+    assert math.isnan(d) or d == right, (d, right)
+
+
+@pytest.mark.parametrize("fn,right", [(sqrt_squared, 1.0), (cbrt_of_cube, 1.0), (quarter_power_of_square, math.inf)])
+@pytest.mark.parametrize("x", [0.0, np.float64(0.0)])
+def test_a_computed_zero_at_an_infinite_partial_is_not_a_silent_zero(fn, right, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _not_a_silent_finite(astad.grad(fn)(x), right)
+        _not_a_silent_finite(astad.vjp(fn, x)[1](1.0)[0], right)
+        _not_a_silent_finite(astad.jvp(fn, (x,), (1.0,))[1], right)
+        _not_a_silent_finite(astad.jacfwd(fn)(x), right)
+        _not_a_silent_finite(astad.jacrev(fn)(x), right)
