@@ -145,12 +145,16 @@ class Calls(LowererCore):
             return False
         if rhs.op in _EXACT_RESULT or rhs.op.startswith("math_"):
             return True
+        if rhs.op in ("py_max", "py_min"):  # (the operand it picks, as it is: all of one type, that type)
+            kinds = {(a.type.dtype, a.type.py) if isinstance(a.type, Num) else None for a in rhs.args}
+            return len(kinds) == 1 and None not in kinds and all(self.exact_number(a, depth + 1) for a in rhs.args)
         if rhs.op not in _EXACT_AS_OPERANDS:
             return False
         exact = [self.exact_number(a, depth + 1) for a in rhs.args]
         if any(e and isinstance(a.type, Num) and a.type.dtype == "float64" for a, e in zip(rhs.args, exact)):
             return True  # (with a float, a float)
-        return all(exact) and rhs.op not in ("pow", "power")  # (an int power of ints: a float where it is < 0)
+        power = rhs.args[-1]  # (an int power of ints: a float where it is < 0)
+        return all(exact) and (rhs.op not in ("pow", "power") or isinstance(power, Const) and power.value >= 0)
 
     def map_call(self, node: cst.Call) -> Value:
         """``map(f, xs, ...)``: the comprehension ``[f(x, ...) for x, ... in zip(xs, ...)]``."""

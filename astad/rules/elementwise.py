@@ -158,13 +158,14 @@ def _zero_stays_zero(d: Atom, where: Atom | None = None) -> Partial:
 
 
 def zero_where_zero(b: Any, v: Atom, d: Atom) -> Atom:
-    """The partial ``d``, 0 where the tangent (or cotangent) ``v`` it multiplies is 0: ``v * zero_where_zero(v, d)``
-    is ``v * d``, and 0 where ``v`` is 0 though ``d`` is infinite (``sqrt`` and ``x ** 0.5`` at 0, ``arcsin`` and
-    ``arccos`` at ±1, whose values are finite there): a zero tangent contributes nothing (the convention of JAX's
-    ``_safe_mul`` before jax-ml/jax#2447); a nonzero one meets the infinite partial, a nan stays nan."""
-    vt, dt = v.type, d.type
-    scalar = {"scalar": dt.dtype} if type(vt) is Num and type(dt) is Num and not vt.shape and not dt.shape else {}
-    return b.prim("select", b.prim("ne", v, b.const(0.0)), d, branch=True, **scalar)
+    """The partial ``d`` (infinite where ``sqrt`` and ``x ** 0.5`` are at 0, ``arcsin``, ``arccos`` at ±1), as it is
+    where the tangent (or cotangent) ``v`` it multiplies is 0 too: ``0 * inf`` is nan.  Not 0 (JAX's ``_safe_mul``,
+    removed in jax-ml/jax#2447, the ``select`` this made until s10-adv2): right where the zero is structural (an input
+    not varied), a silently wrong derivative where the chain rule computed it, the other factor of an indeterminate
+    product: ``np.sqrt(x) ** 2`` at 0 (reverse mode's cotangent of sqrt is ``2 * sqrt(0) = 0``; the derivative is
+    1), ``np.cbrt(x ** 3)`` (forward mode's tangent of ``x ** 3`` is 0; the derivative is 1), ``(x * x) ** 0.25``
+    (infinite).  Values cannot tell one zero from the other; nan says the derivative is not known."""
+    return d
 
 
 def _sqrt_times(b: Any, v: Atom, x: Atom, out: Var) -> Atom:
