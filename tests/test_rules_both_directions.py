@@ -34,8 +34,7 @@ from samples_linalg import Square
 
 # Sample arguments of the entries the reverse macro and the optimiser make.
 DERIVATIVE_CODE: dict[str, list[tuple]] = {
-    "select": [case(B(), A(), branch=True), case(B((2, 3)), A(), branch=False), case(B(), P(), branch=True),
-               case(B(()), A(()), branch=True, scalar="float64"), case(B(()), A(()), branch=False, scalar="float64")],
+    "select": [case(B(), A(), branch=True), case(B((2, 3)), A(), branch=False), case(B(), P(), branch=True)],
     "full": [case(P(), C((2, 3))), case(A(()), C((2,))), case(A(), C((2, 3)))],
     "reshape_like": [case(A((6,)), M), case(M, A((3, 2)))],
     "scatter": [case(A(), A((4, 3)), index=(1,)),

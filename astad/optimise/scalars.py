@@ -376,10 +376,6 @@ def _walk(block: Block, fast: FastLoop, getitems: bool) -> None:
             if not _operand(rhs.args[1]):
                 raise _Refused
             continue
-        if rhs.op == "select" and all(_operand(a) for a in rhs.args):
-            if reads and rhs.param("scalar") is not None:  # ``(v if c else np.float64(0.0))``: v, or numpy's 0
-                d.add(target.name)
-            continue  # (np.where of a Python bool: a 0-d array, as of numpy's)
         if rhs.op in _NUMPY_RESULT and all(_operand(a) for a in rhs.args) and not rhs.params:
             continue  # a numpy scalar again, whatever it reads
         rewritten = rhs.op in MATH and len(rhs.args) == 1 and _float_scalar(rhs.args[0]) and _float_scalar(target)

@@ -34,23 +34,7 @@ def _select_infer(ts: list[Type], params: dict) -> Type:
 
 def _emit_select(a: list[Expr], ps: dict) -> Expr:
     zero = px.literal(0.0)
-    dtype = ps.get("scalar")
-    if dtype is not None:  # of scalars: ``(v if c else np.float64(0.0))`` (np.where of scalars costs a microsecond)
-        c, v = (x if px.precedence(x) > 1 else px.paren(x) for x in a)
-        zero = px.call(f"np.{dtype}", [zero])
-        return cst.IfExp(test=c, body=v, orelse=zero) if ps["branch"] else cst.IfExp(test=c, body=zero, orelse=v)
     return px.call("np.where", [a[0], a[1], zero] if ps["branch"] else [a[0], zero, a[1]])
-
-
-def _select_jvp(b, p, out, ts):
-    """Linear in ``v``: the same selection of its tangent (printed as np.where where the tangent is not a scalar:
-    forward mode's rows of tangents)."""
-    if ts[1] is None:
-        return None
-    params = dict(p.params)
-    if "scalar" in params and num(ts[1].type).shape:
-        del params["scalar"]
-    return b.prim("select", p.args[0], ts[1], **params)
 
 
 def _select_transpose(b, p, out, ct):
@@ -250,8 +234,8 @@ _in_place = explicit(lambda b, p, out, ts: None if ts[0] is None else b.prim(p.o
 
 
 register(
-    Primitive("select", lambda c, v, branch, scalar=None: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select,
-              zero_in=(1,), kind=BACKWARD, **explicit(_select_jvp, _select_transpose)),
+    Primitive("select", lambda c, v, branch: np.where(c, v, 0.0) if branch else np.where(c, 0.0, v), _select_infer, _emit_select,
+              zero_in=(1,), kind=BACKWARD, **linear(_select_transpose, 1)),
     Primitive("prod_vjp", prod_vjp, lambda ts, ps: Num(num(ts[0]).shape, num(ts[1]).dtype), emit.runtime("prod_vjp", "axis"),
               zero_in=(1,), kind=BACKWARD, **explicit(_prod_vjp_jvp, _prod_vjp_vjp)),
     Primitive("log_domain", log_domain, lambda ts, ps: _log_domain_infer(ts[0]), emit.runtime("log_domain"), kind=BACKWARD,

@@ -130,8 +130,7 @@ def _pow_partials(b, p, out):
 
         def times(m, v):
             scaled = m.prim("mul", v, y)  # the scalar factor first: v is often a broadcast scalar
-            d = x if n == 2 else m.prim(_pow_op(p, n < 1), x, m.const(n - 1))
-            return m.prim("mul", scaled, zero_where_zero(m, v, d) if 0 < n < 1 else d)  # (inf at x = 0: guarded)
+            return m.prim("mul", scaled, x if n == 2 else m.prim(_pow_op(p, n < 1), x, m.const(n - 1)))
 
         return [Partial(times), None]
     # d(x ** y)/dx = y * x ** (y - 1), and 0 where y == 0 (x ** 0 is 1 for every x; at x = 0, 0 * 0 ** -1 is nan):
@@ -155,21 +154,6 @@ def _zero_stays_zero(d: Atom, where: Atom | None = None) -> Partial:
         return m.prim("mul", v, m.prim("select", used if where is None else m.prim("and_", where, used), d, branch=True))
 
     return Partial(times)
-
-
-def zero_where_zero(b: Any, v: Atom, d: Atom) -> Atom:
-    """The partial ``d`` (infinite where ``sqrt`` and ``x ** 0.5`` are at 0, ``arcsin``, ``arccos`` at ±1), as it is
-    where the tangent (or cotangent) ``v`` it multiplies is 0 too: ``0 * inf`` is nan.  Not 0 (JAX's ``_safe_mul``,
-    removed in jax-ml/jax#2447, the ``select`` this made until s10-adv2): right where the zero is structural (an input
-    not varied), a silently wrong derivative where the chain rule computed it, the other factor of an indeterminate
-    product: ``np.sqrt(x) ** 2`` at 0 (reverse mode's cotangent of sqrt is ``2 * sqrt(0) = 0``; the derivative is
-    1), ``np.cbrt(x ** 3)`` (forward mode's tangent of ``x ** 3`` is 0; the derivative is 1), ``(x * x) ** 0.25``
-    (infinite).  Values cannot tell one zero from the other; nan says the derivative is not known."""
-    return d
-
-
-def _sqrt_times(b: Any, v: Atom, x: Atom, out: Var) -> Atom:
-    return b.prim("mul", v, zero_where_zero(b, v, b.prim("div", b.const(0.5), out)))  # (inf at 0: guarded)
 
 
 def _pow_op(p: Prim, negative_exponent: bool) -> str:
@@ -338,7 +322,7 @@ register(
     unary_entry("cos", np.cos, lambda b, x, out: b.prim("neg", b.prim("sin", x))),
     unary_entry("tan", np.tan, lambda b, x, out: b.prim("add", b.const(1.0), b.prim("mul", out, out))),
     unary_entry("tanh", np.tanh, lambda b, x, out: b.prim("sub", b.const(1.0), b.prim("mul", out, out))),
-    Primitive("sqrt", np.sqrt, elementwise(np.sqrt), emit.np_call("sqrt"), zero_in=(0,), kind=RULE, **scale(_sqrt_times)),
+    unary_entry("sqrt", np.sqrt, lambda b, x, out: b.prim("div", b.const(0.5), out)),
     unary_entry("abs", np.abs, lambda b, x, out: b.prim("sign", x)),
     *(unary_entry(name, getattr(np, name), None) for name in ("sign", "floor", "ceil", "trunc", "rint")),
 )

@@ -26,7 +26,7 @@ import numpy as np
 from ..ir import Atom, Var
 from . import emit
 from .derive import Partial, Rules, elementwise as by_partials, scale, unary
-from .elementwise import _picked, zero_where_zero
+from .elementwise import _picked
 from .table import TABLE, DerivativeKind, Primitive, register
 from .types import elementwise
 
@@ -43,16 +43,11 @@ def _one_minus_square(b: Any, x: Atom) -> Atom:
     return b.prim("mul", b.prim("sub", b.const(1.0), x), b.prim("add", b.const(1.0), x))
 
 
-def _over(denominator: Callable[[Any, Atom, Var], Atom], neg: bool = False,
-          pole: bool = False) -> Callable[[Any, Atom, Atom, Var], Atom]:
-    """``v * f'(x)`` as ``v / denominator`` (negated if ``neg``).  ``pole``: the denominator is 0 where ``f`` is
-    finite (``arcsin`` at ±1): ``v * (1 / denominator)`` there, 0 where ``v`` is 0 (:func:`zero_where_zero`)."""
+def _over(denominator: Callable[[Any, Atom, Var], Atom], neg: bool = False) -> Callable[[Any, Atom, Atom, Var], Atom]:
+    """``v * f'(x)`` as ``v / denominator`` (negated if ``neg``)."""
 
     def times(b, v, x, out):
-        if pole:
-            q = b.prim("mul", v, zero_where_zero(b, v, b.prim("reciprocal", denominator(b, x, out))))
-        else:
-            q = b.prim("div", v, denominator(b, x, out))
+        q = b.prim("div", v, denominator(b, x, out))
         return b.prim("neg", q) if neg else q
 
     return times
@@ -206,10 +201,10 @@ register(
     one("sinh", lambda b, x, out: b.prim("cosh", x), zero=True),
     one("cosh", lambda b, x, out: b.prim("sinh", x)),
     one("arcsinh", times=_over(_hypot_one), zero=True),
-    one("arccosh", times=_over(_arccosh, pole=True)),
+    one("arccosh", times=_over(_arccosh)),
     one("arctanh", times=_arctanh, zero=True),
-    one("arcsin", times=_over(_sqrt_one_minus_square, pole=True), zero=True),
-    one("arccos", times=_over(_sqrt_one_minus_square, neg=True, pole=True)),
+    one("arcsin", times=_over(_sqrt_one_minus_square), zero=True),
+    one("arccos", times=_over(_sqrt_one_minus_square, neg=True)),
     one("arctan", times=_over(_one_plus_square), zero=True),
     two("arctan2", _arctan2_partials),
     two("hypot", _hypot_partials),
@@ -221,7 +216,7 @@ register(
     one("exp2", lambda b, x, out: b.prim("mul", out, b.const(LN2))),
     two("logaddexp", _logaddexp_partials("exp")),
     two("logaddexp2", _logaddexp_partials("exp2")),
-    one("cbrt", times=_over(_cbrt, pole=True), zero=True),
+    one("cbrt", times=_over(_cbrt), zero=True),
     one("reciprocal", _reciprocal),
     one("sinc", _sinc),
     one("deg2rad", _constant(np.pi / 180.0), zero=True),

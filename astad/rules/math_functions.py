@@ -23,8 +23,7 @@ import libcst as cst
 
 from .. import pyexpr as px
 from ..ir import Num, Prim, Type
-from .derive import scale
-from .elementwise import zero_where_zero
+from .derive import unary
 from .table import TABLE, DerivativeKind, Primitive, ShapeError, num, register
 
 #: ``math.<name>`` -> the numpy entry it computes
@@ -84,14 +83,13 @@ def _in_float64(rule: Any) -> Any:
 _NARROW = frozenset({"float16", "float32"})
 
 
-def _sqrt_times(b: Any, v: Any, x: Any, out: Any) -> Any:
-    """``v * 0.5 / out``: inf at 0 (``0.5 / 0.0`` would raise), 0 there where ``v`` is 0 (:func:`zero_where_zero`)."""
-    return b.prim("mul", v, zero_where_zero(b, v, b.prim("mul", b.const(0.5), b.prim("reciprocal", out))))
+def _sqrt_derivative(b: Any, x: Any, out: Any) -> Any:
+    return b.prim("mul", b.const(0.5), b.prim("reciprocal", out))  # inf at 0 (0.5 / 0.0 would raise)
 
 
 register(
     *(_differentiable(name, numpy) for name, numpy in DIFFERENTIABLE.items() if name != "sqrt"),
-    _differentiable("sqrt", "sqrt", replace(TABLE["sqrt"], **scale(_sqrt_times))),
+    _differentiable("sqrt", "sqrt", replace(TABLE["sqrt"], **unary(_sqrt_derivative))),
     *(Primitive(op_name(name), getattr(math, name), _scalar(name, dtype), _printed(name), kind=DerivativeKind.DISCRETE)
       for name, dtype in DISCRETE.items()),
 )
