@@ -1,0 +1,75 @@
+"""Statements whose value nothing reads, run where they may raise.
+
+Python runs ``y = math.log(x)`` even where nothing reads ``y``, and raises
+there for ``x <= 0`` (so does ``_ = np.linalg.cholesky(S)``, a check that ``S``
+is positive definite, or ``1.0 / x`` of a Python float at 0).  The passes after
+the lowering drop what the result does not need, so such a statement is kept
+by an effect that reads its value (``keep``, :mod:`astad.rules.python`): the
+generated code computes it, as Python does, and raises as Python does.  Only
+what may raise at run time is kept; other unread values are dropped as before
+(their exceptions, numpy's shape errors, are astad's own when transforming)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..blocks import with_branches
+from ..ir import Bind, Block, Function, Num, Prim, Var, read_set
+from ..names import Namer
+from ..rules import infer
+
+#: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite)
+_RAISING_LINALG = frozenset({"cholesky", "inv", "solve", "matrix_power"})
+#: Python's arithmetic on Python numbers raises (ZeroDivisionError, OverflowError); numpy's only warns
+_PYTHON_ARITHMETIC = frozenset({"div", "floordiv", "mod", "pow"})
+#: conversions of Python numbers that raise on nan or inf (``int(nan)``, ``round(inf)``) or a huge int
+_CONVERSIONS = frozenset({"convert_discrete", "convert_float", "py_round"})
+
+
+def may_raise(rhs: Prim) -> bool:
+    """Whether a primitive may raise on the values it runs on (not on their types: those are known)."""
+    op = rhs.op
+    if op.startswith("math_") or op in _RAISING_LINALG or op in _CONVERSIONS:
+        return True
+    if op in _PYTHON_ARITHMETIC:
+        return all(isinstance(a.type, Num) and a.type.py for a in rhs.args)
+    if op in ("getitem", "list_get"):  # an index known only when running: IndexError
+        return any(type(a) is Var for a in rhs.args[1:])
+    return False
+
+
+def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
+    """``fn`` with a ``keep`` effect after each binding of a user's name that nothing reads and whose
+    value is computed by something that may raise (the temporaries it is made of included)."""
+    read = read_set(fn.body)
+    body = _keep(fn.body, read, temp)
+    return fn if body is fn.body else Function(fn.name, fn.params, body)
+
+
+def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
+    made: dict[str, Bind] = {}
+    out: list[Bind] = []
+    changed = False
+    for b in block.binds:
+        nb = with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp))
+        changed |= nb is not b
+        out.append(nb)
+        for t in nb.targets:
+            made[t.name] = nb
+        if (type(nb.rhs) is Prim and len(nb.targets) == 1 and not Namer.is_temp(nb.targets[0].name)
+                and nb.targets[0].name not in read and _raises(nb, made)):
+            out.append(Bind((Var(temp(), infer("keep", [nb.targets[0].type], {})),),
+                            Prim("keep", (nb.targets[0],), ()), nb.loc))
+            changed = True
+    return Block(tuple(out), block.result) if changed else block
+
+
+def _raises(b: Bind, made: dict[str, Bind], depth: int = 0) -> bool:
+    """Whether ``b`` or a temporary of its block it is computed from may raise."""
+    rhs = b.rhs
+    if type(rhs) is not Prim or depth > 50:
+        return False
+    if may_raise(rhs):
+        return True
+    return any(type(a) is Var and Namer.is_temp(a.name) and a.name in made and _raises(made[a.name], made, depth + 1)
+               for a in rhs.args)
