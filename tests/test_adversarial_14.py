@@ -269,8 +269,29 @@ def dead_int(x):
     return x * 2.0
 
 
+def dead_chain(x):
+    y = math.log(x)
+    z = y * 2.0  # noqa: F841
+    return x * 2.0
+
+
+def dead_join(x):
+    y = math.log(x) if x > -5.0 else 0.0  # noqa: F841
+    return x * 2.0
+
+
+def dead_carried(x):
+    y = 0.0
+    for i in range(3):
+        y = y + math.log(x)
+    return x * 2.0
+
+
 @pytest.mark.parametrize("fn, bad, good", [
     (dead_log, (-1.0,), (2.0,)),
+    (dead_chain, (-1.0,), (2.0,)),
+    (dead_join, (-1.0,), (2.0,)),
+    (dead_carried, (-1.0,), (2.0,)),
     (dead_division_in_branch, (0.5,), (0.25,)),
     (dead_in_loop, (2.0, 3), (0.5, 3)),
     (dead_cholesky, (-np.eye(2), 1.5), (np.eye(2), 1.5)),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..blocks import with_branches
-from ..ir import Bind, Block, Function, Num, Prim, Var, read_set
+from ..ir import Bind, Block, Function, If, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
 from ..names import Namer
 from ..rules import infer
 
@@ -48,6 +48,7 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
 
 def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
     made: dict[str, Bind] = {}
+    memo: dict[int, bool] = {}
     out: list[Bind] = []
     changed = False
     for b in block.binds:
@@ -56,20 +57,31 @@ def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
         out.append(nb)
         for t in nb.targets:
             made[t.name] = nb
-        if (type(nb.rhs) is Prim and len(nb.targets) == 1 and not Namer.is_temp(nb.targets[0].name)
-                and nb.targets[0].name not in read and _raises(nb, made)):
-            out.append(Bind((Var(temp(), infer("keep", [nb.targets[0].type], {})),),
-                            Prim("keep", (nb.targets[0],), ()), nb.loc))
+        targets = nb.targets
+        if (targets and not any(Namer.is_temp(t.name) or t.name in read for t in targets)
+                and _raises(nb, made, memo)):
+            out.append(Bind((Var(temp(), infer("keep", [t.type for t in targets], {})),),
+                            Prim("keep", tuple(targets), ()), nb.loc))
             changed = True
     return Block(tuple(out), block.result) if changed else block
 
 
-def _raises(b: Bind, made: dict[str, Bind], depth: int = 0) -> bool:
-    """Whether ``b`` or a temporary of its block it is computed from may raise."""
+def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool]) -> bool:
+    """Whether ``b``, or a binding of its block it is computed from, may raise (a branch or a loop: a
+    primitive in it, or what it reads)."""
+    found = memo.get(id(b))
+    if found is not None:
+        return found
+    memo[id(b)] = False  # (a binding reads only earlier ones: no cycle; this bounds the walk)
     rhs = b.rhs
-    if type(rhs) is not Prim or depth > 50:
+    if type(rhs) is Prim:
+        here = may_raise(rhs)
+        reads = [a.name for a in rhs.args if type(a) is Var]
+    elif isinstance(rhs, (If, Loop)):
+        here = any(type(x.rhs) is Prim and may_raise(x.rhs) for blk in nested_blocks(rhs) for x in all_binds(blk))
+        reads = [v.name for v in vars_of(rhs)] + [n for blk in nested_blocks(rhs) for n in read_set(blk)]
+    else:
         return False
-    if may_raise(rhs):
-        return True
-    return any(type(a) is Var and Namer.is_temp(a.name) and a.name in made and _raises(made[a.name], made, depth + 1)
-               for a in rhs.args)
+    result = here or any(n in made and made[n] is not b and _raises(made[n], made, memo) for n in reads)
+    memo[id(b)] = result
+    return result

@@ -324,12 +324,12 @@ def _real_power_stmts(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSma
     return [cst.Expr(cst.BooleanOperation(test, cst.And(), refuse))]
 
 
-def _keep(value: Any) -> None:
+def _keep(*values: Any) -> None:
     """A value nothing reads, computed because computing it may raise, as in Python (:mod:`astad.frontend.unused`)."""
 
 
 def _keep_stmts(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
-    return [cst.Expr(a[0])]
+    return [cst.Expr(v) for v in a]
 
 
 def _effect(name: str, impl: Any, stmts: Any) -> Primitive:
