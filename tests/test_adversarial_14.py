@@ -287,8 +287,14 @@ def dead_carried(x):
     return x * 2.0
 
 
+def dead_list_item(x):
+    xs = [math.log(x), 2.0]  # noqa: F841
+    return x * 2.0
+
+
 @pytest.mark.parametrize("fn, bad, good", [
     (dead_log, (-1.0,), (2.0,)),
+    (dead_list_item, (-1.0,), (2.0,)),
     (dead_chain, (-1.0,), (2.0,)),
     (dead_join, (-1.0,), (2.0,)),
     (dead_carried, (-1.0,), (2.0,)),

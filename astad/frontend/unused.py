@@ -58,8 +58,9 @@ def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
         for t in nb.targets:
             made[t.name] = nb
         targets = nb.targets
-        if (targets and not any(Namer.is_temp(t.name) or t.name in read for t in targets)
-                and _raises(nb, made, memo)):
+        if targets and not any(t.name in read for t in targets) and (
+                (not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo))
+                or (type(nb.rhs) is Prim and may_raise(nb.rhs))):  # (an item of a list or tuple nothing reads)
             out.append(Bind((Var(temp(), infer("keep", [t.type for t in targets], {})),),
                             Prim("keep", tuple(targets), ()), nb.loc))
             changed = True
