@@ -52,15 +52,17 @@ def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
     out: list[Bind] = []
     changed = False
     for b in block.binds:
-        nb = with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp))
+        nb = b if type(b.rhs) is Prim else with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp))
         changed |= nb is not b
         out.append(nb)
-        for t in nb.targets:
-            made[t.name] = nb
         targets = nb.targets
-        if targets and not any(t.name in read for t in targets) and (
-                (not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo))
-                or (type(nb.rhs) is Prim and may_raise(nb.rhs))):  # (an item of a list or tuple nothing reads)
+        unread = bool(targets)
+        for t in targets:
+            made[t.name] = nb
+            if t.name in read:  # (most bindings: a loop, no generator, as this runs at every one)
+                unread = False
+        if unread and ((not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo))
+                       or (type(nb.rhs) is Prim and may_raise(nb.rhs))):  # (an item of a list nothing reads)
             out.append(Bind((Var(temp(), infer("keep", [t.type for t in targets], {})),),
                             Prim("keep", tuple(targets), ()), nb.loc))
             changed = True
