@@ -71,7 +71,7 @@ KIND: dict[str, str] = {
         "tan", "tanh",
         "to_float", "tril", "triu", "where", "zeros", "zeros_like", "dim", "last_writes",
         "fmod", "floor", "ceil", "trunc", "rint", "isnan",
-        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert", "real_power",
+        "py_abs", "py_round", "py_round_digits", "index_of_max", "index_of_min", "print", "raise", "assert", "real_power", "keep",
         "var", "std", "nanmax", "nanmin", "trace", "trace_embed", "astype", "astype_discrete", "item", "argmax", "argmin",
         "all", "any", "count_nonzero", "cumsum", "cumprod", "diff", "sort", "argsort", "linear_scan", "shift_along",
         "permute"), "fresh"),

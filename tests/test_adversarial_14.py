@@ -227,3 +227,111 @@ def test_unpacking_into_an_array_from_copies(fn):
     assert np.allclose(g, fd, atol=1e-8)
     t = np.array([[1.0, -2.0], [0.5, 3.0]])
     assert np.isclose(np.sum(u * astad.jvp(fn, (x,), (t,))[1]), np.sum(g * t))
+
+
+# ---- a statement whose value nothing reads is still run where it may raise: Python raises at
+# `y = math.log(x)` for x <= 0 (at `_ = np.linalg.cholesky(S)` for S not positive definite, at `1.0 / x` of a
+# Python float at 0, at `v[i]` out of range) even where nothing reads `y`; astad dropped the statement and
+# returned a value (-2.0 for dead_log(-1.0), a matrix for a singular one). Kept by a `keep` effect
+# (astad/frontend/unused.py): computed, as in Python, and the exception is Python's
+
+def dead_log(x):
+    y = math.log(x)  # noqa: F841
+    return x * 2.0
+
+
+def dead_division_in_branch(x):
+    if x < 1.0:
+        y = 1.0 / (x - 0.5) + 1.0  # noqa: F841
+    return x * 2.0
+
+
+def dead_in_loop(x, n):
+    acc = x
+    for i in range(n):
+        y = math.acos(x)  # noqa: F841
+        acc = acc * 1.5
+    return acc
+
+
+def dead_cholesky(S, x):
+    _ = np.linalg.cholesky(S)
+    return np.sum(S * x)
+
+
+def dead_index(v, i):
+    first = v[i]  # noqa: F841
+    return np.sum(v * v)
+
+
+def dead_int(x):
+    k = int(x)  # noqa: F841
+    return x * 2.0
+
+
+def dead_chain(x):
+    y = math.log(x)
+    z = y * 2.0  # noqa: F841
+    return x * 2.0
+
+
+def dead_join(x):
+    y = math.log(x) if x > -5.0 else 0.0  # noqa: F841
+    return x * 2.0
+
+
+def dead_carried(x):
+    y = 0.0
+    for i in range(3):
+        y = y + math.log(x)
+    return x * 2.0
+
+
+def dead_list_item(x):
+    xs = [math.log(x), 2.0]  # noqa: F841
+    return x * 2.0
+
+
+@pytest.mark.parametrize("fn, bad, good", [
+    (dead_log, (-1.0,), (2.0,)),
+    (dead_list_item, (-1.0,), (2.0,)),
+    (dead_chain, (-1.0,), (2.0,)),
+    (dead_join, (-1.0,), (2.0,)),
+    (dead_carried, (-1.0,), (2.0,)),
+    (dead_division_in_branch, (0.5,), (0.25,)),
+    (dead_in_loop, (2.0, 3), (0.5, 3)),
+    (dead_cholesky, (-np.eye(2), 1.5), (np.eye(2), 1.5)),
+    (dead_index, (np.ones(2), 5), (np.ones(2), 1)),
+    (dead_int, (math.nan,), (1.5,)),
+])
+def test_unread_statements_that_may_raise_run(fn, bad, good):
+    with pytest.raises(Exception) as plain:
+        fn(*bad)
+    with pytest.raises(type(plain.value)):
+        astad.vjp(fn, *bad)
+    tangents = tuple(np.ones_like(a) if isinstance(a, np.ndarray) else (1.0 if isinstance(a, float) else None)
+                     for a in bad)
+    with pytest.raises(type(plain.value)):
+        astad.jvp(fn, bad, tangents)
+    value, pullback = astad.vjp(fn, *good)
+    assert _same(value, fn(*good))
+    g = pullback(1.0)[0]
+    h = 1e-6
+    first = good[0]
+    if isinstance(first, float):
+        fd = (fn(first + h, *good[1:]) - fn(first - h, *good[1:])) / (2 * h)
+        assert math.isclose(g, fd, rel_tol=1e-6)
+        assert math.isclose(astad.jvp(fn, good, (1.0,) + (None,) * (len(good) - 1))[1], g, rel_tol=1e-12)
+
+
+def test_unread_values_that_cannot_raise_are_still_dropped():
+    def source_of(fn, *args):
+        return astad.reverse(fn).source_for(*args)
+    assert "cholesky" in source_of(dead_cholesky, np.eye(2), 1.5)
+    assert "math.log(x)" in source_of(dead_log, 2.0)
+    assert "np.sin" not in source_of(unread_sine, 2.0)
+
+
+def unread_sine(x):
+    y = np.sin(x) * 3.0  # noqa: F841
+    return x * 2.0

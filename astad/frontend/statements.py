@@ -14,6 +14,7 @@ from .. import deep
 from ..aliases import CALLER
 from .. import outputs
 from ..values import PyDict, PyTuple, Ref
+from .unused import keep_unread_raising
 from ..errors import AstadTypeError, UnsupportedFunctionError, UnsupportedSyntaxError
 from ..source import reversed_function
 from ..ir import Atom, Bind, Block, Const, Function, ListT, MakeTuple, Num, StructT, TupleT, Type, Var
@@ -44,7 +45,7 @@ class Statements(LowererCore):
         atom = self.result_atom(result, self.node)
         fn = Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
         check_weak_joins(fn)
-        return fn
+        return keep_unread_raising(fn, self.namer.temp)
 
     def parameter(self, name: str, t: Type, params: list[Var]) -> Value:
         """A parameter; a structured one as its structure, with one parameter per

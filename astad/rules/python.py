@@ -325,6 +325,14 @@ def _real_power_stmts(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSma
     return [cst.Expr(cst.BooleanOperation(test, cst.And(), refuse))]
 
 
+def _keep(*values: Any) -> None:
+    """A value nothing reads, computed because computing it may raise, as in Python (:mod:`astad.frontend.unused`)."""
+
+
+def _keep_stmts(target: Expr, a: list[Expr], ps: dict) -> list[cst.BaseSmallStatement]:
+    return [cst.Expr(v) for v in a]
+
+
 def _effect(name: str, impl: Any, stmts: Any) -> Primitive:
     return Primitive(name, impl, lambda ts, ps: NoneT(), None, stmts=stmts, kind=DISCRETE, effect=True)
 
@@ -345,4 +353,5 @@ register(
     _effect("raise", _raise, _raise_stmts),
     _effect("assert", _assert, _assert_stmts),
     _effect("real_power", _real_power, _real_power_stmts),
+    _effect("keep", _keep, _keep_stmts),
 )

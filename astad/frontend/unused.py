@@ -1,0 +1,90 @@
+"""Statements whose value nothing reads, run where they may raise.
+
+Python runs ``y = math.log(x)`` even where nothing reads ``y``, and raises
+there for ``x <= 0`` (so does ``_ = np.linalg.cholesky(S)``, a check that ``S``
+is positive definite, or ``1.0 / x`` of a Python float at 0).  The passes after
+the lowering drop what the result does not need, so such a statement is kept
+by an effect that reads its value (``keep``, :mod:`astad.rules.python`): the
+generated code computes it, as Python does, and raises as Python does.  Only
+what may raise at run time is kept; other unread values are dropped as before
+(their exceptions, numpy's shape errors, are astad's own when transforming)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..blocks import with_branches
+from ..ir import Bind, Block, Function, If, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
+from ..names import Namer
+from ..rules import infer
+
+#: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite)
+_RAISING_LINALG = frozenset({"cholesky", "inv", "solve", "matrix_power"})
+#: Python's arithmetic on Python numbers raises (ZeroDivisionError, OverflowError); numpy's only warns
+_PYTHON_ARITHMETIC = frozenset({"div", "floordiv", "mod", "pow"})
+#: conversions of Python numbers that raise on nan or inf (``int(nan)``, ``round(inf)``) or a huge int
+_CONVERSIONS = frozenset({"convert_discrete", "convert_float", "py_round"})
+
+
+def may_raise(rhs: Prim) -> bool:
+    """Whether a primitive may raise on the values it runs on (not on their types: those are known)."""
+    op = rhs.op
+    if op.startswith("math_") or op in _RAISING_LINALG or op in _CONVERSIONS:
+        return True
+    if op in _PYTHON_ARITHMETIC:
+        return all(isinstance(a.type, Num) and a.type.py for a in rhs.args)
+    if op in ("getitem", "list_get"):  # an index known only when running: IndexError
+        return any(type(a) is Var for a in rhs.args[1:])
+    return False
+
+
+def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
+    """``fn`` with a ``keep`` effect after each binding of a user's name that nothing reads and whose
+    value is computed by something that may raise (the temporaries it is made of included)."""
+    read = read_set(fn.body)
+    body = _keep(fn.body, read, temp)
+    return fn if body is fn.body else Function(fn.name, fn.params, body)
+
+
+def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
+    made: dict[str, Bind] = {}
+    memo: dict[int, bool] = {}
+    out: list[Bind] = []
+    changed = False
+    for b in block.binds:
+        nb = b if type(b.rhs) is Prim else with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp))
+        changed |= nb is not b
+        out.append(nb)
+        targets = nb.targets
+        unread = bool(targets)
+        for t in targets:
+            made[t.name] = nb
+            if t.name in read:  # (most bindings: a loop, no generator, as this runs at every one)
+                unread = False
+        if unread and ((not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo))
+                       or (type(nb.rhs) is Prim and may_raise(nb.rhs))):  # (an item of a list nothing reads)
+            out.append(Bind((Var(temp(), infer("keep", [t.type for t in targets], {})),),
+                            Prim("keep", tuple(targets), ()), nb.loc))
+            changed = True
+    return Block(tuple(out), block.result) if changed else block
+
+
+def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool]) -> bool:
+    """Whether ``b``, or a binding of its block it is computed from, may raise (a branch or a loop: a
+    primitive in it, or what it reads)."""
+    found = memo.get(id(b))
+    if found is not None:
+        return found
+    memo[id(b)] = False  # (a binding reads only earlier ones: no cycle; this bounds the walk)
+    rhs = b.rhs
+    if type(rhs) is Prim:
+        here = may_raise(rhs)
+        reads = [a.name for a in rhs.args if type(a) is Var]
+    elif isinstance(rhs, (If, Loop)):
+        here = any(type(x.rhs) is Prim and may_raise(x.rhs) for blk in nested_blocks(rhs) for x in all_binds(blk))
+        reads = [v.name for v in vars_of(rhs)] + [n for blk in nested_blocks(rhs) for n in read_set(blk)]
+    else:
+        return False
+    result = here or any(n in made and made[n] is not b and _raises(made[n], made, memo) for n in reads)
+    memo[id(b)] = result
+    return result
