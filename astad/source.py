@@ -362,9 +362,15 @@ def dedent(text: str) -> str:
     inside = _in_strings(text)
     if inside:
         return _dedent_code(text, inside)
-    if text[:1] not in ("", " ", "\t", "\n"):
-        return _BLANK_LINE.sub("", text)
+    if text[:1] not in ("", " ", "\t", "\n"):  # (a line of blanks ends in a blank before a newline or the
+        return _BLANK_LINE.sub("", text) if _ends_blank(text) else text  # text's end: where none does, none)
     return textwrap.dedent(text)
+
+
+def _ends_blank(text: str) -> bool:
+    """Whether a line of ``text`` ends with a blank (str.__contains__: a tenth of the time of the
+    substitution of :data:`_BLANK_LINE` over a 500-line function, which finds nothing where this is False)."""
+    return " \n" in text or "\t\n" in text or text.endswith((" ", "\t"))
 
 
 def indent(text: str, prefix: str) -> str:

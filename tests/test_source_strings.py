@@ -6,6 +6,7 @@ the module was imported"). Gradients are checked against central differences."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import astad
 from astad import source
@@ -56,3 +57,13 @@ def test_without_multi_line_strings_dedent_is_textwrap_s():
     for text in ["    a = 1\n\n      b = 2\n", "def f():\n    \n    return 1\n", "\tx\n\ty\n"]:
         assert source.dedent(text) == textwrap.dedent(text)
         assert source.indent(text, "  ") == textwrap.indent(text, "  ")
+
+
+@given(st.text(alphabet="x \t\n\r", max_size=30))
+@settings(max_examples=400, deadline=None)
+def test_dedent_is_textwrap_s_for_any_blanks(text):
+    """Lines of blanks anywhere (at the end, before "\\r", ...): dedent empties them as textwrap does
+    (it looks for them only where a line ends in a blank)."""
+    import textwrap
+    assert source.dedent(text) == textwrap.dedent(text)
+    assert source.dedent("def f():\n" + text) == textwrap.dedent("def f():\n" + text)

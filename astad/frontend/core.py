@@ -20,6 +20,7 @@ from ..values import PyDict, PyTuple, Ref
 from ..errors import AstadTypeError, UnsupportedFunctionError, UnsupportedSyntaxError
 from ..ir import Atom, Bind, Const, ListT, Loc, NoneT, Num, Prim, Var, vars_of
 from ..names import Namer
+from ..positions import Starts
 from ..source import reversed_function
 from .syntax import user_names
 from .parse import Parsed
@@ -126,12 +127,19 @@ class LowererCore:
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
         var = Var(self.namer.temp(), t)
         node, parsed = self.node, self.stack[-1].parsed  # (self.loc(), inline: this runs at every binding)
-        found = self._locs.get(id(node))
-        if found is not None and found[0] is node and found[1] is parsed:
-            loc = found[2]
+        positions = parsed.positions
+        at = positions.get(node) if type(positions) is Starts and not parsed.aliases else None
+        if at is not None:  # (parsed.loc(node), inline: its Locs are kept by where nodes start)
+            loc = parsed.locs.get(at)
+            if loc is None:
+                loc = parsed.loc_at(at)
         else:
-            loc = parsed.loc(node)
-            self._locs[id(node)] = (node, parsed, loc)
+            found = self._locs.get(id(node))
+            if found is not None and found[0] is node and found[1] is parsed:
+                loc = found[2]
+            else:
+                loc = parsed.loc(node)
+                self._locs[id(node)] = (node, parsed, loc)
         # (bind_prim, inline)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()), loc))
         self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)

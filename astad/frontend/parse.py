@@ -75,15 +75,7 @@ class Parsed:
         at = positions.get(node) if type(positions) is Starts else None
         if at is not None:  # (the rest, inline: the lowering asks at every binding)
             loc = self.locs.get(at)  # (nodes starting at one place, `a * b + c` and `a * b`: one Loc)
-            if loc is not None:
-                return loc
-            line, lines = at[0], self.lines
-            loc = self.locs[at] = _new(Loc)
-            _set_file(loc, self.file)
-            _set_line(loc, line + self.line_offset)
-            _set_col(loc, at[1] + (self.col_offset if line not in self.kept else 0) + 1)
-            _set_text(loc, lines[line - 1] if 0 < line <= len(lines) else "")
-            return loc
+            return loc if loc is not None else self.loc_at(at)
         if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
@@ -93,6 +85,18 @@ class Parsed:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return _loc(self.file, line + self.line_offset, column + (self.col_offset if line not in self.kept else 0) + 1,
                     text)
+
+
+    def loc_at(self, at: tuple[int, int]) -> Loc:
+        """The Loc of a node starting at ``at`` (its :class:`Starts` entry), made and kept in ``locs``
+        (:meth:`loc`, and the lowering's ``emit``, look there first)."""
+        line, lines = at[0], self.lines
+        loc = self.locs[at] = _new(Loc)
+        _set_file(loc, self.file)
+        _set_line(loc, line + self.line_offset)
+        _set_col(loc, at[1] + (self.col_offset if line not in self.kept else 0) + 1)
+        _set_text(loc, lines[line - 1] if 0 < line <= len(lines) else "")
+        return loc
 
 
 _new = object.__new__
