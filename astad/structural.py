@@ -32,11 +32,12 @@ class _Fresh:
         # function value's backward map, which the pass leaves out, has names of its own)
         self.exact = True
 
-    def copies(self, v: Var, n: int) -> tuple[Var, ...]:
+    def copies(self, v: Var, n: int) -> tuple[list[str], tuple[Var, ...]]:
+        """The names of ``n`` copies of ``v`` (drawn), and the copies."""
         t = v.type
         names = self.namer.copies(v.name, n)
         self.made += names
-        return tuple([Var(name, t) for name in names])
+        return names, tuple([Var(name, t) for name in names])
 
 
 def _reads(rhs: Comp) -> tuple[Atom, ...]:
@@ -89,10 +90,10 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
             if w is not v:
                 pending[v.name] = [w]
             return []
-        copies = fresh.copies(w, n)
+        names, copies = fresh.copies(w, n)
         pending[v.name] = list(copies)
         used.append(w.name)
-        bound.extend([c.name for c in copies])
+        bound.extend(names)
         return [Bind(copies, Dup(w), loc)]
 
     binds: list[Bind] = []

@@ -276,10 +276,13 @@ def _useful_block(act: Activity, block: Block) -> None:
                         at = a.type
                         if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
                             useful.add(a.name)
-        elif cls is Dup:  # _reads of its variable
+        elif cls is Dup:  # _reads of its variable (_need written out)
             for t in b.targets:
                 if t.name in useful:
-                    _need(act, rhs.var)
+                    a = rhs.var
+                    at = a.type
+                    if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                        useful.add(a.name)
                     break
         else:
             USEFUL.get(cls, _useful_other)(act, b, rhs)

@@ -26,7 +26,7 @@ from ..names import Namer
 from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Const, Copower, CopowerT, Copy, Drop, Dup,
-                 Function, If, Lam, ListT, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
+                 FunT, Function, If, Lam, ListT, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, function_values, if_free_vars, lam_free_vars,
                  kinds, loop_free_vars)
 from ..ir.types import DIFFERENTIABLE_DTYPE
@@ -236,12 +236,21 @@ class _Macro(Cotangents):
             self.give(v, None)  # no use gives it a cotangent: a zero (made later if it must be)
             return
         items = tuple(items)
-        total = Var(self.namer.temp(), ct_type(v.type, *items))
+        t = v.type
+        total_t = ct_type(t, *items)
+        name = self.namer.temp()
         b = self.b
-        b.binds.append(Bind((total,), Plus(items), b.loc))
         if self.naming and v.name not in self.inactive:
+            if total_t is t and type(t) is not FunT:  # (take's common case, written out: the sum named ``v_ct``,
+                named = self.cts[v.name] = Var(self.ct_name(v.name), t)  # the temporary's name drawn all the same)
+                b.binds.append(Bind((named,), Plus(items), b.loc))
+                return
+            total = Var(name, total_t)
+            b.binds.append(Bind((total,), Plus(items), b.loc))
             self.take(v, total, len(b.binds) - 1)
         else:
+            total = Var(name, total_t)
+            b.binds.append(Bind((total,), Plus(items), b.loc))
             self.give(v, total)
 
     def rule_Plus(self, bind: Bind, rhs: Plus) -> None:
