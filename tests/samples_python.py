@@ -36,4 +36,6 @@ CASES: dict[str, list[tuple]] = {
     # real_power: a Python power's value, tested (here a real one: no error); tests/test_python_float_powers.py
     # checks the refusal of complex ones
     "real_power": [case(P(), file="f.py", line=3, col=5)],
+    # keep: values nothing reads, computed because computing them may raise (tests/test_adversarial_14.py)
+    "keep": [case(P()), case(A(), A((2, 3)))],
 }
