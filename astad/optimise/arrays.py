@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from itertools import compress, count
+from itertools import compress
+from operator import not_
 
 from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
@@ -220,10 +221,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     if not summed:
         return same_or_new(block, binds)
     # (the outer products summed left out: each kept as it was, found by its identity; none made here is one)
-    where = dict(zip(map(id, binds), count()))
-    keep = [True] * len(binds)
-    for name in summed:
-        keep[where[id(outers[name])]] = False
+    left_out = {id(outers[name]) for name in summed}
+    keep = list(map(not_, map(left_out.__contains__, map(id, binds))))
     out = Block(tuple(compress(binds, keep)), block.result)
     if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
         if REMEMBER_OPS:  # (and what each is made of, as ``ops_of`` would find it: ``shared_products`` asks)
