@@ -14,7 +14,7 @@ frees what they are done with.  Every name keeps its meaning
 cotangent's name says whose cotangent it is).
 
 Done on the generated text (a name's last mention is found as a word of it,
-``\w+``, where libcst's visitors would take a second for a 500-statement
+``\\w+``, where libcst's visitors would take a second for a 500-statement
 function): a mention anywhere in a statement counts, in a string or after a dot
 too, so a name is at worst freed later than it could be, never before a read (a
 word is a name, a keyword or a number: ``1e5`` does not mention ``e5``).
