@@ -109,3 +109,17 @@ def test_every_module_imports_in_a_fresh_interpreter() -> None:
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
     done = subprocess.run([sys.executable, "-c", code, *MODULES], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_every_module_compiles_without_a_warning():
+    """No invalid escape sequence (``"\\w"`` in a docstring: a DeprecationWarning at import, a SyntaxWarning from
+    Python 3.12, an error later) nor any other compile-time warning in astad's modules."""
+    import warnings
+
+    found = []
+    for name, path in MODULES.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            compile(path.read_text(encoding="utf-8"), str(path), "exec")
+        found += [f"{name}:{w.lineno}: {w.message}" for w in caught]
+    assert not found, found
