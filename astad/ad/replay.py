@@ -170,7 +170,7 @@ class Replay:
 
     def run_named(self, macro: Any, vals: list[Atom | None], args: Sequence[Atom]) -> None:
         """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's.
-        (``macro.ct_name`` and ``_emit``, their common cases written out: this runs for most primitives.)"""
+        (``macro.ct_name``'s common case written out: this runs for most primitives.)"""
         cts = macro.cts
         taken = macro.taken
         renamed: dict[int, tuple[str, Any, str]] | None = None
@@ -197,37 +197,7 @@ class Replay:
                 renamed = {plan[2]: (base, plan[3], name)}
             else:
                 renamed[plan[2]] = (base, plan[3], name)
-        # the bindings (_emit)
-        if self.consts:
-            vals += self.consts
-        b = macro.b
-        binds, loc, namer = b.binds, b.loc, b.namer
-        used = namer.used
-        plain = namer.taken is used and namer.log is None
-        append, size = vals.append, len(_TEMPS)
-        at = len(vals)
-        for op, n, r0, r1, refs, ps, t in self.ops:
-            k = namer.temps + 1
-            if plain and k < size and _TEMPS[k] not in used:
-                name = _TEMPS[k]
-                namer.temps = k
-                used.add(name)
-            else:
-                name = namer.temp()
-                size = len(_TEMPS)
-            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
-                append(None)
-                at += 1
-                continue
-            xs = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
-            final = renamed.get(at) if renamed is not None else None
-            if final is None:
-                v = Var(name, t)
-            else:
-                v = cts[final[2]] = Var(final[0], final[1])
-            binds.append(Bind((v,), Prim(op, xs, ps), loc))
-            append(v)
-            at += 1
+        self._emit(macro.b, vals, renamed, cts)
         if aliases is not None:
             for name, r in aliases:
                 cts[name] = vals[r]
