@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..blocks import with_branches
-from ..ir import Bind, Block, Function, If, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
+from ..ir import App, Bind, Block, Function, If, Lam, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
 from ..names import Namer
 from ..rules import infer
 
@@ -42,26 +42,35 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     """``fn`` with a ``keep`` effect after each binding of a user's name that nothing reads and whose
     value is computed by something that may raise (the temporaries it is made of included)."""
     read = read_set(fn.body)
-    body = _keep(fn.body, read, temp)
+    lams: dict[str, Lam] = {}
+    body = _keep(fn.body, read, temp, lams)
     return fn if body is fn.body else Function(fn.name, fn.params, body)
 
 
-def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
+def has_unread_raising(block: Block) -> bool:
+    """Whether a block (a function value's body) has a binding of a user's name that nothing reads and
+    that may raise: kept only where the block is inlined (a function value's body holds no effect)."""
+    return _keep(block, read_set(block), lambda: "_", {}) is not block
+
+
+def _keep(block: Block, read: frozenset[str], temp: Callable[[], str], lams: dict[str, Lam]) -> Block:
     made: dict[str, Bind] = {}
     memo: dict[int, bool] = {}
     out: list[Bind] = []
     changed = False
     for b in block.binds:
-        nb = b if type(b.rhs) is Prim else with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp))
+        nb = b if type(b.rhs) is Prim else with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp, lams))
         changed |= nb is not b
         out.append(nb)
         targets = nb.targets
         unread = bool(targets)
+        if type(nb.rhs) is Lam:  # (a function value: an unread call of it may raise where its body may)
+            lams[targets[0].name] = nb.rhs
         for t in targets:
             made[t.name] = nb
             if t.name in read:  # (most bindings: a loop, no generator, as this runs at every one)
                 unread = False
-        if unread and ((not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo))
+        if unread and ((not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo, lams))
                        or (type(nb.rhs) is Prim and may_raise(nb.rhs))):  # (an item of a list nothing reads)
             out.append(Bind((Var(temp(), infer("keep", [t.type for t in targets], {})),),
                             Prim("keep", tuple(targets), ()), nb.loc))
@@ -69,7 +78,7 @@ def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
     return Block(tuple(out), block.result) if changed else block
 
 
-def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool]) -> bool:
+def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool], lams: dict[str, Lam]) -> bool:
     """Whether ``b``, or a binding of its block it is computed from, may raise (a branch or a loop: a
     primitive in it, or what it reads)."""
     found = memo.get(id(b))
@@ -83,8 +92,12 @@ def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool]) -> bool:
     elif isinstance(rhs, (If, Loop)):
         here = any(type(x.rhs) is Prim and may_raise(x.rhs) for blk in nested_blocks(rhs) for x in all_binds(blk))
         reads = [v.name for v in vars_of(rhs)] + [n for blk in nested_blocks(rhs) for n in read_set(blk)]
+    elif type(rhs) is App:  # a call of a function value (made before, in this block or one around it)
+        lam = lams.get(rhs.fn.name)
+        here = lam is None or any(type(x.rhs) is Prim and may_raise(x.rhs) for x in all_binds(lam.body))
+        reads = [a.name for a in rhs.args if type(a) is Var]
     else:
         return False
-    result = here or any(n in made and made[n] is not b and _raises(made[n], made, memo) for n in reads)
+    result = here or any(n in made and made[n] is not b and _raises(made[n], made, memo, lams) for n in reads)
     memo[id(b)] = result
     return result
