@@ -5,6 +5,10 @@
    was dropped), and an unread call of a function value (``y = h(x)``, an App) was not taken for one
    that may raise: astad returned a value where Python raises.
 
+2. An unread statement kept in a loop (``y = v[i]`` at a loop index, ``y = np.log(v[i])``: the ``keep``
+   effect) made the loop leave the scalar fast path (optimise/scalars.py refused every effect): a loop
+   over ``v[i]`` ran on numpy scalars, ~2.2x slower than the same loop without the unread statement.
+
 Oracles: the plain call (Python raises, or its value) and central finite differences in float64.
 """
 
@@ -75,3 +79,50 @@ def test_function_value_unread_derivatives(fn, args):
     expected = central_differences(lambda x: fn(x, *args[1:]), args[0])
     assert astad.grad(fn)(*args) == pytest.approx(expected, rel=1e-7, abs=1e-9)
     assert astad.jacfwd(fn)(*args) == pytest.approx(expected, rel=1e-7, abs=1e-9)
+
+
+# ---- 2. the scalar fast path with an unread statement kept -----------------------------------------
+
+def unread_item(v):
+    s = 0.0
+    for i in range(len(v)):
+        y = v[i]  # noqa: F841
+        s = s + v[i] * 2.0
+    return s
+
+
+def unread_np_log(v):
+    s = 0.0
+    for i in range(len(v)):
+        y = np.log(v[i])  # noqa: F841
+        s = s + v[i] * v[i]
+    return s
+
+
+def unread_item_past_end(v):
+    s = 0.0
+    for i in range(len(v)):
+        y = v[i + 1]  # noqa: F841
+        s = s + v[i] * 2.0
+    return s
+
+
+@pytest.mark.parametrize("fn", [unread_item, unread_np_log])
+def test_unread_statement_keeps_the_scalar_fast_path(fn):
+    v = np.array([0.5, 1.5, 2.5])
+    assert "v.tolist()" in astad.reverse(fn).source_for(v)
+    expected = central_differences(fn, v)
+    assert astad.grad(fn)(v) == pytest.approx(expected, rel=1e-7)
+    assert astad.jacfwd(fn)(v) == pytest.approx(expected, rel=1e-7)
+
+
+def test_unread_statement_in_the_fast_path_raises_as_python():
+    v = np.array([0.5, 1.5, 2.5])
+    with pytest.raises(IndexError):
+        unread_item_past_end(v)
+    for mode in (astad.grad, astad.jacfwd):
+        with pytest.raises(IndexError):
+            mode(unread_item_past_end)(v)
+    with np.errstate(invalid="ignore"):
+        w = np.array([-0.5, 1.5])
+        assert astad.grad(unread_np_log)(w) == pytest.approx(2 * w)
