@@ -25,27 +25,27 @@ from conftest import central_differences
 
 def helper_unread_log(x):
     def h(t):
-        y = math.log(t)
+        y = math.log(t)  # noqa: F841
         return t * t
     return h(x)
 
 
 def helper_unread_log_twice(x):
     def h(t):
-        y = math.log(t)
+        y = math.log(t)  # noqa: F841
         return t * t
     return h(x) + h(x + 1.0)
 
 
 def lambda_unread_call(x):
     h = lambda t: math.log(t)
-    y = h(x)
+    y = h(x)  # noqa: F841
     return x * 2.0
 
 
 def helper_unread_division(x):
     def h(t):
-        q = 1.0 / t
+        q = 1.0 / t  # noqa: F841
         return t * 3.0
     return h(x) * x
 
@@ -54,12 +54,60 @@ def helper_raising_in_loop(x, n):
     h = lambda t: math.sqrt(t)
     s = 0.0
     for i in range(n):
-        y = h(x - i)
+        y = h(x - i)  # noqa: F841
         s = s + x * x
     return s
 
 
-CASES = [(helper_unread_log, (-1.0,)), (helper_unread_log_twice, (-0.5,)), (lambda_unread_call, (-1.0,)),
+def _apply(f, x):
+    return f(x) * 2.0
+
+
+def helper_passed_on(x):
+    def h(t):
+        y = math.log(t)  # noqa: F841
+        return t * t
+    return _apply(h, x)
+
+
+def helper_made_by_a_function(x):
+    def make(c):
+        def h(t):
+            y = math.log(t - c)  # noqa: F841
+            return t * c
+        return h
+    g = make(1.0)
+    return g(x) + g(x * 2.0)
+
+
+def helper_in_a_generator(v):
+    def h(t):
+        y = math.sqrt(t)  # noqa: F841
+        return t * 3.0
+    return sum(h(t) for t in v)
+
+
+def helper_in_a_loop(x):
+    def h(t):
+        y = math.log(t)  # noqa: F841
+        return t * t
+    s = 0.0
+    for i in range(4):
+        s = s + h(x + i)
+    return s
+
+
+def two_lambdas(x):
+    f = lambda t: t * t
+    g = lambda t: math.log(t)
+    y = g(x)  # noqa: F841
+    z = f(x)
+    return z + f(x + 1.0)
+
+
+CASES = [(helper_passed_on, (-1.0,)), (helper_made_by_a_function, (0.7,)), (helper_in_a_generator, (np.array([1.0, -2.0]),)),
+         (helper_in_a_loop, (-2.5,)), (two_lambdas, (-1.0,)),
+         (helper_unread_log, (-1.0,)), (helper_unread_log_twice, (-0.5,)), (lambda_unread_call, (-1.0,)),
          (helper_unread_division, (0.0,)), (helper_raising_in_loop, (1.5, 3))]
 
 
@@ -72,7 +120,9 @@ def test_function_value_unread_raises_as_python(fn, args, mode):
         getattr(astad, mode)(fn)(*args)
 
 
-@pytest.mark.parametrize("fn,args", [(helper_unread_log, (1.3,)), (helper_unread_log_twice, (1.3,)),
+@pytest.mark.parametrize("fn,args", [(helper_passed_on, (1.3,)), (helper_made_by_a_function, (1.3,)),
+                                     (helper_in_a_generator, (np.array([1.0, 2.0]),)), (helper_in_a_loop, (1.3,)),
+                                     (two_lambdas, (1.3,)), (helper_unread_log, (1.3,)), (helper_unread_log_twice, (1.3,)),
                                      (lambda_unread_call, (1.3,)), (helper_unread_division, (1.3,)),
                                      (helper_raising_in_loop, (3.5, 3)), (helper_raising_in_loop, (-1.0, 0))])
 def test_function_value_unread_derivatives(fn, args):
