@@ -9,6 +9,12 @@
    effect) made the loop leave the scalar fast path (optimise/scalars.py refused every effect): a loop
    over ``v[i]`` ran on numpy scalars, ~2.2x slower than the same loop without the unread statement.
 
+3. Unread statements that may raise that frontend/unused.py's may_raise did not know: numpy functions of a
+   size, shape or index known only when running (``np.zeros(n)``, ``np.repeat(v, n)`` of a negative n,
+   ``v.reshape(i, -1)``, ``np.take(v, i)``, ``np.take_along_axis``, ``np.arange(0.0, 5.0, s)`` at s = 0) and
+   an SVD that does not converge (``np.linalg.svd``/``pinv`` of a matrix holding a nan): dropped, a value
+   where Python raises.
+
 Oracles: the plain call (Python raises, or its value) and central finite differences in float64.
 """
 
@@ -176,3 +182,62 @@ def test_unread_statement_in_the_fast_path_raises_as_python():
     with np.errstate(invalid="ignore"):
         w = np.array([-0.5, 1.5])
         assert astad.grad(unread_np_log)(w) == pytest.approx(2 * w)
+
+
+# ---- 3. numpy functions of sizes, shapes and indices known when running; SVDs --------------------------
+
+def unread_take(v, i):
+    y = np.take(v, i)  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+def unread_zeros(v, n):
+    y = np.zeros(n)  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+def unread_repeat(v, n):
+    y = np.repeat(v, n)  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+def unread_reshape(v, n):
+    y = v.reshape(n, -1)  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+def unread_take_along_axis(v, k):
+    y = np.take_along_axis(v, k, axis=0)  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+def unread_arange(v, s):
+    y = np.arange(0.0, 5.0, s)  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+def unread_svd(v, m):
+    _ = np.linalg.svd(m)
+    return np.sum(v * 2.0)
+
+
+def unread_pinv(v, m):
+    _ = np.linalg.pinv(m)
+    return np.sum(v * 2.0)
+
+
+NAN_MATRIX = np.array([[np.nan, 1.0], [1.0, 2.0]])
+SIZES = [(unread_take, 5, 1), (unread_zeros, -1, 2), (unread_repeat, -1, 2), (unread_reshape, 2, 3),
+         (unread_take_along_axis, np.array([7]), np.array([1])), (unread_arange, 0.0, 1.0),
+         (unread_svd, NAN_MATRIX, np.eye(2)), (unread_pinv, NAN_MATRIX, np.eye(2))]
+
+
+@pytest.mark.parametrize("fn,bad,good", SIZES)
+@pytest.mark.parametrize("mode", ["grad", "jacfwd"])
+def test_unread_numpy_call_raises_as_python(fn, bad, good, mode):
+    v = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(Exception) as py:
+        fn(v, bad)
+    with pytest.raises(type(py.value)):
+        getattr(astad, mode)(fn)(v, bad)
+    assert getattr(astad, mode)(fn)(v, good) == pytest.approx(central_differences(lambda w: fn(w, good), v))

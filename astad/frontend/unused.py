@@ -18,8 +18,14 @@ from ..ir import App, Bind, Block, Function, If, Lam, Loop, Num, Prim, Var, all_
 from ..names import Namer
 from ..rules import infer
 
-#: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite)
-_RAISING_LINALG = frozenset({"cholesky", "inv", "solve", "matrix_power"})
+#: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite, an
+#: SVD or eigensolver that does not converge on a nan)
+_RAISING_LINALG = frozenset({"cholesky", "inv", "solve", "matrix_power", "pinv", "svd_u", "svd_vh", "svdvals",
+                             "eigvalsh", "eigh_vectors"})
+#: numpy functions of sizes, shapes or indices (ValueError for a negative size or a shape that does not fit,
+#: IndexError for an index out of range): they may raise where such an argument is known only when running
+_SIZES_AND_INDICES = frozenset({"zeros", "ones", "full", "eye", "tri", "repeat", "reshape", "tile", "pad",
+                                "broadcast_to", "take", "take_along_axis"})
 #: Python's arithmetic on Python numbers raises (ZeroDivisionError, OverflowError); numpy's only warns
 _PYTHON_ARITHMETIC = frozenset({"div", "floordiv", "mod", "pow"})
 #: conversions of Python numbers that raise on nan or inf (``int(nan)``, ``round(inf)``) or a huge int
@@ -35,6 +41,11 @@ def may_raise(rhs: Prim) -> bool:
         return all(isinstance(a.type, Num) and a.type.py for a in rhs.args)
     if op in ("getitem", "list_get"):  # an index known only when running: IndexError
         return any(type(a) is Var for a in rhs.args[1:])
+    if op in _SIZES_AND_INDICES:  # (a float array's values never make them raise)
+        return any(type(a) is Var and isinstance(a.type, Num) and a.type.dtype[:1] in "iub" for a in rhs.args)
+    if op == "arange":  # a step of 0, a nan or infinite bound
+        return any(type(a) is Var and (i == 2 or not (isinstance(a.type, Num) and a.type.dtype[:1] in "iub"))
+                   for i, a in enumerate(rhs.args))
     return False
 
 
