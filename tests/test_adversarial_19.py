@@ -13,7 +13,8 @@
    size, shape or index known only when running (``np.zeros(n)``, ``np.repeat(v, n)`` of a negative n,
    ``v.reshape(i, -1)``, ``np.take(v, i)``, ``np.take_along_axis``, ``np.arange(0.0, 5.0, s)`` at s = 0) and
    an SVD that does not converge (``np.linalg.svd``/``pinv`` of a matrix holding a nan): dropped, a value
-   where Python raises.
+   where Python raises.  Also numpy's integers to a negative integer power (``k ** n``, ``np.power(k, n)``
+   of an int array or np.int64 and n = -1: ValueError).
 
 Oracles: the plain call (Python raises, or its value) and central finite differences in float64.
 """
@@ -241,3 +242,30 @@ def test_unread_numpy_call_raises_as_python(fn, bad, good, mode):
     with pytest.raises(type(py.value)):
         getattr(astad, mode)(fn)(v, bad)
     assert getattr(astad, mode)(fn)(v, good) == pytest.approx(central_differences(lambda w: fn(w, good), v))
+
+
+def unread_int_power(v, k, n):
+    y = k ** n  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+def unread_np_power(v, k, n):
+    y = np.power(k, n)  # noqa: F841
+    return np.sum(v * 2.0)
+
+
+@pytest.mark.parametrize("fn", [unread_int_power, unread_np_power])
+@pytest.mark.parametrize("k", [np.array([2, 3]), np.int64(2)])
+@pytest.mark.parametrize("mode", ["grad", "jacfwd"])
+def test_unread_integer_power_raises_as_numpy(fn, k, mode):
+    v = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError):
+        fn(v, k, -1)
+    with pytest.raises(ValueError):
+        getattr(astad, mode)(fn)(v, k, -1)
+    assert getattr(astad, mode)(fn)(v, k, 2) == pytest.approx(2.0 * np.ones(3))
+    if fn is unread_int_power:  # Python's 2 ** -1 is 0.5; np.power(2, -1) raises
+        assert getattr(astad, mode)(fn)(v, 2, -1) == pytest.approx(2.0 * np.ones(3))
+    else:
+        with pytest.raises(ValueError):
+            getattr(astad, mode)(fn)(v, 2, -1)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from ..blocks import with_branches
-from ..ir import App, Bind, Block, Function, If, Lam, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
+from ..ir import App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
 from ..names import Namer
 from ..rules import infer
 
@@ -38,7 +40,12 @@ def may_raise(rhs: Prim) -> bool:
     if op.startswith("math_") or op in _RAISING_LINALG or op in _CONVERSIONS:
         return True
     if op in _PYTHON_ARITHMETIC:
-        return all(isinstance(a.type, Num) and a.type.py for a in rhs.args)
+        if all(isinstance(a.type, Num) and a.type.py for a in rhs.args):
+            return True
+    if op in ("pow", "power") and len(rhs.args) == 2:  # numpy's integers to a negative integer power: ValueError
+        base, exp = rhs.args
+        return (isinstance(base.type, Num) and base.type.dtype[:1] in "iub" and isinstance(exp.type, Num)
+                and exp.type.dtype[:1] in "iu" and not (type(exp) is Const and bool(np.all(np.asarray(exp.value) >= 0))))
     if op in ("getitem", "list_get"):  # an index known only when running: IndexError
         return any(type(a) is Var for a in rhs.args[1:])
     if op in _SIZES_AND_INDICES:  # (a float array's values never make them raise)
