@@ -16,6 +16,11 @@
    where Python raises.  Also numpy's integers to a negative integer power (``k ** n``, ``np.power(k, n)``
    of an int array or np.int64 and n = -1: ValueError).
 
+4. An unread item of a tuple or list computed by a chain (``y = (x, math.sqrt(x) + 1.0)``,
+   ``[math.log(x) * 2.0, 1.0]``, ``ys.append(math.log(x) + 1.0)``): the item is an unread temporary whose
+   own operation cannot raise (an add) and only a temporary that may raise itself was kept (5327386).
+   Every unread binding whose chain may raise is kept now (but an effect's, which is kept anyway).
+
 Oracles: the plain call (Python raises, or its value) and central finite differences in float64.
 """
 
@@ -269,3 +274,42 @@ def test_unread_integer_power_raises_as_numpy(fn, k, mode):
     else:
         with pytest.raises(ValueError):
             getattr(astad, mode)(fn)(v, 2, -1)
+
+
+# ---- 4. unread items computed by chains ---------------------------------------------------------------
+
+def item_chain_list(x):
+    y = [math.log(x) * 2.0, 1.0]  # noqa: F841
+    return x * 2.0
+
+
+def item_chain_tuple(x):
+    y = (math.log(x) * 2.0, 1.0)  # noqa: F841
+    return x * 2.0
+
+
+def item_chain_picked(x):
+    y = [math.log(x) * 2.0, 1.0][1]
+    return x * y
+
+
+def item_chain_second(x):
+    y = (x, math.sqrt(x) + 1.0)
+    return y[0] * 2.0
+
+
+def item_chain_appended(x):
+    ys = [x]
+    ys.append(math.log(x) + 1.0)
+    return ys[0] * 2.0
+
+
+@pytest.mark.parametrize("fn", [item_chain_list, item_chain_tuple, item_chain_picked, item_chain_second,
+                                item_chain_appended])
+@pytest.mark.parametrize("mode", ["grad", "jacfwd"])
+def test_unread_item_chain_raises_as_python(fn, mode):
+    with pytest.raises(ValueError):
+        fn(-1.0)
+    with pytest.raises(ValueError):
+        getattr(astad, mode)(fn)(-1.0)
+    assert getattr(astad, mode)(fn)(1.3) == pytest.approx(central_differences(fn, 1.3), rel=1e-7)

@@ -17,8 +17,7 @@ import numpy as np
 
 from ..blocks import with_branches
 from ..ir import App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
-from ..names import Namer
-from ..rules import infer
+from ..rules import TABLE, infer
 
 #: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite, an
 #: SVD or eigensolver that does not converge on a nan)
@@ -57,8 +56,9 @@ def may_raise(rhs: Prim) -> bool:
 
 
 def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
-    """``fn`` with a ``keep`` effect after each binding of a user's name that nothing reads and whose
-    value is computed by something that may raise (the temporaries it is made of included)."""
+    """``fn`` with a ``keep`` effect after each binding that nothing reads and whose value is computed by
+    something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
+    item of a tuple or list nothing reads (an effect's binding is kept anyway)."""
     read = read_set(fn.body)
     lams: dict[str, Lam] = {}
     body = _keep(fn.body, read, temp, lams)
@@ -66,8 +66,7 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
 
 
 def has_unread_raising(block: Block) -> bool:
-    """Whether a block (a function value's body) has a binding of a user's name that nothing reads and
-    that may raise: kept only where the block is inlined (a function value's body holds no effect)."""
+    """Whether a block (a function value's body) has a binding that nothing reads and that may raise: kept only where the block is inlined (a function value's body holds no effect)."""
     return _keep(block, read_set(block), lambda: "_", {}) is not block
 
 
@@ -88,8 +87,7 @@ def _keep(block: Block, read: frozenset[str], temp: Callable[[], str], lams: dic
             made[t.name] = nb
             if t.name in read:  # (most bindings: a loop, no generator, as this runs at every one)
                 unread = False
-        if unread and ((not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo, lams))
-                       or (type(nb.rhs) is Prim and may_raise(nb.rhs))):  # (an item of a list nothing reads)
+        if unread and not (type(nb.rhs) is Prim and TABLE[nb.rhs.op].effect) and _raises(nb, made, memo, lams):
             out.append(Bind((Var(temp(), infer("keep", [t.type for t in targets], {})),),
                             Prim("keep", tuple(targets), ()), nb.loc))
             changed = True
