@@ -117,8 +117,8 @@ def two_lambdas(x):
     return z + f(x + 1.0)
 
 
-CASES = [(helper_passed_on, (-1.0,)), (helper_made_by_a_function, (0.7,)), (helper_in_a_generator, (np.array([1.0, -2.0]),)),
-         (helper_in_a_loop, (-2.5,)), (two_lambdas, (-1.0,)),
+CASES = [(helper_passed_on, (-1.0,)), (helper_made_by_a_function, (0.7,)),
+         (helper_in_a_generator, (np.array([1.0, -2.0]),)), (helper_in_a_loop, (-2.5,)), (two_lambdas, (-1.0,)),
          (helper_unread_log, (-1.0,)), (helper_unread_log_twice, (-0.5,)), (lambda_unread_call, (-1.0,)),
          (helper_unread_division, (0.0,)), (helper_raising_in_loop, (1.5, 3))]
 
@@ -134,7 +134,8 @@ def test_function_value_unread_raises_as_python(fn, args, mode):
 
 @pytest.mark.parametrize("fn,args", [(helper_passed_on, (1.3,)), (helper_made_by_a_function, (1.3,)),
                                      (helper_in_a_generator, (np.array([1.0, 2.0]),)), (helper_in_a_loop, (1.3,)),
-                                     (two_lambdas, (1.3,)), (helper_unread_log, (1.3,)), (helper_unread_log_twice, (1.3,)),
+                                     (two_lambdas, (1.3,)), (helper_unread_log, (1.3,)),
+                                     (helper_unread_log_twice, (1.3,)),
                                      (lambda_unread_call, (1.3,)), (helper_unread_division, (1.3,)),
                                      (helper_raising_in_loop, (3.5, 3)), (helper_raising_in_loop, (-1.0, 0))])
 def test_function_value_unread_derivatives(fn, args):

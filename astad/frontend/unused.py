@@ -16,7 +16,8 @@ from typing import Callable
 import numpy as np
 
 from ..blocks import with_branches
-from ..ir import App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
+from ..ir import (App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set,
+                  vars_of)
 from ..rules import TABLE, infer
 
 #: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite, an
@@ -44,7 +45,8 @@ def may_raise(rhs: Prim) -> bool:
     if op in ("pow", "power") and len(rhs.args) == 2:  # numpy's integers to a negative integer power: ValueError
         base, exp = rhs.args
         return (isinstance(base.type, Num) and base.type.dtype[:1] in "iub" and isinstance(exp.type, Num)
-                and exp.type.dtype[:1] in "iu" and not (type(exp) is Const and bool(np.all(np.asarray(exp.value) >= 0))))
+                and exp.type.dtype[:1] in "iu"
+                and not (type(exp) is Const and bool(np.all(np.asarray(exp.value) >= 0))))
     if op in ("getitem", "list_get"):  # an index known only when running: IndexError
         return any(type(a) is Var for a in rhs.args[1:])
     if op in _SIZES_AND_INDICES:  # (a float array's values never make them raise)
@@ -66,7 +68,8 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
 
 
 def has_unread_raising(block: Block) -> bool:
-    """Whether a block (a function value's body) has a binding that nothing reads and that may raise: kept only where the block is inlined (a function value's body holds no effect)."""
+    """Whether a block (a function value's body) has a binding that nothing reads and that may raise: kept
+    only where the block is inlined (a function value's body holds no effect)."""
     return _keep(block, read_set(block), lambda: "_", {}) is not block
 
 
