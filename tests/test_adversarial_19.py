@@ -21,6 +21,11 @@
    own operation cannot raise (an add) and only a temporary that may raise itself was kept (5327386).
    Every unread binding whose chain may raise is kept now (but an effect's, which is kept anyway).
 
+5. Derivatives over the reverse program (hessian = jacfwd(grad), grad(grad), jacrev(grad)) read its
+   cotangents, not its value: what only the value reads was dropped, ``x * 2.0 + math.log(x) * 0.0`` at
+   x = -1 gave a nan Hessian where f and grad(f) raise ValueError (before this session too).
+   programs.vjp_program keeps what may raise of the forward block (unused.keep_primal_raising).
+
 Oracles: the plain call (Python raises, or its value) and central finite differences in float64.
 """
 
@@ -314,3 +319,26 @@ def test_unread_item_chain_raises_as_python(fn, mode):
     with pytest.raises(ValueError):
         getattr(astad, mode)(fn)(-1.0)
     assert getattr(astad, mode)(fn)(1.3) == pytest.approx(central_differences(fn, 1.3), rel=1e-7)
+
+
+# ---- 5. second derivatives over the reverse program ---------------------------------------------------
+
+def value_only_log(x):
+    return x * 2.0 + math.log(x) * 0.0
+
+
+def value_only_log_named(x):
+    y = math.log(x)
+    return x * x + (y - y)
+
+
+@pytest.mark.parametrize("fn", [value_only_log, value_only_log_named])
+@pytest.mark.parametrize("second", [astad.hessian, lambda f: astad.grad(astad.grad(f)),
+                                    lambda f: astad.jacrev(astad.grad(f))])
+def test_second_derivative_raises_as_python(fn, second):
+    with pytest.raises(ValueError):
+        fn(-1.0)
+    with pytest.raises(ValueError):
+        second(fn)(-1.0)
+    expected = central_differences(lambda x: central_differences(fn, x, eps=1e-4), 1.3, eps=1e-4)
+    assert second(fn)(1.3) == pytest.approx(expected, rel=1e-5, abs=1e-6)

@@ -16,8 +16,8 @@ from typing import Callable
 import numpy as np
 
 from ..blocks import with_branches
-from ..ir import (App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set,
-                  vars_of)
+from ..ir import (App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, ReverseProgram, Var, all_binds,
+                  nested_blocks, read_set, vars_of)
 from ..rules import TABLE, infer
 
 #: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite, an
@@ -65,6 +65,18 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     lams: dict[str, Lam] = {}
     body = _keep(fn.body, read, temp, lams)
     return fn if body is fn.body else Function(fn.name, fn.params, body)
+
+
+def keep_primal_raising(prog: ReverseProgram) -> ReverseProgram:
+    """``prog`` whose forward block keeps what may raise and only its value reads: a derivative of the reverse
+    program (``hessian``, ``grad(grad(f))``) reads its cotangents, not its value, and would drop the value's
+    ``math.log(x)`` where ``f`` raises (``x * 2.0 + math.log(x) * 0.0`` at x = -1 gave nan)."""
+    fwd = prog.forward
+    read = read_set(Block(fwd.binds, prog.ct_in)) | read_set(prog.backward)
+    used = {v.name for b in all_binds(fwd) for v in b.targets} | {v.name for v in prog.params} | read
+    fresh = (f"t_kept{i}" for i in range(len(used) + 1) if f"t_kept{i}" not in used)
+    body = _keep(fwd, read, lambda: next(fresh), {})
+    return prog if body is fwd else ReverseProgram(prog.name, prog.params, body, prog.ct_in, prog.backward)
 
 
 def has_unread_raising(block: Block) -> bool:
