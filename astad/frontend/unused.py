@@ -40,8 +40,10 @@ def may_raise(rhs: Prim) -> bool:
     if op.startswith("math_") or op in _RAISING_LINALG or op in _CONVERSIONS:
         return True
     if op in _PYTHON_ARITHMETIC:
-        if all(isinstance(a.type, Num) and a.type.py for a in rhs.args):
-            return True
+        if all(isinstance(a.type, Num) and a.type.py for a in rhs.args) and not (
+                op != "pow" and rhs.args[0].type.dtype.startswith("float")
+                and isinstance(rhs.args[1].type, Num) and rhs.args[1].type.value not in (None, 0)):
+            return True  # (but a float's division by a number known when transforming, a shape, not 0)
     if op in ("pow", "power") and len(rhs.args) == 2:  # numpy's integers to a negative integer power: ValueError
         base, exp = rhs.args
         return (isinstance(base.type, Num) and base.type.dtype[:1] in "iub" and isinstance(exp.type, Num)
@@ -70,13 +72,34 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
 def keep_primal_raising(prog: ReverseProgram) -> ReverseProgram:
     """``prog`` whose forward block keeps what may raise and only its value reads: a derivative of the reverse
     program (``hessian``, ``grad(grad(f))``) reads its cotangents, not its value, and would drop the value's
-    ``math.log(x)`` where ``f`` raises (``x * 2.0 + math.log(x) * 0.0`` at x = -1 gave nan)."""
+    ``math.log(x)`` where ``f`` raises (``x * 2.0 + math.log(x) * 0.0`` at x = -1 gave nan).  Only a binding
+    the backward block does not need and whose own operation may raise is kept (what it reads stays)."""
     fwd = prog.forward
-    read = read_set(Block(fwd.binds, prog.ct_in)) | read_set(prog.backward)
-    used = {v.name for b in all_binds(fwd) for v in b.targets} | {v.name for v in prog.params} | read
-    fresh = (f"t_kept{i}" for i in range(len(used) + 1) if f"t_kept{i}" not in used)
-    body = _keep(fwd, read, lambda: next(fresh), {})
-    return prog if body is fwd else ReverseProgram(prog.name, prog.params, body, prog.ct_in, prog.backward)
+    needed = set(read_set(prog.backward))
+    kept: set[int] = set()
+    for b in reversed(fwd.binds):
+        rhs = b.rhs
+        if not any(t.name in needed for t in b.targets):
+            if type(rhs) is Prim:
+                if not may_raise(rhs):
+                    continue
+            elif not (isinstance(rhs, (If, Loop)) and any(type(x.rhs) is Prim and may_raise(x.rhs)
+                                                          for blk in nested_blocks(rhs) for x in all_binds(blk))):
+                continue
+            kept.add(id(b))
+        needed.update(v.name for v in vars_of(rhs))
+        needed.update(n for blk in nested_blocks(rhs) for n in read_set(blk))
+    if not kept:
+        return prog
+    used = {v.name for b in all_binds(fwd) for v in b.targets} | {v.name for v in prog.params} | needed
+    fresh = (f"t_kept{i}" for i in range(len(used) + len(kept) + 1) if f"t_kept{i}" not in used)
+    out: list[Bind] = []
+    for b in fwd.binds:
+        out.append(b)
+        if id(b) in kept:
+            out.append(Bind((Var(next(fresh), infer("keep", [t.type for t in b.targets], {})),),
+                            Prim("keep", tuple(b.targets), ()), b.loc))
+    return ReverseProgram(prog.name, prog.params, Block(tuple(out), fwd.result), prog.ct_in, prog.backward)
 
 
 def has_unread_raising(block: Block) -> bool:
