@@ -25,6 +25,7 @@ from typing import Any, Callable, Sequence
 from . import deep, pipeline
 from .ad.vjp_function import vjp_function
 from .errors import AstadError
+from .frontend.unused import keep_primal_raising
 from .ir import Function, NoneT, ReverseProgram, Type, Var, free_vars
 from .memo import LRU, snapshot
 from .pipeline import ForwardDerivative
@@ -134,7 +135,7 @@ def vjp_program(rev: Any, args: Sequence[Any], wrt: frozenset[int]) -> tuple[Pro
     cotangents`` (one per parameter, structured as the arguments), and the output type."""
     types = tuple(rev._types(args))
     stages, lowerer = pipeline.run_stages(rev._parsed, types, wrt)
-    prog = stages.optimised
+    prog = keep_primal_raising(stages.optimised)  # (its value is read by nothing: kept where it may raise)
     values = {n: obj for n, (_, obj) in lowerer.constants.items()}
     ct_type = prog.ct_in.type
     return (Program(vjp_function(prog), types + (ct_type,), len(types), rev._parsed.name, values,

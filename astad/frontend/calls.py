@@ -32,6 +32,7 @@ from .abstract import literal_type
 from .scopes import (Closure, Value, Scope, scope_chain, closures_in, atoms_in, value_key, sample_of, make_call_key,
                      forget_value)
 from .core import LowererCore, derivative_used, ref_name
+from .unused import has_unread_raising
 
 
 #: operations that give a Python number of one type whatever the Python numbers they take
@@ -456,7 +457,8 @@ class Calls(LowererCore):
         block = Block(tuple(binds), value) if isinstance(value, Var) else None
         if (block is None or not isinstance(value.type, Num)  # type: ignore[union-attr]
                 or any(not isinstance(b.rhs, (Prim, MakeTuple, Unpack, Copy)) or has_effect(b.rhs) for b in binds)
-                or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))):
+                or any(v.name not in visible for v in lam_free_vars(Lam(params, block)))
+                or has_unread_raising(block)):  # (inlined, the statement is kept: it raises as in Python)
             return None
         name = next((k for sc in self._chain() for k, v in sc.env.items()
                      if isinstance(v, Ref) and v.obj is c), c.__name__.strip("<>"))

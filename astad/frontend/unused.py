@@ -13,13 +13,21 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..blocks import with_branches
-from ..ir import Bind, Block, Function, If, Loop, Num, Prim, Var, all_binds, nested_blocks, read_set, vars_of
-from ..names import Namer
-from ..rules import infer
+import numpy as np
 
-#: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite)
-_RAISING_LINALG = frozenset({"cholesky", "inv", "solve", "matrix_power"})
+from ..blocks import with_branches
+from ..ir import (App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, ReverseProgram, Var, all_binds,
+                  nested_blocks, read_set, vars_of)
+from ..rules import TABLE, infer
+
+#: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite, an
+#: SVD or eigensolver that does not converge on a nan)
+_RAISING_LINALG = frozenset({"cholesky", "inv", "solve", "matrix_power", "pinv", "svd_u", "svd_vh", "svdvals",
+                             "eigvalsh", "eigh_vectors"})
+#: numpy functions of sizes, shapes or indices (ValueError for a negative size or a shape that does not fit,
+#: IndexError for an index out of range): they may raise where such an argument is known only when running
+_SIZES_AND_INDICES = frozenset({"zeros", "ones", "full", "eye", "tri", "repeat", "reshape", "tile", "pad",
+                                "broadcast_to", "take", "take_along_axis"})
 #: Python's arithmetic on Python numbers raises (ZeroDivisionError, OverflowError); numpy's only warns
 _PYTHON_ARITHMETIC = frozenset({"div", "floordiv", "mod", "pow"})
 #: conversions of Python numbers that raise on nan or inf (``int(nan)``, ``round(inf)``) or a huge int
@@ -32,44 +40,99 @@ def may_raise(rhs: Prim) -> bool:
     if op.startswith("math_") or op in _RAISING_LINALG or op in _CONVERSIONS:
         return True
     if op in _PYTHON_ARITHMETIC:
-        return all(isinstance(a.type, Num) and a.type.py for a in rhs.args)
+        if all(isinstance(a.type, Num) and a.type.py for a in rhs.args) and not (
+                op != "pow" and rhs.args[0].type.dtype.startswith("float")
+                and isinstance(rhs.args[1].type, Num) and rhs.args[1].type.value not in (None, 0)):
+            return True  # (but a float's division by a number known when transforming, a shape, not 0)
+    if op in ("pow", "power") and len(rhs.args) == 2:  # numpy's integers to a negative integer power: ValueError
+        base, exp = rhs.args
+        return (isinstance(base.type, Num) and base.type.dtype[:1] in "iub" and isinstance(exp.type, Num)
+                and exp.type.dtype[:1] in "iu"
+                and not (type(exp) is Const and bool(np.all(np.asarray(exp.value) >= 0))))
     if op in ("getitem", "list_get"):  # an index known only when running: IndexError
         return any(type(a) is Var for a in rhs.args[1:])
+    if op in _SIZES_AND_INDICES:  # (a float array's values never make them raise)
+        return any(type(a) is Var and isinstance(a.type, Num) and a.type.dtype[:1] in "iub" for a in rhs.args)
+    if op == "arange":  # a step of 0, a nan or infinite bound
+        return any(type(a) is Var and (i == 2 or not (isinstance(a.type, Num) and a.type.dtype[:1] in "iub"))
+                   for i, a in enumerate(rhs.args))
     return False
 
 
 def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
-    """``fn`` with a ``keep`` effect after each binding of a user's name that nothing reads and whose
-    value is computed by something that may raise (the temporaries it is made of included)."""
+    """``fn`` with a ``keep`` effect after each binding that nothing reads and whose value is computed by
+    something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
+    item of a tuple or list nothing reads (an effect's binding is kept anyway)."""
     read = read_set(fn.body)
-    body = _keep(fn.body, read, temp)
+    lams: dict[str, Lam] = {}
+    body = _keep(fn.body, read, temp, lams)
     return fn if body is fn.body else Function(fn.name, fn.params, body)
 
 
-def _keep(block: Block, read: frozenset[str], temp: Callable[[], str]) -> Block:
+def keep_primal_raising(prog: ReverseProgram) -> ReverseProgram:
+    """``prog`` whose forward block keeps what may raise and only its value reads: a derivative of the reverse
+    program (``hessian``, ``grad(grad(f))``) reads its cotangents, not its value, and would drop the value's
+    ``math.log(x)`` where ``f`` raises (``x * 2.0 + math.log(x) * 0.0`` at x = -1 gave nan).  Only a binding
+    the backward block does not need and whose own operation may raise is kept (what it reads stays)."""
+    fwd = prog.forward
+    needed = set(read_set(prog.backward))
+    kept: set[int] = set()
+    for b in reversed(fwd.binds):
+        rhs = b.rhs
+        if not any(t.name in needed for t in b.targets):
+            if type(rhs) is Prim:
+                if not may_raise(rhs):
+                    continue
+            elif not (isinstance(rhs, (If, Loop)) and any(type(x.rhs) is Prim and may_raise(x.rhs)
+                                                          for blk in nested_blocks(rhs) for x in all_binds(blk))):
+                continue
+            kept.add(id(b))
+        needed.update(v.name for v in vars_of(rhs))
+        needed.update(n for blk in nested_blocks(rhs) for n in read_set(blk))
+    if not kept:
+        return prog
+    used = {v.name for b in all_binds(fwd) for v in b.targets} | {v.name for v in prog.params} | needed
+    fresh = (f"t_kept{i}" for i in range(len(used) + len(kept) + 1) if f"t_kept{i}" not in used)
+    out: list[Bind] = []
+    for b in fwd.binds:
+        out.append(b)
+        if id(b) in kept:
+            out.append(Bind((Var(next(fresh), infer("keep", [t.type for t in b.targets], {})),),
+                            Prim("keep", tuple(b.targets), ()), b.loc))
+    return ReverseProgram(prog.name, prog.params, Block(tuple(out), fwd.result), prog.ct_in, prog.backward)
+
+
+def has_unread_raising(block: Block) -> bool:
+    """Whether a block (a function value's body) has a binding that nothing reads and that may raise: kept
+    only where the block is inlined (a function value's body holds no effect)."""
+    return _keep(block, read_set(block), lambda: "_", {}) is not block
+
+
+def _keep(block: Block, read: frozenset[str], temp: Callable[[], str], lams: dict[str, Lam]) -> Block:
     made: dict[str, Bind] = {}
     memo: dict[int, bool] = {}
     out: list[Bind] = []
     changed = False
     for b in block.binds:
-        nb = b if type(b.rhs) is Prim else with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp))
+        nb = b if type(b.rhs) is Prim else with_branches(b, b.rhs, lambda inner: _keep(inner, read, temp, lams))
         changed |= nb is not b
         out.append(nb)
         targets = nb.targets
         unread = bool(targets)
+        if type(nb.rhs) is Lam:  # (a function value: an unread call of it may raise where its body may)
+            lams[targets[0].name] = nb.rhs
         for t in targets:
             made[t.name] = nb
             if t.name in read:  # (most bindings: a loop, no generator, as this runs at every one)
                 unread = False
-        if unread and ((not any(Namer.is_temp(t.name) for t in targets) and _raises(nb, made, memo))
-                       or (type(nb.rhs) is Prim and may_raise(nb.rhs))):  # (an item of a list nothing reads)
+        if unread and not (type(nb.rhs) is Prim and TABLE[nb.rhs.op].effect) and _raises(nb, made, memo, lams):
             out.append(Bind((Var(temp(), infer("keep", [t.type for t in targets], {})),),
                             Prim("keep", tuple(targets), ()), nb.loc))
             changed = True
     return Block(tuple(out), block.result) if changed else block
 
 
-def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool]) -> bool:
+def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool], lams: dict[str, Lam]) -> bool:
     """Whether ``b``, or a binding of its block it is computed from, may raise (a branch or a loop: a
     primitive in it, or what it reads)."""
     found = memo.get(id(b))
@@ -83,8 +146,12 @@ def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool]) -> bool:
     elif isinstance(rhs, (If, Loop)):
         here = any(type(x.rhs) is Prim and may_raise(x.rhs) for blk in nested_blocks(rhs) for x in all_binds(blk))
         reads = [v.name for v in vars_of(rhs)] + [n for blk in nested_blocks(rhs) for n in read_set(blk)]
+    elif type(rhs) is App:  # a call of a function value (made before, in this block or one around it)
+        lam = lams.get(rhs.fn.name)
+        here = lam is None or any(type(x.rhs) is Prim and may_raise(x.rhs) for x in all_binds(lam.body))
+        reads = [a.name for a in rhs.args if type(a) is Var]
     else:
         return False
-    result = here or any(n in made and made[n] is not b and _raises(made[n], made, memo) for n in reads)
+    result = here or any(n in made and made[n] is not b and _raises(made[n], made, memo, lams) for n in reads)
     memo[id(b)] = result
     return result

@@ -366,6 +366,8 @@ def _walk(block: Block, fast: FastLoop, getitems: bool) -> None:
             if reads:
                 raise _Refused
             continue
+        if rhs.op == "keep":
+            continue  # (a value nothing else reads, computed as Python does: a Python float as well)
         target = b.targets[0]
         if getitems and rhs.op == "getitem" and isinstance(rhs.args[0], Var) and rhs.args[0].name in fast.lists \
                 and _element(rhs):
@@ -408,7 +410,7 @@ def _plain_body(body: Block) -> None:
             _plain_body(b.rhs.then)
             _plain_body(b.rhs.orelse)
         elif isinstance(b.rhs, Prim):
-            if rules.TABLE[b.rhs.op].effect:
+            if rules.TABLE[b.rhs.op].effect and b.rhs.op != "keep":  # (keep reads a value: run again, no matter)
                 raise _Refused
         elif not isinstance(b.rhs, (MakeTuple, Plus)):
             raise _Refused
