@@ -378,7 +378,6 @@ def machine_info(clock: str, timer: Timer) -> dict[str, Any]:
         "python": platform.python_version(),
         "versions": {m.__name__: version(m) for m in (sys.modules["numpy"], astad, autograd, jax) if m},
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
-        "malloc": getattr(sys.modules.get("__main__"), "MALLOC", "default"),
         "clock": clock, "repeat": timer.repeat, "statistic": "median",
     }
 

@@ -29,25 +29,7 @@ def blas_threads(argv: list[str]) -> None:
             os.environ[var] = n
 
 
-def steady_malloc() -> str:
-    """glibc's mmap threshold fixed at 32 MiB (its largest dynamic value on 64-bit machines), unless
-    the environment sets ``MALLOC_MMAP_THRESHOLD_``: by default glibc moves the threshold as a process
-    frees big blocks, so whether a 800 KB temporary is page-faulted afresh on every call depends on
-    what the process allocated before (one run read logsumexp's gradient at 3.0x its primal, another
-    at 1.3x, with the same code). Fixed, every cell meets the same allocator. Returns what was done."""
-    if "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return "MALLOC_MMAP_THRESHOLD_=" + os.environ["MALLOC_MMAP_THRESHOLD_"]
-    try:
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6")
-        m_mmap_threshold = -3  # (malloc.h)
-        return "mmap threshold 32 MiB" if libc.mallopt(m_mmap_threshold, 32 << 20) == 1 else "default"
-    except (OSError, AttributeError):  # (not glibc)
-        return "default"
-
-
 blas_threads(sys.argv)
-MALLOC = steady_malloc()
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -404,7 +386,6 @@ def main(argv: list[str] | None = None) -> int:
           f"autograd {version(autograd)}, jax {version(jax)}"
           f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples, "
           f"{opts.clock} clock; {opts.backend} arrays; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; "
-          f"malloc: {MALLOC}; "
           f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
 
     rows = [bench_program(name, timer, program_limits(name, opts), jvp_cells=not opts.no_forward,
