@@ -28,7 +28,7 @@ from ..errors import InternalError
 from ..names import Namer
 from .retype import retype
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Copower, CopowerT, Copy, Drop, Dup, FunT, If, Lam, Loop,
-                 LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, TupleT, Type, Unpack, Var, Zero, as_var,
+                 LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram, TupleT, Type, Unpack, Var, Zero,
                  bound_vars, function_values, lam_free_vars, map_atoms, nested_blocks)
 
 
