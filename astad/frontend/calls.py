@@ -138,7 +138,7 @@ class Calls(LowererCore):
         an int and a float, Python's ``max`` of both, nor an int power of ints (a float where it is < 0)."""
         if not isinstance(v, Var) or not (isinstance(v.type, Num) and v.type.py):
             return True
-        if v.name in self.__dict__.get("_exact_numbers", ()):
+        if v.name in self.exact_numbers:
             return True
         bind = self.definition_of(v) if depth < 64 else None
         rhs = bind.rhs if bind is not None else None

@@ -56,6 +56,7 @@ class LowererCore:
         self.trying = 0  # > 0 while a body is lowered to see whether it can be a function value
         self.restores = 0  # how many lowerings were undone (a call whose lowering undid one is not replayed)
         self.truth_only: set[int] = set()  # ids of the nodes whose truth alone matters (an `if`'s test, its and/or, chains)
+        self.exact_numbers: set[str] = set()  # Python-number parameters and loop indices (calls.exact_number)
         self.definitions_read: list[str] = []  # the variables whose binding the lowering read (definition_of)
         self.templates: dict[tuple, Any] = {}  # recorded calls by key (frontend/replay.py); False: not replayable
         self.recording = 0  # how many calls are being recorded (one inside another)

@@ -286,7 +286,7 @@ class Loops(LowererCore):
                 self.aliases.carried(p, a)
             if index is not None:
                 self.aliases.made(index.name, ())
-                self.__dict__.setdefault("_exact_numbers", set()).add(index.name)  # an int (calls.exact_number)
+                self.exact_numbers.add(index.name)  # an int (calls.exact_number)
 
             endless: list[cst.BaseExpression] = []  # a condition always true where the loop cannot stop (this pass)
 

@@ -53,7 +53,7 @@ class Statements(LowererCore):
         if not isinstance(t, StructT):
             v = Var(self.namer.fresh(name), t)
             params.append(v)
-            self.__dict__.setdefault("_exact_numbers", set()).add(v.name)  # (calls.exact_number)
+            self.exact_numbers.add(v.name)  # (calls.exact_number)
             self.aliases.made(v.name, () if isinstance(t, Num) and t.py else (CALLER,))
             return v
         keys = t.keys or tuple(range(len(t.items)))

@@ -11,13 +11,14 @@ what may raise at run time is kept; other unread values are dropped as before
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
 from ..blocks import with_branches
 from ..ir import (App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, ReverseProgram, Var, all_binds,
                   nested_blocks, read_set, vars_of)
+from ..names import Namer
 from ..rules import TABLE, infer
 
 #: linear algebra that raises LinAlgError on its values (a singular matrix, one not positive definite, an
@@ -59,6 +60,11 @@ def may_raise(rhs: Prim) -> bool:
     return False
 
 
+def _any_may_raise(blocks: Iterable[Block]) -> bool:
+    """Whether a primitive of ``blocks`` (and of the blocks nested in them) may raise."""
+    return any(type(x.rhs) is Prim and may_raise(x.rhs) for blk in blocks for x in all_binds(blk))
+
+
 def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     """``fn`` with a ``keep`` effect after each binding that nothing reads and whose value is computed by
     something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
@@ -83,21 +89,19 @@ def keep_primal_raising(prog: ReverseProgram) -> ReverseProgram:
             if type(rhs) is Prim:
                 if not may_raise(rhs):
                     continue
-            elif not (isinstance(rhs, (If, Loop)) and any(type(x.rhs) is Prim and may_raise(x.rhs)
-                                                          for blk in nested_blocks(rhs) for x in all_binds(blk))):
+            elif not (isinstance(rhs, (If, Loop)) and _any_may_raise(nested_blocks(rhs))):
                 continue
             kept.add(id(b))
         needed.update(v.name for v in vars_of(rhs))
         needed.update(n for blk in nested_blocks(rhs) for n in read_set(blk))
     if not kept:
         return prog
-    used = {v.name for b in all_binds(fwd) for v in b.targets} | {v.name for v in prog.params} | needed
-    fresh = (f"t_kept{i}" for i in range(len(used) + len(kept) + 1) if f"t_kept{i}" not in used)
+    namer = Namer.of(prog)
     out: list[Bind] = []
     for b in fwd.binds:
         out.append(b)
         if id(b) in kept:
-            out.append(Bind((Var(next(fresh), infer("keep", [t.type for t in b.targets], {})),),
+            out.append(Bind((Var(namer.temp(), infer("keep", [t.type for t in b.targets], {})),),
                             Prim("keep", tuple(b.targets), ()), b.loc))
     return ReverseProgram(prog.name, prog.params, Block(tuple(out), fwd.result), prog.ct_in, prog.backward)
 
@@ -144,11 +148,11 @@ def _raises(b: Bind, made: dict[str, Bind], memo: dict[int, bool], lams: dict[st
         here = may_raise(rhs)
         reads = [a.name for a in rhs.args if type(a) is Var]
     elif isinstance(rhs, (If, Loop)):
-        here = any(type(x.rhs) is Prim and may_raise(x.rhs) for blk in nested_blocks(rhs) for x in all_binds(blk))
+        here = _any_may_raise(nested_blocks(rhs))
         reads = [v.name for v in vars_of(rhs)] + [n for blk in nested_blocks(rhs) for n in read_set(blk)]
     elif type(rhs) is App:  # a call of a function value (made before, in this block or one around it)
         lam = lams.get(rhs.fn.name)
-        here = lam is None or any(type(x.rhs) is Prim and may_raise(x.rhs) for x in all_binds(lam.body))
+        here = lam is None or _any_may_raise((lam.body,))
         reads = [a.name for a in rhs.args if type(a) is Var]
     else:
         return False
