@@ -11,6 +11,8 @@ what may raise at run time is kept; other unread values are dropped as before
 
 from __future__ import annotations
 
+import operator
+from itertools import compress
 from typing import Callable, Iterable
 
 import numpy as np
@@ -33,11 +35,20 @@ _SIZES_AND_INDICES = frozenset({"zeros", "ones", "full", "eye", "tri", "repeat",
 _PYTHON_ARITHMETIC = frozenset({"div", "floordiv", "mod", "pow"})
 #: conversions of Python numbers that raise on nan or inf (``int(nan)``, ``round(inf)``) or a huge int
 _CONVERSIONS = frozenset({"convert_discrete", "convert_float", "py_round"})
+#: the operations :func:`may_raise` looks at further (but ``math_...``): any other never raises
+_MAY = _RAISING_LINALG | _SIZES_AND_INDICES | _PYTHON_ARITHMETIC | _CONVERSIONS | {
+    "pow", "power", "getitem", "list_get", "arange"}
+
+
+_PRIMS = frozenset({Prim})
+_OP = operator.attrgetter("op")
 
 
 def may_raise(rhs: Prim) -> bool:
     """Whether a primitive may raise on the values it runs on (not on their types: those are known)."""
     op = rhs.op
+    if op not in _MAY and not op.startswith("math_"):
+        return False
     if op.startswith("math_") or op in _RAISING_LINALG or op in _CONVERSIONS:
         return True
     if op in _PYTHON_ARITHMETIC:
@@ -68,7 +79,14 @@ def _any_may_raise(blocks: Iterable[Block]) -> bool:
 def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     """``fn`` with a ``keep`` effect after each binding that nothing reads and whose value is computed by
     something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
-    item of a tuple or list nothing reads (an effect's binding is kept anyway)."""
+    item of a tuple or list nothing reads (an effect's binding is kept anyway).  Primitives alone and none
+    of them one that may raise (straight-line code, mostly): nothing to keep, no walk."""
+    rhss = [b.rhs for b in fn.body.binds]
+    if set(map(type, rhss)) <= _PRIMS:  # (the bindings' operations looked at in C, but those that may raise)
+        ops = list(map(_OP, rhss))
+        maybe = {op for op in set(ops) if op in _MAY or op.startswith("math_")}
+        if not maybe or not any(map(may_raise, compress(rhss, map(maybe.__contains__, ops)))):
+            return fn
     read = read_set(fn.body)
     lams: dict[str, Lam] = {}
     body = _keep(fn.body, read, temp, lams)
