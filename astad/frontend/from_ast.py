@@ -22,12 +22,11 @@ import libcst as cst
 
 from .. import deep
 from ..positions import Starts
+from ..source import odd_breaks
 from .from_ast_expr import Decline, Expressions, Pos, Text, new
 
 __all__ = ["Decline", "Found", "read"]
 
-#: line breaks other than "\n" (and form feeds): where Python and libcst count lines differently
-_ODD = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class Found(NamedTuple):
@@ -50,7 +49,7 @@ def read(source: str, name: str, tree: ast.FunctionDef | None = None,
     tree, Python's parser's reading of ``source`` but for its line numbers, ``shift``
     more (its module's, :func:`astad.source.module_def`), read without parsing ``source``
     again; the starts are then on the module's lines (``source`` ``shift`` lines down)."""
-    if _ODD.search(source):
+    if odd_breaks(source):  # (line breaks other than "\n", form feeds: Python and libcst count lines differently)
         raise Decline("line breaks")
     if not source.isascii() and not unicodedata.is_normalized("NFKC", source):
         raise Decline("NFKC")  # Python's parser normalises names (`ﬁ` is `fi`): check_subset says which
