@@ -58,13 +58,20 @@ class Positions(dict):
 class Starts(dict):
     """Where each node of a function read with Python's parser starts, as libcst's
     ``PositionProvider`` would have it: ``(line, column)`` (:mod:`astad.frontend.from_ast`;
-    the frontend reads only where nodes start)."""
+    the frontend reads only where nodes start), by the node's ``id``: libcst's ``__hash__``
+    is a Python function (a frame per look-up, some 16 thousand in the reading of a 500-line
+    function), and every node keyed is one of the tree read, alive while it is."""
+
+
+def has_start(positions: Any, node: cst.CSTNode) -> bool:
+    """Whether ``positions`` (``resolve``'s, or :class:`Starts`) has ``node``."""
+    return (id(node) if type(positions) is Starts else node) in positions
 
 
 def start_of(positions: Any, node: cst.CSTNode) -> tuple[int, int]:
     """Where ``node`` starts in ``positions`` (``resolve``'s, or :class:`Starts`): line (1-based), column (0-based)."""
     if type(positions) is Starts:
-        return dict.__getitem__(positions, node)
+        return dict.__getitem__(positions, id(node))
     if type(positions) is Positions:
         found = dict.__getitem__(positions, node)
         return found[0], found[1]

@@ -53,8 +53,8 @@ def assert_same_tree(made, parsed, starts, at, path="def", margin=""):
     assert type(made) is type(parsed), f"{path}: {type(made).__name__} != {type(parsed).__name__}"
     if _is(type(parsed), _UNPLACED):
         return
-    assert made in starts, f"{path}: no start"
-    assert starts[made] == at(parsed), f"{path}: starts at {starts[made]}, libcst: {at(parsed)}"
+    assert id(made) in starts, f"{path}: no start"  # (Starts: by the node's id)
+    assert starts[id(made)] == at(parsed), f"{path}: starts at {starts[id(made)]}, libcst: {at(parsed)}"
     for f in _fields(type(parsed)):
         a, b = getattr(made, f), getattr(parsed, f)
         if f in ("lpar", "rpar"):

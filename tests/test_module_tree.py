@@ -30,7 +30,8 @@ def _reading(text, name, tree=None, shift=0):
         made, starts, found = from_ast.read(text, name, tree, shift)
     except (from_ast.Decline, SyntaxError) as e:
         return type(e).__name__
-    return made, [None if n not in starts else (starts[n][0] - shift, starts[n][1]) for n in deep.walk(made)], found
+    return made, [None if id(n) not in starts else (starts[id(n)][0] - shift, starts[id(n)][1])  # (Starts: by id)
+                  for n in deep.walk(made)], found
 
 
 def _same(a, b):

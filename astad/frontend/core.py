@@ -129,7 +129,7 @@ class LowererCore:
         var = Var(self.namer.temp(), t)
         node, parsed = self.node, self.stack[-1].parsed  # (self.loc(), inline: this runs at every binding)
         positions = parsed.positions
-        at = positions.get(node) if type(positions) is Starts and not parsed.aliases else None
+        at = positions.get(id(node)) if type(positions) is Starts and not parsed.aliases else None
         if at is not None:  # (parsed.loc(node), inline: its Locs are kept by where nodes start)
             loc = parsed.locs.get(at)
             if loc is None:

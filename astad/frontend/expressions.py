@@ -16,6 +16,7 @@ from .. import deep, imported
 from ..values import PyTuple, Ref
 from ..errors import UnsupportedFunctionError
 from ..ir import FLOAT, Atom, Bind, Const, ListT, NoneT, Num, Var, Loop, trip_count
+from ..positions import has_start
 from . import lazy
 from .numpy_api import API, METHODS
 from .parse import UNSUPPORTED
@@ -147,7 +148,7 @@ class Expressions(LowererCore):
 
         class V(cst.CSTVisitor):
             def on_visit(self, n: cst.CSTNode) -> bool:
-                if n not in positions:
+                if not has_start(positions, n):
                     aliases[n] = user
                     return True
                 return False

@@ -118,7 +118,7 @@ class _Reader(Expressions):
                     if text.char(semi) == ";" and text.one_line_after(semi, text.start(stmts[i + 1])):
                         continue
             made = _simple_line(tuple(line))
-            starts[made] = starts[line[0]]
+            starts[id(made)] = starts[id(line[0])]
             out.append(made)
             line = []
         return out
@@ -134,14 +134,15 @@ class _Reader(Expressions):
                 raise Decline("block")
             small = body[0].body  # type: ignore[attr-defined]
             made: Any = new.SimpleStatementSuite(small)
-            self.starts[made] = self.starts[small[0]]
+            self.starts[id(made)] = self.starts[id(small[0])]
+            del self.starts[id(body[0])]  # (the line is not in the tree: every node keyed by its id is, alive)
             return made
         made = new.IndentedBlock(tuple(body))
-        self.starts[made] = self.starts[body[0]]
+        self.starts[id(made)] = self.starts[id(body[0])]
         return made
 
     def small(self, made: Any, at: Pos) -> Any:
-        self.starts[made] = at
+        self.starts[id(made)] = at
         return made
 
     def s_FunctionDef(self, n: ast.FunctionDef) -> cst.FunctionDef:
@@ -168,7 +169,7 @@ class _Reader(Expressions):
         params = self.parameters(n.args, text.next((paren[0], paren[1] + 1)))
         returns = None if n.returns is None else self.annotation(n.returns)
         made = new.FunctionDef(name, params, self.suite(n.body), tuple(decorators), returns)
-        self.starts[made] = s
+        self.starts[id(made)] = s
         if slot is not None:
             self.nested[slot] = made
         return made
@@ -208,12 +209,12 @@ class _Reader(Expressions):
         for t in n.targets:
             target, at, _ = self.expr(t)
             made = _assign_target(target)
-            starts[made] = at
+            starts[id(made)] = at
             targets.append(made)
             first = first or at
         value, _, _ = self.expr(n.value)
         made = _assign(tuple(targets), value)
-        starts[made] = first
+        starts[id(made)] = first
         return made  # type: ignore[no-any-return]
 
     def s_AugAssign(self, n: ast.AugAssign) -> cst.AugAssign:

@@ -293,13 +293,13 @@ class Expressions:
                 if g > 0:
                     s, e = opening[g - 1], found[g - 1]
                     _add_parentheses(node, g)
-        self.starts[node] = start
+        self.starts[id(node)] = start
         return node, s, e
 
     def name(self, value: str, at: Pos) -> cst.Name:
         node = new.Name(value)
         self.names.add(value)
-        self.starts[node] = at
+        self.starts[id(node)] = at
         return node
 
     def e_Name(self, n: ast.Name, s: Pos, e: Pos) -> Any:
@@ -343,7 +343,7 @@ class Expressions:
             right, _, _ = self.expr(v)
             node = new.BooleanOperation(node, op(), right)
             if i < len(n.values) - 2:
-                self.starts[node] = s  # ((a and b) and c): the inner ones start where it does
+                self.starts[id(node)] = s  # ((a and b) and c): the inner ones start where it does
         return node, s
 
     def e_Compare(self, n: ast.Compare, s: Pos, e: Pos) -> Any:
@@ -355,7 +355,7 @@ class Expressions:
                 raise Decline("comparison")
             comparator, _, end = self.expr(v)
             target = new.ComparisonTarget(make(), comparator)
-            self.starts[target] = after  # (its operator's blanks before it are its own)
+            self.starts[id(target)] = after  # (its operator's blanks before it are its own)
             targets.append(target)
             after = end
         return new.Comparison(left, tuple(targets)), s
@@ -395,7 +395,7 @@ class Expressions:
             else:
                 value, at, _ = self.expr(a, i == 0, i == last)
                 arg = new.Arg(value)
-            self.starts[arg] = at
+            self.starts[id(arg)] = at
             args.append(arg)
         return new.Call(func, tuple(args)), s
 
@@ -410,9 +410,9 @@ class Expressions:
             else:
                 value_, at, _ = self.expr(item)
                 made = new.Index(value_)
-                self.starts[made] = at
+                self.starts[id(made)] = at
             element = new.SubscriptElement(made)
-            self.starts[element] = at
+            self.starts[id(element)] = at
             elements.append(element)
         return new.Subscript(value, tuple(elements)), s
 
@@ -420,7 +420,7 @@ class Expressions:
         parts = [None if p is None else self.expr(p)[0] for p in (n.lower, n.upper, n.step)]
         made = new.Slice(parts[0], parts[1], parts[2])
         at = self.text.start(n)
-        self.starts[made] = at
+        self.starts[id(made)] = at
         return made, at
 
     def own_parens(self, n: ast.Tuple) -> bool:
@@ -438,7 +438,7 @@ class Expressions:
                 raise Decline("starred")
             value, at, _ = self.expr(el, own and i == 0, own and i == len(elts) - 1)
             element = new.Element(value)
-            self.starts[element] = at
+            self.starts[id(element)] = at
             first = first or at
             made.append(element)
         return tuple(made), first
@@ -465,7 +465,7 @@ class Expressions:
             for t in g.ifs:
                 test, _, end2 = self.expr(t)
                 made = new.CompIf(test)
-                self.starts[made] = end
+                self.starts[id(made)] = end
                 ifs.append(made)
                 end = end2
             fors.append((target, it, tuple(ifs), start))
@@ -473,7 +473,7 @@ class Expressions:
         inner = None
         for target, it, ifs, start in reversed(fors):
             inner = new.CompFor(target, it, ifs, inner)
-            self.starts[inner] = start
+            self.starts[id(inner)] = start
         return inner  # type: ignore[return-value]
 
     def e_ListComp(self, n: ast.ListComp, s: Pos, e: Pos) -> Any:
@@ -483,7 +483,7 @@ class Expressions:
     def generator(self, n: ast.GeneratorExp) -> tuple[cst.GeneratorExp, Pos]:
         elt, at, after = self.expr(n.elt)
         made = new.GeneratorExp(elt, self.comprehension(n.generators, after), lpar=(), rpar=())
-        self.starts[made] = at
+        self.starts[id(made)] = at
         return made, at
 
     def e_GeneratorExp(self, n: ast.GeneratorExp, s: Pos, e: Pos) -> Any:
@@ -506,16 +506,16 @@ class Expressions:
             annotation = None if p.annotation is None else self.annotation(p.annotation, int(d is None and last))
             default = None if d is None else self.expr(d, 0, last)[0]
             made = new.Param(self.name(p.arg, ps), annotation, default=default, star="")
-            self.starts[made] = ps
+            self.starts[id(made)] = ps
             params.append(made)
         made = new.Parameters(tuple(params))
-        self.starts[made] = at
+        self.starts[id(made)] = at
         return made
 
     def annotation(self, n: ast.expr, closed: int = 0) -> cst.Annotation:
         value, at, _ = self.expr(n, 0, closed)
         made = new.Annotation(value)
-        self.starts[made] = at
+        self.starts[id(made)] = at
         return made
 
 

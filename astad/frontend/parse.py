@@ -20,7 +20,7 @@ from .. import deep, source
 from ..source import check_not_wrapped, read_lambda, read_with_tree, string_lines
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
-from ..positions import Starts, resolve as resolve_positions, start_of
+from ..positions import Starts, has_start, resolve as resolve_positions, start_of
 from . import from_ast
 from .recursion import calls_itself, self_call_sites
 from .syntax import FOUND, NAMES, stmts_of
@@ -72,11 +72,11 @@ class Parsed:
         if self.aliases:
             node = self.aliases.get(node, node)
         positions = self.positions
-        at = positions.get(node) if type(positions) is Starts else None
+        at = positions.get(id(node)) if type(positions) is Starts else None
         if at is not None:  # (the rest, inline: the lowering asks at every binding)
             loc = self.locs.get(at)  # (nodes starting at one place, `a * b + c` and `a * b`: one Loc)
             return loc if loc is not None else self.loc_at(at)
-        if type(node) is cst.SimpleStatementLine and node not in self.positions and node.body:
+        if type(node) is cst.SimpleStatementLine and not has_start(self.positions, node) and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
             line, column = start_of(self.positions, node)
