@@ -227,7 +227,10 @@ class Replay:
         append, size = vals.append, len(_TEMPS)
         for op, n, r0, r1, refs, ps, t, j in self.named_ops:
             k = namer.temps + 1
-            if plain and k < size and _TEMPS[k] not in used:
+            if plain:  # (Namer.temp, written out: the next temporary not used)
+                while k < size and _TEMPS[k] in used:
+                    k += 1
+            if plain and k < size:
                 name = _TEMPS[k]
                 namer.temps = k
                 used.add(name)
@@ -258,7 +261,10 @@ class Replay:
         append, size = vals.append, len(_TEMPS)
         for op, n, r0, r1, refs, ps, t in self.ops:
             k = namer.temps + 1
-            if plain and k < size and _TEMPS[k] not in used:
+            if plain:  # (Namer.temp, written out: the next temporary not used)
+                while k < size and _TEMPS[k] in used:
+                    k += 1
+            if plain and k < size:
                 name = _TEMPS[k]
                 namer.temps = k
                 used.add(name)

@@ -276,13 +276,14 @@ class _Macro(Cotangents):
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
-        if not v.type.differentiable:
+        t = v.type
+        if not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
             return
         cts = self.cts
         items = []
-        for t in bind.targets:
-            ct = cts.get(t.name)  # (ct_of, written out)
-            items.append(Zero(ct_type(t.type)) if ct is None else ct)
+        for c in bind.targets:
+            ct = cts.get(c.name)  # (ct_of, written out)
+            items.append(Zero(ct_type(c.type)) if ct is None else ct)
         for c in items:
             if type(c) is not Zero:
                 break
@@ -290,8 +291,8 @@ class _Macro(Cotangents):
             self.give(v, None)  # no use gives it a cotangent: a zero (made later if it must be)
             return
         items = tuple(items)
-        t = v.type
-        total_t = ct_type(t, *items)
+        # (ct_type's common case written out: an array's cotangent has its type)
+        total_t = t if type(t) is Num and (t.shape or not t.py) else ct_type(t, *items)
         name = self.namer.temp()
         b = self.b
         if self.naming and v.name not in self.inactive:
