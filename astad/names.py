@@ -166,13 +166,13 @@ class Namer:
         used, n, names = self.used, self.temps + 1, _TEMPS
         size = len(names)
         while True:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
-            if n >= size:
-                _more_temps(n)
-                size = len(names)
-            name = names[n]
-            if name not in used:
+            while n < size and names[n] in used:
+                n += 1
+            if n < size:
                 break
-            n += 1
+            _more_temps(n)
+            size = len(names)
+        name = names[n]
         self.temps = n
         if self.undo is not None:
             self._note(name)
@@ -192,6 +192,11 @@ class Namer:
         taken, used = self.taken, self.used
         i = 0
         if taken is used and self.undo is None:  # (the common case: a pass's namer, no marks)
+            out = [f"{base}_{i}" for i in range(1, n + 1)]
+            if taken.isdisjoint(out):  # (the most common: the first n free)
+                taken.update(out)
+                return out
+            out = []
             while n > 0:
                 i += 1
                 name = f"{base}_{i}"

@@ -103,23 +103,33 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common (written out): itself when it reads no duplicated variable
-            if pending:
-                args = rhs.args
-                if len(args) == 2:  # (the most common: _renamed_prim without a comprehension)
-                    x, y = args
-                    x2 = pending[x.name].pop(0) if type(x) is Var and x.name in pending else x
-                    y2 = pending[y.name].pop(0) if type(y) is Var and y.name in pending else y
-                    if x2 is not x or y2 is not y:
-                        b = Bind(b.targets, Prim(rhs.op, (x2, y2), rhs.params), b.loc)
-                else:
-                    for a in args:
-                        if type(a) is Var and a.name in pending:
-                            b = Bind(b.targets, _renamed_prim(rhs, pending), b.loc)
-                            break
+            args = rhs.args
+            if len(args) == 2:  # (the most common: _renamed_prim without a comprehension, the reads noted)
+                x, y = args
+                renamed = False
+                if type(x) is Var:
+                    copies = pending.get(x.name)
+                    if copies is not None:
+                        x = copies.pop(0)
+                        renamed = True
+                    used.append(x.name)
+                if type(y) is Var:
+                    copies = pending.get(y.name)
+                    if copies is not None:
+                        y = copies.pop(0)
+                        renamed = True
+                    used.append(y.name)
+                if renamed:
+                    b = Bind(b.targets, Prim(rhs.op, (x, y), rhs.params), b.loc)
+            else:
+                for a in args:
+                    if type(a) is Var and a.name in pending:
+                        b = Bind(b.targets, _renamed_prim(rhs, pending), b.loc)
+                        break
+                for a in b.rhs.args:  # type: ignore[union-attr]
+                    if type(a) is Var:
+                        used.append(a.name)
             binds.append(b)
-            for a in b.rhs.args:  # type: ignore[union-attr]
-                if type(a) is Var:
-                    used.append(a.name)
         else:
             if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
                     (type(rhs) is Lam and (rhs.save or rhs.back is not None or rhs.back_ct is not None or rhs.captured)):
@@ -140,8 +150,9 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
             used.extend([a.name for a in _reads(rhs) if type(a) is Var])
         targets = b.targets
         if len(targets) == 1:  # (the most common)
-            bound.append(targets[0].name)
-            if counts[targets[0].name] != 1:
+            name = targets[0].name
+            bound.append(name)
+            if counts[name] != 1:
                 binds += introduce(targets[0], b.loc)
         else:
             for t in targets:

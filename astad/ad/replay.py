@@ -134,6 +134,8 @@ class Replay:
     def __init__(self, ops: tuple, results: tuple, consts: tuple, recorder: Recorder | None) -> None:
         self.ops, self.results, self.consts = ops, results, consts
         self.recorder = recorder  # (until plans_of has run)
+        # the place in ``vals`` (see run) of the first binding's result: after the atoms and the literals
+        self.first_made = (recorder.atoms if recorder is not None else 0) + len(consts)
         #: how the macro named each cotangent (see plans_of), or None: named by the macro as it is made
         self.plans: tuple | None = None
 
@@ -168,54 +170,67 @@ class Replay:
             plans.append((i, RENAME, rec.at(r), now.type))
         return tuple(plans)
 
+    def named(self, plans: tuple | None) -> tuple | None:
+        """``plans`` (of ``plans_of``), kept with what ``run_named`` reads of them: the arguments whose cotangent
+        is a zero (``zeros``), those whose cotangent's name is drawn, in the order of the plans (``drawn``),
+        which of those an atom there names (``aliases``: (its index in ``drawn``, the place)) and the
+        recorded bindings, each with the index in ``drawn`` of the argument whose cotangent it makes (-1:
+        none) and that cotangent's type (``named_ops``)."""
+        self.plans = plans
+        if plans is None:
+            return None
+        zeros, drawn, aliases, renamed = [], [], [], {}
+        for plan in plans:
+            if plan[1] is ZERO:
+                zeros.append(plan[0])
+                continue
+            if plan[1] is ALIAS:
+                aliases.append((len(drawn), plan[2]))
+            else:
+                renamed[plan[2]] = (len(drawn), plan[3])
+            drawn.append(plan[0])
+        self.zeros, self.drawn, self.aliases = tuple(zeros), tuple(drawn), tuple(aliases)
+        at = self.first_made
+        ops = []
+        for k, (op, n, r0, r1, refs, ps, t) in enumerate(self.ops):
+            j, rt = renamed.get(at + k, (-1, t))
+            ops.append((op, n, r0, r1, refs, ps, rt, j))
+        self.named_ops = tuple(ops)
+        return plans
+
     def run_named(self, macro: Any, vals: list[Atom | None], args: Sequence[Atom]) -> None:
         """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's.
         (``macro.ct_name``'s common case written out: this runs for most primitives.)"""
         cts = macro.cts
+        for i in self.zeros:
+            a = args[i]
+            t = a.type
+            cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
         taken = macro.taken
-        renamed: dict[int, tuple[str, Any, str]] | None = None
-        aliases = None
-        for plan in self.plans:  # type: ignore[union-attr]
-            a = args[plan[0]]
-            kind = plan[1]
-            if kind is ZERO:
-                t = a.type
-                cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
-                continue
-            name = a.name  # its cotangent's name drawn, as take draws it (ct_name)
+        names, bases = [], []
+        for i in self.drawn:  # its cotangent's name drawn, as take draws it (ct_name)
+            name = args[i].name  # type: ignore[union-attr]
             base = name + "_ct"
             if taken is not None and (name[0] != "t" or "_" not in name) and base not in taken and base.isascii():
                 taken.add(base)
             else:
                 base = macro.ct_name(name)
-            if kind is ALIAS:
-                if aliases is None:
-                    aliases = [(name, plan[2])]
-                else:
-                    aliases.append((name, plan[2]))
-            elif renamed is None:
-                renamed = {plan[2]: (base, plan[3], name)}
-            else:
-                renamed[plan[2]] = (base, plan[3], name)
-        self._emit(macro.b, vals, renamed, cts)
-        if aliases is not None:
-            for name, r in aliases:
-                cts[name] = vals[r]
-
-    def _emit(self, b: Builder, vals: list[Atom | None], renamed: dict[int, tuple[str, Any, str]] | None,
-              cts: dict[str, Any] | None) -> None:
-        """The recorded bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), each result
-        appended to ``vals``; the result at a position ``renamed`` holds takes that cotangent's name (into ``cts``)."""
+            names.append(name)
+            bases.append(base)
+        # the recorded bindings (as _emit makes them)
         if self.consts:
             vals += self.consts
+        b = macro.b
         binds, loc, namer = b.binds, b.loc, b.namer
         used = namer.used
         plain = namer.taken is used and namer.log is None
         append, size = vals.append, len(_TEMPS)
-        at = len(vals)
-        for op, n, r0, r1, refs, ps, t in self.ops:
+        for op, n, r0, r1, refs, ps, t, j in self.named_ops:
             k = namer.temps + 1
-            if plain and k < size and _TEMPS[k] not in used:
+            if plain:  # (Namer.temp, written out: the next temporary not used)
+                while k < size and _TEMPS[k] in used:
+                    k += 1
+            if plain and k < size:
                 name = _TEMPS[k]
                 namer.temps = k
                 used.add(name)
@@ -224,22 +239,50 @@ class Replay:
                 size = len(_TEMPS)
             if op is None:  # (one settle left out: its name drawn, as the rule drew it)
                 append(None)
-                at += 1
                 continue
-            args = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
-            final = renamed.get(at) if renamed else None
-            if final is None:
+            if j < 0:
                 v = Var(name, t)
             else:
-                v = cts[final[2]] = Var(final[0], final[1])  # type: ignore[index]
-            binds.append(Bind((v,), Prim(op, args, ps), loc))
+                v = cts[names[j]] = Var(bases[j], t)
+            binds.append(Bind((v,), Prim(op, (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else
+                                         tuple([vals[r] for r in refs]), ps), loc))
             append(v)
-            at += 1
+        for j, r in self.aliases:
+            cts[names[j]] = vals[r]
+
+    def _emit(self, b: Builder, vals: list[Atom | None]) -> None:
+        """The recorded bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), each result
+        appended to ``vals``."""
+        if self.consts:
+            vals += self.consts
+        binds, loc, namer = b.binds, b.loc, b.namer
+        used = namer.used
+        plain = namer.taken is used and namer.log is None
+        append, size = vals.append, len(_TEMPS)
+        for op, n, r0, r1, refs, ps, t in self.ops:
+            k = namer.temps + 1
+            if plain:  # (Namer.temp, written out: the next temporary not used)
+                while k < size and _TEMPS[k] in used:
+                    k += 1
+            if plain and k < size:
+                name = _TEMPS[k]
+                namer.temps = k
+                used.add(name)
+            else:
+                name = namer.temp()
+                size = len(_TEMPS)
+            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
+                append(None)
+                continue
+            v = Var(name, t)
+            binds.append(Bind((v,), Prim(op, (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else
+                                         tuple([vals[r] for r in refs]), ps), loc))
+            append(v)
 
     def run(self, b: Builder, vals: list[Atom | None]) -> list[Atom | None]:
         """The bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), and the cotangents
         (``vals``: the cotangent, the result and the arguments, as ``Recorder``'s ``atoms``)."""
-        self._emit(b, vals, None, None)
+        self._emit(b, vals)
         results = self.results
         if len(results) == 2:
             r0, r1 = results

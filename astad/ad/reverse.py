@@ -112,26 +112,80 @@ class _Macro(Cotangents):
                 give(a, None)
             return
         args = rhs.args
-        # which arguments get a cotangent (give's tests: a variable with a derivative, active)
-        gets = []
         inactive = self.inactive
-        for a in args:
-            if type(a) is Var:
-                at = a.type
+        if len(args) == 2 and type(ct) is Var and op in self.replayed:
+            # (the most common, written out: which arguments get a cotangent, as the loop below finds,
+            # and the key of replay.key with them, flat)
+            x, y = args
+            cls = type(x)
+            if cls is Var:
+                at = x.type
+                kx = id(at)
+                gx = False
                 if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
-                    if a.name not in inactive:
-                        gets.append(True)
-                        continue
-                    self.cts[a.name] = Zero(ct_type(at))  # (give's)
-            gets.append(False)
-        key = replay.key(rhs, out, ct) if op in self.replayed else None
+                    if x.name not in inactive:
+                        gx = True
+                    else:
+                        self.cts[x.name] = Zero(ct_type(at))  # (give's)
+            else:
+                kx = x.key if cls is Const and x.name is None else None
+                gx = False
+            cls = type(y)
+            if cls is Var:
+                at = y.type
+                ky = id(at)
+                gy = False
+                if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                    if y.name not in inactive:
+                        gy = True
+                    else:
+                        self.cts[y.name] = Zero(ct_type(at))  # (give's)
+            else:
+                ky = y.key if cls is Const and y.name is None else None
+                gy = False
+            gets = [gx, gy]
+            if kx is None or ky is None:
+                key = None
+            else:
+                cname = ct.name
+                key = (op, rhs.params, id(t), id(ct.type), kx, ky, x is y, gx, gy, self.top,
+                       not (gx and gy) and cname[:1] == "t" and cname[1:].isdigit())
+        elif len(args) == 1 and type(ct) is Var and type(args[0]) is Var and op in self.replayed:
+            (x,) = args  # (the next most common, written out as above)
+            at = x.type
+            gx = False
+            if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                if x.name not in inactive:
+                    gx = True
+                else:
+                    self.cts[x.name] = Zero(ct_type(at))  # (give's)
+            gets = [gx]
+            cname = ct.name
+            key = (op, rhs.params, id(t), id(ct.type), id(at), gx, self.top,
+                   not gx and cname[:1] == "t" and cname[1:].isdigit())
+        else:
+            # which arguments get a cotangent (give's tests: a variable with a derivative, active)
+            gets = []
+            for a in args:
+                if type(a) is Var:
+                    at = a.type
+                    if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                        if a.name not in inactive:
+                            gets.append(True)
+                            continue
+                        self.cts[a.name] = Zero(ct_type(at))  # (give's)
+                gets.append(False)
+            key = replay.key(rhs, out, ct) if op in self.replayed else None
+            if key is not None:  # (see astad.ad.replay; what settle leaves depends on which arguments get one)
+                cname = ct.name  # (and whether the cotangent, which a rule may give an argument, is a temporary)
+                key = (key, *gets, self.top, False in gets and cname[:1] == "t" and cname[1:].isdigit())
         done = None
-        if key is not None:  # (see astad.ad.replay; what settle leaves depends on which arguments get one)
-            cname = ct.name  # (and whether the cotangent, which a rule may give an argument, is a temporary)
-            key = (key, *gets, self.top, False in gets and cname[:1] == "t" and cname[1:].isdigit())
+        if key is not None:
             done = self.replays.get(key)
             if done is None:
-                key2 = (replay.by_value(rhs, out, ct), *key[1:])  # type: ignore[arg-type]
+                cname = ct.name
+                key2 = (replay.by_value(rhs, out, ct), *gets, self.top,  # type: ignore[arg-type]
+                        False in gets and cname[:1] == "t" and cname[1:].isdigit())
                 done = self.by_value.get(key2)
                 if done is not None:  # (the ids of the types the key holds stay theirs: they are kept)
                     self.replays[key] = done
@@ -180,7 +234,7 @@ class _Macro(Cotangents):
             for a, c in zip(kept, given):
                 take(a, c, start, repeated)
         if recorded is not None:
-            recorded.plans = recorded.plans_of(args, gets, arg_cts, self.cts, binds[start:])
+            recorded.named(recorded.plans_of(args, gets, arg_cts, self.cts, binds[start:]))
 
     def settle(self, args: tuple[Atom, ...], arg_cts: Sequence[Atom | None], start: int, end: int) -> None:
         """Of the bindings a VJP rule made (from ``start`` to ``end``), leave out those only the cotangents
@@ -222,13 +276,14 @@ class _Macro(Cotangents):
 
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
-        if not v.type.differentiable:
+        t = v.type
+        if not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
             return
         cts = self.cts
         items = []
-        for t in bind.targets:
-            ct = cts.get(t.name)  # (ct_of, written out)
-            items.append(Zero(ct_type(t.type)) if ct is None else ct)
+        for c in bind.targets:
+            ct = cts.get(c.name)  # (ct_of, written out)
+            items.append(Zero(ct_type(c.type)) if ct is None else ct)
         for c in items:
             if type(c) is not Zero:
                 break
@@ -236,8 +291,8 @@ class _Macro(Cotangents):
             self.give(v, None)  # no use gives it a cotangent: a zero (made later if it must be)
             return
         items = tuple(items)
-        t = v.type
-        total_t = ct_type(t, *items)
+        # (ct_type's common case written out: an array's cotangent has its type)
+        total_t = t if type(t) is Num and (t.shape or not t.py) else ct_type(t, *items)
         name = self.namer.temp()
         b = self.b
         if self.naming and v.name not in self.inactive:

@@ -22,6 +22,8 @@ def lam_free_vars(rhs: Lam) -> tuple[Var, ...]:
 def function_values(block: "Block") -> dict[str, Lam]:
     """Each ``lam`` of a block (also nested) by the variable it is bound to, which
     its type names (copies made by ``dup`` have the same type)."""
+    if "Lam" not in kinds(block):  # (most programs make none: kinds is remembered on the block, often known)
+        return {}
     found: dict[str, Lam] = {}
     for b in block.binds:
         if isinstance(b.rhs, Lam):
