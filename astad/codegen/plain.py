@@ -23,7 +23,7 @@ from ..names import Namer
 from . import inplace
 from . import text_expr as tx
 from .memory import FRESH
-from .render import Line
+from .render import Line, comment_lines
 from .text_expr import Text
 
 #: generated expressions nest at most this many inlined temporaries (a deeper
@@ -91,6 +91,7 @@ class PlainPrinting:
     fast: Any
     text_plain: bool
     zipped: Any
+    last_loc: Any
 
     def bind_plain(self, binds: Sequence[Bind], forms: dict[str, Form | None]) -> None:
         """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
@@ -123,6 +124,7 @@ class PlainPrinting:
                     counted = len(operands) > 1
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
                     stale = False
                 (target,) = b.targets
                 t = target.type
@@ -185,10 +187,20 @@ class PlainPrinting:
                     inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
                     depth[name] = reach + 1
                 elif name.isidentifier():  # (assign_line's)
-                    lines.append(Line(comment(b.loc), name + " = " + text))
+                    loc = b.loc  # (comment's, inlined)
+                    if loc is None or loc is seen:
+                        lines.append(Line((), name + " = " + text))
+                    elif last_loc is not None and loc.line == last_loc[1] and loc.file == last_loc[0]:
+                        seen = loc
+                        lines.append(Line((), name + " = " + text))
+                    else:
+                        self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
+                        seen = loc
+                        lines.append(Line(comment_lines(loc.line, loc.text), name + " = " + text))
                 else:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
+                    last_loc, seen = self.last_loc, None
                 continue
             bind(b)
             stale = True
