@@ -125,6 +125,7 @@ class PlainPrinting:
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
                     last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
+                    counted_get, in_if = copied.get, self.in_if
                     stale = False
                 (target,) = b.targets
                 t = target.type
@@ -151,7 +152,7 @@ class PlainPrinting:
                 for a in operands:
                     if type(a) is Var:
                         n = a.name
-                        copied[n] = copied.get(n, 0) + 1
+                        copied[n] = counted_get(n, 0) + 1
                         if n in inlined:  # (pending's)
                             d = depth.pop(n)
                             if d > reach:
@@ -183,7 +184,7 @@ class PlainPrinting:
                     fresh_set.add(name)
                 # (put's; Namer.is_temp's; a sum is assigned)
                 if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
-                        and reach < MAX_INLINED and not (self.in_if and name in residuals):
+                        and reach < MAX_INLINED and not (in_if and name in residuals):
                     inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
                     depth[name] = reach + 1
                 elif name.isidentifier():  # (assign_line's)
