@@ -23,7 +23,7 @@ from ..names import Namer
 from . import inplace
 from . import text_expr as tx
 from .memory import FRESH
-from .render import Line
+from .render import Line, comment_lines
 from .text_expr import Text
 
 #: generated expressions nest at most this many inlined temporaries (a deeper
@@ -91,6 +91,7 @@ class PlainPrinting:
     fast: Any
     text_plain: bool
     zipped: Any
+    last_loc: Any
 
     def bind_plain(self, binds: Sequence[Bind], forms: dict[str, Form | None]) -> None:
         """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
@@ -123,6 +124,8 @@ class PlainPrinting:
                     counted = len(operands) > 1
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
+                    counted_get, in_if = copied.get, self.in_if
                     stale = False
                 (target,) = b.targets
                 t = target.type
@@ -149,7 +152,7 @@ class PlainPrinting:
                 for a in operands:
                     if type(a) is Var:
                         n = a.name
-                        copied[n] = copied.get(n, 0) + 1
+                        copied[n] = counted_get(n, 0) + 1
                         if n in inlined:  # (pending's)
                             d = depth.pop(n)
                             if d > reach:
@@ -181,14 +184,24 @@ class PlainPrinting:
                     fresh_set.add(name)
                 # (put's; Namer.is_temp's; a sum is assigned)
                 if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
-                        and reach < MAX_INLINED and not (self.in_if and name in residuals):
+                        and reach < MAX_INLINED and not (in_if and name in residuals):
                     inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
                     depth[name] = reach + 1
                 elif name.isidentifier():  # (assign_line's)
-                    lines.append(Line(comment(b.loc), name + " = " + text))
+                    loc = b.loc  # (comment's, inlined)
+                    if loc is None or loc is seen:
+                        lines.append(Line((), name + " = " + text))
+                    elif last_loc is not None and loc.line == last_loc[1] and loc.file == last_loc[0]:
+                        seen = loc
+                        lines.append(Line((), name + " = " + text))
+                    else:
+                        self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
+                        seen = loc
+                        lines.append(Line(comment_lines(loc.line, loc.text), name + " = " + text))
                 else:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
+                    last_loc, seen = self.last_loc, None
                 continue
             bind(b)
             stale = True

@@ -14,7 +14,6 @@ are libcst nodes, but reverse mode's common operations, printed as they are made
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from typing import Callable, Sequence
 
@@ -33,7 +32,7 @@ from .plain import MAX_INLINED, MAX_TERMS, SUM, Form, PlainPrinting, form as pla
 from .memory import FRESH as _FRESH, UPDATES as _UPDATES, MemoryPrinting, copying_reads as _copying_reads
 from .release import released
 from .module import funcdef, module_source
-from .render import EOL, Comment, Line, text, text_state
+from .render import EOL, Line, comment_lines as _comment_lines, text, text_state
 from .render_expr import text as expression_text
 from . import text_expr as tx
 from .text_expr import Text
@@ -48,14 +47,6 @@ _target = px.maker(cst.AssignTarget, "target", whitespace_before_equal=_SPACE, w
 #: reverse mode's lines printed as they are made (:class:`astad.codegen.render.Line`); False: libcst's nodes,
 #: printed with the module (what tests/test_render.py compares them with)
 TEXT_LINES = True
-
-
-@functools.lru_cache(maxsize=4096)
-def _comment_lines(line: int, text: str) -> Comment:
-    """The leading line of the comment quoting the user's line ``line``, ``text`` (one node for
-    each, as the forward and backward passes head the same groups with the same lines; the
-    comment checked)."""
-    return Comment(f"# line {line}: {text.strip()}")
 
 
 def _zero(t: object) -> Expr:

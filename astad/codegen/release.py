@@ -54,7 +54,9 @@ _WORD_ASCII = re.compile(r"\w+", re.ASCII)
 _BINDS = re.compile("\n" + _BIND.pattern.removesuffix("(.*)") + "(?!residuals$)", re.MULTILINE)
 _BINDS_ASCII = re.compile("\n" + _BIND_ASCII.pattern.removesuffix("(.*)") + "(?!residuals$)", re.MULTILINE | re.ASCII)
 _QUOTES = ('"' * 3, "'" * 3)
-_DEF = re.compile(r"^def ", re.MULTILINE)
+#: a line of a body that is not flat (:func:`_flat_body`): nested or continued, empty, or a clause; in
+#: ``"\n" + body``, searched once (not once for each kind)
+_NOT_FLAT = re.compile(r"\n(?:    (?: |else:|elif |except|finally:)|\n)")
 #: the end of a function's body: a line neither indented nor empty
 _BODY_END = re.compile(r"\n(?!    |\n|\Z)")
 
@@ -65,10 +67,10 @@ def released(code: str) -> str:
     out: list[str] = []
     copied = pos = 0  # code[:copied] is in out; the next function is looked for from pos
     while True:
-        m = _DEF.search(code, pos)
-        if m is None:
+        at = _next_def(code, pos)
+        if at < 0:
             break
-        start = code.find("\n", m.start()) + 1  # the body: the lines after, indented or empty
+        start = code.find("\n", at) + 1  # the body: the lines after, indented or empty
         if not start:
             break
         e = _BODY_END.search(code, start - 1)
@@ -86,6 +88,15 @@ def released(code: str) -> str:
             copied = end
     out.append(code[copied:])
     return "".join(out)
+
+
+def _next_def(code: str, pos: int) -> int:
+    """Where the first line from ``pos`` on that begins ``def `` begins (-1: none), found as ``\\ndef ``
+    (a regular expression's ``^def `` tries every character)."""
+    if pos == 0 and code.startswith("def "):
+        return 0
+    at = code.find("\ndef ", pos - 1 if pos else 0)
+    return at + 1 if at >= 0 else -1
 
 
 def _function_body(body: list[str], ascii_only: bool = False, text: str | None = None) -> list[str]:
@@ -179,8 +190,7 @@ def _flat_body(text: str, ascii_only: bool) -> str | None:
     (the body of a long straight-line function, the common case); None for another body."""
     lean = text.rstrip("\n")
     t = "\n" + lean
-    if "\n     " in t or "\n\n" in t or "\n    else:" in t or "\n    elif " in t or "\n    except" in t \
-            or "\n    finally:" in t:
+    if _NOT_FLAT.search(t):
         return None
     if _string_over_lines(None, text):
         return text
@@ -244,20 +254,14 @@ def _last_mentions(text: str, groups: list[tuple[int, int]], ascii_only: bool) -
     """The words of ``text``'s groups (``(start, end)`` in it, beginning and ending between words), each
     -> the last group mentioning it.  ASCII text is split at its characters not in words (``_WORD_ASCII``'s
     words, found a third of the time a regular expression takes)."""
-    found: list[str] = []
-    where: list[int] = []
-    if ascii_only:
-        words = text.translate(_NOT_WORD)
-        for g, (start, end) in enumerate(groups):
-            got = words[start:end].split()
-            found += got
-            where += [g] * len(got)
-    else:
-        for g, (start, end) in enumerate(groups):
-            got = _WORD.findall(text, start, end)
-            found += got
-            where += [g] * len(got)
-    return dict(zip(found, where))  # (each word's value: its last occurrence's)
+    last: dict[str, int] = {}
+    words = text.translate(_NOT_WORD) if ascii_only else text
+    for g in range(len(groups) - 1, -1, -1):  # (the last group first: a word's first group met is its last)
+        start, end = groups[g]
+        for word in words[start:end].split() if ascii_only else _WORD.findall(text, start, end):
+            if word not in last:
+                last[word] = g
+    return last
 
 
 def _string_over_lines(body: list[str] | None, text: str) -> bool:

@@ -14,6 +14,7 @@ The statements are printed here, the expressions in :mod:`astad.codegen.render_e
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import libcst as cst
@@ -57,6 +58,14 @@ class Comment(tuple):
         made = super().__new__(cls, (cst.EmptyLine(comment=cst.Comment(comment)),))
         made.comment = comment
         return made
+
+
+@functools.lru_cache(maxsize=4096)
+def comment_lines(line: int, text: str) -> Comment:
+    """The leading line of the comment quoting the user's line ``line``, ``text`` (one node for
+    each, as the forward and backward passes head the same groups with the same lines; the
+    comment checked)."""
+    return Comment(f"# line {line}: {text.strip()}")
 
 
 def text_state() -> Any:
