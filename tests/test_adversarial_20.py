@@ -1,0 +1,136 @@
+"""Session 11, helper advA: the API, forward mode and derivatives of derivatives.
+
+Every derivative here is checked against central finite differences in float64 or against the
+other mode (<u, J v> == <J^T u, v>), never against astad's own output."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import astad
+
+
+def _fd(fn, x, eps=1e-5):
+    """The Jacobian of ``fn`` at the array ``x`` by central differences: out.shape + x.shape."""
+    x = np.asarray(x, np.float64)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = eps
+        cols.append((np.asarray(fn(x + e), np.float64) - np.asarray(fn(x - e), np.float64)) / (2 * eps))
+    out = np.stack(cols, axis=-1)
+    return out.reshape(np.shape(fn(x)) + x.shape)
+
+
+def cubic(x):
+    return np.sin(x) * x[0] + x[1] ** 3
+
+
+def cubic_sum(x):
+    return np.sum(np.sin(x) ** 3) + x[0] * x[1] ** 2
+
+
+# --------------------------------------------------------------------------- 1. Jacobians of Jacobians
+
+_MAKERS = {"jacfwd": astad.jacfwd, "jacrev": astad.jacrev, "jacobian": astad.jacobian}
+
+
+@pytest.mark.parametrize("combo", list(itertools.product(_MAKERS, repeat=2)), ids="-".join)
+def test_second_jacobians_of_a_vector_function_have_source_and_a_vjp(combo):
+    # before: .source raised NoProgram ("assembled from several derivatives") and so did astad.vjp
+    x = np.array([0.3, 0.7])
+    d = _MAKERS[combo[1]](_MAKERS[combo[0]](cubic))
+    want = _fd(lambda y: _fd(cubic, y, 1e-5), x, 1e-4)
+    got = d(x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert "def " in d.source
+    value, pullback = astad.vjp(d, x)
+    np.testing.assert_allclose(value, got, rtol=1e-12)
+    u = np.random.default_rng(0).normal(size=got.shape)
+    (ct,) = pullback(u)
+    v = np.array([0.4, -1.1])
+    _, jv = astad.jvp(d, (x,), (v,))  # <u, J v> == <J^T u, v>
+    np.testing.assert_allclose(np.sum(u * jv), np.sum(ct * v), rtol=1e-10)
+    np.testing.assert_allclose(ct, np.tensordot(u, _fd(lambda y: d(y), x, 1e-5), axes=u.ndim), rtol=1e-5,
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("combo", [("jacfwd",) * 3, ("jacrev", "jacfwd", "jacrev"), ("jacobian",) * 3],
+                         ids="-".join)
+def test_third_jacobians_of_a_vector_function(combo):
+    # before: calling any third Jacobian of a function of a vector raised NoProgram
+    x = np.array([0.3, 0.7])
+    d = cubic
+    for name in combo:
+        d = _MAKERS[name](d)
+    got = d(x)
+    second = astad.jacfwd(astad.jacfwd(cubic))
+    np.testing.assert_allclose(got, _fd(second, x, 1e-5), rtol=1e-6, atol=1e-7)
+    assert got.shape == (2, 2, 2, 2)
+    assert "def " in d.source
+
+
+def test_third_derivative_of_a_scalar_function_by_hessian():
+    x = np.array([0.3, 0.7, -0.2])
+    got = astad.jacfwd(astad.hessian(cubic_sum))(x)
+    np.testing.assert_allclose(got, _fd(astad.hessian(cubic_sum), x, 1e-5), rtol=1e-6, atol=1e-7)
+    got_rev = astad.jacrev(astad.hessian(cubic_sum))(x)
+    np.testing.assert_allclose(got_rev, got, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("make", [astad.jacfwd, astad.jacrev, lambda f: astad.hessian(lambda x: np.sum(f(x)))],
+                         ids=["jacfwd", "jacrev", "hessian"])
+def test_a_jacobian_of_one_element_keeps_its_shape_when_differentiated_again(make):
+    # before: at x of shape (1,), vjp(jacfwd(f), x) gave a value of shape (1,) (the column, not the
+    # Jacobian (1, 1)) and a zero cotangent; jacrev(jacfwd(f))(x) had shape (1, 1), not (1, 1, 1)
+    def f(x):
+        return np.sin(x) ** 3 * x[0]
+
+    x = np.array([0.3])
+    d = make(f)
+    got = d(x)
+    assert got.shape == (1, 1)
+    value, pullback = astad.vjp(d, x)
+    assert np.shape(value) == (1, 1)
+    np.testing.assert_allclose(value, got, rtol=1e-12)
+    third = _fd(d, x, 1e-5)
+    np.testing.assert_allclose(pullback(np.ones((1, 1)))[0], third.reshape(1), rtol=1e-6)
+    for outer in (astad.jacrev, astad.jacfwd):
+        j = outer(d)(x)
+        assert j.shape == (1, 1, 1)
+        np.testing.assert_allclose(j, third, rtol=1e-6)
+
+
+def _tanh_layer(p, x):
+    return np.tanh(p["w"] @ x) * p["b"]
+
+
+def test_jacobians_of_jacobians_of_structured_arguments():
+    p = {"w": np.array([[0.3, -0.2], [0.5, 0.1]]), "b": np.array([1.2, -0.4])}
+    x = np.array([0.7, -0.3])
+    d = astad.jacrev(astad.jacfwd(_tanh_layer, 0), 1)  # d/dx of the dict of Jacobians in p
+    got = d(p, x)
+    for key in p:
+        def block(y, key=key):
+            return astad.jacfwd(_tanh_layer, 0)(p, y)[key]
+        np.testing.assert_allclose(got[key], _fd(block, x, 1e-5), rtol=1e-6, atol=1e-8)
+    value, pullback = astad.vjp(d, p, x)
+    rng = np.random.default_rng(1)
+    u = {k: rng.normal(size=v.shape) for k, v in value.items()}
+    ct_p, ct_x = pullback(u)
+    t_x = np.array([0.3, 0.9])
+    _, jv = astad.jvp(d, (p, x), (None, t_x))
+    np.testing.assert_allclose(sum(np.sum(u[k] * jv[k]) for k in u), np.sum(ct_x * t_x), rtol=1e-10)
+    t_w = rng.normal(size=(2, 2))
+    _, jw = astad.jvp(d, (p, x), ({"w": t_w, "b": np.zeros(2)}, None))
+    np.testing.assert_allclose(sum(np.sum(u[k] * jw[k]) for k in u), np.sum(ct_p["w"] * t_w), rtol=1e-10)
+
+
+def test_float32_jacobians_of_jacobians_keep_float32():
+    x = np.array([0.3, 0.7], np.float32)
+    for inner in (astad.jacfwd, astad.jacrev):
+        d = astad.jacfwd(inner(cubic))
+        value, pullback = astad.vjp(d, x)
+        assert value.dtype == np.float32 and pullback(np.ones_like(value))[0].dtype == np.float32
+        np.testing.assert_allclose(value, astad.jacfwd(astad.jacfwd(cubic))(x.astype(np.float64)), rtol=1e-5)
