@@ -452,9 +452,9 @@ class Reverse:
 
     # ----------------------------------------------------------------- inspection
 
-    def _current(self, args: Sequence[Any]) -> Derivative:
-        if args:  # bound as a call binds them (defaults filled in), differentiated in those passed
-            full = self._binder(tuple(args), {})
+    def _current(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Derivative:
+        if args or kwargs:  # bound as a call binds them (defaults filled in), differentiated in those passed
+            full = self._binder(tuple(args), kwargs or {})
             return self.derivative(full, None if len(full) == len(args) else frozenset(range(len(args))))
         if self._last is None:
             raise AstadError(f"{self._parsed.name} has not been called yet, so its argument types are unknown: "
@@ -466,14 +466,14 @@ class Reverse:
         """The generated Python source for the most recent argument types."""
         return self._current(()).source
 
-    def source_for(self, *args: Any) -> str:
-        """The generated Python source a call at ``args`` runs (:attr:`source` once called so)."""
-        return self._current(args).source
+    def source_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated Python source a call at ``args`` (and ``kwargs``) runs (:attr:`source` once called so)."""
+        return self._current(args, kwargs).source
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """The IR after a stage: 'core', 'structural' (with dup/drop), 'activity' (its
         inactive bindings marked), 'ad', or 'optimised'."""
-        d = self._current(args)
+        d = self._current(args, kwargs)
         if d.stages is None:
             d.stages = pipeline.stages_of(self._parsed, d.arg_types, d.wrt, d.deps)
         return d.stages.text(stage)

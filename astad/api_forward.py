@@ -86,12 +86,13 @@ class Forward(Reverse):
 
     # ----------------------------------------------------------------- inspection
 
-    def _current(self, args: Sequence[Any]) -> ForwardDerivative:  # type: ignore[override]
-        if args:  # bound as a call binds them; tangents of the differentiable ones passed
-            full = self._binder(tuple(args), {})
+    def _current(self, args: Sequence[Any],  # type: ignore[override]
+                 kwargs: dict[str, Any] | None = None) -> ForwardDerivative:
+        if args or kwargs:  # bound as a call binds them; tangents of the differentiable ones passed
+            full = self._binder(tuple(args), kwargs or {})
             return self.derivative(full, None if len(full) == len(args) else
                                    self.all_wrt(self._types(full)) & frozenset(range(len(args))))
-        d = super()._current(())
+        d = super()._current((), None)
         full = self.all_wrt(d.arg_types)
         if d.wrt != full:  # called, but no pushforward yet: show the code with every tangent
             d = self._full(d.arg_types, full)
@@ -107,10 +108,10 @@ class Forward(Reverse):
         self._last = d  # type: ignore[assignment]
         return d
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """The IR after a stage: 'core', 'structural' (with dup/drop), 'activity' (its
         inactive bindings marked), 'forward', or 'optimised'."""
-        d = self._current(args)
+        d = self._current(args, kwargs)
         assert d.stages is not None
         return d.stages.text(stage)
 

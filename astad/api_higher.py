@@ -96,24 +96,25 @@ class Derived:
 
     _last_args: tuple | None = None  # the arguments of the last call (for .source and .ir)
 
-    def _shown(self, args: Sequence[Any]) -> Any:
-        return self._shown_what(args)[0]
+    def _shown(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Any:
+        return self._shown_what(args, kwargs)[0]
 
-    def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
+    def _shown_what(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> tuple[Any, str]:
         """The program shown (compiled as forward mode with no tangents) and what it is."""
         twin = shown_by(self, tuple(args))
         if twin is not self:
-            found = twin._shown_what(args)
+            found = twin._shown_what(args, kwargs)
             self.__dict__["_last_twin"] = twin
             return found
-        return self._shown_with(args, self._program_shown)
+        return self._shown_with(args, self._program_shown, kwargs)
 
-    def _shown_with(self, args: Sequence[Any], make: Callable[[tuple], Any]) -> Any:
+    def _shown_with(self, args: Sequence[Any], make: Callable[[tuple], Any],
+                    kwargs: dict[str, Any] | None = None) -> Any:
         """``make(args)``, args bound as a call binds them (remembered once it succeeds); with none given,
         at the last call's, whose arrays are zeros in place of the caller's (jacobians.skeleton): there the
         user's code is not run (it may loop forever or fail at zeros; see _output_of)."""
-        if args:
-            args = _bind(self, None, tuple(args), {})
+        if args or kwargs:
+            args = _bind(self, None, tuple(args), kwargs or {})
             found = make(args)
             self._last_args = skeleton(args)
             return found
@@ -142,13 +143,14 @@ class Derived:
         """What the first of the ``n`` programs it is assembled from is, for the header of ``.source``."""
         part = "row (a VJP" if getattr(self, "mode", "fwd") == "rev" else "column (a JVP"
         inner = self.inner  # type: ignore[attr-defined]
-        if isinstance(inner, Plain) or getattr(self, "mode", "fwd") == "rev":
+        if isinstance(inner, Plain) or getattr(self, "mode", "fwd") == "rev" or \
+                len(inner._assembly(args).parts) == 1:
             return f"the program of one {part} of {inner.name})"
         return f"the first of the {n} programs it is assembled from (JVPs of the programs of {inner.name})"
 
-    def source_for(self, *args: Any) -> str:
-        """The generated code of this callable's program at ``args``."""
-        return shown.program_text(*self._labelled(args))
+    def source_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated code of this callable's program at ``args`` (and ``kwargs``)."""
+        return shown.program_text(*self._labelled(args, kwargs))
 
     @property
     def source(self) -> str:
@@ -157,14 +159,14 @@ class Derived:
         assembled from several JVPs (VJPs), the program of one of them."""
         return shown.program_text(*self._labelled(()))
 
-    def _labelled(self, args: Sequence[Any]) -> tuple[Any, str, str]:
-        d, what = self._shown_what(args)
+    def _labelled(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> tuple[Any, str, str]:
+        d, what = self._shown_what(args, kwargs)
         return d, self.name, what
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """This callable's program after a stage: 'core' (the program itself), 'structural', 'activity',
         'forward', 'optimised'."""
-        d = self._shown(args)
+        d = self._shown(args, kwargs)
         assert d.stages is not None
         return d.stages.text(stage)
 
@@ -454,9 +456,9 @@ class PlainGrad(api_grad.Gradient, Grad):
             self.ran((skeleton(tuple(args)), i))  # (.source: no reverse derivative was made)
         return found
 
-    def source_for(self, *args: Any) -> str:
-        """The generated code a call at ``args`` runs (see :attr:`source`)."""
-        return shown.grad_source(self, args)
+    def source_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated code a call at ``args`` (and ``kwargs``) runs (see :attr:`source`)."""
+        return shown.grad_source(self, args, kwargs)
 
     @property
     def source(self) -> str:
@@ -464,9 +466,9 @@ class PlainGrad(api_grad.Gradient, Grad):
         its arguments' types, or in one Python-float argument of scalar ones the forward-mode JVP."""
         return shown.grad_source(self, ())
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """The IR after a stage of the derivative a call ran (see :attr:`source`)."""
-        return shown.grad_ir(self, stage, args)
+        return shown.grad_ir(self, stage, args, kwargs)
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)

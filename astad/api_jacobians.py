@@ -66,19 +66,20 @@ class Jac(Derived):
         rows = [fresh.distinct(r, set(held)) for r in rows]
         return from_rows(value, rows, args, nums, single)
 
-    def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
+    def _shown_what(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> tuple[Any, str]:
         """jacrev of a derivative shows the reverse program over the derivative's (reverse over reverse)."""
         twin = shown_by(self, tuple(args))
         if twin is not self:
-            found = twin._shown_what(args)
+            found = twin._shown_what(args, kwargs)
             self.__dict__["_last_twin"] = twin
             return found
-        if self.rows and not isinstance(self.inner, Plain) and (args or self._last_args is not None):
+        if self.rows and not isinstance(self.inner, Plain) and (args or kwargs or self._last_args is not None):
             try:
-                return self._shown_with(args, lambda a: (self.inner.program(a)[0].reverse(), "reverse over reverse"))
+                return self._shown_with(args, lambda a: (self.inner.program(a)[0].reverse(), "reverse over reverse"),
+                                        kwargs)
             except NoProgram:
                 pass
-        return super()._shown_what(args)
+        return super()._shown_what(args, kwargs)
 
     def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
         """The Jacobian of a derived callable by one VJP of its program per output element

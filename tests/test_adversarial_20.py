@@ -134,3 +134,48 @@ def test_float32_jacobians_of_jacobians_keep_float32():
         value, pullback = astad.vjp(d, x)
         assert value.dtype == np.float32 and pullback(np.ones_like(value))[0].dtype == np.float32
         np.testing.assert_allclose(value, astad.jacfwd(astad.jacfwd(cubic))(x.astype(np.float64)), rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- 2. .source and .source_for
+
+
+def sin_times(t):
+    return np.sin(t) * t
+
+
+def scaled(x, y=2.0, *, k=1.5):
+    return np.sum(np.sin(x)) * y * k
+
+
+def test_grad_source_with_memory_caches_off(monkeypatch):
+    # before: "grad(sin_times) has not been called yet" right after a call
+    monkeypatch.setattr(astad.config, "memory_cache_size", 0)
+    g = astad.grad(sin_times)
+    assert g(1.3) == pytest.approx(np.cos(1.3) * 1.3 + np.sin(1.3), rel=1e-12)
+    assert "sin_times_jvp" in g.source
+
+
+@pytest.mark.parametrize("make", [astad.reverse, astad.forward, astad.grad, astad.jacfwd, astad.jacrev, astad.hessian],
+                         ids=lambda m: m.__name__)
+def test_source_for_takes_keywords_as_a_call_does(make):
+    # before: TypeError: source_for() got an unexpected keyword argument 'y'
+    x = np.array([0.3, 0.7])
+    d = make(scaled)
+    out = d(x, y=3.0, k=2.0)
+    if make is astad.forward:  # tangents of the arguments passed by position, as the pushforward's
+        np.testing.assert_allclose(out[1](np.ones(2)), 6.0 * np.sum(np.cos(x)), rtol=1e-12)
+        assert "def scaled_jvp(x, y, k, x_t):" in d.source_for(x, y=3.0, k=2.0)
+    else:
+        assert d.source_for(x, y=3.0, k=2.0) == d.source
+    assert "k: float" in d.ir("core", x, k=2.0)
+
+
+def test_source_for_counts_negative_argnums_from_the_last_argument_passed():
+    # before: grad(f, argnums=-1).source_for(x) showed the derivative in y (the default), while a call
+    # grad(f, argnums=-1)(x) differentiates x, the last argument passed by position
+    x = np.array([0.3, 0.7])
+    g = astad.grad(scaled, argnums=-1)
+    np.testing.assert_allclose(g(x), 3.0 * np.cos(x), rtol=1e-12)
+    shown = g.source
+    assert g.source_for(x) == shown
+    assert shown.rstrip().splitlines()[-1].strip() == "return x_ct, None, None"
