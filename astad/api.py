@@ -353,6 +353,14 @@ class Reverse:
         zero_d = {i: m for i in range(n) if type(args[i]) is not float and (m := fresh.zero_d_marks(args[i])) is not None}
         return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n, zero_d)
 
+    def call_of(self, values: tuple) -> tuple[tuple, dict[str, Any]]:
+        """``(args, kwargs)`` of a call whose free parameters are ``values`` (see :meth:`positional`)."""
+        return self._binder.call_of(values)
+
+    def primal(self, values: tuple) -> Any:
+        """The function at the values of its free parameters (see :meth:`positional`)."""
+        return self._binder.primal(values)
+
     def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """The arguments of a call, one per free parameter in order (the positional
         ones, then the keyword-only ones): placed as Python places them, omitted

@@ -197,7 +197,7 @@ class Plain(Derived):
 
     def __call__(self, *args: Any) -> Any:
         """The primal at the values of the free parameters (see api.Reverse.positional)."""
-        return self.rev._binder.primal(args)
+        return self.rev.primal(args)
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         return jvp_at(forward_of(self.fn), primals, tangents)
@@ -271,7 +271,7 @@ def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str
         _no_keywords(outer.name, kwargs)
         return args
     n = len(args)
-    full = plain.rev._binder(args, kwargs)
+    full = plain.rev.positional(args, kwargs)
     if len(full) != n and argnums is not None:
         api._argnums(argnums, n, outer.name, len(full))
         if any(i < 0 for i in ((argnums,) if isinstance(argnums, int) else argnums)):  # type: ignore[union-attr]
@@ -294,11 +294,8 @@ def value_at(inner: Derived, args: Sequence[Any]) -> Any:
     given twice) or that is keyword-only."""
     plain = plain_of(inner)
     if isinstance(plain, Plain) and plain is not inner:
-        binder = plain.rev._binder
-        k = binder.n_positional
-        k = next((i for i, name in enumerate(binder.names[:k]) if name in binder._keywords), k)
-        if len(args) > k:
-            return inner(*args[:k], **dict(zip(binder.names[k:], args[k:])))
+        positional, keywords = plain.rev.call_of(tuple(args))
+        return inner(*positional, **keywords)
     return inner(*args)
 
 
