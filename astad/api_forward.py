@@ -407,11 +407,14 @@ def _check_next(fwd: Forward, key: tuple, found: tuple) -> None:
 
 def _checked_jvp(fwd: Forward, key: tuple, found: tuple) -> Any:
     (d, order), _, holds = found
-    if not order or d.plain_jvp is not d.leaf_jvp:  # (no tangent: zeros; structures: the leaves' code takes leaves)
+    plain = getattr(d.plain_jvp, "__wrapped__", d.plain_jvp)  # (outputs.scalar_tangents: made again below)
+    if not order or plain is not d.leaf_jvp:  # (no tangent: zeros; structures: the leaves' code takes leaves)
         return None
     arrays = any(kind_checks.is_array_key(k) for k in key)  # (the tangent of scalars owns no memory of theirs)
     found = guards.guard_jvp(d.leaf_jvp, d.source, key, _PLAIN, order, fwd.__astad_function__, fwd._code, holds,
                              lambda value, t=d.out_type: zeros_like_type(t, value), _owned if arrays else None)
+    if found is not None:
+        found = outputs.guarded_scalar_tangents(found, d.out_type)
     return found if found is None or d.out_lists is None else outputs.guarded_jvp(found, d.out_lists)
 
 

@@ -179,3 +179,58 @@ def test_source_for_counts_negative_argnums_from_the_last_argument_passed():
     shown = g.source
     assert g.source_for(x) == shown
     assert shown.rstrip().splitlines()[-1].strip() == "return x_ct, None, None"
+
+
+# --------------------------------------------------------------------------- 4. tangents of numpy scalars
+
+
+def clipped(x):
+    return np.clip(x, 0.0, 1.0)
+
+
+def floored_at(x):
+    return np.maximum(x, 0.2)
+
+
+def capped(x):
+    return np.minimum(x, 0.9)
+
+
+def finite(x):
+    return np.nan_to_num(x)
+
+
+def squared(x):
+    return np.power(x, 2)
+
+
+def pair_of(x):
+    return np.clip(x, 0.0, 1.0), np.maximum(x, 0.2) * 2.0
+
+
+def clipped_sum(v):
+    return np.clip(np.sum(v), 0.0, 5.0)
+
+
+@pytest.mark.parametrize("fn", [clipped, floored_at, capped, finite, squared], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", [np.float64(0.4), np.float32(0.4), 0.4], ids=["f64", "f32", "float"])
+def test_the_tangent_of_a_numpy_scalar_is_a_numpy_scalar(fn, x):
+    # before: np.clip, np.maximum, np.minimum and np.nan_to_num of a scalar gave a 0-d ndarray tangent
+    # (np.where in the JVP), np.power of a Python float a Python float, where the value is a numpy scalar
+    value = fn(x)
+    want = (fn(np.float64(x) + 1e-6) - fn(np.float64(x) - 1e-6)) / 2e-6
+    for _ in range(3):  # (the first call, then the remembered and the checked code)
+        v, t = astad.jvp(fn, (x,), (type(x)(1.0),))
+        assert type(v) is type(value) and type(t) is type(value), (type(v), type(t))
+        assert t == pytest.approx(want, rel=1e-5)
+        _, pushforward = astad.forward(fn)(x)
+        assert type(pushforward(type(x)(1.0))) is type(value)
+
+
+def test_the_tangents_of_a_tuple_of_numpy_scalars_and_of_a_sum():
+    x = np.float64(0.4)
+    for _ in range(3):
+        v, t = astad.jvp(pair_of, (x,), (np.float64(1.0),))
+        assert [type(a) for a in t] == [np.float64, np.float64] and t == (1.0, 2.0)
+        v, t = astad.jvp(clipped_sum, (np.array([0.5, 1.5]),), (np.array([1.0, 2.0]),))
+        assert type(t) is np.float64 and t == 3.0
