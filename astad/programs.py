@@ -125,11 +125,25 @@ class Program:
         d = self.forward(frozenset({i}))
         assert d.stages is not None
         fn, split = _as_function(d.stages.optimised)
-        added: tuple[Type, ...] = (tangent_type,) + ((NoneT(),) if split else ())
+        added: tuple[Type, ...] = (_tangent_type(tangent_type),) + ((NoneT(),) if split else ())
         inner, base = self.select, self.base_select
         return Program(fn, self.arg_types + added, self.n_user, f"{self.name}_t", self.constants,
                        lambda out: inner(out[1]), base_select=None if base is None else lambda out: base(out[1]),
                        unselect=self.unselect), added, split
+
+
+def _tangent_type(t: Type) -> Type:
+    """The type of the tangent of an argument of type ``t`` as the forward macro's code takes it: of a
+    structure, its differentiable leaves alone (the others get no tangent parameter), read by their keys
+    (a tuple's, a list's and a NamedTuple's by their indices: a structure of the kind "dict")."""
+    from .ad.forward import differentiable
+    from .ir import StructT
+
+    if not isinstance(t, StructT) or all(map(differentiable, pipeline._leaf_types(t))):
+        return t
+    keys = t.keys if t.kind == "dict" else tuple(range(len(t.items)))
+    kept = [(k, _tangent_type(x)) for k, x in zip(keys, t.items) if differentiable(x)]
+    return StructT("dict", tuple(k for k, _ in kept), tuple(x for _, x in kept))
 
 
 class NoProgram(AstadError):

@@ -234,3 +234,42 @@ def test_the_tangents_of_a_tuple_of_numpy_scalars_and_of_a_sum():
         assert [type(a) for a in t] == [np.float64, np.float64] and t == (1.0, 2.0)
         v, t = astad.jvp(clipped_sum, (np.array([0.5, 1.5]),), (np.array([1.0, 2.0]),))
         assert type(t) is np.float64 and t == 3.0
+
+
+# --------------------------------------------------------------------------- structures with discrete leaves
+
+
+def powered(p):
+    return np.sum(p["w"] ** 3 * p["n"])
+
+
+def middle_int(t):
+    a, n, b = t
+    return np.sum(np.sin(a) * b ** n)
+
+
+def test_a_jacobian_of_a_jacobian_in_a_structure_with_an_int_leaf():
+    # before: jacfwd(jacfwd(f))(p) with p = {"w": array, "n": int} raised Python's TypeError
+    # "f_jvp() takes 5 positional arguments but 6 were given" (the tangent of the int leaf was passed)
+    p = {"w": np.array([0.5, 2.0]), "n": 2}
+    want = np.diag(6.0 * p["w"] * p["n"])
+    for d in (astad.jacfwd(astad.jacfwd(powered)), astad.jacrev(astad.jacfwd(powered)), astad.hessian(powered)):
+        got = d(p)
+        assert got["n"] is None and got["w"]["n"] is None
+        np.testing.assert_allclose(got["w"]["w"], want, rtol=1e-12)
+        value, pullback = astad.vjp(d, p)
+        np.testing.assert_allclose(value["w"]["w"], want, rtol=1e-12)
+        ct = pullback({"w": {"w": np.eye(2), "n": None}, "n": None})[0]
+        np.testing.assert_allclose(ct["w"], [12.0, 12.0], rtol=1e-12)  # d trace(H) / dw = 6 n
+
+
+def test_a_third_derivative_in_a_tuple_with_an_int_in_the_middle():
+    a, b = np.array([0.3, 0.9]), np.array([1.2, 0.7])
+    t = (a, 3, b)
+    h = astad.hessian(middle_int)
+    third = astad.jacfwd(h)(t)
+    # d/da of the (a, a) block of the Hessian: the Hessian of a alone, by differences
+    def block(y):
+        return astad.hessian(middle_int)((y, 3, b))[0][0]
+    np.testing.assert_allclose(third[0][0][0], _fd(block, a, 1e-5), rtol=1e-6, atol=1e-8)
+    assert third[1] is None and third[0][1] is None
