@@ -534,9 +534,7 @@ def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callabl
     try:
         prog, extras = d.program(full)
     except NoProgram:  # assembled from several programs (a Jacobian's columns): by one JVP per argument element
-        a = d._assembly(full)
-        value = a.build([p.value(full, e) for p, e in a.parts])
-        pullback = api_parts.vjp_by_jvps(a, value, full)
+        value, pullback = api_parts.vjp_by_jvps(d._assembly(full), full)
     else:
         value, pullback = program_vjp(prog, extras, full)
     if len(full) == len(args):

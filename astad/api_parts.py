@@ -149,14 +149,17 @@ def as_program(a: Assembly, key: Any) -> tuple[Program, tuple]:
     return prog.reselected((key, _signature(a.value)), lambda out: a.build([out]), a.unbuild), extras
 
 
-def vjp_by_jvps(a: Assembly, value: Any, args: tuple) -> Callable[[Any], tuple]:
-    """The pullback of an assembled callable at ``args`` (its output: ``value``): each argument
-    element's cotangent is ``<ct, J e>``, by one JVP per element (computed now: the pullback is the
-    derivative at the values of the call)."""
+def vjp_by_jvps(a: Assembly, args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
+    """``(value, pullback)`` of an assembled callable at ``args``: each argument element's cotangent
+    is ``<ct, J e>``, by one JVP per element (computed now: the pullback is the derivative at the values
+    of the call; each cotangent an array of its own)."""
+    from . import fresh
     from .api import check_cotangent_like
 
     nums = [i for i, x in enumerate(args) if any(is_real(leaf) for leaf in flatten(x)[0])]
-    tangents = [t for _, t in jvps(a, args, basis(args, nums))] if nums else []
+    pairs = jvps(a, args, basis(args, nums)) if nums else []
+    value = pairs[0][0] if pairs else a.build([p.value(args, e) for p, e in a.parts])
+    tangents = [t for _, t in pairs]
     shapes = skeleton(tuple(args))
 
     def pullback(ct: Any) -> tuple:
@@ -173,5 +176,5 @@ def vjp_by_jvps(a: Assembly, value: Any, args: tuple) -> Callable[[Any], tuple]:
             return tuple(None for _ in args)
         got = _split_inputs(np.asarray(dots, np.float64), (), shapes, nums, False, rows=True)
         by = dict(zip(nums, got))
-        return tuple(by.get(i) for i in range(len(args)))
-    return pullback
+        return fresh.distinct(tuple(by.get(i) for i in range(len(args))), set())
+    return value, pullback

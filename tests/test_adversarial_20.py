@@ -273,3 +273,24 @@ def test_a_third_derivative_in_a_tuple_with_an_int_in_the_middle():
         return astad.hessian(middle_int)((y, 3, b))[0][0]
     np.testing.assert_allclose(third[0][0][0], _fd(block, a, 1e-5), rtol=1e-6, atol=1e-8)
     assert third[1] is None and third[0][1] is None
+
+
+def _two(x, y):
+    return np.sin(x) * y[0] + y * x[1]
+
+
+def test_the_pullback_of_an_assembled_jacobian_gives_arrays_of_their_own():
+    x, y = np.array([0.3, 0.8]), np.array([1.1, -0.4])
+    d = astad.jacfwd(_two, (0, 1))
+    value, pullback = astad.vjp(d, x, y)
+    x[:] = 5.0  # (the pullback is the derivative at the call's values)
+    u = (np.ones((2, 2)), np.eye(2))
+    cx, cy = pullback(u)
+    assert not np.shares_memory(cx, cy)
+    x0 = np.array([0.3, 0.8])
+    for k, (arg, ct) in enumerate(((x0, cx), (y, cy))):
+        def contracted(z, k=k):
+            a = (z, y) if k == 0 else (x0, z)
+            jx, jy = astad.jacfwd(_two, (0, 1))(*a)
+            return np.sum(u[0] * jx) + np.sum(u[1] * jy)
+        np.testing.assert_allclose(ct, _fd(contracted, arg, 1e-6), rtol=1e-6, atol=1e-8)
