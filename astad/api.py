@@ -353,6 +353,14 @@ class Reverse:
         zero_d = {i: m for i in range(n) if type(args[i]) is not float and (m := fresh.zero_d_marks(args[i])) is not None}
         return value, Pullback(d.backward, residuals, d.out_type, None if n == len(args) else n, zero_d)
 
+    def call_of(self, values: tuple) -> tuple[tuple, dict[str, Any]]:
+        """``(args, kwargs)`` of a call whose free parameters are ``values`` (see :meth:`positional`)."""
+        return self._binder.call_of(values)
+
+    def primal(self, values: tuple) -> Any:
+        """The function at the values of its free parameters (see :meth:`positional`)."""
+        return self._binder.primal(values)
+
     def positional(self, args: tuple, kwargs: dict[str, Any]) -> tuple:
         """The arguments of a call, one per free parameter in order (the positional
         ones, then the keyword-only ones): placed as Python places them, omitted
@@ -452,9 +460,9 @@ class Reverse:
 
     # ----------------------------------------------------------------- inspection
 
-    def _current(self, args: Sequence[Any]) -> Derivative:
-        if args:  # bound as a call binds them (defaults filled in), differentiated in those passed
-            full = self._binder(tuple(args), {})
+    def _current(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Derivative:
+        if args or kwargs:  # bound as a call binds them (defaults filled in), differentiated in those passed
+            full = self._binder(tuple(args), kwargs or {})
             return self.derivative(full, None if len(full) == len(args) else frozenset(range(len(args))))
         if self._last is None:
             raise AstadError(f"{self._parsed.name} has not been called yet, so its argument types are unknown: "
@@ -466,14 +474,14 @@ class Reverse:
         """The generated Python source for the most recent argument types."""
         return self._current(()).source
 
-    def source_for(self, *args: Any) -> str:
-        """The generated Python source a call at ``args`` runs (:attr:`source` once called so)."""
-        return self._current(args).source
+    def source_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated Python source a call at ``args`` (and ``kwargs``) runs (:attr:`source` once called so)."""
+        return self._current(args, kwargs).source
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """The IR after a stage: 'core', 'structural' (with dup/drop), 'activity' (its
         inactive bindings marked), 'ad', or 'optimised'."""
-        d = self._current(args)
+        d = self._current(args, kwargs)
         if d.stages is None:
             d.stages = pipeline.stages_of(self._parsed, d.arg_types, d.wrt, d.deps)
         return d.stages.text(stage)

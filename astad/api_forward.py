@@ -86,12 +86,13 @@ class Forward(Reverse):
 
     # ----------------------------------------------------------------- inspection
 
-    def _current(self, args: Sequence[Any]) -> ForwardDerivative:  # type: ignore[override]
-        if args:  # bound as a call binds them; tangents of the differentiable ones passed
-            full = self._binder(tuple(args), {})
+    def _current(self, args: Sequence[Any],  # type: ignore[override]
+                 kwargs: dict[str, Any] | None = None) -> ForwardDerivative:
+        if args or kwargs:  # bound as a call binds them; tangents of the differentiable ones passed
+            full = self._binder(tuple(args), kwargs or {})
             return self.derivative(full, None if len(full) == len(args) else
                                    self.all_wrt(self._types(full)) & frozenset(range(len(args))))
-        d = super()._current(())
+        d = super()._current((), None)
         full = self.all_wrt(d.arg_types)
         if d.wrt != full:  # called, but no pushforward yet: show the code with every tangent
             d = self._full(d.arg_types, full)
@@ -107,10 +108,10 @@ class Forward(Reverse):
         self._last = d  # type: ignore[assignment]
         return d
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """The IR after a stage: 'core', 'structural' (with dup/drop), 'activity' (its
         inactive bindings marked), 'forward', or 'optimised'."""
-        d = self._current(args)
+        d = self._current(args, kwargs)
         assert d.stages is not None
         return d.stages.text(stage)
 
@@ -406,11 +407,14 @@ def _check_next(fwd: Forward, key: tuple, found: tuple) -> None:
 
 def _checked_jvp(fwd: Forward, key: tuple, found: tuple) -> Any:
     (d, order), _, holds = found
-    if not order or d.plain_jvp is not d.leaf_jvp:  # (no tangent: zeros; structures: the leaves' code takes leaves)
+    plain = getattr(d.plain_jvp, "__wrapped__", d.plain_jvp)  # (outputs.scalar_tangents: made again below)
+    if not order or plain is not d.leaf_jvp:  # (no tangent: zeros; structures: the leaves' code takes leaves)
         return None
     arrays = any(kind_checks.is_array_key(k) for k in key)  # (the tangent of scalars owns no memory of theirs)
     found = guards.guard_jvp(d.leaf_jvp, d.source, key, _PLAIN, order, fwd.__astad_function__, fwd._code, holds,
                              lambda value, t=d.out_type: zeros_like_type(t, value), _owned if arrays else None)
+    if found is not None:
+        found = outputs.guarded_scalar_tangents(found, d.out_type)
     return found if found is None or d.out_lists is None else outputs.guarded_jvp(found, d.out_lists)
 
 

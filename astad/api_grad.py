@@ -68,6 +68,8 @@ class Gradient:
         off (``astad.config.memory_cache_size`` 0: the fast tables stay empty)."""
         if cache.config.memory_cache_size > 0:
             self._ran[None] = what
+        else:  # (what .source shows is no cache: kept by this gradient alone)
+            self.__dict__["_ran_own"] = what
 
     def _keep(self, args: tuple, entry: tuple) -> None:
         """``entry`` in the table (see :func:`remember`), and its function, made to check its

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, api_grad, backends, guards, pipeline, scalar_grad, shown
+from . import api, api_grad, api_parts, backends, guards, pipeline, scalar_grad, shown
 from .api_forward import (_BY_ID, LATEST as _LATEST, all_differentiable, check_pairs, checked_tangents, fast_key,
                           forward_of, jvp_at, jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
@@ -73,32 +73,48 @@ class Derived:
         raise NotImplementedError
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
-        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program, so astad cannot "
-                        "differentiate it again", hint="differentiate with respect to one scalar at a time")
+        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program",
+                        hint="differentiate grad (not value_and_grad), a Jacobian or a JVP")
+
+    def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
+        """The programs this callable is assembled from at ``args`` (see :mod:`astad.api_parts`)."""
+        return api_parts.one(*self.program(args))
+
+    def _columns(self, args: Sequence[Any], nums: Sequence[int], single: bool, rows: bool = False,
+                 gradient: bool = False) -> api_parts.Assembly:
+        """The Jacobian of ``self.inner`` with respect to ``nums``, one JVP of each of its parts per input
+        element (``gradient``: it is a gradient, of a real scalar; ``rows``: a jacrev's, the inputs' dtypes)."""
+        inner: Derived = self.inner  # type: ignore[attr-defined]
+        base = inner._assembly(args)
+        value = _output_of(inner, args)
+        if gradient:
+            _require_scalar(inner.name, value)
+        return api_parts.columns(base, value, args, nums, single, rows)
 
     def __astad_program__(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self.program(args)
 
     _last_args: tuple | None = None  # the arguments of the last call (for .source and .ir)
 
-    def _shown(self, args: Sequence[Any]) -> Any:
-        return self._shown_what(args)[0]
+    def _shown(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Any:
+        return self._shown_what(args, kwargs)[0]
 
-    def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
+    def _shown_what(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> tuple[Any, str]:
         """The program shown (compiled as forward mode with no tangents) and what it is."""
         twin = shown_by(self, tuple(args))
         if twin is not self:
-            found = twin._shown_what(args)
+            found = twin._shown_what(args, kwargs)
             self.__dict__["_last_twin"] = twin
             return found
-        return self._shown_with(args, self._program_shown)
+        return self._shown_with(args, self._program_shown, kwargs)
 
-    def _shown_with(self, args: Sequence[Any], make: Callable[[tuple], Any]) -> Any:
+    def _shown_with(self, args: Sequence[Any], make: Callable[[tuple], Any],
+                    kwargs: dict[str, Any] | None = None) -> Any:
         """``make(args)``, args bound as a call binds them (remembered once it succeeds); with none given,
         at the last call's, whose arrays are zeros in place of the caller's (jacobians.skeleton): there the
         user's code is not run (it may loop forever or fail at zeros; see _output_of)."""
-        if args:
-            args = _bind(self, None, tuple(args), {})
+        if args or kwargs:
+            args = _bind(self, None, tuple(args), kwargs or {})
             found = make(args)
             self._last_args = skeleton(args)
             return found
@@ -119,26 +135,22 @@ class Derived:
         try:
             prog, what = self.program(args)[0], "as one program"
         except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
-            prog, what = self._part(args), self._part_label(args)
+            parts = self._assembly(args).parts
+            prog, what = parts[0][0], self._part_label(args, len(parts))
         return prog.forward(frozenset()), what
 
-    def _part_label(self, args: Sequence[Any]) -> str:
-        """What :meth:`_part` is, for the header of ``.source``."""
+    def _part_label(self, args: Sequence[Any], n: int) -> str:
+        """What the first of the ``n`` programs it is assembled from is, for the header of ``.source``."""
         part = "row (a VJP" if getattr(self, "mode", "fwd") == "rev" else "column (a JVP"
-        return f"the program of one {part} of {self.inner.name})"  # type: ignore[attr-defined]
+        inner = self.inner  # type: ignore[attr-defined]
+        if isinstance(inner, Plain) or getattr(self, "mode", "fwd") == "rev" or \
+                len(inner._assembly(args).parts) == 1:
+            return f"the program of one {part} of {inner.name})"
+        return f"the first of the {n} programs it is assembled from (JVPs of the programs of {inner.name})"
 
-    def _part(self, args: Sequence[Any]) -> Program:
-        """The program of one column (a JVP of the inner callable) or row (a VJP)."""
-        inner: Derived = self.inner  # type: ignore[attr-defined]
-        nums, single = _nums(self.argnums, len(args), inner.name)  # type: ignore[attr-defined]
-        if getattr(self, "mode", "fwd") == "rev":
-            return vjp_of(inner.rev, args, nums, single)  # type: ignore[attr-defined]
-        progs, _ = _tangent_programs(inner, args, nums)
-        return progs[nums[0]][0]
-
-    def source_for(self, *args: Any) -> str:
-        """The generated code of this callable's program at ``args``."""
-        return shown.program_text(*self._labelled(args))
+    def source_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated code of this callable's program at ``args`` (and ``kwargs``)."""
+        return shown.program_text(*self._labelled(args, kwargs))
 
     @property
     def source(self) -> str:
@@ -147,14 +159,14 @@ class Derived:
         assembled from several JVPs (VJPs), the program of one of them."""
         return shown.program_text(*self._labelled(()))
 
-    def _labelled(self, args: Sequence[Any]) -> tuple[Any, str, str]:
-        d, what = self._shown_what(args)
+    def _labelled(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> tuple[Any, str, str]:
+        d, what = self._shown_what(args, kwargs)
         return d, self.name, what
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """This callable's program after a stage: 'core' (the program itself), 'structural', 'activity',
         'forward', 'optimised'."""
-        d = self._shown(args)
+        d = self._shown(args, kwargs)
         assert d.stages is not None
         return d.stages.text(stage)
 
@@ -185,7 +197,7 @@ class Plain(Derived):
 
     def __call__(self, *args: Any) -> Any:
         """The primal at the values of the free parameters (see api.Reverse.positional)."""
-        return self.rev._binder.primal(args)
+        return self.rev.primal(args)
 
     def jvp(self, primals: tuple, tangents: tuple) -> tuple[Any, Any]:
         return jvp_at(forward_of(self.fn), primals, tangents)
@@ -259,7 +271,7 @@ def _bind(outer: Derived, argnums: ArgNums | None, args: tuple, kwargs: dict[str
         _no_keywords(outer.name, kwargs)
         return args
     n = len(args)
-    full = plain.rev._binder(args, kwargs)
+    full = plain.rev.positional(args, kwargs)
     if len(full) != n and argnums is not None:
         api._argnums(argnums, n, outer.name, len(full))
         if any(i < 0 for i in ((argnums,) if isinstance(argnums, int) else argnums)):  # type: ignore[union-attr]
@@ -282,11 +294,8 @@ def value_at(inner: Derived, args: Sequence[Any]) -> Any:
     given twice) or that is keyword-only."""
     plain = plain_of(inner)
     if isinstance(plain, Plain) and plain is not inner:
-        binder = plain.rev._binder
-        k = binder.n_positional
-        k = next((i for i, name in enumerate(binder.names[:k]) if name in binder._keywords), k)
-        if len(args) > k:
-            return inner(*args[:k], **dict(zip(binder.names[k:], args[k:])))
+        positional, keywords = plain.rev.call_of(tuple(args))
+        return inner(*positional, **keywords)
     return inner(*args)
 
 
@@ -303,16 +312,6 @@ def _nums(argnums: ArgNums, n: int, name: str) -> tuple[tuple[int, ...], bool]:
     return api._argnums(argnums, n, name)
 
 
-def _tangent_programs(inner: Derived, args: Sequence[Any], nums: Sequence[int]) -> tuple[dict, tuple]:
-    """Per argument in ``nums``: the program of a JVP of ``inner`` along it, and the extras to add after the tangent."""
-    from .frontend import abstract
-
-    prog, extras = inner.program(args)
-    out = {}
-    for i in nums:
-        q, added, split = prog.tangent_program(i, abstract(args[i], f"argument {i}"))
-        out[i] = (q, (None,) if split else ())
-    return out, extras
 
 
 def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
@@ -326,30 +325,6 @@ def _check_grad_types(name: str, prog: Program, nums: Sequence[int]) -> None:
                                  hint="differentiate with respect to float arguments (argnums)")
 
 
-def _columns_jvps(inner: Derived, primals: tuple, nums: Sequence[int], single: bool, parts: tuple,
-                  tangent_list: list, gradient: bool = False, rows: bool = False) -> list[tuple[Any, Any]]:
-    """JVPs of the Jacobian of ``inner`` made of its columns (one JVP of ``inner`` per input
-    element): each column's tangent is a JVP of the column's program (``parts``: see _tangent_programs);
-    ``gradient``: the Jacobian is a gradient, of a real scalar; ``rows``: a jacrev's (the inputs' dtypes)."""
-    progs, extras = parts
-    units = basis(primals, nums)
-    value = value_at(inner, primals)
-    if gradient:
-        _require_scalar(inner.name, value)
-    out = []
-    for tangents in tangent_list:
-        cols, dcols = [], []
-        for t in units:
-            i = next(k for k, x in enumerate(t) if x is not None)
-            q, tail = progs[i]
-            c, dc = q.jvp(primals, extras + (t[i],) + tail, tangents)
-            cols.append(c)
-            dcols.append(dc)
-        out.append((from_columns(value, cols, primals, nums, single, rows),
-                    from_columns(value, dcols, primals, nums, single, rows)))
-    return out
-
-
 #: True while a program is made for .source or .ir at the remembered arguments (Derived._shown_with)
 _SHOWING: contextvars.ContextVar[bool] = contextvars.ContextVar("astad_showing", default=False)
 
@@ -360,8 +335,8 @@ def _output_of(inner: Derived, args: Sequence[Any]) -> Any:
     the output's type made from the types of ``inner``'s program instead, or astad's error."""
     if not _SHOWING.get():
         return value_at(inner, args)
-    prog, _ = inner.program(args)
-    return prog.select(_example_of(prog.fn.body.result.type, inner.name))
+    a = inner._assembly(args)
+    return a.build([prog.select(_example_of(prog.fn.body.result.type, inner.name)) for prog, _ in a.parts])
 
 
 def _example_of(t: Type, name: str) -> Any:
@@ -438,32 +413,33 @@ class Grad(Derived):
                     self._vjps.clear()
                 self._vjps[key] = prog
             return "vjp", prog
-        return "jvp", _tangent_programs(self.inner, args, nums)
+        return "jvp", None
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         if self.with_value:
             raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
-        kind, parts = self._parts(primals)
+        kind, prog = self._parts(primals)
         if kind == "vjp":
-            return [parts.jvp(primals, _seed(parts), t) for t in tangent_list]
-        nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        return _columns_jvps(self.inner, primals, nums, single, parts, tangent_list, gradient=True)
+            return [prog.jvp(primals, _seed(prog), t) for t in tangent_list]
+        return api_parts.jvps(self._assembly(primals), primals, tangent_list)
+
+    def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
+        if self.with_value:
+            return super()._assembly(args)
+        kind, prog = self._parts(args)
+        if kind == "vjp":
+            return api_parts.one(prog, _seed(prog))
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        return self._columns(args, nums, single, gradient=True)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
             return super().program(args)
-        kind, parts = self._parts(args)
-        if kind == "vjp":
-            return parts, _seed(parts)
-        nums, _ = _nums(self.argnums, len(args), self.inner.name)
-        units = basis(args, nums)
-        if len(units) != 1:
+        a = self._assembly(args)
+        if len(a.parts) != 1:
             return super().program(args)
-        _require_scalar(self.inner.name, _output_of(self.inner, args))  # (the column of a vector is not a gradient)
-        progs, extras = parts
-        i = nums[0]
-        q, tail = progs[i]
-        return q, extras + (units[0][i],) + tail
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        return api_parts.as_program(a, ("grad", tuple(nums), single))
 
 
 class PlainGrad(api_grad.Gradient, Grad):
@@ -477,9 +453,9 @@ class PlainGrad(api_grad.Gradient, Grad):
             self.ran((skeleton(tuple(args)), i))  # (.source: no reverse derivative was made)
         return found
 
-    def source_for(self, *args: Any) -> str:
-        """The generated code a call at ``args`` runs (see :attr:`source`)."""
-        return shown.grad_source(self, args)
+    def source_for(self, *args: Any, **kwargs: Any) -> str:
+        """The generated code a call at ``args`` (and ``kwargs``) runs (see :attr:`source`)."""
+        return shown.grad_source(self, args, kwargs)
 
     @property
     def source(self) -> str:
@@ -487,9 +463,9 @@ class PlainGrad(api_grad.Gradient, Grad):
         its arguments' types, or in one Python-float argument of scalar ones the forward-mode JVP."""
         return shown.grad_source(self, ())
 
-    def ir(self, stage: str = "optimised", *args: Any) -> str:
+    def ir(self, stage: str = "optimised", *args: Any, **kwargs: Any) -> str:
         """The IR after a stage of the derivative a call ran (see :attr:`source`)."""
-        return shown.grad_ir(self, stage, args)
+        return shown.grad_ir(self, stage, args, kwargs)
 
     def __init__(self, fn: Any, argnums: ArgNums, with_value: bool) -> None:
         Grad.__init__(self, fn, argnums, with_value)
@@ -555,8 +531,12 @@ def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callabl
     if d is None:
         return api.vjp(fn, *args, **kwargs)
     full = _bind(d, None, args, kwargs)
-    prog, extras = d.program(full)
-    value, pullback = program_vjp(prog, extras, full)
+    try:
+        prog, extras = d.program(full)
+    except NoProgram:  # assembled from several programs (a Jacobian's columns): by one JVP per argument element
+        value, pullback = api_parts.vjp_by_jvps(d._assembly(full), full)
+    else:
+        value, pullback = program_vjp(prog, extras, full)
     if len(full) == len(args):
         return value, pullback
     return value, lambda ct: pullback(ct)[:len(args)]  # as in JAX: the arguments passed by position

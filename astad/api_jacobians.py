@@ -9,8 +9,8 @@ import functools
 from typing import Any, Callable, Sequence
 
 from . import api, fresh
-from .api_higher import (ArgNums, Derived, Plain, _bind, _columns_jvps, _inner, _nums, _output_of, _seed,
-                         _tangent_programs, value_at, vjp_of)
+from . import api_parts
+from .api_higher import ArgNums, Derived, Plain, _bind, _inner, _nums, _output_of, value_at, vjp_of
 from .api_vjp import program_vjp
 from .argnums import counted_from_first, shown_by
 from .jacobians import basis, from_columns, from_rows, out_basis, require_real
@@ -66,19 +66,20 @@ class Jac(Derived):
         rows = [fresh.distinct(r, set(held)) for r in rows]
         return from_rows(value, rows, args, nums, single)
 
-    def _shown_what(self, args: Sequence[Any]) -> tuple[Any, str]:
+    def _shown_what(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> tuple[Any, str]:
         """jacrev of a derivative shows the reverse program over the derivative's (reverse over reverse)."""
         twin = shown_by(self, tuple(args))
         if twin is not self:
-            found = twin._shown_what(args)
+            found = twin._shown_what(args, kwargs)
             self.__dict__["_last_twin"] = twin
             return found
-        if self.rows and not isinstance(self.inner, Plain) and (args or self._last_args is not None):
+        if self.rows and not isinstance(self.inner, Plain) and (args or kwargs or self._last_args is not None):
             try:
-                return self._shown_with(args, lambda a: (self.inner.program(a)[0].reverse(), "reverse over reverse"))
+                return self._shown_with(args, lambda a: (self.inner.program(a)[0].reverse(), "reverse over reverse"),
+                                        kwargs)
             except NoProgram:
                 pass
-        return super()._shown_what(args)
+        return super()._shown_what(args, kwargs)
 
     def _rows_of_program(self, args: Sequence[Any], nums: Sequence[int], single: bool) -> tuple[Any] | None:
         """The Jacobian of a derived callable by one VJP of its program per output element
@@ -96,35 +97,22 @@ class Jac(Derived):
         return vjp_of(self.inner.rev, args, nums, single)  # type: ignore[attr-defined]
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
-        nums, single = _nums(self.argnums, len(primals), self.inner.name)
-        if self.mode == "rev":
-            prog = self._vjp_program(primals, nums, single)
-            value = value_at(self.inner, primals)
-            out = []
-            for tangents in tangent_list:
-                pairs = [prog.jvp(primals, (ct,), tangents) for ct in out_basis(value)]
-                rows = [(r,) if single else r for r, _ in pairs]
-                drows = [(d,) if single else d for _, d in pairs]
-                out.append((from_rows(value, rows, primals, nums, single),
-                            from_rows(value, drows, primals, nums, single)))
-            return out
-        return _columns_jvps(self.inner, primals, nums, single, _tangent_programs(self.inner, primals, nums),
-                             tangent_list, rows=self.rows)
+        return api_parts.jvps(self._assembly(primals), primals, tangent_list)
 
-    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+    def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if self.mode == "rev":
-            value = _output_of(self.inner, args)
-            if len(out_basis(value)) != 1 or isinstance(value, (tuple, list, dict)):
-                return super().program(args)
-            prog = self._vjp_program(args, nums, single)
-            return prog, _seed(prog)
-        units = basis(args, nums)
-        if len(units) != 1:
+            require_real(args, nums)
+            return api_parts.vjp_rows(self._vjp_program(args, nums, single), _output_of(self.inner, args), args,
+                                      nums, single)
+        return self._columns(args, nums, single, rows=self.rows)
+
+    def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        a = self._assembly(args)
+        if len(a.parts) != 1:
             return super().program(args)
-        progs, extras = _tangent_programs(self.inner, args, nums)
-        q, tail = progs[nums[0]]
-        return q, extras + (units[0][nums[0]],) + tail
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        return api_parts.as_program(a, (self.mode, self.rows, tuple(nums), single))
 
 
 # --------------------------------------------------------------------------- the public functions

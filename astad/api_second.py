@@ -48,11 +48,11 @@ class Jacobian(Derived):
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         return self._pick(args).program(args)
 
-    def _part(self, args: Sequence[Any]) -> Program:
-        return self._pick(args)._part(args)
+    def _assembly(self, args: Sequence[Any]) -> Any:
+        return self._pick(args)._assembly(args)
 
-    def _part_label(self, args: Sequence[Any]) -> str:
-        return self._pick(args)._part_label(args)
+    def _part_label(self, args: Sequence[Any], n: int) -> str:
+        return self._pick(args)._part_label(args, n)
 
     def with_argnums(self, fn: Any, argnums: ArgNums) -> "Jacobian":
         """This Jacobian of ``fn`` with respect to ``argnums`` (see api_higher.counted_from_first)."""

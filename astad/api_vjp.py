@@ -73,7 +73,12 @@ def program_vjp(prog: Program, extras: Sequence[Any], args: Sequence[Any]) -> tu
     # the pullback may be called after the caller changed an argument, the value or a constant array in
     # place: it keeps copies of those its residuals share memory with (as astad.api.Pullback's)
     residuals = kept(d, residuals, fresh.owners(args, extras, raw_value))
-    to_raw = transpose_select(prog.select, raw_value)
+    if prog.unselect is None:
+        to_raw = transpose_select(prog.select, raw_value)
+    else:  # (select maps a Jacobian's one column or row into its shape: numpy, not structural; see api_parts)
+        assert prog.base_select is not None
+        inner_t, unselect = transpose_select(prog.base_select, raw_value), prog.unselect
+        to_raw = lambda ct: inner_t(unselect(ct))  # noqa: E731
     n = prog.n_user
 
     value = prog.select(raw_value)

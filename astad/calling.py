@@ -118,6 +118,16 @@ class Binder:
         """The function at the free parameters' values and the fixed ones (each by name)."""
         return self._fn(**self._fixed, **dict(zip(self.names, values)))
 
+    def call_of(self, values: tuple) -> tuple[tuple, dict[str, Any]]:
+        """``(args, kwargs)`` of a call of the callable that binds the free parameters to ``values`` (one
+        each, as :meth:`__call__` gives them): by position up to the first parameter a partial gives by
+        keyword (by position it would be given twice) or that is keyword-only, by keyword from there."""
+        k = self.n_positional
+        k = next((i for i, name in enumerate(self.names[:k]) if name in self._keywords), k)
+        if len(values) <= k:
+            return tuple(values), {}
+        return tuple(values[:k]), dict(zip(self.names[k:], values[k:]))
+
 
 def partial_of(root: Any) -> functools.partial | None:
     """The ``functools.partial`` a callable is, or is a method of (None if none)."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .values import PyTuple
 
 
@@ -79,3 +81,54 @@ def guarded_jvp(fn: Callable, t: Any) -> Callable:
         return rebuilt(t, found[0]), rebuilt(t, found[1])
 
     return with_lists
+
+
+def _numpy_scalar(t: Any) -> bool:
+    """A numpy float scalar leaf of an output type (not a Python float, not an array)."""
+    from .ir import Num
+
+    return isinstance(t, Num) and t.shape == () and not t.py and t.dtype.startswith("float")
+
+
+def _has_numpy_scalar(t: Any) -> bool:
+    from .ir import TupleT
+
+    return any(_has_numpy_scalar(i) for i in t.items) if isinstance(t, TupleT) else _numpy_scalar(t)
+
+
+def _like(value: Any, tangent: Any) -> Any:
+    """``tangent`` of the type of ``value`` where that is a numpy scalar (numpy's ``where`` of scalars gives
+    a 0-d array, Python's arithmetic a float: the tangent of a numpy scalar is a numpy scalar, as JAX's)."""
+    if type(value) is tuple and type(tangent) is tuple:
+        return tuple(_like(v, t) for v, t in zip(value, tangent))
+    if isinstance(value, np.generic) and type(tangent) is not type(value) and tangent is not None:
+        return type(value)(tangent)
+    return tangent
+
+
+def scalar_tangents(fn: Callable, t: Any) -> Callable:
+    """A JVP ``(*args, *tangents) -> (value, tangent)`` whose output type is ``t``: where ``t`` has a numpy
+    scalar leaf, its tangent made of the value's type (see _like); else ``fn`` itself."""
+    if not _has_numpy_scalar(t):
+        return fn
+
+    def like_values(*args: Any) -> tuple[Any, Any]:
+        value, tangent = fn(*args)
+        return value, _like(value, tangent)
+
+    like_values.__wrapped__ = fn  # type: ignore[attr-defined]
+    return like_values
+
+
+def guarded_scalar_tangents(fn: Callable, t: Any) -> Callable:
+    """As :func:`scalar_tangents`, for a guarded JVP (:func:`astad.guards.guard_jvp`); its miss as it is."""
+    if not _has_numpy_scalar(t):
+        return fn
+
+    def like_values(primals: Any, tangents: Any) -> Any:
+        found = fn(primals, tangents)
+        if type(found) is not tuple:  # guards.MISS
+            return found
+        return found[0], _like(found[0], found[1])
+
+    return like_values

@@ -366,7 +366,8 @@ class ForwardDerivative:
 
     def __post_init__(self) -> None:
         self.leaf_jvp = self.jvp  # the generated function: leaves, then the tangents of the differentiable ones
-        self.jvp = self.plain_jvp = _structured_jvp(self.jvp, self.arg_types, self.wrt)  # (plain: no lists made)
+        self.jvp = self.plain_jvp = outputs.scalar_tangents(_structured_jvp(self.jvp, self.arg_types, self.wrt),
+                                                            self.out_type)  # (plain: no lists made)
         if self.out_lists is not None:
             self.jvp = outputs.jvp(self.jvp, self.out_lists)
 

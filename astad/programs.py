@@ -66,6 +66,9 @@ class Program:
     _forwards: dict = field(default_factory=dict)
     _tangents: dict = field(default_factory=dict)
     _reverse: Any = None
+    _reselected: dict = field(default_factory=dict)
+    base_select: Callable[[Any], Any] | None = None  # (a reselected program: the select before, and
+    unselect: Callable[[Any], Any] | None = None  # the transpose of what was added; see api_vjp.program_vjp)
 
     def forward(self, wrt: frozenset[int]) -> ForwardDerivative:
         """Forward mode with tangents for the user's arguments in ``wrt`` (cached)."""
@@ -90,6 +93,20 @@ class Program:
         value, tangent = d.jvp(*args, *extras, *(tangents[i] for i in sorted(wrt)))
         return self.select(value), (None if not wrt else self.select(tangent))
 
+    def reselected(self, key: Any, select: Callable[[Any], Any], unselect: Callable[[Any], Any]) -> "Program":
+        """This program with its output mapped by ``select`` too (linear; ``unselect`` its transpose), made
+        once per ``key`` (it shares the forward programs: they do not depend on ``select``)."""
+        found = self._reselected.get(key)
+        if found is None:
+            if len(self._reselected) > 32:  # (an output whose size is known only when running: one per size)
+                self._reselected.clear()
+            assert self.unselect is None
+            inner = self.select
+            found = self._reselected[key] = replace(self, select=lambda out: select(inner(out)), _tangents={},
+                                                    _reverse=None, _reselected={}, base_select=inner,
+                                                    unselect=unselect)
+        return found
+
     def value(self, args: Sequence[Any], extras: Sequence[Any]) -> Any:
         return self.jvp(args, extras, [None] * len(args))[0]
 
@@ -108,10 +125,25 @@ class Program:
         d = self.forward(frozenset({i}))
         assert d.stages is not None
         fn, split = _as_function(d.stages.optimised)
-        added: tuple[Type, ...] = (tangent_type,) + ((NoneT(),) if split else ())
-        inner = self.select
+        added: tuple[Type, ...] = (_tangent_type(tangent_type),) + ((NoneT(),) if split else ())
+        inner, base = self.select, self.base_select
         return Program(fn, self.arg_types + added, self.n_user, f"{self.name}_t", self.constants,
-                       lambda out: inner(out[1])), added, split
+                       lambda out: inner(out[1]), base_select=None if base is None else lambda out: base(out[1]),
+                       unselect=self.unselect), added, split
+
+
+def _tangent_type(t: Type) -> Type:
+    """The type of the tangent of an argument of type ``t`` as the forward macro's code takes it: of a
+    structure, its differentiable leaves alone (the others get no tangent parameter), read by their keys
+    (a tuple's, a list's and a NamedTuple's by their indices: a structure of the kind "dict")."""
+    from .ad.forward import differentiable
+    from .ir import StructT
+
+    if not isinstance(t, StructT) or all(map(differentiable, pipeline._leaf_types(t))):
+        return t
+    keys = t.keys if t.kind == "dict" else tuple(range(len(t.items)))
+    kept = [(k, _tangent_type(x)) for k, x in zip(keys, t.items) if differentiable(x)]
+    return StructT("dict", tuple(k for k, _ in kept), tuple(x for _, x in kept))
 
 
 class NoProgram(AstadError):

@@ -90,22 +90,25 @@ def program_text(d: Any, title: str, what: str) -> str:
                               f'{m.group(2)}) -> (its value, zeros: the tangents of no argument)."""', source)
 
 
-def ran_by(g: Any, args: Sequence[Any]) -> Any:
-    """What a call of the gradient ``g`` (astad.api_higher.PlainGrad) at ``args`` runs, or
-    (none given) what its last call ran: the reverse Derivative, or ``(arguments, i)``:
+def ran_by(g: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Any:
+    """What a call of the gradient ``g`` (astad.api_higher.PlainGrad) at ``args`` (and ``kwargs``) runs,
+    or (none given) what its last call ran: the reverse Derivative, or ``(arguments, i)``:
     forward mode in the Python-float argument ``i`` (astad.scalar_grad)."""
     ran = g._ran.get(None)
-    if ran is not None and not args:
+    if ran is None:  # (memory caches off: kept by g itself)
+        ran = g.__dict__.get("_ran_own")
+    if ran is not None and not args and not kwargs:
         return ran
     rev = g._rev
-    if not args:
+    if not args and not kwargs:
         d = rev._last  # (a call of the function by astad.reverse: the types of its last call)
         if d is None:
             raise AstadError(f"{g.name} has not been called yet, so its argument types are unknown: "
                              "call it once, or pass example arguments (e.g. .source_for(x))")
         args = tuple(example(t) for t in d.arg_types)
-    args = rev._binder(tuple(args), {})
-    nums, one, wrt = g._nums.get(len(args)) or g._found_argnums(len(args), len(args))
+    n = len(args)  # (argnums count from the last argument passed by position, as a call's)
+    args = rev._binder(tuple(args), kwargs or {})
+    nums, one, wrt = g._nums.get(n) or g._found_argnums(n, len(args))
     pick = (nums, one, g.with_value)
     if api_grad.by_forward_mode(args, nums) and scalar_grad.runner(rev, args, nums[0], pick) is not None:
         return skeleton(args), nums[0]
@@ -118,9 +121,9 @@ def _jvp_of(g: Any, ran: tuple) -> Any:
     return forward_of(g._rev._root).entry(args, frozenset((i,)))[0]
 
 
-def grad_source(g: Any, args: Sequence[Any]) -> str:
-    """The text ``g.source`` (``g.source_for(*args)``) shows."""
-    ran = ran_by(g, args)
+def grad_source(g: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> str:
+    """The text ``g.source`` (``g.source_for(*args, **kwargs)``) shows."""
+    ran = ran_by(g, args, kwargs)
     if isinstance(ran, tuple):
         d = _jvp_of(g, ran)
         names = param_names(g._rev, len(ran[0]))
@@ -130,9 +133,9 @@ def grad_source(g: Any, args: Sequence[Any]) -> str:
     return reverse_text(g.name, ran.source, [names[i] for i in wrt], g.with_value)
 
 
-def grad_ir(g: Any, stage: str, args: Sequence[Any]) -> str:
+def grad_ir(g: Any, stage: str, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> str:
     """The IR after ``stage`` of the derivative ``g``'s call ran (see :func:`ran_by`)."""
-    ran = ran_by(g, args)
+    ran = ran_by(g, args, kwargs)
     if isinstance(ran, tuple):
         d = _jvp_of(g, ran)
         assert d.stages is not None

@@ -107,10 +107,8 @@ def test_source_after_a_call_does_not_run_the_function_at_zeros(fn, make):
     thread.start()
     thread.join(60)
     assert not thread.is_alive(), ".source ran the user's while loop at zeros"
-    if make in (astad.jacrev, astad.jacobian):
-        assert "def " in result["text"] and "generated code" in result["md"]
-    else:
-        assert not isinstance(result["text"], astad.InternalError) and "no code to show" in result["md"]
+    # (jacfwd of the jacrev of a vector is assembled from several programs: it shows the first, session 11)
+    assert "def " in result["text"] and "generated code" in result["md"]
 
 
 # -- .source_for with arguments a call would refuse; .source after a negative argnums ----------------

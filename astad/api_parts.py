@@ -1,0 +1,180 @@
+"""Derived callables assembled from several IR programs (a Jacobian from its columns or rows).
+
+A :class:`Assembly` is a list of parts, each an IR program and its extras (see
+:mod:`astad.programs`), and ``build``, a linear and structural map from the
+parts' outputs to the callable's output (``from_columns``, ``from_rows``).
+Because ``build`` is linear, the JVP of the callable is ``build`` of the
+parts' JVPs; and the columns of a callable assembled from parts are the JVPs
+of those parts along each input element, each a program again: Jacobians of
+Jacobians to any depth (``jacfwd(jacfwd(jacfwd(f)))``, ``jacfwd(hessian(f))``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .jacobians import is_real, basis, flatten, from_columns, from_rows, leaves_like, out_basis, skeleton, _split_inputs
+from .programs import NoProgram, Program
+
+
+@dataclass
+class Assembly:
+    """``build([select(part(args, extras)) for each part])`` is the callable's output."""
+
+    parts: list  # (Program, extras)
+    build: Callable[[list], Any]
+    value: Any = None  # the output of what build makes a Jacobian of (its structure and shapes shape build's)
+    unbuild: Callable[[Any], Any] | None = None  # for one part: the transpose of build (see as_program)
+
+
+def one(prog: Program, extras: tuple) -> Assembly:
+    return Assembly([(prog, tuple(extras))], _first)
+
+
+def _first(outs: list) -> Any:
+    return outs[0]
+
+
+def columns(base: Assembly, value: Any, args: Sequence[Any], nums: Sequence[int], single: bool,
+            rows: bool = False) -> Assembly:
+    """The Jacobian of the callable ``base`` assembles (its output at ``args``: ``value``) with
+    respect to the arguments ``nums``: one JVP of each of its parts per input element."""
+    from .frontend import abstract
+
+    units = basis(args, nums)
+    types: dict[int, Any] = {}
+    parts = []
+    for u in units:
+        i = next(k for k, t in enumerate(u) if t is not None)
+        if i not in types:
+            types[i] = abstract(args[i], f"argument {i}")
+        for prog, extras in base.parts:
+            q, _, split = prog.tangent_program(i, types[i])
+            parts.append((q, extras + (u[i],) + ((None,) if split else ())))
+    n, shapes = len(base.parts), skeleton(tuple(args))
+
+    def build(outs: list) -> Any:
+        cols = [base.build(outs[k * n:(k + 1) * n]) for k in range(len(units))]
+        return from_columns(value, cols, shapes, nums, single, rows)
+
+    def unbuild(ct: Any) -> Any:  # (one part, one column: the Jacobian's blocks are that column reshaped)
+        return base.unbuild(_column_of(value, ct, shapes, nums, single)) if base.unbuild else \
+            _column_of(value, ct, shapes, nums, single)
+    return Assembly(parts, build, value, unbuild if n == 1 else None)
+
+
+def vjp_rows(prog: Program, value: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Assembly:
+    """The Jacobian by reverse mode: ``prog`` (the VJP program of a plain function, see
+    api_higher.vjp_of) along one cotangent per output element."""
+    shapes = skeleton(tuple(args))
+    return Assembly([(prog, (ct,)) for ct in out_basis(value)],
+                    lambda outs: from_rows(value, [(o,) if single else tuple(o) for o in outs], shapes, nums, single),
+                    value, lambda ct: _row_of(value, ct, shapes, nums, single))
+
+
+def _like(block: Any, leaf: Any, shape: tuple) -> Any:
+    """``block`` reshaped to ``shape``, of the kind of ``leaf`` (a float for a float, a numpy scalar, an array)."""
+    a = np.reshape(np.asarray(block), shape)
+    if type(leaf) is float:
+        return float(a)
+    if isinstance(leaf, np.generic):
+        return a.astype(leaf.dtype)[()]
+    return a.astype(np.asarray(leaf).dtype, copy=False)
+
+
+def _blocks(per_arg: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> list[tuple[Any, Any]]:
+    """``(block, input leaf)`` for each real input leaf of a Jacobian's entry for one output leaf."""
+    out = []
+    for n, i in enumerate(nums):
+        entry = per_arg if single else per_arg[n]
+        leaves = flatten(args[i])[0]
+        for leaf, block in zip(leaves, leaves_like(args[i], entry)):
+            if is_real(leaf):
+                out.append((block, leaf))
+    return out
+
+
+def _column_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+    """The transpose of from_columns for one column (one input element): ``ct``, a cotangent of the
+    Jacobian, as a cotangent of the column (``value``'s structure)."""
+    out_leaves, rebuild = flatten(value)
+    result = []
+    for leaf, entry in zip(out_leaves, leaves_like(value, ct)):
+        if not is_real(np.asarray(leaf)) or entry is None:
+            result.append(None)
+            continue
+        (block, _), = [b for b in _blocks(entry, args, nums, single) if np.size(b[1]) == 1]
+        result.append(_like(block, leaf, np.shape(leaf)))
+    return rebuild(result)
+
+
+def _row_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
+    """The transpose of from_rows for one row (one output element): ``ct``, a cotangent of the Jacobian,
+    as a cotangent of the VJP program's output (the arguments ``nums``' cotangents; one, when ``single``)."""
+    (entry,) = [e for x, e in zip(flatten(value)[0], leaves_like(value, ct)) if is_real(np.asarray(x))]
+    per_arg = []
+    for n, i in enumerate(nums):
+        sub = entry if single else entry[n]
+        leaves, rebuild = flatten(args[i])
+        per_arg.append(rebuild([_like(b, x, np.shape(x)) if is_real(x) and b is not None else None
+                                for x, b in zip(leaves, leaves_like(args[i], sub))]))
+    return per_arg[0] if single else tuple(per_arg)
+
+
+def jvps(a: Assembly, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
+    """``(value, tangent)`` of the assembled callable along each tangents tuple (build is linear)."""
+    out = []
+    for tangents in tangent_list:
+        pairs = [prog.jvp(primals, extras, tangents) for prog, extras in a.parts]
+        out.append((a.build([v for v, _ in pairs]), a.build([t for _, t in pairs])))
+    return out
+
+
+def _signature(value: Any) -> tuple:
+    return tuple((np.shape(x), np.asarray(x).dtype.str) for x in flatten(value)[0])
+
+
+def as_program(a: Assembly, key: Any) -> tuple[Program, tuple]:
+    """The one part of ``a`` as a program whose output is the assembled output (a 1-element input's
+    column reshaped to the Jacobian's shape), cached on the part by ``key`` and the shapes build reads."""
+    if len(a.parts) != 1:
+        raise NoProgram("assembled from several derivatives")
+    prog, extras = a.parts[0]
+    if a.build is _first:
+        return prog, extras
+    assert a.unbuild is not None
+    return prog.reselected((key, _signature(a.value)), lambda out: a.build([out]), a.unbuild), extras
+
+
+def vjp_by_jvps(a: Assembly, args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
+    """``(value, pullback)`` of an assembled callable at ``args``: each argument element's cotangent
+    is ``<ct, J e>``, by one JVP per element (computed now: the pullback is the derivative at the values
+    of the call; each cotangent an array of its own)."""
+    from . import fresh
+    from .api import check_cotangent_like
+
+    nums = [i for i, x in enumerate(args) if any(is_real(leaf) for leaf in flatten(x)[0])]
+    pairs = jvps(a, args, basis(args, nums)) if nums else []
+    value = pairs[0][0] if pairs else a.build([p.value(args, e) for p, e in a.parts])
+    tangents = [t for _, t in pairs]
+    shapes = skeleton(tuple(args))
+
+    def pullback(ct: Any) -> tuple:
+        check_cotangent_like(value, ct)
+        cts = [c for c in leaves_like(value, ct)]
+        dots = []
+        for t in tangents:
+            s = 0.0
+            for c, d in zip(cts, leaves_like(value, t)):
+                if c is not None and d is not None:
+                    s = s + np.sum(np.asarray(c, np.float64) * np.asarray(d, np.float64))
+            dots.append(s)
+        if not nums:
+            return tuple(None for _ in args)
+        got = _split_inputs(np.asarray(dots, np.float64), (), shapes, nums, False, rows=True)
+        by = dict(zip(nums, got))
+        return fresh.distinct(tuple(by.get(i) for i in range(len(args))), set())
+    return value, pullback
