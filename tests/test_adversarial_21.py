@@ -1,0 +1,56 @@
+"""Adversarial checks, session 11 (s11-advX): everyday Python + numpy code in reverse and forward mode.
+
+1. A numpy float32 (or int32) scalar that may be a Python number when the code runs (``weak``): the join of
+   ``x32[0]`` with a Python bool (``z = x32[0] * 2 if c else True``), or ``sum(x32[m])`` (the int 0 where ``m``
+   selects nothing).  The type rule of the next operation sampled it as a Python number of dtype float32 and
+   failed with an internal error (KeyError: 'float32').  Where the operation gives one dtype either way
+   (``k32[0] if c else True`` times 1.5: float64) it is accepted; where not (``s * 2.0``: a float32 or a
+   Python float) it is astad's refusal at the line.
+
+Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import central_differences
+
+
+# ---- 1. a narrow numpy scalar that may be a Python number -------------------------------------------
+
+def bool_or_float32(x32, c):
+    z = x32[0] * 2 if c else True
+    return z * 1.0
+
+
+def sum_of_masked_float32(x32):
+    s = sum(x32[x32 > 0])
+    return s * 2.0
+
+
+def bool_or_int32(k32, x, c):
+    z = k32[0] if c else True
+    return z * x
+
+
+@pytest.mark.parametrize("fn,args", [(bool_or_float32, (np.array([1.5, 2.0], np.float32), True)),
+                                     (sum_of_masked_float32, (np.array([1.0, -2.0], np.float32),))])
+def test_narrow_scalar_that_may_be_a_python_number_is_refused_at_its_line(fn, args):
+    with pytest.raises(astad.AstadTypeError) as e:
+        astad.reverse(fn)(*args)
+    message = str(e.value)
+    assert "float32" in message and "Python number" in message and "^" in message
+    assert e.value.loc.line == fn.__code__.co_firstlineno + 2
+
+
+@pytest.mark.parametrize("c", [True, False])
+def test_int32_or_bool_times_a_float_is_accepted(c):
+    k32 = np.array([3], np.int32)
+    value, g = astad.value_and_grad(bool_or_int32, argnums=1)(k32, 1.5, c)
+    want = bool_or_int32(k32, 1.5, c)
+    assert value == want and type(value) is type(want)
+    assert g == pytest.approx(central_differences(lambda x: bool_or_int32(k32, x, c), 1.5), rel=1e-8)
+    assert astad.jvp(bool_or_int32, (k32, 1.5, c), (None, 1.0, None))[1] == pytest.approx(g, rel=1e-12)
