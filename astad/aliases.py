@@ -65,7 +65,7 @@ KIND: dict[str, str] = {
     **dict.fromkeys((
         "abs", "add", "and_", "copy", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
         "eye", "floordiv", "full", "ge", "gt", "le", "len", "list_len", "log", "log_domain", "lt", "matmul",
-        "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
+        "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "invert", "ones", "ones_like",
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "masked_sum", "scatter", "scatter_add", "select", "shape", "sign",
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "sum_initial", "prod_initial",
         "tan", "tanh",

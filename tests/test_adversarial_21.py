@@ -7,6 +7,11 @@
    (``k32[0] if c else True`` times 1.5: float64) it is accepted; where not (``s * 2.0``: a float32 or a
    Python float) it is astad's refusal at the line.
 
+2. ``~mask`` (and ``~k`` of ints) was refused as "this unary operator is not supported", while astad's own
+   hint for ``-mask`` says "~m or np.logical_not(m) for a bool m": ordinary numpy code (``x[~b]``,
+   ``np.where(~(x > 0), ...)``) falsely refused.  ``~`` is now the discrete entry ``invert`` (no derivative:
+   its result is bools or ints), printed as written (``~True`` is -2 in Python, as in the generated code).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -54,3 +59,35 @@ def test_int32_or_bool_times_a_float_is_accepted(c):
     assert value == want and type(value) is type(want)
     assert g == pytest.approx(central_differences(lambda x: bool_or_int32(k32, x, c), 1.5), rel=1e-8)
     assert astad.jvp(bool_or_int32, (k32, 1.5, c), (None, 1.0, None))[1] == pytest.approx(g, rel=1e-12)
+
+
+# ---- 2. ~mask -------------------------------------------------------------------------------------
+
+def masked_by_invert(x, b):
+    return np.sum(x[b] ** 2) + np.sum(x[~b]) + np.sum(np.where(~(x > 0), x, 2.0 * x))
+
+
+def times_inverted_int(x, k, c):
+    return np.sum(x * ~k) + (~c) * x[0]
+
+
+@pytest.mark.parametrize("fn,other", [(masked_by_invert, (np.array([True, False, True]),)),
+                                      (times_inverted_int, (np.array([1, -2, 0]), 3)),
+                                      (times_inverted_int, (np.array([1, -2, 0], np.int32), True))])
+def test_invert_of_masks_and_ints(fn, other):
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(fn)(x, *other)
+    want = fn(x, *other)
+    assert value == want and type(value) is type(want)
+    np.testing.assert_allclose(g, central_differences(lambda v: fn(v, *other), x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(fn, (x, *other), (t,) + (None,) * len(other))[1] == pytest.approx(g @ t, rel=1e-12)
+
+
+def test_invert_of_a_float_is_refused_at_its_line():
+    def inverted_float(x):
+        return np.sum(~x)
+
+    with pytest.raises(astad.AstadTypeError) as e:
+        astad.grad(inverted_float)(np.ones(2))
+    assert "invert" in str(e.value) and "^" in str(e.value)
