@@ -97,10 +97,11 @@ KIND: dict[str, str] = {
     **dict.fromkeys(("call", "call_forward", "call_backward"), "fresh"),
     "getitem": "getitem",
     "list": "list",
-    "list_copy": "list_copy",
+    **dict.fromkeys(("list_copy", "list_slice"), "list_copy"),
     **dict.fromkeys(("append", "append_in_place", "list_set", "list_set_in_place"), "append"),
     **dict.fromkeys(("list_get", "list_pop"), "element"),
-    **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
+    **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like", "list_unslice"),
+                    "view"),
 }
 
 #: operations that give a 0-d array (mutable, unlike a numpy scalar) for a scalar result (np.tensordot of

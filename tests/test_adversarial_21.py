@@ -12,6 +12,12 @@
    ``np.where(~(x > 0), ...)``) falsely refused.  ``~`` is now the discrete entry ``invert`` (no derivative:
    its result is bools or ints), printed as written (``~True`` is -2 in Python, as in the generated code).
 
+3. ``ys[a:b]`` (and ``ys[::2]``, ``ys[::-1]``) of a list built at run time (``append`` in a loop, a
+   comprehension) was refused with "a list takes a single integer index", though the README lists
+   slicing among what lists support (it worked only for lists known element by element).  Now the entry
+   ``list_slice`` (bounds known when transforming; a new list of the same elements), whose transpose is
+   ``list_unslice`` (zeros like each element, the slice's cotangents where it took them).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -91,3 +97,43 @@ def test_invert_of_a_float_is_refused_at_its_line():
     with pytest.raises(astad.AstadTypeError) as e:
         astad.grad(inverted_float)(np.ones(2))
     assert "invert" in str(e.value) and "^" in str(e.value)
+
+
+# ---- 3. slices of run-time lists --------------------------------------------------------------------
+
+def sum_of_list_slices(x, n):
+    ys = []
+    for i in range(n):
+        ys.append(x * (i + 1.0))
+    return np.sum(sum(ys[1:3], x * 0.0)) * 2.0 + np.sum(np.stack(ys[::2])) + np.sum(sum(ys[-1:], x * 0.0))
+
+
+def slice_then_update(x):
+    ys = [x * (i + 1.0) for i in range(4)]
+    zs = ys[1:][::-1]
+    zs[0] = x * 7.0
+    zs.append(x * x)
+    return np.sum(np.stack(zs) * np.arange(4.0)[:, None]) + np.sum(np.stack(ys) ** 2)
+
+
+def fold_over_a_reversed_slice(x, n):
+    ys = []
+    for i in range(n):
+        ys.append(x * i)
+    out = x * 0.0
+    for y in ys[::-1][1:]:
+        out = out * 0.5 + y
+    return np.sum(out ** 2)
+
+
+@pytest.mark.parametrize("fn,rest", [(sum_of_list_slices, (5,)), (sum_of_list_slices, (1,)), (slice_then_update, ()),
+                                     (fold_over_a_reversed_slice, (5,)), (fold_over_a_reversed_slice, (0,))])
+def test_slices_of_run_time_lists(fn, rest):
+    x = np.array([0.5, -1.25])
+    want = fn(x, *rest)
+    value, pullback = astad.reverse(fn)(x, *rest)
+    assert value == pytest.approx(want, rel=1e-13)
+    (dx, *_) = pullback(1.0)
+    np.testing.assert_allclose(dx, central_differences(lambda v: fn(v, *rest), x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7])
+    assert astad.jvp(fn, (x, *rest), (t,) + (None,) * len(rest))[1] == pytest.approx(dx @ t, rel=1e-12, abs=1e-14)
