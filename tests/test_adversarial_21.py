@@ -18,6 +18,12 @@
    ``list_slice`` (bounds known when transforming; a new list of the same elements), whose transpose is
    ``list_unslice`` (zeros like each element, the slice's cotangents where it took them).
 
+4. ``sum(ys)`` of a list of arrays built at run time (``ys.append(x * i)`` in ``for i in range(n)``) was typed
+   as an array of the elements' shape, but where the loop runs no iteration Python's sum is the int 0:
+   ``np.sum(sum(ys))`` at n = 0 crashed in the generated code (AttributeError: 'int' object has no attribute
+   'sum'), and ``sum(ys).shape``, ``len(sum(ys))`` were the elements' where Python raises.  Refused now, as
+   the sum of an array's rows already was, unless the start has the elements' shape (``sum(ys, zeros)``).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -137,3 +143,34 @@ def test_slices_of_run_time_lists(fn, rest):
     np.testing.assert_allclose(dx, central_differences(lambda v: fn(v, *rest), x), rtol=1e-7, atol=1e-9)
     t = np.array([0.3, -0.7])
     assert astad.jvp(fn, (x, *rest), (t,) + (None,) * len(rest))[1] == pytest.approx(dx @ t, rel=1e-12, abs=1e-14)
+
+
+# ---- 4. sum of a run-time list of arrays ------------------------------------------------------------
+
+def sum_of_appended_arrays(x, n):
+    ys = []
+    for i in range(n):
+        ys.append(x * (i + 1.0))
+    return np.sum(sum(ys)) + x[0]
+
+
+def sum_of_appended_arrays_from_zeros(x, n):
+    ys = []
+    for i in range(n):
+        ys.append(x * (i + 1.0))
+    return np.sum(sum(ys, np.zeros(2)) ** 2) + x[0]
+
+
+def test_sum_of_a_list_of_arrays_that_may_be_empty_is_refused():
+    with pytest.raises(astad.AstadTypeError) as e:
+        astad.grad(sum_of_appended_arrays)(np.ones(2), 0)
+    assert "known only when it runs" in str(e.value) and "^" in str(e.value)
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_sum_of_a_list_of_arrays_with_a_start(n):
+    x = np.array([0.5, -1.25])
+    value, g = astad.value_and_grad(sum_of_appended_arrays_from_zeros)(x, n)
+    assert value == pytest.approx(sum_of_appended_arrays_from_zeros(x, n), rel=1e-13)
+    np.testing.assert_allclose(g, central_differences(lambda v: sum_of_appended_arrays_from_zeros(v, n), x),
+                               rtol=1e-7, atol=1e-9)
