@@ -24,6 +24,12 @@
    'sum'), and ``sum(ys).shape``, ``len(sum(ys))`` were the elements' where Python raises.  Refused now, as
    the sum of an array's rows already was, unless the start has the elements' shape (``sum(ys, zeros)``).
 
+5. ``a, b = x`` of an array of two rows (``x`` of shape (2,) or (2, n), the first axis known when
+   transforming), an everyday numpy idiom, was refused ("astad unpacks tuples and lists"); so was
+   ``a, b, c = ys`` of a list made by a comprehension of known length.  Now the rows ``x[0], x[1]`` (views
+   of a matrix: an update through one is refused as for ``r = m[0]``), as Python's iteration gives them; a
+   number of names other than the rows is refused (Python raises ValueError).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -174,3 +180,56 @@ def test_sum_of_a_list_of_arrays_with_a_start(n):
     assert value == pytest.approx(sum_of_appended_arrays_from_zeros(x, n), rel=1e-13)
     np.testing.assert_allclose(g, central_differences(lambda v: sum_of_appended_arrays_from_zeros(v, n), x),
                                rtol=1e-7, atol=1e-9)
+
+
+# ---- 5. unpacking an array's rows ------------------------------------------------------------------
+
+def unpack_vector(x):
+    a, b = x
+    return a * b ** 2
+
+
+def unpack_matrix_rows(x):
+    r0, r1 = np.outer(x, x)
+    return np.sum(r0 * 3.0 + r1 ** 2)
+
+
+def unpack_list_of_known_length(x):
+    a, b, c = [x * i for i in range(3)]
+    return np.sum(a + b * c)
+
+
+def unpack_then_update_the_base(x):
+    y = x.copy()
+    a, b = y
+    y[0] = 10.0
+    return a * b
+
+
+@pytest.mark.parametrize("fn", [unpack_vector, unpack_matrix_rows, unpack_list_of_known_length,
+                                unpack_then_update_the_base])
+def test_unpacking_an_arrays_rows(fn):
+    x = np.array([0.5, -1.25])
+    value, g = astad.value_and_grad(fn)(x)
+    want = fn(x)
+    assert value == pytest.approx(want, rel=1e-14) and type(value) is type(want)
+    np.testing.assert_allclose(g, central_differences(fn, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7])
+    assert astad.jvp(fn, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+
+
+def test_unpacking_into_another_number_of_names_is_refused():
+    def three_names(x):
+        a, b, c = x
+        return a
+
+    def rows_updated_through_a_name(x):
+        m = np.outer(x, x) * 1.0
+        r0, r1 = m
+        r0 += 1.0
+        return np.sum(m)
+
+    with pytest.raises(astad.AstadTypeError, match="2 rows into 3 names"):
+        astad.grad(three_names)(np.ones(2))
+    with pytest.raises(astad.AstadError, match="shares its memory"):
+        astad.grad(rows_updated_through_a_name)(np.ones(2))
