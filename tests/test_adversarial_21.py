@@ -30,6 +30,10 @@
    of a matrix: an update through one is refused as for ``r = m[0]``), as Python's iteration gives them; a
    number of names other than the rows is refused (Python raises ValueError).
 
+6. ``for a, b in pts:`` over the rows of an array of shape (n, 2) (and ``for i, (a, b) in enumerate(pts)``,
+   ``for (a, b), c in zip(pts, w)``) was refused ("the loop variables must be names"): each row is
+   unpacked now as 5. does, in the loop's body.
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -233,3 +237,37 @@ def test_unpacking_into_another_number_of_names_is_refused():
         astad.grad(three_names)(np.ones(2))
     with pytest.raises(astad.AstadError, match="shares its memory"):
         astad.grad(rows_updated_through_a_name)(np.ones(2))
+
+
+# ---- 6. for a, b in pts ----------------------------------------------------------------------------
+
+def loop_over_pairs(pts, w):
+    s = 0.0
+    for a, b in pts:
+        s = s + a * b ** 2
+    for i, (a, b) in enumerate(pts):
+        s = s * 0.5 + a * w[i] + b
+    for (a, b), c in zip(pts, w):
+        if a > 0:
+            continue
+        s = s + a * c - b
+    return s
+
+
+def loop_over_pairs_of_rows(m):
+    s = np.zeros(2)
+    for r0, r1 in reversed(m):
+        s = s * 0.5 + r0 * r1
+    return np.sum(s)
+
+
+@pytest.mark.parametrize("fn,args", [(loop_over_pairs, (np.arange(6.0).reshape(3, 2) * 0.3 - 0.5,
+                                                         np.array([0.3, -0.2, 1.1]))),
+                                     (loop_over_pairs_of_rows, (np.arange(12.0).reshape(3, 2, 2) * 0.1 - 0.4,))])
+def test_loops_over_rows_unpacked_into_names(fn, args):
+    value, g = astad.value_and_grad(fn)(*args)
+    assert value == pytest.approx(fn(*args), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(lambda v: fn(v, *args[1:]), args[0]), rtol=1e-7, atol=1e-9)
+    t = np.linspace(-1.0, 1.0, args[0].size).reshape(args[0].shape)
+    tangent = astad.jvp(fn, args, (t,) + (None,) * (len(args) - 1))[1]
+    assert tangent == pytest.approx(np.sum(g * t), rel=1e-12)
