@@ -65,7 +65,7 @@ KIND: dict[str, str] = {
     **dict.fromkeys((
         "abs", "add", "and_", "copy", "arange", "clip", "concatenate", "cos", "diag_embed", "div", "dot", "eq", "exp",
         "eye", "floordiv", "full", "ge", "gt", "le", "len", "list_len", "log", "log_domain", "lt", "matmul",
-        "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "ones", "ones_like",
+        "max", "maximum", "mean", "min", "minimum", "mod", "mul", "ne", "neg", "not_", "invert", "ones", "ones_like",
         "or_", "outer", "pow", "power", "prod", "prod_vjp", "masked_sum", "scatter", "scatter_add", "select", "shape", "sign",
         "sin", "size", "sqrt", "stack", "stack_list", "concatenate_list", "sub", "sum", "sum_initial", "prod_initial",
         "tan", "tanh",
@@ -97,10 +97,11 @@ KIND: dict[str, str] = {
     **dict.fromkeys(("call", "call_forward", "call_backward"), "fresh"),
     "getitem": "getitem",
     "list": "list",
-    "list_copy": "list_copy",
+    **dict.fromkeys(("list_copy", "list_slice"), "list_copy"),
     **dict.fromkeys(("append", "append_in_place", "list_set", "list_set_in_place"), "append"),
     **dict.fromkeys(("list_get", "list_pop"), "element"),
-    **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like"), "view"),
+    **dict.fromkeys(("list_init", "list_popped", "list_onehot", "list_scatter_add", "list_zeros_like", "list_unslice"),
+                    "view"),
 }
 
 #: operations that give a 0-d array (mutable, unlike a numpy scalar) for a scalar result (np.tensordot of

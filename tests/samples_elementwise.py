@@ -52,6 +52,7 @@ CASES: dict[str, list[tuple]] = {
     # kind DISCRETE
     "isinf": [case(M), case(P())],
     "isfinite": [case(M), case(P())],
+    "invert": [case(B()), case(I((2, 3), -3, 3)), case(I(None, -3, 3))],  # ~mask, ~k of an int array or int
 }
 
 # Python's math functions: numbers only (a Python float, a 0-d array; an int where it is discrete)

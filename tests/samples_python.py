@@ -17,6 +17,9 @@ CASES: dict[str, list[tuple]] = {
     "py_min": [case(P(), P()), case(C(0.5), P()), case(P(), A(()))],
     "list_set": [case(L(3), A((2,)), C(1)), case(L(3), A((2,)), C(-1)), case(L(3), A((2,)), I(None, 0, 3)),
                  case(L(2, ()), P(), C(0))],
+    # xs[a:b:c] of a run-time list (bounds known when transforming)
+    "list_slice": [case(L(4), lower=1), case(L(5), step=2), case(L(4), lower=-1, upper=0, step=-1),
+                   case(L(3, ()), upper=-1)],
     # Python's sum of a run-time list, with and without a start (a scalar start with array elements)
     "py_sum": [case(L(3)), case(L(3, ())), case(L(3, ()), P()), case(L(3), A((2,))), case(L(2), P()), case(L(1, ()))],
     # Python's sum of an array: its rows added left to right from 0 (or a start broadcast to a row)

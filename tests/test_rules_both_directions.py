@@ -50,6 +50,7 @@ DERIVATIVE_CODE: dict[str, list[tuple]] = {
     "append_in_place": [case(L(2), A((2,)))],
     "list_set_in_place": [case(L(3), A((2,)), C(1)), case(L(3), A((2,)), C(-1)), case(L(3), A((2,)), I(None, 0, 3))],
     "list_onehot": [case(L(3), C(1), A((2,))), case(L(3), I(None, 0, 3), A((2,)))],
+    "list_unslice": [case(L(4), L(3), lower=1), case(L(5), L(3), step=2), case(L(3), L(3), step=-1)],
     "list_scatter_add": [case(L(3), C(1), A((2,))), case(L(3), I(None, 0, 3), A((2,)))],
     "unstack": [case(M, axis=0), case(M, axis=1)],
     "split_like": [case(A((6,)), L(3, (2,)), axis=0), case(A((2, 6)), L(3, (2, 2)), axis=1)],

@@ -243,6 +243,8 @@ class Expressions(LowererCore):
             if not (isinstance(operand.type, Num) and operand.type.py):
                 return self.emit("positive", [operand])
             return self.emit("add", [Const.integer(0), operand]) if operand.type.dtype == "bool" else operand  # +True: 1
+        if isinstance(node.operator, cst.BitInvert):  # ~mask (of bools or ints: no derivative)
+            return self.emit("invert", [operand])
         raise self.syntax_error("this unary operator is not supported", "unary - and +", node)
 
     def expr_BinaryOperation(self, node: cst.BinaryOperation) -> Value:

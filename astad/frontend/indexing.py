@@ -31,8 +31,15 @@ class Indexing(LowererCore):
             return self.dict_subscript(base, node)
         x = self.atom(base, node.value)
         if isinstance(x.type, ListT):
-            if len(node.slice) != 1 or isinstance(node.slice[0].slice, cst.Slice):
-                raise self.type_error("a list takes a single integer index", node, "xs[i]")
+            if len(node.slice) != 1:
+                raise self.type_error("a list takes a single integer index or a slice", node, "xs[i], xs[a:b]")
+            s = node.slice[0].slice
+            if isinstance(s, cst.Slice):  # xs[a:b:c]: a new list (bounds known when transforming)
+                bounds = [None if e is None else self.static(self.expr(e), e, "slice bound of a list")
+                          for e in (s.lower, s.upper, s.step)]
+                made = self.emit("list_slice", [x], {k: v for k, v in zip(("lower", "upper", "step"), bounds)
+                                                     if v is not None})
+                return made
             i = self.atom(self.expr(node.slice[0].slice.value), node)
             return self.emit("list_get", [x, i])
         index: list[Any] = []

@@ -61,15 +61,16 @@ class Loops(LowererCore):
         bound = lengths[0]
         for other in lengths[1:]:
             bound = self.emit_call_min(bound, other)
-        for n in names + ([index_target] if index_target is not None else []):
+        flat = [m for n in names for m in _flat_names(n)]  # (`for a, b in pts`: a row unpacked into names)
+        for n in flat + ([index_target] if index_target is not None else []):
             if not isinstance(n, cst.Name):
                 raise self.syntax_error("the loop variables must be names", "for a, b in zip(x, y):", n)
         # the loop's own index runs over the elements' positions (backwards for `reversed`); the user's
         # index is it, or (`enumerate(x, start)`, `enumerate(reversed(x))`) computed from it
         computed = index_target is not None and (start is not None or backwards)
-        index_name = index_target.value if index_target is not None and not computed else f"{names[0].value}_index"
+        index_name = index_target.value if index_target is not None and not computed else f"{flat[0].value}_index"
         last = self.emit("sub", [bound, Const.integer(1)]) if backwards else None
-        element_names = ([index_target.value] if computed else []) + [n.value for n in names]
+        element_names = ([index_target.value] if computed else []) + [n.value for n in flat]
 
         def elements(index: Var) -> None:
             if computed:
@@ -80,7 +81,10 @@ class Loops(LowererCore):
             for n, a in zip(names, arrays):
                 element = (self.emit("list_get", [a, index]) if isinstance(a.type, ListT) else
                            self.emit("getitem", [a, index], {"index": (("arg", 1),)}))
-                self.scope.env[n.value] = self.name_result(element, n.value)
+                if isinstance(n, cst.Name):
+                    self.scope.env[n.value] = self.name_result(element, n.value)
+                else:  # a row of known length, unpacked into its elements
+                    self.assign(n, element)
 
         bounds = (bound,) if last is None else (last, Const.integer(-1), Const.integer(-1))
         with self.iterating(arrays, seqs):
@@ -477,3 +481,10 @@ def _slot_names(name: str, n: int) -> list[str]:
     """The names of the atoms a loop carries for one variable (``state_0``,
     ``state_1`` for a tuple)."""
     return [name] if n == 1 else [f"{name}_{i}" for i in range(n)]
+
+
+def _flat_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The names a loop's target binds: itself, or those of a tuple (list) of names, nested."""
+    if isinstance(target, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return [m for e in target.elements for m in _flat_names(e.value)]
+    return [target]

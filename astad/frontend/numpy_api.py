@@ -283,6 +283,12 @@ def _lower_builtin_sum(lw: "Lowerer", b: dict, node: cst.Call) -> "Value":
             total = lw.emit("add", [total, lw.atom(x, node)])
         return total
     if isinstance(xs, Var) and isinstance(xs.type, ListT):
+        elem = xs.type.elem
+        if (xs.type.length is None and isinstance(elem, Num) and elem.shape
+                and getattr(start.type, "shape", None) != elem.shape):
+            raise lw.type_error(f"sum of a list of {elem} whose length is known only when it runs: where it is "
+                                f"empty, Python's sum is the start ({start}), not an array of the elements' shape",
+                                node, "sum(xs, start) with a start of the elements' shape (sum(xs, np.zeros(...)))")
         return lw.emit("py_sum", [xs] if no_start else [xs, start])
     x = lw.atom(xs, node)
     if isinstance(x.type, Num) and x.type.shape and x.type.shape[0] == 0:

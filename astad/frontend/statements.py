@@ -223,6 +223,8 @@ class Statements(LowererCore):
             self.scope.env[target.value] = self.name_result(value, target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             if not isinstance(value, PyTuple):
+                value = self.unpacked(target, value)
+            if not isinstance(value, PyTuple):
                 k = len(target.elements)
                 raise self.type_error(f"cannot unpack {_what(value)} into {k} names: astad unpacks tuples and lists",
                                       target, hint="index it: " + ", ".join(f"a{i}" for i in range(k)) + " = "
@@ -246,6 +248,24 @@ class Statements(LowererCore):
         else:
             raise self.syntax_error("only names and tuples of names can be assigned to",
                                     "`name = ...` or `a, b = ...`", target)
+
+    def unpacked(self, target: cst.Tuple | cst.List, value: Value) -> Value:
+        """``a, b = x`` of an array of ``k`` rows (of a list of ``k`` elements), ``k`` the number of names and
+        known when transforming: its rows ``x[0], x[1]`` (views of a matrix, numpy scalars of a vector), as
+        Python's iteration gives them; ``value`` itself where it is none of these."""
+        k = len(target.elements)
+        if not isinstance(value, Var) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return value
+        t = value.type
+        n = t.shape[0] if isinstance(t, Num) and t.shape else t.length if isinstance(t, ListT) else None
+        if n is None:
+            return value
+        if n != k:
+            raise self.type_error(f"cannot unpack {_what(value)} of {n} {'rows' if isinstance(t, Num) else 'elements'} "
+                                  f"into {k} names (Python raises ValueError)", target)
+        if isinstance(t, Num):
+            return PyTuple(tuple(self.emit("getitem", [value], {"index": (i,)}) for i in range(k)))
+        return PyTuple(tuple(self.emit("list_get", [value, Const.integer(i)]) for i in range(k)))
 
     def aug_assign(self, node: cst.AugAssign) -> None:
         target = node.target

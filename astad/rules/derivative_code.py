@@ -152,6 +152,18 @@ def list_onehot(like: list, i: int, ct: Any) -> list:
     return out
 
 
+@runtime
+def list_unslice(like: list, ct: list, lower: Any = None, upper: Any = None, step: Any = None) -> list:
+    """Cotangent of ``xs[lower:upper:step]``: zeros like each element, ``ct``'s where the slice took them."""
+    out = list_zeros_like(like)
+    out[lower:upper:step] = ct
+    return out
+
+
+def _emit_list_unslice(a: list[Expr], ps: dict) -> Expr:
+    return px.call("list_unslice", a, **{k: px.literal(v) for k, v in ps.items() if v is not None})
+
+
 def _list_scatter_add_value(acc: list, i: int, ct: Any) -> list:
     out = list(acc)
     out[i] = list_add(out[i], ct) if isinstance(ct, list) else out[i] + ct
@@ -255,6 +267,9 @@ register(
               kind=BACKWARD, **_in_place),
     Primitive("list_onehot", list_onehot, lambda ts, ps: ts[0], emit.runtime("list_onehot"), zero_in=(2,), kind=BACKWARD,
               **linear(lambda b, p, out, ct: [None, None, b.prim("list_get", ct, p.args[1])], 2)),
+    Primitive("list_unslice", list_unslice, lambda ts, ps: ts[0], _emit_list_unslice,
+              zero_in=(1,), kind=BACKWARD,
+              **linear(lambda b, p, out, ct: [None, b.prim("list_slice", ct, **dict(p.params))], 1)),
     Primitive("list_scatter_add", _list_scatter_add_value, lambda ts, ps: ts[0], None, stmts=_stmts_list_scatter_add,
               kind=BACKWARD, **linear(lambda b, p, out, ct: [ct, None, b.prim("list_get", ct, p.args[1])], 0, 2)),
     Primitive("unstack", unstack, _unstack_infer, emit.runtime("unstack", "axis"), zero_in=(0,), kind=BACKWARD,

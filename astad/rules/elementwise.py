@@ -287,6 +287,11 @@ def _emit_not(a: list, ps: dict) -> Any:
     return cst.UnaryOperation(operator=cst.Not(), expression=px.paren(a[0]) if px.precedence(a[0]) < 5 else a[0])
 
 
+def _emit_invert(a: list, ps: dict) -> Any:
+    """``~x`` (Python's operator, as written: ``~True`` is -2, ``~mask`` numpy's logical not)."""
+    return cst.UnaryOperation(operator=cst.BitInvert(), expression=px.paren(a[0]) if px.precedence(a[0]) < 12 else a[0])
+
+
 register(
     # arithmetic (Python operators)
     binary("add", operator.add, emit.binop("+"), by_partials(_add_partials)),
@@ -310,6 +315,7 @@ register(
         ("ge", operator.ge, ">="), ("eq", operator.eq, "=="), ("ne", operator.ne, "!="),
     ]),
     _discrete("not_", operator.not_, _emit_not),
+    _discrete("invert", operator.invert, _emit_invert),
     _discrete("and_", operator.and_, emit.binop("&")),
     _discrete("or_", operator.or_, emit.binop("|")),
     _discrete("isnan", np.isnan, emit.np_call("isnan")),

@@ -151,6 +151,28 @@ def append_transpose(b, p, out, ct):
     return [b.prim("list_init", ct), b.prim("list_get", ct, b.const(-1))]
 
 
+def _slice_of(ps: dict) -> slice:
+    return slice(ps.get("lower"), ps.get("upper"), ps.get("step"))
+
+
+def _list_slice_infer(ts: list[Type], params: dict) -> Type:
+    """``xs[a:b:c]`` of bounds known when transforming: a list of the elements' type, of the slice's length
+    where the list's is known."""
+    l = list_t(ts[0])
+    n = l.length
+    return ListT(l.elem, None if n is None else len(range(n)[_slice_of(params)]))
+
+
+def _emit_list_slice(a: list[Expr], ps: dict) -> Expr:
+    bounds = [None if ps.get(k) is None else px.literal(ps[k]) for k in ("lower", "upper", "step")]
+    return px.subscript(a[0], [px.slice_(*bounds)])
+
+
+def _list_slice_transpose(b, p, out, ct):
+    """Zeros like each element of the list, the cotangent's elements where the slice took theirs."""
+    return [b.prim("list_unslice", p.args[0], ct, **dict(p.params))]
+
+
 def _list_get_transpose(b, p, out, ct):
     return [b.prim("list_onehot", p.args[0], p.args[1], ct), None]
 
@@ -207,6 +229,9 @@ register(
     # a list whose length is known when transforming (a comprehension over a range or an array's rows)
     Primitive("list_of_length", lambda l, n: l, _list_of_length_infer, lambda a, ps: a[0], zero_in=(0,), kind=RULE,
               **linear(lambda b, p, out, ct: [ct], 0)),
+    # `xs[a:b:c]` of a run-time list, bounds known when transforming: a new list of some of the same elements
+    Primitive("list_slice", lambda l, lower=None, upper=None, step=None: l[lower:upper:step], _list_slice_infer,
+              _emit_list_slice, kind=RULE, **linear(_list_slice_transpose)),
     # `list(xs)` of a run-time list: a new list object holding the same elements
     Primitive("list_copy", list, lambda ts, ps: ts[0], lambda a, ps: px.subscript(a[0], [px.slice_(None, None, None)]),
               kind=RULE,

@@ -117,7 +117,7 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
                     result = _result_kind(value)[:2] + (None,)
             result = result if result is not None else _result_kind(value)
             if not result[1] and any(t.weak for t in ts):  # type: ignore[union-attr]
-                result = result + (_weak_result(impl, ts, params),)
+                result = result + (_weak_result(impl, ts, params, result[0]),)
             if key is not None:
                 found[key] = result
         keep = all(isinstance(t, Num) and t.value is not None for t in ts)
@@ -145,16 +145,30 @@ def _kind(t: Type) -> Any:
     return (t.dtype, "weak") if t.weak else t.dtype
 
 
-def _weak_result(impl: Callable, ts: list[Type], params: dict) -> bool:
+_PY_OF_KIND = {"f": 1.5, "i": 3, "u": 3, "b": True}
+
+
+def _weak_result(impl: Callable, ts: list[Type], params: dict, dtype: str) -> bool:
     """Whether ``impl`` of the operands, those that may be Python numbers taken as Python numbers, may give
-    a Python number (``acc * 2.0``, ``abs(acc)``: still either; ``np.sin(acc)``: a numpy float64)."""
-    samples = [_sample(Num(t.shape, t.dtype, py=True)) if t.weak else _sample(t) for t in ts]  # type: ignore[union-attr]
+    a Python number (``acc * 2.0``, ``abs(acc)``: still either; ``np.sin(acc)``: a numpy float64).  A numpy
+    float32 (or int32, ...) that may be a Python number (``sum(x32[m])``: the int 0 where ``m`` selects
+    nothing) is taken as a Python number of its kind; where that gives another dtype than ``dtype`` (numpy's
+    result: ``s * 2.0`` a Python float, not a float32) no one type is the result's, refused."""
+    samples = [(_sample(Num(t.shape, t.dtype, py=True)) if t.dtype in ("float64", "int64", "bool")  # type: ignore[union-attr]
+                else _PY_OF_KIND[np.dtype(t.dtype).kind]) if t.weak else _sample(t) for t in ts]  # type: ignore[union-attr]
     with np.errstate(all="ignore"):
         try:
             value = _apply(impl, samples, params)
         except (ArithmeticError, ValueError, ShapeError):
             return True  # (what raises on Python numbers: they may be such; kept weak)
-    return _result_kind(value)[1]
+    kind = _result_kind(value)
+    narrow = [t for t in ts if t.weak and t.dtype not in ("float64", "int64", "bool")]  # type: ignore[union-attr]
+    if narrow and kind[0] != dtype:
+        raise ShapeError(f"an operand is a numpy {narrow[0].dtype} or a Python number, depending on the "  # type: ignore[union-attr]
+                         f"values when the code runs, and the result is then a {dtype} or a {kind[0]}",
+                         f"one dtype on every path: make the number a numpy {narrow[0].dtype} "  # type: ignore[union-attr]
+                         f"(np.{narrow[0].dtype}(...)) before this operation")  # type: ignore[union-attr]
+    return kind[1]
 
 
 def _result_kind(value: Any) -> tuple[str, bool, Any]:
