@@ -11,6 +11,7 @@ characters next to what Python's tree gives (:class:`Text`).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import re
 import tokenize
@@ -253,6 +254,7 @@ class Expressions:
 
     text: Text
     depth = 0  # how many expressions the one being read is nested in
+    own_start: Pos  # where the expression made last starts, where its maker says (_OWN_START)
     starts: dict[cst.CSTNode, Pos]
     names: set[str]  # the values of the ``Name`` nodes made
     called: set[str]  # the names called (``f(...)``)
@@ -267,9 +269,14 @@ class Expressions:
             s, e = (n.lineno, n.col_offset), (n.end_lineno, n.end_col_offset)
         else:
             s, e = text.start(n), text.end(n)
-        if cls is ast.Name:  # (e_Name, inline: nearly half the expressions)
-            self.names.add(n.id)
-            node, start = _make_name(n.id), s
+        start = s
+        if cls is _AST_NAME:  # (e_Name and its node made, inline: nearly half the expressions)
+            value = n.id
+            self.names.add(value)
+            node = _new(_NAME)
+            _name_value(node, value)
+            _name_lpar(node, ())
+            _name_rpar(node, ())
         else:
             make = _MAKERS.get(cls)
             if make is None:
@@ -277,10 +284,12 @@ class Expressions:
             depth = self.depth
             self.depth = depth + 1  # (not restored on an error: the reading stops)
             if depth % _ROOM_EVERY or not depth:  # (most levels, and a statement's own: no look at the stack)
-                node, start = make(self, n, s, e)
+                node = make(self, n, s, e)
             else:  # a deeply nested expression goes on with a fresh stack (else: a RecursionError, and
-                node, start = deep.call(make, self, n, s, e)  # libcst's reading, slower: 800 terms, 5 s)
+                node = deep.call(make, self, n, s, e)  # libcst's reading, slower: 800 terms, 5 s)
             self.depth = depth
+            if cls in _OWN_START:  # (a tuple's or a generator's own parentheses: libcst starts it inside)
+                start = self.own_start
         if e in text.closers:  # (else no `)` follows: no parentheses of its own)
             known = text.closings.get(e)  # (text.closing(e), inline)
             if known is None:
@@ -304,37 +313,43 @@ class Expressions:
 
     def e_Name(self, n: ast.Name, s: Pos, e: Pos) -> Any:
         self.names.add(n.id)
-        return new.Name(n.id), s
+        return new.Name(n.id)
 
     def e_Constant(self, n: ast.Constant, s: Pos, e: Pos) -> Any:
         v = n.value
         if v is None or v is True or v is False:
             self.names.add(_NAMED[v])
-            return new.Name(_NAMED[v]), s
+            return new.Name(_NAMED[v])
         if v is Ellipsis:
-            return new.Ellipsis(), s
+            return new.Ellipsis()
         raw = self.text.segment(s, e)
         if type(v) is int:
-            return new.Integer(raw), s
+            return new.Integer(raw)
         if type(v) is float:
-            return new.Float(raw), s
+            return new.Float(raw)
         if type(v) in (str, bytes) and n.kind is None:
             if s[0] != e[0] or "#" in raw:  # (a comment's `#` is after a string's end, where it is found)
                 self.text.string_ends[e[0]] = e[1]
             tokens = list(tokenize.generate_tokens(io.StringIO(raw).readline))
             if [t.type for t in tokens[:1]] == [tokenize.STRING] and tokens[0].end == (raw.count("\n") + 1,
                                                                                        len(raw) - raw.rfind("\n") - 1):
-                return new.SimpleString(raw), s
+                return new.SimpleString(raw)
         raise Decline("constant")  # strings side by side, complex numbers, u"": libcst's reading
 
     def e_BinOp(self, n: ast.BinOp, s: Pos, e: Pos) -> Any:
         left, _, _ = self.expr(n.left)
         right, _, _ = self.expr(n.right)
-        return new.BinaryOperation(left, _BINARY[type(n.op)], right), s
+        node = _new(_BINARY_OPERATION)  # (new.BinaryOperation(left, operator, right), inline: the most common)
+        _binary_left(node, left)
+        _binary_operator(node, _BINARY[type(n.op)])
+        _binary_right(node, right)
+        _binary_lpar(node, ())
+        _binary_rpar(node, ())
+        return node
 
     def e_UnaryOp(self, n: ast.UnaryOp, s: Pos, e: Pos) -> Any:
         operand, _, _ = self.expr(n.operand)
-        return new.UnaryOperation(_UNARY[type(n.op)], operand), s
+        return new.UnaryOperation(_UNARY[type(n.op)], operand)
 
     def e_BoolOp(self, n: ast.BoolOp, s: Pos, e: Pos) -> Any:
         op = new.And if type(n.op) is ast.And else new.Or
@@ -344,7 +359,7 @@ class Expressions:
             node = new.BooleanOperation(node, op(), right)
             if i < len(n.values) - 2:
                 self.starts[id(node)] = s  # ((a and b) and c): the inner ones start where it does
-        return node, s
+        return node
 
     def e_Compare(self, n: ast.Compare, s: Pos, e: Pos) -> Any:
         left, _, after = self.expr(n.left)
@@ -358,17 +373,17 @@ class Expressions:
             self.starts[id(target)] = after  # (its operator's blanks before it are its own)
             targets.append(target)
             after = end
-        return new.Comparison(left, tuple(targets)), s
+        return new.Comparison(left, tuple(targets))
 
     def e_IfExp(self, n: ast.IfExp, s: Pos, e: Pos) -> Any:
         body, _, _ = self.expr(n.body)
         test, _, _ = self.expr(n.test)
         orelse, _, _ = self.expr(n.orelse)
-        return new.IfExp(test, body, orelse), s
+        return new.IfExp(test, body, orelse)
 
     def e_Attribute(self, n: ast.Attribute, s: Pos, e: Pos) -> Any:
         value, _, _ = self.expr(n.value)
-        return new.Attribute(value, self.name(n.attr, (e[0], e[1] - len(n.attr)))), s
+        return new.Attribute(value, self.name(n.attr, (e[0], e[1] - len(n.attr))))
 
     def e_Call(self, n: ast.Call, s: Pos, e: Pos) -> Any:
         func, _, after = self.expr(n.func)
@@ -397,7 +412,7 @@ class Expressions:
                 arg = new.Arg(value)
             self.starts[id(arg)] = at
             args.append(arg)
-        return new.Call(func, tuple(args)), s
+        return new.Call(func, tuple(args))
 
     def e_Subscript(self, n: ast.Subscript, s: Pos, e: Pos) -> Any:
         value, _, _ = self.expr(n.value)
@@ -414,7 +429,7 @@ class Expressions:
             element = new.SubscriptElement(made)
             self.starts[id(element)] = at
             elements.append(element)
-        return new.Subscript(value, tuple(elements)), s
+        return new.Subscript(value, tuple(elements))
 
     def slice(self, n: ast.Slice) -> tuple[cst.Slice, Pos]:
         parts = [None if p is None else self.expr(p)[0] for p in (n.lower, n.upper, n.step)]
@@ -447,12 +462,14 @@ class Expressions:
         own = not n.elts or self.own_parens(n)
         elements, first = self.elements(n.elts, own)
         if not own:
-            return new.Tuple(elements, lpar=(), rpar=()), s  # (libcst's default has parentheses)
+            self.own_start = s
+            return new.Tuple(elements, lpar=(), rpar=())  # (libcst's default has parentheses)
         # its own parentheses: the expression's; libcst starts it after them
-        return _parenthesised(new.Tuple(elements)), first or self.text.prev(e)
+        self.own_start = first or self.text.prev(e)
+        return _parenthesised(new.Tuple(elements))
 
     def e_List(self, n: ast.List, s: Pos, e: Pos) -> Any:
-        return new.List(self.elements(n.elts, False)[0]), s
+        return new.List(self.elements(n.elts, False)[0])
 
     def comprehension(self, gens: list[ast.comprehension], after: Pos) -> cst.CompFor:
         fors = []
@@ -478,7 +495,7 @@ class Expressions:
 
     def e_ListComp(self, n: ast.ListComp, s: Pos, e: Pos) -> Any:
         elt, _, after = self.expr(n.elt)
-        return new.ListComp(elt, self.comprehension(n.generators, after)), s
+        return new.ListComp(elt, self.comprehension(n.generators, after))
 
     def generator(self, n: ast.GeneratorExp) -> tuple[cst.GeneratorExp, Pos]:
         elt, at, after = self.expr(n.elt)
@@ -487,13 +504,13 @@ class Expressions:
         return made, at
 
     def e_GeneratorExp(self, n: ast.GeneratorExp, s: Pos, e: Pos) -> Any:
-        made, at = self.generator(n)
-        return _parenthesised(made), at
+        made, self.own_start = self.generator(n)
+        return _parenthesised(made)
 
     def e_Lambda(self, n: ast.Lambda, s: Pos, e: Pos) -> Any:
         params = self.parameters(n.args, self.text.next((s[0], s[1] + 6)), lambda_=True)
         body, _, _ = self.expr(n.body)
-        return new.Lambda(params, body), s
+        return new.Lambda(params, body)
 
     def parameters(self, a: ast.arguments, at: Pos, lambda_: bool = False) -> cst.Parameters:
         if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg:
@@ -520,6 +537,9 @@ class Expressions:
 
 
 _MAKERS = {getattr(ast, name[2:]): make for name, make in vars(Expressions).items() if name.startswith("e_")}
+#: the expressions whose maker says where they start (``own_start``: their own parentheses are not theirs
+#: to libcst); every other starts where Python's tree says
+_OWN_START = frozenset({ast.Tuple, ast.GeneratorExp})
 
 
 def _add_parentheses(node: Any, g: int) -> None:
@@ -530,7 +550,16 @@ def _add_parentheses(node: Any, g: int) -> None:
 
 
 _set = object.__setattr__  # (libcst's nodes are frozen dataclasses)
-_make_name = new.Name
+_new = object.__new__
+#: the nodes made inline (as :func:`astad.pyexpr.maker` makes them: each field by its slot's own setter,
+#: lpar and rpar libcst's default, the empty tuple; tests/test_from_ast.py checks they are libcst's)
+_AST_NAME, _NAME, _BINARY_OPERATION = ast.Name, cst.Name, cst.BinaryOperation
+_name_value, _name_lpar, _name_rpar = (getattr(cst.Name, f).__set__ for f in ("value", "lpar", "rpar"))
+_binary_left, _binary_operator, _binary_right, _binary_lpar, _binary_rpar = (
+    getattr(cst.BinaryOperation, f).__set__ for f in ("left", "operator", "right", "lpar", "rpar"))
+assert [f.name for f in dataclasses.fields(cst.Name)] == ["value", "lpar", "rpar"] and [
+    f.name for f in dataclasses.fields(cst.BinaryOperation)] == ["left", "operator", "right", "lpar", "rpar"] and all(
+    f.default == () for f in (*dataclasses.fields(cst.Name)[1:], *dataclasses.fields(cst.BinaryOperation)[3:]))
 
 
 def _parenthesised(node: Any) -> Any:
