@@ -34,6 +34,11 @@
    ``for (a, b), c in zip(pts, w)``) was refused ("the loop variables must be names"): each row is
    unpacked now as 5. does, in the loop's body.
 
+8. ``a, b = pair(v)`` with ``def pair(v): return v, v`` (a tuple holding one computed value twice, nested
+   too: ``a, (b, c) = v, (v, w)``) failed with an internal error ("structural pass: not linear ... unbound
+   't2'"): the first name took over the temporary's binding and the second read a variable no longer
+   bound.  A variable an unpacking assigns more than once keeps its name now; each name reads it.
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -271,3 +276,28 @@ def test_loops_over_rows_unpacked_into_names(fn, args):
     t = np.linspace(-1.0, 1.0, args[0].size).reshape(args[0].shape)
     tangent = astad.jvp(fn, args, (t,) + (None,) * (len(args) - 1))[1]
     assert tangent == pytest.approx(np.sum(g * t), rel=1e-12)
+
+
+# ---- 8. a, b = v, v ----------------------------------------------------------------------------------
+
+def _pair(v):
+    return v, v
+
+
+def _nested(v):
+    return v, (v, v * 2.0)
+
+
+def unpack_a_pair_of_one_value(x):
+    a, b = _pair(x[1] * 2.0)
+    c, (d, e) = _nested(np.cos(x))
+    return a * b + np.sum(c * d + e)
+
+
+def test_unpacking_one_value_twice():
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(unpack_a_pair_of_one_value)(x)
+    assert value == pytest.approx(unpack_a_pair_of_one_value(x), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(unpack_a_pair_of_one_value, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(unpack_a_pair_of_one_value, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
