@@ -34,6 +34,11 @@
    ``for (a, b), c in zip(pts, w)``) was refused ("the loop variables must be names"): each row is
    unpacked now as 5. does, in the loop's body.
 
+7. ``[0.0] * 3`` and ``[x] * k`` (``k * [v]``, ``(v, w) * 2``) with ``k`` known when transforming were
+   refused ("a list is used where a number or an array is expected"): the everyday way to start
+   accumulators.  Now the same elements ``k`` times (the same objects: an in-place update of one array
+   through the list is refused, as for ``[y, y]``).
+
 8. ``a, b = pair(v)`` with ``def pair(v): return v, v`` (a tuple holding one computed value twice, nested
    too: ``a, (b, c) = v, (v, w)``) failed with an internal error ("structural pass: not linear ... unbound
    't2'"): the first name took over the temporary's binding and the second read a variable no longer
@@ -301,3 +306,30 @@ def test_unpacking_one_value_twice():
     np.testing.assert_allclose(g, central_differences(unpack_a_pair_of_one_value, x), rtol=1e-7, atol=1e-9)
     t = np.array([0.3, -0.7, 1.1])
     assert astad.jvp(unpack_a_pair_of_one_value, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+
+# ---- 7. [v] * k -------------------------------------------------------------------------------------
+
+def accumulators_from_a_repeated_list(x):
+    acc = [0.0] * len(x)
+    for i in range(len(x)):
+        acc[i] = acc[i] + x[i] * i
+    ys = 2 * [x[0], x[1] * x[0]]
+    a, b, c, d = (x[1], 2.0) * 2
+    return sum(acc) * len(ys) + sum(ys) + a * b + c * d
+
+
+def repeated_array_updated_in_place(x):
+    ys = [x * 1.0] * 2
+    ys[0] += 1.0
+    return np.sum(ys[1] * x)
+
+
+def test_repeated_lists():
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(accumulators_from_a_repeated_list)(x)
+    assert value == pytest.approx(accumulators_from_a_repeated_list(x), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(accumulators_from_a_repeated_list, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(accumulators_from_a_repeated_list, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+    with pytest.raises(astad.AstadError, match="another element of the list holds it"):
+        astad.grad(repeated_array_updated_in_place)(x)

@@ -253,11 +253,31 @@ class Expressions(LowererCore):
         left_value = self.expr(node.left)
         if op == "add" and is_list_value(left_value):
             return self.concatenate_lists(left_value, self.expr(node.right), node)
+        right_value = self.expr(node.right)
+        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right_value, PyTuple)):
+            made = self.repeated(left_value, right_value, node)
+            if made is not None:
+                return made
         left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, node.left)
-        right = self.expr(node.right)  # (an atom as it is, else what atom says of it)
+        right = right_value  # (an atom as it is, else what atom says of it)
         if not (type(right) is Var or type(right) is Const):
             right = self.atom(right, node.right)
         return self.emit(op, [left, right])
+
+    def repeated(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value | None:
+        """``[v] * k`` (``k * [v]``, ``(v,) * k``) of a list or tuple known element by element and an int ``k``
+        known when transforming: the same elements ``k`` times (the same objects, as in Python)."""
+        seq, k = (a, b) if isinstance(a, PyTuple) else (b, a)
+        t = getattr(k, "type", None)
+        if not (isinstance(t, Num) and t.py and not t.shape and t.dtype in ("int64", "bool")):
+            return None  # (not an int: what an operand of `*` is, refused where it is a list)
+        count = self.static(k, node, "the number of repetitions of a list")
+        if seq.fields is not None:
+            raise self.type_error("a NamedTuple repeated with `*`", node, "tuple(t) * k")
+        value = PyTuple(seq.items * count, seq.is_list)
+        if seq.is_list:
+            self.aliases.new_list(value)
+        return value
 
     def concatenate_lists(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value:
         """``xs + [v, w]``: a new list holding the same elements (what the refusal of an
