@@ -44,6 +44,10 @@
    't2'"): the first name took over the temporary's binding and the second read a variable no longer
    bound.  A variable an unpacking assigns more than once keeps its name now; each name reads it.
 
+9. ``assert x.shape == (3, 4)`` and ``if x.shape == y.shape:`` were refused ("a tuple is used where a
+   number or an array is expected"): shapes are known when transforming, so the comparison of two
+   tuples of known numbers (``==``, ``!=``; a tuple never equals a list, as in Python) is decided then.
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -53,7 +57,7 @@ import numpy as np
 import pytest
 
 import astad
-from conftest import central_differences
+from conftest import central_differences, load_program
 
 
 # ---- 1. a narrow numpy scalar that may be a Python number -------------------------------------------
@@ -333,3 +337,29 @@ def test_repeated_lists():
     assert astad.jvp(accumulators_from_a_repeated_list, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
     with pytest.raises(astad.AstadError, match="another element of the list holds it"):
         astad.grad(repeated_array_updated_in_place)(x)
+
+
+# ---- 9. x.shape == (3, 4) -----------------------------------------------------------------------------
+
+CHECKED_SHAPES = """
+import numpy as np
+
+
+def checked_shapes(x, y):
+    assert x.shape == (3, 4), "shape"
+    assert x.shape != (4, 3) and x.shape != [3, 4]
+    if x.shape == y.shape:
+        return np.sum(x * y)
+    return np.sum(x ** 2)
+"""
+
+
+@pytest.mark.parametrize("other", [np.ones((3, 4)) * 0.5, np.ones((4, 3))])
+def test_comparisons_of_shapes(other, tmp_path):
+    checked_shapes = load_program(CHECKED_SHAPES, tmp_path, "shapes").checked_shapes  # (pytest rewrites asserts here)
+    x = np.arange(12.0).reshape(3, 4) * 0.1
+    value, g = astad.value_and_grad(checked_shapes)(x, other)
+    assert value == pytest.approx(checked_shapes(x, other), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(lambda v: checked_shapes(v, other), x), rtol=1e-7, atol=1e-9)
+    with pytest.raises(AssertionError, match="shape"):
+        astad.grad(checked_shapes)(x.T.copy(), other)
