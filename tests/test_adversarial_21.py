@@ -48,6 +48,11 @@
    number or an array is expected"): shapes are known when transforming, so the comparison of two
    tuples of known numbers (``==``, ``!=``; a tuple never equals a list, as in Python) is decided then.
 
+10. A function whose ``assert`` statements pytest rewrote (one defined in a test module) was refused with
+    "the file was edited since the module was imported ... reload the module": pytest rewrites the asserts
+    of test modules as it imports them, so the bytecode is not the file's text, and reloading does not
+    help.  The refusal says so now and what to do (another module, or pytest's marker against rewriting).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -363,3 +368,19 @@ def test_comparisons_of_shapes(other, tmp_path):
     np.testing.assert_allclose(g, central_differences(lambda v: checked_shapes(v, other), x), rtol=1e-7, atol=1e-9)
     with pytest.raises(AssertionError, match="shape"):
         astad.grad(checked_shapes)(x.T.copy(), other)
+
+
+# ---- 10. asserts rewritten by pytest -----------------------------------------------------------------
+
+def asserting_in_a_test_module(x):
+    assert x > 0.0, "positive"
+    return x * 2.0
+
+
+def test_asserts_rewritten_by_pytest_are_named_in_the_refusal():
+    # (this module is a test module: pytest rewrote the assert above, unless it was told not to)
+    if "@pytest_ar" not in asserting_in_a_test_module.__code__.co_names:
+        pytest.skip("pytest's assertion rewriting is off")
+    with pytest.raises(astad.SourceUnavailableError, match="rewritten by pytest") as e:
+        astad.grad(asserting_in_a_test_module)(1.5)
+    assert "PYTEST_DONT_REWRITE" in str(e.value)
