@@ -344,9 +344,22 @@ def check_matches(code: types.CodeType, source: str, what: str, file: str,
 def _check_dedented(code: types.CodeType, source: str, what: str, file: str, imported: frozenset[str]) -> None:
     compiled = _compile(code, source, imported)
     if compiled is None or not same_code(compiled, code):
+        if _rewritten_by_pytest(code):
+            raise SourceUnavailableError(
+                f"the `assert` statements of {what} in {file} were rewritten by pytest (it rewrites those of test "
+                "modules as it imports them), so the code Python runs is not the text in the file",
+                hint="define the function in a module pytest does not rewrite (not test_*.py or conftest.py), or "
+                     "put PYTEST_DONT_REWRITE in the test module's docstring")
         raise SourceUnavailableError(
             f"the source of {what} in {file} is not the code Python runs: the file was edited since the module "
             "was imported (or the text at that line is another function)", hint=_RELOAD)
+
+
+def _rewritten_by_pytest(code: types.CodeType) -> bool:
+    """Whether pytest's assertion rewriting made ``code`` (or a function nested in it): it reads its helpers
+    through the names ``@pytest_ar`` and ``@py_builtins``, which no Python source can spell."""
+    return "@pytest_ar" in code.co_names or any(
+        isinstance(c, types.CodeType) and _rewritten_by_pytest(c) for c in code.co_consts)
 
 
 #: a line of blanks only (:func:`textwrap.dedent` empties them)

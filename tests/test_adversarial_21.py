@@ -34,6 +34,25 @@
    ``for (a, b), c in zip(pts, w)``) was refused ("the loop variables must be names"): each row is
    unpacked now as 5. does, in the loop's body.
 
+7. ``[0.0] * 3`` and ``[x] * k`` (``k * [v]``, ``(v, w) * 2``) with ``k`` known when transforming were
+   refused ("a list is used where a number or an array is expected"): the everyday way to start
+   accumulators.  Now the same elements ``k`` times (the same objects: an in-place update of one array
+   through the list is refused, as for ``[y, y]``).
+
+8. ``a, b = pair(v)`` with ``def pair(v): return v, v`` (a tuple holding one computed value twice, nested
+   too: ``a, (b, c) = v, (v, w)``) failed with an internal error ("structural pass: not linear ... unbound
+   't2'"): the first name took over the temporary's binding and the second read a variable no longer
+   bound.  A variable an unpacking assigns more than once keeps its name now; each name reads it.
+
+9. ``assert x.shape == (3, 4)`` and ``if x.shape == y.shape:`` were refused ("a tuple is used where a
+   number or an array is expected"): shapes are known when transforming, so the comparison of two
+   tuples of known numbers (``==``, ``!=``; a tuple never equals a list, as in Python) is decided then.
+
+10. A function whose ``assert`` statements pytest rewrote (one defined in a test module) was refused with
+    "the file was edited since the module was imported ... reload the module": pytest rewrites the asserts
+    of test modules as it imports them, so the bytecode is not the file's text, and reloading does not
+    help.  The refusal says so now and what to do (another module, or pytest's marker against rewriting).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -43,7 +62,7 @@ import numpy as np
 import pytest
 
 import astad
-from conftest import central_differences
+from conftest import central_differences, load_program
 
 
 # ---- 1. a narrow numpy scalar that may be a Python number -------------------------------------------
@@ -271,3 +290,97 @@ def test_loops_over_rows_unpacked_into_names(fn, args):
     t = np.linspace(-1.0, 1.0, args[0].size).reshape(args[0].shape)
     tangent = astad.jvp(fn, args, (t,) + (None,) * (len(args) - 1))[1]
     assert tangent == pytest.approx(np.sum(g * t), rel=1e-12)
+
+
+# ---- 8. a, b = v, v ----------------------------------------------------------------------------------
+
+def _pair(v):
+    return v, v
+
+
+def _nested(v):
+    return v, (v, v * 2.0)
+
+
+def unpack_a_pair_of_one_value(x):
+    a, b = _pair(x[1] * 2.0)
+    c, (d, e) = _nested(np.cos(x))
+    return a * b + np.sum(c * d + e)
+
+
+def test_unpacking_one_value_twice():
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(unpack_a_pair_of_one_value)(x)
+    assert value == pytest.approx(unpack_a_pair_of_one_value(x), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(unpack_a_pair_of_one_value, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(unpack_a_pair_of_one_value, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+
+# ---- 7. [v] * k -------------------------------------------------------------------------------------
+
+def accumulators_from_a_repeated_list(x):
+    acc = [0.0] * len(x)
+    for i in range(len(x)):
+        acc[i] = acc[i] + x[i] * i
+    ys = 2 * [x[0], x[1] * x[0]]
+    a, b, c, d = (x[1], 2.0) * 2
+    return sum(acc) * len(ys) + sum(ys) + a * b + c * d
+
+
+def repeated_array_updated_in_place(x):
+    ys = [x * 1.0] * 2
+    ys[0] += 1.0
+    return np.sum(ys[1] * x)
+
+
+def test_repeated_lists():
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(accumulators_from_a_repeated_list)(x)
+    assert value == pytest.approx(accumulators_from_a_repeated_list(x), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(accumulators_from_a_repeated_list, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(accumulators_from_a_repeated_list, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+    with pytest.raises(astad.AstadError, match="another element of the list holds it"):
+        astad.grad(repeated_array_updated_in_place)(x)
+
+
+# ---- 9. x.shape == (3, 4) -----------------------------------------------------------------------------
+
+CHECKED_SHAPES = """
+import numpy as np
+
+
+def checked_shapes(x, y):
+    assert x.shape == (3, 4), "shape"
+    assert x.shape != (4, 3) and x.shape != [3, 4]
+    if x.shape == y.shape:
+        return np.sum(x * y)
+    return np.sum(x ** 2)
+"""
+
+
+@pytest.mark.parametrize("other", [np.ones((3, 4)) * 0.5, np.ones((4, 3))])
+def test_comparisons_of_shapes(other, tmp_path):
+    checked_shapes = load_program(CHECKED_SHAPES, tmp_path, "shapes").checked_shapes  # (pytest rewrites asserts here)
+    x = np.arange(12.0).reshape(3, 4) * 0.1
+    value, g = astad.value_and_grad(checked_shapes)(x, other)
+    assert value == pytest.approx(checked_shapes(x, other), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(lambda v: checked_shapes(v, other), x), rtol=1e-7, atol=1e-9)
+    with pytest.raises(AssertionError, match="shape"):
+        astad.grad(checked_shapes)(x.T.copy(), other)
+
+
+# ---- 10. asserts rewritten by pytest -----------------------------------------------------------------
+
+def asserting_in_a_test_module(x):
+    assert x > 0.0, "positive"
+    return x * 2.0
+
+
+def test_asserts_rewritten_by_pytest_are_named_in_the_refusal():
+    # (this module is a test module: pytest rewrote the assert above, unless it was told not to)
+    if "@pytest_ar" not in asserting_in_a_test_module.__code__.co_names:
+        pytest.skip("pytest's assertion rewriting is off")
+    with pytest.raises(astad.SourceUnavailableError, match="rewritten by pytest") as e:
+        astad.grad(asserting_in_a_test_module)(1.5)
+    assert "PYTEST_DONT_REWRITE" in str(e.value)

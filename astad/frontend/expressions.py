@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import types
-from typing import Callable
+from typing import Any, Callable
 
 import libcst as cst
 import numpy as np
@@ -254,11 +254,31 @@ class Expressions(LowererCore):
         left_value = self.expr(node.left)
         if op == "add" and is_list_value(left_value):
             return self.concatenate_lists(left_value, self.expr(node.right), node)
+        right_value = self.expr(node.right)
+        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right_value, PyTuple)):
+            made = self.repeated(left_value, right_value, node)
+            if made is not None:
+                return made
         left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, node.left)
-        right = self.expr(node.right)  # (an atom as it is, else what atom says of it)
+        right = right_value  # (an atom as it is, else what atom says of it)
         if not (type(right) is Var or type(right) is Const):
             right = self.atom(right, node.right)
         return self.emit(op, [left, right])
+
+    def repeated(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value | None:
+        """``[v] * k`` (``k * [v]``, ``(v,) * k``) of a list or tuple known element by element and an int ``k``
+        known when transforming: the same elements ``k`` times (the same objects, as in Python)."""
+        seq, k = (a, b) if isinstance(a, PyTuple) else (b, a)
+        t = getattr(k, "type", None)
+        if not (isinstance(t, Num) and t.py and not t.shape and t.dtype in ("int64", "bool")):
+            return None  # (not an int: what an operand of `*` is, refused where it is a list)
+        count = self.static(k, node, "the number of repetitions of a list")
+        if seq.fields is not None:
+            raise self.type_error("a NamedTuple repeated with `*`", node, "tuple(t) * k")
+        value = PyTuple(seq.items * count, seq.is_list)
+        if seq.is_list:
+            self.aliases.new_list(value)
+        return value
 
     def concatenate_lists(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value:
         """``xs + [v, w]``: a new list holding the same elements (what the refusal of an
@@ -279,17 +299,50 @@ class Expressions(LowererCore):
         (the subset check allows no other ``is``) is known when transforming: astad's types tell None apart."""
         if isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot)):
             return self.none_test(node)
-        left = self.atom(self.expr(node.left), node.left)
-        return self._comparisons(left, list(node.comparisons), node, id(node) in self.truth_only)
+        left_value = self.expr(node.left)
+        right = None
+        if isinstance(left_value, PyTuple) and len(node.comparisons) == 1 and isinstance(
+                node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            right = self.expr(node.comparisons[0].comparator)
+            known = self.tuple_equality(left_value, right, node)
+            if known is not None:
+                return known
+        left = self.atom(left_value, node.left)
+        return self._comparisons(left, list(node.comparisons), node, id(node) in self.truth_only, right)
 
-    def _comparisons(self, left: Atom, comps: list[cst.ComparisonTarget], node: cst.Comparison, truth: bool) -> Value:
+    def tuple_equality(self, left: PyTuple, right: Value, node: cst.Comparison) -> Value | None:
+        """``x.shape == (3, 4)`` (``!=``): tuples of numbers known when transforming, compared as Python
+        does (a tuple and a list are never equal); None where it is not such a comparison."""
+        comp = node.comparisons[0]
+        if not isinstance(right, PyTuple):
+            return None
+
+        def known(v: Value) -> Any:
+            if isinstance(v, PyTuple):
+                items = [known(i) for i in v.items]
+                return None if any(i is None for i in items) else (list if v.is_list else tuple)(items)
+            if isinstance(v, Const) and isinstance(v.value, (bool, int, float)):
+                return v.value
+            if isinstance(v, Var) and isinstance(v.type, Num) and v.type.value is not None:
+                return v.type.value
+            return None
+
+        a, b = known(left), known(right)
+        if a is None or b is None:
+            return None  # (a value known only when running: refused where the tuple is used as a number)
+        answer = (a == b) == isinstance(comp.operator, cst.Equal)
+        return Const.literal(answer, literal_type(answer))
+
+    def _comparisons(self, left: Atom, comps: list[cst.ComparisonTarget], node: cst.Comparison, truth: bool,
+                     evaluated: Value | None = None) -> Value:
         """``left < b < c ...``: ``b < c ...`` lowered only where ``left < b`` holds, as Python evaluates
-        it (``0.0 < x < math.sqrt(x)`` at x = -1 is False in Python: no math domain error)."""
+        it (``0.0 < x < math.sqrt(x)`` at x = -1 is False in Python: no math domain error).  ``evaluated``:
+        ``b`` where it is already."""
         comp = comps[0]
         op = _CMP_OPS.get(type(comp.operator))
         if op is None:
             raise self.syntax_error("this comparison is not supported", "< <= > >= == !=", comp)
-        right = self.atom(self.expr(comp.comparator), comp.comparator)
+        right = self.atom(self.expr(comp.comparator) if evaluated is None else evaluated, comp.comparator)
         test = self.emit(op, [left, right])
         if len(comps) == 1:
             return test

@@ -218,7 +218,8 @@ class Statements(LowererCore):
                            value.is_list, value.fields, value.cls)
         return value
 
-    def assign(self, target: cst.BaseExpression, value: Value) -> None:
+    def assign(self, target: cst.BaseExpression, value: Value, shared: frozenset = frozenset()) -> None:
+        """``target = value``; ``shared``: the variables an enclosing unpacking assigns more than once."""
         if isinstance(target, cst.Name):
             self.scope.env[target.value] = self.name_result(value, target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -231,23 +232,31 @@ class Statements(LowererCore):
                                       + ", ".join(f"x[{i}]" for i in range(k)))
             if len(value.items) != len(target.elements):
                 raise self.type_error(f"cannot unpack {len(value.items)} values into {len(target.elements)} names", target)
-            for k, (el, v) in enumerate(zip(target.elements, value.items)):
-                if isinstance(el, cst.StarredElement):
-                    raise self.syntax_error("`*` in unpacking is not supported", "name each element", el)
-                # the values still to be assigned are read after this target is (`y[0], y[1] = y[1], y[0]` of
-                # rows: the second is a view of the row the first changed): an update they see is refused
-                held = [("a value this assignment assigns after it shares its memory (Python assigns left to right: "
-                         "copy it on the right, `y[1].copy()`)", w) for w in value.items[k + 1:]]
-                self.iterated += held
-                try:
-                    self.assign(el.value, v)
-                finally:
-                    del self.iterated[len(self.iterated) - len(held):]
+            # (`a, b = v, v`: neither name takes over v's binding, both read it; also where the tuple is nested)
+            self.unpack_items(target, value, shared | _repeated_vars(value))
         elif isinstance(target, cst.Subscript):
             self.assign_item(target, value)
         else:
             raise self.syntax_error("only names and tuples of names can be assigned to",
                                     "`name = ...` or `a, b = ...`", target)
+
+    def unpack_items(self, target: cst.Tuple | cst.List, value: PyTuple, shared: frozenset) -> None:
+        """``a, b = value``: each name its item, left to right (a variable ``shared`` keeps its name)."""
+        for k, (el, v) in enumerate(zip(target.elements, value.items)):
+            if isinstance(el, cst.StarredElement):
+                raise self.syntax_error("`*` in unpacking is not supported", "name each element", el)
+            # the values still to be assigned are read after this target is (`y[0], y[1] = y[1], y[0]` of
+            # rows: the second is a view of the row the first changed): an update they see is refused
+            held = [("a value this assignment assigns after it shares its memory (Python assigns left to right: "
+                     "copy it on the right, `y[1].copy()`)", w) for w in value.items[k + 1:]]
+            self.iterated += held
+            try:
+                if isinstance(el.value, cst.Name) and isinstance(v, Var) and v in shared:
+                    self.scope.env[el.value.value] = v
+                else:
+                    self.assign(el.value, v, shared)
+            finally:
+                del self.iterated[len(self.iterated) - len(held):]
 
     def unpacked(self, target: cst.Tuple | cst.List, value: Value) -> Value:
         """``a, b = x`` of an array of ``k`` rows (of a list of ``k`` elements), ``k`` the number of names and
@@ -396,3 +405,19 @@ def _what(value: Value) -> str:
     if isinstance(t, Num):
         return f"an array ({t})" if t.shape else "a number"
     return "a value that is not a tuple"
+
+
+def _repeated_vars(value: PyTuple) -> frozenset:
+    """The variables a tuple or list (nested) holds more than once."""
+    seen: set = set()
+    twice: set = set()
+
+    def walk(v: Value) -> None:
+        if isinstance(v, PyTuple):
+            for item in v.items:
+                walk(item)
+        elif isinstance(v, Var):
+            (twice if v in seen else seen).add(v)
+
+    walk(value)
+    return frozenset(twice)
