@@ -69,3 +69,38 @@ def test_straight_line_gradient_against_finite_differences():
     eps = 1e-6
     fd = np.array([(_straight(x + eps * e) - _straight(x - eps * e)) / (2 * eps) for e in np.eye(len(x))])
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def _dims_unread(x):
+    s = x.shape  # a tuple of two dimensions nothing reads: dead temporaries the lowering drops
+    y = np.sin(x) * 2.0
+    return np.sum(y)
+
+
+def _all_read(x, W):
+    a = np.tanh(W @ x + 0.3)
+    b = a * np.exp(-x * x)
+    return np.sum(a - 0.2 * b / (1.0 + a * a))
+
+
+@pytest.mark.parametrize("fn, make", [(_dims_unread, lambda: (np.ones((3, 4)),)),
+                                      (_all_read, lambda: (np.ones(4), np.eye(4))),
+                                      (_straight, lambda: (np.ones(5),))])
+def test_drop_dead_shortcut_is_the_walk(fn, make, monkeypatch):
+    """drop_dead_temporaries' shortcut (primitives alone, no temporary unread) gives the walk's
+    block and names; where a temporary is dead the walk runs and drops it."""
+    from astad import api, frontend
+    from astad.frontend import lowerer
+    from astad.frontend.parse import parse
+
+    astad.clear_caches()
+    types = list(api.Reverse(fn)._types(make()))
+    core = frontend.Lowerer(parse(fn)).lower_function(types)
+    fast_names: set[str] = set()
+    fast = lowerer._drop_dead(core.body, fast_names)
+    monkeypatch.setattr(lowerer, "_none_dead", lambda *a: False)
+    walk_names: set[str] = set()
+    walk = lowerer._drop_dead(core.body, walk_names)
+    assert fast_names == walk_names
+    assert fast.binds == walk.binds and fast.result == walk.result
+    assert (fast is core.body) == (fn is not _dims_unread)

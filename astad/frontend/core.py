@@ -143,7 +143,7 @@ class LowererCore:
                 self._locs[id(node)] = (node, parsed, loc)
         # (bind_prim, inline)
         self.binds.append(Bind((var,), Prim(op, tuple(args), tuple(sorted(params.items())) if params else ()), loc))
-        self.aliases.prim(var, op, args, params, immutable=isinstance(t, Num) and t.py)
+        self.aliases.prim(var, op, args, params, isinstance(t, Num) and t.py)  # (immutable: by position, a faster call)
         if op == "pow" and _may_be_complex(args):
             self._real_power(args, var, loc)  # (after the binding: the test reads it)
         return var

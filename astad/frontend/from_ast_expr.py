@@ -13,8 +13,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import io
+import operator
 import re
 import tokenize
+from itertools import repeat
 from typing import Any
 
 import libcst as cst
@@ -61,9 +63,9 @@ class Text:
         #: the lines, from the first of the module ``shift`` lines above ``source`` (those empty here): the
         #: lines of a tree read from the module (:func:`astad.source.module_def`), numbered as its tree's
         self.lines = [""] * shift + lines if shift else lines
-        self.ascii = [True] * shift + [line.isascii() for line in lines]
+        self.ascii = [True] * shift + list(map(str.isascii, lines))  # (map: loops in C)
         self.all_ascii = source.isascii()
-        rests = [line.lstrip(_WS) for line in lines]
+        rests = list(map(str.lstrip, lines, repeat(_WS)))
         #: per line, the first significant character of the lines after it ("" none): what follows its end
         #: (and a comment or a line continuation on it: :meth:`_closing` goes on there too)
         after = [""] * len(lines)
@@ -106,8 +108,8 @@ class Text:
         #: line); elsewhere :meth:`opening` finds none
         self.openers: set[Pos] = set()
         openers = self.openers
+        openers.update(zip(range(shift + 1, shift + 1 + len(lines)), map(operator.sub, map(len, lines), map(len, rests))))
         for i, line in enumerate(lines, shift + 1):
-            openers.add((i, len(line) - len(rests[i - shift - 1])))
             c = line.find("(")
             while c >= 0:
                 b = c + 1

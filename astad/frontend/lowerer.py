@@ -4,6 +4,8 @@ the steps they share in :mod:`.core`), and :func:`lower`, which runs it."""
 
 from __future__ import annotations
 
+import operator
+from itertools import chain, compress, filterfalse
 from typing import Any
 
 from ..ir import Bind, Block, Const, Function, If, Loop, Prim, Type, Var, vars_of
@@ -50,6 +52,9 @@ def drop_dead_temporaries(fn: Function) -> Function:
 def _drop_dead(block: Block, names: set[str] | None = None) -> Block:
     """``block`` less its dead temporaries (the same block where it has none); with ``names``,
     the names of the block made added to it (those of nested blocks too)."""
+    rhss = list(map(_RHS, block.binds))
+    if set(map(type, rhss)) <= _PRIMS and _none_dead(block, rhss, names):
+        return block
     result = block.result
     used = {result.name} if type(result) is Var else set()
     kept = []
@@ -97,3 +102,31 @@ def _drop_dead(block: Block, names: set[str] | None = None) -> Block:
     if not changed:
         return block
     return Block(tuple(reversed(kept)), result)
+
+
+_PRIMS = frozenset({Prim})
+_NAME, _ARGS, _TARGETS, _RHS = (operator.attrgetter(f) for f in ("name", "args", "targets", "rhs"))
+_IS_VAR, _IS_CONST = frozenset({Var}).__contains__, frozenset({Const}).__contains__
+
+
+def _none_dead(block: Block, rhss: list[Prim], names: set[str] | None) -> bool:
+    """Whether no temporary of ``block`` (primitives alone) is dead: each is read by a binding or the
+    result (a temporary is bound once, and read only after: a binding's reads are those of the
+    bindings after it, which the walk of :func:`_drop_dead` keeps where none is dead); if so, with
+    ``names``, its names added to it, as the walk adds them.  Each step a loop in C (map, compress)."""
+    args = list(chain.from_iterable(map(_ARGS, rhss)))
+    kinds = list(map(type, args))
+    read = set(map(_NAME, compress(args, map(_IS_VAR, kinds))))
+    result = block.result
+    if type(result) is Var:
+        read.add(result.name)
+    targets = list(map(_NAME, chain.from_iterable(map(_TARGETS, block.binds))))
+    if any(map(is_temp, filterfalse(read.__contains__, targets))):
+        return False  # (one may be dead: the walk says)
+    if names is not None:
+        names |= read
+        names.update(targets)
+        names.update(filter(None, map(_NAME, compress(args, map(_IS_CONST, kinds)))))  # (named constants)
+        if type(result) is Const and result.name is not None:
+            names.add(result.name)
+    return True

@@ -41,7 +41,7 @@ _MAY = _RAISING_LINALG | _SIZES_AND_INDICES | _PYTHON_ARITHMETIC | _CONVERSIONS 
 
 
 _PRIMS = frozenset({Prim})
-_OP = operator.attrgetter("op")
+_OP, _RHS = operator.attrgetter("op"), operator.attrgetter("rhs")
 
 
 def may_raise(rhs: Prim) -> bool:
@@ -81,7 +81,7 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
     item of a tuple or list nothing reads (an effect's binding is kept anyway).  Primitives alone and none
     of them one that may raise (straight-line code, mostly): nothing to keep, no walk."""
-    rhss = [b.rhs for b in fn.body.binds]
+    rhss = list(map(_RHS, fn.body.binds))
     if set(map(type, rhss)) <= _PRIMS:  # (the bindings' operations looked at in C, but those that may raise)
         ops = list(map(_OP, rhss))
         maybe = {op for op in set(ops) if op in _MAY or op.startswith("math_")}

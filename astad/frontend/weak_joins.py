@@ -23,14 +23,14 @@ _WIDE = frozenset({"float64", "int64"})
 _PICKS = frozenset({"py_max", "py_min"})  # Python's max/min of numbers: the one it picks, as it is
 _CALLED = _PICKS | {"call"}
 _PRIMS = frozenset({Prim})
-_OP = operator.attrgetter("op")
+_OP, _RHS = operator.attrgetter("op"), operator.attrgetter("rhs")
 
 
 def check_weak_joins(fn: Function) -> None:
     """Refuse (at its line) an operation of ``fn`` that meets a float16 or float32 with a value that is
     a Python float on one path and a numpy float64 on another (see the module's docstring).  Primitives
     alone and none of them a pick or a call (straight-line code, mostly): nothing to follow, no walk."""
-    rhss = [b.rhs for b in fn.body.binds]
+    rhss = list(map(_RHS, fn.body.binds))
     if set(map(type, rhss)) <= _PRIMS and _CALLED.isdisjoint(map(_OP, rhss)):
         return
     _Walk().block(fn.body)
