@@ -62,7 +62,7 @@ from .dce import dce, prune_tapes
 from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
-from .products import shared_products
+from .products import shared_products_cleaned
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
 from .simplify import fold, fold_forward, fold_program, name_cotangents
@@ -101,8 +101,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
         # (outer_sums leaves out what it makes dead: of dce's output without nested blocks, the output of dce)
         prog = summed if kinds(prog.backward).isdisjoint(NESTED) else dce(summed)
     # (prog is dce's output here: each pass after it needs dce again only where it changed something)
-    shared = shared_products(prog)
-    prog = prog if shared is prog else dce(shared)
+    prog = shared_products_cleaned(prog)
     recomputed = rematerialise(prog)
     prog = prog if recomputed is prog else dce(recomputed)
     replaced = unit_axes(tiles(prog.backward))

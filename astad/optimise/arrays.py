@@ -45,6 +45,10 @@ REMEMBER_KINDS = True
 #: whether ``outer_sums`` remembers the ``ops_of`` of the block it makes without nested blocks (tests turn it off)
 REMEMBER_OPS = True
 
+#: whether ``outer_sums`` remembers the outside reads and the names of the block it makes without nested blocks
+#: (tests turn it off)
+REMEMBER_NAMES = True
+
 
 def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     """:func:`sink_broadcasts` in the forward block (forward mode: a tangent that is a
@@ -232,4 +236,14 @@ def outer_sums(block: Block, namer: Namer) -> Block:
         reads.subtract(lowered)
         reads.update(flat_reads(made_here))
         remember_binding_reads(out, reads, lowered)
+        if REMEMBER_NAMES:
+            # (what it reads from outside is what the old block read: the operands of the outer products are read
+            # by the stacks now, the other terms by the sum; its names are the old block's less the outer
+            # products' (each read only by its sum), plus the names made here)
+            memo, known = out.__dict__, block.__dict__
+            if "_outside_reads" in known:
+                memo.setdefault("_outside_reads", known["_outside_reads"])
+            if "_program_names" in known:
+                memo.setdefault("_program_names", (known["_program_names"] - summed)
+                                | {t.name for b in made_here for t in b.targets})
     return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from itertools import compress
+from operator import not_
 from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack, Var, all_binds,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
@@ -194,6 +196,11 @@ def dce(prog: ReverseProgram, count_reads: bool = False) -> ReverseProgram:
             remember_binding_reads(backward, Counter(counted), ())
     else:
         needed = outside_reads(backward)
+    return _forward_dce(prog, backward, needed)
+
+
+def _forward_dce(prog: ReverseProgram, backward: Block, needed: frozenset[str]) -> ReverseProgram:
+    """``dce``'s forward block (keeping the residuals ``needed``: what ``backward`` reads from outside)."""
     forward = prog.forward
     done = forward.__dict__.get("_dce_needed")
     if done is not None and done != needed and SKIP_FORWARD and done.difference(needed) <= read_set(forward):
@@ -219,6 +226,103 @@ def dce(prog: ReverseProgram, count_reads: bool = False) -> ReverseProgram:
 
 #: whether ``dce`` leaves a forward block as it is where it can tell that its ``dce`` would (tests turn it off)
 SKIP_FORWARD = True
+
+
+def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: Counter,
+                  where: dict[str, int]) -> ReverseProgram | None:
+    """``dce(prog)``, where ``prog.backward`` is ``old`` with the bindings at ``changed`` made again (the
+    same targets, new right-hand sides: primitives) and nothing else changed, ``old`` being ``dce``'s output
+    without nested blocks (every binding live) with its ``ops_of``, outside reads and names remembered, and
+    ``counts`` its ``use_counts`` (changed here).  Without a walk: a binding is dead now only where the reads
+    its targets lost (those the old right-hand sides read and the new ones read not, and, in turn, those of
+    the bindings removed) were its last; ``where``: the positions of some targets (the others found by a
+    walk where one is wanted).  The names, outside reads and ops of the new block are the old ones less what
+    went and plus what came, remembered as ``dce`` remembers them.  None where it cannot tell (a named
+    constant read by a binding made again, a forward block with loops: ``dce`` then)."""
+    memo = old.__dict__
+    outside, names, ops = memo.get("_outside_reads"), memo.get("_program_names"), memo.get("_ops")
+    if outside is None or names is None or ops is None or not COUNT_REWRITES or "Loop" in kinds(prog.forward):
+        return None
+    binds, new_binds = old.binds, prog.backward.binds
+    touched: list[str] = []  # the names whose counts went down
+    came: list[str] = []  # names read now that were not read before
+    ops = list(ops)
+    for at in changed:
+        before, after = binds[at].rhs, new_binds[at].rhs
+        if type(before) is not Prim or type(after) is not Prim or len(new_binds[at].targets) != 1:
+            return None
+        for a in before.args:
+            if type(a) is Var:
+                counts[a.name] -= 1
+                touched.append(a.name)
+            elif type(a) is Const and a.name is not None:
+                return None
+        for a in after.args:
+            if type(a) is Var:
+                if counts[a.name] <= 0:
+                    came.append(a.name)
+                counts[a.name] += 1
+            elif type(a) is Const and a.name is not None:
+                return None
+        ops[at] = after.op
+    result = old.result.name if type(old.result) is Var else None
+    removed: set[int] = set()
+    went: set[str] = set()  # names read before that are not now, bound nowhere in the block
+    index: dict[str, int] | None = None
+    while touched:
+        name = touched.pop()
+        if counts[name] > 0:
+            continue
+        if name in outside:
+            went.add(name)
+            continue
+        at = where.get(name)
+        if at is None:
+            if index is None:
+                index = {t.name: i for i, b in enumerate(new_binds) for t in b.targets}
+            at = index.get(name)
+            if at is None:
+                return None  # (not expected: a name read and bound nowhere)
+        b = new_binds[at]
+        if at in removed or name == result or any(counts[t.name] > 0 or t.name == result for t in b.targets) \
+                or has_effect(b.rhs):
+            continue
+        removed.add(at)
+        for a in atoms_of(b.rhs):
+            if type(a) is Var:
+                counts[a.name] -= 1
+                touched.append(a.name)
+            elif type(a) is Const and a.name is not None:
+                return None
+    added = {n for n in came if counts[n] > 0 and n not in outside and n not in names}  # (bound in the block: named)
+    went = {n for n in went if counts[n] <= 0}
+    if removed:
+        flags = list(map(not_, map(removed.__contains__, range(len(new_binds)))))
+        backward = Block(tuple(compress(new_binds, flags)), old.result)
+        ops = list(compress(ops, flags))
+        went.update([t.name for i in removed for t in new_binds[i].targets])  # (names bound no more)
+    else:
+        backward = prog.backward
+    memo = backward.__dict__
+    needed = _changed(outside, went, added)
+    memo.setdefault("_outside_reads", needed)
+    memo.setdefault("_program_names", _changed(names, went, added))
+    memo.setdefault("_ops", ops)
+    memo.setdefault("_kinds", frozenset(ops))
+    return _forward_dce(ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward), backward,
+                        needed)
+
+
+def _changed(names: frozenset[str], went: set[str], added: set[str]) -> frozenset[str]:
+    """``names`` less ``went``, plus ``added`` (a new set only where one of them changes it)."""
+    if went and not went.isdisjoint(names):
+        names = names.difference(went)
+    return names.union(added) if added else names
+
+
+#: whether ``products.shared_products`` finds what its rewrites left unread itself (``dce_rewritten``), not by
+#: ``dce`` (tests turn it off)
+COUNT_REWRITES = True
 
 
 def prune_tapes(prog: ReverseProgram) -> ReverseProgram:

@@ -36,6 +36,7 @@ from __future__ import annotations
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
 from ..ir.walk import OTHER_KINDS, ops_of, positions
+from .dce import dce, dce_rewritten
 
 Pair = tuple[str, str]
 
@@ -76,8 +77,9 @@ def _negation(b: Bind) -> bool:
             and _float(rhs.args[0].type))
 
 
-def shared_products(prog: ReverseProgram) -> ReverseProgram:
-    """``prog`` with those products of its backward pass not computed (``dce`` drops the operands left unread)."""
+def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProgram:
+    """``prog`` with those products of its backward pass not computed (``dce`` drops the operands left unread;
+    with ``cleaning``, ``dce`` of it: see ``shared_products_cleaned``)."""
     negations: dict[str, Var] = {}  # t -> u, for each t = -u of the forward block
     made: dict[Pair, Var] = {}  # {a, b} -> c, for each float c = a * b of the forward block, a or b bounded
     bounded: set[str] = set()  # values at most 1 in magnitude (or nan)
@@ -110,13 +112,34 @@ def shared_products(prog: ReverseProgram) -> ReverseProgram:
     if not negations and not made:
         return prog
     counts = use_counts(prog.backward)
-    backward = _block(prog.backward, negations, made, counts)
+    flat = cleaning and _NESTED.isdisjoint(ops_of(prog.backward))  # (its own bindings': ``_block`` asks too)
+    changed: list[int] | None = [] if flat else None
+    where: dict[str, int] = {}
+    backward = _block(prog.backward, negations, made, counts, changed, where)
     if backward is prog.backward:
         return prog
-    return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
+    shared = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
+    if not cleaning:
+        return shared
+    cleaned = dce_rewritten(shared, prog.backward, changed, counts, where) if changed is not None else None
+    return cleaned if cleaned is not None else dce(shared)
 
 
-def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: object) -> Block:
+def shared_products_cleaned(prog: ReverseProgram) -> ReverseProgram:
+    """``dce(shared_products(prog))`` where that changes ``prog``, else ``prog`` (``prog`` being ``dce``'s
+    output): what the rewrites left unread found without a walk of the block, where it has no nested blocks
+    (``dce.dce_rewritten``)."""
+    return shared_products(prog, cleaning=True)
+
+
+#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
+_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
+
+
+def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: object,
+           changed: list[int] | None = None, where: dict[str, int] | None = None) -> Block:
+    """``changed``, where given: receives where a binding is made again (of a block without nested
+    blocks), and ``where`` where each product the block binds is."""
     negations = dict(negations)
     products: dict[Pair, tuple[Var, bool]] = {}  # {x, u} -> (z, negated), for each z = ±x * ±u of this block so far
     defs: dict[str, tuple[Var, Var]] = {}  # p -> its two factors, for each p = x * y of this block
@@ -146,16 +169,22 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
         if new is not None:
             b = out[at] = Bind(b.targets, new, b.loc)
             f, g = new.args  # type: ignore[assignment]
+            if changed is not None:
+                changed.append(at)
         p, q = negations.get(f.name, f), negations.get(g.name, g)  # (``_signed``, written out)
         key = (p.name, q.name) if p.name <= q.name else (q.name, p.name)
         negated = (p is not f) is not (q is not g)
         z, sign = products.setdefault(key, (b.targets[0], negated))
         if sign != negated:  # x * -u after x * u, or x * u after x * -u
             b = out[at] = Bind(b.targets, Prim("neg", (z,)), b.loc)
+            if changed is not None and (not changed or changed[-1] != at):
+                changed.append(at)
             if _negation(b):  # (a product made a negation: read as one by the products after it)
                 negations[b.targets[0].name] = z
         else:
             defs[b.targets[0].name] = (f, g)
+            if where is not None:
+                where[b.targets[0].name] = at
     return same_or_new(block, out)
 
 

@@ -54,8 +54,14 @@ def _unit_sum(rhs: Prim) -> Prim | None:
     return Prim("getitem", (x, Const.integer(0)), (("index", (ALL,) * k + (("arg", 1),)),))
 
 
+#: the ops ``unit_axes`` replaces
+_REPLACED = frozenset({"matmul", "sum"})
+
 #: what ``unit_axes`` looks at: the ops it replaces and the right-hand sides that may have blocks inside
-_LOOKED_AT = OTHER_KINDS | {"matmul", "sum"}
+_LOOKED_AT = OTHER_KINDS | _REPLACED
+
+#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
+_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
 
 
 def unit_axes(block: Block) -> Block:
@@ -65,8 +71,8 @@ def unit_axes(block: Block) -> Block:
     binds = list(block.binds)
     ops = ops_of(block)
     # (only the bindings of these and those with blocks inside, found without a Python loop: the others, the
-    # most common, have nothing to replace)
-    for at in positions(ops, _LOOKED_AT):
+    # most common, have nothing to replace; of a block without nested blocks, only these)
+    for at in positions(ops, _LOOKED_AT if not kinds(block).isdisjoint(_NESTED) else _REPLACED):
         b = binds[at]
         rhs = b.rhs
         if type(rhs) in NESTING:
