@@ -256,6 +256,9 @@ class _NamerOf(Namer):
         Namer.__init__(self, program_names(prog), prog.name)
         self.taken = self.used  # (as adding_to)
         self.temps = temps
+        # a Namer from now on: a class with __getattr__ has every attribute read by the slow path (the
+        # interpreter specialises no read of one), and a pass reads a namer's for each name it draws
+        self.__class__ = Namer  # type: ignore[assignment]
         return getattr(self, attr)
 
 
