@@ -164,15 +164,14 @@ class Namer:
 
     def temp(self) -> str:
         used, n, names = self.used, self.temps + 1, _TEMPS
-        size = len(names)
-        while True:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
-            while n < size and names[n] in used:
-                n += 1
-            if n < size:
-                break
+        if n >= len(names):
             _more_temps(n)
-            size = len(names)
         name = names[n]
+        while name in used:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
+            n += 1
+            if n >= len(names):
+                _more_temps(n)
+            name = names[n]
         self.temps = n
         if self.undo is not None:
             self._note(name)
@@ -257,6 +256,9 @@ class _NamerOf(Namer):
         Namer.__init__(self, program_names(prog), prog.name)
         self.taken = self.used  # (as adding_to)
         self.temps = temps
+        # a Namer from now on: a class with __getattr__ has every attribute read by the slow path (the
+        # interpreter specialises no read of one), and a pass reads a namer's for each name it draws
+        self.__class__ = Namer  # type: ignore[assignment]
         return getattr(self, attr)
 
 

@@ -207,7 +207,7 @@ class Replay:
             t = a.type
             cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
         taken = macro.taken
-        names, bases = [], []
+        bases = []
         for i in self.drawn:  # its cotangent's name drawn, as take draws it (ct_name)
             name = args[i].name  # type: ignore[union-attr]
             base = name + "_ct"
@@ -215,7 +215,6 @@ class Replay:
                 taken.add(base)
             else:
                 base = macro.ct_name(name)
-            names.append(name)
             bases.append(base)
         # the recorded bindings (as _emit makes them)
         if self.consts:
@@ -243,12 +242,12 @@ class Replay:
             if j < 0:
                 v = Var(name, t)
             else:
-                v = cts[names[j]] = Var(bases[j], t)
+                v = cts[args[self.drawn[j]].name] = Var(bases[j], t)  # type: ignore[union-attr]
             binds.append(Bind((v,), Prim(op, (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else
                                          tuple([vals[r] for r in refs]), ps), loc))
             append(v)
         for j, r in self.aliases:
-            cts[names[j]] = vals[r]
+            cts[args[self.drawn[j]].name] = vals[r]  # type: ignore[union-attr]
 
     def _emit(self, b: Builder, vals: list[Atom | None]) -> None:
         """The recorded bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), each result

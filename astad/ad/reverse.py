@@ -143,7 +143,7 @@ class _Macro(Cotangents):
             else:
                 ky = y.key if cls is Const and y.name is None else None
                 gy = False
-            gets = [gx, gy]
+            gets = None  # ([gx, gy], made where it is read: not where the replay runs)
             if kx is None or ky is None:
                 key = None
             else:
@@ -159,7 +159,7 @@ class _Macro(Cotangents):
                     gx = True
                 else:
                     self.cts[x.name] = Zero(ct_type(at))  # (give's)
-            gets = [gx]
+            gets = None  # ([gx], as above)
             cname = ct.name
             key = (op, rhs.params, id(t), id(ct.type), id(at), gx, self.top,
                    not gx and cname[:1] == "t" and cname[1:].isdigit())
@@ -183,6 +183,8 @@ class _Macro(Cotangents):
         if key is not None:
             done = self.replays.get(key)
             if done is None:
+                if gets is None:
+                    gets = [gx, gy] if len(args) == 2 else [gx]
                 cname = ct.name
                 key2 = (replay.by_value(rhs, out, ct), *gets, self.top,  # type: ignore[arg-type]
                         False in gets and cname[:1] == "t" and cname[1:].isdigit())
@@ -193,6 +195,8 @@ class _Macro(Cotangents):
         if done is not None and self.naming and done.plans is not None:  # (named as it was recorded, too)
             done.run_named(self, [ct, out, *args], args)
             return
+        if gets is None:
+            gets = [gx, gy] if len(args) == 2 else [gx]
         binds = self.b.binds
         start = len(binds)
         recorded = None

@@ -5,34 +5,51 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence, Union
 
 Dim = Union[int, None]  # None: not known statically
 
 
+#: whether the IR's nodes and types keep the ``__setattr__`` that raises (``ASTAD_FROZEN_IR=1``: a check that
+#: no pass changes one, which tests/test_ir_nodes_fixed.py runs; else they are made in half the time)
+FROZEN_NODES = os.environ.get("ASTAD_FROZEN_IR", "") not in ("", "0")
+
+
 def fast_init(cls: type) -> type:
-    """A frozen slotted dataclass ``cls`` with an ``__init__`` that sets each field by its
-    slot's own setter: what the generated one does through ``object.__setattr__`` (which a
-    frozen class needs), in two thirds of the time: the IR's nodes and types are made by the
-    ten thousand (same signature and defaults, no checks in either)."""
+    """A slotted dataclass ``cls``, declared frozen (hashed and compared by its fields), with an
+    ``__init__`` that assigns each field (``self.f = f``: one specialised instruction per slot) and
+    without the ``__setattr__`` and ``__delattr__`` that raise ``FrozenInstanceError``: the IR's nodes
+    and types are made by the ten thousand, and a frozen class's ``__init__`` must go around its own
+    ``__setattr__`` (through ``object.__setattr__``, or each slot's setter, a call each: twice the time
+    of this one).  No pass changes a node or a type after it is made (they are shared between the
+    stages, and blocks remember facts about them): tests/test_ir_nodes_fixed.py checks that none
+    does, as the frozen classes' ``__setattr__`` did."""
     scope: dict[str, Any] = {}
     params, body = [], []
     for i, f in enumerate(dataclasses.fields(cls)):
         assert f.init and not f.kw_only and f.default_factory is dataclasses.MISSING, (cls, f.name)
-        scope[f"_set{i}"] = getattr(cls, f.name).__set__
         if f.default is dataclasses.MISSING:
             params.append(f.name)
         else:
             scope[f"_default{i}"] = f.default
             params.append(f"{f.name}=_default{i}")
-        body.append(f"    _set{i}(self, {f.name})")
+        if FROZEN_NODES:  # (each slot's own setter: the class's __setattr__ raises)
+            scope[f"_set{i}"] = getattr(cls, f.name).__set__
+            body.append(f"    _set{i}(self, {f.name})")
+        else:
+            body.append(f"    self.{f.name} = {f.name}")
     source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"
     # (a file name of its own: profiles tell the classes' __init__s apart)
     exec(compile(source, f"<astad.ir: {cls.__name__}.__init__>", "exec"), scope)  # noqa: S102
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     cls.__init__ = init  # type: ignore[misc]
+    if FROZEN_NODES:
+        return cls
+    del cls.__setattr__  # type: ignore[misc]
+    del cls.__delattr__  # type: ignore[misc]
     return cls
 
 
