@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, api_grad, api_parts, backends, guards, pipeline, scalar_grad, shown
+from . import api, api_grad, api_parts, backends, fresh, guards, pipeline, scalar_grad, shown
 from .api_forward import (_BY_ID, LATEST as _LATEST, all_differentiable, check_pairs, checked_tangents, fast_key,
                           forward_of, jvp_at, jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
@@ -169,6 +169,10 @@ class Derived:
         d = self._shown(args, kwargs)
         assert d.stages is not None
         return d.stages.text(stage)
+
+    def _output_like(self, args: Sequence[Any], value: Any) -> Any:
+        """The value of this callable's program at ``args`` as a call returns it."""
+        return value
 
     def _remember(self, args: Sequence[Any]) -> None:
         self._last_args = skeleton(tuple(args))
@@ -420,8 +424,21 @@ class Grad(Derived):
             raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
         kind, prog = self._parts(primals)
         if kind == "vjp":
-            return [prog.jvp(primals, _seed(prog), t) for t in tangent_list]
+            marks = self._zero_d_marks(primals)
+            pairs = [prog.jvp(primals, _seed(prog), t) for t in tangent_list]
+            return pairs if marks is None else [(fresh.zero_d(marks, v), fresh.zero_d(marks, t)) for v, t in pairs]
         return api_parts.jvps(self._assembly(primals), primals, tangent_list)
+
+    def _zero_d_marks(self, args: Sequence[Any]) -> Any:
+        """Where the gradient holds a 0-d array (see fresh.zero_d_marks): that of a 0-d array argument is a
+        0-d array, as a call's (api_grad), where the generated code computes a numpy scalar."""
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        marks = [fresh.zero_d_marks(args[i]) for i in nums]
+        return marks[0] if single else (marks if any(m is not None for m in marks) else None)
+
+    def _output_like(self, args: Sequence[Any], value: Any) -> Any:
+        kind, _ = self._parts(args) if not self.with_value else ("", None)
+        return fresh.zero_d(self._zero_d_marks(args), value) if kind == "vjp" else value
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
         if self.with_value:
@@ -537,6 +554,7 @@ def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callabl
         value, pullback = api_parts.vjp_by_jvps(d._assembly(full), full)
     else:
         value, pullback = program_vjp(prog, extras, full)
+        value = d._output_like(full, value)
     if len(full) == len(args):
         return value, pullback
     return value, lambda ct: pullback(ct)[:len(args)]  # as in JAX: the arguments passed by position

@@ -294,3 +294,33 @@ def test_the_pullback_of_an_assembled_jacobian_gives_arrays_of_their_own():
             jx, jy = astad.jacfwd(_two, (0, 1))(*a)
             return np.sum(u[0] * jx) + np.sum(u[1] * jy)
         np.testing.assert_allclose(ct, _fd(contracted, arg, 1e-6), rtol=1e-6, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- 0-d arrays through derivatives of derivatives
+
+
+def cube(t):
+    return t ** 3
+
+
+def cube_sum(t, u):
+    return np.sum(t ** 3) * u
+
+
+def test_a_jvp_or_vjp_of_a_gradient_at_a_0d_array_gives_0d_arrays_as_the_gradient_does():
+    # before: grad(cube)(array(0.5)) is a 0-d array (as JAX's), but jvp(grad(cube), ...) gave numpy floats for
+    # its value and tangent, and vjp(grad(cube), a) a numpy float for its value
+    a = np.array(0.5)
+    g = astad.grad(cube)
+    assert type(g(a)) is np.ndarray
+    value, tangent = astad.jvp(g, (a,), (np.array(1.0),))
+    assert type(value) is np.ndarray and value.shape == () and value == 0.75
+    assert type(tangent) is np.ndarray and tangent.shape == () and tangent == pytest.approx(3.0)
+    value, pullback = astad.vjp(g, a)
+    assert type(value) is np.ndarray and value.shape == ()
+    (ct,) = pullback(np.array(1.0))
+    assert type(ct) is np.ndarray and ct == pytest.approx(3.0)
+    value, tangent = astad.jvp(astad.grad(cube_sum, (0, 1)), (a, 2.0), (np.array(1.0), None))
+    assert [type(v) for v in value] == [np.ndarray, float] and [type(t) for t in tangent] == [np.ndarray, float]
+    np.testing.assert_allclose(tangent[0], 6.0 * 0.5 * 2.0)
+    np.testing.assert_allclose(tangent[1], 3.0 * 0.5 ** 2)  # d(sum t^3)/dt
