@@ -324,3 +324,29 @@ def test_a_jvp_or_vjp_of_a_gradient_at_a_0d_array_gives_0d_arrays_as_the_gradien
     assert [type(v) for v in value] == [np.ndarray, float] and [type(t) for t in tangent] == [np.ndarray, float]
     np.testing.assert_allclose(tangent[0], 6.0 * 0.5 * 2.0)
     np.testing.assert_allclose(tangent[1], 3.0 * 0.5 ** 2)  # d(sum t^3)/dt
+
+
+# --------------------------------------------------------------------------- astad.config
+
+
+@pytest.mark.parametrize("name, value", [("memory_cache_size", "abc"), ("memory_cache_size", None),
+                                         ("memory_cache_size", -1), ("memory_cache_size", 2.5),
+                                         ("disk_cache", "no"), ("disk_cache_max_entries", -5),
+                                         ("disk_cache_max_bytes", "x"), ("memory_cache", 0)])
+def test_a_setting_of_the_wrong_kind_is_refused_when_set(name, value):
+    # before: the next call failed with Python's ValueError or TypeError from inside astad
+    # (memory_cache_size "abc" or None), or the setting silently did something else
+    # (disk_cache = "no" left the disk cache on; memory_cache = 0, a typo, did nothing)
+    before = {k: getattr(astad.config, k) for k in ("disk_cache", "memory_cache_size", "disk_cache_max_entries",
+                                                    "disk_cache_max_bytes")}
+    with pytest.raises(astad.AstadError, match="astad.config"):
+        setattr(astad.config, name, value)
+    assert {k: getattr(astad.config, k) for k in before} == before
+    np.testing.assert_allclose(astad.grad(cube_sum)(np.array([0.5, 1.0]), 2.0), [1.5, 6.0])
+
+
+def test_settings_of_the_right_kind_are_kept(monkeypatch):
+    monkeypatch.setattr(astad.config, "memory_cache_size", np.int64(3))
+    assert type(astad.config.memory_cache_size) is int and astad.config.memory_cache_size == 3
+    monkeypatch.setattr(astad.config, "disk_cache", np.bool_(False))
+    assert astad.config.disk_cache is False
