@@ -135,8 +135,12 @@ class Derived:
         try:
             prog, what = self.program(args)[0], "as one program"
         except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
-            parts = self._assembly(args).parts
-            prog, what = parts[0][0], self._part_label(args, len(parts))
+            a = self._assembly(args)
+            first = a.first()
+            if first is None:
+                raise AstadError(f"{self.name} has no code to show at these arguments: it is assembled from no "
+                                 "program", hint="pass arguments with elements: .source_for(x, ...)") from None
+            prog, what = first, self._part_label(args, len(a.parts))
         return prog.forward(frozenset()), what
 
     def _part_label(self, args: Sequence[Any], n: int) -> str:

@@ -350,3 +350,14 @@ def test_settings_of_the_right_kind_are_kept(monkeypatch):
     assert type(astad.config.memory_cache_size) is int and astad.config.memory_cache_size == 3
     monkeypatch.setattr(astad.config, "disk_cache", np.bool_(False))
     assert astad.config.disk_cache is False
+
+
+@pytest.mark.parametrize("make", [astad.jacfwd, astad.jacrev, astad.jacobian,
+                                  lambda f: astad.jacfwd(astad.jacfwd(f))], ids=["jacfwd", "jacrev", "jacobian", "jacfwd2"])
+def test_source_of_a_jacobian_at_an_empty_array(make):
+    # (an IndexError from inside astad in this session's first version of api_parts: no column, no program)
+    x = np.zeros(0)
+    d = make(clipped)
+    got = d(x)
+    assert got.shape == (0,) * got.ndim and got.ndim >= 2
+    assert "def " in d.source
