@@ -456,10 +456,12 @@ class Grad(Derived):
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
             return super().program(args)
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if not isinstance(self.inner, Plain) and api_parts.n_columns(args, nums) != 1:  # (without running it)
+            return super().program(args)
         a = self._assembly(args)
         if len(a.parts) != 1:
             return super().program(args)
-        nums, single = _nums(self.argnums, len(args), self.inner.name)
         return api_parts.as_program(a, ("grad", tuple(nums), single))
 
 

@@ -74,6 +74,11 @@ def columns(base: Assembly, value: Any, args: Sequence[Any], nums: Sequence[int]
     return Assembly(parts, build, value, unbuild if n == 1 else None, empty)
 
 
+def n_columns(args: Sequence[Any], nums: Sequence[int]) -> int:
+    """How many real input elements the arguments ``nums`` hold (the columns of a Jacobian in them)."""
+    return sum(int(np.size(leaf)) for i in nums for leaf in flatten(args[i])[0] if is_real(leaf))
+
+
 def vjp_rows(prog: Program, value: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Assembly:
     """The Jacobian by reverse mode: ``prog`` (the VJP program of a plain function, see
     api_higher.vjp_of) along one cotangent per output element."""
