@@ -70,11 +70,13 @@ class Derived:
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         """JVPs along tangents astad made (unchecked), the program looked up once."""
-        raise NotImplementedError
+        return api_parts.jvps(self._assembly(primals), primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
-        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program",
-                        hint="differentiate grad (not value_and_grad), a Jacobian or a JVP")
+        if getattr(self, "with_value", False):
+            raise NoProgram(f"{self.name} returns a pair (the value and the gradient), which astad does not "
+                            "differentiate again", hint=f"differentiate {self.name[len('value_and_'):]}")
+        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program")
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
         """The programs this callable is assembled from at ``args`` (see :mod:`astad.api_parts`)."""
@@ -425,7 +427,7 @@ class Grad(Derived):
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         if self.with_value:
-            raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
+            return super()._jvps(primals, tangent_list)
         kind, prog = self._parts(primals)
         if kind == "vjp":
             marks = self._zero_d_marks(primals)

@@ -361,3 +361,16 @@ def test_source_of_a_jacobian_at_an_empty_array(make):
     got = d(x)
     assert got.shape == (0,) * got.ndim and got.ndim >= 2
     assert "def " in d.source
+
+
+@pytest.mark.parametrize("how", ["vjp", "jacfwd", "hessian"])
+def test_a_derivative_of_value_and_grad_is_refused_naming_grad(how):
+    # before: vjp(value_and_grad(f), x) and hessian(value_and_grad(f)) said value_and_grad(f) "is assembled
+    # from several derivatives" and hinted "differentiate with respect to one scalar at a time"
+    x = np.array([0.3, 0.5])
+    vg = astad.value_and_grad(clipped_sum)
+    with pytest.raises(astad.AstadError, match=r"returns a pair[\s\S]*differentiate grad\(clipped_sum\)"):
+        if how == "vjp":
+            astad.vjp(vg, x)
+        else:
+            getattr(astad, how)(vg)(x)
