@@ -127,7 +127,7 @@ def _column_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], si
 def _row_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
     """The transpose of from_rows for one row (one output element): ``ct``, a cotangent of the Jacobian,
     as a cotangent of the VJP program's output (the arguments ``nums``' cotangents; one, when ``single``)."""
-    (entry,) = [e for x, e in zip(flatten(value)[0], leaves_like(value, ct)) if is_real(np.asarray(x))]
+    (entry,) = [e for x, e in zip(flatten(value)[0], leaves_like(value, ct)) if is_real(np.asarray(x)) and np.size(x)]
     per_arg = []
     for n, i in enumerate(nums):
         sub = entry if single else entry[n]

@@ -374,3 +374,17 @@ def test_a_derivative_of_value_and_grad_is_refused_naming_grad(how):
             astad.vjp(vg, x)
         else:
             getattr(astad, how)(vg)(x)
+
+
+def _empty_and_cube(x):
+    return np.zeros(0) * x[0], np.sum(x ** 3)
+
+
+def test_a_vjp_of_a_jacrev_whose_output_has_an_empty_leaf():
+    x = np.array([0.5, 2.0])
+    d = astad.jacrev(_empty_and_cube)
+    value, pullback = astad.vjp(d, x)
+    assert value[0].shape == (0, 2)
+    np.testing.assert_allclose(value[1], 3.0 * x ** 2)
+    (ct,) = pullback((np.zeros((0, 2)), np.ones(2)))
+    np.testing.assert_allclose(ct, 6.0 * x)
