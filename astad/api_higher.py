@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
-from . import api, api_grad, api_parts, backends, guards, pipeline, scalar_grad, shown
+from . import api, api_grad, api_parts, backends, fresh, guards, pipeline, scalar_grad, shown
 from .api_forward import (_BY_ID, LATEST as _LATEST, all_differentiable, check_pairs, checked_tangents, fast_key,
                           forward_of, jvp_at, jvp_of_function, padded, param_names, zeros_like_type)
 from .errors import AstadError, AstadTypeError, NonScalarOutputError
@@ -70,11 +70,13 @@ class Derived:
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         """JVPs along tangents astad made (unchecked), the program looked up once."""
-        raise NotImplementedError
+        return api_parts.jvps(self._assembly(primals), primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
-        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program",
-                        hint="differentiate grad (not value_and_grad), a Jacobian or a JVP")
+        if getattr(self, "with_value", False):
+            raise NoProgram(f"{self.name} returns a pair (the value and the gradient), which astad does not "
+                            "differentiate again", hint=f"differentiate {self.name[len('value_and_'):]}")
+        raise NoProgram(f"{self.name} is assembled from several derivatives, not one program")
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
         """The programs this callable is assembled from at ``args`` (see :mod:`astad.api_parts`)."""
@@ -135,8 +137,12 @@ class Derived:
         try:
             prog, what = self.program(args)[0], "as one program"
         except NoProgram:  # assembled from several JVPs or VJPs: the program of one of them
-            parts = self._assembly(args).parts
-            prog, what = parts[0][0], self._part_label(args, len(parts))
+            a = self._assembly(args)
+            first = a.first()
+            if first is None:
+                raise AstadError(f"{self.name} has no code to show at these arguments: it is assembled from no "
+                                 "program", hint="pass arguments with elements: .source_for(x, ...)") from None
+            prog, what = first, self._part_label(args, len(a.parts))
         return prog.forward(frozenset()), what
 
     def _part_label(self, args: Sequence[Any], n: int) -> str:
@@ -169,6 +175,10 @@ class Derived:
         d = self._shown(args, kwargs)
         assert d.stages is not None
         return d.stages.text(stage)
+
+    def _output_like(self, args: Sequence[Any], value: Any) -> Any:
+        """The value of this callable's program at ``args`` as a call returns it."""
+        return value
 
     def _remember(self, args: Sequence[Any]) -> None:
         self._last_args = skeleton(tuple(args))
@@ -417,11 +427,24 @@ class Grad(Derived):
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         if self.with_value:
-            raise NoProgram(f"{self.name} returns a pair: differentiate grad instead")
+            return super()._jvps(primals, tangent_list)
         kind, prog = self._parts(primals)
         if kind == "vjp":
-            return [prog.jvp(primals, _seed(prog), t) for t in tangent_list]
+            marks = self._zero_d_marks(primals)
+            pairs = [prog.jvp(primals, _seed(prog), t) for t in tangent_list]
+            return pairs if marks is None else [(fresh.zero_d(marks, v), fresh.zero_d(marks, t)) for v, t in pairs]
         return api_parts.jvps(self._assembly(primals), primals, tangent_list)
+
+    def _zero_d_marks(self, args: Sequence[Any]) -> Any:
+        """Where the gradient holds a 0-d array (see fresh.zero_d_marks): that of a 0-d array argument is a
+        0-d array, as a call's (api_grad), where the generated code computes a numpy scalar."""
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        marks = [fresh.zero_d_marks(args[i]) for i in nums]
+        return marks[0] if single else (marks if any(m is not None for m in marks) else None)
+
+    def _output_like(self, args: Sequence[Any], value: Any) -> Any:
+        kind, _ = self._parts(args) if not self.with_value else ("", None)
+        return fresh.zero_d(self._zero_d_marks(args), value) if kind == "vjp" else value
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
         if self.with_value:
@@ -435,10 +458,12 @@ class Grad(Derived):
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
             return super().program(args)
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if not isinstance(self.inner, Plain) and api_parts.n_columns(args, nums) != 1:  # (without running it)
+            return super().program(args)
         a = self._assembly(args)
         if len(a.parts) != 1:
             return super().program(args)
-        nums, single = _nums(self.argnums, len(args), self.inner.name)
         return api_parts.as_program(a, ("grad", tuple(nums), single))
 
 
@@ -537,6 +562,7 @@ def vjp(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Callabl
         value, pullback = api_parts.vjp_by_jvps(d._assembly(full), full)
     else:
         value, pullback = program_vjp(prog, extras, full)
+        value = d._output_like(full, value)
     if len(full) == len(args):
         return value, pullback
     return value, lambda ct: pullback(ct)[:len(args)]  # as in JAX: the arguments passed by position

@@ -108,10 +108,12 @@ class Jac(Derived):
         return self._columns(args, nums, single, rows=self.rows)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
+        nums, single = _nums(self.argnums, len(args), self.inner.name)
+        if self.mode == "fwd" and api_parts.n_columns(args, nums) != 1:  # (known without running the function)
+            return super().program(args)
         a = self._assembly(args)
         if len(a.parts) != 1:
             return super().program(args)
-        nums, single = _nums(self.argnums, len(args), self.inner.name)
         return api_parts.as_program(a, (self.mode, self.rows, tuple(nums), single))
 
 

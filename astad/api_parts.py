@@ -28,6 +28,11 @@ class Assembly:
     build: Callable[[list], Any]
     value: Any = None  # the output of what build makes a Jacobian of (its structure and shapes shape build's)
     unbuild: Callable[[Any], Any] | None = None  # for one part: the transpose of build (see as_program)
+    empty: Program | None = None  # with no parts (no input or output element): the program one would have
+
+    def first(self) -> Program | None:
+        """The first program it is assembled from (what ``.source`` shows)."""
+        return self.parts[0][0] if self.parts else self.empty
 
 
 def one(prog: Program, extras: tuple) -> Assembly:
@@ -63,7 +68,15 @@ def columns(base: Assembly, value: Any, args: Sequence[Any], nums: Sequence[int]
     def unbuild(ct: Any) -> Any:  # (one part, one column: the Jacobian's blocks are that column reshaped)
         return base.unbuild(_column_of(value, ct, shapes, nums, single)) if base.unbuild else \
             _column_of(value, ct, shapes, nums, single)
-    return Assembly(parts, build, value, unbuild if n == 1 else None)
+    empty = None
+    if not parts and base.first() is not None and nums:  # (an argument of no elements)
+        empty = base.first().tangent_program(nums[0], abstract(args[nums[0]], f"argument {nums[0]}"))[0]  # type: ignore
+    return Assembly(parts, build, value, unbuild if n == 1 else None, empty)
+
+
+def n_columns(args: Sequence[Any], nums: Sequence[int]) -> int:
+    """How many real input elements the arguments ``nums`` hold (the columns of a Jacobian in them)."""
+    return sum(int(np.size(leaf)) for i in nums for leaf in flatten(args[i])[0] if is_real(leaf))
 
 
 def vjp_rows(prog: Program, value: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Assembly:
@@ -72,7 +85,7 @@ def vjp_rows(prog: Program, value: Any, args: Sequence[Any], nums: Sequence[int]
     shapes = skeleton(tuple(args))
     return Assembly([(prog, (ct,)) for ct in out_basis(value)],
                     lambda outs: from_rows(value, [(o,) if single else tuple(o) for o in outs], shapes, nums, single),
-                    value, lambda ct: _row_of(value, ct, shapes, nums, single))
+                    value, lambda ct: _row_of(value, ct, shapes, nums, single), prog)
 
 
 def _like(block: Any, leaf: Any, shape: tuple) -> Any:
@@ -114,7 +127,7 @@ def _column_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], si
 def _row_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
     """The transpose of from_rows for one row (one output element): ``ct``, a cotangent of the Jacobian,
     as a cotangent of the VJP program's output (the arguments ``nums``' cotangents; one, when ``single``)."""
-    (entry,) = [e for x, e in zip(flatten(value)[0], leaves_like(value, ct)) if is_real(np.asarray(x))]
+    (entry,) = [e for x, e in zip(flatten(value)[0], leaves_like(value, ct)) if is_real(np.asarray(x)) and np.size(x)]
     per_arg = []
     for n, i in enumerate(nums):
         sub = entry if single else entry[n]

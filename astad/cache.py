@@ -53,6 +53,27 @@ class Config:
     disk_cache_max_entries: int = 2000
     disk_cache_max_bytes: int = 256 * 2**20
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A switch of a name astad knows, of its kind: a bool, or a count (an int, 0 or more); anything
+        else is astad's error now, not a failure (or a switch silently not set) at the next call."""
+        from .errors import AstadTypeError
+
+        known = {k: v for k, v in vars(Config).items() if not k.startswith("_")}
+        if name not in known:
+            raise AstadTypeError(f"astad.config has no setting {name!r}",
+                                 hint=f"one of {', '.join(sorted(known))}")
+        if isinstance(known[name], bool):
+            if not isinstance(value, (bool, np.bool_)):
+                raise AstadTypeError(f"astad.config.{name} is True or False, got {value!r}",
+                                     hint=f"astad.config.{name} = False")
+            value = bool(value)
+        elif not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value < 0:
+            raise AstadTypeError(f"astad.config.{name} is a count (an int, 0 or more), got {value!r}",
+                                 hint=f"astad.config.{name} = {known[name]}")
+        else:
+            value = int(value)
+        object.__setattr__(self, name, value)
+
 
 config = Config()
 

@@ -294,3 +294,97 @@ def test_the_pullback_of_an_assembled_jacobian_gives_arrays_of_their_own():
             jx, jy = astad.jacfwd(_two, (0, 1))(*a)
             return np.sum(u[0] * jx) + np.sum(u[1] * jy)
         np.testing.assert_allclose(ct, _fd(contracted, arg, 1e-6), rtol=1e-6, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- 0-d arrays through derivatives of derivatives
+
+
+def cube(t):
+    return t ** 3
+
+
+def cube_sum(t, u):
+    return np.sum(t ** 3) * u
+
+
+def test_a_jvp_or_vjp_of_a_gradient_at_a_0d_array_gives_0d_arrays_as_the_gradient_does():
+    # before: grad(cube)(array(0.5)) is a 0-d array (as JAX's), but jvp(grad(cube), ...) gave numpy floats for
+    # its value and tangent, and vjp(grad(cube), a) a numpy float for its value
+    a = np.array(0.5)
+    g = astad.grad(cube)
+    assert type(g(a)) is np.ndarray
+    value, tangent = astad.jvp(g, (a,), (np.array(1.0),))
+    assert type(value) is np.ndarray and value.shape == () and value == 0.75
+    assert type(tangent) is np.ndarray and tangent.shape == () and tangent == pytest.approx(3.0)
+    value, pullback = astad.vjp(g, a)
+    assert type(value) is np.ndarray and value.shape == ()
+    (ct,) = pullback(np.array(1.0))
+    assert type(ct) is np.ndarray and ct == pytest.approx(3.0)
+    value, tangent = astad.jvp(astad.grad(cube_sum, (0, 1)), (a, 2.0), (np.array(1.0), None))
+    assert [type(v) for v in value] == [np.ndarray, float] and [type(t) for t in tangent] == [np.ndarray, float]
+    np.testing.assert_allclose(tangent[0], 6.0 * 0.5 * 2.0)
+    np.testing.assert_allclose(tangent[1], 3.0 * 0.5 ** 2)  # d(sum t^3)/dt
+
+
+# --------------------------------------------------------------------------- astad.config
+
+
+@pytest.mark.parametrize("name, value", [("memory_cache_size", "abc"), ("memory_cache_size", None),
+                                         ("memory_cache_size", -1), ("memory_cache_size", 2.5),
+                                         ("disk_cache", "no"), ("disk_cache_max_entries", -5),
+                                         ("disk_cache_max_bytes", "x"), ("memory_cache", 0)])
+def test_a_setting_of_the_wrong_kind_is_refused_when_set(name, value):
+    # before: the next call failed with Python's ValueError or TypeError from inside astad
+    # (memory_cache_size "abc" or None), or the setting silently did something else
+    # (disk_cache = "no" left the disk cache on; memory_cache = 0, a typo, did nothing)
+    before = {k: getattr(astad.config, k) for k in ("disk_cache", "memory_cache_size", "disk_cache_max_entries",
+                                                    "disk_cache_max_bytes")}
+    with pytest.raises(astad.AstadError, match="astad.config"):
+        setattr(astad.config, name, value)
+    assert {k: getattr(astad.config, k) for k in before} == before
+    np.testing.assert_allclose(astad.grad(cube_sum)(np.array([0.5, 1.0]), 2.0), [1.5, 6.0])
+
+
+def test_settings_of_the_right_kind_are_kept(monkeypatch):
+    monkeypatch.setattr(astad.config, "memory_cache_size", np.int64(3))
+    assert type(astad.config.memory_cache_size) is int and astad.config.memory_cache_size == 3
+    monkeypatch.setattr(astad.config, "disk_cache", np.bool_(False))
+    assert astad.config.disk_cache is False
+
+
+@pytest.mark.parametrize("make", [astad.jacfwd, astad.jacrev, astad.jacobian,
+                                  lambda f: astad.jacfwd(astad.jacfwd(f))], ids=["jacfwd", "jacrev", "jacobian", "jacfwd2"])
+def test_source_of_a_jacobian_at_an_empty_array(make):
+    # (an IndexError from inside astad in this session's first version of api_parts: no column, no program)
+    x = np.zeros(0)
+    d = make(clipped)
+    got = d(x)
+    assert got.shape == (0,) * got.ndim and got.ndim >= 2
+    assert "def " in d.source
+
+
+@pytest.mark.parametrize("how", ["vjp", "jacfwd", "hessian"])
+def test_a_derivative_of_value_and_grad_is_refused_naming_grad(how):
+    # before: vjp(value_and_grad(f), x) and hessian(value_and_grad(f)) said value_and_grad(f) "is assembled
+    # from several derivatives" and hinted "differentiate with respect to one scalar at a time"
+    x = np.array([0.3, 0.5])
+    vg = astad.value_and_grad(clipped_sum)
+    with pytest.raises(astad.AstadError, match=r"returns a pair[\s\S]*differentiate grad\(clipped_sum\)"):
+        if how == "vjp":
+            astad.vjp(vg, x)
+        else:
+            getattr(astad, how)(vg)(x)
+
+
+def _empty_and_cube(x):
+    return np.zeros(0) * x[0], np.sum(x ** 3)
+
+
+def test_a_vjp_of_a_jacrev_whose_output_has_an_empty_leaf():
+    x = np.array([0.5, 2.0])
+    d = astad.jacrev(_empty_and_cube)
+    value, pullback = astad.vjp(d, x)
+    assert value[0].shape == (0, 2)
+    np.testing.assert_allclose(value[1], 3.0 * x ** 2)
+    (ct,) = pullback((np.zeros((0, 2)), np.ones(2)))
+    np.testing.assert_allclose(ct, 6.0 * x)
