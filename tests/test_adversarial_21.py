@@ -59,6 +59,10 @@
     ``np.array(xs)``; astad now reduces its stack.  (A list whose length is known only when running is
     still refused: numpy's sum of an empty list is 0.0, a stack of it raises.)
 
+12. ``list(x)`` of an array (``xs = list(x); xs.append(1.0)``) was refused ("list() takes one list, tuple or
+    comprehension"): now the list of its rows where its length is known when transforming (numpy scalars of
+    a vector, views of a matrix's rows: an in-place update through one is refused).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -407,3 +411,22 @@ def test_reductions_of_lists():
     np.testing.assert_allclose(g, central_differences(reductions_of_lists, x), rtol=1e-7, atol=1e-9)
     t = np.array([0.3, -0.7, 1.1])
     assert astad.jvp(reductions_of_lists, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+
+
+# ---- 12. list(x) of an array ---------------------------------------------------------------------------
+
+def list_of_an_array(x):
+    xs = list(x)
+    xs.append(1.0)
+    rows = list(np.outer(x, x))
+    rows[0] = rows[0] * 2.0
+    return np.sum(np.array(xs) ** 2) + np.sum(np.stack(rows) ** 2) + sum(list(x)) * max(list(x))
+
+
+def test_list_of_an_array():
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(list_of_an_array)(x)
+    assert value == pytest.approx(list_of_an_array(x), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(list_of_an_array, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(list_of_an_array, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
