@@ -53,6 +53,16 @@
     of test modules as it imports them, so the bytecode is not the file's text, and reloading does not
     help.  The refusal says so now and what to do (another module, or pytest's marker against rewriting).
 
+11. ``np.sum([a, b])``, ``np.max([x[0], x[1], 0.5])``, ``np.mean([f(v) for v in x])`` (a reduction of a list or
+    tuple of numbers or of arrays of one shape, written out or made by a comprehension of known length)
+    were refused ("a list is used where a number or an array is expected"): numpy reads the list as
+    ``np.array(xs)``; astad now reduces its stack.  (A list whose length is known only when running is
+    still refused: numpy's sum of an empty list is 0.0, a stack of it raises.)
+
+12. ``list(x)`` of an array (``xs = list(x); xs.append(1.0)``) was refused ("list() takes one list, tuple or
+    comprehension"): now the list of its rows where its length is known when transforming (numpy scalars of
+    a vector, views of a matrix's rows: an in-place update through one is refused).
+
 Oracles: the plain call (its value, its type), central finite differences in float64, forward mode.
 """
 
@@ -384,3 +394,39 @@ def test_asserts_rewritten_by_pytest_are_named_in_the_refusal():
     with pytest.raises(astad.SourceUnavailableError, match="rewritten by pytest") as e:
         astad.grad(asserting_in_a_test_module)(1.5)
     assert "PYTEST_DONT_REWRITE" in str(e.value)
+
+
+# ---- 11. reductions of lists ---------------------------------------------------------------------------
+
+def reductions_of_lists(x):
+    return (np.sum([np.sum(x), x[0] * 2.0]) + np.mean([v ** 2 for v in x]) + np.max([x[0], x[1], 0.5])
+            + np.min((x[2], 1.0)) + np.sum([x, x * 2.0], axis=0) @ x + np.std([x[0], x[1], x[2]]))
+
+
+def test_reductions_of_lists():
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(reductions_of_lists)(x)
+    want = reductions_of_lists(x)
+    assert value == pytest.approx(want, rel=1e-14) and type(value) is type(want)
+    np.testing.assert_allclose(g, central_differences(reductions_of_lists, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(reductions_of_lists, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+
+
+# ---- 12. list(x) of an array ---------------------------------------------------------------------------
+
+def list_of_an_array(x):
+    xs = list(x)
+    xs.append(1.0)
+    rows = list(np.outer(x, x))
+    rows[0] = rows[0] * 2.0
+    return np.sum(np.array(xs) ** 2) + np.sum(np.stack(rows) ** 2) + sum(list(x)) * max(list(x))
+
+
+def test_list_of_an_array():
+    x = np.array([0.5, -1.25, 2.0])
+    value, g = astad.value_and_grad(list_of_an_array)(x)
+    assert value == pytest.approx(list_of_an_array(x), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(list_of_an_array, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(list_of_an_array, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)

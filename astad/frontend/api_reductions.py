@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir import Atom, Const, Num, TupleT
 from ..values import PyTuple, Ref
-from .api_specs import ApiSpec, Refused, dtype_params, elementwise, refuse_axis_list, sig
+from .api_specs import ApiSpec, Refused, dtype_params, elementwise, refuse_axis_list, sig, stacked_list
 from .core import LowererCore as Lowerer
 from .scopes import Value
 
@@ -46,7 +46,9 @@ def _statics(lw: Lowerer, b: dict, node: cst.Call, names: tuple[str, ...]) -> di
 
 
 def _array(lw: Lowerer, b: dict, node: cst.Call, title: str, method: bool) -> Atom:
-    x = lw.atom(lw.const_or(b["a"]), node)
+    """The array reduced; a list or tuple of numbers or of arrays of one shape written out (``np.sum([a, b])``,
+    ``np.mean([f(v) for v in xs])`` of a known length) as numpy reads it, their stack along a new first axis."""
+    x = lw.atom(stacked_list(lw, lw.const_or(b["a"]), node), node)
     if method and isinstance(x.type, Num) and x.type.py:
         name = title.strip(".()")
         hint = {"item": "the number itself", "astype": "np.float64(x) or int(x)", "squeeze": "the number itself"}

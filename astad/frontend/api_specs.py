@@ -123,6 +123,19 @@ def refuse_axis_list(lw: "Lowerer", b: dict, node: cst.Call) -> None:
                             "axis=(0, 1)")
 
 
+def stacked_list(lw: "Lowerer", value: "Value", node: cst.Call) -> "Value":
+    """A reduction's array: a list or tuple of numbers or of arrays of one shape written out (``np.sum([a, b])``,
+    ``np.mean([f(v) for v in xs])`` of a known length) as numpy reads it, their stack along a new first axis;
+    ``value`` itself where it is none of these."""
+    if isinstance(value, PyTuple) and value.items and value.fields is None and not any(
+            isinstance(v, PyTuple) for v in value.items):
+        return lw.emit("stack", [lw.atom(v, node) for v in value.items], {"axis": 0})
+    if isinstance(value, Var) and isinstance(value.type, ListT) and value.type.length and isinstance(
+            value.type.elem, Num):  # (a comprehension of known length; an empty list is numpy's 0.0, not a stack)
+        return lw.emit("stack_list", [value], {"axis": 0})
+    return value
+
+
 def reduction(op: str) -> Callable[[str], ApiSpec]:
     # numpy's positional order: np.sum(a, axis, dtype, out, keepdims, initial, where); np.max(a, axis, out,
     # keepdims, initial, where); np.mean(a, axis, dtype, out, keepdims)
@@ -137,6 +150,8 @@ def reduction(op: str) -> Callable[[str], ApiSpec]:
                                     "leave it out (a positional argument after `axis` is numpy's `dtype`/`out`; "
                                     "pass keepdims=... by keyword)")
         refuse_axis_list(lw, b, node)
+        if isinstance(b["a"], (PyTuple, Var)):
+            b = {**b, "a": stacked_list(lw, b["a"], node)}
         axis = lw.static(lw.const_or(b["axis"]), node, "axis")
         keep = bool(lw.static(lw.const_or(b["keepdims"]), node, "keepdims"))
         if "initial" in b and (not _is_value(b["initial"], None) or not _is_value(b["where"], True)):

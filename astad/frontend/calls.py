@@ -83,6 +83,13 @@ class Calls(LowererCore):
         if func.kind == "isinstance":
             return self.isinstance_call(args, node)
         if func.kind == "list":
+            if len(args) == 1 and not kwargs and isinstance(args[0], (Var, Const)) and isinstance(args[0].type, Num) \
+                    and args[0].type.shape and args[0].type.shape[0] is not None:
+                x = args[0]  # list(x) of an array of known length: its rows (numpy scalars of a vector), as Python
+                rows = PyTuple(tuple(self.emit("getitem", [x], {"index": (i,)}) for i in range(x.type.shape[0])),
+                               is_list=True)
+                self.aliases.new_list(rows)
+                return rows
             if len(args) != 1 or kwargs or not (isinstance(args[0], PyTuple) or (
                     isinstance(args[0], Var) and isinstance(args[0].type, ListT))):
                 raise self.type_error("list() takes one list, tuple or comprehension", node, "list(map(f, xs))")
