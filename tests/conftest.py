@@ -247,6 +247,8 @@ def pytest_configure(config):
     settings.register_profile("astad-default", derandomize=True)
     settings.register_profile("astad-fuzz", derandomize=False)
     settings.load_profile("astad-fuzz" if os.environ.get(FUZZ_EXAMPLES_ENV, "").strip() else "astad-default")
+    if os.environ.get(TEST_CPU_ENV, "").strip():
+        config.pluginmanager.register(_TestCpu(os.environ[TEST_CPU_ENV].strip()), "astad-test-cpu")
 
 
 def _memoise_function_digest():
@@ -492,3 +494,44 @@ def disk_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("ASTAD_CACHE_DIR", str(d))
     monkeypatch.setattr(astad.config, "disk_cache", True)
     return d
+
+
+# ---------------------------------------------------------------- CPU time per test (opt-in)
+
+TEST_CPU_ENV = "ASTAD_TEST_CPU"
+
+
+class _TestCpu:
+    """With ``ASTAD_TEST_CPU=PATH``: the CPU time (``time.process_time()``, and the CPU of the
+    subprocesses a test waited for, ``os.times()``'s children fields) of each test, setup, call and
+    teardown together, written by each process (an xdist worker, or the one process of ``-n 0``) to
+    ``PATH.<worker>`` as lines ``seconds<TAB>child seconds<TAB>node id``, and a last line
+    ``seconds<TAB>child seconds<TAB>(process)`` of the whole process (its start and collection
+    included).  Wall-clock durations mean little on a loaded machine; CPU time is what the suite
+    costs.  Sum per file: ``python tests/cpu_report.py PATH``."""
+
+    def __init__(self, path):
+        self.path, self.rows = path, []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        import time
+
+        t0, c0 = time.process_time(), os.times()
+        yield
+        c1 = os.times()
+        self.rows.append((time.process_time() - t0,
+                          c1.children_user + c1.children_system - c0.children_user - c0.children_system,
+                          item.nodeid))
+
+    def pytest_sessionfinish(self, session):
+        import time
+
+        if not self.rows:  # (the controlling process of an xdist run: its workers write theirs)
+            return
+        c = os.times()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(f"{self.path}.{worker}", "w") as out:
+            for cpu, child, nodeid in self.rows:
+                out.write(f"{cpu:.4f}\t{child:.4f}\t{nodeid}\n")
+            out.write(f"{time.process_time():.4f}\t{c.children_user + c.children_system:.4f}\t(process)\n")

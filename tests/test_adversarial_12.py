@@ -111,7 +111,7 @@ def _derived(f, args, v):
             astad.jacfwd(astad.grad(f, argnums=0), argnums=1)(*args))
 
 
-@settings(max_examples=fuzz_examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=fuzz_examples(5, long=12), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(programs(), st.integers(0, 2**16))
 def test_remembered_facts_of_random_programs(tmp_path_factory, checked_memos, source, seed):
     note(source)

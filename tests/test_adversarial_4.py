@@ -407,7 +407,7 @@ def _same(got, want):
     return got == pytest.approx(want, rel=1e-12, abs=1e-300)
 
 
-@settings(max_examples=fuzz_examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=fuzz_examples(25, long=60), deadline=None, suppress_health_check=list(HealthCheck))
 @given(_fast_loops())
 def test_random_fast_loops_compute_what_numpy_computes(tmp_path_factory, case):
     """The value of the generated code is the plain function's (numpy's scalar semantics: bools,

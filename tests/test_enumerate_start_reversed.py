@@ -89,7 +89,7 @@ vectors = arrays(np.float64, st.integers(1, 6), elements=finite)
 matrices = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 3)), elements=finite)
 
 
-@settings(max_examples=fuzz_examples(15), deadline=None)
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None)
 @given(vectors, st.integers(-3, 3))
 def test_enumerate_from_a_start(x, k):
     for fn, args in ((from_one, (x,)), (from_k, (x, k)), (backwards_counted, (x,)), (backwards_indices, (x,)),
@@ -105,7 +105,7 @@ def test_enumerate_zip_from_one(x, w):
     check_jvp(zipped_from_one, (x, w))
 
 
-@settings(max_examples=fuzz_examples(15), deadline=None)
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None)
 @given(st.one_of(vectors, matrices))
 def test_reversed_array(x):
     for fn in (backwards, backwards_counted, backwards_over_a_built_list):

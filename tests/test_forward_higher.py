@@ -248,7 +248,7 @@ def hvp_program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("hvp_random")
 
 
-@settings(max_examples=fuzz_examples(8), deadline=None,
+@settings(max_examples=fuzz_examples(4, long=8), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(test_random_control_flow.programs())
 def test_random_hessian_vector_products(hvp_program_dir, program):

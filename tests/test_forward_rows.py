@@ -203,7 +203,7 @@ def row_programs(draw):
     return "\n".join(lines) + "\n", shape, b_shape, draw(st.integers(0, 2 ** 16))
 
 
-@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(12, long=30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(row_programs(), st.data())
 def test_random_loops_over_rows(tmp_path_factory, program, data):
     source, shape, b_shape, seed = program

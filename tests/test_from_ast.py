@@ -451,7 +451,7 @@ def reformatted(draw):
     return source
 
 
-@settings(max_examples=fuzz_examples(30, long=60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(12, long=60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reformatted())
 def test_random_programs_reformatted_read_alike(source):
     note(source)

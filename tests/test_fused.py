@@ -71,7 +71,7 @@ def test_fused_equals_forward_then_backward_on_random_programs(program_dir, prog
     event("fused" if check_fused(fn, sl._arguments(params, seed)) else "declined")
 
 
-@settings(max_examples=fuzz_examples(15), **_SETTINGS)
+@settings(max_examples=fuzz_examples(6, long=15), **_SETTINGS)
 @given(cf.programs(scalar=True))
 def test_fused_equals_forward_then_backward_on_random_loops(program_dir, program):
     event("fused" if check_fused(*_control_flow(program_dir, program)) else "declined")

@@ -149,7 +149,7 @@ OTHERS = [copy_before_read_after, read_before_the_loop, read_by_inner_loop, stac
           list_set_out_of_the_loop]
 
 
-@settings(max_examples=fuzz_examples(6), deadline=None)
+@settings(max_examples=fuzz_examples(3, long=6), deadline=None)
 @given(x=arrays(np.float64, 4, elements=st.floats(-1.5, 1.5)), data=st.data())
 @pytest.mark.parametrize("fn", IN_PLACE + OTHERS, ids=lambda f: f.__name__)
 def test_derivatives(fn, x, data):

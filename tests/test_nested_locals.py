@@ -221,7 +221,7 @@ def scope_programs(draw):
     return source, f"{use} in {where}"
 
 
-@settings(max_examples=fuzz_examples(60), deadline=None)
+@settings(max_examples=fuzz_examples(25, long=60), deadline=None)
 @given(program=scope_programs(), xs=st.lists(st.sampled_from([-1.33, -0.41, 0.27, 0.93, 1.62]), min_size=3, max_size=3),
        data=st.data())  # (no sum of three entries near 0: forward vs reverse compares to rounding of the terms)
 def test_random_scopes_correct_or_refused(tmp_path_factory, program, xs, data):

@@ -79,7 +79,7 @@ def _ends_at_dce_fixpoint(fn, args):
     return bool(seen) and all(seen)
 
 
-@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(12, long=30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs.programs())
 def test_random_programs_end_at_dce_fixpoint(tmp_path_factory, program):
     source, params, seed = program
@@ -88,7 +88,7 @@ def test_random_programs_end_at_dce_fixpoint(tmp_path_factory, program):
     assert _ends_at_dce_fixpoint(fn, random_programs._arguments(params, seed))
 
 
-@settings(max_examples=fuzz_examples(20), deadline=None,
+@settings(max_examples=fuzz_examples(8, long=20), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(random_control_flow.programs())
 def test_random_control_flow_ends_at_dce_fixpoint(tmp_path_factory, program):
@@ -236,7 +236,7 @@ def test_fold_names_cotangents_in_its_walk(monkeypatch, name):
     assert checked and all(c is True for c in checked)
 
 
-@settings(max_examples=fuzz_examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(12, long=30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs.programs())
 def test_random_programs_fold_names_cotangents_in_its_walk(tmp_path_factory, program):
     source, params, seed = program

@@ -69,7 +69,7 @@ def test_work_left_out_changes_nothing_in_bench_programs(name, monkeypatch):
     assert _sources(fn, args, wrt) == leaving_out
 
 
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(10, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs.programs())
 def test_work_left_out_changes_nothing_in_random_programs(tmp_path_factory, program):
     source, params, seed = program
@@ -114,7 +114,7 @@ def test_dce_leaves_out_only_forward_blocks_it_would_leave_as_they_are(name, mon
         assert checked
 
 
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(10, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs.programs())
 def test_dce_skips_of_random_programs(tmp_path_factory, program):
     source, params, seed = program
@@ -248,7 +248,7 @@ def test_sink_broadcasts_remembers_the_kinds_of_its_block(name, monkeypatch):
         assert checked
 
 
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(10, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs.programs())
 def test_sink_broadcasts_kinds_of_random_programs(tmp_path_factory, program):
     from astad.ir import walk
@@ -328,7 +328,7 @@ def test_remembered_facts_of_bench_programs(fact, name, monkeypatch):
 
 
 @pytest.mark.parametrize("fact", list(REMEMBERED))
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(10, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_programs.programs())
 def test_remembered_facts_of_random_programs(tmp_path_factory, fact, program):
     source, params, seed = program

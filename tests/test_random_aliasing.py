@@ -684,7 +684,7 @@ def test_random_np_parameter(program_dir, program, data):
     _check(program_dir, program, "names", "np_param", data)
 
 
-@settings(max_examples=fuzz_examples(6), **_FEW)
+@settings(max_examples=fuzz_examples(3, long=6), **_FEW)
 @given(big_programs(), st.data())
 def test_random_big_programs(program_dir, program, data):
     _check(program_dir, program, "big", "big", data)

@@ -1626,7 +1626,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("random_control_flow")
 
 
-@settings(max_examples=fuzz_examples(25, long=40), deadline=None,
+@settings(max_examples=fuzz_examples(10, long=40), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(programs(), st.data())
 def test_random_control_flow(program_dir, program, data):

@@ -118,7 +118,7 @@ def test_random_grad_grad(program_dir, program):
     check_grad_grad(*_straight(program_dir, program))
 
 
-@settings(max_examples=fuzz_examples(8), **_SETTINGS)
+@settings(max_examples=fuzz_examples(3, long=8), **_SETTINGS)
 @given(cf.programs(first=["f"], scalar=True))
 def test_random_grad_grad_loops(program_dir, program):
     check_grad_grad(*_control_flow(program_dir, program))
@@ -159,7 +159,7 @@ def test_random_hessian(program_dir, program, data):
     check_hessian(fn, args, data.draw(_real_like(args[0]), label="v"))
 
 
-@settings(max_examples=fuzz_examples(5), **_SETTINGS)
+@settings(max_examples=fuzz_examples(2, long=5), **_SETTINGS)
 @given(cf.programs(first=VECTOR_SHAPES, scalar=True), st.data())
 def test_random_hessian_loops(program_dir, program, data):
     fn, args = _control_flow(program_dir, program)
@@ -208,7 +208,7 @@ def test_random_jacfwd_jacrev(program_dir, program):
     check_jacobians(*_straight(program_dir, program))
 
 
-@settings(max_examples=fuzz_examples(8), **_SETTINGS)
+@settings(max_examples=fuzz_examples(3, long=8), **_SETTINGS)
 @given(cf.programs())
 def test_random_jacfwd_jacrev_loops(program_dir, program):
     check_jacobians(*_control_flow(program_dir, program))

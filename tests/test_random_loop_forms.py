@@ -509,7 +509,7 @@ _FEW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCh
                                                   HealthCheck.data_too_large])
 
 
-@settings(max_examples=fuzz_examples(12), **_FEW)
+@settings(max_examples=fuzz_examples(10, long=12), **_FEW)
 @given(programs(), st.data())
 def test_random_loop_forms(program_dir, program, data):
     plain, instrumented, args, counts = program

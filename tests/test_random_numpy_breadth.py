@@ -21,7 +21,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("breadth")
 
 
-@settings(max_examples=fuzz_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(25, long=60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program=programs())
 def test_random_numpy_programs_are_correct_or_refused(program_dir, program):
     source, x, w = program

@@ -1312,7 +1312,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("random_programs")
 
 
-@settings(max_examples=fuzz_examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(60, long=150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(), st.data())
 def test_random_program(program_dir, program, data):
     source, params, seed = program

@@ -26,7 +26,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("random_replay")
 
 
-@settings(max_examples=fuzz_examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(20, long=60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_replayed_and_named_like_run_and_copied(program_dir, program):
     source, params, seed = program
@@ -121,7 +121,7 @@ def _second_order(fn, args):
         return f"refused: {type(e).__name__}: {e}"
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(15, long=40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2**31 - 1))
 def test_repeated_applications_replayed_like_run(program_dir, seed):
     source, args = _repeated_program(seed)

@@ -152,7 +152,7 @@ def test_random_programs_released(released_always, program_dir, data):
     straight.check_stages(fn, args, seed)
 
 
-@settings(max_examples=fuzz_examples(15), deadline=None,
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_control_flow_released(released_always, program_dir, data):

@@ -434,7 +434,7 @@ def programs(draw):
     return HELPERS + "\n\ndef f(x):\n" + "\n".join(lines) + "\n    return acc\n"
 
 
-@settings(max_examples=fuzz_examples(12), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=fuzz_examples(5, long=12), deadline=None, suppress_health_check=list(HealthCheck))
 @given(source=programs())
 def test_random_programs_of_repeated_calls(tmp_path_factory, source):
     """Random programs calling helpers again and again (in loops, branches, lambdas, with literals,

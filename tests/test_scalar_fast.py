@@ -227,7 +227,7 @@ def scalar_programs(draw):
     return "import numpy as np\n\n\ndef f(x, y, n):\n" + "\n".join("    " + ln for ln in lines) + "\n"
 
 
-@settings(max_examples=fuzz_examples(15, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(6, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scalar_programs(), st.floats(-1.5, 1.5), st.floats(-1.5, 1.5), st.integers(0, 6))
 def test_random_scalar_programs(tmp_path_factory, source, x, y, n):
     note(source)

@@ -93,7 +93,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("structural_names")
 
 
-@settings(max_examples=fuzz_examples(15, long=25), deadline=None,
+@settings(max_examples=fuzz_examples(6, long=25), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(programs())
 def test_random_control_flow_programs(program_dir, program):
