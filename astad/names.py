@@ -70,12 +70,13 @@ class Namer:
     user's own name, outside names never.  Names are compared, and handed
     out, as Python reads them (:func:`python_name`)."""
 
-    def __init__(self, reserved: Iterable[str] = (), program: str | None = None) -> None:
+    def __init__(self, reserved: Iterable[str] = (), program: str | None = None, own: bool = False) -> None:
         never = OUTSIDE | KEYWORDS | (function_names(program) if program is not None else frozenset())
-        used = set(reserved)
+        used = reserved if own else set(reserved)  # (own: ``reserved`` is a set the caller gives away)
         if not "".join(used).isascii():  # (rare: only a name that is not ASCII can read as another)
             used = {python_name(n) for n in used}
-        self.used = used | never
+        used |= never  # type: ignore[operator]
+        self.used = used  # type: ignore[assignment]
         self.taken: set[str] = set(never)
         self.temps = 0
         self.log: list[tuple[str, str | None, str]] | None = None  # fresh/temp calls, while a call is recorded
@@ -253,7 +254,7 @@ class _NamerOf(Namer):
         if attr not in ("used", "taken") or "_prog" not in self.__dict__:
             raise AttributeError(attr)
         prog, temps = self.__dict__.pop("_prog"), self.temps
-        Namer.__init__(self, program_names(prog), prog.name)
+        Namer.__init__(self, program_names(prog), prog.name, own=True)  # (a new set: no copy of it made)
         self.taken = self.used  # (as adding_to)
         self.temps = temps
         # a Namer from now on: a class with __getattr__ has every attribute read by the slow path (the
