@@ -167,10 +167,10 @@ class PlainPrinting:
                 kind, value, prec = f.kind, None, f.prec
                 if kind is _BINOP:  # (text_expr.binop_of's)
                     left, right = texts
-                    text = (left.text if left.prec >= prec else "(" + left.text + ")") + f.token + (
-                        right.text if right.prec > prec else "(" + right.text + ")")
+                    text = f"{left.text if left.prec >= prec else f'({left.text})'}{f.token}" \
+                        f"{right.text if right.prec > prec else f'({right.text})'}"  # (one string made, not two)
                 elif kind is _CALL:  # (text_expr.call's)
-                    text = f.token + "(" + ", ".join([a.text for a in texts]) + ")"
+                    text = f"{f.token}({', '.join([a.text for a in texts])})"
                 elif kind is _SUMS:  # (Printer.sum's: binop_of's, the sum so far on the left)
                     first = texts[0]
                     text = first.text if first.prec >= prec else "(" + first.text + ")"
@@ -190,14 +190,14 @@ class PlainPrinting:
                 elif name.isidentifier():  # (assign_line's)
                     loc = b.loc  # (comment's, inlined)
                     if loc is None or loc is seen:
-                        lines.append(Line((), name + " = " + text))
+                        lines.append(Line((), f"{name} = {text}"))
                     elif last_loc is not None and loc.line == last_loc[1] and loc.file == last_loc[0]:
                         seen = loc
-                        lines.append(Line((), name + " = " + text))
+                        lines.append(Line((), f"{name} = {text}"))
                     else:
                         self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
                         seen = loc
-                        lines.append(Line(comment_lines(loc.line, loc.text), name + " = " + text))
+                        lines.append(Line(comment_lines(loc.line, loc.text), f"{name} = {text}"))
                 else:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
