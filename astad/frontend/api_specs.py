@@ -127,8 +127,8 @@ def stacked_list(lw: "Lowerer", value: "Value", node: cst.Call) -> "Value":
     """A reduction's array: a list or tuple of numbers or of arrays of one shape written out (``np.sum([a, b])``,
     ``np.mean([f(v) for v in xs])`` of a known length) as numpy reads it, their stack along a new first axis;
     ``value`` itself where it is none of these."""
-    if isinstance(value, PyTuple) and value.items and value.fields is None and not any(
-            isinstance(v, PyTuple) for v in value.items):
+    if isinstance(value, PyTuple) and value.items and value.fields is None and all(
+            isinstance(v, (Var, Const)) and isinstance(v.type, Num) for v in value.items):
         return lw.emit("stack", [lw.atom(v, node) for v in value.items], {"axis": 0})
     if isinstance(value, Var) and isinstance(value.type, ListT) and value.type.length and isinstance(
             value.type.elem, Num):  # (a comprehension of known length; an empty list is numpy's 0.0, not a stack)
