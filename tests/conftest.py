@@ -225,6 +225,19 @@ def check_stages(fn, args):
 
 
 # ---------------------------------------------------------------- random-program budget
+#
+# CI runs ``python -m pytest -q`` within its budget (about 3 minutes on 2 cores): each random-program
+# test runs its ``fuzz_examples`` default there.  Long fuzzing is behind a flag:
+#
+#   ASTAD_LONG_FUZZ=1 python -m pytest -q        every test its ``long`` count (the count it ran in CI
+#                                                before its default was cut, or more): the same
+#                                                examples as CI, drawn the same way, and more;
+#   ASTAD_FUZZ_EXAMPLES=2000 python -m pytest -q  (or ``--fuzz-examples 2000``) every test that many
+#                                                fresh examples, new ones each run;
+#   python -m pytest -q -k random ...            either of those on a part of the suite.
+#
+# Where CPU time goes, per test and per file: ``ASTAD_TEST_CPU=/tmp/cpu python -m pytest -q`` then
+# ``python tests/cpu_report.py /tmp/cpu`` (see ``_TestCpu``, and ``HEAVIEST_FIRST``).
 
 FUZZ_EXAMPLES_ENV = "ASTAD_FUZZ_EXAMPLES"
 
