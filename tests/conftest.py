@@ -225,6 +225,19 @@ def check_stages(fn, args):
 
 
 # ---------------------------------------------------------------- random-program budget
+#
+# CI runs ``python -m pytest -q`` within its budget (about 3 minutes on 2 cores): each random-program
+# test runs its ``fuzz_examples`` default there.  Long fuzzing is behind a flag:
+#
+#   ASTAD_LONG_FUZZ=1 python -m pytest -q        every test its ``long`` count (the count it ran in CI
+#                                                before its default was cut, or more): the same
+#                                                examples as CI, drawn the same way, and more;
+#   ASTAD_FUZZ_EXAMPLES=2000 python -m pytest -q  (or ``--fuzz-examples 2000``) every test that many
+#                                                fresh examples, new ones each run;
+#   python -m pytest -q -k random ...            either of those on a part of the suite.
+#
+# Where CPU time goes, per test and per file: ``ASTAD_TEST_CPU=/tmp/cpu python -m pytest -q`` then
+# ``python tests/cpu_report.py /tmp/cpu`` (see ``_TestCpu``, and ``HEAVIEST_FIRST``).
 
 FUZZ_EXAMPLES_ENV = "ASTAD_FUZZ_EXAMPLES"
 
@@ -244,11 +257,58 @@ def pytest_configure(config):
     from hypothesis import settings
 
     _memoise_function_digest()
+    _rewritten_test_modules(config)
+    if hasattr(config.option, "loadscopereorder"):  # (see HEAVIEST_FIRST: the workers' order is kept)
+        config.option.loadscopereorder = False
     settings.register_profile("astad-default", derandomize=True)
     settings.register_profile("astad-fuzz", derandomize=False)
     settings.load_profile("astad-fuzz" if os.environ.get(FUZZ_EXAMPLES_ENV, "").strip() else "astad-default")
     if os.environ.get(TEST_CPU_ENV, "").strip():
         config.pluginmanager.register(_TestCpu(os.environ[TEST_CPU_ENV].strip()), "astad-test-cpu")
+
+
+def _rewritten_test_modules(config):
+    """The test modules this run imports, their asserts rewritten by pytest, written once by the
+    controlling process into ``tests/__pycache__`` (git-ignored) before its workers start.  pytest
+    rewrites the asserts of each test module it imports and caches the result as a pyc, but it never
+    writes that pyc where ``PYTHONDONTWRITEBYTECODE`` is set (this machine, CI) though it still reads
+    one: without this, every xdist worker rewrote and compiled all the test modules again, about 4 s
+    of each worker's 8 s of collection.  The pyc is what pytest itself writes when allowed (its own
+    functions; checked by the source's mtime and size, so only stale or missing ones are made); what
+    runs is the same code.  (Where pytest's internals differ, or assertions are not rewritten:
+    left to pytest, as before.)"""
+    import sys
+
+    if os.environ.get("PYTEST_XDIST_WORKER") or not sys.dont_write_bytecode:
+        return  # (pytest writes them itself where it may)
+    try:
+        import fnmatch
+        from pathlib import Path
+
+        from _pytest.assertion import rewrite
+
+        if config.getoption("assertmode") != "rewrite":
+            return
+        state = config.stash[rewrite.assertstate_key]
+        here = Path(__file__).resolve().parent
+        patterns = config.getini("python_files")
+        files = {here / "conftest.py"}
+        for arg in config.args or [str(here)]:
+            path = Path(config.invocation_params.dir, arg.split("::")[0]).resolve()
+            if path.is_dir() and (path == here or here in path.parents or path in here.parents):
+                files.update(f for f in here.glob("*.py") if any(fnmatch.fnmatch(f.name, p) for p in patterns))
+            elif path.parent == here and path.suffix == ".py":
+                files.add(path)
+        for fn in sorted(files):
+            pyc = rewrite.get_cache_dir(fn) / (fn.name[:-3] + rewrite.PYC_TAIL)
+            if not fn.is_file() or rewrite._read_pyc(fn, pyc) is not None:
+                continue
+            if not rewrite.try_makedirs(pyc.parent):
+                return
+            source_stat, co = rewrite._rewrite_test(fn, config)
+            rewrite._write_pyc(state, co, source_stat, pyc)
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError, OSError, SyntaxError):
+        return
 
 
 def _memoise_function_digest():
@@ -281,13 +341,38 @@ def _memoise_function_digest():
 
 def pytest_collection_modifyitems(config, items):
     """Test ids must be the same in every process (pytest-xdist's workers each collect the suite and
-    must agree): an id made from an object's default repr holds its address."""
+    must agree): an id made from an object's default repr holds its address.  In an xdist worker the
+    heaviest files come first (``HEAVIEST_FIRST``)."""
     import re
 
     moving = [item.nodeid for item in items if re.search(r" at 0x[0-9a-fA-F]+", item.nodeid)]
     if moving:
         raise __import__("pytest").UsageError(
             "test ids with an address in them (give parametrize ids=...): " + ", ".join(moving[:5]))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(HEAVIEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0].rsplit("/", 1)[-1], len(rank)))
+
+
+#: The test files that cost the most CPU time, heaviest first (measured: ``ASTAD_TEST_CPU=/tmp/cpu
+#: python -m pytest -q`` then ``python tests/cpu_report.py /tmp/cpu``; the rest cost under 2 s each).
+#: ``--dist loadfile`` hands each worker a whole file when it is almost out of work, in the order of
+#: the workers' collection where xdist's own reordering (by the number of tests in a file) is off,
+#: as ``pytest_configure`` sets it: with the heaviest files first and the many small ones after,
+#: the two workers end within a small file of each other, where a heavy file with few tests (the
+#: examples, the random programs) once ran alone at the end.  Only the order of whole files changes
+#: (a file's tests run in its own order; ``-n 0`` keeps pytest's order); a file missing here or
+#: listed but gone costs nothing but balance.
+HEAVIEST_FIRST = [
+    "test_from_ast.py", "test_examples.py", "test_primitive_rules.py", "test_cache.py", "test_render.py",
+    "test_rules_both_directions.py", "test_backend_dask.py", "test_lazy_stages.py", "test_gradients.py",
+    "test_module_tree.py", "test_transform_work.py", "test_inplace_safety.py", "test_recursion_memory.py",
+    "test_cli_annotations.py", "test_optimise_work.py", "test_cache_static_values.py",
+    "test_random_programs.py", "test_random_higher.py", "test_names.py", "test_structural_names.py",
+    "test_optimise_skips.py", "test_program_size.py", "test_key_checker.py", "test_layout.py",
+    "test_random_aliasing.py", "test_hash_seed.py", "test_adversarial_9.py", "test_forward_soundness.py",
+    "test_cache_trust.py", "test_program_shapes.py", "test_adversarial_7.py", "test_notebook.py",
+]
 
 
 LONG_FUZZ_ENV = "ASTAD_LONG_FUZZ"
@@ -507,7 +592,7 @@ class _TestCpu:
     teardown together, written by each process (an xdist worker, or the one process of ``-n 0``) to
     ``PATH.<worker>`` as lines ``seconds<TAB>child seconds<TAB>node id``, and a last line
     ``seconds<TAB>child seconds<TAB>(process)`` of the whole process (its start and collection
-    included).  Wall-clock durations mean little on a loaded machine; CPU time is what the suite
+    included); the controlling process of an xdist run writes that line alone to ``PATH.controller``.  Wall-clock durations mean little on a loaded machine; CPU time is what the suite
     costs.  Sum per file: ``python tests/cpu_report.py PATH``."""
 
     def __init__(self, path):
@@ -527,10 +612,8 @@ class _TestCpu:
     def pytest_sessionfinish(self, session):
         import time
 
-        if not self.rows:  # (the controlling process of an xdist run: its workers write theirs)
-            return
         c = os.times()
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        worker = os.environ.get("PYTEST_XDIST_WORKER") or ("main" if self.rows else "controller")
         with open(f"{self.path}.{worker}", "w") as out:
             for cpu, child, nodeid in self.rows:
                 out.write(f"{cpu:.4f}\t{child:.4f}\t{nodeid}\n")

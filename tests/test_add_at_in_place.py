@@ -58,7 +58,7 @@ def twice(x):
 FNS = [in_a_loop, rows_in_a_loop, read_before_nonlinearly, read_after_by_a_copy, twice]
 
 
-@settings(max_examples=fuzz_examples(8), deadline=None)
+@settings(max_examples=fuzz_examples(4, long=8), deadline=None)
 @given(x=arrays(np.float64, 4, elements=st.floats(-1.5, 1.5)), data=st.data())
 @pytest.mark.parametrize("fn", FNS, ids=lambda f: f.__name__)
 def test_derivatives(fn, x, data):

@@ -170,7 +170,7 @@ def mixed_precision_programs(draw):
     return "\n".join(lines) + "\n"
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None)
+@settings(max_examples=fuzz_examples(16, long=40), deadline=None)
 @given(mixed_precision_programs(), st.sampled_from([np.float16, np.float32]), st.integers(0, 2**16))
 def test_random_mixed_precision_programs(tmp_path_factory, source, low, seed):
     f = load_program(source, tmp_path_factory.mktemp("mixed"), "mixed").f

@@ -289,7 +289,7 @@ def api_program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("api_forward_random")
 
 
-@settings(max_examples=fuzz_examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(test_random_programs.programs())
 def test_random_programs_jacfwd_equals_jacrev(api_program_dir, program):
     source, params, seed = program

@@ -80,7 +80,7 @@ USES = {
 _dirs = iter(range(10**9))
 
 
-@settings(max_examples=fuzz_examples(12), deadline=None,
+@settings(max_examples=fuzz_examples(5, long=12), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_random_global_numbers_rebound_between_storing_and_loading(tmp_path, monkeypatch, data):

@@ -98,7 +98,7 @@ def test_enumerate_from_a_start(x, k):
         check_jvp(fn, args)
 
 
-@settings(max_examples=fuzz_examples(15), deadline=None)
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None)
 @given(vectors, vectors)
 def test_enumerate_zip_from_one(x, w):
     check_correct_or_refused(zipped_from_one, [x, w])

@@ -55,7 +55,7 @@ def one_name_for_two_arrays(x, w):
 finite = st.floats(-2.0, 2.0, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
 
 
-@settings(max_examples=fuzz_examples(25), deadline=None)
+@settings(max_examples=fuzz_examples(10, long=25), deadline=None)
 @given(arrays(np.float64, st.integers(1, 6), elements=finite), arrays(np.float64, st.integers(1, 6), elements=finite))
 def test_weighted_against_central_differences(x, w):
     gx, gw = astad.grad(weighted, argnums=(0, 1))(x, w)

@@ -62,7 +62,7 @@ def check_fused(fn, args):
     return True
 
 
-@settings(max_examples=fuzz_examples(25), **_SETTINGS)
+@settings(max_examples=fuzz_examples(10, long=25), **_SETTINGS)
 @given(sl.programs(scalar=True))
 def test_fused_equals_forward_then_backward_on_random_programs(program_dir, program):
     source, params, seed = program

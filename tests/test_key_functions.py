@@ -276,7 +276,7 @@ def _shaped(rng, shape):
     return _leaf(rng) if shape == 0 else tuple(_shaped(rng, s) for s in shape)
 
 
-@settings(max_examples=fuzz_examples(15), deadline=None,
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(SHAPES, st.sampled_from([1, 3, 8, 32]), st.sampled_from(["loss", "gated_loss", "helper_loss"]),
        st.integers(0, 2 ** 16))

@@ -95,7 +95,7 @@ ACCEPTED = [static_index, loop_index, loop_index_aug, list_of_arrays, run_time_l
             list_of_lists, tuple_of_list, read_by_a_closure, numpy_scalar_in_place_in_a_loop]
 
 
-@settings(max_examples=fuzz_examples(6), deadline=None)
+@settings(max_examples=fuzz_examples(3, long=6), deadline=None)
 @given(x=arrays(np.float64, 4, elements=st.floats(-1.5, 1.5)), data=st.data())
 @pytest.mark.parametrize("fn", ACCEPTED, ids=lambda f: f.__name__)
 def test_list_items_are_differentiated(fn, x, data):

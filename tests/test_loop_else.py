@@ -126,7 +126,7 @@ ONE_ARG = [for_else_break, for_else_no_break, while_else_break, while_else_no_br
            return_in_else_only, nested_else]
 
 
-@settings(max_examples=fuzz_examples(8), deadline=None)
+@settings(max_examples=fuzz_examples(4, long=8), deadline=None)
 @given(x=arrays(np.float64, 3, elements=st.floats(-1.5, 1.5)), data=st.data())
 @pytest.mark.parametrize("fn", ONE_ARG, ids=lambda f: f.__name__)
 def test_loop_else(fn, x, data):

@@ -34,7 +34,7 @@ def returned(x, m):
 vectors = arrays(np.float64, 3, elements=st.floats(-2, 2))
 
 
-@settings(max_examples=fuzz_examples(8), deadline=None)
+@settings(max_examples=fuzz_examples(4, long=8), deadline=None)
 @given(x=vectors, v=vectors, s=st.floats(-2, 2), data=st.data())
 def test_none_arguments_take_python_s_path(x, v, s, data):
     for fn, args in ((loss, (x, None, None)), (loss, (x, v, None)), (loss, (x, None, s)), (loss, (x, v, s)),

@@ -59,7 +59,7 @@ def test_diff_prepend_append(tmp_path_factory, data):
 # ---------------------------------------------------------------- reductions with initial= and where=
 
 
-@settings(max_examples=fuzz_examples(16), **_FEW)
+@settings(max_examples=fuzz_examples(8, long=16), **_FEW)
 @given(st.data())
 def test_reductions_with_initial_and_where(tmp_path_factory, data):
     op = data.draw(st.sampled_from(["sum", "prod", "max", "min"]))
@@ -116,7 +116,7 @@ def test_refused_reductions(fn, args, snippet, words):
 # ---------------------------------------------------------------- np.add.at
 
 
-@settings(max_examples=fuzz_examples(16), **_FEW)
+@settings(max_examples=fuzz_examples(8, long=16), **_FEW)
 @given(st.data())
 def test_add_at(tmp_path_factory, data):
     """``np.add.at`` with repeated integer indices, one index per axis, a scalar index, a mask, broadcast

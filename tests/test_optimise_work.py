@@ -341,7 +341,7 @@ def test_remembered_facts_of_random_programs(tmp_path_factory, fact, program):
     assert all(checked)
 
 
-@settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(10, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cotangent_programs._programs())
 def test_absorbed_outside_reads_of_programs_of_negations(tmp_path_factory, source):
     """The random programs of ``test_cotangent_signs`` (negations that their readers take, nearly all)."""

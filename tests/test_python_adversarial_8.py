@@ -292,7 +292,7 @@ def _close(got, want):
     np.testing.assert_allclose(np.asarray(got, dtype=float), np.asarray(want, dtype=float), rtol=1e-5, atol=1e-6)
 
 
-@settings(max_examples=fuzz_examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=fuzz_examples(3, long=6), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                                HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.sampled_from(_CHANGES), st.floats(-1.5, 1.5), st.sampled_from(_CALLS)),
                 min_size=3, max_size=6), st.booleans())

@@ -36,7 +36,7 @@ def with_keyword_only(source):
     return source[:-len("    return v\n")] + "    v = v * (1.0 + shift)\n    return v\n"
 
 
-@settings(max_examples=fuzz_examples(6), **_SETTINGS)
+@settings(max_examples=fuzz_examples(3, long=6), **_SETTINGS)
 @given(wrapped_programs(), st.sampled_from(sorted(OUTER)), st.sampled_from(sorted(INNER)), st.booleans(), st.booleans())
 def test_random_chains_of_two_transforms(tmp_path_factory, program, outer, inner, shift_by_keyword, partial):
     source, args, kwargs = program

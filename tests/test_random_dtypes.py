@@ -307,7 +307,7 @@ def check_program(program_dir, seed: int, note=note) -> str:
     return "checked"
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(16, long=40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1))
 def test_random_dtype_programs_are_correct_or_refused(program_dir, seed):
     check_program(program_dir, seed)

@@ -202,7 +202,7 @@ def check_jacobians(fn, args):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10 * scale, err_msg=f"leaf {k}")
 
 
-@settings(max_examples=fuzz_examples(10), **_SETTINGS)
+@settings(max_examples=fuzz_examples(4, long=10), **_SETTINGS)
 @given(sl.programs())
 def test_random_jacfwd_jacrev(program_dir, program):
     check_jacobians(*_straight(program_dir, program))

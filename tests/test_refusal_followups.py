@@ -348,7 +348,7 @@ def element_of_copy_updated(x):
     return np.sum(np.stack(acc))
 
 
-@settings(max_examples=fuzz_examples(6), deadline=None)
+@settings(max_examples=fuzz_examples(3, long=6), deadline=None)
 @given(st.data())
 def test_code_python_accepts_is_differentiated(data):
     x = data.draw(st.lists(st.floats(-2, 2), min_size=3, max_size=3).map(np.array))

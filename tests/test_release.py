@@ -140,7 +140,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("released_programs")
 
 
-@settings(max_examples=fuzz_examples(15, long=30), deadline=None,
+@settings(max_examples=fuzz_examples(6, long=30), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_programs_released(released_always, program_dir, data):

@@ -74,7 +74,7 @@ def _functions(lines):
     return out
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None)
+@settings(max_examples=fuzz_examples(16, long=40), deadline=None)
 @given(modules())
 def test_del_lines_keep_every_read(monkeypatch_module, text):
     got = release.released(text)
@@ -95,7 +95,7 @@ def test_del_lines_keep_every_read(monkeypatch_module, text):
 
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None)
+@settings(max_examples=fuzz_examples(16, long=40), deadline=None)
 @given(modules())
 def test_nothing_freed_found_early_as_by_groups(monkeypatch_module, text):
     """A function whose last statement reads every name it binds is left as it is without grouping its
@@ -114,7 +114,7 @@ def _flattened(text):
     return "\n".join(line for line in text.split("\n") if not line.startswith(("     ", *_CLAUSES)))
 
 
-@settings(max_examples=fuzz_examples(40), deadline=None)
+@settings(max_examples=fuzz_examples(16, long=40), deadline=None)
 @given(modules())
 def test_flat_bodies_as_line_by_line(monkeypatch_module, text):
     """A flat function body (its lines statements of one line and comments) is released on its text, its

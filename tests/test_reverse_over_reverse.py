@@ -205,7 +205,7 @@ def test_random_reverse_over_reverse(program_dir, program, data):
     check_reverse_over_reverse(fn, args, data.draw(_real_like(args[0]), label="u"))
 
 
-@settings(max_examples=fuzz_examples(6), **rh._SETTINGS)
+@settings(max_examples=fuzz_examples(3, long=6), **rh._SETTINGS)
 @given(cf.programs(first=rh.VECTOR_SHAPES, scalar=True), st.data())
 def test_random_reverse_over_reverse_loops(program_dir, program, data):
     fn, args = rh._control_flow(program_dir, program)

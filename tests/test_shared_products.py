@@ -113,7 +113,7 @@ def program_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("shared_products")
 
 
-@settings(max_examples=fuzz_examples(20, long=40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(10, long=40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(), st.integers(0, 2 ** 16))
 def test_random_products(program_dir, source, seed):
     note(source)
