@@ -364,14 +364,14 @@ def pytest_collection_modifyitems(config, items):
 #: (a file's tests run in its own order; ``-n 0`` keeps pytest's order); a file missing here or
 #: listed but gone costs nothing but balance.
 HEAVIEST_FIRST = [
-    "test_from_ast.py", "test_examples.py", "test_primitive_rules.py", "test_cache.py", "test_render.py",
-    "test_rules_both_directions.py", "test_backend_dask.py", "test_lazy_stages.py", "test_gradients.py",
-    "test_module_tree.py", "test_transform_work.py", "test_inplace_safety.py", "test_recursion_memory.py",
-    "test_cli_annotations.py", "test_optimise_work.py", "test_cache_static_values.py",
-    "test_random_programs.py", "test_random_higher.py", "test_names.py", "test_structural_names.py",
-    "test_optimise_skips.py", "test_program_size.py", "test_key_checker.py", "test_layout.py",
-    "test_random_aliasing.py", "test_hash_seed.py", "test_adversarial_9.py", "test_forward_soundness.py",
-    "test_cache_trust.py", "test_program_shapes.py", "test_adversarial_7.py", "test_notebook.py",
+    "test_from_ast.py", "test_examples.py", "test_primitive_rules.py", "test_cache.py",
+    "test_rules_both_directions.py", "test_backend_dask.py", "test_gradients.py", "test_module_tree.py",
+    "test_transform_work.py", "test_recursion_memory.py", "test_cli_annotations.py", "test_optimise_work.py",
+    "test_lazy_stages.py", "test_random_programs.py", "test_names.py", "test_render.py",
+    "test_cache_static_values.py", "test_structural_names.py", "test_random_higher.py", "test_optimise_skips.py",
+    "test_program_size.py", "test_layout.py", "test_random_aliasing.py", "test_hash_seed.py",
+    "test_adversarial_9.py", "test_forward_soundness.py", "test_cache_trust.py", "test_program_shapes.py",
+    "test_adversarial_7.py", "test_notebook.py", "test_replay_adversarial.py", "test_forward.py",
 ]
 
 

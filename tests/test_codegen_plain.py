@@ -18,6 +18,7 @@ from astad import codegen
 from astad.codegen import python as codegen_python
 
 import test_random_control_flow as random_control_flow
+from conftest import fuzz_examples
 
 
 def _generated_both_ways(monkeypatch):
@@ -50,7 +51,7 @@ def test_plain_prints_as_bind_on_the_benchmark_programs(monkeypatch):
         assert fast == general
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_control_flow.programs())
 def test_plain_prints_as_bind_on_random_programs(tmp_path_factory, program):
     with pytest.MonkeyPatch.context() as monkeypatch:

@@ -28,7 +28,7 @@ import astad
 from astad.codegen import inplace
 from astad.ir import Loop, interp
 from astad.optimise import remat
-from conftest import check_grad, load_program
+from conftest import check_grad, fuzz_examples, load_program
 import test_random_control_flow as cf
 import test_random_programs as rp
 
@@ -290,7 +290,7 @@ def _lowered(body):
         astad.clear_caches(disk=False)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_random_programs_lowered(program_dir, data):
     source, params, seed = data.draw(rp.programs())
@@ -305,7 +305,7 @@ def test_random_programs_lowered(program_dir, data):
     _lowered(body)
 
 
-@settings(max_examples=10, deadline=None,
+@settings(max_examples=fuzz_examples(4, long=10), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_control_flow_lowered(program_dir, data):

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import astad
 from astad import api, calling
+from conftest import fuzz_examples
 
 _LEAVES = [1.0, 2, True, np.float64(1.0), np.zeros(2), np.zeros(3), np.zeros((2, 2)), np.zeros(2, np.float32),
            np.zeros(2, np.int64)]
@@ -24,7 +25,7 @@ def _values(depth=0):
                      st.dictionaries(st.sampled_from(["a", "b", 0, 1]), inner, max_size=3))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=fuzz_examples(120, long=300), deadline=None)
 @given(st.lists(_values(), min_size=1, max_size=3), st.lists(_values(), min_size=1, max_size=3))
 def test_the_check_is_key_equality(first, second):
     keys = tuple(map(api._arg_key, first))
@@ -52,7 +53,7 @@ def _changed(value, path, leaf):
     return type(value)(items)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=fuzz_examples(80, long=200), deadline=None)
 @given(st.sampled_from(_LEAVES), st.lists(st.tuples(st.sampled_from([tuple, list]), st.integers(0, 3)), max_size=4),
        st.lists(st.integers(0, 5), max_size=5), st.sampled_from(_LEAVES + [(), [], (1.0,)]))
 def test_the_check_of_containers_of_equal_items(leaf, shape, path, other_leaf):

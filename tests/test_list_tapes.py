@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import astad
-from conftest import check_grad, check_stages, load_program
+from conftest import check_grad, check_stages, fuzz_examples, load_program
 
 
 def rnn(w, x, h0):
@@ -324,7 +324,7 @@ def growing_lists(draw):
     return "import numpy as np\n\n\n" + "\n".join(lines) + "\n"
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=fuzz_examples(12, long=30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(source=growing_lists(), n=st.sampled_from([0, 1, 4, np.int64(5)]))
 def test_random_lists_read_while_they_grow(tmp_path, source, n):
     """Against finite differences and every stage's IR: appends and reads at

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import astad
+from conftest import fuzz_examples
 
 NAN, INF = math.nan, math.inf
 
@@ -95,7 +96,7 @@ def _run(fn, args, ct=1.0):
 
 
 @pytest.mark.parametrize("fn,deriv", ELEMENTWISE, ids=[f.__name__ for f, _ in ELEMENTWISE])
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=fuzz_examples(16, long=40), deadline=None)
 @given(xs=st.lists(points, min_size=1, max_size=6))
 def test_array_derivative_is_nan_or_inf_where_the_primal_is(fn, deriv, xs):
     x = np.array(xs)

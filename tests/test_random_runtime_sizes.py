@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import astad
+from conftest import fuzz_examples
 
 # Statements on the run-time-sized vector `v` (length >= 1 kept by each form) and
 # the scalar `acc`; `x` is the argument (length 6), `n` a run-time int.
@@ -70,7 +71,7 @@ def _compile(src):
     return ns["f"]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(10, long=25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(src=programs(), n=st.integers(0, 4), seed=st.integers(0, 2**16))
 def test_random_programs_with_run_time_sizes(src, n, seed):
     f = _compile(src)

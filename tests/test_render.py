@@ -16,6 +16,7 @@ from astad.codegen import python as codegen_python
 from astad.codegen.render import render
 
 import test_random_control_flow as random_control_flow
+from conftest import fuzz_examples
 
 _names = st.sampled_from(["x", "np", "t12", "x_ct", "residuals", "_"])
 _space = st.sampled_from(["", " ", "  "])
@@ -127,7 +128,7 @@ def _compound_statements(body):
 _statements = st.recursive(_lines, _compound_statements, max_leaves=5)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=fuzz_examples(24, long=60), deadline=None)
 @given(st.lists(_statements, max_size=4), _comments, st.booleans())
 def test_render_is_libcst_code(body, header, trailing_newline):
     module = cst.Module(body=body, header=header, has_trailing_newline=trailing_newline)
@@ -200,7 +201,7 @@ class _LibcstRename(cst.CSTTransformer):
         return updated.with_changes(keyword=original.keyword)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=fuzz_examples(32, long=80), deadline=None)
 @given(_statements, st.sets(_names))
 def test_names_and_renaming_are_libcsts(statement, renamed):
     """codegen.carried's walks over a statement's fields find the names libcst's visitor finds and
@@ -297,7 +298,7 @@ def test_text_lines_print_as_libcsts_nodes(monkeypatch):
     assert any("del " in text for text, _ in checked) and any("    try:" in text for text, _ in checked)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_examples(6, long=15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_control_flow.programs())
 def test_random_programs_text_lines_print_as_libcsts_nodes(tmp_path_factory, program):
     """As above, for random programs with loops and branches (tests/test_random_control_flow.py's)."""
@@ -341,7 +342,7 @@ def _pyexpr_leaves():
 _built_exprs = st.recursive(_pyexpr_leaves() | _exprs, _pyexpr_compound, max_leaves=8)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=fuzz_examples(80, long=200), deadline=None)
 @given(_built_exprs)
 def test_expression_text_is_libcsts(expr):
     """render_expr.text (joined strings for the nodes pyexpr makes, the token printers for any other)
@@ -375,7 +376,7 @@ def _texts_and_nodes():
     return st.recursive(names | numbers | others, compound, max_leaves=8)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=fuzz_examples(80, long=200), deadline=None)
 @given(_texts_and_nodes())
 def test_text_expressions_are_pyexprs_nodes(pair):
     """An expression printed as it is made (codegen.text_expr) is the text libcst prints for the node

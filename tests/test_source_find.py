@@ -12,6 +12,7 @@ import pytest
 import astad
 from astad import source
 from astad.errors import SourceUnavailableError
+from conftest import fuzz_examples
 
 
 def define(text, name, filename):
@@ -98,7 +99,7 @@ _PIECES = ["def f(x):", "    ", "\t", " ", "\n", "\r\n", "\r", "\f", '"""', "'''
 
 
 @given(st.lists(st.sampled_from(_PIECES), max_size=30))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=fuzz_examples(160, long=400), deadline=None)
 def test_dedent_shortcut_is_the_reading_by_tokens(pieces):
     text = "".join(pieces)
     assert source.dedent(text) == _dedent_by_tokens(text)
