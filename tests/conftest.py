@@ -5,6 +5,9 @@ import gc
 import os
 
 os.environ["ASTAD_DISK_CACHE"] = "0"
+# The IR's nodes raise when a pass changes one (astad.ir.types.fast_init): the suite runs every transform with
+# that check on; tests/test_ir_nodes_fixed.py runs programs without it, as users get them.
+os.environ.setdefault("ASTAD_FROZEN_IR", "1")
 
 # A test process holds a large heap (hypothesis, libcst trees and the bounded caches of astad:
 # about a million objects after a few hundred tests), and with Python's default thresholds
