@@ -10,7 +10,10 @@ inner program; forward over reverse for ``grad(grad(f))``), one per input
 element — exact, any depth.  ``jacrev`` of a plain function is one VJP per
 output element; ``jacfwd`` one JVP per input element.  ``vjp`` and ``jacrev`` of
 a ``Derived`` that is one program run the reverse macro over that program
-(:mod:`astad.api_vjp`; reverse over reverse for a gradient).
+(:mod:`astad.api_vjp`; reverse over reverse for a gradient).  One that is
+assembled from several programs (a Jacobian's columns or rows) is an
+:class:`astad.api_parts.Assembly` of them: its JVPs, the columns of a Jacobian
+of it, ``.source`` (the first program) and ``vjp`` (by JVPs) come from its parts.
 """
 
 from __future__ import annotations

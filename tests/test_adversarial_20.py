@@ -4,6 +4,7 @@ Every derivative here is checked against central finite differences in float64 o
 other mode (<u, J v> == <J^T u, v>), never against astad's own output."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -388,3 +389,31 @@ def test_a_vjp_of_a_jacrev_whose_output_has_an_empty_leaf():
     np.testing.assert_allclose(value[1], 3.0 * x ** 2)
     (ct,) = pullback((np.zeros((0, 2)), np.ones(2)))
     np.testing.assert_allclose(ct, 6.0 * x)
+
+
+# --------------------------------------------------------------------------- found by the random programs (test_render)
+
+
+def _kept_division_in_a_loop(x, y, n):
+    v1 = -x
+    k = 0
+    while k < n:
+        k = k + 1
+        if k % 2 == 0:
+            return v1 - 1.0
+        elif -1.0 < v1 < -1.0 + 2.0 * math.sqrt(v1 + 1.0):
+            v10 = y / (y * y + 1.0)  # noqa: F841 (unread, kept: it may raise)
+    return x * x
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_an_unread_division_in_a_branch_of_a_loop_with_a_return(n):
+    # before: InternalError "IndexError: tuple index out of range" from optimise/scalars.py (_recomputed read
+    # the target of a keep, which has none)
+    x, y = 0.3, 0.2
+    got = astad.grad(_kept_division_in_a_loop, (0, 1))(x, y, n)
+    for i, want in enumerate(got):
+        e = 1e-6
+        up = _kept_division_in_a_loop(*(x + e * (i == 0), y + e * (i == 1), n))
+        down = _kept_division_in_a_loop(*(x - e * (i == 0), y - e * (i == 1), n))
+        assert want == pytest.approx((up - down) / (2 * e), abs=1e-7)

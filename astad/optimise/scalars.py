@@ -278,6 +278,8 @@ def _recomputed(loop: Loop, residuals: set[str]) -> tuple[Bind, ...]:
     ready = set(residuals) | (saved - _in_branches(loop))  # a value recorded in a branch may be None
     out = []
     for b in _binds_in_order(loop.body):
+        if not b.targets:  # (a keep: an unread statement that may raise, which records nothing)
+            continue
         rhs, target = b.rhs, b.targets[0]
         if target.name in saved and len(b.targets) == 1 and isinstance(rhs, Prim) and rhs.op in _CHEAP \
                 and (_float_scalar(target) or rhs.op in _COMPARISONS) and not rhs.params \
