@@ -38,14 +38,21 @@ class Expressions(LowererCore):
 
     def expr(self, node: cst.BaseExpression) -> Value:
         cls = type(node)
-        if cls is cst.Name:  # Lookup.expr_Name's first steps: a variable of the running scope (or around it),
+        if cls is _NAME:  # Lookup.expr_Name's first steps: a variable of the running scope (or around it),
             running = self.stack[-1]  # or a global read before (never True, False or None), before the dispatch
-            found = self._lookup(running, node.value)
+            name = node.value
+            found = running.env.get(name)  # (_lookup's first step, inline: most names read are the running scope's)
+            if found is None and running.parent is not None:
+                found = self._lookup(running, name)
             if found is not None:
                 return found
-            known = self._globals.get((id(running.parsed), running.path, node.value))
+            known = self._globals.get((id(running.parsed), running.path, name))
             if known is not None and known[0] is running.parsed:
                 return known[1]
+        elif cls is _FLOAT:  # expr_Float's first step (a number written before: its constant), before the dispatch
+            known = self.literals.get(node.value)
+            if known is not None and type(known.value) is float:
+                return known
         method = self.expr_methods.get(cls)
         if method is None:
             method = getattr(type(self), "expr_" + cls.__name__, None)
@@ -436,6 +443,7 @@ _ROOM_EVERY = 8
 
 #: expressions with no expression inside them to lower
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString})
+_NAME, _FLOAT = cst.Name, cst.Float
 
 
 _BIN_OPS: dict[type, str] = {

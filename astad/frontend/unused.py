@@ -11,7 +11,6 @@ what may raise at run time is kept; other unread values are dropped as before
 
 from __future__ import annotations
 
-import operator
 from itertools import compress
 from typing import Callable, Iterable
 
@@ -41,7 +40,6 @@ _MAY = _RAISING_LINALG | _SIZES_AND_INDICES | _PYTHON_ARITHMETIC | _CONVERSIONS 
 
 
 _PRIMS = frozenset({Prim})
-_OP, _RHS = operator.attrgetter("op"), operator.attrgetter("rhs")
 
 
 def may_raise(rhs: Prim) -> bool:
@@ -81,9 +79,9 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
     item of a tuple or list nothing reads (an effect's binding is kept anyway).  Primitives alone and none
     of them one that may raise (straight-line code, mostly): nothing to keep, no walk."""
-    rhss = list(map(_RHS, fn.body.binds))
-    if set(map(type, rhss)) <= _PRIMS:  # (the bindings' operations looked at in C, but those that may raise)
-        ops = list(map(_OP, rhss))
+    rhss = [b.rhs for b in fn.body.binds]  # (comprehensions: their attribute reads are the interpreter's
+    if {type(r) for r in rhss} <= _PRIMS:  # specialised ones, cheaper than attrgetter's in map)
+        ops = [r.op for r in rhss]
         maybe = {op for op in set(ops) if op in _MAY or op.startswith("math_")}
         if not maybe or not any(map(may_raise, compress(rhss, map(maybe.__contains__, ops)))):
             return fn

@@ -12,8 +12,6 @@ refuses the first operation that meets a float16 or float32 with it, naming the 
 
 from __future__ import annotations
 
-import operator
-
 from ..errors import AstadTypeError
 from ..rules.table import TABLE
 from ..ir import App, Atom, Block, Const, Copy, Function, If, Lam, ListT, Loop, MakeTuple, Num, Prim, Unpack, Var
@@ -23,15 +21,14 @@ _WIDE = frozenset({"float64", "int64"})
 _PICKS = frozenset({"py_max", "py_min"})  # Python's max/min of numbers: the one it picks, as it is
 _CALLED = _PICKS | {"call"}
 _PRIMS = frozenset({Prim})
-_OP, _RHS = operator.attrgetter("op"), operator.attrgetter("rhs")
 
 
 def check_weak_joins(fn: Function) -> None:
     """Refuse (at its line) an operation of ``fn`` that meets a float16 or float32 with a value that is
     a Python float on one path and a numpy float64 on another (see the module's docstring).  Primitives
     alone and none of them a pick or a call (straight-line code, mostly): nothing to follow, no walk."""
-    rhss = list(map(_RHS, fn.body.binds))
-    if set(map(type, rhss)) <= _PRIMS and _CALLED.isdisjoint(map(_OP, rhss)):
+    rhss = [b.rhs for b in fn.body.binds]
+    if {type(r) for r in rhss} <= _PRIMS and _CALLED.isdisjoint([r.op for r in rhss]):
         return
     _Walk().block(fn.body)
 
