@@ -123,7 +123,7 @@ class Recorder:
         self.at = at  # (plans_of's)
         kept = {id(bd) for bd in left}
         ops = tuple((op if id(bd) in kept else None, len(rs), at(rs[0]) if rs else -1,
-                     at(rs[1]) if len(rs) > 1 else -1, tuple(at(r) for r in rs), ps, t)
+                     at(rs[1]) if len(rs) > 1 else -1, tuple(at(r) for r in rs), ps, t, -1)
                     for (op, rs, ps, t), bd in zip(self.ops, self.binds))
         return Replay(ops, tuple(at(r) for r in refs), tuple(self.consts), self)
 
@@ -192,7 +192,7 @@ class Replay:
         self.zeros, self.drawn, self.aliases = tuple(zeros), tuple(drawn), tuple(aliases)
         at = self.first_made
         ops = []
-        for k, (op, n, r0, r1, refs, ps, t) in enumerate(self.ops):
+        for k, (op, n, r0, r1, refs, ps, t, _) in enumerate(self.ops):
             j, rt = renamed.get(at + k, (-1, t))
             ops.append((op, n, r0, r1, refs, ps, rt, j))
         self.named_ops = tuple(ops)
@@ -216,15 +216,20 @@ class Replay:
             else:
                 base = macro.ct_name(name)
             bases.append(base)
-        # the recorded bindings (as _emit makes them)
+        self._emit(macro.b, vals, self.named_ops, (cts, args, self.drawn, bases))
+        for j, r in self.aliases:
+            cts[args[self.drawn[j]].name] = vals[r]  # type: ignore[union-attr]
+
+    def _emit(self, b: Builder, vals: list[Atom | None], ops: tuple, named: tuple | None = None) -> None:
+        """The recorded bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), each result
+        appended to ``vals``."""
         if self.consts:
             vals += self.consts
-        b = macro.b
         binds, loc, namer = b.binds, b.loc, b.namer
         used = namer.used
         plain = namer.taken is used and namer.log is None
         append, size = vals.append, len(_TEMPS)
-        for op, n, r0, r1, refs, ps, t, j in self.named_ops:
+        for op, n, r0, r1, refs, ps, t, j in ops:
             k = namer.temps + 1
             if plain:  # (Namer.temp, written out: the next temporary not used)
                 while k < size and _TEMPS[k] in used:
@@ -241,39 +246,9 @@ class Replay:
                 continue
             if j < 0:
                 v = Var(name, t)
-            else:
-                v = cts[args[self.drawn[j]].name] = Var(bases[j], t)  # type: ignore[union-attr]
-            binds.append(Bind((v,), Prim(op, (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else
-                                         tuple([vals[r] for r in refs]), ps), loc))
-            append(v)
-        for j, r in self.aliases:
-            cts[args[self.drawn[j]].name] = vals[r]  # type: ignore[union-attr]
-
-    def _emit(self, b: Builder, vals: list[Atom | None]) -> None:
-        """The recorded bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), each result
-        appended to ``vals``."""
-        if self.consts:
-            vals += self.consts
-        binds, loc, namer = b.binds, b.loc, b.namer
-        used = namer.used
-        plain = namer.taken is used and namer.log is None
-        append, size = vals.append, len(_TEMPS)
-        for op, n, r0, r1, refs, ps, t in self.ops:
-            k = namer.temps + 1
-            if plain:  # (Namer.temp, written out: the next temporary not used)
-                while k < size and _TEMPS[k] in used:
-                    k += 1
-            if plain and k < size:
-                name = _TEMPS[k]
-                namer.temps = k
-                used.add(name)
-            else:
-                name = namer.temp()
-                size = len(_TEMPS)
-            if op is None:  # (one settle left out: its name drawn, as the rule drew it)
-                append(None)
-                continue
-            v = Var(name, t)
+            else:  # (the cotangent of the argument drawn j-th, its name drawn as run_named drew it)
+                cts, args, drawn, bases = named  # type: ignore[misc]
+                v = cts[args[drawn[j]].name] = Var(bases[j], t)
             binds.append(Bind((v,), Prim(op, (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else
                                          tuple([vals[r] for r in refs]), ps), loc))
             append(v)
@@ -281,7 +256,7 @@ class Replay:
     def run(self, b: Builder, vals: list[Atom | None]) -> list[Atom | None]:
         """The bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), and the cotangents
         (``vals``: the cotangent, the result and the arguments, as ``Recorder``'s ``atoms``)."""
-        self._emit(b, vals)
+        self._emit(b, vals, self.ops)
         results = self.results
         if len(results) == 2:
             r0, r1 = results
