@@ -100,13 +100,17 @@ def test_del_lines_keep_every_read(monkeypatch_module, text):
 def test_nothing_freed_found_early_as_by_groups(monkeypatch_module, text):
     """A function whose last statement reads every name it binds is left as it is without grouping its
     lines (release._read_at_end): what grouping them gives."""
-    got = release.released(text)
-    found_early = release._read_at_end
-    release._read_at_end = lambda *args: False
+    assert _released_without("_read_at_end", False, text) == release.released(text)
+
+
+def _released_without(step, answer, text):
+    """``release.released(text)`` with release's ``step`` answering ``answer`` whatever it is asked."""
+    kept = getattr(release, step)
+    setattr(release, step, lambda *args: answer)
     try:
-        assert release.released(text) == got
+        return release.released(text)
     finally:
-        release._read_at_end = found_early
+        setattr(release, step, kept)
 
 
 def _flattened(text):
@@ -120,13 +124,7 @@ def test_flat_bodies_as_line_by_line(monkeypatch_module, text):
     """A flat function body (its lines statements of one line and comments) is released on its text, its
     lines not split (release._flat_body): as releasing it line by line does, with groups of MAX_GROUP too."""
     for module in (text, _flattened(text)):
-        got = release.released(module)
-        flat = release._flat_body
-        release._flat_body = lambda *args: None
-        try:
-            assert release.released(module) == got
-        finally:
-            release._flat_body = flat
+        assert _released_without("_flat_body", None, module) == release.released(module)
 
 
 @pytest.fixture(scope="module")
