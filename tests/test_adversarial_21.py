@@ -75,6 +75,17 @@ import astad
 from conftest import central_differences, load_program
 
 
+
+def _checked_at(x, fn):
+    """``value_and_grad(fn)(x)``'s value against ``fn(x)``, its gradient against central differences, and
+    ``jvp(fn)`` at ``x`` against the gradient (forward against reverse); the value."""
+    value, g = astad.value_and_grad(fn)(x)
+    assert value == pytest.approx(fn(x), rel=1e-14)
+    np.testing.assert_allclose(g, central_differences(fn, x), rtol=1e-7, atol=1e-9)
+    t = np.array([0.3, -0.7, 1.1])
+    assert astad.jvp(fn, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+    return value
+
 # ---- 1. a narrow numpy scalar that may be a Python number -------------------------------------------
 
 def bool_or_float32(x32, c):
@@ -319,12 +330,7 @@ def unpack_a_pair_of_one_value(x):
 
 
 def test_unpacking_one_value_twice():
-    x = np.array([0.5, -1.25, 2.0])
-    value, g = astad.value_and_grad(unpack_a_pair_of_one_value)(x)
-    assert value == pytest.approx(unpack_a_pair_of_one_value(x), rel=1e-14)
-    np.testing.assert_allclose(g, central_differences(unpack_a_pair_of_one_value, x), rtol=1e-7, atol=1e-9)
-    t = np.array([0.3, -0.7, 1.1])
-    assert astad.jvp(unpack_a_pair_of_one_value, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+    _checked_at(np.array([0.5, -1.25, 2.0]), unpack_a_pair_of_one_value)
 
 # ---- 7. [v] * k -------------------------------------------------------------------------------------
 
@@ -345,11 +351,7 @@ def repeated_array_updated_in_place(x):
 
 def test_repeated_lists():
     x = np.array([0.5, -1.25, 2.0])
-    value, g = astad.value_and_grad(accumulators_from_a_repeated_list)(x)
-    assert value == pytest.approx(accumulators_from_a_repeated_list(x), rel=1e-14)
-    np.testing.assert_allclose(g, central_differences(accumulators_from_a_repeated_list, x), rtol=1e-7, atol=1e-9)
-    t = np.array([0.3, -0.7, 1.1])
-    assert astad.jvp(accumulators_from_a_repeated_list, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+    _checked_at(x, accumulators_from_a_repeated_list)
     with pytest.raises(astad.AstadError, match="another element of the list holds it"):
         astad.grad(repeated_array_updated_in_place)(x)
 
@@ -405,12 +407,8 @@ def reductions_of_lists(x):
 
 def test_reductions_of_lists():
     x = np.array([0.5, -1.25, 2.0])
-    value, g = astad.value_and_grad(reductions_of_lists)(x)
-    want = reductions_of_lists(x)
-    assert value == pytest.approx(want, rel=1e-14) and type(value) is type(want)
-    np.testing.assert_allclose(g, central_differences(reductions_of_lists, x), rtol=1e-7, atol=1e-9)
-    t = np.array([0.3, -0.7, 1.1])
-    assert astad.jvp(reductions_of_lists, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+    value = _checked_at(x, reductions_of_lists)
+    assert type(value) is type(reductions_of_lists(x))
 
 
 # ---- 12. list(x) of an array ---------------------------------------------------------------------------
@@ -424,9 +422,4 @@ def list_of_an_array(x):
 
 
 def test_list_of_an_array():
-    x = np.array([0.5, -1.25, 2.0])
-    value, g = astad.value_and_grad(list_of_an_array)(x)
-    assert value == pytest.approx(list_of_an_array(x), rel=1e-14)
-    np.testing.assert_allclose(g, central_differences(list_of_an_array, x), rtol=1e-7, atol=1e-9)
-    t = np.array([0.3, -0.7, 1.1])
-    assert astad.jvp(list_of_an_array, (x,), (t,))[1] == pytest.approx(g @ t, rel=1e-12)
+    _checked_at(np.array([0.5, -1.25, 2.0]), list_of_an_array)
