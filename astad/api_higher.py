@@ -446,8 +446,11 @@ class Grad(Derived):
         return marks[0] if single else (marks if any(m is not None for m in marks) else None)
 
     def _output_like(self, args: Sequence[Any], value: Any) -> Any:
-        kind, _ = self._parts(args) if not self.with_value else ("", None)
-        return fresh.zero_d(self._zero_d_marks(args), value) if kind == "vjp" else value
+        # (its program is the VJP of the inner one exactly where that is a Plain: see _parts, which
+        # program ran already; not looked up again here)
+        if self.with_value or not isinstance(self.inner, Plain):
+            return value
+        return fresh.zero_d(self._zero_d_marks(args), value)
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
         if self.with_value:
