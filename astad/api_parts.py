@@ -50,14 +50,14 @@ def columns(base: Assembly, value: Any, args: Sequence[Any], nums: Sequence[int]
     from .frontend import abstract
 
     units = basis(args, nums)
-    types: dict[int, Any] = {}
+    along: dict[int, list] = {}  # per argument: each part's JVP program along it (looked up once, not per element)
     parts = []
     for u in units:
         i = next(k for k, t in enumerate(u) if t is not None)
-        if i not in types:
-            types[i] = abstract(args[i], f"argument {i}")
-        for prog, extras in base.parts:
-            q, _, split = prog.tangent_program(i, types[i])
+        if i not in along:
+            t = abstract(args[i], f"argument {i}")
+            along[i] = [(prog.tangent_program(i, t), extras) for prog, extras in base.parts]
+        for (q, _, split), extras in along[i]:
             parts.append((q, extras + (u[i],) + ((None,) if split else ())))
     n, shapes = len(base.parts), skeleton(tuple(args))
 
