@@ -76,9 +76,6 @@ class Derived:
         return api_parts.jvps(self._assembly(primals), primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
-        if getattr(self, "with_value", False):
-            raise NoProgram(f"{self.name} returns a pair (the value and the gradient), which astad does not "
-                            "differentiate again", hint=f"differentiate {self.name[len('value_and_'):]}")
         raise NoProgram(f"{self.name} is assembled from several derivatives, not one program")
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
@@ -464,7 +461,8 @@ class Grad(Derived):
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
-            return super().program(args)
+            raise NoProgram(f"{self.name} returns a pair (the value and the gradient), which astad does not "
+                            "differentiate again", hint=f"differentiate {self.name[len('value_and_'):]}")
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if not isinstance(self.inner, Plain) and api_parts.n_columns(args, nums) != 1:  # (without running it)
             return super().program(args)
