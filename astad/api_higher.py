@@ -76,9 +76,6 @@ class Derived:
         return api_parts.jvps(self._assembly(primals), primals, tangent_list)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
-        if getattr(self, "with_value", False):
-            raise NoProgram(f"{self.name} returns a pair (the value and the gradient), which astad does not "
-                            "differentiate again", hint=f"differentiate {self.name[len('value_and_'):]}")
         raise NoProgram(f"{self.name} is assembled from several derivatives, not one program")
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
@@ -411,12 +408,13 @@ class Grad(Derived):
         _require_scalar(self.inner.name, value)
         return value, from_columns(value, cols, args, nums, single)
 
-    def _parts(self, args: Sequence[Any]) -> tuple[str, Any]:
+    def _vjp_program(self, args: Sequence[Any]) -> Program | None:
+        """The VJP program of the inner callable where that is a Plain (cached per kind of arguments); else None."""
         key = tuple(map(api._arg_key, args)) if isinstance(self.inner, Plain) else (None,)
         found = self._vjps.get(key) if None not in key else None
         if found is not None and api._checks_hold(found.checks):  # arguments of kinds seen before
             self.inner.rev.check_code()
-            return "vjp", found
+            return found
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if isinstance(self.inner, Plain):
             prog = vjp_of(self.inner.rev, args, nums, single)
@@ -425,14 +423,14 @@ class Grad(Derived):
                 if len(self._vjps) > 64:
                     self._vjps.clear()
                 self._vjps[key] = prog
-            return "vjp", prog
-        return "jvp", None
+            return prog
+        return None
 
     def _jvps(self, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
         if self.with_value:
             return super()._jvps(primals, tangent_list)
-        kind, prog = self._parts(primals)
-        if kind == "vjp":
+        prog = self._vjp_program(primals)
+        if prog is not None:
             marks = self._zero_d_marks(primals)
             pairs = [prog.jvp(primals, _seed(prog), t) for t in tangent_list]
             return pairs if marks is None else [(fresh.zero_d(marks, v), fresh.zero_d(marks, t)) for v, t in pairs]
@@ -446,21 +444,25 @@ class Grad(Derived):
         return marks[0] if single else (marks if any(m is not None for m in marks) else None)
 
     def _output_like(self, args: Sequence[Any], value: Any) -> Any:
-        kind, _ = self._parts(args) if not self.with_value else ("", None)
-        return fresh.zero_d(self._zero_d_marks(args), value) if kind == "vjp" else value
+        # (its program is the VJP of the inner one exactly where that is a Plain: see _vjp_program, which
+        # program ran already; not looked up again here)
+        if self.with_value or not isinstance(self.inner, Plain):
+            return value
+        return fresh.zero_d(self._zero_d_marks(args), value)
 
     def _assembly(self, args: Sequence[Any]) -> api_parts.Assembly:
         if self.with_value:
             return super()._assembly(args)
-        kind, prog = self._parts(args)
-        if kind == "vjp":
+        prog = self._vjp_program(args)
+        if prog is not None:
             return api_parts.one(prog, _seed(prog))
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         return self._columns(args, nums, single, gradient=True)
 
     def program(self, args: Sequence[Any]) -> tuple[Program, tuple]:
         if self.with_value:
-            return super().program(args)
+            raise NoProgram(f"{self.name} returns a pair (the value and the gradient), which astad does not "
+                            "differentiate again", hint=f"differentiate {self.name[len('value_and_'):]}")
         nums, single = _nums(self.argnums, len(args), self.inner.name)
         if not isinstance(self.inner, Plain) and api_parts.n_columns(args, nums) != 1:  # (without running it)
             return super().program(args)

@@ -50,14 +50,14 @@ def columns(base: Assembly, value: Any, args: Sequence[Any], nums: Sequence[int]
     from .frontend import abstract
 
     units = basis(args, nums)
-    types: dict[int, Any] = {}
+    along: dict[int, list] = {}  # per argument: each part's JVP program along it (looked up once, not per element)
     parts = []
     for u in units:
         i = next(k for k, t in enumerate(u) if t is not None)
-        if i not in types:
-            types[i] = abstract(args[i], f"argument {i}")
-        for prog, extras in base.parts:
-            q, _, split = prog.tangent_program(i, types[i])
+        if i not in along:
+            t = abstract(args[i], f"argument {i}")
+            along[i] = [(prog.tangent_program(i, t), extras) for prog, extras in base.parts]
+        for (q, _, split), extras in along[i]:
             parts.append((q, extras + (u[i],) + ((None,) if split else ())))
     n, shapes = len(base.parts), skeleton(tuple(args))
 
@@ -66,8 +66,8 @@ def columns(base: Assembly, value: Any, args: Sequence[Any], nums: Sequence[int]
         return from_columns(value, cols, shapes, nums, single, rows)
 
     def unbuild(ct: Any) -> Any:  # (one part, one column: the Jacobian's blocks are that column reshaped)
-        return base.unbuild(_column_of(value, ct, shapes, nums, single)) if base.unbuild else \
-            _column_of(value, ct, shapes, nums, single)
+        col = _column_of(value, ct, shapes, nums, single)
+        return base.unbuild(col) if base.unbuild else col
     empty = None
     if not parts and base.first() is not None and nums:  # (an argument of no elements)
         empty = base.first().tangent_program(nums[0], abstract(args[nums[0]], f"argument {nums[0]}"))[0]  # type: ignore
@@ -177,7 +177,7 @@ def vjp_by_jvps(a: Assembly, args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
 
     def pullback(ct: Any) -> tuple:
         check_cotangent_like(value, ct)
-        cts = [c for c in leaves_like(value, ct)]
+        cts = leaves_like(value, ct)
         dots = []
         for t in tangents:
             s = 0.0
