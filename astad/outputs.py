@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .ir import Num, TupleT
 from .values import PyTuple
 
 
@@ -83,17 +84,11 @@ def guarded_jvp(fn: Callable, t: Any) -> Callable:
     return with_lists
 
 
-def _numpy_scalar(t: Any) -> bool:
-    """A numpy float scalar leaf of an output type (not a Python float, not an array)."""
-    from .ir import Num
-
-    return isinstance(t, Num) and t.shape == () and not t.py and t.dtype.startswith("float")
-
-
 def _has_numpy_scalar(t: Any) -> bool:
-    from .ir import TupleT
-
-    return any(_has_numpy_scalar(i) for i in t.items) if isinstance(t, TupleT) else _numpy_scalar(t)
+    """Whether an output type has a numpy float scalar leaf (not a Python float, not an array)."""
+    if isinstance(t, TupleT):
+        return any(_has_numpy_scalar(i) for i in t.items)
+    return isinstance(t, Num) and t.shape == () and not t.py and t.dtype.startswith("float")
 
 
 def _like(value: Any, tangent: Any) -> Any:

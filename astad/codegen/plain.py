@@ -125,7 +125,7 @@ class PlainPrinting:
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
                     last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
-                    counted_get, in_if = copied.get, self.in_if
+                    copied_get, in_if = copied.get, self.in_if
                     stale = False
                 (target,) = b.targets
                 t = target.type
@@ -152,7 +152,7 @@ class PlainPrinting:
                 for a in operands:
                     if type(a) is Var:
                         n = a.name
-                        copied[n] = counted_get(n, 0) + 1
+                        copied[n] = copied_get(n, 0) + 1
                         if n in inlined:  # (pending's)
                             d = depth.pop(n)
                             if d > reach:
@@ -188,16 +188,13 @@ class PlainPrinting:
                     inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
                     depth[name] = reach + 1
                 elif name.isidentifier():  # (assign_line's)
-                    loc = b.loc  # (comment's, inlined)
-                    if loc is None or loc is seen:
-                        lines.append(Line((), f"{name} = {text}"))
-                    elif last_loc is not None and loc.line == last_loc[1] and loc.file == last_loc[0]:
+                    loc, lead = b.loc, ()  # (comment's, inlined)
+                    if loc is not None and loc is not seen:
                         seen = loc
-                        lines.append(Line((), f"{name} = {text}"))
-                    else:
-                        self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
-                        seen = loc
-                        lines.append(Line(comment_lines(loc.line, loc.text), f"{name} = {text}"))
+                        if last_loc is None or loc.line != last_loc[1] or loc.file != last_loc[0]:
+                            self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
+                            lead = comment_lines(loc.line, loc.text)
+                    lines.append(Line(lead, f"{name} = {text}"))
                 else:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))

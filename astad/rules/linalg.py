@@ -205,7 +205,7 @@ def _det_infer(what: str) -> Any:
 def _solve_infer(ts: list[Type], params: dict) -> Type:
     a, rhs = square(ts[0], "np.linalg.solve"), num(ts[1])
     # (numpy.linalg: float64 where either is an integer or bool array, float32 only where both are float32)
-    dtype = "float32" if float_dtype(a.dtype) == float_dtype(rhs.dtype) == "float32" else "float64"
+    dtype = "float32" if a.dtype == rhs.dtype == "float32" else "float64"
     if rhs.ndim == 1:
         if a.ndim != 2:
             raise ShapeError("np.linalg.solve of a stack of matrices with a vector b", "b[..., None], then [..., 0]")

@@ -67,7 +67,7 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
     """Type rule of an elementwise (broadcasting) operation: numpy's own
     promotion, found by applying ``impl`` to scalar samples of the types."""
 
-    found: dict[tuple, tuple] = {}  # the operands' kinds and the params -> what numpy's result is
+    found: dict[tuple, tuple] = {}  # the operands' kinds and the params -> (dtype, py, value, weak) of numpy's result
     known: dict[tuple, Type] = {}  # the operands' types and the params -> the result's (a program repeats them)
 
     # the operands' types by identity, without parameters -> (those types, kept alive: their ids stay
@@ -115,15 +115,15 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
                 except OverflowError:  # (1.5 ** 2000 of Python floats: the result's type is that of 1.0 ** 2000,
                     value = _apply(impl, [_one(t) for t in ts], params)  # its value unknown: Python raises there)
                     result = _result_kind(value)[:2] + (None,)
-            result = result if result is not None else _result_kind(value)
-            if not result[1] and any(t.weak for t in ts):  # type: ignore[union-attr]
-                result = result + (_weak_result(impl, ts, params, result[0]),)
+            dtype, py, value = result if result is not None else _result_kind(value)
+            weak = not py and any(t.weak for t in ts) and _weak_result(impl, ts, params, dtype)  # type: ignore[union-attr]
+            result = (dtype, py, value, weak)
             if key is not None:
                 found[key] = result
         keep = all(isinstance(t, Num) and t.value is not None for t in ts)
-        dtype, py, value = result[:3]
+        dtype, py, value, weak = result
         return Num(shape, dtype, py=True, value=value if keep and dtype != "float64" else None) if py \
-            else Num(shape, dtype, weak=len(result) > 3 and result[3])
+            else Num(shape, dtype, weak=weak)
 
     return infer
 
