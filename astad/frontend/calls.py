@@ -86,8 +86,7 @@ class Calls(LowererCore):
             if len(args) == 1 and not kwargs and isinstance(args[0], (Var, Const)) and isinstance(args[0].type, Num) \
                     and args[0].type.shape and args[0].type.shape[0] is not None:
                 x = args[0]  # list(x) of an array of known length: its rows (numpy scalars of a vector), as Python
-                rows = PyTuple(tuple(self.emit("getitem", [x], {"index": (i,)}) for i in range(x.type.shape[0])),
-                               is_list=True)
+                rows = PyTuple(self.rows(x, x.type.shape[0]), is_list=True)
                 self.aliases.new_list(rows)
                 return rows
             if len(args) != 1 or kwargs or not (isinstance(args[0], PyTuple) or (
