@@ -36,7 +36,7 @@ _PYTHON_ARITHMETIC = frozenset({"div", "floordiv", "mod", "pow"})
 _CONVERSIONS = frozenset({"convert_discrete", "convert_float", "py_round"})
 #: the operations :func:`may_raise` looks at further (but ``math_...``): any other never raises
 _MAY = _RAISING_LINALG | _SIZES_AND_INDICES | _PYTHON_ARITHMETIC | _CONVERSIONS | {
-    "pow", "power", "getitem", "list_get", "arange"}
+    "power", "getitem", "list_get", "arange"}
 
 
 def may_raise(rhs: Prim) -> bool:
