@@ -37,10 +37,9 @@ class Indexing(LowererCore):
             if isinstance(s, cst.Slice):  # xs[a:b:c]: a new list (bounds known when transforming)
                 bounds = [None if e is None else self.static(self.expr(e), e, "slice bound of a list")
                           for e in (s.lower, s.upper, s.step)]
-                made = self.emit("list_slice", [x], {k: v for k, v in zip(("lower", "upper", "step"), bounds)
+                return self.emit("list_slice", [x], {k: v for k, v in zip(("lower", "upper", "step"), bounds)
                                                      if v is not None})
-                return made
-            i = self.atom(self.expr(node.slice[0].slice.value), node)
+            i = self.atom(self.expr(s.value), node)
             return self.emit("list_get", [x, i])
         index: list[Any] = []
         args: list[Atom] = [x]
