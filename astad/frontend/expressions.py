@@ -261,14 +261,13 @@ class Expressions(LowererCore):
         left_value = self.expr(node.left)
         if op == "add" and is_list_value(left_value):
             return self.concatenate_lists(left_value, self.expr(node.right), node)
-        right_value = self.expr(node.right)
-        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right_value, PyTuple)):
-            made = self.repeated(left_value, right_value, node)
+        right = self.expr(node.right)
+        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right, PyTuple)):
+            made = self.repeated(left_value, right, node)
             if made is not None:
                 return made
         left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, node.left)
-        right = right_value  # (an atom as it is, else what atom says of it)
-        if not (type(right) is Var or type(right) is Const):
+        if not (type(right) is Var or type(right) is Const):  # (an atom as it is, else what atom says of it)
             right = self.atom(right, node.right)
         return self.emit(op, [left, right])
 
