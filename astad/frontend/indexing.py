@@ -420,9 +420,7 @@ class Indexing(LowererCore):
             bounds = [None if b is None else self.static(self.expr(b), b, "slice bound") for b in (s.lower, s.upper, s.step)]
             if not base.is_list:
                 return PyTuple(base.items[slice(*bounds)])
-            value = PyTuple(base.items[slice(*bounds)], is_list=True)  # a new list
-            self.aliases.new_list(value)
-            return value
+            return self.new_list(base.items[slice(*bounds)])
         index_value = self.expr(s.value)
         if base.is_list and isinstance(index_value, Var):
             return self.emit("list_get", [self.dynamic_list(base, node), index_value])
