@@ -62,6 +62,17 @@ def result_items(block: Block) -> tuple[Atom, ...] | None:
 ZERO_MAKERS = {"zeros", "zeros_like", "list_zeros_like"}
 
 
+_PRIMS = frozenset({Prim})
+
+
+def prim_rhss(block: Block) -> list[Prim] | None:
+    """The right-hand sides of ``block``'s bindings where all are primitives (straight-line code, mostly: the
+    fast paths of the walks after the lowering), else None.  (Comprehensions: their attribute reads are the
+    interpreter's specialised ones, cheaper than attrgetter's in map.)"""
+    rhss = [b.rhs for b in block.binds]
+    return rhss if {type(r) for r in rhss} <= _PRIMS else None  # type: ignore[return-value]
+
+
 def prim_op(b: Bind) -> str | None:
     """The primitive a binding applies, if it applies one."""
     return b.rhs.op if isinstance(b.rhs, Prim) else None

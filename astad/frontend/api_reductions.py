@@ -46,8 +46,7 @@ def _statics(lw: Lowerer, b: dict, node: cst.Call, names: tuple[str, ...]) -> di
 
 
 def _array(lw: Lowerer, b: dict, node: cst.Call, title: str, method: bool) -> Atom:
-    """The array reduced; a list or tuple of numbers or of arrays of one shape written out (``np.sum([a, b])``,
-    ``np.mean([f(v) for v in xs])`` of a known length) as numpy reads it, their stack along a new first axis."""
+    """The array reduced (a list or tuple of numbers or arrays as numpy reads it: :func:`.api_specs.stacked_list`)."""
     x = lw.atom(stacked_list(lw, lw.const_or(b["a"]), node), node)
     if method and isinstance(x.type, Num) and x.type.py:
         name = title.strip(".()")

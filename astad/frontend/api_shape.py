@@ -324,9 +324,7 @@ def _split(even: bool, axis_for: Callable[[int], int | None] | None = None) -> L
         for start, stop in zip(bounds, bounds[1:]):
             s = ("slice", start or None, None if stop == n else stop, None)
             parts.append(lw.emit("getitem", [x], {"index": (ALL,) * axis + (s,)}))
-        value = PyTuple(tuple(parts), is_list=True)
-        lw.aliases.new_list(value)  # a new list (of views of x)
-        return value
+        return lw.new_list(tuple(parts))  # a new list (of views of x)
 
     return lower
 

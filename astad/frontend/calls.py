@@ -86,18 +86,13 @@ class Calls(LowererCore):
             if len(args) == 1 and not kwargs and isinstance(args[0], (Var, Const)) and isinstance(args[0].type, Num) \
                     and args[0].type.shape and args[0].type.shape[0] is not None:
                 x = args[0]  # list(x) of an array of known length: its rows (numpy scalars of a vector), as Python
-                rows = PyTuple(tuple(self.emit("getitem", [x], {"index": (i,)}) for i in range(x.type.shape[0])),
-                               is_list=True)
-                self.aliases.new_list(rows)
-                return rows
+                return self.new_list(self.rows(x, x.type.shape[0]))
             if len(args) != 1 or kwargs or not (isinstance(args[0], PyTuple) or (
                     isinstance(args[0], Var) and isinstance(args[0].type, ListT))):
                 raise self.type_error("list() takes one list, tuple or comprehension", node, "list(map(f, xs))")
             if not isinstance(args[0], PyTuple):
                 return self.emit("list_copy", [args[0]])  # a run-time list: a new list of the same elements
-            made = PyTuple(args[0].items, is_list=True)
-            self.aliases.new_list(made)  # a new list holding the same elements
-            return made
+            return self.new_list(args[0].items)  # a new list holding the same elements
         if func.kind == "method":
             return self.apply(func.obj, [func.self_value, *args], kwargs, node)
         if func.kind == "builtin":

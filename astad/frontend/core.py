@@ -252,6 +252,17 @@ class LowererCore:
             return value
         return Const.literal(value, literal_type(value))
 
+    def new_list(self, items: tuple) -> PyTuple:
+        """A new Python list of ``items`` (known element by element; no other list is it: the aliases are told)."""
+        value = PyTuple(items, is_list=True)
+        self.aliases.new_list(value)
+        return value
+
+    def rows(self, x: Atom, n: int) -> tuple[Var, ...]:
+        """``x[0], ..., x[n - 1]``: the rows of an array (views of a matrix, numpy scalars of a vector), as
+        Python's iteration gives them (``list(x)``, ``a, b = x``)."""
+        return tuple(self.emit("getitem", [x], {"index": (i,)}) for i in range(n))
+
     def shape_of(self, x: Atom) -> PyTuple:
         t = x.type
         assert isinstance(t, Num)

@@ -100,9 +100,7 @@ class Expressions(LowererCore):
         return PyTuple(tuple(self.element(e) for e in node.elements))
 
     def expr_List(self, node: cst.List) -> Value:
-        value = PyTuple(tuple(self.element(e) for e in node.elements), is_list=True)
-        self.aliases.new_list(value)
-        return value
+        return self.new_list(tuple(self.element(e) for e in node.elements))
 
     def element(self, e: cst.BaseElement) -> Value:
         if isinstance(e, cst.StarredElement):
@@ -134,8 +132,7 @@ class Expressions(LowererCore):
             body = cst.For(target=clause.target, iter=clause.iter, body=cst.IndentedBlock([body]))
         self.alias(body, node)
         # a scope of its own: its variables are not the enclosing function's (nor its functions')
-        items = PyTuple((), is_list=True)
-        self.aliases.new_list(items)
+        items = self.new_list(())
         scope = Scope(self.scope.parsed, self.scope.path, {key: items}, parent=self.scope)
         self.stack.append(scope)
         start = len(self.binds)
@@ -261,14 +258,13 @@ class Expressions(LowererCore):
         left_value = self.expr(node.left)
         if op == "add" and is_list_value(left_value):
             return self.concatenate_lists(left_value, self.expr(node.right), node)
-        right_value = self.expr(node.right)
-        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right_value, PyTuple)):
-            made = self.repeated(left_value, right_value, node)
+        right = self.expr(node.right)
+        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right, PyTuple)):
+            made = self.repeated(left_value, right, node)
             if made is not None:
                 return made
         left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, node.left)
-        right = right_value  # (an atom as it is, else what atom says of it)
-        if not (type(right) is Var or type(right) is Const):
+        if not (type(right) is Var or type(right) is Const):  # (an atom as it is, else what atom says of it)
             right = self.atom(right, node.right)
         return self.emit(op, [left, right])
 
@@ -282,10 +278,7 @@ class Expressions(LowererCore):
         count = self.static(k, node, "the number of repetitions of a list")
         if seq.fields is not None:
             raise self.type_error("a NamedTuple repeated with `*`", node, "tuple(t) * k")
-        value = PyTuple(seq.items * count, seq.is_list)
-        if seq.is_list:
-            self.aliases.new_list(value)
-        return value
+        return self.new_list(seq.items * count) if seq.is_list else PyTuple(seq.items * count)
 
     def concatenate_lists(self, a: Value, b: Value, node: cst.BinaryOperation) -> Value:
         """``xs + [v, w]``: a new list holding the same elements (what the refusal of an
@@ -294,9 +287,7 @@ class Expressions(LowererCore):
             raise self.type_error("a list is concatenated with `+` to a list written out (`[v]`, `[v, w]`, "
                                   "a slice of one, a list made so)", node, "xs + [v], or xs.append(v) in a loop")
         if isinstance(a, PyTuple):  # known element by element: so is the new list
-            value = PyTuple(a.items + b.items, is_list=True)
-            self.aliases.new_list(value)
-            return value
+            return self.new_list(a.items + b.items)
         for v in b.items:  # a list known only at run time: the new one is taken for the same list (conservative)
             a = self.emit("append", [a, self.atom(v, node)])
         return a

@@ -272,7 +272,7 @@ class Expressions:
         else:
             s, e = text.start(n), text.end(n)
         start = s
-        if cls is _AST_NAME:  # (e_Name and its node made, inline: nearly half the expressions)
+        if cls is _AST_NAME:  # (a name has no maker: made here, inline: nearly half the expressions)
             value = n.id
             self.names.add(value)
             node = _new(_NAME)
@@ -312,10 +312,6 @@ class Expressions:
         self.names.add(value)
         self.starts[id(node)] = at
         return node
-
-    def e_Name(self, n: ast.Name, s: Pos, e: Pos) -> Any:
-        self.names.add(n.id)
-        return new.Name(n.id)
 
     def e_Constant(self, n: ast.Constant, s: Pos, e: Pos) -> Any:
         v = n.value

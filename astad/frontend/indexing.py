@@ -37,10 +37,9 @@ class Indexing(LowererCore):
             if isinstance(s, cst.Slice):  # xs[a:b:c]: a new list (bounds known when transforming)
                 bounds = [None if e is None else self.static(self.expr(e), e, "slice bound of a list")
                           for e in (s.lower, s.upper, s.step)]
-                made = self.emit("list_slice", [x], {k: v for k, v in zip(("lower", "upper", "step"), bounds)
+                return self.emit("list_slice", [x], {k: v for k, v in zip(("lower", "upper", "step"), bounds)
                                                      if v is not None})
-                return made
-            i = self.atom(self.expr(node.slice[0].slice.value), node)
+            i = self.atom(self.expr(s.value), node)
             return self.emit("list_get", [x, i])
         index: list[Any] = []
         args: list[Atom] = [x]
@@ -421,9 +420,7 @@ class Indexing(LowererCore):
             bounds = [None if b is None else self.static(self.expr(b), b, "slice bound") for b in (s.lower, s.upper, s.step)]
             if not base.is_list:
                 return PyTuple(base.items[slice(*bounds)])
-            value = PyTuple(base.items[slice(*bounds)], is_list=True)  # a new list
-            self.aliases.new_list(value)
-            return value
+            return self.new_list(base.items[slice(*bounds)])
         index_value = self.expr(s.value)
         if base.is_list and isinstance(index_value, Var):
             return self.emit("list_get", [self.dynamic_list(base, node), index_value])

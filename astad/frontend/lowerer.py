@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import filterfalse
 from typing import Any
 
+from ..blocks import prim_rhss
 from ..ir import Bind, Block, Const, Function, If, Loop, Prim, Type, Var, vars_of
 from ..names import Namer, program_names, remember_names
 from ..rules import TABLE, has_effect
@@ -51,8 +52,8 @@ def drop_dead_temporaries(fn: Function) -> Function:
 def _drop_dead(block: Block, names: set[str] | None = None) -> Block:
     """``block`` less its dead temporaries (the same block where it has none); with ``names``,
     the names of the block made added to it (those of nested blocks too)."""
-    rhss = [b.rhs for b in block.binds]
-    if {type(r) for r in rhss} <= _PRIMS and _none_dead(block, rhss, names):
+    rhss = prim_rhss(block)
+    if rhss is not None and _none_dead(block, rhss, names):
         return block
     result = block.result
     used = {result.name} if type(result) is Var else set()
@@ -101,9 +102,6 @@ def _drop_dead(block: Block, names: set[str] | None = None) -> Block:
     if not changed:
         return block
     return Block(tuple(reversed(kept)), result)
-
-
-_PRIMS = frozenset({Prim})
 
 
 def _none_dead(block: Block, rhss: list[Prim], names: set[str] | None) -> bool:

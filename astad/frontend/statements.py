@@ -273,7 +273,7 @@ class Statements(LowererCore):
             raise self.type_error(f"cannot unpack {_what(value)} of {n} {'rows' if isinstance(t, Num) else 'elements'} "
                                   f"into {k} names (Python raises ValueError)", target)
         if isinstance(t, Num):
-            return PyTuple(tuple(self.emit("getitem", [value], {"index": (i,)}) for i in range(k)))
+            return PyTuple(self.rows(value, k))
         return PyTuple(tuple(self.emit("list_get", [value, Const.integer(i)]) for i in range(k)))
 
     def aug_assign(self, node: cst.AugAssign) -> None:

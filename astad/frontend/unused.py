@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..blocks import with_branches
+from ..blocks import prim_rhss, with_branches
 from ..ir import (App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, ReverseProgram, Var, all_binds,
                   nested_blocks, read_set, vars_of)
 from ..names import Namer
@@ -36,10 +36,7 @@ _PYTHON_ARITHMETIC = frozenset({"div", "floordiv", "mod", "pow"})
 _CONVERSIONS = frozenset({"convert_discrete", "convert_float", "py_round"})
 #: the operations :func:`may_raise` looks at further (but ``math_...``): any other never raises
 _MAY = _RAISING_LINALG | _SIZES_AND_INDICES | _PYTHON_ARITHMETIC | _CONVERSIONS | {
-    "pow", "power", "getitem", "list_get", "arange"}
-
-
-_PRIMS = frozenset({Prim})
+    "power", "getitem", "list_get", "arange"}
 
 
 def may_raise(rhs: Prim) -> bool:
@@ -79,8 +76,8 @@ def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
     item of a tuple or list nothing reads (an effect's binding is kept anyway).  Primitives alone and none
     of them one that may raise (straight-line code, mostly): nothing to keep, no walk."""
-    rhss = [b.rhs for b in fn.body.binds]  # (comprehensions: their attribute reads are the interpreter's
-    if {type(r) for r in rhss} <= _PRIMS:  # specialised ones, cheaper than attrgetter's in map)
+    rhss = prim_rhss(fn.body)
+    if rhss is not None:
         ops = [r.op for r in rhss]
         maybe = {op for op in set(ops) if op in _MAY or op.startswith("math_")}
         if not maybe or not any(map(may_raise, compress(rhss, map(maybe.__contains__, ops)))):

@@ -12,6 +12,7 @@ refuses the first operation that meets a float16 or float32 with it, naming the 
 
 from __future__ import annotations
 
+from ..blocks import prim_rhss
 from ..errors import AstadTypeError
 from ..rules.table import TABLE
 from ..ir import App, Atom, Block, Const, Copy, Function, If, Lam, ListT, Loop, MakeTuple, Num, Prim, Unpack, Var
@@ -20,15 +21,14 @@ _NARROW = frozenset({"float16", "float32"})
 _WIDE = frozenset({"float64", "int64"})
 _PICKS = frozenset({"py_max", "py_min"})  # Python's max/min of numbers: the one it picks, as it is
 _CALLED = _PICKS | {"call"}
-_PRIMS = frozenset({Prim})
 
 
 def check_weak_joins(fn: Function) -> None:
     """Refuse (at its line) an operation of ``fn`` that meets a float16 or float32 with a value that is
     a Python float on one path and a numpy float64 on another (see the module's docstring).  Primitives
     alone and none of them a pick or a call (straight-line code, mostly): nothing to follow, no walk."""
-    rhss = [b.rhs for b in fn.body.binds]
-    if {type(r) for r in rhss} <= _PRIMS and _CALLED.isdisjoint([r.op for r in rhss]):
+    rhss = prim_rhss(fn.body)
+    if rhss is not None and _CALLED.isdisjoint([r.op for r in rhss]):
         return
     _Walk().block(fn.body)
 
