@@ -104,15 +104,31 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common (written out): itself when it reads no duplicated variable
             args = rhs.args
-            if pending:
+            if len(args) == 2:  # (the most common: _renamed_prim without a comprehension, the reads noted)
+                x, y = args
+                renamed = False
+                if type(x) is Var:
+                    copies = pending.get(x.name)
+                    if copies is not None:
+                        x = copies.pop(0)
+                        renamed = True
+                    used.append(x.name)
+                if type(y) is Var:
+                    copies = pending.get(y.name)
+                    if copies is not None:
+                        y = copies.pop(0)
+                        renamed = True
+                    used.append(y.name)
+                if renamed:
+                    b = Bind(b.targets, Prim(rhs.op, (x, y), rhs.params), b.loc)
+            else:
                 for a in args:
                     if type(a) is Var and a.name in pending:
                         b = Bind(b.targets, _renamed_prim(rhs, pending), b.loc)
-                        args = b.rhs.args  # type: ignore[union-attr]
                         break
-            for a in args:
-                if type(a) is Var:
-                    used.append(a.name)
+                for a in b.rhs.args:  # type: ignore[union-attr]
+                    if type(a) is Var:
+                        used.append(a.name)
             binds.append(b)
         else:
             if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
