@@ -199,14 +199,23 @@ class Replay:
         return plans
 
     def run_named(self, macro: Any, vals: list[Atom | None], args: Sequence[Atom]) -> None:
-        """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's."""
+        """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's.
+        (``macro.ct_name``'s common case written out: this runs for most primitives.)"""
         cts = macro.cts
         for i in self.zeros:
             a = args[i]
             t = a.type
             cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
-        ct_name = macro.ct_name  # each cotangent's name drawn, as take draws it
-        bases = [ct_name(args[i].name) for i in self.drawn]  # type: ignore[union-attr]
+        taken = macro.taken
+        bases = []
+        for i in self.drawn:  # its cotangent's name drawn, as take draws it (ct_name)
+            name = args[i].name  # type: ignore[union-attr]
+            base = name + "_ct"
+            if taken is not None and (name[0] != "t" or "_" not in name) and base not in taken and base.isascii():
+                taken.add(base)
+            else:
+                base = macro.ct_name(name)
+            bases.append(base)
         self._emit(macro.b, vals, self.named_ops, (cts, args, self.drawn, bases))
         for j, r in self.aliases:
             cts[args[self.drawn[j]].name] = vals[r]  # type: ignore[union-attr]
