@@ -56,6 +56,21 @@ class _Vjps(dict):
 _VJPS: dict[str, Any] = _Vjps()
 
 
+def _arg_key(a: Atom, inactive, cts: dict) -> tuple[object, bool]:
+    """For ``rule_Prim``'s key of a replayed primitive: what ``replay.key`` holds of an argument (None where
+    it cannot be keyed) and whether it gets a cotangent (give's tests: a variable with a derivative, active;
+    an inactive one is given its zero here, as give would)."""
+    cls = type(a)
+    if cls is Var:
+        at = a.type
+        if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+            if a.name not in inactive:
+                return id(at), True
+            cts[a.name] = Zero(ct_type(at))  # (give's)
+        return id(at), False
+    return (a.key if cls is Const and a.name is None else None), False
+
+
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
     """The forward block with each function value's backward map attached (the
     block itself when there is none: a program without function values)."""
@@ -114,35 +129,11 @@ class _Macro(Cotangents):
         args = rhs.args
         inactive = self.inactive
         if len(args) == 2 and type(ct) is Var and op in self.replayed:
-            # (the most common, written out: which arguments get a cotangent, as the loop below finds,
+            # (the most common: which arguments get a cotangent, as the loop below finds,
             # and the key of replay.key with them, flat)
             x, y = args
-            cls = type(x)
-            if cls is Var:
-                at = x.type
-                kx = id(at)
-                gx = False
-                if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
-                    if x.name not in inactive:
-                        gx = True
-                    else:
-                        self.cts[x.name] = Zero(ct_type(at))  # (give's)
-            else:
-                kx = x.key if cls is Const and x.name is None else None
-                gx = False
-            cls = type(y)
-            if cls is Var:
-                at = y.type
-                ky = id(at)
-                gy = False
-                if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
-                    if y.name not in inactive:
-                        gy = True
-                    else:
-                        self.cts[y.name] = Zero(ct_type(at))  # (give's)
-            else:
-                ky = y.key if cls is Const and y.name is None else None
-                gy = False
+            kx, gx = _arg_key(x, inactive, self.cts)
+            ky, gy = _arg_key(y, inactive, self.cts)
             gets = None  # ([gx, gy], made where it is read: not where the replay runs)
             if kx is None or ky is None:
                 key = None
@@ -151,30 +142,15 @@ class _Macro(Cotangents):
                 key = (op, rhs.params, id(t), id(ct.type), kx, ky, x is y, gx, gy, self.top,
                        not (gx and gy) and cname[:1] == "t" and cname[1:].isdigit())
         elif len(args) == 1 and type(ct) is Var and type(args[0]) is Var and op in self.replayed:
-            (x,) = args  # (the next most common, written out as above)
-            at = x.type
-            gx = False
-            if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
-                if x.name not in inactive:
-                    gx = True
-                else:
-                    self.cts[x.name] = Zero(ct_type(at))  # (give's)
+            (x,) = args  # (the next most common, as above)
+            kx, gx = _arg_key(x, inactive, self.cts)
             gets = None  # ([gx], as above)
             cname = ct.name
-            key = (op, rhs.params, id(t), id(ct.type), id(at), gx, self.top,
+            key = (op, rhs.params, id(t), id(ct.type), kx, gx, self.top,
                    not gx and cname[:1] == "t" and cname[1:].isdigit())
         else:
-            # which arguments get a cotangent (give's tests: a variable with a derivative, active)
-            gets = []
-            for a in args:
-                if type(a) is Var:
-                    at = a.type
-                    if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
-                        if a.name not in inactive:
-                            gets.append(True)
-                            continue
-                        self.cts[a.name] = Zero(ct_type(at))  # (give's)
-                gets.append(False)
+            cts = self.cts  # which arguments get a cotangent
+            gets = [_arg_key(a, inactive, cts)[1] for a in args]
             key = replay.key(rhs, out, ct) if op in self.replayed else None
             if key is not None:  # (see astad.ad.replay; what settle leaves depends on which arguments get one)
                 cname = ct.name  # (and whether the cotangent, which a rule may give an argument, is a temporary)

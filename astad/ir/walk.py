@@ -92,7 +92,8 @@ def all_binds(block: Block) -> Iterator[Bind]:
 
 #: the classes of right-hand side with blocks inside (``nested_blocks``)
 _NESTING = frozenset({If, Loop, LoopBack, Lam})
-_NESTING_NAMES = frozenset(cls.__name__ for cls in _NESTING)
+#: the kinds (``kinds``) of the right-hand sides with blocks inside
+NESTING_KINDS = frozenset(cls.__name__ for cls in _NESTING)
 
 
 def _bound_here(b: Bind, backward: bool) -> Iterator[Var]:
@@ -160,7 +161,7 @@ def _kinds(block: Block) -> frozenset[str]:
     binds = block.binds
     # (one set comprehension: the fastest walk of a long block; ops and class names never coincide)
     found = {b.rhs.op if type(b.rhs) is Prim else type(b.rhs).__name__ for b in binds}
-    if not found.isdisjoint(_NESTING_NAMES):  # (a block nested at some depth is nested in one of these)
+    if not found.isdisjoint(NESTING_KINDS):  # (a block nested at some depth is nested in one of these)
         for b in binds:
             if type(b.rhs) in _NESTING:
                 for inner in nested_blocks(b.rhs):

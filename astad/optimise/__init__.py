@@ -52,7 +52,7 @@ from typing import Collection, Sequence
 import numpy as np
 
 from ..ir import Block, Const, ReverseProgram, Var, bound_vars, kinds, nested_blocks
-from ..ir.walk import atoms_of, outside_reads
+from ..ir.walk import NESTING_KINDS, atoms_of, outside_reads
 from ..names import Namer
 from .accumulate import accumulate_in_loops, accumulates
 from .arrays import outer_sums, sink_broadcasts, sink_forward_broadcasts, static_zeros
@@ -99,7 +99,7 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
         summed = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in,
                                 outer_sums(prog.backward, Namer.of(prog)))
         # (outer_sums leaves out what it makes dead: of dce's output without nested blocks, the output of dce)
-        prog = summed if kinds(prog.backward).isdisjoint(NESTED) else dce(summed)
+        prog = summed if kinds(prog.backward).isdisjoint(NESTING_KINDS) else dce(summed)
     # (prog is dce's output here: each pass after it needs dce again only where it changed something)
     prog = shared_products_cleaned(prog)
     recomputed = rematerialise(prog)
@@ -117,10 +117,6 @@ def optimise_passes(prog: ReverseProgram, finishing: bool = False) -> ReversePro
                                          static_zeros(prog.backward)))
 
 
-#: the kinds (``ir.kinds``) of the bindings with blocks inside
-NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
-
-
 def residuals(prog: ReverseProgram, constants: Collection[str] = ()) -> tuple[Var | Const, ...]:
     """The forward variables (and parameters) the backward block reads, in forward order.
     After the parameters, the arrays of ``constants`` (the names of the user's constants the
@@ -131,7 +127,7 @@ def residuals(prog: ReverseProgram, constants: Collection[str] = ()) -> tuple[Va
     read = outside_reads(prog.backward) - {prog.ct_in.name}
     forward = prog.forward
     # (of a block without nested blocks, what ``bound_vars`` gives: the targets of its bindings, in order)
-    order = list(prog.params) + ([t for b in forward.binds for t in b.targets] if kinds(forward).isdisjoint(NESTED)
+    order = list(prog.params) + ([t for b in forward.binds for t in b.targets] if kinds(forward).isdisjoint(NESTING_KINDS)
                                  else list(bound_vars(forward)))
     found = tuple([v for v in order if v.name in read])
     arrays = constant_arrays(prog.backward, constants) if constants else ()

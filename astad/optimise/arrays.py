@@ -11,7 +11,7 @@ from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds
-from ..ir.walk import (OTHER_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
+from ..ir.walk import (NESTING_KINDS, OTHER_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
                        remember_binding_reads)
 from ..names import Namer
 
@@ -31,7 +31,7 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     if "broadcast_to" not in found:
         return prog  # nothing to sink
     sunk = _sink(prog.backward, {}, Namer.of(prog))
-    if REMEMBER_KINDS and "expand_dims" not in found and found.isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+    if REMEMBER_KINDS and "expand_dims" not in found and found.isdisjoint(NESTING_KINDS):
         # (``_sink`` of a block without nested blocks keeps each binding, or makes it again with the same
         # primitive, or adds a ``broadcast_to``, which the block has: only an ``expand_dims`` may go.  So the
         # new block is made of what the old one is: remembered as ``kinds`` would find it, without a walk)

@@ -29,6 +29,7 @@ from collections import Counter
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Plus, Prim, Var, atoms_of, kinds, substitute, use_counts, vars_of
+from ..ir.walk import NESTING_KINDS
 from ..names import Namer
 from .signs import _EACH, _FIRST
 
@@ -48,7 +49,7 @@ def absorbed(block: Block, namer: Namer) -> tuple[Block, bool]:
     not computed leaves it read by its own readers, and nothing else is read less;
     then of ``dce``'s output, the output is ``dce``'s output too)."""
     found = kinds(block)  # (remembered on the block: ``tiles`` and ``unit_axes`` asked)
-    if found.isdisjoint(_NESTED):  # (no walk: ``found`` has the ops of the block's own primitives)
+    if found.isdisjoint(NESTING_KINDS):  # (no walk: ``found`` has the ops of the block's own primitives)
         if "neg" not in found:
             return block, False
         absorb = _Absorb(block, namer)
@@ -72,9 +73,6 @@ def absorbed(block: Block, namer: Namer) -> tuple[Block, bool]:
 #: whether ``absorbed`` remembers the outside reads of a block it rewrote, without nested blocks, as its
 #: input's (tests turn it off)
 REMEMBER_READS = True
-
-#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
-_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
 
 
 def _reads_any(args: tuple[Atom, ...], names: dict[str, Atom]) -> bool:

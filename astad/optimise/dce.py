@@ -11,7 +11,7 @@ from operator import not_
 from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack, Var, all_binds,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
-from ..ir.walk import outside_reads, remember_binding_reads
+from ..ir.walk import NESTING_KINDS, outside_reads, remember_binding_reads
 from ..rules import has_effect
 from .simplify import select_items
 
@@ -129,11 +129,7 @@ def _remember_names(block: Block, live: set[str], named: list[str] | None, bound
 def _ops_unless_nested(block: Block) -> list[str] | None:
     """A list for ``_dce_reads``'s ``ops``, unless the kinds of ``block`` are known to have nested blocks."""
     known = block.__dict__.get("_kinds")
-    return [] if REMEMBER_OPS and (known is None or known.isdisjoint(_NESTED)) else None
-
-
-#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
-_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
+    return [] if REMEMBER_OPS and (known is None or known.isdisjoint(NESTING_KINDS)) else None
 
 
 def _remember_ops(block: Block, ops: list[str]) -> None:

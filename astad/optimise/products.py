@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
-from ..ir.walk import OTHER_KINDS, ops_of, positions
+from ..ir.walk import NESTING_KINDS, OTHER_KINDS, ops_of, positions
 from .dce import dce, dce_rewritten
 
 Pair = tuple[str, str]
@@ -112,7 +112,7 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
     if not negations and not made:
         return prog
     counts = use_counts(prog.backward)
-    flat = cleaning and _NESTED.isdisjoint(ops_of(prog.backward))  # (its own bindings': ``_block`` asks too)
+    flat = cleaning and NESTING_KINDS.isdisjoint(ops_of(prog.backward))  # (its own bindings': ``_block`` asks too)
     changed: list[int] | None = [] if flat else None
     where: dict[str, int] = {}
     backward = _block(prog.backward, negations, made, counts, changed, where)
@@ -130,10 +130,6 @@ def shared_products_cleaned(prog: ReverseProgram) -> ReverseProgram:
     output): what the rewrites left unread found without a walk of the block, where it has no nested blocks
     (``dce.dce_rewritten``)."""
     return shared_products(prog, cleaning=True)
-
-
-#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
-_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
 
 
 def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: object,

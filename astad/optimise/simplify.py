@@ -14,6 +14,7 @@ from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, w
 from ..ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim,
                   ReverseProgram, TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block,
                   vars_of)
+from ..ir.walk import NESTING_KINDS
 from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
@@ -345,7 +346,7 @@ def _fold(block: Block, keep_copies: bool = True, renamed: Renamed = None, keep:
 REMEMBER_KINDS = True
 
 #: the kinds of the bindings ``_fold`` may make again of something else (``or_zeros_like``) or with blocks inside
-_KINDS_CHANGED = frozenset({"or_zeros_like", "If", "Loop", "LoopBack", "Lam"})
+_KINDS_CHANGED = NESTING_KINDS | {"or_zeros_like"}
 
 #: the kinds ``_fold`` leaves out with ``forget``
 _FORGOTTEN = frozenset({"Dup", "Drop"})
@@ -401,7 +402,7 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     if "LoopBack" in kinds(prog.backward):
         prog = fold_forward(forget_structure(prog))
         return ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, name_cotangents(fold(prog.backward)))
-    if kinds(prog.forward).isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+    if kinds(prog.forward).isdisjoint(NESTING_KINDS):
         # forget_forward in the forward fold's own walk: what it renames is renamed with what the
         # fold replaces (no residuals to keep: they matter only at an `if`)
         forward, env = _fold_forward_block(prog.forward, frozenset(), forget=True)
@@ -423,7 +424,7 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
 def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:
     """``name_cotangents(fold(backward, env=env))``."""
     found = kinds(backward)
-    if found.isdisjoint(("If", "Loop", "LoopBack", "Lam")):
+    if found.isdisjoint(NESTING_KINDS):
         # (``name_cotangents`` renames only where a copy names a temporary, and the fold makes no copy: of a block
         # without one, the fold's output is its own; no names watched in the walk)
         return fold_named(backward, env) if "Copy" in found else fold(backward, env=env)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Atom, Bind, Block, Const, Num, Prim, kinds
-from ..ir.walk import OTHER_KINDS, ops_of, positions
+from ..ir.walk import NESTING_KINDS, OTHER_KINDS, ops_of, positions
 from ..rules.structure import ALL
 
 
@@ -60,9 +60,6 @@ _REPLACED = frozenset({"matmul", "sum"})
 #: what ``unit_axes`` looks at: the ops it replaces and the right-hand sides that may have blocks inside
 _LOOKED_AT = OTHER_KINDS | _REPLACED
 
-#: the kinds (``ir.kinds``) of the right-hand sides with blocks inside
-_NESTED = frozenset({"If", "Loop", "LoopBack", "Lam"})
-
 
 def unit_axes(block: Block) -> Block:
     """``block`` (a backward block) with those operations replaced."""
@@ -72,7 +69,7 @@ def unit_axes(block: Block) -> Block:
     ops = ops_of(block)
     # (only the bindings of these and those with blocks inside, found without a Python loop: the others, the
     # most common, have nothing to replace; of a block without nested blocks, only these)
-    for at in positions(ops, _LOOKED_AT if not kinds(block).isdisjoint(_NESTED) else _REPLACED):
+    for at in positions(ops, _LOOKED_AT if not kinds(block).isdisjoint(NESTING_KINDS) else _REPLACED):
         b = binds[at]
         rhs = b.rhs
         if type(rhs) in NESTING:
