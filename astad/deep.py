@@ -24,6 +24,7 @@ import dataclasses
 import gc
 import sys
 import threading
+from collections.abc import Sequence
 from typing import Any, Callable, Iterator, TypeVar
 
 import libcst as cst
@@ -113,7 +114,53 @@ def is_node(value: Any) -> bool:
 
 
 def _holds_nodes(value: Any) -> bool:
+    if type(value) is LazyNodes:
+        value = value.made()
     return is_node(value) or (type(value) in (tuple, list) and bool(value) and is_node(value[0]))
+
+
+class LazyNodes(Sequence):
+    """The statements of a block (``IndentedBlock.body``), made when first read: ``make()`` gives
+    them, and the field ``field`` of ``owner`` (a node, set with :meth:`own`) holds their tuple from
+    then on.  Any reading (``len``, indexing, iteration: libcst's visitors, :func:`children`) makes
+    them; the lowering of straight-line code reads the statements of Python's tree instead
+    (:mod:`astad.frontend.fast`), and so reads none of them."""
+
+    __slots__ = ("make", "source", "owner", "field", "_made")
+
+    def __init__(self, make: Callable[[], tuple], source: Any) -> None:
+        self.make, self.source, self.owner, self.field, self._made = make, source, None, "", None
+
+    def own(self, owner: Any, field: str) -> None:
+        self.owner, self.field = owner, field
+
+    def made(self) -> tuple:
+        found = self._made
+        if found is None:
+            found = self._made = tuple(self.make())
+            if self.owner is not None:
+                object.__setattr__(self.owner, self.field, found)  # (a node just made, frozen: in place)
+        return found
+
+    def is_made(self) -> bool:
+        return self._made is not None
+
+    def __len__(self) -> int:
+        return len(self.made())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.made()[i]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.made())
+
+    def __eq__(self, other: object) -> bool:
+        return self.made() == (other.made() if type(other) is LazyNodes else other)
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return repr(self.made())
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -130,6 +177,9 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     for f in fields:
         value = getattr(node, f)
         kind = type(value)
+        if kind is LazyNodes:  # (made now: the field holds the tuple from here on)
+            value = value.made()
+            kind = tuple
         node_like = _IS_NODE.get(kind)
         if node_like is None:
             node_like = is_node(value)
@@ -187,6 +237,9 @@ def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     for f in fields:
         value = getattr(node, f)
         kind = type(value)
+        if kind is LazyNodes:
+            value = value.made()
+            kind = tuple
         node_like = _IS_NODE.get(kind)
         if node_like is None:
             node_like = is_node(value)

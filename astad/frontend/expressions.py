@@ -5,6 +5,7 @@ conditional expressions.
 
 from __future__ import annotations
 
+import ast
 import math
 import types
 from typing import Any, Callable
@@ -53,9 +54,24 @@ class Expressions(LowererCore):
             known = self.literals.get(node.value)
             if known is not None and type(known.value) is float:
                 return known
+        elif cls is _AST_NAME or cls is _AST_CONSTANT:  # Python's tree (straight-line code: astad.frontend.fast)
+            if cls is _AST_NAME:  # (the first steps above, of its name)
+                running = self.stack[-1]
+                found = running.env.get(node.id)
+                if found is None and running.parent is not None:
+                    found = self._lookup(running, node.id)
+                if found is not None:
+                    return found
+                known = self._globals.get((id(running.parsed), running.path, node.id))
+                if known is not None and known[0] is running.parsed:
+                    return known[1]
+            node = self.ast_leaf(node)  # type: ignore[attr-defined]  (its libcst node, or a number's constant)
+            cls = type(node)
+            if cls is Const:
+                return node
         method = self.expr_methods.get(cls)
         if method is None:
-            method = getattr(type(self), "expr_" + cls.__name__, None)
+            method = getattr(type(self), ("ast_" if cls.__module__ == "ast" else "expr_") + cls.__name__, None)
             if method is None:
                 entry = UNSUPPORTED.get(cls)
                 message, hint = entry if entry else (f"`{cls.__name__}` expressions are not supported",
@@ -435,6 +451,7 @@ _ROOM_EVERY = 8
 #: expressions with no expression inside them to lower
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.SimpleString})
 _NAME, _FLOAT = cst.Name, cst.Float
+_AST_NAME, _AST_CONSTANT = ast.Name, ast.Constant
 
 
 _BIN_OPS: dict[type, str] = {

@@ -21,9 +21,11 @@ from typing import Any, NamedTuple
 import libcst as cst
 
 from .. import deep
+from ..deep import LazyNodes
 from ..positions import Starts
 from ..source import odd_breaks
 from .from_ast_expr import Decline, Expressions, Pos, Text, new
+from .straight import straight_line
 
 __all__ = ["Decline", "Found", "read"]
 
@@ -42,7 +44,7 @@ class Found(NamedTuple):
 
 
 def read(source: str, name: str, tree: ast.FunctionDef | None = None,
-         shift: int = 0) -> tuple[cst.FunctionDef, Starts, Found]:
+         shift: int = 0, lazy: bool = False) -> tuple[cst.FunctionDef, Starts, Found]:
     """The ``def`` of ``name`` first in ``source``, where each of its nodes starts,
     and what the reading found in it.  Raises :class:`Decline` (or SyntaxError,
     RecursionError) where libcst's parser should read it.  ``tree``: that ``def``'s
@@ -62,6 +64,7 @@ def read(source: str, name: str, tree: ast.FunctionDef | None = None,
     if type(fn) is not ast.FunctionDef or fn.name != name:
         raise Decline("no def")
     reader = _Reader(source, shift)
+    reader.lazy = lazy
     made = reader.s_FunctionDef(fn)
     return made, reader.starts, Found(frozenset(reader.names), frozenset(reader.called), reader.defs,
                                       tuple(reader.nested))
@@ -89,6 +92,7 @@ class _Reader(Expressions):
         self.called: set[str] = set()
         self.defs = 0
         self.nested: list[Any] = []  # the defs inside the function, each before those inside it
+        self.lazy = False  # the function's own block made when first read, where it is straight-line code
 
     def statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
         """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line.  Read
@@ -141,6 +145,26 @@ class _Reader(Expressions):
         self.starts[id(made)] = self.starts[id(body[0])]
         return made
 
+    def lazy_suite(self, stmts: list[ast.stmt]) -> cst.IndentedBlock | None:
+        """The function's block, its statements made when first read (:class:`astad.deep.LazyNodes`),
+        where it is straight-line code (:mod:`.straight`) in an indented block of a text of ASCII
+        characters (columns in bytes are columns in characters); else None."""
+        text = self.text
+        first = text.start(stmts[0])
+        if not text.all_ascii or text.char(text.prev(first)) != ":" or text.one_line_after(text.prev(first), first):
+            return None  # (a block on the line of its `:`, or what suite() declines: read by suite())
+        names: set[str] = set()
+        called: set[str] = set()
+        if not straight_line(stmts, names, called):
+            return None
+        self.names |= names
+        self.called |= called
+        body = LazyNodes(lambda: self.statements(stmts), (stmts, text.lines))
+        made = new.IndentedBlock(body)
+        body.own(made, "body")
+        self.starts[id(made)] = first
+        return made  # type: ignore[no-any-return]
+
     def small(self, made: Any, at: Pos) -> Any:
         self.starts[id(made)] = at
         return made
@@ -168,7 +192,8 @@ class _Reader(Expressions):
             raise Decline("def")
         params = self.parameters(n.args, text.next((paren[0], paren[1] + 1)))
         returns = None if n.returns is None else self.annotation(n.returns)
-        made = new.FunctionDef(name, params, self.suite(n.body), tuple(decorators), returns)
+        body = self.lazy_suite(n.body) if slot is None and self.lazy else None
+        made = new.FunctionDef(name, params, body or self.suite(n.body), tuple(decorators), returns)
         self.starts[id(made)] = s
         if slot is not None:
             self.nested[slot] = made

@@ -15,6 +15,7 @@ from .calls import Calls
 from .conditionals import Conditionals
 from .effects import Effects
 from .expressions import Expressions
+from .fast import Fast
 from .indexing import Indexing
 from .lookup import Lookup
 from .loops import Loops
@@ -22,7 +23,7 @@ from .parse import Parsed
 from .statements import Statements
 
 
-class Lowerer(Statements, Conditionals, Loops, Expressions, Indexing, Calls, Effects, Lookup):
+class Lowerer(Statements, Conditionals, Loops, Expressions, Indexing, Calls, Effects, Lookup, Fast):
     """Lowers one function (and, inlined, the user functions it calls)."""
 
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep, source
+from ..deep import LazyNodes
 from ..source import check_not_wrapped, read_lambda, read_with_tree, string_lines
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
@@ -195,7 +196,7 @@ def _read_with_ast(source: str, name: str, tree: ast.FunctionDef | None = None,
     see :func:`.from_ast.read`); None where libcst's parser should read it (a construct
     not known there, a syntax error, a function nested too deeply)."""
     try:
-        return from_ast.read(source, name, tree, shift)
+        return from_ast.read(source, name, tree, shift, lazy=True)
     except Exception:  # (from_ast.Decline, SyntaxError, RecursionError, ...: libcst's reading says what is wrong)
         return None
 
@@ -355,7 +356,8 @@ class _SubsetChecker(cst.CSTVisitor):
         if node.asynchronous is not None:  # (calling it returns a coroutine, not its result)
             raise UnsupportedSyntaxError("`async def` is not supported", self.parsed.loc(node), "a plain `def`")
         self._check_params(node.params, module_level=self.depth == 1)
-        _check_returns_last(stmts_of(node.body), self.parsed)
+        if not _straight_line(node):  # (else its one `return` is last: astad.frontend.straight)
+            _check_returns_last(stmts_of(node.body), self.parsed)
 
     def _check_params(self, ps: cst.Parameters, module_level: bool = False) -> None:
         extra = ps.star_arg if isinstance(ps.star_arg, cst.Param) else None
@@ -367,6 +369,12 @@ class _SubsetChecker(cst.CSTVisitor):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
                                              "positional parameters (with constant defaults)")
+
+
+def _straight_line(node: cst.FunctionDef) -> bool:
+    """Whether ``node``'s statements are straight-line code not made yet (:mod:`.straight`)."""
+    block = node.body
+    return type(block) is cst.IndentedBlock and type(block.body) is LazyNodes and not block.body.is_made()
 
 
 def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:

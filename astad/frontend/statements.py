@@ -11,6 +11,7 @@ import libcst as cst
 import numpy as np
 
 from .. import deep
+from ..deep import LazyNodes
 from ..aliases import CALLER
 from .. import outputs
 from ..values import PyDict, PyTuple, Ref
@@ -23,6 +24,7 @@ from .api_reductions import in_place_method
 from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
 from .core import LowererCore, ref_name
+from .fast import straight_block
 from .weak_joins import check_weak_joins
 
 
@@ -30,6 +32,22 @@ class Statements(LowererCore):
     """A function's body and its simple statements."""
 
     def lower_function(self, arg_types: list[Type]) -> Function:
+        block = straight_block(self.root.funcdef)
+        if block is not None:  # straight-line code: lowered from Python's tree (astad.frontend.fast)
+            try:
+                return self._lower_function(arg_types, block)
+            except Exception:  # (anything but its commonest cases: lowered again, from libcst's nodes)
+                self.start_again()
+        return self._lower_function(arg_types, None)
+
+    def start_again(self) -> None:
+        """Forget what the lowering did: the state of a lowerer just made (but what its maker set)."""
+        root, functions = self.root, self.functions
+        self.__dict__.clear()
+        LowererCore.__init__(self, root)
+        self.functions = functions
+
+    def _lower_function(self, arg_types: list[Type], block: LazyNodes | None) -> Function:
         fd = self.root.funcdef
         self.stack.append(Scope(self.root))
         params: list[Var] = []
@@ -40,7 +58,8 @@ class Statements(LowererCore):
                                     else self.parameter(name, next(types), params))
         self.scope.call_key = make_call_key(self.root.fn, self.scope.env, self._static_keys)
         self.note_open_call(self.scope)
-        result = self.unrolled_or_loops(self.scope, lambda: self.lower_body(fd), lambda found: self.lower_as_loops(self.root, found))
+        lower = (lambda: self.lower_body(fd)) if block is None else lambda: self.lower_straight(block)  # type: ignore[attr-defined]
+        result = self.unrolled_or_loops(self.scope, lower, lambda found: self.lower_as_loops(self.root, found))
         self.out_template = outputs.template(result)  # which of the output's tuples are lists (astad.outputs)
         atom = self.result_atom(result, self.node)
         fn = Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))

@@ -1,0 +1,153 @@
+"""Lowering straight-line code (:mod:`.straight`) from Python's tree, without its
+libcst nodes: the steps the lowering of libcst's nodes takes in its commonest
+cases (names, numbers, arithmetic, a module's attributes, an array's
+attributes, calls of numpy functions), in the same order, each node of Python's
+tree standing for the libcst node :mod:`.from_ast` would make of it (where it
+starts: the same place).
+
+Anything else (another value, another call, any error) is not lowered here:
+the lowering starts again from the beginning and lowers the function's libcst
+nodes (:meth:`.statements.Statements.lower_function`), which give what they
+give, the same errors at the same places.  ``tests/test_frontend_s12.py``
+checks both ways give the same IR.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import libcst as cst
+
+from .. import deep
+from ..deep import LazyNodes
+from ..ir import Const, Num, Var
+from ..values import PyTuple, Ref
+from .core import LowererCore
+from .expressions import _BIN_OPS
+from .from_ast_expr import _BINARY
+from .numpy_api import API, numpy_name
+from .scopes import Value, is_list_value
+
+
+class Declined(Exception):
+    """What the lowering of Python's tree leaves to the lowering of libcst's nodes."""
+
+
+#: the operation of each of Python's binary operators (those :mod:`.expressions` lowers)
+_OPS = {k: _BIN_OPS[type(v)] for k, v in _BINARY.items() if type(v) in _BIN_OPS}
+_new = object.__new__
+_name_value, _name_lpar, _name_rpar = (getattr(cst.Name, f).__set__ for f in ("value", "lpar", "rpar"))
+_LITERALS = {int: cst.Integer, float: cst.Float}
+
+
+def straight_block(fd: cst.FunctionDef) -> LazyNodes | None:
+    """The statements of ``fd``'s block where they are straight-line code not made yet, else None."""
+    block = fd.body
+    body = block.body if type(block) is cst.IndentedBlock else None
+    return body if type(body) is LazyNodes and not body.is_made() else None
+
+
+class Fast(LowererCore):
+    """Straight-line code read from Python's tree."""
+
+    fast_lines: list[str]  # the lines the nodes of Python's tree are on (their numbers: 1 the first)
+
+    def lower_straight(self, block: LazyNodes) -> Value:
+        """:meth:`.statements.Statements.lower_body` of straight-line statements."""
+        stmts, self.fast_lines = block.source
+        return deep.call(self._lower_straight, stmts)
+
+    def _lower_straight(self, stmts: list[ast.stmt]) -> Value:
+        positions = self.root.positions
+        env = self.scope.env
+        for st in stmts:
+            positions[id(st)] = (st.lineno, st.col_offset)  # (the statement's libcst node starts there)
+            self.node = st
+            if type(st) is ast.Return:
+                return self.give_back(self.expr(st.value))  # type: ignore[arg-type]
+            name = st.targets[0].id  # type: ignore[attr-defined]
+            value = self.expr(st.value)  # type: ignore[attr-defined]
+            env[name] = self.name_result(value, name)
+        raise Declined("no return")  # (straight-line code ends with its return: not reached)
+
+    def ast_leaf(self, n: ast.expr) -> Any:
+        """The libcst node of a name or a number (its constant, where the number was read before)."""
+        self.root.positions[id(n)] = start = (n.lineno, n.col_offset)
+        if type(n) is ast.Name:
+            node = _new(cst.Name)
+            _name_value(node, n.id)
+            _name_lpar(node, ())
+            _name_rpar(node, ())
+        else:  # (a number: its text, as written, is its key among the constants, and its node's value)
+            value = n.value  # type: ignore[attr-defined]
+            raw = self.fast_lines[n.lineno - 1][n.col_offset:n.end_col_offset]
+            known = self.literals.get(raw)
+            if known is not None and type(known.value) is type(value):
+                return known
+            node = _LITERALS[type(value)](raw)
+        self.root.positions[id(node)] = start
+        return node
+
+    def ast_BinOp(self, n: ast.BinOp) -> Value:
+        """:meth:`.expressions.Expressions.expr_BinaryOperation`."""
+        op = _OPS.get(type(n.op))
+        if op is None:
+            raise Declined("operator")
+        self.root.positions[id(n)] = (n.lineno, n.col_offset)
+        left_value = self.expr(n.left)
+        if op == "add" and is_list_value(left_value):
+            raise Declined("lists")
+        right = self.expr(n.right)
+        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right, PyTuple)):
+            raise Declined("repeated")
+        left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, n.left)
+        if not (type(right) is Var or type(right) is Const):
+            right = self.atom(right, n.right)
+        return self.emit(op, [left, right])  # type: ignore[list-item]
+
+    def ast_UnaryOp(self, n: ast.UnaryOp) -> Value:
+        """:meth:`.expressions.Expressions.expr_UnaryOperation` (but ``not``)."""
+        kind = type(n.op)
+        if kind is ast.Not:
+            raise Declined("not")
+        self.root.positions[id(n)] = (n.lineno, n.col_offset)
+        operand = self.atom(self.expr(n.operand), n.operand)
+        if kind is ast.USub:
+            return self.emit("neg", [operand])
+        if kind is ast.UAdd:
+            if not (isinstance(operand.type, Num) and operand.type.py):
+                return self.emit("positive", [operand])
+            return self.emit("add", [Const.integer(0), operand]) if operand.type.dtype == "bool" else operand
+        return self.emit("invert", [operand])
+
+    def ast_Attribute(self, n: ast.Attribute) -> Value:
+        """:meth:`.expressions.Expressions.expr_Attribute` of a module or of an array."""
+        self.root.positions[id(n)] = (n.lineno, n.col_offset)
+        base = self.expr(n.value)
+        attr = n.attr
+        if isinstance(base, Ref) and base.kind == "module":
+            key = (id(base.obj), base.path, attr)
+            known = self._attributes.get(key)
+            if known is not None and known[0] is base.obj:
+                return known[1]
+            value = self.module_attribute(base, attr, n)  # type: ignore[attr-defined]
+            if type(value) is Ref or type(value) is Const:
+                self._attributes[key] = (base.obj, value)
+            return value
+        if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
+            return self.array_attribute(base, attr, n)  # type: ignore[attr-defined]
+        raise Declined("attribute")
+
+    def ast_Call(self, n: ast.Call) -> Value:
+        """:meth:`.calls.Calls.expr_Call` of a numpy function."""
+        self.root.positions[id(n)] = (n.lineno, n.col_offset)
+        func = self.expr(n.func)
+        if not (isinstance(func, Ref) and func.kind == "numpy"):
+            raise Declined("call")
+        args = [self.expr(a) for a in n.args]  # (the keywords after them, as in the text)
+        kwargs = {k.arg: self.expr(k.value) for k in n.keywords}
+        spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
+        if spec is None:
+            raise Declined("numpy")
+        return self.apply(spec, args, kwargs, n)  # type: ignore[attr-defined,arg-type]
