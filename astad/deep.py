@@ -119,6 +119,10 @@ def _holds_nodes(value: Any) -> bool:
     return is_node(value) or (type(value) in (tuple, list) and bool(value) and is_node(value[0]))
 
 
+def _made_already() -> tuple:
+    raise AssertionError("made")
+
+
 class LazyNodes(Sequence):
     """The statements of a block (``IndentedBlock.body``), made when first read: ``make()`` gives
     them, and the field ``field`` of ``owner`` (a node, set with :meth:`own`) holds their tuple from
@@ -138,6 +142,7 @@ class LazyNodes(Sequence):
         found = self._made
         if found is None:
             found = self._made = tuple(self.make())
+            self.make = _made_already
             if self.owner is not None:
                 object.__setattr__(self.owner, self.field, found)  # (a node just made, frozen: in place)
         return found

@@ -60,7 +60,14 @@ class Starts(dict):
     ``PositionProvider`` would have it: ``(line, column)`` (:mod:`astad.frontend.from_ast`;
     the frontend reads only where nodes start), by the node's ``id``: libcst's ``__hash__``
     is a Python function (a frame per look-up, some 16 thousand in the reading of a 500-line
-    function), and every node keyed is one of the tree read, alive while it is."""
+    function), and every node keyed is one of the tree read, alive while it is.
+
+    ``kept``: where the function's block is read when first asked for (:class:`astad.deep.LazyNodes`),
+    Python's tree of its statements, whose nodes the lowering reads and keys here too, and the libcst
+    leaves it made for them by the id of theirs (:meth:`astad.frontend.fast.Fast.ast_leaf`): alive
+    while these starts are."""
+
+    kept: tuple[list, dict] = ([], {})
 
 
 def has_start(positions: Any, node: cst.CSTNode) -> bool:

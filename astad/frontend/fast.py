@@ -72,21 +72,26 @@ class Fast(LowererCore):
         raise Declined("no return")  # (straight-line code ends with its return: not reached)
 
     def ast_leaf(self, n: ast.expr) -> Any:
-        """The libcst node of a name or a number (its constant, where the number was read before)."""
-        self.root.positions[id(n)] = start = (n.lineno, n.col_offset)
-        if type(n) is ast.Name:
-            node = _new(cst.Name)
-            _name_value(node, n.id)
-            _name_lpar(node, ())
-            _name_rpar(node, ())
-        else:  # (a number: its text, as written, is its key among the constants, and its node's value)
-            value = n.value  # type: ignore[attr-defined]
+        """The libcst node of a name or a number (its constant, where the number was read before); one
+        per node of Python's tree, kept with the starts where it is keyed (:class:`astad.positions.Starts`)."""
+        positions = self.root.positions
+        if type(n) is not ast.Name:  # (a number: its text, as written, is its key among the constants)
             raw = self.fast_lines[n.lineno - 1][n.col_offset:n.end_col_offset]
             known = self.literals.get(raw)
-            if known is not None and type(known.value) is type(value):
+            if known is not None and type(known.value) is type(n.value):  # type: ignore[attr-defined]
                 return known
-            node = _LITERALS[type(value)](raw)
-        self.root.positions[id(node)] = start
+        leaves = positions.kept[1]
+        node = leaves.get(id(n))
+        if node is None:
+            if type(n) is ast.Name:
+                node = _new(cst.Name)
+                _name_value(node, n.id)
+                _name_lpar(node, ())
+                _name_rpar(node, ())
+            else:
+                node = _LITERALS[type(n.value)](raw)  # type: ignore[attr-defined]
+            leaves[id(n)] = node
+            positions[id(node)] = (n.lineno, n.col_offset)
         return node
 
     def ast_BinOp(self, n: ast.BinOp) -> Value:
@@ -140,13 +145,15 @@ class Fast(LowererCore):
         raise Declined("attribute")
 
     def ast_Call(self, n: ast.Call) -> Value:
-        """:meth:`.calls.Calls.expr_Call` of a numpy function."""
+        """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method."""
         self.root.positions[id(n)] = (n.lineno, n.col_offset)
         func = self.expr(n.func)
-        if not (isinstance(func, Ref) and func.kind == "numpy"):
+        if not (isinstance(func, Ref) and (func.kind == "numpy" or func.kind == "method")):
             raise Declined("call")
         args = [self.expr(a) for a in n.args]  # (the keywords after them, as in the text)
         kwargs = {k.arg: self.expr(k.value) for k in n.keywords}
+        if func.kind == "method":  # (an array's: x.sum())
+            return self.apply(func.obj, [func.self_value, *args], kwargs, n)  # type: ignore[attr-defined,arg-type]
         spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
         if spec is None:
             raise Declined("numpy")

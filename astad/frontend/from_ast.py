@@ -14,6 +14,7 @@ same trees and starts, and both checks the same answers.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import unicodedata
 from typing import Any, NamedTuple
@@ -85,6 +86,7 @@ class _Reader(Expressions):
     """Statements (expressions: :class:`Expressions`)."""
 
     def __init__(self, source: str, shift: int = 0) -> None:
+        self.source, self.shift = source, shift
         self.text = Text(source, shift)
         self.joins = ";" in source or "\\" in source  # (else no simple statement shares its line with the next)
         self.starts = Starts()
@@ -159,10 +161,12 @@ class _Reader(Expressions):
             return None
         self.names |= names
         self.called |= called
-        body = LazyNodes(lambda: self.statements(stmts), (stmts, text.lines))
+        body = LazyNodes(functools.partial(_statements_of, self.source, self.shift, self.starts, stmts),
+                         (stmts, text.lines))
         made = new.IndentedBlock(body)
         body.own(made, "body")
         self.starts[id(made)] = first
+        self.starts.kept = (stmts, {})
         return made  # type: ignore[no-any-return]
 
     def small(self, made: Any, at: Pos) -> Any:
@@ -280,6 +284,14 @@ class _Reader(Expressions):
         test, _, _ = self.expr(n.test)
         msg = None if n.msg is None else self.expr(n.msg)[0]
         return self.small(new.Assert(test, msg), self.text.start(n))
+
+
+def _statements_of(source: str, shift: int, starts: Starts, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
+    """The nodes of a block's statements (:meth:`_Reader.lazy_suite`), their starts noted in ``starts``:
+    read when asked for (the reading of the function kept only its text and Python's tree)."""
+    reader = _Reader(source, shift)
+    reader.starts = starts
+    return reader.statements(stmts)
 
 
 #: the maker of each statement's node (``_Reader.s_<its class's name>``)

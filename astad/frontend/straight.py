@@ -1,6 +1,6 @@
 """Straight-line code, as Python's parser reads it: a function body of assignments
 to names and a final ``return`` of expressions made of names, numbers, operators,
-attributes and calls.  Such a body's libcst nodes are made only where something
+attributes and calls of attributes (``np.sin(x)``, ``x.sum()``).  Such a body's libcst nodes are made only where something
 reads them (:class:`astad.deep.LazyNodes`): the lowering reads Python's tree
 (:mod:`.fast`), so a long straight-line function is read once, not twice.
 
@@ -21,7 +21,7 @@ def straight_line(stmts: list[ast.stmt], names: set[str], called: set[str]) -> b
     """Whether ``stmts`` are assignments ``name = e`` (the name where the statement starts: no
     parentheses) and a last ``return e``; if so, the values of the names of their nodes (an
     attribute's name and an argument's keyword too) added to ``names``, and the names called
-    (``f(...)``) to ``called``.  (An explicit stack: an expression may be nested deeply.)"""
+    (``f(...)``: none, only attributes are called here) to ``called``.  (An explicit stack: an expression may be nested deeply.)"""
     last = len(stmts) - 1
     todo: list[ast.expr] = []
     for i, st in enumerate(stmts):
@@ -55,8 +55,8 @@ def _expressions(todo: list[ast.expr], names: set[str], called: set[str]) -> boo
                 return False
         elif cls is _CALL:
             f = n.func  # type: ignore[attr-defined]
-            if type(f) is _NAME:
-                called.add(f.id)
+            if type(f) is not _ATTRIBUTE:  # (`g(x)`, `float(x)`: the user's functions, builtins; not here)
+                return False
             todo.append(f)
             todo.extend(n.args)  # type: ignore[attr-defined]  (a starred one: refused below)
             for k in n.keywords:  # type: ignore[attr-defined]
