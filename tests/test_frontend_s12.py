@@ -159,11 +159,15 @@ def test_a_walk_makes_the_nodes():
     "def f(x):\n    y = f(*x)\n    return y\n",
     "def f(x):\n    y = True\n    return y\n",
     "def f(x): return x\n",
+    "def f(x): y = x + \\\n  1; return y\n",
     "def f(x):\n    \"doc\"\n    return x\n",
 ])
 def test_what_is_not_straight_line_code(source):
-    made, _, _ = from_ast.read(source, "f", lazy=True)
+    made, starts, found = from_ast.read(source, "f", lazy=True)
     assert type(made.body) is not cst.IndentedBlock or type(made.body.body) is tuple
+    full, full_starts, full_found = from_ast.read(source, "f")
+    assert cst.Module([made]).code == cst.Module([full]).code and found == full_found
+    assert [starts.get(id(n)) for n in deep.walk(made)] == [full_starts.get(id(n)) for n in deep.walk(full)]
 
 
 def test_an_edited_source_is_still_refused(tmp_path):

@@ -54,18 +54,20 @@ class Expressions(LowererCore):
             known = self.literals.get(node.value)
             if known is not None and type(known.value) is float:
                 return known
-        elif cls is _AST_NAME or cls is _AST_CONSTANT:  # Python's tree (straight-line code: astad.frontend.fast)
-            if cls is _AST_NAME:  # (the first steps above, of its name)
-                running = self.stack[-1]
-                found = running.env.get(node.id)
-                if found is None and running.parent is not None:
-                    found = self._lookup(running, node.id)
-                if found is not None:
-                    return found
-                known = self._globals.get((id(running.parsed), running.path, node.id))
-                if known is not None and known[0] is running.parsed:
-                    return known[1]
-            node = self.ast_leaf(node)  # type: ignore[attr-defined]  (its libcst node, or a number's constant)
+        elif cls is _AST_NAME:  # Python's tree (straight-line code: astad.frontend.fast): the first steps above
+            running = self.stack[-1]
+            found = running.env.get(node.id)
+            if found is None and running.parent is not None:
+                found = self._lookup(running, node.id)
+            if found is not None:
+                return found
+            known = self._globals.get((id(running.parsed), running.path, node.id))
+            if known is not None and known[0] is running.parsed:
+                return known[1]
+            node = self.ast_leaf(node)  # type: ignore[attr-defined]  (its libcst node)
+            cls = type(node)
+        elif cls is _AST_CONSTANT:
+            node = self.ast_leaf(node)  # type: ignore[attr-defined]  (a number's constant, or its libcst node)
             cls = type(node)
             if cls is Const:
                 return node

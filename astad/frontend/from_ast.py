@@ -64,11 +64,39 @@ def read(source: str, name: str, tree: ast.FunctionDef | None = None,
         fn = tree
     if type(fn) is not ast.FunctionDef or fn.name != name:
         raise Decline("no def")
-    reader = _Reader(source, shift)
-    reader.lazy = lazy
-    made = reader.s_FunctionDef(fn)
+    straight = _straight_body(fn, source) if lazy else None
+    try:
+        reader = _Reader(source, shift) if straight is None else _lazy_reader(source, shift, straight)
+        made = reader.s_FunctionDef(fn)
+    except _NotLazy:
+        reader = _Reader(source, shift)
+        made = reader.s_FunctionDef(fn)
     return made, reader.starts, Found(frozenset(reader.names), frozenset(reader.called), reader.defs,
                                       tuple(reader.nested))
+
+
+class _NotLazy(Exception):
+    """Straight-line statements in a block on the line of the ``def``'s ``:``: made as they are read."""
+
+
+def _lazy_reader(source: str, shift: int, straight: tuple[list[ast.stmt], set[str], set[str]]) -> _Reader:
+    """The reader of a function whose statements are made when first read: of its text but for the
+    lines after its first statement's (the reading of the ``def``'s own lines needs no more)."""
+    first = straight[0][0].lineno - shift
+    reader = _Reader("\n".join(source.split("\n", first)[:first]), shift)
+    reader.source = source
+    reader.lazy = straight
+    return reader
+
+
+def _straight_body(fn: ast.FunctionDef, source: str) -> tuple[list[ast.stmt], set[str], set[str]] | None:
+    """``fn``'s statements, and the names and called names in them, where they are straight-line code
+    (:mod:`.straight`) in a text of ASCII characters (columns in bytes are columns in characters)."""
+    names: set[str] = set()
+    called: set[str] = set()
+    if not source.isascii() or not straight_line(fn.body, names, called):
+        return None
+    return fn.body, names, called
 
 
 #: what a line on which a simple statement ends holds where the next one may be on its logical line
@@ -94,7 +122,9 @@ class _Reader(Expressions):
         self.called: set[str] = set()
         self.defs = 0
         self.nested: list[Any] = []  # the defs inside the function, each before those inside it
-        self.lazy = False  # the function's own block made when first read, where it is straight-line code
+        #: the function's statements, made when first read, and the names and called names in them, where
+        #: they are straight-line code (:func:`_straight_body`)
+        self.lazy: tuple[list[ast.stmt], set[str], set[str]] | None = None
 
     def statements(self, stmts: list[ast.stmt]) -> list[cst.BaseStatement]:
         """The statements of a block; simple ones on one line (``a = 1; b = 2``) as one line.  Read
@@ -149,20 +179,16 @@ class _Reader(Expressions):
 
     def lazy_suite(self, stmts: list[ast.stmt]) -> cst.IndentedBlock | None:
         """The function's block, its statements made when first read (:class:`astad.deep.LazyNodes`),
-        where it is straight-line code (:mod:`.straight`) in an indented block of a text of ASCII
-        characters (columns in bytes are columns in characters); else None."""
+        where they are straight-line code (``self.lazy``) in an indented block; else None."""
         text = self.text
         first = text.start(stmts[0])
-        if not text.all_ascii or text.char(text.prev(first)) != ":" or text.one_line_after(text.prev(first), first):
-            return None  # (a block on the line of its `:`, or what suite() declines: read by suite())
-        names: set[str] = set()
-        called: set[str] = set()
-        if not straight_line(stmts, names, called):
-            return None
-        self.names |= names
-        self.called |= called
-        body = LazyNodes(functools.partial(_statements_of, self.source, self.shift, self.starts, stmts),
-                         (stmts, text.lines))
+        if text.char(text.prev(first)) != ":" or text.one_line_after(text.prev(first), first):
+            raise _NotLazy  # (a block on the line of its `:`, or what suite() declines: read by suite())
+        self.names |= self.lazy[1]
+        self.called |= self.lazy[2]
+        source, shift = self.source, self.shift
+        body = LazyNodes(functools.partial(_statements_of, source, shift, self.starts, stmts),
+                         (stmts, [""] * shift + source.split("\n")))
         made = new.IndentedBlock(body)
         body.own(made, "body")
         self.starts[id(made)] = first
@@ -196,7 +222,7 @@ class _Reader(Expressions):
             raise Decline("def")
         params = self.parameters(n.args, text.next((paren[0], paren[1] + 1)))
         returns = None if n.returns is None else self.annotation(n.returns)
-        body = self.lazy_suite(n.body) if slot is None and self.lazy else None
+        body = self.lazy_suite(n.body) if slot is None and self.lazy is not None else None
         made = new.FunctionDef(name, params, body or self.suite(n.body), tuple(decorators), returns)
         self.starts[id(made)] = s
         if slot is not None:
