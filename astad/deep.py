@@ -119,6 +119,9 @@ def _holds_nodes(value: Any) -> bool:
     return is_node(value) or (type(value) in (tuple, list) and bool(value) and is_node(value[0]))
 
 
+_MAKING = threading.RLock()
+
+
 def _made_already() -> tuple:
     raise AssertionError("made")
 
@@ -141,10 +144,13 @@ class LazyNodes(Sequence):
     def made(self) -> tuple:
         found = self._made
         if found is None:
-            found = self._made = tuple(self.make())
-            self.make = _made_already
-            if self.owner is not None:
-                object.__setattr__(self.owner, self.field, found)  # (a node just made, frozen: in place)
+            with _MAKING:  # (one making: every thread reads the same nodes)
+                found = self._made
+                if found is None:
+                    found = self._made = tuple(self.make())
+                    self.make = _made_already
+                    if self.owner is not None:
+                        object.__setattr__(self.owner, self.field, found)  # (a node just made, frozen: in place)
         return found
 
     def is_made(self) -> bool:
