@@ -47,8 +47,8 @@ def _lowering(fn, args, straight):
     its libcst nodes were made."""
     astad.clear_caches()
     try:
-        types = astad.api.Reverse(fn)._types(args)
-        parsed = parse_module.parse(fn)
+        rev = astad.api.Reverse(fn)
+        types, parsed = rev._types(args), rev._parsed  # (a method's: its `self` fixed)
         block = fast.straight_block(parsed.funcdef)
         if not straight and block is not None:
             assert len(block) > 0  # (any reading makes them)
@@ -255,3 +255,14 @@ def test_the_straight_line_check_reads_the_names_the_reading_notes():
     assert names == {"a", "np", "sin", "x", "out", "W", "T", "b", "dot", "h", "k"} and called == set()
     _, _, found = from_ast.read(source, "f")  # (the full reading: the def's own names too)
     assert found.names == names | {"f"} and found.called == called
+
+
+def test_indented_functions_too(tmp_path):
+    source = ("import numpy as np\n\n\nclass Model:\n    scale = 2.0\n\n    def loss(self, x, W):\n"
+              "        a = np.tanh(W @ x) * 0.5\n        return np.sum(a * a)\n\n\n"
+              "def outer(k):\n    def f(x, W):\n        a = np.sin(x) * k + W.T @ x\n        return np.sum(a)\n"
+              "    return f\n")
+    module = load_program(source, tmp_path, "s12i")
+    for f in (module.Model().loss, module.outer(3.0)):
+        assert assert_same_lowering(f, [X, W])
+        check_grad(f, [X, W])

@@ -51,7 +51,9 @@ def read(source: str, name: str, tree: ast.FunctionDef | None = None,
     RecursionError) where libcst's parser should read it.  ``tree``: that ``def``'s
     tree, Python's parser's reading of ``source`` but for its line numbers, ``shift``
     more (its module's, :func:`astad.source.module_def`), read without parsing ``source``
-    again; the starts are then on the module's lines (``source`` ``shift`` lines down)."""
+    again; the starts are then on the module's lines (``source`` ``shift`` lines down).
+    ``lazy``: the nodes of the function's statements made only when first read, where they are
+    straight-line code (:mod:`.straight`: the lowering reads Python's tree of them, :mod:`.fast`)."""
     if odd_breaks(source):  # (line breaks other than "\n", form feeds: Python and libcst count lines differently)
         raise Decline("line breaks")
     if not source.isascii() and not unicodedata.is_normalized("NFKC", source):
