@@ -266,3 +266,13 @@ def test_indented_functions_too(tmp_path):
     for f in (module.Model().loss, module.outer(3.0)):
         assert assert_same_lowering(f, [X, W])
         check_grad(f, [X, W])
+
+
+def test_a_node_of_pythons_tree_is_where_it_starts(tmp_path):
+    f = _program(tmp_path, ["a = np.sin(x)", "b = 2.0 * (a +", "   W @ x)", "return np.sum(b)"])
+    astad.clear_caches()
+    parsed = parse_module.parse(f)
+    stmts, _ = parsed.positions.kept
+    inner = stmts[1].value.right.right  # `W @ x`, on the line after its statement's
+    loc = parsed.loc(inner)
+    assert (loc.line, loc.col, loc.text) == (7, 4, "   W @ x)\n")

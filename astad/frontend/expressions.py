@@ -56,12 +56,13 @@ class Expressions(LowererCore):
                 return known
         elif cls is _AST_NAME:  # Python's tree (straight-line code: astad.frontend.fast): the first steps above
             running = self.stack[-1]
-            found = running.env.get(node.id)
+            name = node.id
+            found = running.env.get(name)
             if found is None and running.parent is not None:
-                found = self._lookup(running, node.id)
+                found = self._lookup(running, name)
             if found is not None:
                 return found
-            known = self._globals.get((id(running.parsed), running.path, node.id))
+            known = self._globals.get((id(running.parsed), running.path, name))
             if known is not None and known[0] is running.parsed:
                 return known[1]
             node = self.ast_leaf(node)  # type: ignore[attr-defined]  (its libcst node)

@@ -128,19 +128,20 @@ class Fast(LowererCore):
 
     def ast_Attribute(self, n: ast.Attribute) -> Value:
         """:meth:`.expressions.Expressions.expr_Attribute` of a module or of an array."""
-        self.root.positions[id(n)] = (n.lineno, n.col_offset)
         base = self.expr(n.value)
         attr = n.attr
         if isinstance(base, Ref) and base.kind == "module":
             key = (id(base.obj), base.path, attr)
             known = self._attributes.get(key)
             if known is not None and known[0] is base.obj:
-                return known[1]
+                return known[1]  # (its node's place unasked for: no binding made, nothing refused)
+            self.root.positions[id(n)] = (n.lineno, n.col_offset)
             value = self.module_attribute(base, attr, n)  # type: ignore[attr-defined]
             if type(value) is Ref or type(value) is Const:
                 self._attributes[key] = (base.obj, value)
             return value
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
+            self.root.positions[id(n)] = (n.lineno, n.col_offset)
             return self.array_attribute(base, attr, n)  # type: ignore[attr-defined]
         raise Declined("attribute")
 

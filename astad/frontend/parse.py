@@ -77,6 +77,10 @@ class Parsed:
         if at is not None:  # (the rest, inline: the lowering asks at every binding)
             loc = self.locs.get(at)  # (nodes starting at one place, `a * b + c` and `a * b`: one Loc)
             return loc if loc is not None else self.loc_at(at)
+        if isinstance(node, ast.AST):  # a node of Python's tree (astad.frontend.fast) whose start was not noted
+            at = (node.lineno, node.col_offset)  # (its libcst node's: straight-line code is ASCII text)
+            loc = self.locs.get(at)
+            return loc if loc is not None else self.loc_at(at)
         if type(node) is cst.SimpleStatementLine and not has_start(self.positions, node) and node.body:
             node = node.body[0]  # a line made from a one-line block (`if c: return x`)
         try:
