@@ -275,4 +275,4 @@ def test_a_node_of_pythons_tree_is_where_it_starts(tmp_path):
     stmts, _ = parsed.positions.kept
     inner = stmts[1].value.right.right  # `W @ x`, on the line after its statement's
     loc = parsed.loc(inner)
-    assert (loc.line, loc.col, loc.text) == (7, 4, "   W @ x)\n")
+    assert (loc.line, loc.col, loc.text) == (7, 8, "       W @ x)\n")
