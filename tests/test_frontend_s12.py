@@ -97,6 +97,8 @@ def test_the_bench_program_is_lowered_from_pythons_tree(tmp_path):
     ["a = x.dot(W) + x.shape", "return a.sum()"],  # (a tuple added: declined)
     ["a = g(x)", "return np.sum(a)"],  # a call of the user's function: declined
     ["a = [x, x]", "return np.sum(np.stack(a))"],  # a list: not straight-line code here
+    ['"""A docstring,', '    on two lines."""', "a = np.sin(x)", "return np.sum(a)"],
+    ["'doc'", "return np.sum(x)"],
 ])
 def test_both_ways_agree(tmp_path, body):
     f = _program(tmp_path, body, prelude="def g(v):\n    return v * 2.0\n")
@@ -160,7 +162,8 @@ def test_a_walk_makes_the_nodes():
     "def f(x):\n    y = True\n    return y\n",
     "def f(x): return x\n",
     "def f(x): y = x + \\\n  1; return y\n",
-    "def f(x):\n    \"doc\"\n    return x\n",
+    "def f(x):\n    y = x\n    \"doc\"\n    return y\n",  # (a string not first)
+    "def f(x):\n    \"doc\"\n",
 ])
 def test_what_is_not_straight_line_code(source):
     made, starts, found = from_ast.read(source, "f", lazy=True)
@@ -276,3 +279,19 @@ def test_a_node_of_pythons_tree_is_where_it_starts(tmp_path):
     inner = stmts[1].value.right.right  # `W @ x`, on the line after its statement's
     loc = parsed.loc(inner)
     assert (loc.line, loc.col, loc.text) == (7, 8, "       W @ x)\n")
+
+
+@pytest.mark.parametrize("doc", ['"doc"', "'''doc\n    more'''", '"a" "b"', 'u"doc"', 'r"d\\oc"'])
+def test_a_docstring(tmp_path, doc):
+    f = _program(tmp_path, [doc, "a = np.sin(x) * W.T @ x", "return np.sum(a)"])
+    used = assert_same_lowering(f, [X, W])
+    assert used == (doc not in ('"a" "b"', 'u"doc"'))  # (strings side by side, u"": libcst's parser reads them)
+    source = f"def f(x):\n    {doc}\n    a = x\n    return a\n"
+    try:
+        made, starts, found = from_ast.read(source, "f", lazy=True)
+    except from_ast.Decline:
+        with pytest.raises(from_ast.Decline):
+            from_ast.read(source, "f")
+        return
+    full, full_starts, full_found = from_ast.read(source, "f")
+    assert cst.Module([made]).code == cst.Module([full]).code and found == full_found

@@ -64,6 +64,8 @@ class Fast(LowererCore):
         for st in stmts:
             positions[id(st)] = (st.lineno, st.col_offset)  # (the statement's libcst node starts there)
             self.node = st
+            if type(st) is ast.Expr:  # (a docstring)
+                continue
             if type(st) is ast.Return:
                 return self.give_back(self.expr(st.value))  # type: ignore[arg-type]
             name = st.targets[0].id  # type: ignore[attr-defined]

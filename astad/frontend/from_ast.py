@@ -26,7 +26,7 @@ from ..deep import LazyNodes
 from ..positions import Starts
 from ..source import odd_breaks
 from .from_ast_expr import Decline, Expressions, Pos, Text, new
-from .straight import straight_line
+from .straight import is_docstring, straight_line
 
 __all__ = ["Decline", "Found", "read"]
 
@@ -84,7 +84,8 @@ class _NotLazy(Exception):
 def _lazy_reader(source: str, shift: int, straight: tuple[list[ast.stmt], set[str], set[str]]) -> _Reader:
     """The reader of a function whose statements are made when first read: of its text but for the
     lines after its first statement's (the reading of the ``def``'s own lines needs no more)."""
-    first = straight[0][0].lineno - shift
+    stmts = straight[0]
+    first = stmts[1 if is_docstring(stmts[0]) else 0].lineno - shift  # (a docstring is read: the lines to its end)
     reader = _Reader("\n".join(source.split("\n", first)[:first]), shift)
     reader.source = source
     reader.lazy = straight
@@ -186,6 +187,12 @@ class _Reader(Expressions):
         first = text.start(stmts[0])
         if text.char(text.prev(first)) != ":" or text.one_line_after(text.prev(first), first):
             raise _NotLazy  # (a block on the line of its `:`, or what suite() declines: read by suite())
+        if is_docstring(stmts[0]):  # (one libcst's parser should read declines the reading now, not when made)
+            starts, self.starts = self.starts, Starts()
+            try:
+                self.s_Expr(stmts[0])  # type: ignore[arg-type]
+            finally:
+                self.starts = starts
         self.names |= self.lazy[1]
         self.called |= self.lazy[2]
         source, shift = self.source, self.shift

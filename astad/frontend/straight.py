@@ -19,13 +19,15 @@ _NAME, _CONSTANT, _BINOP, _CALL, _ATTRIBUTE, _UNARY = (ast.Name, ast.Constant, a
 
 def straight_line(stmts: list[ast.stmt], names: set[str], called: set[str]) -> bool:
     """Whether ``stmts`` are assignments ``name = e`` (the name where the statement starts: no
-    parentheses) and a last ``return e``; if so, the values of the names of their nodes (an
+    parentheses) and a last ``return e``, a docstring first or not; if so, the values of the names of their nodes (an
     attribute's name and an argument's keyword too) added to ``names``, and the names called
     (``f(...)``: none, only attributes are called here) to ``called``.  (An explicit stack: an expression may be nested deeply.)"""
     last = len(stmts) - 1
     todo: list[ast.expr] = []
     for i, st in enumerate(stmts):
         cls = type(st)
+        if i == 0 and i < last and is_docstring(st):
+            continue
         if cls is ast.Assign and i < last:
             if len(st.targets) != 1:
                 return False
@@ -37,6 +39,11 @@ def straight_line(stmts: list[ast.stmt], names: set[str], called: set[str]) -> b
             return False
         todo.append(st.value)  # type: ignore[arg-type]
     return _expressions(todo, names, called)
+
+
+def is_docstring(st: ast.stmt) -> bool:
+    """Whether ``st`` is a string alone (a docstring, where it is first: nothing to lower)."""
+    return type(st) is ast.Expr and type(st.value) is _CONSTANT and type(st.value.value) is str  # type: ignore[attr-defined]
 
 
 def _expressions(todo: list[ast.expr], names: set[str], called: set[str]) -> bool:
