@@ -15,6 +15,7 @@ checks both ways give the same IR.
 from __future__ import annotations
 
 import ast
+import operator
 from typing import Any
 
 import libcst as cst
@@ -39,6 +40,8 @@ _OPS = {k: _BIN_OPS[type(v)] for k, v in _BINARY.items() if type(v) in _BIN_OPS}
 _new = object.__new__
 _name_value, _name_lpar, _name_rpar = (getattr(cst.Name, f).__set__ for f in ("value", "lpar", "rpar"))
 _LITERALS = {int: cst.Integer, float: cst.Float}
+#: where a node of Python's tree starts: its libcst node's start (straight-line code is ASCII text)
+_start = operator.attrgetter("lineno", "col_offset")
 
 
 def straight_block(fd: cst.FunctionDef) -> LazyNodes | None:
@@ -62,7 +65,7 @@ class Fast(LowererCore):
         positions = self.root.positions
         env = self.scope.env
         for st in stmts:
-            positions[id(st)] = (st.lineno, st.col_offset)  # (the statement's libcst node starts there)
+            positions[id(st)] = _start(st)  # (the statement's libcst node starts there)
             self.node = st
             if type(st) is ast.Expr:  # (a docstring)
                 continue
@@ -93,7 +96,7 @@ class Fast(LowererCore):
             else:
                 node = _LITERALS[type(n.value)](raw)  # type: ignore[attr-defined]
             leaves[id(n)] = node
-            positions[id(node)] = (n.lineno, n.col_offset)
+            positions[id(node)] = _start(n)
         return node
 
     def ast_BinOp(self, n: ast.BinOp) -> Value:
@@ -101,7 +104,7 @@ class Fast(LowererCore):
         op = _OPS.get(type(n.op))
         if op is None:
             raise Declined("operator")
-        self.root.positions[id(n)] = (n.lineno, n.col_offset)
+        self.root.positions[id(n)] = _start(n)
         left_value = self.expr(n.left)
         if op == "add" and is_list_value(left_value):
             raise Declined("lists")
@@ -118,7 +121,7 @@ class Fast(LowererCore):
         kind = type(n.op)
         if kind is ast.Not:
             raise Declined("not")
-        self.root.positions[id(n)] = (n.lineno, n.col_offset)
+        self.root.positions[id(n)] = _start(n)
         operand = self.atom(self.expr(n.operand), n.operand)
         if kind is ast.USub:
             return self.emit("neg", [operand])
@@ -137,19 +140,19 @@ class Fast(LowererCore):
             known = self._attributes.get(key)
             if known is not None and known[0] is base.obj:
                 return known[1]  # (its node's place unasked for: no binding made, nothing refused)
-            self.root.positions[id(n)] = (n.lineno, n.col_offset)
+            self.root.positions[id(n)] = _start(n)
             value = self.module_attribute(base, attr, n)  # type: ignore[attr-defined]
             if type(value) is Ref or type(value) is Const:
                 self._attributes[key] = (base.obj, value)
             return value
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
-            self.root.positions[id(n)] = (n.lineno, n.col_offset)
+            self.root.positions[id(n)] = _start(n)
             return self.array_attribute(base, attr, n)  # type: ignore[attr-defined]
         raise Declined("attribute")
 
     def ast_Call(self, n: ast.Call) -> Value:
         """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method."""
-        self.root.positions[id(n)] = (n.lineno, n.col_offset)
+        self.root.positions[id(n)] = _start(n)
         func = self.expr(n.func)
         if not (isinstance(func, Ref) and (func.kind == "numpy" or func.kind == "method")):
             raise Declined("call")
