@@ -125,3 +125,65 @@ def test_a_computed_zero_tangent_meeting_an_infinite_partial_is_not_zero(fn, y, 
         _correct_or_nan(got, 1.0)
     _correct_or_nan(_quiet(lambda: astad.jvp(fn, (x, ys), (np.ones_like(x) if isinstance(x, np.ndarray) else type(x)(1.0),
                                                            None)))[1], np.size(x))
+
+
+# --------------------------------------------------------------------------- second derivatives at a kink
+
+def norm_of(x):
+    return np.linalg.norm(x)
+
+
+def abs_of(x):
+    return np.sum(np.abs(x))
+
+
+def std_of_two(x):
+    return np.std(x)
+
+
+def half_gap(x):
+    return np.abs(x[0] - x[1]) / 2.0
+
+
+def hypot_with_zero(x):
+    return np.hypot(x[0], 0.0)
+
+
+def hypot_of_two(x):
+    return np.hypot(x[0], x[1])
+
+
+def math_hypot_with_zero(x):
+    return math.hypot(x, 0.0)
+
+
+def abs_scalar(x):
+    return abs(x)
+
+
+@pytest.mark.parametrize("fn,same,x", [
+    (norm_of, abs_of, np.zeros(1)),
+    (hypot_with_zero, abs_of, np.zeros(1)),
+    (std_of_two, half_gap, np.array([0.7, 0.7])),
+    (math_hypot_with_zero, abs_scalar, 0.0),
+], ids=["norm", "hypot", "std", "math.hypot"])
+def test_the_second_derivative_at_a_kink_is_abs(fn, same, x):
+    """``norm([x])``, ``hypot(x, 0)`` are ``|x|`` and ``std([a, b])`` is ``|a - b| / 2``: at the kink their first
+    derivatives are abs's subgradient 0, and so their second derivatives are abs's, 0 (the value on both sides).
+    astad gave 1, 1 and [[.25, -.25], [-.25, .25]]: the derivative of the guard ``x / where(n == 0, 1, n)``."""
+    want = np.asarray(_quiet(lambda: astad.hessian(same)(x)))
+    assert not np.any(want)
+    for h in (astad.hessian(fn), astad.jacfwd(astad.grad(fn)), astad.jacrev(astad.grad(fn)),
+              astad.jacfwd(astad.jacfwd(fn))):
+        got = np.asarray(_quiet(lambda: h(x)))
+        assert got.shape == want.shape and np.array_equal(got, want)
+    assert not np.any(_quiet(lambda: astad.grad(fn)(x)))
+
+
+@pytest.mark.parametrize("fn,x", [(norm_of, np.zeros(3)), (hypot_of_two, np.zeros(2)),
+                                  (std_of_two, np.full(4, -1.5))])
+def test_the_second_derivative_at_the_origin_of_a_norm_is_not_the_identity(fn, x):
+    """At the origin the gradient is the subgradient 0; near it the Hessian grows as 1 / |x|, so no finite
+    matrix is its limit.  astad gave the identity (the guard's derivative); now 0, as abs's (README's limits)."""
+    for h in (astad.hessian(fn), astad.jacfwd(astad.jacfwd(fn))):
+        assert not np.any(_quiet(lambda: h(x)))
