@@ -187,3 +187,32 @@ def test_the_second_derivative_at_the_origin_of_a_norm_is_not_the_identity(fn, x
     matrix is its limit.  astad gave the identity (the guard's derivative); now 0, as abs's (README's limits)."""
     for h in (astad.hessian(fn), astad.jacfwd(astad.jacfwd(fn))):
         assert not np.any(_quiet(lambda: h(x)))
+
+
+# --------------------------------------------------------------------------- a tangent has its value's type
+
+def where_of_elements(v):
+    return np.where(v[0] > 0, v[0], v[1]), [np.max(v), (np.where(v[1] > 0, v[1] * 2.0, 0.0),)]
+
+
+def _kinds(v):
+    if isinstance(v, (tuple, list)):
+        return type(v), [_kinds(x) for x in v]
+    return type(v), np.asarray(v).dtype, np.shape(v)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_tangent_of_a_zero_d_array_is_a_zero_d_array(dtype):
+    """``np.where`` of numpy scalars returns a 0-d array; its tangent (``np.where(c, t0, 0.0) + np.where(c, 0.0,
+    t1)``: numpy's sum of two 0-d arrays) was a numpy scalar.  A tangent has its value's type (as a numpy scalar's
+    is a numpy scalar), at any depth of the output, by jvp, a pushforward (twice: the checked fast path) and
+    jvp of a derivative."""
+    v = np.array([1.5, -0.5], dtype)
+    want = _kinds(where_of_elements(v))
+    value, tangent = astad.jvp(where_of_elements, (v,), (np.ones(2, dtype),))
+    assert _kinds(value) == want and _kinds(tangent) == want
+    fwd = astad.forward(where_of_elements)
+    for _ in range(3):
+        value, pushforward = fwd(v)
+        assert _kinds(value) == want and _kinds(pushforward(np.ones(2, dtype))) == want
+    np.testing.assert_allclose(astad.jvp(where_of_elements, (v,), (np.array([0.25, 2.0], dtype),))[1][0], 0.25)
