@@ -216,3 +216,94 @@ def test_the_tangent_of_a_zero_d_array_is_a_zero_d_array(dtype):
         value, pushforward = fwd(v)
         assert _kinds(value) == want and _kinds(pushforward(np.ones(2, dtype))) == want
     np.testing.assert_allclose(astad.jvp(where_of_elements, (v,), (np.array([0.25, 2.0], dtype),))[1][0], 0.25)
+
+
+# --------------------------------------------------------------------------- vjp of a Jacobian: one VJP per part
+
+def field(x):
+    return np.sin(x) * np.sum(x ** 2)
+
+
+def two_outputs(x, y):
+    return np.tanh(x * y[0]), [x[0] * y]
+
+
+def energy(x):
+    return np.sum(np.exp(x) * x) + x[0] * x[1] ** 2
+
+
+def scalar_pair(a, b):
+    return a * np.sin(b), [a ** 2 * b]
+
+
+def tree_energy(p):
+    return np.sum(np.sin(p["w"]) * p["b"][0]) + p["b"][1] ** 3
+
+
+def _leaves(v):
+    if isinstance(v, dict):
+        return [x for k in v for x in _leaves(v[k])]
+    if isinstance(v, (tuple, list)):
+        return [x for i in v for x in _leaves(i)]
+    return [v]
+
+
+def _dot(a, b):
+    return sum(float(np.sum(np.asarray(x, np.float64) * np.asarray(y, np.float64))) for x, y in zip(_leaves(a), _leaves(b)))
+
+
+def _random_like(rng, v):
+    if isinstance(v, dict):
+        return {k: _random_like(rng, x) for k, x in v.items()}
+    if isinstance(v, (tuple, list)):
+        return type(v)(_random_like(rng, x) for x in v)
+    if isinstance(v, np.ndarray):
+        return rng.standard_normal(v.shape).astype(v.dtype)
+    return type(v)(rng.standard_normal())
+
+
+def _moved(a, d, s):
+    return {k: _moved(a[k], d[k], s) for k in a} if isinstance(a, dict) else a + s * d
+
+
+_X, _Y = np.array([0.3, -1.1, 0.8, 0.5]), np.array([0.7, -0.2, 1.3])
+ASSEMBLED = [
+    ("jacfwd", lambda: astad.jacfwd(field), (_X,)),
+    ("jacrev", lambda: astad.jacrev(field), (_X,)),
+    ("jacfwd argnums", lambda: astad.jacfwd(two_outputs, argnums=(0, 1)), (_X, _Y)),
+    ("jacrev argnums", lambda: astad.jacrev(two_outputs, argnums=1), (_X, _Y)),
+    ("hessian", lambda: astad.hessian(energy), (_X,)),
+    ("hessian tree", lambda: astad.hessian(tree_energy), ({"w": _X, "b": _Y},)),
+    ("jacfwd floats", lambda: astad.jacfwd(scalar_pair, argnums=(0, 1)), (1.3, np.float64(0.7))),
+]
+
+
+@pytest.mark.parametrize("name,make,args", ASSEMBLED, ids=[a[0] for a in ASSEMBLED])
+def test_vjp_of_an_assembled_jacobian(name, make, args, monkeypatch):
+    """``vjp`` of a Jacobian of several columns (rows) is the sum of one VJP of each column's (row's) program
+    along its share of the cotangent; it took one JVP of every column per input element (n^2 programs run for
+    n inputs: 0.2 s for a 60 x 60 Hessian, now 0.03 s).  Oracle: central differences of <ct, J(x)>."""
+    from astad import api_parts
+
+    def no_jvps(*a, **k):
+        raise AssertionError("a vjp of an assembled Jacobian by one JVP per input element")
+    fn = make()
+    want_value = fn(*args)
+    monkeypatch.setattr(api_parts, "jvps", no_jvps)
+    value, pullback = astad.vjp(fn, *args)
+    monkeypatch.undo()
+    assert [np.shape(v) for v in _leaves(value)] == [np.shape(v) for v in _leaves(want_value)]
+    np.testing.assert_allclose(np.concatenate([np.ravel(v) for v in _leaves(value)]),
+                               np.concatenate([np.ravel(v) for v in _leaves(want_value)]), rtol=1e-12)
+    rng = np.random.default_rng(3)
+    ct = _random_like(rng, value)
+    cts = pullback(ct)
+    assert len(cts) == len(args)
+    for i, a in enumerate(args):
+        d = _random_like(rng, a)
+        h = 1e-5
+        fd = (_dot(ct, fn(*args[:i], _moved(a, d, h), *args[i + 1:])) -
+              _dot(ct, fn(*args[:i], _moved(a, d, -h), *args[i + 1:]))) / (2 * h)
+        assert _dot(cts[i], d) == pytest.approx(fd, rel=1e-6, abs=1e-7)
+        assert [(type(c), np.asarray(c).dtype, np.shape(c)) for c in _leaves(cts[i])] == \
+            [(type(x), np.asarray(x).dtype, np.shape(x)) for x in _leaves(a)]
