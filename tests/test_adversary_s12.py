@@ -3,6 +3,7 @@ against independent oracles (one-sided limits at a domain edge, central differen
 forward against reverse).  Each test here failed before the fix named in its docstring."""
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -307,3 +308,19 @@ def test_vjp_of_an_assembled_jacobian(name, make, args, monkeypatch):
         assert _dot(cts[i], d) == pytest.approx(fd, rel=1e-6, abs=1e-7)
         assert [(type(c), np.asarray(c).dtype, np.shape(c)) for c in _leaves(cts[i])] == \
             [(type(x), np.asarray(x).dtype, np.shape(x)) for x in _leaves(a)]
+
+
+# --------------------------------------------------------------------------- refusals name what the argument is
+
+def sum_abs_squared(z):
+    return np.sum(np.abs(z) ** 2)
+
+
+@pytest.mark.parametrize("how", [astad.jacfwd, astad.jacrev, astad.hessian], ids=["jacfwd", "jacrev", "hessian"])
+@pytest.mark.parametrize("arg,says", [(np.ones(2) + 1j, "dtype complex128, which has no derivative (complex"),
+                                      (np.arange(3), "dtype int64, which has no derivative"),
+                                      (np.complex64(1j), "complex64 scalar")])
+def test_a_jacobian_of_a_complex_or_integer_argument_says_so(how, arg, says):
+    """The refusal said ``argument 0 is ndarray, which has no derivative`` for a complex array."""
+    with pytest.raises(astad.AstadTypeError, match=f"argument 0 is a numpy .*{re.escape(says)}"):
+        how(sum_abs_squared)(arg)
