@@ -324,3 +324,94 @@ def test_a_jacobian_of_a_complex_or_integer_argument_says_so(how, arg, says):
     """The refusal said ``argument 0 is ndarray, which has no derivative`` for a complex array."""
     with pytest.raises(astad.AstadTypeError, match=f"argument 0 is a numpy .*{re.escape(says)}"):
         how(sum_abs_squared)(arg)
+
+
+# --------------------------------------------------------------------------- random programs at their edges
+
+from conftest import fuzz_examples, load_program  # noqa: E402
+from edge_programs import KINKS, edge_programs, with_kink  # noqa: E402
+from hypothesis import HealthCheck, note  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def edge_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("edges")
+
+
+def _modes(fn, x, y):
+    """The gradient in x by reverse mode, by forward mode (jacfwd) and by reverse mode's Jacobian."""
+    return {name: np.asarray(_quiet(lambda: how(fn)(x, y)), np.float64)
+            for name, how in (("grad", astad.grad), ("jacfwd", astad.jacfwd), ("jacrev", astad.jacrev))}
+
+
+def _smooth_derivative(fn, x, y, k):
+    """d f / d x[k] where central differences at two step sizes and one-sided ones agree; at the edge of
+    the domain (nan on one side) the one-sided differences from inside it, where they agree at two step
+    sizes (the derivative there is the limit from inside, README); else None."""
+    def at(s):
+        z = np.array(x)
+        z[k] += s
+        return _quiet(lambda: float(fn(z, y)))
+    f0 = at(0.0)
+    if not np.isfinite(f0):
+        return None
+    sides = {}
+    for side in (1.0, -1.0):
+        found = [side * (at(side * h) - f0) / h for h in (1e-4, 1e-6, 1e-7)]
+        if np.all(np.isfinite(found)):
+            sides[side] = found
+        elif not np.all(np.isnan([at(side * h) for h in (1e-4, 1e-6, 1e-7)])):
+            return None  # (inf, or nan on a part of the side: no oracle)
+    if not sides:
+        return None
+    found = [v for vs in sides.values() for v in vs]
+    c = found[1]
+    if max(abs(v - c) for v in found) > 1e-3 * (1.0 + abs(c)):
+        return None
+    return c
+
+
+@settings(max_examples=fuzz_examples(60, long=400), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(edge_programs())
+def test_random_programs_at_their_edges(edge_dir, program):
+    """Correct (differences, where the function is smooth, or one-sided at the edge of its domain) or nan, in
+    each mode; the same at -0.0 as
+    at 0.0; each spelling of |u| the same first and second derivatives.  (Would have found: the derivative 0
+    of (x ** 3) ** y at 0 with y = 1/3 (true 1), -inf for sqrt and log at -0.0, the second derivatives of
+    hypot, norm and std at their kink.)"""
+    source, x, y, has_kink = program
+    x, y = np.array(x), np.array(y)
+    plain = load_program(with_kink(source, KINKS[0]), edge_dir, "edge").f
+    note(with_kink(source, KINKS[0]))
+    note(f"x = {x.tolist()!r}, y = {y.tolist()!r}")
+    found = _modes(plain, x, y)
+    for k in range(3):
+        want = _smooth_derivative(plain, x, y, k)
+        if want is not None:
+            for name, g in found.items():
+                assert np.isnan(g[k]) or g[k] == pytest.approx(want, rel=1e-3, abs=1e-4), (name, k, g[k], want)
+        if x[k] == 0.0:  # the same at the other zero
+            other = x.copy()
+            other[k] = -x[k] if math.copysign(1.0, x[k]) > 0 else 0.0
+            for name, g in _modes(plain, other, y).items():
+                assert np.array_equal(g, found[name], equal_nan=True), (name, "-0.0 vs 0.0", g, found[name])
+    if not has_kink:
+        return
+    firsts, seconds = [], []
+    for spelling in KINKS:
+        fn = load_program(with_kink(source, spelling), edge_dir, "edge_kink").f
+        firsts.append(_modes(fn, x, y))
+        seconds.append(np.asarray(_quiet(lambda: astad.hessian(fn)(x, y)), np.float64))
+    for spelling, first, second in zip(KINKS[1:], firsts[1:], seconds[1:]):
+        for name in first:
+            _same_where_both_are_numbers(first[name], firsts[0][name], f"{spelling}: {name}")
+        _same_where_both_are_numbers(second, seconds[0], f"{spelling}: hessian")
+
+
+def _same_where_both_are_numbers(a, b, what):
+    """Equal where neither is nan, to rounding relative to the largest finite entry (a norm's Hessian
+    near 0 is (1 - x x / n^2) / n: rounding of the order of 1 / n)."""
+    both = ~np.isnan(a) & ~np.isnan(b)
+    finite = np.abs(np.concatenate([a[both & np.isfinite(a)], b[both & np.isfinite(b)], [1.0]]))
+    np.testing.assert_allclose(a[both], b[both], rtol=1e-7, atol=1e-7 * finite.max(), err_msg=what)
