@@ -415,3 +415,17 @@ def _same_where_both_are_numbers(a, b, what):
     both = ~np.isnan(a) & ~np.isnan(b)
     finite = np.abs(np.concatenate([a[both & np.isfinite(a)], b[both & np.isfinite(b)], [1.0]]))
     np.testing.assert_allclose(a[both], b[both], rtol=1e-7, atol=1e-7 * finite.max(), err_msg=what)
+
+
+def element_of(x):
+    return x[1] * 2.0
+
+
+def test_the_zero_tangent_of_a_numpy_scalar_is_a_numpy_scalar():
+    """With every tangent None the tangent is a zero like the value: for an np.float64 value it was the Python
+    float 0.0 (np.float64 is a subclass of float, and the Python float's case came first)."""
+    x = np.array([1.0, 2.0, 3.0])
+    value, tangent = astad.jvp(element_of, (x,), (None,))
+    assert type(value) is np.float64 and type(tangent) is np.float64 and tangent == 0.0
+    value, tangent = astad.jvp(element_of, (x.astype(np.float32),), (None,))
+    assert type(tangent) is np.float32
