@@ -272,7 +272,7 @@ def _vjp_by_parts(a: Assembly, args: tuple) -> tuple[Any, Callable[[Any], tuple]
         for k, (_, back) in enumerate(pairs):
             for i, c in enumerate(back(part_ct(ct, k))):
                 total[i] = _add(total[i], c)
-        return fresh.distinct(tuple(total), set())
+        return fresh.distinct(tuple(total), fresh.owners(args, ct))  # (a part's may be a view of ct)
     return value, pullback
 
 
