@@ -23,10 +23,13 @@ from hypothesis import strategies as st
 ZEROS = ["({u}) ** 3", "({u}) ** 3", "({u}) * ({u})", "np.sin({u}) * ({u})", "({u}) ** 2 * 0.5"]
 #: steps with an infinite or nan partial at 0 (y holds the exponents, 1/3 or 0.5 or 1.5 or 3.0)
 EDGES = ["np.sqrt({u})", "({u}) ** y", "np.power({u}, y)", "np.cbrt({u})", "({u}) ** 0.5", "np.log({u})",
-         "np.log1p({u})", "np.arcsin({u})"]
+         "np.log1p({u})", "np.arcsin({u})", "np.arccos({u})", "np.arctanh({u})", "np.arccosh({u} + 1.0)", "np.log2({u})",
+         "np.log10({u})", "np.reciprocal({u} + 1.0)", "({u}) ** 1.5", "({u}) ** 2.5", "np.sqrt({u}) * ({u})",
+         "np.power({u}, 0.5)", "np.exp(np.log({u}) * y)", "np.float_power({u}, y)"]
 #: |u|, spelled several ways (each the same function, with a kink at 0)
 KINKS = ["np.abs({u})", "np.hypot({u}, 0.0)", "np.linalg.norm(np.stack([{u}, 0.0 * ({u})]), axis=0)",
-         "np.std(np.stack([{u}, -({u})]), axis=0)"]
+         "np.std(np.stack([{u}, -({u})]), axis=0)", "np.linalg.norm(({u})[:, None], axis=1)",
+         "np.hypot(0.0, {u})"]
 #: smooth steps between the others
 SMOOTH = ["np.exp({u})", "({u}) + 1.0", "({u}) - 1.0", "2.0 * ({u})", "np.tanh({u})"]
 
