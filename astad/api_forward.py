@@ -505,9 +505,9 @@ def zeros_like_type(t: Type | None, value: Any) -> Any:
     a = np.asarray(value)
     if a.dtype.kind not in "fc":
         return None
-    if isinstance(value, float):
-        return 0.0
-    return value.dtype.type(0) if isinstance(value, np.generic) else np.zeros_like(a)  # (a numpy scalar's: one)
+    if isinstance(value, np.generic):  # (a numpy scalar's: one; np.float64 is a float too)
+        return value.dtype.type(0)
+    return 0.0 if isinstance(value, float) else np.zeros_like(a)
 
 
 _FORWARDED: "weakref.WeakKeyDictionary[Callable, Forward]" = weakref.WeakKeyDictionary()

@@ -29,6 +29,9 @@ class Assembly:
     value: Any = None  # the output of what build makes a Jacobian of (its structure and shapes shape build's)
     unbuild: Callable[[Any], Any] | None = None  # for one part: the transpose of build (see as_program)
     empty: Program | None = None  # with no parts (no input or output element): the program one would have
+    #: ``part_ct(ct, k)``: the cotangent of part k's output given the assembled output's (the transpose of
+    #: build, one part at a time); None where unknown (then vjp_by_jvps takes one JVP per input element)
+    part_ct: Callable[[Any, int], Any] | None = None
 
     def first(self) -> Program | None:
         """The first program it is assembled from (what ``.source`` shows)."""
@@ -68,10 +71,14 @@ def columns(base: Assembly, value: Any, args: Sequence[Any], nums: Sequence[int]
     def unbuild(ct: Any) -> Any:  # (one part, one column: the Jacobian's blocks are that column reshaped)
         col = _column_of(value, ct, shapes, nums, single)
         return base.unbuild(col) if base.unbuild else col
+    def part_ct(ct: Any, k: int) -> Any:  # (one base part: part k is the column of input element k)
+        col = _element_column_of(value, ct, shapes, nums, single, k)
+        return base.unbuild(col) if base.unbuild else col
     empty = None
     if not parts and base.first() is not None and nums:  # (an argument of no elements)
         empty = base.first().tangent_program(nums[0], abstract(args[nums[0]], f"argument {nums[0]}"))[0]  # type: ignore
-    return Assembly(parts, build, value, unbuild if n == 1 else None, empty)
+    transposable = n == 1 and (base.build is _first or base.unbuild is not None)
+    return Assembly(parts, build, value, unbuild if n == 1 else None, empty, part_ct if transposable else None)
 
 
 def n_columns(args: Sequence[Any], nums: Sequence[int]) -> int:
@@ -85,7 +92,8 @@ def vjp_rows(prog: Program, value: Any, args: Sequence[Any], nums: Sequence[int]
     shapes = skeleton(tuple(args))
     return Assembly([(prog, (ct,)) for ct in out_basis(value)],
                     lambda outs: from_rows(value, [(o,) if single else tuple(o) for o in outs], shapes, nums, single),
-                    value, lambda ct: _row_of(value, ct, shapes, nums, single), prog)
+                    value, lambda ct: _row_of(value, ct, shapes, nums, single), prog,
+                    lambda ct, k: _row_of(value, ct, shapes, nums, single, k))
 
 
 def _like(block: Any, leaf: Any, shape: tuple) -> Any:
@@ -124,17 +132,67 @@ def _column_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], si
     return rebuild(result)
 
 
-def _row_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
-    """The transpose of from_rows for one row (one output element): ``ct``, a cotangent of the Jacobian,
-    as a cotangent of the VJP program's output (the arguments ``nums``' cotangents; one, when ``single``)."""
-    (entry,) = [e for x, e in zip(flatten(value)[0], leaves_like(value, ct)) if is_real(np.asarray(x)) and np.size(x)]
+def _row_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool, k: int | None = None) -> Any:
+    """The transpose of from_rows for one row (output element ``k`` of the real ones; None: the only one):
+    ``ct``, a cotangent of the Jacobian, as a cotangent of the VJP program's output (the arguments ``nums``'
+    cotangents; one, when ``single``)."""
+    found = [(np.size(x), e) for x, e in zip(flatten(value)[0], leaves_like(value, ct)) if is_real(np.asarray(x))]
+    if k is None:
+        ((_, entry),) = [(m, e) for m, e in found if m]
+        at = None
+    else:  # (the output leaf holding element k, and k's index in it)
+        for m, entry in found:
+            if k < m:
+                break
+            k -= int(m)
+        at = k
     per_arg = []
     for n, i in enumerate(nums):
         sub = entry if single else entry[n]
         leaves, rebuild = flatten(args[i])
-        per_arg.append(rebuild([_like(b, x, np.shape(x)) if is_real(x) and b is not None else None
+        per_arg.append(rebuild([_like(_element(b, np.shape(x), at, rows=True), x, np.shape(x))
+                                if is_real(x) and b is not None else None
                                 for x, b in zip(leaves, leaves_like(args[i], sub))]))
     return per_arg[0] if single else tuple(per_arg)
+
+
+def _element(block: Any, shape: tuple, k: int | None, rows: bool) -> Any:
+    """Element ``k``'s slice of a Jacobian block: its row (``rows``: the block is out.shape + ``shape``, an input
+    leaf's) or column (out.shape + ``shape``, ``shape`` an input leaf's; the slice has out.shape)."""
+    if k is None:
+        return block
+    a = np.asarray(block)
+    if rows:
+        return a.reshape((-1,) + shape)[k]
+    return a.reshape(a.shape[:a.ndim - len(shape)] + (-1,))[..., k]
+
+
+def _element_column_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool, k: int) -> Any:
+    """The transpose of from_columns for column ``k`` (input element k of the real ones, in basis's order):
+    ``ct``, a cotangent of the Jacobian, as a cotangent of that column (``value``'s structure)."""
+    where = None  # (argument n, its leaf j, the element's index e in it)
+    for n, i in enumerate(nums):
+        for j, x in enumerate(flatten(args[i])[0]):
+            if is_real(x):
+                if k < np.size(x):
+                    where = (n, j, k)
+                    break
+                k -= int(np.size(x))
+        if where is not None:
+            break
+    assert where is not None
+    n, j, e = where
+    out_leaves, rebuild = flatten(value)
+    result = []
+    for leaf, entry in zip(out_leaves, leaves_like(value, ct)):
+        if not is_real(np.asarray(leaf)) or entry is None:
+            result.append(None)
+            continue
+        sub = entry if single else entry[n]
+        x = flatten(args[nums[n]])[0][j]
+        block = leaves_like(args[nums[n]], sub)[j]
+        result.append(None if block is None else _like(_element(block, np.shape(x), e, rows=False), leaf, np.shape(leaf)))
+    return rebuild(result)
 
 
 def jvps(a: Assembly, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
@@ -169,6 +227,8 @@ def vjp_by_jvps(a: Assembly, args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
     from . import fresh
     from .api import check_cotangent_like
 
+    if a.part_ct is not None and a.parts:
+        return _vjp_by_parts(a, args)
     nums = [i for i, x in enumerate(args) if any(is_real(leaf) for leaf in flatten(x)[0])]
     pairs = jvps(a, args, basis(args, nums)) if nums else []
     value = pairs[0][0] if pairs else a.build([p.value(args, e) for p, e in a.parts])
@@ -191,3 +251,38 @@ def vjp_by_jvps(a: Assembly, args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
         by = dict(zip(nums, got))
         return fresh.distinct(tuple(by.get(i) for i in range(len(args))), set())
     return value, pullback
+
+
+def _vjp_by_parts(a: Assembly, args: tuple) -> tuple[Any, Callable[[Any], tuple]]:
+    """``(value, pullback)`` of an assembled callable whose build's transpose is known part by part:
+    the sum of each part's VJP along its share of the cotangent (one reverse pass per part, where
+    vjp_by_jvps takes one JVP of every part per input element)."""
+    from . import fresh
+    from .api import check_cotangent_like
+    from .api_vjp import program_vjp
+
+    assert a.part_ct is not None
+    pairs = [program_vjp(prog, extras, args) for prog, extras in a.parts]
+    value = a.build([v for v, _ in pairs])
+    part_ct = a.part_ct
+
+    def pullback(ct: Any) -> tuple:
+        check_cotangent_like(value, ct)
+        total: list[Any] = [None] * len(args)
+        for k, (_, back) in enumerate(pairs):
+            for i, c in enumerate(back(part_ct(ct, k))):
+                total[i] = _add(total[i], c)
+        return fresh.distinct(tuple(total), fresh.owners(args, ct))  # (a part's may be a view of ct)
+    return value, pullback
+
+
+def _add(a: Any, b: Any) -> Any:
+    """The sum of two cotangents of one argument (structures alike; None is zero)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, (tuple, list, dict)):
+        leaves_a, rebuild = flatten(a)
+        return rebuild([_add(x, y) for x, y in zip(leaves_a, flatten(b)[0])])
+    return np.asarray(a + b) if type(a) is np.ndarray and not a.ndim else a + b  # (a 0-d array's: a 0-d array)

@@ -62,8 +62,21 @@ def _zero(leaf: Any) -> Any:
 def require_real(args: Sequence[Any], nums: Sequence[int]) -> None:
     for i in nums:
         if not any(is_real(x) for x in flatten(args[i])[0]):
-            raise AstadTypeError(f"argument {i} is {type(args[i]).__name__}, which has no derivative",
+            complex_ = any(np.iscomplexobj(x) for x in flatten(args[i])[0])
+            raise AstadTypeError(f"argument {i} is {_described(args[i])}, which has no derivative"
+                                 + (" (complex numbers are not supported)" if complex_ else ""),
                                  hint="differentiate with respect to float arguments (argnums)")
+
+
+def _described(x: Any) -> str:
+    """What an argument is, for a refusal: its dtype where it has one (``a numpy array of dtype int64``)."""
+    if isinstance(x, np.ndarray):
+        return f"a numpy array of dtype {x.dtype}"
+    if isinstance(x, np.generic):
+        return f"a numpy {x.dtype} scalar"
+    if isinstance(x, (tuple, list, dict)):
+        return f"a {type(x).__name__} with no float in it"
+    return f"a {type(x).__name__}"
 
 
 def basis(args: Sequence[Any], nums: Sequence[int]) -> list[list[Any]]:

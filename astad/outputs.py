@@ -85,19 +85,25 @@ def guarded_jvp(fn: Callable, t: Any) -> Callable:
 
 
 def _has_numpy_scalar(t: Any) -> bool:
-    """Whether an output type has a numpy float scalar leaf (not a Python float, not an array)."""
+    """Whether an output type has a numpy float scalar leaf (not a Python float, not an array of
+    dimensions; a 0-d array, say ``np.where`` of scalars, is one to the IR)."""
     if isinstance(t, TupleT):
         return any(_has_numpy_scalar(i) for i in t.items)
     return isinstance(t, Num) and t.shape == () and not t.py and t.dtype.startswith("float")
 
 
 def _like(value: Any, tangent: Any) -> Any:
-    """``tangent`` of the type of ``value`` where that is a numpy scalar (numpy's ``where`` of scalars gives
-    a 0-d array, Python's arithmetic a float: the tangent of a numpy scalar is a numpy scalar, as JAX's)."""
+    """``tangent`` of the type of ``value`` where that is a numpy scalar or a 0-d array (numpy's ``where`` of
+    scalars gives a 0-d array, Python's arithmetic a float, numpy's of 0-d arrays a numpy scalar: the tangent
+    of a numpy scalar is a numpy scalar, of a 0-d array a 0-d array, as the value's dtype is the tangent's)."""
     if type(value) is tuple and type(tangent) is tuple:
         return tuple(_like(v, t) for v, t in zip(value, tangent))
-    if isinstance(value, np.generic) and type(tangent) is not type(value) and tangent is not None:
+    if tangent is None or type(tangent) is type(value):
+        return tangent
+    if isinstance(value, np.generic):
         return type(value)(tangent)
+    if type(value) is np.ndarray and not value.ndim and isinstance(tangent, (np.generic, float, int)):
+        return np.asarray(tangent, value.dtype)
     return tangent
 
 

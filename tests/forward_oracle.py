@@ -207,6 +207,12 @@ def check_forward(fn, args, data, eps=1e-6, rtol=1e-5, atol=1e-5, reverse=True):
             continue
         assert t is not None, f"{where}: no tangent for a real output"
         assert np.shape(t) == np.shape(w), f"{where}: tangent shape {np.shape(t)} != value shape {np.shape(w)}"
+        # a 0-d array's tangent a 0-d array, a numpy scalar's a numpy scalar (session 12: np.where of numpy
+        # scalars, a 0-d array, had a numpy scalar tangent)
+        if type(w) is np.ndarray:
+            assert type(t) is np.ndarray, f"{where}: the tangent {t!r} of the 0-d array {w!r}"
+        elif isinstance(w, np.generic) and _is_real(w):
+            assert isinstance(t, np.generic), f"{where}: the tangent {t!r} of the numpy scalar {w!r}"
         if isinstance(w, (np.ndarray, np.floating)) and w.dtype.kind == "f":  # computed at the value's precision
             assert np.asarray(t).dtype.itemsize >= w.dtype.itemsize, f"{where}: a {np.asarray(t).dtype} tangent " \
                                                                      f"of a {w.dtype} value"

@@ -21,6 +21,7 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import astad
+from astad import jacobians
 from astad.programs import NoProgram
 from conftest import fuzz_examples, load_program
 from test_random_higher import _SETTINGS, _dense, _fd_hessian_of_tree, _Fields, wrapped_programs
@@ -60,7 +61,30 @@ def test_random_chains_of_two_transforms(tmp_path_factory, program, outer, inner
     got = _dense(chain(*args, **kwargs), args[0])
     np.testing.assert_allclose(got, _fd_hessian_of_tree(fn, args, kwargs), rtol=1e-5, atol=1e-5,
                                err_msg=f"{outer}({inner}(f)) vs FD of grad")
+    check_vjp_of_chain(chain, args, kwargs)
     try:
         assert "def " in chain.source_for(*args)
     except NoProgram:  # (jacfwd(jacfwd(f)) of several inputs: no one program to show; refused, named)
         event("no program to show")
+
+
+def check_vjp_of_chain(chain, args, kwargs, eps=1e-5):
+    """``vjp`` of the chain (a third derivative; of a Jacobian of several columns, by one VJP of each
+    column's program, session 12) along a cotangent ``u``: ``<J^T u, d>`` equals central differences of
+    ``<u, chain(x)>`` along ``d`` in the packed argument."""
+    rng = np.random.default_rng(7)
+    value, pullback = astad.vjp(chain, *args, **kwargs)
+    value_leaves, rebuild_value = jacobians.flatten(value)
+    u_leaves = [rng.standard_normal(np.shape(v)) if np.ndim(v) else float(rng.standard_normal()) for v in value_leaves]
+    cts = pullback(rebuild_value([np.asarray(x, np.asarray(v).dtype) if np.ndim(v) else type(v)(x)
+                                  for x, v in zip(u_leaves, value_leaves)]))
+    leaves, rebuild = jacobians.flatten(args[0])
+    d = [rng.standard_normal(np.shape(x)) if np.ndim(x) else float(rng.standard_normal()) for x in leaves]
+
+    def along(s):
+        moved = rebuild([type(x)(x + s * t) if isinstance(x, float) else x + s * t for x, t in zip(leaves, d)])
+        out = jacobians.flatten(chain(moved, *args[1:], **kwargs))[0]
+        return sum(float(np.sum(np.asarray(o, float) * w)) for o, w in zip(out, u_leaves))
+    fd = (along(eps) - along(-eps)) / (2 * eps)
+    got = sum(float(np.sum(np.asarray(c, float) * t)) for c, t in zip(jacobians.flatten(cts[0])[0], d))
+    assert got == pytest.approx(fd, rel=1e-4, abs=1e-4), "vjp of the chain vs central differences"

@@ -121,17 +121,20 @@ def _prod_vjp_vjp(b, p, out, ct_out):
 def log_domain(x: Any) -> Any:
     """``x`` where ``log`` is defined (``x >= 0``), nan elsewhere, as numpy
     floats: the derivative ``ct / x`` of ``log`` is then nan outside its domain,
-    as the primal is, and inf at 0 (a Python float would raise there).  A Dask or
-    CuPy array (not numpy's nor a number) gets the ``where`` unasked: asking would compute it."""
+    as the primal is, and inf at 0 (a Python float would raise there).  -0.0 is
+    0 (``x + 0.0``): its derivative is +inf, the limit from inside the domain, not
+    ``1 / -0.0``; so is ``sqrt``'s ``0.5 / log_domain(out)`` at ``sqrt(-0.0) == -0.0``.
+    A Dask or CuPy array (not numpy's nor a number) gets the ``where`` unasked: asking would compute it."""
     if type(x) is np.ndarray and x.ndim:  # the common case first (count_nonzero: no Python-level reduction)
-        return np.where(x >= 0, x, np.nan) if np.count_nonzero(x < 0) else x
+        return np.where(x >= 0, x + 0.0, np.nan) if np.count_nonzero(x <= 0) else x
     if not isinstance(x, (np.ndarray, np.generic, float, int)):
-        return np.where(x >= 0, x, np.nan)
+        return np.where(x >= 0, x + 0.0, np.nan)
     if np.ndim(x) == 0:
+        x = x[()] if type(x) is np.ndarray else x  # (a 0-d array: its scalar, of its dtype)
         x = x if isinstance(x, np.floating) else np.float64(x)
-        return x if x >= 0 else x.dtype.type(np.nan)
-    if (x < 0).any():
-        return np.where(x >= 0, x, np.nan)
+        return x if x > 0 else x.dtype.type(0.0 if x == 0 else np.nan)
+    if (x <= 0).any():
+        return np.where(x >= 0, x + 0.0, np.nan)
     return x
 
 

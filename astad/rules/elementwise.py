@@ -144,14 +144,13 @@ def _pow_partials(b, p, out):
 
 
 def _zero_stays_zero(d: Atom, where: Atom | None = None) -> Partial:
-    """``v * d`` where ``where`` (everywhere for None), 0 elsewhere and where ``v`` is 0 though ``d`` is inf or nan:
-    a zero tangent (or cotangent) of one argument contributes nothing (``d(x ** y)/dy`` is nan at ``x < 0`` and
-    ``d/dx`` inf at ``x = 0, y < 1``: the tangent ``(1, 0)`` at ``(-2.0, 3.0)`` is 12, not 12 + 0 * nan, as reverse
-    mode's separate partial in ``x`` says; and the cotangent of ``(x ** y)[1:]``, 0 at the first entry, gives 0 there)."""
+    """``v * d`` where ``where`` (everywhere for None), 0 elsewhere (``d(x ** y)/dy`` at ``x = 0``, where the
+    value does not depend on ``y``).  A zero ``v`` meeting an inf or nan ``d`` stays ``0 * inf = nan``, as at
+    ``np.sqrt``: the zero may be computed (``(x ** 3) ** (1 / 3)`` at 0 has derivative 1, and its tangent reaching
+    the power is ``3 * 0 ** 2 * t``); an argument held constant (None, or not in ``argnums``) has no term at all."""
 
     def times(m, v):
-        used = m.prim("ne", v, m.const(0.0))
-        return m.prim("mul", v, m.prim("select", used if where is None else m.prim("and_", where, used), d, branch=True))
+        return m.prim("mul", v, d if where is None else m.prim("select", where, d, branch=True))
 
     return Partial(times)
 
@@ -328,7 +327,8 @@ register(
     unary_entry("cos", np.cos, lambda b, x, out: b.prim("neg", b.prim("sin", x))),
     unary_entry("tan", np.tan, lambda b, x, out: b.prim("add", b.const(1.0), b.prim("mul", out, out))),
     unary_entry("tanh", np.tanh, lambda b, x, out: b.prim("sub", b.const(1.0), b.prim("mul", out, out))),
-    unary_entry("sqrt", np.sqrt, lambda b, x, out: b.prim("div", b.const(0.5), out)),
+    # sqrt: 0.5 / out, +inf at -0.0 too (sqrt(-0.0) is -0.0; log_domain makes it 0)
+    unary_entry("sqrt", np.sqrt, lambda b, x, out: b.prim("div", b.const(0.5), b.prim("log_domain", out))),
     unary_entry("abs", np.abs, lambda b, x, out: b.prim("sign", x)),
     *(unary_entry(name, getattr(np, name), None) for name in ("sign", "floor", "ceil", "trunc", "rint")),
 )

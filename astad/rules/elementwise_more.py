@@ -18,6 +18,8 @@ no cancellation).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -126,8 +128,9 @@ def _finite_only(b, v, x, out):
 
 def _hypot_partials(b, p, out):
     x, y = p.args  # x / out and y / out, the reciprocal a numpy float; at the origin (out == 0) 0, as abs's
-    # derivative at 0 (np.sign(0)) and JAX's hypot (not 0 * inf = nan): the reciprocal of 1 there, times x = 0
-    r = b.prim("reciprocal", b.prim("where", b.prim("ne", out, b.const(0.0)), out, b.const(1.0)))
+    # derivative at 0 (np.sign(0)) and JAX's hypot (not 0 * inf = nan): the reciprocal of inf there, 0, so that
+    # the second derivative is 0 there too, as abs's (the reciprocal of 1 made it 1)
+    r = b.prim("reciprocal", b.prim("where", b.prim("ne", out, b.const(0.0)), out, b.const(math.inf)))
     return [Partial(lambda m, v: m.prim("mul", v, m.prim("mul", x, r))),
             Partial(lambda m, v: m.prim("mul", v, m.prim("mul", y, r)))]
 

@@ -13,6 +13,8 @@ are in :mod:`.decompositions`."""
 
 from __future__ import annotations
 
+import math
+
 import operator
 from typing import Any
 
@@ -342,10 +344,11 @@ def _norm_impl(x: Any, ord: Any = 2, axis: Any = None, keepdims: bool = False) -
 
 def _norm_gradient(b: Any, p: Any, out: Atom) -> Atom:
     """The gradient of the p-norm, ``sign(x) |x|^(p-1) / n^(p-1)`` (``x / n`` for p = 2),
-    taken as 0 where the norm ``n`` is 0 (the subgradient 0, as JAX's ``norm``)."""
+    taken as 0 where the norm ``n`` is 0 (the subgradient 0, as abs's): dividing by inf there, so that
+    its derivative is 0 too, as abs's second derivative (dividing by 1 made it the identity)."""
     x, order = p.args[0], p.param("ord", 2)
     n = expand_reduced(b, out, p)
-    safe = b.prim("where", b.prim("eq", n, b.const(0.0)), b.const(1.0), n)
+    safe = b.prim("where", b.prim("eq", n, b.const(0.0)), b.const(math.inf), n)
     if order == 2:
         return b.prim("div", x, safe)
     ratio = b.prim("div", b.prim("abs", x), safe)

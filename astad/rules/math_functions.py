@@ -9,8 +9,8 @@ it raises where Python's does, ``math.log(0.0)``, as the primal did).
 The numpy entries' rules are safe for Python floats: a denominator that can
 be zero is a numpy value (``np.sqrt``, ``np.reciprocal``, ``log_domain``), so
 a derivative is inf or nan where numpy's is, never a ZeroDivisionError; only
-``sqrt``'s ``0.5 / out`` divides by the result, which for ``math.sqrt`` is a
-Python float: its entry says ``0.5 * np.reciprocal(out)``.
+``sqrt``'s ``0.5 / log_domain(out)`` divides by the result made a numpy float
+(``math.sqrt`` gives a Python float; ``log_domain`` makes -0.0 0, so the derivative is +inf there).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ _NARROW = frozenset({"float16", "float32"})
 
 
 def _sqrt_derivative(b: Any, x: Any, out: Any) -> Any:
-    return b.prim("mul", b.const(0.5), b.prim("reciprocal", out))  # inf at 0 (0.5 / 0.0 would raise)
+    return b.prim("div", b.const(0.5), b.prim("log_domain", out))  # inf at ±0 (0.5 / 0.0 would raise)
 
 
 register(

@@ -9,6 +9,8 @@ count_nonzero`` are discrete.  Also the conversions of the array methods
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -173,9 +175,10 @@ def _gather(b, p, t: Atom) -> Atom:
 
 
 def _safe_std(b, out) -> Atom:
-    """``out``, with 1 where it is 0: there every entry equals the mean, so ``x - mean`` is 0 and the
-    derivative taken is 0 (the convention of ``abs`` at 0: ``std`` of two entries is ``|x0 - x1| / 2``)."""
-    return b.prim("where", b.prim("eq", out, b.const(0.0)), b.const(1.0), out)
+    """``out``, with inf where it is 0: there every entry equals the mean, so ``x - mean`` is 0 and the
+    derivative taken is 0 (the convention of ``abs`` at 0: ``std`` of two entries is ``|x0 - x1| / 2``);
+    dividing by inf, not 1, makes its derivative 0 there too, as abs's second derivative."""
+    return b.prim("where", b.prim("eq", out, b.const(0.0)), b.const(math.inf), out)
 
 
 def vjp_var(b, p, out, ct):
