@@ -56,6 +56,13 @@ class Form(NamedTuple):
 SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True)
 
 
+def _count(copied: Counter, reads: list[str]) -> None:
+    """Count ``reads`` in ``copied`` (``bind_plain``'s reads, counted before another method reads or
+    replaces ``copied``), and empty it."""
+    copied.update(reads)
+    reads.clear()
+
+
 def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form:
     """The form of operation ``op``, printed by the table's ``emit`` as ``printer`` prints it."""
     kind, what = rules.emit.TEXT_FORMS[emit]
@@ -102,6 +109,8 @@ class PlainPrinting:
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
         uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
         kinds, held = self.type_kinds, self.typed
+        reads: list[str] = []  # the variables read into new memory, not yet counted in `copied` (counted at once)
+        read = reads.append
         for b in binds:
             rhs = b.rhs
             cls = type(rhs)
@@ -109,6 +118,8 @@ class PlainPrinting:
                 if cls is Prim:
                     f = forms[rhs.op]
                     if f is None:
+                        if reads:
+                            _count(copied, reads)
                         bind(b)
                         stale = True
                         direct = self.fast is None and self.text_plain and not self.zipped
@@ -117,6 +128,8 @@ class PlainPrinting:
                 else:
                     f = forms[Plus]
                     if f is None:
+                        if reads:
+                            _count(copied, reads)
                         bind(b)
                         stale = True
                         continue
@@ -125,7 +138,7 @@ class PlainPrinting:
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
                     last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
-                    copied_get, in_if = copied.get, self.in_if
+                    in_if = self.in_if
                     stale = False
                 (target,) = b.targets
                 t = target.type
@@ -135,6 +148,8 @@ class PlainPrinting:
                     of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
                         _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else _OTHER
                 if of_type is _BIG or views or not counted:  # (may be written in place; a view pending; a copy)
+                    if reads:
+                        _count(copied, reads)
                     if cls is Prim:
                         self.reach = 0
                         plain(b, rhs, f)
@@ -144,6 +159,8 @@ class PlainPrinting:
                     continue
                 if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
                                     or not target.name.isidentifier()):
+                    if reads:
+                        _count(copied, reads)
                     bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
                     stale = True
                     continue
@@ -152,7 +169,7 @@ class PlainPrinting:
                 for a in operands:
                     if type(a) is Var:
                         n = a.name
-                        copied[n] = copied_get(n, 0) + 1
+                        read(n)
                         if n in inlined:  # (pending's)
                             d = depth.pop(n)
                             if d > reach:
@@ -200,9 +217,13 @@ class PlainPrinting:
                                      comment(b.loc))
                     last_loc, seen = self.last_loc, None
                 continue
+            if reads:
+                _count(copied, reads)
             bind(b)
             stale = True
             direct = self.fast is None and self.text_plain and not self.zipped
+        if reads:
+            _count(copied, reads)
 
     def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
         """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not

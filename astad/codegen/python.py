@@ -86,9 +86,10 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         self.text_plain = self.state is not None and not self.plan.calls
         self.fast = None
         self.uses: Counter = use_counts(block)
-        for a in extra_uses:  # residuals are returned by name: never inline them
-            if isinstance(a, Var):
-                self.uses[a.name] += 2
+        returned = [a.name for a in extra_uses if isinstance(a, Var)]
+        if returned:  # residuals are returned by name: never inline them (2 more reads each, counted in C:
+            self.uses.update(returned)  # a Counter's `c[k] += 2` calls dict.__setitem__ through Python's slot,
+            self.uses.update(returned)  # its class defining __delitem__, some 200 ns a name)
         self.inlined: dict[str, Expr] = {}
         self.depth: dict[str, int] = {}  # an inlined temporary -> how many inlined ones it nests
         self.reach = 0  # the deepest inlined temporary read since the last bind began
@@ -104,7 +105,7 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         taped: set[str] = set()
         self.summed_with: dict[str, str] = {}  # x -> y for each sum x + y of two variables
         taped_and_summed(block, taped, self.summed_with)
-        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
+        self.residuals = set(returned) | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
         self.big_types: dict[int, tuple[object, bool]] = {}  # id(type) -> (type, inplace.big(type))
