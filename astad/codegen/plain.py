@@ -20,7 +20,7 @@ from .. import pyexpr as px
 from .. import rules
 from ..ir import Bind, ListT, Num, Plus, Prim, Var
 from ..names import Namer
-from . import inplace
+from . import inplace, order
 from . import text_expr as tx
 from .memory import FRESH
 from .render import Line, comment_lines
@@ -35,13 +35,15 @@ MAX_INLINED = 6
 MAX_TERMS = 8
 
 _BINOP, _CALL, _SUMS, _OTHER = "binop", "call", "sum", "other"
-_BIG, _ARRAY, _LIST = "big", "array", "list"  # (and _OTHER: the kinds of a result's type for bind_plain)
+_BIG, _ARRAY, _LIST, _SCALAR = "big", "array", "list", "scalar"  # (and _OTHER: the kinds of a result's type
+# for bind_plain; _OTHER: a Python number, _SCALAR: a numpy scalar or another value)
 
 
 class Form(NamedTuple):
     """How :meth:`PlainPrinting.bind_plain` prints one operation: ``kind`` ``binop`` (``left token
     right`` at precedence ``prec``), ``call`` (``token(args)``) or ``other`` (``printer``'s text);
-    its Text's node is ``make(head, *operands)``; ``fresh``: its result is new memory (:data:`.memory.FRESH`)."""
+    its Text's node is ``make(head, *operands)``; ``fresh``: its result is new memory (:data:`.memory.FRESH`);
+    ``raises_np`` (``raises_py``): it may raise where its result is a numpy value (a Python number, :mod:`.order`)."""
 
     printer: Callable[[list[Text]], Text]
     kind: str
@@ -50,10 +52,12 @@ class Form(NamedTuple):
     make: Callable[..., Any]
     head: str
     fresh: bool
+    raises_np: str | None = order.ANY
+    raises_py: str | None = order.ANY
 
 
 #: a sum (``Plus``) of at most MAX_TERMS terms, as bind_plain prints it (``forms[Plus]``)
-SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True)
+SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True, None, None)
 
 
 def _count(copied: Counter, reads: list[str]) -> None:
@@ -67,12 +71,13 @@ def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form
     """The form of operation ``op``, printed by the table's ``emit`` as ``printer`` prints it."""
     kind, what = rules.emit.TEXT_FORMS[emit]
     fresh = op in FRESH
+    raises = order.raises(op, False), order.raises(op, True)
     if kind == "binop" and what != "**":  # (`**`: right-associative, printed by its printer)
         p, token = tx.BINOPS[what]
-        return Form(printer, _BINOP, p, token, px.binop, what, fresh)
+        return Form(printer, _BINOP, p, token, px.binop, what, fresh, *raises)
     if kind == "call":
-        return Form(printer, _CALL, px._ATOM, what, tx.call_node, what, fresh)
-    return Form(printer, _OTHER, 0, "", px.binop, "", fresh)
+        return Form(printer, _CALL, px._ATOM, what, tx.call_node, what, fresh, *raises)
+    return Form(printer, _OTHER, 0, "", px.binop, "", fresh, *raises)
 
 
 class PlainPrinting:
@@ -99,6 +104,7 @@ class PlainPrinting:
     text_plain: bool
     zipped: Any
     last_loc: Any
+    raising: dict
 
     def bind_plain(self, binds: Sequence[Bind], forms: dict[str, Form | None]) -> None:
         """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
@@ -108,7 +114,7 @@ class PlainPrinting:
         direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
         uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
-        kinds, held = self.type_kinds, self.typed
+        kinds, held, raising = self.type_kinds, self.typed, self.raising  # (raising: changed in place, never replaced)
         reads: list[str] = []  # the variables read into new memory, not yet counted in `copied` (counted at once)
         read = reads.append
         for b in binds:
@@ -146,8 +152,10 @@ class PlainPrinting:
                 if of_type is None:
                     held.append(t)
                     of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
-                        _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else _OTHER
-                if of_type is _BIG or views or not counted:  # (may be written in place; a view pending; a copy)
+                        _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else \
+                        _OTHER if order.python_number(t) else _SCALAR
+                if of_type is _BIG or views or not counted or raising:  # (may be written in place; a view pending; a
+                    # copy; an expression pending may raise: Python's order kept, .order)
                     if reads:
                         _count(copied, reads)
                     if cls is Prim:
@@ -204,6 +212,8 @@ class PlainPrinting:
                         and reach < MAX_INLINED and not (in_if and name in residuals):
                     inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
                     depth[name] = reach + 1
+                    if f.raises_py if of_type is _OTHER else f.raises_np:  # (it may raise: .order; none pending that may)
+                        raising[name] = f.raises_py if of_type is _OTHER else f.raises_np
                 elif name.isidentifier():  # (assign_line's)
                     loc, lead = b.loc, ()  # (comment's, inlined)
                     if loc is not None and loc is not seen:
@@ -246,13 +256,18 @@ class PlainPrinting:
                 big = self.big_types[id(t)] = (t, inplace.big(t))
             if big[1] and self.in_place_form(b, rhs):  # type: ignore[attr-defined]
                 return
+        if self.raising:
+            order.keep_order(self, [a.name for a in rhs.args if type(a) is Var], order.may_raise(rhs, t), b.loc)
         value, name = f.printer(self.text_atoms(rhs.args)), target.name  # type: ignore[attr-defined]
+        raises = self.raised(rhs, t)  # type: ignore[attr-defined]
         if fresh and type(t) is Num and t.shape:
             self.fresh.add(name)
         # (put's, inlined)
         if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
                 and not (self.in_if and name in self.residuals):
             self.inlined[name], self.depth[name] = value, self.reach + 1
+            if raises:
+                self.raising[name] = raises
         elif name.isidentifier():  # (assign_line's)
             self.lines.append(Line(self.comment(b.loc), name + " = " + value.text))  # type: ignore[attr-defined]
         else:

@@ -34,7 +34,7 @@ from .release import released
 from .module import funcdef, module_source
 from .render import EOL, Line, comment_lines as _comment_lines, text, text_state
 from .render_expr import text as expression_text
-from . import text_expr as tx
+from . import order, text_expr as tx
 from .text_expr import Text
 
 Expr = cst.BaseExpression
@@ -92,6 +92,7 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
             self.uses.update(returned)  # its class defining __delitem__, some 200 ns a name)
         self.inlined: dict[str, Expr] = {}
         self.depth: dict[str, int] = {}  # an inlined temporary -> how many inlined ones it nests
+        self.raising: dict[str, str] = {}  # pending inlined temporaries whose expressions may raise -> what (.order)
         self.reach = 0  # the deepest inlined temporary read since the last bind began
         self.lines: list[cst.SimpleStatementLine] = []
         self.last_loc: tuple | None = None
@@ -213,6 +214,8 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
             target = b.targets[0]
             if self.zipped and target.name in self.zipped:
                 return  # a row the loop's head binds (codegen/loops.py: zipped_rows)
+            if self.raising:
+                order.keep_order(self, [a.name for a in rhs.args if type(a) is Var], order.may_raise(rhs, target.type), b.loc)
             if (self.fast is not None or self.plan.calls) and self.fast_prim(b, rhs):
                 return
             entry = _TABLE[op]
@@ -327,12 +330,27 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
         name = b.targets[0].name
+        raises = self.raised(b.rhs, b.targets[0].type)
         # (a value a tape records is bound in its branch, not inlined where the tape is written)
         if Namer.is_temp(name) and self.uses[name] == 1 and self.reach < MAX_INLINED \
                 and not (self.in_if and name in self.residuals):
             self.inlined[name], self.depth[name] = value, self.reach + 1
+            if raises:
+                self.raising[name] = raises
             return
         self.assign(b.targets, value, b.loc)
+
+    def raised(self, rhs: object, t: object) -> str | None:
+        """What the expression of ``rhs`` (of type ``t``, its operands read) may raise (:mod:`.order`):
+        its operation, or an operand pending that may (no longer pending: forgotten)."""
+        if type(rhs) is not Prim:
+            return None
+        raises, raising = order.may_raise(rhs, t), self.raising
+        if raising:
+            for a in rhs.args:
+                if type(a) is Var and a.name in raising:
+                    raises = order.joined(raises, raising.pop(a.name))
+        return raises
 
     def sum(self, b: Bind, items: list[Atom]) -> None:
         """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
@@ -386,6 +404,7 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         for name in list(self.deferred):
             self.print_deferred(name)
         pending, self.inlined, self.depth = self.inlined, {}, {}
+        self.raising.clear()
         for name, value in pending.items():
             self.assign_line([name], value, ())
 
