@@ -105,6 +105,7 @@ class PlainPrinting:
     zipped: Any
     last_loc: Any
     raising: dict
+    top: bool
 
     def bind_plain(self, binds: Sequence[Bind], forms: dict[str, Form | None]) -> None:
         """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
@@ -143,6 +144,7 @@ class PlainPrinting:
                     counted = len(operands) > 1
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    top = self.top
                     last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
                     in_if = self.in_if
                     stale = False
@@ -221,7 +223,7 @@ class PlainPrinting:
                         if last_loc is None or loc.line != last_loc[1] or loc.file != last_loc[0]:
                             self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
                             lead = comment_lines(loc.line, loc.text)
-                    lines.append(Line(lead, f"{name} = {text}"))
+                    lines.append(f"{name} = {text}" if top and not lead else Line(lead, f"{name} = {text}"))
                 else:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
