@@ -111,7 +111,7 @@ class PlainPrinting:
         """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
         in one step each (``bind``'s steps for them, where they apply, in its order)."""
         bind, plain, st, residuals = self.bind, self.plain, self.state, self.residuals  # type: ignore[attr-defined]
-        text_atom, comment, tx_name = self.text_atom, self.comment, tx.name  # type: ignore[attr-defined]
+        text_atom, comment, names = self.text_atom, self.comment, tx.NAMES  # type: ignore[attr-defined]
         direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
         uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
@@ -187,7 +187,7 @@ class PlainPrinting:
                             v = inlined.pop(n)
                             texts.append(v if type(v) is Text else tx.of(v, st))
                         else:
-                            texts.append(tx_name(n))
+                            texts.append(names[n])
                     else:  # (text_atom's, for a constant read before)
                         known = constants.get(id(a))
                         texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
