@@ -223,7 +223,12 @@ class PlainPrinting:
                         if last_loc is None or loc.line != last_loc[1] or loc.file != last_loc[0]:
                             self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
                             lead = comment_lines(loc.line, loc.text)
-                    lines.append(f"{name} = {text}" if top and not lead else Line(lead, f"{name} = {text}"))
+                    if not top:
+                        lines.append(Line(lead, f"{name} = {text}"))
+                    elif lead:  # (the comment's line, then the line: each printed by render's _block as a str)
+                        lines += (lead.comment, f"{name} = {text}")
+                    else:
+                        lines.append(f"{name} = {text}")
                 else:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))

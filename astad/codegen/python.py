@@ -95,8 +95,8 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         self.raising: dict[str, str] = {}  # pending inlined temporaries whose expressions may raise -> what (.order)
         self.reach = 0  # the deepest inlined temporary read since the last bind began
         self.lines: list[cst.SimpleStatementLine] = []
-        # the lines of the function's own body (not a loop's or a branch's): a plain line without a comment
-        # ahead is its text (a str, printed by render's _block alone), not a Line
+        # the lines of the function's own body (not a loop's or a branch's): a plain line is its text (a str,
+        # printed by render's _block alone), not a Line, and the comment ahead of it a str of its own
         self.top = True
         self.last_loc: tuple | None = None
         self.in_place = in_place
