@@ -79,11 +79,12 @@ class LoopPrinting:
     def loop_lines(self, b: Bind, rhs: Loop | LoopBack, inits: list, fast: FastLoop | None, leading: list) -> list:
         """The lines of one loop: its variables' first values, the loop, the results out."""
         saved_lines, saved_fast, self.lines, self.fast = self.lines, self.fast, [], fast
+        top, self.top = self.top, False  # (lines libcst may print: a guarded loop's go in a `try`)
         try:
             self._loop(b, rhs, inits, leading)
             return self.lines
         finally:
-            self.lines, self.fast = saved_lines, saved_fast
+            self.lines, self.fast, self.top = saved_lines, saved_fast, top
 
     def _loop(self, b: Bind, rhs: Loop | LoopBack, inits: list, leading: list) -> None:
         fast = self.fast
@@ -220,13 +221,16 @@ class LoopPrinting:
         """The lines of a branch or loop body: its bindings (after ``first``, what a backward loop on
         the fast path computes again), then ``tail`` given the tuple the block ends with (what it passes on)."""
         saved, self.lines = self.lines, []
-        items = result_items(block)
-        if items is None:
-            raise InternalError("codegen: a branch or loop body must end with the tuple of what it passes on")
-        self.bind_all((*first, *block.binds[:-1]))  # type: ignore[attr-defined]
-        tail(items)
-        lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
-        self.lines = saved
+        top, self.top = self.top, False  # (lines libcst may print: a body in a `try`)
+        try:
+            items = result_items(block)
+            if items is None:
+                raise InternalError("codegen: a branch or loop body must end with the tuple of what it passes on")
+            self.bind_all((*first, *block.binds[:-1]))  # type: ignore[attr-defined]
+            tail(items)
+            lines = self.lines or [cst.SimpleStatementLine(body=[cst.Pass()])]
+        finally:
+            self.lines, self.top = saved, top
         return cst.IndentedBlock(body=lines)
 
 

@@ -20,7 +20,7 @@ from .. import pyexpr as px
 from .. import rules
 from ..ir import Bind, ListT, Num, Plus, Prim, Var
 from ..names import Namer
-from . import inplace
+from . import inplace, order
 from . import text_expr as tx
 from .memory import FRESH
 from .render import Line, comment_lines
@@ -35,13 +35,15 @@ MAX_INLINED = 6
 MAX_TERMS = 8
 
 _BINOP, _CALL, _SUMS, _OTHER = "binop", "call", "sum", "other"
-_BIG, _ARRAY, _LIST = "big", "array", "list"  # (and _OTHER: the kinds of a result's type for bind_plain)
+_BIG, _ARRAY, _LIST, _SCALAR = "big", "array", "list", "scalar"  # (and _OTHER: the kinds of a result's type
+# for bind_plain; _OTHER: a Python number, _SCALAR: a numpy scalar or another value)
 
 
 class Form(NamedTuple):
     """How :meth:`PlainPrinting.bind_plain` prints one operation: ``kind`` ``binop`` (``left token
     right`` at precedence ``prec``), ``call`` (``token(args)``) or ``other`` (``printer``'s text);
-    its Text's node is ``make(head, *operands)``; ``fresh``: its result is new memory (:data:`.memory.FRESH`)."""
+    its Text's node is ``make(head, *operands)``; ``fresh``: its result is new memory (:data:`.memory.FRESH`);
+    ``raises_np`` (``raises_py``): it may raise where its result is a numpy value (a Python number, :mod:`.order`)."""
 
     printer: Callable[[list[Text]], Text]
     kind: str
@@ -50,22 +52,32 @@ class Form(NamedTuple):
     make: Callable[..., Any]
     head: str
     fresh: bool
+    raises_np: str | None = order.ANY
+    raises_py: str | None = order.ANY
 
 
 #: a sum (``Plus``) of at most MAX_TERMS terms, as bind_plain prints it (``forms[Plus]``)
-SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True)
+SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True, None, None)
+
+
+def _count(copied: Counter, reads: list[str]) -> None:
+    """Count ``reads`` in ``copied`` (``bind_plain``'s reads, counted before another method reads or
+    replaces ``copied``), and empty it."""
+    copied.update(reads)
+    reads.clear()
 
 
 def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form:
     """The form of operation ``op``, printed by the table's ``emit`` as ``printer`` prints it."""
     kind, what = rules.emit.TEXT_FORMS[emit]
     fresh = op in FRESH
+    raises = order.raises(op, False), order.raises(op, True)
     if kind == "binop" and what != "**":  # (`**`: right-associative, printed by its printer)
         p, token = tx.BINOPS[what]
-        return Form(printer, _BINOP, p, token, px.binop, what, fresh)
+        return Form(printer, _BINOP, p, token, px.binop, what, fresh, *raises)
     if kind == "call":
-        return Form(printer, _CALL, px._ATOM, what, tx.call_node, what, fresh)
-    return Form(printer, _OTHER, 0, "", px.binop, "", fresh)
+        return Form(printer, _CALL, px._ATOM, what, tx.call_node, what, fresh, *raises)
+    return Form(printer, _OTHER, 0, "", px.binop, "", fresh, *raises)
 
 
 class PlainPrinting:
@@ -92,16 +104,20 @@ class PlainPrinting:
     text_plain: bool
     zipped: Any
     last_loc: Any
+    raising: dict
+    top: bool
 
     def bind_plain(self, binds: Sequence[Bind], forms: dict[str, Form | None]) -> None:
         """``bind`` each of ``binds``; an operation of ``forms`` and a short sum (most bindings) printed here,
         in one step each (``bind``'s steps for them, where they apply, in its order)."""
         bind, plain, st, residuals = self.bind, self.plain, self.state, self.residuals  # type: ignore[attr-defined]
-        text_atom, comment, tx_name = self.text_atom, self.comment, tx.name  # type: ignore[attr-defined]
+        text_atom, comment, names = self.text_atom, self.comment, tx.NAMES  # type: ignore[attr-defined]
         direct = self.fast is None and self.text_plain and not self.zipped  # (what only a loop's bind changes)
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
         uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
-        kinds, held = self.type_kinds, self.typed
+        kinds, held, raising = self.type_kinds, self.typed, self.raising  # (raising: changed in place, never replaced)
+        reads: list[str] = []  # the variables read into new memory, not yet counted in `copied` (counted at once)
+        read = reads.append
         for b in binds:
             rhs = b.rhs
             cls = type(rhs)
@@ -109,6 +125,8 @@ class PlainPrinting:
                 if cls is Prim:
                     f = forms[rhs.op]
                     if f is None:
+                        if reads:
+                            _count(copied, reads)
                         bind(b)
                         stale = True
                         direct = self.fast is None and self.text_plain and not self.zipped
@@ -117,6 +135,8 @@ class PlainPrinting:
                 else:
                     f = forms[Plus]
                     if f is None:
+                        if reads:
+                            _count(copied, reads)
                         bind(b)
                         stale = True
                         continue
@@ -124,8 +144,9 @@ class PlainPrinting:
                     counted = len(operands) > 1
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    top = self.top
                     last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
-                    copied_get, in_if = copied.get, self.in_if
+                    in_if = self.in_if
                     stale = False
                 (target,) = b.targets
                 t = target.type
@@ -133,8 +154,12 @@ class PlainPrinting:
                 if of_type is None:
                     held.append(t)
                     of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
-                        _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else _OTHER
-                if of_type is _BIG or views or not counted:  # (may be written in place; a view pending; a copy)
+                        _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else \
+                        _OTHER if order.python_number(t) else _SCALAR
+                if of_type is _BIG or views or not counted or raising:  # (may be written in place; a view pending; a
+                    # copy; an expression pending may raise: Python's order kept, .order)
+                    if reads:
+                        _count(copied, reads)
                     if cls is Prim:
                         self.reach = 0
                         plain(b, rhs, f)
@@ -144,6 +169,8 @@ class PlainPrinting:
                     continue
                 if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
                                     or not target.name.isidentifier()):
+                    if reads:
+                        _count(copied, reads)
                     bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
                     stale = True
                     continue
@@ -152,7 +179,7 @@ class PlainPrinting:
                 for a in operands:
                     if type(a) is Var:
                         n = a.name
-                        copied[n] = copied_get(n, 0) + 1
+                        read(n)
                         if n in inlined:  # (pending's)
                             d = depth.pop(n)
                             if d > reach:
@@ -160,7 +187,7 @@ class PlainPrinting:
                             v = inlined.pop(n)
                             texts.append(v if type(v) is Text else tx.of(v, st))
                         else:
-                            texts.append(tx_name(n))
+                            texts.append(names[n])
                     else:  # (text_atom's, for a constant read before)
                         known = constants.get(id(a))
                         texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
@@ -187,6 +214,8 @@ class PlainPrinting:
                         and reach < MAX_INLINED and not (in_if and name in residuals):
                     inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
                     depth[name] = reach + 1
+                    if f.raises_py if of_type is _OTHER else f.raises_np:  # (it may raise: .order; none pending that may)
+                        raising[name] = f.raises_py if of_type is _OTHER else f.raises_np
                 elif name.isidentifier():  # (assign_line's)
                     loc, lead = b.loc, ()  # (comment's, inlined)
                     if loc is not None and loc is not seen:
@@ -194,15 +223,24 @@ class PlainPrinting:
                         if last_loc is None or loc.line != last_loc[1] or loc.file != last_loc[0]:
                             self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
                             lead = comment_lines(loc.line, loc.text)
-                    lines.append(Line(lead, f"{name} = {text}"))
+                    if not top:
+                        lines.append(Line(lead, f"{name} = {text}"))
+                    elif lead:  # (the comment's line, then the line: each printed by render's _block as a str)
+                        lines += (lead.comment, f"{name} = {text}")
+                    else:
+                        lines.append(f"{name} = {text}")
                 else:
                     self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
                     last_loc, seen = self.last_loc, None
                 continue
+            if reads:
+                _count(copied, reads)
             bind(b)
             stale = True
             direct = self.fast is None and self.text_plain and not self.zipped
+        if reads:
+            _count(copied, reads)
 
     def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
         """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not
@@ -225,13 +263,18 @@ class PlainPrinting:
                 big = self.big_types[id(t)] = (t, inplace.big(t))
             if big[1] and self.in_place_form(b, rhs):  # type: ignore[attr-defined]
                 return
+        if self.raising:
+            order.keep_order(self, [a.name for a in rhs.args if type(a) is Var], order.may_raise(rhs, t), b.loc)
         value, name = f.printer(self.text_atoms(rhs.args)), target.name  # type: ignore[attr-defined]
+        raises = self.raised(rhs, t)  # type: ignore[attr-defined]
         if fresh and type(t) is Num and t.shape:
             self.fresh.add(name)
         # (put's, inlined)
         if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
                 and not (self.in_if and name in self.residuals):
             self.inlined[name], self.depth[name] = value, self.reach + 1
+            if raises:
+                self.raising[name] = raises
         elif name.isidentifier():  # (assign_line's)
             self.lines.append(Line(self.comment(b.loc), name + " = " + value.text))  # type: ignore[attr-defined]
         else:

@@ -34,7 +34,7 @@ from .release import released
 from .module import funcdef, module_source
 from .render import EOL, Line, comment_lines as _comment_lines, text, text_state
 from .render_expr import text as expression_text
-from . import text_expr as tx
+from . import order, text_expr as tx
 from .text_expr import Text
 
 Expr = cst.BaseExpression
@@ -86,13 +86,18 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         self.text_plain = self.state is not None and not self.plan.calls
         self.fast = None
         self.uses: Counter = use_counts(block)
-        for a in extra_uses:  # residuals are returned by name: never inline them
-            if isinstance(a, Var):
-                self.uses[a.name] += 2
+        returned = [a.name for a in extra_uses if isinstance(a, Var)]
+        if returned:  # residuals are returned by name: never inline them (2 more reads each, counted in C:
+            self.uses.update(returned)  # a Counter's `c[k] += 2` calls dict.__setitem__ through Python's slot,
+            self.uses.update(returned)  # its class defining __delitem__, some 200 ns a name)
         self.inlined: dict[str, Expr] = {}
         self.depth: dict[str, int] = {}  # an inlined temporary -> how many inlined ones it nests
+        self.raising: dict[str, str] = {}  # pending inlined temporaries whose expressions may raise -> what (.order)
         self.reach = 0  # the deepest inlined temporary read since the last bind began
         self.lines: list[cst.SimpleStatementLine] = []
+        # the lines of the function's own body (not a loop's or a branch's): a plain line is its text (a str,
+        # printed by render's _block alone), not a Line, and the comment ahead of it a str of its own
+        self.top = True
         self.last_loc: tuple | None = None
         self.in_place = in_place
         self.in_if = 0  # how many `if`s the lines being printed are in (within the innermost loop body)
@@ -104,7 +109,7 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         taped: set[str] = set()
         self.summed_with: dict[str, str] = {}  # x -> y for each sum x + y of two variables
         taped_and_summed(block, taped, self.summed_with)
-        self.residuals = {a.name for a in extra_uses if isinstance(a, Var)} | (taped - self.plan.recomputed)
+        self.residuals = set(returned) | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
         self.big_types: dict[int, tuple[object, bool]] = {}  # id(type) -> (type, inplace.big(type))
@@ -212,6 +217,8 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
             target = b.targets[0]
             if self.zipped and target.name in self.zipped:
                 return  # a row the loop's head binds (codegen/loops.py: zipped_rows)
+            if self.raising:
+                order.keep_order(self, [a.name for a in rhs.args if type(a) is Var], order.may_raise(rhs, target.type), b.loc)
             if (self.fast is not None or self.plan.calls) and self.fast_prim(b, rhs):
                 return
             entry = _TABLE[op]
@@ -326,12 +333,27 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
         name = b.targets[0].name
+        raises = self.raised(b.rhs, b.targets[0].type)
         # (a value a tape records is bound in its branch, not inlined where the tape is written)
         if Namer.is_temp(name) and self.uses[name] == 1 and self.reach < MAX_INLINED \
                 and not (self.in_if and name in self.residuals):
             self.inlined[name], self.depth[name] = value, self.reach + 1
+            if raises:
+                self.raising[name] = raises
             return
         self.assign(b.targets, value, b.loc)
+
+    def raised(self, rhs: object, t: object) -> str | None:
+        """What the expression of ``rhs`` (of type ``t``, its operands read) may raise (:mod:`.order`):
+        its operation, or an operand pending that may (no longer pending: forgotten)."""
+        if type(rhs) is not Prim:
+            return None
+        raises, raising = order.may_raise(rhs, t), self.raising
+        if raising:
+            for a in rhs.args:
+                if type(a) is Var and a.name in raising:
+                    raises = order.joined(raises, raising.pop(a.name))
+        return raises
 
     def sum(self, b: Bind, items: list[Atom]) -> None:
         """``t = a + b + ...``, in statements of at most :data:`MAX_TERMS` terms
@@ -385,6 +407,7 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         for name in list(self.deferred):
             self.print_deferred(name)
         pending, self.inlined, self.depth = self.inlined, {}, {}
+        self.raising.clear()
         for name, value in pending.items():
             self.assign_line([name], value, ())
 

@@ -313,7 +313,9 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
         tokens, indent, newline = st.tokens, "".join(st.indent_tokens), st.default_newline
         for s in n.body:
             cls = type(s)
-            if cls is Line:  # (_node's, inlined for the most common lines; _text_line's, for a line alone)
+            if cls is str:  # (a line of a function's own body, its text: codegen.plain's)
+                tokens.append(f"{indent}{s}{newline}")
+            elif cls is Line:  # (_node's, inlined for the most common lines; _text_line's, for a line alone)
                 leading = s.leading_lines
                 if not leading:
                     tokens.append(f"{indent}{s.text}{newline}")

@@ -40,10 +40,28 @@ class Text:
         return made
 
 
-@functools.lru_cache(maxsize=4096)
+#: the variables' Texts kept (more: all forgotten, then made again as asked for)
+NAMES_HELD = 4096
+
+
+class _Names(dict):
+    """A variable's name -> its Text (one for each name, as :func:`astad.pyexpr.name`'s nodes), made when
+    first asked for: ``NAMES[n]`` costs a dict's lookup where a ``functools.lru_cache`` call costs twice that
+    (codegen reads a name's Text for nearly every operand it prints)."""
+
+    def __missing__(self, text: str) -> Text:
+        if len(self) >= NAMES_HELD:
+            self.clear()
+        made = self[text] = Text(text, _ATOM, None, px.name, (text,))
+        return made
+
+
+NAMES = _Names()
+
+
 def name(text: str) -> Text:
     """A variable (one for each name, as :func:`astad.pyexpr.name`'s nodes)."""
-    return Text(text, _ATOM, None, px.name, (text,))
+    return NAMES[text]
 
 
 def of(node: Any, st: Any) -> Text:
