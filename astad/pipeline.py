@@ -194,10 +194,34 @@ def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
 
 def reverse_stages(core: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Stages:
     """Reverse mode's stages of the core IR ``core``."""
+    return Stages(*each_stage(core, arg_types, wrt))
+
+
+def each_stage(core: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Iterator[Any]:
+    """Reverse mode's stages of ``core``, in order, each as it is made, holding none the next stage
+    does not read: a caller that keeps only the last (:func:`last_stage`) lets each go as soon as
+    the next is made, and the later stages reuse its memory (a transformation that kept every stage
+    to its end took some 400 new pages of memory from the system, each a page fault)."""
+    yield core
     linear = structural.make_explicit(core)
+    del core
+    yield linear
     active = activity.analyse(linear, leaf_wrt(arg_types, wrt))
+    yield active
     ad = reverse.reverse(linear, active)
-    return Stages(core, linear, active, ad, optimise.optimise(copowers.remove_functions(ad), active.wrt))
+    del linear
+    yield ad
+    wrt_leaves = active.wrt
+    del active
+    yield optimise.optimise(copowers.remove_functions(ad), wrt_leaves)
+
+
+def last_stage(stages: Iterator[Any]) -> Any:
+    """The last of ``stages``, none of the others kept (see :func:`each_stage`)."""
+    stage = None
+    for stage in stages:
+        pass
+    return stage
 
 
 def stages_of(parsed: frontend.Parsed, arg_types: Sequence[Type], wrt: frozenset[int] | None,
@@ -303,21 +327,35 @@ def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozens
     """The generated source, its forward and backward functions, the output's type, the names
     the code reads (:class:`Derivative`'s deps and constants), the output's lists, the constants
     its residuals hold (:func:`astad.optimise.held_constants`) and the constant arrays it reads."""
-    stages, lowerer = run_stages(parsed, arg_types, wrt, functions=True)
-    prog = stages.optimised
+    prog, constants, deps, out_template = _optimised(parsed, arg_types, wrt)
     with deep.gc_paused():
         # (the functions it calls looked for only where it calls one: the blocks' kinds are known by now, mostly)
         calls = "call_forward" in kinds(prog.forward) or "call_forward" in kinds(prog.backward)
         programs = [key_functions.reverse_of_key(f, m) for f, m in key_functions.called(prog)] if calls else []
-        called = [(p, optimise.residuals(p, lowerer.constants)) for p in programs]
-    residuals = optimise.residuals(prog, lowerer.constants)
-    source = codegen.generate(prog, residuals, header(parsed, arg_types, list(lowerer.constants)), called)
-    values = {name: obj for name, (path, obj) in lowerer.constants.items()}
+        called = [(p, optimise.residuals(p, constants)) for p in programs]
+    residuals = optimise.residuals(prog, constants)
+    source = codegen.generate(prog, residuals, header(parsed, arg_types, list(constants)), called)
     held = optimise.held_constants([residuals] + [r for _, r in called])
+    out_type = prog.forward.result.type
+    del prog, programs, called, residuals  # (let go before compiling, which reuses their memory)
+    values = {name: obj for name, (path, obj) in constants.items()}
     forward, backward = compile_source(parsed.name, source, values, held)
-    paths = {n: p for n, (p, _) in lowerer.constants.items()}
-    return (source, forward, backward, prog.forward.result.type, lowerer.deps, paths, lowerer.out_template, held,
-            fresh.arrays_of(values))
+    paths = {n: p for n, (p, _) in constants.items()}
+    return source, forward, backward, out_type, deps, paths, out_template, held, fresh.arrays_of(values)
+
+
+def _optimised(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
+               ) -> tuple[ReverseProgram, dict, list, Any]:
+    """The optimised stage of :func:`run_stages` and what its lowerer knows of the names the code
+    reads (constants, deps) and of the output's lists, the lowerer (which holds the core IR's
+    bindings) and each stage let go as soon as the next is made (see :func:`each_stage`)."""
+    with deep.gc_paused():
+        lowerer = frontend.Lowerer(parsed)
+        lowerer.functions = True
+        stages = each_stage(frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types))), arg_types, wrt)
+        constants, deps, out_template = lowerer.constants, lowerer.deps, lowerer.out_template
+        del lowerer
+        return last_stage(stages), constants, deps, out_template
 
 
 def is_real_scalar(t: Type) -> bool:
