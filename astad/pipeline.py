@@ -335,13 +335,14 @@ def _generate(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozens
         called = [(p, optimise.residuals(p, constants)) for p in programs]
     residuals = optimise.residuals(prog, constants)
     source = codegen.generate(prog, residuals, header(parsed, arg_types, list(constants)), called)
-    held = optimise.held_constants([residuals] + [r for _, r in called])
-    out_type = prog.forward.result.type
-    del prog, programs, called, residuals  # (let go before compiling, which reuses their memory)
     values = {name: obj for name, (path, obj) in constants.items()}
+    held = optimise.held_constants([residuals] + [r for _, r in called])
+    # (the optimised program let go after compiling, not before: the compiled code, which lives on, made
+    # in memory of its own rather than in the gaps the program leaves, which the collector then walked slower)
     forward, backward = compile_source(parsed.name, source, values, held)
     paths = {n: p for n, (p, _) in constants.items()}
-    return source, forward, backward, out_type, deps, paths, out_template, held, fresh.arrays_of(values)
+    return (source, forward, backward, prog.forward.result.type, deps, paths, out_template, held,
+            fresh.arrays_of(values))
 
 
 def _optimised(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozenset[int] | None
