@@ -173,3 +173,52 @@ def test_collector_left_as_it_was_by_a_transformation_inside_a_pause(enabled):
         assert gc.isenabled() == enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# --- the hot look-ups of the activity analysis and the reverse macro read plain dicts (a dict subclass's
+# ``d[k]`` calls its ``__getitem__`` through a method look-up): the same answers as the lazy tables had
+
+
+def test_differentiable_dtypes_answer_as_before_also_for_names_not_seen():
+    from astad.ad import activity as act_mod
+    from astad.ir.types import DIFFERENTIABLE, DIFFERENTIABLE_DTYPE
+
+    for name in ["float64", "float32", "complex128", "int64", "bool", "uint8", "str96", "float16", "complex64",
+                 "datetime64", "object"]:
+        for lookup in (act_mod._diff, reverse._diff):
+            got = lookup(name) or act_mod.DTYPE_DIFF[name]
+            assert bool(got) == name.startswith(("float", "complex")), name
+        assert DIFFERENTIABLE[name] == DIFFERENTIABLE_DTYPE[name] == name.startswith(("float", "complex"))
+
+
+def test_primitive_tables_follow_the_rule_table_as_it_grows(monkeypatch):
+    import dataclasses
+
+    from astad import rules
+    from astad.ad import activity as act_mod
+
+    act_mod._flows_of_table()
+    reverse._vjps_of_table()
+    assert set(act_mod._FLOWS) == set(rules.TABLE) == set(reverse._VJPS)
+    assert all(act_mod._FLOWS[op] == (p.kind not in act_mod._NO_DERIVATIVE) for op, p in rules.TABLE.items())
+    assert all(reverse._VJPS[op] is p.vjp for op, p in rules.TABLE.items())
+    # a primitive registered later (the table grew): known at the next analysis and macro
+    extra = dataclasses.replace(rules.TABLE["sin"], name="sin_registered_later_s12")
+    monkeypatch.setitem(rules.TABLE, extra.name, extra)
+    fn = _straight_line(5)
+    astad.clear_caches()
+    astad.api.Reverse(fn).derivative((np.ones(32), np.eye(32)), frozenset({0}))
+    assert act_mod._FLOWS[extra.name] is True and reverse._VJPS[extra.name] is extra.vjp
+
+
+def test_every_construct_has_its_rule_or_an_internal_error():
+    from typing import get_args
+
+    from astad.errors import InternalError
+    from astad.ir import Comp
+
+    assert set(reverse._RULES) == set(get_args(Comp))
+    for cls, rule in reverse._RULES.items():
+        assert rule is getattr(reverse._Macro, "rule_" + cls.__name__, reverse._no_rule)
+    with pytest.raises(InternalError, match="no rule for"):
+        reverse._no_rule(None, None, object())
