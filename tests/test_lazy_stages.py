@@ -28,19 +28,19 @@ def nums(argnums):
 def _recording(monkeypatch):
     """The stages each transformation computes, as it computes them."""
     made = []
-    run_stages, forward_stages = pipeline.run_stages, pipeline.forward_stages
+    each_stage, forward_stages = pipeline.each_stage, pipeline.forward_stages
 
-    def recorded_run_stages(*args, **kwargs):
-        found = run_stages(*args, **kwargs)
-        made.append(found[0])
-        return found
+    def recorded_each_stage(*args, **kwargs):  # (reverse mode's stages, as the transformation makes them)
+        found = list(each_stage(*args, **kwargs))
+        made.append(pipeline.Stages(*found))
+        yield from found
 
     def recorded_forward_stages(*args, **kwargs):
         found = forward_stages(*args, **kwargs)
         made.append(found)
         return found
 
-    monkeypatch.setattr(pipeline, "run_stages", recorded_run_stages)
+    monkeypatch.setattr(pipeline, "each_stage", recorded_each_stage)
     monkeypatch.setattr(pipeline, "forward_stages", recorded_forward_stages)
     return made
 

@@ -35,10 +35,14 @@ from .. import rules
 from ..blocks import result_items
 from ..ir import (App, Atom, Bind, Block, Copy, Drop, Dup, Function, If, Lam, Loop, LoopBack, MakeTuple, Num, Plus,
                   Prim, Type, Unpack, Var, lam_free_vars, vars_of)
-from ..ir.types import DIFFERENTIABLE_DTYPE
+from ..ir.types import DIFFERENTIABLE, DIFFERENTIABLE_DTYPE as DTYPE_DIFF
 
 #: primitives whose result has a zero derivative (or none): nothing flows through them
 _NO_DERIVATIVE = (rules.DerivativeKind.ZERO, rules.DerivativeKind.DISCRETE)
+
+#: whether a dtype is differentiable, where it is (else None: ask DTYPE_DIFF), read from a plain dict by its bound
+#: ``get`` (see astad.ir.types.DIFFERENTIABLE; a name bound by an import is called as an attribute, a method made)
+_diff = DIFFERENTIABLE.get
 
 
 def differentiable(t: Type) -> bool:
@@ -85,6 +89,7 @@ class Activity:
 def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
     """The activity of every value of ``fn`` (core or structural IR, or a macro's
     output made one function) when differentiating by the parameters ``wrt``."""
+    _flows_of_table()
     act = Activity(fn, wrt)
     for i, p in enumerate(fn.params):
         act.known.add(p.name)
@@ -104,15 +109,14 @@ def analyse(fn: Function, wrt: frozenset[int] | None = None) -> Activity:
     return act
 
 
-class _Flows(dict):
-    """A primitive's name -> whether dependence flows through it (it has a derivative), found once."""
-
-    def __missing__(self, op: str) -> bool:
-        found = self[op] = rules.TABLE[op].kind not in _NO_DERIVATIVE
-        return found
+#: a primitive's name -> whether dependence flows through it (it has a derivative), of every primitive of
+#: the table: a plain dict (see astad.ad.reverse._VJPS), filled again where the table grew
+_FLOWS: dict[str, bool] = {}
 
 
-_FLOWS: dict[str, bool] = _Flows()
+def _flows_of_table() -> None:
+    if len(_FLOWS) != len(rules.TABLE):
+        _FLOWS.update({op: p.kind not in _NO_DERIVATIVE for op, p in list(rules.TABLE.items())})
 
 
 # --------------------------------------------------------------------------- forward: varied
@@ -158,7 +162,7 @@ def _varied_block(act: Activity, block: Block) -> None:
             known.add(t.name)
             if flag:
                 tt = t.type
-                if DIFFERENTIABLE_DTYPE[tt.dtype] if type(tt) is Num else tt.differentiable:
+                if (_diff(tt.dtype) or DTYPE_DIFF[tt.dtype]) if type(tt) is Num else tt.differentiable:
                     varied.add(t.name)
 
 
@@ -274,14 +278,14 @@ def _useful_block(act: Activity, block: Block) -> None:
                 for a in rhs.args:
                     if type(a) is Var:
                         at = a.type
-                        if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                        if (_diff(at.dtype) or DTYPE_DIFF[at.dtype]) if type(at) is Num else at.differentiable:
                             useful.add(a.name)
         elif cls is Dup:  # _reads of its variable (_need written out)
             for t in b.targets:
                 if t.name in useful:
                     a = rhs.var
                     at = a.type
-                    if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+                    if (_diff(at.dtype) or DTYPE_DIFF[at.dtype]) if type(at) is Num else at.differentiable:
                         useful.add(a.name)
                     break
         else:

@@ -16,7 +16,7 @@ cotangents they give (their types, where they are kept, how they are named).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, get_args
 
 from .. import rules
 from ..errors import AstadTypeError, InternalError
@@ -25,11 +25,11 @@ from ..blocks import rebound
 from ..names import Namer
 from dataclasses import replace
 
-from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Const, Copower, CopowerT, Copy, Drop, Dup,
+from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
                  FunT, Function, If, Lam, ListT, Loop, LoopBack, MakeTuple, Num, Plus, Prim, ReverseProgram,
                  TupleT, Type, Unpack, Var, Zero, function_values, if_free_vars, lam_free_vars,
                  kinds, loop_free_vars)
-from ..ir.types import DIFFERENTIABLE_DTYPE
+from ..ir.types import DIFFERENTIABLE, DIFFERENTIABLE_DTYPE as DTYPE_DIFF
 from .activity import Activity
 from .builder import _TAPED, Builder, with_tapes  # noqa: F401  (Builder: what the rules' tests build with)
 from . import replay
@@ -39,21 +39,26 @@ from .cotangents import Cotangents, ct_type, differentiable, joined_ct_type, rep
 
 _TABLE = rules.TABLE
 
+#: whether a dtype is differentiable, where it is (else None: ask DTYPE_DIFF), read from a plain dict by its bound
+#: ``get`` (see astad.ir.types.DIFFERENTIABLE; a name bound by an import is called as an attribute, a method made)
+_diff = DIFFERENTIABLE.get
+
 #: whether the macro names the cotangents of the top block where they are made (``Cotangents.take``, in
 #: astad.ad.cotangents) rather than by a copy the optimiser's fold then removes (tests turn it off: the
 #: generated code is the same)
 NAME_COTANGENTS = True
 
 
-class _Vjps(dict):
-    """A primitive's name -> its VJP rule (None: none), looked up in the table once."""
-
-    def __missing__(self, op: str) -> Any:
-        found = self[op] = _TABLE[op].vjp
-        return found
+#: a primitive's name -> its VJP rule (None: none), of each primitive of the table (:func:`_vjps_of_table`).
+#: A plain dict, not a subclass with ``__missing__``: ``d[k]`` of a dict subclass looks up and calls its
+#: ``__getitem__`` (some 400 instructions a time; 1.2% of a cold transform of straight_line_500, all such dicts)
+_VJPS: dict[str, Any] = {}
 
 
-_VJPS: dict[str, Any] = _Vjps()
+def _vjps_of_table() -> None:
+    """``_VJPS`` of every primitive of the table (filled again where the table grew: :func:`astad.rules.register`)."""
+    if len(_VJPS) != len(_TABLE):
+        _VJPS.update({op: p.vjp for op, p in list(_TABLE.items())})
 
 
 def _arg_key(a: Atom, inactive, cts: dict) -> tuple[object, bool]:
@@ -63,7 +68,7 @@ def _arg_key(a: Atom, inactive, cts: dict) -> tuple[object, bool]:
     cls = type(a)
     if cls is Var:
         at = a.type
-        if DIFFERENTIABLE_DTYPE[at.dtype] if type(at) is Num else at.differentiable:
+        if (_diff(at.dtype) or DTYPE_DIFF[at.dtype]) if type(at) is Num else at.differentiable:
             if a.name not in inactive:
                 return id(at), True
             cts[a.name] = Zero(ct_type(at))  # (give's)
@@ -121,7 +126,7 @@ class _Macro(Cotangents):
         vjp = _VJPS[op]
         t = out.type
         if ct is None or type(ct) is Zero or vjp is None or \
-                not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
+                not ((_diff(t.dtype) or DTYPE_DIFF[t.dtype]) if type(t) is Num else t.differentiable):
             give = self.give
             for a in rhs.args:
                 give(a, None)
@@ -229,7 +234,7 @@ class _Macro(Cotangents):
         for a, c in zip(args, arg_cts):
             if type(a) is Var and type(c) is Var and a.name not in inactive:
                 t = a.type
-                if DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable:
+                if (_diff(t.dtype) or DTYPE_DIFF[t.dtype]) if type(t) is Num else t.differentiable:
                     name = c.name
                     needed.add(name)
                     if name[:1] == "t" and name[1:].isdigit():  # (Namer.is_temp)
@@ -257,7 +262,7 @@ class _Macro(Cotangents):
     def rule_Dup(self, bind: Bind, rhs: Dup) -> None:
         v = rhs.var
         t = v.type
-        if not (DIFFERENTIABLE_DTYPE[t.dtype] if type(t) is Num else t.differentiable):
+        if not ((_diff(t.dtype) or DTYPE_DIFF[t.dtype]) if type(t) is Num else t.differentiable):
             return
         cts = self.cts
         items = []
@@ -486,18 +491,13 @@ class _Macro(Cotangents):
         return tuple(v for v in lam_free_vars(lam) if differentiable(v.type) and self.active(v))
 
 
-class _Rules(dict):
-    """A construct's class -> the macro's rule for it (looked up by name once)."""
-
-    def __missing__(self, cls: type) -> Callable[[_Macro, Bind, Any], None]:
-        rule = getattr(_Macro, "rule_" + cls.__name__, None)
-        if rule is None:
-            raise InternalError(f"reverse macro: no rule for {cls.__name__}")
-        self[cls] = rule
-        return rule
+def _no_rule(macro: _Macro, bind: Bind, rhs: Any) -> None:
+    raise InternalError(f"reverse macro: no rule for {type(rhs).__name__}")
 
 
-_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = _Rules()
+#: a construct's class -> the macro's rule for it (a plain dict, as ``_VJPS``; every class of the IR's)
+_RULES: dict[type, Callable[[_Macro, Bind, Any], None]] = {
+    cls: getattr(_Macro, "rule_" + cls.__name__, _no_rule) for cls in get_args(Comp)}
 
 
 def _always(a: Atom) -> bool:
@@ -508,5 +508,6 @@ def reverse(fn: Function, activity: Activity | None = None) -> ReverseProgram:
     """Apply the reverse macro to a function whose variables are each used exactly
     once; with ``activity`` (:func:`astad.ad.activity.analyse`), only its active
     values get cotangents."""
+    _vjps_of_table()
     return _Macro(fn, activity).run(fn)
 

@@ -61,11 +61,15 @@ class _DifferentiableDtype(dict):
     each name's answer found once (a hot path's test: ``DIFFERENTIABLE_DTYPE[t.dtype]`` of a Num ``t``)."""
 
     def __missing__(self, dtype: str) -> bool:
-        found = self[dtype] = dtype.startswith(("float", "complex"))
+        found = self[dtype] = DIFFERENTIABLE[dtype] = dtype.startswith(("float", "complex"))
         return found
 
 
 DIFFERENTIABLE_DTYPE: dict[str, bool] = _DifferentiableDtype()
+#: its answers so far, in a plain dict: ``DIFFERENTIABLE.get(d) or DIFFERENTIABLE_DTYPE[d]`` answers a
+#: differentiable dtype at a plain dict's cost (``d[k]`` of a dict subclass looks up and calls its
+#: ``__getitem__``, ~400 instructions: see astad.ad.reverse._VJPS), any other as DIFFERENTIABLE_DTYPE does
+DIFFERENTIABLE: dict[str, bool] = {}
 
 
 @fast_init
