@@ -128,18 +128,14 @@ def _made_already() -> tuple:
 
 class LazyNodes(Sequence):
     """The statements of a block (``IndentedBlock.body``), made when first read: ``make()`` gives
-    them, and the field ``field`` of ``owner`` (a node, set with :meth:`own`) holds their tuple from
-    then on.  Any reading (``len``, indexing, iteration: libcst's visitors, :func:`children`) makes
-    them; the lowering of straight-line code reads the statements of Python's tree instead
+    them, kept here (the block is not given them: the two would hold each other, a cycle).  Any
+    reading (``len``, indexing, iteration: libcst's visitors, :func:`children`) makes them; the lowering of straight-line code reads the statements of Python's tree instead
     (:mod:`astad.frontend.fast`), and so reads none of them."""
 
-    __slots__ = ("make", "source", "owner", "field", "_made")
+    __slots__ = ("make", "source", "_made")
 
     def __init__(self, make: Callable[[], tuple], source: Any) -> None:
-        self.make, self.source, self.owner, self.field, self._made = make, source, None, "", None
-
-    def own(self, owner: Any, field: str) -> None:
-        self.owner, self.field = owner, field
+        self.make, self.source, self._made = make, source, None
 
     def made(self) -> tuple:
         found = self._made
@@ -149,8 +145,6 @@ class LazyNodes(Sequence):
                 if found is None:
                     found = self._made = tuple(self.make())
                     self.make = _made_already
-                    if self.owner is not None:
-                        object.__setattr__(self.owner, self.field, found)  # (a node just made, frozen: in place)
         return found
 
     def is_made(self) -> bool:

@@ -199,7 +199,8 @@ class _Reader(Expressions):
         body = LazyNodes(functools.partial(_statements_of, source, shift, self.starts, stmts),
                          (stmts, [""] * shift + source.split("\n")))
         made = new.IndentedBlock(body)
-        body.own(made, "body")
+        # (the block is not given the statements once made: it and its LazyNodes would hold each other, a
+        # cycle keeping the trees of Python and libcst alive until a full collection)
         self.starts[id(made)] = first
         self.starts.kept = (stmts, {})
         return made  # type: ignore[no-any-return]
