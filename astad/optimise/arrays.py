@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from itertools import compress
 from operator import not_
 
@@ -119,6 +120,24 @@ def _known_shape(v: Var) -> bool:
     return not (isinstance(v.type, Num) and None in v.type.shape)
 
 
+def _kept(binds: list[Bind], old: tuple[Bind, ...], outer_at: list[int], outers: dict[str, Bind], summed: set[str],
+          sum_at: list[int], extra: list[int]) -> list[bool]:
+    """Which of ``binds`` (``outer_sums``'s new bindings) are kept: all but the outer products summed, each
+    copied as it was from ``old`` (where: ``outer_at``), and in ``binds`` where it was plus the bindings made
+    in place of the sums before it, less those sums (``sum_at``, ``extra``): found without a look at each binding."""
+    keep = [True] * len(binds)
+    for at in outer_at:
+        name = old[at].targets[0].name
+        if name in summed:
+            k = bisect_left(sum_at, at)
+            new = at + (extra[k - 1] if k else 0)
+            if new >= len(binds) or binds[new] is not outers[name]:  # (not expected: found by its identity, one look at each binding)
+                left_out = {id(outers[n]) for n in summed}
+                return list(map(not_, map(left_out.__contains__, map(id, binds))))
+            keep[new] = False
+    return keep
+
+
 def _is_scalar(a: Atom) -> bool:
     return isinstance(a.type, Num) and a.type.shape == ()
 
@@ -170,7 +189,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     else reads them) are left out too."""
     all_binds = block.binds
     ops = ops_of(block)
-    outers = {b.targets[0].name: b for b in [all_binds[i] for i in positions(ops, ("outer",))]
+    outer_at = positions(ops, ("outer",))
+    outers = {b.targets[0].name: b for b in [all_binds[i] for i in outer_at]
               if all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     # (how often the bindings read each name, not copied: read only; the block's result counted where read)
     reads = known_binding_reads(block)
@@ -182,6 +202,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     made_here: list[Bind] = []  # the bindings made for them
     flat = True
     done = 0  # (the bindings before this were copied)
+    sum_at: list[int] = []  # where each sum made a matrix product was, in ``block``
+    extra: list[int] = []  # the bindings made in place of those sums so far, less the sums (in ``binds``)
     for at in positions(ops, OTHER_KINDS):  # (the bindings of primitives, the most common, copied as they are: no sum)
         binds.extend(all_binds[done:at])
         made_ops.extend(ops[done:at])
@@ -220,13 +242,13 @@ def outer_sums(block: Block, namer: Namer) -> Block:
             binds.append(Bind(b.targets, Plus((*others, target)), b.loc))
             made_ops.append("Plus")
         made_here.extend(binds[first:])
+        sum_at.append(at)
+        extra.append((extra[-1] if extra else 0) + len(binds) - first - 1)
     binds.extend(all_binds[done:])
     made_ops.extend(ops[done:])
     if not summed:
         return same_or_new(block, binds)
-    # (the outer products summed left out: each kept as it was, found by its identity; none made here is one)
-    left_out = {id(outers[name]) for name in summed}
-    keep = list(map(not_, map(left_out.__contains__, map(id, binds))))
+    keep = _kept(binds, all_binds, outer_at, outers, summed, sum_at, extra)
     out = Block(tuple(compress(binds, keep)), block.result)
     if flat:  # what the new block's bindings read: the old block's, less what the removed ones read, plus the new ones'
         if REMEMBER_OPS:  # (and what each is made of, as ``ops_of`` would find it: ``shared_products`` asks)

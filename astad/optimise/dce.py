@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 from itertools import compress
-from operator import not_
 from ..blocks import NESTING, same, same_or_new, with_branches
 from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus, Prim, ReverseProgram, Unpack, Var, all_binds,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
@@ -293,7 +292,9 @@ def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: 
     added = {n for n in came if counts[n] > 0 and n not in outside and n not in names}  # (bound in the block: named)
     went = {n for n in went if counts[n] <= 0}
     if removed:
-        flags = list(map(not_, map(removed.__contains__, range(len(new_binds)))))
+        flags = [True] * len(new_binds)  # (the few removed marked: no look at every binding)
+        for at in removed:
+            flags[at] = False
         backward = Block(tuple(compress(new_binds, flags)), old.result)
         ops = list(compress(ops, flags))
         went.update([t.name for i in removed for t in new_binds[i].targets])  # (names bound no more)
