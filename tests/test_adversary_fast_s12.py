@@ -158,6 +158,27 @@ class M:
 3.5
         return np.sum(y)
 
+    def comment(self, x, W):
+# a comment at the line's start (code commented out, say)
+        y = np.sin(x) * 2.5  # (Python reads no indentation of a comment)
+      # another
+        return np.sum(y @ W)
+
+    def loop(self, x, W):
+        """A docstring."""
+        y = np.sin(x) + np.cos(
+x)
+        z = 0.0
+        for i in range(2):
+            z = z + np.sum(y * \
+  i)
+        return z
+
+    def lambda_(self, x, W):
+        g = lambda v: np.sin(v) + \
+1.0
+        return np.sum(g(x))
+
     def not_straight(self, x, W):
         y = np.sin(x) * 2.5 + \\
 3.5
@@ -167,11 +188,19 @@ class M:
 '''
 
 
-@pytest.mark.parametrize("name", ["backslash", "bracket", "docstring", "not_straight"])
+@pytest.mark.parametrize("name", ["backslash", "bracket", "docstring", "comment", "loop", "lambda_", "not_straight"])
 def test_a_methods_continuation_lines_may_be_less_indented(tmp_path, name):
     # (Python reads them: a line continued is one logical line; astad refused them as "edited")
     f = getattr(load_program(_METHODS, tmp_path, "adv2m").M(), name)
     assert_same_lowering(f, [X, W])
+    check_grad(f, [X, W])
+
+
+def test_a_closures_continuation_lines_may_be_less_indented(tmp_path):
+    source = ("import numpy as np\n\n\ndef outer(k):\n    def f(x, W):\n        y = np.sin(x) * k + \\\n3.0\n"
+              "# a comment\n        return np.sum(y @ W)\n    return f\n")
+    f = load_program(source, tmp_path, "adv2c").outer(2.0)
+    assert assert_same_lowering(f, [X, W])
     check_grad(f, [X, W])
 
 

@@ -224,6 +224,8 @@ def straight_programs(draw):
         line = f"v{i} = {expr(0)}"
         if " + " in line and draw(st.integers(0, 3)) == 0:  # continued on a line of its own, at the line's start
             line = line.replace(" + ", " + \\\n", 1)
+        if draw(st.booleans()):  # a comment at the line's start
+            line += "\n# a line commented out"
         lines.append(line)
         names.append(f"v{i}")
     lines.append(f"return np.sum({draw(st.sampled_from(names))})")
@@ -231,7 +233,8 @@ def straight_programs(draw):
 
 
 def _method(tmp_path, body):
-    """``body`` as the body of a method (its continued lines where they are: less indented than its ``def``)."""
+    """``body`` as the body of a method (its continued lines and its comments where they are: less indented
+    than its ``def``)."""
     source = ("import numpy as np\n\n\ndef g(v):\n    return v * 2.0\n\n\nclass M:\n    def f(self, x, W):\n"
               + "".join(f"        {line}\n" for line in body))
     return load_program(source, tmp_path, "s12m").M().f
