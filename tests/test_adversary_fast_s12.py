@@ -299,3 +299,15 @@ def test_random_layouts(tmp_path, drawn):
     assert_same_lowering(f, [X, W])
     value = _lowering(f, [X, W], True)[0]
     assert value[0] != "error" or "not the code Python runs" not in value[2]
+
+
+@pytest.mark.parametrize("body", [["é = np.sin(x) * W @ x", "return np.sum(é)"],
+                                  ["ﬁ = np.sin(x)", "return np.sum(fi)"],  # (Python reads `ﬁ` as `fi`)
+                                  ['"""Ünïcode in a docstring."""', "a = np.sin(x)", "return np.sum(a)"]])
+def test_text_not_ascii_is_read_the_full_way(tmp_path, body):
+    f = _program(tmp_path, body)
+    assert not assert_same_lowering(f, [X, W])  # (columns in bytes are not columns in characters)
+    if "ﬁ" in body[0]:  # (refused: astad would read two names where Python reads one)
+        assert "NFKC" in _lowering(f, [X, W], True)[0][2]
+    else:
+        check_grad(f, [X, W])
