@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 import astad
 from astad import deep
-from astad.frontend import from_ast
+from astad import frontend
+from astad.frontend import fast, from_ast
 from conftest import check_grad, fuzz_examples, load_program
 from test_frontend_s12 import W, X, _lowering, _program, assert_same_lowering
 
@@ -311,3 +312,27 @@ def test_text_not_ascii_is_read_the_full_way(tmp_path, body):
         assert "NFKC" in _lowering(f, [X, W], True)[0][2]
     else:
         check_grad(f, [X, W])
+
+
+class _Racy(dict):
+    """The leaves made for Python's tree (:meth:`astad.frontend.fast.Fast.ast_leaf`) as a thread sees
+    them where another made the same leaf between its look and its store: never found."""
+
+    def get(self, key, default=None):
+        return default
+
+
+def test_one_leaf_per_node_of_pythons_tree_when_threads_race(tmp_path):
+    # (each node keyed in the starts is alive: a leaf made twice, the one not kept freed, left its id there)
+    f = _program(tmp_path, ["a = np.sin(x) * 2.5 + W @ x", "b = a * a - x", "return np.sum(b)"])
+    astad.clear_caches()
+    parsed = astad.api.Reverse(f)._parsed
+    stmts, leaves = parsed.positions.kept
+    parsed.positions.kept = (stmts, _Racy(leaves))
+    sizes = []
+    for _ in range(3):
+        lowerer = frontend.Lowerer(parsed)
+        lowerer.lower_function(list(astad.api.Reverse(f)._types([X, W])))
+        sizes.append(len(parsed.positions))
+    assert fast.straight_block(parsed.funcdef) is not None  # (lowered from Python's tree each time)
+    assert sizes[0] == sizes[1] == sizes[2]
