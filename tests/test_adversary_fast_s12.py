@@ -205,8 +205,20 @@ def test_a_closures_continuation_lines_may_be_less_indented(tmp_path):
     check_grad(f, [X, W])
 
 
+@pytest.mark.parametrize("doc", ["", '        """A docstring."""\n'])
+def test_an_error_on_a_continued_line_of_a_method_points_there(tmp_path, doc):
+    source = ("import numpy as np\n\n\nclass M:\n    def f(self, x, W):\n" + doc + "        y = np.sin(x) + (\n"
+              "            x @ np.ones(3))\n        return np.sum(y)\n")
+    f = load_program(source, tmp_path, "adv2d").M().f
+    assert_same_lowering(f, [X, W])
+    with pytest.raises(astad.errors.AstadError) as e:
+        astad.grad(f)(X, W)
+    assert (e.value.loc.line, e.value.loc.col, e.value.loc.text) == (7 + bool(doc), 13, "            x @ np.ones(3))\n")
+
+
 def test_an_error_on_a_less_indented_line_points_there(tmp_path):
-    source = "import numpy as np\n\n\nclass M:\n    def f(self, x, W):\n        y = np.sin(x) + \\\n(x @ \\\n np.ones(3))\n        return np.sum(y)\n"
+    source = ("import numpy as np\n\n\nclass M:\n    def f(self, x, W):\n        y = np.sin(x) + \\\n(x @ \\\n np.ones(3))\n"
+              "        return np.sum(y)\n")
     f = load_program(source, tmp_path, "adv2e").M().f
     assert_same_lowering(f, [X, W])
     with pytest.raises(astad.errors.AstadError) as e:
