@@ -397,23 +397,48 @@ def indent(text: str, prefix: str) -> str:
 
 
 def string_lines(text: str) -> frozenset[int]:
-    """The (0-based) lines of ``text`` that :func:`dedent` keeps as they are (inside a string literal)."""
+    """The (0-based) lines of ``text`` that :func:`dedent` keeps as they are (inside a string literal,
+    or a line continued)."""
     return _in_strings(text)
 
 
+#: the tokens that neither begin nor continue a logical line
+_NOT_CODE = frozenset({tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT,
+                       tokenize.ENCODING, tokenize.ENDMARKER})
+
+
 def _in_strings(text: str) -> frozenset[int]:
-    """The (0-based) lines of ``text`` that begin inside a string literal: the lines after the first
-    of each multi-line string (only triple-quoted strings and backslash-continued ones span lines)."""
-    if not _may_span_lines(text):
+    """The (0-based) lines of ``text`` that begin inside a string literal (the lines after the first
+    of each multi-line string: only triple-quoted strings and backslash-continued ones span lines) or
+    inside a logical line (after a backslash, or inside brackets), and the lines of comments alone: their
+    indentation is not Python's (a method's ``y = f(a,`` may go on at the line's start, less indented
+    than its ``def``; a line of code commented out may start with its ``#``)."""
+    if not _may_span_lines(text) and not _less_indented(text):
         return frozenset()
     inside: set[int] = set()
+    logical, seen = False, 0  # (in a logical line; the last row a token reached)
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.end[0] > tok.start[0] and tok.type not in (tokenize.NEWLINE, tokenize.NL):
-                inside.update(range(tok.start[0], tok.end[0]))  # rows start+1 .. end (1-based), 0-based
+            row, kind = tok.start[0], tok.type
+            if row > seen and (logical or kind == tokenize.COMMENT):
+                inside.add(row - 1)  # (a line begun inside a logical line, or a comment's own line)
+            if tok.end[0] > row and kind != tokenize.NEWLINE and kind != tokenize.NL:
+                inside.update(range(row, tok.end[0]))  # rows start+1 .. end (1-based), 0-based
+            if kind == tokenize.NEWLINE:
+                logical = False
+            elif kind not in _NOT_CODE:
+                logical = True
+            seen = max(seen, tok.end[0])
     except (tokenize.TokenError, SyntaxError):
         return frozenset()  # (not Python: the check that follows refuses it)
     return frozenset(inside)
+
+
+def _less_indented(text: str) -> bool:
+    """Whether a line of ``text`` (not blank) is less indented than its first (a line continued, in a
+    string, or a comment: where ``text`` is a function's, not the next statement of its block)."""
+    margin = text[:len(text) - len(text.lstrip(" \t"))]
+    return bool(margin) and any(not line.startswith(margin) and line.strip() for line in text.split("\n"))
 
 
 def _may_span_lines(text: str) -> bool:

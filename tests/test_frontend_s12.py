@@ -222,19 +222,33 @@ def straight_programs(draw):
         return draw(st.sampled_from(["[x, W]", "(not x)", "x[0]", "g(x)"]))  # (not straight-line code)
 
     for i in range(draw(st.integers(1, 6))):
-        lines.append(f"v{i} = {expr(0)}")
+        line = f"v{i} = {expr(0)}"
+        if " + " in line and draw(st.integers(0, 3)) == 0:  # continued on a line of its own, at the line's start
+            line = line.replace(" + ", " + \\\n", 1)
+        if draw(st.booleans()):  # a comment at the line's start
+            line += "\n# a line commented out"
+        lines.append(line)
         names.append(f"v{i}")
     lines.append(f"return np.sum({draw(st.sampled_from(names))})")
     return lines
 
 
+def _method(tmp_path, body):
+    """``body`` as the body of a method (its continued lines and its comments where they are: less indented
+    than its ``def``)."""
+    source = ("import numpy as np\n\n\ndef g(v):\n    return v * 2.0\n\n\nclass M:\n    def f(self, x, W):\n"
+              + "".join(f"        {line}\n" for line in body))
+    return load_program(source, tmp_path, "s12m").M().f
+
+
 @settings(max_examples=fuzz_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                                  HealthCheck.function_scoped_fixture])
-@given(straight_programs())
-def test_random_straight_line_programs(tmp_path, body):
+@given(straight_programs(), st.booleans())
+def test_random_straight_line_programs(tmp_path, body, method):
     note("\n".join(body))
-    f = _program(tmp_path, body, prelude="def g(v):\n    return v * 2.0\n")
+    f = _method(tmp_path, body) if method else _program(tmp_path, body, prelude="def g(v):\n    return v * 2.0\n")
     assert_same_lowering(f, [X, W])
+    assert "not the code Python runs" not in str(_lowering(f, [X, W], True)[0])  # (astad.source.dedent)
 
 
 @settings(max_examples=fuzz_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -95,7 +95,7 @@ class Fast(LowererCore):
                 _name_rpar(node, ())
             else:
                 node = _LITERALS[type(n.value)](raw)  # type: ignore[attr-defined]
-            leaves[id(n)] = node
+            node = leaves.setdefault(id(n), node)  # (another thread's, where it made one first: one node kept)
             positions[id(node)] = _start(n)
         return node
 

@@ -42,7 +42,9 @@ class Parsed:
     aliases: dict = field(default_factory=dict)  # a node astad made (a comprehension's loop) -> the user's node
     fixed: dict = field(default_factory=dict)  # parameters a method or partial fixes (see astad.calling) -> values
     calls_own_name: bool = True  # False: no call of a function of its name anywhere in it (check_subset found none)
-    kept: frozenset = frozenset()  # the lines (1-based) inside a multi-line string: not dedented, no col_offset
+    # the lines (1-based) inside a multi-line string or a line continued, and comments alone (source.string_lines):
+    # not dedented, no col_offset
+    kept: frozenset = frozenset()
     locs: dict = field(default_factory=dict, repr=False, compare=False)  # where a node starts (Starts) -> its Loc
 
     @property
