@@ -39,9 +39,12 @@ class Expressions(LowererCore):
 
     def expr(self, node: cst.BaseExpression) -> Value:
         cls = type(node)
-        if cls is _NAME:  # Lookup.expr_Name's first steps: a variable of the running scope (or around it),
-            running = self.stack[-1]  # or a global read before (never True, False or None), before the dispatch
-            name = node.value
+        if cls is _NAME or cls is _AST_NAME:
+            # Lookup.expr_Name's first steps, before the dispatch: a variable of the running scope (or around
+            # it), or a global read before (never True, False or None); a name of Python's tree (straight-line
+            # code, astad.frontend.fast) as libcst's
+            running = self.stack[-1]
+            name = node.value if cls is _NAME else node.id
             found = running.env.get(name)  # (_lookup's first step, inline: most names read are the running scope's)
             if found is None and running.parent is not None:
                 found = self._lookup(running, name)
@@ -50,23 +53,13 @@ class Expressions(LowererCore):
             known = self._globals.get((id(running.parsed), running.path, name))
             if known is not None and known[0] is running.parsed:
                 return known[1]
+            if cls is _AST_NAME:
+                node = self.ast_leaf(node)  # type: ignore[attr-defined]  (its libcst node)
+                cls = type(node)
         elif cls is _FLOAT:  # expr_Float's first step (a number written before: its constant), before the dispatch
             known = self.literals.get(node.value)
             if known is not None and type(known.value) is float:
                 return known
-        elif cls is _AST_NAME:  # Python's tree (straight-line code: astad.frontend.fast): the first steps above
-            running = self.stack[-1]
-            name = node.id
-            found = running.env.get(name)
-            if found is None and running.parent is not None:
-                found = self._lookup(running, name)
-            if found is not None:
-                return found
-            known = self._globals.get((id(running.parsed), running.path, name))
-            if known is not None and known[0] is running.parsed:
-                return known[1]
-            node = self.ast_leaf(node)  # type: ignore[attr-defined]  (its libcst node)
-            cls = type(node)
         elif cls is _AST_CONSTANT:
             node = self.ast_leaf(node)  # type: ignore[attr-defined]  (a number's constant, or its libcst node)
             cls = type(node)
