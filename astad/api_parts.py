@@ -121,15 +121,19 @@ def _blocks(per_arg: Any, args: Sequence[Any], nums: Sequence[int], single: bool
 def _column_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool) -> Any:
     """The transpose of from_columns for one column (one input element): ``ct``, a cotangent of the
     Jacobian, as a cotangent of the column (``value``'s structure)."""
-    out_leaves, rebuild = flatten(value)
-    result = []
-    for leaf, entry in zip(out_leaves, leaves_like(value, ct)):
-        if not is_real(np.asarray(leaf)) or entry is None:
-            result.append(None)
-            continue
+    def of(leaf: Any, entry: Any) -> Any:
         (block, _), = [b for b in _blocks(entry, args, nums, single) if np.size(b[1]) == 1]
-        result.append(_like(block, leaf, np.shape(leaf)))
-    return rebuild(result)
+        return _like(block, leaf, np.shape(leaf))
+
+    return _per_output(value, ct, of)
+
+
+def _per_output(value: Any, ct: Any, of: Callable[[Any, Any], Any]) -> Any:
+    """``value``'s structure holding ``of(leaf, entry)`` for each real output leaf with an entry of ``ct``
+    (a cotangent of the Jacobian, one entry per output leaf), None for the others."""
+    out_leaves, rebuild = flatten(value)
+    return rebuild([None if not is_real(np.asarray(leaf)) or entry is None else of(leaf, entry)
+                    for leaf, entry in zip(out_leaves, leaves_like(value, ct))])
 
 
 def _row_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[int], single: bool, k: int | None = None) -> Any:
@@ -182,17 +186,13 @@ def _element_column_of(value: Any, ct: Any, args: Sequence[Any], nums: Sequence[
             break
     assert where is not None
     n, j, e = where
-    out_leaves, rebuild = flatten(value)
-    result = []
-    for leaf, entry in zip(out_leaves, leaves_like(value, ct)):
-        if not is_real(np.asarray(leaf)) or entry is None:
-            result.append(None)
-            continue
-        sub = entry if single else entry[n]
-        x = flatten(args[nums[n]])[0][j]
-        block = leaves_like(args[nums[n]], sub)[j]
-        result.append(None if block is None else _like(_element(block, np.shape(x), e, rows=False), leaf, np.shape(leaf)))
-    return rebuild(result)
+    x = flatten(args[nums[n]])[0][j]
+
+    def of(leaf: Any, entry: Any) -> Any:
+        block = leaves_like(args[nums[n]], entry if single else entry[n])[j]
+        return None if block is None else _like(_element(block, np.shape(x), e, rows=False), leaf, np.shape(leaf))
+
+    return _per_output(value, ct, of)
 
 
 def jvps(a: Assembly, primals: tuple, tangent_list: list) -> list[tuple[Any, Any]]:
