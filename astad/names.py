@@ -51,6 +51,8 @@ CODEGEN = frozenset({"residuals", "_"})
 OUTSIDE = GLOBALS | CODEGEN
 #: never a name (a lambda is named after its ``__name__``, ``<lambda>``)
 KEYWORDS = frozenset(keyword.kwlist)
+#: never handed out by a namer, whatever the program (``function_names`` of the program besides)
+_NEVER = OUTSIDE | KEYWORDS
 
 
 def python_name(name: str) -> str:
@@ -71,13 +73,11 @@ class Namer:
     out, as Python reads them (:func:`python_name`)."""
 
     def __init__(self, reserved: Iterable[str] = (), program: str | None = None, own: bool = False) -> None:
-        never = OUTSIDE | KEYWORDS | (function_names(program) if program is not None else frozenset())
-        used = reserved if own else set(reserved)  # (own: ``reserved`` is a set the caller gives away)
-        if not "".join(used).isascii():  # (rare: only a name that is not ASCII can read as another)
-            used = {python_name(n) for n in used}
-        used |= never  # type: ignore[operator]
-        self.used = used  # type: ignore[assignment]
-        self.taken: set[str] = set(never)
+        self.used = _used(reserved if own else set(reserved), program)  # (own: ``reserved`` is a set the caller
+        # gives away)
+        self.taken: set[str] = set(_NEVER)
+        if program is not None:
+            self.taken |= function_names(program)
         self.temps = 0
         self.log: list[tuple[str, str | None, str]] | None = None  # fresh/temp calls, while a call is recorded
 
@@ -233,6 +233,16 @@ class Namer:
         return name[:1] == "t" and name[1:].isdigit()
 
 
+def _used(names: set[str], program: str | None) -> set[str]:
+    """``names`` (changed), as Python reads them, with every name a namer never hands out."""
+    if not "".join(names).isascii():  # (rare: only a name that is not ASCII can read as another)
+        names = {python_name(n) for n in names}
+    names |= _NEVER
+    if program is not None:
+        names |= function_names(program)
+    return names
+
+
 #: the names of temporaries by number, made once (their hashes too: a pass's namer steps over thousands)
 _TEMPS: list[str] = [f"t{n}" for n in range(1024)]
 
@@ -254,8 +264,8 @@ class _NamerOf(Namer):
         if attr not in ("used", "taken") or "_prog" not in self.__dict__:
             raise AttributeError(attr)
         prog, temps = self.__dict__.pop("_prog"), self.temps
-        Namer.__init__(self, program_names(prog), prog.name, own=True)  # (a new set: no copy of it made)
-        self.taken = self.used  # (as adding_to)
+        # (Namer's __init__ with every name used taken, as adding_to: no set of the names never handed out made)
+        self.used = self.taken = _used(program_names(prog), prog.name)  # (a new set: no copy of it made)
         self.temps = temps
         # a Namer from now on: a class with __getattr__ has every attribute read by the slow path (the
         # interpreter specialises no read of one), and a pass reads a namer's for each name it draws

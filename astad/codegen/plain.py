@@ -56,6 +56,8 @@ class Form(NamedTuple):
     raises_py: str | None = order.ANY
 
 
+#: what bind_plain's read of ``forms`` gives for an operation it does not hold yet
+_UNSEEN = object()
 #: a sum (``Plus``) of at most MAX_TERMS terms, as bind_plain prints it (``forms[Plus]``)
 SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True, None, None)
 
@@ -118,12 +120,15 @@ class PlainPrinting:
         kinds, held, raising = self.type_kinds, self.typed, self.raising  # (raising: changed in place, never replaced)
         reads: list[str] = []  # the variables read into new memory, not yet counted in `copied` (counted at once)
         read = reads.append
+        form_of = forms.get  # (dict's own get: a read of a dict subclass's item is not specialised by the interpreter)
         for b in binds:
             rhs = b.rhs
             cls = type(rhs)
             if direct and (cls is Prim or cls is Plus):
                 if cls is Prim:
-                    f = forms[rhs.op]
+                    f = form_of(rhs.op, _UNSEEN)
+                    if f is _UNSEEN:  # (an operation not met before: ``forms`` finds its form)
+                        f = forms[rhs.op]
                     if f is None:
                         if reads:
                             _count(copied, reads)

@@ -26,6 +26,9 @@ except ImportError:  # pragma: no cover - another libcst: its own printing only
 
 from .render_expr import _DEFAULT, _WS, PRINTERS, State, _op, _ws, node as _node
 
+#: the printer of a node's class, or None (``PRINTERS.get``, bound once: read for every node printed)
+_printer = PRINTERS.get
+
 #: the end of a line shared by the lines codegen makes (no comment, the default newline)
 EOL = cst.TrailingWhitespace()
 
@@ -77,7 +80,7 @@ def text(n: cst.CSTNode, st: State) -> str:
     """What ``n`` (a small statement or an expression: no line of its own, nothing indented) prints as
     (an expression is printed faster by :func:`astad.codegen.render_expr.text`)."""
     tokens = st.tokens = []
-    f = PRINTERS.get(type(n))
+    f = _printer(type(n))
     if f is None:
         n._codegen(st)
     else:
@@ -105,7 +108,7 @@ def render(module: cst.Module) -> str:
 
 def _small(n: cst.BaseSmallStatement, st: State, default_semicolon: bool) -> None:
     """A statement of a line of several (``a = 1; b = 2``)."""
-    f = PRINTERS.get(type(n))
+    f = _printer(type(n))
     if f is None:
         n._codegen(st, default_semicolon=default_semicolon)  # libcst's own
     else:
@@ -216,7 +219,7 @@ def _assign(n: cst.Assign, st: State, default_semicolon: bool = False) -> None:
             tokens.append("=")
             _ws(after, st)
     value = n.value
-    f = PRINTERS.get(type(value))
+    f = _printer(type(value))
     if f is None:
         value._codegen(st)
     else:

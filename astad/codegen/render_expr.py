@@ -23,7 +23,7 @@ State = Any
 Printer = Callable[..., None]
 
 def node(n: cst.CSTNode, st: State) -> None:
-    f = PRINTERS.get(type(n))
+    f = _printer(type(n))
     if f is None:
         n._codegen(st)  # libcst's own
     else:
@@ -341,6 +341,8 @@ PRINTERS: dict[type, Printer] = {
     cst.Comparison: _comparison, cst.Tuple: _tuple, cst.List: _list, cst.Subscript: _subscript,
     cst.Index: _index, cst.Slice: _slice,
 }
+#: the printer of a node's class, or None (``PRINTERS.get``, bound once: read for every node printed)
+_printer = PRINTERS.get
 
 #: one-token operators printed between their two whitespaces, by class
 _TOKENS: dict[type, str] = {

@@ -223,14 +223,14 @@ def _forward_dce(prog: ReverseProgram, backward: Block, needed: frozenset[str]) 
 SKIP_FORWARD = True
 
 
-def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: Counter,
+def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: dict[str, int],
                   where: dict[str, int]) -> ReverseProgram | None:
     """``dce(prog)``, where ``prog.backward`` is ``old`` with the bindings at ``changed`` made again (the
     same targets, new right-hand sides: primitives) and nothing else changed, ``old`` being ``dce``'s output
     without nested blocks (every binding live) with its ``ops_of``, outside reads and names remembered, and
-    ``counts`` its ``use_counts`` (changed here).  Without a walk: a binding is dead now only where the reads
-    its targets lost (those the old right-hand sides read and the new ones read not, and, in turn, those of
-    the bindings removed) were its last; ``where``: the positions of some targets (the others found by a
+    ``counts`` its ``use_counts`` as a plain dict (``walk.use_counts_dict``; changed here).  Without a walk: a
+    binding is dead now only where the reads its targets lost (those the old right-hand sides read and the new
+    ones read not, and, in turn, those of the bindings removed) were its last; ``where``: the positions of some targets (the others found by a
     walk where one is wanted).  The names, outside reads and ops of the new block are the old ones less what
     went and plus what came, remembered as ``dce`` remembers them.  None where it cannot tell (a named
     constant read by a binding made again, a forward block with loops: ``dce`` then)."""
@@ -239,6 +239,7 @@ def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: 
     if outside is None or names is None or ops is None or not COUNT_REWRITES or "Loop" in kinds(prog.forward):
         return None
     binds, new_binds = old.binds, prog.backward.binds
+    get = counts.get  # (a name not read is not in counts: 0)
     touched: list[str] = []  # the names whose counts went down
     came: list[str] = []  # names read now that were not read before
     ops = list(ops)
@@ -248,15 +249,16 @@ def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: 
             return None
         for a in before.args:
             if type(a) is Var:
-                counts[a.name] -= 1
+                counts[a.name] = get(a.name, 0) - 1
                 touched.append(a.name)
             elif type(a) is Const and a.name is not None:
                 return None
         for a in after.args:
             if type(a) is Var:
-                if counts[a.name] <= 0:
+                n = get(a.name, 0)
+                if n <= 0:
                     came.append(a.name)
-                counts[a.name] += 1
+                counts[a.name] = n + 1
             elif type(a) is Const and a.name is not None:
                 return None
         ops[at] = after.op
@@ -266,7 +268,7 @@ def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: 
     index: dict[str, int] | None = None
     while touched:
         name = touched.pop()
-        if counts[name] > 0:
+        if get(name, 0) > 0:
             continue
         if name in outside:
             went.add(name)
@@ -279,18 +281,18 @@ def dce_rewritten(prog: ReverseProgram, old: Block, changed: list[int], counts: 
             if at is None:
                 return None  # (not expected: a name read and bound nowhere)
         b = new_binds[at]
-        if at in removed or name == result or any(counts[t.name] > 0 or t.name == result for t in b.targets) \
+        if at in removed or name == result or any(get(t.name, 0) > 0 or t.name == result for t in b.targets) \
                 or has_effect(b.rhs):
             continue
         removed.add(at)
         for a in atoms_of(b.rhs):
             if type(a) is Var:
-                counts[a.name] -= 1
+                counts[a.name] = get(a.name, 0) - 1
                 touched.append(a.name)
             elif type(a) is Const and a.name is not None:
                 return None
-    added = {n for n in came if counts[n] > 0 and n not in outside and n not in names}  # (bound in the block: named)
-    went = {n for n in went if counts[n] <= 0}
+    added = {n for n in came if get(n, 0) > 0 and n not in outside and n not in names}  # (bound in the block: named)
+    went = {n for n in went if get(n, 0) <= 0}
     if removed:
         flags = [True] * len(new_binds)  # (the few removed marked: no look at every binding)
         for at in removed:

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import replace
 
 from ..blocks import prim_op, result_items, with_branches
-from ..ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, ReverseProgram, Var, kinds, read_names,
+from ..ir import (Atom, Bind, Block, Const, If, ListT, Loop, LoopBack, Prim, ReverseProgram, Var, kinds, read_set,
                  use_counts, vars_of)
 
 
@@ -44,8 +44,7 @@ def lists_in_place(prog: ReverseProgram) -> ReverseProgram:
     if not (kinds(prog.forward) | kinds(prog.backward)) & {"Loop", "LoopBack"}:
         return prog  # no loop: no list is built by one
     fwd_uses = use_counts(prog.forward)
-    for name in read_names(prog.backward):
-        fwd_uses[name] += 1  # residuals
+    fwd_uses.update(read_set(prog.backward))  # residuals: one more read of each (counted in C)
     back_uses = use_counts(prog.backward)
     forward = _lists_in_place(prog.forward, fwd_uses, _APPEND)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in,

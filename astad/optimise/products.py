@@ -34,8 +34,8 @@ and of each block of the backward pass.  Runs before ``rematerialise`` and
 from __future__ import annotations
 
 from ..blocks import NESTING, same_or_new, with_branches
-from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var, use_counts
-from ..ir.walk import NESTING_KINDS, OTHER_KINDS, ops_of, positions
+from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var
+from ..ir.walk import NESTING_KINDS, OTHER_KINDS, ops_of, positions, use_counts_dict
 from .dce import dce, dce_rewritten
 
 Pair = tuple[str, str]
@@ -111,7 +111,7 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
             bounded.add(b.targets[0].name)
     if not negations and not made:
         return prog
-    counts = use_counts(prog.backward)
+    counts = use_counts_dict(prog.backward)  # (a plain dict: dce_rewritten changes many counts)
     flat = cleaning and NESTING_KINDS.isdisjoint(ops_of(prog.backward))  # (its own bindings': ``_block`` asks too)
     changed: list[int] | None = [] if flat else None
     where: dict[str, int] = {}
@@ -132,7 +132,7 @@ def shared_products_cleaned(prog: ReverseProgram) -> ReverseProgram:
     return shared_products(prog, cleaning=True)
 
 
-def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: object,
+def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: dict[str, int],
            changed: list[int] | None = None, where: dict[str, int] | None = None) -> Block:
     """``changed``, where given: receives where a binding is made again (of a block without nested
     blocks), and ``where`` where each product the block binds is."""
@@ -192,11 +192,11 @@ def _signed(factors: tuple[Var, Var], negations: dict[str, Var]) -> tuple[Pair, 
 
 
 def _made(factors: tuple[Var, Var], defs: dict[str, tuple[Var, Var]], made: dict[Pair, Var],
-          counts: object) -> Prim | None:
+          counts: dict[str, int]) -> Prim | None:
     """``ct * c`` for ``p * b`` with ``p = ct * a`` read only here and ``c = a * b`` made by the forward pass."""
     for k in (0, 1):
         p, b = factors[k], factors[1 - k]
-        if p.name not in defs or counts[p.name] != 1:  # type: ignore[index]
+        if p.name not in defs or counts.get(p.name, 0) != 1:
             continue
         inner = defs[p.name]
         for j in (0, 1):
