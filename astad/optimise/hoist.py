@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from .. import rules
 from ..blocks import with_branches
-from ..ir import (Bind, Block, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, all_binds, kinds, trip_count,
-                 vars_of)
+from ..ir import (Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, Var, all_binds, kinds,
+                 trip_count, vars_of)
+from ..codegen.order import may_raise
 from .cse import BUFFERS
 from .dce import prune_tapes
 
@@ -68,6 +71,32 @@ def _surely_runs(loop: Loop) -> bool:
     return (trip_count(loop) or 0) > 0
 
 
+def _raises(b: Bind, loop: Loop) -> bool:
+    """Whether ``b`` (of forward loop ``loop``'s body) may raise (:mod:`astad.codegen.order`): one that may is
+    moved before the loop only if nothing kept before it in the body may raise (Python's order:
+    ``xs[i + k] + 1.0 / y`` raises the IndexError first).  An element of an array at the loop's index, in
+    range on every trip (``for z in xs``), does not; a branch or a loop in the body may."""
+    rhs = b.rhs
+    if type(rhs) is Prim:
+        return may_raise(rhs, b.targets[0].type) is not None and not _in_range(rhs, loop)
+    return isinstance(rhs, (If, Loop, LoopBack))
+
+
+def _in_range(rhs: Prim, loop: Loop) -> bool:
+    """``xs[i]``, ``i`` the index of ``loop`` whose values all index the known first axis of ``xs``."""
+    if rhs.op != "getitem" or len(rhs.args) != 2 or rhs.param("index") != (("arg", 1),) or loop.index is None:
+        return False
+    xs, i = rhs.args
+    t = getattr(xs, "type", None)
+    if type(i) is not Var or i.name != loop.index.name or type(t) is not Num or not t.known_shape or not t.shape:
+        return False
+    bounds = [a.value if isinstance(a, Const) else getattr(a.type, "value", None) for a in loop.bounds]
+    if any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in bounds):
+        return False
+    trips, n = range(*(int(v) for v in bounds)), t.shape[0]
+    return not trips or (-n <= min(trips[0], trips[-1]) and max(trips[0], trips[-1]) < n)
+
+
 def _hoist(block: Block, running: set[str]) -> Block:
     """``running``: the tapes of the forward loops that surely run (so do their backward passes)."""
     binds: list[Bind] = []
@@ -77,13 +106,16 @@ def _hoist(block: Block, running: set[str]) -> Block:
         if isinstance(rhs, (Loop, LoopBack)):
             surely = _surely_runs(rhs) if isinstance(rhs, Loop) else rhs.tape.name in running
             inside = {v.name for v in (rhs.inputs if isinstance(rhs, Loop) else rhs.saved + rhs.params)}
-            kept = []
+            kept, raised = [], False  # (raised: a binding kept in a forward loop may raise before what follows)
             for inner in rhs.body.binds:
-                if _may_hoist(inner, surely) and not any(v.name in inside for v in vars_of(inner.rhs)):
+                raises = isinstance(rhs, Loop) and _raises(inner, rhs)
+                if _may_hoist(inner, surely) and not any(v.name in inside for v in vars_of(inner.rhs)) \
+                        and not (raised and raises):
                     binds.append(inner)
                 else:
                     kept.append(inner)
                     inside.update(t.name for t in inner.targets)
+                    raised = raised or raises
             b = Bind(b.targets, replace(rhs, body=Block(tuple(kept), rhs.body.result)), b.loc)
         binds.append(b)
     return Block(tuple(binds), block.result)

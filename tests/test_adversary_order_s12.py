@@ -1,0 +1,70 @@
+"""Session 12, second-round adversary of codegen/order.py (Python's order of evaluation kept for operations
+that may raise) and of the rules at a domain edge.  The oracle is the user's own call: the derivative
+(reverse and forward mode) raises what it raises; where nothing raises, its value and derivative match
+central finite differences."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import astad
+
+XS = [1.0, 2.0, 3.0, 4.0]
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return type(e)
+    return None
+
+
+def _fd(fn, args, k, h=1e-6):
+    up, down = list(args), list(args)
+    up[k] += h
+    down[k] -= h
+    return (fn(*up) - fn(*down)) / (2 * h)
+
+
+def element_then_invariant_division(x, xs, i, y):
+    s = 0.0
+    for k in range(3):
+        s = s + xs[i + k] * x + 1.0 / y  # (1.0 / y does not change in the loop: it was moved before it)
+    return s
+
+
+def element_then_invariant_log(x, xs, i, y):
+    s = 0.0
+    for k in range(2):
+        s = s + xs[i + k] * x * math.log(y)
+    return s
+
+
+LOOPS = [element_then_invariant_division, element_then_invariant_log]
+
+
+@pytest.mark.parametrize("fn", LOOPS)
+@pytest.mark.parametrize("x,i,y", [(0.5, 5, 0.0), (0.5, 3, -1.0), (0.5, 1, 0.0), (0.5, -9, 0.0)])
+def test_a_loop_invariant_that_may_raise_is_not_computed_before_what_raises_first(fn, x, i, y):
+    """Moving ``1.0 / y`` before the loop made the derivative raise ZeroDivisionError where the user's call
+    raises IndexError (``xs[5]``, read before it in the loop's first iteration)."""
+    args = (x, XS, i, y)
+    want = _raised(lambda: fn(*args))
+    astad.clear_caches()
+    assert _raised(lambda: astad.grad(fn, argnums=(0, 3))(*args)) is want
+    assert _raised(lambda: astad.jvp(fn, args, (1.0, None, None, 0.0))) is want
+
+
+@pytest.mark.parametrize("fn", LOOPS)
+def test_a_loop_invariant_keeps_its_value_and_derivative(fn):
+    good = (0.5, XS, 1, 3.0)
+    g = astad.grad(fn, argnums=(0, 3))(*good)
+    want = [_fd(lambda a, b: fn(a, XS, 1, b), (0.5, 3.0), k) for k in (0, 1)]
+    np.testing.assert_allclose(g, want, rtol=1e-6)
+    value, tangent = astad.jvp(fn, good, (1.0, None, None, 0.0))
+    assert value == pytest.approx(fn(*good))
+    assert tangent == pytest.approx(want[0], rel=1e-6)
