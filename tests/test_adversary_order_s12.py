@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import astad
 
@@ -68,3 +69,26 @@ def test_a_loop_invariant_keeps_its_value_and_derivative(fn):
     value, tangent = astad.jvp(fn, good, (1.0, None, None, 0.0))
     assert value == pytest.approx(fn(*good))
     assert tangent == pytest.approx(want[0], rel=1e-6)
+
+
+def element_before_and_after_invariants(x, xs, i, y):
+    s = x
+    for k in range(2):
+        s = s * xs[i - k] + math.sqrt(y) - x / y + xs[i + k]
+    return s
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(LOOPS + [element_before_and_after_invariants]), st.integers(-7, 7),
+       st.sampled_from([0.0, -0.0, -1.0, 2.0]), st.sampled_from([0.0, 0.5, -2.0]))
+def test_loops_raise_what_python_raises(fn, i, y, x):
+    """Random run-time indices (in range or not) and invariants that may raise (or not): the exception of the
+    user's call, or its value and derivative (central finite differences)."""
+    args = (x, XS, i, y)
+    want = _raised(lambda: fn(*args))
+    assert _raised(lambda: astad.grad(fn, argnums=(0, 3))(*args)) is want
+    assert _raised(lambda: astad.jvp(fn, args, (1.0, None, None, 0.0))) is want
+    if want is None and y > 0.01:
+        g = astad.grad(fn, argnums=(0, 3))(*args)
+        fd = [_fd(lambda a, b: fn(a, XS, i, b), (x, y), k) for k in (0, 1)]
+        np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
