@@ -92,3 +92,34 @@ def test_loops_raise_what_python_raises(fn, i, y, x):
         g = astad.grad(fn, argnums=(0, 3))(*args)
         fd = [_fd(lambda a, b: fn(a, XS, i, b), (x, y), k) for k in (0, 1)]
         np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+
+
+def _sum(a, b):
+    return a + b
+
+
+def int_division_then_float_division(x, n, y):
+    return _sum(b=x / n, a=1.0 / y)  # (x / n first: an int too large for a float raises OverflowError)
+
+
+def int_floordiv_then_float_division(x, n, y):
+    return _sum(b=x // n, a=1.0 / y)
+
+
+@pytest.mark.parametrize("fn", [int_division_then_float_division, int_floordiv_then_float_division])
+@pytest.mark.parametrize("n,y", [(10 ** 400, 0.0), (3, 0.0), (10 ** 400, 1.0), (0, 0.0)],
+                         ids=["huge-zero", "3-zero", "huge-1", "0-zero"])
+def test_division_by_an_int_may_raise_overflow_not_only_zero_division(fn, n, y):
+    """Two divisions were taken to raise only ZeroDivisionError (either order right); a division by a Python
+    int too large for a float raises OverflowError: at n = 10 ** 400, y = 0.0 the derivative raised
+    ZeroDivisionError (``1.0 / y`` printed first) where the user's call raises OverflowError."""
+    args = (2.0, n, y)
+    want = _raised(lambda: fn(*args))
+    astad.clear_caches()
+    assert _raised(lambda: astad.grad(fn, argnums=(0, 2))(*args)) is want
+    assert _raised(lambda: astad.jvp(fn, args, (1.0, None, 1.0))) is want
+
+
+def test_division_by_an_int_keeps_its_derivative():
+    g = astad.grad(int_division_then_float_division, argnums=(0, 2))(2.0, 3, 4.0)
+    assert g == pytest.approx((1.0 / 3.0, -1.0 / 16.0))

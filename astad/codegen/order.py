@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..ir import Num, Prim
+from ..ir import Num, Prim, Var
 
 #: operations that may raise of numpy values (of the types inferred: numpy's arithmetic does not)
 NUMPY_RAISING = frozenset({"inv", "solve", "pinv", "cholesky", "lstsq", "eig", "eigh", "eigvals", "eigvalsh", "svd",
@@ -62,7 +62,20 @@ def may_raise(rhs: Prim, t: Any) -> str | None:
         return INDEX if any(type(it) is tuple and it[:1] in _RUNTIME for it in rhs.param("index")) else None
     if rhs.op == "to_float" and all(_floating(getattr(a, "type", None)) for a in rhs.args):
         return None  # (``float(x)`` of a float: an int's may overflow)
-    return raises(rhs.op, python_number(t))
+    what = raises(rhs.op, python_number(t))
+    return _of_ints(rhs) or what if what is ZERO else what
+
+
+def _of_ints(rhs: Prim) -> str | None:
+    """A division of Python numbers with an int operand (not a constant) may raise OverflowError too: an int
+    too large for a float (``x / 10 ** 400``; ``//`` and ``%`` of a float by it; ``/`` of two ints).  What it
+    may raise is then named after its operation and int operands: two such divisions of the same ints
+    raise the same (``a / n`` and ``b / n``: ZeroDivisionError or OverflowError, as n), in either order."""
+    names = [a.name if type(a) is Var and type(a.type) is Num and not _floating(a.type) else "" for a in rhs.args]
+    ints = sum(1 for n in names if n)
+    if not ints or (rhs.op != "div" and ints == len(names)):  # (``//`` and ``%`` of ints do not overflow)
+        return None
+    return f"{ZERO} or OverflowError: {rhs.op} of {', '.join(names)}"
 
 
 def _floating(t: Any) -> bool:

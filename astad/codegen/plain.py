@@ -220,7 +220,9 @@ class PlainPrinting:
                     inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
                     depth[name] = reach + 1
                     if f.raises_py if of_type is _OTHER else f.raises_np:  # (it may raise: .order; none pending that may)
-                        raising[name] = f.raises_py if of_type is _OTHER else f.raises_np
+                        what = order.may_raise(rhs, t) if of_type is _OTHER else f.raises_np  # (an int's division: .order)
+                        if what:
+                            raising[name] = what
                 elif name.isidentifier():  # (assign_line's)
                     loc, lead = b.loc, ()  # (comment's, inlined)
                     if loc is not None and loc is not seen:
