@@ -273,13 +273,13 @@ class PlainPrinting:
         if self.raising:
             order.keep_order(self, [a.name for a in rhs.args if type(a) is Var], order.may_raise(rhs, t), b.loc)
         value, name = f.printer(self.text_atoms(rhs.args)), target.name  # type: ignore[attr-defined]
-        raises = self.raised(rhs, t)  # type: ignore[attr-defined]
         if fresh and type(t) is Num and t.shape:
             self.fresh.add(name)
         # (put's, inlined)
         if self.uses[name] == 1 and Namer.is_temp(name) and self.reach < MAX_INLINED \
                 and not (self.in_if and name in self.residuals):
             self.inlined[name], self.depth[name] = value, self.reach + 1
+            raises = self.raised(rhs, t)  # type: ignore[attr-defined]  (assigned, it raises where it is)
             if raises:
                 self.raising[name] = raises
         elif name.isidentifier():  # (assign_line's)

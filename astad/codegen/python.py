@@ -88,8 +88,8 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         self.uses: Counter = use_counts(block)
         returned = [a.name for a in extra_uses if isinstance(a, Var)]
         if returned:  # residuals are returned by name: never inline them (2 more reads each, counted in C:
-            self.uses.update(returned)  # a Counter's `c[k] += 2` calls dict.__setitem__ through Python's slot,
-            self.uses.update(returned)  # its class defining __delitem__, some 200 ns a name)
+            self.uses.update(returned * 2)  # a Counter's `c[k] += 2` calls dict.__setitem__ through Python's
+            # slot, its class defining __delitem__, some 200 ns a name)
         self.inlined: dict[str, Expr] = {}
         self.depth: dict[str, int] = {}  # an inlined temporary -> how many inlined ones it nests
         self.raising: dict[str, str] = {}  # pending inlined temporaries whose expressions may raise -> what (.order)
@@ -333,11 +333,11 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
     def put(self, b: Bind, value: Expr) -> None:
         """``target = value``, or ``value`` inlined where its temporary is read (once)."""
         name = b.targets[0].name
-        raises = self.raised(b.rhs, b.targets[0].type)
         # (a value a tape records is bound in its branch, not inlined where the tape is written)
         if Namer.is_temp(name) and self.uses[name] == 1 and self.reach < MAX_INLINED \
                 and not (self.in_if and name in self.residuals):
             self.inlined[name], self.depth[name] = value, self.reach + 1
+            raises = self.raised(b.rhs, b.targets[0].type)  # (assigned, it raises where it is: nothing kept)
             if raises:
                 self.raising[name] = raises
             return
