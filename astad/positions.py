@@ -67,7 +67,7 @@ class Starts(dict):
     leaves it made for them by the id of theirs (:meth:`astad.frontend.fast.Fast.ast_leaf`): alive
     while these starts are."""
 
-    kept: tuple[list, dict] = ([], {})
+    kept: tuple = ()  # (set where there is a block read lazily: an instance's own)
 
 
 def has_start(positions: Any, node: cst.CSTNode) -> bool:

@@ -22,7 +22,7 @@ import astad
 import test_random_programs
 from astad import deep, frontend
 from astad.errors import AstadError, SourceUnavailableError
-from astad.frontend import fast, from_ast
+from astad.frontend import from_ast
 from conftest import check_grad, fuzz_examples, load_program
 
 parse_module = importlib.import_module("astad.frontend.parse")
@@ -49,7 +49,7 @@ def _lowering(fn, args, straight):
     try:
         rev = astad.api.Reverse(fn)
         types, parsed = rev._types(args), rev._parsed  # (a method's: its `self` fixed)
-        block = fast.straight_block(parsed.funcdef)
+        block = from_ast.lazy_block(parsed.funcdef)
         if not straight and block is not None:
             assert len(block) > 0  # (any reading makes them)
         lowerer = frontend.Lowerer(parsed)

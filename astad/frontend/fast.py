@@ -44,13 +44,6 @@ _LITERALS = {int: cst.Integer, float: cst.Float}
 _start = operator.attrgetter("lineno", "col_offset")
 
 
-def straight_block(fd: cst.FunctionDef) -> LazyNodes | None:
-    """The statements of ``fd``'s block where they are straight-line code not made yet, else None."""
-    block = fd.body
-    body = block.body if type(block) is cst.IndentedBlock else None
-    return body if type(body) is LazyNodes and not body.is_made() else None
-
-
 class Fast(LowererCore):
     """Straight-line code read from Python's tree."""
 

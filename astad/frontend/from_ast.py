@@ -102,6 +102,14 @@ def _straight_body(fn: ast.FunctionDef, source: str) -> tuple[list[ast.stmt], se
     return fn.body, names, called
 
 
+
+def lazy_block(fd: cst.FunctionDef) -> LazyNodes | None:
+    """The statements of ``fd``'s block where they are straight-line code not made yet (read with
+    ``lazy``: :class:`astad.deep.LazyNodes`), else None."""
+    block = fd.body
+    body = block.body if type(block) is cst.IndentedBlock else None
+    return body if type(body) is LazyNodes and not body.is_made() else None
+
 #: what a line on which a simple statement ends holds where the next one may be on its logical line
 _MAY_JOIN = re.compile(r"[;\\]")
 _SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,

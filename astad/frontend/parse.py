@@ -17,7 +17,6 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep, source
-from ..deep import LazyNodes
 from ..source import check_not_wrapped, read_lambda, read_with_tree, string_lines
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
@@ -362,7 +361,7 @@ class _SubsetChecker(cst.CSTVisitor):
         if node.asynchronous is not None:  # (calling it returns a coroutine, not its result)
             raise UnsupportedSyntaxError("`async def` is not supported", self.parsed.loc(node), "a plain `def`")
         self._check_params(node.params, module_level=self.depth == 1)
-        if not _straight_line(node):  # (else its one `return` is last: astad.frontend.straight)
+        if from_ast.lazy_block(node) is None:  # (else its one `return` is last: astad.frontend.straight)
             _check_returns_last(stmts_of(node.body), self.parsed)
 
     def _check_params(self, ps: cst.Parameters, module_level: bool = False) -> None:
@@ -375,12 +374,6 @@ class _SubsetChecker(cst.CSTVisitor):
             if bad is not None:
                 raise UnsupportedSyntaxError(f"{what} are not supported", self.parsed.loc(bad),
                                              "positional parameters (with constant defaults)")
-
-
-def _straight_line(node: cst.FunctionDef) -> bool:
-    """Whether ``node``'s statements are straight-line code not made yet (:mod:`.straight`)."""
-    block = node.body
-    return type(block) is cst.IndentedBlock and type(block.body) is LazyNodes and not block.body.is_made()
 
 
 def _check_returns_last(body: Sequence[cst.BaseStatement], parsed: Parsed) -> None:

@@ -24,7 +24,7 @@ from .api_reductions import in_place_method
 from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
 from .core import LowererCore, ref_name
-from .fast import straight_block
+from .from_ast import lazy_block
 from .weak_joins import check_weak_joins
 
 
@@ -32,7 +32,7 @@ class Statements(LowererCore):
     """A function's body and its simple statements."""
 
     def lower_function(self, arg_types: list[Type]) -> Function:
-        block = straight_block(self.root.funcdef)
+        block = lazy_block(self.root.funcdef)
         if block is not None:  # straight-line code: lowered from Python's tree (astad.frontend.fast)
             try:
                 return self._lower_function(arg_types, block)
