@@ -188,8 +188,7 @@ def run_stages(parsed: frontend.Parsed, arg_types: Sequence[Type],
     with deep.gc_paused():
         lowerer = frontend.Lowerer(parsed)
         lowerer.functions = functions
-        core = frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types)))
-        return Stages(*each_stage(core, arg_types, wrt)), lowerer
+        return Stages(*each_stage(_lowered(lowerer, arg_types), arg_types, wrt)), lowerer
 
 
 def each_stage(core: Function, arg_types: Sequence[Type], wrt: frozenset[int] | None) -> Iterator[Any]:
@@ -343,7 +342,7 @@ def _optimised(parsed: frontend.Parsed, arg_types: tuple[Type, ...], wrt: frozen
     with deep.gc_paused():
         lowerer = frontend.Lowerer(parsed)
         lowerer.functions = True
-        stages = each_stage(frontend.drop_dead_temporaries(lowerer.lower_function(list(arg_types))), arg_types, wrt)
+        stages = each_stage(_lowered(lowerer, arg_types), arg_types, wrt)
         constants, deps, out_template = lowerer.constants, lowerer.deps, lowerer.out_template
         del lowerer
         return last_stage(stages), constants, deps, out_template
