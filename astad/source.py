@@ -8,7 +8,9 @@ wrapped functions, reads the text at the code object's own line, and checks
 it: the text, compiled again as its module compiled it (same ``__future__``
 flags, same imported names, its free variables as cells), must give the same
 code (instructions, names, constants, nested code, recursively; line numbers
-aside) as the function's ``__code__``.
+aside) as the function's ``__code__``.  A module-level function of straight-line
+code is checked without compiling its text: its tree's instructions, written by
+:mod:`astad.straight_code`, are compared with its code's.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import tokenize
 import types
 from typing import Any, Callable, Iterator
 
-from . import deep
+from . import deep, straight_code
 from .errors import SourceUnavailableError
 
 #: the compiler flags ``from __future__ import ...`` sets (they change the code of annotations)
@@ -100,8 +102,11 @@ def read_with_tree(fn: Callable[..., Any]) -> tuple[list[str], int, str, str, as
     end = ends.get(start + 1)  # (inspect.getblock finds the same last line with tokenize: some 20 times slower)
     lines = file_lines[start:end] if end is not None else inspect.getblock(file_lines[start:])
     dedented = dedent("".join(lines))
-    _check_dedented(code, dedented, fn.__qualname__, file, imported)
     node = module_def(text, start + 1, end) if end is not None and lines[0][:1] not in (" ", "\t") else None
+    # (the def's tree, where it is straight-line code, checked against the code without compiling its text:
+    # astad.straight_code; where it cannot tell, the text compiled again and compared)
+    if node is None or not straight_code.matches(code, node, imported):
+        _check_dedented(code, dedented, fn.__qualname__, file, imported)
     if node is not None and _alone(node, text):
         _forget(text)  # (the caller holds the def's own nodes, freed with its reading)
     return lines, start + 1, file, dedented, node
