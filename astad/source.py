@@ -88,6 +88,14 @@ def read_dedented(fn: Callable[..., Any]) -> tuple[list[str], int, str, str]:
 def read_with_tree(fn: Callable[..., Any]) -> tuple[list[str], int, str, str, ast.FunctionDef | None]:
     """:func:`read_dedented`, and the ``def``'s node in its module's tree where that is the tree of the
     dedented text, its lines numbered from the module's first line (:func:`module_def`), else None."""
+    return read_checked(fn)[:5]
+
+
+def read_checked(fn: Callable[..., Any]) -> tuple[list[str], int, str, str, ast.FunctionDef | None,
+                                                 set[str] | None]:
+    """:func:`read_with_tree`, and where the node was checked against the code by its instructions
+    (straight-line code: :func:`astad.straight_code.names_if_matches`), the names its body mentions,
+    else None."""
     code = fn.__code__
     try:
         file_lines, start = _find_source(code)  # the code object: inspect does not unwrap it
@@ -105,11 +113,12 @@ def read_with_tree(fn: Callable[..., Any]) -> tuple[list[str], int, str, str, as
     node = module_def(text, start + 1, end) if end is not None and lines[0][:1] not in (" ", "\t") else None
     # (the def's tree, where it is straight-line code, checked against the code without compiling its text:
     # astad.straight_code; where it cannot tell, the text compiled again and compared)
-    if node is None or not straight_code.matches(code, node, imported):
+    names = None if node is None else straight_code.names_if_matches(code, node, imported)
+    if names is None:
         _check_dedented(code, dedented, fn.__qualname__, file, imported)
     if node is not None and _alone(node, text):
         _forget(text)  # (the caller holds the def's own nodes, freed with its reading)
-    return lines, start + 1, file, dedented, node
+    return lines, start + 1, file, dedented, node, names
 
 
 def _source_file(code: types.CodeType) -> str:

@@ -78,41 +78,49 @@ def _key(value: Any) -> tuple:
 def matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]) -> bool:
     """Whether ``code`` is what CPython 3.11 compiles the straight-line ``def`` ``fn`` to, in a module
     that imports ``imported`` (see the module's docstring); False where this cannot tell."""
+    return names_if_matches(code, fn, imported) is not None
+
+
+def names_if_matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]) -> set[str] | None:
+    """Where :func:`matches`, the names the body of ``fn`` mentions (those assigned, those read, the
+    attributes and the keywords of calls: what :func:`astad.frontend.straight.straight_line` notes, its
+    walk of the same nodes); else None."""
     if not _ENABLED or code.co_freevars or code.co_cellvars or code.co_name != fn.name:
-        return False
+        return None
     try:
         return _matches(code, fn, imported)
     except (_Mismatch, KeyError, IndexError, TypeError, AttributeError, RecursionError):
-        return False
+        return None
 
 
-def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]) -> bool:
+def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]) -> set[str] | None:
     a = fn.args
     if a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg:
-        return False
+        return None
     params = [p.arg for p in a.args]
     if (code.co_argcount != len(params) or code.co_posonlyargcount or code.co_kwonlyargcount
             or list(code.co_varnames[:len(params)]) != params
             or code.co_flags & ~(_NESTED | _FUTURE_FLAGS) != _OPTIMIZED_NEWLOCALS):
-        return False
+        return None
     body = fn.body
     consts = code.co_consts
     first = body[0]
     doc = type(first) is ast.Expr and type(first.value) is ast.Constant and type(first.value.value) is str
     if doc:  # the docstring is the first constant, None where there is none
         if len(body) == 1 or not (consts and type(consts[0]) is str and consts[0] == first.value.value):
-            return False
+            return None
         body = body[1:]
     elif not consts or consts[0] is not None:
-        return False
-    local = set(params)
+        return None
+    targets = set()
     for st in body[:-1]:
         if type(st) is not ast.Assign or len(st.targets) != 1 or type(st.targets[0]) is not ast.Name:
-            return False
-        local.add(st.targets[0].id)
+            return None
+        targets.add(st.targets[0].id)
+    local = targets.union(params)
     last = body[-1]
     if type(last) is not ast.Return or last.value is None:
-        return False
+        return None
     varnames = {n: i for i, n in enumerate(code.co_varnames)}
     names = {n: i for i, n in enumerate(code.co_names)}
     const_units = {}
@@ -124,6 +132,7 @@ def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]
     attrs: dict[str, bytes] = {}  # an attribute read -> LOAD_ATTR's
     methods: dict[str, bytes] = {}  # an attribute called -> LOAD_METHOD's
     calls: dict[int, bytes] = {}  # a count of arguments -> PRECALL's and CALL's
+    others: set[str] = set()  # the names of calls of an imported module's functions, keywords
     out = [_unit(_RESUME, 0)]
     emit = out.append
 
@@ -154,7 +163,9 @@ def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]
                 raise _Mismatch
             base = f.value
             if type(base) is _NAME and base.id in imported:  # (3.11: a function of an imported module is
-                if base.id in local:  # called as an attribute, not a method)
+                others.add(base.id)  # called as an attribute, not a method)
+                others.add(f.attr)
+                if base.id in local:
                     emit(_PUSH_NULL_UNIT)
                     emit(_indexed(_LOAD_FAST, varnames[base.id]))
                 else:
@@ -175,6 +186,7 @@ def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]
                 for k in kws:
                     if k.arg is None:
                         raise _Mismatch
+                    others.add(k.arg)
                     expr(k.value)
                 emit(const_units[(tuple, tuple([k.arg for k in kws]))])
             count = len(n.args) + len(kws)
@@ -205,7 +217,9 @@ def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]
     for st in body:
         expr(st.value)
         emit(_indexed(_STORE_FAST, varnames[st.targets[0].id]) if type(st) is ast.Assign else _RETURN_UNIT)
-    return b"".join(out) == code.co_code
+    if b"".join(out) != code.co_code:
+        return None
+    return targets.union(units, attrs, methods, others)
 
 
 _NAME, _BINOP, _CONSTANT, _CALL, _ATTRIBUTE, _UNARY, _STARRED = (ast.Name, ast.BinOp, ast.Constant, ast.Call,

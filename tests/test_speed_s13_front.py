@@ -193,8 +193,12 @@ def test_the_instructions_agree_with_compiling(text, data, imports):
         if straight_code.matches(code, node, imported):
             assert _compiled_same(code, node, imported)
         code, node, imported = _code_and_tree(text, None, imports)
-    if straight_line(node.body, set(), set()) and not _folds(node) and "keepdims=True" not in text:
+    names: set[str] = set()
+    if straight_line(node.body, names, set()) and not _folds(node) and "keepdims=True" not in text:
         assert straight_code.matches(code, node, imported)
+    found = straight_code.names_if_matches(code, node, imported)
+    if found is not None:  # (what the reading then takes for the walk of straight_line: the same names)
+        assert straight_line(node.body, set(), set()) and found == names
 
 
 def _constant(n) -> bool:

@@ -26,7 +26,7 @@ from ..deep import LazyNodes
 from ..positions import Starts
 from ..source import odd_breaks
 from .from_ast_expr import Decline, Expressions, Pos, Text, new
-from .straight import is_docstring, straight_line
+from .straight import is_docstring, straight_line, targets_where_statements_start
 
 __all__ = ["Decline", "Found", "read"]
 
@@ -45,7 +45,7 @@ class Found(NamedTuple):
 
 
 def read(source: str, name: str, tree: ast.FunctionDef | None = None,
-         shift: int = 0, lazy: bool = False) -> tuple[cst.FunctionDef, Starts, Found]:
+         shift: int = 0, lazy: bool = False, names: set[str] | None = None) -> tuple[cst.FunctionDef, Starts, Found]:
     """The ``def`` of ``name`` first in ``source``, where each of its nodes starts,
     and what the reading found in it.  Raises :class:`Decline` (or SyntaxError,
     RecursionError) where libcst's parser should read it.  ``tree``: that ``def``'s
@@ -53,7 +53,9 @@ def read(source: str, name: str, tree: ast.FunctionDef | None = None,
     more (its module's, :func:`astad.source.module_def`), read without parsing ``source``
     again; the starts are then on the module's lines (``source`` ``shift`` lines down).
     ``lazy``: the nodes of the function's statements made only when first read, where they are
-    straight-line code (:mod:`.straight`: the lowering reads Python's tree of them, :mod:`.fast`)."""
+    straight-line code (:mod:`.straight`: the lowering reads Python's tree of them, :mod:`.fast`).
+    ``names``: the names the body of ``tree`` mentions, where :func:`astad.straight_code.names_if_matches`
+    found them (its body is then straight-line code, but perhaps for a target in parentheses)."""
     if odd_breaks(source):  # (line breaks other than "\n", form feeds: Python and libcst count lines differently)
         raise Decline("line breaks")
     if not source.isascii() and not unicodedata.is_normalized("NFKC", source):
@@ -66,7 +68,7 @@ def read(source: str, name: str, tree: ast.FunctionDef | None = None,
         fn = tree
     if type(fn) is not ast.FunctionDef or fn.name != name:
         raise Decline("no def")
-    straight = _straight_body(fn, source) if lazy else None
+    straight = _straight_body(fn, source, names if tree is not None else None) if lazy else None
     try:
         reader = _Reader(source, shift) if straight is None else _lazy_reader(source, shift, straight)
         made = reader.s_FunctionDef(fn)
@@ -92,12 +94,19 @@ def _lazy_reader(source: str, shift: int, straight: tuple[list[ast.stmt], set[st
     return reader
 
 
-def _straight_body(fn: ast.FunctionDef, source: str) -> tuple[list[ast.stmt], set[str], set[str]] | None:
+def _straight_body(fn: ast.FunctionDef, source: str, known: set[str] | None = None
+                   ) -> tuple[list[ast.stmt], set[str], set[str]] | None:
     """``fn``'s statements, and the names and called names in them, where they are straight-line code
-    (:mod:`.straight`) in a text of ASCII characters (columns in bytes are columns in characters)."""
+    (:mod:`.straight`) in a text of ASCII characters (columns in bytes are columns in characters).
+    ``known``: the names its statements mention, where they were found straight-line code but perhaps for
+    their targets' places (:func:`astad.straight_code.names_if_matches`: no walk of them again)."""
     names: set[str] = set()
-    called: set[str] = set()
-    if not source.isascii() or not straight_line(fn.body, names, called):
+    called: set[str] = set()  # (straight-line code calls attributes alone: no name)
+    if not source.isascii():
+        return None
+    if known is not None and targets_where_statements_start(fn.body):
+        return fn.body, known, called
+    if not straight_line(fn.body, names, called):
         return None
     return fn.body, names, called
 

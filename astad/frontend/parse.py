@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .. import deep, source
-from ..source import check_not_wrapped, read_lambda, read_with_tree, string_lines
+from ..source import check_not_wrapped, read_checked, read_lambda, string_lines
 from ..errors import SourceUnavailableError, UnsupportedSyntaxError
 from ..ir import Loc
 from ..positions import Starts, has_start, resolve as resolve_positions, start_of
@@ -158,11 +158,12 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
         check_subset(parsed)
         _PARSED[key] = parsed
         return parsed
-    lines, start, file, dedented, tree = read_with_tree(fn)  # (tree: the def's, from its module's reading)
+    # (tree: the def's, from its module's reading; names: those its body mentions, where it is straight-line code)
+    lines, start, file, dedented, tree, names = read_checked(fn)
     source = "".join(lines)
     col_offset = len(lines[0]) - len(lines[0].lstrip()) if dedented != source else 0
     kept = frozenset(i + 1 for i in string_lines(source)) if col_offset else frozenset()
-    read = _read_with_ast(dedented, code.co_name, tree, start - 1)
+    read = _read_with_ast(dedented, code.co_name, tree, start - 1, names)
     if read is not None:
         if tree is not None:  # its starts on the module's lines (the def's own text at column 0: col_offset 0)
             parsed = Parsed(fn, file, read[0], read[1], 0, 0, [""] * (start - 1) + lines, source)
@@ -194,14 +195,15 @@ def _parse(fn: Callable[..., Any]) -> Parsed:
     return parsed
 
 
-def _read_with_ast(source: str, name: str, tree: ast.FunctionDef | None = None,
-                   shift: int = 0) -> tuple[cst.FunctionDef, Starts, from_ast.Found] | None:
+def _read_with_ast(source: str, name: str, tree: ast.FunctionDef | None = None, shift: int = 0,
+                   names: set[str] | None = None) -> tuple[cst.FunctionDef, Starts, from_ast.Found] | None:
     """The ``def`` of ``name``, where its nodes start and what the reading found,
     read with Python's parser (:mod:`.from_ast`; ``tree``, ``shift``: the tree read already,
     see :func:`.from_ast.read`); None where libcst's parser should read it (a construct
-    not known there, a syntax error, a function nested too deeply)."""
+    not known there, a syntax error, a function nested too deeply); ``names``: see
+    :func:`.from_ast.read`."""
     try:
-        return from_ast.read(source, name, tree, shift, lazy=True)
+        return from_ast.read(source, name, tree, shift, lazy=True, names=names)
     except Exception:  # (from_ast.Decline, SyntaxError, RecursionError, ...: libcst's reading says what is wrong)
         return None
 

@@ -41,6 +41,17 @@ def straight_line(stmts: list[ast.stmt], names: set[str], called: set[str]) -> b
     return _expressions(todo, names, called)
 
 
+def targets_where_statements_start(stmts: list[ast.stmt]) -> bool:
+    """Whether the target of each assignment of ``stmts`` is where its statement starts (no parentheses),
+    as :func:`straight_line` asks."""
+    for st in stmts:
+        if type(st) is ast.Assign:
+            t = st.targets[0]
+            if t.col_offset != st.col_offset or t.lineno != st.lineno:
+                return False
+    return True
+
+
 def is_docstring(st: ast.stmt) -> bool:
     """Whether ``st`` is a string alone (a docstring, where it is first: nothing to lower)."""
     return type(st) is ast.Expr and type(st.value) is _CONSTANT and type(st.value.value) is str  # type: ignore[attr-defined]
