@@ -7,6 +7,7 @@ code), say it for the commonest code (the bench's), and every edit is still refu
 from __future__ import annotations
 
 import ast
+import importlib
 import linecache
 import re
 import sys
@@ -18,7 +19,10 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import astad
+import astad.frontend
+import astad.ir
 from astad import source, straight_code
+from astad.aliases import Aliases
 from astad.frontend.straight import straight_line
 from astad.errors import SourceUnavailableError
 from conftest import fuzz_examples
@@ -210,3 +214,30 @@ def _folds(node) -> bool:
     return any((type(n) is ast.BinOp and _constant(n.left) and _constant(n.right)) or (
         type(n) is ast.UnaryOp and _constant(n.operand) and not (type(n.op) is ast.USub and type(n.operand) is ast.Constant))
         for n in ast.walk(node))
+
+
+# --- the alias analysis is not followed in straight-line code lowered from Python's tree ------------
+
+
+@pytest.mark.parametrize("body", [
+    ["a = np.sin(x)", "b = np.maximum(a, 0.0, out=a)", "return np.sum(b + a)"],  # an update in place: declined
+    ["a = np.sin(x)", "b = np.maximum(a, 0.0, out=x)", "return np.sum(b)"],  # of an argument: refused both ways
+    ["a = np.sin(x).T", "b = np.split(a, 2)", "return np.sum(b[0])"],
+])
+def test_what_asks_for_aliases_is_lowered_as_before(tmp_path, body):
+    from test_frontend_s12 import W, X, _lowering, _program
+
+    f = _program(tmp_path, body)
+    straight, used = _lowering(f, [X, W], True)
+    general, _ = _lowering(f, [X, W], False)
+    assert straight == general and not used
+
+
+def test_straight_line_code_does_not_follow_aliases(tmp_path):
+    from test_frontend_s12 import W, X, _program
+
+    parse = importlib.import_module("astad.frontend.parse")
+    f = _program(tmp_path, ["a = np.sin(x).T * 2.0", "b = a.T @ x + np.sum(W, axis=0)", "return np.sum(b)"])
+    lowerer = astad.frontend.Lowerer(parse.parse(f))
+    lowerer.lower_function([astad.ir.Num((4,), "float64"), astad.ir.Num((4, 4), "float64")])
+    assert not isinstance(lowerer.aliases, Aliases)  # (before: every binding's roots noted)

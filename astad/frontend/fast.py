@@ -44,14 +44,35 @@ _LITERALS = {int: cst.Integer, float: cst.Float}
 _start = operator.attrgetter("lineno", "col_offset")
 
 
+class _Unfollowed:
+    """The alias analysis (:class:`astad.aliases.Aliases`) of straight-line code lowered here: its bindings'
+    roots are not noted (two objects a binding), since nothing here asks for them; anything that
+    would (an update in place, ``out=``, a list made) declines, and the lowering of libcst's nodes
+    starts again with the analysis followed."""
+
+    def prim(self, var: Any, op: str, args: list, params: dict, immutable: bool) -> None:
+        pass
+
+    def same(self, new: Any, old: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        raise Declined(f"aliases.{name}")
+
+
+_UNFOLLOWED = _Unfollowed()
+
+
 class Fast(LowererCore):
     """Straight-line code read from Python's tree."""
 
     fast_lines: list[str]  # the lines the nodes of Python's tree are on (their numbers: 1 the first)
 
     def lower_straight(self, block: LazyNodes) -> Value:
-        """:meth:`.statements.Statements.lower_body` of straight-line statements."""
+        """:meth:`.statements.Statements.lower_body` of straight-line statements.  Which values may share
+        memory is not followed (:class:`_Unfollowed`): nothing here updates a value in place."""
         stmts, self.fast_lines = block.source
+        self.aliases = _UNFOLLOWED  # type: ignore[assignment]
         return deep.call(self._lower_straight, stmts)
 
     def _lower_straight(self, stmts: list[ast.stmt]) -> Value:
