@@ -149,8 +149,20 @@ def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]
                 unit = units[n.id] = load(n.id)
             emit(unit)
         elif cls is _BINOP:
-            expr(n.left)
-            expr(n.right)
+            for side in (n.left, n.right):
+                kind = type(side)
+                if kind is _NAME:  # (expr's first cases, inline: most operands are names and numbers)
+                    unit = units.get(side.id)
+                    if unit is None:
+                        unit = units[side.id] = load(side.id)
+                    emit(unit)
+                elif kind is _CONSTANT:
+                    v = side.value
+                    if type(v) is not float and type(v) is not int:
+                        raise _Mismatch
+                    emit(const_units[(type(v), v if v else repr(v))])
+                else:
+                    expr(side)
             emit(_BINARY_UNITS[type(n.op)])
         elif cls is _CONSTANT:
             v = n.value
@@ -178,9 +190,16 @@ def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]
                     unit = methods[f.attr] = _indexed(_LOAD_METHOD, names[f.attr])
                 emit(unit)
             for a in n.args:
-                if type(a) is _STARRED:
+                kind = type(a)
+                if kind is _NAME:
+                    unit = units.get(a.id)
+                    if unit is None:
+                        unit = units[a.id] = load(a.id)
+                    emit(unit)
+                elif kind is _STARRED:
                     raise _Mismatch
-                expr(a)
+                else:
+                    expr(a)
             kws = n.keywords
             if kws:
                 for k in kws:
@@ -225,9 +244,11 @@ def _matches(code: types.CodeType, fn: ast.FunctionDef, imported: frozenset[str]
 _NAME, _BINOP, _CONSTANT, _CALL, _ATTRIBUTE, _UNARY, _STARRED = (ast.Name, ast.BinOp, ast.Constant, ast.Call,
                                                                 ast.Attribute, ast.UnaryOp, ast.Starred)
 def _indexed(op: int, arg: int) -> bytes:
-    """:func:`_unit`, the common case (an argument below 256) without its loop."""
+    """:func:`_unit`, the common cases (an argument below 65536) without its loop."""
     if arg < 256:
         return bytes((op, arg)) + _ZEROS[op]
+    if arg < 65536:
+        return bytes((_EXTENDED_ARG, arg >> 8, op, arg & 0xFF)) + _ZEROS[op]
     return _unit(op, arg)
 
 
