@@ -6,6 +6,7 @@ point at the node being lowered.
 
 from __future__ import annotations
 
+import ast
 import math
 import operator
 import sys
@@ -129,7 +130,12 @@ class LowererCore:
         var = Var(self.namer.temp(), t)
         node, parsed = self.node, self.stack[-1].parsed  # (self.loc(), inline: this runs at every binding)
         positions = parsed.positions
-        at = positions.get(id(node)) if type(positions) is Starts and not parsed.aliases else None
+        if type(positions) is not Starts or parsed.aliases:
+            at = None
+        elif type(node) in _AST_EXPRESSIONS:  # (a node of Python's tree, astad.frontend.fast: where it starts)
+            at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        else:
+            at = positions.get(id(node))
         if at is not None:  # (parsed.loc(node), inline: its Locs are kept by where nodes start)
             loc = parsed.locs.get(at)
             if loc is None:
@@ -313,6 +319,9 @@ def _foldable(args: list[Atom]) -> bool:
 
 
 _TYPE = operator.attrgetter("type")
+#: the nodes of Python's tree the lowering of straight-line code binds values at (astad.frontend.fast), whose
+#: starts (those of the libcst nodes they stand for) are their own, not noted in the function's Starts
+_AST_EXPRESSIONS = frozenset({ast.BinOp, ast.UnaryOp, ast.Call, ast.Attribute})
 _TABLE = rules.TABLE
 
 _FOLDABLE = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "neg"}

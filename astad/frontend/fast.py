@@ -5,6 +5,10 @@ attributes, calls of numpy functions), in the same order, each node of Python's
 tree standing for the libcst node :mod:`.from_ast` would make of it (where it
 starts: the same place).
 
+Where an expression's node starts is not noted (:class:`astad.positions.Starts`): its
+own ``lineno`` and ``col_offset`` say it (:meth:`.core.LowererCore.emit`,
+:meth:`.parse.Parsed.loc`), the start of the libcst node it stands for.
+
 Anything else (another value, another call, any error) is not lowered here:
 the lowering starts again from the beginning and lowers the function's libcst
 nodes (:meth:`.statements.Statements.lower_function`), which give what they
@@ -118,7 +122,6 @@ class Fast(LowererCore):
         op = _OPS.get(type(n.op))
         if op is None:
             raise Declined("operator")
-        self.root.positions[id(n)] = _start(n)
         left_value = self.expr(n.left)
         if op == "add" and is_list_value(left_value):
             raise Declined("lists")
@@ -135,7 +138,6 @@ class Fast(LowererCore):
         kind = type(n.op)
         if kind is ast.Not:
             raise Declined("not")
-        self.root.positions[id(n)] = _start(n)
         operand = self.atom(self.expr(n.operand), n.operand)
         if kind is ast.USub:
             return self.emit("neg", [operand])
@@ -154,19 +156,16 @@ class Fast(LowererCore):
             known = self._attributes.get(key)
             if known is not None and known[0] is base.obj:
                 return known[1]  # (its node's place unasked for: no binding made, nothing refused)
-            self.root.positions[id(n)] = _start(n)
             value = self.module_attribute(base, attr, n)  # type: ignore[attr-defined]
             if type(value) is Ref or type(value) is Const:
                 self._attributes[key] = (base.obj, value)
             return value
         if isinstance(base, (Var, Const)) and isinstance(base.type, Num):
-            self.root.positions[id(n)] = _start(n)
             return self.array_attribute(base, attr, n)  # type: ignore[attr-defined]
         raise Declined("attribute")
 
     def ast_Call(self, n: ast.Call) -> Value:
         """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method."""
-        self.root.positions[id(n)] = _start(n)
         func = self.expr(n.func)
         if not (isinstance(func, Ref) and (func.kind == "numpy" or func.kind == "method")):
             raise Declined("call")
