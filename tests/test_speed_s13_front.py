@@ -241,3 +241,18 @@ def test_straight_line_code_does_not_follow_aliases(tmp_path):
     lowerer = astad.frontend.Lowerer(parse.parse(f))
     lowerer.lower_function([astad.ir.Num((4,), "float64"), astad.ir.Num((4, 4), "float64")])
     assert not isinstance(lowerer.aliases, Aliases)  # (before: every binding's roots noted)
+
+
+@pytest.mark.skipif(not ON_311, reason="the instructions are CPython 3.11's")
+def test_code_specialised_by_running_is_read_as_compiled():
+    """CPython 3.11 rewrites the instructions of code it runs often (specialisation); ``co_code`` gives
+    them as compiled, which the check compares."""
+    text = "def f(x, y):\n    a = x * y + 1.0\n    return (a - 2.0 * y) / np.sin(x)\n"
+    scope = {"np": np}
+    exec(compile(text, "<astad test s13: run>", "exec"), scope)
+    f = scope["f"]
+    for _ in range(5000):
+        f(2.0, 3.0)
+    tree = ast.parse(text).body[0]
+    assert straight_code.matches(f.__code__, tree, frozenset())
+    assert not straight_code.matches(f.__code__, ast.parse(text.replace("2.0 *", "2.5 *")).body[0], frozenset())
