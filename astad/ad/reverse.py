@@ -23,6 +23,7 @@ from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
 from ..names import Namer
+from .. import structural
 from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
@@ -47,6 +48,10 @@ _diff = DIFFERENTIABLE.get
 #: astad.ad.cotangents) rather than by a copy the optimiser's fold then removes (tests turn it off: the
 #: generated code is the same)
 NAME_COTANGENTS = True
+
+#: whether the forward block is ``structural.primal`` of the macro's input, where it has one (tests turn it
+#: off: the optimised program is the same)
+PRIMAL = True
 
 
 #: a primitive's name -> its VJP rule (None: none), of each primitive of the table (:func:`_vjps_of_table`).
@@ -117,7 +122,10 @@ class _Macro(Cotangents):
 
     # one rule per construct -------------------------------------------------
 
-    def rule_Prim(self, bind: Bind, rhs: Prim) -> None:
+    def rule_Prim(self, bind: Bind, rhs: Prim, primal: tuple[Atom, ...] | None = None) -> None:
+        """A primitive, by its VJP rule (replayed where it can be: astad.ad.replay); ``primal``: the
+        arguments the forward block's binding reads (``structural.primal``), which a replayed rule reads
+        in place of ``rhs``'s (the same values: a copy where ``rhs`` has the variable it copies)."""
         op = rhs.op
         if op == "call_forward":  # (its arguments' cotangents were given at its unpacking: call_backward)
             return
@@ -174,7 +182,7 @@ class _Macro(Cotangents):
                     self.replays[key] = done
                     self.pinned.append((out.type, ct.type, *[a.type for a in args]))
         if done is not None and self.naming and done.plans is not None:  # (named as it was recorded, too)
-            done.run_named(self, [ct, out, *args], args)
+            done.run_named(self, [ct, out, *(args if primal is None else primal)], args)
             return
         if gets is None:
             gets = [gx, gy] if len(args) == 2 else [gx]
@@ -453,17 +461,28 @@ class _Macro(Cotangents):
         finally:
             self.b.binds, self.cts, self.top, self.naming = saved
 
-    def block(self, block: Block, result_ct: Atom) -> None:
+    def block(self, block: Block, result_ct: Atom, primal: Block | None = None) -> None:
         """The backward pass of a block, given the cotangent of its result: the
-        bindings in reverse, each by the rule for its construct."""
+        bindings in reverse, each by the rule for its construct.  ``primal``: the
+        block's ``structural.primal``, whose primitives' arguments the replayed rules read."""
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
         b, rules_ = self.b, _RULES
         saved = b.loc  # (a rule's nested blocks leave it as they found it: set once per binding)
-        for bind in reversed(block.binds):
-            rhs = bind.rhs
-            b.loc = bind.loc
-            rules_[type(rhs)](self, bind, rhs)
+        if primal is None:
+            for bind in reversed(block.binds):
+                rhs = bind.rhs
+                b.loc = bind.loc
+                rules_[type(rhs)](self, bind, rhs)
+        else:
+            rule_prim = self.rule_Prim
+            for bind, pb in zip(reversed(block.binds), reversed(primal.binds)):
+                rhs = bind.rhs
+                b.loc = bind.loc
+                if type(rhs) is Prim:
+                    rule_prim(bind, rhs, pb.rhs.args)
+                else:
+                    rules_[type(rhs)](self, bind, rhs)
         b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
@@ -474,11 +493,18 @@ class _Macro(Cotangents):
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         made = kinds(fn.body)
         self.naming = NAME_COTANGENTS and "Lam" not in made
+        # (a block of primitives alone: the forward block has them as they were, see structural.primal)
+        primal = structural.primal(fn) if PRIMAL else None
         if not made.isdisjoint(_TAPED):  # (else with_tapes would make the same block again)
             fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
+            primal = None
         self.forward = fn.body
-        self.block(fn.body, ct_in)
-        fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
+        self.block(fn.body, ct_in, primal)
+        if primal is not None:
+            primal.__dict__.setdefault("_kinds", made)  # (what it is made of: the same, binding for binding)
+            fn = Function(fn.name, fn.params, primal)
+        else:
+            fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(
             self.ct_of(p) if differentiable(p.type) else Const.literal(None, literal_type(None)) for p in fn.params
         )
