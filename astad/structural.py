@@ -67,7 +67,8 @@ def make_explicit(fn: Function) -> Function:
     fresh = _Fresh(fn)
     out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh, primal=[]))  # (checked as it is made)
     if fresh.exact:  # the next pass's namer starts from them, without walking the output again
-        remember_names(out, program_names(fn).union(fresh.made))
+        known = fn.__dict__.get("_program_names")  # (the input's, remembered: a frozenset, its union one, not copied)
+        remember_names(out, (program_names(fn) if known is None else known).union(fresh.made))
     if fresh.primal is not None:
         out.__dict__["_primal"] = fresh.primal
     return out

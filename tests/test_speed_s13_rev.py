@@ -138,3 +138,16 @@ def test_primal_of_a_straight_line_is_the_core_block(program_dir):
                        program_dir, "rev13_b")
     linear, _ = _macro_output(mod.f, (x,))
     assert structural.primal(linear) is None
+
+
+@pytest.mark.parametrize("start", [0, 1000, 1023, 1024, 2047, 5000])
+def test_temporaries_past_the_names_made(start):
+    """``Namer.temp`` steps over the temporaries taken past the end of the names it has made (it makes more)."""
+    from astad.names import Namer
+
+    taken = [f"t{k}" for k in range(start + 1, start + 700)]
+    namer = Namer(taken + ["t5", f"t{start + 701}"])
+    namer.temps = start
+    drawn = [namer.temp() for _ in range(4)]
+    assert drawn == [f"t{start + 700}", f"t{start + 702}", f"t{start + 703}", f"t{start + 704}"]
+    assert all(name in namer.used and name in namer.taken for name in drawn)
