@@ -164,15 +164,20 @@ class Namer:
         return name
 
     def temp(self) -> str:
-        used, n, names = self.used, self.temps + 1, _TEMPS
-        if n >= len(names):
+        used, n = self.used, self.temps + 1
+        try:  # (no test of the length: the list of names is long enough but where an index past it raises)
+            name = _TEMPS[n]
+            while name in used:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
+                n += 1
+                name = _TEMPS[n]
+        except IndexError:
             _more_temps(n)
-        name = names[n]
-        while name in used:  # (a pass's namer starts at t1 and steps over the temporaries the program has)
-            n += 1
-            if n >= len(names):
-                _more_temps(n)
-            name = names[n]
+            name = _TEMPS[n]
+            while name in used:
+                n += 1
+                if n >= len(_TEMPS):
+                    _more_temps(n)
+                name = _TEMPS[n]
         self.temps = n
         if self.undo is not None:
             self._note(name)

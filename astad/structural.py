@@ -31,6 +31,8 @@ class _Fresh:
         # whether the output's names are the input's and the copies' (not where a loop's tape or a
         # function value's backward map, which the pass leaves out, has names of its own)
         self.exact = True
+        #: the top block as the reverse macro's forward block has it (see :func:`primal`), or None
+        self.primal: Block | None = None
 
     def copies(self, v: Var, n: int) -> tuple[list[str], tuple[Var, ...]]:
         """The names of ``n`` copies of ``v`` (drawn), and the copies."""
@@ -63,18 +65,35 @@ def _use_counts(block: Block) -> Counter:
 def make_explicit(fn: Function) -> Function:
     """Insert ``dup`` and ``drop`` so that every variable is used exactly once."""
     fresh = _Fresh(fn)
-    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh))  # (checked as it is made)
+    out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh, primal=[]))  # (checked as it is made)
     if fresh.exact:  # the next pass's namer starts from them, without walking the output again
-        remember_names(out, program_names(fn).union(fresh.made))
+        known = fn.__dict__.get("_program_names")  # (the input's, remembered: a frozenset, its union one, not copied)
+        remember_names(out, (program_names(fn) if known is None else known).union(fresh.made))
+    if fresh.primal is not None:
+        out.__dict__["_primal"] = fresh.primal
     return out
 
 
-def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str, Var] | None = None) -> Block:
+def primal(fn: Function) -> Block | None:
+    """Of the output of :func:`make_explicit` whose top block binds only primitives (and the ``dup``s and
+    ``drop``s the pass made), that block with each primitive as it was: reading the variable a copy copies,
+    not the copy (None for any other function).  It has the output's bindings, one for one (a primitive for
+    a primitive, the same ``dup`` or ``drop`` for one), and computes the same values: the reverse macro
+    returns it as its forward block, and its replayed rules read the primal values in the backward block as
+    it reads them, so the optimiser's first fold, which makes each copy the variable it copies, has none to
+    rename (in either block) but those of a rule applied for the first time."""
+    return fn.__dict__.get("_primal")
+
+
+def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str, Var] | None = None,
+               primal: list[Bind] | None = None) -> Block:
     """``block`` with ``dup`` and ``drop`` made explicit; ``env``: what its inputs are called outside
     (a branch's free variables are renamed here, in this one walk, not by substituting the branch
     first: that walked an if/elif chain once per level, in time quadratic in its length).
     The output is checked as it is made: ``check_linear``'s check of each block, from the reads of its
-    bindings and result and the names it binds, collected as each binding is made (not in a walk after)."""
+    bindings and result and the names it binds, collected as each binding is made (not in a walk after).
+    ``primal`` (a list, of the top block only): where the block binds only primitives, :func:`primal`'s
+    block made in it as well, kept as ``fresh.primal``."""
     counts = _use_counts(block)
     pending: dict[str, list[Var]] = {}  # variable -> its copies not yet consumed, in order of use
     used: list[str] = []  # the names the output's bindings and result read, each time read
@@ -100,9 +119,13 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
     for v in inputs:
         bound.append(v.name if env is None else env[v.name].name)
         binds += introduce(v, None, None if env is None else env[v.name])
+    if primal is not None:
+        primal += binds
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common (written out): itself when it reads no duplicated variable
+            if primal is not None:
+                primal.append(b)
             args = rhs.args
             if len(args) == 2:  # (the most common: _renamed_prim without a comprehension, the reads noted)
                 x, y = args
@@ -131,6 +154,7 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
                         used.append(a.name)
             binds.append(b)
         else:
+            primal = None
             if (type(rhs) is Loop and (rhs.save or rhs.tape is not None)) or \
                     (type(rhs) is Lam and (rhs.save or rhs.back is not None or rhs.back_ct is not None or rhs.captured)):
                 fresh.exact = False  # (names the output does not have)
@@ -153,13 +177,21 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
             name = targets[0].name
             bound.append(name)
             if counts[name] != 1:
-                binds += introduce(targets[0], b.loc)
+                made = introduce(targets[0], b.loc)
+                binds += made
+                if primal is not None:
+                    primal += made
         else:
             for t in targets:
                 bound.append(t.name)
                 if counts[t.name] != 1:
-                    binds += introduce(t, b.loc)
+                    made = introduce(t, b.loc)
+                    binds += made
+                    if primal is not None:
+                        primal += made
     result = block.result
+    if primal is not None:
+        fresh.primal = Block(tuple(primal), result)
     if isinstance(result, Var) and result.name in pending:
         result = pending[result.name].pop(0)
     if isinstance(result, Var):

@@ -200,15 +200,16 @@ class Replay:
 
     def run_named(self, macro: Any, vals: list[Atom | None], args: Sequence[Atom]) -> None:
         """``run``, with the cotangents named as ``plans`` says (see ``plans_of``), into the macro's.
-        (``macro.ct_name``'s common case written out: this runs for most primitives.)"""
+        (``macro.ct_name``'s common case written out, and ``_emit``'s: this runs for most primitives.)"""
         cts = macro.cts
         for i in self.zeros:
             a = args[i]
             t = a.type
             cts[a.name] = Zero(CopowerT(t) if type(t) is FunT else t)  # (take's)
         taken = macro.taken
+        drawn = self.drawn
         bases = []
-        for i in self.drawn:  # its cotangent's name drawn, as take draws it (ct_name)
+        for i in drawn:  # its cotangent's name drawn, as take draws it (ct_name)
             name = args[i].name  # type: ignore[union-attr]
             base = name + "_ct"
             if taken is not None and (name[0] != "t" or "_" not in name) and base not in taken and base.isascii():
@@ -216,9 +217,40 @@ class Replay:
             else:
                 base = macro.ct_name(name)
             bases.append(base)
-        self._emit(macro.b, vals, self.named_ops, (cts, args, self.drawn, bases))
+        b = macro.b
+        namer = b.namer
+        used = namer.used
+        if namer.taken is not used or namer.log is not None:
+            self._emit(b, vals, self.named_ops, (cts, args, drawn, bases))
+        else:  # (_emit, its names drawn as Namer.temp draws them, written out)
+            if self.consts:
+                vals += self.consts
+            binds, loc, append = b.binds, b.loc, vals.append
+            k, size = namer.temps, len(_TEMPS)
+            for op, n, r0, r1, refs, ps, t, j in self.named_ops:
+                k += 1
+                while k < size and _TEMPS[k] in used:
+                    k += 1
+                if k < size:
+                    name = _TEMPS[k]
+                    used.add(name)
+                else:
+                    namer.temps = k - 1
+                    name = namer.temp()
+                    k, size = namer.temps, len(_TEMPS)
+                if op is None:  # (one settle left out: its name drawn, as the rule drew it)
+                    append(None)
+                    continue
+                if j < 0:
+                    v = Var(name, t)
+                else:  # (the cotangent of the argument drawn j-th, its name drawn above)
+                    v = cts[args[drawn[j]].name] = Var(bases[j], t)  # type: ignore[union-attr]
+                binds.append(Bind((v,), Prim(op, (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else
+                                             tuple([vals[r] for r in refs]), ps), loc))
+                append(v)
+            namer.temps = k
         for j, r in self.aliases:
-            cts[args[self.drawn[j]].name] = vals[r]  # type: ignore[union-attr]
+            cts[args[drawn[j]].name] = vals[r]  # type: ignore[union-attr]
 
     def _emit(self, b: Builder, vals: list[Atom | None], ops: tuple, named: tuple | None = None) -> None:
         """The recorded bindings, made with ``b`` (names drawn as ``Builder.prim`` draws them), each result

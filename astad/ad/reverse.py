@@ -23,6 +23,7 @@ from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
 from ..names import Namer
+from .. import structural
 from dataclasses import replace
 
 from ..ir import (App, AppBack, Atom, Bind, Block, CaseCopower, Comp, Const, Copower, CopowerT, Copy, Drop, Dup,
@@ -48,6 +49,10 @@ _diff = DIFFERENTIABLE.get
 #: generated code is the same)
 NAME_COTANGENTS = True
 
+#: whether the forward block is ``structural.primal`` of the macro's input, where it has one (tests turn it
+#: off: the optimised program is the same)
+PRIMAL = True
+
 
 #: a primitive's name -> its VJP rule (None: none), of each primitive of the table (:func:`_vjps_of_table`).
 #: A plain dict, not a subclass with ``__missing__``: ``d[k]`` of a dict subclass looks up and calls its
@@ -61,19 +66,38 @@ def _vjps_of_table() -> None:
         _VJPS.update({op: p.vjp for op, p in list(_TABLE.items())})
 
 
-def _arg_key(a: Atom, inactive, cts: dict) -> tuple[object, bool]:
+def _arg_key(a: Atom, inactive, cts: dict, canon: dict) -> tuple[object, bool]:
     """For ``rule_Prim``'s key of a replayed primitive: what ``replay.key`` holds of an argument (None where
-    it cannot be keyed) and whether it gets a cotangent (give's tests: a variable with a derivative, active;
-    an inactive one is given its zero here, as give would)."""
+    it cannot be keyed; of a variable, its type's ``canon`` id) and whether it gets a cotangent (give's tests:
+    a variable with a derivative, active; an inactive one is given its zero here, as give would)."""
     cls = type(a)
     if cls is Var:
         at = a.type
+        k = canon.get(id(at))
+        if k is None:
+            k = _canonical(canon, at)
         if (_diff(at.dtype) or DTYPE_DIFF[at.dtype]) if type(at) is Num else at.differentiable:
             if a.name not in inactive:
-                return id(at), True
+                return k, True
             cts[a.name] = Zero(ct_type(at))  # (give's)
-        return id(at), False
+        return k, False
     return (a.key if cls is Const and a.name is None else None), False
+
+
+def _canonical(canon: dict, t: Type) -> int:
+    """The id of the first type equal to ``t`` that ``canon`` met (``canon``: a type's id -> that id; at 0,
+    the types met, by value), noted for ``t``'s.  The keys of replayed rules hold types by these ids: a
+    program's equal types are many objects (a type rule makes its result again where its operands' types are
+    other objects), and an application of a rule to types equal to those of an earlier one is replayed from
+    that one's record all the same (``replay.by_value``), after its key by ids missed."""
+    equal = canon.get(0)
+    if equal is None:
+        equal = canon[0] = {}
+    first = equal.setdefault(t, t)
+    k = canon[id(t)] = id(first)
+    if first is not t:
+        equal[id(t)] = t  # (kept: its id stays its own while the macro runs)
+    return k
 
 
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
@@ -113,11 +137,15 @@ class _Macro(Cotangents):
         self.by_value: dict[tuple, replay.Replay] = {}  # the same, by the types themselves (replay.by_value)
         self.seen: set[tuple] = set()  # the keys by value of the applications made once (not recorded)
         self.pinned: list[tuple[Type, ...]] = []  # the types whose ids are in those keys: kept, so the ids stay theirs
+        self.canon: dict = {}  # a type's id -> that of the first equal one (see _canonical)
         self.replayed = replay.REPLAYED if replay.REPLAY else frozenset()  # the primitives whose rules are replayed
 
     # one rule per construct -------------------------------------------------
 
-    def rule_Prim(self, bind: Bind, rhs: Prim) -> None:
+    def rule_Prim(self, bind: Bind, rhs: Prim, primal: tuple[Atom, ...] | None = None) -> None:
+        """A primitive, by its VJP rule (replayed where it can be: astad.ad.replay); ``primal``: the
+        arguments the forward block's binding reads (``structural.primal``), which a replayed rule reads
+        in place of ``rhs``'s (the same values: a copy where ``rhs`` has the variable it copies)."""
         op = rhs.op
         if op == "call_forward":  # (its arguments' cotangents were given at its unpacking: call_backward)
             return
@@ -137,25 +165,31 @@ class _Macro(Cotangents):
             # (the most common: which arguments get a cotangent, as the loop below finds,
             # and the key of replay.key with them, flat)
             x, y = args
-            kx, gx = _arg_key(x, inactive, self.cts)
-            ky, gy = _arg_key(y, inactive, self.cts)
+            canon = self.canon
+            kx, gx = _arg_key(x, inactive, self.cts, canon)
+            ky, gy = _arg_key(y, inactive, self.cts, canon)
             gets = None  # ([gx, gy], made where it is read: not where the replay runs)
             if kx is None or ky is None:
                 key = None
             else:
                 cname = ct.name
-                key = (op, rhs.params, id(t), id(ct.type), kx, ky, x is y, gx, gy, self.top,
+                ct_t = ct.type
+                key = (op, rhs.params, canon.get(id(t)) or _canonical(canon, t),
+                       canon.get(id(ct_t)) or _canonical(canon, ct_t), kx, ky, x is y, gx, gy, self.top,
                        not (gx and gy) and cname[:1] == "t" and cname[1:].isdigit())
         elif len(args) == 1 and type(ct) is Var and type(args[0]) is Var and op in self.replayed:
             (x,) = args  # (the next most common, as above)
-            kx, gx = _arg_key(x, inactive, self.cts)
+            canon = self.canon
+            kx, gx = _arg_key(x, inactive, self.cts, canon)
             gets = None  # ([gx], as above)
             cname = ct.name
-            key = (op, rhs.params, id(t), id(ct.type), kx, gx, self.top,
+            ct_t = ct.type
+            key = (op, rhs.params, canon.get(id(t)) or _canonical(canon, t),
+                   canon.get(id(ct_t)) or _canonical(canon, ct_t), kx, gx, self.top,
                    not gx and cname[:1] == "t" and cname[1:].isdigit())
         else:
             cts = self.cts  # which arguments get a cotangent
-            gets = [_arg_key(a, inactive, cts)[1] for a in args]
+            gets = [_arg_key(a, inactive, cts, self.canon)[1] for a in args]
             key = replay.key(rhs, out, ct) if op in self.replayed else None
             if key is not None:  # (see astad.ad.replay; what settle leaves depends on which arguments get one)
                 cname = ct.name  # (and whether the cotangent, which a rule may give an argument, is a temporary)
@@ -174,7 +208,7 @@ class _Macro(Cotangents):
                     self.replays[key] = done
                     self.pinned.append((out.type, ct.type, *[a.type for a in args]))
         if done is not None and self.naming and done.plans is not None:  # (named as it was recorded, too)
-            done.run_named(self, [ct, out, *args], args)
+            done.run_named(self, [ct, out, *(args if primal is None else primal)], args)
             return
         if gets is None:
             gets = [gx, gy] if len(args) == 2 else [gx]
@@ -453,17 +487,28 @@ class _Macro(Cotangents):
         finally:
             self.b.binds, self.cts, self.top, self.naming = saved
 
-    def block(self, block: Block, result_ct: Atom) -> None:
+    def block(self, block: Block, result_ct: Atom, primal: Block | None = None) -> None:
         """The backward pass of a block, given the cotangent of its result: the
-        bindings in reverse, each by the rule for its construct."""
+        bindings in reverse, each by the rule for its construct.  ``primal``: the
+        block's ``structural.primal``, whose primitives' arguments the replayed rules read."""
         if isinstance(block.result, Var):
             self.cts[block.result.name] = result_ct
         b, rules_ = self.b, _RULES
         saved = b.loc  # (a rule's nested blocks leave it as they found it: set once per binding)
-        for bind in reversed(block.binds):
-            rhs = bind.rhs
-            b.loc = bind.loc
-            rules_[type(rhs)](self, bind, rhs)
+        if primal is None:
+            for bind in reversed(block.binds):
+                rhs = bind.rhs
+                b.loc = bind.loc
+                rules_[type(rhs)](self, bind, rhs)
+        else:
+            rule_prim = self.rule_Prim
+            for bind, pb in zip(reversed(block.binds), reversed(primal.binds)):
+                rhs = bind.rhs
+                b.loc = bind.loc
+                if type(rhs) is Prim:
+                    rule_prim(bind, rhs, pb.rhs.args)
+                else:
+                    rules_[type(rhs)](self, bind, rhs)
         b.loc = saved
 
     def run(self, fn: Function) -> ReverseProgram:
@@ -474,11 +519,18 @@ class _Macro(Cotangents):
         ct_in = Var(self.namer.fresh(ct_name), result.type)
         made = kinds(fn.body)
         self.naming = NAME_COTANGENTS and "Lam" not in made
+        # (a block of primitives alone: the forward block has them as they were, see structural.primal)
+        primal = structural.primal(fn) if PRIMAL else None
         if not made.isdisjoint(_TAPED):  # (else with_tapes would make the same block again)
             fn = Function(fn.name, fn.params, with_tapes(fn.body, self.namer, self.active, self.calls))
+            primal = None
         self.forward = fn.body
-        self.block(fn.body, ct_in)
-        fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
+        self.block(fn.body, ct_in, primal)
+        if primal is not None:
+            primal.__dict__.setdefault("_kinds", made)  # (what it is made of: the same, binding for binding)
+            fn = Function(fn.name, fn.params, primal)
+        else:
+            fn = Function(fn.name, fn.params, _with_backs(fn.body, self.backs))
         param_cts = tuple(
             self.ct_of(p) if differentiable(p.type) else Const.literal(None, literal_type(None)) for p in fn.params
         )
