@@ -87,36 +87,69 @@ def _literal(a: Atom) -> bool:
     return isinstance(a, Const) and a.name is None and type(a.value) is float
 
 
+def _asked(rhs: Prim | Plus, read: int, readers: dict[str, list[Bind]]) -> bool:
+    """Whether ``taken`` may ask about the target of a binding of ``rhs`` (``read``: how many of its reads are of
+    names it may ask about, ``readers``' keys): of a negation (``negation``); of a primitive its ``_takes`` asks
+    about (linear in an argument read, no literal factor); of one ``signed_prim`` or ``plus`` may find the negation
+    of (``negative``: a sum all of whose terms, an addition both of whose arguments, a subtraction whose first
+    argument, a primitive linear in an argument that may be negated, a name ``taken`` asked about)."""
+    if type(rhs) is Plus:
+        return read == len(rhs.items) and all(type(a) is Var for a in rhs.items)
+    op, args = rhs.op, rhs.args
+    if op == "neg":
+        return True
+    if op == "add" or op == "sub":
+        if len(args) != 2:
+            return False
+        if op == "add":
+            return read == 2 and type(args[0]) is Var and type(args[1]) is Var
+        return type(args[0]) is Var and args[0].name in readers
+    if op in _EACH:
+        return not (op in ("mul", "div") and len(args) == 2 and (_literal(args[0]) or _literal(args[1])))
+    if op in _FIRST:
+        return bool(args) and type(args[0]) is Var and args[0].name in readers
+    return False
+
+
 class _Absorb:
     def __init__(self, block: Block, namer: Namer) -> None:
         self.block, self.namer = block, namer
         # the primitives and sums of this block reading a name (a reader once per read of it), of the names
-        # ``taken`` may ask about: a negation's target and, in turn, the target of a primitive or sum reading such
-        # a name
+        # ``taken`` may ask about (``_asked``): a negation's target and, in turn, the target of a primitive or sum
+        # reading such names that may be negated, or whose ``_takes`` asks about its target
         self.readers: dict[str, list[Bind]] = {}
         readers = self.readers
         others: list[str] = []  # the reads of those names by the rest (with the readers, their ``use_counts``
         # where no block is nested)
+        # where ``run`` looks (where no block is nested): the negations, the primitives and sums reading those
+        # names, and the bindings of anything else.  (Each other binding is kept as it is: it reads no name
+        # negated or renamed, those being names of negations and of readers of them)
+        visit: list[int] = []
         flat = True
-        for b in block.binds:
+        for at, b in enumerate(block.binds):
             rhs = b.rhs
             cls = type(rhs)
             if cls is Prim or cls is Plus:
-                asked = cls is Prim and rhs.op == "neg"  # type: ignore[union-attr]
+                read = 0  # (how many of its reads are of those names)
                 if readers:
                     for a in rhs.args if cls is Prim else rhs.items:  # type: ignore[union-attr]
                         if type(a) is Var:
                             found = readers.get(a.name)  # (one lookup)
                             if found is not None:
                                 found.append(b)
-                                asked = True
-                if asked:
-                    for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
-                        readers[t.name] = []
+                                read += 1
+                if read or (cls is Prim and rhs.op == "neg"):  # type: ignore[union-attr]
+                    visit.append(at)
+                    if _asked(rhs, read, readers):
+                        for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
+                            readers[t.name] = []
             elif cls in NESTING:
                 flat = False
-            elif readers:
-                others.extend([v.name for v in vars_of(rhs) if v.name in readers])
+            else:
+                visit.append(at)
+                if readers:
+                    others.extend([v.name for v in vars_of(rhs) if v.name in readers])
+        self.visit: list[int] | None = visit if flat else None
         if flat:  # (the reads of those names by the rest and the result: with their readers, their use counts)
             self.elsewhere: Counter | None = Counter(others)
             if isinstance(block.result, Var) and block.result.name in readers:
@@ -183,7 +216,14 @@ class _Absorb:
     def run(self) -> Block:
         negated, out = self.negated, self.out
         env = self.env
-        for b in self.block.binds:
+        binds = self.block.binds
+        visit = self.visit
+        done = 0  # (the bindings before it are in ``out``, or looked at)
+        for at in range(len(binds)) if visit is None else visit:
+            if at != done:  # (those not looked at, kept as they are: copied at once)
+                out += binds[done:at]
+            done = at + 1
+            b = binds[at]
             rhs = b.rhs
             if type(rhs) is Prim and len(b.targets) == 1:
                 if rhs.op != "neg":
@@ -212,6 +252,7 @@ class _Absorb:
             else:
                 self.materialise(rhs)
                 self.out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+        out += binds[done:]
         result = self.env.get(self.block.result.name, self.block.result) if isinstance(self.block.result, Var) \
             else self.block.result
         self.materialise(Prim("result", (result,)))
