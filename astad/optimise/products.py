@@ -33,6 +33,8 @@ and of each block of the backward pass.  Runs before ``rematerialise`` and
 
 from __future__ import annotations
 
+from typing import Collection
+
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var
 from ..ir.walk import NESTING_KINDS, OTHER_KINDS, ops_of, positions, use_counts_dict
@@ -85,6 +87,7 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
     bounded: set[str] = set()  # values at most 1 in magnitude (or nan)
     nonpositive: set[str] = set()  # -v * v, v * -v, -(v * v)
     squares: set[str] = set()  # v * v
+    made_factors: set[str] = set()  # the factors of those products c (only a product of those has a ``_made``)
     binds = prog.forward.binds
     # (only the bindings of the primitives recorded, found without a Python loop over every binding)
     for at in positions(ops_of(prog.forward), _RECORDED):
@@ -101,6 +104,7 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
                     (nonpositive if negated else squares).add(b.targets[0].name)
                 if factors[0].name in bounded or factors[1].name in bounded:
                     made.setdefault(_pair(*factors), b.targets[0])
+                    made_factors.update((factors[0].name, factors[1].name))
         elif op == "neg":
             if _negation(b):
                 negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
@@ -115,7 +119,13 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
     flat = cleaning and NESTING_KINDS.isdisjoint(ops_of(prog.backward))  # (its own bindings': ``_block`` asks too)
     changed: list[int] | None = [] if flat else None
     where: dict[str, int] = {}
-    backward = _block(prog.backward, negations, made, counts, changed, where)
+    # the names a product of the backward block may read the negation of: what each negation of either block
+    # negates (the backward block's own found without a Python loop over every binding)
+    backward_binds, ops = prog.backward.binds, ops_of(prog.backward)
+    bases = set([u.name for u in negations.values()])
+    bases.update([backward_binds[at].rhs.args[0].name for at in positions(ops, ("neg",))  # type: ignore[union-attr]
+                  if _negation(backward_binds[at])])
+    backward = _block(prog.backward, negations, made, counts, changed, where, made_factors, bases)
     if backward is prog.backward:
         return prog
     shared = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
@@ -133,9 +143,12 @@ def shared_products_cleaned(prog: ReverseProgram) -> ReverseProgram:
 
 
 def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: dict[str, int],
-           changed: list[int] | None = None, where: dict[str, int] | None = None) -> Block:
+           changed: list[int] | None = None, where: dict[str, int] | None = None,
+           made_factors: Collection[str] = (), bases: set[str] | None = None) -> Block:
     """``changed``, where given: receives where a binding is made again (of a block without nested
-    blocks), and ``where`` where each product the block binds is."""
+    blocks), and ``where`` where each product the block binds is.  ``made_factors``: the names of the
+    factors of ``made``'s products; ``bases`` (changed here), where given: every name a product of the block
+    reads the negation of (see below)."""
     negations = dict(negations)
     products: dict[Pair, tuple[Var, bool]] = {}  # {x, u} -> (z, negated), for each z = ±x * ±u of this block so far
     defs: dict[str, tuple[Var, Var]] = {}  # p -> its two factors, for each p = x * y of this block
@@ -148,7 +161,8 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
         rhs = b.rhs
         if type(rhs) is not Prim:  # (neither a product nor a negation: only the blocks inside, if any)
             if type(rhs) in NESTING:
-                out[at] = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
+                out[at] = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts,
+                                                                   made_factors=made_factors))
             continue
         if rhs.op != "mul":
             if _negation(b):
@@ -168,6 +182,15 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
             if changed is not None:
                 changed.append(at)
         p, q = negations.get(f.name, f), negations.get(g.name, g)  # (``_signed``, written out)
+        if bases is not None and p.name not in bases and q.name not in bases:
+            # (a product of another sign reads the negation of a factor: of a name of ``bases``, what a
+            # negation negates or, in turn, a product of such a name; these factors are neither, nor become
+            # one: a name is added to ``bases`` at its binding, before what reads it)
+            if f.name in made_factors or g.name in made_factors:  # (``_made``'s, only of these)
+                defs[b.targets[0].name] = (f, g)
+            if where is not None:
+                where[b.targets[0].name] = at
+            continue
         key = (p.name, q.name) if p.name <= q.name else (q.name, p.name)
         negated = (p is not f) is not (q is not g)
         z, sign = products.setdefault(key, (b.targets[0], negated))
@@ -178,7 +201,10 @@ def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], count
             if _negation(b):  # (a product made a negation: read as one by the products after it)
                 negations[b.targets[0].name] = z
         else:
-            defs[b.targets[0].name] = (f, g)
+            if bases is not None:
+                bases.add(b.targets[0].name)
+            if f.name in made_factors or g.name in made_factors:  # (``_made``'s, only of these)
+                defs[b.targets[0].name] = (f, g)
             if where is not None:
                 where[b.targets[0].name] = at
     return same_or_new(block, out)
