@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from itertools import compress
-from operator import not_
+from operator import attrgetter, not_
 
 from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds
-from ..ir.walk import (NESTING_KINDS, OTHER_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
+from ..ir.walk import (NESTING_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
                        remember_binding_reads)
 from ..names import Namer
 
@@ -179,6 +179,11 @@ def _static_shape(t: object) -> tuple[int, ...] | None:
 #: the fewest outer products a sum must have to be made one matrix product
 _OUTER_SUM_MIN = 4
 
+#: what ``outer_sums`` looks at: sums and the right-hand sides with blocks inside
+_LOOKED_AT = NESTING_KINDS | {"Plus"}
+
+_NAME = attrgetter("name")  # (a variable's name, a constant's or None)
+
 
 def outer_sums(block: Block, namer: Namer) -> Block:
     """A sum of outer products is one matrix product: ``outer(u_1, v_1) + ... +
@@ -204,7 +209,14 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     done = 0  # (the bindings before this were copied)
     sum_at: list[int] = []  # where each sum made a matrix product was, in ``block``
     extra: list[int] = []  # the bindings made in place of those sums so far, less the sums (in ``binds``)
-    for at in positions(ops, OTHER_KINDS):  # (the bindings of primitives, the most common, copied as they are: no sum)
+    # (the bindings with blocks inside, and the sums reading an outer product of those (one look at each sum's
+    # names, in C): any other, the most common, is copied as it is)
+    names = outers.keys()
+    looked = [at for at in positions(ops, _LOOKED_AT if outers else NESTING_KINDS)
+              if ops[at] != "Plus" or not names.isdisjoint(map(_NAME, all_binds[at].rhs.items))]  # type: ignore[union-attr]
+    if not looked:
+        return block
+    for at in looked:
         binds.extend(all_binds[done:at])
         made_ops.extend(ops[done:at])
         done = at + 1
