@@ -94,7 +94,7 @@ def _asked(rhs: Prim | Plus, read: int, readers: dict[str, list[Bind]]) -> bool:
     of (``negative``: a sum all of whose terms, an addition both of whose arguments, a subtraction whose first
     argument, a primitive linear in an argument that may be negated, a name ``taken`` asked about)."""
     if type(rhs) is Plus:
-        return read == len(rhs.items) and all(type(a) is Var for a in rhs.items)
+        return read == len(rhs.items)  # (a read of those names is of a variable)
     op, args = rhs.op, rhs.args
     if op == "neg":
         return True
@@ -126,22 +126,46 @@ class _Absorb:
         # negated or renamed, those being names of negations and of readers of them)
         visit: list[int] = []
         flat = True
+        get = readers.get
         for at, b in enumerate(block.binds):
             rhs = b.rhs
             cls = type(rhs)
-            if cls is Prim or cls is Plus:
+            if cls is Prim:
                 read = 0  # (how many of its reads are of those names)
-                if readers:
-                    for a in rhs.args if cls is Prim else rhs.items:  # type: ignore[union-attr]
-                        if type(a) is Var:
-                            found = readers.get(a.name)  # (one lookup)
-                            if found is not None:
-                                found.append(b)
-                                read += 1
-                if read or (cls is Prim and rhs.op == "neg"):  # type: ignore[union-attr]
+                for a in rhs.args:  # type: ignore[union-attr]
+                    if type(a) is Var:
+                        found = get(a.name)  # (one lookup)
+                        if found is not None:
+                            found.append(b)
+                            read += 1
+                if read:
                     visit.append(at)
-                    if _asked(rhs, read, readers):
+                    op = rhs.op  # type: ignore[union-attr]
+                    if op == "mul" or op == "div":  # (the most common: ``_asked``, written out)
+                        args = rhs.args  # type: ignore[union-attr]
+                        asked = len(args) != 2 or not (_literal(args[0]) or _literal(args[1]))
+                    else:
+                        asked = _asked(rhs, read, readers)  # type: ignore[arg-type]
+                    if asked:
                         for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
+                            readers[t.name] = []
+                elif rhs.op == "neg":  # type: ignore[union-attr]
+                    visit.append(at)
+                    for t in b.targets:
+                        readers[t.name] = []
+            elif cls is Plus:
+                read = 0
+                for a in rhs.items:  # type: ignore[union-attr]
+                    if type(a) is Var:
+                        found = get(a.name)
+                        if found is not None:
+                            found.append(b)
+                            read += 1
+                if read:
+                    visit.append(at)
+                    # (``_asked``: each of its reads is of those names)
+                    if read == len(rhs.items):  # type: ignore[union-attr]
+                        for t in b.targets:
                             readers[t.name] = []
             elif cls in NESTING:
                 flat = False
@@ -179,33 +203,43 @@ class _Absorb:
 
     def taken(self, name: str) -> bool:
         """Whether every read of ``name`` is by a binding of this block that takes its negation."""
-        if name not in self.memo:
-            self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
-            readers = self.readers.get(name, [])
-            if readers and not self.read_elsewhere(name):
-                for b in readers:
-                    if not self._takes(b, name):
-                        break
-                else:
-                    self.memo[name] = True
-        return self.memo[name]
+        memo = self.memo
+        known = memo.get(name)
+        if known is not None:
+            return known
+        memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
+        readers = self.readers.get(name)
+        if not readers or self.read_elsewhere(name):
+            return False
+        takes = self._takes
+        for b in readers:
+            if not takes(b, name):
+                return False
+        memo[name] = True
+        return True
 
     def _takes(self, b: Bind, name: str) -> bool:
         rhs = b.rhs
-        if type(rhs) is Plus:
-            return len(b.targets) == 1
-        assert isinstance(rhs, Prim)
         if len(b.targets) != 1:
             return False
-        if rhs.op == "neg" or (rhs.op in ("add", "sub") and len(rhs.args) == 2):
+        if type(rhs) is Plus:
             return True
-        if rhs.op not in _EACH:  # (linear in each argument: no argument to look at)
-            linear = (0,) if rhs.op in _FIRST else ()
-            for i, a in enumerate(rhs.args):
+        assert isinstance(rhs, Prim)
+        op, args = rhs.op, rhs.args
+        if op == "mul" or op == "div":  # (the most common; linear in each argument: ``_EACH``)
+            if len(args) == 2:
+                a, c = args  # (``_literal``, written out)
+                if (type(a) is Const and a.name is None and type(a.value) is float) or \
+                        (type(c) is Const and c.name is None and type(c.value) is float):
+                    return True
+            return self.taken(b.targets[0].name)
+        if op == "neg" or (op in ("add", "sub") and len(args) == 2):
+            return True
+        if op not in _EACH:  # (linear in each argument: no argument to look at)
+            linear = (0,) if op in _FIRST else ()
+            for i, a in enumerate(args):
                 if type(a) is Var and a.name == name and i not in linear:
                     return False
-        if rhs.op in ("mul", "div") and len(rhs.args) == 2 and (_literal(rhs.args[0]) or _literal(rhs.args[1])):
-            return True
         return self.taken(b.targets[0].name)
 
     def signed(self, a: Atom) -> Signed:
