@@ -209,11 +209,12 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     done = 0  # (the bindings before this were copied)
     sum_at: list[int] = []  # where each sum made a matrix product was, in ``block``
     extra: list[int] = []  # the bindings made in place of those sums so far, less the sums (in ``binds``)
-    # (the bindings with blocks inside, and the sums reading an outer product of those (one look at each sum's
-    # names, in C): any other, the most common, is copied as it is)
+    # (the bindings with blocks inside, and the sums of enough terms reading an outer product of those (one look
+    # at each such sum's names, in C): any other, the most common, is copied as it is)
     names = outers.keys()
     looked = [at for at in positions(ops, _LOOKED_AT if outers else NESTING_KINDS)
-              if ops[at] != "Plus" or not names.isdisjoint(map(_NAME, all_binds[at].rhs.items))]  # type: ignore[union-attr]
+              if ops[at] != "Plus" or (len(items := all_binds[at].rhs.items) >= _OUTER_SUM_MIN  # type: ignore[union-attr]
+                                       and not names.isdisjoint(map(_NAME, items)))]
     if not looked:
         return block
     for at in looked:
