@@ -64,6 +64,11 @@ def _backward_block(rng, n):
 def _run_block(block, env):
     """The block's result, by numpy (the few primitives ``_backward_block`` makes)."""
     env = dict(env)
+    with np.errstate(all="ignore"):  # (a quotient of random values may divide by 0: the same in both)
+        return _run(block, env)
+
+
+def _run(block, env):
     val = lambda a: env[a.name] if type(a) is Var else a.value  # noqa: E731
     for b in block.binds:
         rhs = b.rhs

@@ -32,6 +32,8 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     if "broadcast_to" not in found:
         return prog  # nothing to sink
     sunk = _sink(prog.backward, {}, Namer.of(prog))
+    if sunk is prog.backward:
+        return prog  # (nothing sunk: no new program)
     if REMEMBER_KINDS and "expand_dims" not in found and found.isdisjoint(NESTING_KINDS):
         # (``_sink`` of a block without nested blocks keeps each binding, or makes it again with the same
         # primitive, or adds a ``broadcast_to``, which the block has: only an ``expand_dims`` may go.  So the
@@ -57,7 +59,8 @@ def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     through the products it enters)."""
     if "broadcast_to" not in kinds(prog.forward):
         return prog  # nothing to sink
-    return ReverseProgram(prog.name, prog.params, _sink(prog.forward, {}, Namer.of(prog)), prog.ct_in, prog.backward)
+    sunk = _sink(prog.forward, {}, Namer.of(prog))
+    return prog if sunk is prog.forward else ReverseProgram(prog.name, prog.params, sunk, prog.ct_in, prog.backward)
 
 
 def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
