@@ -260,19 +260,20 @@ class _Absorb:
             b = binds[at]
             rhs = b.rhs
             if type(rhs) is Prim and len(b.targets) == 1:
-                if rhs.op != "neg":
-                    for a in rhs.args:
-                        if type(a) is Var and (a.name in env or a.name in negated):
-                            break
-                    else:  # (the most common: no argument renamed or negated, kept as it is)
-                        out.append(b)
-                        continue
-                if env:  # (``substitute``'s own test, without a call)
-                    for a in rhs.args:
-                        if type(a) is Var and a.name in env:
-                            rhs = substitute(rhs, env)
-                            break
-                if negated and _reads_any(rhs.args, negated):
+                renamed = read = False  # (whether it reads a name of ``env``, of ``negated``)
+                for a in rhs.args:
+                    if type(a) is Var:
+                        if a.name in env:
+                            renamed = True
+                        elif a.name in negated:
+                            read = True
+                if not (renamed or read) and rhs.op != "neg":
+                    out.append(b)  # (the most common: no argument renamed or negated, kept as it is)
+                    continue
+                if renamed:  # (what it reads then, read again)
+                    rhs = substitute(rhs, env)
+                    read = _reads_any(rhs.args, negated)
+                if read:
                     self.signed_prim(b, rhs, b.targets[0])  # (``prim``'s first rule, the test made once)
                 elif rhs.op != "neg":
                     out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
