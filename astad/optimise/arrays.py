@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from itertools import compress
-from operator import not_
+from operator import attrgetter, not_
 
 from .. import rules
 from ..blocks import NESTING, rebound, same_or_new, with_branches
 from ..frontend import literal_type
 from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Num, Plus, Prim, ReverseProgram, TupleT, Var, kinds
-from ..ir.walk import (NESTING_KINDS, OTHER_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
+from ..ir.walk import (NESTING_KINDS, binding_reads, flat_reads, known_binding_reads, ops_of, positions,
                        remember_binding_reads)
 from ..names import Namer
 
@@ -32,6 +32,8 @@ def sink_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     if "broadcast_to" not in found:
         return prog  # nothing to sink
     sunk = _sink(prog.backward, {}, Namer.of(prog))
+    if sunk is prog.backward:
+        return prog  # (nothing sunk: no new program)
     if REMEMBER_KINDS and "expand_dims" not in found and found.isdisjoint(NESTING_KINDS):
         # (``_sink`` of a block without nested blocks keeps each binding, or makes it again with the same
         # primitive, or adds a ``broadcast_to``, which the block has: only an ``expand_dims`` may go.  So the
@@ -57,7 +59,8 @@ def sink_forward_broadcasts(prog: ReverseProgram) -> ReverseProgram:
     through the products it enters)."""
     if "broadcast_to" not in kinds(prog.forward):
         return prog  # nothing to sink
-    return ReverseProgram(prog.name, prog.params, _sink(prog.forward, {}, Namer.of(prog)), prog.ct_in, prog.backward)
+    sunk = _sink(prog.forward, {}, Namer.of(prog))
+    return prog if sunk is prog.forward else ReverseProgram(prog.name, prog.params, sunk, prog.ct_in, prog.backward)
 
 
 def _sink(block: Block, small: dict[str, Atom], namer: Namer) -> Block:
@@ -179,6 +182,11 @@ def _static_shape(t: object) -> tuple[int, ...] | None:
 #: the fewest outer products a sum must have to be made one matrix product
 _OUTER_SUM_MIN = 4
 
+#: what ``outer_sums`` looks at: sums and the right-hand sides with blocks inside
+_LOOKED_AT = NESTING_KINDS | {"Plus"}
+
+_NAME = attrgetter("name")  # (a variable's name, a constant's or None)
+
 
 def outer_sums(block: Block, namer: Namer) -> Block:
     """A sum of outer products is one matrix product: ``outer(u_1, v_1) + ... +
@@ -204,7 +212,15 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     done = 0  # (the bindings before this were copied)
     sum_at: list[int] = []  # where each sum made a matrix product was, in ``block``
     extra: list[int] = []  # the bindings made in place of those sums so far, less the sums (in ``binds``)
-    for at in positions(ops, OTHER_KINDS):  # (the bindings of primitives, the most common, copied as they are: no sum)
+    # (the bindings with blocks inside, and the sums of enough terms reading an outer product of those (one look
+    # at each such sum's names, in C): any other, the most common, is copied as it is)
+    names = outers.keys()
+    looked = [at for at in positions(ops, _LOOKED_AT if outers else NESTING_KINDS)
+              if ops[at] != "Plus" or (len(items := all_binds[at].rhs.items) >= _OUTER_SUM_MIN  # type: ignore[union-attr]
+                                       and not names.isdisjoint(map(_NAME, items)))]
+    if not looked:
+        return block
+    for at in looked:
         binds.extend(all_binds[done:at])
         made_ops.extend(ops[done:at])
         done = at + 1

@@ -87,36 +87,93 @@ def _literal(a: Atom) -> bool:
     return isinstance(a, Const) and a.name is None and type(a.value) is float
 
 
+def _asked(rhs: Prim | Plus, read: int, readers: dict[str, list[Bind]]) -> bool:
+    """Whether ``taken`` may ask about the target of a binding of ``rhs`` (``read``: how many of its reads are of
+    names it may ask about, ``readers``' keys): of a negation (``negation``); of a primitive its ``_takes`` asks
+    about (linear in an argument read, no literal factor); of one ``signed_prim`` or ``plus`` may find the negation
+    of (``negative``: a sum all of whose terms, an addition both of whose arguments, a subtraction whose first
+    argument, a primitive linear in an argument that may be negated, a name ``taken`` asked about)."""
+    if type(rhs) is Plus:
+        return read == len(rhs.items)  # (a read of those names is of a variable)
+    op, args = rhs.op, rhs.args
+    if op == "neg":
+        return True
+    if op == "add" or op == "sub":
+        if len(args) != 2:
+            return False
+        if op == "add":
+            return read == 2 and type(args[0]) is Var and type(args[1]) is Var
+        return type(args[0]) is Var and args[0].name in readers
+    if op in _EACH:
+        return not (op in ("mul", "div") and len(args) == 2 and (_literal(args[0]) or _literal(args[1])))
+    if op in _FIRST:
+        return bool(args) and type(args[0]) is Var and args[0].name in readers
+    return False
+
+
 class _Absorb:
     def __init__(self, block: Block, namer: Namer) -> None:
         self.block, self.namer = block, namer
         # the primitives and sums of this block reading a name (a reader once per read of it), of the names
-        # ``taken`` may ask about: a negation's target and, in turn, the target of a primitive or sum reading such
-        # a name
+        # ``taken`` may ask about (``_asked``): a negation's target and, in turn, the target of a primitive or sum
+        # reading such names that may be negated, or whose ``_takes`` asks about its target
         self.readers: dict[str, list[Bind]] = {}
         readers = self.readers
         others: list[str] = []  # the reads of those names by the rest (with the readers, their ``use_counts``
         # where no block is nested)
+        # where ``run`` looks (where no block is nested): the negations, the primitives and sums reading those
+        # names, and the bindings of anything else.  (Each other binding is kept as it is: it reads no name
+        # negated or renamed, those being names of negations and of readers of them)
+        visit: list[int] = []
         flat = True
-        for b in block.binds:
+        get = readers.get
+        for at, b in enumerate(block.binds):
             rhs = b.rhs
             cls = type(rhs)
-            if cls is Prim or cls is Plus:
-                asked = cls is Prim and rhs.op == "neg"  # type: ignore[union-attr]
-                if readers:
-                    for a in rhs.args if cls is Prim else rhs.items:  # type: ignore[union-attr]
-                        if type(a) is Var:
-                            found = readers.get(a.name)  # (one lookup)
-                            if found is not None:
-                                found.append(b)
-                                asked = True
-                if asked:
-                    for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
+            if cls is Prim:
+                read = 0  # (how many of its reads are of those names)
+                for a in rhs.args:  # type: ignore[union-attr]
+                    if type(a) is Var:
+                        found = get(a.name)  # (one lookup)
+                        if found is not None:
+                            found.append(b)
+                            read += 1
+                if read:
+                    visit.append(at)
+                    op = rhs.op  # type: ignore[union-attr]
+                    if op == "mul" or op == "div":  # (the most common: ``_asked``, written out)
+                        args = rhs.args  # type: ignore[union-attr]
+                        asked = len(args) != 2 or not (_literal(args[0]) or _literal(args[1]))
+                    else:
+                        asked = _asked(rhs, read, readers)  # type: ignore[arg-type]
+                    if asked:
+                        for t in b.targets:  # (a name is read only after its binding: its reads are all seen)
+                            readers[t.name] = []
+                elif rhs.op == "neg":  # type: ignore[union-attr]
+                    visit.append(at)
+                    for t in b.targets:
                         readers[t.name] = []
+            elif cls is Plus:
+                read = 0
+                for a in rhs.items:  # type: ignore[union-attr]
+                    if type(a) is Var:
+                        found = get(a.name)
+                        if found is not None:
+                            found.append(b)
+                            read += 1
+                if read:
+                    visit.append(at)
+                    # (``_asked``: each of its reads is of those names)
+                    if read == len(rhs.items):  # type: ignore[union-attr]
+                        for t in b.targets:
+                            readers[t.name] = []
             elif cls in NESTING:
                 flat = False
-            elif readers:
-                others.extend([v.name for v in vars_of(rhs) if v.name in readers])
+            else:
+                visit.append(at)
+                if readers:
+                    others.extend([v.name for v in vars_of(rhs) if v.name in readers])
+        self.visit: list[int] | None = visit if flat else None
         if flat:  # (the reads of those names by the rest and the result: with their readers, their use counts)
             self.elsewhere: Counter | None = Counter(others)
             if isinstance(block.result, Var) and block.result.name in readers:
@@ -146,33 +203,43 @@ class _Absorb:
 
     def taken(self, name: str) -> bool:
         """Whether every read of ``name`` is by a binding of this block that takes its negation."""
-        if name not in self.memo:
-            self.memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
-            readers = self.readers.get(name, [])
-            if readers and not self.read_elsewhere(name):
-                for b in readers:
-                    if not self._takes(b, name):
-                        break
-                else:
-                    self.memo[name] = True
-        return self.memo[name]
+        memo = self.memo
+        known = memo.get(name)
+        if known is not None:
+            return known
+        memo[name] = False  # (a block binds each name once: no cycle; the guard costs nothing)
+        readers = self.readers.get(name)
+        if not readers or self.read_elsewhere(name):
+            return False
+        takes = self._takes
+        for b in readers:
+            if not takes(b, name):
+                return False
+        memo[name] = True
+        return True
 
     def _takes(self, b: Bind, name: str) -> bool:
         rhs = b.rhs
-        if type(rhs) is Plus:
-            return len(b.targets) == 1
-        assert isinstance(rhs, Prim)
         if len(b.targets) != 1:
             return False
-        if rhs.op == "neg" or (rhs.op in ("add", "sub") and len(rhs.args) == 2):
+        if type(rhs) is Plus:
             return True
-        if rhs.op not in _EACH:  # (linear in each argument: no argument to look at)
-            linear = (0,) if rhs.op in _FIRST else ()
-            for i, a in enumerate(rhs.args):
+        assert isinstance(rhs, Prim)
+        op, args = rhs.op, rhs.args
+        if op == "mul" or op == "div":  # (the most common; linear in each argument: ``_EACH``)
+            if len(args) == 2:
+                a, c = args  # (``_literal``, written out)
+                if (type(a) is Const and a.name is None and type(a.value) is float) or \
+                        (type(c) is Const and c.name is None and type(c.value) is float):
+                    return True
+            return self.taken(b.targets[0].name)
+        if op == "neg" or (op in ("add", "sub") and len(args) == 2):
+            return True
+        if op not in _EACH:  # (linear in each argument: no argument to look at)
+            linear = (0,) if op in _FIRST else ()
+            for i, a in enumerate(args):
                 if type(a) is Var and a.name == name and i not in linear:
                     return False
-        if rhs.op in ("mul", "div") and len(rhs.args) == 2 and (_literal(rhs.args[0]) or _literal(rhs.args[1])):
-            return True
         return self.taken(b.targets[0].name)
 
     def signed(self, a: Atom) -> Signed:
@@ -183,22 +250,30 @@ class _Absorb:
     def run(self) -> Block:
         negated, out = self.negated, self.out
         env = self.env
-        for b in self.block.binds:
+        binds = self.block.binds
+        visit = self.visit
+        done = 0  # (the bindings before it are in ``out``, or looked at)
+        for at in range(len(binds)) if visit is None else visit:
+            if at != done:  # (those not looked at, kept as they are: copied at once)
+                out += binds[done:at]
+            done = at + 1
+            b = binds[at]
             rhs = b.rhs
             if type(rhs) is Prim and len(b.targets) == 1:
-                if rhs.op != "neg":
-                    for a in rhs.args:
-                        if type(a) is Var and (a.name in env or a.name in negated):
-                            break
-                    else:  # (the most common: no argument renamed or negated, kept as it is)
-                        out.append(b)
-                        continue
-                if env:  # (``substitute``'s own test, without a call)
-                    for a in rhs.args:
-                        if type(a) is Var and a.name in env:
-                            rhs = substitute(rhs, env)
-                            break
-                if negated and _reads_any(rhs.args, negated):
+                renamed = read = False  # (whether it reads a name of ``env``, of ``negated``)
+                for a in rhs.args:
+                    if type(a) is Var:
+                        if a.name in env:
+                            renamed = True
+                        elif a.name in negated:
+                            read = True
+                if not (renamed or read) and rhs.op != "neg":
+                    out.append(b)  # (the most common: no argument renamed or negated, kept as it is)
+                    continue
+                if renamed:  # (what it reads then, read again)
+                    rhs = substitute(rhs, env)
+                    read = _reads_any(rhs.args, negated)
+                if read:
                     self.signed_prim(b, rhs, b.targets[0])  # (``prim``'s first rule, the test made once)
                 elif rhs.op != "neg":
                     out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
@@ -212,6 +287,7 @@ class _Absorb:
             else:
                 self.materialise(rhs)
                 self.out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+        out += binds[done:]
         result = self.env.get(self.block.result.name, self.block.result) if isinstance(self.block.result, Var) \
             else self.block.result
         self.materialise(Prim("result", (result,)))

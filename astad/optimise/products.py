@@ -33,6 +33,9 @@ and of each block of the backward pass.  Runs before ``rematerialise`` and
 
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
+from typing import Collection
+
 from ..blocks import NESTING, same_or_new, with_branches
 from ..ir import Bind, Block, Num, Prim, ReverseProgram, Var
 from ..ir.walk import NESTING_KINDS, OTHER_KINDS, ops_of, positions, use_counts_dict
@@ -40,14 +43,7 @@ from .dce import dce, dce_rewritten
 
 Pair = tuple[str, str]
 
-
-def _product(rhs: object) -> tuple[Var, Var] | None:
-    """The two variables a ``mul`` of two variables reads (None for anything else)."""
-    if type(rhs) is Prim and rhs.op == "mul" and len(rhs.args) == 2 and not rhs.params:
-        a, b = rhs.args
-        if isinstance(a, Var) and isinstance(b, Var):
-            return a, b
-    return None
+_NAME, _ARGS, _FIRST = attrgetter("name"), attrgetter("rhs.args"), itemgetter(0)
 
 
 def _pair(a: Var, b: Var) -> Pair:
@@ -67,7 +63,8 @@ _RECORDED = _BOUNDED | {"neg", "exp", "mul"}
 
 
 #: what the backward walk looks at: products, negations and the right-hand sides that may have blocks inside
-_LOOKED_AT = OTHER_KINDS | {"mul", "neg"}
+_PRODUCTS = frozenset({"mul", "neg"})
+_LOOKED_AT = OTHER_KINDS | _PRODUCTS
 
 
 def _negation(b: Bind) -> bool:
@@ -85,6 +82,7 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
     bounded: set[str] = set()  # values at most 1 in magnitude (or nan)
     nonpositive: set[str] = set()  # -v * v, v * -v, -(v * v)
     squares: set[str] = set()  # v * v
+    made_factors: set[str] = set()  # the factors of those products c (only a product of those has a ``_made``)
     binds = prog.forward.binds
     # (only the bindings of the primitives recorded, found without a Python loop over every binding)
     for at in positions(ops_of(prog.forward), _RECORDED):
@@ -94,13 +92,23 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
             continue
         op = rhs.op
         if op == "mul":
-            factors = _product(rhs)
-            if factors is not None and _float(b.targets[0].type):
-                (x, u), negated = _signed(factors, negations)
-                if x == u:
-                    (nonpositive if negated else squares).add(b.targets[0].name)
-                if factors[0].name in bounded or factors[1].name in bounded:
-                    made.setdefault(_pair(*factors), b.targets[0])
+            args = rhs.args  # (a product of two variables, of a float)
+            if len(args) != 2 or rhs.params:
+                continue
+            f, g = args
+            if type(f) is not Var or type(g) is not Var:
+                continue
+            target = b.targets[0]
+            t = target.type
+            if not isinstance(t, Num) or not t.dtype.startswith("float"):
+                continue
+            fn, gn = f.name, g.name
+            p, q = negations.get(fn, f), negations.get(gn, g)
+            if p.name == q.name:
+                (nonpositive if (p is not f) is not (q is not g) else squares).add(target.name)
+            if fn in bounded or gn in bounded:
+                made.setdefault((fn, gn) if fn <= gn else (gn, fn), target)
+                made_factors.update((fn, gn))
         elif op == "neg":
             if _negation(b):
                 negations[b.targets[0].name] = rhs.args[0]  # type: ignore[union-attr]
@@ -115,7 +123,13 @@ def shared_products(prog: ReverseProgram, cleaning: bool = False) -> ReverseProg
     flat = cleaning and NESTING_KINDS.isdisjoint(ops_of(prog.backward))  # (its own bindings': ``_block`` asks too)
     changed: list[int] | None = [] if flat else None
     where: dict[str, int] = {}
-    backward = _block(prog.backward, negations, made, counts, changed, where)
+    # what each negation of either block negates (the backward block's found without a Python loop over every
+    # binding; of every negation, float or not)
+    bases = set(map(_NAME, negations.values()))
+    bases.update(map(_NAME, map(_FIRST, map(_ARGS, map(prog.backward.binds.__getitem__,
+                                                       positions(ops_of(prog.backward), ("neg",)))))))
+    backward = _block(prog.backward, negations, made, counts, changed, where, made_factors, bases,
+                      flat or NESTING_KINDS.isdisjoint(ops_of(prog.backward)))
     if backward is prog.backward:
         return prog
     shared = ReverseProgram(prog.name, prog.params, prog.forward, prog.ct_in, backward)
@@ -133,62 +147,81 @@ def shared_products_cleaned(prog: ReverseProgram) -> ReverseProgram:
 
 
 def _block(block: Block, negations: dict[str, Var], made: dict[Pair, Var], counts: dict[str, int],
-           changed: list[int] | None = None, where: dict[str, int] | None = None) -> Block:
+           changed: list[int] | None = None, where: dict[str, int] | None = None,
+           made_factors: Collection[str] = (), bases: set[str] | None = None, flat: bool = False) -> Block:
     """``changed``, where given: receives where a binding is made again (of a block without nested
-    blocks), and ``where`` where each product the block binds is."""
+    blocks), and ``where`` where each product the block binds is.  ``made_factors``: the names of the
+    factors of ``made``'s products; ``bases``, where given: every name the block's negations negate (more
+    names only look up more products, and find what they would have); ``flat``: whether the block has no
+    nested blocks (known to the caller)."""
     negations = dict(negations)
     products: dict[Pair, tuple[Var, bool]] = {}  # {x, u} -> (z, negated), for each z = ±x * ±u of this block so far
     defs: dict[str, tuple[Var, Var]] = {}  # p -> its two factors, for each p = x * y of this block
+    # the names whose products are looked up among those of the other sign (each, where ``bases`` is not given):
+    # a product of another sign reads the negation of a factor, so the pair read holds a name a negation negates
+    # or, in turn, a product of such a name (a name added at its binding, before what reads it); a product reads
+    # a name of these or a negation of one
+    watch: set[str] | _All = _All() if bases is None else bases | negations.keys()
     out = list(block.binds)  # (each binding kept or replaced by one)
     ops = ops_of(block)
     # (only products, negations and bindings with blocks inside, found without a Python loop over every binding:
     # the others, the most common, are neither rule's)
-    for at in positions(ops, _LOOKED_AT):
+    for at in positions(ops, _PRODUCTS if flat else _LOOKED_AT):
         b = out[at]
         rhs = b.rhs
         if type(rhs) is not Prim:  # (neither a product nor a negation: only the blocks inside, if any)
             if type(rhs) in NESTING:
-                out[at] = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts))
+                out[at] = with_branches(b, rhs, lambda blk: _block(blk, negations, made, counts,
+                                                                   made_factors=made_factors))
             continue
-        if rhs.op != "mul":
-            if _negation(b):
-                negations[b.targets[0].name] = rhs.args[0]  # type: ignore[assignment]
+        if rhs.op != "mul":  # (a negation: ``_negation``, written out)
+            u = rhs.args[0]
+            if len(b.targets) == 1 and type(u) is Var and _float(u.type):
+                negations[b.targets[0].name] = u
+                watch.add(b.targets[0].name)
             continue
         args = rhs.args
-        if len(b.targets) != 1 or len(args) != 2 or rhs.params:  # (``_product``'s test, written out)
+        if len(b.targets) != 1 or len(args) != 2 or rhs.params:  # (a product of two variables)
             continue
         f, g = args
         if type(f) is not Var or type(g) is not Var:
             continue
-        # (``_made`` finds nothing where neither factor is a product of this block's)
-        new = _made((f, g), defs, made, counts) if f.name in defs or g.name in defs else None
-        if new is not None:
-            b = out[at] = Bind(b.targets, new, b.loc)
-            f, g = new.args  # type: ignore[assignment]
-            if changed is not None:
-                changed.append(at)
-        p, q = negations.get(f.name, f), negations.get(g.name, g)  # (``_signed``, written out)
-        key = (p.name, q.name) if p.name <= q.name else (q.name, p.name)
-        negated = (p is not f) is not (q is not g)
-        z, sign = products.setdefault(key, (b.targets[0], negated))
-        if sign != negated:  # x * -u after x * u, or x * u after x * -u
-            b = out[at] = Bind(b.targets, Prim("neg", (z,)), b.loc)
-            if changed is not None and (not changed or changed[-1] != at):
-                changed.append(at)
-            if _negation(b):  # (a product made a negation: read as one by the products after it)
-                negations[b.targets[0].name] = z
-        else:
-            defs[b.targets[0].name] = (f, g)
-            if where is not None:
-                where[b.targets[0].name] = at
+        fn, gn = f.name, g.name
+        if fn in defs or gn in defs:  # (``_made`` finds nothing where neither factor is a product of this block's)
+            new = _made((f, g), defs, made, counts)
+            if new is not None:
+                b = out[at] = Bind(b.targets, new, b.loc)
+                f, g = new.args  # type: ignore[assignment]
+                fn, gn = f.name, g.name
+                if changed is not None:
+                    changed.append(at)
+        target = b.targets[0]
+        if fn in watch or gn in watch:
+            p, q = negations.get(fn, f), negations.get(gn, g)  # (each negation ``t = -u`` read as ``u``)
+            key = (p.name, q.name) if p.name <= q.name else (q.name, p.name)
+            negated = (p is not f) is not (q is not g)
+            z, sign = products.setdefault(key, (target, negated))
+            if sign != negated:  # x * -u after x * u, or x * u after x * -u
+                b = out[at] = Bind(b.targets, Prim("neg", (z,)), b.loc)
+                if changed is not None and (not changed or changed[-1] != at):
+                    changed.append(at)
+                if _negation(b):  # (a product made a negation: read as one by the products after it)
+                    negations[target.name] = z
+                    watch.add(target.name)
+                continue
+            watch.add(target.name)
+        if fn in made_factors or gn in made_factors:  # (``_made`` looks only at products of these)
+            defs[target.name] = (f, g)
+        if where is not None:
+            where[target.name] = at
     return same_or_new(block, out)
 
 
-def _signed(factors: tuple[Var, Var], negations: dict[str, Var]) -> tuple[Pair, bool]:
-    """The factors with each negation ``t = -u`` read as ``u`` (as a pair), and whether an odd number were."""
-    f, g = factors
-    p, q = negations.get(f.name, f), negations.get(g.name, g)
-    return (p.name, q.name) if p.name <= q.name else (q.name, p.name), (p is not f) is not (q is not g)  # (``_pair``)
+class _All(set):
+    """Every name (a nested block's products are each looked up)."""
+
+    def __contains__(self, name: object) -> bool:
+        return True
 
 
 def _made(factors: tuple[Var, Var], defs: dict[str, tuple[Var, Var]], made: dict[Pair, Var],

@@ -35,9 +35,11 @@ def _float(t: object) -> bool:
 def _column_times_row(args: tuple[Atom, ...]) -> bool:
     if len(args) != 2:
         return False
-    a, b = (x.type for x in args)
-    return (_float(a) and _float(b) and a.ndim == 2 and b.ndim == 2  # type: ignore[union-attr]
-            and type(a.shape[1]) is int and a.shape[1] == 1 and type(b.shape[0]) is int and b.shape[0] == 1)  # type: ignore[union-attr]
+    a, b = args[0].type, args[1].type
+    # (the shapes first: a matrix product of a vector, the most common, is told without a look at the dtypes)
+    return (isinstance(a, Num) and isinstance(b, Num) and len(a.shape) == 2 and len(b.shape) == 2
+            and type(a.shape[1]) is int and a.shape[1] == 1 and type(b.shape[0]) is int and b.shape[0] == 1
+            and _float(a) and _float(b))
 
 
 def _unit_sum(rhs: Prim) -> Prim | None:
