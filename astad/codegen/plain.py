@@ -62,13 +62,6 @@ _UNSEEN = object()
 SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True, None, None)
 
 
-def _count(copied: Counter, reads: list[str]) -> None:
-    """Count ``reads`` in ``copied`` (``bind_plain``'s reads, counted before another method reads or
-    replaces ``copied``), and empty it."""
-    copied.update(reads)
-    reads.clear()
-
-
 def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form:
     """The form of operation ``op``, printed by the table's ``emit`` as ``printer`` prints it."""
     kind, what = rules.emit.TEXT_FORMS[emit]
@@ -91,6 +84,7 @@ class PlainPrinting:
     depth: dict
     reach: int
     copied: Counter
+    pending_reads: list
     views: dict
     fresh: set
     lines: list
@@ -118,8 +112,7 @@ class PlainPrinting:
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
         uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
         kinds, held, raising = self.type_kinds, self.typed, self.raising  # (raising: changed in place, never replaced)
-        reads: list[str] = []  # the variables read into new memory, not yet counted in `copied` (counted at once)
-        read = reads.append
+        read = self.pending_reads.append  # the variables read into new memory: counted in `copied` when asked for
         form_of = forms.get  # (dict's own get: a read of a dict subclass's item is not specialised by the interpreter)
         for b in binds:
             rhs = b.rhs
@@ -130,8 +123,6 @@ class PlainPrinting:
                     if f is _UNSEEN:  # (an operation not met before: ``forms`` finds its form)
                         f = forms[rhs.op]
                     if f is None:
-                        if reads:
-                            _count(copied, reads)
                         bind(b)
                         stale = True
                         direct = self.fast is None and self.text_plain and not self.zipped
@@ -140,15 +131,13 @@ class PlainPrinting:
                 else:
                     f = forms[Plus]
                     if f is None:
-                        if reads:
-                            _count(copied, reads)
                         bind(b)
                         stale = True
                         continue
                     operands = rhs.items
                     counted = len(operands) > 1
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
-                    inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    inlined, depth, fresh_set, lines = self.inlined, self.depth, self.fresh, self.lines
                     top = self.top
                     last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
                     in_if = self.in_if
@@ -163,8 +152,6 @@ class PlainPrinting:
                         _OTHER if order.python_number(t) else _SCALAR
                 if of_type is _BIG or views or not counted or raising:  # (may be written in place; a view pending; a
                     # copy; an expression pending may raise: Python's order kept, .order)
-                    if reads:
-                        _count(copied, reads)
                     if cls is Prim:
                         self.reach = 0
                         plain(b, rhs, f)
@@ -174,8 +161,6 @@ class PlainPrinting:
                     continue
                 if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
                                     or not target.name.isidentifier()):
-                    if reads:
-                        _count(copied, reads)
                     bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
                     stale = True
                     continue
@@ -241,13 +226,9 @@ class PlainPrinting:
                                      comment(b.loc))
                     last_loc, seen = self.last_loc, None
                 continue
-            if reads:
-                _count(copied, reads)
             bind(b)
             stale = True
             direct = self.fast is None and self.text_plain and not self.zipped
-        if reads:
-            _count(copied, reads)
 
     def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
         """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not

@@ -103,7 +103,8 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         self.in_if = 0  # how many `if`s the lines being printed are in (within the innermost loop body)
         self.fresh: set[str] = set()  # variables holding an array this function allocated
         self.updatable: set[str] = set()  # loop variables (and loop results) holding an array only they hold
-        self.copied: Counter = Counter()  # reads, so far in this block, by operations whose result is new memory
+        self._copied: Counter = Counter()  # (see copied)
+        self.pending_reads: list[str] = []  # reads of bind_plain's not yet counted in copied (never replaced)
         self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
         # what must be bound whichever branch ran: the residuals and what loops record on tapes (none where the
         # block has no loop: its kinds are known, mostly, and no walk is made for the sums then: see summed_with)
@@ -119,6 +120,22 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         # id(a type) -> its kind for bind_plain (plain._BIG, _ARRAY, _LIST, _OTHER), the type held in `typed`
         self.type_kinds: dict[int, str] = {}
         self.typed: list[object] = []
+
+    @property
+    def copied(self) -> Counter:
+        """Reads, so far in this block, by operations whose result is new memory (read by the in-place forms):
+        :meth:`bind_plain`'s reads, kept in ``pending_reads``, counted when it is first asked for after them (a
+        block with no array written in place never asks: they are never counted)."""
+        copied, pending = self._copied, self.pending_reads
+        if pending:
+            copied.update(pending)
+            pending.clear()
+        return copied
+
+    @copied.setter
+    def copied(self, value: Counter) -> None:  # (the reads made before counted in the Counter they were made for)
+        self.copied  # noqa: B018
+        self._copied = value
 
     @property
     def summed_with(self) -> dict[str, str]:
