@@ -113,6 +113,7 @@ class PlainPrinting:
         uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
         kinds, held, raising = self.type_kinds, self.typed, self.raising  # (raising: changed in place, never replaced)
         read = self.pending_reads.append  # the variables read into new memory: counted in `copied` when asked for
+        new_text = Text.__new__
         form_of = forms.get  # (dict's own get: a read of a dict subclass's item is not specialised by the interpreter)
         for b in binds:
             rhs = b.rhs
@@ -202,7 +203,11 @@ class PlainPrinting:
                 # (put's; Namer.is_temp's; a sum is assigned)
                 if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
                         and reach < MAX_INLINED and not (in_if and name in residuals):
-                    inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
+                    if value is None:  # (Text's own __init__, inlined: no frame of its own)
+                        value = new_text(Text)
+                        value.text, value.prec, value._node, value._make, value._parts = \
+                            text, prec, None, f.make, (f.head, *texts)
+                    inlined[name] = value
                     depth[name] = reach + 1
                     if f.raises_py if of_type is _OTHER else f.raises_np:  # (it may raise: .order; none pending that may)
                         what = order.may_raise(rhs, t) if of_type is _OTHER else f.raises_np  # (an int's division: .order)
