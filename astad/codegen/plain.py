@@ -128,7 +128,9 @@ class PlainPrinting:
                         stale = True
                         direct = self.fast is None and self.text_plain and not self.zipped
                         continue
-                    operands, counted = rhs.args, f.fresh
+                    operands = rhs.args
+                    printer, kind, prec, token, make, head, counted, raises_np, raises_py = f  # (a tuple's items
+                    # read at once: a NamedTuple's fields are descriptors, a read of each not specialised by the interpreter)
                 else:
                     f = forms[Plus]
                     if f is None:
@@ -136,6 +138,7 @@ class PlainPrinting:
                         stale = True
                         continue
                     operands = rhs.items
+                    printer, kind, prec, token, make, head, _, raises_np, raises_py = f
                     counted = len(operands) > 1
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
                     inlined, depth, fresh_set, lines = self.inlined, self.depth, self.fresh, self.lines
@@ -182,20 +185,20 @@ class PlainPrinting:
                     else:  # (text_atom's, for a constant read before)
                         known = constants.get(id(a))
                         texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
-                kind, value, prec = f.kind, None, f.prec
+                value = None
                 if kind is _BINOP:  # (text_expr.binop_of's)
                     left, right = texts
-                    text = f"{left.text if left.prec >= prec else f'({left.text})'}{f.token}" \
+                    text = f"{left.text if left.prec >= prec else f'({left.text})'}{token}" \
                         f"{right.text if right.prec > prec else f'({right.text})'}"  # (one string made, not two)
                 elif kind is _CALL:  # (text_expr.call's)
-                    text = f"{f.token}({', '.join([a.text for a in texts])})"
+                    text = f"{token}({', '.join([a.text for a in texts])})"
                 elif kind is _SUMS:  # (Printer.sum's: binop_of's, the sum so far on the left)
                     first = texts[0]
                     text = first.text if first.prec >= prec else "(" + first.text + ")"
                     for a in texts[1:]:
-                        text += f.token + a.text if a.prec > prec else f.token + "(" + a.text + ")"
+                        text += token + a.text if a.prec > prec else token + "(" + a.text + ")"
                 else:
-                    value = f.printer(texts)
+                    value = printer(texts)
                     text, prec = value.text, value.prec
                 name = target.name
                 if of_type is _ARRAY or kind is _SUMS:  # (a sum's result is new memory whatever its type)
@@ -206,11 +209,11 @@ class PlainPrinting:
                     if value is None:  # (Text's own __init__, inlined: no frame of its own)
                         value = new_text(Text)
                         value.text, value.prec, value._node, value._make, value._parts = \
-                            text, prec, None, f.make, (f.head, *texts)
+                            text, prec, None, make, (head, *texts)
                     inlined[name] = value
                     depth[name] = reach + 1
-                    if f.raises_py if of_type is _OTHER else f.raises_np:  # (it may raise: .order; none pending that may)
-                        what = order.may_raise(rhs, t) if of_type is _OTHER else f.raises_np  # (an int's division: .order)
+                    if raises_py if of_type is _OTHER else raises_np:  # (it may raise: .order; none pending that may)
+                        what = order.may_raise(rhs, t) if of_type is _OTHER else raises_np  # (an int's division: .order)
                         if what:
                             raising[name] = what
                 elif name.isidentifier():  # (assign_line's)
@@ -227,7 +230,7 @@ class PlainPrinting:
                     else:
                         lines.append(f"{name} = {text}")
                 else:
-                    self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
+                    self.assign_line((name,), value or Text(text, prec, None, make, (head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
                     last_loc, seen = self.last_loc, None
                 continue
