@@ -62,13 +62,6 @@ _UNSEEN = object()
 SUM = Form(lambda texts: texts[0], _SUMS, tx.BINOPS["+"][0], tx.BINOPS["+"][1], px.binop, "+", True, None, None)
 
 
-def _count(copied: Counter, reads: list[str]) -> None:
-    """Count ``reads`` in ``copied`` (``bind_plain``'s reads, counted before another method reads or
-    replaces ``copied``), and empty it."""
-    copied.update(reads)
-    reads.clear()
-
-
 def form(op: str, emit: Callable, printer: Callable[[list[Text]], Text]) -> Form:
     """The form of operation ``op``, printed by the table's ``emit`` as ``printer`` prints it."""
     kind, what = rules.emit.TEXT_FORMS[emit]
@@ -91,6 +84,7 @@ class PlainPrinting:
     depth: dict
     reach: int
     copied: Counter
+    pending_reads: list
     views: dict
     fresh: set
     lines: list
@@ -118,8 +112,8 @@ class PlainPrinting:
         stale = True  # the printer's containers are to be read again (another method may have replaced them)
         uses, views, constants, deferred = self.uses, self.views, self.constant_atoms, self.deferred  # (never replaced)
         kinds, held, raising = self.type_kinds, self.typed, self.raising  # (raising: changed in place, never replaced)
-        reads: list[str] = []  # the variables read into new memory, not yet counted in `copied` (counted at once)
-        read = reads.append
+        read = self.pending_reads.append  # the variables read into new memory: counted in `copied` when asked for
+        new_text = Text.__new__
         form_of = forms.get  # (dict's own get: a read of a dict subclass's item is not specialised by the interpreter)
         for b in binds:
             rhs = b.rhs
@@ -130,25 +124,24 @@ class PlainPrinting:
                     if f is _UNSEEN:  # (an operation not met before: ``forms`` finds its form)
                         f = forms[rhs.op]
                     if f is None:
-                        if reads:
-                            _count(copied, reads)
                         bind(b)
                         stale = True
                         direct = self.fast is None and self.text_plain and not self.zipped
                         continue
-                    operands, counted = rhs.args, f.fresh
+                    operands = rhs.args
+                    printer, kind, prec, token, make, head, counted, raises_np, raises_py = f  # (a tuple's items
+                    # read at once: a NamedTuple's fields are descriptors, a read of each not specialised by the interpreter)
                 else:
                     f = forms[Plus]
                     if f is None:
-                        if reads:
-                            _count(copied, reads)
                         bind(b)
                         stale = True
                         continue
                     operands = rhs.items
+                    printer, kind, prec, token, make, head, _, raises_np, raises_py = f
                     counted = len(operands) > 1
                 if stale:  # (what printing a loop or a branch, or flushing, replaces)
-                    inlined, depth, copied, fresh_set, lines = self.inlined, self.depth, self.copied, self.fresh, self.lines
+                    inlined, depth, fresh_set, lines = self.inlined, self.depth, self.fresh, self.lines
                     top = self.top
                     last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
                     in_if = self.in_if
@@ -163,8 +156,6 @@ class PlainPrinting:
                         _OTHER if order.python_number(t) else _SCALAR
                 if of_type is _BIG or views or not counted or raising:  # (may be written in place; a view pending; a
                     # copy; an expression pending may raise: Python's order kept, .order)
-                    if reads:
-                        _count(copied, reads)
                     if cls is Prim:
                         self.reach = 0
                         plain(b, rhs, f)
@@ -174,8 +165,6 @@ class PlainPrinting:
                     continue
                 if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
                                     or not target.name.isidentifier()):
-                    if reads:
-                        _count(copied, reads)
                     bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
                     stale = True
                     continue
@@ -196,20 +185,20 @@ class PlainPrinting:
                     else:  # (text_atom's, for a constant read before)
                         known = constants.get(id(a))
                         texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
-                kind, value, prec = f.kind, None, f.prec
+                value = None
                 if kind is _BINOP:  # (text_expr.binop_of's)
                     left, right = texts
-                    text = f"{left.text if left.prec >= prec else f'({left.text})'}{f.token}" \
+                    text = f"{left.text if left.prec >= prec else f'({left.text})'}{token}" \
                         f"{right.text if right.prec > prec else f'({right.text})'}"  # (one string made, not two)
                 elif kind is _CALL:  # (text_expr.call's)
-                    text = f"{f.token}({', '.join([a.text for a in texts])})"
+                    text = f"{token}({', '.join([a.text for a in texts])})"
                 elif kind is _SUMS:  # (Printer.sum's: binop_of's, the sum so far on the left)
                     first = texts[0]
                     text = first.text if first.prec >= prec else "(" + first.text + ")"
                     for a in texts[1:]:
-                        text += f.token + a.text if a.prec > prec else f.token + "(" + a.text + ")"
+                        text += token + a.text if a.prec > prec else token + "(" + a.text + ")"
                 else:
-                    value = f.printer(texts)
+                    value = printer(texts)
                     text, prec = value.text, value.prec
                 name = target.name
                 if of_type is _ARRAY or kind is _SUMS:  # (a sum's result is new memory whatever its type)
@@ -217,10 +206,14 @@ class PlainPrinting:
                 # (put's; Namer.is_temp's; a sum is assigned)
                 if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
                         and reach < MAX_INLINED and not (in_if and name in residuals):
-                    inlined[name] = value or Text(text, prec, None, f.make, (f.head, *texts))
+                    if value is None:  # (Text's own __init__, inlined: no frame of its own)
+                        value = new_text(Text)
+                        value.text, value.prec, value._node, value._make, value._parts = \
+                            text, prec, None, make, (head, *texts)
+                    inlined[name] = value
                     depth[name] = reach + 1
-                    if f.raises_py if of_type is _OTHER else f.raises_np:  # (it may raise: .order; none pending that may)
-                        what = order.may_raise(rhs, t) if of_type is _OTHER else f.raises_np  # (an int's division: .order)
+                    if raises_py if of_type is _OTHER else raises_np:  # (it may raise: .order; none pending that may)
+                        what = order.may_raise(rhs, t) if of_type is _OTHER else raises_np  # (an int's division: .order)
                         if what:
                             raising[name] = what
                 elif name.isidentifier():  # (assign_line's)
@@ -237,17 +230,13 @@ class PlainPrinting:
                     else:
                         lines.append(f"{name} = {text}")
                 else:
-                    self.assign_line((name,), value or Text(text, prec, None, f.make, (f.head, *texts)),  # type: ignore[attr-defined]
+                    self.assign_line((name,), value or Text(text, prec, None, make, (head, *texts)),  # type: ignore[attr-defined]
                                      comment(b.loc))
                     last_loc, seen = self.last_loc, None
                 continue
-            if reads:
-                _count(copied, reads)
             bind(b)
             stale = True
             direct = self.fast is None and self.text_plain and not self.zipped
-        if reads:
-            _count(copied, reads)
 
     def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
         """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not

@@ -25,7 +25,7 @@ from .. import pyexpr as px
 from ..errors import InternalError
 from ..names import Namer
 from ..ir import (Atom, Bind, Block, Const, If, ListT, Loc, Loop, LoopBack, MakeTuple, NoneT, Num, Plus, Prim, ReverseProgram, TupleT,
-                 Unpack, Var, bound_var_names, use_counts)
+                 Unpack, Var, bound_var_names, kinds, use_counts)
 from ..optimise.scalars import ScalarPlan, plan as scalar_plan
 from .loops import LoopPrinting, taped_and_summed
 from .plain import MAX_INLINED, MAX_TERMS, SUM, Form, PlainPrinting, form as plain_form
@@ -103,12 +103,16 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         self.in_if = 0  # how many `if`s the lines being printed are in (within the innermost loop body)
         self.fresh: set[str] = set()  # variables holding an array this function allocated
         self.updatable: set[str] = set()  # loop variables (and loop results) holding an array only they hold
-        self.copied: Counter = Counter()  # reads, so far in this block, by operations whose result is new memory
+        self._copied: Counter = Counter()  # (see copied)
+        self.pending_reads: list[str] = []  # reads of bind_plain's not yet counted in copied (never replaced)
         self.views: dict[str, str] = {}  # a view read once -> the variable it is a view of
-        # what must be bound whichever branch ran: the residuals and what loops record on tapes
+        # what must be bound whichever branch ran: the residuals and what loops record on tapes (none where the
+        # block has no loop: its kinds are known, mostly, and no walk is made for the sums then: see summed_with)
         taped: set[str] = set()
-        self.summed_with: dict[str, str] = {}  # x -> y for each sum x + y of two variables
-        taped_and_summed(block, taped, self.summed_with)
+        self._block, self._summed = block, None
+        if "Loop" in kinds(block):
+            self._summed = {}
+            taped_and_summed(block, taped, self._summed)
         self.residuals = set(returned) | (taped - self.plan.recomputed)
         self.deferred: dict[str, tuple[Bind, list[Expr]]] = {}  # scatters waiting for the sum that reads them
         self.masked: dict[str, tuple[Expr, Expr]] = {}  # pending `mask * share` a sum may add in place
@@ -116,6 +120,32 @@ class Printer(PlainPrinting, LoopPrinting, MemoryPrinting):
         # id(a type) -> its kind for bind_plain (plain._BIG, _ARRAY, _LIST, _OTHER), the type held in `typed`
         self.type_kinds: dict[int, str] = {}
         self.typed: list[object] = []
+
+    @property
+    def copied(self) -> Counter:
+        """Reads, so far in this block, by operations whose result is new memory (read by the in-place forms):
+        :meth:`bind_plain`'s reads, kept in ``pending_reads``, counted when it is first asked for after them (a
+        block with no array written in place never asks: they are never counted)."""
+        copied, pending = self._copied, self.pending_reads
+        if pending:
+            copied.update(pending)
+            pending.clear()
+        return copied
+
+    @copied.setter
+    def copied(self, value: Counter) -> None:  # (the reads made before counted in the Counter they were made for)
+        self.copied  # noqa: B018
+        self._copied = value
+
+    @property
+    def summed_with(self) -> dict[str, str]:
+        """x -> y for each sum x + y of two variables anywhere in the block, found when first asked for (by
+        an in-place form of a sum: a straight-line block with no big array never asks)."""
+        summed = self._summed
+        if summed is None:
+            summed = self._summed = {}
+            taped_and_summed(self._block, set(), summed)
+        return summed
 
     def atom(self, a: Atom) -> Expr:
         cls = type(a)  # (no class of the IR has subclasses)
@@ -518,7 +548,9 @@ def _residual_lines(fwd: Printer, bwd: Printer, result: Atom, names: list[str], 
 def _pair(prog: ReverseProgram, residuals: Sequence[Var]) -> list[cst.FunctionDef]:
     """A reverse program's forward and backward functions."""
     # the scalar fast path reads arrays with .tolist(): numpy only (it would compute a Dask array)
-    plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY else ScalarPlan()
+    # (a program without a loop has none: its blocks' kinds are known by now, its bindings not walked again)
+    plan = scalar_plan(prog, residuals) if backends.current() == backends.NUMPY and "Loop" in kinds(prog.forward) \
+        else ScalarPlan()
     fwd = Printer(prog.forward, residuals, in_place=backends.allows_in_place(), plan=plan, text_lines=TEXT_LINES)
     fwd.bind_all(prog.forward.binds)
     # a tape on the fast path is one list per recorded variable: the residuals are those lists
