@@ -405,3 +405,58 @@ def test_long_programs_against_the_complex_step(tmp_path, seed, length):
     _, tangent = astad.jvp(f, (x, w, s), (u, v, ts))
     for got in (gx @ u + gw @ v + gs * ts, tangent):
         assert abs(got - want) <= 1e-8 * max(1.0, abs(want))
+
+
+# --- in-place forms in branches (codegen: no walk for sums and tapes of a block without loops) -------
+
+BRANCHY = '''
+import numpy as np
+
+def branches(x, w):
+    a = x * w
+    b = np.sin(a)
+    if np.sum(x) > 0:
+        c = a * b + a
+        d = c * x + b * a
+    else:
+        c = a - b
+        d = c * c
+    e = d + a + b + c
+    if np.sum(w) > 0:
+        f = e * e + a
+    else:
+        f = -e + b
+    return np.sum(f * a) + np.sum(e * b)
+
+def outer_in_branches(x, w):
+    m = np.outer(x, w)
+    if np.sum(x) > 0:
+        n = m * m + m
+    else:
+        n = m - m * m
+    k = n + m + n * m
+    return np.sum(k * m)
+'''
+
+
+@pytest.mark.parametrize("name, n", [("branches", 5000), ("outer_in_branches", 80)])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_big_arrays_written_in_place_in_branches(tmp_path, name, n, sign):
+    (tmp_path / "adv_s13_branchy.py").write_text(BRANCHY)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        f = getattr(importlib.import_module("adv_s13_branchy"), name)
+    finally:
+        sys.path.remove(str(tmp_path))
+    rs = np.random.default_rng(n)
+    x = sign * np.abs(rs.normal(size=n)) / np.sqrt(n)
+    w = -sign * np.abs(rs.normal(size=n)) / np.sqrt(n)
+    u, v = rs.normal(size=n), rs.normal(size=n)
+    want = f(x + 1e-30j * u, w + 1e-30j * v).imag / 1e-30
+    rev = astad.reverse(f)
+    _, pullback = rev(x, w)
+    gx, gw = pullback(1.0)
+    assert "+=" in rev.source  # (the in-place forms this is about)
+    _, tangent = astad.jvp(f, (x, w), (u, v))
+    for got in (gx @ u + gw @ v, tangent):
+        assert abs(got - want) <= 1e-9 * max(1.0, abs(want))
