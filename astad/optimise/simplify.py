@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from itertools import chain
+from operator import attrgetter
 
 from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
@@ -405,7 +407,8 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     if kinds(prog.forward).isdisjoint(NESTING_KINDS):
         # forget_forward in the forward fold's own walk: what it renames is renamed with what the
         # fold replaces (no residuals to keep: they matter only at an `if`)
-        forward, env = _fold_forward_block(prog.forward, frozenset(), forget=True)
+        known = _before_structure(prog.forward)
+        forward, env = known if known is not None else _fold_forward_block(prog.forward, frozenset(), forget=True)
         return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, env))
     copies: dict[str, Atom] = {}  # (each a variable of the forward block)
     forward = forget_forward(prog.forward, copies)
@@ -419,6 +422,41 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     both = {name: env.get(a.name, a) for name, a in copies.items()}  # type: ignore[union-attr]
     both.update(env)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, both))
+
+
+#: the key under which ``structural.make_explicit`` remembers, on the block it made, the block it made it of
+BEFORE_STRUCTURE = "_before_structure"
+
+
+def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
+    """``_fold_forward_block(forward, frozenset(), forget=True)`` without a walk that makes bindings again, where
+    ``forward`` (without nested blocks) is what ``structural.make_explicit`` made of a block of primitives alone,
+    none reading a zero, that it remembered (``BEFORE_STRUCTURE``): ``forget_forward`` of it is that block
+    (``dup`` and ``drop`` left out, each copy renamed as what it copies: what the pass did, undone) and the
+    fold of that changes nothing (nothing renamed, no zero, no copy, no ``or_zeros_like``): the block itself,
+    and what was renamed is each copy ``dup`` made, as what it copies.  None where not known so."""
+    core = forward.__dict__.get(BEFORE_STRUCTURE)
+    if core is None or not USE_BEFORE_STRUCTURE or "or_zeros_like" in kinds(forward):
+        return None
+    # (C walks alone: the classes of the right-hand sides, and of what the primitives read)
+    rhss = list(map(_RHS, core.binds))
+    if rhss and set(map(type, rhss)) != {Prim}:
+        return None
+    if Zero in set(map(type, chain.from_iterable(map(_ARGS, rhss)))):
+        return None
+    env: dict[str, Atom] = {t.name: b.rhs.var for b in forward.binds if type(b.rhs) is Dup  # type: ignore[union-attr]
+                            for t in b.targets}
+    # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
+    core.__dict__.setdefault("_kinds", kinds(forward) - _FORGOTTEN)
+    return core, env
+
+
+_RHS = attrgetter("rhs")
+_ARGS = attrgetter("args")
+
+#: whether ``fold_program`` takes the block the structural pass made its forward block of, where it can tell
+#: (tests turn it off)
+USE_BEFORE_STRUCTURE = True
 
 
 def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:

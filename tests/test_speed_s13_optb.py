@@ -1,0 +1,137 @@
+"""Session 13, helper optb: work the optimiser's core passes leave out, each checked against the walk it
+replaces (turning it off must change nothing).
+
+- ``simplify.USE_BEFORE_STRUCTURE``: ``fold_program`` takes the block the structural pass made a forward
+  block without nested blocks of (remembered on it under ``simplify.BEFORE_STRUCTURE``) as the fold of it
+  with ``dup`` and ``drop`` forgotten, where that block is of primitives alone, none reading a zero: the
+  structural pass's own renaming undone, not made again binding by binding.  Here the structural pass is
+  made to remember it (``_remembering``), as ``structural.make_explicit`` does where it does.
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+
+import astad
+import astad.structural as structural
+from astad.ir import Bind, Block, Drop, Dup, Function, Prim, Var, Zero
+from astad.ir.types import Num
+from astad.optimise import simplify
+from astad.api_forward import forward_of
+import test_random_programs as random_programs
+from conftest import fuzz_examples, load_program
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import programs  # noqa: E402
+
+NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
+
+
+def _remembering(monkeypatch):
+    """``structural.make_explicit`` remembering the block it made its output's body of; the list of the
+    forward blocks ``fold_program`` took that block for."""
+    made_before, taken = structural.make_explicit, []
+
+    def remembering(fn):
+        out = made_before(fn)
+        out.body.__dict__.setdefault(simplify.BEFORE_STRUCTURE, fn.body)
+        return out
+
+    before = simplify._before_structure
+
+    def noting(forward):
+        found = before(forward)
+        if found is not None:
+            taken.append(forward)
+        return found
+
+    monkeypatch.setattr(structural, "make_explicit", remembering)
+    monkeypatch.setattr(simplify, "_before_structure", noting)
+    return taken
+
+
+def _bench(name):
+    fn, make, argnums = programs.PROGRAMS[name]
+    return fn, make(np.random.default_rng(0)), frozenset((argnums,) if isinstance(argnums, int) else argnums)
+
+
+def _sources(fn, args, wrt):
+    astad.clear_caches(disk=False)
+    return astad.reverse(fn).derivative(args, wrt).source, forward_of(fn).derivative(args, wrt).source
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_block_before_structure_changes_nothing_in_bench_programs(name, monkeypatch):
+    fn, args, wrt = _bench(name)
+    walked = _sources(fn, args, wrt)
+    taken = _remembering(monkeypatch)
+    assert _sources(fn, args, wrt) == walked
+    if name == "straight_line_500":  # (the program it was made for)
+        assert taken
+    monkeypatch.setattr(simplify, "USE_BEFORE_STRUCTURE", False)
+    assert _sources(fn, args, wrt) == walked
+
+
+@settings(max_examples=fuzz_examples(15, long=40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_block_before_structure_changes_nothing_in_random_programs(tmp_path_factory, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("optb"), "optb").f
+    args = random_programs._arguments(params, seed)
+    astad.clear_caches(disk=False)
+    walked = astad.reverse(fn).transform(*args).source
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _remembering(monkeypatch)
+        astad.clear_caches(disk=False)
+        assert astad.reverse(fn).transform(*args).source == walked
+
+
+_F = Num((3,), "float64")
+
+
+def _linear(core):
+    """The structural pass's output of ``core`` (a block), remembering ``core``."""
+    x = Var("x", _F)
+    out = structural.make_explicit(Function("f", (x,), core)).body
+    out.__dict__.setdefault(simplify.BEFORE_STRUCTURE, core)
+    return out
+
+
+def test_block_before_structure_is_the_fold_of_the_forgotten_structure():
+    """``x`` read three times, ``a`` twice, ``b`` never (dropped): the block the pass made it of, and each
+    copy renamed as what it copies, as the walk finds them."""
+    x, a, b, c = Var("x", _F), Var("a", _F), Var("b", _F), Var("c", _F)
+    core = Block((Bind((a,), Prim("mul", (x, x))), Bind((b,), Prim("sin", (x,))),
+                  Bind((c,), Prim("add", (a, a)))), c)
+    linear = _linear(core)
+    assert {type(bd.rhs) for bd in linear.binds} >= {Dup, Drop}
+    found = simplify._before_structure(linear)
+    assert found is not None and found[0] is core
+    walked, env = simplify._fold_forward_block(Block(linear.binds, linear.result), frozenset(), forget=True)
+    assert [str(bd) for bd in walked.binds] == [str(bd) for bd in core.binds] and walked.result == core.result
+    assert found[1] == env
+
+
+@pytest.mark.parametrize("case", ["zero", "or_zeros_like", "dup"])
+def test_block_before_structure_not_taken_where_the_fold_would_change_it(case):
+    """A primitive reading a zero (the fold makes it zero), an ``or_zeros_like`` (the fold makes it something
+    else) or a ``dup`` of the block's own (forgotten, so the block is not the fold's): the walk."""
+    x, a, b, c = Var("x", _F), Var("a", _F), Var("b", _F), Var("c", _F)
+    if case == "zero":
+        binds = (Bind((a,), Prim("mul", (x, Zero(_F)))), Bind((c,), Prim("add", (a, a))))
+    elif case == "or_zeros_like":
+        binds = (Bind((a,), Prim("or_zeros_like", (x, x))), Bind((c,), Prim("add", (a, a))))
+    else:
+        binds = (Bind((a, b), Dup(x)), Bind((c,), Prim("add", (a, b))))
+    core = Block(binds, c)
+    if case == "dup":  # (not what the structural pass is given: remembered by hand)
+        linear = Block(core.binds + (Bind((Var("d", _F),), Prim("sin", (c,))),), c)
+        linear.__dict__[simplify.BEFORE_STRUCTURE] = core
+    else:
+        linear = _linear(core)
+    assert simplify._before_structure(linear) is None
