@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_
 
 from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
@@ -444,8 +444,10 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
         return None
     if Zero in set(map(type, chain.from_iterable(map(_ARGS, rhss)))):
         return None
-    env: dict[str, Atom] = {t.name: b.rhs.var for b in forward.binds if type(b.rhs) is Dup  # type: ignore[union-attr]
-                            for t in b.targets}
+    # (the bindings of ``dup`` picked in C: a few of many)
+    binds = forward.binds
+    dups = compress(binds, map(is_, map(type, map(_RHS, binds)), repeat(Dup)))
+    env: dict[str, Atom] = {t.name: b.rhs.var for b in dups for t in b.targets}  # type: ignore[union-attr]
     # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
     core.__dict__.setdefault("_kinds", kinds(forward) - _FORGOTTEN)
     return core, env
