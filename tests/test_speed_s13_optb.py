@@ -1,11 +1,14 @@
 """Session 13, helper optb: work the optimiser's core passes leave out, each checked against the walk it
 replaces (turning it off must change nothing).
 
-- ``simplify.USE_BEFORE_STRUCTURE``: ``fold_program`` takes the block the structural pass made a forward
-  block without nested blocks of (remembered on it under ``simplify.BEFORE_STRUCTURE``) as the fold of it
-  with ``dup`` and ``drop`` forgotten, where that block is of primitives alone, none reading a zero: the
-  structural pass's own renaming undone, not made again binding by binding.  Here the structural pass is
-  made to remember it (``_remembering``), as ``structural.make_explicit`` does where it does.
+- ``simplify.USE_BEFORE_STRUCTURE``: ``fold_program`` takes the body of the function the structural pass
+  made a forward block without nested blocks of (the function remembered on that block under
+  ``simplify.BEFORE_STRUCTURE``) as the fold of it with ``dup`` and ``drop`` forgotten, where that body is
+  of primitives alone, none reading a zero: the structural pass's own renaming undone, not made again
+  binding by binding.  Where the pass ended no name with ``drop``, each binding of that body is live
+  (``simplify.ALL_LIVE``): ``dce`` leaves it as it is without a walk, and its names are the function's.
+  Here the structural pass is made to remember the function (``_remembering``), as
+  ``structural.make_explicit`` does where it does.
 """
 
 import sys
@@ -15,9 +18,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
+import importlib
+
 import astad
+import astad.optimise as optimise
 import astad.structural as structural
-from astad.ir import Bind, Block, Drop, Dup, Function, Prim, Var, Zero
+from astad.ir import Bind, Block, Drop, Dup, Function, Prim, Var, Zero, read_names
 from astad.ir.types import Num
 from astad.optimise import simplify
 from astad.api_forward import forward_of
@@ -27,6 +33,8 @@ from conftest import fuzz_examples, load_program
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import programs  # noqa: E402
+
+dce_module = importlib.import_module("astad.optimise.dce")  # (``astad.optimise.dce`` is the function)
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
 
@@ -38,7 +46,7 @@ def _remembering(monkeypatch):
 
     def remembering(fn):
         out = made_before(fn)
-        out.body.__dict__.setdefault(simplify.BEFORE_STRUCTURE, fn.body)
+        out.body.__dict__.setdefault(simplify.BEFORE_STRUCTURE, fn)
         return out
 
     before = simplify._before_structure
@@ -95,10 +103,10 @@ _F = Num((3,), "float64")
 
 
 def _linear(core):
-    """The structural pass's output of ``core`` (a block), remembering ``core``."""
-    x = Var("x", _F)
-    out = structural.make_explicit(Function("f", (x,), core)).body
-    out.__dict__.setdefault(simplify.BEFORE_STRUCTURE, core)
+    """The structural pass's output of a function of ``x`` whose body is ``core``, remembering that function."""
+    fn = Function("f", (Var("x", _F),), core)
+    out = structural.make_explicit(fn).body
+    out.__dict__.setdefault(simplify.BEFORE_STRUCTURE, fn)
     return out
 
 
@@ -131,7 +139,75 @@ def test_block_before_structure_not_taken_where_the_fold_would_change_it(case):
     core = Block(binds, c)
     if case == "dup":  # (not what the structural pass is given: remembered by hand)
         linear = Block(core.binds + (Bind((Var("d", _F),), Prim("sin", (c,))),), c)
-        linear.__dict__[simplify.BEFORE_STRUCTURE] = core
+        linear.__dict__[simplify.BEFORE_STRUCTURE] = Function("f", (x,), core)
     else:
         linear = _linear(core)
     assert simplify._before_structure(linear) is None
+
+
+def _dce_walked(block, needed):
+    """``dce``'s walk of a fresh copy of ``block`` (nothing remembered) keeping ``needed``."""
+    fresh = Block(block.binds, block.result)
+    return dce_module._dce_reads(fresh, read_names(Block((), fresh.result)), set(needed))[0]
+
+
+def test_all_live_only_where_nothing_was_dropped():
+    """``b`` read by nothing: the structural pass drops it, the body is not taken as all live, and ``dce``
+    removes ``b``; with ``b`` read, it is, and the walk of it removes nothing (for any residuals)."""
+    x, a, b, c = Var("x", _F), Var("a", _F), Var("b", _F), Var("c", _F)
+    dead = Block((Bind((a,), Prim("mul", (x, x))), Bind((b,), Prim("sin", (x,))), Bind((c,), Prim("add", (a, a)))),
+                 c)
+    core, _ = simplify._before_structure(_linear(dead))
+    assert simplify.ALL_LIVE not in core.__dict__
+    assert [bd.targets[0].name for bd in _dce_walked(core, set()).binds] == ["a", "c"]
+    live = Block(dead.binds[:2] + (Bind((c,), Prim("add", (a, b))),), c)
+    core, _ = simplify._before_structure(_linear(live))
+    assert core.__dict__.get(simplify.ALL_LIVE)
+    for needed in (set(), {"a"}, {"x", "b"}):
+        assert _dce_walked(core, needed).binds == core.binds
+
+
+def _checking_all_live(monkeypatch):
+    """``dce`` wrapped: where it left a forward block taken as all live as it is, a walk of a fresh copy of
+    it for the same residuals removes nothing; the list of checks."""
+    dce_before, checked = dce_module.dce, []
+
+    def checking(prog, **kwargs):
+        out = dce_before(prog, **kwargs)
+        if simplify.ALL_LIVE in prog.forward.__dict__:
+            checked.append(out.forward is prog.forward and _dce_walked(
+                prog.forward, out.forward.__dict__["_dce_needed"]).binds == prog.forward.binds)
+        return out
+
+    monkeypatch.setattr(optimise, "dce", checking)
+    return checked
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "gmm", "mlp", "thirty_lines"])
+def test_dce_leaves_as_they_are_only_forward_blocks_all_live(name, monkeypatch):
+    _remembering(monkeypatch)
+    checked = _checking_all_live(monkeypatch)
+    if name == "thirty_lines":
+        fn, make, wrt = programs.thirty_lines, programs.make_thirty_lines_inputs, frozenset((0, 1, 2))
+        args = make(np.random.default_rng(0))
+    else:
+        fn, args, wrt = _bench(name)
+    astad.clear_caches(disk=False)
+    astad.reverse(fn).derivative(args, wrt)
+    assert all(checked)
+    if name == "straight_line_500":
+        assert checked
+
+
+@settings(max_examples=fuzz_examples(15, long=40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_programs.programs())
+def test_dce_all_live_of_random_programs(tmp_path_factory, program):
+    source, params, seed = program
+    note(source)
+    fn = load_program(source, tmp_path_factory.mktemp("optb"), "optb_live").f
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _remembering(monkeypatch)
+        checked = _checking_all_live(monkeypatch)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).transform(*random_programs._arguments(params, seed))
+    assert all(checked)

@@ -424,20 +424,30 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, both))
 
 
-#: the key under which ``structural.make_explicit`` remembers, on the block it made, the block it made it of
+#: the key under which ``structural.make_explicit`` remembers, on the body of the function it made, the function
+#: it made it of
 BEFORE_STRUCTURE = "_before_structure"
+
+#: the key under which a block without nested blocks is remembered as one whose every binding is live for its
+#: result alone (its every target and parameter read, each name bound once): ``dce`` of it, for any residuals,
+#: is itself
+ALL_LIVE = "_all_live"
 
 
 def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     """``_fold_forward_block(forward, frozenset(), forget=True)`` without a walk that makes bindings again, where
-    ``forward`` (without nested blocks) is what ``structural.make_explicit`` made of a block of primitives alone,
-    none reading a zero, that it remembered (``BEFORE_STRUCTURE``): ``forget_forward`` of it is that block
-    (``dup`` and ``drop`` left out, each copy renamed as what it copies: what the pass did, undone) and the
-    fold of that changes nothing (nothing renamed, no zero, no copy, no ``or_zeros_like``): the block itself,
-    and what was renamed is each copy ``dup`` made, as what it copies.  None where not known so."""
-    core = forward.__dict__.get(BEFORE_STRUCTURE)
-    if core is None or not USE_BEFORE_STRUCTURE or "or_zeros_like" in kinds(forward):
+    ``forward`` (without nested blocks) is the body of what ``structural.make_explicit`` made of a function whose
+    body is primitives alone, none reading a zero, that it remembered (``BEFORE_STRUCTURE``): ``forget_forward``
+    of ``forward`` is that body (``dup`` and ``drop`` left out, each copy renamed as what it copies: what the pass
+    did, undone) and the fold of that changes nothing (nothing renamed, no zero, no copy, no ``or_zeros_like``):
+    the body itself, and what was renamed is each copy ``dup`` made, as what it copies.  None where not known so.
+    Where the pass ended no name with ``drop`` (it ends each that nothing reads, parameters too), each binding
+    of that body is live (``ALL_LIVE``; a target is read, by a binding after it or the result: the last
+    binding's by the result, and so on back) and its names are the function's (each parameter is read)."""
+    fn = forward.__dict__.get(BEFORE_STRUCTURE)
+    if fn is None or not USE_BEFORE_STRUCTURE or "or_zeros_like" in kinds(forward):
         return None
+    core = fn.body
     # (C walks alone: the classes of the right-hand sides, and of what the primitives read)
     rhss = list(map(_RHS, core.binds))
     if rhss and set(map(type, rhss)) != {Prim}:
@@ -448,8 +458,15 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     binds = forward.binds
     dups = compress(binds, map(is_, map(type, map(_RHS, binds)), repeat(Dup)))
     env: dict[str, Atom] = {t.name: b.rhs.var for b in dups for t in b.targets}  # type: ignore[union-attr]
+    memo = core.__dict__
+    found = kinds(forward)
     # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
-    core.__dict__.setdefault("_kinds", kinds(forward) - _FORGOTTEN)
+    memo.setdefault("_kinds", found - _FORGOTTEN)
+    if "Drop" not in found:
+        memo.setdefault(ALL_LIVE, True)
+        names = fn.__dict__.get("_program_names")  # (``names.remember_names``'s, where known)
+        if names is not None:
+            memo.setdefault("_program_names", names)
     return core, env
 
 
