@@ -129,20 +129,16 @@ def test_block_before_structure_is_the_fold_of_the_forgotten_structure():
 def test_block_before_structure_not_taken_where_the_fold_would_change_it(case):
     """A primitive reading a zero (the fold makes it zero), an ``or_zeros_like`` (the fold makes it something
     else) or a ``dup`` of the block's own (forgotten, so the block is not the fold's): the walk."""
-    x, a, b, c = Var("x", _F), Var("a", _F), Var("b", _F), Var("c", _F)
+    x, a, b, c, d, e = (Var(n, _F) for n in "xabcde")
     if case == "zero":
-        binds = (Bind((a,), Prim("mul", (x, Zero(_F)))), Bind((c,), Prim("add", (a, a))))
+        binds = (Bind((a,), Prim("mul", (x, Zero(_F)))), Bind((e,), Prim("add", (a, a))))
     elif case == "or_zeros_like":
-        binds = (Bind((a,), Prim("or_zeros_like", (x, x))), Bind((c,), Prim("add", (a, a))))
-    else:
-        binds = (Bind((a, b), Dup(x)), Bind((c,), Prim("add", (a, b))))
-    core = Block(binds, c)
-    if case == "dup":  # (not what the structural pass is given: remembered by hand)
-        linear = Block(core.binds + (Bind((Var("d", _F),), Prim("sin", (c,))),), c)
-        linear.__dict__[simplify.BEFORE_STRUCTURE] = Function("f", (x,), core)
-    else:
-        linear = _linear(core)
-    assert simplify._before_structure(linear) is None
+        binds = (Bind((a,), Prim("or_zeros_like", (x, x))), Bind((e,), Prim("add", (a, a))))
+    else:  # (x read twice besides: the pass adds a dup of its own, as many bindings as the body's dup)
+        binds = (Bind((a, b), Dup(x)), Bind((c,), Prim("add", (a, b))), Bind((d,), Prim("mul", (c, x))),
+                 Bind((e,), Prim("mul", (d, x))))
+    core = Block(binds, e)
+    assert simplify._before_structure(_linear(core)) is None
 
 
 def _dce_walked(block, needed):

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from itertools import chain, compress, repeat
-from operator import attrgetter, is_
 
 from .. import rules
 from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, with_branches
 from ..ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim,
                   ReverseProgram, TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block,
                   vars_of)
-from ..ir.walk import NESTING_KINDS
+from ..ir.walk import NESTING_KINDS, OTHER_KINDS
 from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
@@ -445,21 +443,19 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     of that body is live (``ALL_LIVE``; a target is read, by a binding after it or the result: the last
     binding's by the result, and so on back) and its names are the function's (each parameter is read)."""
     fn = forward.__dict__.get(BEFORE_STRUCTURE)
-    if fn is None or not USE_BEFORE_STRUCTURE or "or_zeros_like" in kinds(forward):
+    found = kinds(forward)
+    if fn is None or not USE_BEFORE_STRUCTURE or not found.isdisjoint(_NOT_PRIMITIVES):
         return None
     core = fn.body
-    # (C walks alone: the classes of the right-hand sides, and of what the primitives read)
-    rhss = list(map(_RHS, core.binds))
-    if rhss and set(map(type, rhss)) != {Prim}:
-        return None
-    if Zero in set(map(type, chain.from_iterable(map(_ARGS, rhss)))):
-        return None
-    # (the bindings of ``dup`` picked in C: a few of many)
     binds = forward.binds
-    dups = compress(binds, map(is_, map(type, map(_RHS, binds)), repeat(Dup)))
-    env: dict[str, Atom] = {t.name: b.rhs.var for b in dups for t in b.targets}  # type: ignore[union-attr]
+    made = [b for b in binds if type(b.rhs) is not Prim]  # (``dup`` and ``drop`` alone: ``kinds`` says)
+    # (the pass keeps each binding and adds one per ``dup`` or ``drop``: where the body has as many bindings as
+    # the rest, each of those is the pass's, none the body's own, and the body is primitives alone)
+    if len(core.binds) + len(made) != len(binds) or [a for b in core.binds for a in b.rhs.args if type(a) is Zero]:
+        return None
+    env: dict[str, Atom] = {t.name: b.rhs.var for b in made if type(b.rhs) is Dup  # type: ignore[union-attr]
+                            for t in b.targets}
     memo = core.__dict__
-    found = kinds(forward)
     # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
     memo.setdefault("_kinds", found - _FORGOTTEN)
     if "Drop" not in found:
@@ -470,8 +466,8 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     return core, env
 
 
-_RHS = attrgetter("rhs")
-_ARGS = attrgetter("args")
+#: the kinds of what is not a primitive, but for ``dup`` and ``drop``, and the primitive the fold makes again
+_NOT_PRIMITIVES = (OTHER_KINDS - {"Dup", "Drop"}) | {"or_zeros_like"}
 
 #: whether ``fold_program`` takes the block the structural pass made its forward block of, where it can tell
 #: (tests turn it off)
