@@ -2,13 +2,13 @@
 replaces (turning it off must change nothing).
 
 - ``simplify.USE_BEFORE_STRUCTURE``: ``fold_program`` takes the body of the function the structural pass
-  made a forward block without nested blocks of (the function remembered on that block under
-  ``simplify.BEFORE_STRUCTURE``) as the fold of it with ``dup`` and ``drop`` forgotten, where that body is
+  made a forward block without nested blocks of (remembered on that block under ``simplify.BEFORE_STRUCTURE``,
+  with the function's names) as the fold of it with ``dup`` and ``drop`` forgotten, where that body is
   of primitives alone, none reading a zero: the structural pass's own renaming undone, not made again
   binding by binding.  Where the pass ended no name with ``drop``, each binding of that body is live
   (``simplify.ALL_LIVE``): ``dce`` leaves it as it is without a walk, and its names are the function's.
-  Here the structural pass is made to remember the function (``_remembering``), as
-  ``structural.make_explicit`` does where it does.
+  Here the structural pass is made to remember them (``_remembering``), as ``structural.make_explicit``
+  does where it does.
 """
 
 import sys
@@ -46,7 +46,7 @@ def _remembering(monkeypatch):
 
     def remembering(fn):
         out = made_before(fn)
-        out.body.__dict__.setdefault(simplify.BEFORE_STRUCTURE, fn)
+        out.body.__dict__.setdefault(simplify.BEFORE_STRUCTURE, (fn.body, fn.__dict__.get("_program_names")))
         return out
 
     before = simplify._before_structure
@@ -106,7 +106,7 @@ def _linear(core):
     """The structural pass's output of a function of ``x`` whose body is ``core``, remembering that function."""
     fn = Function("f", (Var("x", _F),), core)
     out = structural.make_explicit(fn).body
-    out.__dict__.setdefault(simplify.BEFORE_STRUCTURE, fn)
+    out.__dict__.setdefault(simplify.BEFORE_STRUCTURE, (core, None))
     return out
 
 

@@ -422,8 +422,9 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, both))
 
 
-#: the key under which ``structural.make_explicit`` remembers, on the body of the function it made, the function
-#: it made it of
+#: the key under which ``structural.make_explicit`` remembers, on the body of the function it made, the body of
+#: the function it made it of and that function's names where known (``names.remember_names``'s, or None): a
+#: pair, not the function (which is let go: see ``pipeline.each_stage``)
 BEFORE_STRUCTURE = "_before_structure"
 
 #: the key under which a block without nested blocks is remembered as one whose every binding is live for its
@@ -435,18 +436,18 @@ ALL_LIVE = "_all_live"
 def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     """``_fold_forward_block(forward, frozenset(), forget=True)`` without a walk that makes bindings again, where
     ``forward`` (without nested blocks) is the body of what ``structural.make_explicit`` made of a function whose
-    body is primitives alone, none reading a zero, that it remembered (``BEFORE_STRUCTURE``): ``forget_forward``
+    body is primitives alone, none reading a zero, that body remembered (``BEFORE_STRUCTURE``): ``forget_forward``
     of ``forward`` is that body (``dup`` and ``drop`` left out, each copy renamed as what it copies: what the pass
     did, undone) and the fold of that changes nothing (nothing renamed, no zero, no copy, no ``or_zeros_like``):
     the body itself, and what was renamed is each copy ``dup`` made, as what it copies.  None where not known so.
     Where the pass ended no name with ``drop`` (it ends each that nothing reads, parameters too), each binding
     of that body is live (``ALL_LIVE``; a target is read, by a binding after it or the result: the last
     binding's by the result, and so on back) and its names are the function's (each parameter is read)."""
-    fn = forward.__dict__.get(BEFORE_STRUCTURE)
+    before = forward.__dict__.get(BEFORE_STRUCTURE)
     found = kinds(forward)
-    if fn is None or not USE_BEFORE_STRUCTURE or not found.isdisjoint(_NOT_PRIMITIVES):
+    if before is None or not USE_BEFORE_STRUCTURE or not found.isdisjoint(_NOT_PRIMITIVES):
         return None
-    core = fn.body
+    core, names = before
     binds = forward.binds
     made = [b for b in binds if type(b.rhs) is not Prim]  # (``dup`` and ``drop`` alone: ``kinds`` says)
     # (the pass keeps each binding and adds one per ``dup`` or ``drop``: where the body has as many bindings as
@@ -460,8 +461,7 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     memo.setdefault("_kinds", found - _FORGOTTEN)
     if "Drop" not in found:
         memo.setdefault(ALL_LIVE, True)
-        names = fn.__dict__.get("_program_names")  # (``names.remember_names``'s, where known)
-        if names is not None:
+        if names is not None:  # (the function's, each parameter read: its body's)
             memo.setdefault("_program_names", names)
     return core, env
 
