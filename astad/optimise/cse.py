@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import rules
 from ..blocks import same_or_new, with_branches
-from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Prim, ReverseProgram, Var, substitute
+from ..ir import Atom, Bind, Block, Const, If, Loop, LoopBack, Plus, Prim, ReverseProgram, Var, substitute
 from .structure import subst_atom
 
 
@@ -30,16 +30,18 @@ def cse(prog: ReverseProgram) -> ReverseProgram:
     branch sees what was computed before its ``if``, not the other way round."""
     env: dict[str, Atom] = {}
     top: dict[object, Var] = {}
-    forward = _cse(prog.forward, {}, env, top)
-    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _cse(prog.backward, top, env, None))
+    forward = _cse(prog.forward, top, env, top, own=True)  # (what the forward block computes: ``top`` itself)
+    return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _cse(prog.backward, top, env, None, own=True))
 
 
-def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[object, Var] | None) -> Block:
+def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[object, Var] | None,
+         own: bool = False) -> Block:
     """``block`` with the common subexpressions of what it and ``seen`` compute
     removed (``env``: each name removed -> what replaces it); ``top``, when given,
     receives what the block computes (the forward block's, which the backward
-    block may reuse)."""
-    seen = dict(seen)
+    block may reuse).  ``own``: ``seen`` is the caller's no more (added to, not copied)."""
+    if not own:
+        seen = dict(seen)
     out = []
     table = rules.TABLE
     for b in block.binds:
@@ -60,9 +62,9 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                     a, c = args     # arity's tuple of three)
                     key = (rhs.op, a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
                            else _atom_key(c), rhs.params)
-                elif len(args) == 1:  # (the next most common: the same key, no comprehension)
-                    a = args[0]
-                    key = (rhs.op, (a.name if type(a) is Var else _atom_key(a),), rhs.params)
+                elif len(args) == 1:  # (the next most common: a tuple of three, the argument's key in it: no
+                    a = args[0]       # tuple of it, and equal to no other arity's, whose is a tuple of 0 or 3+)
+                    key = (rhs.op, a.name if type(a) is Var else _atom_key(a), rhs.params)
                 else:
                     key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]), rhs.params)
                 first = seen.setdefault(key, b.targets[0])  # (the key hashed once)
@@ -71,11 +73,19 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                     continue
             out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
             continue
+        if type(rhs) is Plus:  # (a cotangent sum, the next most common: ``substitute``'s test, without a call)
+            if env:
+                for a in rhs.items:
+                    if type(a) is Var and a.name in env:
+                        b = Bind(b.targets, substitute(rhs, env), b.loc)
+                        break
+            out.append(b)
+            continue
         rhs = substitute(rhs, env)
         if isinstance(rhs, (If, Loop, LoopBack)):
             out.append(with_branches(b, rhs, lambda blk: _cse(blk, seen, env, None)))
             continue
         out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
-    if top is not None:
+    if top is not None and top is not seen:
         top.update(seen)
     return same_or_new(block, out, subst_atom(block.result, env))

@@ -12,7 +12,7 @@ from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
 from ..ir.walk import NESTING_KINDS, outside_reads, remember_binding_reads
 from ..rules import has_effect
-from .simplify import select_items
+from .simplify import ALL_LIVE, select_items
 
 
 def _dce(block: Block, live: set[str], keep: set[str]) -> Block:
@@ -198,7 +198,9 @@ def _forward_dce(prog: ReverseProgram, backward: Block, needed: frozenset[str]) 
     """``dce``'s forward block (keeping the residuals ``needed``: what ``backward`` reads from outside)."""
     forward = prog.forward
     done = forward.__dict__.get("_dce_needed")
-    if done is not None and done != needed and SKIP_FORWARD and done.difference(needed) <= read_set(forward):
+    if done != needed and ALL_LIVE in forward.__dict__:  # (every binding live for the result alone: see there)
+        forward.__dict__["_dce_needed"] = needed
+    elif done is not None and done != needed and SKIP_FORWARD and done.difference(needed) <= read_set(forward):
         # ``forward`` is dce's output for the residuals ``done`` (a block without nested blocks: every binding
         # live), and each residual the backward block reads no more is read by the forward block itself: it is
         # dce's output for ``needed`` too.  (Were some binding dead now, take the last one: its target, live

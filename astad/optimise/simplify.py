@@ -14,7 +14,7 @@ from ..blocks import NESTING, ZERO_MAKERS, rebound, result_items, same_or_new, w
 from ..ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, LoopBack, MakeTuple, Plus, Prim,
                   ReverseProgram, TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block,
                   vars_of)
-from ..ir.walk import NESTING_KINDS
+from ..ir.walk import NESTING_KINDS, OTHER_KINDS
 from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
@@ -405,7 +405,8 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     if kinds(prog.forward).isdisjoint(NESTING_KINDS):
         # forget_forward in the forward fold's own walk: what it renames is renamed with what the
         # fold replaces (no residuals to keep: they matter only at an `if`)
-        forward, env = _fold_forward_block(prog.forward, frozenset(), forget=True)
+        known = _before_structure(prog.forward)
+        forward, env = known if known is not None else _fold_forward_block(prog.forward, frozenset(), forget=True)
         return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, env))
     copies: dict[str, Atom] = {}  # (each a variable of the forward block)
     forward = forget_forward(prog.forward, copies)
@@ -419,6 +420,58 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     both = {name: env.get(a.name, a) for name, a in copies.items()}  # type: ignore[union-attr]
     both.update(env)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, both))
+
+
+#: the key under which ``structural.make_explicit`` remembers, on the body of the function it made, the body of
+#: the function it made it of and that function's names where known (``names.remember_names``'s, or None): a
+#: pair, not the function (which is let go: see ``pipeline.each_stage``)
+BEFORE_STRUCTURE = "_before_structure"
+
+#: the key under which a block without nested blocks is remembered as one whose every binding is live for its
+#: result alone (its every target and parameter read, each name bound once): ``dce`` of it, for any residuals,
+#: is itself
+ALL_LIVE = "_all_live"
+
+
+def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
+    """``_fold_forward_block(forward, frozenset(), forget=True)`` without a walk that makes bindings again, where
+    ``forward`` (without nested blocks) is the body of what ``structural.make_explicit`` made of a function whose
+    body is primitives alone, none reading a zero, that body remembered (``BEFORE_STRUCTURE``): ``forget_forward``
+    of ``forward`` is that body (``dup`` and ``drop`` left out, each copy renamed as what it copies: what the pass
+    did, undone) and the fold of that changes nothing (nothing renamed, no zero, no copy, no ``or_zeros_like``):
+    the body itself, and what was renamed is each copy ``dup`` made, as what it copies.  None where not known so.
+    Where the pass ended no name with ``drop`` (it ends each that nothing reads, parameters too), each binding
+    of that body is live (``ALL_LIVE``; a target is read, by a binding after it or the result: the last
+    binding's by the result, and so on back) and its names are the function's (each parameter is read)."""
+    before = forward.__dict__.get(BEFORE_STRUCTURE)
+    found = kinds(forward)
+    if before is None or not USE_BEFORE_STRUCTURE or not found.isdisjoint(_NOT_PRIMITIVES):
+        return None
+    core, names = before
+    binds = forward.binds
+    made = [b for b in binds if type(b.rhs) is not Prim]  # (``dup`` and ``drop`` alone: ``kinds`` says)
+    # (the pass keeps each binding and adds one per ``dup`` or ``drop``: where the body has as many bindings as
+    # the rest, each of those is the pass's, none the body's own, and the body is primitives alone)
+    if len(core.binds) + len(made) != len(binds) or [a for b in core.binds for a in b.rhs.args if type(a) is Zero]:
+        return None
+    env: dict[str, Atom] = {t.name: b.rhs.var for b in made if type(b.rhs) is Dup  # type: ignore[union-attr]
+                            for t in b.targets}
+    memo = core.__dict__
+    # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
+    memo.setdefault("_kinds", found - _FORGOTTEN)
+    if "Drop" not in found:
+        memo.setdefault(ALL_LIVE, True)
+        if names is not None:  # (the function's, each parameter read: its body's)
+            memo.setdefault("_program_names", names)
+    return core, env
+
+
+#: the kinds of what is not a primitive, but for ``dup`` and ``drop``, and the primitive the fold makes again
+_NOT_PRIMITIVES = (OTHER_KINDS - {"Dup", "Drop"}) | {"or_zeros_like"}
+
+#: whether ``fold_program`` takes the block the structural pass made its forward block of, where it can tell
+#: (tests turn it off)
+USE_BEFORE_STRUCTURE = True
 
 
 def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:
