@@ -69,9 +69,19 @@ def make_explicit(fn: Function) -> Function:
     if fresh.exact:  # the next pass's namer starts from them, without walking the output again
         known = fn.__dict__.get("_program_names")  # (the input's, remembered: a frozenset, its union one, not copied)
         remember_names(out, (program_names(fn) if known is None else known).union(fresh.made))
+    # (the body it was made of, for the optimiser's first fold, which undoes this pass: see optimise.simplify)
+    before = (fn.body, fn.__dict__.get("_program_names"))
+    out.body.__dict__.setdefault(BEFORE_STRUCTURE, before)
     if fresh.primal is not None:
+        fresh.primal.__dict__.setdefault(BEFORE_STRUCTURE, before)
         out.__dict__["_primal"] = fresh.primal
     return out
+
+
+#: the key under which :func:`make_explicit` remembers, on the body it made (and on :func:`primal`'s block),
+#: the body of the function it made it of and that function's names where known (``names.remember_names``'s,
+#: or None): a pair, not the function (which is let go: see ``pipeline.each_stage``)
+BEFORE_STRUCTURE = "_before_structure"
 
 
 def primal(fn: Function) -> Block | None:

@@ -15,6 +15,7 @@ from ..ir import (Atom, Bind, Block, Const, Copy, Drop, Dup, If, ListT, Loop, Lo
                   ReverseProgram, TupleT, Unpack, Var, Zero, bound_set, kinds, read_set, substitute, substitute_block,
                   vars_of)
 from ..ir.walk import NESTING_KINDS, OTHER_KINDS
+from ..structural import BEFORE_STRUCTURE
 from .structure import forget_forward, forget_structure, rename_deep, rename_vars, subst_atom
 
 
@@ -421,11 +422,6 @@ def fold_program(prog: ReverseProgram) -> ReverseProgram:
     both.update(env)
     return ReverseProgram(prog.name, prog.params, forward, prog.ct_in, _fold_backward(prog.backward, both))
 
-
-#: the key under which ``structural.make_explicit`` remembers, on the body of the function it made, the body of
-#: the function it made it of and that function's names where known (``names.remember_names``'s, or None): a
-#: pair, not the function (which is let go: see ``pipeline.each_stage``)
-BEFORE_STRUCTURE = "_before_structure"
 
 #: the key under which a block without nested blocks is remembered as one whose every binding is live for its
 #: result alone (its every target and parameter read, each name bound once): ``dce`` of it, for any residuals,
