@@ -7,8 +7,7 @@ replaces (turning it off must change nothing).
   of primitives alone, none reading a zero: the structural pass's own renaming undone, not made again
   binding by binding.  Where the pass ended no name with ``drop``, each binding of that body is live
   (``simplify.ALL_LIVE``): ``dce`` leaves it as it is without a walk, and its names are the function's.
-  Here the structural pass is made to remember them (``_remembering``), as ``structural.make_explicit``
-  does where it does.
+  ``structural.make_explicit`` remembers them; ``_remembering`` notes where the fold takes them.
 """
 
 import sys
@@ -40,15 +39,9 @@ NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "ho
 
 
 def _remembering(monkeypatch):
-    """``structural.make_explicit`` remembering the block it made its output's body of; the list of the
-    forward blocks ``fold_program`` took that block for."""
-    made_before, taken = structural.make_explicit, []
-
-    def remembering(fn):
-        out = made_before(fn)
-        out.body.__dict__.setdefault(simplify.BEFORE_STRUCTURE, (fn.body, fn.__dict__.get("_program_names")))
-        return out
-
+    """The list of the forward blocks ``fold_program`` takes the block ``structural.make_explicit`` made
+    them of for (it remembers it on its output's body and on ``structural.primal``'s block)."""
+    taken = []
     before = simplify._before_structure
 
     def noting(forward):
@@ -57,7 +50,6 @@ def _remembering(monkeypatch):
             taken.append(forward)
         return found
 
-    monkeypatch.setattr(structural, "make_explicit", remembering)
     monkeypatch.setattr(simplify, "_before_structure", noting)
     return taken
 
