@@ -47,3 +47,23 @@ def test_the_names_given_are_the_users(tmp_path):
     assert used  # (lowered from Python's tree to the end)
     binds = [text for text, _ in got[0]]
     assert binds[:3] == ["let a = mul(x, 2.0)", "let b = add(a, x)", "let a_2 = mul(b, a)"], binds
+
+
+def test_a_products_type_is_one_object_per_value_and_still_checked():
+    from astad import rules
+    from astad.ir import Num
+    from astad.rules.table import ShapeError
+    infer = rules.TABLE["matmul"].infer
+    m, v = Num((32, 32), "float64"), Num((32,), "float64")
+    first = infer([m, v], {})
+    again = infer([Num((32, 32), "float64"), Num((32,), "float64")], {})  # (equal types, other objects)
+    assert first == Num((32,), "float64") and again is first
+    assert infer([v, m], {}) is first  # (v @ m: the same type)
+    assert infer([m, Num((32, 4), "float32")], {}) == Num((32, 4), "float64")
+    assert infer([Num((3, 2), "float32"), Num((2,), "float32")], {}) == Num((3,), "float32")
+    with pytest.raises(ShapeError, match="not aligned"):
+        infer([m, Num((31,), "float64")], {})
+    with pytest.raises(ShapeError, match="not aligned"):  # (again: a refusal is not remembered as a type)
+        infer([m, Num((31,), "float64")], {})
+    with pytest.raises(ShapeError, match="at least one dimension"):
+        infer([m, Num((), "float64", py=True)], {})
