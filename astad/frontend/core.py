@@ -75,6 +75,7 @@ class LowererCore:
         self.literals: dict[str, Const] = {}  # the numbers written in the code by their text (expr_Float, ...)
         self.loop_locals: dict[tuple, int] = {}  # (scope path, name) assigned only inside a loop: the loop's line
         self.branch_locals: dict[tuple, int] = {}  # (scope path, name) assigned in one branch of an `if` only: its line
+        self.named: Var | None = None  # the last variable emit bound to a name given it (astad.frontend.fast)
 
     def depend(self, path: tuple[str, ...], obj: Any) -> None:
         """Note that the code read ``obj`` by ``path`` (a global, captured or fixed name): once per
@@ -106,8 +107,12 @@ class LowererCore:
     def type_error(self, message: str, node: cst.CSTNode | None = None, hint: str | None = None) -> AstadTypeError:
         return AstadTypeError(message, self.loc(node), hint)
 
-    def emit(self, op: str, args: list[Atom], params: dict | None = None) -> Atom:
-        """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic)."""
+    def emit(self, op: str, args: list[Atom], params: dict | None = None, name: str | None = None) -> Atom:
+        """Bind ``op(args)`` to a fresh temporary (folding constant Python-scalar arithmetic).
+
+        ``name``: (:mod:`.fast`, an assignment's value, aliases unfollowed) the user's name, which
+        :meth:`name_result` would give the binding: given here, the temporary drawn (in the same order)
+        but no variable or binding made of it to be thrown away; :attr:`named` is then the variable."""
         params = params or {}
         try:
             n = len(args)  # (the types listed by hand where there are one or two: a third of the time of list(map(...)))
@@ -127,7 +132,11 @@ class LowererCore:
                 value = None
             if isinstance(value, (int, float, bool)) and _finite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
-        var = Var(self.namer.temp(), t)
+        var_name = self.namer.temp()
+        if name is not None and not (op == "pow" and _may_be_complex(args)):  # (a power tested: its test reads it)
+            var = self.named = Var(self.namer.fresh(name), t)
+        else:
+            var = Var(var_name, t)
         node, parsed = self.node, self.stack[-1].parsed  # (self.loc(), inline: this runs at every binding)
         positions = parsed.positions
         if type(positions) is not Starts or parsed.aliases:

@@ -90,7 +90,18 @@ class Fast(LowererCore):
             if type(st) is ast.Return:
                 return self.give_back(self.expr(st.value))  # type: ignore[arg-type]
             name = st.targets[0].id  # type: ignore[attr-defined]
-            value = self.expr(st.value)  # type: ignore[attr-defined]
+            node = st.value  # type: ignore[attr-defined]
+            if type(node) is ast.BinOp and self.roomy and not self.expr_depth:
+                # (self.expr's steps for a statement's own level, inline, the user's name given to the binding
+                # made: name_result's renaming without the temporary's variable and binding; the same names drawn)
+                self.node, self.expr_depth = node, 1
+                try:
+                    value = self.ast_BinOp(node, name)
+                finally:
+                    self.node, self.expr_depth = st, 0
+                env[name] = value if value is self.named else self.name_result(value, name)
+                continue
+            value = self.expr(node)
             env[name] = self.name_result(value, name)
         raise Declined("no return")  # (straight-line code ends with its return: not reached)
 
@@ -117,8 +128,9 @@ class Fast(LowererCore):
             positions[id(node)] = _start(n)
         return node
 
-    def ast_BinOp(self, n: ast.BinOp) -> Value:
-        """:meth:`.expressions.Expressions.expr_BinaryOperation`."""
+    def ast_BinOp(self, n: ast.BinOp, name: str | None = None) -> Value:
+        """:meth:`.expressions.Expressions.expr_BinaryOperation` (``name``: the user's, for the binding
+        made: :meth:`.core.LowererCore.emit`)."""
         op = _OPS.get(type(n.op))
         if op is None:
             raise Declined("operator")
@@ -131,7 +143,7 @@ class Fast(LowererCore):
         left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, n.left)
         if not (type(right) is Var or type(right) is Const):
             right = self.atom(right, n.right)
-        return self.emit(op, [left, right])  # type: ignore[list-item]
+        return self.emit(op, [left, right], None, name)  # type: ignore[list-item]
 
     def ast_UnaryOp(self, n: ast.UnaryOp) -> Value:
         """:meth:`.expressions.Expressions.expr_UnaryOperation` (but ``not``)."""

@@ -34,8 +34,32 @@ RULE, ZERO, BACKWARD = DerivativeKind.RULE, DerivativeKind.ZERO, DerivativeKind.
 # --------------------------------------------------------------------------- type rules
 
 
+#: matmul's result types made, by the ids of its operands' types (kept with them: a hit is the same
+#: objects), and each result by its value: one object per distinct type (the caches of later stages keyed
+#: by a type's id, e.g. elementwise's, then hit where a program repeats a product)
+_MATMULS: dict[tuple[int, int], tuple[Type, Type, Num]] = {}
+_RESULTS: dict[Num, Num] = {}
+
+
 def _matmul_infer(ts: list[Type], params: dict) -> Type:
-    a, b = num(ts[0]), num(ts[1])
+    ta, tb = ts[0], ts[1]
+    hit = _MATMULS.get((id(ta), id(tb)))
+    if hit is not None and hit[0] is ta and hit[1] is tb:
+        return hit[2]
+    out = _matmul_type(ta, tb)
+    try:
+        out = _RESULTS.setdefault(out, out)
+    except TypeError:  # (an unhashable dimension: the type made)
+        pass
+    if len(_MATMULS) >= 4096:  # (bounded: a long session sees many shapes)
+        _MATMULS.clear()
+        _RESULTS.clear()
+    _MATMULS[(id(ta), id(tb))] = (ta, tb, out)
+    return out
+
+
+def _matmul_type(ta: Type, tb: Type) -> Num:
+    a, b = num(ta), num(tb)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError("matmul needs arrays of at least one dimension (use * for scalars)")
     ka = a.shape[-1]
