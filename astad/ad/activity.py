@@ -142,16 +142,26 @@ def _all(act: Activity, b: Bind, atoms: tuple[Atom, ...]) -> None:
 def _varied_block(act: Activity, block: Block) -> None:
     """Each binding by its rule; a primitive's and a ``dup``'s written out (most bindings are)."""
     known, varied = act.known, act.varied
+    flows, known_add, varied_add = _FLOWS, known.add, varied.add
     for b in block.binds:
         rhs = b.rhs
         cls = type(rhs)
         if cls is Prim:  # _varied_prim
             flag = False
-            if _FLOWS[rhs.op]:
+            if flows[rhs.op]:
                 for a in rhs.args:
                     if type(a) is Var and (a.name in varied or a.name not in known):
                         flag = True
                         break
+            targets = b.targets
+            if len(targets) == 1:  # (the most common: the loop below without a loop)
+                t = targets[0]
+                known_add(t.name)
+                if flag:
+                    tt = t.type
+                    if (_diff(tt.dtype) or DTYPE_DIFF[tt.dtype]) if type(tt) is Num else tt.differentiable:
+                        varied_add(t.name)
+                continue
         elif cls is Dup:  # _all of its variable
             a = rhs.var
             flag = a.name in varied or a.name not in known
@@ -265,21 +275,27 @@ def _any_useful(act: Activity, targets: tuple[Var, ...]) -> bool:
 def _useful_block(act: Activity, block: Block) -> None:
     """Each binding by its rule, last first; a primitive's and a ``dup``'s written out (most bindings are)."""
     useful = act.useful
+    flows, useful_add = _FLOWS, useful.add
     for b in reversed(block.binds):
         rhs = b.rhs
         cls = type(rhs)
         if cls is Prim:  # _useful_prim
-            for t in b.targets:
-                if t.name in useful:
-                    break
+            targets = b.targets
+            if len(targets) == 1:  # (the most common: the loop below without a loop)
+                if targets[0].name not in useful:
+                    continue
             else:
-                continue
-            if _FLOWS[rhs.op]:
+                for t in targets:
+                    if t.name in useful:
+                        break
+                else:
+                    continue
+            if flows[rhs.op]:
                 for a in rhs.args:
                     if type(a) is Var:
                         at = a.type
                         if (_diff(at.dtype) or DTYPE_DIFF[at.dtype]) if type(at) is Num else at.differentiable:
-                            useful.add(a.name)
+                            useful_add(a.name)
         elif cls is Dup:  # _reads of its variable (_need written out)
             for t in b.targets:
                 if t.name in useful:
