@@ -162,3 +162,65 @@ def test_counts_codegen_takes_are_a_walks_bench(checked_counts):
         astad.clear_caches()
         api.Reverse(fn).derivative(args, frozenset((argnums,) if isinstance(argnums, int) else argnums))
     assert len(checked_counts) >= 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cse's written-out path for two arguments: the same blocks as a plain reference implementation makes
+
+def _reference_cse(block, seen, env):
+    """Common subexpressions of a block without nested blocks, written plainly: each binding's atoms renamed by
+    ``env``, then a primitive without effects applied to the same atoms (and parameters) as an earlier one is it."""
+    from astad import rules
+    from astad.ir import substitute
+    from astad.optimise.cse import BUFFERS, _atom_key
+    out = []
+    for b in block.binds:
+        rhs = substitute(b.rhs, env)
+        if type(rhs) is Prim and rules.TABLE[rhs.op].stmts is None and rhs.op not in BUFFERS:
+            key = ("ref", rhs.op, tuple(_atom_key(a) for a in rhs.args), rhs.params)
+            if key in seen:
+                env[b.targets[0].name] = seen[key]
+                continue
+            seen[key] = b.targets[0]
+        out.append(Bind(b.targets, rhs, b.loc))
+    result = env.get(block.result.name, block.result) if type(block.result) is Var else block.result
+    return Block(tuple(out), result)
+
+
+def _repeating_block(rng, n, prefix, pool):
+    """Random primitives of one, two and three arguments (variables, literals, a named constant), many repeated."""
+    binds = []
+    ops2 = ["add", "mul", "sub", "div"]
+    for k in range(n):
+        target = Var(f"{prefix}{k}", VEC)
+        arg = lambda: rng.choice(pool[-5:]) if rng.random() < 0.8 else _lit(rng.choice([0.5, 2.0]))  # noqa: E731
+        shape = rng.random()
+        if shape < 0.6:
+            rhs = Prim(rng.choice(ops2), (arg(), arg()))
+        elif shape < 0.8:
+            rhs = Prim(rng.choice(["sin", "neg", "exp"]), (arg(),))
+        elif shape < 0.9:
+            rhs = Prim("where", (arg(), arg(), arg()))
+        else:
+            rhs = Plus((arg(), arg()))
+        binds.append(Bind((target,), rhs))
+        pool.append(target)
+    return Block(tuple(binds), pool[-1])
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_cse_as_a_reference_makes_it(seed):
+    from astad.ir import ReverseProgram
+    from astad.optimise.cse import cse
+    rng = random.Random(seed)
+    params = [Var(f"r{i}", VEC) for i in range(3)]
+    forward = _repeating_block(rng, rng.randint(1, 25), "f", list(params))
+    backward = _repeating_block(rng, rng.randint(1, 25), "b", list(params) + [b.targets[0] for b in forward.binds])
+    got = cse(ReverseProgram("f", tuple(params), forward, Var("ct", VEC), backward))
+    seen, env = {}, {}
+    want_forward = _reference_cse(forward, seen, env)
+    want_backward = _reference_cse(backward, seen, env)
+    assert [str(b) for b in got.forward.binds] == [str(b) for b in want_forward.binds]
+    assert [str(b) for b in got.backward.binds] == [str(b) for b in want_backward.binds]
+    assert str(got.forward.result) == str(want_forward.result)
+    assert str(got.backward.result) == str(want_backward.result)
