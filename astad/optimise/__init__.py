@@ -126,10 +126,13 @@ def residuals(prog: ReverseProgram, constants: Collection[str] = ()) -> tuple[Va
     the arguments), not what they hold when it runs."""
     read = outside_reads(prog.backward) - {prog.ct_in.name}
     forward = prog.forward
-    # (of a block without nested blocks, what ``bound_vars`` gives: the targets of its bindings, in order)
-    order = list(prog.params) + ([t for b in forward.binds for t in b.targets] if kinds(forward).isdisjoint(NESTING_KINDS)
-                                 else list(bound_vars(forward)))
-    found = tuple([v for v in order if v.name in read])
+    picked = [v for v in prog.params if v.name in read]
+    if kinds(forward).isdisjoint(NESTING_KINDS):  # (of a block without nested blocks, what ``bound_vars`` gives:
+        # the targets of its bindings, in order; those read picked in the same walk, no list made of them all)
+        picked += [t for b in forward.binds for t in b.targets if t.name in read]
+    else:
+        picked += [v for v in bound_vars(forward) if v.name in read]
+    found = tuple(picked)
     arrays = constant_arrays(prog.backward, constants) if constants else ()
     if not arrays:
         return found

@@ -46,30 +46,44 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
     table = rules.TABLE
     for b in block.binds:
         rhs = b.rhs
-        if type(rhs) is Prim:  # the most common (``substitute``'s own test, without a call)
-            if env:  # (empty until the first common subexpression: a forward block without one never renames)
-                for a in rhs.args:
+        if type(rhs) is Prim:  # the most common
+            op, args = rhs.op, rhs.args
+            shared = _SHARED.get(op)
+            if shared is None:
+                shared = _SHARED[op] = table[op].stmts is None and op not in BUFFERS
+            if shared and len(args) == 2:  # (the most common: ``substitute``'s test and the key, written out; no
+                a, c = args                 # comprehension, one tuple of four, which equals no other arity's tuple
+                # of three; a variable's key is its name (no tuple made): a string equals no other atom's key)
+                # (env is empty until the first common subexpression: a forward block without one never renames)
+                if env and (type(a) is Var and a.name in env or type(c) is Var and c.name in env):
+                    rhs = substitute(rhs, env)
+                    a, c = rhs.args  # type: ignore[union-attr]
+                key: object = (op, a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
+                               else _atom_key(c), rhs.params)  # type: ignore[union-attr]
+                target = b.targets[0]
+                first = seen.setdefault(key, target)  # (the key hashed once)
+                if first is not target:
+                    env[target.name] = first
+                    continue
+                out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
+                continue
+            if env:  # (``substitute``'s own test, without a call)
+                for a in args:
                     if type(a) is Var and a.name in env:
                         rhs = substitute(rhs, env)
+                        args = rhs.args  # type: ignore[union-attr]
                         break
-            shared = _SHARED.get(rhs.op)
-            if shared is None:
-                shared = _SHARED[rhs.op] = table[rhs.op].stmts is None and rhs.op not in BUFFERS
             if shared:
-                # a variable's key is its name (no tuple made): a string equals no other atom's key
-                args = rhs.args
-                if len(args) == 2:  # (the most common: no comprehension, one tuple of four, which equals no other
-                    a, c = args     # arity's tuple of three)
-                    key = (rhs.op, a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
-                           else _atom_key(c), rhs.params)
-                elif len(args) == 1:  # (the next most common: a tuple of three, the argument's key in it: no
-                    a = args[0]       # tuple of it, and equal to no other arity's, whose is a tuple of 0 or 3+)
-                    key = (rhs.op, a.name if type(a) is Var else _atom_key(a), rhs.params)
+                if len(args) == 1:  # (the next most common: a tuple of three, the argument's key in it: no
+                    a = args[0]     # tuple of it, and equal to no other arity's, whose is a tuple of 0 or 3+)
+                    key = (op, a.name if type(a) is Var else _atom_key(a), rhs.params)  # type: ignore[union-attr]
                 else:
-                    key = (rhs.op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]), rhs.params)
-                first = seen.setdefault(key, b.targets[0])  # (the key hashed once)
-                if first is not b.targets[0]:
-                    env[b.targets[0].name] = first
+                    key = (op, tuple([a.name if type(a) is Var else _atom_key(a) for a in args]),
+                           rhs.params)  # type: ignore[union-attr]
+                target = b.targets[0]
+                first = seen.setdefault(key, target)
+                if first is not target:
+                    env[target.name] = first
                     continue
             out.append(b if rhs is b.rhs else Bind(b.targets, rhs, b.loc))
             continue
