@@ -255,3 +255,22 @@ def test_cse_keys_constants_by_type_and_sign():
         value, _ = astad.reverse(f)(x, xi)
         assert value == f(x, xi)
         check_grad(f, [x, xi])
+
+
+@pytest.mark.parametrize("body", [
+    ["t2_ct = x * s", "t1 = W @ t2_ct", "t2_ct = t1 * t2_ct", "return np.sum(t2_ct) * s"],
+    ["x = x * 2.0", "s = s * x[0]", "x = x @ W", "return np.sum(x * x) + s"],
+    ["a = s ** 0.5", "b = x @ x", "c = a * b", "return c * np.sum(x)"],
+])
+def test_fast_named_programs_forward_reverse_and_hessian(tmp_path, body):
+    f = _program(tmp_path, body, params="x, W, s=1.5")
+    rng = np.random.default_rng(3)
+    u, V, w = rng.standard_normal(4), rng.standard_normal((4, 4)), 0.7
+    _, pullback = astad.reverse(f)(X, W, 1.5)
+    gx, gW, gs = pullback(1.0)
+    _, tangent = astad.jvp(f, (X, W, 1.5), (u, V, w))
+    np.testing.assert_allclose(tangent, gx @ u + np.sum(gW * V) + gs * w, rtol=1e-9)
+    H = astad.hessian(lambda x: f(x, W, 1.5))(X)
+    g = astad.grad(lambda x: f(x, W, 1.5))
+    Hfd = np.stack([(g(X + 1e-5 * e) - g(X - 1e-5 * e)) / 2e-5 for e in np.eye(4)])
+    np.testing.assert_allclose(H, Hfd, rtol=1e-5, atol=1e-6)
