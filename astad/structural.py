@@ -66,11 +66,11 @@ def make_explicit(fn: Function) -> Function:
     """Insert ``dup`` and ``drop`` so that every variable is used exactly once."""
     fresh = _Fresh(fn)
     out = Function(fn.name, fn.params, _linearize(fn.body, fn.params, fresh, primal=[]))  # (checked as it is made)
+    known = fn.__dict__.get("_program_names")  # (the input's, remembered: a frozenset, its union one, not copied)
     if fresh.exact:  # the next pass's namer starts from them, without walking the output again
-        known = fn.__dict__.get("_program_names")  # (the input's, remembered: a frozenset, its union one, not copied)
         remember_names(out, (program_names(fn) if known is None else known).union(fresh.made))
     # (the body it was made of, for the optimiser's first fold, which undoes this pass: see optimise.simplify)
-    before = (fn.body, fn.__dict__.get("_program_names"))
+    before = (fn.body, known)
     out.body.__dict__.setdefault(BEFORE_STRUCTURE, before)
     if fresh.primal is not None:
         fresh.primal.__dict__.setdefault(BEFORE_STRUCTURE, before)

@@ -16,48 +16,19 @@ import numpy as np
 import pytest
 
 import astad
-from astad.ir import Bind, Block, Const, MakeTuple, Num, Plus, Prim, Var
+from astad.ir import Bind, Block, Num, Plus, Prim, Var
 from astad.ir import walk
+from test_speed_s13_opta import _backward_block, _lit
 
 PY = sys.modules["astad.codegen.python"]
 
 VEC = Num((3,), "float64")
-MAT = Num((3, 3), "float64")
-
-
-def _lit(x):
-    return Const.literal(x, Num((), "float64", True))
 
 
 def _block(rng, n):
-    """A random backward-like block: negations (many), sums, differences, products (some by a literal),
-    quotients, matrix products, sines, cotangent sums, a tuple; its result a tuple or one of its values."""
-    params = [Var(f"r{i}", VEC) for i in range(3)]
-    mat = Var("W", MAT)
-    pool = list(params)
-    binds = []
-    for k in range(n):
-        target = Var(f"c{k}", VEC)
-        op = rng.choice(["neg", "neg", "neg", "add", "sub", "mul", "mul", "mullit", "div", "matmul", "sin",
-                         "plus", "plus", "plus"])
-        pick = lambda: rng.choice(pool[-6:] if rng.random() < 0.7 else pool)  # noqa: E731
-        if op == "neg" or op == "sin":
-            rhs = Prim(op, (pick(),))
-        elif op == "mullit":
-            rhs = Prim("mul", (pick(), _lit(0.5)) if rng.random() < 0.5 else (_lit(-0.25), pick()))
-        elif op == "matmul":
-            rhs = Prim("matmul", (pick(), mat))
-        elif op == "plus":
-            rhs = Plus(tuple(pick() for _ in range(rng.randint(2, 5))))
-        else:
-            rhs = Prim(op, (pick(), pick()))
-        binds.append(Bind((target,), rhs))
-        pool.append(target)
-    if rng.random() < 0.3:  # (a negation returned: computed after the last binding)
-        return Block(tuple(binds), pool[-1]), params + [mat]
-    out = Var("out", None)
-    binds.append(Bind((out,), MakeTuple(tuple(pool[-3:]))))
-    return Block(tuple(binds), out), params + [mat]
+    """A random backward-like block (test_speed_s13_opta's, with more and longer cotangent sums), its result a
+    tuple or one of its values."""
+    return _backward_block(rng, n, sums=3, max_terms=5, one_result=True)
 
 
 @pytest.mark.parametrize("seed", range(200))

@@ -32,17 +32,18 @@ def _lit(x):
     return Const.literal(x, Num((), "float64", True))
 
 
-def _backward_block(rng, n):
+def _backward_block(rng, n, sums=2, max_terms=4, one_result=False):
     """A random backward-like block: negations, sums, differences, products (some by a literal), quotients,
-    matrix products, sines, cotangent sums; its result a tuple of the last values."""
+    matrix products, sines, cotangent sums (``sums`` in the draw of 13 or so, of 2 to ``max_terms`` terms); its
+    result a tuple of the last values (with ``one_result``, 3 times in 10 the last value alone)."""
     params = [Var(f"r{i}", VEC) for i in range(3)]
     mat = Var("W", MAT)
     pool = list(params)
     binds = []
     for k in range(n):
         target = Var(f"c{k}", VEC)
-        op = rng.choice(["neg", "neg", "neg", "add", "sub", "mul", "mul", "mullit", "div", "matmul", "sin",
-                         "plus", "plus"])
+        op = rng.choice(["neg", "neg", "neg", "add", "sub", "mul", "mul", "mullit", "div", "matmul", "sin"]
+                        + ["plus"] * sums)
         pick = lambda: rng.choice(pool[-6:] if rng.random() < 0.7 else pool)  # noqa: E731
         if op == "neg" or op == "sin":
             rhs = Prim(op, (pick(),))
@@ -51,11 +52,13 @@ def _backward_block(rng, n):
         elif op == "matmul":
             rhs = Prim("matmul", (pick(), mat))
         elif op == "plus":
-            rhs = Plus(tuple(pick() for _ in range(rng.randint(2, 4))))
+            rhs = Plus(tuple(pick() for _ in range(rng.randint(2, max_terms))))
         else:
             rhs = Prim(op, (pick(), pick()))
         binds.append(Bind((target,), rhs))
         pool.append(target)
+    if one_result and rng.random() < 0.3:  # (a negation returned: computed after the last binding)
+        return Block(tuple(binds), pool[-1]), params + [mat]
     out = Var("out", None)
     binds.append(Bind((out,), MakeTuple(tuple(pool[-3:]))))
     return Block(tuple(binds), out), params + [mat]

@@ -132,11 +132,11 @@ class LowererCore:
                 value = None
             if isinstance(value, (int, float, bool)) and _finite(value):
                 return Const.literal(value, Num((), t.dtype, py=True, value=None if t.dtype == "float64" else value))  # type: ignore[union-attr]
-        var_name = self.namer.temp()
+        temp = self.namer.temp()  # (drawn where a name is given too: the names drawn as name_result's renaming)
         if name is not None and not (op == "pow" and _may_be_complex(args)):  # (a power tested: its test reads it)
             var = self.named = Var(self.namer.fresh(name), t)
         else:
-            var = Var(var_name, t)
+            var = Var(temp, t)
         node, parsed = self.node, self.stack[-1].parsed  # (self.loc(), inline: this runs at every binding)
         positions = parsed.positions
         if type(positions) is not Starts or parsed.aliases:

@@ -32,7 +32,7 @@ def straight_line(stmts: list[ast.stmt], names: set[str], called: set[str]) -> b
             if len(st.targets) != 1:
                 return False
             t = st.targets[0]
-            if type(t) is not _NAME or t.col_offset != st.col_offset or t.lineno != st.lineno:
+            if type(t) is not _NAME or not _target_at_start(st):
                 return False
             names.add(t.id)
         elif cls is not ast.Return or i != last or st.value is None:
@@ -44,12 +44,13 @@ def straight_line(stmts: list[ast.stmt], names: set[str], called: set[str]) -> b
 def targets_where_statements_start(stmts: list[ast.stmt]) -> bool:
     """Whether the target of each assignment of ``stmts`` is where its statement starts (no parentheses),
     as :func:`straight_line` asks."""
-    for st in stmts:
-        if type(st) is ast.Assign:
-            t = st.targets[0]
-            if t.col_offset != st.col_offset or t.lineno != st.lineno:
-                return False
-    return True
+    return all(_target_at_start(st) for st in stmts if type(st) is ast.Assign)
+
+
+def _target_at_start(st: ast.Assign) -> bool:
+    """Whether the (first) target of ``st`` starts where ``st`` does (no parentheses around it)."""
+    t = st.targets[0]
+    return t.col_offset == st.col_offset and t.lineno == st.lineno
 
 
 def is_docstring(st: ast.stmt) -> bool:
