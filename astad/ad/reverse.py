@@ -66,38 +66,19 @@ def _vjps_of_table() -> None:
         _VJPS.update({op: p.vjp for op, p in list(_TABLE.items())})
 
 
-def _arg_key(a: Atom, inactive, cts: dict, canon: dict) -> tuple[object, bool]:
+def _arg_key(a: Atom, inactive, cts: dict) -> tuple[object, bool]:
     """For ``rule_Prim``'s key of a replayed primitive: what ``replay.key`` holds of an argument (None where
-    it cannot be keyed; of a variable, its type's ``canon`` id) and whether it gets a cotangent (give's tests:
-    a variable with a derivative, active; an inactive one is given its zero here, as give would)."""
+    it cannot be keyed) and whether it gets a cotangent (give's tests: a variable with a derivative, active;
+    an inactive one is given its zero here, as give would)."""
     cls = type(a)
     if cls is Var:
         at = a.type
-        k = canon.get(id(at))
-        if k is None:
-            k = _canonical(canon, at)
         if (_diff(at.dtype) or DTYPE_DIFF[at.dtype]) if type(at) is Num else at.differentiable:
             if a.name not in inactive:
-                return k, True
+                return id(at), True
             cts[a.name] = Zero(ct_type(at))  # (give's)
-        return k, False
+        return id(at), False
     return (a.key if cls is Const and a.name is None else None), False
-
-
-def _canonical(canon: dict, t: Type) -> int:
-    """The id of the first type equal to ``t`` that ``canon`` met (``canon``: a type's id -> that id; at 0,
-    the types met, by value), noted for ``t``'s.  The keys of replayed rules hold types by these ids: a
-    program's equal types are many objects (a type rule makes its result again where its operands' types are
-    other objects), and an application of a rule to types equal to those of an earlier one is replayed from
-    that one's record all the same (``replay.by_value``), after its key by ids missed."""
-    equal = canon.get(0)
-    if equal is None:
-        equal = canon[0] = {}
-    first = equal.setdefault(t, t)
-    k = canon[id(t)] = id(first)
-    if first is not t:
-        equal[id(t)] = t  # (kept: its id stays its own while the macro runs)
-    return k
 
 
 def _with_backs(block: Block, backs: dict[str, Lam]) -> Block:
@@ -137,7 +118,6 @@ class _Macro(Cotangents):
         self.by_value: dict[tuple, replay.Replay] = {}  # the same, by the types themselves (replay.by_value)
         self.seen: set[tuple] = set()  # the keys by value of the applications made once (not recorded)
         self.pinned: list[tuple[Type, ...]] = []  # the types whose ids are in those keys: kept, so the ids stay theirs
-        self.canon: dict = {}  # a type's id -> that of the first equal one (see _canonical)
         self.replayed = replay.REPLAYED if replay.REPLAY else frozenset()  # the primitives whose rules are replayed
 
     # one rule per construct -------------------------------------------------
@@ -165,31 +145,25 @@ class _Macro(Cotangents):
             # (the most common: which arguments get a cotangent, as the loop below finds,
             # and the key of replay.key with them, flat)
             x, y = args
-            canon = self.canon
-            kx, gx = _arg_key(x, inactive, self.cts, canon)
-            ky, gy = _arg_key(y, inactive, self.cts, canon)
+            kx, gx = _arg_key(x, inactive, self.cts)
+            ky, gy = _arg_key(y, inactive, self.cts)
             gets = None  # ([gx, gy], made where it is read: not where the replay runs)
             if kx is None or ky is None:
                 key = None
             else:
                 cname = ct.name
-                ct_t = ct.type
-                key = (op, rhs.params, canon.get(id(t)) or _canonical(canon, t),
-                       canon.get(id(ct_t)) or _canonical(canon, ct_t), kx, ky, x is y, gx, gy, self.top,
+                key = (op, rhs.params, id(t), id(ct.type), kx, ky, x is y, gx, gy, self.top,
                        not (gx and gy) and cname[:1] == "t" and cname[1:].isdigit())
         elif len(args) == 1 and type(ct) is Var and type(args[0]) is Var and op in self.replayed:
             (x,) = args  # (the next most common, as above)
-            canon = self.canon
-            kx, gx = _arg_key(x, inactive, self.cts, canon)
+            kx, gx = _arg_key(x, inactive, self.cts)
             gets = None  # ([gx], as above)
             cname = ct.name
-            ct_t = ct.type
-            key = (op, rhs.params, canon.get(id(t)) or _canonical(canon, t),
-                   canon.get(id(ct_t)) or _canonical(canon, ct_t), kx, gx, self.top,
+            key = (op, rhs.params, id(t), id(ct.type), kx, gx, self.top,
                    not gx and cname[:1] == "t" and cname[1:].isdigit())
         else:
             cts = self.cts  # which arguments get a cotangent
-            gets = [_arg_key(a, inactive, cts, self.canon)[1] for a in args]
+            gets = [_arg_key(a, inactive, cts)[1] for a in args]
             key = replay.key(rhs, out, ct) if op in self.replayed else None
             if key is not None:  # (see astad.ad.replay; what settle leaves depends on which arguments get one)
                 cname = ct.name  # (and whether the cotangent, which a rule may give an argument, is a temporary)
