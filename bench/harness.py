@@ -360,6 +360,25 @@ RESULTS = ROOT / "bench" / "results" / "latest.json"
 REGRESSION = 1.10  # a grad/primal ratio this many times the saved one is flagged
 
 
+#: the reference workload of :func:`reference_ms`: pure Python (no numpy, no astad), like most of a transform
+REFERENCE_N = 10**6
+
+
+def reference_ms(clock: Callable[[], float], samples: int = 5) -> float:
+    """Milliseconds (``clock``'s) of a fixed pure-Python loop, median of ``samples``: how fast this machine runs
+    Python just now. Printed at the start and the end of a run and saved with it, so that a reader can tell a
+    run on a busy machine (a shared VM's host can halve its speed for minutes) from a regression of astad."""
+
+    def once() -> float:
+        start = clock()
+        total = 0
+        for i in range(REFERENCE_N):
+            total += i
+        return clock() - start
+
+    return statistics.median(once() for _ in range(samples)) * 1e3
+
+
 def machine_info(clock: str, timer: Timer) -> dict[str, Any]:
     """Where and how the numbers were taken (saved with them)."""
     import platform

@@ -8,6 +8,7 @@ See bench/README.md for what the columns mean. Writes bench/results/latest.json
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import statistics
@@ -43,7 +44,7 @@ import forward_mode  # noqa: E402
 from harness import (AUTOGRAD_PROGRAMS, CLOCKS, IMPORT_NOTES, JAX_PROGRAMS, LIMITS, QUICK_OTHERS,  # noqa: E402
                      QUICK_SKIP, RESULTS, SKIP, Args, Argnums, Limits, Row, Target, Timer, Tool, astad, autograd,
                      autograd_np, change, describe, fmt_bytes, fmt_ratio, jax, load_results, machine_info, print_table,
-                     programs, ratio, save_results, speedup, time_of, time_tools, timed_once, version,
+                     programs, ratio, reference_ms, REFERENCE_N, save_results, speedup, time_of, time_tools, timed_once, version,
                      wanted, with_target)
 
 # ------------------------------------------------------------- per program
@@ -147,11 +148,17 @@ def transform_time(name: str, args: Args, argnums: Argnums, timer: Timer, repeat
 
     def once() -> float:
         astad.clear_caches()
+        gc.collect()  # (the garbage of the samples before is not this sample's work)
         start = timer.clock()
         astad.api.Reverse(fn).derivative(args, wrt)
         return timer.clock() - start
 
     return min(once() for _ in range(repeat))
+
+
+#: transformations from scratch per program for "transform cold" (its best is shown), by --quick: the time of
+#: one is deterministic work plus the machine's noise, which only adds, so the best of more is the truer number
+TRANSFORMS = {False: 5, True: 1}
 
 
 # ----------------------------------------------------------- astad-only
@@ -382,14 +389,16 @@ def main(argv: list[str] | None = None) -> int:
     previous = load_results(results_path) if opts.backend == "numpy" else {}  # saved: numpy's
     saved_clock = previous.get("machine", {}).get("clock")
 
+    reference = [reference_ms(timer.clock)]
     print(f"python {platform.python_version()}, numpy {np.__version__}, astad {version(astad)}, "
           f"autograd {version(autograd)}, jax {version(jax)}"
           f"{f' (float64, {jax.default_backend()})' if jax else ''}; median of {timer.repeat} samples, "
           f"{opts.clock} clock; {opts.backend} arrays; BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}; "
-          f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+          f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+          f"reference loop {reference[0]:.1f} ms ({REFERENCE_N:,} additions in Python)\n")
 
     rows = [bench_program(name, timer, program_limits(name, opts), jvp_cells=not opts.no_forward,
-                          transforms=1 if opts.quick else 3)
+                          transforms=TRANSFORMS[opts.quick])
             for name in PROGRAMS if name in selected]
     if rows:
         print_table([h for h, _ in COLUMNS], [[cell(row) for _, cell in COLUMNS] for row in rows])
@@ -399,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"saved: grad/primal in {results_path.name} ({previous.get('machine', {}).get('date', 'none')}); "
               "REGR: over 10% worse. peak mem: tracemalloc, one call. transform cold: "
               "astad.clear_caches() then the transformation, best of "
-              f"{1 if opts.quick else 3}, {opts.clock} clock\n")
+              f"{TRANSFORMS[opts.quick]}, {opts.clock} clock\n")
         if not opts.no_forward:
             forward_mode.print_jvp_table(rows)
 
@@ -417,9 +426,12 @@ def main(argv: list[str] | None = None) -> int:
                     [astad_only_row(m, extra_values[m[0]]) for m in ASTAD_ONLY if m[0] in extra_values])
         print()
 
+    reference.append(reference_ms(timer.clock))
+    print(f"reference loop at the end: {reference[1]:.1f} ms (at the start {reference[0]:.1f} ms; "
+          "a busier machine runs it slower)\n")
     save = (opts.save or not opts.quick) and not opts.no_save
     if save:
-        save_results(results_path, previous, machine_info(opts.clock, timer),
+        save_results(results_path, previous, {**machine_info(opts.clock, timer), "reference_ms": reference},
                      {row.name: program_results(row) for row in rows}, extra_values)
 
     quick = [note for note in notes if note.endswith(QUICK_SKIP.skip["autograd"] + " (--no-limits runs it)")]
