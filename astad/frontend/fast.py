@@ -24,9 +24,10 @@ from typing import Any
 
 import libcst as cst
 
-from .. import deep
+from .. import deep, rules
 from ..deep import LazyNodes
-from ..ir import Const, Num, Var
+from ..ir import Bind, Const, Num, Prim, Var
+from ..positions import Starts
 from ..values import PyTuple, Ref
 from .core import LowererCore
 from .expressions import _BIN_OPS
@@ -46,6 +47,8 @@ _name_value, _name_lpar, _name_rpar = (getattr(cst.Name, f).__set__ for f in ("v
 _LITERALS = {int: cst.Integer, float: cst.Float}
 #: where a node of Python's tree starts: its libcst node's start (straight-line code is ASCII text)
 _start = operator.attrgetter("lineno", "col_offset")
+_NAME, _CONSTANT = ast.Name, ast.Constant
+_TABLE = rules.TABLE
 
 
 class _Unfollowed:
@@ -76,6 +79,8 @@ class Fast(LowererCore):
         """:meth:`.statements.Statements.lower_body` of straight-line statements.  Which values may share
         memory is not followed (:class:`_Unfollowed`): nothing here updates a value in place."""
         stmts, self.fast_lines = block.source
+        if type(self.root.positions) is not Starts or self.root.aliases:  # (never: a block read lazily is read
+            raise Declined("positions")  # with Python's parser, which keeps its nodes' starts, of a `def`)
         self.aliases = _UNFOLLOWED  # type: ignore[assignment]
         return deep.call(self._lower_straight, stmts)
 
@@ -130,20 +135,74 @@ class Fast(LowererCore):
 
     def ast_BinOp(self, n: ast.BinOp, name: str | None = None) -> Value:
         """:meth:`.expressions.Expressions.expr_BinaryOperation` (``name``: the user's, for the binding
-        made: :meth:`.core.LowererCore.emit`)."""
+        made: :meth:`.core.LowererCore.emit`).  An operand that is a name of the running scope, or a number
+        written before, is read as :meth:`.expressions.Expressions.expr` and :meth:`ast_leaf` read it first
+        (inline: most operands are)."""
         op = _OPS.get(type(n.op))
         if op is None:
             raise Declined("operator")
-        left_value = self.expr(n.left)
-        if op == "add" and is_list_value(left_value):
-            raise Declined("lists")
-        right = self.expr(n.right)
-        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right, PyTuple)):
-            raise Declined("repeated")
-        left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, n.left)
-        if not (type(right) is Var or type(right) is Const):
-            right = self.atom(right, n.right)
+        env, literals, lines = self.stack[-1].env, self.literals, self.fast_lines
+        side = n.left
+        kind = type(side)
+        if kind is _NAME:
+            left = env.get(side.id)  # type: ignore[attr-defined]
+        elif kind is _CONSTANT:  # (ast_leaf's first step)
+            left = literals.get(lines[side.lineno - 1][side.col_offset:side.end_col_offset])  # type: ignore[arg-type]
+            if left is not None and type(left.value) is not type(side.value):  # type: ignore[attr-defined]
+                left = None
+        else:
+            left = None
+        if left is None:
+            left = self.expr(side)
+        side = n.right
+        kind = type(side)
+        if kind is _NAME:
+            right = env.get(side.id)  # type: ignore[attr-defined]
+        elif kind is _CONSTANT:
+            right = literals.get(lines[side.lineno - 1][side.col_offset:side.end_col_offset])  # type: ignore[arg-type]
+            if right is not None and type(right.value) is not type(side.value):  # type: ignore[attr-defined]
+                right = None
+        else:
+            right = None
+        if right is None:
+            right = self.expr(side)
+        kind, other = type(left), type(right)
+        if not ((kind is Var or kind is Const) and (other is Var or other is Const)
+                and (op != "add" or type(left.type) is Num)):  # type: ignore[union-attr]
+            if op == "add" and is_list_value(left):
+                raise Declined("lists")
+            if op == "mul" and (isinstance(left, PyTuple) or isinstance(right, PyTuple)):
+                raise Declined("repeated")
+            if not (kind is Var or kind is Const):
+                left = self.atom(left, n.left)
+            if not (other is Var or other is Const):
+                right = self.atom(right, n.right)
+        elif op != "pow" and (kind is not Const or other is not Const):  # (nothing to fold, no power to test)
+            try:
+                t = _TABLE[op].infer([left.type, right.type], {})  # type: ignore[union-attr]
+            except rules.ShapeError:
+                t = None  # (emit's refusal, below)
+            if t is not None:
+                return self._bound(op, left, right, t, name, n)  # type: ignore[arg-type]
         return self.emit(op, [left, right], None, name)  # type: ignore[list-item]
+
+    def _bound(self, op: str, left: Var | Const, right: Var | Const, t: Any, name: str | None, n: ast.BinOp) -> Var:
+        """:meth:`.core.LowererCore.emit`'s steps for ``left op right`` of type ``t`` where there is nothing to
+        fold and no power to test, at ``n`` (``self.node``: where it starts is its Loc's place),
+        the aliases unfollowed (:class:`_Unfollowed`): the same names drawn, the same binding made."""
+        namer = self.namer
+        temp = namer.temp()
+        if name is not None:
+            var = self.named = Var(namer.fresh(name), t)
+        else:
+            var = Var(temp, t)
+        at = (n.lineno, n.col_offset)
+        root = self.root
+        loc = root.locs.get(at)
+        if loc is None:
+            loc = root.loc_at(at)
+        self.binds.append(Bind((var,), Prim(op, (left, right), ()), loc))
+        return var
 
     def ast_UnaryOp(self, n: ast.UnaryOp) -> Value:
         """:meth:`.expressions.Expressions.expr_UnaryOperation` (but ``not``)."""

@@ -1,0 +1,63 @@
+"""Session 14 (front): straight-line code lowered from Python's tree binds a binary operation without
+:meth:`astad.frontend.core.LowererCore.emit`'s general steps where there is nothing to fold and no power
+to test (astad/frontend/fast.py, ``_bound``), and reads a name or a number written before without the
+general dispatch.  Both ways must give the same IR, names, places and errors as the lowering of libcst's
+nodes, at the edges of these shortcuts too; the derivatives agree with finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import check_grad
+from test_frontend_s12 import X, W, _lowering, _program, assert_same_lowering
+
+
+@pytest.mark.parametrize("body", [
+    # operands: names, numbers written before (and an int and a float of the same digits), a global
+    ["a = x * 2.0", "b = 2.0 * a", "c = b + 2", "d = 2 * c", "return np.sum(d * a)"],
+    ["a = x * 1.0", "b = a - 1", "c = b / 1.0", "return np.sum(c) + G"],
+    ["a = G * x", "b = a @ W", "c = b - G", "return np.sum(c * a)"],
+    # folded (both Python numbers) and not (a number and an array), a power (tested where it runs)
+    ["c = 2.0 * 3.0", "d = c - 1", "a = x * c", "e = d ** 0.5", "return np.sum(a) * e"],
+    ["a = x ** 2", "b = a ** 0.5", "c = s ** 1.5", "return np.sum(b) * c"],
+    # nested operations, unary ones, calls between them
+    ["a = W @ x * 0.1 + np.cos(x)", "b = a - 0.2 * x / (1.0 + a * a)", "c = -b * np.exp(-a * a)",
+     "return np.sum(c * b)"],
+    # Python numbers of every kind: ints, floats, bools (a parameter's), their operations
+    ["k = n * 2", "m = k + n", "q = m / 4", "r = q * s", "return np.sum(x) * r"],
+    # a name reassigned; operands named like temporaries
+    ["t1 = x + 1.0", "t2 = t1 * t1", "t1 = t2 - x", "return np.sum(t1 * t2)"],
+    # operators less common: floor division, modulo, matrix products of two matrices
+    ["a = W @ W", "b = a // 2.0", "c = a % 3.0", "return np.sum(b + c)"],
+])
+def test_binary_operations_agree_with_the_general_lowering(tmp_path, body):
+    f = _program(tmp_path, body, params="x, W, s=1.5, n=3", prelude="G = 0.25")
+    assert assert_same_lowering(f, [X, W, 1.5, 3])  # (lowered from Python's tree to the end)
+    check_grad(f, [X, W, 1.5, 3])
+
+
+@pytest.mark.parametrize("body, line, col, words", [
+    # shapes that do not broadcast, a product of mismatched shapes: refused where the operation starts
+    (["a = x * 2.0", "b = a + np.ones(3)", "return np.sum(b)"], 6, 9, "broadcast"),
+    (["a = x * 2.0", "b = 1.0 + (a @ np.ones(3))", "return np.sum(b)"], 6, 16, "@"),
+    (["a = x * 2.0", "b = (-2.0) ** 0.5", "return np.sum(a) * b"], 6, 9, "complex"),
+])
+def test_refusals_are_where_they_were(tmp_path, body, line, col, words):
+    f = _program(tmp_path, body)
+    straight, _ = _lowering(f, [X, W], True)
+    general, _ = _lowering(f, [X, W], False)
+    assert straight == general
+    assert straight[0] == "error" and words in straight[2] and f":{line}:{col}:" in straight[2], straight
+
+
+@pytest.mark.parametrize("body", [
+    # lists and tuples as operands: declined, lowered from libcst's nodes (the same result or error)
+    ["a = [x, x]", "b = a + [x]", "return np.sum(b[0])"],
+    ["a = (x, x)", "b = a * 2", "return np.sum(b[0])"],
+])
+def test_what_the_shortcut_declines_is_lowered_as_before(tmp_path, body):
+    f = _program(tmp_path, body)
+    straight, _ = _lowering(f, [X, W], True)
+    general, _ = _lowering(f, [X, W], False)
+    assert straight == general
