@@ -24,6 +24,8 @@ from test_frontend_s12 import X, W, _lowering, _program, assert_same_lowering
     # nested operations, unary ones, calls between them
     ["a = W @ x * 0.1 + np.cos(x)", "b = a - 0.2 * x / (1.0 + a * a)", "c = -b * np.exp(-a * a)",
      "return np.sum(c * b)"],
+    # negations: of arrays, of Python numbers (ints, floats), of a constant (folded)
+    ["k = -n", "m = -s * k", "c = -2.0", "return np.sum(-x) * m * c"],
     # Python numbers of every kind: ints, floats, bools (a parameter's), their operations
     ["k = n * 2", "m = k + n", "q = m / 4", "r = q * s", "return np.sum(x) * r"],
     # a name reassigned; operands named like temporaries
@@ -61,3 +63,21 @@ def test_what_the_shortcut_declines_is_lowered_as_before(tmp_path, body):
     straight, _ = _lowering(f, [X, W], True)
     general, _ = _lowering(f, [X, W], False)
     assert straight == general
+
+
+def test_module_constants_named_like_temporaries(tmp_path):
+    """drop_dead_temporaries reads the arguments' names in one walk, constants' too (a program's names are
+    distinct): constants named t1, t2 among temporaries, a dead temporary (an unused shape), both ways."""
+    body = ["a = x * t1 + t2", "n = x.shape", "b = np.sin(a) * t2 - t1", "return np.sum(b * a) + t1"]
+    f = _program(tmp_path, body, prelude="t1 = 0.5\nt2 = 2.0")
+    straight, _ = _lowering(f, [X, W], True)
+    general, _ = _lowering(f, [X, W], False)
+    assert straight == general
+    check_grad(f, [X, W])
+    from astad import frontend
+    from astad.api import Reverse
+    rev = Reverse(f)
+    fn, _ = frontend.lower(rev._parsed, list(rev._types([X, W])))
+    printed = [str(b) for b in fn.body.binds]
+    assert not any(" dim(" in p for p in printed), printed  # (the unused shape dropped)
+    assert any("t1" in p for p in printed) and any("t2" in p for p in printed), printed

@@ -178,16 +178,22 @@ class Fast(LowererCore):
             if not (other is Var or other is Const):
                 right = self.atom(right, n.right)
         elif op != "pow" and (kind is not Const or other is not Const):  # (nothing to fold, no power to test)
+            infer = _TABLE[op].infer
+            # (its results by the ids of the operands' types, kept with them: a program repeats them; a rule
+            # without them, AttributeError: lowered from libcst's nodes)
+            hit = infer.pairs.get((id(left.type), id(right.type)))  # type: ignore[union-attr]
+            if hit is not None:
+                return self._bound(op, (left, right), hit[-1], name, n)  # type: ignore[arg-type]
             try:
-                t = _TABLE[op].infer([left.type, right.type], {})  # type: ignore[union-attr]
+                t = infer([left.type, right.type], {})  # type: ignore[union-attr]
             except rules.ShapeError:
                 t = None  # (emit's refusal, below)
             if t is not None:
-                return self._bound(op, left, right, t, name, n)  # type: ignore[arg-type]
+                return self._bound(op, (left, right), t, name, n)  # type: ignore[arg-type]
         return self.emit(op, [left, right], None, name)  # type: ignore[list-item]
 
-    def _bound(self, op: str, left: Var | Const, right: Var | Const, t: Any, name: str | None, n: ast.BinOp) -> Var:
-        """:meth:`.core.LowererCore.emit`'s steps for ``left op right`` of type ``t`` where there is nothing to
+    def _bound(self, op: str, args: tuple, t: Any, name: str | None, n: ast.BinOp | ast.UnaryOp) -> Var:
+        """:meth:`.core.LowererCore.emit`'s steps for ``op(*args)`` of type ``t`` where there is nothing to
         fold and no power to test, at ``n`` (``self.node``: where it starts is its Loc's place),
         the aliases unfollowed (:class:`_Unfollowed`): the same names drawn, the same binding made."""
         namer = self.namer
@@ -201,7 +207,7 @@ class Fast(LowererCore):
         loc = root.locs.get(at)
         if loc is None:
             loc = root.loc_at(at)
-        self.binds.append(Bind((var,), Prim(op, (left, right), ()), loc))
+        self.binds.append(Bind((var,), Prim(op, args, ()), loc))
         return var
 
     def ast_UnaryOp(self, n: ast.UnaryOp) -> Value:
@@ -211,6 +217,10 @@ class Fast(LowererCore):
             raise Declined("not")
         operand = self.atom(self.expr(n.operand), n.operand)
         if kind is ast.USub:
+            if type(operand) is Var:  # (nothing to fold: emit's steps, its type where the rule has it)
+                hit = _TABLE["neg"].infer.pairs.get((id(operand.type),))  # type: ignore[attr-defined]
+                if hit is not None:
+                    return self._bound("neg", (operand,), hit[-1], None, n)
             return self.emit("neg", [operand])
         if kind is ast.UAdd:
             if not (isinstance(operand.type, Num) and operand.type.py):
