@@ -26,6 +26,11 @@ from test_frontend_s12 import X, W, _lowering, _program, assert_same_lowering
      "return np.sum(c * b)"],
     # negations: of arrays, of Python numbers (ints, floats), of a constant (folded)
     ["k = -n", "m = -s * k", "c = -2.0", "return np.sum(-x) * m * c"],
+    # numpy's functions of one argument: of arrays, of Python numbers (a parameter's: numpy's scalar), of a
+    # constant, of an int, discrete ones, the same function again (its type then read from the rule's results)
+    ["a = np.sin(x)", "b = np.sin(a) + np.cos(s)", "c = np.exp(2.0) * np.tanh(b)", "d = np.sin(x) * np.abs(n)",
+     "e = np.isnan(d) * np.floor(a)", "f = np.sqrt(np.abs(np.sin(W @ x)))", "return np.sum(b * c + e * f + d)"],
+    ["a = np.tanh(x)", "b = np.tanh(x * 2.0)", "c = np.tanh(s)", "d = np.tanh(c)", "return np.sum(a * b) * d"],
     # Python numbers of every kind: ints, floats, bools (a parameter's), their operations
     ["k = n * 2", "m = k + n", "q = m / 4", "r = q * s", "return np.sum(x) * r"],
     # a name reassigned; operands named like temporaries
@@ -33,7 +38,7 @@ from test_frontend_s12 import X, W, _lowering, _program, assert_same_lowering
     # operators less common: floor division, modulo, matrix products of two matrices
     ["a = W @ W", "b = a // 2.0", "c = a % 3.0", "return np.sum(b + c)"],
 ])
-def test_binary_operations_agree_with_the_general_lowering(tmp_path, body):
+def test_operations_agree_with_the_general_lowering(tmp_path, body):
     f = _program(tmp_path, body, params="x, W, s=1.5, n=3", prelude="G = 0.25")
     assert assert_same_lowering(f, [X, W, 1.5, 3])  # (lowered from Python's tree to the end)
     check_grad(f, [X, W, 1.5, 3])
@@ -54,7 +59,11 @@ def test_refusals_are_where_they_were(tmp_path, body, line, col, words):
 
 
 @pytest.mark.parametrize("body", [
-    # lists and tuples as operands: declined, lowered from libcst's nodes (the same result or error)
+    # lists and tuples as operands, keywords of a numpy function: declined, lowered from libcst's nodes (the same
+    # result or error)
+    ["a = np.sin(x)", "b = np.sin(a, out=a)", "return np.sum(b)"],
+    ["a = np.sin(x)", "b = np.sin(a, a)", "return np.sum(b)"],
+    ["a = np.sin(x)", "b = np.sin(x=a)", "return np.sum(b)"],
     ["a = [x, x]", "b = a + [x]", "return np.sum(b[0])"],
     ["a = (x, x)", "b = a * 2", "return np.sum(b[0])"],
 ])

@@ -29,7 +29,7 @@ from ..deep import LazyNodes
 from ..ir import Bind, Const, Num, Prim, Var
 from ..positions import Starts
 from ..values import PyTuple, Ref
-from .core import LowererCore
+from .core import _FOLDABLE, LowererCore
 from .expressions import _BIN_OPS
 from .from_ast_expr import _BINARY
 from .numpy_api import API, numpy_name
@@ -192,7 +192,7 @@ class Fast(LowererCore):
                 return self._bound(op, (left, right), t, name, n)  # type: ignore[arg-type]
         return self.emit(op, [left, right], None, name)  # type: ignore[list-item]
 
-    def _bound(self, op: str, args: tuple, t: Any, name: str | None, n: ast.BinOp | ast.UnaryOp) -> Var:
+    def _bound(self, op: str, args: tuple, t: Any, name: str | None, n: ast.BinOp | ast.UnaryOp | ast.Call) -> Var:
         """:meth:`.core.LowererCore.emit`'s steps for ``op(*args)`` of type ``t`` where there is nothing to
         fold and no power to test, at ``n`` (``self.node``: where it starts is its Loc's place),
         the aliases unfollowed (:class:`_Unfollowed`): the same names drawn, the same binding made."""
@@ -257,4 +257,11 @@ class Fast(LowererCore):
         spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
         if spec is None:
             raise Declined("numpy")
+        op = spec.unary
+        if op is not None and len(args) == 1 and not kwargs and type(args[0]) is Var and op not in _FOLDABLE:
+            # (apply's steps for np.sin(v): bound as emit binds it, its type where the rule has it, else asked)
+            x = args[0]
+            hit = _TABLE[op].infer.pairs.get((id(x.type),))  # type: ignore[attr-defined]
+            if hit is not None:
+                return self._bound(op, (x,), hit[-1], None, n)
         return self.apply(spec, args, kwargs, n)  # type: ignore[attr-defined,arg-type]
