@@ -31,6 +31,8 @@ from test_frontend_s12 import X, W, _lowering, _program, assert_same_lowering
     ["a = np.sin(x)", "b = np.sin(a) + np.cos(s)", "c = np.exp(2.0) * np.tanh(b)", "d = np.sin(x) * np.abs(n)",
      "e = np.isnan(d) * np.floor(a)", "f = np.sqrt(np.abs(np.sin(W @ x)))", "return np.sum(b * c + e * f + d)"],
     ["a = np.tanh(x)", "b = np.tanh(x * 2.0)", "c = np.tanh(s)", "d = np.tanh(c)", "return np.sum(a * b) * d"],
+    # a module's functions read again (np.sin), from a module inside a module (np.linalg.norm), a module's constant
+    ["a = np.sin(x) * G", "b = np.linalg.norm(a) + np.linalg.norm(x)", "c = np.sin(a) * np.pi", "return b * np.sum(c)"],
     # Python numbers of every kind: ints, floats, bools (a parameter's), their operations
     ["k = n * 2", "m = k + n", "q = m / 4", "r = q * s", "return np.sum(x) * r"],
     # a name reassigned; operands named like temporaries
@@ -62,6 +64,7 @@ def test_refusals_are_where_they_were(tmp_path, body, line, col, words):
     # lists and tuples as operands, keywords of a numpy function: declined, lowered from libcst's nodes (the same
     # result or error)
     ["a = np.sin(x)", "b = np.sin(a, out=a)", "return np.sum(b)"],
+    ["a = np.sin(x)", "np = a", "b = np.sin(a)", "return b"],  # (a local named np: an array's attribute, refused)
     ["a = np.sin(x)", "b = np.sin(a, a)", "return np.sum(b)"],
     ["a = np.sin(x)", "b = np.sin(x=a)", "return np.sum(b)"],
     ["a = [x, x]", "b = a + [x]", "return np.sum(b[0])"],

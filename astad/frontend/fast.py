@@ -47,7 +47,7 @@ _name_value, _name_lpar, _name_rpar = (getattr(cst.Name, f).__set__ for f in ("v
 _LITERALS = {int: cst.Integer, float: cst.Float}
 #: where a node of Python's tree starts: its libcst node's start (straight-line code is ASCII text)
 _start = operator.attrgetter("lineno", "col_offset")
-_NAME, _CONSTANT = ast.Name, ast.Constant
+_NAME, _CONSTANT, _ATTRIBUTE = ast.Name, ast.Constant, ast.Attribute
 _TABLE = rules.TABLE
 
 
@@ -246,11 +246,27 @@ class Fast(LowererCore):
         raise Declined("attribute")
 
     def ast_Call(self, n: ast.Call) -> Value:
-        """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method."""
-        func = self.expr(n.func)
+        """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method.  A module's function
+        read before (``np.sin``), and an argument that is a name of the running scope, are read as
+        :meth:`.expressions.Expressions.expr` and :meth:`ast_Attribute` read them first (inline)."""
+        running = self.stack[-1]
+        env = running.env
+        f, func = n.func, None
+        if type(f) is _ATTRIBUTE and type(f.value) is _NAME and running.parent is None and f.value.id not in env:
+            known = self._globals.get((id(running.parsed), running.path, f.value.id))  # type: ignore[attr-defined]
+            base = known[1] if known is not None and known[0] is running.parsed else None
+            if type(base) is Ref and base.kind == "module":
+                known = self._attributes.get((id(base.obj), base.path, f.attr))
+                if known is not None and known[0] is base.obj:
+                    func = known[1]
+        if func is None:
+            func = self.expr(f)
         if not (isinstance(func, Ref) and (func.kind == "numpy" or func.kind == "method")):
             raise Declined("call")
-        args = [self.expr(a) for a in n.args]  # (the keywords after them, as in the text)
+        args = []
+        for a in n.args:  # (the keywords after them, as in the text)
+            value = env.get(a.id) if type(a) is _NAME else None  # type: ignore[attr-defined]
+            args.append(value if value is not None else self.expr(a))
         kwargs = {k.arg: self.expr(k.value) for k in n.keywords}
         if func.kind == "method":  # (an array's: x.sum())
             return self.apply(func.obj, [func.self_value, *args], kwargs, n)  # type: ignore[attr-defined,arg-type]
