@@ -33,6 +33,9 @@ from test_frontend_s12 import X, W, _lowering, _program, assert_same_lowering
     ["a = np.tanh(x)", "b = np.tanh(x * 2.0)", "c = np.tanh(s)", "d = np.tanh(c)", "return np.sum(a * b) * d"],
     # a module's functions read again (np.sin), from a module inside a module (np.linalg.norm), a module's constant
     ["a = np.sin(x) * G", "b = np.linalg.norm(a) + np.linalg.norm(x)", "c = np.sin(a) * np.pi", "return b * np.sum(c)"],
+    # a call at a statement's own level named when bound (names like temporaries', a name reassigned)
+    ["a = np.sin(x)", "b = np.sin(x)", "t1 = np.sin(x)", "t2 = np.tanh(t1)", "t3 = np.tanh(t1)", "b = np.sin(x)",
+     "return np.sum(b * t2 * t3 * a)"],
     # Python numbers of every kind: ints, floats, bools (a parameter's), their operations
     ["k = n * 2", "m = k + n", "q = m / 4", "r = q * s", "return np.sum(x) * r"],
     # a name reassigned; operands named like temporaries
@@ -93,3 +96,11 @@ def test_module_constants_named_like_temporaries(tmp_path):
     printed = [str(b) for b in fn.body.binds]
     assert not any(" dim(" in p for p in printed), printed  # (the unused shape dropped)
     assert any("t1" in p for p in printed) and any("t2" in p for p in printed), printed
+
+
+def test_a_call_at_a_statements_level_is_given_the_users_name(tmp_path):
+    f = _program(tmp_path, ["a = np.sin(x)", "b = np.sin(x)", "a = np.sin(x)", "return np.sum(a * b)"])
+    got, used = _lowering(f, [X, W], True)
+    assert used  # (lowered from Python's tree to the end)
+    binds = [text for text, _ in got[0]]
+    assert binds[:3] == ["let a = sin(x)", "let b = sin(x)", "let a_2 = sin(x)"], binds

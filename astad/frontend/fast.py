@@ -96,12 +96,13 @@ class Fast(LowererCore):
                 return self.give_back(self.expr(st.value))  # type: ignore[arg-type]
             name = st.targets[0].id  # type: ignore[attr-defined]
             node = st.value  # type: ignore[attr-defined]
-            if type(node) is ast.BinOp and self.roomy and not self.expr_depth:
+            kind = type(node)
+            if (kind is ast.BinOp or kind is ast.Call) and self.roomy and not self.expr_depth:
                 # (self.expr's steps for a statement's own level, inline, the user's name given to the binding
                 # made: name_result's renaming without the temporary's variable and binding; the same names drawn)
                 self.node, self.expr_depth = node, 1
                 try:
-                    value = self.ast_BinOp(node, name)
+                    value = self.ast_BinOp(node, name) if kind is ast.BinOp else self.ast_Call(node, name)
                 finally:
                     self.node, self.expr_depth = st, 0
                 env[name] = value if value is self.named else self.name_result(value, name)
@@ -245,8 +246,9 @@ class Fast(LowererCore):
             return self.array_attribute(base, attr, n)  # type: ignore[attr-defined]
         raise Declined("attribute")
 
-    def ast_Call(self, n: ast.Call) -> Value:
-        """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method.  A module's function
+    def ast_Call(self, n: ast.Call, name: str | None = None) -> Value:
+        """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method (``name``: as
+        :meth:`ast_BinOp`'s, for a function of one argument bound by :meth:`_bound`).  A module's function
         read before (``np.sin``), and an argument that is a name of the running scope, are read as
         :meth:`.expressions.Expressions.expr` and :meth:`ast_Attribute` read them first (inline)."""
         running = self.stack[-1]
@@ -279,5 +281,5 @@ class Fast(LowererCore):
             x = args[0]
             hit = _TABLE[op].infer.pairs.get((id(x.type),))  # type: ignore[attr-defined]
             if hit is not None:
-                return self._bound(op, (x,), hit[-1], None, n)
+                return self._bound(op, (x,), hit[-1], name, n)
         return self.apply(spec, args, kwargs, n)  # type: ignore[attr-defined,arg-type]
