@@ -142,13 +142,14 @@ class Fast(LowererCore):
         op = _OPS.get(type(n.op))
         if op is None:
             raise Declined("operator")
-        env, literals, lines = self.stack[-1].env, self.literals, self.fast_lines
+        env = self.stack[-1].env
         side = n.left
         kind = type(side)
         if kind is _NAME:
             left = env.get(side.id)  # type: ignore[attr-defined]
         elif kind is _CONSTANT:  # (ast_leaf's first step)
-            left = literals.get(lines[side.lineno - 1][side.col_offset:side.end_col_offset])  # type: ignore[arg-type]
+            text = self.fast_lines[side.lineno - 1][side.col_offset:side.end_col_offset]  # type: ignore[attr-defined]
+            left = self.literals.get(text)
             if left is not None and type(left.value) is not type(side.value):  # type: ignore[attr-defined]
                 left = None
         else:
@@ -160,7 +161,8 @@ class Fast(LowererCore):
         if kind is _NAME:
             right = env.get(side.id)  # type: ignore[attr-defined]
         elif kind is _CONSTANT:
-            right = literals.get(lines[side.lineno - 1][side.col_offset:side.end_col_offset])  # type: ignore[arg-type]
+            text = self.fast_lines[side.lineno - 1][side.col_offset:side.end_col_offset]  # type: ignore[attr-defined]
+            right = self.literals.get(text)
             if right is not None and type(right.value) is not type(side.value):  # type: ignore[attr-defined]
                 right = None
         else:

@@ -95,10 +95,17 @@ class Parsed:
     def loc_at(self, at: tuple[int, int]) -> Loc:
         """The Loc of a node starting at ``at`` (its :class:`Starts` entry), made and kept in ``locs``
         (:meth:`loc`, and the lowering's ``emit``, look there first)."""
-        line, lines = at[0], self.lines
-        loc = self.locs[at] = Loc(self.file, line + self.line_offset,
-                                  at[1] + (self.col_offset if line not in self.kept else 0) + 1,
-                                  lines[line - 1] if 0 < line <= len(lines) else "")
+        line, col = at
+        if line > 0:  # (a line past the last: IndexError, below)
+            try:
+                text = self.lines[line - 1]
+            except IndexError:
+                text = ""
+        else:
+            text = ""
+        # (a line inside a string or continued is not dedented: no col_offset)
+        col += 1 if self.kept and line in self.kept else self.col_offset + 1
+        loc = self.locs[at] = Loc(self.file, line + self.line_offset, col, text)
         return loc
 
 
