@@ -104,3 +104,31 @@ def test_a_call_at_a_statements_level_is_given_the_users_name(tmp_path):
     assert used  # (lowered from Python's tree to the end)
     binds = [text for text, _ in got[0]]
     assert binds[:3] == ["let a = sin(x)", "let b = sin(x)", "let a_2 = sin(x)"], binds
+
+
+@pytest.mark.parametrize("depth", [40, 120])
+def test_deeply_nested_operations_and_calls(tmp_path, depth):
+    """Operations and calls nested deeply (a fresh stack every few levels, as expr takes one), both ways."""
+    nested = "x"
+    for i in range(depth):
+        nested = f"np.sin({nested} * 0.5)" if i % 3 == 0 else f"(-{nested} + x)" if i % 3 == 1 else f"(x - {nested})"
+    f = _program(tmp_path, [f"a = {nested}", "return np.sum(a)"])
+    assert assert_same_lowering(f, [X, W])
+    check_grad(f, [X, W])
+
+
+def test_nested_operations_under_a_low_recursion_limit(tmp_path):
+    """Below a recursion limit of 1000 each level of an expression is lowered on a fresh stack (expr's
+    ``roomy``): the nested operations read here too, both ways the same."""
+    import sys
+    nested = "x"
+    for i in range(30):
+        nested = f"np.sin({nested} * 0.5)" if i % 2 else f"(x - {nested})"
+    f = _program(tmp_path, [f"a = {nested}", "return np.sum(a)"])
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(500, len(__import__("inspect").stack()) + 300))
+    try:
+        assert sys.getrecursionlimit() < 1000
+        assert assert_same_lowering(f, [X, W])
+    finally:
+        sys.setrecursionlimit(old)

@@ -30,7 +30,7 @@ from ..ir import Bind, Const, Num, Prim, Var
 from ..positions import Starts
 from ..values import PyTuple, Ref
 from .core import _FOLDABLE, LowererCore
-from .expressions import _BIN_OPS
+from .expressions import _BIN_OPS, _ROOM_EVERY
 from .from_ast_expr import _BINARY
 from .numpy_api import API, numpy_name
 from .scopes import Value, is_list_value
@@ -155,7 +155,7 @@ class Fast(LowererCore):
         else:
             left = None
         if left is None:
-            left = self.expr(side)
+            left = self._nested(side)
         side = n.right
         kind = type(side)
         if kind is _NAME:
@@ -168,7 +168,7 @@ class Fast(LowererCore):
         else:
             right = None
         if right is None:
-            right = self.expr(side)
+            right = self._nested(side)
         kind, other = type(left), type(right)
         if not ((kind is Var or kind is Const) and (other is Var or other is Const)
                 and (op != "add" or type(left.type) is Num)):  # type: ignore[union-attr]
@@ -195,6 +195,23 @@ class Fast(LowererCore):
                 return self._bound(op, (left, right), t, name, n)  # type: ignore[arg-type]
         return self.emit(op, [left, right], None, name)  # type: ignore[list-item]
 
+    def _nested(self, n: ast.expr) -> Value:
+        """:meth:`.expressions.Expressions.expr` of an expression inside another: an operation or a call by its
+        method here, found by its class (not after the cases of names and numbers, which are read inline before
+        this is asked), with expr's steps (``self.node``, the depth, a fresh stack every few levels); any other
+        by expr."""
+        method = _NESTED.get(type(n))
+        if method is None:
+            return self.expr(n)
+        saved, depth = self.node, self.expr_depth
+        self.node, self.expr_depth = n, depth + 1
+        try:
+            if (depth % _ROOM_EVERY or not depth) and self.roomy:
+                return method(self, n)
+            return deep.call(method, self, n)  # (a deeply nested expression goes on with a fresh stack)
+        finally:
+            self.node, self.expr_depth = saved, depth
+
     def _bound(self, op: str, args: tuple, t: Any, name: str | None, n: ast.BinOp | ast.UnaryOp | ast.Call) -> Var:
         """:meth:`.core.LowererCore.emit`'s steps for ``op(*args)`` of type ``t`` where there is nothing to
         fold and no power to test, at ``n`` (``self.node``: where it starts is its Loc's place),
@@ -218,7 +235,9 @@ class Fast(LowererCore):
         kind = type(n.op)
         if kind is ast.Not:
             raise Declined("not")
-        operand = self.atom(self.expr(n.operand), n.operand)
+        operand = n.operand
+        value = self.stack[-1].env.get(operand.id) if type(operand) is _NAME else None  # type: ignore[attr-defined]
+        operand = self.atom(value if value is not None else self._nested(operand), operand)
         if kind is ast.USub:
             if type(operand) is Var:  # (nothing to fold: emit's steps, its type where the rule has it)
                 hit = _TABLE["neg"].infer.pairs.get((id(operand.type),))  # type: ignore[attr-defined]
@@ -270,7 +289,7 @@ class Fast(LowererCore):
         args = []
         for a in n.args:  # (the keywords after them, as in the text)
             value = env.get(a.id) if type(a) is _NAME else None  # type: ignore[attr-defined]
-            args.append(value if value is not None else self.expr(a))
+            args.append(value if value is not None else self._nested(a))
         kwargs = {k.arg: self.expr(k.value) for k in n.keywords}
         if func.kind == "method":  # (an array's: x.sum())
             return self.apply(func.obj, [func.self_value, *args], kwargs, n)  # type: ignore[attr-defined,arg-type]
@@ -285,3 +304,7 @@ class Fast(LowererCore):
             if hit is not None:
                 return self._bound(op, (x,), hit[-1], name, n)
         return self.apply(spec, args, kwargs, n)  # type: ignore[attr-defined,arg-type]
+
+
+#: the methods :meth:`Fast._nested` lowers an expression inside another with, by its class (expr's for these)
+_NESTED = {ast.BinOp: Fast.ast_BinOp, ast.Call: Fast.ast_Call, ast.UnaryOp: Fast.ast_UnaryOp}
