@@ -1,0 +1,95 @@
+"""Session 14's speed work on the reverse macro: ``rule_Prim`` keys a primitive of one or two variables, none
+inactive, without ``_arg_key`` (its tests written out), and ``rule_Dup`` draws its temporary and names the sum
+``v_ct`` itself (``Namer.temp`` and ``ct_name``'s common cases written out).  Checked against independent
+oracles: central finite differences in float64 and forward mode's ``<u, J v> == <J^T u, v>``, on programs
+that take each path and each fallback (a literal, an inactive argument, a user's name shaped like a
+temporary's copy, a ``_ct`` name the user took)."""
+
+import numpy as np
+import pytest
+
+import astad
+from conftest import load_program
+
+_PROGRAMS = {
+    # two variables (the written-out keys), one inactive (W, held constant: _arg_key gives it its zero)
+    "inactive_pair": """
+import numpy as np
+
+def f(v, W):
+    a = np.sin(v)
+    b = W @ a * 0.5 + a * a
+    c = np.tanh(b) * v - W @ b
+    d = np.exp(-c * c) + np.cos(W @ c)
+    return np.sum(d * a + b)
+""",
+    # one variable of one argument, inactive (np.sin(W)), and one active (np.cos(v))
+    "inactive_single": """
+import numpy as np
+
+def f(v, W):
+    s = np.sin(W)
+    c = np.cos(v)
+    e = np.exp(c)
+    return np.sum(s @ e + c * e)
+""",
+    # a user's names shaped like a temporary's copy (t3_a: rule_Dup's fallback to ct_name) and a user's
+    # name that is another's cotangent name (x_ct: taken, so x's cotangent is x_ct_2), each read many times
+    "odd_names": """
+import numpy as np
+
+def f(x, W):
+    t3_a = x * x
+    x_ct = np.sin(t3_a) + t3_a
+    t1 = x_ct * t3_a - x
+    t1_2 = W @ t1 + t1 * x_ct
+    return np.sum(t1_2 * t1_2 + t3_a * x + x_ct)
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def program_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("speed_s14_rev")
+
+
+def _inputs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(6) * 0.5, rng.standard_normal((6, 6)) * 0.3
+
+
+@pytest.mark.parametrize("name", sorted(_PROGRAMS))
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
+def test_gradients_against_central_differences(program_dir, name, argnums):
+    f = load_program(_PROGRAMS[name], program_dir, f"s14rev_{name}").f
+    v, W = _inputs(3)
+    astad.clear_caches(disk=False)
+    grads = astad.grad(f, argnums)(v, W)
+    if not isinstance(argnums, tuple):
+        grads, argnums = (grads,), (argnums,)
+    rng = np.random.default_rng(4)
+    for i, g in zip(argnums, grads):
+        x = (v, W)[i]
+        u = rng.standard_normal(x.shape)
+        h = 1e-6
+
+        def at(s):
+            xs = [v, W]
+            xs[i] = x + s * u
+            return f(*xs)
+
+        fd = (at(h) - at(-h)) / (2 * h)
+        assert np.isclose(np.sum(g * u), fd, rtol=1e-6, atol=1e-8), (name, i)
+
+
+@pytest.mark.parametrize("name", sorted(_PROGRAMS))
+def test_reverse_is_the_transpose_of_forward(program_dir, name):
+    """<J^T 1, t> (the gradient of both arguments, reverse mode) equals <1, J t> (forward mode's tangent)."""
+    f = load_program(_PROGRAMS[name], program_dir, f"s14rev_t_{name}").f
+    v, W = _inputs(5)
+    rng = np.random.default_rng(6)
+    tv, tW = rng.standard_normal(v.shape), rng.standard_normal(W.shape)
+    astad.clear_caches(disk=False)
+    gv, gW = astad.grad(f, (0, 1))(v, W)
+    _, tangent = astad.jvp(f, (v, W), (tv, tW))
+    assert np.isclose(np.sum(gv * tv) + np.sum(gW * tW), tangent, rtol=1e-10, atol=1e-12)
