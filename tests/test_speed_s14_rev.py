@@ -93,3 +93,68 @@ def test_reverse_is_the_transpose_of_forward(program_dir, name):
     gv, gW = astad.grad(f, (0, 1))(v, W)
     _, tangent = astad.jvp(f, (v, W), (tv, tW))
     assert np.isclose(np.sum(gv * tv) + np.sum(gW * tW), tangent, rtol=1e-10, atol=1e-12)
+
+
+def _kinds_remembered_and_walked(fn, args, wrt=None):
+    """Of each structural output made transforming ``fn``: the kinds make_explicit remembered on its body
+    and its primal block (None where it has none), and those a fresh walk of each finds."""
+    from astad import pipeline, structural
+    from astad.ir import Block, walk
+
+    found = []
+    real = pipeline.structural.make_explicit
+
+    def spy(core):
+        out = real(core)
+        p = structural.primal(out)
+        remembered = out.body.__dict__.get("_kinds"), None if p is None else p.__dict__.get("_kinds")
+        walked = (walk._kinds(Block(out.body.binds, out.body.result)),
+                  None if p is None else walk._kinds(Block(p.binds, p.result)))
+        found.append((p is not None, remembered, walked))
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline.structural, "make_explicit", spy)
+        astad.clear_caches(disk=False)
+        astad.reverse(fn).derivative(args, wrt)
+    return found
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp", "logsumexp", "huber", "tiny_scalar", "horner",
+                                  "gmm", "tree", "rk4"])
+def test_the_kinds_make_explicit_remembers_are_a_walks(name):
+    """make_explicit remembers ``ir.kinds`` of its output's body and primal block where it makes the primal
+    block (a block of primitives, dups and drops: the reverse macro asks what it is made of): the same as a
+    walk of each finds (primitives' ops, "Dup" and "Drop" where made, "call" among them)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import programs as bench
+
+    fn, make_inputs, argnums = bench.PROGRAMS[name]
+    args = make_inputs(np.random.default_rng(0))
+    wrt = frozenset((argnums,) if isinstance(argnums, int) else argnums)
+    for has_primal, remembered, walked in _kinds_remembered_and_walked(fn, args, wrt):
+        if has_primal:
+            assert remembered == walked
+        else:
+            assert remembered == (None, None)
+
+
+@pytest.mark.parametrize("source, n", [
+    ("import numpy as np\n\ndef f(x, y):\n    z = x * 2.0\n    return np.sum(x * x)\n", 2),  # y, z never read: drops
+    ("import numpy as np\n\ndef f(x):\n    return np.sum(np.sin(x))\n", 1),  # nothing read twice: no dup, no drop
+    ("import numpy as np\n\ndef g(x):\n    return x * x\n\ndef f(x):\n    y = g(x) + x\n    return np.sum(y * y)\n", 1),
+])
+def test_the_kinds_remembered_of_small_programs(program_dir, source, n):
+    f = load_program(source, program_dir, "s14rev_kinds").f
+    x = np.linspace(0.1, 0.9, 5)
+    args = (x, x + 1.0)[:n]
+    found = _kinds_remembered_and_walked(f, args)
+    assert found
+    for has_primal, remembered, walked in found:
+        if has_primal:
+            assert remembered == walked
+    u, h = np.cos(np.arange(5.0)), 1e-6
+    fd = (f(x + h * u, *args[1:]) - f(x - h * u, *args[1:])) / (2 * h)
+    assert np.isclose(np.sum(astad.grad(f)(*args) * u), fd, rtol=1e-6)
