@@ -5,6 +5,8 @@ oracles: central finite differences in float64 and forward mode's ``<u, J v> == 
 that take each path and each fallback (a literal, an inactive argument, a user's name shaped like a
 temporary's copy, a ``_ct`` name the user took)."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -158,3 +160,76 @@ def test_the_kinds_remembered_of_small_programs(program_dir, source, n):
     u, h = np.cos(np.arange(5.0)), 1e-6
     fd = (f(x + h * u, *args[1:]) - f(x - h * u, *args[1:])) / (2 * h)
     assert np.isclose(np.sum(astad.grad(f)(*args) * u), fd, rtol=1e-6)
+
+
+def test_the_fields_run_named_sets_are_all_of_the_nodes():
+    """replay.run_named makes Var, Prim and Bind without calling the classes, setting each field itself:
+    these must be all their fields (a field added to one must be set there too)."""
+    import dataclasses
+
+    from astad.ir import Bind, Prim, Var
+
+    assert [f.name for f in dataclasses.fields(Var)] == ["name", "type"]
+    assert [f.name for f in dataclasses.fields(Prim)] == ["op", "args", "params"]
+    assert [f.name for f in dataclasses.fields(Bind)] == ["targets", "rhs", "loc"]
+
+
+_NODES_SCRIPT = r"""
+import os, sys
+sys.path.insert(0, "bench"); sys.path.insert(0, ".")
+os.environ["ASTAD_DISK_CACHE"] = "0"
+import numpy as np, astad
+from astad import pipeline
+from astad.ad import replay
+from astad.ir import Bind, Prim, Var
+import programs as P
+
+assert replay._NEW is not None  # (the fast path: the nodes' __setattr__ does not raise)
+made = []
+real = pipeline.reverse.reverse
+def spy(linear, active):
+    made.append(real(linear, active))
+    return made[-1]
+pipeline.reverse.reverse = spy
+rng = np.random.default_rng(2)
+for n in (5, 40):
+    fn = P.define(P.straight_line_source(n), f"straight_line_{n}")
+    args = P.make_straight_line_inputs(rng)
+    made.clear()
+    astad.clear_caches(disk=False)
+    g = astad.grad(fn, (0, 1))(*args)
+    prims = 0
+    for b in made[0].backward.binds:
+        if type(b.rhs) is not Prim:
+            continue
+        prims += 1
+        (v,) = b.targets
+        assert type(v) is Var and isinstance(v.name, str) and v.type is not None
+        assert b.loc is not None and b.loc.line > 0  # (the source line it differentiates: codegen's comments)
+        again = Bind((Var(v.name, v.type),), Prim(b.rhs.op, b.rhs.args, b.rhs.params), b.loc)
+        assert again == b and again.loc is b.loc and again.targets[0].type is v.type and hash(again) == hash(b)
+    assert prims > 4 * n
+    for i, x in enumerate(args):
+        u, h = rng.standard_normal(np.shape(x)), 1e-6
+        xs_p, xs_m = list(args), list(args)
+        xs_p[i], xs_m[i] = x + h * u, x - h * u
+        fd = (fn(*xs_p) - fn(*xs_m)) / (2 * h)
+        assert np.isclose(np.sum(g[i] * u), fd, rtol=1e-5, atol=1e-7), (n, i)
+print("ok")
+"""
+
+
+def test_the_nodes_run_named_makes_are_the_classes_own():
+    """Without ``ASTAD_FROZEN_IR`` (as astad runs; the suite sets it, so run_named's fast path runs in a
+    process of its own here): every binding of the macro's backward block (most made by run_named) has each
+    field set and equals the binding the classes make of those fields; the gradients are the central
+    differences'."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "ASTAD_FROZEN_IR": "0"}
+    done = subprocess.run([sys.executable, "-c", _NODES_SCRIPT], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
