@@ -33,6 +33,8 @@ class _Fresh:
         self.exact = True
         #: the top block as the reverse macro's forward block has it (see :func:`primal`), or None
         self.primal: Block | None = None
+        #: where ``primal`` is made, what the output's top block (and it) is made of (``ir.kinds``)
+        self.kinds: frozenset[str] | None = None
 
     def copies(self, v: Var, n: int) -> tuple[list[str], tuple[Var, ...]]:
         """The names of ``n`` copies of ``v`` (drawn), and the copies."""
@@ -75,6 +77,9 @@ def make_explicit(fn: Function) -> Function:
     if fresh.primal is not None:
         fresh.primal.__dict__.setdefault(BEFORE_STRUCTURE, before)
         out.__dict__["_primal"] = fresh.primal
+        # (ir.kinds of both, known from the walk: the reverse macro asks, and would walk the output again)
+        out.body.__dict__.setdefault("_kinds", fresh.kinds)
+        fresh.primal.__dict__.setdefault("_kinds", fresh.kinds)
     return out
 
 
@@ -108,12 +113,14 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
     pending: dict[str, list[Var]] = {}  # variable -> its copies not yet consumed, in order of use
     used: list[str] = []  # the names the output's bindings and result read, each time read
     bound: list[str] = []  # the output's inputs (as called outside) and the targets of its bindings
+    ops: set[str] = set()  # (where ``primal`` is made) the ops of its primitives, "Dup" and "Drop" where made
 
     def introduce(v: Var, loc: Loc | None, w: Var | None = None) -> list[Bind]:
         n = counts[v.name]
         w = v if w is None else w  # (the name it has outside)
         if n == 0:
             used.append(w.name)
+            ops.add("Drop")
             return [Bind((), Drop(w), loc)]
         if n == 1:
             if w is not v:
@@ -123,6 +130,7 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
         pending[v.name] = list(copies)
         used.append(w.name)
         bound.extend(names)
+        ops.add("Dup")
         return [Bind(copies, Dup(w), loc)]
 
     binds: list[Bind] = []
@@ -136,6 +144,7 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
         if type(rhs) is Prim:  # the most common (written out): itself when it reads no duplicated variable
             if primal is not None:
                 primal.append(b)
+                ops.add(rhs.op)
             args = rhs.args
             if len(args) == 2:  # (the most common: _renamed_prim without a comprehension, the reads noted)
                 x, y = args
@@ -202,6 +211,7 @@ def _linearize(block: Block, inputs: Iterable[Var], fresh: _Fresh, env: dict[str
     result = block.result
     if primal is not None:
         fresh.primal = Block(tuple(primal), result)
+        fresh.kinds = frozenset(ops)
     if isinstance(result, Var) and result.name in pending:
         result = pending[result.name].pop(0)
     if isinstance(result, Var):

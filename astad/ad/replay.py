@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..ir import Atom, Bind, Const, CopowerT, FunT, Prim, Var, Zero
+from ..ir.types import FROZEN_NODES
 from ..names import _TEMPS
 from .builder import Builder
 
@@ -28,6 +29,13 @@ ZERO, ALIAS, RENAME = "zero", "alias", "rename"
 
 #: whether the macro replays rule applications (tests turn it off: the program is the same)
 REPLAY = True
+
+#: how ``Replay.run_named`` makes the IR's nodes of the bindings it makes (three a binding, most of the
+#: macro's): ``object.__new__``, each field then set where it is made (the fields of Var, Prim and Bind, all of
+#: them: tests/test_speed_s14_rev.py checks), not by calling the class (type_call, slot_tp_init and a frame for
+#: ``fast_init``'s ``__init__``: ~1,000 instructions a node, this ~400).  None with ``ASTAD_FROZEN_IR=1``, whose
+#: nodes' ``__setattr__`` raises: there the classes are called (``_emit``).
+_NEW = None if FROZEN_NODES else object.__new__
 
 
 def by_value(p: Prim, out: Var, ct: Var) -> tuple:
@@ -220,7 +228,7 @@ class Replay:
         b = macro.b
         namer = b.namer
         used = namer.used
-        if namer.taken is not used or namer.log is not None:
+        if namer.taken is not used or namer.log is not None or _NEW is None:
             self._emit(b, vals, self.named_ops, (cts, args, drawn, bases))
         else:  # (_emit, its names drawn as Namer.temp draws them, written out)
             if self.consts:
@@ -241,12 +249,20 @@ class Replay:
                 if op is None:  # (one settle left out: its name drawn, as the rule drew it)
                     append(None)
                     continue
+                # (the nodes made by _NEW, each field set here: Var(name, t), Prim(op, args, ps), Bind((v,), p, loc))
+                v = _NEW(Var)
                 if j < 0:
-                    v = Var(name, t)
+                    v.name = name
                 else:  # (the cotangent of the argument drawn j-th, its name drawn above)
-                    v = cts[args[drawn[j]].name] = Var(bases[j], t)  # type: ignore[union-attr]
-                binds.append(Bind((v,), Prim(op, (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else
-                                             tuple([vals[r] for r in refs]), ps), loc))
+                    v.name = bases[j]
+                    cts[args[drawn[j]].name] = v  # type: ignore[union-attr]
+                v.type = t
+                p = _NEW(Prim)
+                p.op, p.params = op, ps
+                p.args = (vals[r0], vals[r1]) if n == 2 else (vals[r0],) if n == 1 else tuple([vals[r] for r in refs])
+                bd = _NEW(Bind)
+                bd.targets, bd.rhs, bd.loc = (v,), p, loc
+                binds.append(bd)
                 append(v)
             namer.temps = k
         for j, r in self.aliases:

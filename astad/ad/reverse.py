@@ -22,7 +22,7 @@ from .. import rules
 from ..errors import AstadTypeError, InternalError
 from ..frontend import literal_type
 from ..blocks import rebound
-from ..names import Namer
+from ..names import _TEMPS, Namer
 from .. import structural
 from dataclasses import replace
 
@@ -145,8 +145,13 @@ class _Macro(Cotangents):
             # (the most common: which arguments get a cotangent, as the loop below finds,
             # and the key of replay.key with them, flat)
             x, y = args
-            kx, gx = _arg_key(x, inactive, self.cts)
-            ky, gy = _arg_key(y, inactive, self.cts)
+            if type(x) is Var and type(y) is Var and x.name not in inactive and y.name not in inactive:
+                xt, yt = x.type, y.type  # (_arg_key of two variables, neither inactive, written out: its type's)
+                kx, gx = id(xt), (_diff(xt.dtype) or DTYPE_DIFF[xt.dtype]) if type(xt) is Num else xt.differentiable
+                ky, gy = id(yt), (_diff(yt.dtype) or DTYPE_DIFF[yt.dtype]) if type(yt) is Num else yt.differentiable
+            else:
+                kx, gx = _arg_key(x, inactive, self.cts)
+                ky, gy = _arg_key(y, inactive, self.cts)
             gets = None  # ([gx, gy], made where it is read: not where the replay runs)
             if kx is None or ky is None:
                 key = None
@@ -156,7 +161,11 @@ class _Macro(Cotangents):
                        not (gx and gy) and cname[:1] == "t" and cname[1:].isdigit())
         elif len(args) == 1 and type(ct) is Var and type(args[0]) is Var and op in self.replayed:
             (x,) = args  # (the next most common, as above)
-            kx, gx = _arg_key(x, inactive, self.cts)
+            if x.name in inactive:
+                kx, gx = _arg_key(x, inactive, self.cts)
+            else:
+                xt = x.type
+                kx, gx = id(xt), (_diff(xt.dtype) or DTYPE_DIFF[xt.dtype]) if type(xt) is Num else xt.differentiable
             gets = None  # ([gx], as above)
             cname = ct.name
             key = (op, rhs.params, id(t), id(ct.type), kx, gx, self.top,
@@ -286,11 +295,27 @@ class _Macro(Cotangents):
         items = tuple(items)
         # (ct_type's common case written out: an array's cotangent has its type)
         total_t = t if type(t) is Num and (t.shape or not t.py) else ct_type(t, *items)
-        name = self.namer.temp()
+        namer = self.namer  # (Namer.temp, its common case written out: the next temporary's name, free)
+        used, k = namer.used, namer.temps + 1
+        if k < len(_TEMPS) and _TEMPS[k] not in used and namer.taken is used and namer.log is None \
+                and namer.undo is None:
+            name = _TEMPS[k]
+            namer.temps = k
+            used.add(name)
+        else:
+            name = namer.temp()
         b = self.b
-        if self.naming and v.name not in self.inactive:
+        vname = v.name
+        if self.naming and vname not in self.inactive:
             if total_t is t and type(t) is not FunT:  # (take's common case, written out: the sum named ``v_ct``,
-                named = self.cts[v.name] = Var(self.ct_name(v.name), t)  # the temporary's name drawn all the same)
+                # the temporary's name drawn all the same; ct_name's common case written out, as run_named's)
+                base, taken = vname + "_ct", self.taken
+                if taken is not None and (vname[0] != "t" or "_" not in vname) and base not in taken \
+                        and base.isascii():
+                    taken.add(base)
+                else:
+                    base = self.ct_name(vname)
+                named = self.cts[vname] = Var(base, t)
                 b.binds.append(Bind((named,), Plus(items), b.loc))
                 return
             total = Var(name, total_t)
