@@ -3,6 +3,9 @@
 - ``simplify.RENAMES_ONLY``: of a backward block of primitives, sums and tuples where the fold only renames,
   ``_renamed_only`` makes the fold's output from one comprehension (checked against the fold itself, on the
   bench programs and on random programs, and at its edges: zeros, sums of one item, empty tuples).
+- ``simplify.REMEMBER_READS``: ``fold_program``'s ``_before_structure`` remembers the reads (``use_counts``) of
+  the forward block it takes, counted from the atoms it looks at for zeros (codegen takes them: checked against a
+  walk of a fresh copy, here and in test_speed_s13_cnt).
 """
 
 import sys
@@ -24,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import programs  # noqa: E402
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
-SWITCHES = [(simplify, "RENAMES_ONLY")]
+SWITCHES = [(simplify, "RENAMES_ONLY"), (simplify, "REMEMBER_READS")]
 
 
 def _bench(name):
@@ -112,3 +115,25 @@ def test_renamed_only_at_its_edges(rhs, declines):
         assert out is None
     else:
         assert out is not None and out.pretty() == simplify.fold(Block(block.binds, block.result), env=env).pretty()
+
+
+@pytest.mark.parametrize("name", ["straight_line_500", "mlp"])
+def test_before_structure_remembers_the_reads_a_walk_finds(name, monkeypatch):
+    from astad.ir import walk
+    taken = []
+    before = simplify._before_structure
+
+    def noting(forward):
+        found = before(forward)
+        if found is not None:
+            taken.append(found[0])
+        return found
+
+    monkeypatch.setattr(simplify, "_before_structure", noting)
+    fn, args, wrt = _bench(name)
+    astad.clear_caches(disk=False)
+    astad.reverse(fn).derivative(args, wrt)
+    assert taken
+    for core in taken:
+        known = core.__dict__["_use_counts"]
+        assert dict(known) == dict(walk._nested_use_counts(Block(core.binds, core.result)))

@@ -448,13 +448,18 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     made = [b for b in binds if type(b.rhs) is not Prim]  # (``dup`` and ``drop`` alone: ``kinds`` says)
     # (the pass keeps each binding and adds one per ``dup`` or ``drop``: where the body has as many bindings as
     # the rest, each of those is the pass's, none the body's own, and the body is primitives alone)
-    if len(core.binds) + len(made) != len(binds) or [a for b in core.binds for a in b.rhs.args if type(a) is Zero]:
+    if len(core.binds) + len(made) != len(binds):
+        return None
+    atoms = [a for b in core.binds for a in b.rhs.args]  # type: ignore[union-attr]
+    if Zero in set(map(type, atoms)):
         return None
     env: dict[str, Atom] = {t.name: b.rhs.var for b in made if type(b.rhs) is Dup  # type: ignore[union-attr]
                             for t in b.targets}
     memo = core.__dict__
     # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
     memo.setdefault("_kinds", found - _FORGOTTEN)
+    if REMEMBER_READS:  # (what ``use_counts`` of a block of primitives counts: codegen asks, of the forward block)
+        memo.setdefault("_use_counts", Counter([a.name for a in atoms if type(a) is Var]))
     if "Drop" not in found:
         memo.setdefault(ALL_LIVE, True)
         if names is not None:  # (the function's, each parameter read: its body's)
@@ -468,6 +473,10 @@ _NOT_PRIMITIVES = (OTHER_KINDS - {"Dup", "Drop"}) | {"or_zeros_like"}
 #: whether ``fold_program`` takes the block the structural pass made its forward block of, where it can tell
 #: (tests turn it off)
 USE_BEFORE_STRUCTURE = True
+
+#: whether ``_before_structure`` remembers the reads of the block it takes, counted from the atoms it looks at
+#: (tests turn it off)
+REMEMBER_READS = True
 
 
 def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:
