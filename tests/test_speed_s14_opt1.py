@@ -5,7 +5,7 @@
   bench programs and on random programs, and at its edges: zeros, sums of one item, empty tuples).
 - ``simplify.REMEMBER_READS``: ``fold_program``'s ``_before_structure`` remembers the reads (``use_counts``) of
   the forward block it takes, counted from the atoms it looks at for zeros (codegen takes them: checked against a
-  walk of a fresh copy, here and in test_speed_s13_cnt).
+  walk of a fresh copy, here and in test_speed_s13_cnt), and its ``ops_of`` (``shared_products`` asks).
 """
 
 import sys
@@ -137,3 +137,4 @@ def test_before_structure_remembers_the_reads_a_walk_finds(name, monkeypatch):
     for core in taken:
         known = core.__dict__["_use_counts"]
         assert dict(known) == dict(walk._nested_use_counts(Block(core.binds, core.result)))
+        assert core.__dict__["_ops"] == walk._ops(Block(core.binds, core.result))

@@ -63,17 +63,20 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
                 # (env is empty until the first common subexpression: a forward block without one never renames)
                 if type(a) is Var and type(c) is Var:  # (the most common: each name read once)
                     ka, kc = a.name, c.name
-                    if env and (ka in env or kc in env):
-                        rhs = substitute(rhs, env)
-                        a, c = rhs.args  # type: ignore[union-attr]
-                        ka, kc = a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var \
-                            else _atom_key(c)
-                else:
-                    if env and (type(a) is Var and a.name in env or type(c) is Var and c.name in env):
-                        rhs = substitute(rhs, env)
-                        a, c = rhs.args  # type: ignore[union-attr]
-                    ka, kc = a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var \
-                        else _atom_key(c)
+                    if not env or ka not in env and kc not in env:  # (nothing renamed: the binding itself kept)
+                        target = b.targets[0]
+                        first = seen.setdefault((op, ka, kc, rhs.params), target)  # (the key hashed once)
+                        if first is target:
+                            out.append(b)
+                        else:
+                            env[target.name] = first
+                        continue
+                    rhs = substitute(rhs, env)  # (renamed: made again, keyed by what it reads now)
+                    a, c = rhs.args  # type: ignore[union-attr]
+                elif env and (type(a) is Var and a.name in env or type(c) is Var and c.name in env):
+                    rhs = substitute(rhs, env)
+                    a, c = rhs.args  # type: ignore[union-attr]
+                ka, kc = a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var else _atom_key(c)
                 key: object = (op, ka, kc, rhs.params)  # type: ignore[union-attr]
                 target = b.targets[0]
                 first = seen.setdefault(key, target)  # (the key hashed once)

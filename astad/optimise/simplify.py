@@ -458,8 +458,10 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     memo = core.__dict__
     # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
     memo.setdefault("_kinds", found - _FORGOTTEN)
-    if REMEMBER_READS:  # (what ``use_counts`` of a block of primitives counts: codegen asks, of the forward block)
+    if REMEMBER_READS:  # (what ``use_counts`` and ``ops_of`` of a block of primitives find: codegen and
+        # ``shared_products`` ask, of the forward block, which is this one where no pass before them changed it)
         memo.setdefault("_use_counts", Counter([a.name for a in atoms if type(a) is Var]))
+        memo.setdefault("_ops", [b.rhs.op for b in core.binds])  # type: ignore[union-attr]
     if "Drop" not in found:
         memo.setdefault(ALL_LIVE, True)
         if names is not None:  # (the function's, each parameter read: its body's)
