@@ -98,3 +98,28 @@ def test_unit_axes_gradients(rows, monkeypatch):
         assert [b.targets for b in out.binds] == [b.targets for b in block.binds]
     else:
         assert out is block
+
+
+def test_prim_rhss_once_per_block():
+    """``blocks.prim_rhss`` is computed once per block (the lowering asks three times of the same body): the
+    same list again, the right-hand sides in order; None where a right-hand side is not a primitive."""
+    from astad.blocks import prim_rhss
+    from astad.ir import Bind, Block, Num, Plus, Prim, Var
+
+    t = Num((3,), "float64")
+    x, y, z = Var("x", t), Var("y", t), Var("z", t)
+    block = Block((Bind((y,), Prim("sin", (x,))), Bind((z,), Prim("mul", (x, y)))), z)
+    first = prim_rhss(block)
+    assert first == [b.rhs for b in block.binds] and prim_rhss(block) is first
+    mixed = Block((Bind((y,), Prim("sin", (x,))), Bind((z,), Plus((x, y)))), z)
+    assert prim_rhss(mixed) is None and prim_rhss(mixed) is None
+
+
+def dead_temporaries(x, W):
+    a, _ = np.sin(x), np.cos(x) * 2.0  # (an item nothing reads)
+    return np.sum(W @ a * a)
+
+
+def test_lowering_with_dead_temporaries():
+    rng = np.random.default_rng(7)
+    check_grad(dead_temporaries, [rng.standard_normal(4), rng.standard_normal((4, 4))])
