@@ -123,3 +123,20 @@ def dead_temporaries(x, W):
 def test_lowering_with_dead_temporaries():
     rng = np.random.default_rng(7)
     check_grad(dead_temporaries, [rng.standard_normal(4), rng.standard_normal((4, 4))])
+
+
+SCALE = 0.2  # (a named constant: not a literal, its negation not made)
+
+
+def literal_factors(x, y):
+    a = -np.sin(x) * 0.2  # (a product by a float literal takes the negation into the literal)
+    b = -np.cos(y) * SCALE  # (by a named constant: the result negated instead)
+    c = -np.tanh(x * y) * 2  # (by an integer literal: likewise)
+    d = 0.5 / -np.exp(x)
+    return np.sum(a * b + c * d + a / y)
+
+
+def test_absorbed_literal_factors():
+    """``absorbed``'s test of a literal factor (``_literal``, written out where it finds the readers)."""
+    rng = np.random.default_rng(8)
+    check_grad(literal_factors, [rng.standard_normal(5), rng.standard_normal(5) + 3.0])
