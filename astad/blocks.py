@@ -69,9 +69,14 @@ def prim_rhss(block: Block) -> list[Prim] | None:
     """The right-hand sides of ``block``'s bindings where all are primitives (straight-line code, mostly: the
     fast paths of the walks after the lowering), else None.  (A comprehension: its attribute reads are the
     interpreter's specialised ones, cheaper than attrgetter's in map; the classes then by ``map`` of ``type``,
-    in C.)"""
+    in C.)  Computed once per block (the caller must not change it): the lowering's checks of a function's
+    body ask three times of the same block."""
+    memo = block.__dict__
+    if "_prim_rhss" in memo:
+        return memo["_prim_rhss"]
     rhss = [b.rhs for b in block.binds]
-    return rhss if set(map(type, rhss)) <= _PRIMS else None  # type: ignore[return-value]
+    found = memo["_prim_rhss"] = rhss if set(map(type, rhss)) <= _PRIMS else None
+    return found  # type: ignore[return-value]
 
 
 def prim_op(b: Bind) -> str | None:

@@ -182,8 +182,9 @@ def _static_shape(t: object) -> tuple[int, ...] | None:
 #: the fewest outer products a sum must have to be made one matrix product
 _OUTER_SUM_MIN = 4
 
-#: what ``outer_sums`` looks at: sums and the right-hand sides with blocks inside
+#: what ``outer_sums`` looks at: sums and the right-hand sides with blocks inside; and the outer products
 _LOOKED_AT = NESTING_KINDS | {"Plus"}
+_FOUND = _LOOKED_AT | {"outer"}
 
 _NAME = attrgetter("name")  # (a variable's name, a constant's or None)
 
@@ -197,7 +198,8 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     else reads them) are left out too."""
     all_binds = block.binds
     ops = ops_of(block)
-    outer_at = positions(ops, ("outer",))
+    found = positions(ops, _FOUND)  # (one look at the ops for both: the outer products, and what is looked at)
+    outer_at = [at for at in found if ops[at] == "outer"]
     outers = {b.targets[0].name: b for b in [all_binds[i] for i in outer_at]
               if all(isinstance(a.type, Num) and a.type.ndim == 1 for a in b.rhs.args)}
     # (how often the bindings read each name, not copied: read only; the block's result counted where read)
@@ -215,9 +217,9 @@ def outer_sums(block: Block, namer: Namer) -> Block:
     # (the bindings with blocks inside, and the sums of enough terms reading an outer product of those (one look
     # at each such sum's names, in C): any other, the most common, is copied as it is)
     names = outers.keys()
-    looked = [at for at in positions(ops, _LOOKED_AT if outers else NESTING_KINDS)
-              if ops[at] != "Plus" or (len(items := all_binds[at].rhs.items) >= _OUTER_SUM_MIN  # type: ignore[union-attr]
-                                       and not names.isdisjoint(map(_NAME, items)))]
+    looked = [at for at in found if (op := ops[at]) != "outer" and (
+              op != "Plus" or (len(items := all_binds[at].rhs.items) >= _OUTER_SUM_MIN  # type: ignore[union-attr]
+                               and not names.isdisjoint(map(_NAME, items))))]  # (none where no outer is)
     if not looked:
         return block
     for at in looked:

@@ -141,9 +141,14 @@ class _Absorb:
                 if read:
                     visit.append(at)
                     op = rhs.op  # type: ignore[union-attr]
-                    if op == "mul" or op == "div":  # (the most common: ``_asked``, written out)
+                    if op == "mul" or op == "div":  # (the most common: ``_asked``, and ``_literal``, written out)
                         args = rhs.args  # type: ignore[union-attr]
-                        asked = len(args) != 2 or not (_literal(args[0]) or _literal(args[1]))
+                        if len(args) != 2:
+                            asked = True
+                        else:
+                            a, c = args
+                            asked = not ((type(a) is Const and a.name is None and type(a.value) is float)
+                                         or (type(c) is Const and c.name is None and type(c.value) is float))
                     else:
                         asked = _asked(rhs, read, readers)  # type: ignore[arg-type]
                     if asked:
@@ -241,11 +246,6 @@ class _Absorb:
                 if type(a) is Var and a.name == name and i not in linear:
                     return False
         return self.taken(b.targets[0].name)
-
-    def signed(self, a: Atom) -> Signed:
-        if isinstance(a, Var) and a.name in self.negated:
-            return True, self.negated[a.name]
-        return False, a
 
     def run(self) -> Block:
         negated, out = self.negated, self.out
@@ -375,7 +375,8 @@ class _Absorb:
                 break
         else:
             return self.emit(b, rhs)
-        terms = [self.signed(a) for a in rhs.items]
+        terms: list[Signed] = [(True, negated[a.name]) if type(a) is Var and a.name in negated else (False, a)
+                               for a in rhs.items]
         if all(n for n, _ in terms):
             return self.negative(b, Plus(tuple(a for _, a in terms)))
         target = b.targets[0]

@@ -67,12 +67,12 @@ def unit_axes(block: Block) -> Block:
     """``block`` (a backward block) with those operations replaced."""
     if "matmul" not in kinds(block) and "sum" not in kinds(block):
         return block  # nothing to replace
-    binds = list(block.binds)
+    binds: list[Bind] | None = None  # (the bindings, copied at the first one made again: else none made)
     ops = ops_of(block)
     # (only the bindings of these and those with blocks inside, found without a Python loop: the others, the
     # most common, have nothing to replace; of a block without nested blocks, only these)
     for at in positions(ops, _LOOKED_AT if not kinds(block).isdisjoint(NESTING_KINDS) else _REPLACED):
-        b = binds[at]
+        b = old = block.binds[at]
         rhs = b.rhs
         if type(rhs) in NESTING:
             b = with_branches(b, rhs, unit_axes)
@@ -83,5 +83,8 @@ def unit_axes(block: Block) -> Block:
             new = _unit_sum(rhs)
             if new is not None:
                 b = Bind(b.targets, new, b.loc)
-        binds[at] = b
-    return same_or_new(block, binds)
+        if b is not old:
+            if binds is None:
+                binds = list(block.binds)
+            binds[at] = b
+    return block if binds is None else same_or_new(block, binds)
