@@ -73,3 +73,27 @@ def test_released_body_of_a_docstring_over_lines_is_kept() -> None:
     namespace: dict = {}
     exec(compile(freed, "<test>", "exec"), namespace)  # noqa: S102
     assert namespace["f"](3) == 3
+
+
+def _called_by_definition(code: str, names: list[str]) -> list[str]:
+    """The helpers some word just before a ``(`` ends with (``re``'s ``\\w+`` words)."""
+    import re
+
+    words = re.findall(r"(\w+)\(", code)
+    return sorted(name for name in names if any(w.endswith(name) for w in words))
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_called_helpers_match_their_definition(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from astad import rules
+    from astad.codegen import module
+
+    rng = random.Random(seed)
+    names = list(rules.RUNTIME)
+    if seed % 3 == 0:  # a helper whose name ends another's: the words are searched instead
+        names = names + ["of_max", "tangent"]
+        monkeypatch.setattr(rules, "RUNTIME", {**rules.RUNTIME, "of_max": None, "tangent": None})
+    parts = [rng.choice(["", "x", "_", "np.", "a", "(", "# "]) + rng.choice(names + ["np.sin", "x", "foo"])
+             + rng.choice(["(", " (", "", "x(", ")("]) for _ in range(rng.randrange(0, 9))]
+    code = " ".join(parts)
+    assert module._called_helpers(code) == _called_by_definition(code, names)
