@@ -54,6 +54,26 @@ def module_source(header: str, functions: list[cst.FunctionDef]) -> str:
 def _called_helpers(code: str) -> list[str]:
     """The runtime helpers whose ``name(`` is in ``code``, sorted: those a word just before a ``(`` ends
     with (the word ``name(`` ends, there), all such words found by one search of the text reversed, where
-    ``name( in code`` for each helper scans it once each (a quarter of printing a 4,000-line module)."""
+    ``name( in code`` for each helper scans it once each (a quarter of printing a 4,000-line module).
+    Where no helper's name ends another's, the search finds the helpers' names themselves (reversed, each
+    just after a ``(``: at most one of them there), not every word before a ``(``."""
+    names = tuple(rules.RUNTIME)
+    if _HELPERS[0] != names:  # (the table's helpers, as of now: a helper may be added after the first search)
+        _HELPERS[:] = names, _names_after_paren(names)
+    found = _HELPERS[1]
+    if found is not None:
+        return sorted({name[::-1] for name in found.findall(code[::-1])})
     called = set(_CALLED_REVERSED.findall(code[::-1]))
-    return sorted(name for name in rules.RUNTIME if any(w.startswith(name[::-1]) for w in called))
+    return sorted(name for name in names if any(w.startswith(name[::-1]) for w in called))
+
+
+#: the helpers' names the search below was made of, and it (None: a name ends another's)
+_HELPERS: list = [None, None]
+
+
+def _names_after_paren(names: tuple[str, ...]) -> re.Pattern | None:
+    """A search of ``(`` then a helper's name reversed (the helper called, in the text reversed), or None where
+    two names could be found there at once (one ends the other: then the words are found, see above)."""
+    if not names or any(a != b and a.endswith(b) for a in names for b in names):
+        return None
+    return re.compile(r"\((" + "|".join(re.escape(name[::-1]) for name in names) + ")")

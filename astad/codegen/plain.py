@@ -118,125 +118,125 @@ class PlainPrinting:
         for b in binds:
             rhs = b.rhs
             cls = type(rhs)
-            if direct and (cls is Prim or cls is Plus):
-                if cls is Prim:
-                    f = form_of(rhs.op, _UNSEEN)
-                    if f is _UNSEEN:  # (an operation not met before: ``forms`` finds its form)
-                        f = forms[rhs.op]
-                    if f is None:
-                        bind(b)
-                        stale = True
-                        direct = self.fast is None and self.text_plain and not self.zipped
-                        continue
-                    operands = rhs.args
-                    printer, kind, prec, token, make, head, counted, raises_np, raises_py = f  # (a tuple's items
-                    # read at once: a NamedTuple's fields are descriptors, a read of each not specialised by the interpreter)
-                else:
-                    f = forms[Plus]
-                    if f is None:
-                        bind(b)
-                        stale = True
-                        continue
-                    operands = rhs.items
-                    printer, kind, prec, token, make, head, _, raises_np, raises_py = f
-                    counted = len(operands) > 1
-                if stale:  # (what printing a loop or a branch, or flushing, replaces)
-                    inlined, depth, fresh_set, lines = self.inlined, self.depth, self.fresh, self.lines
-                    top = self.top
-                    last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
-                    in_if = self.in_if
-                    stale = False
-                (target,) = b.targets
-                t = target.type
-                of_type = kinds.get(id(t))
-                if of_type is None:
-                    held.append(t)
-                    of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
-                        _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else \
-                        _OTHER if order.python_number(t) else _SCALAR
-                if of_type is _BIG or views or not counted or raising:  # (may be written in place; a view pending; a
-                    # copy; an expression pending may raise: Python's order kept, .order)
-                    if cls is Prim:
-                        self.reach = 0
-                        plain(b, rhs, f)
-                    else:
-                        bind(b)
+            if cls is Prim and direct:
+                f = form_of(rhs.op, _UNSEEN)
+                if f is _UNSEEN:  # (an operation not met before: ``forms`` finds its form)
+                    f = forms[rhs.op]
+                if f is None:
+                    bind(b)
+                    stale = True
+                    direct = self.fast is None and self.text_plain and not self.zipped
+                    continue
+                operands = rhs.args
+                printer, kind, prec, token, make, head, counted, raises_np, raises_py = f  # (a tuple's items
+                # read at once: a NamedTuple's fields are descriptors, a read of each not specialised by the interpreter)
+            elif cls is Plus and direct:
+                f = forms[Plus]
+                if f is None:
+                    bind(b)
                     stale = True
                     continue
-                if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
-                                    or not target.name.isidentifier()):
-                    bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
-                    stale = True
-                    continue
-                # the operands (count_copies' and text_atoms', at once)
-                reach, texts = 0, []
-                for a in operands:
-                    if type(a) is Var:
-                        n = a.name
-                        read(n)
-                        if n in inlined:  # (pending's)
-                            d = depth.pop(n)
-                            if d > reach:
-                                reach = d
-                            v = inlined.pop(n)
-                            texts.append(v if type(v) is Text else tx.of(v, st))
-                        else:
-                            texts.append(names[n])
-                    else:  # (text_atom's, for a constant read before)
-                        known = constants.get(id(a))
-                        texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
-                value = None
-                if kind is _BINOP:  # (text_expr.binop_of's)
-                    left, right = texts
-                    text = f"{left.text if left.prec >= prec else f'({left.text})'}{token}" \
-                        f"{right.text if right.prec > prec else f'({right.text})'}"  # (one string made, not two)
-                elif kind is _CALL:  # (text_expr.call's)
-                    text = f"{token}({', '.join([a.text for a in texts])})"
-                elif kind is _SUMS:  # (Printer.sum's: binop_of's, the sum so far on the left)
-                    first = texts[0]
-                    text = first.text if first.prec >= prec else "(" + first.text + ")"
-                    for a in texts[1:]:
-                        text += token + a.text if a.prec > prec else token + "(" + a.text + ")"
-                else:
-                    value = printer(texts)
-                    text, prec = value.text, value.prec
-                name = target.name
-                if of_type is _ARRAY or kind is _SUMS:  # (a sum's result is new memory whatever its type)
-                    fresh_set.add(name)
-                # (put's; Namer.is_temp's; a sum is assigned)
-                if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
-                        and reach < MAX_INLINED and not (in_if and name in residuals):
-                    if value is None:  # (Text's own __init__, inlined: no frame of its own)
-                        value = new_text(Text)
-                        value.text, value.prec, value._node, value._make, value._parts = \
-                            text, prec, None, make, (head, *texts)
-                    inlined[name] = value
-                    depth[name] = reach + 1
-                    if raises_py if of_type is _OTHER else raises_np:  # (it may raise: .order; none pending that may)
-                        what = order.may_raise(rhs, t) if of_type is _OTHER else raises_np  # (an int's division: .order)
-                        if what:
-                            raising[name] = what
-                elif name.isidentifier():  # (assign_line's)
-                    loc, lead = b.loc, ()  # (comment's, inlined)
-                    if loc is not None and loc is not seen:
-                        seen = loc
-                        if last_loc is None or loc.line != last_loc[1] or loc.file != last_loc[0]:
-                            self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
-                            lead = comment_lines(loc.line, loc.text)
-                    if not top:
-                        lines.append(Line(lead, f"{name} = {text}"))
-                    elif lead:  # (the comment's line, then the line: each printed by render's _block as a str)
-                        lines += (lead.comment, f"{name} = {text}")
-                    else:
-                        lines.append(f"{name} = {text}")
-                else:
-                    self.assign_line((name,), value or Text(text, prec, None, make, (head, *texts)),  # type: ignore[attr-defined]
-                                     comment(b.loc))
-                    last_loc, seen = self.last_loc, None
+                operands = rhs.items
+                printer, kind, prec, token, make, head, _, raises_np, raises_py = f
+                counted = len(operands) > 1
+            else:  # (what bind_plain does not print: bind's)
+                bind(b)
+                stale = True
+                direct = self.fast is None and self.text_plain and not self.zipped
                 continue
-            bind(b)
-            stale = True
-            direct = self.fast is None and self.text_plain and not self.zipped
+            if stale:  # (what printing a loop or a branch, or flushing, replaces)
+                inlined, depth, fresh_set, lines = self.inlined, self.depth, self.fresh, self.lines
+                top = self.top
+                last_loc, seen = self.last_loc, None  # (seen: a Loc at last_loc, most lines of a group share it)
+                in_if = self.in_if
+                stale = False
+            (target,) = b.targets
+            t = target.type
+            of_type = kinds.get(id(t))
+            if of_type is None:
+                held.append(t)
+                of_type = kinds[id(t)] = _BIG if self.in_place and inplace.big(t) else \
+                    _ARRAY if type(t) is Num and t.shape else _LIST if type(t) is ListT else \
+                    _OTHER if order.python_number(t) else _SCALAR
+            if of_type is _BIG or views or not counted or raising:  # (may be written in place; a view pending; a
+                # copy; an expression pending may raise: Python's order kept, .order)
+                if cls is Prim:
+                    self.reach = 0
+                    plain(b, rhs, f)
+                else:
+                    bind(b)
+                stale = True
+                continue
+            if cls is Plus and (deferred or of_type is _LIST or len(operands) > MAX_TERMS
+                                or not target.name.isidentifier()):
+                bind(b)  # (a scatter waiting, a sum of lists, a long sum: bind's)
+                stale = True
+                continue
+            # the operands (count_copies' and text_atoms', at once)
+            reach, texts = 0, []
+            for a in operands:
+                if type(a) is Var:
+                    n = a.name
+                    read(n)
+                    if n in inlined:  # (pending's)
+                        d = depth.pop(n)
+                        if d > reach:
+                            reach = d
+                        v = inlined.pop(n)
+                        texts.append(v if type(v) is Text else tx.of(v, st))
+                    else:
+                        texts.append(names[n])
+                else:  # (text_atom's, for a constant read before)
+                    known = constants.get(id(a))
+                    texts.append(known[1] if known is not None and known[0] is a else text_atom(a))
+            value = None
+            if kind is _BINOP:  # (text_expr.binop_of's)
+                left, right = texts
+                text = f"{left.text if left.prec >= prec else f'({left.text})'}{token}" \
+                    f"{right.text if right.prec > prec else f'({right.text})'}"  # (one string made, not two)
+            elif kind is _CALL:  # (text_expr.call's)
+                text = f"{token}({', '.join([a.text for a in texts])})"
+            elif kind is _SUMS:  # (Printer.sum's: binop_of's, the sum so far on the left)
+                first = texts[0]
+                text = first.text if first.prec >= prec else "(" + first.text + ")"
+                for a in texts[1:]:
+                    text += token + a.text if a.prec > prec else token + "(" + a.text + ")"
+            else:
+                value = printer(texts)
+                text, prec = value.text, value.prec
+            name = target.name
+            if of_type is _ARRAY or kind is _SUMS:  # (a sum's result is new memory whatever its type)
+                fresh_set.add(name)
+            # (put's; Namer.is_temp's; a sum is assigned)
+            if kind is not _SUMS and uses[name] == 1 and name[:1] == "t" and name[1:].isdigit() \
+                    and reach < MAX_INLINED and not (in_if and name in residuals):
+                if value is None:  # (Text's own __init__, inlined: no frame of its own)
+                    value = new_text(Text)
+                    value.text, value.prec, value._node, value._make, value._parts = \
+                        text, prec, None, make, (head, *texts)
+                inlined[name] = value
+                depth[name] = reach + 1
+                if raises_py if of_type is _OTHER else raises_np:  # (it may raise: .order; none pending that may)
+                    what = order.may_raise(rhs, t) if of_type is _OTHER else raises_np  # (an int's division: .order)
+                    if what:
+                        raising[name] = what
+            elif name.isidentifier():  # (assign_line's)
+                loc, lead = b.loc, ()  # (comment's, inlined)
+                if loc is not None and loc is not seen:
+                    seen = loc
+                    if last_loc is None or loc.line != last_loc[1] or loc.file != last_loc[0]:
+                        self.last_loc = last_loc = (loc.file, loc.line)  # type: ignore[attr-defined]
+                        lead = comment_lines(loc.line, loc.text)
+                if not top:
+                    lines.append(Line(lead, f"{name} = {text}"))
+                elif lead:  # (the comment's line, then the line: each printed by render's _block as a str)
+                    lines += (lead.comment, f"{name} = {text}")
+                else:
+                    lines.append(f"{name} = {text}")
+            else:
+                self.assign_line((name,), value or Text(text, prec, None, make, (head, *texts)),  # type: ignore[attr-defined]
+                                 comment(b.loc))
+                last_loc, seen = self.last_loc, None
 
     def plain(self, b: Bind, rhs: Prim, f: Form) -> None:
         """``bind`` of an operation of :data:`astad.codegen.python._PLAIN` where ``bind_plain`` does not

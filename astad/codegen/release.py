@@ -115,8 +115,7 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     # the names bound at the top level, in the order of the statements binding them first (the top-level
     # statements' first lines are the only lines at the top level a binding matches: a statement's other
     # lines are deeper, comments, or clauses)
-    found = bindings("\n" + text)
-    bound: dict[str, None] = dict.fromkeys(", ".join(found).split(", ")) if found else {}
+    bound = _bound(bindings("\n" + text))
     if len(bound) < MIN_NAMES or _read_at_end(body, bound, findall):
         return body
     # groups of top-level statements: [first line, last line] (of the last statement: its nested or
@@ -172,6 +171,16 @@ def _function_body(body: list[str], ascii_only: bool = False, text: str | None =
     return out
 
 
+def _bound(found: list[str]) -> dict[str, None]:
+    """The names bound by ``found``'s targets (``a`` or ``a, b``), in their order, once each."""
+    if not found:
+        return {}
+    joined = ", ".join(found)
+    if joined.count(",") == len(found) - 1:  # (most: no target a tuple; `found` itself, not split again)
+        return dict.fromkeys(found)
+    return dict.fromkeys(joined.split(", "))
+
+
 def _del_lines(names: list[str], out: list[str]) -> None:
     """The ``del`` lines of ``names`` (each at most MAX_WIDTH long, unless one name is longer), onto ``out``."""
     text = _INDENT + "del " + ", ".join(names)
@@ -201,7 +210,7 @@ def _flat_body(text: str, ascii_only: bool) -> str | None:
         return text
     findall, bindings = (_WORD_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_WORD.findall, _BINDS.findall)
     found = bindings(t)
-    bound: dict[str, None] = dict.fromkeys(", ".join(found).split(", ")) if found else {}
+    bound = _bound(found)
     if len(bound) < MIN_NAMES:
         return text
     if _read_at_end([t[t.rfind("\n") + 1:]], bound, findall):  # (its last line: the last statement, or a comment)
@@ -272,6 +281,14 @@ def _last_mentions(text: str, groups: list[tuple[int, int]], ascii_only: bool) -
 def _string_over_lines(body: list[str] | None, text: str) -> bool:
     """Whether a string in ``text`` (``body``'s lines, split here where None) goes on over several lines: a
     line holds one triple quote, or three.  (A quote is on one line: the lines' counts add up to the text's.)"""
+    if "'" not in text:  # (one character looked for: a fast scan; most bodies: no quote but their docstring's)
+        first = text.find('"')
+        if first < 0:
+            return False
+        if text.startswith(_QUOTES[0], first):  # a docstring's quotes, then no quote at all: not over lines
+            close = text.find(_QUOTES[0], first + 3)
+            if close >= 0 and text.find('"', close + 3) < 0 and "\n" not in text[first:close]:
+                return False
     double, single = text.count(_QUOTES[0]), text.count(_QUOTES[1])
     if not double + single:
         return False

@@ -314,11 +314,16 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
     st.indent_tokens.append(st.default_indent if n.indent is None else n.indent)
     if n.body:
         tokens, indent, newline = st.tokens, "".join(st.indent_tokens), st.default_newline
+        run: list[str] = []  # the lines of text (codegen.plain's) met since the last line of another kind
         for s in n.body:
             cls = type(s)
-            if cls is str:  # (a line of a function's own body, its text: codegen.plain's)
-                tokens.append(f"{indent}{s}{newline}")
-            elif cls is Line:  # (_node's, inlined for the most common lines; _text_line's, for a line alone)
+            if cls is str:  # (a line of a function's own body, its text: printed with the others of its run, at once)
+                run.append(s)
+                continue
+            if run:
+                tokens.append(indent + (newline + indent).join(run) + newline)
+                run = []
+            if cls is Line:  # (_node's, inlined for the most common lines; _text_line's, for a line alone)
                 leading = s.leading_lines
                 if not leading:
                     tokens.append(f"{indent}{s.text}{newline}")
@@ -330,6 +335,8 @@ def _block(n: cst.IndentedBlock, st: State) -> None:
                 _simple_line(s, st)
             else:
                 _node(s, st)
+        if run:
+            tokens.append(indent + (newline + indent).join(run) + newline)
     else:
         st.tokens.extend(st.indent_tokens)
         st.tokens.append("pass")
