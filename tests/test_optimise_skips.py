@@ -205,7 +205,7 @@ def _check_fold_named(monkeypatch):
     (``fold_program`` names nothing there), ``name_cotangents`` leaves the fold's output as it is; the list of
     checks (None where the walk could not tell)."""
     from astad.ir import kinds
-    from astad.optimise import simplify
+    from astad.optimise import program_fold, simplify
 
     fold_before, checked = simplify._fold, []
 
@@ -221,7 +221,7 @@ def _check_fold_named(monkeypatch):
     monkeypatch.setattr(simplify, "_fold", checking)
     # (the fold's own walk checked: where a block needs only renaming, ``_renamed_only`` takes it without one,
     # checked against the fold in test_speed_s14_opt1)
-    monkeypatch.setattr(simplify, "RENAMES_ONLY", False)
+    monkeypatch.setattr(program_fold, "RENAMES_ONLY", False)
     return checked
 
 

@@ -5,7 +5,7 @@ is the same), and what each takes for granted is checked where it is taken:
 - ``dce.SKIP_FORWARD``: ``dce`` leaves a forward block without nested blocks as it is where each
   residual the backward block reads no more is read by the forward block itself (it is ``dce``'s
   output for the new residuals too: checked against a walk of a fresh copy);
-- ``simplify.FINAL_AT_ONCE``: the names the fold of a forward block without nested blocks replaced
+- ``program_fold.FINAL_AT_ONCE``: the names the fold of a forward block without nested blocks replaced
   are replaced by names it replaced not (each is final);
 - ``simplify.DEFER_BINDS``: the fold's named walk makes the binding of a renamed primitive once;
 - ``arrays.REMEMBER_KINDS``: ``sink_broadcasts`` remembers its new block's kinds as its input's
@@ -29,7 +29,7 @@ import astad
 import astad.optimise as optimise
 from astad.api_forward import forward_of
 from astad.ir import Block, read_names
-from astad.optimise import arrays, cotangent_signs, remat, simplify
+from astad.optimise import arrays, cotangent_signs, program_fold, remat, simplify
 import test_cotangent_signs as cotangent_programs
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
@@ -41,7 +41,7 @@ dce_module = importlib.import_module("astad.optimise.dce")  # (``astad.optimise.
 import programs  # noqa: E402
 
 #: the switches of the work left out (module, attribute)
-SWITCHES = [(dce_module, "SKIP_FORWARD"), (simplify, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS"),
+SWITCHES = [(dce_module, "SKIP_FORWARD"), (program_fold, "FINAL_AT_ONCE"), (simplify, "DEFER_BINDS"),
             (arrays, "REMEMBER_KINDS"), (cotangent_signs, "REMEMBER_READS"),
             (dce_module, "REMEMBER_OPS"), (simplify, "REMEMBER_KINDS"),
             (arrays, "REMEMBER_OPS")]
@@ -130,7 +130,7 @@ def test_dce_skips_of_random_programs(tmp_path_factory, program):
 def test_forward_fold_renames_are_final(monkeypatch):
     """Where the fold of a forward block without nested blocks takes its renames as final, each is
     (no name replacing another is replaced itself)."""
-    block_before, checked = simplify._fold_forward_block, []
+    block_before, checked = program_fold._fold_forward_block, []
 
     def checking(forward, residuals, forget=False):
         out, env = block_before(forward, residuals, forget)
@@ -138,8 +138,8 @@ def test_forward_fold_renames_are_final(monkeypatch):
             checked.append(all(getattr(a, "name", None) not in env for a in env.values()))
         return out, env
 
-    monkeypatch.setattr(simplify, "_fold_forward_block", checking)
-    monkeypatch.setattr(simplify, "USE_BEFORE_STRUCTURE", False)  # (else the fold of these is not walked)
+    monkeypatch.setattr(program_fold, "_fold_forward_block", checking)
+    monkeypatch.setattr(program_fold, "USE_BEFORE_STRUCTURE", False)  # (else the fold of these is not walked)
     for name in ("straight_line_500", "mlp", "gmm"):
         fn, args, wrt = _bench(name)
         astad.clear_caches(disk=False)

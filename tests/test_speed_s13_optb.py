@@ -1,12 +1,12 @@
 """Session 13, helper optb: work the optimiser's core passes leave out, each checked against the walk it
 replaces (turning it off must change nothing).
 
-- ``simplify.USE_BEFORE_STRUCTURE``: ``fold_program`` takes the body of the function the structural pass
-  made a forward block without nested blocks of (remembered on that block under ``simplify.BEFORE_STRUCTURE``,
+- ``program_fold.USE_BEFORE_STRUCTURE``: ``fold_program`` takes the body of the function the structural pass
+  made a forward block without nested blocks of (remembered on that block under ``program_fold.BEFORE_STRUCTURE``,
   with the function's names) as the fold of it with ``dup`` and ``drop`` forgotten, where that body is
   of primitives alone, none reading a zero: the structural pass's own renaming undone, not made again
   binding by binding.  Where the pass ended no name with ``drop``, each binding of that body is live
-  (``simplify.ALL_LIVE``): ``dce`` leaves it as it is without a walk, and its names are the function's.
+  (``program_fold.ALL_LIVE``): ``dce`` leaves it as it is without a walk, and its names are the function's.
   ``structural.make_explicit`` remembers them; ``_remembering`` notes where the fold takes them.
 """
 
@@ -24,7 +24,7 @@ import astad.optimise as optimise
 import astad.structural as structural
 from astad.ir import Bind, Block, Drop, Dup, Function, Prim, Var, Zero, read_names
 from astad.ir.types import Num
-from astad.optimise import simplify
+from astad.optimise import program_fold, simplify
 from astad.api_forward import forward_of
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
@@ -42,7 +42,7 @@ def _remembering(monkeypatch):
     """The list of the forward blocks ``fold_program`` takes the block ``structural.make_explicit`` made
     them of for (it remembers it on its output's body and on ``structural.primal``'s block)."""
     taken = []
-    before = simplify._before_structure
+    before = program_fold._before_structure
 
     def noting(forward):
         found = before(forward)
@@ -50,7 +50,7 @@ def _remembering(monkeypatch):
             taken.append(forward)
         return found
 
-    monkeypatch.setattr(simplify, "_before_structure", noting)
+    monkeypatch.setattr(program_fold, "_before_structure", noting)
     return taken
 
 
@@ -72,7 +72,7 @@ def test_block_before_structure_changes_nothing_in_bench_programs(name, monkeypa
     assert _sources(fn, args, wrt) == walked
     if name == "straight_line_500":  # (the program it was made for)
         assert taken
-    monkeypatch.setattr(simplify, "USE_BEFORE_STRUCTURE", False)
+    monkeypatch.setattr(program_fold, "USE_BEFORE_STRUCTURE", False)
     assert _sources(fn, args, wrt) == walked
 
 
@@ -98,7 +98,7 @@ def _linear(core):
     """The structural pass's output of a function of ``x`` whose body is ``core``, remembering that function."""
     fn = Function("f", (Var("x", _F),), core)
     out = structural.make_explicit(fn).body
-    out.__dict__.setdefault(simplify.BEFORE_STRUCTURE, (core, None))
+    out.__dict__.setdefault(program_fold.BEFORE_STRUCTURE, (core, None))
     return out
 
 
@@ -110,9 +110,9 @@ def test_block_before_structure_is_the_fold_of_the_forgotten_structure():
                   Bind((c,), Prim("add", (a, a)))), c)
     linear = _linear(core)
     assert {type(bd.rhs) for bd in linear.binds} >= {Dup, Drop}
-    found = simplify._before_structure(linear)
+    found = program_fold._before_structure(linear)
     assert found is not None and found[0] is core
-    walked, env = simplify._fold_forward_block(Block(linear.binds, linear.result), frozenset(), forget=True)
+    walked, env = program_fold._fold_forward_block(Block(linear.binds, linear.result), frozenset(), forget=True)
     assert [str(bd) for bd in walked.binds] == [str(bd) for bd in core.binds] and walked.result == core.result
     assert found[1] == env
 
@@ -130,7 +130,7 @@ def test_block_before_structure_not_taken_where_the_fold_would_change_it(case):
         binds = (Bind((a, b), Dup(x)), Bind((c,), Prim("add", (a, b))), Bind((d,), Prim("mul", (c, x))),
                  Bind((e,), Prim("mul", (d, x))))
     core = Block(binds, e)
-    assert simplify._before_structure(_linear(core)) is None
+    assert program_fold._before_structure(_linear(core)) is None
 
 
 def _dce_walked(block, needed):
@@ -145,12 +145,12 @@ def test_all_live_only_where_nothing_was_dropped():
     x, a, b, c = Var("x", _F), Var("a", _F), Var("b", _F), Var("c", _F)
     dead = Block((Bind((a,), Prim("mul", (x, x))), Bind((b,), Prim("sin", (x,))), Bind((c,), Prim("add", (a, a)))),
                  c)
-    core, _ = simplify._before_structure(_linear(dead))
-    assert simplify.ALL_LIVE not in core.__dict__
+    core, _ = program_fold._before_structure(_linear(dead))
+    assert program_fold.ALL_LIVE not in core.__dict__
     assert [bd.targets[0].name for bd in _dce_walked(core, set()).binds] == ["a", "c"]
     live = Block(dead.binds[:2] + (Bind((c,), Prim("add", (a, b))),), c)
-    core, _ = simplify._before_structure(_linear(live))
-    assert core.__dict__.get(simplify.ALL_LIVE)
+    core, _ = program_fold._before_structure(_linear(live))
+    assert core.__dict__.get(program_fold.ALL_LIVE)
     for needed in (set(), {"a"}, {"x", "b"}):
         assert _dce_walked(core, needed).binds == core.binds
 
@@ -162,7 +162,7 @@ def _checking_all_live(monkeypatch):
 
     def checking(prog, **kwargs):
         out = dce_before(prog, **kwargs)
-        if simplify.ALL_LIVE in prog.forward.__dict__:
+        if program_fold.ALL_LIVE in prog.forward.__dict__:
             checked.append(out.forward is prog.forward and _dce_walked(
                 prog.forward, out.forward.__dict__["_dce_needed"]).binds == prog.forward.binds)
         return out

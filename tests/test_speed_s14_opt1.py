@@ -1,9 +1,9 @@
 """Session 14 (opt1): work the optimiser's fold, cse and dce leave out, each behind a switch tests turn off.
 
-- ``simplify.RENAMES_ONLY``: of a backward block of primitives, sums and tuples where the fold only renames,
+- ``program_fold.RENAMES_ONLY``: of a backward block of primitives, sums and tuples where the fold only renames,
   ``_renamed_only`` makes the fold's output from one comprehension (checked against the fold itself, on the
   bench programs and on random programs, and at its edges: zeros, sums of one item, empty tuples).
-- ``simplify.REMEMBER_READS``: ``fold_program``'s ``_before_structure`` remembers the reads (``use_counts``) of
+- ``program_fold.REMEMBER_READS``: ``fold_program``'s ``_before_structure`` remembers the reads (``use_counts``) of
   the forward block it takes, counted from the atoms it looks at for zeros (codegen takes them: checked against a
   walk of a fresh copy, here and in test_speed_s13_cnt), and its ``ops_of`` (``shared_products`` asks).
 """
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, note, settings
 import astad
 from astad.ir import Bind, Block, Const, MakeTuple, Plus, Prim, TupleT, Var, Zero, kinds
 from astad.ir.types import Num
-from astad.optimise import simplify
+from astad.optimise import program_fold, simplify
 import test_random_programs as random_programs
 from conftest import fuzz_examples, load_program
 
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import programs  # noqa: E402
 
 NAMES = ["straight_line_500", "lstm", "tree", "gmm", "rk4", "mlp", "newton", "horner_llsq"]
-SWITCHES = [(simplify, "RENAMES_ONLY"), (simplify, "REMEMBER_READS")]
+SWITCHES = [(program_fold, "RENAMES_ONLY"), (program_fold, "REMEMBER_READS")]
 
 
 def _bench(name):
@@ -36,9 +36,9 @@ def _bench(name):
 
 
 def _checking_renames(monkeypatch):
-    """``simplify._renamed_only`` wrapped: where it gives a block, that block is the fold's (pretty and kinds);
+    """``program_fold._renamed_only`` wrapped: where it gives a block, that block is the fold's (pretty and kinds);
     the list of checks (None where it declined)."""
-    before, checked = simplify._renamed_only, []
+    before, checked = program_fold._renamed_only, []
 
     def checking(block, env):
         out = before(block, env)
@@ -54,7 +54,7 @@ def _checking_renames(monkeypatch):
                        and kinds(out) == kinds(Block(folded.binds, folded.result)))
         return out
 
-    monkeypatch.setattr(simplify, "_renamed_only", checking)
+    monkeypatch.setattr(program_fold, "_renamed_only", checking)
     return checked
 
 
@@ -110,7 +110,7 @@ def _v(name):
 def test_renamed_only_at_its_edges(rhs, declines):
     block = Block((Bind((_v("a"),), Prim("sin", (_v("p"),))), Bind((_v("r"),), rhs)), _v("r"))
     env = {"x": _v("y"), "z": Zero(F)}
-    out = simplify._renamed_only(block, env)
+    out = program_fold._renamed_only(block, env)
     if declines:
         assert out is None
     else:
@@ -121,7 +121,7 @@ def test_renamed_only_at_its_edges(rhs, declines):
 def test_before_structure_remembers_the_reads_a_walk_finds(name, monkeypatch):
     from astad.ir import walk
     taken = []
-    before = simplify._before_structure
+    before = program_fold._before_structure
 
     def noting(forward):
         found = before(forward)
@@ -129,7 +129,7 @@ def test_before_structure_remembers_the_reads_a_walk_finds(name, monkeypatch):
             taken.append(found[0])
         return found
 
-    monkeypatch.setattr(simplify, "_before_structure", noting)
+    monkeypatch.setattr(program_fold, "_before_structure", noting)
     fn, args, wrt = _bench(name)
     astad.clear_caches(disk=False)
     astad.reverse(fn).derivative(args, wrt)

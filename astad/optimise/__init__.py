@@ -63,9 +63,10 @@ from .hoist import hoist_invariants
 from .lists_in_place import lists_in_place
 from .outputs import finish, restrict
 from .products import shared_products_cleaned
+from .program_fold import fold_forward, fold_program
 from .remat import rematerialise
 from .shapes import shapes_not_arrays
-from .simplify import fold, fold_forward, fold_program, name_cotangents
+from .simplify import fold, name_cotangents
 from .structure import forget_structure
 from .tiles import tiles
 from .unit_axes import unit_axes

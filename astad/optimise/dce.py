@@ -12,7 +12,8 @@ from ..ir import (Bind, Block, Const, Copy, If, Loop, LoopBack, MakeTuple, Plus,
                   atoms_of, bound_names, bound_set, bound_vars, kinds, nested_blocks, read_names, read_set, vars_of)
 from ..ir.walk import NESTING_KINDS, outside_reads, remember_binding_reads
 from ..rules import has_effect
-from .simplify import ALL_LIVE, select_items
+from .program_fold import ALL_LIVE
+from .simplify import select_items
 
 
 def _dce(block: Block, live: set[str], keep: set[str]) -> Block:

@@ -1,6 +1,6 @@
 """``dup`` and ``drop`` forgotten: copies become aliases of the original, ``drop``
 disappears (the primal needs neither; they were there for the macro).  The
-renamings here are shared with ``simplify.fold_forward``."""
+renamings here are shared with ``program_fold.fold_forward``."""
 
 from __future__ import annotations
 
