@@ -6,7 +6,7 @@ below make the common shapes of spec (elementwise, reduction, constructor...).""
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import libcst as cst
@@ -46,6 +46,9 @@ class ApiSpec:
     title: str
     params: tuple[tuple[str, Any], ...]  # (name, default or REQUIRED)
     lower: Lower
+    # the primitive a call of the one parameter ``x`` is lowered to, bound to it alone (``elementwise(op)``'s; None
+    # for any other entry): astad.frontend.fast binds it so, where its argument is a variable
+    unary: str | None = field(default=None, kw_only=True)
 
     @functools.cached_property
     def names(self) -> list[str]:
@@ -113,7 +116,8 @@ def arrays_of_numbers(lw: "Lowerer", xs: list[Atom]) -> list[Atom]:
 
 def elementwise(op: str, signature: str = "x") -> Callable[[str], ApiSpec]:
     names = [n for n, _ in sig(signature)]
-    return lambda title: ApiSpec(title, sig(signature), lambda lw, b, node: lw.emit(op, atoms(lw, b, node, *names)))
+    return lambda title: ApiSpec(title, sig(signature), lambda lw, b, node: lw.emit(op, atoms(lw, b, node, *names)),
+                                 unary=op if names == ["x"] else None)
 
 
 def refuse_axis_list(lw: "Lowerer", b: dict, node: cst.Call) -> None:

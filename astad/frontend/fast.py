@@ -24,12 +24,13 @@ from typing import Any
 
 import libcst as cst
 
-from .. import deep
+from .. import deep, rules
 from ..deep import LazyNodes
-from ..ir import Const, Num, Var
+from ..ir import Bind, Const, Num, Prim, Var
+from ..positions import Starts
 from ..values import PyTuple, Ref
-from .core import LowererCore
-from .expressions import _BIN_OPS
+from .core import _FOLDABLE, LowererCore
+from .expressions import _BIN_OPS, _ROOM_EVERY
 from .from_ast_expr import _BINARY
 from .numpy_api import API, numpy_name
 from .scopes import Value, is_list_value
@@ -46,6 +47,8 @@ _name_value, _name_lpar, _name_rpar = (getattr(cst.Name, f).__set__ for f in ("v
 _LITERALS = {int: cst.Integer, float: cst.Float}
 #: where a node of Python's tree starts: its libcst node's start (straight-line code is ASCII text)
 _start = operator.attrgetter("lineno", "col_offset")
+_NAME, _CONSTANT, _ATTRIBUTE = ast.Name, ast.Constant, ast.Attribute
+_TABLE = rules.TABLE
 
 
 class _Unfollowed:
@@ -76,6 +79,8 @@ class Fast(LowererCore):
         """:meth:`.statements.Statements.lower_body` of straight-line statements.  Which values may share
         memory is not followed (:class:`_Unfollowed`): nothing here updates a value in place."""
         stmts, self.fast_lines = block.source
+        if type(self.root.positions) is not Starts or self.root.aliases:  # (never: a block read lazily is read
+            raise Declined("positions")  # with Python's parser, which keeps its nodes' starts, of a `def`)
         self.aliases = _UNFOLLOWED  # type: ignore[assignment]
         return deep.call(self._lower_straight, stmts)
 
@@ -91,12 +96,13 @@ class Fast(LowererCore):
                 return self.give_back(self.expr(st.value))  # type: ignore[arg-type]
             name = st.targets[0].id  # type: ignore[attr-defined]
             node = st.value  # type: ignore[attr-defined]
-            if type(node) is ast.BinOp and self.roomy and not self.expr_depth:
+            kind = type(node)
+            if (kind is ast.BinOp or kind is ast.Call) and self.roomy and not self.expr_depth:
                 # (self.expr's steps for a statement's own level, inline, the user's name given to the binding
                 # made: name_result's renaming without the temporary's variable and binding; the same names drawn)
                 self.node, self.expr_depth = node, 1
                 try:
-                    value = self.ast_BinOp(node, name)
+                    value = self.ast_BinOp(node, name) if kind is ast.BinOp else self.ast_Call(node, name)
                 finally:
                     self.node, self.expr_depth = st, 0
                 env[name] = value if value is self.named else self.name_result(value, name)
@@ -130,28 +136,113 @@ class Fast(LowererCore):
 
     def ast_BinOp(self, n: ast.BinOp, name: str | None = None) -> Value:
         """:meth:`.expressions.Expressions.expr_BinaryOperation` (``name``: the user's, for the binding
-        made: :meth:`.core.LowererCore.emit`)."""
+        made: :meth:`.core.LowererCore.emit`).  An operand that is a name of the running scope, or a number
+        written before, is read as :meth:`.expressions.Expressions.expr` and :meth:`ast_leaf` read it first
+        (inline: most operands are)."""
         op = _OPS.get(type(n.op))
         if op is None:
             raise Declined("operator")
-        left_value = self.expr(n.left)
-        if op == "add" and is_list_value(left_value):
-            raise Declined("lists")
-        right = self.expr(n.right)
-        if op == "mul" and (isinstance(left_value, PyTuple) or isinstance(right, PyTuple)):
-            raise Declined("repeated")
-        left = left_value if type(left_value) is Var or type(left_value) is Const else self.atom(left_value, n.left)
-        if not (type(right) is Var or type(right) is Const):
-            right = self.atom(right, n.right)
+        env = self.stack[-1].env
+        side = n.left
+        kind = type(side)
+        if kind is _NAME:
+            left = env.get(side.id)  # type: ignore[attr-defined]
+        elif kind is _CONSTANT:  # (ast_leaf's first step)
+            text = self.fast_lines[side.lineno - 1][side.col_offset:side.end_col_offset]  # type: ignore[attr-defined]
+            left = self.literals.get(text)
+            if left is not None and type(left.value) is not type(side.value):  # type: ignore[attr-defined]
+                left = None
+        else:
+            left = None
+        if left is None:
+            left = self._nested(side)
+        side = n.right
+        kind = type(side)
+        if kind is _NAME:
+            right = env.get(side.id)  # type: ignore[attr-defined]
+        elif kind is _CONSTANT:
+            text = self.fast_lines[side.lineno - 1][side.col_offset:side.end_col_offset]  # type: ignore[attr-defined]
+            right = self.literals.get(text)
+            if right is not None and type(right.value) is not type(side.value):  # type: ignore[attr-defined]
+                right = None
+        else:
+            right = None
+        if right is None:
+            right = self._nested(side)
+        kind, other = type(left), type(right)
+        if not ((kind is Var or kind is Const) and (other is Var or other is Const)
+                and (op != "add" or type(left.type) is Num)):  # type: ignore[union-attr]
+            if op == "add" and is_list_value(left):
+                raise Declined("lists")
+            if op == "mul" and (isinstance(left, PyTuple) or isinstance(right, PyTuple)):
+                raise Declined("repeated")
+            if not (kind is Var or kind is Const):
+                left = self.atom(left, n.left)
+            if not (other is Var or other is Const):
+                right = self.atom(right, n.right)
+        elif op != "pow" and (kind is not Const or other is not Const):  # (nothing to fold, no power to test)
+            infer = _TABLE[op].infer
+            # (its results by the ids of the operands' types, kept with them: a program repeats them; a rule
+            # without them, AttributeError: lowered from libcst's nodes)
+            hit = infer.pairs.get((id(left.type), id(right.type)))  # type: ignore[union-attr]
+            if hit is not None:
+                return self._bound(op, (left, right), hit[-1], name, n)  # type: ignore[arg-type]
+            try:
+                t = infer([left.type, right.type], {})  # type: ignore[union-attr]
+            except rules.ShapeError:
+                t = None  # (emit's refusal, below)
+            if t is not None:
+                return self._bound(op, (left, right), t, name, n)  # type: ignore[arg-type]
         return self.emit(op, [left, right], None, name)  # type: ignore[list-item]
+
+    def _nested(self, n: ast.expr) -> Value:
+        """:meth:`.expressions.Expressions.expr` of an expression inside another: an operation or a call by its
+        method here, found by its class (not after the cases of names and numbers, which are read inline before
+        this is asked), with expr's steps (``self.node``, the depth, a fresh stack every few levels); any other
+        by expr."""
+        method = _NESTED.get(type(n))
+        if method is None:
+            return self.expr(n)
+        saved, depth = self.node, self.expr_depth
+        self.node, self.expr_depth = n, depth + 1
+        try:
+            if (depth % _ROOM_EVERY or not depth) and self.roomy:
+                return method(self, n)
+            return deep.call(method, self, n)  # (a deeply nested expression goes on with a fresh stack)
+        finally:
+            self.node, self.expr_depth = saved, depth
+
+    def _bound(self, op: str, args: tuple, t: Any, name: str | None, n: ast.BinOp | ast.UnaryOp | ast.Call) -> Var:
+        """:meth:`.core.LowererCore.emit`'s steps for ``op(*args)`` of type ``t`` where there is nothing to
+        fold and no power to test, at ``n`` (``self.node``: where it starts is its Loc's place),
+        the aliases unfollowed (:class:`_Unfollowed`): the same names drawn, the same binding made."""
+        namer = self.namer
+        temp = namer.temp()
+        if name is not None:
+            var = self.named = Var(namer.fresh(name), t)
+        else:
+            var = Var(temp, t)
+        at = (n.lineno, n.col_offset)
+        root = self.root
+        loc = root.locs.get(at)
+        if loc is None:
+            loc = root.loc_at(at)
+        self.binds.append(Bind((var,), Prim(op, args, ()), loc))
+        return var
 
     def ast_UnaryOp(self, n: ast.UnaryOp) -> Value:
         """:meth:`.expressions.Expressions.expr_UnaryOperation` (but ``not``)."""
         kind = type(n.op)
         if kind is ast.Not:
             raise Declined("not")
-        operand = self.atom(self.expr(n.operand), n.operand)
+        operand = n.operand
+        value = self.stack[-1].env.get(operand.id) if type(operand) is _NAME else None  # type: ignore[attr-defined]
+        operand = self.atom(value if value is not None else self._nested(operand), operand)
         if kind is ast.USub:
+            if type(operand) is Var:  # (nothing to fold: emit's steps, its type where the rule has it)
+                hit = _TABLE["neg"].infer.pairs.get((id(operand.type),))  # type: ignore[attr-defined]
+                if hit is not None:
+                    return self._bound("neg", (operand,), hit[-1], None, n)
             return self.emit("neg", [operand])
         if kind is ast.UAdd:
             if not (isinstance(operand.type, Num) and operand.type.py):
@@ -176,16 +267,44 @@ class Fast(LowererCore):
             return self.array_attribute(base, attr, n)  # type: ignore[attr-defined]
         raise Declined("attribute")
 
-    def ast_Call(self, n: ast.Call) -> Value:
-        """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method."""
-        func = self.expr(n.func)
+    def ast_Call(self, n: ast.Call, name: str | None = None) -> Value:
+        """:meth:`.calls.Calls.expr_Call` of a numpy function or of an array's method (``name``: as
+        :meth:`ast_BinOp`'s, for a function of one argument bound by :meth:`_bound`).  A module's function
+        read before (``np.sin``), and an argument that is a name of the running scope, are read as
+        :meth:`.expressions.Expressions.expr` and :meth:`ast_Attribute` read them first (inline)."""
+        running = self.stack[-1]
+        env = running.env
+        f, func = n.func, None
+        if type(f) is _ATTRIBUTE and type(f.value) is _NAME and running.parent is None and f.value.id not in env:
+            known = self._globals.get((id(running.parsed), running.path, f.value.id))  # type: ignore[attr-defined]
+            base = known[1] if known is not None and known[0] is running.parsed else None
+            if type(base) is Ref and base.kind == "module":
+                known = self._attributes.get((id(base.obj), base.path, f.attr))
+                if known is not None and known[0] is base.obj:
+                    func = known[1]
+        if func is None:
+            func = self.expr(f)
         if not (isinstance(func, Ref) and (func.kind == "numpy" or func.kind == "method")):
             raise Declined("call")
-        args = [self.expr(a) for a in n.args]  # (the keywords after them, as in the text)
+        args = []
+        for a in n.args:  # (the keywords after them, as in the text)
+            value = env.get(a.id) if type(a) is _NAME else None  # type: ignore[attr-defined]
+            args.append(value if value is not None else self._nested(a))
         kwargs = {k.arg: self.expr(k.value) for k in n.keywords}
         if func.kind == "method":  # (an array's: x.sum())
             return self.apply(func.obj, [func.self_value, *args], kwargs, n)  # type: ignore[attr-defined,arg-type]
         spec = API.get(numpy_name(func.obj))  # type: ignore[arg-type]
         if spec is None:
             raise Declined("numpy")
+        op = spec.unary
+        if op is not None and len(args) == 1 and not kwargs and type(args[0]) is Var and op not in _FOLDABLE:
+            # (apply's steps for np.sin(v): bound as emit binds it, its type where the rule has it, else asked)
+            x = args[0]
+            hit = _TABLE[op].infer.pairs.get((id(x.type),))  # type: ignore[attr-defined]
+            if hit is not None:
+                return self._bound(op, (x,), hit[-1], name, n)
         return self.apply(spec, args, kwargs, n)  # type: ignore[attr-defined,arg-type]
+
+
+#: the methods :meth:`Fast._nested` lowers an expression inside another with, by its class (expr's for these)
+_NESTED = {ast.BinOp: Fast.ast_BinOp, ast.Call: Fast.ast_Call, ast.UnaryOp: Fast.ast_UnaryOp}

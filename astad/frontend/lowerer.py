@@ -111,10 +111,12 @@ def _none_dead(block: Block, rhss: list[Prim], names: set[str] | None) -> bool:
     bindings after it, which the walk of :func:`_drop_dead` keeps where none is dead); if so, with
     ``names``, its names added to it, as the walk adds them.  (Comprehensions: their attribute reads are
     the interpreter's specialised ones, cheaper than attrgetter's in map.)"""
-    args = [a for r in rhss for a in r.args]
-    read = {a.name for a in args if type(a) is Var}
+    # the names the arguments read: the variables' and the named constants' (a literal's: None), in one walk; a
+    # program's names are distinct, so no temporary is read as a constant's name (where one were, it is kept)
+    read = {a.name for r in rhss for a in r.args}
+    read.discard(None)
     result = block.result
-    if type(result) is Var:
+    if type(result) is Var or (type(result) is Const and result.name is not None):
         read.add(result.name)
     targets = [t.name for b in block.binds for t in b.targets]
     if any(map(is_temp, filterfalse(read.__contains__, targets))):
@@ -122,7 +124,4 @@ def _none_dead(block: Block, rhss: list[Prim], names: set[str] | None) -> bool:
     if names is not None:
         names |= read
         names.update(targets)
-        names.update([a.name for a in args if type(a) is Const and a.name is not None])  # (named constants)
-        if type(result) is Const and result.name is not None:
-            names.add(result.name)
     return True

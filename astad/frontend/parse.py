@@ -89,37 +89,24 @@ class Parsed:
         except KeyError:
             line, column = start_of(self.positions, self.aliases.get(self.funcdef, self.funcdef))
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return _loc(self.file, line + self.line_offset, column + (self.col_offset if line not in self.kept else 0) + 1,
-                    text)
-
+        return Loc(self.file, line + self.line_offset, column + (self.col_offset if line not in self.kept else 0) + 1,
+                   text)
 
     def loc_at(self, at: tuple[int, int]) -> Loc:
         """The Loc of a node starting at ``at`` (its :class:`Starts` entry), made and kept in ``locs``
         (:meth:`loc`, and the lowering's ``emit``, look there first)."""
-        line, lines = at[0], self.lines
-        loc = self.locs[at] = _new(Loc)
-        _set_file(loc, self.file)
-        _set_line(loc, line + self.line_offset)
-        _set_col(loc, at[1] + (self.col_offset if line not in self.kept else 0) + 1)
-        _set_text(loc, lines[line - 1] if 0 < line <= len(lines) else "")
+        line, col = at
+        if line > 0:  # (a line past the last: IndexError, below)
+            try:
+                text = self.lines[line - 1]
+            except IndexError:
+                text = ""
+        else:
+            text = ""
+        # (a line inside a string or continued is not dedented: no col_offset)
+        col += 1 if self.kept and line in self.kept else self.col_offset + 1
+        loc = self.locs[at] = Loc(self.file, line + self.line_offset, col, text)
         return loc
-
-
-_new = object.__new__
-_set_file, _set_line, _set_col, _set_text = (Loc.file.__set__, Loc.line.__set__,  # type: ignore[attr-defined]
-                                             Loc.col.__set__, Loc.text.__set__)  # type: ignore[attr-defined]
-
-
-def _loc(file: str, line: int, col: int, text: str) -> Loc:
-    """``Loc(file, line, col, text)`` made by its fields' own setters, not its frozen dataclass's
-    ``__init__`` (``object.__setattr__`` per field: a third of its time; the lowering makes one
-    per binding)."""
-    loc = _new(Loc)
-    _set_file(loc, file)
-    _set_line(loc, line)
-    _set_col(loc, col)
-    _set_text(loc, text)
-    return loc
 
 
 _PARSED: dict[Any, Parsed] = {}

@@ -44,7 +44,12 @@ def straight_line(stmts: list[ast.stmt], names: set[str], called: set[str]) -> b
 def targets_where_statements_start(stmts: list[ast.stmt]) -> bool:
     """Whether the target of each assignment of ``stmts`` is where its statement starts (no parentheses),
     as :func:`straight_line` asks."""
-    return all(_target_at_start(st) for st in stmts if type(st) is ast.Assign)
+    for st in stmts:  # (_target_at_start's test, inline: one statement after another, no call each)
+        if type(st) is ast.Assign:
+            t = st.targets[0]
+            if t.col_offset != st.col_offset or t.lineno != st.lineno:
+                return False
+    return True
 
 
 def _target_at_start(st: ast.Assign) -> bool:

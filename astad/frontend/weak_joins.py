@@ -23,14 +23,23 @@ _PICKS = frozenset({"py_max", "py_min"})  # Python's max/min of numbers: the one
 _CALLED = _PICKS | {"call"}
 
 
-def check_weak_joins(fn: Function) -> None:
+def check_weak_joins(fn: Function, prims: tuple | None = None) -> None:
     """Refuse (at its line) an operation of ``fn`` that meets a float16 or float32 with a value that is
     a Python float on one path and a numpy float64 on another (see the module's docstring).  Primitives
-    alone and none of them a pick or a call (straight-line code, mostly): nothing to follow, no walk."""
-    rhss = prim_rhss(fn.body)
-    if rhss is not None and _CALLED.isdisjoint([r.op for r in rhss]):
+    alone and none of them a pick or a call (straight-line code, mostly): nothing to follow, no walk.
+    ``prims``: :func:`prim_ops` of ``fn``, where the caller has it."""
+    if prims is None:
+        prims = prim_ops(fn)
+    if prims is not None and _CALLED.isdisjoint(prims[1]):
         return
     _Walk().block(fn.body)
+
+
+def prim_ops(fn: Function) -> tuple[list[Prim], list[str]] | None:
+    """The right-hand sides of ``fn``'s bindings and their operations, in order, where all are primitives
+    (:func:`.blocks.prim_rhss`), else None."""
+    rhss = prim_rhss(fn.body)
+    return None if rhss is None else (rhss, [r.op for r in rhss])
 
 
 def _strong_float64(t: object) -> bool:

@@ -58,6 +58,9 @@ def _matmul_infer(ts: list[Type], params: dict) -> Type:
     return out
 
 
+_matmul_infer.pairs = _MATMULS  # type: ignore[attr-defined]  (as rules.types.elementwise's: the result last)
+
+
 def _matmul_type(ta: Type, tb: Type) -> Num:
     a, b = num(ta), num(tb)
     if a.ndim == 0 or b.ndim == 0:

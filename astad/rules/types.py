@@ -72,6 +72,7 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
 
     # the operands' types by identity, without parameters -> (those types, kept alive: their ids stay
     # theirs; the result): no type hashed (a dataclass's hash, per operand) where a program repeats them
+    # (``infer.pairs``: the lowering of straight-line code looks there first for two operands' result)
     same: dict[tuple, tuple[tuple, Type]] = {}
 
     def infer(ts: list[Type], params: dict) -> Type:
@@ -96,6 +97,8 @@ def elementwise(impl: Callable) -> Callable[[list[Type], dict], Type]:
                 same.clear()
             same[ids] = (tuple(ts), out)
         return out
+
+    infer.pairs = same  # type: ignore[attr-defined]  (read by astad.frontend.fast: a hit's result is its last item)
 
     def _infer(ts: list[Type], params: dict) -> Type:
         kinds = [_kind(t) for t in ts]
