@@ -20,8 +20,16 @@ def _atom_key(a: Atom) -> object:
 BUFFERS = {"zeros", "zeros_like", "ones", "ones_like", "full", "eye", "list", "list_zeros_like", "list_onehot"}
 
 
-#: per primitive, whether a second application to the same atoms is the first's result (filled as met)
-_SHARED: dict[str, bool] = {}
+class _Shared(dict):  # type: ignore[type-arg]
+    """Per primitive, whether a second application to the same atoms is the first's result (filled as met:
+    ``_SHARED[op]`` finds it where it is not there yet, no test in the caller)."""
+
+    def __missing__(self, op: str) -> bool:
+        shared = self[op] = rules.TABLE[op].stmts is None and op not in BUFFERS
+        return shared
+
+
+_SHARED = _Shared()
 
 
 def cse(prog: ReverseProgram) -> ReverseProgram:
@@ -43,23 +51,33 @@ def _cse(block: Block, seen: dict[object, Var], env: dict[str, Atom], top: dict[
     if not own:
         seen = dict(seen)
     out = []
-    table = rules.TABLE
+    shared_of = _SHARED
     for b in block.binds:
         rhs = b.rhs
         if type(rhs) is Prim:  # the most common
             op, args = rhs.op, rhs.args
-            shared = _SHARED.get(op)
-            if shared is None:
-                shared = _SHARED[op] = table[op].stmts is None and op not in BUFFERS
+            shared = shared_of[op]
             if shared and len(args) == 2:  # (the most common: ``substitute``'s test and the key, written out; no
                 a, c = args                 # comprehension, one tuple of four, which equals no other arity's tuple
                 # of three; a variable's key is its name (no tuple made): a string equals no other atom's key)
                 # (env is empty until the first common subexpression: a forward block without one never renames)
-                if env and (type(a) is Var and a.name in env or type(c) is Var and c.name in env):
+                if type(a) is Var and type(c) is Var:  # (the most common: each name read once)
+                    ka, kc = a.name, c.name
+                    if not env or ka not in env and kc not in env:  # (nothing renamed: the binding itself kept)
+                        target = b.targets[0]
+                        first = seen.setdefault((op, ka, kc, rhs.params), target)  # (the key hashed once)
+                        if first is target:
+                            out.append(b)
+                        else:
+                            env[target.name] = first
+                        continue
+                    rhs = substitute(rhs, env)  # (renamed: made again, keyed by what it reads now)
+                    a, c = rhs.args  # type: ignore[union-attr]
+                elif env and (type(a) is Var and a.name in env or type(c) is Var and c.name in env):
                     rhs = substitute(rhs, env)
                     a, c = rhs.args  # type: ignore[union-attr]
-                key: object = (op, a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var
-                               else _atom_key(c), rhs.params)  # type: ignore[union-attr]
+                ka, kc = a.name if type(a) is Var else _atom_key(a), c.name if type(c) is Var else _atom_key(c)
+                key: object = (op, ka, kc, rhs.params)  # type: ignore[union-attr]
                 target = b.targets[0]
                 first = seen.setdefault(key, target)  # (the key hashed once)
                 if first is not target:

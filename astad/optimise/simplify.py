@@ -448,13 +448,20 @@ def _before_structure(forward: Block) -> tuple[Block, dict[str, Atom]] | None:
     made = [b for b in binds if type(b.rhs) is not Prim]  # (``dup`` and ``drop`` alone: ``kinds`` says)
     # (the pass keeps each binding and adds one per ``dup`` or ``drop``: where the body has as many bindings as
     # the rest, each of those is the pass's, none the body's own, and the body is primitives alone)
-    if len(core.binds) + len(made) != len(binds) or [a for b in core.binds for a in b.rhs.args if type(a) is Zero]:
+    if len(core.binds) + len(made) != len(binds):
+        return None
+    atoms = [a for b in core.binds for a in b.rhs.args]  # type: ignore[union-attr]
+    if Zero in set(map(type, atoms)):
         return None
     env: dict[str, Atom] = {t.name: b.rhs.var for b in made if type(b.rhs) is Dup  # type: ignore[union-attr]
                             for t in b.targets}
     memo = core.__dict__
     # (kinds of a block of primitives: the ops of the structural pass's output, which made each again with its op)
     memo.setdefault("_kinds", found - _FORGOTTEN)
+    if REMEMBER_READS:  # (what ``use_counts`` and ``ops_of`` of a block of primitives find: codegen and
+        # ``shared_products`` ask, of the forward block, which is this one where no pass before them changed it)
+        memo.setdefault("_use_counts", Counter([a.name for a in atoms if type(a) is Var]))
+        memo.setdefault("_ops", [b.rhs.op for b in core.binds])  # type: ignore[union-attr]
     if "Drop" not in found:
         memo.setdefault(ALL_LIVE, True)
         if names is not None:  # (the function's, each parameter read: its body's)
@@ -469,15 +476,63 @@ _NOT_PRIMITIVES = (OTHER_KINDS - {"Dup", "Drop"}) | {"or_zeros_like"}
 #: (tests turn it off)
 USE_BEFORE_STRUCTURE = True
 
+#: whether ``_before_structure`` remembers the reads of the block it takes, counted from the atoms it looks at
+#: (tests turn it off)
+REMEMBER_READS = True
+
 
 def _fold_backward(backward: Block, env: dict[str, Atom]) -> Block:
     """``name_cotangents(fold(backward, env=env))``."""
     found = kinds(backward)
     if found.isdisjoint(NESTING_KINDS):
+        if found.isdisjoint(_FOLDED_KINDS) and RENAMES_ONLY:
+            renamed = _renamed_only(backward, env)
+            if renamed is not None:
+                return renamed
         # (``name_cotangents`` renames only where a copy names a temporary, and the fold makes no copy: of a block
         # without one, the fold's output is its own; no names watched in the walk)
         return fold_named(backward, env) if "Copy" in found else fold(backward, env=env)
     return name_cotangents(fold(backward, env=env))
+
+
+#: the kinds whose bindings the fold may change other than by renaming (a sum or a tuple only where it has
+#: too few items: ``_renamed_only`` looks)
+_FOLDED_KINDS = (OTHER_KINDS - {"Plus", "MakeTuple"}) | {"or_zeros_like"}
+
+
+#: the items ``_renamed_only`` looks at for a sum or a tuple of fewer than two items: one zero, which it looks for
+_FEW = (Zero(TupleT(())),)
+
+
+def _renamed_only(block: Block, env: dict[str, Atom]) -> Block | None:
+    """``fold(block, env=env)`` of a block of primitives (not ``or_zeros_like``), sums and tuples (``kinds``
+    says) where the fold only renames what ``env`` renames: each sum of two items or more, each tuple of one or
+    more, no zero read, also after renaming.  (The backward block, nearly always: the fold's walk is then one
+    comprehension finding the few bindings to make again.)  None where not so (then the fold)."""
+    binds = block.binds
+    # the bindings reading a name env renames or a zero (a binding once per such atom), and the sums and tuples
+    # of fewer than two items (``_FEW``: a sum of one item or none is that item or a zero, a tuple of none a zero)
+    at = [i for i, r in enumerate([b.rhs for b in binds])
+          for a in (r.args if type(r) is Prim else r.items if len(r.items) > 1 else _FEW)  # type: ignore[union-attr]
+          if (a.name in env if type(a) is Var else type(a) is Zero)]
+    out = list(binds)
+    for i in at:
+        b = binds[i]
+        if type(b.rhs) is not Prim and len(b.rhs.items) < 2:  # type: ignore[union-attr]
+            return None  # (a tuple of one item is kept, but this path is not worth it for one)
+        rhs = substitute(b.rhs, env)  # (what the fold makes: each atom renamed once)
+        if Zero in map(type, rhs.args if type(rhs) is Prim else rhs.items):  # type: ignore[union-attr]
+            return None  # (a zero, read or put in: the fold knows what it makes)
+        out[i] = Bind(b.targets, rhs, b.loc)
+    folded = same_or_new(block, out, subst_atom(block.result, env))
+    known = block.__dict__.get("_kinds")
+    if folded is not block and known is not None and REMEMBER_KINDS:
+        folded.__dict__.setdefault("_kinds", known)  # (each binding made again of what it was made of)
+    return folded
+
+
+#: whether ``_fold_backward`` takes ``_renamed_only`` where it can (tests turn it off)
+RENAMES_ONLY = True
 
 
 def _rename_saves(block: Block, env: dict[str, Atom]) -> Block:
