@@ -161,7 +161,8 @@ SMOOTH_OPS = ["+", "-", "*", "+", "*"]
 def _smooth(draw, names, depth=0):
     kind = draw(st.integers(0, 9)) if depth < 3 else 0
     if kind <= 2:
-        pool = names + ["x", "s", "n", "z0", "1.5", "2", "0.5", "True", "t"]
+        # (no bool: np.tanh(True) is a float16, whose sums with s central differences do not see)
+        pool = names + ["x", "s", "n", "z0", "1.5", "2", "0.5", "t"]
         return draw(st.sampled_from(pool))
     if kind <= 5:
         text = f"{draw(_smooth(names, depth + 1))} {draw(st.sampled_from(SMOOTH_OPS))} {draw(_smooth(names, depth + 1))}"
