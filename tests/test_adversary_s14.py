@@ -380,11 +380,11 @@ def test_remembered_reads_and_renamed_only_fold_on_straight_programs(tmp_path_fa
     """What ``_before_structure`` remembers of the forward block (its reads, its ops) is what a walk finds, and
     each block ``_renamed_only`` makes is the fold's, on the programs the fast path lowers."""
     from astad.ir import Block, kinds, walk
-    from astad.optimise import simplify
+    from astad.optimise import program_fold, simplify
 
     note(source)
     taken, checked = [], []
-    before, renamed_only = simplify._before_structure, simplify._renamed_only
+    before, renamed_only = program_fold._before_structure, program_fold._renamed_only
 
     def noting(forward):
         found = before(forward)
@@ -402,8 +402,8 @@ def test_remembered_reads_and_renamed_only_fold_on_straight_programs(tmp_path_fa
         return out
 
     with monkeypatch.context() as m:
-        m.setattr(simplify, "_before_structure", noting)
-        m.setattr(simplify, "_renamed_only", checking)
+        m.setattr(program_fold, "_before_structure", noting)
+        m.setattr(program_fold, "_renamed_only", checking)
         fn = load_program(source, tmp_path_factory.mktemp("adv_s14_opt"), "adv_s14_opt").f
         rng = np.random.default_rng(1)
         args = [rng.normal(size=4) * 0.7, rng.normal(size=(4, 4)) * 0.5, 0.6, 2, np.array(0.3)]
