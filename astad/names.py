@@ -270,56 +270,12 @@ class _NamerOf(Namer):
             raise AttributeError(attr)
         prog, temps = self.__dict__.pop("_prog"), self.temps
         # (Namer's __init__ with every name used taken, as adding_to: no set of the names never handed out made)
-        self.used = self.taken = _reverse_used(prog) if type(prog) is ReverseProgram and _REVERSE_FIELDS \
-            else _used(program_names(prog), prog.name)  # (a new set: no copy of it made)
+        self.used = self.taken = _used(program_names(prog), prog.name)  # (a new set: no copy of it made)
         self.temps = temps
         # a Namer from now on: a class with __getattr__ has every attribute read by the slow path (the
         # interpreter specialises no read of one), and a pass reads a namer's for each name it draws
         self.__class__ = Namer  # type: ignore[assignment]
         return getattr(self, attr)
-
-
-def _reverse_used(prog: ReverseProgram) -> set[str]:
-    """``_used(program_names(prog), prog.name)`` of a reverse program, a new set, from the forward block's
-    share remembered on the block (:func:`_block_used`: the passes of optimise each ask for a namer of a
-    program with the same forward block and a new backward one): as Python reads each name elementwise,
-    that of a union is the union of those of its parts."""
-    used = set(_block_used(prog.forward))
-    back = _block_names(prog.backward)
-    rest: set[str] = set()
-    stack: list[Any] = [prog.params, prog.ct_in]  # (the fields besides the blocks and the name: see _REVERSE_FIELDS)
-    while stack:
-        node = stack.pop()
-        cls = type(node)
-        if cls is Block:
-            rest |= _block_names(node)
-        else:
-            _add_names(node, cls, rest, stack)
-    if "".join(back).isascii():  # (rare: only a name that is not ASCII can read as another)
-        used |= back
-    else:
-        used.update(map(python_name, back))
-    used.update(rest if "".join(rest).isascii() else map(python_name, rest))
-    used |= function_names(prog.name)
-    return used
-
-
-#: whether a reverse program's fields are those :func:`_reverse_used` reads (else the general walk)
-_REVERSE_FIELDS = tuple(f.name for f in dataclasses.fields(ReverseProgram)) == \
-    ("name", "params", "forward", "ct_in", "backward")
-
-
-def _block_used(block: Block) -> frozenset[str]:
-    """The names of ``block`` as Python reads them, with every name a namer never hands out, remembered on
-    the block with the names they were made of (blocks are immutable; a pass that remembers other names
-    for it makes them again)."""
-    names = _block_names(block)
-    known = block.__dict__.get("_used_names")
-    if known is not None and known[0] is names:
-        return known[1]
-    used = (names if "".join(names).isascii() else frozenset(map(python_name, names))) | _NEVER
-    block.__dict__["_used_names"] = (names, used)
-    return used
 
 
 # --------------------------------------------------------------------------- the names of a program
@@ -413,7 +369,14 @@ def _block_names(block: Block) -> frozenset[str]:
                         stack.append(a)
             else:
                 stack.append(rhs)
-        while stack:  # (after the bindings: the result's too where the block has none)
+            while stack:
+                node = stack.pop()
+                cls = type(node)
+                if cls is Block:
+                    blocks.append(node)
+                else:
+                    _add_names(node, cls, names, stack)
+        while stack:  # (the result, where the block has no bindings)
             node = stack.pop()
             cls = type(node)
             if cls is Block:

@@ -1,7 +1,8 @@
-"""Session 14 (names): a reverse program's namer (``Namer.of``) is made from its forward block's names
-remembered on the block, the backward block's and the rest.  The names it draws must be those the general
-algorithm draws (``Namer.adding_to`` of every name of the program: ``names._used``), whatever the names:
-look-alikes of temporaries and suffixed names, and names that are not ASCII (which Python reads in NFKC)."""
+"""Session 14 (names): the names ``Namer.of`` of a reverse program draws are those the general algorithm
+(``Namer.adding_to`` of every name of the program, listed independently here: ``names._used``) draws,
+whatever the names: look-alikes of temporaries and suffixed names, and names that are not ASCII (which
+Python reads in NFKC).  It found that a block with no bindings had not the name of the constant it
+returns among its names (``_block_names``)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ def test_reverse_namer_draws_what_the_general_algorithm_draws(fwd, bwd, consts, 
     p = _program(fwd, bwd, consts, params, prog)
     everything = _all_names(fwd, bwd, consts, params)
     assert names.program_names(p) | {"r"} == everything | {"r"}  # (the program built has these names)
-    if twice:  # the forward block's share remembered by a first namer, then a program with another backward block
+    if twice:  # a first namer of the program, then one of a program with the same forward block, another backward one
         Namer.of(p).temp()
         p = _program(fwd, bwd[::-1] + ["t5"], consts, params, prog)
         everything = _all_names(fwd, bwd + ["t5"], consts, params)
@@ -96,9 +97,9 @@ def test_reverse_namer_draws_what_the_general_algorithm_draws(fwd, bwd, consts, 
     assert not set(drawn) & (python | OUTSIDE | KEYWORDS | function_names(prog))
 
 
-def test_forward_share_made_again_where_the_block_remembers_other_names():
-    """A pass that remembers other names for a block (dce, outer sums: ``_program_names``) has them read:
-    the share remembered is of the names it was made of."""
+def test_namer_reads_the_names_a_pass_remembers_for_a_block():
+    """A pass that remembers other names for a block (dce, outer sums: ``_program_names``) has them read,
+    as Python reads them (``ﬁ`` is ``fi``)."""
     p = _program(["a", "b"], ["c"], [], ["x"], "f")
     assert "t1" not in Namer.of(p).used
     Namer.of(p).temp()
@@ -115,7 +116,7 @@ def test_reverse_namer_sets_are_its_own():
     assert first.temp() == "t1" and first.fresh("a") == "a_2"
     second = Namer.of(p)
     assert second.temp() == "t1" and second.fresh("a") == "a_2"
-    assert "t1" not in names._block_used(p.forward)
+    assert "t1" not in names._block_names(p.forward)
 
 
 def test_block_of_no_bindings_has_the_name_of_the_constant_it_returns():
