@@ -376,6 +376,13 @@ def _block_names(block: Block) -> frozenset[str]:
                     blocks.append(node)
                 else:
                     _add_names(node, cls, names, stack)
+        while stack:  # (the result, where the block has no bindings)
+            node = stack.pop()
+            cls = type(node)
+            if cls is Block:
+                blocks.append(node)
+            else:
+                _add_names(node, cls, names, stack)
     found = block.__dict__["_program_names"] = frozenset(names)
     return found
 
