@@ -369,14 +369,7 @@ def _block_names(block: Block) -> frozenset[str]:
                         stack.append(a)
             else:
                 stack.append(rhs)
-            while stack:
-                node = stack.pop()
-                cls = type(node)
-                if cls is Block:
-                    blocks.append(node)
-                else:
-                    _add_names(node, cls, names, stack)
-        while stack:  # (the result, where the block has no bindings)
+        while stack:  # (what was stacked: the result, the bindings' other parts; a block inside, for later)
             node = stack.pop()
             cls = type(node)
             if cls is Block:
