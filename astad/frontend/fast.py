@@ -143,32 +143,7 @@ class Fast(LowererCore):
         if op is None:
             raise Declined("operator")
         env = self.stack[-1].env
-        side = n.left
-        kind = type(side)
-        if kind is _NAME:
-            left = env.get(side.id)  # type: ignore[attr-defined]
-        elif kind is _CONSTANT:  # (ast_leaf's first step)
-            text = self.fast_lines[side.lineno - 1][side.col_offset:side.end_col_offset]  # type: ignore[attr-defined]
-            left = self.literals.get(text)
-            if left is not None and type(left.value) is not type(side.value):  # type: ignore[attr-defined]
-                left = None
-        else:
-            left = None
-        if left is None:
-            left = self._nested(side)
-        side = n.right
-        kind = type(side)
-        if kind is _NAME:
-            right = env.get(side.id)  # type: ignore[attr-defined]
-        elif kind is _CONSTANT:
-            text = self.fast_lines[side.lineno - 1][side.col_offset:side.end_col_offset]  # type: ignore[attr-defined]
-            right = self.literals.get(text)
-            if right is not None and type(right.value) is not type(side.value):  # type: ignore[attr-defined]
-                right = None
-        else:
-            right = None
-        if right is None:
-            right = self._nested(side)
+        left, right = self._operand(n.left, env), self._operand(n.right, env)
         kind, other = type(left), type(right)
         if not ((kind is Var or kind is Const) and (other is Var or other is Const)
                 and (op != "add" or type(left.type) is Num)):  # type: ignore[union-attr]
@@ -194,6 +169,21 @@ class Fast(LowererCore):
             if t is not None:
                 return self._bound(op, (left, right), t, name, n)  # type: ignore[arg-type]
         return self.emit(op, [left, right], None, name)  # type: ignore[list-item]
+
+    def _operand(self, side: ast.expr, env: dict) -> Value:
+        """An operand of :meth:`ast_BinOp`: a name of the running scope or a number written before read as
+        :meth:`.expressions.Expressions.expr` and :meth:`ast_leaf` read it first; anything else :meth:`_nested`."""
+        kind = type(side)
+        if kind is _NAME:
+            value = env.get(side.id)  # type: ignore[attr-defined]
+        elif kind is _CONSTANT:  # (ast_leaf's first step)
+            text = self.fast_lines[side.lineno - 1][side.col_offset:side.end_col_offset]  # type: ignore[attr-defined]
+            value = self.literals.get(text)
+            if value is not None and type(value.value) is not type(side.value):  # type: ignore[attr-defined]
+                value = None
+        else:
+            value = None
+        return self._nested(side) if value is None else value
 
     def _nested(self, n: ast.expr) -> Value:
         """:meth:`.expressions.Expressions.expr` of an expression inside another: an operation or a call by its
