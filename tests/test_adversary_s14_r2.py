@@ -13,10 +13,12 @@ nodes, which must give byte-identical generated code and the same values."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pickle
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -165,13 +167,15 @@ _POOL = ["t1", "t2", "t3", "t3_ct", "t1_2", "t2_1", "v_ct", "x_1_ct", "x_ct", "y
          "σ", "ψ_ct", "é", "t10", "t10_ct", "out_ct", "residuals_2", "b_ct_2", "t7_1_ct", "s_ct", "t5_2_ct"]
 
 
-def _random_source(seed: int) -> str:
-    """A straight-line program of 4-14 statements, a third of them repeats of earlier right-hand sides (the
-    macro replays them), most targets names shaped like astad's; a loop and a branch now and then."""
+def _random_source(seed: int, lo: int = 4, hi: int = 14, branches: float = 0.0, ascii_only: bool = False) -> str:
+    """A straight-line program of ``lo``-``hi`` statements, a third of them repeats of earlier right-hand sides
+    (the macro replays them), most targets names shaped like astad's; a loop now and then, an ``if`` after a
+    statement with probability ``branches``."""
     R = random.Random(seed)
+    pool = [n for n in _POOL if n.isascii()] if ascii_only else _POOL
     env, lines, pats = ["x", "y", "s"], [], []
-    for k in range(R.randint(4, 14)):
-        tgt = R.choice(_POOL) if R.random() < 0.7 else f"w{k}"
+    for k in range(R.randint(lo, hi)):
+        tgt = R.choice(pool) if R.random() < 0.7 * 14 / hi else f"w{k}" if ascii_only or R.random() < 0.8 else f"ω{k}"
         if pats and R.random() < 0.35:
             e = R.choice(pats)
         else:
@@ -182,6 +186,10 @@ def _random_source(seed: int) -> str:
         lines.append(f"    {tgt} = {e}")
         if tgt not in env:
             env.append(tgt)
+        if R.random() < branches:
+            v = R.choice([n for n in env if n != "s"])
+            lines += [f"    if np.sum({v}) > 0:", f"        {v} = {v} * s", "    else:",
+                      f"        {v} = np.sin({v}) + y"]
     if R.random() < 0.3:
         v = R.choice(env[3:] or ["x"])
         lines += ["    acc = x", "    for i in range(k):", f"        acc = np.sin(acc) * s + {v}",
@@ -395,3 +403,100 @@ def test_nodes_made_by_object_new_are_the_classes_own(hand_results):
     assert done.returncode == 0, done.stderr[-3000:]
     checked, made = map(int, done.stdout.split())
     assert checked > 30 and made > 100
+
+
+# ---------------------------------------------------------------- del lines of long reversed functions
+
+_WORDS = re.compile(r"\w+")
+_TARGETS = re.compile(r"    (\w+(?:, \w+)*) (?:[-+*/@%|&^]|//|\*\*)?= ")
+
+
+def _functions(src: str):
+    for chunk in re.split(r"\n(?=def )", src):
+        if chunk.startswith("def "):
+            yield chunk[4:chunk.find("(")], chunk.split("\n")[1:]
+
+
+def _dels_never_before_a_read(src: str) -> list[str]:
+    """Each top-level ``del`` of a generated function (ast): the name bound before it, and not read after it
+    unless bound again first (a read after it would be a NameError on some path, or a later value lost)."""
+    problems = []
+    for fn in [n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef)]:
+        bound = {a.arg for a in fn.args.args}
+        for k, st in enumerate(fn.body):
+            if not isinstance(st, ast.Delete):
+                bound |= {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                continue
+            for t in st.targets:
+                if t.id not in bound:
+                    problems.append(f"{fn.name}: del {t.id} of a name not bound (statement {k})")
+                bound.discard(t.id)
+                for later in fn.body[k + 1:]:
+                    names = [n for n in ast.walk(later) if isinstance(n, ast.Name) and n.id == t.id]
+                    reads = [n for n in names if isinstance(n.ctx, ast.Load)]
+                    stores = [n for n in names if isinstance(n.ctx, ast.Store)]
+                    rebinds = isinstance(later, ast.Assign) and stores and not any(
+                        isinstance(n, ast.Name) and n.id == t.id for n in ast.walk(later.value))
+                    if reads and not rebinds:
+                        problems.append(f"{fn.name}: {t.id} read after its del (statement {k})")
+                    if stores:
+                        break
+    return problems
+
+
+def _dels_missing(src: str) -> list[str]:
+    """release.py's promise (its docstring), read independently: in a function binding at least 64 names at its
+    top level (the residuals' unpacking aside), each such name whose last mention is before the group that
+    returns is deleted after that mention and before the next group's header comment."""
+    problems = []
+    for fname, lines in _functions(src):
+        bound, last, dels, headers = set(), {}, {}, []
+        for i, line in enumerate(lines):
+            if line.startswith("    del "):
+                for n in line[8:].split(", "):
+                    dels.setdefault(n.strip(), []).append(i)
+                continue
+            if line.startswith("    # "):
+                headers.append(i)
+                continue
+            m = _TARGETS.match(line)
+            if m and not line.endswith("= residuals"):
+                bound.update(m.group(1).split(", "))
+            for w in _WORDS.findall(line):
+                last[w] = i
+        if len(bound) < 64:
+            continue
+        ret = max(i for i, line in enumerate(lines) if line.startswith("    return "))
+        last_header = max([h for h in headers if h < ret], default=-1)
+        for n in sorted(bound):
+            at = last[n]
+            if at > last_header:
+                continue  # (read in the group that returns: the return frees it)
+            nxt = min([h for h in headers if h > at] + [ret])
+            if not any(at < j < nxt for j in dels.get(n, [])):
+                problems.append(f"{fname}: {n} last mentioned on line {at}, not deleted before line {nxt}")
+    return problems
+
+
+@pytest.mark.parametrize("ascii_only", [True, False])
+def test_del_lines_of_long_programs(tmp_path_factory, ascii_only):
+    """Long programs (60-160 statements, names shaped like astad's, non-ASCII ones or none, an ``if`` now and
+    then), transformed in production: the reversed functions' ``del`` lines free every name read for the last
+    time before the returning group, and none before a read; derivatives as central differences'."""
+    d = tmp_path_factory.mktemp(f"adversary_s14_r2_long_{ascii_only}")
+    paths = []
+    for seed in range(5000, 5000 + int(os.environ.get("ASTAD_R2_LONG", "10"))):
+        p = d / f"long{seed}.py"
+        p.write_text(_random_source(seed, 60, 160, 0.03, ascii_only))
+        paths.append(p)
+    results = _production(paths)
+    with_dels = 0
+    for p in paths:
+        got = results[p.stem]
+        _check(p.stem, p, got)
+        if "rev_src" in got:
+            src = got["rev_src"]
+            assert _dels_never_before_a_read(src) == [], p.stem
+            assert _dels_missing(src) == [], p.stem
+            with_dels += "\n    del " in src
+    assert with_dels >= 2
