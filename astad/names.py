@@ -369,13 +369,13 @@ def _block_names(block: Block) -> frozenset[str]:
                         stack.append(a)
             else:
                 stack.append(rhs)
-            while stack:
-                node = stack.pop()
-                cls = type(node)
-                if cls is Block:
-                    blocks.append(node)
-                else:
-                    _add_names(node, cls, names, stack)
+        while stack:  # (what was stacked: the result, the bindings' other parts; a block inside, for later)
+            node = stack.pop()
+            cls = type(node)
+            if cls is Block:
+                blocks.append(node)
+            else:
+                _add_names(node, cls, names, stack)
     found = block.__dict__["_program_names"] = frozenset(names)
     return found
 

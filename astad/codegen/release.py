@@ -208,13 +208,14 @@ def _flat_body(text: str, ascii_only: bool) -> str | None:
         return None
     if _string_over_lines(None, text):
         return text
-    findall, bindings = (_WORD_ASCII.findall, _BINDS_ASCII.findall) if ascii_only else (_WORD.findall, _BINDS.findall)
-    found = bindings(t)
+    found = (_BINDS_ASCII if ascii_only else _BINDS).findall(t)
+    # the words of its last line (the last statement; None: a comment, as `_read_at_end` tells them)
+    end_words = _statement_words(t[t.rfind("\n") + 1:], ascii_only)
+    if end_words is not None and end_words.issuperset(found):
+        return text  # (each target one name, mentioned at the end: a tuple's "a, b" is no word)
     bound = _bound(found)
-    if len(bound) < MIN_NAMES:
-        return text
-    if _read_at_end([t[t.rfind("\n") + 1:]], bound, findall):  # (its last line: the last statement, or a comment)
-        return text
+    if len(bound) < MIN_NAMES or end_words is not None and bound.keys() <= end_words:
+        return text  # (every name read last in the group the function returns in)
     # the groups: the lines after each comment (the text's pieces split at the comments, less the comment's
     # own text), or MAX_GROUP of them at a time; (start, end) in `t`, each a newline ahead of each line
     groups: list[tuple[int, int]] = []
@@ -316,6 +317,16 @@ def _read_at_end(body: list[str], bound: dict[str, None], findall: Any) -> bool:
     if k < 0:
         return False
     return bound.keys() <= set(findall("\n".join(body[k:])))
+
+
+def _statement_words(line: str, ascii_only: bool) -> set[str] | None:
+    """The words of a flat body's last ``line`` (``_read_at_end``'s of a body of that line alone): None
+    where it is no statement's first line (a comment, say); ASCII text split at its characters not in
+    words (as :func:`_last_mentions` splits it)."""
+    fifth = line[4:5]
+    if fifth == "#" or fifth == " " or not line.startswith(_INDENT) or (fifth in "ef" and line.startswith(_CLAUSES)):
+        return None
+    return set(line.translate(_NOT_WORD).split() if ascii_only else _WORD.findall(line))
 
 
 def _continues(body: list[str], k: int) -> bool:

@@ -346,8 +346,13 @@ def _nested_use_counts(blk: Block) -> "Counter[str]":
     rhss = [b.rhs for b in blk.binds]
     # the direct reads of the bindings of primitives (the most common), counted at once
     read = [a.name for rhs in rhss if type(rhs) is Prim for a in rhs.args if type(a) is Var]
+    others = [rhs for rhs in rhss if type(rhs) is not Prim]
+    if _NESTING.isdisjoint(map(type, others)):  # (most: no blocks inside; a sum's items read without a call)
+        read += [a.name for rhs in others for a in (rhs.items if type(rhs) is Plus else atoms_of(rhs))
+                 if type(a) is Var]  # (in the same order as the loop below: the Counter's keys too)
+        return Counter(read)
     nested = []
-    for rhs in [rhs for rhs in rhss if type(rhs) is not Prim]:
+    for rhs in others:
         if isinstance(rhs, If):
             direct: tuple[Atom, ...] = (rhs.cond,)
         elif isinstance(rhs, Loop):
