@@ -500,3 +500,36 @@ def test_del_lines_of_long_programs(tmp_path_factory, ascii_only):
             assert _dels_missing(src) == [], p.stem
             with_dels += "\n    del " in src
     assert with_dels >= 2
+
+
+def _chain_source(name, seed: int = 3) -> str:
+    """90 statements, each binding ``name(k)``, reading two earlier names."""
+    R = random.Random(seed)
+    env, lines = ["x", "y"], []
+    for k in range(90):
+        a, b = R.choice(env), R.choice(env)
+        lines.append(f"    {name(k)} = np.sin({a}) * {b} + {a} * 0.5")
+        env.append(name(k))
+    return ("import numpy as np\ndef ARGS():\n    r = np.random.default_rng(1)\n"
+            "    return [r.standard_normal(3) * 0.5, r.standard_normal(3) * 0.5]\ndef f(x, y):\n" + "\n".join(lines)
+            + f"\n    return np.sum({env[-1]} * {env[-2]}) + np.sum({env[5]})\n")
+
+
+def test_del_lines_of_long_names(tmp_path):
+    """Names longer than a del line (110 characters), long non-ASCII names, and temporaries' names taken by
+    the user (``t3``, ``t4_ct``): every del line as promised, none before a read; derivatives as central
+    differences'."""
+    names = {"long": lambda k: "v" * 110 + str(k), "accented": lambda k: "é" * 60 + f"_{k}",
+             "temporaries": lambda k: f"t{k}_ct" if k % 2 else f"t{k}"}
+    paths = []
+    for stem, name in names.items():
+        p = tmp_path / f"{stem}.py"
+        p.write_text(_chain_source(name))
+        paths.append(p)
+    results = _production(paths)
+    for p in paths:
+        got = results[p.stem]
+        _check(p.stem, p, got)
+        src = got["rev_src"]
+        assert "\n    del " in src
+        assert _dels_never_before_a_read(src) == [] and _dels_missing(src) == [], p.stem
