@@ -25,7 +25,7 @@ from .parse import UNSUPPORTED
 from .scopes import Value, Scope, is_list_value, make_call_key
 from .core import LowererCore, ref_name
 from .from_ast import lazy_block
-from .weak_joins import check_weak_joins, prim_ops
+from .weak_joins import check_weak_joins
 
 
 class Statements(LowererCore):
@@ -63,9 +63,8 @@ class Statements(LowererCore):
         self.out_template = outputs.template(result)  # which of the output's tuples are lists (astad.outputs)
         atom = self.result_atom(result, self.node)
         fn = Function(self.root.name, tuple(params), Block(tuple(self.binds), atom))
-        prims = prim_ops(fn)  # (what both ask first)
-        check_weak_joins(fn, prims)
-        return keep_unread_raising(fn, self.namer.temp, prims)
+        check_weak_joins(fn)
+        return keep_unread_raising(fn, self.namer.temp)
 
     def parameter(self, name: str, t: Type, params: list[Var]) -> Value:
         """A parameter; a structured one as its structure, with one parameter per

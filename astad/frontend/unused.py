@@ -19,6 +19,7 @@ import numpy as np
 from ..blocks import prim_rhss, with_branches
 from ..ir import (App, Bind, Block, Const, Function, If, Lam, Loop, Num, Prim, ReverseProgram, Var, all_binds,
                   nested_blocks, read_set, vars_of)
+from ..ir.walk import ops_of
 from ..names import Namer
 from ..rules import TABLE, infer
 
@@ -71,18 +72,15 @@ def _any_may_raise(blocks: Iterable[Block]) -> bool:
     return any(type(x.rhs) is Prim and may_raise(x.rhs) for blk in blocks for x in all_binds(blk))
 
 
-def keep_unread_raising(fn: Function, temp: Callable[[], str], prims: tuple | None = None) -> Function:
+def keep_unread_raising(fn: Function, temp: Callable[[], str]) -> Function:
     """``fn`` with a ``keep`` effect after each binding that nothing reads and whose value is computed by
     something that may raise (the temporaries it is made of included): a user's name, or a temporary, an
     item of a tuple or list nothing reads (an effect's binding is kept anyway).  Primitives alone and none
-    of them one that may raise (straight-line code, mostly): nothing to keep, no walk.  ``prims``: the right-hand
-    sides of ``fn``'s bindings and their operations where all are primitives (:func:`.weak_joins.prim_ops`),
-    where the caller has them."""
-    if prims is None:
-        rhss = prim_rhss(fn.body)
-        prims = None if rhss is None else (rhss, [r.op for r in rhss])
-    if prims is not None:
-        rhss, ops = prims
+    of them one that may raise (straight-line code, mostly): nothing to keep, no walk (``prim_rhss`` and
+    ``ops_of``: each computed once per block, shared with ``check_weak_joins``)."""
+    rhss = prim_rhss(fn.body)
+    if rhss is not None:
+        ops = ops_of(fn.body)
         maybe = {op for op in set(ops) if op in _MAY or op.startswith("math_")}
         if not maybe or not any(map(may_raise, compress(rhss, map(maybe.__contains__, ops)))):
             return fn

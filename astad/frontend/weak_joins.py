@@ -16,6 +16,7 @@ from ..blocks import prim_rhss
 from ..errors import AstadTypeError
 from ..rules.table import TABLE
 from ..ir import App, Atom, Block, Const, Copy, Function, If, Lam, ListT, Loop, MakeTuple, Num, Prim, Unpack, Var
+from ..ir.walk import ops_of
 
 _NARROW = frozenset({"float16", "float32"})
 _WIDE = frozenset({"float64", "int64"})
@@ -23,23 +24,14 @@ _PICKS = frozenset({"py_max", "py_min"})  # Python's max/min of numbers: the one
 _CALLED = _PICKS | {"call"}
 
 
-def check_weak_joins(fn: Function, prims: tuple | None = None) -> None:
+def check_weak_joins(fn: Function) -> None:
     """Refuse (at its line) an operation of ``fn`` that meets a float16 or float32 with a value that is
     a Python float on one path and a numpy float64 on another (see the module's docstring).  Primitives
-    alone and none of them a pick or a call (straight-line code, mostly): nothing to follow, no walk.
-    ``prims``: :func:`prim_ops` of ``fn``, where the caller has it."""
-    if prims is None:
-        prims = prim_ops(fn)
-    if prims is not None and _CALLED.isdisjoint(prims[1]):
+    alone and none of them a pick or a call (straight-line code, mostly): nothing to follow, no walk
+    (``prim_rhss`` and ``ops_of``: each computed once per block, shared with ``keep_unread_raising``)."""
+    if prim_rhss(fn.body) is not None and _CALLED.isdisjoint(ops_of(fn.body)):
         return
     _Walk().block(fn.body)
-
-
-def prim_ops(fn: Function) -> tuple[list[Prim], list[str]] | None:
-    """The right-hand sides of ``fn``'s bindings and their operations, in order, where all are primitives
-    (:func:`.blocks.prim_rhss`), else None."""
-    rhss = prim_rhss(fn.body)
-    return None if rhss is None else (rhss, [r.op for r in rhss])
 
 
 def _strong_float64(t: object) -> bool:
